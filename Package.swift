@@ -1,0 +1,66 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Parley: end-to-end encrypted LAN chat. See docs/ARCHITECTURE.md for the module map.
+let package = Package(
+    name: "Parley",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "parleyd", targets: ["parleyd"]),
+        .executable(name: "parley", targets: ["parley"]),
+        .library(name: "ParleyCore", targets: ["ParleyCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        // C libraries from Debian: libsodium-dev, libavahi-compat-libdnssd-dev.
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(
+            name: "CDNSSD",
+            pkgConfig: "avahi-compat-libdns_sd",
+            providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
+
+        // Pure core: keys, cards, Noise, framing, wire messages. No I/O.
+        .target(name: "ParleyCore", dependencies: ["CSodium"]),
+        // Durable state: SQLite through GRDB.
+        .target(name: "ParleyStore", dependencies: [
+            "ParleyCore",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        // JSON-RPC 2.0 types shared by the daemon and the CLI.
+        .target(name: "ParleyControlProtocol"),
+        // mDNS/DNS-SD through avahi's dns_sd compat library.
+        .target(name: "ParleyDiscovery", dependencies: ["CDNSSD", "ParleyCore"]),
+        // The daemon: peer sessions, control server, configuration.
+        .target(name: "ParleyDaemon", dependencies: [
+            "ParleyCore", "ParleyStore", "ParleyControlProtocol", "ParleyDiscovery",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
+        .executableTarget(name: "parleyd", dependencies: [
+            "ParleyDaemon",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .executableTarget(name: "parley", dependencies: [
+            "ParleyControlProtocol",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
+        .testTarget(name: "ParleyCoreTests", dependencies: ["ParleyCore"],
+                    resources: [.copy("Fixtures")]),
+        .testTarget(name: "ParleyStoreTests", dependencies: ["ParleyStore", "ParleyCore"]),
+        .testTarget(name: "ParleyDaemonTests", dependencies: [
+            "ParleyDaemon", "ParleyCore", "ParleyControlProtocol",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Parley needs, only those that are missing.
+#   scripts/install-deps.sh build   # to build and run parleyd/parley
+#   scripts/install-deps.sh test    # also what the test suite needs (avahi, lab tools, pytest)
+set -euo pipefail
+want=${1:-build}
+
+build_pkgs=(pkg-config libsodium-dev libavahi-compat-libdnssd-dev libsqlite3-dev)
+test_pkgs=(python3 python3-pytest avahi-daemon avahi-utils libnss-mdns dbus iproute2 util-linux tmux)
+
+pkgs=("${build_pkgs[@]}")
+[ "$want" = test ] && pkgs+=("${test_pkgs[@]}")
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing missing Debian packages: ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to apt-get install ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+# Installing avahi-daemon must not start a daemon on this machine's real network
+# (tests run their own inside network namespaces): forbid service starts during install.
+policy=/usr/sbin/policy-rc.d
+created_policy=no
+if [ ! -e "$policy" ] && [ "${PARLEY_ALLOW_SERVICE_START:-0}" != 1 ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null && $SUDO chmod +x "$policy" && created_policy=yes
+fi
+trap '[ "$created_policy" = yes ] && $SUDO rm -f "$policy"' EXIT
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq || true
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
