@@ -3,7 +3,7 @@ import ParleyCore
 /// Which key a file holds, and its on-disk text format:
 /// a header line naming the kind and version, then 64 lower-case hex digits and `\n`.
 /// The header catches swapped or foreign files; hex keeps the file printable.
-/// Details: docs/PROTOCOL.md, "Identity and fingerprints".
+/// Details: docs/PROTOCOL.md, "Key files".
 enum KeyFileKind: Sendable {
     case identity
     case noiseStatic

@@ -159,7 +159,10 @@ public enum KeyFiles {
         defer { if tempExists { unlink(tempPath) } }
         do {
             defer { close(fd) }
-            try writeAndSync(fd: fd, content: kind.encode(secret), path: tempPath)
+            // Wiped here, by its only owner, so the wipe cannot hit a copy-on-write copy.
+            var content = kind.encode(secret)
+            defer { Sodium.wipe(&content) }
+            try writeAndSync(fd: fd, content: content, path: tempPath)
         }
         if replace {
             guard rename(tempPath, finalPath) == 0 else { throw .io(operation: "rename into place", path: finalPath, errno: errno) }
@@ -171,11 +174,9 @@ public enum KeyFiles {
         try syncDirectory(directory)
     }
 
-    /// Sets mode 0600 exactly (the umask can only have cleared bits), writes all of
-    /// `content`, wipes it, and fsyncs.
-    private static func writeAndSync(fd: Int32, content: consuming [UInt8], path: String) throws(KeyFileError) {
-        var content = content
-        defer { Sodium.wipe(&content) }
+    /// Sets mode 0600 exactly (the umask may have cleared bits), writes all of `content`,
+    /// and fsyncs.
+    private static func writeAndSync(fd: Int32, content: [UInt8], path: String) throws(KeyFileError) {
         guard fchmod(fd, fileMode) == 0 else { throw .io(operation: "chmod", path: path, errno: errno) }
         var written = 0
         while written < content.count {

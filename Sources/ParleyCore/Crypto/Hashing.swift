@@ -1,7 +1,7 @@
 import CSodium
 
 /// SHA-2 digests from libsodium, for fingerprints and safety numbers.
-/// (Kept in its own file so the libsodium entry point stays in one place per concept.)
+/// Like every primitive, they come from libsodium only.
 extension Sodium {
     /// SHA-256 of the concatenation of `parts` (32 bytes).
     public static func sha256(_ parts: [UInt8]...) -> [UInt8] {
