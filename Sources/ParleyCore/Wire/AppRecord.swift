@@ -1,0 +1,182 @@
+/// The application layer inside a Noise session: typed, versioned records.
+///
+/// Records are concatenated into one plaintext byte stream which is cut into Noise
+/// transport messages (see `RecordStreamEncoder`). Many small records share one
+/// message (one AEAD call, one syscall) and one large record may span several.
+///
+/// Record layout: `type: u8 | length: u32 big-endian | payload[length]`.
+public enum AppRecord: Equatable, Sendable {
+    /// A chat message from the session's remote identity to the local one.
+    case chat(ChatRecord)
+    /// The receiver has stored these messages durably (ids of chat records).
+    case ack([MessageID])
+    /// The sender re-issued its card (for example a new Noise static key).
+    case cardUpdate([UInt8])
+    case ping(UInt64)
+    case pong(UInt64)
+    /// Orderly goodbye; the connection is closed right after.
+    case close(CloseReason, String)
+    /// A record type this version does not know: skipped, for forward compatibility.
+    case unknown(type: UInt8, length: Int)
+
+    public enum RecordType: UInt8, Sendable {
+        case chat = 0x01, ack = 0x02, cardUpdate = 0x03, ping = 0x04, pong = 0x05, close = 0x06
+    }
+
+    public static let headerLength = 5
+}
+
+/// 16 random bytes chosen by the sender: globally unique without coordination.
+public struct MessageID: Hashable, Sendable, CustomStringConvertible {
+    public static let length = 16
+    public let bytes: [UInt8]
+
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == Self.length else { return nil }
+        self.bytes = bytes
+    }
+
+    public init?(hex: String) {
+        guard let b = Sodium.fromHex(hex), b.count == Self.length else { return nil }
+        self.bytes = b
+    }
+
+    public static func random() -> MessageID { MessageID(unchecked: Sodium.randomBytes(length)) }
+
+    init(unchecked bytes: [UInt8]) { self.bytes = bytes }
+
+    public var hex: String { Sodium.hex(bytes) }
+    public var description: String { hex }
+}
+
+public struct ChatRecord: Equatable, Sendable {
+    public var id: MessageID
+    /// Per-sender sequence number: lets the receiver show messages in sender order.
+    public var sequence: UInt64
+    /// Sender's clock, unix milliseconds (informational only: ordering uses `sequence`).
+    public var createdAt: UInt64
+    public var body: String
+
+    public init(id: MessageID, sequence: UInt64, createdAt: UInt64, body: String) {
+        self.id = id; self.sequence = sequence; self.createdAt = createdAt; self.body = body
+    }
+}
+
+public enum CloseReason: UInt8, Sendable {
+    case normal = 0        // shutting down / goodbye
+    case duplicate = 1     // another session with the same peer was kept
+    case protocolError = 2
+    case keyChangePending = 3
+    case notTrusted = 4
+    case unknown = 255
+}
+
+public enum AppRecordError: Error, Equatable, Sendable, CustomStringConvertible {
+    case recordTooLarge(Int)
+    case malformed(type: UInt8, reason: String)
+    case bodyTooLarge(Int)
+    case invalidUTF8
+
+    public var description: String {
+        switch self {
+        case .recordTooLarge(let n): return "application record of \(n) bytes exceeds \(WireLimits.maxRecordBytes)"
+        case let .malformed(type, reason): return "malformed record type \(type): \(reason)"
+        case .bodyTooLarge(let n): return "message body of \(n) bytes exceeds \(WireLimits.maxBodyBytes)"
+        case .invalidUTF8: return "message body is not valid UTF-8"
+        }
+    }
+}
+
+extension AppRecord {
+    /// Appends this record's encoding to `out`.
+    public func encode(into out: inout [UInt8]) {
+        func put(_ type: RecordType, _ payload: [UInt8]) {
+            out.append(type.rawValue)
+            out.appendUInt32(UInt32(payload.count))
+            out.append(contentsOf: payload)
+        }
+        switch self {
+        case .chat(let c):
+            var p = [UInt8]()
+            let body = Array(c.body.utf8)
+            p.reserveCapacity(32 + body.count)
+            p.append(contentsOf: c.id.bytes)
+            p.appendUInt64(c.sequence)
+            p.appendUInt64(c.createdAt)
+            p.append(contentsOf: body)
+            put(.chat, p)
+        case .ack(let ids):
+            var p = [UInt8]()
+            p.reserveCapacity(2 + ids.count * MessageID.length)
+            p.appendUInt16(UInt16(ids.count))
+            for id in ids { p.append(contentsOf: id.bytes) }
+            put(.ack, p)
+        case .cardUpdate(let card):
+            put(.cardUpdate, card)
+        case .ping(let n):
+            var p = [UInt8](); p.appendUInt64(n); put(.ping, p)
+        case .pong(let n):
+            var p = [UInt8](); p.appendUInt64(n); put(.pong, p)
+        case let .close(reason, text):
+            var p = [UInt8]([reason.rawValue])
+            p.append(contentsOf: Array(text.utf8.prefix(WireLimits.maxCloseReasonBytes)))
+            put(.close, p)
+        case .unknown:
+            break // never sent
+        }
+    }
+
+    public func encoded() -> [UInt8] {
+        var out = [UInt8]()
+        encode(into: &out)
+        return out
+    }
+
+    /// Decodes one record's payload, given its type byte.
+    public static func decode(type: UInt8, payload: [UInt8]) throws(AppRecordError) -> AppRecord {
+        guard let known = RecordType(rawValue: type) else {
+            return .unknown(type: type, length: payload.count)
+        }
+        var r = ByteReader(payload)
+        do {
+            switch known {
+            case .chat:
+                guard let id = MessageID(bytes: try r.readBytes(MessageID.length)) else {
+                    throw AppRecordError.malformed(type: type, reason: "message id")
+                }
+                let seq = try r.readUInt64()
+                let created = try r.readUInt64()
+                let body = try r.readBytes(r.remaining)
+                guard body.count <= WireLimits.maxBodyBytes else { throw AppRecordError.bodyTooLarge(body.count) }
+                guard let text = String(validating: body, as: UTF8.self) else { throw AppRecordError.invalidUTF8 }
+                return .chat(ChatRecord(id: id, sequence: seq, createdAt: created, body: text))
+            case .ack:
+                let n = Int(try r.readUInt16())
+                guard n <= WireLimits.maxAcksPerRecord else {
+                    throw AppRecordError.malformed(type: type, reason: "\(n) acks exceed \(WireLimits.maxAcksPerRecord)")
+                }
+                var ids = [MessageID]()
+                ids.reserveCapacity(n)
+                for _ in 0..<n { ids.append(MessageID(unchecked: try r.readBytes(MessageID.length))) }
+                guard r.isAtEnd else { throw AppRecordError.malformed(type: type, reason: "trailing bytes") }
+                return .ack(ids)
+            case .cardUpdate:
+                return .cardUpdate(payload)
+            case .ping, .pong:
+                let n = try r.readUInt64()
+                guard r.isAtEnd else { throw AppRecordError.malformed(type: type, reason: "trailing bytes") }
+                return known == .ping ? .ping(n) : .pong(n)
+            case .close:
+                let reason = CloseReason(rawValue: try r.readUInt8()) ?? .unknown
+                let textBytes = try r.readBytes(min(r.remaining, WireLimits.maxCloseReasonBytes))
+                return .close(reason, String(decoding: textBytes, as: UTF8.self))
+            }
+        } catch let e as ByteReader.Error {
+            throw .malformed(type: type, reason: "\(e)")
+        } catch let e as AppRecordError {
+            throw e
+        } catch {
+            throw .malformed(type: type, reason: "\(error)")
+        }
+    }
+}

@@ -1,0 +1,30 @@
+/// Every limit a remote peer can push against, in one place. Each value says why.
+public enum WireLimits {
+    /// Largest chat body in bytes of UTF-8. 64 KiB is a long letter; anything larger
+    /// is a file, which Parley does not carry.
+    public static let maxBodyBytes = 65_536
+
+    /// Largest application record (type + length + payload). A chat record is a body
+    /// plus 41 bytes of header; twice the body limit leaves room for future fields
+    /// while bounding what a receiver buffers for one record.
+    public static let maxRecordBytes = 2 * maxBodyBytes
+
+    /// Plaintext bytes in one Noise transport message: the Noise maximum (65535)
+    /// minus the 16-byte Poly1305 tag.
+    public static let maxPlaintextPerMessage = 65_535 - 16
+
+    /// Most message ids in one acknowledgement record (16 bytes each, so an ack
+    /// record stays under 16 KiB).
+    public static let maxAcksPerRecord = 1_000
+
+    /// Longest reason text in a close record.
+    public static let maxCloseReasonBytes = 200
+
+    /// Transport messages per direction after which both sides rekey that direction
+    /// (Noise `Rekey()`). Counting messages, not bytes, lets both sides rekey at the
+    /// same point without signalling: 2^16 messages of at most 64 KiB is ≤ 4 GiB per key.
+    public static let rekeyEveryMessages: UInt64 = 65_536
+
+    /// Bytes a handshake payload may take (a card plus a few small fields).
+    public static let maxHandshakePayloadBytes = 2_048
+}
