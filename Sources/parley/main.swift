@@ -1,1 +1,15 @@
-print("parley")
+import ArgumentParser
+import Foundation
+
+// Entry point. Parses, runs, and maps argument-parser's usage exit status (64, EX_USAGE)
+// to 2, the conventional "usage error" status documented in docs/CONTROL.md.
+do {
+    var command = try ParleyCommand.parseAsRoot()
+    try command.run()
+} catch {
+    if ParleyCommand.exitCode(for: error) == .validationFailure {
+        Console.err(ParleyCommand.fullMessage(for: error))
+        exit(CLIExitCode.usage)
+    }
+    ParleyCommand.exit(withError: error)
+}

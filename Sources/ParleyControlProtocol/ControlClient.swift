@@ -1,0 +1,125 @@
+/// A small blocking client for the control socket: one request at a time, notifications
+/// (after `messages.subscribe`) kept in order until read. Used by the `parley` CLI and by
+/// tests. Not thread-safe: use one client from one thread.
+public final class ControlClient {
+    /// Default wait for an answer. The daemon answers from local state (no network round
+    /// trip except `messages.send` with `wait`, which passes its own timeout), so 10 s of
+    /// silence means it is stuck, not slow.
+    public static let defaultCallTimeout: Duration = .seconds(10)
+
+    /// Bytes asked of the socket per receive: large enough that a maximal line takes few
+    /// calls, small enough to allocate per call.
+    static let receiveChunkBytes = 65_536
+
+    /// Wait used by `call` when it is not given one.
+    public var callTimeout: Duration
+
+    private let socket: UnixSocketConnection
+    private var lines = LineBuffer()
+    private var pendingNotifications: [JSONRPCNotification] = []
+    private var nextID = 1
+
+    private init(socket: UnixSocketConnection, callTimeout: Duration) {
+        self.socket = socket
+        self.callTimeout = callTimeout
+    }
+
+    public static func connect(
+        path: String, callTimeout: Duration = defaultCallTimeout
+    ) throws(ControlClientError) -> ControlClient {
+        let socket = try UnixSocketConnection.connect(path: path, timeout: callTimeout)
+        return ControlClient(socket: socket, callTimeout: callTimeout)
+    }
+
+    /// Calls a typed method and decodes its result. A daemon error is thrown as `.remote`.
+    public func call<P: ControlCallParams>(
+        _ params: P, timeout: Duration? = nil
+    ) throws(ControlClientError) -> P.ResultType {
+        let members: [String: JSONValue]
+        do {
+            guard case .object(let m) = try JSONValue(encoding: params) else {
+                throw ControlClientError.protocolViolation("\(P.self) is not an object")
+            }
+            members = m
+        } catch {
+            throw .protocolViolation("cannot encode \(P.method) params")
+        }
+        let result = try call(method: P.method, params: members, timeout: timeout)
+        do {
+            return try result.decode(as: P.ResultType.self)
+        } catch {
+            throw .protocolViolation("\(P.method) result does not match the protocol")
+        }
+    }
+
+    /// Calls any method; returns the raw result. `timeout` nil means `callTimeout`.
+    public func call(
+        method: String, params: [String: JSONValue]?, timeout: Duration? = nil
+    ) throws(ControlClientError) -> JSONValue {
+        let id = JSONRPCID.number(nextID)
+        nextID += 1
+        let line: [UInt8]
+        do {
+            line = try ControlJSON.line(JSONRPCRequest(id: id, method: method, params: params))
+        } catch {
+            throw .protocolViolation("cannot encode the request")
+        }
+        let deadline = SocketDeadline(after: timeout ?? callTimeout)
+        try socket.send(line, deadline: deadline)
+        while true {
+            switch try nextMessage(deadline: deadline) {
+            case .notification(let notification):
+                guard pendingNotifications.count < ControlLimits.maxSubscriptionBacklogNotifications else {
+                    throw .protocolViolation("too many notifications while waiting for an answer")
+                }
+                pendingNotifications.append(notification)
+            case .response(let response) where response.id == id:
+                switch response.outcome {
+                case .result(let value): return value
+                case .error(let error): throw .remote(error)
+                }
+            case .response(let response):
+                // A null id carries a connection-level error (line too long, too many
+                // clients, idle timeout); any other id is not ours and is ignored.
+                if response.id == nil, let error = response.error { throw .remote(error) }
+            }
+        }
+    }
+
+    /// The next notification, waiting up to `timeout` (nil: until one comes or the daemon
+    /// closes the connection).
+    public func readNotification(timeout: Duration? = nil) throws(ControlClientError) -> JSONRPCNotification {
+        if !pendingNotifications.isEmpty { return pendingNotifications.removeFirst() }
+        let deadline = timeout.map { SocketDeadline(after: $0) }
+        while true {
+            switch try nextMessage(deadline: deadline) {
+            case .notification(let notification):
+                return notification
+            case .response(let response):
+                if response.id == nil, let error = response.error { throw .remote(error) }
+            }
+        }
+    }
+
+    public func close() { socket.close() }
+
+    private func nextMessage(deadline: SocketDeadline?) throws(ControlClientError) -> ControlServerMessage {
+        while true {
+            let line: [UInt8]?
+            do {
+                line = try lines.popLine()
+            } catch {
+                throw .protocolViolation("a line longer than \(ControlLimits.maxLineBytes) bytes")
+            }
+            if let line {
+                switch ControlServerMessage.parse(line: line) {
+                case .success(let message): return message
+                case .failure(let error): throw .protocolViolation(error.message)
+                }
+            }
+            let chunk = try socket.receive(maxBytes: Self.receiveChunkBytes, deadline: deadline)
+            guard !chunk.isEmpty else { throw .connectionClosed }
+            lines.append(chunk)
+        }
+    }
+}

@@ -1,0 +1,41 @@
+/// Error codes in `JSONRPCError.code`. The first five are JSON-RPC 2.0's own; Parley's
+/// live in the implementation-defined range -32000...-32099. docs/CONTROL.md lists when
+/// each is returned and what `data` it carries.
+public enum ControlErrorCode: Int, Sendable, CaseIterable, Codable {
+    /// The line is not valid UTF-8 JSON.
+    case parseError = -32700
+    /// Valid JSON, but not a JSON-RPC 2.0 request object (this includes batch arrays).
+    case invalidRequest = -32600
+    case methodNotFound = -32601
+    /// `params` is missing a field, has a field of the wrong type, or a value out of range.
+    case invalidParams = -32602
+    /// A bug or unexpected failure inside the daemon.
+    case internalError = -32603
+
+    /// No known peer matches the selector.
+    case peerNotFound = -32001
+    /// The selector matches several peers; `data` is `PeerAmbiguousData`.
+    case peerAmbiguous = -32002
+    /// The peer's identity key changed and the change has not been accepted; nothing is
+    /// sent to it until `trust.accept_change`.
+    case peerKeyChanged = -32003
+    /// The message body exceeds the daemon's limit; `data` is `BodyTooLargeData`.
+    case bodyTooLarge = -32004
+    /// The daemon could not write to its store (e.g. disk full). Nothing was accepted.
+    case storageFailed = -32005
+    /// The operation is refused by policy (e.g. sending to a blocked peer).
+    case notPermitted = -32006
+    /// The line exceeded `ControlLimits.maxLineBytes`; the daemon closes the connection.
+    case lineTooLong = -32007
+    /// A wait ran out (`messages.send` with `wait`, `data` is `SendTimeoutData`) or a
+    /// client left a line unfinished for `ControlLimits.idleLineTimeoutSeconds`.
+    case timeout = -32008
+    /// `trust.verify` was given a fingerprint that is not the peer's pinned key.
+    case fingerprintMismatch = -32009
+    /// `peers.connect` was given something that is not `host:port`.
+    case invalidAddress = -32010
+    /// `ControlLimits.maxClients` connections are open; the daemon closes this one.
+    case tooManyClients = -32011
+    /// A subscriber fell too far behind and was cut off.
+    case subscriberTooSlow = -32012
+}

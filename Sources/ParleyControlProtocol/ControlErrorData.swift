@@ -1,0 +1,38 @@
+/// Typed `data` payloads of the errors that carry one.
+
+/// One peer a selector matched, in `peerAmbiguous` data.
+public struct PeerCandidate: Codable, Sendable, Hashable {
+    public var name: String
+    public var fingerprint: String
+
+    public init(name: String, fingerprint: String) {
+        self.name = name
+        self.fingerprint = fingerprint
+    }
+}
+
+/// `data` of `peerAmbiguous`: every peer the selector matched.
+public struct PeerAmbiguousData: Codable, Sendable, Hashable {
+    public var candidates: [PeerCandidate]
+
+    public init(candidates: [PeerCandidate]) { self.candidates = candidates }
+}
+
+/// `data` of `timeout` from `messages.send` with `wait`: the message that is still queued.
+public struct SendTimeoutData: Codable, Sendable, Hashable {
+    public var id: String
+
+    public init(id: String) { self.id = id }
+}
+
+/// `data` of `bodyTooLarge`.
+public struct BodyTooLargeData: Codable, Sendable, Hashable {
+    /// UTF-8 bytes of the rejected body.
+    public var bytes: Int
+    public var maxBytes: Int
+
+    public init(bytes: Int, maxBytes: Int) {
+        self.bytes = bytes
+        self.maxBytes = maxBytes
+    }
+}

@@ -1,0 +1,142 @@
+/// Notifications the daemon sends to a connection after `messages.subscribe`.
+
+/// Names of the notification methods.
+public enum ControlEvent {
+    public static let messageReceived = "message.received"
+    public static let messageDelivered = "message.delivered"
+    public static let peerOnline = "peer.online"
+    public static let peerOffline = "peer.offline"
+    public static let peerKeyChanged = "peer.key_changed"
+    /// The last notification before the daemon ends a subscription (and the connection).
+    public static let subscriptionClosed = "subscription.closed"
+
+    public static let all: [String] = [
+        messageReceived, messageDelivered, peerOnline, peerOffline, peerKeyChanged, subscriptionClosed,
+    ]
+}
+
+/// The params of one notification, tied to its method name.
+public protocol ControlEventParams: Codable, Sendable, Hashable {
+    static var method: String { get }
+}
+
+/// A message arrived from a peer (already stored).
+public struct MessageReceivedEvent: ControlEventParams {
+    public static let method = ControlEvent.messageReceived
+    public var message: MessageInfo
+
+    public init(message: MessageInfo) { self.message = message }
+}
+
+/// A peer acknowledged one of our messages.
+public struct MessageDeliveredEvent: ControlEventParams {
+    public static let method = ControlEvent.messageDelivered
+    /// The message's id (`MessageInfo.id`).
+    public var id: String
+    /// Recipient's fingerprint.
+    public var to: String
+    /// Unix time in milliseconds.
+    public var deliveredAt: Int
+
+    public init(id: String, to: String, deliveredAt: Int) {
+        self.id = id
+        self.to = to
+        self.deliveredAt = deliveredAt
+    }
+}
+
+/// An authenticated session with the peer was established.
+public struct PeerOnlineEvent: ControlEventParams {
+    public static let method = ControlEvent.peerOnline
+    public var peer: PeerInfo
+
+    public init(peer: PeerInfo) { self.peer = peer }
+}
+
+/// The last session with the peer ended.
+public struct PeerOfflineEvent: ControlEventParams {
+    public static let method = ControlEvent.peerOffline
+    public var peer: PeerInfo
+
+    public init(peer: PeerInfo) { self.peer = peer }
+}
+
+/// A peer presented another identity key than the pinned one. Nothing is sent to it until
+/// the user checks the new safety number and runs `trust.accept_change`.
+public struct PeerKeyChangedEvent: ControlEventParams {
+    public static let method = ControlEvent.peerKeyChanged
+    public var name: String
+    public var oldFingerprint: String
+    public var newFingerprint: String
+    /// Where the new key was seen, if over the network.
+    public var address: String?
+    /// Safety number of our key and the peer's new key.
+    public var safetyNumber: String
+
+    public init(name: String, oldFingerprint: String, newFingerprint: String, address: String?, safetyNumber: String) {
+        self.name = name
+        self.oldFingerprint = oldFingerprint
+        self.newFingerprint = newFingerprint
+        self.address = address
+        self.safetyNumber = safetyNumber
+    }
+
+    enum CodingKeys: String, CodingKey { case name, oldFingerprint, newFingerprint, address, safetyNumber }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(name, forKey: .name)
+        try c.encode(oldFingerprint, forKey: .oldFingerprint)
+        try c.encode(newFingerprint, forKey: .newFingerprint)
+        try c.encode(address, forKey: .address)  // null, not absent, when nil
+        try c.encode(safetyNumber, forKey: .safetyNumber)
+    }
+}
+
+/// The daemon ended the subscription and is about to close the connection: the
+/// subscriber fell behind (`subscriberTooSlow`) or the daemon is shutting down.
+public struct SubscriptionClosedEvent: ControlEventParams {
+    public static let method = ControlEvent.subscriptionClosed
+    /// A `ControlErrorCode` (`subscriberTooSlow`, or `internalError` at shutdown).
+    public var code: Int
+    public var message: String
+
+    public init(code: Int, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public static func tooSlow() -> SubscriptionClosedEvent {
+        SubscriptionClosedEvent(
+            code: ControlErrorCode.subscriberTooSlow.rawValue,
+            message: "more than \(ControlLimits.maxSubscriptionBacklogNotifications) notifications or "
+                + "\(ControlLimits.maxSubscriptionBacklogBytes) bytes unread; subscription closed")
+    }
+}
+
+/// A received notification decoded into its typed event.
+public enum ControlEventPayload: Sendable, Hashable {
+    case messageReceived(MessageReceivedEvent)
+    case messageDelivered(MessageDeliveredEvent)
+    case peerOnline(PeerOnlineEvent)
+    case peerOffline(PeerOfflineEvent)
+    case peerKeyChanged(PeerKeyChangedEvent)
+    case subscriptionClosed(SubscriptionClosedEvent)
+    /// A method this version does not know (a newer daemon): kept, not fatal.
+    case unknown(JSONRPCNotification)
+
+    /// Throws `DecodingError` if a known method has params of the wrong shape.
+    public init(_ notification: JSONRPCNotification) throws {
+        let params = JSONValue.object(notification.params ?? [:])
+        switch notification.method {
+        case ControlEvent.messageReceived: self = .messageReceived(try params.decode(as: MessageReceivedEvent.self))
+        case ControlEvent.messageDelivered: self = .messageDelivered(try params.decode(as: MessageDeliveredEvent.self))
+        case ControlEvent.peerOnline: self = .peerOnline(try params.decode(as: PeerOnlineEvent.self))
+        case ControlEvent.peerOffline: self = .peerOffline(try params.decode(as: PeerOfflineEvent.self))
+        case ControlEvent.peerKeyChanged: self = .peerKeyChanged(try params.decode(as: PeerKeyChangedEvent.self))
+        case ControlEvent.subscriptionClosed:
+            self = .subscriptionClosed(try params.decode(as: SubscriptionClosedEvent.self))
+        default: self = .unknown(notification)
+        }
+    }
+}

@@ -1,0 +1,48 @@
+/// Names of the methods a client can call. docs/CONTROL.md describes each.
+public enum ControlMethod {
+    public static let nodeStatus = "node.status"
+    public static let nodeWhoami = "node.whoami"
+    public static let peersList = "peers.list"
+    public static let peersConnect = "peers.connect"
+    public static let messagesSend = "messages.send"
+    public static let messagesList = "messages.list"
+    public static let messagesSubscribe = "messages.subscribe"
+    public static let trustVerify = "trust.verify"
+    public static let trustAcceptChange = "trust.accept_change"
+
+    /// Every method, for dispatch tables and tests.
+    public static let all: [String] = [
+        nodeStatus, nodeWhoami, peersList, peersConnect, messagesSend, messagesList,
+        messagesSubscribe, trustVerify, trustAcceptChange,
+    ]
+}
+
+/// The params of one method, tied to its name and its result type: the single place that
+/// says what a method takes and returns.
+public protocol ControlCallParams: Codable, Sendable, Hashable {
+    associatedtype ResultType: Codable, Sendable, Hashable
+    static var method: String { get }
+    /// Every JSON member name the params may have; others are rejected as `invalidParams`.
+    static var fieldNames: [String] { get }
+    /// Checks what the types cannot (ranges, non-empty strings). Called by
+    /// `JSONRPCRequest.decodeParams`; the CLI calls it too before sending.
+    func validate() throws(JSONRPCError)
+}
+
+extension ControlCallParams {
+    public func validate() throws(JSONRPCError) {}
+}
+
+/// Shared checks for params fields.
+enum ParamCheck {
+    static func peerSelector(_ value: String, field: String) throws(JSONRPCError) {
+        guard !value.isEmpty else { throw .invalidParams("\"\(field)\" must not be empty") }
+        guard value.utf8.count <= ControlLimits.maxPeerSelectorBytes else {
+            throw .invalidParams("\"\(field)\" is longer than \(ControlLimits.maxPeerSelectorBytes) bytes")
+        }
+    }
+
+    static func nonNegative(_ value: Int?, field: String) throws(JSONRPCError) {
+        if let value, value < 0 { throw .invalidParams("\"\(field)\" must not be negative") }
+    }
+}

@@ -1,0 +1,77 @@
+/// Splits a byte stream into `\n`-terminated lines, holding at most `maxLineBytes` of an
+/// unfinished line. Pure: the daemon feeds it what the socket delivered, the client too.
+///
+/// Once a line exceeds the limit the buffer is poisoned: the lines completed before it
+/// are still returned, then `popLine` throws for good and further input is dropped, so
+/// the reader answers `lineTooLong` and closes.
+public struct LineBuffer: Sendable {
+    public let maxLineBytes: Int
+    private var complete: [[UInt8]] = []
+    /// Index of the next line in `complete` to hand out (avoids O(n) removeFirst).
+    private var head = 0
+    private var partial: [UInt8] = []
+    private var overflowed = false
+
+    public init(maxLineBytes: Int = ControlLimits.maxLineBytes) {
+        self.maxLineBytes = maxLineBytes
+    }
+
+    /// Bytes of the line not yet terminated (0 if the input ended on a `\n`). The daemon
+    /// starts its idle timer when this becomes non-zero.
+    public var partialLineByteCount: Int { partial.count }
+
+    /// True once a line exceeded the limit.
+    public var isOverflowed: Bool { overflowed }
+
+    public mutating func append<Bytes: Collection<UInt8>>(_ bytes: Bytes) {
+        guard !overflowed else { return }
+        var start = bytes.startIndex
+        while let newline = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) {
+            guard partial.count + bytes.distance(from: start, to: newline) <= maxLineBytes else {
+                poison()
+                return
+            }
+            var line = partial
+            line.append(contentsOf: bytes[start..<newline])
+            partial = []
+            complete.append(line)
+            start = bytes.index(after: newline)
+        }
+        guard partial.count + bytes.distance(from: start, to: bytes.endIndex) <= maxLineBytes else {
+            poison()
+            return
+        }
+        partial.append(contentsOf: bytes[start...])
+    }
+
+    /// The next complete line without its `\n`, nil if none is complete yet; throws once
+    /// the complete lines are drained and a line was too long.
+    public mutating func popLine() throws(LineBufferError) -> [UInt8]? {
+        if head < complete.count {
+            let line = complete[head]
+            head += 1
+            if head == complete.count {
+                complete.removeAll(keepingCapacity: true)
+                head = 0
+            }
+            return line
+        }
+        if overflowed { throw .lineTooLong(maxBytes: maxLineBytes) }
+        return nil
+    }
+
+    private mutating func poison() {
+        overflowed = true
+        partial = []
+    }
+}
+
+public enum LineBufferError: Error, Sendable, Hashable, CustomStringConvertible {
+    case lineTooLong(maxBytes: Int)
+
+    public var description: String {
+        switch self {
+        case .lineTooLong(let max): return "a line exceeded \(max) bytes without a newline"
+        }
+    }
+}

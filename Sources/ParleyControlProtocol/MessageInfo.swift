@@ -1,0 +1,74 @@
+/// Which way a message went, seen from this node.
+public enum MessageDirection: String, Codable, Sendable, Hashable, CaseIterable {
+    case incoming = "in"
+    case outgoing = "out"
+}
+
+/// Where a message is: outgoing ones are `queued` until the peer acknowledges them, then
+/// `delivered`; incoming ones are `received`.
+public enum MessageState: String, Codable, Sendable, Hashable, CaseIterable {
+    case queued, delivered, received
+}
+
+/// A message as stored by the daemon. Optional fields are always present, `null` when empty.
+public struct MessageInfo: Codable, Sendable, Hashable {
+    /// Message id, unique per sender; opaque to clients.
+    public var id: String
+    /// Sender's fingerprint (this node's own for outgoing messages).
+    public var from: String
+    public var fromName: String
+    /// Recipient's fingerprint.
+    public var to: String
+    public var toName: String
+    public var direction: MessageDirection
+    /// Sender's per-conversation sequence number.
+    public var sequence: Int
+    /// Unix time in milliseconds at which the sender created the message.
+    public var createdAt: Int
+    public var body: String
+    public var state: MessageState
+    /// Unix time in milliseconds of the peer's acknowledgement (outgoing, delivered only).
+    public var deliveredAt: Int?
+    /// Position in this node's message log; the `after`/`before` of `messages.list`.
+    public var cursor: Int
+
+    public init(
+        id: String, from: String, fromName: String, to: String, toName: String,
+        direction: MessageDirection, sequence: Int, createdAt: Int, body: String,
+        state: MessageState, deliveredAt: Int?, cursor: Int
+    ) {
+        self.id = id
+        self.from = from
+        self.fromName = fromName
+        self.to = to
+        self.toName = toName
+        self.direction = direction
+        self.sequence = sequence
+        self.createdAt = createdAt
+        self.body = body
+        self.state = state
+        self.deliveredAt = deliveredAt
+        self.cursor = cursor
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, from, fromName, to, toName, direction, sequence, createdAt, body, state
+        case deliveredAt, cursor
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(from, forKey: .from)
+        try c.encode(fromName, forKey: .fromName)
+        try c.encode(to, forKey: .to)
+        try c.encode(toName, forKey: .toName)
+        try c.encode(direction, forKey: .direction)
+        try c.encode(sequence, forKey: .sequence)
+        try c.encode(createdAt, forKey: .createdAt)
+        try c.encode(body, forKey: .body)
+        try c.encode(state, forKey: .state)
+        try c.encode(deliveredAt, forKey: .deliveredAt)  // null, not absent, when nil
+        try c.encode(cursor, forKey: .cursor)
+    }
+}

@@ -1,0 +1,44 @@
+import ParleyControlProtocol
+
+/// What the user should do next after an error, beyond the daemon's message.
+enum ErrorHints {
+    static func hint(for error: ControlClientError, peer: String?) -> String? {
+        guard case .remote(let remote) = error, let code = remote.knownCode else { return nil }
+        let who = peer.map(Terminal.line) ?? "PEER"
+        switch code {
+        case .peerNotFound:
+            return "Run `parley peers` to list known peers, or `parley connect HOST:PORT` to reach a new one."
+        case .peerAmbiguous:
+            var lines = ["Several peers match; use a longer fingerprint prefix:"]
+            for candidate in remote.payload(as: PeerAmbiguousData.self)?.candidates ?? [] {
+                lines.append("  \(Terminal.line(candidate.name))  \(Terminal.line(candidate.fingerprint))")
+            }
+            return lines.joined(separator: "\n")
+        case .peerKeyChanged:
+            return "KEY CHANGED: \(who) presents a new identity key; nothing is sent until you accept it. "
+                + "Compare the safety number shown by `parley peers` with \(who) in person, then run "
+                + "`parley trust accept-change \(who)`."
+        case .bodyTooLarge:
+            return "Shorten the message or send it in several parts."
+        case .storageFailed:
+            return "Nothing was accepted. Free disk space where parleyd keeps its state, then retry."
+        case .timeout:
+            if let id = remote.payload(as: SendTimeoutData.self)?.id {
+                return "The message (id \(Terminal.line(id))) stays queued and is delivered when \(who) comes online."
+            }
+            return nil
+        case .fingerprintMismatch:
+            return "Do NOT trust \(who) yet: check that you read the full fingerprint from \(who)'s own device "
+                + "(`parley whoami` there). If it really differs, someone may be impersonating \(who)."
+        case .invalidAddress:
+            return "Use host:port, e.g. 192.168.1.20:7777 or [fe80::1%eth0]:7777."
+        case .tooManyClients:
+            return "Close other parley clients (e.g. running `parley follow`) and retry."
+        case .methodNotFound:
+            return "This parleyd does not know the command; are parley and parleyd the same version?"
+        case .parseError, .invalidRequest, .invalidParams, .internalError, .notPermitted,
+             .lineTooLong, .subscriberTooSlow:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,81 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ArgumentParser
+import ParleyControlProtocol
+
+/// `parley follow [PEER]`: print events as they happen until interrupted.
+struct FollowCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "follow",
+        abstract: "Print incoming messages, deliveries and peer changes as they happen (Ctrl-C to stop).",
+        discussion: "With --json, one object per line: the event's params plus \"event\": the notification method.")
+
+    @OptionGroup var options: ConnectionOptions
+
+    @Argument(help: "Only events concerning this peer (display name or fingerprint prefix).")
+    var peer: String?
+
+    func validate() throws { try validateForCommandLine(MessagesSubscribeParams(peer: peer)) }
+
+    func run() throws {
+        // Ctrl-C is the normal way to stop following: exit 0 at once. Every line was
+        // written unbuffered, so nothing is lost; _exit is async-signal-safe.
+        signal(SIGINT) { _ in _exit(0) }
+        try Session.run(options, peer: peer) { client in
+            _ = try client.call(MessagesSubscribeParams(peer: peer))
+            var names: [String: String] = [:]
+            if !options.json {
+                for known in try client.call(PeersListParams()).peers { names[known.fingerprint] = known.name }
+            }
+            while true {
+                let notification = try client.readNotification()
+                if options.json {
+                    var members = notification.params ?? [:]
+                    members["event"] = .string(notification.method)
+                    Console.json(JSONValue.object(members))
+                    if notification.method == ControlEvent.subscriptionClosed { throw ExitCode(CLIExitCode.daemonError) }
+                    continue
+                }
+                let event: ControlEventPayload
+                do {
+                    event = try ControlEventPayload(notification)
+                } catch {
+                    throw ControlClientError.protocolViolation("malformed \(notification.method) notification")
+                }
+                try printHuman(event, names: &names)
+            }
+        }
+    }
+
+    private func printHuman(_ event: ControlEventPayload, names: inout [String: String]) throws {
+        let now = HumanFormat.now()
+        switch event {
+        case .messageReceived(let e):
+            Console.out(HumanFormat.message(e.message))
+        case .messageDelivered(let e):
+            let who = names[e.to].map(Terminal.line) ?? Terminal.line(e.to)
+            Console.out("[\(HumanFormat.time(e.deliveredAt))] ✓ delivered to \(who)")
+        case .peerOnline(let e):
+            names[e.peer.fingerprint] = e.peer.name
+            Console.out("[\(now)] \(Terminal.line(e.peer.name)) is online")
+        case .peerOffline(let e):
+            names[e.peer.fingerprint] = e.peer.name
+            Console.out("[\(now)] \(Terminal.line(e.peer.name)) is offline")
+        case .peerKeyChanged(let e):
+            HumanFormat.keyChangedNotice(
+                name: e.name, oldFingerprint: e.oldFingerprint, newFingerprint: e.newFingerprint,
+                safetyNumber: e.safetyNumber, selector: e.oldFingerprint
+            ).forEach(Console.out)
+        case .subscriptionClosed(let e):
+            Console.err("parley: \(Terminal.line(e.message)). Run `parley follow` again; use `parley read` for what you missed.")
+            throw ExitCode(CLIExitCode.daemonError)
+        case .unknown:
+            break  // an event from a newer daemon: nothing to show in this version
+        }
+    }
+}

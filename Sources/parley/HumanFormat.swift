@@ -1,0 +1,83 @@
+import Foundation
+import ParleyControlProtocol
+
+/// Small formatting helpers for the human-readable output.
+enum HumanFormat {
+    /// Local date and time of a Unix-milliseconds timestamp, e.g. `2025-03-01 14:05`.
+    static func time(_ unixMilliseconds: Int) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm"
+        return formatter.string(from: Date(timeIntervalSince1970: Double(unixMilliseconds) / 1000))
+    }
+
+    /// The current local time in the same format as `time(_:)`.
+    static func now() -> String { time(Int(Date().timeIntervalSince1970 * 1000)) }
+
+    /// `3d 4h`, `2h 5m`, `5m 10s`, `42s`.
+    static func duration(seconds: Int) -> String {
+        let s = max(0, seconds)
+        let (d, h, m, sec) = (s / 86_400, s % 86_400 / 3_600, s % 3_600 / 60, s % 60)
+        if d > 0 { return "\(d)d \(h)h" }
+        if h > 0 { return "\(h)h \(m)m" }
+        if m > 0 { return "\(m)m \(sec)s" }
+        return "\(sec)s"
+    }
+
+    /// Singular or plural noun with its count: `1 message`, `3 messages`.
+    static func count(_ n: Int, _ noun: String) -> String { n == 1 ? "1 \(noun)" : "\(n) \(noun)s" }
+
+    /// A message body for a one-entry display: continuation lines indented under the first.
+    static func body(_ text: String, indent: Int) -> String {
+        Terminal.multiline(text).split(separator: "\n", omittingEmptySubsequences: false)
+            .joined(separator: "\n" + String(repeating: " ", count: indent))
+    }
+
+    /// `[time] bob: hello`, or for outgoing `[time] you → bob: hello ✓` (… while queued).
+    static func message(_ m: MessageInfo) -> String {
+        let stamp = "[\(time(m.createdAt))] "
+        switch m.direction {
+        case .incoming:
+            let head = stamp + Terminal.line(m.fromName) + ": "
+            return head + body(m.body, indent: head.count)
+        case .outgoing:
+            let head = stamp + "you → " + Terminal.line(m.toName) + ": "
+            let mark = m.state == .delivered ? " ✓" : " …"
+            return head + body(m.body, indent: head.count) + mark
+        }
+    }
+
+    /// The loud notice for a peer whose identity key changed.
+    static func keyChangedNotice(
+        name: String, oldFingerprint: String, newFingerprint: String, safetyNumber: String, selector: String
+    ) -> [String] {
+        let who = Terminal.line(name)
+        return [
+            "!!! KEY CHANGED: \(who) now presents a DIFFERENT identity key.",
+            "    pinned fingerprint: \(Terminal.line(oldFingerprint))",
+            "    new fingerprint:    \(Terminal.line(newFingerprint))",
+            "    Messages to \(who) are held. Compare this safety number with \(who) in person or over a trusted channel:",
+            "      \(Terminal.line(safetyNumber))",
+            "    If it matches, run: parley trust accept-change \(Terminal.line(selector))",
+        ]
+    }
+
+    /// Left-aligned columns separated by two spaces (the last column is not padded).
+    static func table(_ rows: [[String]]) -> [String] {
+        guard let columns = rows.map(\.count).max() else { return [] }
+        var widths = [Int](repeating: 0, count: columns)
+        for row in rows {
+            for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) }
+        }
+        return rows.map { row in
+            row.enumerated().map { i, cell in
+                i == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[i] - cell.count)
+            }.joined(separator: "  ")
+        }
+    }
+
+    /// Shortens a one-line field for a table cell.
+    static func truncated(_ text: String, to maxCharacters: Int) -> String {
+        text.count <= maxCharacters ? text : String(text.prefix(maxCharacters - 1)) + "…"
+    }
+}

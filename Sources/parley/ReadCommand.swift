@@ -1,0 +1,45 @@
+import ArgumentParser
+import ParleyControlProtocol
+
+/// `parley read [PEER]`: a page of the message log.
+struct ReadCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "read",
+        abstract: "Show messages, oldest first: the latest ones, or those after a cursor.")
+
+    @OptionGroup var options: ConnectionOptions
+
+    @Argument(help: "Only messages with this peer (display name or fingerprint prefix).")
+    var peer: String?
+
+    @Option(name: .long, help: ArgumentHelp("How many messages, 1-1000. Default 50.", valueName: "n"))
+    var limit: Int?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Only messages after this cursor (from --json output or a previous hint).", valueName: "cursor"))
+    var after: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Only messages before this cursor (page backwards).", valueName: "cursor"))
+    var before: Int?
+
+    var params: MessagesListParams { MessagesListParams(peer: peer, after: after, before: before, limit: limit) }
+
+    func validate() throws { try validateForCommandLine(params) }
+
+    func run() throws {
+        let params = self.params
+        try Session.run(options, peer: peer) { client in
+            let page = try client.call(params)
+            if options.json { return Console.json(page) }
+            if page.messages.isEmpty { Console.out("No messages.") }
+            page.messages.map(HumanFormat.message).forEach(Console.out)
+            if let next = page.nextCursor {
+                let flag = params.after != nil ? "--after" : "--before"
+                var command = "parley read"
+                if let peer { command += " \(Terminal.line(peer))" }
+                Console.err("More: \(command) \(flag) \(next)")
+            }
+        }
+    }
+}
