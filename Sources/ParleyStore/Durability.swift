@@ -1,0 +1,18 @@
+/// How hard a commit works to survive power loss. Either way the database is WAL and
+/// survives a crash of parleyd itself.
+public enum Durability: Sendable {
+    /// `synchronous = FULL`: every commit is fsynced to the WAL before it returns, so a
+    /// message acknowledged to a client survives power loss and sequence numbers are never
+    /// reused. The default.
+    case full
+    /// `synchronous = NORMAL`: commits are fsynced only at checkpoints. Much faster on slow
+    /// disks, but the last commits before a power loss (not a process crash) can roll back.
+    case normal
+
+    var synchronousPragma: String {
+        switch self {
+        case .full: return "FULL"
+        case .normal: return "NORMAL"
+        }
+    }
+}

@@ -1,0 +1,49 @@
+/// How far this node trusts a peer's identity.
+public enum TrustState: String, Codable, Sendable {
+    /// Accepted on first contact (trust on first use).
+    case pinned
+    /// The user compared fingerprints out of band.
+    case verified
+    /// A pending key change targets this peer's name: someone else now claims it.
+    case changed
+    /// The user refuses this peer.
+    case blocked
+}
+
+/// A peer this node knows, with the latest card it accepted from it.
+public struct PeerRecord: Sendable, Equatable, Codable {
+    /// Identity hex: the peer's Ed25519 public key, lowercase.
+    public var identity: String
+    public var displayName: String
+    public var hostName: String
+    /// The latest accepted encoded card, byte for byte.
+    public var card: [UInt8]
+    public var cardSequence: Int64
+    /// Hex of the peer's X25519 Noise static public key, lowercase.
+    public var noiseKey: String
+    public var trust: TrustState
+    /// Unix ms.
+    public var firstSeen: Int64
+    /// Unix ms.
+    public var lastSeen: Int64
+    /// "host:port" last dialled or seen.
+    public var lastAddress: String?
+    /// Identity hex that replaced this one after an accepted key change.
+    public var replacedBy: String?
+
+    public init(identity: String, displayName: String, hostName: String, card: [UInt8], cardSequence: Int64,
+                noiseKey: String, trust: TrustState, firstSeen: Int64, lastSeen: Int64,
+                lastAddress: String? = nil, replacedBy: String? = nil) {
+        self.identity = identity
+        self.displayName = displayName
+        self.hostName = hostName
+        self.card = card
+        self.cardSequence = cardSequence
+        self.noiseKey = noiseKey
+        self.trust = trust
+        self.firstSeen = firstSeen
+        self.lastSeen = lastSeen
+        self.lastAddress = lastAddress
+        self.replacedBy = replacedBy
+    }
+}

@@ -1,0 +1,307 @@
+import Foundation
+import GRDB
+
+// Outbox, inbox and history. Batch methods are one transaction each: the daemon batches
+// work per event-loop tick, and one fsync per batch is what makes throughput possible.
+extension Store {
+    /// Column list every message query selects, in the order `decodeMessage` reads.
+    static let messageColumns =
+        "row_id, id, direction, sender, recipient, sequence, created_at, body, state, delivered_at, received_at"
+
+    // MARK: - Own sequence numbers
+
+    /// Reserves `count` consecutive sequence numbers from this node's persistent counter.
+    /// The first ever is 1; a number is never handed out twice, even across crashes (with
+    /// `.full` durability, even across power loss).
+    public func nextSequenceNumbers(count: Int) throws(StoreError) -> ClosedRange<Int64> {
+        guard count > 0 else { throw .invalidArgument("sequence number count must be positive, got \(count)") }
+        return try write { db in try Self.reserveSequenceNumbers(db, count: count) }
+    }
+
+    static func reserveSequenceNumbers(_ db: Database, count: Int) throws -> ClosedRange<Int64> {
+        let statement = try db.cachedStatement(sql: """
+            UPDATE counter SET value = value + ? WHERE name = '\(Schema.Counter.lastSequence)' RETURNING value
+            """)
+        let last = try Int64.fetchOne(statement, arguments: [Int64(count)])
+        guard let last, last >= Int64(count) else {
+            throw UnexpectedStoredValue(column: "counter.\(Schema.Counter.lastSequence)", value: String(describing: last))
+        }
+        return (last - Int64(count) + 1)...last
+    }
+
+    // MARK: - Outgoing
+
+    /// Queues `messages` from `sender` (this node's identity hex), assigning consecutive
+    /// sequence numbers in array order. One transaction, durable when it returns; a
+    /// duplicate message id fails the whole batch with `.conflict`.
+    public func enqueue(_ messages: [NewOutgoingMessage], sender: String) throws(StoreError) -> [StoredMessage] {
+        try InputValidation.requireIdentity(sender, "sender")
+        for message in messages {
+            try InputValidation.requireMessageID(message.id)
+            try InputValidation.requireIdentity(message.recipient, "recipient")
+        }
+        guard !messages.isEmpty else { return [] }
+        return try write { db in
+            let sequences = try Self.reserveSequenceNumbers(db, count: messages.count)
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, body, state)
+                VALUES (?, 'outgoing', ?, ?, ?, ?, ?, ?, 'queued')
+                """)
+            var stored: [StoredMessage] = []
+            stored.reserveCapacity(messages.count)
+            for (offset, message) in messages.enumerated() {
+                let sequence = sequences.lowerBound + Int64(offset)
+                insert.setUncheckedArguments([
+                    message.id, sender, message.recipient, message.recipient, sequence,
+                    message.createdAt, Data(message.body.utf8),
+                ])
+                do {
+                    try insert.execute()
+                } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+                    throw StoreError.conflict("message id \(message.id) from \(sender) is already stored")
+                }
+                stored.append(StoredMessage(
+                    rowID: db.lastInsertedRowID, id: message.id, direction: .outgoing, sender: sender,
+                    recipient: message.recipient, sequence: sequence, createdAt: message.createdAt,
+                    body: message.body, state: .queued))
+            }
+            try Self.adjustCounter(db, Schema.Counter.queued, by: messages.count)
+            return stored
+        }
+    }
+
+    /// Undelivered messages to `recipient`, oldest sequence first, at most `limit`
+    /// (clamped to `StoreLimits.maximumPageSize`).
+    public func pendingOutgoing(to recipient: String, limit: Int) throws(StoreError) -> [StoredMessage] {
+        try InputValidation.requireIdentity(recipient, "recipient")
+        let limit = InputValidation.pageSize(limit)
+        guard limit > 0 else { return [] }
+        return try read { db in
+            // `state = 'queued'` is a literal so SQLite can use the partial outbox index.
+            let statement = try db.cachedStatement(sql: """
+                SELECT \(Self.messageColumns) FROM message
+                WHERE recipient = ? AND state = 'queued' ORDER BY sequence LIMIT ?
+                """)
+            return try Self.fetchMessages(statement, [recipient, limit])
+        }
+    }
+
+    /// Every recipient with undelivered messages, and how many.
+    public func pendingRecipients() throws(StoreError) -> [String: Int] {
+        try read { db in
+            let statement = try db.cachedStatement(sql: """
+                SELECT recipient, COUNT(*) FROM message WHERE state = 'queued' GROUP BY recipient
+                """)
+            var result: [String: Int] = [:]
+            let rows = try Row.fetchCursor(statement)
+            while let row = try rows.next() {
+                result[try row.text(0)] = Int(try row.int64(1))
+            }
+            return result
+        }
+    }
+
+    /// Marks the queued messages with these ids, addressed to `recipient`, delivered at
+    /// `at`. Returns only the messages that changed state: an ack repeated, or naming
+    /// someone else's message, changes nothing. Malformed ids are ignored (they match
+    /// nothing). One transaction.
+    public func markDelivered(ids: [String], by recipient: String, at: Int64) throws(StoreError) -> [StoredMessage] {
+        try InputValidation.requireIdentity(recipient, "recipient")
+        let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
+        guard !ids.isEmpty else { return [] }
+        return try write { db in
+            let update = try db.cachedStatement(sql: """
+                UPDATE message SET state = 'delivered', delivered_at = ?
+                WHERE id = ? AND recipient = ? AND state = 'queued'
+                RETURNING \(Self.messageColumns)
+                """)
+            var changed: [StoredMessage] = []
+            for id in ids {
+                changed += try Self.fetchMessages(update, [at, id, recipient])
+            }
+            try Self.adjustCounter(db, Schema.Counter.queued, by: -changed.count)
+            try Self.adjustCounter(db, Schema.Counter.delivered, by: changed.count)
+            return changed
+        }
+    }
+
+    /// Readdresses every undelivered message for `oldRecipient` to `newRecipient` (after an
+    /// accepted key change). Sequence numbers and ids are kept. Returns how many moved.
+    public func retarget(from oldRecipient: String, to newRecipient: String) throws(StoreError) -> Int {
+        try InputValidation.requireIdentity(oldRecipient, "old recipient")
+        try InputValidation.requireIdentity(newRecipient, "new recipient")
+        return try write { db in try Self.retarget(db, from: oldRecipient, to: newRecipient) }
+    }
+
+    static func retarget(_ db: Database, from oldRecipient: String, to newRecipient: String) throws -> Int {
+        guard oldRecipient != newRecipient else { return 0 }
+        let update = try db.cachedStatement(sql: """
+            UPDATE message SET recipient = ?, peer = ? WHERE recipient = ? AND state = 'queued'
+            """)
+        try update.execute(arguments: [newRecipient, newRecipient, oldRecipient])
+        return db.changesCount
+    }
+
+    // MARK: - Incoming
+
+    /// Stores messages received from peers at local time `at`, in one transaction.
+    /// De-duplicates by (sender, id): a message already stored comes back as the existing
+    /// row with `isNew` false, so a retransmission after a lost ack is harmless. A malformed
+    /// id or identity fails the whole batch with `.invalidArgument`.
+    public func storeIncoming(_ messages: [IncomingMessage], at: Int64) throws(StoreError)
+        -> [(message: StoredMessage, isNew: Bool)]
+    {
+        for message in messages {
+            try InputValidation.requireMessageID(message.id)
+            try InputValidation.requireIdentity(message.sender, "sender")
+            try InputValidation.requireIdentity(message.recipient, "recipient")
+        }
+        guard !messages.isEmpty else { return [] }
+        return try write { db in
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, body, state, received_at)
+                VALUES (?, 'incoming', ?, ?, ?, ?, ?, ?, 'received', ?)
+                ON CONFLICT (id, sender) DO NOTHING
+                """)
+            let existing = try db.cachedStatement(sql: """
+                SELECT \(Self.messageColumns) FROM message WHERE id = ? AND sender = ?
+                """)
+            var results: [(message: StoredMessage, isNew: Bool)] = []
+            results.reserveCapacity(messages.count)
+            var newCount = 0
+            for message in messages {
+                insert.setUncheckedArguments([
+                    message.id, message.sender, message.recipient, message.sender, message.sequence,
+                    message.createdAt, Data(message.body.utf8), at,
+                ])
+                try insert.execute()
+                if db.changesCount == 1 {
+                    newCount += 1
+                    results.append((StoredMessage(
+                        rowID: db.lastInsertedRowID, id: message.id, direction: .incoming,
+                        sender: message.sender, recipient: message.recipient, sequence: message.sequence,
+                        createdAt: message.createdAt, body: message.body, state: .received,
+                        receivedAt: at), true))
+                } else {
+                    guard let stored = try Self.fetchMessages(existing, [message.id, message.sender]).first else {
+                        // The insert conflicted on exactly this key inside this transaction.
+                        throw UnexpectedStoredValue(column: "message.id", value: message.id)
+                    }
+                    results.append((stored, false))
+                }
+            }
+            try Self.adjustCounter(db, Schema.Counter.received, by: newCount)
+            return results
+        }
+    }
+
+    // MARK: - History
+
+    /// History in local order (ascending `rowID`), optionally only with one `peer` (the
+    /// sender of incoming, the recipient of outgoing messages).
+    ///
+    /// Rows strictly after `cursor` and strictly before `before`. Without `before` this is
+    /// the FIRST `limit` such rows (paging forward); with it, the LAST `limit` (paging
+    /// backward from `before`); either way returned ascending. `limit` is clamped to
+    /// `StoreLimits.maximumPageSize`.
+    public func messages(peer: String?, after cursor: Int64?, before: Int64? = nil, limit: Int)
+        throws(StoreError) -> [StoredMessage]
+    {
+        if let peer { try InputValidation.requireIdentity(peer, "peer") }
+        let limit = InputValidation.pageSize(limit)
+        guard limit > 0 else { return [] }
+        let lower = cursor ?? Int64.min
+        let upper = before ?? Int64.max
+        return try read { db in
+            let range = "row_id > ? AND row_id < ?" + (peer == nil ? "" : " AND peer = ?")
+            let sql = before == nil
+                ? "SELECT \(Self.messageColumns) FROM message WHERE \(range) ORDER BY row_id LIMIT ?"
+                : """
+                  SELECT * FROM (SELECT \(Self.messageColumns) FROM message WHERE \(range)
+                  ORDER BY row_id DESC LIMIT ?) ORDER BY row_id
+                  """
+            let statement = try db.cachedStatement(sql: sql)
+            var arguments: [any DatabaseValueConvertible] = [lower, upper]
+            if let peer { arguments.append(peer) }
+            arguments.append(limit)
+            return try Self.fetchMessages(statement, StatementArguments(arguments))
+        }
+    }
+
+    /// The message with this id; if several senders happened to choose the same id, the
+    /// first stored. Use `message(id:sender:)` to be exact.
+    public func message(id: String) throws(StoreError) -> StoredMessage? {
+        try InputValidation.requireMessageID(id)
+        return try read { db in
+            let statement = try db.cachedStatement(sql: """
+                SELECT \(Self.messageColumns) FROM message WHERE id = ? ORDER BY row_id LIMIT 1
+                """)
+            return try Self.fetchMessages(statement, [id]).first
+        }
+    }
+
+    /// The message with this id from this sender.
+    public func message(id: String, sender: String) throws(StoreError) -> StoredMessage? {
+        try InputValidation.requireMessageID(id)
+        try InputValidation.requireIdentity(sender, "sender")
+        return try read { db in
+            let statement = try db.cachedStatement(sql: """
+                SELECT \(Self.messageColumns) FROM message WHERE id = ? AND sender = ?
+                """)
+            return try Self.fetchMessages(statement, [id, sender]).first
+        }
+    }
+
+    /// Totals by state, from counters kept in step with every change (no table scan).
+    public func counts() throws(StoreError) -> (queued: Int, delivered: Int, received: Int) {
+        try read { db in
+            let statement = try db.cachedStatement(sql: "SELECT name, value FROM counter")
+            var values: [String: Int64] = [:]
+            let rows = try Row.fetchCursor(statement)
+            while let row = try rows.next() {
+                values[try row.text(0)] = try row.int64(1)
+            }
+            func count(_ name: String) throws -> Int {
+                guard let value = values[name], value >= 0, let count = Int(exactly: value) else {
+                    throw UnexpectedStoredValue(column: "counter.\(name)", value: String(describing: values[name]))
+                }
+                return count
+            }
+            return (try count(Schema.Counter.queued), try count(Schema.Counter.delivered),
+                    try count(Schema.Counter.received))
+        }
+    }
+
+    // MARK: - Helpers
+
+    static func adjustCounter(_ db: Database, _ name: String, by delta: Int) throws {
+        guard delta != 0 else { return }
+        let update = try db.cachedStatement(sql: "UPDATE counter SET value = value + ? WHERE name = ?")
+        try update.execute(arguments: [Int64(delta), name])
+    }
+
+    static func fetchMessages(_ statement: Statement, _ arguments: StatementArguments) throws -> [StoredMessage] {
+        var messages: [StoredMessage] = []
+        let rows = try Row.fetchCursor(statement, arguments: arguments)
+        while let row = try rows.next() {
+            messages.append(try decodeMessage(row))
+        }
+        return messages
+    }
+
+    /// Reads a row selected with `messageColumns`.
+    static func decodeMessage(_ row: Row) throws -> StoredMessage {
+        StoredMessage(
+            rowID: try row.int64(0),
+            id: try row.text(1),
+            direction: try row.enumeration(MessageDirection.self, 2, column: "message.direction"),
+            sender: try row.text(3),
+            recipient: try row.text(4),
+            sequence: try row.int64(5),
+            createdAt: try row.int64(6),
+            body: try row.utf8Blob(7),
+            state: try row.enumeration(MessageState.self, 8, column: "message.state"),
+            deliveredAt: try row.optionalInt64(9),
+            receivedAt: try row.optionalInt64(10))
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import GRDB
+
+// Peers this node has pinned, with their latest accepted card and trust state.
+extension Store {
+    static let peerColumns = """
+        identity, display_name, host_name, card, card_sequence, noise_key, trust, first_seen, \
+        last_seen, last_address, replaced_by
+        """
+
+    public func peer(identity: String) throws(StoreError) -> PeerRecord? {
+        try InputValidation.requireIdentity(identity, "identity")
+        return try read { db in try Self.peer(db, identity: identity) }
+    }
+
+    /// Every known peer, replaced ones included, ordered by name then identity.
+    public func peers() throws(StoreError) -> [PeerRecord] {
+        try read { db in
+            let statement = try db.cachedStatement(sql: """
+                SELECT \(Self.peerColumns) FROM peer ORDER BY display_name, identity
+                """)
+            return try Self.fetchPeers(statement, [])
+        }
+    }
+
+    /// Current (not replaced) peers with exactly this display name. More than one means
+    /// two nodes claim the name.
+    public func peers(named displayName: String) throws(StoreError) -> [PeerRecord] {
+        try InputValidation.requireNoNUL(displayName, "display name")
+        return try read { db in
+            let statement = try db.cachedStatement(sql: """
+                SELECT \(Self.peerColumns) FROM peer WHERE display_name = ? AND replaced_by IS NULL
+                ORDER BY first_seen, identity
+                """)
+            return try Self.fetchPeers(statement, [displayName])
+        }
+    }
+
+    /// The peer last seen at `address` ("host:port"), preferring current over replaced
+    /// identities, then the most recently seen.
+    public func peer(atAddress address: String) throws(StoreError) -> PeerRecord? {
+        try InputValidation.requireNoNUL(address, "address")
+        return try read { db in
+            let statement = try db.cachedStatement(sql: """
+                SELECT \(Self.peerColumns) FROM peer WHERE last_address = ?
+                ORDER BY replaced_by IS NOT NULL, last_seen DESC LIMIT 1
+                """)
+            return try Self.fetchPeers(statement, [address]).first
+        }
+    }
+
+    /// Inserts or overwrites the peer with `record.identity`. Every field is taken from
+    /// `record` except `firstSeen`, which keeps the earlier of the stored and given values.
+    /// `replacedBy`, if set, must name a known peer (`.conflict` otherwise).
+    public func upsertPeer(_ record: PeerRecord) throws(StoreError) {
+        try Self.validate(record)
+        try write { db in try Self.upsertPeer(db, record) }
+    }
+
+    /// Sets the trust state of a known peer; `.notFound` if unknown.
+    public func setTrust(identity: String, _ trust: TrustState) throws(StoreError) {
+        try InputValidation.requireIdentity(identity, "identity")
+        try write { db in
+            let update = try db.cachedStatement(sql: "UPDATE peer SET trust = ? WHERE identity = ?")
+            try update.execute(arguments: [trust.rawValue, identity])
+            guard db.changesCount == 1 else { throw StoreError.notFound("peer \(identity)") }
+        }
+    }
+
+    /// Records contact with a known peer: `lastSeen` moves forward to `at` (never back), and
+    /// `lastAddress` becomes `address` when one is given. `.notFound` if unknown.
+    public func touchPeer(identity: String, at: Int64, address: String?) throws(StoreError) {
+        try InputValidation.requireIdentity(identity, "identity")
+        if let address { try InputValidation.requireNoNUL(address, "address") }
+        try write { db in
+            let update = try db.cachedStatement(sql: """
+                UPDATE peer SET last_seen = MAX(last_seen, ?), last_address = COALESCE(?, last_address)
+                WHERE identity = ?
+                """)
+            try update.execute(arguments: [at, address, identity])
+            guard db.changesCount == 1 else { throw StoreError.notFound("peer \(identity)") }
+        }
+    }
+
+    // MARK: - Helpers
+
+    static func validate(_ record: PeerRecord) throws(StoreError) {
+        try InputValidation.requireIdentity(record.identity, "peer identity")
+        try InputValidation.requireLowercaseHex(record.noiseKey, length: InputValidation.keyHexLength, "noise key")
+        try InputValidation.requireNoNUL(record.displayName, "display name")
+        try InputValidation.requireNoNUL(record.hostName, "host name")
+        if let address = record.lastAddress { try InputValidation.requireNoNUL(address, "address") }
+        if let replacedBy = record.replacedBy {
+            try InputValidation.requireIdentity(replacedBy, "replacedBy")
+            guard replacedBy != record.identity else {
+                throw .invalidArgument("peer \(record.identity) cannot be replaced by itself")
+            }
+        }
+    }
+
+    static func upsertPeer(_ db: Database, _ record: PeerRecord) throws {
+        if let replacedBy = record.replacedBy, try peer(db, identity: replacedBy) == nil {
+            throw StoreError.conflict("peer \(record.identity) is marked replaced by unknown peer \(replacedBy)")
+        }
+        let upsert = try db.cachedStatement(sql: """
+            INSERT INTO peer (\(peerColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (identity) DO UPDATE SET
+                display_name = excluded.display_name, host_name = excluded.host_name,
+                card = excluded.card, card_sequence = excluded.card_sequence,
+                noise_key = excluded.noise_key, trust = excluded.trust,
+                first_seen = MIN(first_seen, excluded.first_seen), last_seen = excluded.last_seen,
+                last_address = excluded.last_address, replaced_by = excluded.replaced_by
+            """)
+        try upsert.execute(arguments: [
+            record.identity, record.displayName, record.hostName, Data(record.card), record.cardSequence,
+            record.noiseKey, record.trust.rawValue, record.firstSeen, record.lastSeen, record.lastAddress,
+            record.replacedBy,
+        ])
+    }
+
+    static func peer(_ db: Database, identity: String) throws -> PeerRecord? {
+        let statement = try db.cachedStatement(sql: "SELECT \(peerColumns) FROM peer WHERE identity = ?")
+        return try fetchPeers(statement, [identity]).first
+    }
+
+    static func fetchPeers(_ statement: Statement, _ arguments: StatementArguments) throws -> [PeerRecord] {
+        var peers: [PeerRecord] = []
+        let rows = try Row.fetchCursor(statement, arguments: arguments)
+        while let row = try rows.next() {
+            peers.append(PeerRecord(
+                identity: try row.text(0),
+                displayName: try row.text(1),
+                hostName: try row.text(2),
+                card: try row.bytes(3),
+                cardSequence: try row.int64(4),
+                noiseKey: try row.text(5),
+                trust: try row.enumeration(TrustState.self, 6, column: "peer.trust"),
+                firstSeen: try row.int64(7),
+                lastSeen: try row.int64(8),
+                lastAddress: try row.optionalText(9),
+                replacedBy: try row.optionalText(10)))
+        }
+        return peers
+    }
+}

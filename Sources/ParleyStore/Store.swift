@@ -1,0 +1,153 @@
+import Foundation
+import GRDB
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The node's durable state in one SQLite file: messages (outbox and inbox), peers, pending
+/// key changes, counters and settings.
+///
+/// The daemon calls it synchronously from one event-loop thread. Every method is one
+/// transaction on a serialised `DatabaseQueue`, so concurrent use is safe anyway; that is
+/// what makes `@unchecked Sendable` honest.
+///
+/// The connection holds SQLite's lock exclusively for its whole life (`locking_mode =
+/// EXCLUSIVE`): a second parleyd on the same state directory fails at open with
+/// `StoreError.locked` instead of silently sharing the outbox, and WAL needs no shared-memory
+/// index. The price: no other process can read the file while the daemon runs.
+public final class Store: @unchecked Sendable {
+    /// The database file's name inside the state directory.
+    public static let fileName = "parley.sqlite"
+    /// How long opening waits for another connection's lock before failing with `.locked`:
+    /// long enough for a previous parleyd that is exiting to let go, short enough that a
+    /// second daemon started by mistake reports the problem promptly.
+    static let openBusyTimeout: TimeInterval = 1
+    /// New database files are readable by the owner only: they hold message history.
+    static let fileMode: mode_t = 0o600
+
+    /// Absolute or relative path of the database file, as opened.
+    public let path: String
+    public let durability: Durability
+    let database: DatabaseQueue
+
+    /// Opens (creating if absent) `parley.sqlite` in `directory`, which must already exist.
+    /// A file that is not a Parley database, is damaged, or is locked by another process is
+    /// an error naming the file; it is never replaced by a fresh database.
+    public init(directory: String, durability: Durability = .full) throws(StoreError) {
+        let path = directory.hasSuffix("/") ? directory + Self.fileName : directory + "/" + Self.fileName
+        self.path = path
+        self.durability = durability
+
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw .io(path: path, reason: "state directory \(directory) does not exist or is not a directory")
+        }
+        try Self.createPrivateFileIfMissing(path)
+
+        var configuration = Configuration()
+        configuration.label = "parley.store"
+        configuration.foreignKeysEnabled = true
+        configuration.busyMode = .timeout(Self.openBusyTimeout)
+        // GRDB's own WAL setup would force synchronous = NORMAL; prepareDatabase does it.
+        configuration.journalMode = .default
+        configuration.prepareDatabase { db in
+            // Must precede the first WAL access so SQLite keeps the WAL index in heap memory.
+            try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE")
+            let journalMode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+            guard journalMode == "wal" else {
+                throw StoreError.io(path: path, reason: "could not enable WAL (journal mode is \(journalMode ?? "unknown"))")
+            }
+            try db.execute(sql: "PRAGMA synchronous = \(durability.synchronousPragma)")
+        }
+
+        do {
+            database = try DatabaseQueue(path: path, configuration: configuration)
+            let migrator = Schema.migrator
+            try database.writeWithoutTransaction { db in
+                // A write transaction at open takes the exclusive lock now, not at the first
+                // message: a second daemon fails here rather than later.
+                try db.execute(sql: "BEGIN EXCLUSIVE; COMMIT")
+                try Self.requireParleyDatabase(db, path: path)
+                if try migrator.hasBeenSuperseded(db) {
+                    throw StoreError.unsupportedSchema(
+                        path: path, reason: "it was migrated by a newer version of Parley")
+                }
+            }
+            try migrator.migrate(database)
+        } catch {
+            throw StoreError.translating(error, path: path)
+        }
+    }
+
+    /// Closes the connection, checkpointing the WAL into the main file. Optional: dropping
+    /// the store closes it too, and a crash loses nothing that was committed.
+    public func close() throws(StoreError) {
+        do { try database.close() } catch { throw StoreError.translating(error, path: path) }
+    }
+
+    /// SQLite's journal mode as the connection reports it ("wal" once open).
+    public func journalMode() throws(StoreError) -> String {
+        try read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "" }
+    }
+
+    /// Reads every page and index (`PRAGMA quick_check`); throws `.corrupt` if anything is
+    /// damaged. Costs a full scan, so it is for an explicit check, not every start.
+    public func checkIntegrity() throws(StoreError) {
+        let problems = try read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
+        guard problems == ["ok"] else {
+            throw .corrupt(path: path, reason: problems.prefix(3).joined(separator: "; "))
+        }
+    }
+
+    // MARK: - Transactions
+
+    /// Runs `body` in one write transaction; any error rolls the whole of it back.
+    func write<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        do { return try database.write(body) } catch { throw StoreError.translating(error, path: path) }
+    }
+
+    func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        do { return try database.read(body) } catch { throw StoreError.translating(error, path: path) }
+    }
+
+    // MARK: - Opening
+
+    /// Creates an empty file with owner-only permissions so SQLite (and its -wal file, which
+    /// copies the main file's mode) never exists world-readable, even briefly.
+    private static func createPrivateFileIfMissing(_ path: String) throws(StoreError) {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, fileMode)
+        if descriptor >= 0 {
+            closeDescriptor(descriptor)
+            return
+        }
+        let code = errno
+        guard code == EEXIST else {
+            throw .io(path: path, reason: String(cString: strerror(code)))
+        }
+    }
+
+    private static func closeDescriptor(_ descriptor: Int32) {
+        #if canImport(Glibc)
+        _ = Glibc.close(descriptor)
+        #else
+        _ = Darwin.close(descriptor)
+        #endif
+    }
+
+    /// Refuses a SQLite file that belongs to some other program: migrating it would turn
+    /// someone else's data into a half-Parley database.
+    private static func requireParleyDatabase(_ db: Database, path: String) throws {
+        let applicationID = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
+        if applicationID == Schema.applicationID { return }
+        if applicationID != 0 {
+            throw StoreError.corrupt(
+                path: path, reason: "application_id is \(applicationID), not Parley's \(Schema.applicationID)")
+        }
+        let objectCount = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sqlite_master") ?? 0
+        if objectCount != 0 {
+            throw StoreError.corrupt(path: path, reason: "SQLite file with foreign tables and no Parley application id")
+        }
+    }
+}

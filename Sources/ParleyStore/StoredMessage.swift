@@ -1,0 +1,90 @@
+/// Which way a stored message travelled, seen from this node.
+public enum MessageDirection: String, Codable, Sendable {
+    case outgoing, incoming
+}
+
+/// Where a stored message is in its life. Outgoing messages go queued -> delivered;
+/// incoming messages are born received.
+public enum MessageState: String, Codable, Sendable {
+    case queued, delivered, received
+}
+
+/// One message as it sits in the store: outbox and inbox share one table and one order.
+public struct StoredMessage: Sendable, Equatable, Codable {
+    public typealias Direction = MessageDirection
+
+    /// Local insertion order; never reused. The cursor for listing history.
+    public var rowID: Int64
+    /// Globally unique message id chosen by the sender: 32 lowercase hex chars (16 random bytes).
+    public var id: String
+    public var direction: Direction
+    /// Identity hex of the sender.
+    public var sender: String
+    /// Identity hex of the recipient.
+    public var recipient: String
+    /// The sender's per-node sequence number.
+    public var sequence: Int64
+    /// Unix ms on the sender's clock.
+    public var createdAt: Int64
+    public var body: String
+    public var state: MessageState
+    /// Unix ms when the recipient's acknowledgement arrived (outgoing only).
+    public var deliveredAt: Int64?
+    /// Unix ms when this node stored the message (incoming only).
+    public var receivedAt: Int64?
+
+    public init(rowID: Int64, id: String, direction: Direction, sender: String, recipient: String,
+                sequence: Int64, createdAt: Int64, body: String, state: MessageState,
+                deliveredAt: Int64? = nil, receivedAt: Int64? = nil) {
+        self.rowID = rowID
+        self.id = id
+        self.direction = direction
+        self.sender = sender
+        self.recipient = recipient
+        self.sequence = sequence
+        self.createdAt = createdAt
+        self.body = body
+        self.state = state
+        self.deliveredAt = deliveredAt
+        self.receivedAt = receivedAt
+    }
+
+    /// The other party: the recipient of an outgoing message, the sender of an incoming one.
+    public var peer: String {
+        direction == .outgoing ? recipient : sender
+    }
+}
+
+/// A message this node wants to send; the store assigns its sequence number.
+public struct NewOutgoingMessage: Sendable {
+    public var id: String
+    public var recipient: String
+    public var body: String
+    public var createdAt: Int64
+
+    public init(id: String, recipient: String, body: String, createdAt: Int64) {
+        self.id = id
+        self.recipient = recipient
+        self.body = body
+        self.createdAt = createdAt
+    }
+}
+
+/// A message that arrived from a peer, already authenticated and decoded by the caller.
+public struct IncomingMessage: Sendable {
+    public var id: String
+    public var sender: String
+    public var recipient: String
+    public var sequence: Int64
+    public var createdAt: Int64
+    public var body: String
+
+    public init(id: String, sender: String, recipient: String, sequence: Int64, createdAt: Int64, body: String) {
+        self.id = id
+        self.sender = sender
+        self.recipient = recipient
+        self.sequence = sequence
+        self.createdAt = createdAt
+        self.body = body
+    }
+}

@@ -1,2 +1,0 @@
-import XCTest
-final class ParleyStoreTestsSmoke: XCTestCase { func testNothing() {} }

@@ -1,0 +1,463 @@
+import Foundation
+import XCTest
+@testable import ParleyStore
+
+/// Every test runs against a real SQLite file in its own temporary directory.
+final class StoreTests: XCTestCase {
+    private var directory: String!
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("parley-store-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    // MARK: - Fixtures
+
+    private let me = identity(0x01)
+    private let alice = identity(0xa1)
+    private let bob = identity(0xb0)
+    private let carol = identity(0xc4)
+
+    private static func identity(_ byte: UInt8) -> String {
+        String(repeating: String(format: "%02x", byte), count: 32)
+    }
+
+    private func messageID(_ n: Int) -> String { String(format: "%032x", n) }
+
+    private var databasePath: String { directory + "/parley.sqlite" }
+
+    private func open(_ durability: Durability = .full) throws -> Store {
+        try Store(directory: directory, durability: durability)
+    }
+
+    private func outgoing(_ n: Int, to recipient: String, body: String? = nil) -> NewOutgoingMessage {
+        NewOutgoingMessage(id: messageID(n), recipient: recipient, body: body ?? "message \(n)", createdAt: 1_000 + Int64(n))
+    }
+
+    private func incoming(_ n: Int, from sender: String, sequence: Int64 = 1, body: String? = nil) -> IncomingMessage {
+        IncomingMessage(id: messageID(n), sender: sender, recipient: me, sequence: sequence,
+                        createdAt: 2_000 + Int64(n), body: body ?? "incoming \(n)")
+    }
+
+    private func peerRecord(_ identity: String, name: String, address: String? = nil, seen: Int64 = 10) -> PeerRecord {
+        PeerRecord(identity: identity, displayName: name, hostName: "\(name)-host", card: [1, 2, 3, 0, 255],
+                   cardSequence: 1, noiseKey: Self.identity(0x55), trust: .pinned, firstSeen: seen, lastSeen: seen,
+                   lastAddress: address)
+    }
+
+    private func assertStoreError(_ expression: @autoclosure () throws -> some Any, _ expected: StoreError,
+                                  file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertThrowsError(try expression(), file: file, line: line) { error in
+            XCTAssertEqual(error as? StoreError, expected, file: file, line: line)
+        }
+    }
+
+    // MARK: - Sequence numbers
+
+    func testSequenceNumbersIncreaseAndAreNeverReusedAcrossReopen() throws {
+        var store: Store? = try open()
+        let first = try store!.enqueue([outgoing(1, to: alice), outgoing(2, to: bob)], sender: me)
+        XCTAssertEqual(first.map(\.sequence), [1, 2])
+        XCTAssertEqual(try store!.nextSequenceNumbers(count: 3), 3...5)
+        // Dropped without close(): no clean shutdown.
+        store = nil
+
+        store = try open(.normal)
+        let second = try store!.enqueue([outgoing(3, to: alice)], sender: me)
+        XCTAssertEqual(second.map(\.sequence), [6])
+        XCTAssertEqual(try store!.nextSequenceNumbers(count: 1), 7...7)
+        XCTAssertEqual(try store!.pendingOutgoing(to: alice, limit: 10).map(\.sequence), [1, 6])
+    }
+
+    func testCommittedStateSurvivesACrashSnapshotOfTheFiles() throws {
+        let store = try open()
+        _ = try store.enqueue((1...5).map { outgoing($0, to: alice) }, sender: me)
+
+        // What is on disk while the daemon is still running is what a crash leaves behind:
+        // copy the database and its WAL without closing the store.
+        let crashDirectory = directory + "/crashed"
+        try FileManager.default.createDirectory(atPath: crashDirectory, withIntermediateDirectories: false)
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: databasePath + suffix) {
+            try FileManager.default.copyItem(atPath: databasePath + suffix,
+                                             toPath: crashDirectory + "/parley.sqlite" + suffix)
+        }
+
+        let recovered = try Store(directory: crashDirectory)
+        XCTAssertEqual(try recovered.pendingOutgoing(to: alice, limit: 10).map(\.id), (1...5).map(messageID))
+        XCTAssertEqual(try recovered.nextSequenceNumbers(count: 1), 6...6)
+        XCTAssertEqual(try recovered.counts().queued, 5)
+    }
+
+    func testSequenceCountMustBePositive() throws {
+        let store = try open()
+        assertStoreError(try store.nextSequenceNumbers(count: 0),
+                         .invalidArgument("sequence number count must be positive, got 0"))
+        XCTAssertEqual(try store.nextSequenceNumbers(count: 1), 1...1)
+    }
+
+    // MARK: - Outbox
+
+    func testPendingOutgoingIsOrderedBySequenceAndCountedPerRecipient() throws {
+        let store = try open()
+        _ = try store.enqueue([outgoing(1, to: alice), outgoing(2, to: bob), outgoing(3, to: alice)], sender: me)
+        _ = try store.enqueue([outgoing(4, to: alice), outgoing(5, to: carol)], sender: me)
+
+        let toAlice = try store.pendingOutgoing(to: alice, limit: 10)
+        XCTAssertEqual(toAlice.map(\.id), [1, 3, 4].map(messageID))
+        XCTAssertEqual(toAlice.map(\.sequence), [1, 3, 4])
+        XCTAssertTrue(toAlice.allSatisfy { $0.state == .queued && $0.direction == .outgoing && $0.sender == me })
+        XCTAssertEqual(try store.pendingOutgoing(to: alice, limit: 2).map(\.sequence), [1, 3])
+        XCTAssertEqual(try store.pendingOutgoing(to: alice, limit: 0), [])
+        XCTAssertEqual(try store.pendingRecipients(), [alice: 3, bob: 1, carol: 1])
+        XCTAssertEqual(try store.pendingOutgoing(to: bob, limit: 10).map(\.id), [messageID(2)])
+    }
+
+    func testEnqueueReturnsWhatIsStored() throws {
+        let store = try open()
+        let body = "nul \u{0} inside, emoji 🦜, and \"quotes\""
+        let returned = try store.enqueue([outgoing(7, to: bob, body: body)], sender: me)
+        XCTAssertEqual(returned.first?.body, body)
+        XCTAssertEqual(try store.message(id: messageID(7)), returned.first)
+        XCTAssertEqual(try store.message(id: messageID(7), sender: me), returned.first)
+        XCTAssertNil(try store.message(id: messageID(7), sender: bob))
+    }
+
+    func testDuplicateOutgoingIdFailsTheWholeBatchAndConsumesNoSequence() throws {
+        let store = try open()
+        _ = try store.enqueue([outgoing(1, to: alice)], sender: me)
+        XCTAssertThrowsError(try store.enqueue([outgoing(2, to: alice), outgoing(1, to: bob)], sender: me)) { error in
+            guard case .conflict? = error as? StoreError else { return XCTFail("expected conflict, got \(error)") }
+        }
+        XCTAssertNil(try store.message(id: messageID(2)), "the batch must roll back as a whole")
+        XCTAssertEqual(try store.nextSequenceNumbers(count: 1), 2...2)
+        XCTAssertEqual(try store.counts().queued, 1)
+    }
+
+    func testMarkDeliveredIsIdempotentAndScopedToTheRecipient() throws {
+        let store = try open()
+        _ = try store.enqueue([outgoing(1, to: alice), outgoing(2, to: bob), outgoing(3, to: alice)], sender: me)
+
+        // Bob acknowledging Alice's message changes nothing.
+        XCTAssertEqual(try store.markDelivered(ids: [messageID(1)], by: bob, at: 50), [])
+
+        let changed = try store.markDelivered(
+            ids: [messageID(1), messageID(2), messageID(3), "not-an-id", messageID(99)], by: alice, at: 60)
+        XCTAssertEqual(changed.map(\.id), [messageID(1), messageID(3)])
+        XCTAssertTrue(changed.allSatisfy { $0.state == .delivered && $0.deliveredAt == 60 })
+        XCTAssertEqual(try store.message(id: messageID(1))?.state, .delivered)
+        XCTAssertEqual(try store.message(id: messageID(2))?.state, .queued)
+
+        // Repeated ack: nothing changes, the first delivery time stays.
+        XCTAssertEqual(try store.markDelivered(ids: [messageID(1)], by: alice, at: 70), [])
+        XCTAssertEqual(try store.message(id: messageID(1))?.deliveredAt, 60)
+
+        XCTAssertEqual(try store.pendingOutgoing(to: alice, limit: 10), [])
+        XCTAssertEqual(try store.pendingRecipients(), [bob: 1])
+        let counts = try store.counts()
+        XCTAssertEqual([counts.queued, counts.delivered, counts.received], [1, 2, 0])
+    }
+
+    // MARK: - Inbox
+
+    func testStoreIncomingDeduplicatesBySenderAndID() throws {
+        let store = try open()
+        let first = try store.storeIncoming([incoming(1, from: alice, sequence: 1), incoming(1, from: alice, sequence: 1)],
+                                            at: 500)
+        XCTAssertEqual(first.map(\.isNew), [true, false])
+        XCTAssertEqual(first[0].message, first[1].message)
+        XCTAssertEqual(first[0].message.state, .received)
+        XCTAssertEqual(first[0].message.receivedAt, 500)
+
+        // Retransmitted later: the existing row, unchanged.
+        let again = try store.storeIncoming([incoming(1, from: alice, sequence: 1, body: "changed")], at: 900)
+        XCTAssertEqual(again.map(\.isNew), [false])
+        XCTAssertEqual(again[0].message, first[0].message)
+
+        // Same id from someone else is a different message.
+        let other = try store.storeIncoming([incoming(1, from: bob, sequence: 4)], at: 901)
+        XCTAssertEqual(other.map(\.isNew), [true])
+        XCTAssertNotEqual(other[0].message.rowID, first[0].message.rowID)
+        XCTAssertEqual(try store.message(id: messageID(1), sender: bob)?.sequence, 4)
+
+        XCTAssertEqual(try store.messages(peer: nil, after: nil, limit: 100).count, 2)
+        XCTAssertEqual(try store.counts().received, 2)
+    }
+
+    func testMalformedIncomingFailsTheBatchWithoutStoringAnything() throws {
+        let store = try open()
+        var bad = incoming(2, from: alice)
+        bad.sender = String(alice.uppercased())
+        assertStoreError(try store.storeIncoming([incoming(1, from: alice), bad], at: 1),
+                         .invalidArgument("sender must be lowercase hex"))
+        XCTAssertNil(try store.message(id: messageID(1)))
+    }
+
+    // MARK: - History
+
+    func testHistoryPagesForwardAndBackwardWithPeerFilter() throws {
+        let store = try open()
+        // Row order: a-out1, a-in2, b-in3, a-out4, b-out5, a-in6
+        _ = try store.enqueue([outgoing(1, to: alice)], sender: me)
+        _ = try store.storeIncoming([incoming(2, from: alice), incoming(3, from: bob)], at: 1)
+        _ = try store.enqueue([outgoing(4, to: alice), outgoing(5, to: bob)], sender: me)
+        _ = try store.storeIncoming([incoming(6, from: alice)], at: 2)
+
+        let all = try store.messages(peer: nil, after: nil, limit: 100)
+        XCTAssertEqual(all.map(\.id), (1...6).map(messageID))
+        XCTAssertEqual(all.map(\.rowID), all.map(\.rowID).sorted())
+        let rows = all.map(\.rowID)
+
+        // Forward from a cursor.
+        XCTAssertEqual(try store.messages(peer: nil, after: nil, limit: 2).map(\.rowID), Array(rows[0...1]))
+        XCTAssertEqual(try store.messages(peer: nil, after: rows[1], limit: 2).map(\.rowID), Array(rows[2...3]))
+        XCTAssertEqual(try store.messages(peer: nil, after: rows[5], limit: 2), [])
+
+        // Backward: the LAST `limit` rows before, still ascending.
+        XCTAssertEqual(try store.messages(peer: nil, after: nil, before: rows[4], limit: 2).map(\.rowID),
+                       Array(rows[2...3]))
+        XCTAssertEqual(try store.messages(peer: nil, after: nil, before: Int64.max, limit: 3).map(\.rowID),
+                       Array(rows[3...5]))
+        XCTAssertEqual(try store.messages(peer: nil, after: rows[1], before: rows[4], limit: 10).map(\.rowID),
+                       Array(rows[2...3]))
+
+        // Peer filter: both directions with that peer.
+        XCTAssertEqual(try store.messages(peer: alice, after: nil, limit: 100).map(\.id), [1, 2, 4, 6].map(messageID))
+        XCTAssertEqual(try store.messages(peer: bob, after: nil, limit: 100).map(\.id), [3, 5].map(messageID))
+        XCTAssertEqual(try store.messages(peer: alice, after: rows[1], limit: 1).map(\.id), [messageID(4)])
+        XCTAssertEqual(try store.messages(peer: alice, after: nil, before: rows[5], limit: 2).map(\.id),
+                       [2, 4].map(messageID))
+        XCTAssertEqual(try store.messages(peer: carol, after: nil, limit: 100), [])
+    }
+
+    // MARK: - Peers
+
+    func testPeersUpsertAndLookup() throws {
+        let store = try open()
+        try store.upsertPeer(peerRecord(alice, name: "alice", address: "10.0.0.1:7000", seen: 100))
+        try store.upsertPeer(peerRecord(bob, name: "bob", address: "10.0.0.2:7000", seen: 100))
+        XCTAssertEqual(try store.peer(identity: alice), peerRecord(alice, name: "alice", address: "10.0.0.1:7000", seen: 100))
+        XCTAssertNil(try store.peer(identity: carol))
+
+        // Upsert overwrites, but the earliest firstSeen is kept.
+        var updated = peerRecord(alice, name: "alice", address: "10.0.0.9:7000", seen: 300)
+        updated.card = [9, 9]
+        updated.cardSequence = 2
+        try store.upsertPeer(updated)
+        let stored = try XCTUnwrap(try store.peer(identity: alice))
+        XCTAssertEqual(stored.card, [9, 9])
+        XCTAssertEqual(stored.cardSequence, 2)
+        XCTAssertEqual(stored.firstSeen, 100)
+        XCTAssertEqual(stored.lastSeen, 300)
+
+        XCTAssertEqual(try store.peers(named: "alice").map(\.identity), [alice])
+        XCTAssertEqual(try store.peers(named: "nobody"), [])
+        XCTAssertEqual(try store.peer(atAddress: "10.0.0.9:7000")?.identity, alice)
+        XCTAssertNil(try store.peer(atAddress: "10.0.0.1:7000"))
+        XCTAssertEqual(try store.peers().map(\.identity), [alice, bob])
+
+        // touchPeer moves lastSeen forward only, and keeps the address when none is given.
+        try store.touchPeer(identity: bob, at: 500, address: "10.0.0.3:7001")
+        try store.touchPeer(identity: bob, at: 400, address: nil)
+        XCTAssertEqual(try store.peer(identity: bob)?.lastSeen, 500)
+        XCTAssertEqual(try store.peer(identity: bob)?.lastAddress, "10.0.0.3:7001")
+        XCTAssertEqual(try store.peer(atAddress: "10.0.0.3:7001")?.identity, bob)
+
+        try store.setTrust(identity: bob, .verified)
+        XCTAssertEqual(try store.peer(identity: bob)?.trust, .verified)
+
+        assertStoreError(try store.setTrust(identity: carol, .blocked), .notFound("peer \(carol)"))
+        assertStoreError(try store.touchPeer(identity: carol, at: 1, address: nil), .notFound("peer \(carol)"))
+        var dangling = peerRecord(bob, name: "bob")
+        dangling.replacedBy = carol
+        assertStoreError(try store.upsertPeer(dangling),
+                         .conflict("peer \(bob) is marked replaced by unknown peer \(carol)"))
+        var badKey = peerRecord(carol, name: "carol")
+        badKey.noiseKey = "zz"
+        XCTAssertThrowsError(try store.upsertPeer(badKey))
+        XCTAssertNil(try store.peer(identity: carol))
+    }
+
+    // MARK: - Key changes
+
+    func testAcceptedKeyChangeRetargetsQueuedMessagesAndReplacesThePeer() throws {
+        let store = try open()
+        try store.upsertPeer(peerRecord(alice, name: "alice", address: "10.0.0.1:7000"))
+        _ = try store.enqueue([outgoing(1, to: alice), outgoing(2, to: alice), outgoing(3, to: alice)], sender: me)
+        _ = try store.markDelivered(ids: [messageID(1)], by: alice, at: 20)
+
+        let change = try store.recordKeyChange(displayName: "alice", oldIdentity: alice, newIdentity: carol,
+                                               newCard: [7, 7], address: "10.0.0.1:7000", at: 30)
+        XCTAssertEqual(change.status, .pending)
+        XCTAssertEqual(try store.peer(identity: alice)?.trust, .changed)
+        // Seen again: same record, card refreshed.
+        let again = try store.recordKeyChange(displayName: "alice", oldIdentity: alice, newIdentity: carol,
+                                              newCard: [8, 8], address: nil, at: 40)
+        XCTAssertEqual(again.id, change.id)
+        XCTAssertEqual(again.detectedAt, 30)
+        XCTAssertEqual(again.newCard, [8, 8])
+        XCTAssertEqual(again.address, "10.0.0.1:7000")
+        XCTAssertEqual(try store.pendingKeyChanges().map(\.id), [change.id])
+        XCTAssertEqual(try store.pendingKeyChange(newIdentity: carol)?.id, change.id)
+
+        // A new peer for the wrong identity is refused and nothing changes.
+        assertStoreError(try store.acceptKeyChange(id: change.id, newPeer: peerRecord(bob, name: "alice"), at: 50),
+                         .invalidArgument("key change \(change.id) is to \(carol), not to \(bob)"))
+        XCTAssertEqual(try store.pendingOutgoing(to: alice, limit: 10).count, 2)
+        XCTAssertNil(try store.peer(identity: bob))
+
+        let moved = try store.acceptKeyChange(id: change.id, newPeer: peerRecord(carol, name: "alice"), at: 60)
+        XCTAssertEqual(moved, 2)
+        XCTAssertEqual(try store.pendingOutgoing(to: alice, limit: 10), [])
+        let retargeted = try store.pendingOutgoing(to: carol, limit: 10)
+        XCTAssertEqual(retargeted.map(\.id), [2, 3].map(messageID))
+        XCTAssertEqual(retargeted.map(\.sequence), [2, 3], "sequence numbers survive retargeting")
+        XCTAssertEqual(try store.message(id: messageID(1))?.recipient, alice, "delivered history stays with the old peer")
+        XCTAssertEqual(try store.messages(peer: carol, after: nil, limit: 10).map(\.id), [2, 3].map(messageID))
+
+        XCTAssertEqual(try store.peer(identity: alice)?.replacedBy, carol)
+        XCTAssertEqual(try store.peers(named: "alice").map(\.identity), [carol])
+        XCTAssertEqual(try store.keyChange(id: change.id)?.status, .accepted)
+        XCTAssertEqual(try store.keyChange(id: change.id)?.resolvedAt, 60)
+        XCTAssertEqual(try store.pendingKeyChanges(), [])
+        XCTAssertNil(try store.pendingKeyChange(newIdentity: carol))
+
+        // Acks from the new identity now deliver the moved messages.
+        XCTAssertEqual(try store.markDelivered(ids: [messageID(2)], by: carol, at: 70).map(\.id), [messageID(2)])
+
+        XCTAssertEqual(try store.acceptKeyChange(id: change.id, newPeer: nil, at: 80), 0)
+        assertStoreError(try store.resolveKeyChange(id: change.id, accept: false, at: 90),
+                         .conflict("key change \(change.id) was already accepted"))
+    }
+
+    func testRejectedKeyChangeRestoresTrustAndKeepsTheOutbox() throws {
+        let store = try open()
+        var verified = peerRecord(alice, name: "alice")
+        verified.trust = .verified
+        try store.upsertPeer(verified)
+        _ = try store.enqueue([outgoing(1, to: alice)], sender: me)
+
+        let first = try store.recordKeyChange(displayName: "alice", oldIdentity: alice, newIdentity: bob,
+                                              newCard: [1], address: nil, at: 1)
+        let second = try store.recordKeyChange(displayName: "alice", oldIdentity: alice, newIdentity: carol,
+                                               newCard: [2], address: nil, at: 2)
+        XCTAssertNotEqual(first.id, second.id)
+        try store.resolveKeyChange(id: first.id, accept: false, at: 3)
+        XCTAssertEqual(try store.peer(identity: alice)?.trust, .changed, "another change is still pending")
+        try store.resolveKeyChange(id: second.id, accept: false, at: 4)
+        XCTAssertEqual(try store.peer(identity: alice)?.trust, .verified)
+        try store.resolveKeyChange(id: second.id, accept: false, at: 5)  // repeated: no-op
+        XCTAssertEqual(try store.keyChange(id: second.id)?.resolvedAt, 4)
+
+        XCTAssertEqual(try store.pendingOutgoing(to: alice, limit: 10).map(\.id), [messageID(1)])
+        assertStoreError(try store.acceptKeyChange(id: first.id, newPeer: nil, at: 6),
+                         .conflict("key change \(first.id) was already rejected"))
+        assertStoreError(try store.resolveKeyChange(id: 999, accept: true, at: 6), .notFound("key change 999"))
+        assertStoreError(
+            try store.recordKeyChange(displayName: "x", oldIdentity: carol, newIdentity: bob, newCard: [], address: nil, at: 7),
+            .notFound("peer \(carol)"))
+    }
+
+    func testAcceptingWithoutNewPeerRequiresItStored() throws {
+        let store = try open()
+        try store.upsertPeer(peerRecord(alice, name: "alice"))
+        let change = try store.recordKeyChange(displayName: "alice", oldIdentity: alice, newIdentity: bob,
+                                               newCard: [1], address: nil, at: 1)
+        XCTAssertThrowsError(try store.resolveKeyChange(id: change.id, accept: true, at: 2))
+        XCTAssertEqual(try store.keyChange(id: change.id)?.status, .pending)
+        try store.upsertPeer(peerRecord(bob, name: "alice"))
+        try store.resolveKeyChange(id: change.id, accept: true, at: 3)
+        XCTAssertEqual(try store.peer(identity: alice)?.replacedBy, bob)
+    }
+
+    // MARK: - Settings
+
+    func testSettingsRoundTripAndDelete() throws {
+        var store: Store? = try open()
+        XCTAssertNil(try store!.setting("display-name"))
+        try store!.setSetting("display-name", "alice")
+        try store!.setSetting("display-name", "alice2")
+        store = nil
+        store = try open()
+        XCTAssertEqual(try store!.setting("display-name"), "alice2")
+        try store!.setSetting("display-name", nil)
+        XCTAssertNil(try store!.setting("display-name"))
+        XCTAssertThrowsError(try store!.setSetting("", "x"))
+    }
+
+    // MARK: - The file
+
+    func testWALModeIsOnInTheConnectionAndInTheFileHeader() throws {
+        let store = try open()
+        XCTAssertEqual(try store.journalMode(), "wal")
+        try store.checkIntegrity()
+        try store.close()
+        // SQLite file header bytes 18 and 19 (write/read format version) are 2 in WAL mode.
+        let header = try XCTUnwrap(FileHandle(forReadingAtPath: databasePath)).readData(ofLength: 20)
+        XCTAssertEqual(Array(header.prefix(16)), Array("SQLite format 3\0".utf8))
+        XCTAssertEqual(Array(header.suffix(2)), [2, 2])
+    }
+
+    func testNewDatabaseFileIsOwnerOnly() throws {
+        _ = try open()
+        let attributes = try FileManager.default.attributesOfItem(atPath: databasePath)
+        XCTAssertEqual((attributes[.posixPermissions] as? NSNumber)?.intValue, 0o600)
+    }
+
+    func testGarbageFileIsReportedCorruptNotReplaced() throws {
+        let garbage = Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
+        try garbage.write(to: URL(fileURLWithPath: databasePath))
+        XCTAssertThrowsError(try open()) { error in
+            guard case let .corrupt(path, _)? = error as? StoreError else { return XCTFail("expected corrupt, got \(error)") }
+            XCTAssertEqual(path, databasePath)
+            XCTAssertTrue(String(describing: error).contains(databasePath))
+        }
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: databasePath)), garbage, "the file must be left alone")
+    }
+
+    func testDamagedHeaderOfAnExistingDatabaseIsCorrupt() throws {
+        let store = try open()
+        _ = try store.enqueue([outgoing(1, to: alice)], sender: me)
+        try store.close()
+        let handle = try XCTUnwrap(FileHandle(forWritingAtPath: databasePath))
+        handle.write(Data(repeating: 0x41, count: 16))
+        handle.closeFile()
+        XCTAssertThrowsError(try open()) { error in
+            guard case let .corrupt(path, _)? = error as? StoreError else { return XCTFail("expected corrupt, got \(error)") }
+            XCTAssertEqual(path, databasePath)
+        }
+    }
+
+    func testSecondOpenOfTheSameDatabaseIsLocked() throws {
+        var first: Store? = try open()
+        _ = try first!.enqueue([outgoing(1, to: alice)], sender: me)
+        assertStoreError(try open(), .locked(path: databasePath))
+        first = nil
+        let second = try open()
+        XCTAssertEqual(try second.pendingOutgoing(to: alice, limit: 10).count, 1)
+    }
+
+    func testMissingDirectoryIsAnIOErrorNamingTheFile() throws {
+        let missing = directory + "/missing"
+        XCTAssertThrowsError(try Store(directory: missing)) { error in
+            guard case let .io(path, _)? = error as? StoreError else { return XCTFail("expected io, got \(error)") }
+            XCTAssertEqual(path, missing + "/parley.sqlite")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: missing))
+    }
+
+    func testMalformedIdentifiersAreRefused() throws {
+        let store = try open()
+        XCTAssertThrowsError(try store.enqueue([outgoing(1, to: "alice")], sender: me))
+        XCTAssertThrowsError(try store.enqueue([NewOutgoingMessage(id: "short", recipient: alice, body: "", createdAt: 0)],
+                                               sender: me))
+        XCTAssertThrowsError(try store.pendingOutgoing(to: alice + "\0", limit: 1))
+        XCTAssertThrowsError(try store.peers(named: "a\0b"))
+        XCTAssertEqual(try store.counts().queued, 0)
+    }
+}
