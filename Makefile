@@ -3,7 +3,44 @@ SWIFT ?= swift
 PREFIX ?= /usr/local
 CONFIG ?= debug
 
-.PHONY: all deps test-deps build release run test unit-test system-test clean
+# Installation layout (see docs/INSTALL.md). DESTDIR is prepended to every path, for
+# packaging; nothing else knows about it.
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+# systemd looks for units, sysusers.d and tmpfiles.d under both /usr/lib and
+# /usr/local/lib, so these follow PREFIX for the two usual prefixes. With any other
+# PREFIX set them to /etc/systemd/system, /etc/sysusers.d and /etc/tmpfiles.d.
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+# The config lives in /etc whatever the prefix: it is what the unit's
+# ConfigurationDirectory= points parleyd at.
+SYSCONFDIR ?= /etc
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+# Where `make release` puts the binaries; install takes them from here.
+RELEASE_BIN ?= .build/release
+# The CLI whose --generate-completion-script output becomes the completions.
+PARLEY_BIN ?= $(RELEASE_BIN)/parley
+
+INSTALL ?= install
+
+# Every file `make install` creates, so `make uninstall` removes exactly these.
+INSTALLED_BINS = $(DESTDIR)$(BINDIR)/parleyd $(DESTDIR)$(BINDIR)/parley
+INSTALLED_SYSTEMD = $(DESTDIR)$(UNITDIR)/parleyd.service \
+	$(DESTDIR)$(SYSUSERSDIR)/parley.conf \
+	$(DESTDIR)$(TMPFILESDIR)/parley.conf
+INSTALLED_CONFIG = $(DESTDIR)$(SYSCONFDIR)/parley/parleyd.toml.example
+INSTALLED_MAN = $(DESTDIR)$(MANDIR)/man8/parleyd.8 $(DESTDIR)$(MANDIR)/man1/parley.1
+INSTALLED_COMPLETIONS = $(DESTDIR)$(BASHCOMPDIR)/parley \
+	$(DESTDIR)$(ZSHCOMPDIR)/_parley \
+	$(DESTDIR)$(FISHCOMPDIR)/parley.fish
+
+.PHONY: all deps test-deps build release run test unit-test system-test clean \
+	install install-bin install-systemd install-config install-man install-completions \
+	uninstall check-systemd
 
 all: build
 
@@ -32,3 +69,47 @@ test: test-deps
 
 clean:
 	rm -rf .build
+
+# --- Installation --------------------------------------------------------------
+# `make release && sudo make install`: install never builds, so it does not need the
+# Swift toolchain on root's PATH and does not leave root-owned files in .build.
+install: install-bin install-systemd install-config install-man install-completions
+
+install-bin:
+	@for bin in parleyd parley; do \
+	  [ -x "$(RELEASE_BIN)/$$bin" ] || { echo "install: $(RELEASE_BIN)/$$bin is missing; run 'make release' first" >&2; exit 1; }; \
+	done
+	$(INSTALL) -d $(DESTDIR)$(BINDIR)
+	$(INSTALL) -m 0755 $(RELEASE_BIN)/parleyd $(RELEASE_BIN)/parley $(DESTDIR)$(BINDIR)/
+
+install-systemd:
+	$(INSTALL) -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR)
+	sed 's|@BINDIR@|$(BINDIR)|g' systemd/parleyd.service.in > $(DESTDIR)$(UNITDIR)/parleyd.service.tmp
+	mv $(DESTDIR)$(UNITDIR)/parleyd.service.tmp $(DESTDIR)$(UNITDIR)/parleyd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/parleyd.service
+	$(INSTALL) -m 0644 systemd/parley.sysusers.conf $(DESTDIR)$(SYSUSERSDIR)/parley.conf
+	$(INSTALL) -m 0644 systemd/parley.tmpfiles.conf $(DESTDIR)$(TMPFILESDIR)/parley.conf
+
+# Only the example is installed: an administrator's parleyd.toml is never touched.
+install-config:
+	$(INSTALL) -d $(DESTDIR)$(SYSCONFDIR)/parley
+	$(INSTALL) -m 0644 systemd/parleyd.toml.example $(DESTDIR)$(SYSCONFDIR)/parley/parleyd.toml.example
+
+install-man:
+	$(INSTALL) -d $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man1
+	$(INSTALL) -m 0644 docs/man/parleyd.8 $(DESTDIR)$(MANDIR)/man8/parleyd.8
+	$(INSTALL) -m 0644 docs/man/parley.1 $(DESTDIR)$(MANDIR)/man1/parley.1
+
+install-completions:
+	scripts/install-completions.sh "$(PARLEY_BIN)" "$(DESTDIR)$(BASHCOMPDIR)/parley" \
+	  "$(DESTDIR)$(ZSHCOMPDIR)/_parley" "$(DESTDIR)$(FISHCOMPDIR)/parley.fish"
+
+# Removes exactly the files install creates (shared directories such as bin/ stay;
+# $(SYSCONFDIR)/parley goes only if empty, so a parleyd.toml keeps it).
+uninstall:
+	rm -f $(INSTALLED_BINS) $(INSTALLED_SYSTEMD) $(INSTALLED_CONFIG) $(INSTALLED_MAN) $(INSTALLED_COMPLETIONS)
+	-rmdir $(DESTDIR)$(SYSCONFDIR)/parley 2>/dev/null || true
+
+# systemd-analyze verify + security score of the unit (no running systemd needed).
+check-systemd:
+	scripts/check-systemd.sh

@@ -1,0 +1,65 @@
+/// Options given on the command line: every field optional, nil meaning "not given".
+/// The daemon's argument parser fills one of these; `DaemonConfiguration.merged`
+/// layers it over the config file, so flags win.
+///
+/// Repeatable flags (`--listen`, `--peer`) replace the file's list rather than adding
+/// to it, so the command line alone says where the daemon listens. Paths should be
+/// made absolute by the argument parser (relative to its working directory).
+public struct ConfigOverrides: Equatable, Sendable {
+    public var stateDirectory: String?
+    public var name: String?
+    public var hostName: String?
+    public var listen: [HostPort]?
+    public var peers: [HostPort]?
+    public var socketPath: String?
+    public var mdnsEnabled: Bool?
+    public var logLevel: LogLevel?
+    public var networkKeyPath: String?
+    public var notifyCommand: [String]?
+    public var notifyIncludeBody: Bool?
+    public var readReceipts: Bool?
+    public var durability: Durability?
+    public var handshakeTimeoutMilliseconds: Int?
+    public var pingIntervalMilliseconds: Int?
+    public var deadAfterMilliseconds: Int?
+
+    public init() {}
+
+    /// Sets every given option on `configuration`.
+    public func apply(to configuration: inout DaemonConfiguration) {
+        if let stateDirectory { configuration.stateDirectory = stateDirectory }
+        if let name { configuration.name = name }
+        if let hostName { configuration.hostName = hostName }
+        if let listen { configuration.listen = listen }
+        if let peers { configuration.peers = peers }
+        if let socketPath { configuration.socketPath = socketPath }
+        if let mdnsEnabled { configuration.mdnsEnabled = mdnsEnabled }
+        if let logLevel { configuration.logLevel = logLevel }
+        if let networkKeyPath { configuration.networkKeyPath = networkKeyPath }
+        if let notifyCommand { configuration.notifyCommand = notifyCommand }
+        if let notifyIncludeBody { configuration.notifyIncludeBody = notifyIncludeBody }
+        if let readReceipts { configuration.readReceipts = readReceipts }
+        if let durability { configuration.durability = durability }
+        if let handshakeTimeoutMilliseconds { configuration.handshakeTimeoutMilliseconds = handshakeTimeoutMilliseconds }
+        if let pingIntervalMilliseconds { configuration.pingIntervalMilliseconds = pingIntervalMilliseconds }
+        if let deadAfterMilliseconds { configuration.deadAfterMilliseconds = deadAfterMilliseconds }
+    }
+}
+
+extension DaemonConfiguration {
+    /// The effective configuration: `defaults`, then the config file, then flags (flags
+    /// win), validated as a whole. When neither file nor flags set `name`, it follows
+    /// the final host name, so `--host-name bob` alone also names the node "bob".
+    public static func merged(defaults: DaemonConfiguration, file: ConfigFile?, flags: ConfigOverrides)
+        throws(ConfigError) -> DaemonConfiguration {
+        var configuration = defaults
+        try file?.apply(to: &configuration)
+        flags.apply(to: &configuration)
+        let nameGiven = flags.name != nil || file?[ConfigKey.name.rawValue] != nil
+        if !nameGiven && configuration.hostName != defaults.hostName {
+            configuration.name = displayName(fromHostName: configuration.hostName)
+        }
+        try configuration.validate()
+        return configuration
+    }
+}

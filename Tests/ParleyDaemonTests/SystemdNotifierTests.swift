@@ -1,0 +1,141 @@
+import Foundation
+import XCTest
+@testable import ParleyDaemon
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real AF_UNIX datagram socket standing in for systemd's notify socket.
+private final class NotifySocketListener {
+    let fd: Int32
+    /// What to put in $NOTIFY_SOCKET.
+    let notifySocket: String
+    private let cleanupPath: String?
+
+    /// `name` starting with "@" binds in the abstract namespace, otherwise at a path.
+    init(name: String) throws {
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        var bytes = Array(name.utf8)
+        let abstract = bytes.first == UInt8(ascii: "@")
+        if abstract { bytes[0] = 0 }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let length = MemoryLayout<sockaddr_un>.offset(of: \sockaddr_un.sun_path)! + bytes.count + (abstract ? 0 : 1)
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(length)) }
+        }
+        guard result == 0 else {
+            let code = errno
+            close(fd)
+            throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
+        }
+        self.fd = fd
+        notifySocket = name
+        cleanupPath = abstract ? nil : name
+    }
+
+    deinit {
+        close(fd)
+        if let cleanupPath { unlink(cleanupPath) }
+    }
+
+    /// The next datagram, or nil if none is waiting (never blocks: sendto on a local
+    /// datagram socket has delivered by the time it returns).
+    func receive() -> String? {
+        var buffer = [UInt8](repeating: 0, count: 8192)
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        guard count >= 0 else { return nil }
+        return String(decoding: buffer[0..<count], as: UTF8.self)
+    }
+}
+
+final class SystemdNotifierTests: XCTestCase {
+    private func failure(_ result: Result<Void, SystemdNotifyError>) -> SystemdNotifyError? {
+        if case .failure(let error) = result { return error }
+        return nil
+    }
+
+    private var directory: URL!
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-notify-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    func testInitFromEnvironment() {
+        XCTAssertNil(SystemdNotifier(environment: [:]))
+        XCTAssertNil(SystemdNotifier(environment: ["NOTIFY_SOCKET": ""]))
+        XCTAssertNil(SystemdNotifier(environment: ["NOTIFY_SOCKET": "relative/notify"]))
+        XCTAssertNil(SystemdNotifier(environment: ["NOTIFY_SOCKET": "@"]))
+        XCTAssertNil(SystemdNotifier(environment: ["NOTIFY_SOCKET": "vsock:2:1234"]))
+        XCTAssertNil(SystemdNotifier(environment: ["NOTIFY_SOCKET": "/" + String(repeating: "x", count: 200)]))
+        XCTAssertEqual(SystemdNotifier(environment: ["NOTIFY_SOCKET": "/run/systemd/notify"])?.socketPath,
+                       "/run/systemd/notify")
+        XCTAssertEqual(SystemdNotifier(environment: ["NOTIFY_SOCKET": "@/org/freedesktop/systemd1/notify/1"])?.socketPath,
+                       "@/org/freedesktop/systemd1/notify/1")
+    }
+
+    func testPathSocketReceivesNotifications() throws {
+        let listener = try NotifySocketListener(name: directory.appendingPathComponent("notify").path)
+        let notifier = try XCTUnwrap(SystemdNotifier(environment: ["NOTIFY_SOCKET": listener.notifySocket]))
+
+        XCTAssertNoThrow(try notifier.ready(status: "listening on [::]:7744").get())
+        XCTAssertEqual(listener.receive(), "READY=1\nSTATUS=listening on [::]:7744")
+        XCTAssertNoThrow(try notifier.status("2 peers\nonline").get())
+        XCTAssertEqual(listener.receive(), "STATUS=2 peers online")
+        XCTAssertNoThrow(try notifier.watchdog().get())
+        XCTAssertEqual(listener.receive(), "WATCHDOG=1")
+        XCTAssertNoThrow(try notifier.stopping().get())
+        XCTAssertEqual(listener.receive(), "STOPPING=1")
+        XCTAssertNoThrow(try notifier.notify(["READY=1", "STATUS=custom"]).get())
+        XCTAssertEqual(listener.receive(), "READY=1\nSTATUS=custom")
+        XCTAssertNil(listener.receive())
+    }
+
+    func testReloadingCarriesMonotonicTimestamp() throws {
+        let listener = try NotifySocketListener(name: directory.appendingPathComponent("notify").path)
+        let notifier = try XCTUnwrap(SystemdNotifier(socketPath: listener.notifySocket))
+        XCTAssertNoThrow(try notifier.reloading(monotonicMicroseconds: 123_456).get())
+        XCTAssertEqual(listener.receive(), "RELOADING=1\nMONOTONIC_USEC=123456")
+
+        let before = SystemdNotifier.monotonicMicroseconds()
+        notifier.reloading()
+        let after = SystemdNotifier.monotonicMicroseconds()
+        let message = try XCTUnwrap(listener.receive())
+        let lines = message.split(separator: "\n")
+        XCTAssertEqual(lines.first, "RELOADING=1")
+        let stamp = try XCTUnwrap(UInt64(lines.last?.dropFirst("MONOTONIC_USEC=".count) ?? ""))
+        XCTAssertTrue((before...after).contains(stamp))
+    }
+
+    func testAbstractSocketReceivesNotifications() throws {
+        let listener = try NotifySocketListener(name: "@parley-test-\(UUID().uuidString)")
+        let notifier = try XCTUnwrap(SystemdNotifier(environment: ["NOTIFY_SOCKET": listener.notifySocket]))
+        XCTAssertNoThrow(try notifier.ready().get())
+        XCTAssertEqual(listener.receive(), "READY=1")
+    }
+
+    func testInvalidAssignmentsAreRefusedAndNotSent() throws {
+        let listener = try NotifySocketListener(name: directory.appendingPathComponent("notify").path)
+        let notifier = try XCTUnwrap(SystemdNotifier(socketPath: listener.notifySocket))
+        XCTAssertEqual(failure(notifier.notify(["READY=1\nSTOPPING=1"])), SystemdNotifyError.invalidAssignment("\"READY=1\\nSTOPPING=1\""))
+        XCTAssertEqual(failure(notifier.notify(["READY"])), SystemdNotifyError.invalidAssignment("\"READY\""))
+        XCTAssertEqual(failure(notifier.notify([])), SystemdNotifyError.invalidAssignment("(empty)"))
+        XCTAssertEqual(failure(notifier.notify(["STATUS=" + String(repeating: "x", count: 5000)])),
+                       SystemdNotifyError.messageTooLarge(limit: SystemdNotifier.maxMessageBytes))
+        XCTAssertNil(listener.receive())
+    }
+
+    func testMissingSocketIsReportedNotThrown() throws {
+        let notifier = try XCTUnwrap(SystemdNotifier(socketPath: directory.appendingPathComponent("nobody").path))
+        XCTAssertEqual(failure(notifier.ready()), SystemdNotifyError.sendFailed(errno: ENOENT))
+        XCTAssertTrue(SystemdNotifyError.sendFailed(errno: ENOENT).description.contains("No such file"))
+    }
+}
