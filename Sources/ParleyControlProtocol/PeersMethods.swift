@@ -26,7 +26,7 @@ public struct PeersConnectParams: ControlCallParams {
     public init(address: String) { self.address = address }
 
     public func validate() throws(JSONRPCError) {
-        guard HostPort(parsing: address) != nil else {
+        guard HostPort(address) != nil else {
             throw JSONRPCError(
                 .invalidAddress,
                 "\(JSONRPCError.quoted(address)) is not host:port (IPv6 in brackets: [addr]:port)")

@@ -518,13 +518,13 @@ final class ControlProtocolTests: XCTestCase {
     // MARK: - Addresses
 
     func testHostPortParsing() {
-        XCTAssertEqual(HostPort(parsing: "192.168.1.20:7777").map { "\($0.host)|\($0.port)" }, "192.168.1.20|7777")
-        XCTAssertEqual(HostPort(parsing: "bob.local:1").map { "\($0.host)|\($0.port)" }, "bob.local|1")
-        XCTAssertEqual(HostPort(parsing: "[fe80::1%eth0]:65535").map { "\($0.host)|\($0.port)" }, "fe80::1%eth0|65535")
-        XCTAssertEqual(HostPort(parsing: "[::1]:7777")?.description, "[::1]:7777")
+        XCTAssertEqual(HostPort("192.168.1.20:7777").map { "\($0.host)|\($0.port)" }, "192.168.1.20|7777")
+        XCTAssertEqual(HostPort("bob.local:1").map { "\($0.host)|\($0.port)" }, "bob.local|1")
+        XCTAssertEqual(HostPort("[fe80::1%eth0]:65535").map { "\($0.host)|\($0.port)" }, "fe80::1%eth0|65535")
+        XCTAssertEqual(HostPort("[::1]:7777")?.description, "[::1]:7777")
         for bad in ["", "host", "host:", ":7777", "host:0", "host:65536", "host:77a", "fe80::1:7777", "[::1]7777",
                     "[host]:7777", "ho st:7777", "host:+80", "host:٣", String(repeating: "a", count: 300) + ":1"] {
-            XCTAssertNil(HostPort(parsing: bad), bad)
+            XCTAssertNil(HostPort(bad), bad)
         }
     }
 

@@ -1,5 +1,5 @@
 import XCTest
-@testable import ParleyDaemon
+import ParleyControlProtocol
 
 final class HostPortTests: XCTestCase {
     func testAcceptedForms() throws {

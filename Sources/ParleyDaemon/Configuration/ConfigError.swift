@@ -1,3 +1,4 @@
+import ParleyControlProtocol
 /// A place in a config file, printed as "parleyd.toml:7".
 public struct ConfigLocation: Equatable, Sendable, CustomStringConvertible {
     public let file: String

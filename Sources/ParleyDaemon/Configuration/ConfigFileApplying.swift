@@ -1,3 +1,4 @@
+import ParleyControlProtocol
 /// Turning parsed entries into option values: the key must exist and the value must
 /// have the right type and make sense; errors point at the line.
 extension ConfigFile {

@@ -1,3 +1,4 @@
+import ParleyControlProtocol
 /// Reads one line of the config file: the TOML subset parleyd understands.
 ///
 /// A line is blank, a comment, the `[parleyd]` header, or `key = value` with an

@@ -1,3 +1,4 @@
+import ParleyControlProtocol
 /// Options given on the command line: every field optional, nil meaning "not given".
 /// The daemon's argument parser fills one of these; `DaemonConfiguration.merged`
 /// layers it over the config file, so flags win.

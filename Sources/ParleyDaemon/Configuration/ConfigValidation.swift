@@ -1,3 +1,4 @@
+import ParleyControlProtocol
 /// Checks on single option values, shared by the config file (which reports the line)
 /// and by `validate()` (which also covers values that came from flags). Each returns a
 /// human-readable problem, or nil when the value is fine.

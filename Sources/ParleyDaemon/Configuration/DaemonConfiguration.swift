@@ -1,3 +1,4 @@
+import ParleyControlProtocol
 import Foundation
 
 #if canImport(Glibc)

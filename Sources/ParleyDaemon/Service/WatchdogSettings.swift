@@ -1,3 +1,4 @@
+import ParleyControlProtocol
 /// The systemd watchdog as configured for this process (WatchdogSec= in the unit):
 /// systemd sets $WATCHDOG_USEC, and $WATCHDOG_PID to say which process must ping.
 public struct WatchdogSettings: Equatable, Sendable {

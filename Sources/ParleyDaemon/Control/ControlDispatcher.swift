@@ -1,0 +1,121 @@
+import Foundation
+import NIOCore
+import ParleyControlProtocol
+import ParleyCore
+import ParleyStore
+
+/// What the control methods can see of the daemon beyond the node.
+final class DaemonRuntimeInfo: @unchecked Sendable {
+    // Confined to the node's event loop, like the node.
+    var listenAddresses: [String] = []
+    var mdns: MDNSState = .off
+    static let version = ParleyVersion.string
+}
+
+public enum ParleyVersion {
+    public static let string = "0.1.0"
+}
+
+/// Maps JSON-RPC methods onto the node. Runs on the node's event loop.
+struct ControlDispatcher {
+    let node: Node
+    let info: DaemonRuntimeInfo
+
+    enum Reply {
+        case now(JSONRPCResponse)
+        /// The answer comes later (messages.send with wait): the connection keeps the id.
+        case deferred
+        /// The connection becomes a subscriber; answer now.
+        case subscribe(filterIdentity: String?, JSONRPCResponse)
+    }
+
+    func handle(_ request: JSONRPCRequest, deliveryWaiter: (String, Int, JSONRPCID?) -> Void) -> Reply {
+        let id = request.id
+        do {
+            switch request.method {
+            case ControlMethod.nodeStatus:
+                _ = try request.decodeParams(NodeStatusParams.self)
+                let counts = (try? node.store.counts()) ?? (queued: 0, delivered: 0, received: 0)
+                let known = ((try? node.store.peers()) ?? []).filter { $0.replacedBy == nil }.count
+                let uptime = Int((NIODeadline.now() - node.startedAt).nanoseconds / 1_000_000_000)
+                return .now(.success(id: id, result: NodeStatusResult(
+                    version: DaemonRuntimeInfo.version, name: node.card.displayName,
+                    fingerprint: node.fingerprint.description, listen: info.listenAddresses,
+                    peersOnline: node.sessions.count, peersKnown: known, queued: counts.queued,
+                    uptimeSeconds: uptime, mdns: info.mdns)))
+            case ControlMethod.nodeWhoami:
+                _ = try request.decodeParams(NodeWhoamiParams.self)
+                let c = node.card
+                return .now(.success(id: id, result: NodeWhoamiResult(
+                    name: c.displayName, host: c.hostName, fingerprint: c.fingerprint.description,
+                    identityKey: c.identityKey.hex, noiseKey: c.noiseKey.hex,
+                    card: Sodium.hex(c.encoded()), cardSequence: Int(clamping: c.sequence))))
+            case ControlMethod.peersList:
+                _ = try request.decodeParams(PeersListParams.self)
+                return .now(.success(id: id, result: PeersListResult(peers: try node.peerInfos())))
+            case ControlMethod.peersConnect:
+                let p = try request.decodeParams(PeersConnectParams.self)
+                try node.connect(address: p.address)
+                return .now(.success(id: id, result: PeersConnectResult(address: p.address, status: .dialing)))
+            case ControlMethod.messagesSend:
+                let p = try request.decodeParams(MessagesSendParams.self)
+                let peer = try node.resolvePeer(p.to)
+                let stored = try node.send(to: peer, body: p.body)
+                if p.effectiveWait {
+                    deliveryWaiter(stored.id, p.effectiveTimeoutMs, id)
+                    return .deferred
+                }
+                return .now(.success(id: id, result: MessagesSendResult(message: node.messageInfo(stored))))
+            case ControlMethod.messagesList:
+                let p = try request.decodeParams(MessagesListParams.self)
+                let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
+                let limit = p.effectiveLimit
+                let rows: [StoredMessage]
+                do {
+                    rows = try node.store.messages(peer: peer?.identity, after: p.after.map { Int64($0) },
+                                                   before: p.before.map { Int64($0) }, limit: limit)
+                } catch { throw NodeError.storage(error) }
+                let next = rows.count == limit ? rows.last.map { Int($0.rowID) } : nil
+                return .now(.success(id: id, result: MessagesListResult(messages: rows.map(node.messageInfo), nextCursor: next)))
+            case ControlMethod.messagesSubscribe:
+                let p = try request.decodeParams(MessagesSubscribeParams.self)
+                let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
+                return .subscribe(filterIdentity: peer?.identity,
+                                  .success(id: id, result: MessagesSubscribeResult(subscribed: true)))
+            case ControlMethod.trustVerify:
+                let p = try request.decodeParams(TrustVerifyParams.self)
+                let peer = try node.resolvePeer(p.peer)
+                let updated = try node.verify(peer, fingerprint: p.fingerprint)
+                return .now(.success(id: id, result: TrustVerifyResult(peer: node.peerInfo(updated))))
+            case ControlMethod.trustAcceptChange:
+                let p = try request.decodeParams(TrustAcceptChangeParams.self)
+                let peer = try node.resolvePeer(p.peer)
+                let (rec, moved) = try node.acceptKeyChange(peer)
+                return .now(.success(id: id, result: TrustAcceptChangeResult(peer: node.peerInfo(rec), retargeted: moved)))
+            default:
+                return .now(JSONRPCResponse(id: id, error: .methodNotFound(request.method)))
+            }
+        } catch let e as JSONRPCError {
+            return .now(JSONRPCResponse(id: id, error: e))
+        } catch let e as NodeError {
+            return .now(JSONRPCResponse(id: id, error: Self.rpcError(e, node: node)))
+        } catch {
+            return .now(JSONRPCResponse(id: id, error: .internalError("\(error)")))
+        }
+    }
+
+    static func rpcError(_ e: NodeError, node: Node) -> JSONRPCError {
+        switch e {
+        case .peerNotFound(let q): return .peerNotFound(q)
+        case let .peerAmbiguous(q, c):
+            return .peerAmbiguous(q, candidates: c.map { PeerCandidate(name: $0.displayName, fingerprint: Node.fingerprint(ofHex: $0.identity)) })
+        case .keyChangePending: return JSONRPCError(.peerKeyChanged, e.description)
+        case .bodyTooLarge(let n): return .bodyTooLarge(bytes: n, maxBytes: WireLimits.maxBodyBytes)
+        case .emptyBody: return .invalidParams(e.description)
+        case .storage: return JSONRPCError(.storageFailed, e.description)
+        case .fingerprintMismatch: return JSONRPCError(.fingerprintMismatch, e.description)
+        case .noPendingKeyChange: return JSONRPCError(.peerNotFound, e.description)
+        case .invalidAddress: return JSONRPCError(.invalidAddress, e.description)
+        }
+    }
+}

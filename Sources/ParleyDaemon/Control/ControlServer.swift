@@ -1,0 +1,157 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import ParleyControlProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The Unix-socket control server. Who may connect: the daemon's own user, root,
+/// and members of the daemon's group (checked with SO_PEERCRED on every
+/// connection, on top of the socket file's 0660 mode).
+final class ControlServer: @unchecked Sendable {
+    private let node: Node
+    private let info: DaemonRuntimeInfo
+    let path: String
+    private var channel: Channel?
+    private var clients: [ObjectIdentifier: ControlConnection] = [:]
+
+    init(node: Node, info: DaemonRuntimeInfo, path: String) {
+        self.node = node
+        self.info = info
+        self.path = path
+    }
+
+    enum ServerError: Error, CustomStringConvertible {
+        case socketDirectory(String, String)
+        case alreadyRunning(String)
+        var description: String {
+            switch self {
+            case let .socketDirectory(p, why): return "cannot prepare the control socket directory \(p): \(why)"
+            case .alreadyRunning(let p): return "another parleyd is already answering on \(p); stop it first or pass --socket"
+            }
+        }
+    }
+
+    /// Binds the socket. Must be called off the event loop (it waits for the bind).
+    func start() throws {
+        let dir = (path as NSString).deletingLastPathComponent
+        try Self.prepareDirectory(dir)
+        if Self.somebodyAnswers(at: path) { throw ServerError.alreadyRunning(path) }
+        let bootstrap = ServerBootstrap(group: node.loop)
+            .serverChannelOption(.backlog, value: 64)
+            .childChannelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try self.admit(channel)
+                }
+            }
+        // Created 0660: umask 0117 while binding, so the file is never briefly wider.
+        let old = umask(0o117)
+        defer { umask(old) }
+        channel = try bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).wait()
+        chmod(path, 0o660)
+    }
+
+    private func admit(_ channel: Channel) throws {
+        let ok = Self.peerAllowed(channel)
+        if !ok || clients.count >= ControlLimits.maxClients {
+            let err: JSONRPCError = ok ? .tooManyClients()
+                : JSONRPCError(.notPermitted, "not permitted: your user is not parleyd's user, root, or in its group")
+            if let data = try? JSONEncoder().encode(JSONRPCResponse(id: nil, error: err)) {
+                var buf = channel.allocator.buffer(capacity: data.count + 1)
+                buf.writeBytes(data)
+                buf.writeInteger(UInt8(ascii: "\n"))
+                channel.writeAndFlush(buf).whenComplete { _ in channel.close(promise: nil) }
+            } else {
+                channel.close(promise: nil)
+            }
+            if !ok { node.log.warning("control connection refused: peer credentials not allowed", [:]) }
+            return
+        }
+        let conn = ControlConnection(node: node, info: info) { [weak self] c in
+            self?.clients[ObjectIdentifier(c)] = nil
+        }
+        clients[ObjectIdentifier(conn)] = conn
+        try channel.pipeline.syncOperations.addHandler(conn)
+    }
+
+    /// SO_PEERCRED: the connecting process's uid and gid, from the kernel.
+    private static func peerAllowed(_ channel: Channel) -> Bool {
+        guard let provider = channel as? SocketOptionProvider else { return false }
+        let future: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
+        // On the channel's own loop the option is read synchronously, so the box is
+        // filled before this function returns.
+        let box = CredentialBox()
+        future.whenSuccess { box.value = $0 }
+        guard let cred = box.value else { return false }
+        if cred.uid == 0 || cred.uid == getuid() { return true }
+        if cred.gid == getgid() { return true }
+        return userInGroup(uid: cred.uid, gid: getgid())
+    }
+
+    private static func userInGroup(uid: uid_t, gid: gid_t) -> Bool {
+        guard let pw = getpwuid(uid), let grp = getgrgid(gid) else { return false }
+        let name = String(cString: pw.pointee.pw_name)
+        var member = grp.pointee.gr_mem
+        while let m = member?.pointee {
+            if String(cString: m) == name { return true }
+            member = member?.advanced(by: 1)
+        }
+        return false
+    }
+
+    /// Creates the socket's directory 0700 if missing and refuses a world-writable one.
+    static func prepareDirectory(_ dir: String) throws {
+        var st = stat()
+        if stat(dir, &st) != 0 {
+            if mkdir(dir, 0o700) != 0 && errno != EEXIST {
+                let parent = (dir as NSString).deletingLastPathComponent
+                if mkdir(parent, 0o700) != 0 && errno != EEXIST || mkdir(dir, 0o700) != 0 && errno != EEXIST {
+                    throw ServerError.socketDirectory(dir, String(cString: strerror(errno)))
+                }
+            }
+            guard stat(dir, &st) == 0 else { throw ServerError.socketDirectory(dir, String(cString: strerror(errno))) }
+        }
+        if st.st_mode & S_IWOTH != 0 && st.st_mode & S_ISVTX == 0 {
+            throw ServerError.socketDirectory(dir, "it is writable by everyone; use a private directory")
+        }
+    }
+
+    /// True when a live daemon answers on `path` (so we must not steal its socket).
+    private static func somebodyAnswers(at path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { Glibc.close(fd) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else { return false }
+        withUnsafeMutableBytes(of: &addr.sun_path) { p in
+            for (i, b) in bytes.enumerated() { p[i] = b }
+        }
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        return rc == 0
+    }
+
+    /// Closes the listener and every client.
+    func stop() -> EventLoopFuture<Void> {
+        let loop = node.loop
+        return loop.flatSubmit { [self] in
+            for c in clients.values { c.close() }
+            let f = channel?.close() ?? loop.makeSucceededVoidFuture()
+            return f.recover { _ in }.map { unlink(self.path); return () }
+        }
+    }
+}
+
+private final class CredentialBox: @unchecked Sendable { var value: PeerCredentials? }
+
+/// Same layout as `struct ucred` (pid_t, uid_t, gid_t), Sendable for NIO.
+struct PeerCredentials: Sendable {
+    var pid: Int32 = 0
+    var uid: UInt32 = 0
+    var gid: UInt32 = 0
+}

@@ -1,0 +1,293 @@
+import Dispatch
+import Foundation
+import NIOCore
+import NIOPosix
+import ParleyControlProtocol
+import ParleyCore
+import ParleyStore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// parleyd as a set of services with an explicit start and a graceful stop:
+/// identity and store, the node (peer sessions and outbox), TCP listeners, the
+/// control socket, discovery, and systemd integration. Configuration is a plain
+/// value passed in.
+public final class Daemon: @unchecked Sendable {
+    public enum StartError: Error, CustomStringConvertible {
+        case keys(KeyFileError)
+        case store(StoreError)
+        case card(String)
+        case listen(String, String)
+        case control(String)
+        case networkKey(String, String)
+
+        public var description: String {
+            switch self {
+            case .keys(let e): return "\(e)"
+            case .store(let e): return "\(e)"
+            case .card(let why): return "cannot issue this node's card: \(why)"
+            case let .listen(addr, why): return "cannot listen on \(addr): \(why)"
+            case .control(let why): return "cannot open the control socket: \(why)"
+            case let .networkKey(path, why): return "network key \(path): \(why)"
+            }
+        }
+    }
+
+    private var config: DaemonConfiguration
+    private let configFilePath: String?
+    private let environment: [String: String]
+    let log: Logger
+    private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    private var loop: EventLoop { group.next() }
+    private var node: Node!
+    private var store: Store!
+    private var listeners: [Channel] = []
+    private var control: ControlServer!
+    private let info = DaemonRuntimeInfo()
+    private let notifier: SystemdNotifier?
+    private var signalSources: [DispatchSourceSignal] = []
+    private let signalQueue = DispatchQueue(label: "parleyd.signals")
+    private let finished = DispatchSemaphore(value: 0)
+    private var shuttingDown = false
+    private var discovery: DiscoveryService?
+
+    public init(configuration: DaemonConfiguration, configFilePath: String?, environment: [String: String], log: Logger) {
+        self.config = configuration
+        self.configFilePath = configFilePath
+        self.environment = environment
+        self.log = log
+        self.notifier = SystemdNotifier(environment: environment)
+    }
+
+    /// The control socket path for this configuration.
+    public static func socketPath(for config: DaemonConfiguration, environment: [String: String]) -> String {
+        if let p = config.socketPath { return p }
+        if environment["RUNTIME_DIRECTORY"] != nil || environment["XDG_RUNTIME_DIR"] != nil {
+            return ControlSocketPath.default(environment: environment)
+        }
+        return (config.stateDirectory as NSString).appendingPathComponent(ControlSocketPath.socketFileName)
+    }
+
+    /// Loads (or creates) the node's keys, opens the store and returns the current card.
+    public static func loadIdentity(config: DaemonConfiguration) throws(StartError) -> (NodeKeys, Store, Card, Bool) {
+        let keys: NodeKeys
+        let created: Bool
+        do { (keys, created) = try KeyFiles.loadOrCreate(stateDirectory: config.stateDirectory) } catch { throw .keys(error) }
+        let store: Store
+        do {
+            store = try Store(directory: config.stateDirectory,
+                              durability: config.durability == .normal ? .normal : .full)
+        } catch { throw .store(error) }
+        do {
+            let card = try OwnCard.current(keys: keys, displayName: config.name, hostName: config.hostName,
+                                           store: store, now: UInt64(max(0, Node.nowMs() / 1000)))
+            return (keys, store, card, created)
+        } catch {
+            throw .card("\(error)")
+        }
+    }
+
+    /// Starts everything, then blocks until SIGTERM/SIGINT has shut it down.
+    public func run() -> Int32 {
+        do {
+            try start()
+        } catch {
+            log.error("parleyd cannot start: \(error)")
+            try? shutdownNow()
+            return 1
+        }
+        finished.wait()
+        return 0
+    }
+
+    private func start() throws {
+        let (keys, store, card, created) = try Self.loadIdentity(config: config)
+        self.store = store
+        if created { log.info("created a new identity", ["state_dir": config.stateDirectory]) }
+        let psk = try loadNetworkKey()
+        var options = NodeOptions()
+        options.handshakeTimeout = .milliseconds(Int64(config.handshakeTimeoutMilliseconds))
+        options.pingInterval = .milliseconds(Int64(config.pingIntervalMilliseconds))
+        options.deadAfter = .milliseconds(Int64(config.deadAfterMilliseconds))
+        let node = Node(loop: loop, store: store, keys: keys, card: card, options: options, log: log, networkKey: psk)
+        self.node = node
+        log.info("identity", ["name": card.displayName, "fingerprint": card.fingerprint.description,
+                              "card_sequence": "\(card.sequence)"])
+
+        // TCP listeners.
+        var bound: [String] = []
+        for address in config.listen {
+            let channel = try bindListener(address, node: node)
+            listeners.append(channel)
+            if let a = channel.localAddress { bound.append(PeerConnection.describe(a)) }
+        }
+        // Control socket.
+        let path = Self.socketPath(for: config, environment: environment)
+        let control = ControlServer(node: node, info: info, path: path)
+        do { try control.start() } catch { throw StartError.control("\(path): \(error)") }
+        self.control = control
+        let peers = config.peers
+        let mdns = config.mdnsEnabled
+        try loop.submit {
+            self.info.listenAddresses = bound
+            self.info.mdns = mdns ? .unavailable : .off
+            node.start()
+            for p in peers { node.addStaticPeer(p) }
+        }.wait()
+        log.info("listening", ["tcp": bound.joined(separator: ","), "control": path])
+        if mdns { startDiscovery(node: node, port: bound.first.flatMap { UInt16($0.split(separator: ":").last ?? "") } ?? 0) }
+        installSignalHandlers()
+        startSystemdIntegration()
+        _ = notifier?.ready(status: statusLine())
+    }
+
+    private func bindListener(_ address: HostPort, node: Node) throws -> Channel {
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.socketOption(.so_keepalive), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let conn = node.makeConnection(direction: .inbound, dialedAddress: nil)
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(NoiseFrameDecoder()))
+                    try channel.pipeline.syncOperations.addHandler(conn)
+                }
+            }
+        do {
+            return try bootstrap.bind(host: address.host, port: Int(address.port)).wait()
+        } catch {
+            // A host without IPv6: fall back to IPv4 for the wildcard.
+            if address.host == "::" {
+                if let ch = try? bootstrap.bind(host: "0.0.0.0", port: Int(address.port)).wait() {
+                    log.warning("IPv6 unavailable; listening on IPv4 only", ["port": "\(address.port)"])
+                    return ch
+                }
+            }
+            throw StartError.listen(address.description, "\(error)")
+        }
+    }
+
+    private func loadNetworkKey() throws(StartError) -> SecretBytes? {
+        guard let path = config.networkKeyPath else { return nil }
+        do {
+            return try NetworkKeyFile.load(path: path)
+        } catch {
+            throw .networkKey(path, "\(error)")
+        }
+    }
+
+    // MARK: Discovery
+
+    private func startDiscovery(node: Node, port: UInt16) {
+        let d = DiscoveryService(node: node, info: info, log: log, port: port)
+        discovery = d
+        d.start()
+    }
+
+    // MARK: systemd
+
+    private func statusLine() -> String {
+        guard let node else { return "starting" }
+        let (online, queued) = (try? loop.submit { () -> (Int, Int) in
+            (node.sessions.count, (try? node.store.counts().queued) ?? 0)
+        }.wait()) ?? (0, 0)
+        return "\(online) peer\(online == 1 ? "" : "s") online, \(queued) message\(queued == 1 ? "" : "s") queued"
+    }
+
+    private func startSystemdIntegration() {
+        guard let notifier else { return }
+        if let wd = try? WatchdogSettings.from(environment: environment, pid: getpid()) {
+            let interval = TimeAmount.microseconds(Int64(wd.pingIntervalMicroseconds))
+            // Pinged from the node's loop: a wedged loop stops the pings and systemd restarts us.
+            loop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
+                _ = notifier.watchdog()
+            }
+        }
+        loop.scheduleRepeatedTask(initialDelay: .seconds(5), delay: .seconds(5)) { [weak self] _ in
+            guard let self, let node = self.node else { return }
+            let q = (try? node.store.counts().queued) ?? 0
+            let n = node.sessions.count
+            _ = notifier.status("\(n) peer\(n == 1 ? "" : "s") online, \(q) message\(q == 1 ? "" : "s") queued")
+        }
+    }
+
+    // MARK: Signals
+
+    private func installSignalHandlers() {
+        for sig in [SIGTERM, SIGINT, SIGHUP] {
+            signal(sig, SIG_IGN)
+            let src = DispatchSource.makeSignalSource(signal: sig, queue: signalQueue)
+            src.setEventHandler { [weak self] in
+                guard let self else { return }
+                if sig == SIGHUP { self.reload() } else { self.shutdown() }
+            }
+            src.resume()
+            signalSources.append(src)
+        }
+    }
+
+    /// Graceful stop: stop accepting, say goodbye, withdraw the advertisement,
+    /// finish writes, exit 0.
+    func shutdown() {
+        guard !shuttingDown else { return }
+        shuttingDown = true
+        log.info("shutting down")
+        _ = notifier?.stopping()
+        try? shutdownNow()
+        finished.signal()
+    }
+
+    private func shutdownNow() throws {
+        for l in listeners { try? l.close().wait() }
+        listeners.removeAll()
+        discovery?.stop()
+        if let node {
+            try? loop.submit { node.stop() }.wait()
+        }
+        if let control { try? control.stop().wait() }
+        // Give goodbyes a moment to leave; never block shutdown on a stuck peer.
+        Thread.sleep(forTimeInterval: 0.1)
+        try? store?.close()
+        try? group.syncShutdownGracefully()
+    }
+
+    /// SIGHUP: re-read the configuration file; apply what can change at run time.
+    private func reload() {
+        _ = notifier?.reloading()
+        defer { _ = notifier?.ready(status: statusLine()) }
+        guard let path = configFilePath else {
+            log.warning("reload: no configuration file to re-read")
+            return
+        }
+        do {
+            let file = try ConfigFile.loadIfPresent(path: path)
+            var defaults = config
+            if let file { try file.apply(to: &defaults) }
+            try defaults.validate()
+            let next = defaults
+            let diff = next.reloadableDifferences(from: config)
+            if !diff.needsRestart.isEmpty {
+                log.warning("reload: these options need a restart to change", ["options": diff.needsRestart.joined(separator: ",")])
+            }
+            let old = config
+            config.name = next.name
+            config.peers = next.peers
+            config.logLevel = next.logLevel
+            config.notifyCommand = next.notifyCommand
+            config.notifyIncludeBody = next.notifyIncludeBody
+            config.readReceipts = next.readReceipts
+            log.setLevel(config.logLevel)
+            let cfg = config
+            guard let node else { return }
+            try loop.submit {
+                if cfg.peers != old.peers { node.setStaticPeers(cfg.peers) }
+                if cfg.name != old.name { try node.reissueCard(displayName: cfg.name, hostName: cfg.hostName) }
+            }.wait()
+            log.info("reloaded", ["changed": diff.reloadable.joined(separator: ",")])
+        } catch {
+            log.error("reload failed; keeping the running configuration: \(error)")
+        }
+    }
+}

@@ -1,0 +1,294 @@
+import NIOCore
+import ParleyCore
+
+/// What a `PeerConnection` reports to its owner. Every call happens on the
+/// connection's event loop, which is the node's loop.
+protocol PeerConnectionDelegate: AnyObject {
+    /// The handshake finished and the peer's card verified. The delegate decides
+    /// whether to keep the session (it calls `close` to refuse).
+    func connectionEstablished(_ connection: PeerConnection)
+    func connection(_ connection: PeerConnection, received chats: [ChatRecord])
+    func connection(_ connection: PeerConnection, acknowledged ids: [MessageID])
+    func connection(_ connection: PeerConnection, receivedCard card: [UInt8])
+    func connectionBecameWritable(_ connection: PeerConnection)
+    func connectionClosed(_ connection: PeerConnection, error: Error?)
+}
+
+/// One TCP connection to another node: runs Parley's handshake, then carries
+/// application records sealed in Noise transport messages.
+///
+/// Outgoing records are coalesced: everything sent during one event-loop tick
+/// leaves as one Noise message (or as few as the 64 KiB limit allows) in one write.
+final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = [UInt8]
+    typealias OutboundOut = ByteBuffer
+
+    enum Direction: String { case inbound, outbound }
+
+    private enum State {
+        case idle
+        case handshaking(SessionHandshake)
+        case established(SessionTransport)
+        case closed
+    }
+
+    let direction: Direction
+    /// For outbound connections: the "host:port" we dialled.
+    let dialedAddress: String?
+    private(set) var remoteAddress: String = "?"
+    private(set) var established: SessionHandshake.Established?
+    /// Identity hex of the verified peer, once the handshake finished.
+    var remoteIdentity: String? { established?.remoteCard.identityKey.hex }
+
+    weak var delegate: PeerConnectionDelegate?
+    private var state: State = .idle
+    private var makeHandshake: (() -> SessionHandshake)?
+    private let handshakeTimeout: TimeAmount
+    private var handshakeTimer: Scheduled<Void>?
+    private var context: ChannelHandlerContext?
+
+    private var encoder = RecordStreamEncoder()
+    private var decoder = RecordStreamDecoder()
+    private var flushScheduled = false
+    private var pendingChats: [ChatRecord] = []
+    private var pendingAcks: [MessageID] = []
+
+    // Liveness, read by the node's keepalive tick.
+    private(set) var lastReceived = NIODeadline.now()
+    private(set) var lastSent = NIODeadline.now()
+    let openedAt = NIODeadline.now()
+    private(set) var establishedAt: NIODeadline?
+
+    /// Outbox bookkeeping owned by the node: message id -> when it was sent on this session.
+    var inFlight: [String: NIODeadline] = [:]
+    /// Set when the node decided to keep this session (after trust and duplicate checks).
+    var isActiveSession = false
+    var closeReasonSent: CloseReason?
+    /// The reason the peer gave in its close record, if it sent one.
+    private(set) var remoteCloseReason: CloseReason?
+    /// For connections dialled from an mDNS advertisement: the fingerprint it claimed.
+    var expectedFingerprint: String?
+
+    init(direction: Direction, dialedAddress: String?, handshakeTimeout: TimeAmount,
+         makeHandshake: @escaping () -> SessionHandshake) {
+        self.direction = direction
+        self.dialedAddress = dialedAddress
+        self.handshakeTimeout = handshakeTimeout
+        self.makeHandshake = makeHandshake
+    }
+
+    var isWritable: Bool { context?.channel.isWritable ?? false }
+    var isOpen: Bool { if case .closed = state { return false } else { return context != nil } }
+
+    // MARK: Channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if context.channel.isActive { start(context: context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        start(context: context)
+        context.fireChannelActive()
+    }
+
+    private func start(context: ChannelHandlerContext) {
+        guard case .idle = state, let make = makeHandshake else { return }
+        makeHandshake = nil
+        remoteAddress = context.channel.remoteAddress.map(Self.describe) ?? "?"
+        var hs = make()
+        handshakeTimer = context.eventLoop.scheduleTask(in: handshakeTimeout) { [weak self] in
+            guard let self, case .handshaking = self.state else { return }
+            self.fail(SessionHandshakeError.timedOut)
+        }
+        if direction == .outbound {
+            do {
+                let first = try hs.start()
+                state = .handshaking(hs)
+                writeFrame(first, context: context)
+                context.flush()
+            } catch {
+                fail(error)
+            }
+        } else {
+            state = .handshaking(hs)
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let message = unwrapInboundIn(data)
+        lastReceived = .now()
+        switch state {
+        case .handshaking(var hs):
+            do {
+                switch try hs.receive(message) {
+                case .send(let reply):
+                    state = .handshaking(hs)
+                    writeFrame(reply, context: context)
+                    context.flush()
+                case .established(let final, let est):
+                    handshakeTimer?.cancel()
+                    handshakeTimer = nil
+                    self.established = est
+                    self.establishedAt = .now()
+                    state = .established(est.transport)
+                    if let final {
+                        writeFrame(final, context: context)
+                        context.flush()
+                    }
+                    delegate?.connectionEstablished(self)
+                }
+            } catch {
+                fail(error)
+            }
+        case .established(var transport):
+            let plaintext: [UInt8]
+            do {
+                plaintext = try transport.open(message)
+            } catch {
+                // Tampered, replayed or reordered: the session cannot continue.
+                state = .established(transport)
+                fail(error)
+                return
+            }
+            state = .established(transport)
+            decoder.append(plaintext)
+            do {
+                while let record = try decoder.next() { handle(record) }
+            } catch {
+                fail(error)
+            }
+        case .idle, .closed:
+            break
+        }
+    }
+
+    private func handle(_ record: AppRecord) {
+        switch record {
+        case .chat(let c): pendingChats.append(c)
+        case .ack(let ids): pendingAcks.append(contentsOf: ids)
+        case .ping(let n): send(.pong(n))
+        case .pong: break
+        case .cardUpdate(let card): delegate?.connection(self, receivedCard: card)
+        case .close(let reason, _):
+            remoteCloseReason = reason
+            closeChannel()
+        case .unknown: break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        // Batches: the node stores every chat of this read in one transaction.
+        if !pendingChats.isEmpty {
+            let chats = pendingChats
+            pendingChats.removeAll(keepingCapacity: true)
+            delegate?.connection(self, received: chats)
+        }
+        if !pendingAcks.isEmpty {
+            let acks = pendingAcks
+            pendingAcks.removeAll(keepingCapacity: true)
+            delegate?.connection(self, acknowledged: acks)
+        }
+        context.fireChannelReadComplete()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { delegate?.connectionBecameWritable(self) }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        markClosed(error: nil)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        fail(error)
+    }
+
+    // MARK: Sending
+
+    /// Queues a record; it leaves at the end of this event-loop tick together with
+    /// everything else queued meanwhile.
+    func send(_ record: AppRecord) {
+        guard case .established = state else { return }
+        encoder.append(record)
+        scheduleFlush()
+    }
+
+    private func scheduleFlush() {
+        guard !flushScheduled, let loop = context?.eventLoop else { return }
+        flushScheduled = true
+        loop.execute { [weak self] in self?.flushNow() }
+    }
+
+    /// Seals and writes every queued record now.
+    func flushNow() {
+        flushScheduled = false
+        guard let context, case .established(var transport) = state else { return }
+        let chunks = encoder.drainChunks()
+        guard !chunks.isEmpty else { return }
+        do {
+            for chunk in chunks {
+                let sealed = try transport.seal(chunk)
+                writeFrame(sealed, context: context)
+            }
+            state = .established(transport)
+            lastSent = .now()
+            context.flush()
+        } catch {
+            state = .established(transport)
+            fail(error)
+        }
+    }
+
+    private func writeFrame(_ message: [UInt8], context: ChannelHandlerContext) {
+        var buf = context.channel.allocator.buffer(capacity: Frame.headerLength + message.count)
+        buf.writeInteger(UInt16(message.count))
+        buf.writeBytes(message)
+        context.write(wrapOutboundOut(buf), promise: nil)
+    }
+
+    // MARK: Closing
+
+    /// Says goodbye with a reason, then closes.
+    func close(reason: CloseReason, text: String = "") {
+        guard isOpen else { return }
+        if case .established = state {
+            closeReasonSent = reason
+            send(.close(reason, text))
+            flushNow()
+        }
+        closeChannel()
+    }
+
+    private func closeChannel() {
+        guard let context else { return }
+        context.close(promise: nil)
+    }
+
+    private func fail(_ error: Error) {
+        guard isOpen else { return }
+        failure = error
+        closeChannel()
+    }
+
+    private(set) var failure: Error?
+
+    private func markClosed(error: Error?) {
+        if case .closed = state { return }
+        handshakeTimer?.cancel()
+        handshakeTimer = nil
+        state = .closed
+        delegate?.connectionClosed(self, error: failure ?? error)
+        context = nil
+    }
+
+    static func describe(_ address: SocketAddress) -> String {
+        switch address {
+        case .v4: return "\(address.ipAddress ?? "?"):\(address.port ?? 0)"
+        case .v6: return "[\(address.ipAddress ?? "?")]:\(address.port ?? 0)"
+        case .unixDomainSocket: return "unix"
+        }
+    }
+}

@@ -1,0 +1,25 @@
+import ParleyControlProtocol
+import NIOCore
+import ParleyCore
+
+/// Dial targets found by mDNS. Discovery says where a node might be; the
+/// handshake says who it is.
+extension Node {
+    func discovered(instance: String, addresses: [String], port: UInt16, fingerprintHint: String?, version: String?) {
+        loop.preconditionInEventLoop()
+        if instance == ownInstanceName { return }
+        if let hint = fingerprintHint, hint == fingerprint.compact { return }
+        if let version, version != "1" {
+            log.debug("ignoring an advertisement for another protocol version", ["instance": instance, "v": version])
+            return
+        }
+        let candidates = addresses.compactMap { try? HostPort(host: $0, port: port) }
+        guard !candidates.isEmpty else { return }
+        addDiscoveredTarget(key: "mdns:" + instance, candidates: candidates, fingerprintHint: fingerprintHint)
+    }
+
+    func discoveryLost(instance: String) {
+        loop.preconditionInEventLoop()
+        removeDialTarget(key: "mdns:" + instance)
+    }
+}

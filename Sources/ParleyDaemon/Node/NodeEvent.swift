@@ -1,0 +1,15 @@
+import ParleyStore
+
+/// Something the node tells its observers (control-socket subscribers, the
+/// notification hook, systemd status). Delivered on the node's event loop.
+enum NodeEvent {
+    case messageReceived(StoredMessage)
+    case messageDelivered(StoredMessage)
+    case peerOnline(identity: String)
+    case peerOffline(identity: String)
+    case keyChanged(KeyChangeRecord)
+}
+
+protocol NodeObserver: AnyObject {
+    func node(_ node: Node, didEmit event: NodeEvent)
+}

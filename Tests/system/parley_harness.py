@@ -1,0 +1,241 @@
+"""Test harness: real parleyd processes on loopback, real Unix sockets, real SQLite files.
+
+Each Node is one parleyd process with its own state directory and control socket.
+Processes are started with --no-mdns and --listen 127.0.0.1:0 unless a test says
+otherwise; the bound port is read back through node.status.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def bin_dir() -> Path:
+    d = os.environ.get("PARLEY_BIN_DIR")
+    if d:
+        return Path(d)
+    out = subprocess.run(["swift", "build", "--show-bin-path"], cwd=ROOT, capture_output=True, text=True, check=True)
+    return Path(out.stdout.strip())
+
+
+BIN = bin_dir()
+PARLEYD = str(BIN / "parleyd")
+PARLEY = str(BIN / "parley")
+
+
+def wait_until(predicate, timeout=10.0, interval=0.05, what="condition"):
+    """Polls predicate until it returns a truthy value; fails after timeout (bounded)."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last value: {last!r}")
+
+
+class RPC:
+    """A JSON-RPC 2.0 client on the control socket (one JSON object per line)."""
+
+    def __init__(self, path, timeout=10.0):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(str(path))
+        self.buf = b""
+        self.next_id = 1
+        self.notifications = []
+
+    def close(self):
+        self.sock.close()
+
+    def send_raw(self, data: bytes):
+        self.sock.sendall(data)
+
+    def read_line(self):
+        while b"\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("control socket closed")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def call_raw(self, method, params=None):
+        rid = self.next_id
+        self.next_id += 1
+        req = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            req["params"] = params
+        self.send_raw((json.dumps(req) + "\n").encode())
+        while True:
+            msg = self.read_line()
+            if "id" in msg and msg.get("id") == rid:
+                return msg
+            if "method" in msg:
+                self.notifications.append(msg)
+
+    def call(self, method, params=None):
+        msg = self.call_raw(method, params)
+        if "error" in msg:
+            raise RPCError(msg["error"])
+        return msg["result"]
+
+    def next_notification(self, timeout=10.0):
+        if self.notifications:
+            return self.notifications.pop(0)
+        self.sock.settimeout(timeout)
+        return self.read_line()
+
+
+class RPCError(Exception):
+    def __init__(self, err):
+        super().__init__(f"{err.get('code')}: {err.get('message')}")
+        self.code = err.get("code")
+        self.error = err
+
+
+class Node:
+    def __init__(self, name, workdir: Path, extra_args=(), peers=(), state_dir=None, env=None):
+        self.name = name
+        self.state_dir = Path(state_dir) if state_dir else workdir / f"{name}-state"
+        self.socket = workdir / f"{name}.sock"
+        self.log_path = workdir / f"{name}.log"
+        self.extra_args = list(extra_args)
+        self.peers = list(peers)
+        self.env = dict(os.environ, **(env or {}))
+        self.env.pop("NOTIFY_SOCKET", None)
+        self.proc = None
+        self.port = None
+        self.listen_arg = "127.0.0.1:0"
+
+    def args(self):
+        a = [PARLEYD, "--state-dir", str(self.state_dir), "--name", self.name, "--socket", str(self.socket),
+             "--no-mdns", "--listen", self.listen_arg, "--log-level", "debug", "--durability", "normal"]
+        for p in self.peers:
+            a += ["--peer", p]
+        return a + self.extra_args
+
+    def start(self, wait=True):
+        self.logf = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.args(), stdout=self.logf, stderr=subprocess.STDOUT, env=self.env)
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout=20.0):
+        def ready():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"{self.name} exited with {self.proc.returncode}: {self.log_tail()}")
+            try:
+                r = RPC(self.socket, timeout=2)
+                try:
+                    st = r.call("node.status")
+                finally:
+                    r.close()
+                return st
+            except (OSError, ConnectionError, RPCError):
+                return None
+        st = wait_until(ready, timeout=timeout, what=f"{self.name} to answer on its control socket")
+        listen = st["listen"][0]
+        self.port = int(listen.rsplit(":", 1)[1])
+        # Keep the same port across restarts so static peers can redial us.
+        self.listen_arg = f"127.0.0.1:{self.port}"
+        return st
+
+    @property
+    def address(self):
+        return f"127.0.0.1:{self.port}"
+
+    def rpc(self, timeout=10.0):
+        return RPC(self.socket, timeout=timeout)
+
+    def call(self, method, params=None):
+        r = self.rpc()
+        try:
+            return r.call(method, params)
+        finally:
+            r.close()
+
+    def cli(self, *args, check=True, timeout=30):
+        p = subprocess.run([PARLEY, *args, "--socket", str(self.socket)],
+                           capture_output=True, text=True, timeout=timeout)
+        if check and p.returncode != 0:
+            raise AssertionError(f"parley {' '.join(args)} failed ({p.returncode}): {p.stderr}")
+        return p
+
+    def whoami(self):
+        return self.call("node.whoami")
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=20)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if getattr(self, "logf", None):
+            self.logf.close()
+            self.logf = None
+
+    def log_tail(self, n=40):
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def peer_info(self, name):
+        for p in self.call("peers.list")["peers"]:
+            if p["name"] == name:
+                return p
+        return None
+
+    def online(self, name):
+        p = self.peer_info(name)
+        return bool(p and p["online"])
+
+    def messages(self, peer=None, limit=1000):
+        out = []
+        after = None
+        while True:
+            params = {"limit": limit}
+            if peer:
+                params["peer"] = peer
+            if after is not None:
+                params["after"] = after
+            r = self.call("messages.list", params)
+            out += r["messages"]
+            if r["nextCursor"] is None or not r["messages"]:
+                return out
+            after = r["nextCursor"]
+
+
+class Cluster:
+    """A set of nodes in one temporary directory, all stopped at the end."""
+
+    def __init__(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="parley-test-")
+        self.dir = Path(self.tmp.name)
+        self.nodes = []
+
+    def node(self, name, **kw):
+        n = Node(name, self.dir, **kw)
+        self.nodes.append(n)
+        return n
+
+    def close(self):
+        for n in self.nodes:
+            n.stop()
+        self.tmp.cleanup()

@@ -1,0 +1,243 @@
+"""Issue 3: real parleyd processes on loopback with static peers."""
+import json
+import signal
+import socket
+import threading
+import time
+
+import pytest
+
+from parley_harness import RPC, RPCError, wait_until
+
+
+def pair(cluster, a="alice", b="bob"):
+    na = cluster.node(a).start()
+    nb = cluster.node(b, peers=[na.address]).start()
+    wait_until(lambda: na.online(b) and nb.online(a), what=f"{a} and {b} online")
+    return na, nb
+
+
+def bodies(node, peer=None, direction=None):
+    return [m["body"] for m in node.messages(peer) if direction is None or m["direction"] == direction]
+
+
+def test_two_nodes_chat_both_ways_through_the_cli(cluster):
+    alice, bob = pair(cluster)
+    alice.cli("send", "bob", "hello bob", "--wait")
+    bob.cli("send", "alice", "hi alice", "--wait")
+    wait_until(lambda: bodies(bob, direction="in") == ["hello bob"], what="bob receives")
+    wait_until(lambda: bodies(alice, direction="in") == ["hi alice"], what="alice receives")
+    out = bob.cli("read", "alice").stdout
+    assert "hello bob" in out and "hi alice" in out
+    js = [json.loads(l) for l in bob.cli("read", "alice", "--json").stdout.splitlines() if l.strip()]
+    assert js, "read --json printed nothing"
+    sent = alice.messages("bob")
+    assert [m["state"] for m in sent if m["direction"] == "out"] == ["delivered"]
+
+
+def test_three_nodes_every_direction(cluster):
+    a = cluster.node("a").start()
+    b = cluster.node("b", peers=[a.address]).start()
+    c = cluster.node("c", peers=[a.address, b.address]).start()
+    nodes = {"a": a, "b": b, "c": c}
+    for x in nodes:
+        for y in nodes:
+            if x != y:
+                wait_until(lambda: nodes[x].online(y), what=f"{x} sees {y}")
+    for x in nodes:
+        for y in nodes:
+            if x != y:
+                nodes[x].cli("send", y, f"{x}->{y}")
+    for y in nodes:
+        expected = sorted(f"{x}->{y}" for x in nodes if x != y)
+        wait_until(lambda: sorted(bodies(nodes[y], direction="in")) == expected, what=f"{y} receives all")
+
+
+def test_message_to_a_peer_that_is_down_is_delivered_when_it_comes_up(cluster):
+    alice, bob = pair(cluster)
+    bob.stop()
+    wait_until(lambda: not alice.online("bob"), what="alice sees bob offline")
+    alice.cli("send", "bob", "while you were out")
+    assert alice.peer_info("bob")["queued"] == 1
+    bob.start()
+    wait_until(lambda: bodies(bob, direction="in") == ["while you were out"], timeout=20, what="delivery after restart")
+    wait_until(lambda: alice.peer_info("bob")["queued"] == 0, what="alice marks it delivered")
+
+
+def burst(node, to, n, results, stop):
+    """Sends n messages pipelined on one control connection; records ids the daemon accepted."""
+    try:
+        r = node.rpc(timeout=30)
+        for i in range(n):
+            if stop.is_set():
+                break
+            res = r.call("messages.send", {"to": to, "body": f"m{i:05d}"})
+            results.append(res["message"]["id"])
+        r.close()
+    except (OSError, ConnectionError, RPCError):
+        pass  # the sender was killed mid-burst
+
+
+@pytest.mark.parametrize("victim", ["receiver", "sender"])
+def test_sigkill_mid_burst_loses_nothing_and_duplicates_nothing(cluster, victim):
+    alice, bob = pair(cluster)
+    n = 1200
+    accepted, stop = [], threading.Event()
+    t = threading.Thread(target=burst, args=(alice, "bob", n, accepted, stop))
+    t.start()
+    wait_until(lambda: len(accepted) > 300, timeout=60, what="burst under way")
+    target = bob if victim == "receiver" else alice
+    target.kill(signal.SIGKILL)
+    t.join(timeout=60)
+    target.stop()
+    target.start()
+    wait_until(lambda: alice.online("bob") and bob.online("alice"), timeout=30, what="session back")
+    if victim == "receiver":
+        # The burst keeps going after the kill (alice is alive): finish it.
+        assert len(accepted) == n
+    accepted_set = set(accepted)
+    def received_all():
+        got = [m for m in bob.messages("alice") if m["direction"] == "in"]
+        return got if {m["id"] for m in got} >= accepted_set else None
+    got = wait_until(received_all, timeout=90, what="every accepted message received")
+    ids = [m["id"] for m in got]
+    assert len(ids) == len(set(ids)), "a message was shown twice"
+    seqs = [m["sequence"] for m in got]
+    assert seqs == sorted(seqs), "messages are not in per-sender order"
+    # Everything the receiver has was really sent by alice (stored before the kill).
+    sent_ids = {m["id"] for m in alice.messages("bob") if m["direction"] == "out"}
+    assert set(ids) <= sent_ids
+    assert accepted_set <= sent_ids, "a message whose send was answered is gone"
+    wait_until(lambda: all(m["state"] == "delivered" for m in alice.messages("bob") if m["direction"] == "out"),
+               timeout=60, what="all marked delivered")
+
+
+def test_key_change_is_refused_reported_and_can_be_accepted(cluster):
+    alice, bob = pair(cluster)
+    sub = alice.rpc(timeout=30)
+    sub.call("messages.subscribe")
+    old_fp = alice.peer_info("bob")["fingerprint"]
+    bob.stop()
+    wait_until(lambda: not alice.online("bob"), what="bob offline")
+    # Same name, new identity: a fresh state directory.
+    impostor = cluster.node("bob", state_dir=cluster.dir / "bob-new-state", peers=[alice.address])
+    impostor.socket = cluster.dir / "bob2.sock"
+    impostor.start()
+    wait_until(lambda: alice.peer_info("bob")["trust"] == "changed", what="alice flags the key change")
+    info = alice.peer_info("bob")
+    assert info["keyChange"] and info["keyChange"]["newFingerprint"] != old_fp
+    assert not info["online"]
+    # Reported on the control socket.
+    def key_changed():
+        while True:
+            n = sub.next_notification(timeout=10)
+            if n["method"] == "peer.key_changed":
+                return n
+    note = key_changed()
+    assert note["params"]["name"] == "bob" and note["params"]["oldFingerprint"] == old_fp
+    # Nothing is sent until a person accepts it.
+    with pytest.raises(RPCError) as e:
+        alice.call("messages.send", {"to": "bob", "body": "secret"})
+    assert e.value.code == -32003
+    out = alice.cli("peers").stdout
+    assert "CHANGED" in out.upper()
+    alice.cli("trust", "accept-change", "bob")
+    wait_until(lambda: alice.online("bob"), timeout=45, what="session with the new key after acceptance")
+    alice.cli("send", "bob", "welcome back", "--wait")
+    wait_until(lambda: bodies(impostor, direction="in") == ["welcome back"], what="delivered to the new key")
+    sub.close()
+
+
+def test_verify_by_fingerprint_and_safety_number_is_symmetric(cluster):
+    alice, bob = pair(cluster)
+    bob_fp = bob.whoami()["fingerprint"]
+    with pytest.raises(RPCError) as e:
+        alice.call("trust.verify", {"peer": "bob", "fingerprint": "aaaa-bbbb-cccc-dddd-eeee-ffff-2222-3333"})
+    assert e.value.code == -32009
+    alice.cli("trust", "bob", "--fingerprint", bob_fp)
+    assert alice.peer_info("bob")["trust"] == "verified"
+    assert alice.peer_info("bob")["safetyNumber"] == bob.peer_info("alice")["safetyNumber"]
+    # A fingerprint prefix names a peer too.
+    alice.cli("send", bob_fp[:9], "by prefix", "--wait")
+
+
+def test_control_socket_hostile_input(cluster):
+    node = cluster.node("solo").start()
+    r = node.rpc()
+    r.send_raw(b"{not json\n")
+    assert r.read_line()["error"]["code"] == -32700
+    r.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"messages.send","params":{"to":5,"body":[]}}\n')
+    assert r.read_line()["error"]["code"] == -32602
+    r.send_raw(b'{"jsonrpc":"2.0","id":2,"method":"no.such.method"}\n')
+    assert r.read_line()["error"]["code"] == -32601
+    r.send_raw(b'[1,2,3]\n')
+    assert r.read_line()["error"]["code"] == -32600
+    r.send_raw(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "messages.send",
+                           "params": {"to": "nobody", "body": "x"}}).encode() + b"\n")
+    assert r.read_line()["error"]["code"] == -32001
+    r.close()
+
+    # A client that connects and never speaks does not block others.
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.connect(str(node.socket))
+    assert node.call("node.status")["name"] == "solo"
+
+    # A 100 MB line: answered with lineTooLong and closed; the daemon keeps working.
+    big = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    big.settimeout(10)
+    big.connect(str(node.socket))
+    chunk = b"x" * (1 << 20)
+    sent = 0
+    try:
+        while sent < 100 * (1 << 20):
+            big.sendall(chunk)
+            sent += len(chunk)
+    except OSError:
+        pass
+    data = b""
+    try:
+        while b"\n" not in data:
+            c = big.recv(65536)
+            if not c:
+                break
+            data += c
+    except OSError:
+        pass
+    assert b"-32007" in data, f"no lineTooLong error, got {data[:200]!r} after {sent} bytes"
+    big.close()
+
+    # 100 clients at once: all are answered (up to the limit) or told the daemon is full.
+    socks = []
+    for _ in range(100):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.connect(str(node.socket))
+        socks.append(s)
+    answered = refused = 0
+    for i, s in enumerate(socks):
+        try:
+            s.sendall(json.dumps({"jsonrpc": "2.0", "id": i, "method": "node.status"}).encode() + b"\n")
+            line = s.makefile("rb").readline()
+            msg = json.loads(line)
+            if "result" in msg:
+                answered += 1
+            elif msg["error"]["code"] == -32011:
+                refused += 1
+        except (OSError, ValueError):
+            refused += 1
+    for s in socks:
+        s.close()
+    silent.close()
+    assert answered >= 60 and answered + refused == 100, (answered, refused)
+    assert node.call("node.status")["name"] == "solo"
+    assert node.proc.poll() is None
+
+
+def test_cli_errors_are_clear(cluster):
+    node = cluster.node("solo").start()
+    p = node.cli("send", "nobody", "hi", check=False)
+    assert p.returncode != 0 and "nobody" in p.stderr
+    import subprocess
+    from parley_harness import PARLEY
+    p = subprocess.run([PARLEY, "status", "--socket", str(cluster.dir / "missing.sock")], capture_output=True, text=True)
+    assert p.returncode == 3 and "parleyd" in p.stderr
