@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .executable(name: "parleyd", targets: ["parleyd"]),
         .executable(name: "parley", targets: ["parley"]),
+        .executable(name: "parley-mdns", targets: ["parley-mdns"]),
         .library(name: "ParleyCore", targets: ["ParleyCore"]),
     ],
     dependencies: [
@@ -52,11 +53,14 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
+        // Operator and lab tool: "is discovery working on this host?"
+        .executableTarget(name: "parley-mdns", dependencies: ["ParleyDiscovery"]),
+
         .testTarget(name: "ParleyCoreTests", dependencies: ["ParleyCore"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "ParleyStoreTests", dependencies: ["ParleyStore", "ParleyCore"]),
         .testTarget(name: "ParleyDaemonTests", dependencies: [
-            "ParleyDaemon", "ParleyCore", "ParleyControlProtocol",
+            "ParleyDaemon", "ParleyCore", "ParleyControlProtocol", "ParleyDiscovery",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
