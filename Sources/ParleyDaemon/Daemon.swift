@@ -129,8 +129,9 @@ public final class Daemon: @unchecked Sendable {
         self.control = control
         let peers = config.peers
         let mdns = config.mdnsEnabled
+        let boundAddresses = bound
         try loop.submit {
-            self.info.listenAddresses = bound
+            self.info.listenAddresses = boundAddresses
             self.info.mdns = mdns ? .unavailable : .off
             node.start()
             for p in peers { node.addStaticPeer(p) }

@@ -166,7 +166,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
         return String(first)
     }
 
-    static func currentHostName() -> String {
+    public static func currentHostName() -> String {
         // HOST_NAME_MAX is 64 on Linux; 256 covers other systems and the NUL.
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
