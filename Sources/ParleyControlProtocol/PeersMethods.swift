@@ -26,7 +26,7 @@ public struct PeersConnectParams: ControlCallParams {
     public init(address: String) { self.address = address }
 
     public func validate() throws(JSONRPCError) {
-        guard HostPort(address) != nil else {
+        guard let hp = HostPort(address), hp.port != 0 else {
             throw JSONRPCError(
                 .invalidAddress,
                 "\(JSONRPCError.quoted(address)) is not host:port (IPv6 in brackets: [addr]:port)")

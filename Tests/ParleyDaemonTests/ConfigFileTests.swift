@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import ParleyControlProtocol
 @testable import ParleyDaemon
 
 final class ConfigFileTests: XCTestCase {

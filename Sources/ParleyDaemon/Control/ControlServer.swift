@@ -39,7 +39,7 @@ final class ControlServer: @unchecked Sendable {
         try Self.prepareDirectory(dir)
         if Self.somebodyAnswers(at: path) { throw ServerError.alreadyRunning(path) }
         let bootstrap = ServerBootstrap(group: node.loop)
-            .serverChannelOption(.backlog, value: 64)
+            .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     try self.admit(channel)
