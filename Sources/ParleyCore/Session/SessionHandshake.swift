@@ -62,7 +62,12 @@ public struct SessionHandshake {
 
     /// Feeds one handshake message from the peer.
     public mutating func receive(_ message: [UInt8]) throws(SessionHandshakeError) -> Step {
-        guard !failed, !noise.isComplete, !noise.isMyTurnToWrite else { throw .unexpectedMessage }
+        guard !failed, !noise.isComplete, !noise.isMyTurnToWrite else {
+            // A peer that sends out of turn is not following the protocol: nothing it
+            // sends later on this connection can be trusted either.
+            failed = true
+            throw .unexpectedMessage
+        }
         do throws(SessionHandshakeError) {
             return try step(message)
         } catch {
