@@ -9,11 +9,12 @@ public enum ControlMethod {
     public static let messagesSubscribe = "messages.subscribe"
     public static let trustVerify = "trust.verify"
     public static let trustAcceptChange = "trust.accept_change"
+    public static let nodeRotateKey = "node.rotate_key"
 
     /// Every method, for dispatch tables and tests.
     public static let all: [String] = [
         nodeStatus, nodeWhoami, peersList, peersConnect, messagesSend, messagesList,
-        messagesSubscribe, trustVerify, trustAcceptChange,
+        messagesSubscribe, trustVerify, trustAcceptChange, nodeRotateKey,
     ]
 }
 

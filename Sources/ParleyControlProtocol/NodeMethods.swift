@@ -79,3 +79,27 @@ public struct NodeWhoamiResult: Codable, Sendable, Hashable {
         self.cardSequence = cardSequence
     }
 }
+
+/// `node.rotate_key`: replace this node's Noise static key and re-issue its card with a
+/// higher sequence. Online peers get the new card at once, the others at next contact.
+public struct NodeRotateKeyParams: ControlCallParams {
+    public typealias ResultType = NodeRotateKeyResult
+    public static let method = ControlMethod.nodeRotateKey
+    public static let fieldNames: [String] = []
+    public init() {}
+}
+
+public struct NodeRotateKeyResult: Codable, Sendable, Hashable {
+    /// The new Noise static public key (hex).
+    public var noiseKey: String
+    /// The new card's sequence number.
+    public var cardSequence: Int
+    /// Peers that were sent the new card right away.
+    public var peersNotified: Int
+
+    public init(noiseKey: String, cardSequence: Int, peersNotified: Int) {
+        self.noiseKey = noiseKey
+        self.cardSequence = cardSequence
+        self.peersNotified = peersNotified
+    }
+}

@@ -111,6 +111,7 @@ public final class Daemon: @unchecked Sendable {
         options.pingInterval = .milliseconds(Int64(config.pingIntervalMilliseconds))
         options.deadAfter = .milliseconds(Int64(config.deadAfterMilliseconds))
         let node = Node(loop: loop, store: store, keys: keys, card: card, options: options, log: log, networkKey: psk)
+        node.stateDirectory = config.stateDirectory
         self.node = node
         log.info("identity", ["name": card.displayName, "fingerprint": card.fingerprint.description,
                               "card_sequence": "\(card.sequence)"])
@@ -137,6 +138,9 @@ public final class Daemon: @unchecked Sendable {
             for p in peers { node.addStaticPeer(p) }
         }.wait()
         log.info("listening", ["tcp": bound.joined(separator: ","), "control": path])
+        try loop.submit {
+            node.onCardChanged = { [weak self] card in self?.discovery?.update(card: card) }
+        }.wait()
         if mdns { startDiscovery(node: node, port: bound.first.flatMap { UInt16($0.split(separator: ":").last ?? "") } ?? 0) }
         installSignalHandlers()
         startSystemdIntegration()
@@ -151,6 +155,10 @@ public final class Daemon: @unchecked Sendable {
             .childChannelOption(.socketOption(.so_keepalive), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    guard node.admitInbound(remote: channel.remoteAddress) else {
+                        channel.close(promise: nil)
+                        return
+                    }
                     let conn = node.makeConnection(direction: .inbound, dialedAddress: nil)
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(NoiseFrameDecoder()))
                     try channel.pipeline.syncOperations.addHandler(conn)

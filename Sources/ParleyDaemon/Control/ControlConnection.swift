@@ -47,7 +47,7 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver {
     private func armIdleTimer() {
         idleTimer?.cancel()
         guard !subscribed, waiters.isEmpty, let context else { idleTimer = nil; return }
-        idleTimer = context.eventLoop.scheduleTask(in: .seconds(Int64(ControlLimits.idleLineTimeoutSeconds))) { [weak self] in
+        idleTimer = context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(Int64(ControlLimits.idleLineTimeoutSeconds))) { [weak self] in
             guard let self, !self.subscribed, self.waiters.isEmpty else { return }
             self.fail(with: .idleTimeout())
         }
@@ -99,7 +99,7 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver {
     private func waitForDelivery(_ messageID: String, timeoutMs: Int, requestID: JSONRPCID?) {
         guard let context else { return }
         node.addObserver(self)
-        let timer = context.eventLoop.scheduleTask(in: .milliseconds(Int64(timeoutMs))) { [weak self] in
+        let timer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(timeoutMs))) { [weak self] in
             guard let self, let w = self.waiters.removeValue(forKey: messageID) else { return }
             self.write(JSONRPCResponse(id: w.0, error: .sendTimeout(id: messageID, timeoutMs: timeoutMs)))
             self.context?.flush()
@@ -171,11 +171,10 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver {
            let data = try? Self.encoder.encode(n) {
             send(data)
         }
-        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0))).whenComplete { _ in
-            context.close(promise: nil)
-        }
-        // If the peer never reads, the flush never completes: close regardless.
-        context.eventLoop.scheduleTask(in: .seconds(1)) { context.close(promise: nil) }
+        let channel = context.channel
+        context.flush()
+        // Close once the notice is written; if the client never reads, after a second regardless.
+        context.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
     }
 
     // MARK: Writing
@@ -194,7 +193,7 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver {
         backlogBytes += size
         backlogCount += 1
         let promise = context.eventLoop.makePromise(of: Void.self)
-        promise.futureResult.whenComplete { [weak self] _ in
+        promise.futureResult.assumeIsolated().whenComplete { [weak self] _ in
             self?.backlogBytes -= size
             self?.backlogCount -= 1
         }

@@ -92,6 +92,14 @@ struct ControlDispatcher {
                 let peer = try node.resolvePeer(p.peer)
                 let (rec, moved) = try node.acceptKeyChange(peer)
                 return .now(.success(id: id, result: TrustAcceptChangeResult(peer: node.peerInfo(rec), retargeted: moved)))
+            case ControlMethod.nodeRotateKey:
+                _ = try request.decodeParams(NodeRotateKeyParams.self)
+                let notified: Int
+                do { notified = try node.rotateNoiseKey() } catch let e as NodeError { throw e } catch {
+                    throw NodeError.storage(.io(path: node.stateDirectory ?? "?", reason: "\(error)"))
+                }
+                return .now(.success(id: id, result: NodeRotateKeyResult(
+                    noiseKey: node.card.noiseKey.hex, cardSequence: Int(clamping: node.card.sequence), peersNotified: notified)))
             default:
                 return .now(JSONRPCResponse(id: id, error: .methodNotFound(request.method)))
             }
@@ -116,6 +124,7 @@ struct ControlDispatcher {
         case .fingerprintMismatch: return JSONRPCError(.fingerprintMismatch, e.description)
         case .noPendingKeyChange: return JSONRPCError(.peerNotFound, e.description)
         case .invalidAddress: return JSONRPCError(.invalidAddress, e.description)
+        case .queueFull: return JSONRPCError(.storageFailed, e.description)
         }
     }
 }

@@ -64,6 +64,8 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     /// Set when the node decided to keep this session (after trust and duplicate checks).
     var isActiveSession = false
     var closeReasonSent: CloseReason?
+    /// Set once the admission slot of an inbound connection was given back.
+    var admissionReleased = false
     /// The reason the peer gave in its close record, if it sent one.
     private(set) var remoteCloseReason: CloseReason?
     /// For connections dialled from an mDNS advertisement: the fingerprint it claimed.
@@ -97,7 +99,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         makeHandshake = nil
         remoteAddress = context.channel.remoteAddress.map(Self.describe) ?? "?"
         var hs = make()
-        handshakeTimer = context.eventLoop.scheduleTask(in: handshakeTimeout) { [weak self] in
+        handshakeTimer = context.eventLoop.assumeIsolated().scheduleTask(in: handshakeTimeout) { [weak self] in
             guard let self, case .handshaking = self.state else { return }
             self.fail(SessionHandshakeError.timedOut)
         }
@@ -219,7 +221,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     private func scheduleFlush() {
         guard !flushScheduled, let loop = context?.eventLoop else { return }
         flushScheduled = true
-        loop.execute { [weak self] in self?.flushNow() }
+        loop.assumeIsolated().execute { [weak self] in self?.flushNow() }
     }
 
     /// Seals and writes every queued record now.

@@ -13,7 +13,9 @@ import Glibc
 final class Node: PeerConnectionDelegate, @unchecked Sendable {
     let loop: EventLoop
     let store: Store
-    let keys: NodeKeys
+    private(set) var keys: NodeKeys
+    /// Where the key files live (for key rotation).
+    var stateDirectory: String?
     private(set) var card: Card
     /// Random per start; peers use it to tell our restart from a simultaneous dial.
     let bootID: [UInt8]
@@ -32,6 +34,9 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     private var stopping = false
     /// Security events (failed handshakes, spoofing): logged once per source per minute.
     let attackLog: RateLimitedLog
+    private var admission = AdmissionControl()
+    /// Undelivered messages per recipient, loaded lazily from the store.
+    private var queuedCounts: [String: Int]?
     /// Our own mDNS instance name (Avahi may rename it on a conflict).
     var ownInstanceName: String?
     /// Called after this node re-issued its card (the daemon re-advertises).
@@ -96,6 +101,25 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     }
 
     // MARK: Connections
+
+    /// Admission of a new inbound TCP connection (before any byte is read).
+    func admitInbound(remote: SocketAddress?) -> Bool {
+        loop.preconditionInEventLoop()
+        guard !stopping else { return false }
+        let source = remote?.ipAddress ?? "?"
+        let verdict = admission.admit(source: source, now: .now())
+        guard verdict == .accept else {
+            attackLog.log(key: "admit:" + source, "refusing inbound connections", ["source": source, "why": "\(verdict)"])
+            return false
+        }
+        return true
+    }
+
+    private func releaseAdmission(_ conn: PeerConnection) {
+        guard conn.direction == .inbound, !conn.admissionReleased else { return }
+        conn.admissionReleased = true
+        admission.handshakeEnded(source: conn.remoteAddress.hostPart)
+    }
 
     /// A handler for a new TCP connection in either direction.
     func makeConnection(direction: PeerConnection.Direction, dialedAddress: String?) -> PeerConnection {
@@ -236,7 +260,13 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     // MARK: PeerConnectionDelegate
 
     func connectionEstablished(_ conn: PeerConnection) {
+        releaseAdmission(conn)
         guard let est = conn.established, !stopping else { conn.close(reason: .normal); return }
+        guard sessions.count < DaemonLimits.maxSessions || sessions[est.remoteCard.identityKey.hex] != nil else {
+            attackLog.log(key: "sessions-full", "session limit reached; refusing", ["limit": "\(DaemonLimits.maxSessions)"])
+            conn.close(reason: .normal, text: "too many sessions")
+            return
+        }
         let remote = est.remoteCard
         let id = remote.identityKey.hex
         if let expected = conn.expectedFingerprint, expected != remote.fingerprint.compact {
@@ -323,6 +353,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         for h in hex { conn.inFlight[h] = nil }
         do {
             let changed = try store.markDelivered(ids: hex, by: peer, at: Node.nowMs())
+            if !changed.isEmpty { queuedCounts?[peer, default: 0] -= changed.count }
             for m in changed { emit(.messageDelivered(m)) }
         } catch {
             log.error("could not record delivery; the messages will be sent again and de-duplicated", ["error": "\(error)"])
@@ -356,6 +387,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
 
     func connectionClosed(_ conn: PeerConnection, error: Error?) {
         connections[ObjectIdentifier(conn)] = nil
+        releaseAdmission(conn)
         if let error, conn.established == nil {
             // A failed handshake: log once per source address, never per packet.
             attackLog.log(key: conn.remoteAddress.hostPart, "handshake failed",
@@ -493,9 +525,16 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         guard size > 0 else { throw .emptyBody }
         guard size <= WireLimits.maxBodyBytes else { throw .bodyTooLarge(size) }
         guard peer.trust != .changed, peer.replacedBy == nil else { throw .keyChangePending(peer) }
+        if queuedCounts == nil {
+            do { queuedCounts = try store.pendingRecipients() } catch { throw .storage(error) }
+        }
+        guard queuedCounts?[peer.identity, default: 0] ?? 0 < DaemonLimits.maxQueuedPerPeer else {
+            throw .queueFull(peer, DaemonLimits.maxQueuedPerPeer)
+        }
         let msg = NewOutgoingMessage(id: MessageID.random().hex, recipient: peer.identity, body: body, createdAt: Node.nowMs())
         let stored: [StoredMessage]
         do { stored = try store.enqueue([msg], sender: myIdentity) } catch { throw .storage(error) }
+        queuedCounts?[peer.identity, default: 0] += stored.count
         if let conn = sessions[peer.identity] { pump(conn) }
         guard let first = stored.first else { throw .storage(.io(path: store.path, reason: "enqueue returned nothing")) }
         return first
@@ -555,6 +594,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
                                  noiseKey: newCard.noiseKey.hex, trust: .pinned, firstSeen: now, lastSeen: now,
                                  lastAddress: change.address, replacedBy: nil)
             let moved = try store.acceptKeyChange(id: change.id, newPeer: rec, at: now)
+            queuedCounts = nil // retargeted: reload on next send
             log.warning("key change accepted by a person", ["name": newCard.displayName, "new": newCard.fingerprint.description])
             // Reconnect now rather than waiting for backoff.
             for (k, t) in dialTargets where t.identity == change.oldIdentity || t.identity == change.newIdentity {
@@ -583,6 +623,19 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         for c in sessions.values { c.send(.cardUpdate(next.encoded())) }
         onCardChanged?(next)
         log.info("card re-issued", ["name": displayName, "sequence": "\(next.sequence)"])
+    }
+
+    /// `parley rotate-key`: a new Noise static key on disk, then a re-issued card.
+    /// New handshakes use the new key at once; peers refuse the old card from then on
+    /// (its sequence is lower), so nobody encrypts to the old key after seeing the new.
+    func rotateNoiseKey() throws -> Int {
+        guard let dir = stateDirectory else { throw NodeError.storage(.io(path: "?", reason: "no state directory")) }
+        let fresh = NoiseStaticKeyPair.generate()
+        try KeyFiles.writeNoiseStatic(fresh, stateDirectory: dir)
+        keys = NodeKeys(identity: keys.identity, noiseStatic: fresh)
+        try reissueCard(displayName: card.displayName, hostName: card.hostName)
+        log.info("Noise static key rotated", ["sequence": "\(card.sequence)"])
+        return sessions.count
     }
 
     /// Dials an address given at run time (`parley connect`).

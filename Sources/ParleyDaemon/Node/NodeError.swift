@@ -12,6 +12,7 @@ enum NodeError: Error, CustomStringConvertible {
     case fingerprintMismatch(expected: String, given: String)
     case noPendingKeyChange(String)
     case invalidAddress(String)
+    case queueFull(PeerRecord, Int)
 
     var description: String {
         switch self {
@@ -31,6 +32,8 @@ enum NodeError: Error, CustomStringConvertible {
             return "fingerprint \(given) does not match the pinned key \(expected): do NOT trust this peer until you find out why"
         case .noPendingKeyChange(let q):
             return "no pending key change for '\(q)'"
+        case let .queueFull(p, n):
+            return "\(n) messages are already queued for \(p.displayName); nothing more is accepted until some are delivered"
         case .invalidAddress(let a):
             return "invalid address '\(a)': expected HOST:PORT or [IPV6]:PORT"
         }
