@@ -6,7 +6,9 @@ set -euo pipefail
 want=${1:-build}
 
 build_pkgs=(pkg-config libsodium-dev libavahi-compat-libdnssd-dev libsqlite3-dev)
-test_pkgs=(python3 python3-pytest avahi-daemon avahi-utils libnss-mdns dbus iproute2 util-linux tmux)
+# The lab (scripts/lanlab) needs iproute2, util-linux (nsenter, unshare, setsid), mount, dbus,
+# avahi-daemon, and libnss-mdns (its postinst adds mdns4_minimal to /etc/nsswitch.conf).
+test_pkgs=(python3 python3-pytest avahi-daemon avahi-utils libnss-mdns dbus iproute2 util-linux mount tmux)
 
 pkgs=("${build_pkgs[@]}")
 [ "$want" = test ] && pkgs+=("${test_pkgs[@]}")

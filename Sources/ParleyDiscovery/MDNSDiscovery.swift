@@ -121,8 +121,10 @@ public final class MDNSDiscovery: @unchecked Sendable {
         }
     }
 
-    /// Re-registers with a new name, port or TXT (peers see the old instance lost and
-    /// the new one found). Also starts advertising if `advertisement` was nil.
+    /// Re-registers with a new name, port or TXT, once the old registration is withdrawn
+    /// (so an unchanged name cannot collide with itself). Browsers see a new name as
+    /// `.lost` + `.found`, and the same name as `.found` with the new port/TXT. Also starts
+    /// advertising if `advertisement` was nil.
     public func updateAdvertisement(_ ad: ServiceAdvertisement) {
         queue.async { [self] in
             guard ad != advertisement else { return }
@@ -139,7 +141,8 @@ public final class MDNSDiscovery: @unchecked Sendable {
     public func stop() { stop(completion: nil) }
 
     /// Like ``stop()``; `completion` runs on the queue once every ref is deallocated (the
-    /// registration withdrawn: avahi sends its goodbye packets).
+    /// registration withdrawn: avahi sends its goodbye packets). If `start()` is called
+    /// again before that, it waits for the new refs to be stopped too.
     public func stop(completion: (@Sendable () -> Void)?) {
         queue.async { [self] in
             phase = .idle

@@ -10,7 +10,7 @@ import Darwin
 #endif
 
 let usage = """
-    usage: parley-mdns advertise NAME PORT [KEY=VALUE...]
+    usage: parley-mdns advertise [--browse] NAME PORT [KEY=VALUE...]
            parley-mdns browse [--seconds N]
            parley-mdns --help
 
@@ -18,6 +18,9 @@ let usage = """
 
       advertise  Registers NAME on PORT with the given TXT entries (Parley uses v=1 and
                  fp=FINGERPRINT) until SIGINT or SIGTERM, then withdraws it and exits.
+                 With --browse, also browses as parleyd does (our own name is not listed).
+                 Reads commands from stdin while it runs, one per line:
+                   update NAME PORT [KEY=VALUE...]   re-register with a new name/port/TXT
       browse     Prints the Parley nodes on the LAN as they come and go; with --seconds N,
                  exits after N seconds.
 
@@ -29,6 +32,7 @@ let usage = """
       available                            it is again
       lookup-failed HOST REASON            HOST did not resolve to an address
       withdrawn                            (advertise) the advertisement is gone
+      error MESSAGE                        (advertise) a command on stdin was refused
     NAME, HOST and values escape space as \\032 and backslash as \\\\ (DNS-SD style).
 
     If it prints "unavailable": start avahi-daemon (systemctl start avahi-daemon).
@@ -44,7 +48,7 @@ let withdrawTimeoutSeconds = 5
 let maxBrowseSeconds = 86_400
 
 enum Command {
-    case advertise(ServiceAdvertisement)
+    case advertise(ServiceAdvertisement, browse: Bool)
     case browse(seconds: Int?)
     case help
 }
@@ -56,6 +60,8 @@ func parse(_ args: [String]) -> Result<Command, UsageError> {
     case "-h", "--help", "help":
         return .success(.help)
     case "advertise":
+        let browse = rest.first == "--browse"
+        let rest = browse ? Array(rest.dropFirst()) : rest
         guard rest.count >= 2 else { return .failure(UsageError("advertise needs NAME and PORT")) }
         guard let port = UInt16(rest[1]), port > 0 else {
             return .failure(UsageError("PORT must be 1-65535, got \(rest[1])"))
@@ -72,7 +78,7 @@ func parse(_ args: [String]) -> Result<Command, UsageError> {
         } catch {
             return .failure(UsageError(error.description))
         }
-        return .success(.advertise(ServiceAdvertisement(instanceName: rest[0], port: port, txt: txt)))
+        return .success(.advertise(ServiceAdvertisement(instanceName: rest[0], port: port, txt: txt), browse: browse))
     case "browse":
         switch rest.count {
         case 0:
@@ -145,6 +151,36 @@ func say(_ text: String) {
     }
 }
 
+/// A command line on stdin longer than this is dropped: a name, a port and a small TXT
+/// record fit in far less.
+let maxCommandLineBytes = 4096
+
+/// Reads stdin on the main queue and calls `handle` with the words of each line; stops at
+/// end of file (stdin from /dev/null just means "no commands").
+func readCommands(_ handle: @escaping ([String]) -> Void) -> DispatchSourceRead {
+    let source = DispatchSource.makeReadSource(fileDescriptor: STDIN_FILENO, queue: .main)
+    var pending: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 1024)
+    source.setEventHandler {
+        let n = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+        if n < 0, errno == EINTR || errno == EAGAIN { return }
+        guard n > 0 else { return source.cancel() }
+        pending += chunk[..<n]
+        while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+            let line = String(decoding: pending[..<newline], as: UTF8.self)
+            pending.removeSubrange(...newline)
+            let words = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+            if !words.isEmpty { handle(words) }
+        }
+        if pending.count > maxCommandLineBytes {
+            pending.removeAll()
+            say("error command line longer than \(maxCommandLineBytes) bytes dropped")
+        }
+    }
+    source.resume()
+    return source
+}
+
 func fail(_ message: String) -> Never {
     let text = "parley-mdns: \(message)\n\(usage)\n"
     _ = Array(text.utf8).withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
@@ -154,21 +190,24 @@ func fail(_ message: String) -> Never {
 func run(_ command: Command) -> Never {
     let advertisement: ServiceAdvertisement?
     let seconds: Int?
+    let browse: Bool
     switch command {
     case .help:
         say(usage)
         exit(0)
-    case .advertise(let ad):
+    case .advertise(let ad, let alsoBrowse):
         advertisement = ad
         seconds = nil
+        browse = alsoBrowse
     case .browse(let n):
         advertisement = nil
         seconds = n
+        browse = true
     }
 
     MDNSDiscovery.silenceAvahiCompatibilityWarning()
     signal(SIGPIPE, SIG_IGN)  // a closed stdout must not kill us before we withdraw
-    let discovery = MDNSDiscovery(advertisement: advertisement, browse: advertisement == nil, queue: .main) {
+    let discovery = MDNSDiscovery(advertisement: advertisement, browse: browse, queue: .main) {
         say(line(for: $0))
     }
     let finish: @Sendable () -> Void = {
@@ -192,8 +231,18 @@ func run(_ command: Command) -> Never {
     if let seconds {
         DispatchQueue.main.asyncAfter(deadline: .now() + .seconds(seconds), execute: finish)
     }
+    let commands = advertisement == nil ? nil : readCommands { words in
+        switch parse(["advertise"] + words.dropFirst()) {
+        case .success(.advertise(let ad, _)) where words.first == "update":
+            discovery.updateAdvertisement(ad)
+        case .failure(let error) where words.first == "update":
+            say("error \(error.message)")
+        default:
+            say("error unknown command; use: update NAME PORT [KEY=VALUE...]")
+        }
+    }
     discovery.start()
-    withExtendedLifetime(signalSources) { dispatchMain() }
+    withExtendedLifetime((signalSources, commands)) { dispatchMain() }
 }
 
 switch parse(Array(CommandLine.arguments.dropFirst())) {

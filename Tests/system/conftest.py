@@ -1,20 +1,50 @@
+"""pytest setup for the system tests: the loopback cluster and lab fixtures, and a
+summary of measured times."""
 import pytest
 
+import lab as lab_module
 from parley_harness import Cluster
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    # Lets fixtures see whether the test failed (to print daemon logs).
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"report_{report.when}", report)
+
+
+def _failed(request):
+    report = getattr(request.node, "report_call", None)
+    return report is not None and report.failed
 
 
 @pytest.fixture
 def cluster(request):
+    """Real parleyd processes on loopback, stopped after the test."""
     c = Cluster()
     yield c
-    if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
+    if _failed(request):
         for n in c.nodes:
             print(f"--- log of {n.name} ---\n{n.log_tail(80)}")
     c.close()
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    rep = outcome.get_result()
-    setattr(item, "rep_" + rep.when, rep)
+@pytest.fixture
+def lab(request):
+    """A fresh two-host lab (h1, h2), torn down after the test whatever happens.
+    Skips the test, saying why, where a lab cannot be built (not root, no netns)."""
+    reason = lab_module.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with lab_module.Lab(hosts=2) as the_lab:
+        yield the_lab
+        if _failed(request):
+            the_lab.dump_logs()
+
+
+def pytest_terminal_summary(terminalreporter):
+    if lab_module.MEASUREMENTS:
+        terminalreporter.section("measured")
+        for name, seconds in lab_module.MEASUREMENTS:
+            terminalreporter.write_line(f"{name}: {seconds:.3f} s")
