@@ -102,7 +102,8 @@ class RPCError(Exception):
 
 
 class Node:
-    def __init__(self, name, workdir: Path, extra_args=(), peers=(), state_dir=None, env=None):
+    def __init__(self, name, workdir: Path, extra_args=(), peers=(), state_dir=None, env=None,
+                 launcher=(), mdns=False, listen="127.0.0.1:0"):
         self.name = name
         self.state_dir = Path(state_dir) if state_dir else workdir / f"{name}-state"
         self.socket = workdir / f"{name}.sock"
@@ -113,11 +114,18 @@ class Node:
         self.env.pop("NOTIFY_SOCKET", None)
         self.proc = None
         self.port = None
-        self.listen_arg = "127.0.0.1:0"
+        self.listen_arg = listen
+        # A command prefix, e.g. ["scripts/lanlab", "exec", "h1"] to run on a lab host.
+        self.launcher = list(launcher)
+        self.mdns = mdns
+        self.fixed_listen = not listen.endswith(":0")
 
     def args(self):
-        a = [PARLEYD, "--state-dir", str(self.state_dir), "--name", self.name, "--socket", str(self.socket),
-             "--no-mdns", "--listen", self.listen_arg, "--log-level", "debug", "--durability", "normal"]
+        a = [*self.launcher, PARLEYD, "--state-dir", str(self.state_dir), "--name", self.name,
+             "--socket", str(self.socket), "--listen", self.listen_arg, "--log-level", "debug",
+             "--durability", "normal"]
+        if not self.mdns:
+            a.append("--no-mdns")
         for p in self.peers:
             a += ["--peer", p]
         return a + self.extra_args
@@ -146,7 +154,8 @@ class Node:
         listen = st["listen"][0]
         self.port = int(listen.rsplit(":", 1)[1])
         # Keep the same port across restarts so static peers can redial us.
-        self.listen_arg = f"127.0.0.1:{self.port}"
+        if not self.fixed_listen:
+            self.listen_arg = f"127.0.0.1:{self.port}"
         return st
 
     @property

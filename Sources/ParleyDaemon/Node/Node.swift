@@ -35,6 +35,9 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// Security events (failed handshakes, spoofing): logged once per source per minute.
     let attackLog: RateLimitedLog
     private var admission = AdmissionControl()
+    /// Offline notices held back briefly after a duplicate-session close, so the
+    /// simultaneous-dial tie-break does not flap presence.
+    private var pendingOffline: [String: Scheduled<Void>] = [:]
     /// Undelivered messages per recipient, loaded lazily from the store.
     private var queuedCounts: [String: Int]?
     /// Our own mDNS instance name (Avahi may rename it on a conflict).
@@ -208,6 +211,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         dialTargets[key] = target
         let conn = makeConnection(direction: .outbound, dialedAddress: key)
         conn.expectedFingerprint = target.fingerprintHint
+        // The handler is created here, on the loop, and only ever used on it.
+        let bound = NIOLoopBound(conn, eventLoop: loop)
         ClientBootstrap(group: loop)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
@@ -215,14 +220,14 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(NoiseFrameDecoder()))
-                    try channel.pipeline.syncOperations.addHandler(conn)
+                    try channel.pipeline.syncOperations.addHandler(bound.value)
                 }
             }
             .connect(host: address.host, port: Int(address.port))
             .whenComplete { [weak self] result in
                 guard let self else { return }
                 if case .failure(let error) = result {
-                    self.connections[ObjectIdentifier(conn)] = nil
+                    self.connections[ObjectIdentifier(bound.value)] = nil
                     self.log.debug("dial failed", ["address": key, "error": "\(error)"])
                     self.dialFinished(key, success: false)
                 }
@@ -296,7 +301,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
                 return
             }
         }
-        let wasOnline = sessions[id] != nil
+        let wasOnline = sessions[id] != nil || pendingOffline.removeValue(forKey: id).map { $0.cancel(); return true } == true
         sessions[id] = conn
         conn.isActiveSession = true
         if let key = conn.dialedAddress { dialFinished(key, success: true) }
@@ -404,7 +409,16 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         guard let id = conn.remoteIdentity, sessions[id] === conn else { return }
         sessions[id] = nil
         log.info("session down", ["peer": Node.fingerprint(ofHex: id)])
-        emit(.peerOffline(identity: id))
+        if conn.remoteCloseReason == .duplicate && !stopping {
+            // The peer kept another connection with us, which is finishing its handshake.
+            pendingOffline[id]?.cancel()
+            pendingOffline[id] = loop.scheduleTask(in: .seconds(2)) { [weak self] in
+                guard let self, self.pendingOffline.removeValue(forKey: id) != nil, self.sessions[id] == nil else { return }
+                self.emit(.peerOffline(identity: id))
+            }
+        } else {
+            emit(.peerOffline(identity: id))
+        }
         for (k, t) in dialTargets where t.identity == id { scheduleRedial(k) }
     }
 

@@ -1,0 +1,123 @@
+"""Issue 4: parleyd on a real (simulated) LAN: hosts in network namespaces, each with
+its own avahi-daemon; nodes find each other with no configuration at all."""
+import time
+
+import pytest
+
+import lab as lab_module
+from parley_harness import Node, wait_until
+
+HOSTS = ["h1", "h2", "h3"]
+# Fast liveness so the offline test takes seconds: ping after 1 s, dead after 3 s.
+FAST = ["--ping-interval-ms", "1000", "--dead-after-ms", "3000"]
+
+
+@pytest.fixture
+def lab3(request):
+    reason = lab_module.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with lab_module.Lab(hosts=3) as the_lab:
+        nodes = []
+        the_lab.nodes = nodes
+        yield the_lab
+        failed = getattr(request.node, "report_call", None)
+        for n in nodes:
+            if failed is not None and failed.failed:
+                print(f"--- log of {n.name} ---\n{n.log_tail(60)}")
+            n.stop()
+
+
+def lab_node(lab, host, name=None, state=None):
+    n = Node(name or host, lab.dir, launcher=[str(lab_module.LANLAB), "exec", host], mdns=True,
+             listen="0.0.0.0:7744", extra_args=FAST, env=lab.env,
+             state_dir=state or lab.dir / f"{host}-state")
+    n.socket = lab.dir / f"{host}-{name or host}.sock"
+    lab.nodes.append(n)
+    return n
+
+
+def bodies_in(node, peer):
+    return [m["body"] for m in node.messages(peer) if m["direction"] == "in"]
+
+
+def test_three_hosts_find_each_other_and_chat_every_pair(lab3):
+    t0 = time.monotonic()
+    nodes = {h: lab_node(lab3, h).start() for h in HOSTS}
+    for a in HOSTS:
+        for b in HOSTS:
+            if a != b:
+                wait_until(lambda: nodes[a].online(b), timeout=30, what=f"{a} sees {b} online")
+    lab_module.record("three hosts: start -> every pair online", time.monotonic() - t0)
+    wait_until(lambda: all(nodes[h].call("node.status")["mdns"] == "on" for h in HOSTS), timeout=10,
+               what="every node reports its advertisement registered")
+    for a in HOSTS:
+        for b in HOSTS:
+            if a != b:
+                nodes[a].cli("send", b, f"{a} to {b}")
+    for b in HOSTS:
+        for a in HOSTS:
+            if a != b:
+                wait_until(lambda: bodies_in(nodes[b], a) == [f"{a} to {b}"], timeout=20,
+                           what=f"{b} gets exactly one message from {a}")
+    # Addresses come from mDNS: the peers' lab IPs.
+    info = nodes["h1"].peer_info("h2")
+    assert any(lab3.ip("h2") in a for a in info["addresses"]), info
+
+
+def test_link_down_queues_and_delivers_once_when_it_comes_back(lab3):
+    nodes = {h: lab_node(lab3, h).start() for h in HOSTS}
+    for a in ("h1", "h2"):
+        wait_until(lambda: nodes[a].online("h3"), timeout=30, what=f"{a} sees h3")
+    lab3.lanlab("cut", "h3")
+    t0 = time.monotonic()
+    for a in ("h1", "h2"):
+        for i in range(5):
+            nodes[a].cli("send", "h3", f"{a} #{i}")
+    for a in ("h1", "h2"):
+        wait_until(lambda: not nodes[a].online("h3"), timeout=20, what=f"{a} reports h3 offline")
+    lab_module.record("offline detection after link cut (ping 1 s, dead after 3 s)", time.monotonic() - t0)
+    assert nodes["h1"].peer_info("h3")["queued"] == 5
+    lab3.lanlab("heal", "h3")
+    for a in ("h1", "h2"):
+        wait_until(lambda: bodies_in(nodes["h3"], a) == [f"{a} #{i}" for i in range(5)], timeout=60,
+                   what=f"h3 gets {a}'s five messages once, in order")
+    wait_until(lambda: nodes["h1"].peer_info("h3")["queued"] == 0, timeout=20, what="h1 marks them delivered")
+
+
+def test_new_identity_under_a_known_name_is_a_key_change(lab3):
+    h1 = lab_node(lab3, "h1").start()
+    h2 = lab_node(lab3, "h2").start()
+    wait_until(lambda: h1.online("h2"), timeout=30, what="h1 sees h2")
+    old_fp = h1.peer_info("h2")["fingerprint"]
+    h2.stop()
+    wait_until(lambda: not h1.online("h2"), timeout=20, what="h2 gone")
+    impostor = lab_node(lab3, "h2", name="h2", state=lab3.dir / "h2-new-state")
+    impostor.socket = lab3.dir / "h2-new.sock"
+    impostor.start()
+    wait_until(lambda: h1.peer_info("h2")["trust"] == "changed", timeout=30, what="h1 reports the key change")
+    info = h1.peer_info("h2")
+    assert info["keyChange"]["newFingerprint"] != old_fp and not info["online"]
+    p = h1.cli("send", "h2", "not yet", check=False)
+    assert p.returncode != 0 and "changed" in (p.stderr + p.stdout).lower()
+    time.sleep(2)
+    assert bodies_in(impostor, "h1") == []
+    h1.cli("trust", "accept-change", "h2")
+    wait_until(lambda: h1.online("h2"), timeout=45, what="session with the accepted key")
+    h1.cli("send", "h2", "now you", "--wait")
+    assert bodies_in(impostor, "h1") == ["now you"]
+
+
+def test_avahi_restart_is_survived_without_restarting_parleyd(lab3):
+    h1 = lab_node(lab3, "h1").start()
+    h2 = lab_node(lab3, "h2").start()
+    wait_until(lambda: h2.online("h1"), timeout=30, what="h2 sees h1")
+    lab3.lanlab("restart-avahi", "h1")
+    t0 = time.monotonic()
+    # h1 re-registers: another host browsing from scratch finds it again.
+    browse = lab3.exec("h3", [lab_module.binary("parley-mdns"), "browse", "--seconds", "20"], background=True)
+    browse.wait_for(lambda l: l.startswith("found h1 "), timeout=20)
+    lab_module.record("h1 found again after its avahi-daemon restarted", time.monotonic() - t0)
+    wait_until(lambda: h1.call("node.status")["mdns"] == "on", timeout=20, what="h1 reports mDNS on again")
+    assert h1.proc.poll() is None
+    h2.cli("send", "h1", "still here", "--wait")
