@@ -158,16 +158,6 @@ final class ControlProtocolTests: XCTestCase {
     // MARK: - Parser: garbage never crashes
 
     /// SplitMix64: a deterministic generator, so a failure reproduces exactly.
-    private struct SplitMix64: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     private static let seeds: [String] = [
         #"{"jsonrpc":"2.0","id":1,"method":"messages.send","params":{"to":"bob","body":"hi \"there\" \\ \u00e9","wait":true,"timeoutMs":500}}"#,
