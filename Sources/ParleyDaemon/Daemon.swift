@@ -35,7 +35,10 @@ public final class Daemon: @unchecked Sendable {
     }
 
     private var config: DaemonConfiguration
-    private let configFilePath: String?
+    /// Re-reads the configuration file and merges it with the defaults and the
+    /// command-line flags, exactly as at start (SIGHUP). Nil when there is no file.
+    public typealias Reloader = @Sendable () throws -> DaemonConfiguration
+    private let reloader: Reloader?
     private let environment: [String: String]
     let log: Logger
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -52,9 +55,9 @@ public final class Daemon: @unchecked Sendable {
     private var shuttingDown = false
     private var discovery: DiscoveryService?
 
-    public init(configuration: DaemonConfiguration, configFilePath: String?, environment: [String: String], log: Logger) {
+    public init(configuration: DaemonConfiguration, reloader: Reloader?, environment: [String: String], log: Logger) {
         self.config = configuration
-        self.configFilePath = configFilePath
+        self.reloader = reloader
         self.environment = environment
         self.log = log
         self.notifier = SystemdNotifier(environment: environment)
@@ -266,16 +269,12 @@ public final class Daemon: @unchecked Sendable {
     private func reload() {
         _ = notifier?.reloading()
         defer { _ = notifier?.ready(status: statusLine()) }
-        guard let path = configFilePath else {
+        guard let reloader else {
             log.warning("reload: no configuration file to re-read")
             return
         }
         do {
-            let file = try ConfigFile.loadIfPresent(path: path)
-            var defaults = config
-            if let file { try file.apply(to: &defaults) }
-            try defaults.validate()
-            let next = defaults
+            let next = try reloader()
             let diff = next.reloadableDifferences(from: config)
             if !diff.needsRestart.isEmpty {
                 log.warning("reload: these options need a restart to change", ["options": diff.needsRestart.joined(separator: ",")])
@@ -291,8 +290,8 @@ public final class Daemon: @unchecked Sendable {
             let cfg = config
             guard let node else { return }
             try loop.submit {
-                if cfg.peers != old.peers { node.setStaticPeers(cfg.peers) }
                 if cfg.name != old.name { try node.reissueCard(displayName: cfg.name, hostName: cfg.hostName) }
+                if cfg.peers != old.peers { node.setStaticPeers(cfg.peers) }
             }.wait()
             log.info("reloaded", ["changed": diff.reloadable.joined(separator: ",")])
         } catch {

@@ -126,15 +126,13 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
 
     /// A handler for a new TCP connection in either direction.
     func makeConnection(direction: PeerConnection.Direction, dialedAddress: String?) -> PeerConnection {
-        let card = self.card
-        let keys = self.keys
-        let boot = self.bootID
-        let psk = self.networkKey
+        // The handshake is built when the connection becomes active, so it uses the
+        // card and keys current then (a rotation or rename in between is honoured).
         let conn = PeerConnection(direction: direction, dialedAddress: dialedAddress,
-                                  handshakeTimeout: options.handshakeTimeout) {
+                                  handshakeTimeout: options.handshakeTimeout) { [unowned self] in
             SessionHandshake(role: direction == .outbound ? .initiator : .responder,
-                             localCard: card, staticKey: keys.noiseStatic, bootID: boot,
-                             presharedKey: psk, now: UInt64(max(0, Node.nowMs() / 1000)))
+                             localCard: self.card, staticKey: self.keys.noiseStatic, bootID: self.bootID,
+                             presharedKey: self.networkKey, now: UInt64(max(0, Node.nowMs() / 1000)))
         }
         conn.delegate = self
         connections[ObjectIdentifier(conn)] = conn
