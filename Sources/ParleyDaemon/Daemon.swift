@@ -126,11 +126,6 @@ public final class Daemon: @unchecked Sendable {
             listeners.append(channel)
             if let a = channel.localAddress { bound.append(PeerConnection.describe(a)) }
         }
-        // Control socket.
-        let path = Self.socketPath(for: config, environment: environment)
-        let control = ControlServer(node: node, info: info, path: path)
-        do { try control.start() } catch { throw StartError.control("\(path): \(error)") }
-        self.control = control
         let peers = config.peers
         let mdns = config.mdnsEnabled
         let boundAddresses = bound
@@ -140,6 +135,11 @@ public final class Daemon: @unchecked Sendable {
             node.start()
             for p in peers { node.addStaticPeer(p) }
         }.wait()
+        // Control socket: last, so a client never sees a half-started daemon.
+        let path = Self.socketPath(for: config, environment: environment)
+        let control = ControlServer(node: node, info: info, path: path)
+        do { try control.start() } catch { throw StartError.control("\(path): \(error)") }
+        self.control = control
         log.info("listening", ["tcp": bound.joined(separator: ","), "control": path])
         try loop.submit {
             node.onCardChanged = { [weak self] card in self?.discovery?.update(card: card) }

@@ -152,6 +152,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// A target found by discovery: several candidate addresses, one session.
     func addDiscoveredTarget(key: String, candidates: [HostPort], fingerprintHint: String?) {
         if var t = dialTargets[key] {
+            if t.candidates != candidates || t.fingerprintHint != fingerprintHint { t.spoofed = false }
             t.candidates = candidates
             t.next = 0
             t.fingerprintHint = fingerprintHint
@@ -198,7 +199,13 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             dialTargets[key] = target // already connected (maybe they dialled us)
             return
         }
-        if let hint = target.fingerprintHint, let id = onlineIdentity(fingerprint: hint) {
+        if target.spoofed { dialTargets[key] = target; return }
+        if let hint = target.fingerprintHint, let id = onlineIdentity(fingerprint: hint),
+           let session = sessions[id],
+           target.candidates.contains(where: { $0.host == session.remoteAddress.hostPart }) {
+            // Already connected to that identity at an address this advertisement lists.
+            // (An advertisement claiming it from elsewhere is dialled: the handshake will
+            // show whether it is the same node or a spoof.)
             target.identity = id
             dialTargets[key] = target
             return
@@ -278,6 +285,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
                           "SPOOFING: an mDNS advertisement claimed a fingerprint its handshake did not prove; not trusted",
                           ["claimed": expected, "proven": remote.fingerprint.description, "address": conn.remoteAddress])
             conn.close(reason: .notTrusted, text: "advertised fingerprint does not match")
+            // Do not knock again until the advertisement changes.
+            if let key = conn.dialedAddress { dialTargets[key]?.spoofed = true }
             return
         }
         if let key = conn.dialedAddress { dialTargets[key]?.identity = id }
@@ -666,6 +675,8 @@ struct DialTarget {
     let source: Source
     var identity: String?
     var fingerprintHint: String?
+    /// The advertisement's claimed fingerprint was not what its handshake proved.
+    var spoofed = false
     var connecting = false
     var failures = 0
     var timer: Scheduled<Void>?
