@@ -110,14 +110,26 @@ extension Store {
         let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
         guard !ids.isEmpty else { return [] }
         return try write { db in
-            let update = try db.cachedStatement(sql: """
-                UPDATE message SET state = 'delivered', delivered_at = ?
+            // Find, then update by row_id: cheaper than UPDATE ... RETURNING, which makes
+            // SQLite build a temporary table for every single ack.
+            // INDEXED BY: without statistics SQLite would pick the outbox index on recipient
+            // and scan every queued message per ack, quadratic in a big batch.
+            let find = try db.cachedStatement(sql: """
+                SELECT \(Self.messageColumns) FROM message INDEXED BY \(Schema.Index.messageIDSender)
                 WHERE id = ? AND recipient = ? AND state = 'queued'
-                RETURNING \(Self.messageColumns)
+                """)
+            let update = try db.cachedStatement(sql: """
+                UPDATE message SET state = 'delivered', delivered_at = ? WHERE row_id = ?
                 """)
             var changed: [StoredMessage] = []
             for id in ids {
-                changed += try Self.fetchMessages(update, [at, id, recipient])
+                for var message in try Self.fetchMessages(find, [id, recipient]) {
+                    update.setUncheckedArguments([at, message.rowID])
+                    try update.execute()
+                    message.state = .delivered
+                    message.deliveredAt = at
+                    changed.append(message)
+                }
             }
             try Self.adjustCounter(db, Schema.Counter.queued, by: -changed.count)
             try Self.adjustCounter(db, Schema.Counter.delivered, by: changed.count)
