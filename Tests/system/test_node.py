@@ -294,3 +294,25 @@ def test_follow_prints_one_json_object_per_event(cluster):
     finally:
         follow.send_signal(signal.SIGINT)
         assert follow.wait(timeout=10) == 0
+
+
+def test_pipelined_sends_are_answered_in_order_after_storing(cluster):
+    alice, bob = pair(cluster)
+    r = alice.rpc(timeout=30)
+    n = 500
+    reqs = b"".join(json.dumps({"jsonrpc": "2.0", "id": i, "method": "messages.send",
+                                "params": {"to": "bob", "body": f"p{i}"}}).encode() + b"\n" for i in range(n))
+    # One bad request in the middle fails alone.
+    reqs += json.dumps({"jsonrpc": "2.0", "id": n, "method": "messages.send",
+                        "params": {"to": "nobody", "body": "x"}}).encode() + b"\n"
+    r.send_raw(reqs)
+    answers = [r.read_line() for _ in range(n + 1)]
+    r.close()
+    assert [a["id"] for a in answers] == list(range(n + 1))
+    assert all("result" in a for a in answers[:n]) and answers[n]["error"]["code"] == -32001
+    seqs = [a["result"]["message"]["sequence"] for a in answers[:n]]
+    assert seqs == sorted(seqs) and len(set(seqs)) == n
+    wait_until(lambda: len([m for m in bob.messages("alice") if m["direction"] == "in"]) == n, timeout=30,
+               what="all pipelined messages delivered")
+    got = [m["body"] for m in bob.messages("alice") if m["direction"] == "in"]
+    assert got == [f"p{i}" for i in range(n)]

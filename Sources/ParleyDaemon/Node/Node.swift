@@ -38,6 +38,10 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// Offline notices held back briefly after a duplicate-session close, so the
     /// simultaneous-dial tie-break does not flap presence.
     private var pendingOffline: [String: Scheduled<Void>] = [:]
+    /// Every pinned peer, cached for resolving names on each `send`; dropped whenever
+    /// a peer record is written.
+    private var peerCache: [PeerRecord]? { didSet { peerIndex = nil } }
+    private var peerIndex: [String: PeerRecord]?
     /// Undelivered messages per recipient, loaded lazily from the store.
     private var queuedCounts: [String: Int]?
     /// Our own mDNS instance name (Avahi may rename it on a conflict).
@@ -388,7 +392,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             rec.noiseKey = newCard.noiseKey.hex
             rec.displayName = newCard.displayName
             rec.hostName = newCard.hostName
-            try store.upsertPeer(rec)
+            try upsertPeer(rec)
             log.info("peer re-issued its card", ["peer": newCard.displayName, "sequence": "\(newCard.sequence)"])
         } catch {
             log.warning("bad card update", ["peer": Node.fingerprint(ofHex: peer), "error": "\(error)"])
@@ -461,7 +465,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
                     known.noiseKey = remote.noiseKey.hex
                     known.displayName = remote.displayName
                     known.hostName = remote.hostName
-                    try store.upsertPeer(known)
+                    try upsertPeer(known)
                 }
                 return .accept
             }
@@ -472,10 +476,11 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             }
             if let old = previous {
                 let existing = try store.pendingKeyChange(newIdentity: id)
-                let change = try store.recordKeyChange(displayName: remote.displayName, oldIdentity: old.identity,
+                peerCache = nil
+            let change = try store.recordKeyChange(displayName: remote.displayName, oldIdentity: old.identity,
                                                        newIdentity: id, newCard: remote.encoded(),
                                                        address: conn.dialedAddress ?? conn.remoteAddress, at: now)
-                if old.trust != .changed { try store.setTrust(identity: old.identity, .changed) }
+                if old.trust != .changed { try setTrust(identity: old.identity, .changed) }
                 if existing == nil {
                     log.warning("KEY CHANGED: a different identity key is using a known name; refused until a person accepts it",
                                 ["name": remote.displayName, "old": Node.fingerprint(ofHex: old.identity),
@@ -484,7 +489,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
                 }
                 return .refuse(.keyChangePending, "key change pending")
             }
-            try store.upsertPeer(PeerRecord(identity: id, displayName: remote.displayName, hostName: remote.hostName,
+            try upsertPeer(PeerRecord(identity: id, displayName: remote.displayName, hostName: remote.hostName,
                                             card: remote.encoded(), cardSequence: Int64(clamping: remote.sequence),
                                             noiseKey: remote.noiseKey.hex, trust: .pinned, firstSeen: now, lastSeen: now,
                                             lastAddress: conn.dialedAddress, replacedBy: nil))
@@ -494,6 +499,33 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             log.error("trust store failure; refusing session", ["error": "\(error)"])
             return .refuse(.normal, "receiver storage failure")
         }
+    }
+
+    // MARK: Peer records (cached)
+
+    func allPeers() throws(StoreError) -> [PeerRecord] {
+        if let peerCache { return peerCache }
+        let all = try store.peers()
+        peerCache = all
+        return all
+    }
+
+    /// A pinned peer by identity hex, from the cache.
+    func peerRecord(_ identity: String) -> PeerRecord? {
+        if peerIndex == nil, let all = try? allPeers() {
+            peerIndex = Dictionary(all.map { ($0.identity, $0) }, uniquingKeysWith: { a, _ in a })
+        }
+        return peerIndex?[identity]
+    }
+
+    private func upsertPeer(_ rec: PeerRecord) throws(StoreError) {
+        peerCache = nil
+        try store.upsertPeer(rec)
+    }
+
+    private func setTrust(identity: String, _ trust: TrustState) throws(StoreError) {
+        peerCache = nil
+        try store.setTrust(identity: identity, trust)
     }
 
     // MARK: Outbox
@@ -541,30 +573,50 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
 
     /// Queues a message durably; returns once it is on disk.
     func send(to peer: PeerRecord, body: String) throws(NodeError) -> StoredMessage {
+        try sendMany([(peer, body)])[0].get()
+    }
+
+    /// Queues several messages in ONE transaction (one fsync): a pipelining client's
+    /// requests from one read are committed together, and each is answered only after
+    /// that commit. Invalid ones fail alone; a storage failure fails all of them.
+    func sendMany(_ items: [(PeerRecord, String)]) -> [Result<StoredMessage, NodeError>] {
         loop.preconditionInEventLoop()
-        let size = body.utf8.count
-        guard size > 0 else { throw .emptyBody }
-        guard size <= WireLimits.maxBodyBytes else { throw .bodyTooLarge(size) }
-        guard peer.trust != .changed, peer.replacedBy == nil else { throw .keyChangePending(peer) }
-        if queuedCounts == nil {
-            do { queuedCounts = try store.pendingRecipients() } catch { throw .storage(error) }
+        var results = [Result<StoredMessage, NodeError>?](repeating: nil, count: items.count)
+        var batch: [NewOutgoingMessage] = []
+        var batchIndex: [Int] = []
+        if queuedCounts == nil { queuedCounts = try? store.pendingRecipients() }
+        var planned: [String: Int] = [:]
+        let now = Node.nowMs()
+        for (i, (peer, body)) in items.enumerated() {
+            let size = body.utf8.count
+            if size == 0 { results[i] = .failure(.emptyBody); continue }
+            if size > WireLimits.maxBodyBytes { results[i] = .failure(.bodyTooLarge(size)); continue }
+            if peer.trust == .changed || peer.replacedBy != nil { results[i] = .failure(.keyChangePending(peer)); continue }
+            let queued = (queuedCounts?[peer.identity] ?? 0) + planned[peer.identity, default: 0]
+            if queued >= DaemonLimits.maxQueuedPerPeer {
+                results[i] = .failure(.queueFull(peer, DaemonLimits.maxQueuedPerPeer)); continue
+            }
+            planned[peer.identity, default: 0] += 1
+            batch.append(NewOutgoingMessage(id: MessageID.random().hex, recipient: peer.identity, body: body, createdAt: now))
+            batchIndex.append(i)
         }
-        guard queuedCounts?[peer.identity, default: 0] ?? 0 < DaemonLimits.maxQueuedPerPeer else {
-            throw .queueFull(peer, DaemonLimits.maxQueuedPerPeer)
+        if !batch.isEmpty {
+            do {
+                let stored = try store.enqueue(batch, sender: myIdentity)
+                for (k, m) in stored.enumerated() where k < batchIndex.count { results[batchIndex[k]] = .success(m) }
+                for (peer, n) in planned { queuedCounts?[peer, default: 0] += n }
+                for peer in planned.keys { if let conn = sessions[peer] { pump(conn) } }
+            } catch {
+                for i in batchIndex { results[i] = .failure(.storage(error)) }
+            }
         }
-        let msg = NewOutgoingMessage(id: MessageID.random().hex, recipient: peer.identity, body: body, createdAt: Node.nowMs())
-        let stored: [StoredMessage]
-        do { stored = try store.enqueue([msg], sender: myIdentity) } catch { throw .storage(error) }
-        queuedCounts?[peer.identity, default: 0] += stored.count
-        if let conn = sessions[peer.identity] { pump(conn) }
-        guard let first = stored.first else { throw .storage(.io(path: store.path, reason: "enqueue returned nothing")) }
-        return first
+        return results.map { $0 ?? .failure(.storage(.io(path: store.path, reason: "not stored"))) }
     }
 
     /// Finds a peer by display name, fingerprint prefix or identity hex.
     func resolvePeer(_ query: String) throws(NodeError) -> PeerRecord {
         let all: [PeerRecord]
-        do { all = try store.peers() } catch { throw .storage(error) }
+        do { all = try allPeers() } catch { throw .storage(error) }
         let live = all.filter { $0.replacedBy == nil }
         if let exact = live.first(where: { $0.identity == query.lowercased() }) { return exact }
         let byName = live.filter { $0.displayName == query }
@@ -598,7 +650,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             throw .fingerprintMismatch(expected: expected, given: given)
         }
         do {
-            try store.setTrust(identity: peer.identity, .verified)
+            try setTrust(identity: peer.identity, .verified)
             return try store.peer(identity: peer.identity) ?? peer
         } catch { throw .storage(error) }
     }
@@ -614,6 +666,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
                                  card: change.newCard, cardSequence: Int64(clamping: newCard.sequence),
                                  noiseKey: newCard.noiseKey.hex, trust: .pinned, firstSeen: now, lastSeen: now,
                                  lastAddress: change.address, replacedBy: nil)
+            peerCache = nil
             let moved = try store.acceptKeyChange(id: change.id, newPeer: rec, at: now)
             queuedCounts = nil // retargeted: reload on next send
             log.warning("key change accepted by a person", ["name": newCard.displayName, "new": newCard.fingerprint.description])
