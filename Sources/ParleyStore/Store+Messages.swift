@@ -70,9 +70,11 @@ extension Store {
         }
     }
 
-    /// Undelivered messages to `recipient`, oldest sequence first, at most `limit`
-    /// (clamped to `StoreLimits.maximumPageSize`).
-    public func pendingOutgoing(to recipient: String, limit: Int) throws(StoreError) -> [StoredMessage] {
+    /// Undelivered messages to `recipient` with a sequence above `afterSequence`, oldest
+    /// sequence first, at most `limit` (clamped to `StoreLimits.maximumPageSize`). The
+    /// outbox pump passes the last sequence it already sent on a session, so it never
+    /// re-reads what is in flight.
+    public func pendingOutgoing(to recipient: String, afterSequence: Int64 = 0, limit: Int) throws(StoreError) -> [StoredMessage] {
         try InputValidation.requireIdentity(recipient, "recipient")
         let limit = InputValidation.pageSize(limit)
         guard limit > 0 else { return [] }
@@ -80,9 +82,9 @@ extension Store {
             // `state = 'queued'` is a literal so SQLite can use the partial outbox index.
             let statement = try db.cachedStatement(sql: """
                 SELECT \(Self.messageColumns) FROM message
-                WHERE recipient = ? AND state = 'queued' ORDER BY sequence LIMIT ?
+                WHERE recipient = ? AND state = 'queued' AND sequence > ? ORDER BY sequence LIMIT ?
                 """)
-            return try Self.fetchMessages(statement, [recipient, limit])
+            return try Self.fetchMessages(statement, [recipient, afterSequence, limit])
         }
     }
 

@@ -530,14 +530,16 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
 
     // MARK: Outbox
 
-    /// Sends queued messages to the peer of `conn`, up to the window.
+    /// Sends queued messages to the peer of `conn`, up to the window. Each session
+    /// remembers the highest sequence it sent, so a pump reads only new rows; a
+    /// retarget (key change) or an ack timeout resets it to resend from the start.
     private func pump(_ conn: PeerConnection) {
         guard conn.isActiveSession, conn.isWritable, let peer = conn.remoteIdentity else { return }
         let room = options.sendWindow - conn.inFlight.count
         guard room > 0 else { return }
         let pending: [StoredMessage]
         do {
-            pending = try store.pendingOutgoing(to: peer, limit: conn.inFlight.count + room)
+            pending = try store.pendingOutgoing(to: peer, afterSequence: conn.sentThrough, limit: room)
         } catch {
             log.error("could not read the outbox", ["error": "\(error)"])
             return
@@ -548,6 +550,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             conn.send(.chat(ChatRecord(id: mid, sequence: UInt64(max(0, m.sequence)),
                                        createdAt: UInt64(max(0, m.createdAt)), body: m.body)))
             conn.inFlight[m.id] = now
+            conn.sentThrough = max(conn.sentThrough, m.sequence)
         }
     }
 
@@ -564,6 +567,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             }
             if let oldest = conn.inFlight.values.min(), now - oldest > options.ackTimeout {
                 conn.inFlight.removeAll()
+                conn.sentThrough = 0
                 pump(conn)
             }
         }
