@@ -60,7 +60,9 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     private(set) var establishedAt: NIODeadline?
 
     /// Outbox bookkeeping owned by the node: message id -> when it was sent on this session.
-    var inFlight: [String: NIODeadline] = [:]
+    var inFlight: [String: (sentAt: NIODeadline, bytes: Int)] = [:]
+    /// Body bytes sent and not yet acknowledged on this session.
+    var inFlightBytes = 0
     /// Highest outbox sequence sent on this session (the pump continues after it).
     var sentThrough: Int64 = 0
     /// Set when the node decided to keep this session (after trust and duplicate checks).

@@ -366,7 +366,9 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     func connection(_ conn: PeerConnection, acknowledged ids: [MessageID]) {
         guard let peer = conn.remoteIdentity else { return }
         let hex = ids.map(\.hex)
-        for h in hex { conn.inFlight[h] = nil }
+        for h in hex {
+            if let f = conn.inFlight.removeValue(forKey: h) { conn.inFlightBytes -= f.bytes }
+        }
         do {
             let changed = try store.markDelivered(ids: hex, by: peer, at: Node.nowMs())
             if !changed.isEmpty { queuedCounts?[peer, default: 0] -= changed.count }
@@ -536,7 +538,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     private func pump(_ conn: PeerConnection) {
         guard conn.isActiveSession, conn.isWritable, let peer = conn.remoteIdentity else { return }
         let room = options.sendWindow - conn.inFlight.count
-        guard room > 0 else { return }
+        guard room > 0, conn.inFlightBytes < options.sendWindowBytes else { return }
         let pending: [StoredMessage]
         do {
             pending = try store.pendingOutgoing(to: peer, afterSequence: conn.sentThrough, limit: room)
@@ -546,10 +548,13 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         }
         let now = NIODeadline.now()
         for m in pending where conn.inFlight[m.id] == nil {
+            guard conn.inFlightBytes < options.sendWindowBytes else { break }
             guard let mid = MessageID(hex: m.id) else { continue }
             conn.send(.chat(ChatRecord(id: mid, sequence: UInt64(max(0, m.sequence)),
                                        createdAt: UInt64(max(0, m.createdAt)), body: m.body)))
-            conn.inFlight[m.id] = now
+            let size = m.body.utf8.count
+            conn.inFlight[m.id] = (now, size)
+            conn.inFlightBytes += size
             conn.sentThrough = max(conn.sentThrough, m.sequence)
         }
     }
@@ -565,8 +570,9 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             if now - conn.lastSent >= options.pingInterval || now - conn.lastReceived >= options.pingInterval {
                 conn.send(.ping(UInt64(now.uptimeNanoseconds)))
             }
-            if let oldest = conn.inFlight.values.min(), now - oldest > options.ackTimeout {
+            if let oldest = conn.inFlight.values.map(\.sentAt).min(), now - oldest > options.ackTimeout {
                 conn.inFlight.removeAll()
+                conn.inFlightBytes = 0
                 conn.sentThrough = 0
                 pump(conn)
             }
