@@ -316,3 +316,36 @@ def test_pipelined_sends_are_answered_in_order_after_storing(cluster):
                what="all pipelined messages delivered")
     got = [m["body"] for m in bob.messages("alice") if m["direction"] == "in"]
     assert got == [f"p{i}" for i in range(n)]
+
+
+def test_a_subscriber_that_never_reads_is_cut_off_with_a_notice(cluster):
+    alice, bob = pair(cluster)
+    lazy = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lazy.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    lazy.connect(str(bob.socket))
+    lazy.sendall(b'{"jsonrpc":"2.0","id":1,"method":"messages.subscribe"}\n')
+    # 12,000 messages to bob: more notifications than the backlog limit (10,000).
+    r = alice.rpc(timeout=60)
+    batch = 500
+    for start in range(0, 12000, batch):
+        reqs = b"".join(json.dumps({"jsonrpc": "2.0", "id": i, "method": "messages.send",
+                                    "params": {"to": "bob", "body": f"n{i}"}}).encode() + b"\n"
+                        for i in range(start, start + batch))
+        r.send_raw(reqs)
+        for _ in range(batch):
+            r.read_line()
+    r.close()
+    wait_until(lambda: "too slow" in bob.log_path.read_text(), timeout=60, what="bob cuts the subscriber off")
+    # The subscriber finds the notice at the end of what it was sent, then EOF.
+    lazy.settimeout(10)
+    data = b""
+    while True:
+        chunk = lazy.recv(1 << 20)
+        if not chunk:
+            break
+        data += chunk
+    last = json.loads(data.strip().split(b"\n")[-1])
+    assert last["method"] == "subscription.closed" and last["params"]["code"] == -32012, last
+    assert bob.proc.poll() is None
+    wait_until(lambda: len([m for m in bob.messages("alice") if m["direction"] == "in"]) == 12000, timeout=60,
+               what="every message still delivered and stored")

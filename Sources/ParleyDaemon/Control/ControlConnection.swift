@@ -198,8 +198,9 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver {
         }
         let channel = context.channel
         context.flush()
-        // Close once the notice is written; if the client never reads, after a second regardless.
-        context.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+        // Give a client that wakes up a few seconds to read up to the notice; nothing more is
+        // queued meanwhile (closing is set), so memory stays bounded; then close regardless.
+        context.eventLoop.scheduleTask(in: .seconds(10)) { channel.close(promise: nil) }
     }
 
     // MARK: Writing
@@ -219,8 +220,11 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver {
         backlogCount += 1
         let promise = context.eventLoop.makePromise(of: Void.self)
         promise.futureResult.assumeIsolated().whenComplete { [weak self] _ in
-            self?.backlogBytes -= size
-            self?.backlogCount -= 1
+            guard let self else { return }
+            self.backlogBytes -= size
+            self.backlogCount -= 1
+            // A cut-off subscriber is closed as soon as it has read up to the notice.
+            if self.closing && self.backlogCount == 0 { self.context?.close(promise: nil) }
         }
         context.write(wrapOutboundOut(buf), promise: promise)
     }
