@@ -60,6 +60,9 @@ struct FollowCommand: ParsableCommand {
         case .messageDelivered(let e):
             let who = names[e.to].map(Terminal.line) ?? Terminal.line(e.to)
             Console.out("[\(HumanFormat.time(e.deliveredAt))] ✓ delivered to \(who)")
+        case .messageRead(let e):
+            let who = names[e.to].map(Terminal.line) ?? Terminal.line(e.to)
+            Console.out("[\(HumanFormat.time(e.readAt))] ✓✓ read by \(who)")
         case .peerOnline(let e):
             names[e.peer.fingerprint] = e.peer.name
             Console.out("[\(now)] \(Terminal.line(e.peer.name)) is online")
