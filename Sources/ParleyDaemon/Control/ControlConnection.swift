@@ -32,7 +32,7 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
     private var waiters: [String: (JSONRPCID?, Scheduled<Void>)] = [:]
     private static let encoder: JSONEncoder = {
         let e = JSONEncoder()
-        e.outputFormatting = [.withoutEscapingSlashes]
+        e.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
         return e
     }()
 
