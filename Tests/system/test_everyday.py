@@ -448,3 +448,11 @@ def test_chat_in_tmux_shows_history_live_messages_and_sends(cluster):
         wait_until(lambda: not tmux.alive(), what="Ctrl-C quits")
     finally:
         tmux.close()
+
+
+def test_chat_without_a_terminal_is_a_usage_error_and_marks_nothing(cluster):
+    alice, bob = pair(cluster)
+    bob.cli("send", "alice", "unread", "--wait")
+    p = alice.cli("chat", "bob", check=False)
+    assert p.returncode == 2 and "terminal" in p.stderr
+    assert alice.peer_info("bob")["unread"] == 1

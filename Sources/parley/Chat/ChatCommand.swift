@@ -39,6 +39,11 @@ struct ChatCommand: ParsableCommand {
     }
 
     func run() throws {
+        // Checked before connecting: history shown nowhere must not be marked read.
+        guard isatty(0) == 1, isatty(1) == 1 else {
+            Console.err("parley: \(RawTerminal.Failure.notATerminal)")
+            throw ExitCode(CLIExitCode.usage)
+        }
         try Session.run(options, peer: peer) { client in
             var view = try ChatView(client: client, peer: peer, history: history)
             do {

@@ -44,7 +44,7 @@ final class RawTerminal {
         terminalIsRaw = true
         // Restore the terminal on the signals that end the process (the terminal going away
         // needs no restoring, but the alternate screen of a still-open one does).
-        for s in [SIGTERM, SIGQUIT, SIGHUP] {
+        for s in [SIGTERM, SIGINT, SIGQUIT, SIGHUP] {
             signal(s) { _ in
                 restoreTerminalFromSignal()
                 _exit(1)
