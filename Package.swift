@@ -48,6 +48,8 @@ let package = Package(
             "ParleyDaemon",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        // A hostile peer for the adversarial system tests (not installed).
+        .executableTarget(name: "parley-adversary", dependencies: ["ParleyCore"]),
         .executableTarget(name: "parley", dependencies: [
             "ParleyControlProtocol",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

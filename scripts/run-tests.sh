@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 swift build --build-tests
-swift test --skip-build 2>&1 | tee /tmp/parley-unit-tests.log
+swift test --skip-build --disable-swift-testing 2>&1 | tee /tmp/parley-unit-tests.log
 unit=${PIPESTATUS[0]}
 [ "$unit" -eq 0 ] || { echo "unit tests failed" >&2; exit "$unit"; }
 if compgen -G "Tests/system/test_*.py" >/dev/null; then

@@ -22,6 +22,11 @@ enum Schema {
         static let eventsPrunedThrough = "events_pruned_through"
     }
 
+    /// Index names that queries refer to.
+    enum Index {
+        static let messageIDSender = "message_id_sender"
+    }
+
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
@@ -56,11 +61,12 @@ enum Schema {
                     delivered_at INTEGER,
                     received_at  INTEGER,
                     CHECK ((direction = 'outgoing') = (state IN ('queued', 'delivered'))),
-                    CHECK (peer = CASE direction WHEN 'outgoing' THEN recipient ELSE sender END),
-                    -- (id, sender) rather than (sender, id): the same index also finds a
-                    -- message by id alone (acks, message(id:)).
-                    UNIQUE (id, sender)
+                    CHECK (peer = CASE direction WHEN 'outgoing' THEN recipient ELSE sender END)
                 ) STRICT;
+                -- A message is its sender's id. (id, sender) rather than (sender, id): the
+                -- same index also finds a message by id alone (acks, message(id:)). Named so
+                -- queries can insist on it with INDEXED BY.
+                CREATE UNIQUE INDEX \(Index.messageIDSender) ON message (id, sender);
                 -- The outbox: only undelivered messages, so it stays small however long the
                 -- history grows. Serves pendingOutgoing, pendingRecipients and retarget.
                 CREATE INDEX message_queued ON message (recipient, sequence) WHERE state = 'queued';

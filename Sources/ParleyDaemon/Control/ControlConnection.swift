@@ -69,18 +69,43 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
         guard !closing else { return }
         let buf = unwrapInboundIn(data)
         buf.withUnsafeReadableBytes { lines.append($0) }
-        while !closing {
+        var requests: [[UInt8]] = []
+        var overflow = false
+        while true {
             let line: [UInt8]?
-            do { line = try lines.popLine() } catch {
-                fail(with: .lineTooLong())
-                return
-            }
+            do { line = try lines.popLine() } catch { overflow = true; break }
             guard let line else { break }
             if line.isEmpty || line.allSatisfy({ $0 == 0x20 || $0 == 0x0d || $0 == 0x09 }) { continue }
-            armIdleTimer()
-            handleLine(line)
+            requests.append(line)
         }
+        if !requests.isEmpty { armIdleTimer() }
+        handleLines(requests)
+        if overflow { fail(with: .lineTooLong()); return }
         context.flush()
+    }
+
+    /// Answers the complete lines of one read in order. Consecutive `messages.send`
+    /// requests (without `wait`) are stored in one transaction: pipelining clients get
+    /// group commit, and every answer still comes after its message is on disk.
+    private func handleLines(_ lines: [[UInt8]]) {
+        var i = 0
+        while i < lines.count && !closing {
+            var sends: [(JSONRPCRequest, MessagesSendParams)] = []
+            var j = i
+            while j < lines.count, case .success(let r) = ControlRequestParser.parse(line: lines[j]),
+                  r.method == ControlMethod.messagesSend, !r.isNotification,
+                  let p = try? r.decodeParams(MessagesSendParams.self), !p.effectiveWait {
+                sends.append((r, p))
+                j += 1
+            }
+            if sends.count > 1 {
+                for response in dispatcher.sendBatch(sends) { write(response) }
+                i = j
+            } else {
+                handleLine(lines[i])
+                i += 1
+            }
+        }
     }
 
     private func handleLine(_ line: [UInt8]) {

@@ -116,6 +116,31 @@ struct ControlDispatcher {
         }
     }
 
+    /// Several `messages.send` requests stored in one transaction, answered in order.
+    func sendBatch(_ sends: [(JSONRPCRequest, MessagesSendParams)]) -> [JSONRPCResponse] {
+        var responses = [JSONRPCResponse?](repeating: nil, count: sends.count)
+        var items: [(PeerRecord, String)] = []
+        var index: [Int] = []
+        for (i, (request, params)) in sends.enumerated() {
+            do {
+                items.append((try node.resolvePeer(params.to), params.body))
+                index.append(i)
+            } catch {
+                responses[i] = JSONRPCResponse(id: request.id, error: Self.rpcError(error, node: node))
+            }
+        }
+        for (k, result) in node.sendMany(items).enumerated() {
+            let i = index[k]
+            switch result {
+            case .success(let m):
+                responses[i] = .success(id: sends[i].0.id, result: MessagesSendResult(message: node.messageInfo(m)))
+            case .failure(let e):
+                responses[i] = JSONRPCResponse(id: sends[i].0.id, error: Self.rpcError(e, node: node))
+            }
+        }
+        return responses.map { $0 ?? JSONRPCResponse(id: nil, error: .internalError("no answer")) }
+    }
+
     static func rpcError(_ e: NodeError, node: Node) -> JSONRPCError {
         switch e {
         case .peerNotFound(let q): return .peerNotFound(q)

@@ -6,7 +6,7 @@ import ParleyStore
 extension Node {
     func displayName(of identity: String) -> String {
         if identity == myIdentity { return card.displayName }
-        return (try? store.peer(identity: identity))?.displayName ?? String(Node.fingerprint(ofHex: identity).prefix(9))
+        return peerRecord(identity)?.displayName ?? String(Node.fingerprint(ofHex: identity).prefix(9))
     }
 
     func messageInfo(_ m: StoredMessage) -> MessageInfo {

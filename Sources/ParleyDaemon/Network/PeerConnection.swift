@@ -64,6 +64,8 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Outbox bookkeeping owned by the node: message id -> when it was sent on this session.
     var inFlight: [String: NIODeadline] = [:]
+    /// Highest outbox sequence sent on this session (the pump continues after it).
+    var sentThrough: Int64 = 0
     /// Set when the node decided to keep this session (after trust and duplicate checks).
     var isActiveSession = false
     var closeReasonSent: CloseReason?
