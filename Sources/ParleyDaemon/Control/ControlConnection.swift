@@ -220,13 +220,14 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
 
     func journal(_ journal: EventJournal, deliver notification: JSONRPCNotification, peer: String?) {
         guard subscribed, !closing else { return }
-        if replay != nil {
+        if var r = replay {
             // Held until the stored events before them are out; bounded like the backlog.
-            guard replay!.live.count < ControlLimits.maxSubscriptionBacklogNotifications else {
+            guard r.live.count < ControlLimits.maxSubscriptionBacklogNotifications else {
                 cutOffSlowSubscriber()
                 return
             }
-            replay!.live.append((notification, peer))
+            r.live.append((notification, peer))
+            replay = r
             return
         }
         guard passes(peer) else { return }

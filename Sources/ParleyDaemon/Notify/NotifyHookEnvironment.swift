@@ -44,7 +44,7 @@ enum NotifyHookEnvironment {
         env[receivedAt] = String(message.receivedAt)
         if let room = message.room { env[Self.room] = withoutNUL(room) }
         if includeBody { env[body] = withoutNUL(message.body) }
-        return env.keys.sorted().map { "\($0)=\(env[$0]!)" }  // keys come from env itself
+        return env.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
     }
 
     static func withoutNUL(_ text: String) -> String {

@@ -24,9 +24,17 @@ struct ChatEntry: Equatable {
 }
 
 extension ChatEntry.Mark {
+    /// How far along the message is.
+    private var rank: Int {
+        switch self {
+        case .queued: return 0
+        case .delivered: return 1
+        case .read: return 2
+        }
+    }
+
     /// A later state never goes back: a delivery event after the read receipt keeps ✓✓.
     func advanced(to next: ChatEntry.Mark) -> ChatEntry.Mark {
-        let order: [ChatEntry.Mark] = [.queued, .delivered, .read]
-        return order.firstIndex(of: next)! > order.firstIndex(of: self)! ? next : self  // all cases are in `order`
+        next.rank > rank ? next : self
     }
 }
