@@ -61,6 +61,8 @@ let package = Package(
         .testTarget(name: "ParleyCoreTests", dependencies: ["ParleyCore"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "ParleyStoreTests", dependencies: ["ParleyStore", "ParleyCore"]),
+        // Pure pieces of the CLI (chat view, export format).
+        .testTarget(name: "ParleyCLITests", dependencies: ["parley"]),
         .testTarget(name: "ParleyDaemonTests", dependencies: [
             "ParleyDaemon", "ParleyCore", "ParleyControlProtocol", "ParleyDiscovery",
             .product(name: "NIOCore", package: "swift-nio"),

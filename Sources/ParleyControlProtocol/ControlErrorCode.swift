@@ -38,4 +38,8 @@ public enum ControlErrorCode: Int, Sendable, CaseIterable, Codable {
     case tooManyClients = -32011
     /// A subscriber fell too far behind and was cut off.
     case subscriberTooSlow = -32012
+    /// `messages.subscribe` `since` names an event the daemon no longer keeps (the journal
+    /// is bounded); `data` is `EventsExpiredData`. Catch up with `messages.list`, then
+    /// subscribe without `since` or with `data.prunedThrough`.
+    case eventsExpired = -32020
 }

@@ -10,11 +10,12 @@ public enum ControlMethod {
     public static let trustVerify = "trust.verify"
     public static let trustAcceptChange = "trust.accept_change"
     public static let nodeRotateKey = "node.rotate_key"
+    public static let messagesMarkRead = "messages.mark_read"
 
     /// Every method, for dispatch tables and tests.
     public static let all: [String] = [
         nodeStatus, nodeWhoami, peersList, peersConnect, messagesSend, messagesList,
-        messagesSubscribe, trustVerify, trustAcceptChange, nodeRotateKey,
+        messagesSubscribe, trustVerify, trustAcceptChange, nodeRotateKey, messagesMarkRead,
     ]
 }
 

@@ -54,6 +54,8 @@ public final class Daemon: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private var shuttingDown = false
     private var discovery: DiscoveryService?
+    /// Runs notify_command for incoming messages.
+    private var notifyHook: NotifyHook?
 
     public init(configuration: DaemonConfiguration, reloader: Reloader?, environment: [String: String], log: Logger) {
         self.config = configuration
@@ -129,9 +131,15 @@ public final class Daemon: @unchecked Sendable {
         let peers = config.peers
         let mdns = config.mdnsEnabled
         let boundAddresses = bound
+        let hook = NotifyHook(loop: loop, log: log, environment: environment,
+                              command: config.notifyCommand, includeBody: config.notifyIncludeBody)
+        notifyHook = hook
+        let readReceipts = config.readReceipts
         try loop.submit {
             self.info.listenAddresses = boundAddresses
             self.info.mdns = mdns ? .unavailable : .off
+            node.sendsReadReceipts = readReceipts
+            node.addObserver(hook)
             node.start()
             for p in peers { node.addStaticPeer(p) }
         }.wait()
@@ -256,7 +264,11 @@ public final class Daemon: @unchecked Sendable {
         listeners.removeAll()
         discovery?.stop()
         if let node {
-            try? loop.submit { node.stop() }.wait()
+            let hook = notifyHook
+            try? loop.submit {
+                node.stop()
+                hook?.stop()
+            }.wait()
         }
         if let control { try? control.stop().wait() }
         // Give goodbyes a moment to leave; never block shutdown on a stuck peer.
@@ -289,7 +301,10 @@ public final class Daemon: @unchecked Sendable {
             log.setLevel(config.logLevel)
             let cfg = config
             guard let node else { return }
+            let hook = notifyHook
             try loop.submit {
+                node.sendsReadReceipts = cfg.readReceipts
+                hook?.update(command: cfg.notifyCommand, includeBody: cfg.notifyIncludeBody)
                 if cfg.name != old.name { try node.reissueCard(displayName: cfg.name, hostName: cfg.hostName) }
                 if cfg.peers != old.peers { node.setStaticPeers(cfg.peers) }
             }.wait()

@@ -6,7 +6,7 @@ import GRDB
 extension Store {
     /// Column list every message query selects, in the order `decodeMessage` reads.
     static let messageColumns =
-        "row_id, id, direction, sender, recipient, sequence, created_at, body, state, delivered_at, received_at"
+        "row_id, id, direction, sender, recipient, sequence, created_at, body, state, delivered_at, received_at, read_at"
 
     // MARK: - Own sequence numbers
 
@@ -316,6 +316,7 @@ extension Store {
             body: try row.utf8Blob(7),
             state: try row.enumeration(MessageState.self, 8, column: "message.state"),
             deliveredAt: try row.optionalInt64(9),
-            receivedAt: try row.optionalInt64(10))
+            receivedAt: try row.optionalInt64(10),
+            readAt: try row.optionalInt64(11))
     }
 }

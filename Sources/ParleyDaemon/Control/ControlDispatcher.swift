@@ -25,8 +25,8 @@ struct ControlDispatcher {
         case now(JSONRPCResponse)
         /// The answer comes later (messages.send with wait): the connection keeps the id.
         case deferred
-        /// The connection becomes a subscriber; answer now.
-        case subscribe(filterIdentity: String?, JSONRPCResponse)
+        /// The connection becomes a subscriber (resuming after `since`); it answers itself.
+        case subscribe(filterIdentity: String?, since: Int?)
     }
 
     func handle(_ request: JSONRPCRequest, deliveryWaiter: (String, Int, JSONRPCID?) -> Void) -> Reply {
@@ -80,8 +80,12 @@ struct ControlDispatcher {
             case ControlMethod.messagesSubscribe:
                 let p = try request.decodeParams(MessagesSubscribeParams.self)
                 let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
-                return .subscribe(filterIdentity: peer?.identity,
-                                  .success(id: id, result: MessagesSubscribeResult(subscribed: true)))
+                return .subscribe(filterIdentity: peer?.identity, since: p.since)
+            case ControlMethod.messagesMarkRead:
+                let p = try request.decodeParams(MessagesMarkReadParams.self)
+                let peer = try node.resolvePeer(p.peer)
+                let (marked, unread) = try node.markRead(peer, upTo: p.upTo.map { Int64($0) })
+                return .now(.success(id: id, result: MessagesMarkReadResult(marked: marked, unread: unread)))
             case ControlMethod.trustVerify:
                 let p = try request.decodeParams(TrustVerifyParams.self)
                 let peer = try node.resolvePeer(p.peer)

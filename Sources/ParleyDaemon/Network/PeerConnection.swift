@@ -9,6 +9,8 @@ protocol PeerConnectionDelegate: AnyObject {
     func connectionEstablished(_ connection: PeerConnection)
     func connection(_ connection: PeerConnection, received chats: [ChatRecord])
     func connection(_ connection: PeerConnection, acknowledged ids: [MessageID])
+    /// The peer's user read these of our messages. Reported after the acks of the same read.
+    func connection(_ connection: PeerConnection, receivedReadReceipts ids: [MessageID])
     func connection(_ connection: PeerConnection, receivedCard card: [UInt8])
     func connectionBecameWritable(_ connection: PeerConnection)
     func connectionClosed(_ connection: PeerConnection, error: Error?)
@@ -52,6 +54,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     private var flushScheduled = false
     private var pendingChats: [ChatRecord] = []
     private var pendingAcks: [MessageID] = []
+    private var pendingReadReceipts: [MessageID] = []
 
     // Liveness, read by the node's keepalive tick.
     private(set) var lastReceived = NIODeadline.now()
@@ -173,6 +176,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         switch record {
         case .chat(let c): pendingChats.append(c)
         case .ack(let ids): pendingAcks.append(contentsOf: ids)
+        case .readReceipt(let ids): pendingReadReceipts.append(contentsOf: ids)
         case .ping(let n): send(.pong(n))
         case .pong: break
         case .cardUpdate(let card): delegate?.connection(self, receivedCard: card)
@@ -194,6 +198,11 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
             let acks = pendingAcks
             pendingAcks.removeAll(keepingCapacity: true)
             delegate?.connection(self, acknowledged: acks)
+        }
+        if !pendingReadReceipts.isEmpty {
+            let receipts = pendingReadReceipts
+            pendingReadReceipts.removeAll(keepingCapacity: true)
+            delegate?.connection(self, receivedReadReceipts: receipts)
         }
         context.fireChannelReadComplete()
     }

@@ -48,6 +48,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var ownInstanceName: String?
     /// Called after this node re-issued its card (the daemon re-advertises).
     var onCardChanged: ((Card) -> Void)?
+    /// `read_receipts`: tell senders when the local user read their messages.
+    var sendsReadReceipts = true
 
     var myIdentity: String { keys.identity.publicKey.hex }
     var fingerprint: Fingerprint { Fingerprint(keys.identity.publicKey) }
@@ -100,7 +102,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     func addObserver(_ o: NodeObserver) { observers[ObjectIdentifier(o)] = WeakObserver(o) }
     func removeObserver(_ o: NodeObserver) { observers[ObjectIdentifier(o)] = nil }
 
-    private func emit(_ e: NodeEvent) {
+    func emit(_ e: NodeEvent) {
         for (k, w) in observers {
             guard let o = w.value else { observers[k] = nil; continue }
             o.node(self, didEmit: e)
@@ -321,6 +323,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
                                 "address": conn.remoteAddress, "direction": conn.direction.rawValue])
         if !wasOnline { emit(.peerOnline(identity: id)) }
         pump(conn)
+        sendPendingReadReceipts(conn)
     }
 
     /// The documented duplicate-session rule (docs/PROTOCOL.md, "One session per pair").
