@@ -38,7 +38,7 @@ INSTALLED_COMPLETIONS = $(DESTDIR)$(BASHCOMPDIR)/parley \
 	$(DESTDIR)$(ZSHCOMPDIR)/_parley \
 	$(DESTDIR)$(FISHCOMPDIR)/parley.fish
 
-.PHONY: all deps test-deps bench-deps bench bench-smoke build release run test unit-test system-test clean \
+.PHONY: all deps test-deps bench-deps bench bench-smoke build release run test unit-test system-test fuzz clean \
 	install install-bin install-systemd install-config install-man install-completions \
 	uninstall check-systemd
 
@@ -67,8 +67,15 @@ run: deps
 test: test-deps
 	scripts/run-tests.sh
 
+# libFuzzer over every parser of untrusted input (Fuzz/, see scripts/fuzz.sh): builds the
+# fuzz package with -sanitize=fuzzer,address, runs each target FUZZ_SECONDS from the seeds
+# in Fuzz/Corpus and prints executions, coverage and crashes per target.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	scripts/fuzz.sh $(FUZZ_SECONDS)
+
 clean:
-	rm -rf .build
+	rm -rf .build Fuzz/.build Fuzz/.build-seeds
 
 # --- Benchmarks (docs/BENCHMARKS.md) ---------------------------------------------
 bench-deps:

@@ -10,6 +10,9 @@ let package = Package(
         .executable(name: "parley", targets: ["parley"]),
         .executable(name: "parley-mdns", targets: ["parley-mdns"]),
         .library(name: "ParleyCore", targets: ["ParleyCore"]),
+        // For the fuzz package (Fuzz/), which can only reach this package through products.
+        .library(name: "ParleyControlProtocol", targets: ["ParleyControlProtocol"]),
+        .library(name: "ParleyDaemon", targets: ["ParleyDaemon"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),

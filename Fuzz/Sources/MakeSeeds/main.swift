@@ -1,0 +1,148 @@
+import Foundation
+import FuzzFixtures
+import ParleyControlProtocol
+import ParleyCore
+
+// Writes the seed corpora under Fuzz/Corpus/<Target>/ from real traffic: every seed is
+// produced by Parley's own encoders (or taken from the repository's docs and example
+// config), so the fuzzer starts from inputs that pass the first checks and reaches deep.
+// Deterministic: fixed keys and ephemerals (FuzzFixtures), fixed ids and times, so
+// rerunning it rewrites the same bytes. Usage: MakeSeeds <repository root>
+// (scripts/fuzz.sh --seeds runs it).
+
+guard CommandLine.arguments.count == 2 else {
+    FileHandle.standardError.write(Data("usage: MakeSeeds <repository root>\n".utf8))
+    exit(2)
+}
+let root = URL(fileURLWithPath: CommandLine.arguments[1])
+let corpus = root.appendingPathComponent("Fuzz/Corpus")
+
+func write(_ target: String, _ name: String, _ bytes: [UInt8]) throws {
+    let directory = corpus.appendingPathComponent(target)
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    try Data(bytes).write(to: directory.appendingPathComponent(name))
+}
+
+func framed(_ payloads: [[UInt8]]) throws -> [UInt8] {
+    try payloads.flatMap { try Frame.encode($0) }
+}
+
+func messageID(_ fill: UInt8) -> MessageID {
+    // Force-unwrap safe: exactly MessageID.length bytes.
+    MessageID(bytes: [UInt8](repeating: fill, count: MessageID.length))!
+}
+
+// --- A real handshake between the fixtures' initiator and responder -------------------
+
+var initiator = FuzzFixtures.initiatorHandshake()
+var responder = FuzzFixtures.responderHandshake()
+let message1 = try initiator.start()
+guard case .send(let message2) = try responder.receive(message1),
+      case .established(let message3?, var initiatorSession) = try initiator.receive(message2),
+      case .established(nil, var responderSession) = try responder.receive(message3) else {
+    fatalError("the fixtures' handshake did not complete")  // a bug in FuzzFixtures
+}
+let initiatorPayload = HandshakePayload(card: FuzzFixtures.initiator.card.encoded(),
+                                        bootID: FuzzFixtures.initiator.bootID).encoded()
+
+// --- Application records --------------------------------------------------------------
+
+let records: [(String, AppRecord)] = [
+    ("chat", .chat(ChatRecord(id: messageID(0x11), sequence: 1, createdAt: 1_770_000_000_000, body: "hi"))),
+    ("chat-unicode", .chat(ChatRecord(id: messageID(0x12), sequence: 2, createdAt: 1_770_000_001_000,
+                                      body: "lunch? 🍜 — à tout à l'heure\nsecond line"))),
+    ("chat-empty", .chat(ChatRecord(id: messageID(0x13), sequence: 3, createdAt: 0, body: ""))),
+    ("ack", .ack([messageID(0x11), messageID(0x12)])),
+    ("ack-none", .ack([])),
+    ("card-update", .cardUpdate(FuzzFixtures.initiator.card.encoded())),
+    ("ping", .ping(42)),
+    ("pong", .pong(42)),
+    ("close", .close(.normal, "shutting down")),
+    ("close-duplicate", .close(.duplicate, "")),
+]
+var stream = RecordStreamEncoder()
+for (name, record) in records {
+    try write("FuzzAppRecord", name, record.encoded())
+    stream.append(record)
+}
+let plaintextChunks = stream.drainChunks()
+try write("FuzzAppRecord", "stream-all-records", plaintextChunks.flatMap { $0 })
+// An unknown record type (skipped by receivers): type 0x7f, 3 bytes.
+try write("FuzzAppRecord", "unknown-type", [0x7F, 0, 0, 0, 3, 1, 2, 3])
+
+// --- Frames ---------------------------------------------------------------------------
+
+let transportMessages = try plaintextChunks.map { try initiatorSession.transport.seal($0) }
+for message in transportMessages { _ = try responderSession.transport.open(message) }
+try write("FuzzFrameDecoder", "handshake", try framed([message1, message2, message3]))
+try write("FuzzFrameDecoder", "session", try framed([message1, message2, message3] + transportMessages))
+try write("FuzzFrameDecoder", "one-frame", try framed([[0x2A]]))
+try write("FuzzFrameDecoder", "max-length-header", [0xFF, 0xFF, 0x00])
+try write("FuzzFrameDecoder", "zero-length-header", [0x00, 0x00])
+
+// --- Handshake ------------------------------------------------------------------------
+
+try write("FuzzHandshakeResponder", "message1", message1)
+try write("FuzzHandshakeResponder", "message3", message3)
+try write("FuzzHandshakeResponder", "payload", initiatorPayload)
+
+// --- Cards ----------------------------------------------------------------------------
+
+try write("FuzzCardDecoder", "initiator", FuzzFixtures.initiator.card.encoded())
+try write("FuzzCardDecoder", "responder", FuzzFixtures.responder.card.encoded())
+let longest = try Card.issue(
+    identity: FuzzFixtures.initiator.identity, noiseKey: FuzzFixtures.initiator.staticKey.publicKey,
+    displayName: String(repeating: "é", count: Card.maxDisplayNameLength / 2),
+    // Three full labels, three dots and a 61-byte label: exactly the 253-byte limit.
+    hostName: Array(repeating: String(repeating: "h", count: Card.maxHostLabelLength), count: 3)
+        .joined(separator: ".") + "." + String(repeating: "h", count: 61),
+    issuedAt: 1_767_225_600, sequence: UInt64.max, expiresAt: nil)
+try write("FuzzCardDecoder", "longest-no-expiry", longest.encoded())
+
+// --- Control requests -----------------------------------------------------------------
+
+// The request lines of docs/CONTROL.md, as written there.
+let controlDoc = try String(contentsOf: root.appendingPathComponent("docs/CONTROL.md"), encoding: .utf8)
+var docLines = 0
+for rawLine in controlDoc.split(separator: "\n") {
+    var line = Substring(rawLine)
+    if line.hasPrefix("> ") { line = line.dropFirst(2) }
+    guard line.hasPrefix("{\"jsonrpc\"") || line.hasPrefix("{\"id\"") else { continue }
+    docLines += 1
+    try write("FuzzJSONRPC", "control-md-\(docLines)", Array(line.utf8))
+}
+// One request per method, encoded as the CLI encodes it.
+func request<P: ControlCallParams>(_ name: String, id: Int, _ params: P) throws {
+    try write("FuzzJSONRPC", "request-\(name)", try ControlJSON.line(JSONRPCRequest(id: .number(id), call: params)))
+}
+try request("node-status", id: 1, NodeStatusParams())
+try request("node-whoami", id: 2, NodeWhoamiParams())
+try request("peers-list", id: 3, PeersListParams())
+try request("peers-connect", id: 4, PeersConnectParams(address: "[fe80::1%eth0]:7744"))
+try request("messages-send", id: 5, MessagesSendParams(to: "bob", body: "lunch? 🍜", wait: true, timeoutMs: 5000))
+try request("messages-list", id: 6, MessagesListParams(peer: "abcd-efgh", after: 10, before: 100, limit: 20))
+try request("messages-subscribe", id: 7, MessagesSubscribeParams(peer: "bob"))
+try request("trust-verify", id: 8,
+            TrustVerifyParams(peer: "bob", fingerprint: FuzzFixtures.initiator.card.fingerprint.description))
+try request("trust-accept-change", id: 9, TrustAcceptChangeParams(peer: "bob"))
+// Several requests on one connection, the way LineBuffer sees them.
+let session = try [
+    ControlJSON.line(JSONRPCRequest(id: .string("a"), call: NodeStatusParams())),
+    ControlJSON.line(JSONRPCRequest(id: .number(2), call: MessagesSubscribeParams())),
+    ControlJSON.line(JSONRPCRequest(id: .number(3), call: MessagesSendParams(to: "bob", body: "hi"))),
+].flatMap { $0 }
+try write("FuzzJSONRPC", "connection-three-requests", session)
+
+// --- Config file ----------------------------------------------------------------------
+
+// The shipped example as is (all comments), and with every example setting uncommented.
+let example = try String(contentsOf: root.appendingPathComponent("systemd/parleyd.toml.example"), encoding: .utf8)
+try write("FuzzConfigFile", "parleyd.toml.example", Array(example.utf8))
+let uncommented = example.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+    // "#key = value" is a setting; "# text" (with a space) is prose.
+    if line.hasPrefix("#"), let second = line.dropFirst().first, second.isLetter { return String(line.dropFirst()) }
+    return String(line)
+}.joined(separator: "\n")
+try write("FuzzConfigFile", "parleyd.toml.uncommented", Array(uncommented.utf8))
+
+print("wrote seeds under \(corpus.path)")
