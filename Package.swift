@@ -69,7 +69,8 @@ let package = Package(
 
         .testTarget(name: "ParleyCoreTests", dependencies: ["ParleyCore"],
                     resources: [.copy("Fixtures")]),
-        .testTarget(name: "ParleyStoreTests", dependencies: ["ParleyStore", "ParleyCore"]),
+        .testTarget(name: "ParleyStoreTests", dependencies: [
+            "ParleyStore", "ParleyCore", .product(name: "GRDB", package: "GRDB.swift")]),
         // Pure pieces of the CLI (chat view, export format).
         .testTarget(name: "ParleyCLITests", dependencies: ["parley"]),
         .testTarget(name: "ParleyDaemonTests", dependencies: [

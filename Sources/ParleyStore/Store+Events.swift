@@ -58,7 +58,7 @@ extension Store {
             }
         }
         guard !events.isEmpty else { return [] }
-        return try write { db in
+        return try relaxedWrite { db in
             let reserve = try db.cachedStatement(sql: """
                 UPDATE counter SET value = value + ? WHERE name = '\(Schema.Counter.lastEventID)' RETURNING value
                 """)
@@ -121,7 +121,7 @@ extension Store {
     @discardableResult
     public func pruneEvents(keepLast: Int, notBefore: Int64) throws(StoreError) -> Int64 {
         guard keepLast >= 0 else { throw .invalidArgument("keepLast must not be negative") }
-        return try write { db in
+        return try relaxedWrite { db in
             let counter = try db.cachedStatement(sql: "SELECT value FROM counter WHERE name = ?")
             let last = try Int64.fetchOne(counter, arguments: [Schema.Counter.lastEventID]) ?? 0
             let pruned = try Int64.fetchOne(counter, arguments: [Schema.Counter.eventsPrunedThrough]) ?? 0

@@ -111,7 +111,7 @@ extension Store {
         try InputValidation.requireIdentity(recipient, "recipient")
         let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
         guard !ids.isEmpty else { return [] }
-        return try write { db in
+        return try relaxedWrite { db in
             // Find, then update by row_id: cheaper than UPDATE ... RETURNING, which makes
             // SQLite build a temporary table for every single ack.
             // INDEXED BY: without statistics SQLite would pick the outbox index on recipient

@@ -72,7 +72,7 @@ extension Store {
     public func touchPeer(identity: String, at: Int64, address: String?) throws(StoreError) {
         try InputValidation.requireIdentity(identity, "identity")
         if let address { try InputValidation.requireNoNUL(address, "address") }
-        try write { db in
+        try relaxedWrite { db in
             let update = try db.cachedStatement(sql: """
                 UPDATE peer SET last_seen = MAX(last_seen, ?), last_address = COALESCE(?, last_address)
                 WHERE identity = ?

@@ -66,7 +66,7 @@ extension Store {
         try InputValidation.requireIdentity(peer, "peer")
         let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
         guard !ids.isEmpty else { return }
-        try write { db in
+        try relaxedWrite { db in
             let update = try db.cachedStatement(sql: """
                 UPDATE message SET receipt_pending = 0 WHERE id = ? AND sender = ? AND receipt_pending = 1
                 """)
@@ -82,7 +82,7 @@ extension Store {
         try InputValidation.requireIdentity(recipient, "recipient")
         let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
         guard !ids.isEmpty else { return [] }
-        return try write { db in
+        return try relaxedWrite { db in
             let update = try db.cachedStatement(sql: """
                 UPDATE message SET read_at = ?
                 WHERE id = ? AND recipient = ? AND state = 'delivered' AND read_at IS NULL

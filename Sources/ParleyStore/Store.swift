@@ -127,6 +127,33 @@ public final class Store: @unchecked Sendable {
         do { return try database.write(body) } catch { throw StoreError.translating(error, path: path) }
     }
 
+    /// A write whose loss in a power cut is harmless because it is re-derived: delivery
+    /// and read marks (the peer re-acknowledges a resent message), presence times, the
+    /// event journal. With `Durability.full` it commits without its own fsync (WAL with
+    /// synchronous=NORMAL: safe against a crash of parleyd, made durable by the next full
+    /// commit), so bookkeeping does not cost the message path an fsync each.
+    func relaxedWrite<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        guard durability == .full else { return try write(body) }
+        lock.lock()
+        defer { lock.unlock() }
+        guard !isClosed else { throw .closed(path: path) }
+        do {
+            return try database.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                defer { try? db.execute(sql: "PRAGMA synchronous = \(durability.synchronousPragma)") }
+                var result: T?
+                try db.inTransaction(.immediate) {
+                    result = try body(db)
+                    return .commit
+                }
+                // Force-unwrap safe: inTransaction returns only after the body ran and committed.
+                return result!
+            }
+        } catch {
+            throw StoreError.translating(error, path: path)
+        }
+    }
+
     func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
         lock.lock()
         defer { lock.unlock() }

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import ParleyStore
+import GRDB
 
 /// Every test runs against a real SQLite file in its own temporary directory.
 final class StoreTests: XCTestCase {
@@ -388,6 +389,19 @@ final class StoreTests: XCTestCase {
         try store!.setSetting("display-name", nil)
         XCTAssertNil(try store!.setting("display-name"))
         XCTAssertThrowsError(try store!.setSetting("", "x"))
+    }
+
+    // MARK: - Durability
+
+    /// Bookkeeping writes skip their own fsync, but the message path stays FULL: the
+    /// connection's synchronous level is back to FULL (2) after each relaxed write.
+    func testRelaxedWritesRestoreFullSynchronous() throws {
+        let store = try open(.full)
+        func level() throws -> Int { try store.read { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 } }
+        XCTAssertEqual(try level(), 2)
+        let level1 = try store.relaxedWrite { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
+        XCTAssertEqual(level1, 1, "relaxed writes commit with synchronous=NORMAL")
+        XCTAssertEqual(try level(), 2)
     }
 
     // MARK: - The file
