@@ -38,4 +38,8 @@ public enum ControlErrorCode: Int, Sendable, CaseIterable, Codable {
     case tooManyClients = -32011
     /// A subscriber fell too far behind and was cut off.
     case subscriberTooSlow = -32012
+    /// No known room matches the `#room` selector.
+    case roomNotFound = -32020
+    /// The room selector matches several rooms; `data` is `RoomAmbiguousData`.
+    case roomAmbiguous = -32021
 }

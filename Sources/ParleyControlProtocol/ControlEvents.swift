@@ -7,11 +7,13 @@ public enum ControlEvent {
     public static let peerOnline = "peer.online"
     public static let peerOffline = "peer.offline"
     public static let peerKeyChanged = "peer.key_changed"
+    public static let roomUpdated = "room.updated"
     /// The last notification before the daemon ends a subscription (and the connection).
     public static let subscriptionClosed = "subscription.closed"
 
     public static let all: [String] = [
         messageReceived, messageDelivered, peerOnline, peerOffline, peerKeyChanged, subscriptionClosed,
+        roomUpdated,
     ]
 }
 
@@ -122,6 +124,7 @@ public enum ControlEventPayload: Sendable, Hashable {
     case peerOffline(PeerOfflineEvent)
     case peerKeyChanged(PeerKeyChangedEvent)
     case subscriptionClosed(SubscriptionClosedEvent)
+    case roomUpdated(RoomUpdatedEvent)
     /// A method this version does not know (a newer daemon): kept, not fatal.
     case unknown(JSONRPCNotification)
 
@@ -136,6 +139,7 @@ public enum ControlEventPayload: Sendable, Hashable {
         case ControlEvent.peerKeyChanged: self = .peerKeyChanged(try params.decode(as: PeerKeyChangedEvent.self))
         case ControlEvent.subscriptionClosed:
             self = .subscriptionClosed(try params.decode(as: SubscriptionClosedEvent.self))
+        case ControlEvent.roomUpdated: self = .roomUpdated(try params.decode(as: RoomUpdatedEvent.self))
         default: self = .unknown(notification)
         }
     }

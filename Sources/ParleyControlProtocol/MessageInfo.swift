@@ -31,11 +31,14 @@ public struct MessageInfo: Codable, Sendable, Hashable {
     public var deliveredAt: Int?
     /// Position in this node's message log; the `after`/`before` of `messages.list`.
     public var cursor: Int
+    /// The room of a room message (then `to` is the room id and `toName` is `#name`); null
+    /// for a direct message.
+    public var room: MessageRoom?
 
     public init(
         id: String, from: String, fromName: String, to: String, toName: String,
         direction: MessageDirection, sequence: Int, createdAt: Int, body: String,
-        state: MessageState, deliveredAt: Int?, cursor: Int
+        state: MessageState, deliveredAt: Int?, cursor: Int, room: MessageRoom? = nil
     ) {
         self.id = id
         self.from = from
@@ -49,11 +52,12 @@ public struct MessageInfo: Codable, Sendable, Hashable {
         self.state = state
         self.deliveredAt = deliveredAt
         self.cursor = cursor
+        self.room = room
     }
 
     enum CodingKeys: String, CodingKey {
         case id, from, fromName, to, toName, direction, sequence, createdAt, body, state
-        case deliveredAt, cursor
+        case deliveredAt, cursor, room
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -70,5 +74,6 @@ public struct MessageInfo: Codable, Sendable, Hashable {
         try c.encode(state, forKey: .state)
         try c.encode(deliveredAt, forKey: .deliveredAt)  // null, not absent, when nil
         try c.encode(cursor, forKey: .cursor)
+        try c.encode(room, forKey: .room)  // null, not absent, when nil
     }
 }

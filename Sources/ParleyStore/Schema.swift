@@ -107,6 +107,7 @@ enum Schema {
                 ) STRICT, WITHOUT ROWID;
                 """)
         }
+        registerRoomsMigration(&migrator)
         return migrator
     }
 }

@@ -32,10 +32,12 @@ public struct StoredMessage: Sendable, Equatable, Codable {
     public var deliveredAt: Int64?
     /// Unix ms when this node stored the message (incoming only).
     public var receivedAt: Int64?
+    /// The room (id hex) a room message belongs to; nil for a direct message.
+    public var room: String?
 
     public init(rowID: Int64, id: String, direction: Direction, sender: String, recipient: String,
                 sequence: Int64, createdAt: Int64, body: String, state: MessageState,
-                deliveredAt: Int64? = nil, receivedAt: Int64? = nil) {
+                deliveredAt: Int64? = nil, receivedAt: Int64? = nil, room: String? = nil) {
         self.rowID = rowID
         self.id = id
         self.direction = direction
@@ -47,6 +49,7 @@ public struct StoredMessage: Sendable, Equatable, Codable {
         self.state = state
         self.deliveredAt = deliveredAt
         self.receivedAt = receivedAt
+        self.room = room
     }
 
     /// The other party: the recipient of an outgoing message, the sender of an incoming one.

@@ -34,6 +34,14 @@ enum ErrorHints {
             return "Use host:port, e.g. 192.168.1.20:7777 or [fe80::1%eth0]:7777."
         case .tooManyClients:
             return "Close other parley clients (e.g. running `parley follow`) and retry."
+        case .roomNotFound:
+            return "Run `parley rooms` to list your rooms, or `parley room create NAME PEER...` to start one."
+        case .roomAmbiguous:
+            var lines = ["Several rooms match; use an id prefix:"]
+            for candidate in remote.payload(as: RoomAmbiguousData.self)?.candidates ?? [] {
+                lines.append("  #\(Terminal.line(candidate.name))  \(Terminal.line(candidate.id))")
+            }
+            return lines.joined(separator: "\n")
         case .methodNotFound:
             return "This parleyd does not know the command; are parley and parleyd the same version?"
         case .parseError, .invalidRequest, .invalidParams, .internalError, .notPermitted,

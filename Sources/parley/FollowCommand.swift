@@ -74,6 +74,8 @@ struct FollowCommand: ParsableCommand {
         case .subscriptionClosed(let e):
             Console.err("parley: \(Terminal.line(e.message)). Run `parley follow` again; use `parley read` for what you missed.")
             throw ExitCode(CLIExitCode.daemonError)
+        case .roomUpdated(let e):
+            HumanFormat.roomUpdated(e.room, at: now).forEach(Console.out)
         case .unknown:
             break  // an event from a newer daemon: nothing to show in this version
         }

@@ -122,7 +122,7 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver {
         do {
             switch event {
             case .messageReceived(let m):
-                guard filterIdentity == nil || filterIdentity == m.sender else { notification = nil; break }
+                guard filterIdentity == nil || filterIdentity == m.sender || filterIdentity == m.room else { notification = nil; break }
                 notification = try JSONRPCNotification(event: MessageReceivedEvent(message: node.messageInfo(m)))
             case .messageDelivered(let m):
                 guard filterIdentity == nil || filterIdentity == m.recipient else { notification = nil; break }
@@ -142,6 +142,9 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver {
                     name: change.displayName, oldFingerprint: Node.fingerprint(ofHex: change.oldIdentity),
                     newFingerprint: Node.fingerprint(ofHex: change.newIdentity), address: change.address,
                     safetyNumber: node.safetyNumber(with: change.newIdentity)))
+            case .roomUpdated(let room):
+                guard filterIdentity == nil || filterIdentity == room.id else { notification = nil; break }
+                notification = try JSONRPCNotification(event: RoomUpdatedEvent(room: node.roomInfo(room)))
             }
         } catch {
             notification = nil

@@ -10,6 +10,8 @@ protocol PeerConnectionDelegate: AnyObject {
     func connection(_ connection: PeerConnection, received chats: [ChatRecord])
     func connection(_ connection: PeerConnection, acknowledged ids: [MessageID])
     func connection(_ connection: PeerConnection, receivedCard card: [UInt8])
+    /// Room operations and room chats of one read, in arrival order.
+    func connection(_ connection: PeerConnection, receivedRoomTraffic records: [RoomTraffic])
     func connectionBecameWritable(_ connection: PeerConnection)
     func connectionClosed(_ connection: PeerConnection, error: Error?)
 }
@@ -52,6 +54,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     private var flushScheduled = false
     private var pendingChats: [ChatRecord] = []
     private var pendingAcks: [MessageID] = []
+    private var pendingRoomTraffic: [RoomTraffic] = []
 
     // Liveness, read by the node's keepalive tick.
     private(set) var lastReceived = NIODeadline.now()
@@ -175,6 +178,8 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         case .close(let reason, _):
             remoteCloseReason = reason
             closeChannel()
+        case .roomOperation(let op): pendingRoomTraffic.append(.operation(op))
+        case .roomChat(let c): pendingRoomTraffic.append(.chat(c))
         case .unknown: break
         }
     }
@@ -185,6 +190,11 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
             let chats = pendingChats
             pendingChats.removeAll(keepingCapacity: true)
             delegate?.connection(self, received: chats)
+        }
+        if !pendingRoomTraffic.isEmpty {
+            let traffic = pendingRoomTraffic
+            pendingRoomTraffic.removeAll(keepingCapacity: true)
+            delegate?.connection(self, receivedRoomTraffic: traffic)
         }
         if !pendingAcks.isEmpty {
             let acks = pendingAcks

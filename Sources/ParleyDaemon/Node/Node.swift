@@ -44,6 +44,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var ownInstanceName: String?
     /// Called after this node re-issued its card (the daemon re-advertises).
     var onCardChanged: ((Card) -> Void)?
+    /// Rooms: decoded operations and resolved state, loaded lazily (Node+Rooms.swift).
+    var roomBook = RoomBook()
 
     var myIdentity: String { keys.identity.publicKey.hex }
     var fingerprint: Fingerprint { Fingerprint(keys.identity.publicKey) }
@@ -96,7 +98,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     func addObserver(_ o: NodeObserver) { observers[ObjectIdentifier(o)] = WeakObserver(o) }
     func removeObserver(_ o: NodeObserver) { observers[ObjectIdentifier(o)] = nil }
 
-    private func emit(_ e: NodeEvent) {
+    func emit(_ e: NodeEvent) {
         for (k, w) in observers {
             guard let o = w.value else { observers[k] = nil; continue }
             o.node(self, didEmit: e)
@@ -363,6 +365,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         } catch {
             log.error("could not record delivery; the messages will be sent again and de-duplicated", ["error": "\(error)"])
         }
+        roomTrafficAcknowledged(hex, by: peer)
         pump(conn)
     }
 
@@ -492,8 +495,12 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     // MARK: Outbox
 
     /// Sends queued messages to the peer of `conn`, up to the window.
-    private func pump(_ conn: PeerConnection) {
+    func pump(_ conn: PeerConnection) {
         guard conn.isActiveSession, conn.isWritable, let peer = conn.remoteIdentity else { return }
+        // Room membership first, room messages last (Node+Rooms.swift): an operation that
+        // makes us a member reaches the peer before our first message to the room.
+        pumpRoomOperations(conn, peer: peer)
+        defer { pumpRoomMessages(conn, peer: peer) }
         let room = options.sendWindow - conn.inFlight.count
         guard room > 0 else { return }
         let pending: [StoredMessage]
