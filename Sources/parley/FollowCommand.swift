@@ -17,7 +17,7 @@ struct FollowCommand: ParsableCommand {
 
     @OptionGroup var options: ConnectionOptions
 
-    @Argument(help: "Only events concerning this peer (display name or fingerprint prefix).")
+    @Argument(help: "Only events concerning this peer (display name or fingerprint prefix), or #ROOM.")
     var peer: String?
 
     func validate() throws { try validateForCommandLine(MessagesSubscribeParams(peer: peer)) }
