@@ -200,6 +200,11 @@ public struct RoomOperation: Hashable, Sendable {
         func u64(_ field: String) throws(RoomOperationError) -> UInt64 {
             try take(8, field).reduce(UInt64(0)) { ($0 << 8) | UInt64($1) }
         }
+        func key(_ field: String) throws(RoomOperationError) -> IdentityPublicKey {
+            let bytes = try take(IdentityPublicKey.length, field)
+            // Force-try safe: `take` returned exactly the key length, the only thing checked.
+            return try! IdentityPublicKey(bytes: bytes)
+        }
         let version = try take(1, "version")[0]
         guard version == currentVersion else { throw .unsupportedVersion(version) }
         let rawKind = try take(1, "kind")[0]
@@ -207,8 +212,7 @@ public struct RoomOperation: Hashable, Sendable {
         let roomID = RoomID(unchecked: try take(RoomID.length, "room id"))
         let sequence = try u64("sequence")
         let createdAt = try u64("created-at")
-        // Force-try safe: `take` returned exactly the key length, the only thing checked.
-        let actor = try! IdentityPublicKey(bytes: try take(IdentityPublicKey.length, "actor"))
+        let actor = try key("actor")
         let parentCount = Int(try take(1, "parent count")[0])
         guard parentCount <= RoomLimits.maxParents else {
             throw .invalidParents("\(parentCount) parents exceed \(RoomLimits.maxParents)")
@@ -231,11 +235,11 @@ public struct RoomOperation: Hashable, Sendable {
             }
             var members: [IdentityPublicKey] = []
             for _ in 0..<count {
-                members.append(try! IdentityPublicKey(bytes: try take(IdentityPublicKey.length, "member")))
+                members.append(try key("member"))
             }
             change = .create(name: name, members: members)
         case .add, .remove:
-            let target = try! IdentityPublicKey(bytes: try take(IdentityPublicKey.length, "target"))
+            let target = try key("target")
             change = kind == .add ? .add(target) : .remove(target)
         }
         try validate(change: change, actor: actor, parents: parents, sequence: sequence)
