@@ -203,3 +203,28 @@ def test_room_selectors_and_errors(cluster):
     # Leaving.
     left = alice.call("rooms.leave", {"room": "#alpha2"})["room"]
     assert left["member"] is False
+
+
+def test_room_message_from_a_removed_member_is_dropped_by_those_who_know(cluster):
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    alice.call("rooms.create", {"name": "desk", "members": ["bob", "carol"]})
+    for node in n.values():
+        wait_until(lambda: member_names(node, "desk") == ["alice", "bob", "carol"], what=f"{node.name} sees the room")
+    # Carol is down when alice removes her: bob learns of it, carol does not.
+    carol.stop()
+    alice.call("rooms.remove", {"room": "#desk", "peer": "carol"})
+    wait_until(lambda: member_names(bob, "desk") == ["alice", "bob"], what="bob applies the removal")
+    alice.stop()
+    bob.stop()
+    # Carol comes back alone, still believing she is a member, and writes to the room.
+    carol.start()
+    assert member_names(carol, "desk") == ["alice", "bob", "carol"]
+    carol.call("messages.send", {"to": "#desk", "body": "sneaky"})
+    # Bob returns: he tells carol of her removal and drops her message.
+    bob.start()
+    wait_until(lambda: room(carol, "desk")["member"] is False, timeout=20, what="carol learns of her removal")
+    wait_until(lambda: "room message from a non-member" in bob.log_path.read_text(errors="replace"),
+               timeout=20, what="bob logs the dropped message")
+    assert room_messages(bob, "desk") == []
+    wait_until(lambda: converged([bob, carol], "desk"), what="bob and carol agree")
