@@ -185,6 +185,23 @@ final class RoomResolverTests: XCTestCase {
         XCTAssertEqual(s.members, members(alice, carol))
     }
 
+    func testAFullRoomHistoryResolves() throws {
+        // As many operations as a room may hold: pasts span several 64-bit words.
+        let root = try create(by: alice, [bob])
+        var ops: [RoomOperation] = []
+        var last = root
+        for i in 1..<RoomLimits.maxOperationsPerRoom {
+            let who = i.isMultiple(of: 2) ? bob : alice   // both act, each seeing the other
+            last = i.isMultiple(of: 2) ? try remove(dave, by: who, after: last) : try add(dave, by: who, after: last)
+            ops.append(last)
+        }
+        let s = try resolve(root, ops.reversed())
+        XCTAssertEqual(s.applied.count, RoomLimits.maxOperationsPerRoom)
+        XCTAssertEqual(s.version, UInt64(RoomLimits.maxOperationsPerRoom))
+        XCTAssertEqual(s.isMember(dave.publicKey), (RoomLimits.maxOperationsPerRoom - 1) % 2 == 1)
+        XCTAssertEqual(s.heads, [last])
+    }
+
     // MARK: - Malformed graphs
 
     func testMissingParentWaitsUntilItArrives() throws {

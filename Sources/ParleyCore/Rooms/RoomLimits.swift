@@ -14,8 +14,10 @@ public enum RoomLimits {
     /// same moment, and 16 bounds the operation's size (512 bytes of hashes).
     public static let maxParents = 16
 
-    /// Operations stored per room. Resolution is quadratic in this number (each operation's
-    /// causal past is replayed), and 1,024 keeps it to about a million set operations;
-    /// a room that needs more membership changes is better re-created.
-    public static let maxOperationsPerRoom = 1_024
+    /// Operations stored per room. A node resolves the room again after every new
+    /// operation, and resolution is quadratic in the number of operations (each one's
+    /// causal past is replayed): 256 keeps one resolution near 65,000 set operations, and a
+    /// member flooding the limit costs the others about a second of work in all. An office
+    /// room sees a few dozen membership changes in its life; past 256, re-create it.
+    public static let maxOperationsPerRoom = 256
 }

@@ -122,12 +122,13 @@ public enum RoomResolver {
             past.append(ancestors)
         }
 
-        // Members after applying the graph operations selected by `include`, in graph order
-        // (which is (sequence, hash) order).
-        func fold(_ include: (Int) -> Bool) -> Set<IdentityPublicKey> {
+        // Members after applying the graph operations before position `end` selected by
+        // `include`, in graph order (which is (sequence, hash) order). An operation's past
+        // lies entirely before it, so `end` bounds each replay to its own position.
+        func fold(upTo end: Int, _ include: (Int) -> Bool) -> Set<IdentityPublicKey> {
             var members = Set<IdentityPublicKey>()
-            for (i, op) in graph.enumerated() where include(i) {
-                switch op.change {
+            for i in 0..<end where include(i) {
+                switch graph[i].change {
                 case .create(_, let m): members = Set(m)
                 case .add(let k): members.insert(k)
                 case .remove(let k): members.remove(k)
@@ -140,7 +141,7 @@ public enum RoomResolver {
         var authorized = [Bool](repeating: false, count: graph.count)
         for i in graph.indices {
             if graph[i].hash == root.hash { authorized[i] = true; continue }
-            authorized[i] = fold { past[i].contains($0) && authorized[$0] }.contains(graph[i].actor)
+            authorized[i] = fold(upTo: i) { past[i].contains($0) && authorized[$0] }.contains(graph[i].actor)
         }
         let removals: [(index: Int, target: IdentityPublicKey)] = graph.indices.compactMap { i in
             guard authorized[i], case .remove(let target) = graph[i].change else { return nil }
@@ -152,7 +153,7 @@ public enum RoomResolver {
         for i in graph.indices {
             let op = graph[i]
             if op.hash == root.hash { applied[i] = true; continue }
-            guard fold({ past[i].contains($0) && applied[$0] }).contains(op.actor) else {
+            guard fold(upTo: i, { past[i].contains($0) && applied[$0] }).contains(op.actor) else {
                 rejected[op.hash] = .notMember
                 continue
             }
@@ -164,7 +165,7 @@ public enum RoomResolver {
         }
 
         // 5.
-        let members = fold { applied[$0] }.sorted()
+        let members = fold(upTo: graph.count) { applied[$0] }.sorted()
         var followed = Set<RoomOperationHash>()
         for op in graph { followed.formUnion(op.parents) }
         let heads = graph.filter { !followed.contains($0.hash) }
