@@ -48,6 +48,8 @@ let package = Package(
             "ParleyDaemon",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        // A hostile peer for the adversarial system tests (not installed).
+        .executableTarget(name: "parley-adversary", dependencies: ["ParleyCore"]),
         .executableTarget(name: "parley", dependencies: [
             "ParleyControlProtocol",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -59,6 +61,8 @@ let package = Package(
         .testTarget(name: "ParleyCoreTests", dependencies: ["ParleyCore"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "ParleyStoreTests", dependencies: ["ParleyStore", "ParleyCore"]),
+        // Pure pieces of the CLI (chat view, export format).
+        .testTarget(name: "ParleyCLITests", dependencies: ["parley"]),
         .testTarget(name: "ParleyDaemonTests", dependencies: [
             "ParleyDaemon", "ParleyCore", "ParleyControlProtocol", "ParleyDiscovery",
             .product(name: "NIOCore", package: "swift-nio"),

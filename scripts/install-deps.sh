@@ -8,7 +8,7 @@ want=${1:-build}
 build_pkgs=(pkg-config libsodium-dev libavahi-compat-libdnssd-dev libsqlite3-dev)
 # The lab (scripts/lanlab) needs iproute2, util-linux (nsenter, unshare, setsid), mount, dbus,
 # avahi-daemon, and libnss-mdns (its postinst adds mdns4_minimal to /etc/nsswitch.conf).
-test_pkgs=(python3 python3-pytest avahi-daemon avahi-utils libnss-mdns dbus iproute2 util-linux mount tmux)
+test_pkgs=(python3 python3-pytest avahi-daemon avahi-utils libnss-mdns dbus iproute2 util-linux mount tmux faketime sqlite3)
 
 pkgs=("${build_pkgs[@]}")
 [ "$want" = test ] && pkgs+=("${test_pkgs[@]}")

@@ -4,9 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 swift build --build-tests
-swift test --skip-build 2>&1 | tee /tmp/parley-unit-tests.log
+swift test --skip-build --disable-swift-testing 2>&1 | tee /tmp/parley-unit-tests.log
 unit=${PIPESTATUS[0]}
 [ "$unit" -eq 0 ] || { echo "unit tests failed" >&2; exit "$unit"; }
-if compgen -G "Tests/system/test_*.py" >/dev/null; then
-  PARLEY_BIN_DIR="$(swift build --show-bin-path)" python3 -m pytest -q Tests/system
-fi
+# pytest: the first python3 that has it (a pyenv python, or Debian's python3-pytest).
+PY=""
+for p in python3 /usr/bin/python3; do
+  if "$p" -m pytest --version >/dev/null 2>&1; then PY=$p; break; fi
+done
+[ -n "$PY" ] || { echo "pytest not found: run scripts/install-deps.sh test" >&2; exit 1; }
+PARLEY_BIN_DIR="$(swift build --show-bin-path)" "$PY" -m pytest -q Tests/system

@@ -101,25 +101,55 @@ public final class ControlClient {
         }
     }
 
+    /// A notification that has already arrived, without waiting: nil when none is complete
+    /// yet. For clients that wait on `fileDescriptor` with poll(2) themselves (`parley chat`).
+    public func pollNotification() throws(ControlClientError) -> JSONRPCNotification? {
+        if !pendingNotifications.isEmpty { return pendingNotifications.removeFirst() }
+        while true {
+            while let message = try bufferedMessage() {
+                switch message {
+                case .notification(let notification): return notification
+                case .response(let response):
+                    if response.id == nil, let error = response.error { throw .remote(error) }
+                }
+            }
+            guard try socket.isReadable() else { return nil }
+            let chunk = try socket.receive(maxBytes: Self.receiveChunkBytes, deadline: nil)
+            guard !chunk.isEmpty else { throw .connectionClosed }
+            lines.append(chunk)
+        }
+    }
+
+    /// Whether notifications are already buffered (received while waiting for an answer):
+    /// poll(2) on `fileDescriptor` would not report them.
+    public var hasBufferedNotifications: Bool { !pendingNotifications.isEmpty || lines.hasCompleteLine }
+
+    /// The socket, to wait for readability with poll(2). Do not read from it directly.
+    public var fileDescriptor: Int32 { socket.descriptor }
+
     public func close() { socket.close() }
 
     private func nextMessage(deadline: SocketDeadline?) throws(ControlClientError) -> ControlServerMessage {
         while true {
-            let line: [UInt8]?
-            do {
-                line = try lines.popLine()
-            } catch {
-                throw .protocolViolation("a line longer than \(ControlLimits.maxLineBytes) bytes")
-            }
-            if let line {
-                switch ControlServerMessage.parse(line: line) {
-                case .success(let message): return message
-                case .failure(let error): throw .protocolViolation(error.message)
-                }
-            }
+            if let message = try bufferedMessage() { return message }
             let chunk = try socket.receive(maxBytes: Self.receiveChunkBytes, deadline: deadline)
             guard !chunk.isEmpty else { throw .connectionClosed }
             lines.append(chunk)
+        }
+    }
+
+    /// The next complete line already received, parsed; nil if none.
+    private func bufferedMessage() throws(ControlClientError) -> ControlServerMessage? {
+        let line: [UInt8]?
+        do {
+            line = try lines.popLine()
+        } catch {
+            throw .protocolViolation("a line longer than \(ControlLimits.maxLineBytes) bytes")
+        }
+        guard let line else { return nil }
+        switch ControlServerMessage.parse(line: line) {
+        case .success(let message): return message
+        case .failure(let error): throw .protocolViolation(error.message)
         }
     }
 }

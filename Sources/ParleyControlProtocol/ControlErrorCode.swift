@@ -38,8 +38,12 @@ public enum ControlErrorCode: Int, Sendable, CaseIterable, Codable {
     case tooManyClients = -32011
     /// A subscriber fell too far behind and was cut off.
     case subscriberTooSlow = -32012
+    /// `messages.subscribe` `since` names an event the daemon no longer keeps (the journal
+    /// is bounded); `data` is `EventsExpiredData`. Catch up with `messages.list`, then
+    /// subscribe without `since` or with `data.prunedThrough`.
+    case eventsExpired = -32020
     /// No known room matches the `#room` selector.
-    case roomNotFound = -32020
+    case roomNotFound = -32021
     /// The room selector matches several rooms; `data` is `RoomAmbiguousData`.
-    case roomAmbiguous = -32021
+    case roomAmbiguous = -32022
 }

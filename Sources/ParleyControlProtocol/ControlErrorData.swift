@@ -25,6 +25,19 @@ public struct SendTimeoutData: Codable, Sendable, Hashable {
     public init(id: String) { self.id = id }
 }
 
+/// `data` of `eventsExpired`: what the event journal still holds.
+public struct EventsExpiredData: Codable, Sendable, Hashable {
+    /// Every event with an id up to this one is gone; later ones are all kept.
+    public var prunedThrough: Int
+    /// The newest event id (0 if there never was one).
+    public var lastEventId: Int
+
+    public init(prunedThrough: Int, lastEventId: Int) {
+        self.prunedThrough = prunedThrough
+        self.lastEventId = lastEventId
+    }
+}
+
 /// `data` of `bodyTooLarge`.
 public struct BodyTooLargeData: Codable, Sendable, Hashable {
     /// UTF-8 bytes of the rejected body.

@@ -4,6 +4,7 @@
 public enum ControlEvent {
     public static let messageReceived = "message.received"
     public static let messageDelivered = "message.delivered"
+    public static let messageRead = "message.read"
     public static let peerOnline = "peer.online"
     public static let peerOffline = "peer.offline"
     public static let peerKeyChanged = "peer.key_changed"
@@ -11,7 +12,12 @@ public enum ControlEvent {
     /// The last notification before the daemon ends a subscription (and the connection).
     public static let subscriptionClosed = "subscription.closed"
 
+    /// The params member carrying an event's journal id (every notification but
+    /// `subscription.closed`); the `since` of `messages.subscribe`.
+    public static let eventIDKey = "eventId"
+
     public static let all: [String] = [
+        messageReceived, messageDelivered, messageRead, peerOnline, peerOffline, peerKeyChanged, subscriptionClosed,
         messageReceived, messageDelivered, peerOnline, peerOffline, peerKeyChanged, subscriptionClosed,
         roomUpdated,
     ]
@@ -44,6 +50,23 @@ public struct MessageDeliveredEvent: ControlEventParams {
         self.id = id
         self.to = to
         self.deliveredAt = deliveredAt
+    }
+}
+
+/// The recipient read one of our messages (its read receipt arrived).
+public struct MessageReadEvent: ControlEventParams {
+    public static let method = ControlEvent.messageRead
+    /// The message's id (`MessageInfo.id`).
+    public var id: String
+    /// Recipient's fingerprint.
+    public var to: String
+    /// Unix time in milliseconds (this node's clock, when the receipt arrived).
+    public var readAt: Int
+
+    public init(id: String, to: String, readAt: Int) {
+        self.id = id
+        self.to = to
+        self.readAt = readAt
     }
 }
 
@@ -120,6 +143,7 @@ public struct SubscriptionClosedEvent: ControlEventParams {
 public enum ControlEventPayload: Sendable, Hashable {
     case messageReceived(MessageReceivedEvent)
     case messageDelivered(MessageDeliveredEvent)
+    case messageRead(MessageReadEvent)
     case peerOnline(PeerOnlineEvent)
     case peerOffline(PeerOfflineEvent)
     case peerKeyChanged(PeerKeyChangedEvent)
@@ -134,6 +158,7 @@ public enum ControlEventPayload: Sendable, Hashable {
         switch notification.method {
         case ControlEvent.messageReceived: self = .messageReceived(try params.decode(as: MessageReceivedEvent.self))
         case ControlEvent.messageDelivered: self = .messageDelivered(try params.decode(as: MessageDeliveredEvent.self))
+        case ControlEvent.messageRead: self = .messageRead(try params.decode(as: MessageReadEvent.self))
         case ControlEvent.peerOnline: self = .peerOnline(try params.decode(as: PeerOnlineEvent.self))
         case ControlEvent.peerOffline: self = .peerOffline(try params.decode(as: PeerOfflineEvent.self))
         case ControlEvent.peerKeyChanged: self = .peerKeyChanged(try params.decode(as: PeerKeyChangedEvent.self))

@@ -10,6 +10,7 @@ public enum ControlMethod {
     public static let trustVerify = "trust.verify"
     public static let trustAcceptChange = "trust.accept_change"
     public static let nodeRotateKey = "node.rotate_key"
+    public static let messagesMarkRead = "messages.mark_read"
     public static let roomsList = "rooms.list"
     public static let roomsCreate = "rooms.create"
     public static let roomsAdd = "rooms.add"
@@ -19,6 +20,7 @@ public enum ControlMethod {
     /// Every method, for dispatch tables and tests.
     public static let all: [String] = [
         nodeStatus, nodeWhoami, peersList, peersConnect, messagesSend, messagesList,
+        messagesSubscribe, trustVerify, trustAcceptChange, nodeRotateKey, messagesMarkRead,
         messagesSubscribe, trustVerify, trustAcceptChange, nodeRotateKey,
         roomsList, roomsCreate, roomsAdd, roomsRemove, roomsLeave,
     ]

@@ -98,6 +98,14 @@ extension JSONRPCError {
             payload: BodyTooLargeData(bytes: bytes, maxBytes: maxBytes))
     }
 
+    public static func eventsExpired(since: Int, prunedThrough: Int, lastEventId: Int) -> JSONRPCError {
+        JSONRPCError(
+            .eventsExpired,
+            "events after \(since) are no longer kept (the journal keeps those after \(prunedThrough)); "
+                + "catch up with messages.list, then subscribe again",
+            payload: EventsExpiredData(prunedThrough: prunedThrough, lastEventId: lastEventId))
+    }
+
     public static func sendTimeout(id: String, timeoutMs: Int) -> JSONRPCError {
         JSONRPCError(
             .timeout, "not delivered within \(timeoutMs) ms; the message stays queued",

@@ -9,6 +9,12 @@ public struct JSONRPCNotification: Sendable, Hashable {
         self.params = params
     }
 
+    /// The event's journal id (`params.eventId`), nil if absent (`subscription.closed`).
+    public var eventID: Int? {
+        if case .int(let id)? = params?[ControlEvent.eventIDKey] { return id }
+        return nil
+    }
+
     /// A notification carrying a typed event.
     public init<E: ControlEventParams>(event: E) throws {
         guard case .object(let members) = try JSONValue(encoding: event) else {

@@ -20,6 +20,9 @@ public struct LineBuffer: Sendable {
     /// starts its idle timer when this becomes non-zero.
     public var partialLineByteCount: Int { partial.count }
 
+    /// True when `popLine` would return a line (or throw) without more input.
+    public var hasCompleteLine: Bool { head < complete.count || overflowed }
+
     /// True once a line exceeded the limit.
     public var isOverflowed: Bool { overflowed }
 

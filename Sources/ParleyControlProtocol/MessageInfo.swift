@@ -31,6 +31,9 @@ public struct MessageInfo: Codable, Sendable, Hashable {
     public var deliveredAt: Int?
     /// Position in this node's message log; the `after`/`before` of `messages.list`.
     public var cursor: Int
+    /// Unix time in milliseconds the message was read: incoming, by this node's user
+    /// (`messages.mark_read`); outgoing, by the recipient (its read receipt). Nil if unread.
+    public var readAt: Int?
     /// The room of a room message (then `to` is the room id and `toName` is `#name`); null
     /// for a direct message.
     public var room: MessageRoom?
@@ -38,7 +41,7 @@ public struct MessageInfo: Codable, Sendable, Hashable {
     public init(
         id: String, from: String, fromName: String, to: String, toName: String,
         direction: MessageDirection, sequence: Int, createdAt: Int, body: String,
-        state: MessageState, deliveredAt: Int?, cursor: Int, room: MessageRoom? = nil
+        state: MessageState, deliveredAt: Int?, cursor: Int, readAt: Int? = nil, room: MessageRoom? = nil
     ) {
         self.id = id
         self.from = from
@@ -52,12 +55,13 @@ public struct MessageInfo: Codable, Sendable, Hashable {
         self.state = state
         self.deliveredAt = deliveredAt
         self.cursor = cursor
+        self.readAt = readAt
         self.room = room
     }
 
     enum CodingKeys: String, CodingKey {
         case id, from, fromName, to, toName, direction, sequence, createdAt, body, state
-        case deliveredAt, cursor, room
+        case deliveredAt, cursor, readAt, room
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -74,6 +78,7 @@ public struct MessageInfo: Codable, Sendable, Hashable {
         try c.encode(state, forKey: .state)
         try c.encode(deliveredAt, forKey: .deliveredAt)  // null, not absent, when nil
         try c.encode(cursor, forKey: .cursor)
+        try c.encode(readAt, forKey: .readAt)  // null, not absent, when nil
         try c.encode(room, forKey: .room)  // null, not absent, when nil
     }
 }

@@ -98,20 +98,67 @@ public struct MessagesListResult: Codable, Sendable, Hashable {
 public struct MessagesSubscribeParams: ControlCallParams {
     public typealias ResultType = MessagesSubscribeResult
     public static let method = ControlMethod.messagesSubscribe
-    public static let fieldNames = ["peer"]
+    public static let fieldNames = ["peer", "since"]
 
     /// Only events concerning this peer.
     public var peer: String?
+    /// Resume: first replay every stored event with an `eventId` greater than this (the
+    /// last one the client saw), in order, then continue live.
+    public var since: Int?
 
-    public init(peer: String? = nil) { self.peer = peer }
+    public init(peer: String? = nil, since: Int? = nil) {
+        self.peer = peer
+        self.since = since
+    }
 
     public func validate() throws(JSONRPCError) {
         if let peer { try ParamCheck.peerSelector(peer, field: "peer") }
+        try ParamCheck.nonNegative(since, field: "since")
     }
 }
 
 public struct MessagesSubscribeResult: Codable, Sendable, Hashable {
     public var subscribed: Bool
+    /// The newest event id when the subscription started (0: none yet). Live events have
+    /// larger ids; with `since`, the replayed ones are those up to this id.
+    public var lastEventId: Int?
 
-    public init(subscribed: Bool) { self.subscribed = subscribed }
+    public init(subscribed: Bool, lastEventId: Int? = nil) {
+        self.subscribed = subscribed
+        self.lastEventId = lastEventId
+    }
+}
+
+/// Marks incoming messages from a peer as read (and, unless read receipts are off, tells
+/// the sender).
+public struct MessagesMarkReadParams: ControlCallParams {
+    public typealias ResultType = MessagesMarkReadResult
+    public static let method = ControlMethod.messagesMarkRead
+    public static let fieldNames = ["peer", "upTo"]
+
+    public var peer: String
+    /// Only messages with `cursor <= upTo`; absent: every message from the peer.
+    public var upTo: Int?
+
+    public init(peer: String, upTo: Int? = nil) {
+        self.peer = peer
+        self.upTo = upTo
+    }
+
+    public func validate() throws(JSONRPCError) {
+        try ParamCheck.peerSelector(peer, field: "peer")
+        try ParamCheck.nonNegative(upTo, field: "upTo")
+    }
+}
+
+public struct MessagesMarkReadResult: Codable, Sendable, Hashable {
+    /// Messages that were unread and are now read.
+    public var marked: Int
+    /// Messages from the peer still unread (newer than `upTo`).
+    public var unread: Int
+
+    public init(marked: Int, unread: Int) {
+        self.marked = marked
+        self.unread = unread
+    }
 }

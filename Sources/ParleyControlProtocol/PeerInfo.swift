@@ -45,11 +45,13 @@ public struct PeerInfo: Codable, Sendable, Hashable {
     /// Outgoing messages waiting for this peer.
     public var queued: Int
     public var keyChange: KeyChangeInfo?
+    /// Incoming messages from this peer not yet marked read (`messages.mark_read`).
+    public var unread: Int
 
     public init(
         name: String, host: String, fingerprint: String, identityKey: String, online: Bool,
         addresses: [String], trust: PeerTrust, safetyNumber: String, lastSeen: Int?,
-        queued: Int, keyChange: KeyChangeInfo?
+        queued: Int, keyChange: KeyChangeInfo?, unread: Int = 0
     ) {
         self.name = name
         self.host = host
@@ -62,11 +64,12 @@ public struct PeerInfo: Codable, Sendable, Hashable {
         self.lastSeen = lastSeen
         self.queued = queued
         self.keyChange = keyChange
+        self.unread = unread
     }
 
     enum CodingKeys: String, CodingKey {
         case name, host, fingerprint, identityKey, online, addresses, trust, safetyNumber
-        case lastSeen, queued, keyChange
+        case lastSeen, queued, keyChange, unread
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -82,5 +85,6 @@ public struct PeerInfo: Codable, Sendable, Hashable {
         try c.encode(lastSeen, forKey: .lastSeen)  // null, not absent, when nil
         try c.encode(queued, forKey: .queued)
         try c.encode(keyChange, forKey: .keyChange)
+        try c.encode(unread, forKey: .unread)
     }
 }

@@ -30,9 +30,11 @@ public struct RoomInfo: Codable, Sendable, Hashable {
     public var version: Int
     /// Outgoing messages to the room that some member has not acknowledged yet.
     public var queued: Int
+    /// Incoming messages in the room not marked read (`messages.mark_read` with `#room`).
+    public var unread: Int
 
     public init(id: String, name: String, members: [RoomMemberInfo], member: Bool, creator: String,
-                creatorName: String, createdAt: Int, version: Int, queued: Int) {
+                creatorName: String, createdAt: Int, version: Int, queued: Int, unread: Int = 0) {
         self.id = id
         self.name = name
         self.members = members
@@ -42,6 +44,7 @@ public struct RoomInfo: Codable, Sendable, Hashable {
         self.createdAt = createdAt
         self.version = version
         self.queued = queued
+        self.unread = unread
     }
 }
 

@@ -95,6 +95,21 @@ final class UnixSocketConnection {
         }
     }
 
+    /// The descriptor, for callers that multiplex with poll(2); -1 once closed.
+    var descriptor: Int32 { fd }
+
+    /// Whether a receive would return at once (data, end of stream or an error).
+    func isReadable() throws(ControlClientError) -> Bool {
+        guard fd >= 0 else { throw .connectionClosed }
+        while true {
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, 0)
+            if ready >= 0 { return ready > 0 }
+            let code = errno
+            if code != EINTR { throw .io(operation: "poll", reason: Self.errorText(code)) }
+        }
+    }
+
     func close() {
         guard fd >= 0 else { return }
         _ = systemClose(fd)

@@ -35,7 +35,10 @@ public final class Daemon: @unchecked Sendable {
     }
 
     private var config: DaemonConfiguration
-    private let configFilePath: String?
+    /// Re-reads the configuration file and merges it with the defaults and the
+    /// command-line flags, exactly as at start (SIGHUP). Nil when there is no file.
+    public typealias Reloader = @Sendable () throws -> DaemonConfiguration
+    private let reloader: Reloader?
     private let environment: [String: String]
     let log: Logger
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -51,10 +54,12 @@ public final class Daemon: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private var shuttingDown = false
     private var discovery: DiscoveryService?
+    /// Runs notify_command for incoming messages.
+    private var notifyHook: NotifyHook?
 
-    public init(configuration: DaemonConfiguration, configFilePath: String?, environment: [String: String], log: Logger) {
+    public init(configuration: DaemonConfiguration, reloader: Reloader?, environment: [String: String], log: Logger) {
         self.config = configuration
-        self.configFilePath = configFilePath
+        self.reloader = reloader
         self.environment = environment
         self.log = log
         self.notifier = SystemdNotifier(environment: environment)
@@ -123,20 +128,26 @@ public final class Daemon: @unchecked Sendable {
             listeners.append(channel)
             if let a = channel.localAddress { bound.append(PeerConnection.describe(a)) }
         }
-        // Control socket.
+        let peers = config.peers
+        let mdns = config.mdnsEnabled
+        let boundAddresses = bound
+        let hook = NotifyHook(loop: loop, log: log, environment: environment,
+                              command: config.notifyCommand, includeBody: config.notifyIncludeBody)
+        notifyHook = hook
+        let readReceipts = config.readReceipts
+        try loop.submit {
+            self.info.listenAddresses = boundAddresses
+            self.info.mdns = mdns ? .unavailable : .off
+            node.sendsReadReceipts = readReceipts
+            node.addObserver(hook)
+            node.start()
+            for p in peers { node.addStaticPeer(p) }
+        }.wait()
+        // Control socket: last, so a client never sees a half-started daemon.
         let path = Self.socketPath(for: config, environment: environment)
         let control = ControlServer(node: node, info: info, path: path)
         do { try control.start() } catch { throw StartError.control("\(path): \(error)") }
         self.control = control
-        let peers = config.peers
-        let mdns = config.mdnsEnabled
-        let boundAddresses = bound
-        try loop.submit {
-            self.info.listenAddresses = boundAddresses
-            self.info.mdns = mdns ? .unavailable : .off
-            node.start()
-            for p in peers { node.addStaticPeer(p) }
-        }.wait()
         log.info("listening", ["tcp": bound.joined(separator: ","), "control": path])
         try loop.submit {
             node.onCardChanged = { [weak self] card in self?.discovery?.update(card: card) }
@@ -253,7 +264,11 @@ public final class Daemon: @unchecked Sendable {
         listeners.removeAll()
         discovery?.stop()
         if let node {
-            try? loop.submit { node.stop() }.wait()
+            let hook = notifyHook
+            try? loop.submit {
+                node.stop()
+                hook?.stop()
+            }.wait()
         }
         if let control { try? control.stop().wait() }
         // Give goodbyes a moment to leave; never block shutdown on a stuck peer.
@@ -266,16 +281,12 @@ public final class Daemon: @unchecked Sendable {
     private func reload() {
         _ = notifier?.reloading()
         defer { _ = notifier?.ready(status: statusLine()) }
-        guard let path = configFilePath else {
+        guard let reloader else {
             log.warning("reload: no configuration file to re-read")
             return
         }
         do {
-            let file = try ConfigFile.loadIfPresent(path: path)
-            var defaults = config
-            if let file { try file.apply(to: &defaults) }
-            try defaults.validate()
-            let next = defaults
+            let next = try reloader()
             let diff = next.reloadableDifferences(from: config)
             if !diff.needsRestart.isEmpty {
                 log.warning("reload: these options need a restart to change", ["options": diff.needsRestart.joined(separator: ",")])
@@ -290,9 +301,12 @@ public final class Daemon: @unchecked Sendable {
             log.setLevel(config.logLevel)
             let cfg = config
             guard let node else { return }
+            let hook = notifyHook
             try loop.submit {
-                if cfg.peers != old.peers { node.setStaticPeers(cfg.peers) }
+                node.sendsReadReceipts = cfg.readReceipts
+                hook?.update(command: cfg.notifyCommand, includeBody: cfg.notifyIncludeBody)
                 if cfg.name != old.name { try node.reissueCard(displayName: cfg.name, hostName: cfg.hostName) }
+                if cfg.peers != old.peers { node.setStaticPeers(cfg.peers) }
             }.wait()
             log.info("reloaded", ["changed": diff.reloadable.joined(separator: ",")])
         } catch {

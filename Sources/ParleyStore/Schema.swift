@@ -16,6 +16,15 @@ enum Schema {
         static let queued = "messages_queued"
         static let delivered = "messages_delivered"
         static let received = "messages_received"
+        /// Id of the last event appended to the journal; 0 means none yet.
+        static let lastEventID = "last_event_id"
+        /// Every event with an id up to this one has been pruned (0: none).
+        static let eventsPrunedThrough = "events_pruned_through"
+    }
+
+    /// Index names that queries refer to.
+    enum Index {
+        static let messageIDSender = "message_id_sender"
     }
 
     static var migrator: DatabaseMigrator {
@@ -52,11 +61,12 @@ enum Schema {
                     delivered_at INTEGER,
                     received_at  INTEGER,
                     CHECK ((direction = 'outgoing') = (state IN ('queued', 'delivered'))),
-                    CHECK (peer = CASE direction WHEN 'outgoing' THEN recipient ELSE sender END),
-                    -- (id, sender) rather than (sender, id): the same index also finds a
-                    -- message by id alone (acks, message(id:)).
-                    UNIQUE (id, sender)
+                    CHECK (peer = CASE direction WHEN 'outgoing' THEN recipient ELSE sender END)
                 ) STRICT;
+                -- A message is its sender's id. (id, sender) rather than (sender, id): the
+                -- same index also finds a message by id alone (acks, message(id:)). Named so
+                -- queries can insist on it with INDEXED BY.
+                CREATE UNIQUE INDEX \(Index.messageIDSender) ON message (id, sender);
                 -- The outbox: only undelivered messages, so it stays small however long the
                 -- history grows. Serves pendingOutgoing, pendingRecipients and retarget.
                 CREATE INDEX message_queued ON message (recipient, sequence) WHERE state = 'queued';
@@ -105,6 +115,38 @@ enum Schema {
                     key   TEXT PRIMARY KEY NOT NULL,
                     value TEXT NOT NULL
                 ) STRICT, WITHOUT ROWID;
+                """)
+        }
+        migrator.registerMigration("read-state-and-event-journal") { db in
+            try db.execute(sql: """
+                -- read_at: incoming, when this node's user read it; outgoing, when the
+                -- peer's read receipt arrived. receipt_pending: an incoming message read
+                -- here whose read receipt has not been handed to a session yet.
+                ALTER TABLE message ADD COLUMN read_at INTEGER;
+                ALTER TABLE message ADD COLUMN receipt_pending INTEGER NOT NULL DEFAULT 0
+                    CHECK (receipt_pending IN (0, 1));
+                -- Unread counts per conversation: only unread incoming rows are indexed.
+                CREATE INDEX message_unread ON message (peer) WHERE direction = 'incoming' AND read_at IS NULL;
+                CREATE INDEX message_receipt_pending ON message (peer) WHERE receipt_pending = 1;
+
+                -- What the control socket notified, so a client can resume after the id
+                -- of the last event it saw. id comes from the last_event_id counter (never
+                -- reused, even after pruning). Message events keep only the message's
+                -- row_id (rendered from the message table on replay, so bodies are not
+                -- stored twice); other events keep their params as JSON.
+                CREATE TABLE event (
+                    id          INTEGER PRIMARY KEY,
+                    at          INTEGER NOT NULL,
+                    method      TEXT NOT NULL,
+                    peer        TEXT,
+                    message_row INTEGER,
+                    params      BLOB,
+                    CHECK ((message_row IS NULL) <> (params IS NULL))
+                ) STRICT;
+                CREATE INDEX event_at ON event (at);
+                INSERT INTO counter (name, value) VALUES
+                    ('\(Counter.lastEventID)', 0),
+                    ('\(Counter.eventsPrunedThrough)', 0);
                 """)
         }
         registerRoomsMigration(&migrator)

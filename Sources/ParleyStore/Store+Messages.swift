@@ -6,7 +6,7 @@ import GRDB
 extension Store {
     /// Column list every message query selects, in the order `decodeMessage` reads.
     static let messageColumns =
-        "row_id, id, direction, sender, recipient, sequence, created_at, body, state, delivered_at, received_at, room"
+        "row_id, id, direction, sender, recipient, sequence, created_at, body, state, delivered_at, received_at, read_at, room"
 
     // MARK: - Own sequence numbers
 
@@ -70,9 +70,11 @@ extension Store {
         }
     }
 
-    /// Undelivered messages to `recipient`, oldest sequence first, at most `limit`
-    /// (clamped to `StoreLimits.maximumPageSize`).
-    public func pendingOutgoing(to recipient: String, limit: Int) throws(StoreError) -> [StoredMessage] {
+    /// Undelivered messages to `recipient` with a sequence above `afterSequence`, oldest
+    /// sequence first, at most `limit` (clamped to `StoreLimits.maximumPageSize`). The
+    /// outbox pump passes the last sequence it already sent on a session, so it never
+    /// re-reads what is in flight.
+    public func pendingOutgoing(to recipient: String, afterSequence: Int64 = 0, limit: Int) throws(StoreError) -> [StoredMessage] {
         try InputValidation.requireIdentity(recipient, "recipient")
         let limit = InputValidation.pageSize(limit)
         guard limit > 0 else { return [] }
@@ -80,9 +82,9 @@ extension Store {
             // `state = 'queued'` is a literal so SQLite can use the partial outbox index.
             let statement = try db.cachedStatement(sql: """
                 SELECT \(Self.messageColumns) FROM message
-                WHERE recipient = ? AND state = 'queued' ORDER BY sequence LIMIT ?
+                WHERE recipient = ? AND state = 'queued' AND sequence > ? ORDER BY sequence LIMIT ?
                 """)
-            return try Self.fetchMessages(statement, [recipient, limit])
+            return try Self.fetchMessages(statement, [recipient, afterSequence, limit])
         }
     }
 
@@ -110,14 +112,26 @@ extension Store {
         let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
         guard !ids.isEmpty else { return [] }
         return try write { db in
-            let update = try db.cachedStatement(sql: """
-                UPDATE message SET state = 'delivered', delivered_at = ?
+            // Find, then update by row_id: cheaper than UPDATE ... RETURNING, which makes
+            // SQLite build a temporary table for every single ack.
+            // INDEXED BY: without statistics SQLite would pick the outbox index on recipient
+            // and scan every queued message per ack, quadratic in a big batch.
+            let find = try db.cachedStatement(sql: """
+                SELECT \(Self.messageColumns) FROM message INDEXED BY \(Schema.Index.messageIDSender)
                 WHERE id = ? AND recipient = ? AND state = 'queued'
-                RETURNING \(Self.messageColumns)
+                """)
+            let update = try db.cachedStatement(sql: """
+                UPDATE message SET state = 'delivered', delivered_at = ? WHERE row_id = ?
                 """)
             var changed: [StoredMessage] = []
             for id in ids {
-                changed += try Self.fetchMessages(update, [at, id, recipient])
+                for var message in try Self.fetchMessages(find, [id, recipient]) {
+                    update.setUncheckedArguments([at, message.rowID])
+                    try update.execute()
+                    message.state = .delivered
+                    message.deliveredAt = at
+                    changed.append(message)
+                }
             }
             try Self.adjustCounter(db, Schema.Counter.queued, by: -changed.count)
             try Self.adjustCounter(db, Schema.Counter.delivered, by: changed.count)
@@ -304,6 +318,7 @@ extension Store {
             state: try row.enumeration(MessageState.self, 8, column: "message.state"),
             deliveredAt: try row.optionalInt64(9),
             receivedAt: try row.optionalInt64(10),
-            room: try row.optionalText(11))
+            readAt: try row.optionalInt64(11),
+            room: try row.optionalText(12))
     }
 }

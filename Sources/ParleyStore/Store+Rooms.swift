@@ -323,6 +323,33 @@ extension Store {
         }
     }
 
+    // MARK: - Read state
+
+    /// Unread incoming messages in a room.
+    public func roomUnreadCount(room: String) throws(StoreError) -> Int {
+        try Self.requireRoomID(room)
+        return try read { db in
+            try Int.fetchOne(db, sql: """
+                SELECT COUNT(*) FROM message WHERE room = ? AND direction = 'incoming' AND read_at IS NULL
+                """, arguments: [room]) ?? 0
+        }
+    }
+
+    /// Marks the room's unread incoming messages with `rowID <= upTo` (all if nil) read at
+    /// `at`; returns their ids in log order. Room messages owe no read receipts: telling
+    /// every author who read what is not worth a record per member and message.
+    public func markRoomRead(room: String, upTo: Int64?, at: Int64) throws(StoreError) -> [String] {
+        try Self.requireRoomID(room)
+        return try write { db in
+            let rows = try Row.fetchAll(db, sql: """
+                UPDATE message SET read_at = ?
+                WHERE room = ? AND direction = 'incoming' AND read_at IS NULL AND row_id <= ?
+                RETURNING row_id, id
+                """, arguments: [at, room, upTo ?? Int64.max])
+            return try rows.map { (rowID: try $0.int64(0), id: try $0.text(1)) }.sorted { $0.rowID < $1.rowID }.map(\.id)
+        }
+    }
+
     // MARK: - Helpers
 
     static func fetchOperations(_ statement: Statement, _ arguments: StatementArguments) throws -> [StoredRoomOperation] {

@@ -10,8 +10,8 @@ import Darwin
 /// key changes, counters and settings.
 ///
 /// The daemon calls it synchronously from one event-loop thread. Every method is one
-/// transaction on a serialised `DatabaseQueue`, so concurrent use is safe anyway; that is
-/// what makes `@unchecked Sendable` honest.
+/// transaction on a serialised `DatabaseQueue`; the only mutable state, whether the store
+/// was closed, is guarded by `lock`. That is what makes `@unchecked Sendable` honest.
 ///
 /// The connection holds SQLite's lock exclusively for its whole life (`locking_mode =
 /// EXCLUSIVE`): a second parleyd on the same state directory fails at open with
@@ -24,6 +24,10 @@ public final class Store: @unchecked Sendable {
     /// long enough for a previous parleyd that is exiting to let go, short enough that a
     /// second daemon started by mistake reports the problem promptly.
     static let openBusyTimeout: TimeInterval = 1
+    /// SQLite page cache per connection. Message ids are random, so the id index is probed
+    /// at random on every insert and ack; with SQLite's default 2 MiB, once the history
+    /// outgrows it nearly every probe becomes a read syscall.
+    static let pageCacheKiB = 16 * 1024
     /// New database files are readable by the owner only: they hold message history.
     static let fileMode: mode_t = 0o600
 
@@ -31,6 +35,11 @@ public final class Store: @unchecked Sendable {
     public let path: String
     public let durability: Durability
     let database: DatabaseQueue
+    /// Held for every database access and for `close()`: GRDB touches a closed connection's
+    /// freed handle (a crash), so use after close must be refused before reaching it.
+    private let lock = NSLock()
+    /// Guarded by `lock`.
+    private var isClosed = false
 
     /// Opens (creating if absent) `parley.sqlite` in `directory`, which must already exist.
     /// A file that is not a Parley database, is damaged, or is locked by another process is
@@ -60,6 +69,8 @@ public final class Store: @unchecked Sendable {
                 throw StoreError.io(path: path, reason: "could not enable WAL (journal mode is \(journalMode ?? "unknown"))")
             }
             try db.execute(sql: "PRAGMA synchronous = \(durability.synchronousPragma)")
+            // Negative cache_size means KiB.
+            try db.execute(sql: "PRAGMA cache_size = -\(Store.pageCacheKiB)")
         }
 
         do {
@@ -83,8 +94,13 @@ public final class Store: @unchecked Sendable {
 
     /// Closes the connection, checkpointing the WAL into the main file. Optional: dropping
     /// the store closes it too, and a crash loses nothing that was committed.
+    /// Later calls throw `.closed`; closing twice is harmless.
     public func close() throws(StoreError) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !isClosed else { return }
         do { try database.close() } catch { throw StoreError.translating(error, path: path) }
+        isClosed = true
     }
 
     /// SQLite's journal mode as the connection reports it ("wal" once open).
@@ -105,10 +121,16 @@ public final class Store: @unchecked Sendable {
 
     /// Runs `body` in one write transaction; any error rolls the whole of it back.
     func write<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !isClosed else { throw .closed(path: path) }
         do { return try database.write(body) } catch { throw StoreError.translating(error, path: path) }
     }
 
     func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !isClosed else { throw .closed(path: path) }
         do { return try database.read(body) } catch { throw StoreError.translating(error, path: path) }
     }
 

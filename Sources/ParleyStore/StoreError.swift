@@ -12,6 +12,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The operating system refused a read or write: permissions, missing directory, disk
     /// full, read-only filesystem, I/O error.
     case io(path: String, reason: String)
+    /// `close()` was called; the store answers nothing after that.
+    case closed(path: String)
     /// The database was written by a newer Parley whose schema this build does not know.
     case unsupportedSchema(path: String, reason: String)
     /// The caller passed something the store refuses to record (malformed hex, NUL in a
@@ -31,6 +33,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
             return "database \(path) is locked by another process (is another parleyd using this state directory?)"
         case let .io(path, reason):
             return "cannot access database \(path): \(reason)"
+        case let .closed(path):
+            return "database \(path) was already closed"
         case let .unsupportedSchema(path, reason):
             return "database \(path) has a schema this version does not support (\(reason)); upgrade parleyd"
         case let .invalidArgument(reason):

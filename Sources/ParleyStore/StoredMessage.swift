@@ -32,12 +32,15 @@ public struct StoredMessage: Sendable, Equatable, Codable {
     public var deliveredAt: Int64?
     /// Unix ms when this node stored the message (incoming only).
     public var receivedAt: Int64?
+    /// Unix ms when the message was read: incoming, by this node's user; outgoing, by the
+    /// recipient (its read receipt arrived). Nil while unread.
+    public var readAt: Int64?
     /// The room (id hex) a room message belongs to; nil for a direct message.
     public var room: String?
 
     public init(rowID: Int64, id: String, direction: Direction, sender: String, recipient: String,
                 sequence: Int64, createdAt: Int64, body: String, state: MessageState,
-                deliveredAt: Int64? = nil, receivedAt: Int64? = nil, room: String? = nil) {
+                deliveredAt: Int64? = nil, receivedAt: Int64? = nil, readAt: Int64? = nil, room: String? = nil) {
         self.rowID = rowID
         self.id = id
         self.direction = direction
@@ -49,6 +52,7 @@ public struct StoredMessage: Sendable, Equatable, Codable {
         self.state = state
         self.deliveredAt = deliveredAt
         self.receivedAt = receivedAt
+        self.readAt = readAt
         self.room = room
     }
 

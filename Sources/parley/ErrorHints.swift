@@ -34,6 +34,9 @@ enum ErrorHints {
             return "Use host:port, e.g. 192.168.1.20:7777 or [fe80::1%eth0]:7777."
         case .tooManyClients:
             return "Close other parley clients (e.g. running `parley follow`) and retry."
+        case .eventsExpired:
+            return "Events that old are no longer kept. Catch up with `parley read` (or `parley export`), "
+                + "then run `parley follow` without --since."
         case .roomNotFound:
             return "Run `parley rooms` to list your rooms, or `parley room create NAME PEER...` to start one."
         case .roomAmbiguous:

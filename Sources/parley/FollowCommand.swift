@@ -13,25 +13,33 @@ struct FollowCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "follow",
         abstract: "Print incoming messages, deliveries and peer changes as they happen (Ctrl-C to stop).",
-        discussion: "With --json, one object per line: the event's params plus \"event\": the notification method.")
+        discussion: """
+            With --json, one object per line: the event's params plus "event": the notification method. \
+            Every event carries an "eventId"; a script that restarts passes the last one it saw to --since \
+            and receives everything that happened meanwhile, then live events.
+            """)
 
     @OptionGroup var options: ConnectionOptions
 
     @Argument(help: "Only events concerning this peer (display name or fingerprint prefix), or #ROOM.")
     var peer: String?
 
-    func validate() throws { try validateForCommandLine(MessagesSubscribeParams(peer: peer)) }
+    @Option(name: .long, help: ArgumentHelp(
+        "First replay every event after this eventId (the last one seen), then follow live.", valueName: "id"))
+    var since: Int?
+
+    func validate() throws { try validateForCommandLine(MessagesSubscribeParams(peer: peer, since: since)) }
 
     func run() throws {
         // Ctrl-C is the normal way to stop following: exit 0 at once. Every line was
         // written unbuffered, so nothing is lost; _exit is async-signal-safe.
         signal(SIGINT) { _ in _exit(0) }
         try Session.run(options, peer: peer) { client in
-            _ = try client.call(MessagesSubscribeParams(peer: peer))
             var names: [String: String] = [:]
             if !options.json {
                 for known in try client.call(PeersListParams()).peers { names[known.fingerprint] = known.name }
             }
+            _ = try client.call(MessagesSubscribeParams(peer: peer, since: since))
             while true {
                 let notification = try client.readNotification()
                 if options.json {
@@ -60,6 +68,9 @@ struct FollowCommand: ParsableCommand {
         case .messageDelivered(let e):
             let who = names[e.to].map(Terminal.line) ?? Terminal.line(e.to)
             Console.out("[\(HumanFormat.time(e.deliveredAt))] ✓ delivered to \(who)")
+        case .messageRead(let e):
+            let who = names[e.to].map(Terminal.line) ?? Terminal.line(e.to)
+            Console.out("[\(HumanFormat.time(e.readAt))] ✓✓ read by \(who)")
         case .peerOnline(let e):
             names[e.peer.fingerprint] = e.peer.name
             Console.out("[\(now)] \(Terminal.line(e.peer.name)) is online")

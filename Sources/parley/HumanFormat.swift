@@ -33,7 +33,8 @@ enum HumanFormat {
             .joined(separator: "\n" + String(repeating: " ", count: indent))
     }
 
-    /// `[time] bob: hello`, or for outgoing `[time] you → bob: hello ✓` (… while queued).
+    /// `[time] bob: hello`, or for outgoing `[time] you → bob: hello ✓` (… while queued,
+    /// ✓✓ once read).
     static func message(_ m: MessageInfo) -> String {
         let stamp = "[\(time(m.createdAt))] "
         switch m.direction {
@@ -43,7 +44,7 @@ enum HumanFormat {
             return head + body(m.body, indent: head.count)
         case .outgoing:
             let head = stamp + "you → " + Terminal.line(m.toName) + ": "
-            let mark = m.state == .delivered ? " ✓" : " …"
+            let mark = m.readAt != nil ? " ✓✓" : m.state == .delivered ? " ✓" : " …"
             return head + body(m.body, indent: head.count) + mark
         }
     }

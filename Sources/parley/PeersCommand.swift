@@ -4,7 +4,7 @@ import ParleyControlProtocol
 /// `parley peers`: known peers as a table, with loud notices for changed keys.
 struct PeersCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "peers", abstract: "List known peers: fingerprint, online state, trust, queued messages.")
+        commandName: "peers", abstract: "List known peers: fingerprint, online state, trust, queued and unread messages.")
 
     /// Widest name shown in the table; longer names are cut with "…" (JSON has them whole).
     static let maxNameColumn = 24
@@ -20,7 +20,7 @@ struct PeersCommand: ParsableCommand {
                     + "otherwise run `parley connect HOST:PORT`.")
                 return
             }
-            var rows = [["NAME", "FINGERPRINT", "STATUS", "TRUST", "QUEUED"]]
+            var rows = [["NAME", "FINGERPRINT", "STATUS", "TRUST", "QUEUED", "UNREAD"]]
             for peer in list.peers {
                 rows.append([
                     HumanFormat.truncated(Terminal.line(peer.name), to: Self.maxNameColumn),
@@ -28,6 +28,7 @@ struct PeersCommand: ParsableCommand {
                     peer.online ? "online" : "offline",
                     peer.trust == .changed ? "KEY CHANGED" : peer.trust.rawValue,
                     String(peer.queued),
+                    String(peer.unread),
                 ])
             }
             HumanFormat.table(rows).forEach(Console.out)

@@ -23,6 +23,9 @@ struct ReadCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Only messages before this cursor (page backwards).", valueName: "cursor"))
     var before: Int?
 
+    @Flag(name: .customLong("keep-unread"), help: "Do not mark the messages shown as read (and send no read receipts).")
+    var keepUnread = false
+
     var params: MessagesListParams { MessagesListParams(peer: peer, after: after, before: before, limit: limit) }
 
     func validate() throws { try validateForCommandLine(params) }
@@ -31,6 +34,11 @@ struct ReadCommand: ParsableCommand {
         let params = self.params
         try Session.run(options, peer: peer) { client in
             let page = try client.call(params)
+            // Reading a conversation marks what was shown (and everything before it) read.
+            let lastIncoming = page.messages.last { $0.direction == .incoming && $0.readAt == nil }
+            if let peer, !keepUnread, let last = lastIncoming {
+                _ = try client.call(MessagesMarkReadParams(peer: peer, upTo: last.cursor))
+            }
             if options.json { return Console.json(page) }
             if page.messages.isEmpty { Console.out("No messages.") }
             page.messages.map(HumanFormat.message).forEach(Console.out)

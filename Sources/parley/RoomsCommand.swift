@@ -4,7 +4,7 @@ import ParleyControlProtocol
 /// `parley rooms`: the rooms this node knows, as a table.
 struct RoomsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "rooms", abstract: "List rooms: name, id, members, undelivered messages.")
+        commandName: "rooms", abstract: "List rooms: name, id, unread and undelivered messages, members.")
 
     /// Widest room name shown in the table; longer names are cut with "…" (JSON has them whole).
     static let maxNameColumn = 24
@@ -19,11 +19,12 @@ struct RoomsCommand: ParsableCommand {
                 Console.out("No rooms yet. Start one with `parley room create NAME PEER...`.")
                 return
             }
-            var rows = [["ROOM", "ID", "QUEUED", "MEMBERS"]]
+            var rows = [["ROOM", "ID", "UNREAD", "QUEUED", "MEMBERS"]]
             for room in list.rooms {
                 rows.append([
                     "#" + HumanFormat.truncated(Terminal.line(room.name), to: Self.maxNameColumn),
                     String(room.id.prefix(8)),
+                    String(room.unread),
                     String(room.queued),
                     room.member ? HumanFormat.roomMembers(room) : "(you left or were removed)",
                 ])

@@ -87,15 +87,19 @@ struct ParleydCommand: ParsableCommand {
 
         let home = env["HOME"]
         let configPath = config ?? ConfigFile.defaultPath(environment: env, homeDirectory: home)
-        let configuration: DaemonConfiguration
-        do {
+        let explicitConfig = config
+        let load: @Sendable () throws -> DaemonConfiguration = { [flags] in
             let file: ConfigFile?
-            if let config { file = try ConfigFile.load(path: config) }
+            if let explicitConfig { file = try ConfigFile.load(path: explicitConfig) }
             else if let configPath { file = try ConfigFile.loadIfPresent(path: configPath) }
             else { file = nil }
             let defaults = DaemonConfiguration.defaults(environment: env, hostName: DaemonConfiguration.currentHostName(),
                                                         homeDirectory: home)
-            configuration = try DaemonConfiguration.merged(defaults: defaults, file: file, flags: flags)
+            return try DaemonConfiguration.merged(defaults: defaults, file: file, flags: flags)
+        }
+        let configuration: DaemonConfiguration
+        do {
+            configuration = try load()
         } catch {
             FileHandle.standardError.write(Data("parleyd: \(error)\n".utf8))
             throw ExitCode(78) // EX_CONFIG
@@ -121,7 +125,8 @@ struct ParleydCommand: ParsableCommand {
         }
 
         let log = Logger.fromEnvironment(level: configuration.logLevel)
-        let daemon = Daemon(configuration: configuration, configFilePath: configPath, environment: env, log: log)
+        let daemon = Daemon(configuration: configuration, reloader: configPath == nil ? nil : load,
+                            environment: env, log: log)
         let code = daemon.run()
         if code != 0 { throw ExitCode(code) }
     }

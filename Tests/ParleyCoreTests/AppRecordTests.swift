@@ -43,6 +43,9 @@ final class AppRecordTests: XCTestCase {
             .ack([Self.id1]),
             .ack([Self.id1, Self.id2]),
             .ack((0..<WireLimits.maxAcksPerRecord).map { _ in MessageID.random() }),
+            .readReceipt([]),
+            .readReceipt([Self.id2, Self.id1]),
+            .readReceipt((0..<WireLimits.maxAcksPerRecord).map { _ in MessageID.random() }),
             .cardUpdate(try ExampleKeys.aliceCard().encoded()),
             .ping(0), .ping(UInt64.max), .pong(0x0102_0304_0506_0708),
             .close(.normal, ""), .close(.duplicate, "another session was kept"),
@@ -60,6 +63,7 @@ final class AppRecordTests: XCTestCase {
         XCTAssertEqual(AppRecord.close(.duplicate, "dup").encoded(), [0x06, 0, 0, 0, 4, 0x01] + Array("dup".utf8))
         XCTAssertEqual(AppRecord.cardUpdate([9, 9]).encoded(), [0x03, 0, 0, 0, 2, 9, 9])
         XCTAssertEqual(AppRecord.ack([]).encoded(), [0x02, 0, 0, 0, 2, 0, 0])
+        XCTAssertEqual(AppRecord.readReceipt([Self.id1]).encoded(), [0x08, 0, 0, 0, 18, 0, 1] + Self.id1.bytes)
         XCTAssertEqual(AppRecord.chat(ChatRecord(id: Self.id1, sequence: 2, createdAt: 3, body: "a")).encoded(),
                        [0x01, 0, 0, 0, 33] + Self.id1.bytes + be64(2) + be64(3) + [0x61])
         XCTAssertEqual([CloseReason.normal, .duplicate, .protocolError, .keyChangePending, .notTrusted, .unknown].map(\.rawValue),
@@ -100,6 +104,16 @@ final class AppRecordTests: XCTestCase {
         assertMalformed(0x02, [0, 1] + Self.id1.bytes.dropLast())
         assertMalformed(0x02, [0])
         assertMalformed(0x02, [])
+    }
+
+    func testReadReceiptIsCheckedLikeAnAck() {
+        let n = WireLimits.maxAcksPerRecord + 1
+        assertMalformed(0x08, [UInt8(n >> 8), UInt8(n & 0xff)] + [UInt8](repeating: 7, count: n * MessageID.length))
+        assertMalformed(0x08, [0xff, 0xff])
+        assertMalformed(0x08, [0, 1] + Self.id1.bytes + [0])
+        assertMalformed(0x08, [0, 2] + Self.id1.bytes)
+        assertMalformed(0x08, [0])
+        assertMalformed(0x08, [])
     }
 
     func testOversizeBodyIsRefused() throws {
@@ -175,6 +189,15 @@ final class AppRecordTests: XCTestCase {
     func testDocumentedAckRecordMatchesCode() throws {
         let record = AppRecord.ack([Self.id1, Self.id2])
         let hex = try ProtocolDoc.hexExample("ack-record")
+        XCTAssertEqual(Sodium.hex(record.encoded()), hex)
+        var decoder = RecordStreamDecoder()
+        decoder.append(try XCTUnwrap(Sodium.fromHex(hex)))
+        XCTAssertEqual(try decoder.next(), record)
+    }
+
+    func testDocumentedReadReceiptRecordMatchesCode() throws {
+        let record = AppRecord.readReceipt([Self.id1])
+        let hex = try ProtocolDoc.hexExample("read-receipt-record")
         XCTAssertEqual(Sodium.hex(record.encoded()), hex)
         var decoder = RecordStreamDecoder()
         decoder.append(try XCTUnwrap(Sodium.fromHex(hex)))

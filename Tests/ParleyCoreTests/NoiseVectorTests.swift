@@ -63,6 +63,15 @@ final class NoiseVectorTests: XCTestCase {
         XCTAssertEqual(try run(vectors), 2)
     }
 
+    /// XXpsk0 (Parley's network-key pattern), from the same independent implementation.
+    func testXXpsk0CrossImplementationVectors() throws {
+        let vectors = try loadVectors("noise-xxpsk0")
+        guard vectors.count >= 2 else {
+            return XCTFail("noise-xxpsk0.json must hold 2 vectors, found \(vectors.count)")
+        }
+        XCTAssertEqual(try run(vectors), 2)
+    }
+
     /// Runs every vector through the hash it names; returns how many ran.
     private func run(_ vectors: [NoiseVector]) throws -> Int {
         var ran = 0
@@ -88,8 +97,12 @@ final class NoiseVectorTests: XCTestCase {
 
     private func psk(_ list: [String]?) throws -> SecretBytes? {
         guard let list, !list.isEmpty else { return nil }
-        XCTAssertEqual(list.count, 1, "XXpsk3 takes exactly one psk")
+        XCTAssertEqual(list.count, 1, "XXpsk0/XXpsk3 take exactly one psk")
         return try secret(list[0])
+    }
+
+    private func placement(_ protocolName: String) -> NoisePresharedKeyPlacement {
+        protocolName.contains("psk0") ? .zero : .three
     }
 
     private func run<H: NoiseHash>(_ v: NoiseVector, _: H.Type) throws {
@@ -99,11 +112,11 @@ final class NoiseVectorTests: XCTestCase {
         var initiator = HandshakeState<H>(
             role: .initiator, prologue: try bytes(v.initPrologue), staticKey: initiatorStatic,
             ephemeralKey: try NoiseEphemeralKeyPair(privateKey: secret(v.initEphemeral)),
-            presharedKey: try psk(v.initPsks))
+            presharedKey: try psk(v.initPsks), presharedKeyPlacement: placement(name))
         var responder = HandshakeState<H>(
             role: .responder, prologue: try bytes(v.respPrologue), staticKey: responderStatic,
             ephemeralKey: try NoiseEphemeralKeyPair(privateKey: secret(v.respEphemeral)),
-            presharedKey: try psk(v.respPsks))
+            presharedKey: try psk(v.respPsks), presharedKeyPlacement: placement(name))
         XCTAssertEqual(initiator.protocolName, name)
         XCTAssertEqual(responder.protocolName, name)
         XCTAssertGreaterThan(v.messages.count, handshakeMessageCount, "\(name): vector has no transport messages")

@@ -375,7 +375,7 @@ final class SessionHandshakeTests: XCTestCase {
         assertFails(.unexpectedMessage) { _ = try r2.receive(n3) }
     }
 
-    // MARK: - XXpsk3 (optional network key)
+    // MARK: - XXpsk0 (optional network key)
 
     func testSamePresharedKeyWorks() throws {
         let alice = try Node.make(name: "Alice"), bob = try Node.make(name: "Bob")
@@ -389,7 +389,7 @@ final class SessionHandshakeTests: XCTestCase {
     }
 
     func testPresharedKeyChangesTheSession() throws {
-        // In XXpsk3 the `e` token already keys the cipher, so message 1's empty payload
+        // In XXpsk0 the psk token keys the cipher before `e`, so message 1's empty payload
         // carries a 16-byte tag: 48 bytes instead of 32 (docs/PROTOCOL.md says so).
         let alice = try Node.make(name: "Alice"), bob = try Node.make(name: "Bob")
         var i = alice.handshake(.initiator, psk: Self.psk(7)), r = bob.handshake(.responder, psk: Self.psk(7))
@@ -412,6 +412,19 @@ final class SessionHandshakeTests: XCTestCase {
         XCTAssertThrowsError(try run(&i1, &r1), "only the initiator has the network key")
         var i2 = alice.handshake(.initiator), r2 = bob.handshake(.responder, psk: Self.psk(7))
         XCTAssertThrowsError(try run(&i2, &r2), "only the responder has the network key")
+    }
+
+    /// psk0: a responder that has the network key answers nobody without it, so an
+    /// outsider never gets message 2 (the responder's static key and card).
+    func testResponderRevealsNothingToAnOutsider() throws {
+        let alice = try Node.make(name: "Alice"), mallory = try Node.make(name: "Mallory")
+        var outsider = mallory.handshake(.initiator)
+        var keyed = alice.handshake(.responder, psk: Self.psk(7))
+        let m1 = try outsider.start()
+        XCTAssertThrowsError(try keyed.receive(m1), "the keyed responder must not produce message 2")
+        var wrongKey = mallory.handshake(.initiator, psk: Self.psk(9))
+        var keyed2 = alice.handshake(.responder, psk: Self.psk(7))
+        XCTAssertThrowsError(try keyed2.receive(try wrongKey.start()))
     }
 
     func testErrorsDescribeThemselves() {

@@ -45,7 +45,7 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertFalse(base.notifyIncludeBody)
         XCTAssertTrue(base.readReceipts)
         XCTAssertEqual(base.durability, .full)
-        XCTAssertEqual(base.handshakeTimeoutMilliseconds, 10_000)
+        XCTAssertEqual(base.handshakeTimeoutMilliseconds, 5_000)
         XCTAssertEqual(base.pingIntervalMilliseconds, 5_000)
         XCTAssertEqual(base.deadAfterMilliseconds, 15_000)
         XCTAssertNoThrow(try base.validate())

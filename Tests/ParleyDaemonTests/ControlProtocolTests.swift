@@ -296,7 +296,7 @@ final class ControlProtocolTests: XCTestCase {
             .internalError: -32603, .peerNotFound: -32001, .peerAmbiguous: -32002, .peerKeyChanged: -32003,
             .bodyTooLarge: -32004, .storageFailed: -32005, .notPermitted: -32006, .lineTooLong: -32007,
             .timeout: -32008, .fingerprintMismatch: -32009, .invalidAddress: -32010, .tooManyClients: -32011,
-            .subscriberTooSlow: -32012, .roomNotFound: -32020, .roomAmbiguous: -32021,
+            .subscriberTooSlow: -32012, .eventsExpired: -32020, .roomNotFound: -32021, .roomAmbiguous: -32022,
         ]
         XCTAssertEqual(expected.count, ControlErrorCode.allCases.count)
         for code in ControlErrorCode.allCases { XCTAssertEqual(code.rawValue, expected[code], "\(code)") }
@@ -318,6 +318,9 @@ final class ControlProtocolTests: XCTestCase {
         XCTAssertEqual(timeout.code, ControlErrorCode.timeout.rawValue)
         XCTAssertEqual(timeout.payload(as: SendTimeoutData.self), SendTimeoutData(id: "m-42"))
         XCTAssertEqual(JSONRPCError.bodyTooLarge(bytes: 70_000, maxBytes: 65_536).payload(as: BodyTooLargeData.self)?.maxBytes, 65_536)
+        let expired = JSONRPCError.eventsExpired(since: 3, prunedThrough: 10, lastEventId: 99)
+        XCTAssertEqual(expired.knownCode, .eventsExpired)
+        XCTAssertEqual(expired.payload(as: EventsExpiredData.self), EventsExpiredData(prunedThrough: 10, lastEventId: 99))
     }
 
     func testParseErrorResponseHasNullID() throws {
@@ -396,7 +399,8 @@ final class ControlProtocolTests: XCTestCase {
         try checkParams(PeersConnectParams(address: "[fe80::1%eth0]:7777"))
         try checkParams(MessagesSendParams(to: "bob", body: "hello\n\"you\"", wait: true, timeoutMs: 1500))
         try checkParams(MessagesListParams(peer: "abcd", after: 10, before: 99, limit: 1000))
-        try checkParams(MessagesSubscribeParams(peer: "bob"))
+        try checkParams(MessagesSubscribeParams(peer: "bob", since: 41))
+        try checkParams(MessagesMarkReadParams(peer: "bob", upTo: 1234))
         try checkParams(TrustVerifyParams(peer: "bob", fingerprint: "ABCD-efgh"))
         try checkParams(TrustAcceptChangeParams(peer: "bob"))
     }
@@ -423,6 +427,14 @@ final class ControlProtocolTests: XCTestCase {
         try checkResult(MessagesListResult(messages: [Self.message], nextCursor: 1234))
         try checkResult(MessagesListResult(messages: [], nextCursor: nil))
         try checkResult(MessagesSubscribeResult(subscribed: true))
+        try checkResult(MessagesSubscribeResult(subscribed: true, lastEventId: 77))
+        try checkResult(MessagesMarkReadResult(marked: 3, unread: 1))
+        var read = Self.message
+        read.readAt = 1_700_000_000_500
+        try checkResult(MessagesListResult(messages: [read], nextCursor: nil))
+        var unread = Self.peer
+        unread.unread = 12
+        try checkResult(PeersListResult(peers: [unread]))
         try checkResult(TrustVerifyResult(peer: Self.peer))
         try checkResult(TrustAcceptChangeResult(peer: Self.peer, retargeted: 3))
     }
@@ -432,6 +444,9 @@ final class ControlProtocolTests: XCTestCase {
         try checkEvent(MessageDeliveredEvent(id: "m1", to: "abcd", deliveredAt: 5)) {
             if case .messageDelivered(let e) = $0 { e } else { nil }
         }
+        try checkEvent(MessageReadEvent(id: "m1", to: "abcd", readAt: 6)) {
+            if case .messageRead(let e) = $0 { e } else { nil }
+        }
         try checkEvent(PeerOnlineEvent(peer: Self.peer)) { if case .peerOnline(let e) = $0 { e } else { nil } }
         try checkEvent(PeerOfflineEvent(peer: Self.peer)) { if case .peerOffline(let e) = $0 { e } else { nil } }
         try checkEvent(PeerKeyChangedEvent(
@@ -440,6 +455,23 @@ final class ControlProtocolTests: XCTestCase {
         }
         try checkEvent(SubscriptionClosedEvent.tooSlow()) { if case .subscriptionClosed(let e) = $0 { e } else { nil } }
         XCTAssertEqual(SubscriptionClosedEvent.tooSlow().code, ControlErrorCode.subscriberTooSlow.rawValue)
+    }
+
+    func testEventIDIsReadFromParamsAndIgnoredByTypedEvents() throws {
+        let line = #"{"jsonrpc":"2.0","method":"message.read","params":{"eventId":17,"id":"m","to":"t","readAt":3}}"#
+        guard case .success(.notification(let n)) = ControlServerMessage.parse(line: Array(line.utf8)) else {
+            return XCTFail("did not parse")
+        }
+        XCTAssertEqual(n.eventID, 17)
+        XCTAssertEqual(try ControlEventPayload(n), .messageRead(MessageReadEvent(id: "m", to: "t", readAt: 3)))
+        XCTAssertNil(JSONRPCNotification(method: "subscription.closed", params: [:]).eventID)
+    }
+
+    func testSinceAndUpToMustNotBeNegative() {
+        XCTAssertEqual(paramsError(MessagesSubscribeParams.self, ["since": .int(-1)])?.knownCode, .invalidParams)
+        XCTAssertEqual(paramsError(MessagesMarkReadParams.self, ["peer": .string("bob"), "upTo": .int(-5)])?.knownCode,
+                       .invalidParams)
+        XCTAssertEqual(paramsError(MessagesMarkReadParams.self, [:])?.knownCode, .invalidParams, "peer is required")
     }
 
     func testUnknownEventsAreKeptNotFatal() throws {
@@ -452,6 +484,7 @@ final class ControlProtocolTests: XCTestCase {
         XCTAssertTrue(text.contains(#""lastSeen":null"#), text)
         let messageText = String(decoding: try ControlJSON.line(Self.message), as: UTF8.self)
         XCTAssertTrue(messageText.contains(#""deliveredAt":null"#), messageText)
+        XCTAssertTrue(messageText.contains(#""readAt":null"#), messageText)
         XCTAssertTrue(messageText.contains(#""direction":"out""#), messageText)
         let list = String(decoding: try ControlJSON.line(MessagesListResult(messages: [], nextCursor: nil)), as: UTF8.self)
         XCTAssertEqual(list, "{\"messages\":[],\"nextCursor\":null}\n")

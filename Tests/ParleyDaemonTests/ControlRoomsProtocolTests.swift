@@ -97,6 +97,6 @@ final class ControlRoomsProtocolTests: XCTestCase {
         let e = JSONRPCError.roomAmbiguous("#lab", candidates: [RoomCandidate(id: "ab12", name: "lab"), RoomCandidate(id: "cd34", name: "lab")])
         XCTAssertEqual(e.knownCode, .roomAmbiguous)
         XCTAssertEqual(e.payload(as: RoomAmbiguousData.self)?.candidates.map(\.id), ["ab12", "cd34"])
-        XCTAssertEqual(JSONRPCError.roomNotFound("#x").code, -32020)
+        XCTAssertEqual(JSONRPCError.roomNotFound("#x").code, -32021)
     }
 }

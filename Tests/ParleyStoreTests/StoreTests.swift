@@ -397,6 +397,8 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(try store.journalMode(), "wal")
         try store.checkIntegrity()
         try store.close()
+        assertStoreError(try store.counts(), .closed(path: databasePath))
+        try store.close()
         // SQLite file header bytes 18 and 19 (write/read format version) are 2 in WAL mode.
         let header = try XCTUnwrap(FileHandle(forReadingAtPath: databasePath)).readData(ofLength: 20)
         XCTAssertEqual(Array(header.prefix(16)), Array("SQLite format 3\0".utf8))

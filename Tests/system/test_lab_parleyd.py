@@ -121,3 +121,35 @@ def test_avahi_restart_is_survived_without_restarting_parleyd(lab3):
     wait_until(lambda: h1.call("node.status")["mdns"] == "on", timeout=20, what="h1 reports mDNS on again")
     assert h1.proc.poll() is None
     h2.cli("send", "h1", "still here", "--wait")
+
+
+def test_spoofed_advertisement_is_reported_and_never_trusted(lab3):
+    h1 = lab_node(lab3, "h1").start()
+    h2 = lab_node(lab3, "h2").start()
+    wait_until(lambda: h1.online("h2"), timeout=30, what="h1 sees h2")
+    h2_fp = h2.whoami()["fingerprint"].replace("-", "")
+    # On h3: a node with another identity, not advertising itself...
+    mallory = Node("mallory", lab3.dir, launcher=[str(lab_module.LANLAB), "exec", "h3"], mdns=False,
+                   listen="0.0.0.0:7744", env=lab3.env, state_dir=lab3.dir / "mallory-state")
+    lab3.nodes.append(mallory)
+    mallory.start()
+    # ...and an advertisement that claims to be h2 (h2's fingerprint) pointing at it.
+    lab3.exec("h3", [lab_module.binary("parley-mdns"), "advertise", "h2-desk", "7744", f"fp={h2_fp}", "v=1"],
+              background=True)
+    wait_until(lambda: "SPOOFING" in h1.log_path.read_text(), timeout=30, what="h1 reports the spoofing attempt")
+    assert all(p["name"] != "mallory" for p in h1.call("peers.list")["peers"])
+    info = h1.peer_info("h2")
+    assert info["online"] and info["trust"] == "pinned"  # the real h2 is unaffected
+    log = h1.log_path.read_text()
+    assert log.count("SPOOFING") <= 2, "logged per attempt instead of once per source"
+
+
+def test_avahi_dying_keeps_sessions_and_discovery_comes_back(lab3):
+    h1 = lab_node(lab3, "h1").start()
+    h2 = lab_node(lab3, "h2").start()
+    wait_until(lambda: h1.online("h2"), timeout=30, what="h1 sees h2")
+    lab3.lanlab("stop-avahi", "h1")
+    wait_until(lambda: h1.call("node.status")["mdns"] == "unavailable", timeout=20, what="h1 notices avahi is gone")
+    h2.cli("send", "h1", "no avahi needed for this", "--wait")
+    lab3.lanlab("start-avahi", "h1")
+    wait_until(lambda: h1.call("node.status")["mdns"] == "on", timeout=30, what="discovery resumes by itself")

@@ -2,12 +2,13 @@
 import json
 import signal
 import socket
+import subprocess
 import threading
 import time
 
 import pytest
 
-from parley_harness import RPC, RPCError, wait_until
+from parley_harness import PARLEY, RPC, RPCError, wait_until
 
 
 def pair(cluster, a="alice", b="bob"):
@@ -246,3 +247,105 @@ def test_cli_errors_are_clear(cluster):
     from parley_harness import PARLEY
     p = subprocess.run([PARLEY, "status", "--socket", str(cluster.dir / "missing.sock")], capture_output=True, text=True)
     assert p.returncode == 3 and "parleyd" in p.stderr
+
+
+def established_between(a, b):
+    """TCP connections in state ESTABLISHED between the two daemons' listening ports."""
+    out = subprocess.run(["ss", "-Htn", "state", "established"], capture_output=True, text=True).stdout
+    listening = {str(a.port), str(b.port)}
+    n = 0
+    for line in out.splitlines():
+        local, peer = line.split()[-2:]
+        # A connection to a listening port, seen from either end.
+        if local.rsplit(":", 1)[1] in listening or peer.rsplit(":", 1)[1] in listening:
+            n += 1
+    return n
+
+
+def test_simultaneous_dial_leaves_exactly_one_session(cluster):
+    # Both know each other's address and dial at once, five times over.
+    a = cluster.node("a").start()
+    b = cluster.node("b", peers=[a.address]).start()
+    wait_until(lambda: a.online("b"), what="first session")
+    for round_ in range(5):
+        a.stop(); b.stop()
+        a.peers = [b.address]
+        b.peers = [a.address]
+        a.start(wait=False); b.start(wait=False)
+        a.wait_ready(); b.wait_ready()
+        wait_until(lambda: a.online("b") and b.online("a"), what="session after simultaneous dial")
+        time.sleep(1.0)
+        # Each side counts its sockets to the other: one connection, seen from both ends = 2 lines.
+        conns = established_between(a, b)
+        assert conns == 2, f"round {round_}: {conns} socket ends established, expected one connection"
+        a.cli("send", "b", f"round {round_}", "--wait")
+
+
+def test_follow_prints_one_json_object_per_event(cluster):
+    alice, bob = pair(cluster)
+    follow = subprocess.Popen([PARLEY, "follow", "--json", "--socket", str(bob.socket)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)
+        alice.cli("send", "bob", "watch this", "--wait")
+        line = follow.stdout.readline()
+        ev = json.loads(line)
+        assert ev["event"] == "message.received" and ev["message"]["body"] == "watch this", ev
+    finally:
+        follow.send_signal(signal.SIGINT)
+        assert follow.wait(timeout=10) == 0
+
+
+def test_pipelined_sends_are_answered_in_order_after_storing(cluster):
+    alice, bob = pair(cluster)
+    r = alice.rpc(timeout=30)
+    n = 500
+    reqs = b"".join(json.dumps({"jsonrpc": "2.0", "id": i, "method": "messages.send",
+                                "params": {"to": "bob", "body": f"p{i}"}}).encode() + b"\n" for i in range(n))
+    # One bad request in the middle fails alone.
+    reqs += json.dumps({"jsonrpc": "2.0", "id": n, "method": "messages.send",
+                        "params": {"to": "nobody", "body": "x"}}).encode() + b"\n"
+    r.send_raw(reqs)
+    answers = [r.read_line() for _ in range(n + 1)]
+    r.close()
+    assert [a["id"] for a in answers] == list(range(n + 1))
+    assert all("result" in a for a in answers[:n]) and answers[n]["error"]["code"] == -32001
+    seqs = [a["result"]["message"]["sequence"] for a in answers[:n]]
+    assert seqs == sorted(seqs) and len(set(seqs)) == n
+    wait_until(lambda: len([m for m in bob.messages("alice") if m["direction"] == "in"]) == n, timeout=30,
+               what="all pipelined messages delivered")
+    got = [m["body"] for m in bob.messages("alice") if m["direction"] == "in"]
+    assert got == [f"p{i}" for i in range(n)]
+
+
+def test_a_subscriber_that_never_reads_is_cut_off_with_a_notice(cluster):
+    alice, bob = pair(cluster)
+    lazy = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lazy.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    lazy.connect(str(bob.socket))
+    lazy.sendall(b'{"jsonrpc":"2.0","id":1,"method":"messages.subscribe"}\n')
+    # 12,000 messages to bob: more notifications than the backlog limit (10,000).
+    r = alice.rpc(timeout=60)
+    batch = 500
+    for start in range(0, 12000, batch):
+        reqs = b"".join(json.dumps({"jsonrpc": "2.0", "id": i, "method": "messages.send",
+                                    "params": {"to": "bob", "body": f"n{i}"}}).encode() + b"\n"
+                        for i in range(start, start + batch))
+        r.send_raw(reqs)
+        for _ in range(batch):
+            r.read_line()
+    r.close()
+    wait_until(lambda: "too slow" in bob.log_path.read_text(), timeout=60, what="bob cuts the subscriber off")
+    # The subscriber finds the notice at the end of what it was sent, then EOF.
+    lazy.settimeout(10)
+    data = b""
+    while True:
+        chunk = lazy.recv(1 << 20)
+        if not chunk:
+            break
+        data += chunk
+    last = json.loads(data.strip().split(b"\n")[-1])
+    assert last["method"] == "subscription.closed" and last["params"]["code"] == -32012, last
+    assert bob.proc.poll() is None
+    wait_until(lambda: len([m for m in bob.messages("alice") if m["direction"] == "in"]) == 12000, timeout=60,
+               what="every message still delivered and stored")

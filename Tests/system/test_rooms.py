@@ -190,7 +190,7 @@ def test_room_selectors_and_errors(cluster):
     assert by_case["room"]["id"] == created["id"]
     with pytest.raises(RPCError) as e:
         alice.call("messages.send", {"to": "#nosuch", "body": "x"})
-    assert e.value.code == -32020
+    assert e.value.code == -32021
     with pytest.raises(RPCError) as e:
         alice.call("rooms.create", {"name": "bad\u202ename", "members": []})
     assert e.value.code == -32602

@@ -7,6 +7,14 @@ public struct TransportKeys: Sendable {
     public let handshakeHash: [UInt8]
 }
 
+/// Where the psk modifier puts the psk token (Noise spec §9).
+public enum NoisePresharedKeyPlacement: Sendable {
+    /// psk0: nobody without the key learns anything, not even the responder's identity.
+    case zero
+    /// psk3: the key is checked in the third message only.
+    case three
+}
+
 /// A Noise HandshakeState (spec §5.3) for exactly one pattern, XX, optionally with the
 /// psk3 modifier (spec §9), over Curve25519 and ChaCha20-Poly1305:
 ///
@@ -32,6 +40,10 @@ public struct HandshakeState<H: NoiseHash>: Sendable {
     private static var xx: [[Token]] { [[.e], [.e, .ee, .s, .es], [.s, .se]] }
     /// XXpsk3 (spec §9.4): the psk token is appended to the third message.
     private static var xxpsk3: [[Token]] { [[.e], [.e, .ee, .s, .es], [.s, .se, .psk]] }
+    /// XXpsk0 (spec §9.4): the psk token starts the first message, so every payload and
+    /// static key, the responder's included, is encrypted under a psk-dependent key.
+    private static var xxpsk0: [[Token]] { [[.psk, .e], [.e, .ee, .s, .es], [.s, .se]] }
+
 
     private enum Phase: Sendable { case running, aborted, split }
 
@@ -52,15 +64,21 @@ public struct HandshakeState<H: NoiseHash>: Sendable {
     ///   - prologue: data both sides must agree on (spec §6); a mismatch fails the handshake.
     ///   - ephemeralKey: nil generates a fresh key when the `e` token is written. Only test
     ///     vectors should pass a fixed one: reusing an ephemeral key breaks forward secrecy.
-    ///   - presharedKey: non-nil selects XXpsk3. It must be 32 bytes; if it is not, the
-    ///     first `writeMessage`/`readMessage` throws `.invalidPresharedKeyLength`.
+    ///   - presharedKey: non-nil selects XXpsk3 (or XXpsk0, see `presharedKeyPlacement`).
+    ///     It must be 32 bytes; if it is not, the first `writeMessage`/`readMessage`
+    ///     throws `.invalidPresharedKeyLength`.
     public init(role: Role, prologue: [UInt8], staticKey: NoiseStaticKeyPair,
                 ephemeralKey: NoiseEphemeralKeyPair? = nil,
-                presharedKey: SecretBytes? = nil) {
-        let patternName = presharedKey == nil ? "XX" : "XXpsk3"
+                presharedKey: SecretBytes? = nil,
+                presharedKeyPlacement: NoisePresharedKeyPlacement = .three) {
+        let patternName: String
+        switch (presharedKey, presharedKeyPlacement) {
+        case (nil, _): patternName = "XX"; self.messagePatterns = Self.xx
+        case (_, .three): patternName = "XXpsk3"; self.messagePatterns = Self.xxpsk3
+        case (_, .zero): patternName = "XXpsk0"; self.messagePatterns = Self.xxpsk0
+        }
         self.role = role
         self.protocolName = "Noise_\(patternName)_25519_ChaChaPoly_\(H.name)"
-        self.messagePatterns = presharedKey == nil ? Self.xx : Self.xxpsk3
         self.staticKey = staticKey
         self.ephemeralKey = ephemeralKey
         self.presharedKey = presharedKey
@@ -257,7 +275,7 @@ public struct HandshakeState<H: NoiseHash>: Sendable {
         case .ss: shared = try Self.dh(staticKey, remoteStaticKey)
         case .psk:
             // checkCanProcess guarantees psk mode reaches here with a 32-byte key, and only
-            // XXpsk3 contains the token.
+            // the psk patterns contain the token.
             guard let presharedKey else { preconditionFailure("psk token outside psk mode") }
             symmetric.mixKeyAndHash(presharedKey)
             return

@@ -36,7 +36,8 @@ public struct SessionHandshake {
     /// - Parameters:
     ///   - localCard: our signed card (its Noise key must be `staticKey`'s public key).
     ///   - bootID: `HandshakePayload.bootIDLength` random bytes chosen at daemon start.
-    ///   - presharedKey: the optional network key: makes the pattern XXpsk3.
+    ///   - presharedKey: the optional network key: makes the pattern XXpsk0, so a node
+    ///     without it learns nobody's identity, not even the responder's.
     ///   - now: unix seconds, to check the peer card's expiry.
     public init(role: Role, localCard: Card, staticKey: NoiseStaticKeyPair, bootID: [UInt8],
                 presharedKey: SecretBytes? = nil, now: UInt64,
@@ -46,7 +47,7 @@ public struct SessionHandshake {
         self.noise = HandshakeState<NoiseSHA256>(
             role: role == .initiator ? .initiator : .responder,
             prologue: prologue, staticKey: staticKey, ephemeralKey: ephemeralKey,
-            presharedKey: presharedKey)
+            presharedKey: presharedKey, presharedKeyPlacement: .zero)
         self.localPayload = HandshakePayload(card: localCard.encoded(), bootID: bootID).encoded()
         self.localIdentity = localCard.identityKey
         self.now = now

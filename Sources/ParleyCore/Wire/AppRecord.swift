@@ -16,6 +16,9 @@ public enum AppRecord: Equatable, Sendable {
     case pong(UInt64)
     /// Orderly goodbye; the connection is closed right after.
     case close(CloseReason, String)
+    /// The receiver's user has read these messages (ids of chat records the session's
+    /// local side sent). Same layout as `ack`.
+    case readReceipt([MessageID])
     /// A signed change to a room's membership (create, add, remove), sent to every member
     /// and forwarded by them. Acknowledged by the first 16 bytes of its hash.
     case roomOperation(RoomOperation)
@@ -26,6 +29,7 @@ public enum AppRecord: Equatable, Sendable {
 
     public enum RecordType: UInt8, Sendable {
         case chat = 0x01, ack = 0x02, cardUpdate = 0x03, ping = 0x04, pong = 0x05, close = 0x06
+        case readReceipt = 0x08
         case roomOperation = 0x10, roomChat = 0x11
     }
 
@@ -112,11 +116,9 @@ extension AppRecord {
             p.append(contentsOf: body)
             put(.chat, p)
         case .ack(let ids):
-            var p = [UInt8]()
-            p.reserveCapacity(2 + ids.count * MessageID.length)
-            p.appendUInt16(UInt16(ids.count))
-            for id in ids { p.append(contentsOf: id.bytes) }
-            put(.ack, p)
+            put(.ack, Self.idListPayload(ids))
+        case .readReceipt(let ids):
+            put(.readReceipt, Self.idListPayload(ids))
         case .cardUpdate(let card):
             put(.cardUpdate, card)
         case .ping(let n):
@@ -144,6 +146,28 @@ extension AppRecord {
         }
     }
 
+    /// `count: u16be || id[16] × count`: the payload of `ack` and `readReceipt`. Callers
+    /// split longer lists (`WireLimits.maxAcksPerRecord`), so `count` always fits.
+    static func idListPayload(_ ids: [MessageID]) -> [UInt8] {
+        var p = [UInt8]()
+        p.reserveCapacity(2 + ids.count * MessageID.length)
+        p.appendUInt16(UInt16(truncatingIfNeeded: ids.count))
+        for id in ids { p.append(contentsOf: id.bytes) }
+        return p
+    }
+
+    static func decodeIDList(_ r: inout ByteReader, type: UInt8) throws -> [MessageID] {
+        let n = Int(try r.readUInt16())
+        guard n <= WireLimits.maxAcksPerRecord else {
+            throw AppRecordError.malformed(type: type, reason: "\(n) ids exceed \(WireLimits.maxAcksPerRecord)")
+        }
+        var ids = [MessageID]()
+        ids.reserveCapacity(n)
+        for _ in 0..<n { ids.append(MessageID(unchecked: try r.readBytes(MessageID.length))) }
+        guard r.isAtEnd else { throw AppRecordError.malformed(type: type, reason: "trailing bytes") }
+        return ids
+    }
+
     public func encoded() -> [UInt8] {
         var out = [UInt8]()
         encode(into: &out)
@@ -169,15 +193,9 @@ extension AppRecord {
                 guard let text = String(validating: body, as: UTF8.self) else { throw AppRecordError.invalidUTF8 }
                 return .chat(ChatRecord(id: id, sequence: seq, createdAt: created, body: text))
             case .ack:
-                let n = Int(try r.readUInt16())
-                guard n <= WireLimits.maxAcksPerRecord else {
-                    throw AppRecordError.malformed(type: type, reason: "\(n) acks exceed \(WireLimits.maxAcksPerRecord)")
-                }
-                var ids = [MessageID]()
-                ids.reserveCapacity(n)
-                for _ in 0..<n { ids.append(MessageID(unchecked: try r.readBytes(MessageID.length))) }
-                guard r.isAtEnd else { throw AppRecordError.malformed(type: type, reason: "trailing bytes") }
-                return .ack(ids)
+                return .ack(try Self.decodeIDList(&r, type: type))
+            case .readReceipt:
+                return .readReceipt(try Self.decodeIDList(&r, type: type))
             case .cardUpdate:
                 return .cardUpdate(payload)
             case .ping, .pong:

@@ -48,9 +48,9 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public static let defaultPort: UInt16 = 7744
     /// Listen on every address, IPv6 and (through the dual-stack socket) IPv4.
     public static let defaultListen = "[::]:7744"
-    /// Three messages over a LAN take milliseconds; 10 s tolerates a loaded machine and
+    /// Three messages over a LAN take milliseconds; 5 s tolerates a loaded machine and
     /// still frees a half-open connection soon.
-    public static let defaultHandshakeTimeoutMilliseconds = 10_000
+    public static let defaultHandshakeTimeoutMilliseconds = 5_000
     /// Ping often enough that a vanished peer shows as offline within seconds.
     public static let defaultPingIntervalMilliseconds = 5_000
     /// Three missed pings: one lost packet or a brief stall does not drop the session.

@@ -10,11 +10,12 @@ import ParleyStore
 /// that sends no complete request for `idleLineTimeoutSeconds` (and is not
 /// subscribed) is closed; a subscriber that does not read its notifications is cut
 /// off with a notice once its backlog passes the limits.
-final class ControlConnection: ChannelInboundHandler, NodeObserver {
+final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournalSubscriber {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     private let node: Node
+    private let journal: EventJournal
     private let dispatcher: ControlDispatcher
     private let onClose: (ControlConnection) -> Void
     private var context: ChannelHandlerContext?
@@ -22,6 +23,8 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver {
     private var idleTimer: Scheduled<Void>?
     private var subscribed = false
     private var filterIdentity: String?
+    /// A resuming subscription still sending stored events; live ones wait in `live`.
+    private var replay: Replay?
     private var backlogBytes = 0
     private var backlogCount = 0
     private var closing = false
@@ -29,12 +32,21 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver {
     private var waiters: [String: (JSONRPCID?, Scheduled<Void>)] = [:]
     private static let encoder: JSONEncoder = {
         let e = JSONEncoder()
-        e.outputFormatting = [.withoutEscapingSlashes]
+        e.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
         return e
     }()
 
-    init(node: Node, info: DaemonRuntimeInfo, onClose: @escaping (ControlConnection) -> Void) {
+    private struct Replay {
+        /// The last event id sent (or skipped by the filter).
+        var next: Int64
+        /// The newest event id when the subscription started: live events come after it.
+        let through: Int64
+        var live: [(notification: JSONRPCNotification, peer: String?)] = []
+    }
+
+    init(node: Node, info: DaemonRuntimeInfo, journal: EventJournal, onClose: @escaping (ControlConnection) -> Void) {
         self.node = node
+        self.journal = journal
         self.dispatcher = ControlDispatcher(node: node, info: info)
         self.onClose = onClose
     }
@@ -57,18 +69,43 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver {
         guard !closing else { return }
         let buf = unwrapInboundIn(data)
         buf.withUnsafeReadableBytes { lines.append($0) }
-        while !closing {
+        var requests: [[UInt8]] = []
+        var overflow = false
+        while true {
             let line: [UInt8]?
-            do { line = try lines.popLine() } catch {
-                fail(with: .lineTooLong())
-                return
-            }
+            do { line = try lines.popLine() } catch { overflow = true; break }
             guard let line else { break }
             if line.isEmpty || line.allSatisfy({ $0 == 0x20 || $0 == 0x0d || $0 == 0x09 }) { continue }
-            armIdleTimer()
-            handleLine(line)
+            requests.append(line)
         }
+        if !requests.isEmpty { armIdleTimer() }
+        handleLines(requests)
+        if overflow { fail(with: .lineTooLong()); return }
         context.flush()
+    }
+
+    /// Answers the complete lines of one read in order. Consecutive `messages.send`
+    /// requests (without `wait`) are stored in one transaction: pipelining clients get
+    /// group commit, and every answer still comes after its message is on disk.
+    private func handleLines(_ lines: [[UInt8]]) {
+        var i = 0
+        while i < lines.count && !closing {
+            var sends: [(JSONRPCRequest, MessagesSendParams)] = []
+            var j = i
+            while j < lines.count, case .success(let r) = ControlRequestParser.parse(line: lines[j]),
+                  r.method == ControlMethod.messagesSend, !r.isNotification,
+                  let p = try? r.decodeParams(MessagesSendParams.self), !p.effectiveWait {
+                sends.append((r, p))
+                j += 1
+            }
+            if sends.count > 1 {
+                for response in dispatcher.sendBatch(sends) { write(response) }
+                i = j
+            } else {
+                handleLine(lines[i])
+                i += 1
+            }
+        }
     }
 
     private func handleLine(_ line: [UInt8]) {
@@ -84,16 +121,76 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver {
                 if !request.isNotification { write(response) }
             case .deferred:
                 break
-            case let .subscribe(filter, response):
-                filterIdentity = filter
-                if !subscribed {
-                    subscribed = true
-                    node.addObserver(self)
-                }
-                idleTimer?.cancel()
-                write(response)
+            case let .subscribe(filter, since):
+                let response = subscribe(filter: filter, since: since, requestID: request.id)
+                if !request.isNotification { write(response) }
+                startReplay()
             }
         }
+    }
+
+    /// Starts (or re-filters) the subscription. With `since`, the events after it up to
+    /// the current newest are replayed (`startReplay`) before live ones: registering and
+    /// taking the newest id happen together on the event loop, so nothing is missed or
+    /// sent twice at the boundary.
+    private func subscribe(filter: String?, since: Int?, requestID: JSONRPCID?) -> JSONRPCResponse {
+        if replay != nil {
+            return JSONRPCResponse(id: requestID, error: .invalidRequest("a replay of stored events is still in progress"))
+        }
+        if let since, let problem = journal.resumeProblem(since: since) {
+            return JSONRPCResponse(id: requestID, error: problem)
+        }
+        filterIdentity = filter
+        let head = journal.lastEventID
+        if !subscribed {
+            subscribed = true
+            journal.addSubscriber(self)
+        }
+        idleTimer?.cancel()
+        if let since, Int64(since) < head { replay = Replay(next: Int64(since), through: head) }
+        return .success(id: requestID, result: MessagesSubscribeResult(subscribed: true, lastEventId: Int(head)))
+    }
+
+    /// Sends one page of stored events, then the next once the client has taken it; at
+    /// the end, the live events that arrived meanwhile.
+    private func startReplay() {
+        guard var r = replay, let context, !closing else { return }
+        // Pruned while replaying (the client was far behind and slow): say so rather than skip.
+        guard journal.prunedThrough <= r.next else {
+            closeSubscription(code: .eventsExpired, message: "events after \(r.next) were pruned during the replay; "
+                + "catch up with messages.list and subscribe again")
+            return
+        }
+        let page: (items: [(notification: JSONRPCNotification, peer: String?)], scannedThrough: Int64)
+        do {
+            page = try journal.replay(after: r.next, through: r.through)
+        } catch {
+            closeSubscription(code: .internalError, message: "cannot read stored events: \(error)")
+            return
+        }
+        var last: EventLoopFuture<Void>?
+        for item in page.items where passes(item.peer) {
+            if let data = try? Self.encoder.encode(item.notification) { last = send(data) }
+        }
+        r.next = max(page.scannedThrough, r.next + 1)
+        if r.next >= r.through {
+            replay = nil
+            for item in r.live where passes(item.peer) { writeNotification(item.notification) }
+            context.flush()
+            return
+        }
+        replay = r
+        context.flush()
+        let loop = context.eventLoop
+        if let last {
+            last.assumeIsolated().whenComplete { [weak self] _ in self?.startReplay() }
+        } else {
+            loop.assumeIsolated().execute { [weak self] in self?.startReplay() }
+        }
+    }
+
+    private func passes(_ peer: String?) -> Bool {
+        filterIdentity == nil || peer == nil || peer == filterIdentity
     }
 
     private func waitForDelivery(_ messageID: String, timeoutMs: Int, requestID: JSONRPCID?) {
@@ -103,53 +200,38 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver {
             guard let self, let w = self.waiters.removeValue(forKey: messageID) else { return }
             self.write(JSONRPCResponse(id: w.0, error: .sendTimeout(id: messageID, timeoutMs: timeoutMs)))
             self.context?.flush()
-            if !self.subscribed && self.waiters.isEmpty { self.node.removeObserver(self); self.armIdleTimer() }
+            if self.waiters.isEmpty { self.node.removeObserver(self); self.armIdleTimer() }
         }
         waiters[messageID] = (requestID, timer)
         idleTimer?.cancel()
     }
 
-    // MARK: Node events
+    // MARK: Node events (messages.send with wait)
 
     func node(_ node: Node, didEmit event: NodeEvent) {
-        if case .messageDelivered(let m) = event, let w = waiters.removeValue(forKey: m.id) {
-            w.1.cancel()
-            write(.success(id: w.0, result: MessagesSendResult(message: node.messageInfo(m))))
-            if !subscribed && waiters.isEmpty { node.removeObserver(self); armIdleTimer() }
-        }
-        guard subscribed else { context?.flush(); return }
-        let notification: JSONRPCNotification?
-        do {
-            switch event {
-            case .messageReceived(let m):
-                guard filterIdentity == nil || filterIdentity == m.sender || filterIdentity == m.room else { notification = nil; break }
-                notification = try JSONRPCNotification(event: MessageReceivedEvent(message: node.messageInfo(m)))
-            case .messageDelivered(let m):
-                guard filterIdentity == nil || filterIdentity == m.recipient else { notification = nil; break }
-                notification = try JSONRPCNotification(event: MessageDeliveredEvent(
-                    id: m.id, to: Node.fingerprint(ofHex: m.recipient), deliveredAt: Int(m.deliveredAt ?? 0)))
-            case .peerOnline(let id), .peerOffline(let id):
-                guard filterIdentity == nil || filterIdentity == id,
-                      let rec = try? node.store.peer(identity: id) else { notification = nil; break }
-                let info = node.peerInfo(rec)
-                if case .peerOnline = event {
-                    notification = try JSONRPCNotification(event: PeerOnlineEvent(peer: info))
-                } else {
-                    notification = try JSONRPCNotification(event: PeerOfflineEvent(peer: info))
-                }
-            case .keyChanged(let change):
-                notification = try JSONRPCNotification(event: PeerKeyChangedEvent(
-                    name: change.displayName, oldFingerprint: Node.fingerprint(ofHex: change.oldIdentity),
-                    newFingerprint: Node.fingerprint(ofHex: change.newIdentity), address: change.address,
-                    safetyNumber: node.safetyNumber(with: change.newIdentity)))
-            case .roomUpdated(let room):
-                guard filterIdentity == nil || filterIdentity == room.id else { notification = nil; break }
-                notification = try JSONRPCNotification(event: RoomUpdatedEvent(room: node.roomInfo(room)))
+        guard case .messageDelivered(let m) = event, let w = waiters.removeValue(forKey: m.id) else { return }
+        w.1.cancel()
+        write(.success(id: w.0, result: MessagesSendResult(message: node.messageInfo(m))))
+        if waiters.isEmpty { node.removeObserver(self); armIdleTimer() }
+        context?.flush()
+    }
+
+    // MARK: Journal events (subscription)
+
+    func journal(_ journal: EventJournal, deliver notification: JSONRPCNotification, peer: String?) {
+        guard subscribed, !closing else { return }
+        if var r = replay {
+            // Held until the stored events before them are out; bounded like the backlog.
+            guard r.live.count < ControlLimits.maxSubscriptionBacklogNotifications else {
+                cutOffSlowSubscriber()
+                return
             }
-        } catch {
-            notification = nil
+            r.live.append((notification, peer))
+            replay = r
+            return
         }
-        if let notification { writeNotification(notification) }
+        guard passes(peer) else { return }
+        writeNotification(notification)
         context?.flush()
     }
 
@@ -167,17 +249,28 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver {
     }
 
     private func cutOffSlowSubscriber() {
+        guard !closing else { return }
+        node.log.warning("control client too slow; subscription cut off", ["backlog": "\(backlogCount)"])
+        closeSubscription(SubscriptionClosedEvent.tooSlow())
+    }
+
+    private func closeSubscription(code: ControlErrorCode, message: String) {
+        closeSubscription(SubscriptionClosedEvent(code: code.rawValue, message: message))
+    }
+
+    /// Sends `subscription.closed` and closes the connection.
+    private func closeSubscription(_ event: SubscriptionClosedEvent) {
         guard let context, !closing else { return }
         closing = true
-        node.log.warning("control client too slow; subscription cut off", ["backlog": "\(backlogCount)"])
-        if let n = try? JSONRPCNotification(event: SubscriptionClosedEvent.tooSlow()),
-           let data = try? Self.encoder.encode(n) {
+        replay = nil
+        if let n = try? JSONRPCNotification(event: event), let data = try? Self.encoder.encode(n) {
             send(data)
         }
         let channel = context.channel
         context.flush()
-        // Close once the notice is written; if the client never reads, after a second regardless.
-        context.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+        // Give a client that wakes up a few seconds to read up to the notice; nothing more is
+        // queued meanwhile (closing is set), so memory stays bounded; then close regardless.
+        context.eventLoop.scheduleTask(in: .seconds(10)) { channel.close(promise: nil) }
     }
 
     // MARK: Writing
@@ -187,8 +280,9 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver {
         send(data)
     }
 
-    private func send(_ data: Data) {
-        guard let context else { return }
+    @discardableResult
+    private func send(_ data: Data) -> EventLoopFuture<Void>? {
+        guard let context else { return nil }
         var buf = context.channel.allocator.buffer(capacity: data.count + 1)
         buf.writeBytes(data)
         buf.writeInteger(UInt8(ascii: "\n"))
@@ -197,10 +291,14 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver {
         backlogCount += 1
         let promise = context.eventLoop.makePromise(of: Void.self)
         promise.futureResult.assumeIsolated().whenComplete { [weak self] _ in
-            self?.backlogBytes -= size
-            self?.backlogCount -= 1
+            guard let self else { return }
+            self.backlogBytes -= size
+            self.backlogCount -= 1
+            // A cut-off subscriber is closed as soon as it has read up to the notice.
+            if self.closing && self.backlogCount == 0 { self.context?.close(promise: nil) }
         }
         context.write(wrapOutboundOut(buf), promise: promise)
+        return promise.futureResult
     }
 
     private func fail(with error: JSONRPCError) {
@@ -220,7 +318,9 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver {
         idleTimer?.cancel()
         for (_, w) in waiters { w.1.cancel() }
         waiters.removeAll()
+        replay = nil
         node.removeObserver(self)
+        journal.removeSubscriber(self)
         self.context = nil
         onClose(self)
         context.fireChannelInactive()

@@ -63,11 +63,21 @@ extension ControlDispatcher {
                 } catch { throw NodeError.storage(error) }
                 let next = rows.count == limit ? rows.last.map { Int($0.rowID) } : nil
                 return .now(.success(id: id, result: MessagesListResult(messages: rows.map(node.messageInfo), nextCursor: next)))
+            case ControlMethod.messagesMarkRead:
+                let p = try request.decodeParams(MessagesMarkReadParams.self)
+                guard p.peer.hasPrefix(Self.roomSelectorPrefix) else { return nil }
+                let room = try node.resolveRoom(p.peer)
+                let (marked, unread): (Int, Int)
+                do {
+                    marked = try node.store.markRoomRead(room: room.id, upTo: p.upTo.map { Int64($0) }, at: Node.nowMs()).count
+                    unread = try node.store.roomUnreadCount(room: room.id)
+                } catch { throw NodeError.storage(error) }
+                return .now(.success(id: id, result: MessagesMarkReadResult(marked: marked, unread: unread)))
             case ControlMethod.messagesSubscribe:
                 let p = try request.decodeParams(MessagesSubscribeParams.self)
                 guard let selector = p.peer, selector.hasPrefix(Self.roomSelectorPrefix) else { return nil }
                 let room = try node.resolveRoom(selector)
-                return .subscribe(filterIdentity: room.id, .success(id: id, result: MessagesSubscribeResult(subscribed: true)))
+                return .subscribe(filterIdentity: room.id, since: p.since)
             default:
                 return nil
             }

@@ -25,8 +25,8 @@ struct ControlDispatcher {
         case now(JSONRPCResponse)
         /// The answer comes later (messages.send with wait): the connection keeps the id.
         case deferred
-        /// The connection becomes a subscriber; answer now.
-        case subscribe(filterIdentity: String?, JSONRPCResponse)
+        /// The connection becomes a subscriber (resuming after `since`); it answers itself.
+        case subscribe(filterIdentity: String?, since: Int?)
     }
 
     func handle(_ request: JSONRPCRequest, deliveryWaiter: (String, Int, JSONRPCID?) -> Void) -> Reply {
@@ -82,8 +82,12 @@ struct ControlDispatcher {
             case ControlMethod.messagesSubscribe:
                 let p = try request.decodeParams(MessagesSubscribeParams.self)
                 let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
-                return .subscribe(filterIdentity: peer?.identity,
-                                  .success(id: id, result: MessagesSubscribeResult(subscribed: true)))
+                return .subscribe(filterIdentity: peer?.identity, since: p.since)
+            case ControlMethod.messagesMarkRead:
+                let p = try request.decodeParams(MessagesMarkReadParams.self)
+                let peer = try node.resolvePeer(p.peer)
+                let (marked, unread) = try node.markRead(peer, upTo: p.upTo.map { Int64($0) })
+                return .now(.success(id: id, result: MessagesMarkReadResult(marked: marked, unread: unread)))
             case ControlMethod.trustVerify:
                 let p = try request.decodeParams(TrustVerifyParams.self)
                 let peer = try node.resolvePeer(p.peer)
@@ -112,6 +116,31 @@ struct ControlDispatcher {
         } catch {
             return .now(JSONRPCResponse(id: id, error: .internalError("\(error)")))
         }
+    }
+
+    /// Several `messages.send` requests stored in one transaction, answered in order.
+    func sendBatch(_ sends: [(JSONRPCRequest, MessagesSendParams)]) -> [JSONRPCResponse] {
+        var responses = [JSONRPCResponse?](repeating: nil, count: sends.count)
+        var items: [(PeerRecord, String)] = []
+        var index: [Int] = []
+        for (i, (request, params)) in sends.enumerated() {
+            do {
+                items.append((try node.resolvePeer(params.to), params.body))
+                index.append(i)
+            } catch {
+                responses[i] = JSONRPCResponse(id: request.id, error: Self.rpcError(error, node: node))
+            }
+        }
+        for (k, result) in node.sendMany(items).enumerated() {
+            let i = index[k]
+            switch result {
+            case .success(let m):
+                responses[i] = .success(id: sends[i].0.id, result: MessagesSendResult(message: node.messageInfo(m)))
+            case .failure(let e):
+                responses[i] = JSONRPCResponse(id: sends[i].0.id, error: Self.rpcError(e, node: node))
+            }
+        }
+        return responses.map { $0 ?? JSONRPCResponse(id: nil, error: .internalError("no answer")) }
     }
 
     static func rpcError(_ e: NodeError, node: Node) -> JSONRPCError {

@@ -15,11 +15,14 @@ final class ControlServer: @unchecked Sendable {
     let path: String
     private var channel: Channel?
     private var clients: [ObjectIdentifier: ControlConnection] = [:]
+    /// Numbers and keeps every notification, for subscribers that resume.
+    let journal: EventJournal
 
     init(node: Node, info: DaemonRuntimeInfo, path: String) {
         self.node = node
         self.info = info
         self.path = path
+        self.journal = EventJournal(node: node)
     }
 
     enum ServerError: Error, CustomStringConvertible {
@@ -38,6 +41,11 @@ final class ControlServer: @unchecked Sendable {
         let dir = (path as NSString).deletingLastPathComponent
         try Self.prepareDirectory(dir)
         if Self.somebodyAnswers(at: path) { throw ServerError.alreadyRunning(path) }
+        let (node, journal) = (self.node, self.journal)
+        try node.loop.submit {
+            journal.start()
+            node.addObserver(journal)
+        }.wait()
         let bootstrap = ServerBootstrap(group: node.loop)
             .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { [self] channel in
@@ -68,7 +76,7 @@ final class ControlServer: @unchecked Sendable {
             if !ok { node.log.warning("control connection refused: peer credentials not allowed", [:]) }
             return
         }
-        let conn = ControlConnection(node: node, info: info) { [weak self] c in
+        let conn = ControlConnection(node: node, info: info, journal: journal) { [weak self] c in
             self?.clients[ObjectIdentifier(c)] = nil
         }
         clients[ObjectIdentifier(conn)] = conn

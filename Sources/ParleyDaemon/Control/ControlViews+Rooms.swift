@@ -11,7 +11,8 @@ extension Node {
         return RoomInfo(id: r.id, name: r.name, members: members, member: r.isMember,
                         creator: Node.fingerprint(ofHex: r.creator), creatorName: displayName(of: r.creator),
                         createdAt: Int(r.createdAt), version: Int(r.version),
-                        queued: (try? store.queuedRoomMessageCount(room: r.id)) ?? 0)
+                        queued: (try? store.queuedRoomMessageCount(room: r.id)) ?? 0,
+                        unread: (try? store.roomUnreadCount(room: r.id)) ?? 0)
     }
 
     /// Adds the room to a message's view: `room`, and for outgoing room messages `to` =

@@ -6,7 +6,7 @@ import ParleyStore
 extension Node {
     func displayName(of identity: String) -> String {
         if identity == myIdentity { return card.displayName }
-        return (try? store.peer(identity: identity))?.displayName ?? String(Node.fingerprint(ofHex: identity).prefix(9))
+        return peerRecord(identity)?.displayName ?? String(Node.fingerprint(ofHex: identity).prefix(9))
     }
 
     func messageInfo(_ m: StoredMessage) -> MessageInfo {
@@ -16,7 +16,8 @@ extension Node {
                     direction: m.direction == .incoming ? .incoming : .outgoing,
                     sequence: Int(m.sequence), createdAt: Int(m.createdAt), body: m.body,
                     state: ParleyControlProtocol.MessageState(rawValue: m.state.rawValue) ?? .queued,
-                    deliveredAt: m.deliveredAt.map { Int($0) }, cursor: Int(m.rowID)), m)
+                    deliveredAt: m.deliveredAt.map { Int($0) }, cursor: Int(m.rowID),
+                    readAt: m.readAt.map { Int($0) }), m)
     }
 
     func safetyNumber(with identity: String) -> String {
@@ -24,8 +25,10 @@ extension Node {
         return SafetyNumber.compute(keys.identity.publicKey, k)
     }
 
-    func peerInfo(_ rec: PeerRecord, queued: [String: Int]? = nil, changes: [KeyChangeRecord]? = nil) -> PeerInfo {
+    func peerInfo(_ rec: PeerRecord, queued: [String: Int]? = nil, changes: [KeyChangeRecord]? = nil,
+                  unread: [String: Int]? = nil) -> PeerInfo {
         let q = queued ?? ((try? store.pendingRecipients()) ?? [:])
+        let u = unread ?? ((try? store.unreadCounts()) ?? [:])
         let pending = changes ?? ((try? store.pendingKeyChanges()) ?? [])
         let change = pending.last { $0.oldIdentity == rec.identity }
         let trust: PeerTrust
@@ -41,14 +44,18 @@ extension Node {
                         trust: trust, safetyNumber: safetyNumber(with: rec.identity),
                         lastSeen: Int(rec.lastSeen), queued: q[rec.identity] ?? 0,
                         keyChange: change.map { KeyChangeInfo(newFingerprint: Node.fingerprint(ofHex: $0.newIdentity),
-                                                              detectedAt: Int($0.detectedAt)) })
+                                                              detectedAt: Int($0.detectedAt)) },
+                        unread: u[rec.identity] ?? 0)
     }
 
     func peerInfos() throws(NodeError) -> [PeerInfo] {
         do {
             let q = try store.pendingRecipients()
             let changes = try store.pendingKeyChanges()
-            return try store.peers().filter { $0.replacedBy == nil }.map { peerInfo($0, queued: q, changes: changes) }
+            let unread = try store.unreadCounts()
+            return try store.peers().filter { $0.replacedBy == nil }.map {
+                peerInfo($0, queued: q, changes: changes, unread: unread)
+            }
         } catch { throw .storage(error) }
     }
 }

@@ -9,6 +9,8 @@ protocol PeerConnectionDelegate: AnyObject {
     func connectionEstablished(_ connection: PeerConnection)
     func connection(_ connection: PeerConnection, received chats: [ChatRecord])
     func connection(_ connection: PeerConnection, acknowledged ids: [MessageID])
+    /// The peer's user read these of our messages. Reported after the acks of the same read.
+    func connection(_ connection: PeerConnection, receivedReadReceipts ids: [MessageID])
     func connection(_ connection: PeerConnection, receivedCard card: [UInt8])
     /// Room operations and room chats of one read, in arrival order.
     func connection(_ connection: PeerConnection, receivedRoomTraffic records: [RoomTraffic])
@@ -54,6 +56,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     private var flushScheduled = false
     private var pendingChats: [ChatRecord] = []
     private var pendingAcks: [MessageID] = []
+    private var pendingReadReceipts: [MessageID] = []
     private var pendingRoomTraffic: [RoomTraffic] = []
 
     // Liveness, read by the node's keepalive tick.
@@ -63,7 +66,11 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     private(set) var establishedAt: NIODeadline?
 
     /// Outbox bookkeeping owned by the node: message id -> when it was sent on this session.
-    var inFlight: [String: NIODeadline] = [:]
+    var inFlight: [String: (sentAt: NIODeadline, bytes: Int)] = [:]
+    /// Body bytes sent and not yet acknowledged on this session.
+    var inFlightBytes = 0
+    /// Highest outbox sequence sent on this session (the pump continues after it).
+    var sentThrough: Int64 = 0
     /// Set when the node decided to keep this session (after trust and duplicate checks).
     var isActiveSession = false
     var closeReasonSent: CloseReason?
@@ -172,6 +179,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         switch record {
         case .chat(let c): pendingChats.append(c)
         case .ack(let ids): pendingAcks.append(contentsOf: ids)
+        case .readReceipt(let ids): pendingReadReceipts.append(contentsOf: ids)
         case .ping(let n): send(.pong(n))
         case .pong: break
         case .cardUpdate(let card): delegate?.connection(self, receivedCard: card)
@@ -200,6 +208,11 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
             let acks = pendingAcks
             pendingAcks.removeAll(keepingCapacity: true)
             delegate?.connection(self, acknowledged: acks)
+        }
+        if !pendingReadReceipts.isEmpty {
+            let receipts = pendingReadReceipts
+            pendingReadReceipts.removeAll(keepingCapacity: true)
+            delegate?.connection(self, receivedReadReceipts: receipts)
         }
         context.fireChannelReadComplete()
     }

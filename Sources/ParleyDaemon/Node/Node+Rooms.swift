@@ -314,14 +314,14 @@ extension Node {
     /// Sends queued room operations to the peer of `conn`, parents first, within the window.
     func pumpRoomOperations(_ conn: PeerConnection, peer: String) {
         var room = options.sendWindow - conn.inFlight.count
-        guard room > 0 else { return }
+        guard room > 0, conn.inFlightBytes < options.sendWindowBytes else { return }
         let pending: [StoredRoomOperation]
         do { pending = try store.pendingRoomOperations(to: peer, limit: conn.inFlight.count + room) } catch {
             log.error("could not read the room operation outbox", ["error": "\(error)"])
             return
         }
         let now = NIODeadline.now()
-        for stored in pending where room > 0 {
+        for stored in pending where room > 0 && conn.inFlightBytes < options.sendWindowBytes {
             let key = String(stored.hash.prefix(MessageID.length * 2))
             guard conn.inFlight[key] == nil else { continue }
             guard let op = try? RoomOperation.decode(stored.encoded) else {
@@ -330,7 +330,8 @@ extension Node {
                 continue
             }
             conn.send(.roomOperation(op))
-            conn.inFlight[key] = now
+            conn.inFlight[key] = (now, stored.encoded.count)
+            conn.inFlightBytes += stored.encoded.count
             roomBook.inFlight[peer, default: []].insert(key)
             room -= 1
         }
@@ -340,18 +341,20 @@ extension Node {
     func pumpRoomMessages(_ conn: PeerConnection, peer: String) {
         guard conn.isActiveSession, conn.isWritable else { return }
         var room = options.sendWindow - conn.inFlight.count
-        guard room > 0 else { return }
+        guard room > 0, conn.inFlightBytes < options.sendWindowBytes else { return }
         let pending: [StoredMessage]
         do { pending = try store.pendingRoomMessages(to: peer, limit: conn.inFlight.count + room) } catch {
             log.error("could not read the room outbox", ["error": "\(error)"])
             return
         }
         let now = NIODeadline.now()
-        for m in pending where room > 0 && conn.inFlight[m.id] == nil {
+        for m in pending where room > 0 && conn.inFlightBytes < options.sendWindowBytes && conn.inFlight[m.id] == nil {
             guard let mid = MessageID(hex: m.id), let rid = m.room.flatMap(RoomID.init(hex:)) else { continue }
             conn.send(.roomChat(RoomChatRecord(id: mid, roomID: rid, sequence: UInt64(max(0, m.sequence)),
                                                createdAt: UInt64(max(0, m.createdAt)), body: m.body)))
-            conn.inFlight[m.id] = now
+            let size = m.body.utf8.count
+            conn.inFlight[m.id] = (now, size)
+            conn.inFlightBytes += size
             roomBook.inFlight[peer, default: []].insert(m.id)
             room -= 1
         }

@@ -38,12 +38,18 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// Offline notices held back briefly after a duplicate-session close, so the
     /// simultaneous-dial tie-break does not flap presence.
     private var pendingOffline: [String: Scheduled<Void>] = [:]
+    /// Every pinned peer, cached for resolving names on each `send`; dropped whenever
+    /// a peer record is written.
+    private var peerCache: [PeerRecord]? { didSet { peerIndex = nil } }
+    private var peerIndex: [String: PeerRecord]?
     /// Undelivered messages per recipient, loaded lazily from the store.
     private var queuedCounts: [String: Int]?
     /// Our own mDNS instance name (Avahi may rename it on a conflict).
     var ownInstanceName: String?
     /// Called after this node re-issued its card (the daemon re-advertises).
     var onCardChanged: ((Card) -> Void)?
+    /// `read_receipts`: tell senders when the local user read their messages.
+    var sendsReadReceipts = true
     /// Rooms: decoded operations and resolved state, loaded lazily (Node+Rooms.swift).
     var roomBook = RoomBook()
 
@@ -128,15 +134,13 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
 
     /// A handler for a new TCP connection in either direction.
     func makeConnection(direction: PeerConnection.Direction, dialedAddress: String?) -> PeerConnection {
-        let card = self.card
-        let keys = self.keys
-        let boot = self.bootID
-        let psk = self.networkKey
+        // The handshake is built when the connection becomes active, so it uses the
+        // card and keys current then (a rotation or rename in between is honoured).
         let conn = PeerConnection(direction: direction, dialedAddress: dialedAddress,
-                                  handshakeTimeout: options.handshakeTimeout) {
+                                  handshakeTimeout: options.handshakeTimeout) { [unowned self] in
             SessionHandshake(role: direction == .outbound ? .initiator : .responder,
-                             localCard: card, staticKey: keys.noiseStatic, bootID: boot,
-                             presharedKey: psk, now: UInt64(max(0, Node.nowMs() / 1000)))
+                             localCard: self.card, staticKey: self.keys.noiseStatic, bootID: self.bootID,
+                             presharedKey: self.networkKey, now: UInt64(max(0, Node.nowMs() / 1000)))
         }
         conn.delegate = self
         connections[ObjectIdentifier(conn)] = conn
@@ -156,6 +160,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// A target found by discovery: several candidate addresses, one session.
     func addDiscoveredTarget(key: String, candidates: [HostPort], fingerprintHint: String?) {
         if var t = dialTargets[key] {
+            if t.candidates != candidates || t.fingerprintHint != fingerprintHint { t.spoofed = false }
             t.candidates = candidates
             t.next = 0
             t.fingerprintHint = fingerprintHint
@@ -202,7 +207,13 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             dialTargets[key] = target // already connected (maybe they dialled us)
             return
         }
-        if let hint = target.fingerprintHint, let id = onlineIdentity(fingerprint: hint) {
+        if target.spoofed { dialTargets[key] = target; return }
+        if let hint = target.fingerprintHint, let id = onlineIdentity(fingerprint: hint),
+           let session = sessions[id],
+           target.candidates.contains(where: { $0.host == session.remoteAddress.hostPart }) {
+            // Already connected to that identity at an address this advertisement lists.
+            // (An advertisement claiming it from elsewhere is dialled: the handshake will
+            // show whether it is the same node or a spoof.)
             target.identity = id
             dialTargets[key] = target
             return
@@ -282,6 +293,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
                           "SPOOFING: an mDNS advertisement claimed a fingerprint its handshake did not prove; not trusted",
                           ["claimed": expected, "proven": remote.fingerprint.description, "address": conn.remoteAddress])
             conn.close(reason: .notTrusted, text: "advertised fingerprint does not match")
+            // Do not knock again until the advertisement changes.
+            if let key = conn.dialedAddress { dialTargets[key]?.spoofed = true }
             return
         }
         if let key = conn.dialedAddress { dialTargets[key]?.identity = id }
@@ -312,6 +325,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
                                 "address": conn.remoteAddress, "direction": conn.direction.rawValue])
         if !wasOnline { emit(.peerOnline(identity: id)) }
         pump(conn)
+        sendPendingReadReceipts(conn)
     }
 
     /// The documented duplicate-session rule (docs/PROTOCOL.md, "One session per pair").
@@ -357,7 +371,9 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     func connection(_ conn: PeerConnection, acknowledged ids: [MessageID]) {
         guard let peer = conn.remoteIdentity else { return }
         let hex = ids.map(\.hex)
-        for h in hex { conn.inFlight[h] = nil }
+        for h in hex {
+            if let f = conn.inFlight.removeValue(forKey: h) { conn.inFlightBytes -= f.bytes }
+        }
         do {
             let changed = try store.markDelivered(ids: hex, by: peer, at: Node.nowMs())
             if !changed.isEmpty { queuedCounts?[peer, default: 0] -= changed.count }
@@ -384,7 +400,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             rec.noiseKey = newCard.noiseKey.hex
             rec.displayName = newCard.displayName
             rec.hostName = newCard.hostName
-            try store.upsertPeer(rec)
+            try upsertPeer(rec)
             log.info("peer re-issued its card", ["peer": newCard.displayName, "sequence": "\(newCard.sequence)"])
         } catch {
             log.warning("bad card update", ["peer": Node.fingerprint(ofHex: peer), "error": "\(error)"])
@@ -457,7 +473,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
                     known.noiseKey = remote.noiseKey.hex
                     known.displayName = remote.displayName
                     known.hostName = remote.hostName
-                    try store.upsertPeer(known)
+                    try upsertPeer(known)
                 }
                 return .accept
             }
@@ -468,10 +484,11 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             }
             if let old = previous {
                 let existing = try store.pendingKeyChange(newIdentity: id)
-                let change = try store.recordKeyChange(displayName: remote.displayName, oldIdentity: old.identity,
+                peerCache = nil
+            let change = try store.recordKeyChange(displayName: remote.displayName, oldIdentity: old.identity,
                                                        newIdentity: id, newCard: remote.encoded(),
                                                        address: conn.dialedAddress ?? conn.remoteAddress, at: now)
-                if old.trust != .changed { try store.setTrust(identity: old.identity, .changed) }
+                if old.trust != .changed { try setTrust(identity: old.identity, .changed) }
                 if existing == nil {
                     log.warning("KEY CHANGED: a different identity key is using a known name; refused until a person accepts it",
                                 ["name": remote.displayName, "old": Node.fingerprint(ofHex: old.identity),
@@ -480,7 +497,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
                 }
                 return .refuse(.keyChangePending, "key change pending")
             }
-            try store.upsertPeer(PeerRecord(identity: id, displayName: remote.displayName, hostName: remote.hostName,
+            try upsertPeer(PeerRecord(identity: id, displayName: remote.displayName, hostName: remote.hostName,
                                             card: remote.encoded(), cardSequence: Int64(clamping: remote.sequence),
                                             noiseKey: remote.noiseKey.hex, trust: .pinned, firstSeen: now, lastSeen: now,
                                             lastAddress: conn.dialedAddress, replacedBy: nil))
@@ -492,9 +509,38 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         }
     }
 
+    // MARK: Peer records (cached)
+
+    func allPeers() throws(StoreError) -> [PeerRecord] {
+        if let peerCache { return peerCache }
+        let all = try store.peers()
+        peerCache = all
+        return all
+    }
+
+    /// A pinned peer by identity hex, from the cache.
+    func peerRecord(_ identity: String) -> PeerRecord? {
+        if peerIndex == nil, let all = try? allPeers() {
+            peerIndex = Dictionary(all.map { ($0.identity, $0) }, uniquingKeysWith: { a, _ in a })
+        }
+        return peerIndex?[identity]
+    }
+
+    private func upsertPeer(_ rec: PeerRecord) throws(StoreError) {
+        peerCache = nil
+        try store.upsertPeer(rec)
+    }
+
+    private func setTrust(identity: String, _ trust: TrustState) throws(StoreError) {
+        peerCache = nil
+        try store.setTrust(identity: identity, trust)
+    }
+
     // MARK: Outbox
 
-    /// Sends queued messages to the peer of `conn`, up to the window.
+    /// Sends queued messages to the peer of `conn`, up to the window. Each session
+    /// remembers the highest sequence it sent, so a pump reads only new rows; a
+    /// retarget (key change) or an ack timeout resets it to resend from the start.
     func pump(_ conn: PeerConnection) {
         guard conn.isActiveSession, conn.isWritable, let peer = conn.remoteIdentity else { return }
         // Room membership first, room messages last (Node+Rooms.swift): an operation that
@@ -502,20 +548,24 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         pumpRoomOperations(conn, peer: peer)
         defer { pumpRoomMessages(conn, peer: peer) }
         let room = options.sendWindow - conn.inFlight.count
-        guard room > 0 else { return }
+        guard room > 0, conn.inFlightBytes < options.sendWindowBytes else { return }
         let pending: [StoredMessage]
         do {
-            pending = try store.pendingOutgoing(to: peer, limit: conn.inFlight.count + room)
+            pending = try store.pendingOutgoing(to: peer, afterSequence: conn.sentThrough, limit: room)
         } catch {
             log.error("could not read the outbox", ["error": "\(error)"])
             return
         }
         let now = NIODeadline.now()
         for m in pending where conn.inFlight[m.id] == nil {
+            guard conn.inFlightBytes < options.sendWindowBytes else { break }
             guard let mid = MessageID(hex: m.id) else { continue }
             conn.send(.chat(ChatRecord(id: mid, sequence: UInt64(max(0, m.sequence)),
                                        createdAt: UInt64(max(0, m.createdAt)), body: m.body)))
-            conn.inFlight[m.id] = now
+            let size = m.body.utf8.count
+            conn.inFlight[m.id] = (now, size)
+            conn.inFlightBytes += size
+            conn.sentThrough = max(conn.sentThrough, m.sequence)
         }
     }
 
@@ -530,8 +580,10 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             if now - conn.lastSent >= options.pingInterval || now - conn.lastReceived >= options.pingInterval {
                 conn.send(.ping(UInt64(now.uptimeNanoseconds)))
             }
-            if let oldest = conn.inFlight.values.min(), now - oldest > options.ackTimeout {
+            if let oldest = conn.inFlight.values.map(\.sentAt).min(), now - oldest > options.ackTimeout {
                 conn.inFlight.removeAll()
+                conn.inFlightBytes = 0
+                conn.sentThrough = 0
                 pump(conn)
             }
         }
@@ -541,30 +593,50 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
 
     /// Queues a message durably; returns once it is on disk.
     func send(to peer: PeerRecord, body: String) throws(NodeError) -> StoredMessage {
+        try sendMany([(peer, body)])[0].get()
+    }
+
+    /// Queues several messages in ONE transaction (one fsync): a pipelining client's
+    /// requests from one read are committed together, and each is answered only after
+    /// that commit. Invalid ones fail alone; a storage failure fails all of them.
+    func sendMany(_ items: [(PeerRecord, String)]) -> [Result<StoredMessage, NodeError>] {
         loop.preconditionInEventLoop()
-        let size = body.utf8.count
-        guard size > 0 else { throw .emptyBody }
-        guard size <= WireLimits.maxBodyBytes else { throw .bodyTooLarge(size) }
-        guard peer.trust != .changed, peer.replacedBy == nil else { throw .keyChangePending(peer) }
-        if queuedCounts == nil {
-            do { queuedCounts = try store.pendingRecipients() } catch { throw .storage(error) }
+        var results = [Result<StoredMessage, NodeError>?](repeating: nil, count: items.count)
+        var batch: [NewOutgoingMessage] = []
+        var batchIndex: [Int] = []
+        if queuedCounts == nil { queuedCounts = try? store.pendingRecipients() }
+        var planned: [String: Int] = [:]
+        let now = Node.nowMs()
+        for (i, (peer, body)) in items.enumerated() {
+            let size = body.utf8.count
+            if size == 0 { results[i] = .failure(.emptyBody); continue }
+            if size > WireLimits.maxBodyBytes { results[i] = .failure(.bodyTooLarge(size)); continue }
+            if peer.trust == .changed || peer.replacedBy != nil { results[i] = .failure(.keyChangePending(peer)); continue }
+            let queued = (queuedCounts?[peer.identity] ?? 0) + planned[peer.identity, default: 0]
+            if queued >= DaemonLimits.maxQueuedPerPeer {
+                results[i] = .failure(.queueFull(peer, DaemonLimits.maxQueuedPerPeer)); continue
+            }
+            planned[peer.identity, default: 0] += 1
+            batch.append(NewOutgoingMessage(id: MessageID.random().hex, recipient: peer.identity, body: body, createdAt: now))
+            batchIndex.append(i)
         }
-        guard queuedCounts?[peer.identity, default: 0] ?? 0 < DaemonLimits.maxQueuedPerPeer else {
-            throw .queueFull(peer, DaemonLimits.maxQueuedPerPeer)
+        if !batch.isEmpty {
+            do {
+                let stored = try store.enqueue(batch, sender: myIdentity)
+                for (k, m) in stored.enumerated() where k < batchIndex.count { results[batchIndex[k]] = .success(m) }
+                for (peer, n) in planned { queuedCounts?[peer, default: 0] += n }
+                for peer in planned.keys { if let conn = sessions[peer] { pump(conn) } }
+            } catch {
+                for i in batchIndex { results[i] = .failure(.storage(error)) }
+            }
         }
-        let msg = NewOutgoingMessage(id: MessageID.random().hex, recipient: peer.identity, body: body, createdAt: Node.nowMs())
-        let stored: [StoredMessage]
-        do { stored = try store.enqueue([msg], sender: myIdentity) } catch { throw .storage(error) }
-        queuedCounts?[peer.identity, default: 0] += stored.count
-        if let conn = sessions[peer.identity] { pump(conn) }
-        guard let first = stored.first else { throw .storage(.io(path: store.path, reason: "enqueue returned nothing")) }
-        return first
+        return results.map { $0 ?? .failure(.storage(.io(path: store.path, reason: "not stored"))) }
     }
 
     /// Finds a peer by display name, fingerprint prefix or identity hex.
     func resolvePeer(_ query: String) throws(NodeError) -> PeerRecord {
         let all: [PeerRecord]
-        do { all = try store.peers() } catch { throw .storage(error) }
+        do { all = try allPeers() } catch { throw .storage(error) }
         let live = all.filter { $0.replacedBy == nil }
         if let exact = live.first(where: { $0.identity == query.lowercased() }) { return exact }
         let byName = live.filter { $0.displayName == query }
@@ -598,7 +670,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             throw .fingerprintMismatch(expected: expected, given: given)
         }
         do {
-            try store.setTrust(identity: peer.identity, .verified)
+            try setTrust(identity: peer.identity, .verified)
             return try store.peer(identity: peer.identity) ?? peer
         } catch { throw .storage(error) }
     }
@@ -614,6 +686,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
                                  card: change.newCard, cardSequence: Int64(clamping: newCard.sequence),
                                  noiseKey: newCard.noiseKey.hex, trust: .pinned, firstSeen: now, lastSeen: now,
                                  lastAddress: change.address, replacedBy: nil)
+            peerCache = nil
             let moved = try store.acceptKeyChange(id: change.id, newPeer: rec, at: now)
             queuedCounts = nil // retargeted: reload on next send
             log.warning("key change accepted by a person", ["name": newCard.displayName, "new": newCard.fingerprint.description])
@@ -675,6 +748,8 @@ struct DialTarget {
     let source: Source
     var identity: String?
     var fingerprintHint: String?
+    /// The advertisement's claimed fingerprint was not what its handshake proved.
+    var spoofed = false
     var connecting = false
     var failures = 0
     var timer: Scheduled<Void>?

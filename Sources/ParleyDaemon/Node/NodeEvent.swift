@@ -5,6 +5,8 @@ import ParleyStore
 enum NodeEvent {
     case messageReceived(StoredMessage)
     case messageDelivered(StoredMessage)
+    /// The recipient's read receipt for one of our messages arrived.
+    case messageRead(StoredMessage)
     case peerOnline(identity: String)
     case peerOffline(identity: String)
     case keyChanged(KeyChangeRecord)

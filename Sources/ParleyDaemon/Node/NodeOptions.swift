@@ -10,6 +10,9 @@ struct NodeOptions: Sendable {
     var deadAfter: TimeAmount = .seconds(15)
     /// Unacknowledged messages per session before the outbox waits for acks.
     var sendWindow = 2_000
+    /// And at most this many body bytes unacknowledged per session, so a peer that
+    /// stops reading holds at most this much of our memory in socket buffers.
+    var sendWindowBytes = 4 * 1_048_576
     /// Messages sent but not acknowledged this long are sent again on the same session.
     var ackTimeout: TimeAmount = .seconds(30)
     /// Reconnect backoff for static and discovered peers.

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Regenerates Tests/ParleyCoreTests/Fixtures/noise-xxpsk3.json.
+"""Regenerates Tests/ParleyCoreTests/Fixtures/noise-xxpsk3.json and noise-xxpsk0.json.
 
 The official cacophony/snow vectors in noise-xx.json cover plain XX only. This produces
-XXpsk3 vectors from an independent implementation, `noiseprotocol` 0.3.1 from PyPI
+XXpsk3 and XXpsk0 (Parley's network-key pattern) vectors from an independent implementation, `noiseprotocol` 0.3.1 from PyPI
 (itself tested against the cacophony vectors), in the same format, with cacophony's
 fixed keys, prologue, psk and payloads. Not run by CI; the output is committed.
 
     python3 -m venv /tmp/v && /tmp/v/bin/pip install noiseprotocol==0.3.1
-    /tmp/v/bin/python scripts/gen-noise-xxpsk3-vectors.py > Tests/ParleyCoreTests/Fixtures/noise-xxpsk3.json
+    /tmp/v/bin/python scripts/gen-noise-psk-vectors.py psk3 > Tests/ParleyCoreTests/Fixtures/noise-xxpsk3.json
+    /tmp/v/bin/python scripts/gen-noise-psk-vectors.py psk0 > Tests/ParleyCoreTests/Fixtures/noise-xxpsk0.json
 """
 import json
 
@@ -64,5 +65,7 @@ def vector(name):
 
 
 if __name__ == "__main__":
-    names = ["Noise_XXpsk3_25519_ChaChaPoly_SHA256", "Noise_XXpsk3_25519_ChaChaPoly_BLAKE2b"]
+    import sys
+    mod = sys.argv[1] if len(sys.argv) > 1 else "psk3"
+    names = [f"Noise_XX{mod}_25519_ChaChaPoly_SHA256", f"Noise_XX{mod}_25519_ChaChaPoly_BLAKE2b"]
     print(json.dumps({"vectors": [vector(n) for n in names]}, indent=2))

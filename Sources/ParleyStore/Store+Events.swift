@@ -1,0 +1,141 @@
+import Foundation
+import GRDB
+
+/// An event to append to the journal (the notifications the control socket sent).
+public struct NewJournalEvent: Sendable, Equatable {
+    /// Unix ms.
+    public var at: Int64
+    /// The notification method, e.g. `message.received`.
+    public var method: String
+    /// Identity hex of the peer the event concerns (for subscription filters); nil = all.
+    public var peer: String?
+    /// For message events: the message's row id (the event is rendered from the message).
+    public var messageRowID: Int64?
+    /// For other events: the notification params as JSON.
+    public var params: [UInt8]?
+
+    public init(at: Int64, method: String, peer: String?, messageRowID: Int64?, params: [UInt8]?) {
+        self.at = at
+        self.method = method
+        self.peer = peer
+        self.messageRowID = messageRowID
+        self.params = params
+    }
+}
+
+/// An event as stored, with the id it was given.
+public struct JournalEvent: Sendable, Equatable {
+    public var id: Int64
+    public var event: NewJournalEvent
+}
+
+/// Bounds on the journal's inputs.
+public enum JournalLimits {
+    /// Longest method name: names are chosen in code; this only stops garbage.
+    public static let maxMethodBytes = 64
+    /// Largest params of one event. Non-message events (a peer's info, a key change) are
+    /// well under 8 KiB; this bounds what one event can add to the database.
+    public static let maxParamsBytes = 65_536
+}
+
+// The event journal: a bounded, ordered log of what the control socket notified, so a
+// client can resume after the last event it saw.
+extension Store {
+    /// Appends `events` in order in one transaction; returns their ids (consecutive,
+    /// increasing, never reused even after pruning).
+    public func appendEvents(_ events: [NewJournalEvent]) throws(StoreError) -> [Int64] {
+        for e in events {
+            guard !e.method.isEmpty, e.method.utf8.count <= JournalLimits.maxMethodBytes else {
+                throw .invalidArgument("event method must be 1...\(JournalLimits.maxMethodBytes) bytes")
+            }
+            try InputValidation.requireNoNUL(e.method, "event method")
+            if let peer = e.peer { try InputValidation.requireIdentity(peer, "event peer") }
+            guard (e.messageRowID == nil) != (e.params == nil) else {
+                throw .invalidArgument("an event has either a message row or params, not both or neither")
+            }
+            if let p = e.params, p.count > JournalLimits.maxParamsBytes {
+                throw .invalidArgument("event params of \(p.count) bytes exceed \(JournalLimits.maxParamsBytes)")
+            }
+        }
+        guard !events.isEmpty else { return [] }
+        return try write { db in
+            let reserve = try db.cachedStatement(sql: """
+                UPDATE counter SET value = value + ? WHERE name = '\(Schema.Counter.lastEventID)' RETURNING value
+                """)
+            guard let last = try Int64.fetchOne(reserve, arguments: [Int64(events.count)]) else {
+                throw UnexpectedStoredValue(column: "counter.\(Schema.Counter.lastEventID)", value: "missing")
+            }
+            let first = last - Int64(events.count) + 1
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO event (id, at, method, peer, message_row, params) VALUES (?, ?, ?, ?, ?, ?)
+                """)
+            for (offset, e) in events.enumerated() {
+                try insert.execute(arguments: [
+                    first + Int64(offset), e.at, e.method, e.peer, e.messageRowID, e.params.map { Data($0) },
+                ])
+            }
+            return Array(first...last)
+        }
+    }
+
+    /// Events with `after < id <= through`, ascending, at most `limit` (clamped to
+    /// `StoreLimits.maximumPageSize`).
+    public func events(after: Int64, through: Int64, limit: Int) throws(StoreError) -> [JournalEvent] {
+        let limit = InputValidation.pageSize(limit)
+        guard limit > 0, after < through else { return [] }
+        return try read { db in
+            let statement = try db.cachedStatement(sql: """
+                SELECT id, at, method, peer, message_row, params FROM event
+                WHERE id > ? AND id <= ? ORDER BY id LIMIT ?
+                """)
+            var result: [JournalEvent] = []
+            let rows = try Row.fetchCursor(statement, arguments: [after, through, limit])
+            while let row = try rows.next() {
+                let messageRow = try row.optionalInt64(4)
+                result.append(JournalEvent(id: try row.int64(0), event: NewJournalEvent(
+                    at: try row.int64(1), method: try row.text(2), peer: try row.optionalText(3),
+                    messageRowID: messageRow, params: messageRow == nil ? try row.bytes(5) : nil)))
+            }
+            return result
+        }
+    }
+
+    /// `prunedThrough`: every event with an id up to it is gone; `last`: the newest id
+    /// ever given (0 when none). Events `prunedThrough < id <= last` are all kept.
+    public func eventBounds() throws(StoreError) -> (prunedThrough: Int64, last: Int64) {
+        try read { db in
+            let statement = try db.cachedStatement(sql: "SELECT value FROM counter WHERE name = ?")
+            func value(_ name: String) throws -> Int64 {
+                guard let v = try Int64.fetchOne(statement, arguments: [name]), v >= 0 else {
+                    throw UnexpectedStoredValue(column: "counter.\(name)", value: "missing or negative")
+                }
+                return v
+            }
+            return (try value(Schema.Counter.eventsPrunedThrough), try value(Schema.Counter.lastEventID))
+        }
+    }
+
+    /// Deletes the oldest events so that at most `keepLast` remain and none is older than
+    /// `notBefore` (Unix ms). Deletion is always a prefix of ids, so what remains is
+    /// contiguous. Returns the new `prunedThrough`.
+    @discardableResult
+    public func pruneEvents(keepLast: Int, notBefore: Int64) throws(StoreError) -> Int64 {
+        guard keepLast >= 0 else { throw .invalidArgument("keepLast must not be negative") }
+        return try write { db in
+            let counter = try db.cachedStatement(sql: "SELECT value FROM counter WHERE name = ?")
+            let last = try Int64.fetchOne(counter, arguments: [Schema.Counter.lastEventID]) ?? 0
+            let pruned = try Int64.fetchOne(counter, arguments: [Schema.Counter.eventsPrunedThrough]) ?? 0
+            var through = max(pruned, last - Int64(keepLast))
+            // The newest event that is too old; ids grow with time, so everything up to it goes
+            // (an event written while the clock was wrong may go a little early or late).
+            if let old = try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM event WHERE at < ?", arguments: [notBefore]) {
+                through = max(through, old)
+            }
+            guard through > pruned else { return pruned }
+            try db.execute(sql: "DELETE FROM event WHERE id <= ?", arguments: [through])
+            try db.execute(sql: "UPDATE counter SET value = ? WHERE name = ?",
+                           arguments: [through, Schema.Counter.eventsPrunedThrough])
+            return through
+        }
+    }
+}

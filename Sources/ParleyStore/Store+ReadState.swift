@@ -1,0 +1,111 @@
+import GRDB
+
+// Read state: which incoming messages this node's user has read (and which read receipts
+// still have to be sent), and which outgoing messages the recipient reported as read.
+extension Store {
+    /// Unread incoming direct messages per conversation (the sender's identity hex); room
+    /// messages count per room (`roomUnreadCount`). Served by the partial `message_unread`
+    /// index, so it costs the number of unread rows.
+    public func unreadCounts() throws(StoreError) -> [String: Int] {
+        try read { db in
+            let statement = try db.cachedStatement(sql: """
+                SELECT peer, COUNT(*) FROM message
+                WHERE direction = 'incoming' AND read_at IS NULL AND room IS NULL GROUP BY peer
+                """)
+            var result: [String: Int] = [:]
+            let rows = try Row.fetchCursor(statement)
+            while let row = try rows.next() {
+                result[try row.text(0)] = Int(try row.int64(1))
+            }
+            return result
+        }
+    }
+
+    /// Marks the unread incoming messages from `peer` with `rowID <= upTo` (all of them if
+    /// `upTo` is nil) read at `at`. With `queueReceipts` each one is also flagged as owing
+    /// the sender a read receipt (`pendingReadReceipts`). Returns the ids of the messages
+    /// that changed, in log order; already-read messages are left alone. One transaction.
+    public func markIncomingRead(from peer: String, upTo: Int64?, at: Int64, queueReceipts: Bool)
+        throws(StoreError) -> [String]
+    {
+        try InputValidation.requireIdentity(peer, "peer")
+        return try write { db in
+            let update = try db.cachedStatement(sql: """
+                UPDATE message SET read_at = ?, receipt_pending = ?
+                WHERE peer = ? AND direction = 'incoming' AND read_at IS NULL AND room IS NULL AND row_id <= ?
+                RETURNING row_id, id
+                """)
+            let rows = try Row.fetchAll(update, arguments: [at, queueReceipts ? 1 : 0, peer, upTo ?? Int64.max])
+            return try rows.map { (rowID: try $0.int64(0), id: try $0.text(1)) }.sorted { $0.rowID < $1.rowID }.map(\.id)
+        }
+    }
+
+    /// Ids of messages from `peer` that were read here and whose read receipt is still
+    /// owed, oldest first, at most `limit` (clamped to `StoreLimits.maximumPageSize`).
+    public func pendingReadReceipts(to peer: String, limit: Int) throws(StoreError) -> [String] {
+        try InputValidation.requireIdentity(peer, "peer")
+        let limit = InputValidation.pageSize(limit)
+        guard limit > 0 else { return [] }
+        return try read { db in
+            let statement = try db.cachedStatement(sql: """
+                SELECT id FROM message WHERE peer = ? AND receipt_pending = 1 ORDER BY row_id LIMIT ?
+                """)
+            return try String.fetchAll(statement, arguments: [peer, limit])
+        }
+    }
+
+    /// Every peer that is owed at least one read receipt.
+    public func peersOwedReadReceipts() throws(StoreError) -> Set<String> {
+        try read { db in
+            Set(try String.fetchAll(db, sql: "SELECT DISTINCT peer FROM message WHERE receipt_pending = 1"))
+        }
+    }
+
+    /// The read receipts for these messages from `peer` were handed to a session (or are
+    /// no longer wanted): stop owing them.
+    public func clearPendingReadReceipts(ids: [String], from peer: String) throws(StoreError) {
+        try InputValidation.requireIdentity(peer, "peer")
+        let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
+        guard !ids.isEmpty else { return }
+        try write { db in
+            let update = try db.cachedStatement(sql: """
+                UPDATE message SET receipt_pending = 0 WHERE id = ? AND sender = ? AND receipt_pending = 1
+                """)
+            for id in ids { try update.execute(arguments: [id, peer]) }
+        }
+    }
+
+    /// The recipient `recipient` reported these outgoing messages read at `at`. Only
+    /// delivered messages to that recipient that were not yet marked read change (the
+    /// caller applies the implied acknowledgement first); they are returned. Malformed ids
+    /// match nothing. One transaction.
+    public func markReadByRecipient(ids: [String], by recipient: String, at: Int64) throws(StoreError) -> [StoredMessage] {
+        try InputValidation.requireIdentity(recipient, "recipient")
+        let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
+        guard !ids.isEmpty else { return [] }
+        return try write { db in
+            let update = try db.cachedStatement(sql: """
+                UPDATE message SET read_at = ?
+                WHERE id = ? AND recipient = ? AND state = 'delivered' AND read_at IS NULL
+                RETURNING \(Self.messageColumns)
+                """)
+            var changed: [StoredMessage] = []
+            for id in ids { changed += try Self.fetchMessages(update, [at, id, recipient]) }
+            return changed
+        }
+    }
+
+    /// Messages by local row id (the cursor), for rendering journal events. Rows that do
+    /// not exist are simply absent from the result.
+    public func messages(rowIDs: [Int64]) throws(StoreError) -> [Int64: StoredMessage] {
+        guard !rowIDs.isEmpty else { return [:] }
+        return try read { db in
+            let statement = try db.cachedStatement(sql: "SELECT \(Self.messageColumns) FROM message WHERE row_id = ?")
+            var result: [Int64: StoredMessage] = [:]
+            for rowID in Set(rowIDs) {
+                if let m = try Self.fetchMessages(statement, [rowID]).first { result[rowID] = m }
+            }
+            return result
+        }
+    }
+}

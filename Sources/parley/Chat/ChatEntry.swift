@@ -1,0 +1,40 @@
+/// One line item of the chat view: a message or a notice from the client itself.
+struct ChatEntry: Equatable {
+    enum Kind: Equatable {
+        case incoming(from: String)
+        case outgoing
+        /// Something the view says (a peer went offline, a send failed).
+        case notice
+    }
+
+    /// Where an outgoing message is: … queued, ✓ delivered, ✓✓ read.
+    enum Mark: String, Equatable {
+        case queued = "…"
+        case delivered = "✓"
+        case read = "✓✓"
+    }
+
+    /// The message id (nil for notices): delivery and read events update by it.
+    var id: String?
+    var kind: Kind
+    /// Unix milliseconds.
+    var time: Int
+    var body: String
+    var mark: Mark?
+}
+
+extension ChatEntry.Mark {
+    /// How far along the message is.
+    private var rank: Int {
+        switch self {
+        case .queued: return 0
+        case .delivered: return 1
+        case .read: return 2
+        }
+    }
+
+    /// A later state never goes back: a delivery event after the read receipt keeps ✓✓.
+    func advanced(to next: ChatEntry.Mark) -> ChatEntry.Mark {
+        next.rank > rank ? next : self
+    }
+}

@@ -1,0 +1,54 @@
+import ParleyControlProtocol
+
+/// What the chat view shows, built from history and events. Pure: messages and events go
+/// in, entries come out, each message once, with its latest delivery mark.
+struct ChatModel {
+    /// Entries kept in memory: the view only ever shows the last screenfuls, and a chat
+    /// left open for weeks must not grow without end.
+    static let maxEntries = 5_000
+    /// Marks remembered for messages not shown yet (a delivery event can overtake the
+    /// answer to the send that created the message).
+    static let maxEarlyMarks = 256
+
+    private(set) var entries: [ChatEntry] = []
+    private var early: [String: ChatEntry.Mark] = [:]
+    /// Cursor of the newest incoming message shown: what `messages.mark_read` gets.
+    private(set) var newestIncomingCursor: Int?
+
+    /// Adds a message unless it is already shown (history and live events overlap at
+    /// the start). Returns whether it was new.
+    @discardableResult
+    mutating func add(_ m: MessageInfo) -> Bool {
+        guard !entries.contains(where: { $0.id == m.id }) else { return false }
+        var entry: ChatEntry
+        switch m.direction {
+        case .incoming:
+            entry = ChatEntry(id: m.id, kind: .incoming(from: m.fromName), time: m.createdAt, body: m.body, mark: nil)
+            newestIncomingCursor = max(newestIncomingCursor ?? m.cursor, m.cursor)
+        case .outgoing:
+            var mark: ChatEntry.Mark = m.readAt != nil ? .read : m.state == .delivered ? .delivered : .queued
+            if let e = early.removeValue(forKey: m.id) { mark = mark.advanced(to: e) }
+            entry = ChatEntry(id: m.id, kind: .outgoing, time: m.createdAt, body: m.body, mark: mark)
+        }
+        append(entry)
+        return true
+    }
+
+    mutating func notice(_ text: String, at time: Int) {
+        append(ChatEntry(id: nil, kind: .notice, time: time, body: text, mark: nil))
+    }
+
+    /// A delivery or read event for message `id`.
+    mutating func mark(_ id: String, _ mark: ChatEntry.Mark) {
+        if let i = entries.lastIndex(where: { $0.id == id }) {
+            entries[i].mark = (entries[i].mark ?? .queued).advanced(to: mark)
+        } else if early.count < Self.maxEarlyMarks {
+            early[id] = (early[id] ?? .queued).advanced(to: mark)
+        }
+    }
+
+    private mutating func append(_ entry: ChatEntry) {
+        entries.append(entry)
+        if entries.count > Self.maxEntries { entries.removeFirst(entries.count - Self.maxEntries) }
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import ParleyControlProtocol
+
+/// One message in `parley export --format json`: one object per line, keys sorted. The
+/// keys are documented in docs/CONTROL.md and kept stable even if `MessageInfo` grows.
+struct ExportedMessage: Codable, Equatable {
+    /// The message's position in the exporting node's log (ascending in the file).
+    var cursor: Int
+    var id: String
+    /// "in" or "out", seen from the exporting node.
+    var direction: String
+    /// The other party of the conversation: fingerprint and display name.
+    var peer: String
+    var peerName: String
+    var from: String
+    var fromName: String
+    var to: String
+    var toName: String
+    var sequence: Int
+    /// Unix milliseconds, the sender's clock.
+    var createdAt: Int
+    /// "queued", "delivered" (outgoing) or "received" (incoming).
+    var state: String
+    var deliveredAt: Int?
+    var readAt: Int?
+    var body: String
+
+    init(_ m: MessageInfo) {
+        cursor = m.cursor
+        id = m.id
+        direction = m.direction.rawValue
+        let incoming = m.direction == .incoming
+        peer = incoming ? m.from : m.to
+        peerName = incoming ? m.fromName : m.toName
+        from = m.from
+        fromName = m.fromName
+        to = m.to
+        toName = m.toName
+        sequence = m.sequence
+        createdAt = m.createdAt
+        state = m.state.rawValue
+        deliveredAt = m.deliveredAt
+        readAt = m.readAt
+        body = m.body
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case cursor, id, direction, peer, peerName, from, fromName, to, toName, sequence, createdAt, state
+        case deliveredAt, readAt, body
+    }
+
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(cursor, forKey: .cursor)
+        try c.encode(id, forKey: .id)
+        try c.encode(direction, forKey: .direction)
+        try c.encode(peer, forKey: .peer)
+        try c.encode(peerName, forKey: .peerName)
+        try c.encode(from, forKey: .from)
+        try c.encode(fromName, forKey: .fromName)
+        try c.encode(to, forKey: .to)
+        try c.encode(toName, forKey: .toName)
+        try c.encode(sequence, forKey: .sequence)
+        try c.encode(createdAt, forKey: .createdAt)
+        try c.encode(state, forKey: .state)
+        try c.encode(deliveredAt, forKey: .deliveredAt)  // null, not absent, when nil
+        try c.encode(readAt, forKey: .readAt)
+        try c.encode(body, forKey: .body)
+    }
+}
+
+/// The readable transcript of `parley export --format text`.
+enum TranscriptFormat {
+    /// `2025-03-01 14:05:33  alice → bob: hello`, continuation lines of the body indented
+    /// under its first character; outgoing messages end with their state. Peer-supplied
+    /// text is made safe to print (control characters become U+FFFD).
+    static func lines(_ m: MessageInfo, time: (Int) -> String) -> [String] {
+        let head = "\(time(m.createdAt))  \(Terminal.line(m.fromName)) → \(Terminal.line(m.toName)): "
+        var body = Terminal.multiline(m.body).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if m.direction == .outgoing {
+            let state = m.readAt != nil ? "read" : m.state.rawValue
+            body[body.count - 1] += "  [\(state)]"
+        }
+        let indent = String(repeating: " ", count: head.count)
+        return [head + body[0]] + body.dropFirst().map { indent + $0 }
+    }
+
+    /// The heading of a transcript.
+    static func header(me: String, peer: String?, exportedAt: String) -> [String] {
+        let what = peer.map { "conversation with \(Terminal.line($0))" } ?? "all conversations"
+        return ["Parley transcript: \(what), as kept by \(Terminal.line(me)); exported \(exportedAt).", ""]
+    }
+
+    /// Local date and time with seconds.
+    static func timestamp(_ unixMilliseconds: Int, timeZone: TimeZone = .current) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = timeZone
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        return formatter.string(from: Date(timeIntervalSince1970: Double(unixMilliseconds) / 1000))
+    }
+}

@@ -1,0 +1,41 @@
+import XCTest
+import ParleyControlProtocol
+@testable import parley
+
+final class ChatModelTests: XCTestCase {
+    private func message(_ id: String, _ direction: MessageDirection, cursor: Int, state: MessageState = .received,
+                         readAt: Int? = nil) -> MessageInfo {
+        MessageInfo(id: id, from: "f", fromName: direction == .incoming ? "bob" : "alice", to: "t",
+                    toName: direction == .incoming ? "alice" : "bob", direction: direction, sequence: cursor,
+                    createdAt: cursor * 1000, body: "m\(id)", state: state, deliveredAt: nil, cursor: cursor, readAt: readAt)
+    }
+
+    func testEachMessageIsShownOnceWithItsMark() {
+        var model = ChatModel()
+        XCTAssertTrue(model.add(message("a", .incoming, cursor: 1)))
+        XCTAssertTrue(model.add(message("b", .outgoing, cursor: 2, state: .queued)))
+        XCTAssertTrue(model.add(message("c", .outgoing, cursor: 3, state: .delivered, readAt: 9)))
+        XCTAssertFalse(model.add(message("a", .incoming, cursor: 1)), "history and a live event overlap")
+        XCTAssertEqual(model.entries.map(\.id), ["a", "b", "c"])
+        XCTAssertEqual(model.entries.map(\.mark), [nil, .queued, .read])
+        XCTAssertEqual(model.newestIncomingCursor, 1)
+    }
+
+    func testMarksOnlyAdvanceAndMayArriveBeforeTheMessage() {
+        var model = ChatModel()
+        model.add(message("b", .outgoing, cursor: 2, state: .queued))
+        model.mark("b", .read)
+        model.mark("b", .delivered)
+        XCTAssertEqual(model.entries.last?.mark, .read, "a late delivery event does not undo ✓✓")
+        model.mark("early", .delivered)
+        model.add(message("early", .outgoing, cursor: 3, state: .queued))
+        XCTAssertEqual(model.entries.last?.mark, .delivered)
+    }
+
+    func testEntriesAreBounded() {
+        var model = ChatModel()
+        for i in 0..<(ChatModel.maxEntries + 10) { model.notice("n\(i)", at: i) }
+        XCTAssertEqual(model.entries.count, ChatModel.maxEntries)
+        XCTAssertEqual(model.entries.last?.body, "n\(ChatModel.maxEntries + 9)")
+    }
+}

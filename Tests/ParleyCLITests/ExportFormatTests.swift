@@ -1,0 +1,39 @@
+import Foundation
+import XCTest
+import ParleyControlProtocol
+@testable import parley
+
+final class ExportFormatTests: XCTestCase {
+    private let outgoing = MessageInfo(
+        id: "00ff", from: "aaaa-aaaa", fromName: "alice", to: "bbbb-bbbb", toName: "bob", direction: .outgoing,
+        sequence: 7, createdAt: 1_767_225_600_000, body: "two\nlines", state: .delivered,
+        deliveredAt: 1_767_225_601_000, cursor: 42, readAt: 1_767_225_602_000)
+
+    func testJSONRecordHasTheDocumentedKeys() throws {
+        let data = try ControlJSON.encoder().encode(ExportedMessage(outgoing))
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
+        XCTAssertEqual(Set(object.keys), [
+            "cursor", "id", "direction", "peer", "peerName", "from", "fromName", "to", "toName", "sequence",
+            "createdAt", "state", "deliveredAt", "readAt", "body",
+        ])
+        XCTAssertEqual(object["peer"] as? String, "bbbb-bbbb", "the other party of an outgoing message is its recipient")
+        XCTAssertEqual(object["direction"] as? String, "out")
+        var incoming = outgoing
+        incoming.direction = .incoming
+        incoming.deliveredAt = nil
+        let decoded = try JSONSerialization.jsonObject(with: ControlJSON.encoder().encode(ExportedMessage(incoming))) as? [String: Any]
+        XCTAssertEqual(decoded?["peerName"] as? String, "alice")
+        XCTAssertTrue(decoded?["deliveredAt"] is NSNull, "empty fields are null, not absent")
+    }
+
+    func testTranscriptLines() {
+        let lines = TranscriptFormat.lines(outgoing, time: { _ in "T" })
+        XCTAssertEqual(lines, ["T  alice → bob: two", "                lines  [read]"])
+        var hostile = outgoing
+        hostile.fromName = "mal\u{1B}lory"
+        hostile.direction = .incoming
+        XCTAssertEqual(TranscriptFormat.lines(hostile, time: { _ in "T" }).first, "T  mal\u{FFFD}lory → bob: two")
+        XCTAssertEqual(TranscriptFormat.timestamp(1_767_225_600_000, timeZone: TimeZone(identifier: "UTC")!),
+                       "2026-01-01 00:00:00")
+    }
+}

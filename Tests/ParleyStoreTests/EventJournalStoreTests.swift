@@ -1,0 +1,72 @@
+import Foundation
+import XCTest
+@testable import ParleyStore
+
+/// The event journal's storage: ids, paging, bounds and pruning, on a real SQLite file.
+final class EventJournalStoreTests: XCTestCase {
+    private var directory: String!
+    private let bob = String(repeating: "b0", count: 32)
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-events-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false,
+                                                attributes: [.posixPermissions: 0o700])
+    }
+
+    override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: directory) }
+
+    private func event(_ n: Int, at: Int64 = 1_000) -> NewJournalEvent {
+        n.isMultiple(of: 2)
+            ? NewJournalEvent(at: at, method: "message.received", peer: bob, messageRowID: Int64(n), params: nil)
+            : NewJournalEvent(at: at, method: "peer.online", peer: nil, messageRowID: nil, params: Array("{\"n\":\(n)}".utf8))
+    }
+
+    func testIdsAreConsecutiveAndSurviveReopening() throws {
+        var store: Store? = try Store(directory: directory)
+        XCTAssertEqual(try store?.eventBounds().last, 0)
+        XCTAssertEqual(try store?.appendEvents([event(1), event(2)]), [1, 2])
+        XCTAssertEqual(try store?.appendEvents([]), [])
+        try store?.close()
+        store = nil
+        let reopened = try Store(directory: directory)
+        XCTAssertEqual(try reopened.appendEvents([event(3)]), [3])
+        let all = try reopened.events(after: 0, through: 3, limit: 10)
+        XCTAssertEqual(all.map(\.id), [1, 2, 3])
+        XCTAssertEqual(all[0].event, event(1))
+        XCTAssertEqual(all[1].event, event(2))
+        XCTAssertEqual(try reopened.events(after: 1, through: 2, limit: 10).map(\.id), [2])
+        XCTAssertEqual(try reopened.events(after: 0, through: 3, limit: 2).map(\.id), [1, 2])
+        XCTAssertEqual(try reopened.events(after: 3, through: 3, limit: 10), [])
+    }
+
+    func testMalformedEventsAreRefused() throws {
+        let store = try Store(directory: directory)
+        let both = NewJournalEvent(at: 1, method: "x", peer: nil, messageRowID: 1, params: [1])
+        let neither = NewJournalEvent(at: 1, method: "x", peer: nil, messageRowID: nil, params: nil)
+        let badPeer = NewJournalEvent(at: 1, method: "x", peer: "zz", messageRowID: 1, params: nil)
+        let noMethod = NewJournalEvent(at: 1, method: "", peer: nil, messageRowID: 1, params: nil)
+        let huge = NewJournalEvent(at: 1, method: "x", peer: nil, messageRowID: nil,
+                                   params: [UInt8](repeating: 0x20, count: JournalLimits.maxParamsBytes + 1))
+        for e in [both, neither, badPeer, noMethod, huge] {
+            XCTAssertThrowsError(try store.appendEvents([event(1), e])) { XCTAssertTrue($0 is StoreError) }
+        }
+        XCTAssertEqual(try store.eventBounds().last, 0, "a refused batch stores nothing and uses no id")
+    }
+
+    func testPruningKeepsTheNewestAndDropsTheOld() throws {
+        let store = try Store(directory: directory)
+        _ = try store.appendEvents((1...10).map { event($0, at: 1_000) })
+        _ = try store.appendEvents((11...20).map { event($0, at: 5_000) })
+        XCTAssertEqual(try store.pruneEvents(keepLast: 15, notBefore: 0), 5)
+        XCTAssertEqual(try store.eventBounds().prunedThrough, 5)
+        XCTAssertEqual(try store.events(after: 0, through: 20, limit: 100).first?.id, 6)
+        XCTAssertEqual(try store.pruneEvents(keepLast: 100, notBefore: 2_000), 10, "everything older than 2000 goes")
+        XCTAssertEqual(try store.events(after: 0, through: 20, limit: 100).map(\.id), Array(11...20))
+        XCTAssertEqual(try store.pruneEvents(keepLast: 100, notBefore: 0), 10, "never moves back")
+        XCTAssertEqual(try store.appendEvents([event(21)]), [21], "ids are not reused after pruning")
+        XCTAssertEqual(try store.pruneEvents(keepLast: 0, notBefore: 0), 21)
+        XCTAssertEqual(try store.eventBounds().prunedThrough, 21)
+        XCTAssertEqual(try store.eventBounds().last, 21)
+        XCTAssertEqual(try store.events(after: 0, through: 21, limit: 100), [])
+    }
+}
