@@ -228,3 +228,38 @@ def test_room_message_from_a_removed_member_is_dropped_by_those_who_know(cluster
                timeout=20, what="bob logs the dropped message")
     assert room_messages(bob, "desk") == []
     wait_until(lambda: converged([bob, carol], "desk"), what="bob and carol agree")
+
+
+def test_room_unread_counts_reading_and_room_subscriptions(cluster):
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob = n["alice"], n["bob"]
+    alice.call("rooms.create", {"name": "lab", "members": ["bob", "carol"]})
+    wait_until(lambda: member_names(bob, "lab") == ["alice", "bob", "carol"], what="bob sees the room")
+
+    sub = bob.rpc(timeout=15)
+    sub.call("messages.subscribe", {"peer": "#lab"})
+    alice.call("messages.send", {"to": "bob", "body": "direct"})
+    alice.call("messages.send", {"to": "#lab", "body": "one"})
+    alice.call("messages.send", {"to": "#lab", "body": "two"})
+    got = []
+    while len(got) < 2:
+        note = sub.next_notification(timeout=15)
+        got.append(note)
+    assert [g["method"] for g in got] == ["message.received", "message.received"]
+    assert [g["params"]["message"]["body"] for g in got] == ["one", "two"]
+    assert all(g["params"]["message"]["room"]["name"] == "lab" for g in got)
+    # A membership change reaches the room's subscribers.
+    alice.call("rooms.remove", {"room": "#lab", "peer": "carol"})
+    note = sub.next_notification(timeout=15)
+    assert note["method"] == "room.updated" and len(note["params"]["room"]["members"]) == 2
+    sub.close()
+
+    wait_until(lambda: room(bob, "lab")["unread"] == 2, what="two unread in the room")
+    assert bob.peer_info("alice")["unread"] == 1, "room messages are not counted in the direct conversation"
+    out = bob.cli("read", "#lab").stdout
+    assert "#lab alice: one" in out and "#lab alice: two" in out
+    assert room(bob, "lab")["unread"] == 0
+    assert bob.peer_info("alice")["unread"] == 1
+    # No read receipts for room messages.
+    time.sleep(0.5)
+    assert all(m["readAt"] is None for m in room_messages(alice, "lab"))
