@@ -38,7 +38,7 @@ INSTALLED_COMPLETIONS = $(DESTDIR)$(BASHCOMPDIR)/parley \
 	$(DESTDIR)$(ZSHCOMPDIR)/_parley \
 	$(DESTDIR)$(FISHCOMPDIR)/parley.fish
 
-.PHONY: all deps test-deps build release run test unit-test system-test clean \
+.PHONY: all deps test-deps bench-deps bench bench-smoke build release run test unit-test system-test clean \
 	install install-bin install-systemd install-config install-man install-completions \
 	uninstall check-systemd
 
@@ -69,6 +69,24 @@ test: test-deps
 
 clean:
 	rm -rf .build
+
+# --- Benchmarks (docs/BENCHMARKS.md) ---------------------------------------------
+bench-deps:
+	@scripts/install-deps.sh bench
+
+# Release build, then every row beside its reference; prints the table, writes
+# bench-results.json and puts the table into docs/BENCHMARKS.md. Takes a few minutes.
+BENCH_CMD = .build/release/parley-bench --json bench-results.json --update-doc docs/BENCHMARKS.md
+bench: bench-deps
+	$(SWIFT) build -c release --product parleyd
+	$(SWIFT) build -c release --product parley-bench
+	$(BENCH_CMD) --command "make bench"
+
+# The seconds-long version CI runs (Tests/system/test_bench_smoke.py does the same).
+bench-smoke: deps
+	$(SWIFT) build -c $(CONFIG) --product parleyd
+	$(SWIFT) build -c $(CONFIG) --product parley-bench
+	./.build/$(CONFIG)/parley-bench --smoke --json bench-results.json
 
 # --- Installation --------------------------------------------------------------
 # `make release && sudo make install`: install never builds, so it does not need the

@@ -58,6 +58,12 @@ let package = Package(
         // Operator and lab tool: "is discovery working on this host?"
         .executableTarget(name: "parley-mdns", dependencies: ["ParleyDiscovery"]),
 
+        // `make bench`: Parley's figures beside their references (docs/BENCHMARKS.md).
+        .executableTarget(name: "parley-bench", dependencies: [
+            "ParleyCore", "ParleyStore", "CSodium",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
         .testTarget(name: "ParleyCoreTests", dependencies: ["ParleyCore"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "ParleyStoreTests", dependencies: ["ParleyStore", "ParleyCore"]),

@@ -2,6 +2,7 @@
 # Installs the Debian packages Parley needs, only those that are missing.
 #   scripts/install-deps.sh build   # to build and run parleyd/parley
 #   scripts/install-deps.sh test    # also what the test suite needs (avahi, lab tools, pytest)
+#   scripts/install-deps.sh bench   # also the benchmark's references (ngircd, openssl)
 set -euo pipefail
 want=${1:-build}
 
@@ -9,9 +10,12 @@ build_pkgs=(pkg-config libsodium-dev libavahi-compat-libdnssd-dev libsqlite3-dev
 # The lab (scripts/lanlab) needs iproute2, util-linux (nsenter, unshare, setsid), mount, dbus,
 # avahi-daemon, and libnss-mdns (its postinst adds mdns4_minimal to /etc/nsswitch.conf).
 test_pkgs=(python3 python3-pytest avahi-daemon avahi-utils libnss-mdns dbus iproute2 util-linux mount tmux faketime sqlite3)
+# The references `make bench` measures Parley against (docs/BENCHMARKS.md).
+bench_pkgs=(ngircd openssl)
 
 pkgs=("${build_pkgs[@]}")
 [ "$want" = test ] && pkgs+=("${test_pkgs[@]}")
+[ "$want" = bench ] && pkgs+=("${bench_pkgs[@]}")
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -25,7 +29,7 @@ if [ "$(id -u)" != 0 ]; then
   command -v sudo >/dev/null || { echo "install-deps: need root or sudo to apt-get install ${missing[*]}" >&2; exit 1; }
   SUDO=sudo
 fi
-# Installing avahi-daemon must not start a daemon on this machine's real network
+# Installing avahi-daemon or ngircd must not start a daemon on this machine's real network
 # (tests run their own inside network namespaces): forbid service starts during install.
 policy=/usr/sbin/policy-rc.d
 created_policy=no

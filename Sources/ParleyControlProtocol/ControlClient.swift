@@ -65,7 +65,17 @@ public final class ControlClient {
             throw .protocolViolation("cannot encode the request")
         }
         let deadline = SocketDeadline(after: timeout ?? callTimeout)
-        try socket.send(line, deadline: deadline)
+        do {
+            try socket.send(line, deadline: deadline)
+        } catch {
+            // The daemon may have answered and closed before reading our request (too
+            // many clients, not permitted): report its reason rather than a broken pipe.
+            if case .response(let response)? = try? nextMessage(deadline: SocketDeadline(after: .seconds(1))),
+               response.id == nil, let remote = response.error {
+                throw .remote(remote)
+            }
+            throw error
+        }
         while true {
             switch try nextMessage(deadline: deadline) {
             case .notification(let notification):

@@ -1,0 +1,44 @@
+/// How much of everything one run does. `--smoke` is the seconds-long version CI runs to
+/// keep the benchmark from rotting; its numbers are not meant to be quoted.
+struct BenchScale: Sendable {
+    let smoke: Bool
+    /// Calls per timing round of a public-key primitive (three rounds, best kept).
+    let cryptoOps: Int
+    /// Plaintext bytes per AEAD timing round, whatever the message size.
+    let aeadBytes: Int
+    /// In-process handshakes (row 2a/2b).
+    let handshakes: Int
+    /// Sequential connect + handshake + ping/pong against parleyd (row 2c/2d).
+    let loopbackHandshakes: Int
+    /// How long `openssl s_time` runs.
+    let tlsSeconds: Int
+    /// Messages with one in flight (row 3).
+    let latencyMessages: Int
+    /// Pipelined 64-byte messages (row 4) and how many sends may await their answer.
+    let throughputMessages: Int
+    let throughputWindow: Int
+    /// Pipelined 64 KiB messages (row 5).
+    let bulkMessages: Int
+    let bulkWindow: Int
+    /// Control socket round trips (row 6).
+    let controlCalls: Int
+    /// In-process peers held open against one daemon, and the idle window (row 7).
+    let scaleClients: Int
+    let idleSeconds: Int
+    /// Idle window of the same daemon before any peer connected (row 7's reference).
+    let baselineIdleSeconds: Int
+    /// Upper bound on any one measurement loop: every loop stops by itself.
+    let rowSeconds: Double
+
+    static let full = BenchScale(
+        smoke: false, cryptoOps: 2_000, aeadBytes: 64 << 20, handshakes: 2_000, loopbackHandshakes: 1_000,
+        tlsSeconds: 10, latencyMessages: 1_000, throughputMessages: 10_000, throughputWindow: 256,
+        bulkMessages: 400, bulkWindow: 16, controlCalls: 5_000, scaleClients: 200, idleSeconds: 30,
+        baselineIdleSeconds: 10, rowSeconds: 60)
+
+    static let smokeTest = BenchScale(
+        smoke: true, cryptoOps: 100, aeadBytes: 2 << 20, handshakes: 50, loopbackHandshakes: 30,
+        tlsSeconds: 1, latencyMessages: 30, throughputMessages: 500, throughputWindow: 64,
+        bulkMessages: 10, bulkWindow: 4, controlCalls: 200, scaleClients: 20, idleSeconds: 3,
+        baselineIdleSeconds: 1, rowSeconds: 8)
+}

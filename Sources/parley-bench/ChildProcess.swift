@@ -1,0 +1,120 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A program the benchmark started (parleyd, ngircd, openssl): output to a log file,
+/// stopped by its own pid, never by name.
+final class ChildProcess: @unchecked Sendable {
+    let process = Process()
+    let logPath: String
+    let label: String
+    /// How long a child may take to exit on SIGTERM before it is killed.
+    static let stopGraceSeconds = 10.0
+
+    init(label: String, executable: String, arguments: [String], logPath: String,
+         environment: [String: String]? = nil) throws(BenchError) {
+        self.label = label
+        self.logPath = logPath
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        guard let log = FileHandle(forWritingAtPath: logPath) else { throw .process("cannot write \(logPath)") }
+        process.standardOutput = log
+        process.standardError = log
+        process.standardInput = FileHandle.nullDevice
+        do { try process.run() } catch { throw .process("cannot start \(executable): \(error)") }
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var isRunning: Bool { process.isRunning }
+
+    /// SIGTERM, then SIGKILL after the grace period. Idempotent.
+    func stop() {
+        guard process.isRunning else { return }
+        kill(pid, SIGTERM)
+        let deadline = Deadline(seconds: Self.stopGraceSeconds)
+        while process.isRunning && !deadline.passed { Clock.sleep(milliseconds: 10) }
+        if process.isRunning {
+            kill(pid, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// Waits for the program to exit by itself, killing it at the deadline.
+    func wait(deadline: Deadline) -> Int32 {
+        while process.isRunning && !deadline.passed { Clock.sleep(milliseconds: 10) }
+        if process.isRunning { stop() }
+        return process.terminationStatus
+    }
+
+    func logTail(lines: Int = 20) -> String {
+        guard let text = try? String(contentsOfFile: logPath, encoding: .utf8) else { return "" }
+        return text.split(separator: "\n", omittingEmptySubsequences: false).suffix(lines).joined(separator: "\n")
+    }
+
+    /// Resident set size in KiB (VmRSS in /proc/PID/status).
+    func rssKiB() -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" })[1])
+        }
+        return nil
+    }
+
+    /// utime + stime in clock ticks (fields 14 and 15 of /proc/PID/stat).
+    func cpuTicks() -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")") else { return nil }
+        // Fields after the command name start at field 3 (state).
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let u = Int(fields[11]), let s = Int(fields[12]) else { return nil }
+        return u + s
+    }
+
+    static var ticksPerSecond: Double { Double(sysconf(Int32(_SC_CLK_TCK))) }
+}
+
+/// Runs a program to completion (bounded) and returns its exit status and output.
+func runToCompletion(_ executable: String, _ arguments: [String], timeout: Double) throws(BenchError) -> (Int32, String) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: executable)
+    p.arguments = arguments
+    let out = Pipe()
+    p.standardOutput = out
+    p.standardError = out
+    p.standardInput = FileHandle.nullDevice
+    do { try p.run() } catch { throw .process("cannot start \(executable): \(error)") }
+    // Read concurrently so a chatty program never blocks on a full pipe.
+    let collected = OutputCollector()
+    let reader = Thread { collected.set(out.fileHandleForReading.readDataToEndOfFile()) }
+    reader.start()
+    let deadline = Deadline(seconds: timeout)
+    while p.isRunning && !deadline.passed { Clock.sleep(milliseconds: 10) }
+    if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+    p.waitUntilExit()
+    let readDeadline = Deadline(seconds: 5)
+    while collected.get() == nil && !readDeadline.passed { Clock.sleep(milliseconds: 5) }
+    let text = String(decoding: collected.get() ?? Data(), as: UTF8.self)
+    if deadline.passed { throw .timedOut("\(executable) ran longer than \(Int(timeout)) s") }
+    return (p.terminationStatus, text)
+}
+
+/// A value handed from one thread to another.
+final class OutputCollector: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data: Data?
+    func set(_ d: Data) { lock.lock(); data = d; lock.unlock() }
+    func get() -> Data? { lock.lock(); defer { lock.unlock() }; return data }
+}
+
+/// Looks a program up on PATH (and the sbin directories, where Debian puts ngircd).
+func findExecutable(_ name: String) -> String? {
+    let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+    for dir in path.split(separator: ":").map(String.init) + ["/usr/sbin", "/sbin", "/usr/local/sbin"] {
+        let candidate = dir + "/" + name
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+    }
+    return nil
+}

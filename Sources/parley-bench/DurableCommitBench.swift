@@ -1,0 +1,64 @@
+import Foundation
+import ParleyCore
+import ParleyStore
+
+/// Row 1, the disk's part of the floor: what one durable commit costs on the filesystem
+/// the daemons' state lives on. Parley's store (SQLite WAL, synchronous=FULL) queuing one
+/// message per transaction, and 64 per transaction, beside a bare write + fdatasync.
+struct DurableCommitBench {
+    let scale: BenchScale
+    let workDir: String
+    /// Messages per transaction in the batched measurement: what one control-socket read
+    /// of pipelined sends could commit together.
+    static let batch = 64
+
+    func run() throws -> [BenchRow] {
+        let n = scale.smoke ? 20 : 300
+        let dir = workDir + "/commit-store"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let store = try Store(directory: dir, durability: .full)
+        defer { try? store.close() }
+        let me = String(repeating: "a", count: 64), peer = String(repeating: "b", count: 64)
+        let body = String(repeating: "x", count: 64)
+        func message() -> NewOutgoingMessage {
+            NewOutgoingMessage(id: MessageID.random().hex, recipient: peer, body: body, createdAt: 0)
+        }
+        var single = Samples()
+        for _ in 0..<n {
+            let t0 = Clock.nowNs()
+            _ = try store.enqueue([message()], sender: me)
+            single.add(Clock.nowNs() - t0)
+        }
+        var batched = Samples()
+        for _ in 0..<max(n / 10, 5) {
+            let msgs = (0..<Self.batch).map { _ in message() }
+            let t0 = Clock.nowNs()
+            _ = try store.enqueue(msgs, sender: me)
+            batched.add((Clock.nowNs() - t0) / UInt64(Self.batch))
+        }
+        // The bare disk: append 64 bytes, fdatasync.
+        let path = workDir + "/fsync-probe"
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw BenchError.io("open \(path): \(Socket.errorText())") }
+        defer { close(fd); unlink(path) }
+        let chunk = [UInt8](repeating: 0x78, count: 64)
+        var disk = Samples()
+        for _ in 0..<n {
+            let t0 = Clock.nowNs()
+            guard write(fd, chunk, chunk.count) == chunk.count, fdatasync(fd) == 0 else {
+                throw BenchError.io("write/fdatasync: \(Socket.errorText())")
+            }
+            disk.add(Clock.nowNs() - t0)
+        }
+        return [
+            BenchRow(id: "1g", measure: "Durable commit, 1 message per transaction", unit: "µs",
+                     parley: single.median / 1000, reference: disk.median / 1000,
+                     referenceName: "write 64 B + fdatasync, same filesystem", goal: .none,
+                     note: "Store.enqueue, SQLite WAL synchronous=FULL; p99 \(fmt(single.p99 / 1000)) µs vs \(fmt(disk.p99 / 1000)) µs"),
+            BenchRow(id: "1h", measure: "Durable commit, \(Self.batch) messages per transaction, per message", unit: "µs",
+                     parley: batched.median / 1000, reference: disk.median / 1000 / Double(Self.batch),
+                     referenceName: "fdatasync / \(Self.batch)", goal: .none,
+                     note: "what group commit of pipelined sends would cost"),
+        ]
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+
+/// One real parleyd process on loopback: own state directory and control socket, mDNS
+/// off, TCP on 127.0.0.1 with a port chosen by the kernel (read back through node.status).
+final class Parleyd: @unchecked Sendable {
+    let name: String
+    let socketPath: String
+    let child: ChildProcess
+    private(set) var port = 0
+    /// How long a fresh daemon may take to answer on its control socket.
+    static let startTimeoutSeconds = 20.0
+
+    init(binary: String, workDir: String, name: String, peers: [String] = [],
+         durability: String = "full") throws(BenchError) {
+        self.name = name
+        let state = workDir + "/\(name)-state"
+        socketPath = workDir + "/\(name).sock"
+        var args = ["--state-dir", state, "--name", name, "--socket", socketPath, "--no-mdns",
+                    "--listen", "127.0.0.1:0", "--log-level", "warning", "--durability", durability]
+        for p in peers { args += ["--peer", p] }
+        var env = ProcessInfo.processInfo.environment
+        env["NOTIFY_SOCKET"] = nil
+        child = try ChildProcess(label: "parleyd \(name)", executable: binary, arguments: args,
+                                 logPath: workDir + "/\(name).log", environment: env)
+        try waitReady()
+    }
+
+    var address: String { "127.0.0.1:\(port)" }
+    var pid: Int32 { child.pid }
+
+    private func waitReady() throws(BenchError) {
+        let deadline = Deadline(seconds: Self.startTimeoutSeconds)
+        while !deadline.passed {
+            guard child.isRunning else { throw .process("parleyd \(name) exited: \(child.logTail())") }
+            if let status = try? call("node.status"),
+               let listen = (status["listen"] as? [String])?.first,
+               let p = listen.split(separator: ":").last.flatMap({ Int($0) }) {
+                port = p
+                return
+            }
+            Clock.sleep(milliseconds: 20)
+        }
+        throw .timedOut("parleyd \(name) did not answer on \(socketPath)")
+    }
+
+    /// One call on a fresh control connection.
+    func call(_ method: String, params: String? = nil) throws(BenchError) -> [String: Any] {
+        let c = try ControlLine(path: socketPath)
+        defer { c.close() }
+        return try c.call(method, params: params)
+    }
+
+    func isOnline(peer: String) -> Bool {
+        guard let r = try? call("peers.list"), let peers = r["peers"] as? [[String: Any]] else { return false }
+        return peers.contains { ($0["name"] as? String) == peer && ($0["online"] as? Bool) == true }
+    }
+
+    func peersOnline() -> Int {
+        (try? call("node.status"))?["peersOnline"] as? Int ?? 0
+    }
+
+    func stop() { child.stop() }
+}
+
+/// Two daemons that know each other (B dials A) with a session up.
+func startPair(binary: String, workDir: String, names: (String, String) = ("alice", "bob"),
+               durability: String) throws(BenchError) -> (Parleyd, Parleyd) {
+    let a = try Parleyd(binary: binary, workDir: workDir, name: names.0, durability: durability)
+    let b: Parleyd
+    do {
+        b = try Parleyd(binary: binary, workDir: workDir, name: names.1, peers: [a.address], durability: durability)
+    } catch {
+        a.stop()
+        throw error
+    }
+    let deadline = Deadline(seconds: 20)
+    while !(a.isOnline(peer: names.1) && b.isOnline(peer: names.0)) {
+        if deadline.passed {
+            a.stop(); b.stop()
+            throw .timedOut("\(names.0) and \(names.1) did not come online")
+        }
+        Clock.sleep(milliseconds: 20)
+    }
+    return (a, b)
+}

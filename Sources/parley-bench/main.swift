@@ -1,0 +1,265 @@
+import ArgumentParser
+import Foundation
+
+/// `parley-bench`: Parley's figures beside references measured in the same run.
+/// See docs/BENCHMARKS.md for what each row means.
+struct ParleyBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "parley-bench",
+        abstract: "Measure Parley against the physical limits and against a relay server, side by side.",
+        discussion: "Starts real parleyd processes (and ngircd, openssl) on 127.0.0.1 only. Every loop is bounded in count and time.")
+
+    @Flag(help: "A seconds-long run of every row with small counts (what CI runs).")
+    var smoke = false
+
+    @Option(help: ArgumentHelp("Where to write the results as JSON.", valueName: "path"))
+    var json = "bench-results.json"
+
+    @Option(name: .customLong("bin-dir"), help: ArgumentHelp("Directory with parleyd (default: next to this program).", valueName: "dir"))
+    var binDir: String?
+
+    @Option(name: .customLong("update-doc"), help: ArgumentHelp("Put the table into this file between its bench markers.", valueName: "path"))
+    var updateDoc: String?
+
+    @Option(help: ArgumentHelp("The command line to record in the report.", valueName: "text"))
+    var command: String?
+
+    @Option(help: ArgumentHelp("Only these row groups, e.g. 1,2,7.", valueName: "list"))
+    var rows: String?
+
+    @Flag(help: "Keep the working directory (daemon logs and state) for inspection.")
+    var keep = false
+
+    func run() throws {
+        let scale = smoke ? BenchScale.smokeTest : BenchScale.full
+        let exe = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        let bin = binDir ?? exe.deletingLastPathComponent().path
+        let parleyd = bin + "/parleyd"
+        guard FileManager.default.isExecutableFile(atPath: parleyd) else {
+            throw ValidationError("no parleyd in \(bin); build it or pass --bin-dir")
+        }
+        let wanted = Set((rows ?? "1,2,3,4,5,6,7,8").split(separator: ",").compactMap { Int($0) })
+        let work = NSTemporaryDirectory() + "parley-bench-\(getpid())"
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        defer { if !keep { try? FileManager.default.removeItem(atPath: work) } }
+
+        var all: [BenchRow] = []
+        func add(_ r: [BenchRow]) {
+            for row in r {
+                let id = row.id.padding(toLength: 4, withPad: " ", startingAt: 0)
+                let m = row.measure.padding(toLength: 64, withPad: " ", startingAt: 0)
+                let st = row.status.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0)
+                say("\(id)\(m)\(st)" + (row.parley.map { fmt($0) + " " + row.unit } ?? "—")
+                    + "  vs  " + (row.reference.map { fmt($0) + " " + row.unit } ?? "—"))
+            }
+            all += r
+        }
+        func progress(_ s: String) { FileHandle.standardError.write(Data("parley-bench: \(s)\n".utf8)) }
+
+        // 1 and 2 (in-process): no daemons running, so nothing else competes for the CPU.
+        var floor = CryptoFloorBench.Floor(parleyMicros: 0, libsodiumMicros: 0)
+        var aead64k = 0.0
+        if wanted.contains(1) || wanted.contains(2) || wanted.contains(5) {
+            progress("row 1: crypto floor")
+            let r = try CryptoFloorBench(scale: scale).run()
+            floor = r.floor
+            aead64k = r.aead64KiBMBps
+            if wanted.contains(1) {
+                add(r.rows)
+                progress("row 1: durable commit")
+                add(try DurableCommitBench(scale: scale, workDir: work).run())
+            }
+        }
+        if wanted.contains(2) {
+            progress("row 2: in-process handshakes")
+            add(try HandshakeCPUBench(scale: scale).run(floor: floor))
+        }
+
+        // 2 over loopback, 3–6: a pair of daemons with durability full.
+        if !wanted.isDisjoint(with: [2, 3, 4, 5, 6]) {
+            progress("starting two parleyd (durability full)")
+            let (a, b) = try startPair(binary: parleyd, workDir: work, durability: "full")
+            defer { a.stop(); b.stop() }
+            if wanted.contains(2) {
+                progress("row 2: loopback handshakes vs openssl s_time")
+                add(LoopbackHandshakeBench(scale: scale, workDir: work).run(daemon: a))
+            }
+            var relay: IRCRelay?
+            var relayError = ""
+            if !wanted.isDisjoint(with: [3, 4, 6]) {
+                do { relay = try IRCRelay(workDir: work) } catch { relayError = "\(error)" }
+            }
+            defer { relay?.stop() }
+            let irc = relay.map { IRCRelayBench(scale: scale, relay: $0) }
+            let chat = ParleyChatBench(scale: scale, a: a, b: b)
+            if wanted.contains(3) {
+                progress("row 3: chat latency")
+                add(latencyRows(chat: chat, irc: irc, relayError: relayError, scale: scale, parleyd: parleyd, work: work))
+            }
+            if wanted.contains(4) {
+                progress("row 4: chat throughput")
+                add(throughputRows(chat: chat, irc: irc, relayError: relayError, scale: scale))
+            }
+            if wanted.contains(5) {
+                progress("row 5: bulk")
+                add(bulkRows(chat: chat, aead64k: aead64k, scale: scale))
+            }
+            if wanted.contains(6) {
+                progress("row 6: control socket")
+                add(controlRows(chat: chat, irc: irc, relayError: relayError, scale: scale))
+            }
+        }
+        if wanted.contains(7) {
+            progress("row 7: \(scale.scaleClients) sessions on one daemon")
+            add(ScaleBench(scale: scale, binary: parleyd, workDir: work).run())
+        }
+        if wanted.contains(8) {
+            progress("row 8: discovery")
+            add(DiscoveryBench().run())
+        }
+
+        let formatter = ISO8601DateFormatter()
+        let report = Report(mode: smoke ? "smoke" : "full",
+                            command: command ?? (["parley-bench"] + CommandLine.arguments.dropFirst()).joined(separator: " "),
+                            date: formatter.string(from: Date()), machine: Machine.describe(workDir: work), rows: all)
+        say("")
+        say(report.markdown())
+        try report.writeJSON(to: json)
+        progress("wrote \(json)")
+        if let updateDoc {
+            try report.updateDocument(at: updateDoc)
+            progress("updated \(updateDoc)")
+        }
+    }
+
+    // MARK: Rows 3–6
+
+    /// The goals for one message in flight: median and p99 against the IRC relay.
+    static let latencyMedianRatio = 1.5
+    static let latencyP99Ratio = 2.0
+
+    func latencyRows(chat: ParleyChatBench, irc: IRCRelayBench?, relayError: String, scale: BenchScale,
+                     parleyd: String, work: String) -> [BenchRow] {
+        var ref: Samples?, refNote = relayError
+        if let irc {
+            do { ref = try irc.latency(count: scale.latencyMessages) } catch { refNote = "IRC: \(error)" }
+        }
+        let refName = "ngircd, 2 clients"
+        do {
+            let p = try chat.latency(count: scale.latencyMessages)
+            var rows = [
+                BenchRow(id: "3a", measure: "Chat latency one-way, median (durability full)", unit: "µs",
+                         parley: p.median / 1000, reference: ref.map { $0.median / 1000 }, referenceName: refName,
+                         goal: .ratioAtMost(Self.latencyMedianRatio),
+                         note: "\(p.count) messages, one in flight; control A → parleyd A → parleyd B → subscriber on B" + (refNote.isEmpty ? "" : "; \(refNote)")),
+                BenchRow(id: "3b", measure: "Chat latency one-way, p99 (durability full)", unit: "µs",
+                         parley: p.p99 / 1000, reference: ref.map { $0.p99 / 1000 }, referenceName: refName,
+                         goal: .ratioAtMost(Self.latencyP99Ratio)),
+            ]
+            // The same path with durability normal (no fsync per commit) shows what the disk costs.
+            if let (na, nb) = try? startPair(binary: parleyd, workDir: work, names: ("carol", "dave"), durability: "normal") {
+                defer { na.stop(); nb.stop() }
+                if let q = try? ParleyChatBench(scale: scale, a: na, b: nb).latency(count: scale.latencyMessages) {
+                    rows.append(BenchRow(id: "3c", measure: "Chat latency one-way, median (durability normal)", unit: "µs",
+                                         parley: q.median / 1000, reference: ref.map { $0.median / 1000 }, referenceName: refName,
+                                         goal: .none, note: "same path, SQLite synchronous=NORMAL; p99 \(fmt(q.p99 / 1000)) µs"))
+                }
+            }
+            return rows
+        } catch {
+            return [.skipped(id: "3a", measure: "Chat latency one-way, median", unit: "µs", referenceName: refName,
+                             goal: .ratioAtMost(Self.latencyMedianRatio), why: "\(error)"),
+                    .skipped(id: "3b", measure: "Chat latency one-way, p99", unit: "µs", referenceName: refName,
+                             goal: .ratioAtMost(Self.latencyP99Ratio), why: "\(error)")]
+        }
+    }
+
+    /// The throughput goals: 64-byte texts, durability on.
+    static let throughputGoal = 100_000.0
+    static let underLoadP99GoalMs = 5.0
+
+    func throughputRows(chat: ParleyChatBench, irc: IRCRelayBench?, relayError: String, scale: BenchScale) -> [BenchRow] {
+        var refRate: Double?, refP99: Double?, refNote = relayError
+        if let irc {
+            do {
+                let r = try irc.throughput(count: scale.throughputMessages, window: scale.throughputWindow)
+                refRate = r.rate
+                refP99 = r.latency.p99 / 1e6
+                if r.received < scale.throughputMessages { refNote = "IRC: only \(r.received) of \(scale.throughputMessages) arrived in time" }
+            } catch { refNote = "IRC: \(error)" }
+        }
+        do {
+            let r = try chat.pipelined(count: scale.throughputMessages, size: 64, window: scale.throughputWindow, prefix: "tp-")
+            let rate = r.elapsedDeliveredNs > 0 ? Double(r.delivered) / (Double(r.elapsedDeliveredNs) / 1e9) : 0
+            var note = "\(r.sent) sends, ≤ \(scale.throughputWindow) unanswered; counted when A saw message.delivered (B stored + acked)"
+            if !r.completed { note += "; INCOMPLETE: \(r.received) received, \(r.delivered) delivered before the time limit" }
+            if !refNote.isEmpty { note += "; \(refNote)" }
+            return [
+                BenchRow(id: "4a", measure: "Chat throughput, 64 B texts, pipelined (durability full)", unit: "msg/s",
+                         parley: rate, reference: refRate, referenceName: "ngircd pipelined PRIVMSG",
+                         goal: .valueAtLeast(Self.throughputGoal), note: note),
+                BenchRow(id: "4b", measure: "Latency p99 under that load", unit: "ms", parley: r.latency.p99 / 1e6,
+                         reference: refP99, referenceName: "ngircd p99 under its load",
+                         goal: .valueAtMost(Self.underLoadP99GoalMs),
+                         note: "send written → message.received on B; median \(fmt(r.latency.median / 1e6)) ms"),
+            ]
+        } catch {
+            return [.skipped(id: "4a", measure: "Chat throughput, 64 B texts", unit: "msg/s", referenceName: "ngircd",
+                             goal: .valueAtLeast(Self.throughputGoal), why: "\(error)"),
+                    .skipped(id: "4b", measure: "Latency p99 under load", unit: "ms", referenceName: "ngircd",
+                             goal: .valueAtMost(Self.underLoadP99GoalMs), why: "\(error)")]
+        }
+    }
+
+    /// Bulk goal: at least this fraction of libsodium's single-core AEAD rate.
+    static let bulkGoalRatio = 0.4
+
+    func bulkRows(chat: ParleyChatBench, aead64k: Double, scale: BenchScale) -> [BenchRow] {
+        let size = 65_536
+        do {
+            let r = try chat.pipelined(count: scale.bulkMessages, size: size, window: scale.bulkWindow, prefix: "bk-")
+            let mbps = r.elapsedDeliveredNs > 0 ? Double(r.delivered * size) / (Double(r.elapsedDeliveredNs) / 1e9) / 1e6 : 0
+            var note = "\(r.sent) messages of 64 KiB, ≤ \(scale.bulkWindow) unanswered, durability full"
+            if !r.completed { note += "; INCOMPLETE: \(r.delivered) delivered before the time limit" }
+            return [BenchRow(id: "5", measure: "Bulk 64 KiB messages A → B", unit: "MB/s", parley: mbps,
+                             reference: aead64k > 0 ? aead64k : nil, referenceName: "libsodium AEAD 64 KiB, 1 core (1e)",
+                             goal: .ratioAtLeast(Self.bulkGoalRatio), note: note)]
+        } catch {
+            return [.skipped(id: "5", measure: "Bulk 64 KiB messages A → B", unit: "MB/s", referenceName: "libsodium AEAD",
+                             goal: .ratioAtLeast(Self.bulkGoalRatio), why: "\(error)")]
+        }
+    }
+
+    /// The goal for a trivial control call.
+    static let controlGoalMicros = 100.0
+
+    func controlRows(chat: ParleyChatBench, irc: IRCRelayBench?, relayError: String, scale: BenchScale) -> [BenchRow] {
+        var ref: Samples?, refNote = relayError
+        if let irc {
+            do { ref = try irc.pingRoundTrip(count: scale.controlCalls) } catch { refNote = "IRC: \(error)" }
+        }
+        var rows: [BenchRow] = []
+        for (id, method, goal) in [("6a", "node.whoami", BenchRow.Goal.valueAtMost(Self.controlGoalMicros)),
+                                   ("6b", "node.status", BenchRow.Goal.none)] {
+            do {
+                let s = try chat.controlRoundTrip(method: method, count: scale.controlCalls)
+                var note = "\(s.count) calls on one connection, p99 \(fmt(s.p99 / 1000)) µs"
+                if method == "node.status" { note += "; reads the store (counters, peers) on every call" }
+                if !refNote.isEmpty { note += "; \(refNote)" }
+                rows.append(BenchRow(id: id, measure: "Control socket \(method) round trip, median", unit: "µs",
+                                     parley: s.median / 1000, reference: ref.map { $0.median / 1000 },
+                                     referenceName: "ngircd PING → PONG (TCP)", goal: goal, note: note))
+            } catch {
+                rows.append(.skipped(id: id, measure: "Control socket \(method) round trip, median", unit: "µs",
+                                     referenceName: "ngircd PING", goal: goal, why: "\(error)"))
+            }
+        }
+        return rows
+    }
+}
+
+/// Unbuffered standard output: rows appear as they are measured, even through a pipe.
+func say(_ s: String) { FileHandle.standardOutput.write(Data((s + "\n").utf8)) }
+
+ParleyBench.main()

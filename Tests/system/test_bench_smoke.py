@@ -1,0 +1,54 @@
+"""Issue 6: the benchmark's seconds-long smoke run, so `make bench` cannot rot.
+
+Runs parley-bench --smoke against real parleyd processes and checks that every row of the
+issue was printed and that the JSON it wrote is complete and well formed. It checks no
+timing: a smoke run's numbers mean nothing. Rows whose reference needs ngircd or openssl
+still measure Parley's side when those are missing (their reference is then empty).
+"""
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+from parley_harness import BIN, ROOT
+
+BENCH = BIN / "parley-bench"
+# Every row group of the issue, by the ids the benchmark gives them.
+EXPECTED_ROWS = ["1a", "1b", "1c", "1d", "1e", "1f", "1g", "1h", "2a", "2b", "2c", "2d",
+                 "3a", "3b", "4a", "4b", "5", "6a", "6b", "7a", "7b", "7c", "8a", "8b"]
+# Rows that must have a Parley figure even on a machine without ngircd/openssl/the lab.
+PARLEY_MEASURED = [r for r in EXPECTED_ROWS if not r.startswith("8")]
+STATUSES = {"PASS", "MISS", "INFO", "SKIP", "NO REF"}
+SMOKE_TIMEOUT = 150  # seconds; the smoke itself takes well under a minute
+
+
+def test_smoke_run_prints_every_row_and_valid_json():
+    assert BENCH.exists(), f"{BENCH} is not built (swift build --product parley-bench)"
+    with tempfile.TemporaryDirectory(prefix="parley-bench-test-") as tmp:
+        out_json = Path(tmp) / "results.json"
+        p = subprocess.run([str(BENCH), "--smoke", "--json", str(out_json), "--bin-dir", str(BIN)],
+                           cwd=ROOT, capture_output=True, text=True, timeout=SMOKE_TIMEOUT)
+        assert p.returncode == 0, f"parley-bench failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+        report = json.loads(out_json.read_text())
+
+    assert report["mode"] == "smoke"
+    machine = report["machine"]
+    assert machine["cpus"] >= 1 and machine["memoryMiB"] > 0 and machine["cpuModel"]
+    rows = {r["id"]: r for r in report["rows"]}
+    # 1e appears once per message size.
+    assert [r["id"] for r in report["rows"]].count("1e") == 3
+    missing = [r for r in EXPECTED_ROWS if r not in rows]
+    assert not missing, f"rows missing from the JSON: {missing}"
+    for rid in EXPECTED_ROWS:
+        row = rows[rid]
+        assert row["status"] in STATUSES, row
+        assert row["measure"] and row["unit"] is not None and row["goal"], row
+        # Absent numbers are left out of the JSON (no figure, no reference, no ratio).
+        if row.get("ratio") is not None:
+            assert row.get("parley") is not None and row.get("reference"), row
+    for rid in PARLEY_MEASURED:
+        assert rows[rid].get("parley") is not None, f"row {rid} has no Parley figure: {rows[rid]['note']}"
+    # The printed table has a line per row.
+    table = [l for l in p.stdout.splitlines() if l.startswith("| ")]
+    printed = {l.split("|")[1].strip() for l in table}
+    assert set(EXPECTED_ROWS) <= printed, f"rows missing from the table: {set(EXPECTED_ROWS) - printed}"
