@@ -42,4 +42,8 @@ public enum ControlErrorCode: Int, Sendable, CaseIterable, Codable {
     /// is bounded); `data` is `EventsExpiredData`. Catch up with `messages.list`, then
     /// subscribe without `since` or with `data.prunedThrough`.
     case eventsExpired = -32020
+    /// No known room matches the `#room` selector.
+    case roomNotFound = -32021
+    /// The room selector matches several rooms; `data` is `RoomAmbiguousData`.
+    case roomAmbiguous = -32022
 }

@@ -8,6 +8,7 @@ public enum ControlEvent {
     public static let peerOnline = "peer.online"
     public static let peerOffline = "peer.offline"
     public static let peerKeyChanged = "peer.key_changed"
+    public static let roomUpdated = "room.updated"
     /// The last notification before the daemon ends a subscription (and the connection).
     public static let subscriptionClosed = "subscription.closed"
 
@@ -17,6 +18,8 @@ public enum ControlEvent {
 
     public static let all: [String] = [
         messageReceived, messageDelivered, messageRead, peerOnline, peerOffline, peerKeyChanged, subscriptionClosed,
+        messageReceived, messageDelivered, peerOnline, peerOffline, peerKeyChanged, subscriptionClosed,
+        roomUpdated,
     ]
 }
 
@@ -145,6 +148,7 @@ public enum ControlEventPayload: Sendable, Hashable {
     case peerOffline(PeerOfflineEvent)
     case peerKeyChanged(PeerKeyChangedEvent)
     case subscriptionClosed(SubscriptionClosedEvent)
+    case roomUpdated(RoomUpdatedEvent)
     /// A method this version does not know (a newer daemon): kept, not fatal.
     case unknown(JSONRPCNotification)
 
@@ -160,6 +164,7 @@ public enum ControlEventPayload: Sendable, Hashable {
         case ControlEvent.peerKeyChanged: self = .peerKeyChanged(try params.decode(as: PeerKeyChangedEvent.self))
         case ControlEvent.subscriptionClosed:
             self = .subscriptionClosed(try params.decode(as: SubscriptionClosedEvent.self))
+        case ControlEvent.roomUpdated: self = .roomUpdated(try params.decode(as: RoomUpdatedEvent.self))
         default: self = .unknown(notification)
         }
     }

@@ -11,11 +11,18 @@ public enum ControlMethod {
     public static let trustAcceptChange = "trust.accept_change"
     public static let nodeRotateKey = "node.rotate_key"
     public static let messagesMarkRead = "messages.mark_read"
+    public static let roomsList = "rooms.list"
+    public static let roomsCreate = "rooms.create"
+    public static let roomsAdd = "rooms.add"
+    public static let roomsRemove = "rooms.remove"
+    public static let roomsLeave = "rooms.leave"
 
     /// Every method, for dispatch tables and tests.
     public static let all: [String] = [
         nodeStatus, nodeWhoami, peersList, peersConnect, messagesSend, messagesList,
         messagesSubscribe, trustVerify, trustAcceptChange, nodeRotateKey, messagesMarkRead,
+        messagesSubscribe, trustVerify, trustAcceptChange, nodeRotateKey,
+        roomsList, roomsCreate, roomsAdd, roomsRemove, roomsLeave,
     ]
 }
 

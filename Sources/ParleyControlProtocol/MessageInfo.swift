@@ -34,11 +34,14 @@ public struct MessageInfo: Codable, Sendable, Hashable {
     /// Unix time in milliseconds the message was read: incoming, by this node's user
     /// (`messages.mark_read`); outgoing, by the recipient (its read receipt). Nil if unread.
     public var readAt: Int?
+    /// The room of a room message (then `to` is the room id and `toName` is `#name`); null
+    /// for a direct message.
+    public var room: MessageRoom?
 
     public init(
         id: String, from: String, fromName: String, to: String, toName: String,
         direction: MessageDirection, sequence: Int, createdAt: Int, body: String,
-        state: MessageState, deliveredAt: Int?, cursor: Int, readAt: Int? = nil
+        state: MessageState, deliveredAt: Int?, cursor: Int, readAt: Int? = nil, room: MessageRoom? = nil
     ) {
         self.id = id
         self.from = from
@@ -53,11 +56,12 @@ public struct MessageInfo: Codable, Sendable, Hashable {
         self.deliveredAt = deliveredAt
         self.cursor = cursor
         self.readAt = readAt
+        self.room = room
     }
 
     enum CodingKeys: String, CodingKey {
         case id, from, fromName, to, toName, direction, sequence, createdAt, body, state
-        case deliveredAt, cursor, readAt
+        case deliveredAt, cursor, readAt, room
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -75,5 +79,6 @@ public struct MessageInfo: Codable, Sendable, Hashable {
         try c.encode(deliveredAt, forKey: .deliveredAt)  // null, not absent, when nil
         try c.encode(cursor, forKey: .cursor)
         try c.encode(readAt, forKey: .readAt)  // null, not absent, when nil
+        try c.encode(room, forKey: .room)  // null, not absent, when nil
     }
 }

@@ -149,6 +149,7 @@ enum Schema {
                     ('\(Counter.eventsPrunedThrough)', 0);
                 """)
         }
+        registerRoomsMigration(&migrator)
         return migrator
     }
 }

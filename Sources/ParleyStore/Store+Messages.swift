@@ -6,7 +6,7 @@ import GRDB
 extension Store {
     /// Column list every message query selects, in the order `decodeMessage` reads.
     static let messageColumns =
-        "row_id, id, direction, sender, recipient, sequence, created_at, body, state, delivered_at, received_at, read_at"
+        "row_id, id, direction, sender, recipient, sequence, created_at, body, state, delivered_at, received_at, read_at, room"
 
     // MARK: - Own sequence numbers
 
@@ -227,7 +227,8 @@ extension Store {
         let lower = cursor ?? Int64.min
         let upper = before ?? Int64.max
         return try read { db in
-            let range = "row_id > ? AND row_id < ?" + (peer == nil ? "" : " AND peer = ?")
+            // A peer's history is the direct conversation: room messages are listed by room.
+            let range = "row_id > ? AND row_id < ?" + (peer == nil ? "" : " AND peer = ? AND room IS NULL")
             let sql = before == nil
                 ? "SELECT \(Self.messageColumns) FROM message WHERE \(range) ORDER BY row_id LIMIT ?"
                 : """
@@ -317,6 +318,7 @@ extension Store {
             state: try row.enumeration(MessageState.self, 8, column: "message.state"),
             deliveredAt: try row.optionalInt64(9),
             receivedAt: try row.optionalInt64(10),
-            readAt: try row.optionalInt64(11))
+            readAt: try row.optionalInt64(11),
+            room: try row.optionalText(12))
     }
 }

@@ -3,13 +3,14 @@ import GRDB
 // Read state: which incoming messages this node's user has read (and which read receipts
 // still have to be sent), and which outgoing messages the recipient reported as read.
 extension Store {
-    /// Unread incoming messages per conversation (the sender's identity hex). Served by
-    /// the partial `message_unread` index, so it costs the number of unread rows.
+    /// Unread incoming direct messages per conversation (the sender's identity hex); room
+    /// messages count per room (`roomUnreadCount`). Served by the partial `message_unread`
+    /// index, so it costs the number of unread rows.
     public func unreadCounts() throws(StoreError) -> [String: Int] {
         try read { db in
             let statement = try db.cachedStatement(sql: """
                 SELECT peer, COUNT(*) FROM message
-                WHERE direction = 'incoming' AND read_at IS NULL GROUP BY peer
+                WHERE direction = 'incoming' AND read_at IS NULL AND room IS NULL GROUP BY peer
                 """)
             var result: [String: Int] = [:]
             let rows = try Row.fetchCursor(statement)
@@ -31,7 +32,7 @@ extension Store {
         return try write { db in
             let update = try db.cachedStatement(sql: """
                 UPDATE message SET read_at = ?, receipt_pending = ?
-                WHERE peer = ? AND direction = 'incoming' AND read_at IS NULL AND row_id <= ?
+                WHERE peer = ? AND direction = 'incoming' AND read_at IS NULL AND room IS NULL AND row_id <= ?
                 RETURNING row_id, id
                 """)
             let rows = try Row.fetchAll(update, arguments: [at, queueReceipts ? 1 : 0, peer, upTo ?? Int64.max])

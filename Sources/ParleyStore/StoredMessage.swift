@@ -35,10 +35,12 @@ public struct StoredMessage: Sendable, Equatable, Codable {
     /// Unix ms when the message was read: incoming, by this node's user; outgoing, by the
     /// recipient (its read receipt arrived). Nil while unread.
     public var readAt: Int64?
+    /// The room (id hex) a room message belongs to; nil for a direct message.
+    public var room: String?
 
     public init(rowID: Int64, id: String, direction: Direction, sender: String, recipient: String,
                 sequence: Int64, createdAt: Int64, body: String, state: MessageState,
-                deliveredAt: Int64? = nil, receivedAt: Int64? = nil, readAt: Int64? = nil) {
+                deliveredAt: Int64? = nil, receivedAt: Int64? = nil, readAt: Int64? = nil, room: String? = nil) {
         self.rowID = rowID
         self.id = id
         self.direction = direction
@@ -51,6 +53,7 @@ public struct StoredMessage: Sendable, Equatable, Codable {
         self.deliveredAt = deliveredAt
         self.receivedAt = receivedAt
         self.readAt = readAt
+        self.room = room
     }
 
     /// The other party: the recipient of an outgoing message, the sender of an incoming one.

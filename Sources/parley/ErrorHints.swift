@@ -37,6 +37,14 @@ enum ErrorHints {
         case .eventsExpired:
             return "Events that old are no longer kept. Catch up with `parley read` (or `parley export`), "
                 + "then run `parley follow` without --since."
+        case .roomNotFound:
+            return "Run `parley rooms` to list your rooms, or `parley room create NAME PEER...` to start one."
+        case .roomAmbiguous:
+            var lines = ["Several rooms match; use an id prefix:"]
+            for candidate in remote.payload(as: RoomAmbiguousData.self)?.candidates ?? [] {
+                lines.append("  #\(Terminal.line(candidate.name))  \(Terminal.line(candidate.id))")
+            }
+            return lines.joined(separator: "\n")
         case .methodNotFound:
             return "This parleyd does not know the command; are parley and parleyd the same version?"
         case .parseError, .invalidRequest, .invalidParams, .internalError, .notPermitted,

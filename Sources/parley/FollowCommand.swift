@@ -21,7 +21,7 @@ struct FollowCommand: ParsableCommand {
 
     @OptionGroup var options: ConnectionOptions
 
-    @Argument(help: "Only events concerning this peer (display name or fingerprint prefix).")
+    @Argument(help: "Only events concerning this peer (display name or fingerprint prefix), or #ROOM.")
     var peer: String?
 
     @Option(name: .long, help: ArgumentHelp(
@@ -85,6 +85,8 @@ struct FollowCommand: ParsableCommand {
         case .subscriptionClosed(let e):
             Console.err("parley: \(Terminal.line(e.message)). Run `parley follow` again; use `parley read` for what you missed.")
             throw ExitCode(CLIExitCode.daemonError)
+        case .roomUpdated(let e):
+            HumanFormat.roomUpdated(e.room, at: now).forEach(Console.out)
         case .unknown:
             break  // an event from a newer daemon: nothing to show in this version
         }

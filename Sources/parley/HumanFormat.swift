@@ -39,7 +39,8 @@ enum HumanFormat {
         let stamp = "[\(time(m.createdAt))] "
         switch m.direction {
         case .incoming:
-            let head = stamp + Terminal.line(m.fromName) + ": "
+            let room = m.room.map { "#" + Terminal.line($0.name) + " " } ?? ""
+            let head = stamp + room + Terminal.line(m.fromName) + ": "
             return head + body(m.body, indent: head.count)
         case .outgoing:
             let head = stamp + "you → " + Terminal.line(m.toName) + ": "

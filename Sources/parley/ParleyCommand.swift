@@ -14,6 +14,6 @@ struct ParleyCommand: ParsableCommand {
         subcommands: [
             StatusCommand.self, WhoamiCommand.self, PeersCommand.self, SendCommand.self,
             ReadCommand.self, FollowCommand.self, ConnectCommand.self, TrustCommand.self,
-            RotateKeyCommand.self, ChatCommand.self, ExportCommand.self,
+            RotateKeyCommand.self, ChatCommand.self, ExportCommand.self, RoomsCommand.self, RoomCommand.self,
         ])
 }

@@ -9,7 +9,7 @@ struct ReadCommand: ParsableCommand {
 
     @OptionGroup var options: ConnectionOptions
 
-    @Argument(help: "Only messages with this peer (display name or fingerprint prefix).")
+    @Argument(help: "Only messages with this peer (display name or fingerprint prefix), or in #ROOM.")
     var peer: String?
 
     @Option(name: .long, help: ArgumentHelp("How many messages, 1-1000. Default 50.", valueName: "n"))

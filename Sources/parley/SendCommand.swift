@@ -13,7 +13,7 @@ struct SendCommand: ParsableCommand {
 
     @OptionGroup var options: ConnectionOptions
 
-    @Argument(help: "Recipient: display name or fingerprint prefix (at least 4 characters).")
+    @Argument(help: "Recipient: display name or fingerprint prefix (at least 4 characters), or #ROOM.")
     var peer: String
 
     @Argument(help: "The message text (quote it).")
@@ -51,7 +51,12 @@ struct SendCommand: ParsableCommand {
             let message = try client.call(params).message
             if options.json { return Console.json(MessagesSendResult(message: message)) }
             let who = Terminal.line(message.toName)
-            if message.state == .delivered {
+            if let room = message.room {
+                let name = "#" + Terminal.line(room.name)
+                Console.out(message.state == .delivered
+                    ? "✓ delivered to every member of \(name)"
+                    : "… queued for \(name); each member gets it when it is online (id \(Terminal.line(message.id)))")
+            } else if message.state == .delivered {
                 Console.out("✓ delivered to \(who)")
             } else {
                 Console.out("… queued for \(who); it is delivered when \(who) is online (id \(Terminal.line(message.id)))")

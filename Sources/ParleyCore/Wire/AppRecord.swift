@@ -19,12 +19,18 @@ public enum AppRecord: Equatable, Sendable {
     /// The receiver's user has read these messages (ids of chat records the session's
     /// local side sent). Same layout as `ack`.
     case readReceipt([MessageID])
+    /// A signed change to a room's membership (create, add, remove), sent to every member
+    /// and forwarded by them. Acknowledged by the first 16 bytes of its hash.
+    case roomOperation(RoomOperation)
+    /// A chat message addressed to a room, from the session's remote identity.
+    case roomChat(RoomChatRecord)
     /// A record type this version does not know: skipped, for forward compatibility.
     case unknown(type: UInt8, length: Int)
 
     public enum RecordType: UInt8, Sendable {
         case chat = 0x01, ack = 0x02, cardUpdate = 0x03, ping = 0x04, pong = 0x05, close = 0x06
         case readReceipt = 0x08
+        case roomOperation = 0x10, roomChat = 0x11
     }
 
     public static let headerLength = 5
@@ -123,6 +129,18 @@ extension AppRecord {
             var p = [UInt8]([reason.rawValue])
             p.append(contentsOf: Array(text.utf8.prefix(WireLimits.maxCloseReasonBytes)))
             put(.close, p)
+        case .roomOperation(let op):
+            put(.roomOperation, op.encoded())
+        case .roomChat(let c):
+            var p = [UInt8]()
+            let body = Array(c.body.utf8)
+            p.reserveCapacity(RoomChatRecord.headerLength + body.count)
+            p.append(contentsOf: c.id.bytes)
+            p.append(contentsOf: c.roomID.bytes)
+            p.appendUInt64(c.sequence)
+            p.appendUInt64(c.createdAt)
+            p.append(contentsOf: body)
+            put(.roomChat, p)
         case .unknown:
             break // never sent
         }
@@ -188,6 +206,19 @@ extension AppRecord {
                 let reason = CloseReason(rawValue: try r.readUInt8()) ?? .unknown
                 let textBytes = try r.readBytes(min(r.remaining, WireLimits.maxCloseReasonBytes))
                 return .close(reason, String(decoding: textBytes, as: UTF8.self))
+            case .roomOperation:
+                do { return .roomOperation(try RoomOperation.decode(payload)) } catch {
+                    throw AppRecordError.malformed(type: type, reason: error.description)
+                }
+            case .roomChat:
+                let id = MessageID(unchecked: try r.readBytes(MessageID.length))
+                let room = RoomID(unchecked: try r.readBytes(RoomID.length))
+                let seq = try r.readUInt64()
+                let created = try r.readUInt64()
+                let body = try r.readBytes(r.remaining)
+                guard body.count <= WireLimits.maxBodyBytes else { throw AppRecordError.bodyTooLarge(body.count) }
+                guard let text = String(validating: body, as: UTF8.self) else { throw AppRecordError.invalidUTF8 }
+                return .roomChat(RoomChatRecord(id: id, roomID: room, sequence: seq, createdAt: created, body: text))
             }
         } catch let e as ByteReader.Error {
             throw .malformed(type: type, reason: "\(e)")

@@ -31,6 +31,8 @@ struct ControlDispatcher {
 
     func handle(_ request: JSONRPCRequest, deliveryWaiter: (String, Int, JSONRPCID?) -> Void) -> Reply {
         let id = request.id
+        // Room methods, and messages.* aimed at a #room (ControlDispatcher+Rooms.swift).
+        if let reply = handleRooms(request, deliveryWaiter: deliveryWaiter) { return reply }
         do {
             switch request.method {
             case ControlMethod.nodeStatus:

@@ -10,14 +10,14 @@ extension Node {
     }
 
     func messageInfo(_ m: StoredMessage) -> MessageInfo {
-        MessageInfo(id: m.id,
+        withRoom(MessageInfo(id: m.id,
                     from: Node.fingerprint(ofHex: m.sender), fromName: displayName(of: m.sender),
                     to: Node.fingerprint(ofHex: m.recipient), toName: displayName(of: m.recipient),
                     direction: m.direction == .incoming ? .incoming : .outgoing,
                     sequence: Int(m.sequence), createdAt: Int(m.createdAt), body: m.body,
                     state: ParleyControlProtocol.MessageState(rawValue: m.state.rawValue) ?? .queued,
                     deliveredAt: m.deliveredAt.map { Int($0) }, cursor: Int(m.rowID),
-                    readAt: m.readAt.map { Int($0) })
+                    readAt: m.readAt.map { Int($0) }), m)
     }
 
     func safetyNumber(with identity: String) -> String {

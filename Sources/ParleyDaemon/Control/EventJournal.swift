@@ -155,12 +155,20 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
             guard let members = (try? JSONValue(encoding: e))?.objectValue else { return nil }
             // Concerns everyone: a subscriber filtering on the old peer must hear of it too.
             return Rendered(method: ControlEvent.peerKeyChanged, peer: nil, messageRowID: nil, params: members)
+        case .roomUpdated(let room):
+            guard let members = (try? JSONValue(encoding: RoomUpdatedEvent(room: node.roomInfo(room))))?.objectValue else {
+                return nil
+            }
+            // Filtered by room id: `messages.subscribe` with "#room" follows the room.
+            return Rendered(method: ControlEvent.roomUpdated, peer: room.id, messageRowID: nil, params: members)
         }
     }
 
     private func messageEvent(_ method: String, _ m: StoredMessage) -> Rendered? {
         guard let params = messageParams(method, m) else { return nil }
-        return Rendered(method: method, peer: m.peer, messageRowID: m.rowID, params: params)
+        // A room message concerns its room (what "#room" filters on), not the direct
+        // conversation with its author.
+        return Rendered(method: method, peer: m.room ?? m.peer, messageRowID: m.rowID, params: params)
     }
 
     /// The params of a message event, from the message as stored: the same for a live

@@ -12,6 +12,8 @@ protocol PeerConnectionDelegate: AnyObject {
     /// The peer's user read these of our messages. Reported after the acks of the same read.
     func connection(_ connection: PeerConnection, receivedReadReceipts ids: [MessageID])
     func connection(_ connection: PeerConnection, receivedCard card: [UInt8])
+    /// Room operations and room chats of one read, in arrival order.
+    func connection(_ connection: PeerConnection, receivedRoomTraffic records: [RoomTraffic])
     func connectionBecameWritable(_ connection: PeerConnection)
     func connectionClosed(_ connection: PeerConnection, error: Error?)
 }
@@ -55,6 +57,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     private var pendingChats: [ChatRecord] = []
     private var pendingAcks: [MessageID] = []
     private var pendingReadReceipts: [MessageID] = []
+    private var pendingRoomTraffic: [RoomTraffic] = []
 
     // Liveness, read by the node's keepalive tick.
     private(set) var lastReceived = NIODeadline.now()
@@ -183,6 +186,8 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         case .close(let reason, _):
             remoteCloseReason = reason
             closeChannel()
+        case .roomOperation(let op): pendingRoomTraffic.append(.operation(op))
+        case .roomChat(let c): pendingRoomTraffic.append(.chat(c))
         case .unknown: break
         }
     }
@@ -193,6 +198,11 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
             let chats = pendingChats
             pendingChats.removeAll(keepingCapacity: true)
             delegate?.connection(self, received: chats)
+        }
+        if !pendingRoomTraffic.isEmpty {
+            let traffic = pendingRoomTraffic
+            pendingRoomTraffic.removeAll(keepingCapacity: true)
+            delegate?.connection(self, receivedRoomTraffic: traffic)
         }
         if !pendingAcks.isEmpty {
             let acks = pendingAcks

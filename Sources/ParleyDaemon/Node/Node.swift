@@ -50,6 +50,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var onCardChanged: ((Card) -> Void)?
     /// `read_receipts`: tell senders when the local user read their messages.
     var sendsReadReceipts = true
+    /// Rooms: decoded operations and resolved state, loaded lazily (Node+Rooms.swift).
+    var roomBook = RoomBook()
 
     var myIdentity: String { keys.identity.publicKey.hex }
     var fingerprint: Fingerprint { Fingerprint(keys.identity.publicKey) }
@@ -379,6 +381,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         } catch {
             log.error("could not record delivery; the messages will be sent again and de-duplicated", ["error": "\(error)"])
         }
+        roomTrafficAcknowledged(hex, by: peer)
         pump(conn)
     }
 
@@ -538,8 +541,12 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// Sends queued messages to the peer of `conn`, up to the window. Each session
     /// remembers the highest sequence it sent, so a pump reads only new rows; a
     /// retarget (key change) or an ack timeout resets it to resend from the start.
-    private func pump(_ conn: PeerConnection) {
+    func pump(_ conn: PeerConnection) {
         guard conn.isActiveSession, conn.isWritable, let peer = conn.remoteIdentity else { return }
+        // Room membership first, room messages last (Node+Rooms.swift): an operation that
+        // makes us a member reaches the peer before our first message to the room.
+        pumpRoomOperations(conn, peer: peer)
+        defer { pumpRoomMessages(conn, peer: peer) }
         let room = options.sendWindow - conn.inFlight.count
         guard room > 0, conn.inFlightBytes < options.sendWindowBytes else { return }
         let pending: [StoredMessage]

@@ -10,6 +10,8 @@ enum NodeEvent {
     case peerOnline(identity: String)
     case peerOffline(identity: String)
     case keyChanged(KeyChangeRecord)
+    /// A room's name, members or version changed (or this node learned of the room).
+    case roomUpdated(RoomRecord)
 }
 
 protocol NodeObserver: AnyObject {

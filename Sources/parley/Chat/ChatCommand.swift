@@ -181,6 +181,9 @@ private struct ChatView {
                 model.notice("KEY CHANGED: \(e.name) presents a new identity key; messages are held. "
                     + "Compare the safety number (parley peers), then run parley trust accept-change \(e.oldFingerprint)",
                     at: Self.nowMs())
+            case .roomUpdated(let e):
+                model.notice(e.room.member ? "#\(e.room.name) members: \(HumanFormat.roomMembers(e.room))"
+                                           : "you are no longer a member of #\(e.room.name)", at: Self.nowMs())
             case .subscriptionClosed(let e):
                 throw ControlClientError.remote(JSONRPCError(code: e.code, message: e.message))
             case .unknown:

@@ -1,0 +1,383 @@
+import Foundation
+import GRDB
+
+// Rooms: operations, resolved state, and room messages with their per-member fan-out.
+// Layout and reasons: Schema+Rooms.swift.
+extension Store {
+    /// Room ids are 16 random bytes: 32 hex characters.
+    static let roomIDHexLength = 32
+    /// Operation hashes are SHA-256: 64 hex characters.
+    static let operationHashHexLength = 64
+
+    static func requireRoomID(_ value: String) throws(StoreError) {
+        try InputValidation.requireLowercaseHex(value, length: roomIDHexLength, "room id")
+    }
+
+    static func requireOperationHash(_ value: String) throws(StoreError) {
+        try InputValidation.requireLowercaseHex(value, length: operationHashHexLength, "room operation hash")
+    }
+
+    // MARK: - Operations
+
+    /// Stores an operation unless one with the same hash is stored. Returns whether it was new.
+    public func insertRoomOperation(_ op: StoredRoomOperation, at: Int64) throws(StoreError) -> Bool {
+        try Self.requireOperationHash(op.hash)
+        try Self.requireRoomID(op.room)
+        return try write { db in
+            try db.execute(sql: """
+                INSERT INTO room_operation (hash, room, sequence, encoded, received_at) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (hash) DO NOTHING
+                """, arguments: [op.hash, op.room, op.sequence, Data(op.encoded), at])
+            return db.changesCount == 1
+        }
+    }
+
+    /// Every stored operation of a room, in (sequence, hash) order.
+    public func roomOperations(room: String) throws(StoreError) -> [StoredRoomOperation] {
+        try Self.requireRoomID(room)
+        return try read { db in
+            let statement = try db.cachedStatement(sql: """
+                SELECT hash, room, sequence, encoded FROM room_operation WHERE room = ? ORDER BY sequence, hash
+                """)
+            return try Self.fetchOperations(statement, [room])
+        }
+    }
+
+    /// How many operations are stored for a room.
+    public func roomOperationCount(room: String) throws(StoreError) -> Int {
+        try Self.requireRoomID(room)
+        return try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM room_operation WHERE room = ?", arguments: [room]) ?? 0 }
+    }
+
+    /// How many distinct rooms have stored operations (known rooms and rooms whose create
+    /// has not arrived yet).
+    public func roomsWithOperationsCount() throws(StoreError) -> Int {
+        try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(DISTINCT room) FROM room_operation") ?? 0 }
+    }
+
+    /// Queues operations for members (idempotent: an operation already queued for a member
+    /// stays queued once). Sent in (sequence, hash) order, so parents go before children.
+    public func queueRoomOperations(_ hashes: [String], for members: [String], at: Int64) throws(StoreError) {
+        for h in hashes { try Self.requireOperationHash(h) }
+        for m in members { try InputValidation.requireIdentity(m, "member") }
+        guard !hashes.isEmpty, !members.isEmpty else { return }
+        try write { db in
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO room_operation_outbox (operation, member, ack_id, queued_at) VALUES (?, ?, ?, ?)
+                ON CONFLICT (member, operation) DO NOTHING
+                """)
+            for m in members {
+                for h in hashes {
+                    try insert.execute(arguments: [h, m, String(h.prefix(InputValidation.messageIDHexLength)), at])
+                }
+            }
+        }
+    }
+
+    /// Operations still to be sent to `member`, parents first, at most `limit`.
+    public func pendingRoomOperations(to member: String, limit: Int) throws(StoreError) -> [StoredRoomOperation] {
+        try InputValidation.requireIdentity(member, "member")
+        let limit = InputValidation.pageSize(limit)
+        guard limit > 0 else { return [] }
+        return try read { db in
+            let statement = try db.cachedStatement(sql: """
+                SELECT o.hash, o.room, o.sequence, o.encoded FROM room_operation_outbox q
+                JOIN room_operation o ON o.hash = q.operation
+                WHERE q.member = ? ORDER BY o.sequence, o.hash LIMIT ?
+                """)
+            return try Self.fetchOperations(statement, [member, limit])
+        }
+    }
+
+    /// `member` acknowledged operations by their ack ids (first 32 hex digits of the hash).
+    /// Returns how many outbox rows were removed; unknown ids change nothing.
+    @discardableResult
+    public func acknowledgeRoomOperations(ackIDs: [String], by member: String) throws(StoreError) -> Int {
+        try InputValidation.requireIdentity(member, "member")
+        let ids = ackIDs.filter { (try? InputValidation.requireMessageID($0)) != nil }
+        guard !ids.isEmpty else { return 0 }
+        return try write { db in try Self.acknowledgeRoomOperations(db, ackIDs: ids, by: member) }
+    }
+
+    static func acknowledgeRoomOperations(_ db: Database, ackIDs: [String], by member: String) throws -> Int {
+        let delete = try db.cachedStatement(sql: "DELETE FROM room_operation_outbox WHERE member = ? AND ack_id = ?")
+        var removed = 0
+        for id in ackIDs {
+            try delete.execute(arguments: [member, id])
+            removed += db.changesCount
+        }
+        return removed
+    }
+
+    /// One acknowledgement from `member` applied to both room outboxes in one transaction:
+    /// operations (by ack id) and room messages (by message id). Returns the room messages
+    /// now delivered to every member.
+    public func acknowledgeRoomTraffic(ids: [String], by member: String, at: Int64) throws(StoreError) -> [StoredMessage] {
+        try InputValidation.requireIdentity(member, "member")
+        let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
+        guard !ids.isEmpty else { return [] }
+        return try write { db in
+            _ = try Self.acknowledgeRoomOperations(db, ackIDs: ids, by: member)
+            return try Self.markRoomDeliveries(db, ids: ids, by: member, at: at)
+        }
+    }
+
+    // MARK: - Resolved state
+
+    public func room(id: String) throws(StoreError) -> RoomRecord? {
+        try Self.requireRoomID(id)
+        return try read { db in try Self.fetchRooms(db, where: "id = ?", [id]).first }
+    }
+
+    /// Every known room, by name then id.
+    public func rooms() throws(StoreError) -> [RoomRecord] {
+        try read { db in try Self.fetchRooms(db, where: "1", []) }
+    }
+
+    /// Writes a room's resolved state (insert or replace, members included).
+    public func saveRoom(_ room: RoomRecord) throws(StoreError) {
+        try Self.requireRoomID(room.id)
+        try Self.requireOperationHash(room.root)
+        try InputValidation.requireIdentity(room.creator, "creator")
+        try InputValidation.requireNoNUL(room.name, "room name")
+        for m in room.members { try InputValidation.requireIdentity(m, "member") }
+        try write { db in
+            try db.execute(sql: """
+                INSERT INTO room (id, root, name, creator, created_at, version, is_member, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (id) DO UPDATE SET root = excluded.root, name = excluded.name,
+                    creator = excluded.creator, created_at = excluded.created_at, version = excluded.version,
+                    is_member = excluded.is_member, updated_at = excluded.updated_at
+                """, arguments: [room.id, room.root, room.name, room.creator, room.createdAt, room.version,
+                                 room.isMember ? 1 : 0, room.updatedAt])
+            try db.execute(sql: "DELETE FROM room_member WHERE room = ?", arguments: [room.id])
+            let insert = try db.cachedStatement(sql: "INSERT INTO room_member (room, identity) VALUES (?, ?)")
+            for m in Set(room.members) { try insert.execute(arguments: [room.id, m]) }
+        }
+    }
+
+    // MARK: - Room messages, outgoing
+
+    /// Queues a message to a room: one `message` row (recipient = the room) and one
+    /// delivery per member in `members` (this node excluded by the caller). With no other
+    /// member, the message is delivered at once. One transaction; the sequence number comes
+    /// from the same counter as direct messages.
+    public func enqueueRoomMessage(id: String, room: String, body: String, createdAt: Int64, sender: String,
+                                   members: [String]) throws(StoreError) -> StoredMessage {
+        try InputValidation.requireMessageID(id)
+        try Self.requireRoomID(room)
+        try InputValidation.requireIdentity(sender, "sender")
+        for m in members { try InputValidation.requireIdentity(m, "member") }
+        let recipients = Array(Set(members)).sorted()
+        return try write { db in
+            let sequence = try Self.reserveSequenceNumbers(db, count: 1).lowerBound
+            let state: MessageState = recipients.isEmpty ? .delivered : .queued
+            let deliveredAt: Int64? = recipients.isEmpty ? createdAt : nil
+            do {
+                try db.execute(sql: """
+                    INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, body, state,
+                                         delivered_at, room)
+                    VALUES (?, 'outgoing', ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [id, sender, room, room, sequence, createdAt, Data(body.utf8), state.rawValue,
+                                     deliveredAt, room])
+            } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+                throw StoreError.conflict("message id \(id) from \(sender) is already stored")
+            }
+            let row = db.lastInsertedRowID
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO room_delivery (message_row, member, state) VALUES (?, ?, 'queued')
+                """)
+            for m in recipients { try insert.execute(arguments: [row, m]) }
+            try Self.adjustCounter(db, state == .queued ? Schema.Counter.queued : Schema.Counter.delivered, by: 1)
+            return StoredMessage(rowID: row, id: id, direction: .outgoing, sender: sender, recipient: room,
+                                 sequence: sequence, createdAt: createdAt, body: body, state: state,
+                                 deliveredAt: deliveredAt, room: room)
+        }
+    }
+
+    /// Room messages not yet acknowledged by `member`, oldest sequence first, at most `limit`.
+    public func pendingRoomMessages(to member: String, limit: Int) throws(StoreError) -> [StoredMessage] {
+        try InputValidation.requireIdentity(member, "member")
+        let limit = InputValidation.pageSize(limit)
+        guard limit > 0 else { return [] }
+        let columns = Self.messageColumns.split(separator: ",").map { "m." + $0.trimmingCharacters(in: .whitespaces) }
+            .joined(separator: ", ")
+        return try read { db in
+            let statement = try db.cachedStatement(sql: """
+                SELECT \(columns) FROM room_delivery d JOIN message m ON m.row_id = d.message_row
+                WHERE d.member = ? AND d.state = 'queued' ORDER BY m.sequence LIMIT ?
+                """)
+            return try Self.fetchMessages(statement, [member, limit])
+        }
+    }
+
+    /// `member` acknowledged these room messages. Returns the messages that are now
+    /// delivered to every member (their row turns `delivered`); ids that name no queued
+    /// delivery to `member` change nothing.
+    public func markRoomDeliveries(ids: [String], by member: String, at: Int64) throws(StoreError) -> [StoredMessage] {
+        try InputValidation.requireIdentity(member, "member")
+        let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
+        guard !ids.isEmpty else { return [] }
+        return try write { db in try Self.markRoomDeliveries(db, ids: ids, by: member, at: at) }
+    }
+
+    static func markRoomDeliveries(_ db: Database, ids: [String], by member: String, at: Int64) throws -> [StoredMessage] {
+        let deliver = try db.cachedStatement(sql: """
+            UPDATE room_delivery SET state = 'delivered', delivered_at = ?
+            WHERE member = ? AND state = 'queued'
+              AND message_row IN (SELECT row_id FROM message WHERE id = ? AND direction = 'outgoing' AND room IS NOT NULL)
+            RETURNING message_row
+            """)
+        let remaining = try db.cachedStatement(sql: """
+            SELECT COUNT(*) FROM room_delivery WHERE message_row = ? AND state = 'queued'
+            """)
+        let finish = try db.cachedStatement(sql: """
+            UPDATE message SET state = 'delivered', delivered_at = ? WHERE row_id = ? AND state = 'queued'
+            RETURNING \(Self.messageColumns)
+            """)
+        var done: [StoredMessage] = []
+        for id in ids {
+            for row in try Int64.fetchAll(deliver, arguments: [at, member, id]) {
+                guard try Int.fetchOne(remaining, arguments: [row]) == 0 else { continue }
+                done += try Self.fetchMessages(finish, [at, row])
+            }
+        }
+        try Self.adjustCounter(db, Schema.Counter.queued, by: -done.count)
+        try Self.adjustCounter(db, Schema.Counter.delivered, by: done.count)
+        return done
+    }
+
+    /// Outgoing messages to a room that some member has not acknowledged yet.
+    public func queuedRoomMessageCount(room: String) throws(StoreError) -> Int {
+        try Self.requireRoomID(room)
+        return try read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM message WHERE recipient = ? AND room = ? AND state = 'queued'",
+                             arguments: [room, room]) ?? 0
+        }
+    }
+
+    // MARK: - Room messages, incoming
+
+    /// Stores messages received for `room`, de-duplicated by (sender, id) like direct
+    /// messages: a message already stored comes back with `isNew` false. One transaction.
+    public func storeIncomingRoomMessages(_ messages: [IncomingMessage], room: String, at: Int64) throws(StoreError)
+        -> [(message: StoredMessage, isNew: Bool)]
+    {
+        try Self.requireRoomID(room)
+        for message in messages {
+            try InputValidation.requireMessageID(message.id)
+            try InputValidation.requireIdentity(message.sender, "sender")
+            try InputValidation.requireIdentity(message.recipient, "recipient")
+        }
+        guard !messages.isEmpty else { return [] }
+        return try write { db in
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, body, state,
+                                     received_at, room)
+                VALUES (?, 'incoming', ?, ?, ?, ?, ?, ?, 'received', ?, ?)
+                ON CONFLICT (id, sender) DO NOTHING
+                """)
+            let existing = try db.cachedStatement(sql: """
+                SELECT \(Self.messageColumns) FROM message WHERE id = ? AND sender = ?
+                """)
+            var results: [(message: StoredMessage, isNew: Bool)] = []
+            var newCount = 0
+            for m in messages {
+                try insert.execute(arguments: [m.id, m.sender, m.recipient, m.sender, m.sequence, m.createdAt,
+                                               Data(m.body.utf8), at, room])
+                if db.changesCount == 1 {
+                    newCount += 1
+                    results.append((StoredMessage(
+                        rowID: db.lastInsertedRowID, id: m.id, direction: .incoming, sender: m.sender,
+                        recipient: m.recipient, sequence: m.sequence, createdAt: m.createdAt, body: m.body,
+                        state: .received, receivedAt: at, room: room), true))
+                } else {
+                    guard let stored = try Self.fetchMessages(existing, [m.id, m.sender]).first else {
+                        throw UnexpectedStoredValue(column: "message.id", value: m.id)
+                    }
+                    results.append((stored, false))
+                }
+            }
+            try Self.adjustCounter(db, Schema.Counter.received, by: newCount)
+            return results
+        }
+    }
+
+    /// A room's history in local order, paged like `messages(peer:after:before:limit:)`.
+    public func roomMessages(room: String, after cursor: Int64?, before: Int64? = nil, limit: Int)
+        throws(StoreError) -> [StoredMessage]
+    {
+        try Self.requireRoomID(room)
+        let limit = InputValidation.pageSize(limit)
+        guard limit > 0 else { return [] }
+        return try read { db in
+            let range = "row_id > ? AND row_id < ? AND room = ?"
+            let sql = before == nil
+                ? "SELECT \(Self.messageColumns) FROM message WHERE \(range) ORDER BY row_id LIMIT ?"
+                : """
+                  SELECT * FROM (SELECT \(Self.messageColumns) FROM message WHERE \(range)
+                  ORDER BY row_id DESC LIMIT ?) ORDER BY row_id
+                  """
+            let statement = try db.cachedStatement(sql: sql)
+            return try Self.fetchMessages(statement, [cursor ?? Int64.min, before ?? Int64.max, room, limit])
+        }
+    }
+
+    // MARK: - Read state
+
+    /// Unread incoming messages in a room.
+    public func roomUnreadCount(room: String) throws(StoreError) -> Int {
+        try Self.requireRoomID(room)
+        return try read { db in
+            try Int.fetchOne(db, sql: """
+                SELECT COUNT(*) FROM message WHERE room = ? AND direction = 'incoming' AND read_at IS NULL
+                """, arguments: [room]) ?? 0
+        }
+    }
+
+    /// Marks the room's unread incoming messages with `rowID <= upTo` (all if nil) read at
+    /// `at`; returns their ids in log order. Room messages owe no read receipts: telling
+    /// every author who read what is not worth a record per member and message.
+    public func markRoomRead(room: String, upTo: Int64?, at: Int64) throws(StoreError) -> [String] {
+        try Self.requireRoomID(room)
+        return try write { db in
+            let rows = try Row.fetchAll(db, sql: """
+                UPDATE message SET read_at = ?
+                WHERE room = ? AND direction = 'incoming' AND read_at IS NULL AND row_id <= ?
+                RETURNING row_id, id
+                """, arguments: [at, room, upTo ?? Int64.max])
+            return try rows.map { (rowID: try $0.int64(0), id: try $0.text(1)) }.sorted { $0.rowID < $1.rowID }.map(\.id)
+        }
+    }
+
+    // MARK: - Helpers
+
+    static func fetchOperations(_ statement: Statement, _ arguments: StatementArguments) throws -> [StoredRoomOperation] {
+        var out: [StoredRoomOperation] = []
+        let rows = try Row.fetchCursor(statement, arguments: arguments)
+        while let row = try rows.next() {
+            let data = try row.decode(Data.self, atIndex: 3)
+            out.append(StoredRoomOperation(hash: try row.text(0), room: try row.text(1), sequence: try row.int64(2),
+                                           encoded: [UInt8](data)))
+        }
+        return out
+    }
+
+    static func fetchRooms(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [RoomRecord] {
+        let statement = try db.cachedStatement(sql: """
+            SELECT id, root, name, creator, created_at, version, is_member, updated_at FROM room
+            WHERE \(condition) ORDER BY name, id
+            """)
+        let members = try db.cachedStatement(sql: "SELECT identity FROM room_member WHERE room = ? ORDER BY identity")
+        var out: [RoomRecord] = []
+        let rows = try Row.fetchCursor(statement, arguments: arguments)
+        while let row = try rows.next() {
+            let id = try row.text(0)
+            out.append(RoomRecord(id: id, root: try row.text(1), name: try row.text(2), creator: try row.text(3),
+                                  createdAt: try row.int64(4), version: try row.int64(5),
+                                  members: [], isMember: try row.int64(6) != 0, updatedAt: try row.int64(7)))
+        }
+        for i in out.indices { out[i].members = try String.fetchAll(members, arguments: [out[i].id]) }
+        return out
+    }
+}

@@ -1,0 +1,172 @@
+import Foundation
+import XCTest
+@testable import ParleyStore
+
+/// Rooms in the store, on a real SQLite file: operations and their outbox, resolved state,
+/// room messages with their per-member fan-out.
+final class StoreRoomsTests: XCTestCase {
+    private var directory: String!
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("parley-store-rooms-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private let me = hex(0x01, 32)
+    private let bob = hex(0xb0, 32)
+    private let carol = hex(0xc4, 32)
+    private let room = hex(0xaa, 16)
+
+    private static func hex(_ byte: UInt8, _ count: Int) -> String {
+        String(repeating: String(format: "%02x", byte), count: count)
+    }
+
+    private func messageID(_ n: Int) -> String { String(format: "%032x", n) }
+    /// Distinct in their first 16 bytes, like real hashes (the ack id is that prefix).
+    private func opHash(_ n: Int) -> String { Self.hex(UInt8(n), 32) }
+
+    private func open() throws -> Store { try Store(directory: directory, durability: .normal) }
+
+    private func send(_ store: Store, _ n: Int, to members: [String]) throws -> StoredMessage {
+        try store.enqueueRoomMessage(id: messageID(n), room: room, body: "room \(n)", createdAt: 100 + Int64(n),
+                                     sender: me, members: members)
+    }
+
+    // MARK: - Room messages
+
+    func testRoomMessageIsDeliveredWhenTheLastMemberAcknowledges() throws {
+        let store = try open()
+        let m = try send(store, 1, to: [bob, carol])
+        XCTAssertEqual(m.state, .queued)
+        XCTAssertEqual(m.room, room)
+        XCTAssertEqual(try store.pendingRoomMessages(to: bob, limit: 10).map(\.id), [m.id])
+        XCTAssertEqual(try store.pendingRoomMessages(to: carol, limit: 10).map(\.id), [m.id])
+        XCTAssertEqual(try store.counts().queued, 1)
+        XCTAssertEqual(try store.queuedRoomMessageCount(room: room), 1)
+
+        XCTAssertEqual(try store.markRoomDeliveries(ids: [m.id], by: bob, at: 500), [])
+        XCTAssertEqual(try store.pendingRoomMessages(to: bob, limit: 10), [])
+        XCTAssertEqual(try store.markRoomDeliveries(ids: [m.id], by: bob, at: 501), [], "a repeated ack changes nothing")
+        let done = try store.markRoomDeliveries(ids: [m.id], by: carol, at: 600)
+        XCTAssertEqual(done.map(\.id), [m.id])
+        XCTAssertEqual(done.first?.state, .delivered)
+        XCTAssertEqual(done.first?.deliveredAt, 600)
+        XCTAssertEqual(try store.counts().queued, 0)
+        XCTAssertEqual(try store.counts().delivered, 1)
+        XCTAssertEqual(try store.queuedRoomMessageCount(room: room), 0)
+    }
+
+    func testAnAckFromANonRecipientChangesNothing() throws {
+        let store = try open()
+        let m = try send(store, 1, to: [bob])
+        XCTAssertEqual(try store.markRoomDeliveries(ids: [m.id], by: carol, at: 1), [])
+        XCTAssertEqual(try store.pendingRoomMessages(to: bob, limit: 10).map(\.id), [m.id])
+        // A direct-message ack path does not touch room messages either.
+        XCTAssertEqual(try store.markDelivered(ids: [m.id], by: bob, at: 1), [])
+    }
+
+    func testRoomOfOneIsDeliveredAtOnce() throws {
+        let store = try open()
+        let m = try send(store, 1, to: [])
+        XCTAssertEqual(m.state, .delivered)
+        XCTAssertEqual(try store.counts().delivered, 1)
+    }
+
+    func testPendingRoomMessagesComeInSequenceOrderAfterDirectOnesShareTheCounter() throws {
+        let store = try open()
+        let direct = try store.enqueue([NewOutgoingMessage(id: messageID(9), recipient: bob, body: "direct", createdAt: 1)], sender: me)
+        let a = try send(store, 1, to: [bob])
+        let b = try send(store, 2, to: [bob])
+        XCTAssertLessThan(direct[0].sequence, a.sequence)
+        XCTAssertLessThan(a.sequence, b.sequence)
+        XCTAssertEqual(try store.pendingRoomMessages(to: bob, limit: 10).map(\.id), [a.id, b.id])
+        XCTAssertEqual(try store.pendingRoomMessages(to: bob, limit: 1).map(\.id), [a.id])
+        XCTAssertEqual(try store.pendingOutgoing(to: bob, limit: 10).map(\.id), [direct[0].id], "room messages are not in the direct outbox")
+    }
+
+    func testIncomingRoomMessagesAreDeduplicatedAndKeptOutOfDirectHistory() throws {
+        let store = try open()
+        let incoming = IncomingMessage(id: messageID(1), sender: bob, recipient: me, sequence: 3, createdAt: 4, body: "hi room")
+        let first = try store.storeIncomingRoomMessages([incoming], room: room, at: 10)
+        XCTAssertEqual(first.map(\.isNew), [true])
+        XCTAssertEqual(first[0].message.room, room)
+        XCTAssertEqual(try store.storeIncomingRoomMessages([incoming], room: room, at: 11).map(\.isNew), [false])
+        _ = try store.storeIncoming([IncomingMessage(id: messageID(2), sender: bob, recipient: me, sequence: 5,
+                                                     createdAt: 6, body: "direct")], at: 12)
+        XCTAssertEqual(try store.roomMessages(room: room, after: nil, limit: 10).map(\.body), ["hi room"])
+        XCTAssertEqual(try store.messages(peer: bob, after: nil, limit: 10).map(\.body), ["direct"])
+        XCTAssertEqual(try store.messages(peer: nil, after: nil, limit: 10).map(\.body), ["hi room", "direct"])
+        XCTAssertEqual(try store.counts().received, 2)
+    }
+
+    func testRoomHistoryPagesLikeDirectHistory() throws {
+        let store = try open()
+        let sent = try (1...5).map { try send(store, $0, to: [bob]) }
+        let last2 = try store.roomMessages(room: room, after: nil, before: sent[4].rowID + 1, limit: 2)
+        XCTAssertEqual(last2.map(\.id), [sent[3].id, sent[4].id])
+        let next = try store.roomMessages(room: room, after: sent[1].rowID, limit: 2)
+        XCTAssertEqual(next.map(\.id), [sent[2].id, sent[3].id])
+    }
+
+    // MARK: - Operations and state
+
+    func testOperationsAreStoredOnceAndListedInSequenceOrder() throws {
+        let store = try open()
+        XCTAssertTrue(try store.insertRoomOperation(StoredRoomOperation(hash: opHash(2), room: room, sequence: 2, encoded: [2]), at: 1))
+        XCTAssertTrue(try store.insertRoomOperation(StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [1]), at: 1))
+        XCTAssertFalse(try store.insertRoomOperation(StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [9]), at: 2))
+        XCTAssertEqual(try store.roomOperations(room: room).map(\.encoded), [[1], [2]])
+        XCTAssertEqual(try store.roomOperationCount(room: room), 2)
+        XCTAssertEqual(try store.roomsWithOperationsCount(), 1)
+    }
+
+    func testOperationOutboxIsPerMemberAndClearedByAckID() throws {
+        let store = try open()
+        for n in [1, 2] {
+            _ = try store.insertRoomOperation(StoredRoomOperation(hash: opHash(n), room: room, sequence: Int64(n), encoded: [UInt8(n)]), at: 1)
+        }
+        try store.queueRoomOperations([opHash(2), opHash(1)], for: [bob, carol], at: 5)
+        try store.queueRoomOperations([opHash(1)], for: [bob], at: 6)  // idempotent
+        XCTAssertEqual(try store.pendingRoomOperations(to: bob, limit: 10).map(\.hash), [opHash(1), opHash(2)])
+        let ackID = String(opHash(1).prefix(32))
+        XCTAssertEqual(try store.acknowledgeRoomOperations(ackIDs: [ackID], by: bob), 1)
+        XCTAssertEqual(try store.pendingRoomOperations(to: bob, limit: 10).map(\.hash), [opHash(2)])
+        XCTAssertEqual(try store.pendingRoomOperations(to: carol, limit: 10).map(\.hash), [opHash(1), opHash(2)])
+        // The combined ack path clears operations and room messages in one go.
+        let m = try send(store, 1, to: [carol])
+        let done = try store.acknowledgeRoomTraffic(ids: [String(opHash(2).prefix(32)), m.id], by: carol, at: 9)
+        XCTAssertEqual(done.map(\.id), [m.id])
+        XCTAssertEqual(try store.pendingRoomOperations(to: carol, limit: 10).map(\.hash), [opHash(1)])
+    }
+
+    func testRoomStateIsReplacedWhole() throws {
+        let store = try open()
+        var record = RoomRecord(id: room, root: opHash(1), name: "lab", creator: me, createdAt: 1, version: 1,
+                                members: [me, bob, carol], isMember: true, updatedAt: 2)
+        try store.saveRoom(record)
+        XCTAssertEqual(try store.room(id: room), record)
+        record.members = [me, bob]
+        record.version = 2
+        try store.saveRoom(record)
+        XCTAssertEqual(try store.room(id: room)?.members, [me, bob])
+        XCTAssertEqual(try store.rooms().map(\.version), [2])
+        // Survives a reopen.
+        try store.close()
+        XCTAssertEqual(try open().room(id: room), record)
+    }
+
+    func testMalformedInputIsRefused() throws {
+        let store = try open()
+        XCTAssertThrowsError(try store.room(id: "not-hex"))
+        XCTAssertThrowsError(try store.insertRoomOperation(StoredRoomOperation(hash: "00", room: room, sequence: 1, encoded: []), at: 1))
+        XCTAssertThrowsError(try store.enqueueRoomMessage(id: messageID(1), room: room, body: "x", createdAt: 1, sender: me,
+                                                          members: ["BOB"]))
+        XCTAssertEqual(try store.counts().queued, 0, "nothing was written")
+    }
+}

@@ -1,0 +1,82 @@
+"""Issue 8, rooms on a real (simulated) LAN: three hosts in network namespaces, each with
+its own avahi-daemon, finding each other by mDNS. Needs root; skipped otherwise."""
+import time
+
+import lab as lab_module
+from parley_harness import wait_until
+from test_lab_parleyd import HOSTS, lab3, lab_node  # noqa: F401  (lab3 is a fixture)
+
+
+def room(node, name):
+    for r in node.call("rooms.list")["rooms"]:
+        if r["name"] == name:
+            return r
+    return None
+
+
+def members(node, name):
+    r = room(node, name)
+    return sorted(m["name"] for m in r["members"]) if r else None
+
+
+def room_bodies(node, name, direction="in"):
+    return [(m["fromName"], m["body"]) for m in node.messages("#" + name) if m["direction"] == direction]
+
+
+def start_all(lab):
+    nodes = {h: lab_node(lab, h).start() for h in HOSTS}
+    for a in HOSTS:
+        for b in HOSTS:
+            if a != b:
+                wait_until(lambda: nodes[a].online(b), timeout=30, what=f"{a} sees {b} online")
+    return nodes
+
+
+def test_room_member_cut_off_receives_everything_once_on_return(lab3):  # noqa: F811
+    nodes = start_all(lab3)
+    h1, h2, h3 = nodes["h1"], nodes["h2"], nodes["h3"]
+    h1.cli("room", "create", "lab", "h2", "h3")
+    for n in nodes.values():
+        wait_until(lambda: members(n, "lab") == ["h1", "h2", "h3"], timeout=20, what=f"{n.name} sees the room")
+
+    lab3.lanlab("cut", "h3")
+    t0 = time.monotonic()
+    for i in range(3):
+        h1.cli("send", "#lab", f"h1 #{i}")
+        h2.cli("send", "#lab", f"h2 #{i}")
+    wait_until(lambda: not h1.online("h3") and not h2.online("h3"), timeout=20, what="h3 offline")
+    wait_until(lambda: room_bodies(h2, "lab") == [("h1", f"h1 #{i}") for i in range(3)], timeout=20,
+               what="h2 hears h1 meanwhile")
+    assert room(h1, "lab")["queued"] == 3
+    lab3.lanlab("heal", "h3")
+    expected = sorted([("h1", f"h1 #{i}") for i in range(3)] + [("h2", f"h2 #{i}") for i in range(3)])
+    wait_until(lambda: sorted(room_bodies(h3, "lab")) == expected, timeout=60, what="h3 gets all six on return")
+    lab_module.record("room: link healed -> the cut-off member has every message", time.monotonic() - t0)
+    wait_until(lambda: room(h1, "lab")["queued"] == 0 and room(h2, "lab")["queued"] == 0, timeout=20,
+               what="every room message delivered to every member")
+    got = room_bodies(h3, "lab")
+    assert len(got) == 6
+    for sender in ("h1", "h2"):
+        assert [b for s, b in got if s == sender] == [f"{sender} #{i}" for i in range(3)]
+
+
+def test_room_member_removal_is_honoured_on_the_lan(lab3):  # noqa: F811
+    nodes = start_all(lab3)
+    h1, h2, h3 = nodes["h1"], nodes["h2"], nodes["h3"]
+    h2.cli("room", "create", "ops", "h1", "h3")
+    for n in nodes.values():
+        wait_until(lambda: members(n, "ops") == ["h1", "h2", "h3"], timeout=20, what=f"{n.name} sees the room")
+    h1.cli("send", "#ops", "before", "--wait")
+    h1.cli("room", "remove", "#ops", "h3")
+
+    def agreed():
+        views = [room(n, "ops") for n in nodes.values()]
+        return len({(v["version"], tuple(sorted(m["fingerprint"] for m in v["members"]))) for v in views}) == 1
+    wait_until(agreed, timeout=20, what="the three hosts agree on the room")
+    assert members(h2, "ops") == ["h1", "h2"] and room(h3, "ops")["member"] is False
+    h1.cli("send", "#ops", "after from h1", "--wait")
+    h2.cli("send", "#ops", "after from h2", "--wait")
+    h1.cli("send", "h3", "barrier", "--wait")
+    h2.cli("send", "h3", "barrier", "--wait")
+    time.sleep(1)
+    assert room_bodies(h3, "ops") == [("h1", "before")]

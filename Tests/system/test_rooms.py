@@ -1,0 +1,265 @@
+"""Issue 8, rooms: real parleyd processes on loopback with static peers."""
+import json
+import threading
+import time
+
+import pytest
+
+from parley_harness import RPCError, wait_until
+
+
+def mesh(cluster, *names):
+    """Starts one node per name, each dialling all earlier ones; waits for a full mesh."""
+    nodes = {}
+    for name in names:
+        nodes[name] = cluster.node(name, peers=[n.address for n in nodes.values()]).start()
+    for x in nodes:
+        for y in nodes:
+            if x != y:
+                wait_until(lambda: nodes[x].online(y), timeout=20, what=f"{x} sees {y}")
+    return nodes
+
+
+def room(node, name):
+    for r in node.call("rooms.list")["rooms"]:
+        if r["name"] == name:
+            return r
+    return None
+
+
+def member_names(node, name):
+    r = room(node, name)
+    return sorted(m["name"] for m in r["members"]) if r else None
+
+
+def view(node, name):
+    """(version, member fingerprints, am I a member) of a room as `node` resolved it."""
+    r = room(node, name)
+    return (r["version"], sorted(m["fingerprint"] for m in r["members"]), r["member"]) if r else None
+
+
+def room_messages(node, name):
+    return node.messages("#" + name)
+
+
+def converged(nodes, name):
+    views = [view(n, name) for n in nodes]
+    if any(v is None for v in views):
+        return False
+    return len({(v[0], tuple(v[1])) for v in views}) == 1
+
+
+def test_room_of_three_with_one_member_offline(cluster):
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+
+    out = alice.cli("room", "create", "lab", "bob", "carol").stdout
+    assert "Created #lab" in out
+    for node in n.values():
+        wait_until(lambda: member_names(node, "lab") == ["alice", "bob", "carol"], what=f"{node.name} sees the room")
+    assert converged(n.values(), "lab")
+
+    carol.stop()
+    wait_until(lambda: not alice.online("carol") and not bob.online("carol"), what="carol offline")
+    sent = []
+    for i in range(3):
+        sent.append(alice.call("messages.send", {"to": "#lab", "body": f"alice {i}"})["message"])
+    for i in range(2):
+        sent.append(json.loads(bob.cli("send", "#lab", f"bob {i}", "--json").stdout)["message"])
+    assert all(m["room"]["name"] == "lab" and m["toName"] == "#lab" for m in sent)
+
+    def bodies(node, direction="in"):
+        return [m["body"] for m in room_messages(node, "lab") if m["direction"] == direction]
+
+    wait_until(lambda: bodies(bob) == ["alice 0", "alice 1", "alice 2"], what="bob receives alice's room messages")
+    wait_until(lambda: bodies(alice) == ["bob 0", "bob 1"], what="alice receives bob's room messages")
+    # Queued for carol: not delivered to every member yet.
+    assert {m["state"] for m in room_messages(alice, "lab") if m["direction"] == "out"} == {"queued"}
+    assert room(alice, "lab")["queued"] == 3
+
+    carol.start()
+    expected = {("alice", f"alice {i}") for i in range(3)} | {("bob", f"bob {i}") for i in range(2)}
+    wait_until(lambda: {(m["fromName"], m["body"]) for m in room_messages(carol, "lab")} == expected,
+               timeout=30, what="carol receives everything on return")
+    wait_until(lambda: {m["state"] for m in room_messages(alice, "lab") if m["direction"] == "out"} == {"delivered"},
+               what="alice's room messages delivered to every member")
+    wait_until(lambda: room(bob, "lab")["queued"] == 0, what="bob's room messages delivered")
+
+    # Once each, per-sender order kept, tagged with the room; not in the 1:1 history.
+    got = room_messages(carol, "lab")
+    assert len(got) == 5 and len({m["id"] for m in got}) == 5
+    for sender in ("alice", "bob"):
+        mine = [m for m in got if m["fromName"] == sender]
+        assert [m["sequence"] for m in mine] == sorted(m["sequence"] for m in mine)
+        assert [m["body"] for m in mine] == sorted(m["body"] for m in mine)
+    assert all(m["room"]["id"] == room(carol, "lab")["id"] for m in got)
+    assert carol.messages("alice") == [] and carol.messages("bob") == []
+
+    # A restart resends nothing new: still exactly once.
+    carol.stop()
+    carol.start()
+    wait_until(lambda: carol.online("alice") and carol.online("bob"), what="carol back")
+    alice.cli("send", "carol", "barrier", "--wait")
+    assert len(room_messages(carol, "lab")) == 5
+
+    out = carol.cli("read", "#lab").stdout
+    assert "#lab alice: alice 0" in out and "#lab bob: bob 1" in out
+    assert "#lab" in carol.cli("rooms").stdout
+
+
+def test_removed_member_gets_nothing_after_removal_and_views_converge(cluster):
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    alice.call("rooms.create", {"name": "ops", "members": ["bob", "carol"]})
+    for node in n.values():
+        wait_until(lambda: member_names(node, "ops") == ["alice", "bob", "carol"], what=f"{node.name} sees the room")
+    alice.call("messages.send", {"to": "#ops", "body": "before", "wait": True})
+    wait_until(lambda: [m["body"] for m in room_messages(carol, "ops")] == ["before"], what="carol gets 'before'")
+
+    # Bob removes carol (any member may).
+    out = bob.cli("room", "remove", "#ops", "carol").stdout
+    assert "Removed carol" in out
+    wait_until(lambda: converged(n.values(), "ops"), what="all three agree on the room")
+    assert member_names(alice, "ops") == ["alice", "bob"]
+    assert member_names(bob, "ops") == ["alice", "bob"]
+    assert view(carol, "ops")[2] is False
+    assert view(alice, "ops")[2] is True
+
+    alice.call("messages.send", {"to": "#ops", "body": "after from alice", "wait": True})
+    bob.call("messages.send", {"to": "#ops", "body": "after from bob", "wait": True})
+    # Barrier: direct messages to carol from both, acknowledged; room traffic would have
+    # been queued before them.
+    alice.cli("send", "carol", "barrier a", "--wait")
+    bob.cli("send", "carol", "barrier b", "--wait")
+    time.sleep(1.0)
+    assert [m["body"] for m in room_messages(carol, "ops")] == ["before"]
+    assert "after from bob" in [m["body"] for m in room_messages(alice, "ops")]
+    assert "after from alice" in [m["body"] for m in room_messages(bob, "ops")]
+
+    # Carol can no longer send to the room.
+    p = carol.cli("send", "#ops", "let me in", check=False)
+    assert p.returncode == 1 and "not a member" in p.stderr
+    with pytest.raises(RPCError) as e:
+        carol.call("rooms.add", {"room": "#ops", "peer": "alice"})
+    assert e.value.code == -32006
+
+
+def test_concurrent_membership_changes_converge(cluster):
+    n = mesh(cluster, "alice", "bob", "carol", "dave")
+    alice, bob = n["alice"], n["bob"]
+    alice.call("rooms.create", {"name": "team", "members": ["bob", "carol"]})
+    for name in ("alice", "bob", "carol"):
+        wait_until(lambda: member_names(n[name], "team") == ["alice", "bob", "carol"], what=f"{name} sees the room")
+
+    # Alice adds dave while bob removes carol, at the same moment.
+    barrier = threading.Barrier(2)
+    errors = []
+
+    def act(node, method, params):
+        try:
+            barrier.wait(timeout=5)
+            node.call(method, params)
+        except Exception as e:  # collected and reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=act, args=(alice, "rooms.add", {"room": "#team", "peer": "dave"})),
+               threading.Thread(target=act, args=(bob, "rooms.remove", {"room": "#team", "peer": "carol"}))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=20)
+    assert not errors, errors
+    wait_until(lambda: converged(n.values(), "team"), timeout=20, what="four nodes agree")
+    for name in ("alice", "bob", "dave"):
+        assert member_names(n[name], "team") == ["alice", "bob", "dave"], name
+    assert view(n["carol"], "team")[2] is False
+
+    # Dave, added by alice, can talk in the room and is heard by bob.
+    n["dave"].call("messages.send", {"to": "#team", "body": "hi all"})
+    wait_until(lambda: [m["body"] for m in room_messages(bob, "team")] == ["hi all"], what="bob hears dave")
+
+
+def test_room_selectors_and_errors(cluster):
+    n = mesh(cluster, "alice", "bob")
+    alice = n["alice"]
+    created = alice.call("rooms.create", {"name": "Alpha", "members": ["bob"]})["room"]
+    alice.call("rooms.create", {"name": "alpha2", "members": []})
+    by_prefix = alice.call("messages.send", {"to": "#" + created["id"][:6], "body": "by id prefix"})["message"]
+    assert by_prefix["room"]["id"] == created["id"]
+    by_case = alice.call("messages.send", {"to": "#alpha", "body": "by name, any case"})["message"]
+    assert by_case["room"]["id"] == created["id"]
+    with pytest.raises(RPCError) as e:
+        alice.call("messages.send", {"to": "#nosuch", "body": "x"})
+    assert e.value.code == -32021
+    with pytest.raises(RPCError) as e:
+        alice.call("rooms.create", {"name": "bad\u202ename", "members": []})
+    assert e.value.code == -32602
+    with pytest.raises(RPCError) as e:
+        alice.call("rooms.add", {"room": "#Alpha", "peer": "bob"})
+    assert e.value.code == -32602  # already a member
+    # A room with only its creator: delivered at once.
+    solo = alice.call("messages.send", {"to": "#alpha2", "body": "note to self"})["message"]
+    assert solo["state"] == "delivered"
+    # Leaving.
+    left = alice.call("rooms.leave", {"room": "#alpha2"})["room"]
+    assert left["member"] is False
+
+
+def test_room_message_from_a_removed_member_is_dropped_by_those_who_know(cluster):
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    alice.call("rooms.create", {"name": "desk", "members": ["bob", "carol"]})
+    for node in n.values():
+        wait_until(lambda: member_names(node, "desk") == ["alice", "bob", "carol"], what=f"{node.name} sees the room")
+    # Carol is down when alice removes her: bob learns of it, carol does not.
+    carol.stop()
+    alice.call("rooms.remove", {"room": "#desk", "peer": "carol"})
+    wait_until(lambda: member_names(bob, "desk") == ["alice", "bob"], what="bob applies the removal")
+    alice.stop()
+    bob.stop()
+    # Carol comes back alone, still believing she is a member, and writes to the room.
+    carol.start()
+    assert member_names(carol, "desk") == ["alice", "bob", "carol"]
+    carol.call("messages.send", {"to": "#desk", "body": "sneaky"})
+    # Bob returns: he tells carol of her removal and drops her message.
+    bob.start()
+    wait_until(lambda: room(carol, "desk")["member"] is False, timeout=20, what="carol learns of her removal")
+    wait_until(lambda: "room message from a non-member" in bob.log_path.read_text(errors="replace"),
+               timeout=20, what="bob logs the dropped message")
+    assert room_messages(bob, "desk") == []
+    wait_until(lambda: converged([bob, carol], "desk"), what="bob and carol agree")
+
+
+def test_room_unread_counts_reading_and_room_subscriptions(cluster):
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob = n["alice"], n["bob"]
+    alice.call("rooms.create", {"name": "lab", "members": ["bob", "carol"]})
+    wait_until(lambda: member_names(bob, "lab") == ["alice", "bob", "carol"], what="bob sees the room")
+
+    sub = bob.rpc(timeout=15)
+    sub.call("messages.subscribe", {"peer": "#lab"})
+    alice.call("messages.send", {"to": "bob", "body": "direct"})
+    alice.call("messages.send", {"to": "#lab", "body": "one"})
+    alice.call("messages.send", {"to": "#lab", "body": "two"})
+    got = []
+    while len(got) < 2:
+        note = sub.next_notification(timeout=15)
+        got.append(note)
+    assert [g["method"] for g in got] == ["message.received", "message.received"]
+    assert [g["params"]["message"]["body"] for g in got] == ["one", "two"]
+    assert all(g["params"]["message"]["room"]["name"] == "lab" for g in got)
+    # A membership change reaches the room's subscribers.
+    alice.call("rooms.remove", {"room": "#lab", "peer": "carol"})
+    note = sub.next_notification(timeout=15)
+    assert note["method"] == "room.updated" and len(note["params"]["room"]["members"]) == 2
+    sub.close()
+
+    wait_until(lambda: room(bob, "lab")["unread"] == 2, what="two unread in the room")
+    assert bob.peer_info("alice")["unread"] == 1, "room messages are not counted in the direct conversation"
+    out = bob.cli("read", "#lab").stdout
+    assert "#lab alice: one" in out and "#lab alice: two" in out
+    assert room(bob, "lab")["unread"] == 0
+    assert bob.peer_info("alice")["unread"] == 1
+    # No read receipts for room messages.
+    time.sleep(0.5)
+    assert all(m["readAt"] is None for m in room_messages(alice, "lab"))
