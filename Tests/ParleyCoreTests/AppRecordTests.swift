@@ -78,6 +78,11 @@ final class AppRecordTests: XCTestCase {
                        .close(.normal, String(repeating: "x", count: WireLimits.maxCloseReasonBytes)))
         XCTAssertEqual(try AppRecord.decode(type: 0x06, payload: [0x77] + Array("why".utf8)), .close(.unknown, "why"))
         assertMalformed(0x06, [])
+        // Multi-byte characters are never cut in half: 199 ASCII bytes then "ä" (2 bytes)
+        // keeps only the ASCII part.
+        let mixed = String(repeating: "y", count: WireLimits.maxCloseReasonBytes - 1) + "ää"
+        XCTAssertEqual(try roundTrip(.close(.normal, mixed)),
+                       .close(.normal, String(repeating: "y", count: WireLimits.maxCloseReasonBytes - 1)))
     }
 
     // MARK: - Malformed

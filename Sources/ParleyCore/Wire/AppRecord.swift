@@ -127,7 +127,14 @@ extension AppRecord {
             var p = [UInt8](); p.appendUInt64(n); put(.pong, p)
         case let .close(reason, text):
             var p = [UInt8]([reason.rawValue])
-            p.append(contentsOf: Array(text.utf8.prefix(WireLimits.maxCloseReasonBytes)))
+            // Cut at a character boundary, never inside a UTF-8 sequence.
+            var cut = 0
+            for ch in text {
+                let n = ch.utf8.count
+                if cut + n > WireLimits.maxCloseReasonBytes { break }
+                cut += n
+            }
+            p.append(contentsOf: Array(text.utf8.prefix(cut)))
             put(.close, p)
         case .roomOperation(let op):
             put(.roomOperation, op.encoded())
