@@ -22,6 +22,15 @@ final class Socket: @unchecked Sendable {
         let s = Socket(fd: fd)
         var one: Int32 = 1
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        // parleyd admits at most a burst of new connections per source address per second
+        // (DaemonLimits). The handshake and scale rows open hundreds of connections, as
+        // hundreds of peers on a LAN would: give each its own loopback source address.
+        var src = sockaddr_in()
+        src.sin_family = sa_family_t(AF_INET)
+        src.sin_addr.s_addr = inet_addr(nextSourceAddress())
+        _ = withUnsafePointer(to: &src) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -32,6 +41,14 @@ final class Socket: @unchecked Sendable {
         guard rc == 0 else { throw .io("connect 127.0.0.1:\(port): \(errorText())") }
         _ = deadline
         return s
+    }
+
+    private static let sourceCounter = SourceCounter()
+
+    /// 127.1.x.y, a different one for each connection (wrapping after 62,500).
+    private static func nextSourceAddress() -> String {
+        let n = sourceCounter.next() % 62_500
+        return "127.1.\(n / 250).\(n % 250 + 1)"
     }
 
     static func unix(path: String) throws(BenchError) -> Socket {
@@ -135,4 +152,17 @@ func freeLoopbackPort() throws(BenchError) -> Int {
     }
     guard ok else { throw .io("bind: \(Socket.errorText())") }
     return Int(UInt16(bigEndian: addr.sin_port))
+}
+
+/// A thread-safe counter for source addresses.
+final class SourceCounter: @unchecked Sendable {
+    private var value = 0
+    private var lock = pthread_mutex_t()
+    init() { pthread_mutex_init(&lock, nil) }
+    func next() -> Int {
+        pthread_mutex_lock(&lock)
+        defer { pthread_mutex_unlock(&lock) }
+        value += 1
+        return value
+    }
 }
