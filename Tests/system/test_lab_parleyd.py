@@ -153,3 +153,30 @@ def test_avahi_dying_keeps_sessions_and_discovery_comes_back(lab3):
     h2.cli("send", "h1", "no avahi needed for this", "--wait")
     lab3.lanlab("start-avahi", "h1")
     wait_until(lambda: h1.call("node.status")["mdns"] == "on", timeout=30, what="discovery resumes by itself")
+
+
+def test_discovery_time_against_avahi_itself(lab3):
+    """Issue 6 row 8, measured in the lab: process start on h1 -> seen on h2, for parleyd
+    and for avahi-publish (the reference), with the same observer (avahi-browse on h2);
+    then seen -> session established. Printed in the pytest summary ("measured")."""
+    def seen(service, name, start_cmd, host="h1"):
+        browse = lab3.exec("h2", ["avahi-browse", "-p", service], background=True)
+        time.sleep(1.0)  # the browser is up and has nothing to report yet
+        t0 = time.monotonic()
+        started = start_cmd()
+        _, t, _ = browse.wait_for(lambda l: l.startswith("+;") and f";{name};" in l, timeout=20)
+        browse.stop()
+        return t - t0, started
+
+    ref, _ = seen("_parleyref._tcp", "ref",
+                  lambda: lab3.exec("h1", ["avahi-publish", "-s", "ref", "_parleyref._tcp", "9"], background=True))
+    h2 = lab_node(lab3, "h2").start()
+    parley, h1 = seen("_parley._tcp", "h1", lambda: lab_node(lab3, "h1").start(wait=False))
+    t1 = time.monotonic()
+    wait_until(lambda: h2.online("h1"), timeout=20, interval=0.01, what="session after discovery")
+    session = time.monotonic() - t1
+    lab_module.record("row 8a: avahi-publish start -> seen by avahi-browse on h2 (reference)", ref)
+    lab_module.record("row 8a: parleyd start -> seen by avahi-browse on h2", parley)
+    lab_module.record("row 8b: parleyd seen -> session established with h2", session)
+    print(f"discovery ratio parley/avahi = {parley / ref:.2f}")
+    assert parley < 10 and session < 10
