@@ -6,6 +6,7 @@ import socket
 import subprocess
 import time
 
+import lab
 from parley_harness import PARLEYD, RPC, RPCError, Node, wait_until
 
 
@@ -80,11 +81,19 @@ def test_sigterm_says_goodbye_so_the_peer_sees_offline_at_once(cluster):
     a = cluster.node("alice").start()
     b = cluster.node("bob", peers=[a.address]).start()
     wait_until(lambda: a.online("bob"), what="online")
+    sub = a.rpc(timeout=5)
+    sub.call("messages.subscribe")
     t0 = time.monotonic()
     b.proc.send_signal(signal.SIGTERM)
+    while True:
+        n = sub.next_notification(timeout=5)
+        if n["method"] == "peer.offline":
+            break
+    elapsed = time.monotonic() - t0
+    lab.record("clean shutdown (SIGTERM) -> peer.offline on the other node", elapsed)
+    assert elapsed < 0.5, "offline on a clean shutdown must come from the goodbye, not a timeout"
     assert b.proc.wait(timeout=5) == 0
-    wait_until(lambda: not a.online("bob"), timeout=2, interval=0.01, what="offline after goodbye")
-    assert time.monotonic() - t0 < 2
+    sub.close()
 
 
 def write_config(path, **kv):
