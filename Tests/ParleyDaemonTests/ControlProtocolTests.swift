@@ -592,4 +592,18 @@ final class ControlProtocolTests: XCTestCase {
         let noHome = ControlSocketPath.defaultStateDirectory(environment: [:])
         XCTAssertTrue(noHome.hasPrefix("/") && noHome.hasSuffix("/.local/state/parley"), noHome)
     }
+
+    /// The daemon's fast path must produce exactly the bytes of the generic path.
+    func testTypedSuccessEncodesLikeTheGenericResponse() throws {
+        let info = MessageInfo(id: String(repeating: "a", count: 32), from: "f", fromName: "alice \"x\" é",
+                               to: "t", toName: "bob", direction: .outgoing, sequence: 7, createdAt: 1,
+                               body: "hi\nthere / ✓", state: .queued, deliveredAt: nil, cursor: 3)
+        let result = MessagesSendResult(message: info)
+        let encoder = ControlJSON.encoder()
+        for id in [JSONRPCID.number(42), .string("x-1"), nil] as [JSONRPCID?] {
+            let generic = try encoder.encode(JSONRPCResponse.success(id: id, result: result))
+            let typed = try encoder.encode(JSONRPCTypedSuccess(id: id, result: result))
+            XCTAssertEqual(String(decoding: typed, as: UTF8.self), String(decoding: generic, as: UTF8.self))
+        }
+    }
 }

@@ -99,7 +99,14 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
                 j += 1
             }
             if sends.count > 1 {
-                for response in dispatcher.sendBatch(sends) { write(response) }
+                for answer in dispatcher.sendBatch(sends) {
+                    switch answer {
+                    case .sent(let success):
+                        if let data = try? Self.encoder.encode(success) { _ = send(data) }
+                    case .failed(let response):
+                        write(response)
+                    }
+                }
                 i = j
             } else {
                 handleLine(lines[i])

@@ -119,8 +119,15 @@ struct ControlDispatcher {
     }
 
     /// Several `messages.send` requests stored in one transaction, answered in order.
-    func sendBatch(_ sends: [(JSONRPCRequest, MessagesSendParams)]) -> [JSONRPCResponse] {
-        var responses = [JSONRPCResponse?](repeating: nil, count: sends.count)
+    /// Successes are encoded straight from `MessagesSendResult` (the hot path of a
+    /// pipelining client), errors as usual.
+    enum BatchAnswer {
+        case sent(JSONRPCTypedSuccess<MessagesSendResult>)
+        case failed(JSONRPCResponse)
+    }
+
+    func sendBatch(_ sends: [(JSONRPCRequest, MessagesSendParams)]) -> [BatchAnswer] {
+        var responses = [BatchAnswer?](repeating: nil, count: sends.count)
         var items: [(PeerRecord, String)] = []
         var index: [Int] = []
         for (i, (request, params)) in sends.enumerated() {
@@ -128,19 +135,19 @@ struct ControlDispatcher {
                 items.append((try node.resolvePeer(params.to), params.body))
                 index.append(i)
             } catch {
-                responses[i] = JSONRPCResponse(id: request.id, error: Self.rpcError(error, node: node))
+                responses[i] = .failed(JSONRPCResponse(id: request.id, error: Self.rpcError(error, node: node)))
             }
         }
         for (k, result) in node.sendMany(items).enumerated() {
             let i = index[k]
             switch result {
             case .success(let m):
-                responses[i] = .success(id: sends[i].0.id, result: MessagesSendResult(message: node.messageInfo(m)))
+                responses[i] = .sent(JSONRPCTypedSuccess(id: sends[i].0.id, result: MessagesSendResult(message: node.messageInfo(m))))
             case .failure(let e):
-                responses[i] = JSONRPCResponse(id: sends[i].0.id, error: Self.rpcError(e, node: node))
+                responses[i] = .failed(JSONRPCResponse(id: sends[i].0.id, error: Self.rpcError(e, node: node)))
             }
         }
-        return responses.map { $0 ?? JSONRPCResponse(id: nil, error: .internalError("no answer")) }
+        return responses.map { $0 ?? .failed(JSONRPCResponse(id: nil, error: .internalError("no answer"))) }
     }
 
     static func rpcError(_ e: NodeError, node: Node) -> JSONRPCError {
