@@ -116,7 +116,8 @@ extension Store {
         try InputValidation.requireIdentity(member, "member")
         let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
         guard !ids.isEmpty else { return [] }
-        return try write { db in
+        // Re-derivable bookkeeping, like `markDelivered`: a lost ack means a resend.
+        return try relaxedWrite { db in
             _ = try Self.acknowledgeRoomOperations(db, ackIDs: ids, by: member)
             return try Self.markRoomDeliveries(db, ids: ids, by: member, at: at)
         }

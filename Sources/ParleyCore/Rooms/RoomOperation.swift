@@ -77,7 +77,7 @@ public struct RoomOperation: Hashable, Sendable {
         self.signature = signature
         let signed = Self.signedBytes(roomID: roomID, sequence: sequence, parents: parents,
                                       createdAt: createdAt, actor: actor, change: change)
-        self.hash = RoomOperationHash(unchecked: Sodium.sha256(Self.hashDomain, signed))
+        self.hash = RoomOperationHash(exactly: Sodium.sha256(Self.hashDomain, signed))
     }
 
     public var kind: Kind { change.kind }
@@ -209,7 +209,7 @@ public struct RoomOperation: Hashable, Sendable {
         guard version == currentVersion else { throw .unsupportedVersion(version) }
         let rawKind = try take(1, "kind")[0]
         guard let kind = Kind(rawValue: rawKind) else { throw .unknownKind(rawKind) }
-        let roomID = RoomID(unchecked: try take(RoomID.length, "room id"))
+        let roomID = RoomID(exactly: try take(RoomID.length, "room id"))
         let sequence = try u64("sequence")
         let createdAt = try u64("created-at")
         let actor = try key("actor")
@@ -219,7 +219,7 @@ public struct RoomOperation: Hashable, Sendable {
         }
         var parents: [RoomOperationHash] = []
         for _ in 0..<parentCount {
-            parents.append(RoomOperationHash(unchecked: try take(RoomOperationHash.length, "parent")))
+            parents.append(RoomOperationHash(exactly: try take(RoomOperationHash.length, "parent")))
         }
         let change: Change
         switch kind {

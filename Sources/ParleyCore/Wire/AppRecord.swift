@@ -37,26 +37,16 @@ public enum AppRecord: Equatable, Sendable {
 }
 
 /// 16 random bytes chosen by the sender: globally unique without coordination.
-public struct MessageID: Hashable, Sendable, CustomStringConvertible {
+public struct MessageID: FixedLengthID {
     public static let length = 16
     public let bytes: [UInt8]
 
-    public init?(bytes: [UInt8]) {
-        guard bytes.count == Self.length else { return nil }
+    public init(exactly bytes: [UInt8]) {
+        precondition(bytes.count == Self.length, "MessageID must be \(Self.length) bytes")
         self.bytes = bytes
     }
 
-    public init?(hex: String) {
-        guard let b = Sodium.fromHex(hex), b.count == Self.length else { return nil }
-        self.bytes = b
-    }
-
-    public static func random() -> MessageID { MessageID(unchecked: Sodium.randomBytes(length)) }
-
-    init(unchecked bytes: [UInt8]) { self.bytes = bytes }
-
-    public var hex: String { Sodium.hex(bytes) }
-    public var description: String { hex }
+    public static func random() -> MessageID { MessageID(exactly: Sodium.randomBytes(length)) }
 }
 
 public struct ChatRecord: Equatable, Sendable {
@@ -170,7 +160,7 @@ extension AppRecord {
         }
         var ids = [MessageID]()
         ids.reserveCapacity(n)
-        for _ in 0..<n { ids.append(MessageID(unchecked: try r.readBytes(MessageID.length))) }
+        for _ in 0..<n { ids.append(MessageID(exactly: try r.readBytes(MessageID.length))) }
         guard r.isAtEnd else { throw AppRecordError.malformed(type: type, reason: "trailing bytes") }
         return ids
     }
@@ -218,8 +208,8 @@ extension AppRecord {
                     throw AppRecordError.malformed(type: type, reason: error.description)
                 }
             case .roomChat:
-                let id = MessageID(unchecked: try r.readBytes(MessageID.length))
-                let room = RoomID(unchecked: try r.readBytes(RoomID.length))
+                let id = MessageID(exactly: try r.readBytes(MessageID.length))
+                let room = RoomID(exactly: try r.readBytes(RoomID.length))
                 let seq = try r.readUInt64()
                 let created = try r.readUInt64()
                 let body = try r.readBytes(r.remaining)
