@@ -11,7 +11,7 @@ enum ControlJSONText {
             return .failure(.parseError("JSON nested deeper than \(ControlLimits.maxNestingDepth) levels"))
         }
         do {
-            return .success(try ControlJSON.decoder().decode(JSONValue.self, from: Data(line)))
+            return .success(try JSONTextParser.parse(line, maxDepth: ControlLimits.maxNestingDepth))
         } catch {
             return .failure(.parseError("the line is not a JSON value"))
         }

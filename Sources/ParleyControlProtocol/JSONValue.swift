@@ -81,14 +81,22 @@ extension JSONValue: Codable {
 extension JSONValue {
     /// Converts any `Encodable` (a typed params, result or event struct) to a `JSONValue`.
     public init<T: Encodable>(encoding value: T) throws {
-        let data = try ControlJSON.encoder().encode(value)
-        self = try ControlJSON.decoder().decode(JSONValue.self, from: data)
+        let bytes = try CanonicalJSON.encode(value)
+        do {
+            self = try JSONTextParser.parse(bytes, maxDepth: Int.max)
+        } catch {
+            throw EncodingError.invalidValue(value, .init(codingPath: [], debugDescription: "\(error)"))
+        }
+    }
+
+    /// Parses one JSON text (UTF-8, nested at most `ControlLimits.maxNestingDepth`).
+    public init(parsing bytes: [UInt8]) throws(JSONRPCError) {
+        self = try ControlJSONText.decode(line: bytes).get()
     }
 
     /// Converts this value to a typed struct; throws `DecodingError` if it does not fit.
     public func decode<T: Decodable>(as type: T.Type) throws -> T {
-        let data = try ControlJSON.encoder().encode(self)
-        return try ControlJSON.decoder().decode(T.self, from: data)
+        try ControlJSON.decoder().decode(T.self, from: Data(try CanonicalJSON.encode(self)))
     }
 }
 
@@ -108,7 +116,7 @@ public enum ControlJSON {
     /// Encodes `value` as one protocol line: compact JSON followed by `\n`. JSON strings
     /// escape control characters, so the output never contains a raw newline before the end.
     public static func line<T: Encodable>(_ value: T) throws -> [UInt8] {
-        var bytes = [UInt8](try encoder().encode(value))
+        var bytes = try CanonicalJSON.encode(value)
         bytes.append(UInt8(ascii: "\n"))
         return bytes
     }

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Splits a byte stream into `\n`-terminated lines, holding at most `maxLineBytes` of an
 /// unfinished line. Pure: the daemon feeds it what the socket delivered, the client too.
 ///
@@ -26,25 +32,38 @@ public struct LineBuffer: Sendable {
     /// True once a line exceeded the limit.
     public var isOverflowed: Bool { overflowed }
 
+    /// Convenience for any byte collection; the work is done on contiguous memory.
     public mutating func append<Bytes: Collection<UInt8>>(_ bytes: Bytes) {
-        guard !overflowed else { return }
-        var start = bytes.startIndex
-        while let newline = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) {
-            guard partial.count + bytes.distance(from: start, to: newline) <= maxLineBytes else {
+        let handled: Void? = bytes.withContiguousStorageIfAvailable { append(UnsafeRawBufferPointer($0)) }
+        if handled == nil { Array(bytes).withUnsafeBytes { append($0) } }
+    }
+
+    /// Splits what one read delivered. Non-generic and `memchr`-based on purpose: a
+    /// generic collection walk is not specialised across modules and cost the daemon
+    /// most of its time on 64 KiB lines (docs/BENCHMARKS.md, row 5).
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        guard !overflowed, let base = bytes.baseAddress, bytes.count > 0 else { return }
+        var start = 0
+        while start < bytes.count,
+              let hit = memchr(base + start, Int32(UInt8(ascii: "\n")), bytes.count - start) {
+            let newline = base.distance(to: UnsafeRawPointer(hit))
+            guard partial.count + (newline - start) <= maxLineBytes else {
                 poison()
                 return
             }
             var line = partial
-            line.append(contentsOf: bytes[start..<newline])
+            line.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<newline]))
             partial = []
             complete.append(line)
-            start = bytes.index(after: newline)
+            start = newline + 1
         }
-        guard partial.count + bytes.distance(from: start, to: bytes.endIndex) <= maxLineBytes else {
+        guard partial.count + (bytes.count - start) <= maxLineBytes else {
             poison()
             return
         }
-        partial.append(contentsOf: bytes[start...])
+        if start < bytes.count {
+            partial.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start...]))
+        }
     }
 
     /// The next complete line without its `\n`, nil if none is complete yet; throws once

@@ -61,6 +61,9 @@ struct ParleyChatBench {
         var elapsedDeliveredNs: UInt64 = 0
         var elapsedReceivedNs: UInt64 = 0
         var latency = Samples()
+        /// CPU (user + system) each daemon spent during the run, in seconds.
+        var cpuA = 0.0
+        var cpuB = 0.0
         var completed: Bool { delivered == sent && received == sent && sent > 0 }
     }
 
@@ -104,6 +107,7 @@ struct ParleyChatBench {
         var firstError = ""
         /// Sends written per syscall: a client that pipelines writes in batches.
         let batchLimit = 64
+        let cpuA0 = a.child.cpuTicks() ?? 0, cpuB0 = b.child.cpuTicks() ?? 0
         let start = Clock.nowNs()
         while answered < count && !deadline.passed {
             let room = min(window - (sent - answered), count - sent, batchLimit)
@@ -134,6 +138,8 @@ struct ParleyChatBench {
         if errors > 0 { throw BenchError.protocolError("\(errors) sends failed, first: \(firstError)") }
 
         var r = Pipelined()
+        r.cpuA = Double((a.child.cpuTicks() ?? 0) - cpuA0) / ChildProcess.ticksPerSecond
+        r.cpuB = Double((b.child.cpuTicks() ?? 0) - cpuB0) / ChildProcess.ticksPerSecond
         r.sent = sent
         r.answered = answered
         r.received = recvLog.count

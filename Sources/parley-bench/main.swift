@@ -192,7 +192,8 @@ struct ParleyBench: ParsableCommand {
         do {
             let r = try chat.pipelined(count: scale.throughputMessages, size: 64, window: scale.throughputWindow, prefix: "tp-")
             let rate = r.elapsedDeliveredNs > 0 ? Double(r.delivered) / (Double(r.elapsedDeliveredNs) / 1e9) : 0
-            var note = "\(r.sent) sends, ≤ \(scale.throughputWindow) unanswered; counted when A saw message.delivered (B stored + acked)"
+            var note = "\(r.sent) sends, ≤ \(scale.throughputWindow) unanswered; counted when A saw message.delivered (B stored + acked); "
+                + "daemon CPU per message: A \(fmt(r.cpuA / Double(max(r.sent, 1)) * 1e6)) µs, B \(fmt(r.cpuB / Double(max(r.sent, 1)) * 1e6)) µs"
             if !r.completed { note += "; INCOMPLETE: \(r.received) received, \(r.delivered) delivered before the time limit" }
             if !refNote.isEmpty { note += "; \(refNote)" }
             return [
@@ -220,7 +221,8 @@ struct ParleyBench: ParsableCommand {
         do {
             let r = try chat.pipelined(count: scale.bulkMessages, size: size, window: scale.bulkWindow, prefix: "bk-")
             let mbps = r.elapsedDeliveredNs > 0 ? Double(r.delivered * size) / (Double(r.elapsedDeliveredNs) / 1e9) / 1e6 : 0
-            var note = "\(r.sent) messages of 64 KiB, ≤ \(scale.bulkWindow) unanswered, durability full"
+            var note = "\(r.sent) messages of 64 KiB, ≤ \(scale.bulkWindow) unanswered, durability full; "
+                + "daemon CPU per message: A \(fmt(r.cpuA / Double(max(r.sent, 1)) * 1e6)) µs, B \(fmt(r.cpuB / Double(max(r.sent, 1)) * 1e6)) µs"
             if !r.completed { note += "; INCOMPLETE: \(r.delivered) delivered before the time limit" }
             return [BenchRow(id: "5", measure: "Bulk 64 KiB messages A → B", unit: "MB/s", parley: mbps,
                              reference: aead64k > 0 ? aead64k : nil, referenceName: "libsodium AEAD 64 KiB, 1 core (1e)",

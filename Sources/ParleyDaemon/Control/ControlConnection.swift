@@ -30,18 +30,13 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
     private var closing = false
     /// messages.send with wait: message id -> (request id, timer)
     private var waiters: [String: (JSONRPCID?, Scheduled<Void>)] = [:]
-    private static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
-        return e
-    }()
 
     private struct Replay {
         /// The last event id sent (or skipped by the filter).
         var next: Int64
         /// The newest event id when the subscription started: live events come after it.
         let through: Int64
-        var live: [(notification: JSONRPCNotification, peer: String?)] = []
+        var live: [(line: [UInt8], peer: String?)] = []
     }
 
     init(node: Node, info: DaemonRuntimeInfo, journal: EventJournal, onClose: @escaping (ControlConnection) -> Void) {
@@ -102,7 +97,7 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
                 for answer in dispatcher.sendBatch(sends) {
                     switch answer {
                     case .sent(let success):
-                        if let data = try? Self.encoder.encode(success) { _ = send(data) }
+                        if let data = try? CanonicalJSON.encode(success) { _ = send(data) }
                     case .failed(let response):
                         write(response)
                     }
@@ -168,7 +163,7 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
                 + "catch up with messages.list and subscribe again")
             return
         }
-        let page: (items: [(notification: JSONRPCNotification, peer: String?)], scannedThrough: Int64)
+        let page: (items: [(line: [UInt8], peer: String?)], scannedThrough: Int64)
         do {
             page = try journal.replay(after: r.next, through: r.through)
         } catch {
@@ -176,13 +171,11 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
             return
         }
         var last: EventLoopFuture<Void>?
-        for item in page.items where passes(item.peer) {
-            if let data = try? Self.encoder.encode(item.notification) { last = send(data) }
-        }
+        for item in page.items where passes(item.peer) { last = send(item.line) }
         r.next = max(page.scannedThrough, r.next + 1)
         if r.next >= r.through {
             replay = nil
-            for item in r.live where passes(item.peer) { writeNotification(item.notification) }
+            for item in r.live where passes(item.peer) { writeNotification(item.line) }
             context.flush()
             return
         }
@@ -225,7 +218,7 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
 
     // MARK: Journal events (subscription)
 
-    func journal(_ journal: EventJournal, deliver notification: JSONRPCNotification, peer: String?) {
+    func journal(_ journal: EventJournal, deliver line: [UInt8], peer: String?) {
         guard subscribed, !closing else { return }
         if var r = replay {
             // Held until the stored events before them are out; bounded like the backlog.
@@ -233,18 +226,17 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
                 cutOffSlowSubscriber()
                 return
             }
-            r.live.append((notification, peer))
+            r.live.append((line, peer))
             replay = r
             return
         }
         guard passes(peer) else { return }
-        writeNotification(notification)
+        writeNotification(line)
         context?.flush()
     }
 
-    private func writeNotification(_ n: JSONRPCNotification) {
+    private func writeNotification(_ data: [UInt8]) {
         guard let context, !closing else { return }
-        guard let data = try? Self.encoder.encode(n) else { return }
         // A subscriber that stopped reading must not make the daemon grow.
         if !context.channel.isWritable,
            backlogCount + 1 > ControlLimits.maxSubscriptionBacklogNotifications
@@ -270,7 +262,7 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
         guard let context, !closing else { return }
         closing = true
         replay = nil
-        if let n = try? JSONRPCNotification(event: event), let data = try? Self.encoder.encode(n) {
+        if let n = try? JSONRPCNotification(event: event), let data = try? CanonicalJSON.encode(n) {
             send(data)
         }
         let channel = context.channel
@@ -283,12 +275,12 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
     // MARK: Writing
 
     private func write(_ response: JSONRPCResponse) {
-        guard let data = try? Self.encoder.encode(response) else { return }
+        guard let data = try? CanonicalJSON.encode(response) else { return }
         send(data)
     }
 
     @discardableResult
-    private func send(_ data: Data) -> EventLoopFuture<Void>? {
+    private func send(_ data: [UInt8]) -> EventLoopFuture<Void>? {
         guard let context else { return nil }
         var buf = context.channel.allocator.buffer(capacity: data.count + 1)
         buf.writeBytes(data)

@@ -5,8 +5,10 @@ import ParleyStore
 
 /// Receives the journal's notifications live (a subscribed control connection).
 protocol EventJournalSubscriber: AnyObject {
-    /// `peer` is the identity the event concerns (for filters); nil concerns everyone.
-    func journal(_ journal: EventJournal, deliver notification: JSONRPCNotification, peer: String?)
+    /// `line` is the notification's JSON text (without the newline), encoded once for
+    /// every subscriber. `peer` is the identity the event concerns (for filters); nil
+    /// concerns everyone.
+    func journal(_ journal: EventJournal, deliver line: [UInt8], peer: String?)
 }
 
 /// Every notification the control socket sends, numbered and kept in the store, so a client
@@ -42,12 +44,13 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
     private var appendedSincePrune = 0
     private var lastPruneAt: Int64 = 0
 
-    /// A node event as a notification, before it has an id.
+    /// A node event as a notification, before it has an id. The params stay typed until
+    /// the one encoding that gives every subscriber the same bytes.
     struct Rendered {
         var method: String
         var peer: String?
         var messageRowID: Int64?
-        var params: [String: JSONValue]
+        var params: any ControlEventParams
     }
 
     init(node: Node) {
@@ -89,7 +92,7 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
         do {
             let stored = try batch.map { e in
                 NewJournalEvent(at: now, method: e.method, peer: e.peer, messageRowID: e.messageRowID,
-                                params: e.messageRowID == nil ? try Self.encode(e.params) : nil)
+                                params: e.messageRowID == nil ? try CanonicalJSON.encode(e.params) : nil)
             }
             let assigned = try node.store.appendEvents(stored)
             ids = assigned.map { Optional($0) }
@@ -99,14 +102,19 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
             node.log.error("could not store events; they are sent without an eventId", ["error": "\(error)"])
         }
         let targets = subscribers.values.compactMap(\.value)
-        for (e, id) in zip(batch, ids) {
-            var params = e.params
-            if let id { params[ControlEvent.eventIDKey] = .int(Int(id)) }
-            let notification = JSONRPCNotification(method: e.method, params: params)
-            for t in targets { t.journal(self, deliver: notification, peer: e.peer) }
+        if !targets.isEmpty {
+            for (e, id) in zip(batch, ids) {
+                guard let line = Self.line(method: e.method, params: e.params, eventID: id) else { continue }
+                for t in targets { t.journal(self, deliver: line, peer: e.peer) }
+            }
         }
         appendedSincePrune += batch.count
         if appendedSincePrune >= Self.pruneEveryEvents || now - lastPruneAt >= Self.pruneEveryMilliseconds { prune() }
+    }
+
+    /// One notification's JSON text: the event's params with its `eventId` added.
+    static func line<P: Encodable>(method: String, params: P, eventID: Int64?) -> [UInt8]? {
+        try? CanonicalJSON.encode(JournalNotification(method: method, params: params, eventID: eventID.map { Int($0) }))
     }
 
     private func prune() {
@@ -119,10 +127,6 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
         } catch {
             node.log.error("could not prune the event journal", ["error": "\(error)"])
         }
-    }
-
-    static func encode(_ params: [String: JSONValue]) throws -> [UInt8] {
-        Array(try ControlJSON.encoder().encode(JSONValue.object(params)))
     }
 
     // MARK: Rendering
@@ -138,29 +142,21 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
         case .peerOnline(let id), .peerOffline(let id):
             guard let rec = try? node.store.peer(identity: id) else { return nil }
             let info = node.peerInfo(rec)
-            let params: JSONValue?
             if case .peerOnline = event {
-                params = try? JSONValue(encoding: PeerOnlineEvent(peer: info))
-            } else {
-                params = try? JSONValue(encoding: PeerOfflineEvent(peer: info))
+                return Rendered(method: ControlEvent.peerOnline, peer: id, messageRowID: nil, params: PeerOnlineEvent(peer: info))
             }
-            guard let members = params?.objectValue else { return nil }
-            return Rendered(method: event.isOnline ? ControlEvent.peerOnline : ControlEvent.peerOffline,
-                            peer: id, messageRowID: nil, params: members)
+            return Rendered(method: ControlEvent.peerOffline, peer: id, messageRowID: nil, params: PeerOfflineEvent(peer: info))
         case .keyChanged(let change):
             let e = PeerKeyChangedEvent(
                 name: change.displayName, oldFingerprint: Node.fingerprint(ofHex: change.oldIdentity),
                 newFingerprint: Node.fingerprint(ofHex: change.newIdentity), address: change.address,
                 safetyNumber: node.safetyNumber(with: change.newIdentity))
-            guard let members = (try? JSONValue(encoding: e))?.objectValue else { return nil }
             // Concerns everyone: a subscriber filtering on the old peer must hear of it too.
-            return Rendered(method: ControlEvent.peerKeyChanged, peer: nil, messageRowID: nil, params: members)
+            return Rendered(method: ControlEvent.peerKeyChanged, peer: nil, messageRowID: nil, params: e)
         case .roomUpdated(let room):
-            guard let members = (try? JSONValue(encoding: RoomUpdatedEvent(room: node.roomInfo(room))))?.objectValue else {
-                return nil
-            }
             // Filtered by room id: `messages.subscribe` with "#room" follows the room.
-            return Rendered(method: ControlEvent.roomUpdated, peer: room.id, messageRowID: nil, params: members)
+            return Rendered(method: ControlEvent.roomUpdated, peer: room.id, messageRowID: nil,
+                            params: RoomUpdatedEvent(room: node.roomInfo(room)))
         }
     }
 
@@ -173,21 +169,17 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
 
     /// The params of a message event, from the message as stored: the same for a live
     /// event and its replay (except what changed since, e.g. `readAt`).
-    private func messageParams(_ method: String, _ m: StoredMessage) -> [String: JSONValue]? {
-        let value: JSONValue?
+    private func messageParams(_ method: String, _ m: StoredMessage) -> (any ControlEventParams)? {
         switch method {
         case ControlEvent.messageReceived:
-            value = try? JSONValue(encoding: MessageReceivedEvent(message: node.messageInfo(m)))
+            return MessageReceivedEvent(message: node.messageInfo(m))
         case ControlEvent.messageDelivered:
-            value = try? JSONValue(encoding: MessageDeliveredEvent(
-                id: m.id, to: Node.fingerprint(ofHex: m.recipient), deliveredAt: Int(m.deliveredAt ?? 0)))
+            return MessageDeliveredEvent(id: m.id, to: Node.fingerprint(ofHex: m.recipient), deliveredAt: Int(m.deliveredAt ?? 0))
         case ControlEvent.messageRead:
-            value = try? JSONValue(encoding: MessageReadEvent(
-                id: m.id, to: Node.fingerprint(ofHex: m.recipient), readAt: Int(m.readAt ?? 0)))
+            return MessageReadEvent(id: m.id, to: Node.fingerprint(ofHex: m.recipient), readAt: Int(m.readAt ?? 0))
         default:
-            value = nil
+            return nil
         }
-        return value?.objectValue
     }
 
     // MARK: Resuming
@@ -208,38 +200,66 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
     /// notified, at most `replayPageSize`. `scannedThrough` is where the next step starts
     /// (events whose message no longer exists are skipped).
     func replay(after: Int64, through: Int64) throws(StoreError)
-        -> (items: [(notification: JSONRPCNotification, peer: String?)], scannedThrough: Int64)
+        -> (items: [(line: [UInt8], peer: String?)], scannedThrough: Int64)
     {
         let events = try node.store.events(after: after, through: through, limit: Self.replayPageSize)
         let rows = try node.store.messages(rowIDs: events.compactMap(\.event.messageRowID))
-        var items: [(notification: JSONRPCNotification, peer: String?)] = []
+        var items: [(line: [UInt8], peer: String?)] = []
         for stored in events {
             let e = stored.event
-            var params: [String: JSONValue]
+            let line: [UInt8]?
             if let row = e.messageRowID {
                 guard let m = rows[row], let p = messageParams(e.method, m) else { continue }
-                params = p
+                line = Self.line(method: e.method, params: p, eventID: stored.id)
             } else {
                 guard let bytes = e.params,
-                      let value = try? ControlJSON.decoder().decode(JSONValue.self, from: Data(bytes)),
-                      let p = value.objectValue else { continue }
-                params = p
+                      let value = try? JSONValue(parsing: bytes), value.objectValue != nil else { continue }
+                line = Self.line(method: e.method, params: value, eventID: stored.id)
             }
-            params[ControlEvent.eventIDKey] = .int(Int(stored.id))
-            items.append((JSONRPCNotification(method: e.method, params: params), e.peer))
+            if let line { items.append((line, e.peer)) }
         }
         return (items, events.last?.id ?? through)
+    }
+}
+
+/// `{"jsonrpc":"2.0","method":...,"params":{...,"eventId":N}}` from typed params, in one
+/// encoding (the params' members and `eventId` land in the same object).
+private struct JournalNotification<Params: Encodable>: Encodable {
+    let method: String
+    let params: Params
+    let eventID: Int?
+
+    private enum CodingKeys: String, CodingKey { case jsonrpc, method, params }
+
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(JSONRPCVersion.string, forKey: .jsonrpc)
+        try c.encode(method, forKey: .method)
+        try c.encode(ParamsWithEventID(params: params, eventID: eventID), forKey: .params)
+    }
+}
+
+private struct ParamsWithEventID<Params: Encodable>: Encodable {
+    let params: Params
+    let eventID: Int?
+
+    private struct EventIDKey: CodingKey {
+        var stringValue: String { ControlEvent.eventIDKey }
+        var intValue: Int? { nil }
+        init() {}
+        init?(stringValue: String) { return nil }
+        init?(intValue: Int) { return nil }
+    }
+
+    func encode(to encoder: Encoder) throws {
+        try params.encode(to: encoder)
+        guard let eventID else { return }
+        var c = encoder.container(keyedBy: EventIDKey.self)
+        try c.encode(eventID, forKey: EventIDKey())
     }
 }
 
 private struct WeakSubscriber {
     weak var value: EventJournalSubscriber?
     init(_ v: EventJournalSubscriber) { value = v }
-}
-
-private extension NodeEvent {
-    var isOnline: Bool {
-        if case .peerOnline = self { return true }
-        return false
-    }
 }

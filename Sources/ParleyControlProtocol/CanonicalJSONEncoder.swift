@@ -1,0 +1,295 @@
+import Foundation
+
+/// Encodes any `Encodable` to the control protocol's canonical JSON: compact, object keys
+/// sorted by their UTF-8 bytes, `/` not escaped. The bytes are exactly those of Foundation's
+/// `JSONEncoder` with `[.sortedKeys, .withoutEscapingSlashes]` (`ControlJSON.encoder()`),
+/// which the tests check value by value; it exists because that encoder builds, boxes and
+/// re-sorts a tree through generic `Codable` machinery and was the daemon's main CPU cost
+/// per message (docs/BENCHMARKS.md, "Where the time goes").
+///
+/// Types whose Foundation encoding has special strategies (`Double`, `Float`, `Date`,
+/// `Data`, `URL`, `Decimal`) are not re-implemented: a value containing one is handed to
+/// Foundation's encoder instead, so the output is the same either way.
+public enum CanonicalJSON {
+    public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+        do {
+            let encoder = CanonicalEncoder(codingPath: [])
+            try value.encode(to: encoder)
+            guard let node = encoder.node, !encoder.usedUnsupported else { throw CanonicalEncodingUnsupported() }
+            var out: [UInt8] = []
+            out.reserveCapacity(256)
+            node.write(into: &out)
+            return out
+        } catch is CanonicalEncodingUnsupported {
+            return Array(try ControlJSON.encoder().encode(value))
+        }
+    }
+}
+
+/// Thrown (and caught inside `CanonicalJSON.encode`) when Foundation must do the work.
+struct CanonicalEncodingUnsupported: Error {}
+
+/// One encoded value. Objects and arrays are boxes so containers handed out by the
+/// encoder can keep adding to them.
+enum CanonicalNode {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case uint(UInt64)
+    case string(String)
+    case object(CanonicalObject)
+    case array(CanonicalArray)
+
+    func write(into out: inout [UInt8]) {
+        switch self {
+        case .null: out.append(contentsOf: CanonicalNode.nullBytes)
+        case .bool(let b): out.append(contentsOf: b ? CanonicalNode.trueBytes : CanonicalNode.falseBytes)
+        case .int(let i): out.append(contentsOf: String(i).utf8)
+        case .uint(let u): out.append(contentsOf: String(u).utf8)
+        case .string(let s): CanonicalNode.writeString(s, into: &out)
+        case .object(let o): o.write(into: &out)
+        case .array(let a): a.write(into: &out)
+        }
+    }
+
+    private static let nullBytes = Array("null".utf8)
+    private static let trueBytes = Array("true".utf8)
+    private static let falseBytes = Array("false".utf8)
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// JSON string escaping as Foundation does it: `"` and `\` escaped, the C0 controls as
+    /// `\b \f \n \r \t` or `\u00xx`; everything else, `/` and non-ASCII included, as is.
+    static func writeString(_ s: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var s = s
+        s.withUTF8 { bytes in
+            var runStart = 0
+            for (i, byte) in bytes.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<i]))
+                runStart = i + 1
+                out.append(UInt8(ascii: "\\"))
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(byte)
+                case 0x08: out.append(UInt8(ascii: "b"))
+                case 0x0C: out.append(UInt8(ascii: "f"))
+                case 0x0A: out.append(UInt8(ascii: "n"))
+                case 0x0D: out.append(UInt8(ascii: "r"))
+                case 0x09: out.append(UInt8(ascii: "t"))
+                default:
+                    out.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                            hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0x0F)]])
+                }
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}
+
+final class CanonicalObject {
+    /// In insertion order; a key set twice keeps its last value (as Foundation does).
+    /// Control objects have a handful of members, so a linear search beats hashing.
+    private(set) var members: [(key: String, value: CanonicalNode)] = []
+
+    func set(_ key: String, _ value: CanonicalNode) {
+        if let i = members.firstIndex(where: { $0.key == key }) {
+            members[i].value = value
+        } else {
+            members.append((key, value))
+        }
+    }
+
+    func write(into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        let sorted = members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        for (i, member) in sorted.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            CanonicalNode.writeString(member.key, into: &out)
+            out.append(UInt8(ascii: ":"))
+            member.value.write(into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+}
+
+final class CanonicalArray {
+    var items: [CanonicalNode] = []
+
+    func write(into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "["))
+        for (i, item) in items.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            item.write(into: &out)
+        }
+        out.append(UInt8(ascii: "]"))
+    }
+}
+
+/// The `Encoder` handed to `encode(to:)`. `node` is what was encoded at this level; asking
+/// for a keyed container twice returns the same object (Foundation merges them too).
+final class CanonicalEncoder: Encoder {
+    let codingPath: [any CodingKey]
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+    var node: CanonicalNode?
+    /// Set when something needs Foundation (a superEncoder); the top level then falls back.
+    var usedUnsupported = false
+
+    init(codingPath: [any CodingKey]) {
+        self.codingPath = codingPath
+    }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        let object: CanonicalObject
+        if case .object(let existing)? = node {
+            object = existing
+        } else {
+            object = CanonicalObject()
+            node = .object(object)
+        }
+        return KeyedEncodingContainer(CanonicalKeyedContainer<Key>(object: object, encoder: self, codingPath: codingPath))
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer {
+        let array: CanonicalArray
+        if case .array(let existing)? = node {
+            array = existing
+        } else {
+            array = CanonicalArray()
+            node = .array(array)
+        }
+        return CanonicalUnkeyedContainer(array: array, encoder: self, codingPath: codingPath)
+    }
+
+    func singleValueContainer() -> any SingleValueEncodingContainer {
+        CanonicalSingleValueContainer(encoder: self)
+    }
+
+    /// Encodes a nested value: scalars directly, anything else through its `encode(to:)`.
+    func box<T: Encodable>(_ value: T, at path: [any CodingKey]) throws -> CanonicalNode {
+        switch value {
+        case let s as String: return .string(s)
+        case let i as Int: return .int(Int64(i))
+        case let b as Bool: return .bool(b)
+        case let i as Int64: return .int(i)
+        case let i as Int32: return .int(Int64(i))
+        case let u as UInt64: return .uint(u)
+        case let u as UInt32: return .uint(UInt64(u))
+        case let u as UInt: return .uint(UInt64(u))
+        case is Double, is Float, is Date, is Data, is URL, is Decimal:
+            throw CanonicalEncodingUnsupported()
+        default:
+            let nested = CanonicalEncoder(codingPath: path)
+            try value.encode(to: nested)
+            if nested.usedUnsupported { throw CanonicalEncodingUnsupported() }
+            // A value that encoded nothing is an empty object in Foundation's output.
+            return nested.node ?? .object(CanonicalObject())
+        }
+    }
+}
+
+struct CanonicalKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+    let object: CanonicalObject
+    let encoder: CanonicalEncoder
+    let codingPath: [any CodingKey]
+
+    mutating func encodeNil(forKey key: Key) throws { object.set(key.stringValue, .null) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { object.set(key.stringValue, .bool(value)) }
+    mutating func encode(_ value: String, forKey key: Key) throws { object.set(key.stringValue, .string(value)) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { object.set(key.stringValue, .int(Int64(value))) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { object.set(key.stringValue, .int(value)) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { object.set(key.stringValue, .uint(value)) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { throw CanonicalEncodingUnsupported() }
+    mutating func encode(_ value: Float, forKey key: Key) throws { throw CanonicalEncodingUnsupported() }
+
+    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+        object.set(key.stringValue, try encoder.box(value, at: codingPath + [key]))
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
+        -> KeyedEncodingContainer<NestedKey>
+    {
+        let nested = CanonicalObject()
+        object.set(key.stringValue, .object(nested))
+        return KeyedEncodingContainer(CanonicalKeyedContainer<NestedKey>(
+            object: nested, encoder: encoder, codingPath: codingPath + [key]))
+    }
+
+    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+        let nested = CanonicalArray()
+        object.set(key.stringValue, .array(nested))
+        return CanonicalUnkeyedContainer(array: nested, encoder: encoder, codingPath: codingPath + [key])
+    }
+
+    mutating func superEncoder() -> any Encoder { unsupportedEncoder() }
+    mutating func superEncoder(forKey key: Key) -> any Encoder { unsupportedEncoder() }
+
+    private func unsupportedEncoder() -> any Encoder {
+        encoder.usedUnsupported = true
+        return CanonicalEncoder(codingPath: codingPath)
+    }
+}
+
+struct CanonicalUnkeyedContainer: UnkeyedEncodingContainer {
+    let array: CanonicalArray
+    let encoder: CanonicalEncoder
+    let codingPath: [any CodingKey]
+    var count: Int { array.items.count }
+
+    mutating func encodeNil() throws { array.items.append(.null) }
+    mutating func encode(_ value: Bool) throws { array.items.append(.bool(value)) }
+    mutating func encode(_ value: String) throws { array.items.append(.string(value)) }
+    mutating func encode(_ value: Int) throws { array.items.append(.int(Int64(value))) }
+    mutating func encode(_ value: Double) throws { throw CanonicalEncodingUnsupported() }
+    mutating func encode(_ value: Float) throws { throw CanonicalEncodingUnsupported() }
+
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        array.items.append(try encoder.box(value, at: codingPath + [CanonicalIndexKey(count)]))
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type)
+        -> KeyedEncodingContainer<NestedKey>
+    {
+        let nested = CanonicalObject()
+        let path = codingPath + [CanonicalIndexKey(count)]
+        array.items.append(.object(nested))
+        return KeyedEncodingContainer(CanonicalKeyedContainer<NestedKey>(object: nested, encoder: encoder, codingPath: path))
+    }
+
+    mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
+        let nested = CanonicalArray()
+        let path = codingPath + [CanonicalIndexKey(count)]
+        array.items.append(.array(nested))
+        return CanonicalUnkeyedContainer(array: nested, encoder: encoder, codingPath: path)
+    }
+
+    mutating func superEncoder() -> any Encoder {
+        encoder.usedUnsupported = true
+        return CanonicalEncoder(codingPath: codingPath)
+    }
+}
+
+struct CanonicalSingleValueContainer: SingleValueEncodingContainer {
+    let encoder: CanonicalEncoder
+    var codingPath: [any CodingKey] { encoder.codingPath }
+
+    mutating func encodeNil() throws { encoder.node = .null }
+    mutating func encode(_ value: Bool) throws { encoder.node = .bool(value) }
+    mutating func encode(_ value: String) throws { encoder.node = .string(value) }
+    mutating func encode(_ value: Int) throws { encoder.node = .int(Int64(value)) }
+    mutating func encode(_ value: Int64) throws { encoder.node = .int(value) }
+    mutating func encode(_ value: UInt64) throws { encoder.node = .uint(value) }
+    mutating func encode(_ value: Double) throws { throw CanonicalEncodingUnsupported() }
+    mutating func encode(_ value: Float) throws { throw CanonicalEncodingUnsupported() }
+
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        encoder.node = try encoder.box(value, at: codingPath)
+    }
+}
+
+struct CanonicalIndexKey: CodingKey {
+    let intValue: Int?
+    var stringValue: String { "Index \(intValue ?? 0)" }
+    init(_ index: Int) { intValue = index }
+    init?(stringValue: String) { return nil }
+    init?(intValue: Int) { self.intValue = intValue }
+}

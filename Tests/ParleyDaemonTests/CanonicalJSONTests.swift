@@ -1,0 +1,158 @@
+import Foundation
+import ParleyControlProtocol
+import XCTest
+
+/// The hand-written JSON encoder and parser must be indistinguishable from Foundation's
+/// (`ControlJSON.encoder()`/`JSONDecoder`) on everything the control protocol sends.
+final class CanonicalJSONTests: XCTestCase {
+    private func foundation<T: Encodable>(_ value: T) throws -> String {
+        String(decoding: try ControlJSON.encoder().encode(value), as: UTF8.self)
+    }
+
+    private func canonical<T: Encodable>(_ value: T) throws -> String {
+        String(decoding: try CanonicalJSON.encode(value), as: UTF8.self)
+    }
+
+    private func assertSameBytes<T: Encodable>(_ value: T, file: StaticString = #filePath, line: UInt = #line) throws {
+        XCTAssertEqual(try canonical(value), try foundation(value), file: file, line: line)
+    }
+
+    /// Every ASCII character (controls, quote, backslash, slash, DEL) and some beyond.
+    func testStringEscapingMatchesFoundationForEveryASCIICharacter() throws {
+        for code in 0..<0x80 {
+            let s = "a" + String(UnicodeScalar(UInt8(code))) + "b"
+            try assertSameBytes(["k": s])
+        }
+        try assertSameBytes(["k": "é漢字🙂\u{2028}\u{2029}\u{FEFF}"])
+        try assertSameBytes(["k": ""])
+        try assertSameBytes(["k": String(repeating: "\"\\/\n", count: 50)])
+    }
+
+    func testKeysAreSortedByUTF8Bytes() throws {
+        let dict = ["b": 1, "a": 2, "B": 3, "aa": 4, "a_b": 5, "é": 6, "Z": 7, "": 8, "10": 9, "9": 10]
+        try assertSameBytes(dict)
+        XCTAssertEqual(try canonical(["b": 1, "a": 2]), #"{"a":2,"b":1}"#)
+    }
+
+    func testScalarsNullsAndNesting() throws {
+        try assertSameBytes([Int.min, Int.max, 0, -1])
+        try assertSameBytes([true, false])
+        try assertSameBytes([String?.none, "x"])
+        try assertSameBytes([[String: [Int]]]())
+        try assertSameBytes(["a": [String: Int](), "b": [:]])
+        try assertSameBytes(["x": [[1, 2], [], [3]]])
+        try assertSameBytes(UInt64.max)
+        try assertSameBytes("top-level string")
+    }
+
+    /// Doubles are Foundation's to format: the canonical encoder hands them over.
+    func testDoublesFallBackToFoundation() throws {
+        try assertSameBytes(JSONValue.object(["d": .double(1.5), "i": .int(3)]))
+        try assertSameBytes([0.1, 2.0, -3.25e-7, 1e300])
+    }
+
+    /// Random messages, peers and statuses as the daemon sends them.
+    func testProtocolTypesMatchFoundationOnRandomValues() throws {
+        var rng = SplitMix64(seed: 0x5EED_0042)
+        let alphabet = Array("abcXYZ019 \"\\/\n\t\r\u{0}\u{1F}\u{7F}é漢🙂-_:.{}[],")
+        func text(_ max: Int) -> String {
+            String((0..<Int.random(in: 0...max, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
+        }
+        func maybe<T>(_ v: T) -> T? { Bool.random(using: &rng) ? v : nil }
+        for _ in 0..<300 {
+            let room = maybe(MessageRoom(id: text(8), name: text(8)))
+            let info = MessageInfo(
+                id: text(32), from: text(20), fromName: text(12), to: text(20), toName: text(12),
+                direction: Bool.random(using: &rng) ? .incoming : .outgoing, sequence: Int.random(in: 0...1_000_000, using: &rng),
+                createdAt: Int.random(in: Int.min...Int.max, using: &rng), body: text(100),
+                state: MessageState.allCases.randomElement(using: &rng)!, deliveredAt: maybe(Int.random(in: 0...9, using: &rng)),
+                cursor: Int.random(in: 0...99, using: &rng), readAt: maybe(42), room: room)
+            try assertSameBytes(MessageReceivedEvent(message: info))
+            try assertSameBytes(MessagesSendResult(message: info))
+            try assertSameBytes(JSONRPCTypedSuccess(id: .number(Int.random(in: -5...5, using: &rng)), result: MessagesSendResult(message: info)))
+            try assertSameBytes(JSONRPCTypedSuccess(id: .string(text(6)), result: MessagesSendResult(message: info)))
+            try assertSameBytes(JSONRPCResponse.success(id: nil, result: MessagesSendResult(message: info)))
+            let peer = PeerInfo(name: text(10), host: text(10), fingerprint: text(20), identityKey: text(64),
+                                online: Bool.random(using: &rng), addresses: (0..<Int.random(in: 0...3, using: &rng)).map { _ in text(15) },
+                                trust: .pinned, safetyNumber: text(30), lastSeen: maybe(7), queued: 3,
+                                keyChange: maybe(KeyChangeInfo(newFingerprint: text(20), detectedAt: 5)), unread: 1)
+            try assertSameBytes(PeerOnlineEvent(peer: peer))
+            try assertSameBytes(JSONRPCNotification(method: text(10), params: try JSONValue(encoding: peer).objectValue))
+            try assertSameBytes(JSONRPCResponse(id: .number(1), error: .invalidParams(text(40))))
+        }
+    }
+
+    /// `JSONValue(encoding:)` and back gives the value Foundation's round trip gave.
+    func testJSONValueRoundTripAgreesWithFoundation() throws {
+        let info = MessageInfo(id: "i", from: "f", fromName: "n", to: "t", toName: "m", direction: .incoming,
+                               sequence: 3, createdAt: 4, body: "b\n\"", state: .received, deliveredAt: nil, cursor: 9)
+        let ours = try JSONValue(encoding: info)
+        let theirs = try JSONDecoder().decode(JSONValue.self, from: try ControlJSON.encoder().encode(info))
+        XCTAssertEqual(ours, theirs)
+        XCTAssertEqual(try ours.decode(as: MessageInfo.self), info)
+    }
+
+    // MARK: - Parser
+
+    private func parse(_ text: String) -> JSONValue? {
+        try? JSONValue(parsing: Array(text.utf8))
+    }
+
+    func testParserAcceptsWhatJSONAllows() throws {
+        XCTAssertEqual(parse(#" {"a" : [1, -2, 0, 3.5, 1e2, true, false, null, "x"] } "#),
+                       .object(["a": .array([.int(1), .int(-2), .int(0), .double(3.5), .double(100), .bool(true),
+                                             .bool(false), .null, .string("x")])]))
+        XCTAssertEqual(parse(#""\"\\\/\b\f\n\r\t\u0041\u00e9\u6f22\ud83d\ude42""#), .string("\"\\/\u{8}\u{C}\n\r\tAé漢🙂"))
+        XCTAssertEqual(parse("{}"), .object([:]))
+        XCTAssertEqual(parse("[]"), .array([]))
+        XCTAssertEqual(parse("-0"), .int(0))
+        XCTAssertEqual(parse("9223372036854775807"), .int(Int.max))
+        XCTAssertEqual(parse("9223372036854775808"), .double(9223372036854775808))
+        XCTAssertEqual(parse("\"é\""), .string("é"))
+    }
+
+    func testParserRefusesWhatJSONForbids() {
+        let bad = [
+            "", " ", "{", "}", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{a:1}", "01", "1.", ".5", "1e", "+1", "--1",
+            "NaN", "Infinity", "tru", "nul", "\"unterminated", "\"tab\tinside\"", "\"nl\ninside\"", "\"\\x\"",
+            "\"\\u12\"", "\"\\ud800\"", "\"\\udc00\"", "\"\\ud800\\u0041\"", "1 2", "{} {}", "[1] x",
+            "{\"a\":1,\"a\":2}", "1e400", "'single'", "/* c */ 1",
+        ]
+        for text in bad {
+            XCTAssertNil(parse(text), "accepted \(text.debugDescription)")
+        }
+    }
+
+    func testParserBoundsNesting() {
+        let limit = ControlLimits.maxNestingDepth
+        XCTAssertNotNil(parse(String(repeating: "[", count: limit) + String(repeating: "]", count: limit)))
+        XCTAssertNil(parse(String(repeating: "[", count: limit + 1) + String(repeating: "]", count: limit + 1)))
+        XCTAssertNil(parse(String(repeating: "[", count: 100_000)))
+    }
+
+    /// Random JSON texts (from random values, re-serialized by Foundation) parse to what
+    /// Foundation's decoder makes of them.
+    func testParserAgreesWithFoundationOnRandomDocuments() throws {
+        var rng = SplitMix64(seed: 7)
+        func value(_ depth: Int) -> JSONValue {
+            switch Int.random(in: 0..<(depth > 3 ? 5 : 7), using: &rng) {
+            case 0: return .null
+            case 1: return .bool(Bool.random(using: &rng))
+            case 2: return .int(Int.random(in: Int.min...Int.max, using: &rng))
+            case 3: return .string(String((0..<Int.random(in: 0...12, using: &rng)).map { _ in
+                Character(UnicodeScalar(UInt8.random(in: 0...0x7E, using: &rng))) }) + "é🙂")
+            case 4: return .int(Int.random(in: -9...9, using: &rng))
+            case 5: return .array((0..<Int.random(in: 0...4, using: &rng)).map { _ in value(depth + 1) })
+            default:
+                var o: [String: JSONValue] = [:]
+                for _ in 0..<Int.random(in: 0...4, using: &rng) { o["k\(Int.random(in: 0...99, using: &rng))"] = value(depth + 1) }
+                return .object(o)
+            }
+        }
+        for _ in 0..<500 {
+            let v = value(0)
+            let text = try ControlJSON.encoder().encode(v)
+            XCTAssertEqual(try JSONValue(parsing: Array(text)), try JSONDecoder().decode(JSONValue.self, from: text))
+        }
+    }
+}
