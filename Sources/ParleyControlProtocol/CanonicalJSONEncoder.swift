@@ -64,9 +64,16 @@ enum CanonicalNode {
         var s = s
         s.withUTF8 { bytes in
             var runStart = 0
-            for (i, byte) in bytes.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            var i = 0
+            let count = bytes.count
+            while i < count {
+                let byte = bytes[i]
+                // One comparison for the common case: printable and not `"` or `\`.
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else {
+                    i += 1
+                    continue
+                }
                 out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<i]))
-                runStart = i + 1
                 out.append(UInt8(ascii: "\\"))
                 switch byte {
                 case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(byte)
@@ -79,8 +86,10 @@ enum CanonicalNode {
                     out.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
                                             hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0x0F)]])
                 }
+                i += 1
+                runStart = i
             }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<count]))
         }
         out.append(UInt8(ascii: "\""))
     }

@@ -7,11 +7,10 @@ enum ControlJSONText {
         guard String(validating: line, as: UTF8.self) != nil else {
             return .failure(.parseError("the line is not valid UTF-8"))
         }
-        guard !JSONNestingGuard.exceeds(ControlLimits.maxNestingDepth, in: line) else {
-            return .failure(.parseError("JSON nested deeper than \(ControlLimits.maxNestingDepth) levels"))
-        }
         do {
             return .success(try JSONTextParser.parse(line, maxDepth: ControlLimits.maxNestingDepth))
+        } catch .tooDeep(let limit) {
+            return .failure(.parseError("JSON nested deeper than \(limit) levels"))
         } catch {
             return .failure(.parseError("the line is not a JSON value"))
         }

@@ -5,13 +5,15 @@
 /// of the cost of a control request (docs/BENCHMARKS.md). Rules: exactly one value with
 /// optional whitespace around it; no comments, trailing commas, leading zeros, `NaN` or
 /// raw control characters in strings; `\u` escapes must form valid scalars (surrogates in
-/// pairs); a member name may appear once per object; nesting is bounded by `maxDepth`
-/// (also checked by the caller before parsing). Numbers without fraction or exponent
+/// pairs); a member name may appear once per object; nesting is bounded by `maxDepth`. Numbers without fraction or exponent
 /// that fit in `Int` are `.int`; every other number is `.double`. The input must already
 /// be valid UTF-8 (the caller checks), so string contents are copied as they are.
 struct JSONTextParser {
     enum Failure: Error, Equatable {
         case syntax(offset: Int, what: String)
+        /// More than `maxDepth` arrays/objects open at once; reported before any deeper
+        /// value is looked at, so `[[[[…` costs a bounded stack and no allocation per level.
+        case tooDeep(maxDepth: Int)
     }
 
     private let bytes: UnsafeBufferPointer<UInt8>
@@ -71,7 +73,7 @@ struct JSONTextParser {
     }
 
     private mutating func parseObject(depth: Int) throws(Failure) -> JSONValue {
-        guard depth <= maxDepth else { throw fail("nested too deeply") }
+        guard depth <= maxDepth else { throw .tooDeep(maxDepth: maxDepth) }
         index += 1 // {
         var members: [String: JSONValue] = [:]
         skipWhitespace()
@@ -95,7 +97,7 @@ struct JSONTextParser {
     }
 
     private mutating func parseArray(depth: Int) throws(Failure) -> JSONValue {
-        guard depth <= maxDepth else { throw fail("nested too deeply") }
+        guard depth <= maxDepth else { throw .tooDeep(maxDepth: maxDepth) }
         index += 1 // [
         var items: [JSONValue] = []
         skipWhitespace()

@@ -96,7 +96,11 @@ extension JSONValue {
 
     /// Converts this value to a typed struct; throws `DecodingError` if it does not fit.
     public func decode<T: Decodable>(as type: T.Type) throws -> T {
-        try ControlJSON.decoder().decode(T.self, from: Data(try CanonicalJSON.encode(self)))
+        do {
+            return try JSONValueDecoder.decode(T.self, from: self)
+        } catch is JSONValueDecoderUnsupported {
+            return try ControlJSON.decoder().decode(T.self, from: Data(try CanonicalJSON.encode(self)))
+        }
     }
 }
 

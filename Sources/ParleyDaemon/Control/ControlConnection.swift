@@ -83,11 +83,13 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
     /// requests (without `wait`) are stored in one transaction: pipelining clients get
     /// group commit, and every answer still comes after its message is on disk.
     private func handleLines(_ lines: [[UInt8]]) {
+        // Each line is parsed once, here; a run of sends is then stored together.
+        let parsed = lines.map { ControlRequestParser.parse(line: $0) }
         var i = 0
         while i < lines.count && !closing {
             var sends: [(JSONRPCRequest, MessagesSendParams)] = []
             var j = i
-            while j < lines.count, case .success(let r) = ControlRequestParser.parse(line: lines[j]),
+            while j < lines.count, case .success(let r) = parsed[j],
                   r.method == ControlMethod.messagesSend, !r.isNotification,
                   let p = try? r.decodeParams(MessagesSendParams.self), !p.effectiveWait {
                 sends.append((r, p))
@@ -104,14 +106,14 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
                 }
                 i = j
             } else {
-                handleLine(lines[i])
+                handleLine(lines[i], parsed: parsed[i])
                 i += 1
             }
         }
     }
 
-    private func handleLine(_ line: [UInt8]) {
-        switch ControlRequestParser.parse(line: line) {
+    private func handleLine(_ line: [UInt8], parsed: Result<JSONRPCRequest, JSONRPCError>) {
+        switch parsed {
         case .failure(let error):
             write(JSONRPCResponse(id: ControlRequestParser.requestID(inRejectedLine: line), error: error))
         case .success(let request):
