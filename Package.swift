@@ -46,6 +46,7 @@ let package = Package(
             "ParleyCore", "ParleyStore", "ParleyControlProtocol", "ParleyDiscovery",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
         ]),
         .executableTarget(name: "parleyd", dependencies: [
             "ParleyDaemon",

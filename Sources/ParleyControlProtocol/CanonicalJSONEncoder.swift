@@ -96,26 +96,30 @@ enum CanonicalNode {
 }
 
 final class CanonicalObject {
-    /// In insertion order; a key set twice keeps its last value (as Foundation does).
-    /// Control objects have a handful of members, so a linear search beats hashing.
-    private(set) var members: [(key: String, value: CanonicalNode)] = []
+    /// In insertion order. A key set twice keeps its last value (as in Foundation); that
+    /// is resolved when writing, since control objects almost never repeat a key.
+    private var members: [(key: String, value: CanonicalNode)] = []
 
     func set(_ key: String, _ value: CanonicalNode) {
-        if let i = members.firstIndex(where: { $0.key == key }) {
-            members[i].value = value
-        } else {
-            members.append((key, value))
-        }
+        members.append((key, value))
     }
 
     func write(into out: inout [UInt8]) {
         out.append(UInt8(ascii: "{"))
-        let sorted = members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-        for (i, member) in sorted.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            CanonicalNode.writeString(member.key, into: &out)
+        // Sorted by key, ties by insertion order, so the last of equal keys is kept.
+        let order = members.indices.sorted { a, b in
+            let ka = members[a].key, kb = members[b].key
+            if ka == kb { return a < b }
+            return ka.utf8.lexicographicallyPrecedes(kb.utf8)
+        }
+        var first = true
+        for (position, i) in order.enumerated() {
+            if position + 1 < order.count && members[order[position + 1]].key == members[i].key { continue }
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            CanonicalNode.writeString(members[i].key, into: &out)
             out.append(UInt8(ascii: ":"))
-            member.value.write(into: &out)
+            members[i].value.write(into: &out)
         }
         out.append(UInt8(ascii: "}"))
     }
@@ -175,24 +179,27 @@ final class CanonicalEncoder: Encoder {
 
     /// Encodes a nested value: scalars directly, anything else through its `encode(to:)`.
     func box<T: Encodable>(_ value: T, at path: [any CodingKey]) throws -> CanonicalNode {
-        switch value {
-        case let s as String: return .string(s)
-        case let i as Int: return .int(Int64(i))
-        case let b as Bool: return .bool(b)
-        case let i as Int64: return .int(i)
-        case let i as Int32: return .int(Int64(i))
-        case let u as UInt64: return .uint(u)
-        case let u as UInt32: return .uint(UInt64(u))
-        case let u as UInt: return .uint(UInt64(u))
-        case is Double, is Float, is Date, is Data, is URL, is Decimal:
+        // Metatype comparisons, not `as?` casts: a failed dynamic cast per field per type
+        // tried was most of this encoder's cost.
+        if T.self == String.self { return .string(Self.reinterpret(value, as: String.self)) }
+        if T.self == Int.self { return .int(Int64(Self.reinterpret(value, as: Int.self))) }
+        if T.self == Bool.self { return .bool(Self.reinterpret(value, as: Bool.self)) }
+        if T.self == Int64.self { return .int(Self.reinterpret(value, as: Int64.self)) }
+        if T.self == UInt64.self { return .uint(Self.reinterpret(value, as: UInt64.self)) }
+        if T.self == Double.self || T.self == Float.self || T.self == Date.self || T.self == Data.self
+            || T.self == URL.self || T.self == Decimal.self {
             throw CanonicalEncodingUnsupported()
-        default:
-            let nested = CanonicalEncoder(codingPath: path)
-            try value.encode(to: nested)
-            if nested.usedUnsupported { throw CanonicalEncodingUnsupported() }
-            // A value that encoded nothing is an empty object in Foundation's output.
-            return nested.node ?? .object(CanonicalObject())
         }
+        let nested = CanonicalEncoder(codingPath: path)
+        try value.encode(to: nested)
+        if nested.usedUnsupported { throw CanonicalEncodingUnsupported() }
+        // A value that encoded nothing is an empty object in Foundation's output.
+        return nested.node ?? .object(CanonicalObject())
+    }
+
+    /// `value` as `U` when the caller has checked that `T` is `U`.
+    private static func reinterpret<T, U>(_ value: T, as type: U.Type) -> U {
+        withUnsafePointer(to: value) { $0.withMemoryRebound(to: U.self, capacity: 1) { $0.pointee } }
     }
 }
 

@@ -1,4 +1,5 @@
 import ParleyControlProtocol
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import ParleyCore
@@ -76,9 +77,21 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     }
 
     static func fingerprint(ofHex hex: String) -> String {
+        if let known = fingerprintCache.withLockedValue({ $0[hex] }) { return known }
         guard let b = Sodium.fromHex(hex), let k = try? IdentityPublicKey(bytes: b) else { return hex }
-        return Fingerprint(k).description
+        let printed = Fingerprint(k).description
+        fingerprintCache.withLockedValue { cache in
+            if cache.count >= fingerprintCacheLimit { cache.removeAll(keepingCapacity: true) }
+            cache[hex] = printed
+        }
+        return printed
     }
+
+    /// Fingerprints printed so far, by identity hex: every message event names its sender
+    /// and recipient, and hashing and base32-encoding the key each time showed in profiles.
+    /// A pure function of the key, so a cache cannot go stale; bounded for hostile churn.
+    private static let fingerprintCache = NIOLockedValueBox<[String: String]>([:])
+    private static let fingerprintCacheLimit = 4_096
 
     // MARK: Lifecycle
 
