@@ -3,21 +3,30 @@ import CSodium
 /// A secret held in memory that is wiped when the last reference goes away.
 ///
 /// Immutable after creation, so sharing it across threads is safe. Swift arrays
-/// may be copied behind our back, so secrets live here instead: one heap buffer,
-/// `mlock`ed where the OS allows (best effort: keeps it out of swap), zeroed with
-/// `sodium_memzero` on deinit.
+/// may be copied behind our back, so secrets live here instead: locked memory where the
+/// OS allows (best effort: keeps it out of swap), zeroed with `sodium_memzero` on deinit.
+/// Small secrets take a slot of `LockedSlots` (no system call); larger ones get their own
+/// `mlock`ed buffer.
 public final class SecretBytes: @unchecked Sendable {
     private let base: UnsafeMutableRawPointer
     private let allocated: Int
+    private let inSlot: Bool
     public let count: Int
 
     /// Fills a new secret of `count` bytes by calling `fill` on its zeroed storage.
     public init(count: Int, fill: (UnsafeMutablePointer<UInt8>) -> Void) {
         Sodium.ensureInitialized()
         self.count = count
-        self.allocated = max(count, 1)
-        self.base = UnsafeMutableRawPointer.allocate(byteCount: allocated, alignment: 16)
-        _ = sodium_mlock(base, allocated)
+        if count <= LockedSlots.slotSize {
+            self.allocated = LockedSlots.slotSize
+            self.inSlot = true
+            self.base = LockedSlots.shared.take()
+        } else {
+            self.allocated = count
+            self.inSlot = false
+            self.base = UnsafeMutableRawPointer.allocate(byteCount: allocated, alignment: 16)
+            _ = sodium_mlock(base, allocated)
+        }
         sodium_memzero(base, allocated)
         fill(base.assumingMemoryBound(to: UInt8.self))
     }
@@ -61,7 +70,11 @@ public final class SecretBytes: @unchecked Sendable {
 
     deinit {
         sodium_memzero(base, allocated)
-        _ = sodium_munlock(base, allocated)
-        base.deallocate()
+        if inSlot {
+            LockedSlots.shared.give(back: base)
+        } else {
+            _ = sodium_munlock(base, allocated)
+            base.deallocate()
+        }
     }
 }

@@ -241,8 +241,11 @@ public struct HandshakeState<H: NoiseHash>: Sendable {
         for token in messagePatterns[messageIndex] {
             switch token {
             case .e:
+                // A low-order key is refused by the first DH that uses it (an all-zero
+                // result): for the initiator that is `ee` in this same message, for the
+                // responder `ee` when it writes message 2, before anything is sent back.
+                // An earlier check would cost every honest handshake an extra X25519.
                 let remote = try Self.publicKey(try take(NoiseConstants.dhLength))
-                try rejectLowOrder(remote)
                 remoteEphemeralKey = remote
                 mixEphemeral(remote)
             case .s:
@@ -298,18 +301,6 @@ public struct HandshakeState<H: NoiseHash>: Sendable {
             case .wrongLength: throw .invalidPublicKey
             }
         }
-    }
-
-    /// Rejects a low-order remote ephemeral key as soon as it is read. The spec treats an
-    /// all-zero DH result as failure; without this check the responder would only notice
-    /// when writing message 2, after accepting message 1. X25519 clamps every private
-    /// scalar to a multiple of the cofactor 8, so DH with *any* of our keys is zero exactly
-    /// when the point has small order, and the result is the same as the later DH would
-    /// give. Our static key is used because the responder has no ephemeral key yet; the
-    /// output is discarded (SecretBytes wipes it). Remote static keys need no such check:
-    /// in XX a DH with them follows immediately in the same message.
-    private func rejectLowOrder(_ remote: NoisePublicKey) throws(NoiseError) {
-        _ = try Self.dh(staticKey, remote)
     }
 
     private static func publicKey(_ bytes: [UInt8]) throws(NoiseError) -> NoisePublicKey {
