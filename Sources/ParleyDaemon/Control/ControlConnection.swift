@@ -123,6 +123,8 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
             switch reply {
             case .now(let response):
                 if !request.isNotification { write(response) }
+            case let .typed(id, result):
+                if !request.isNotification { writeSuccess(id: id, result: result) }
             case .deferred:
                 break
             case let .subscribe(filter, since):
@@ -275,6 +277,14 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
     }
 
     // MARK: Writing
+
+    private func writeSuccess<R: Encodable & Sendable>(id: JSONRPCID?, result: R) {
+        if let data = try? CanonicalJSON.encode(JSONRPCTypedSuccess(id: id, result: result)) {
+            send(data)
+        } else {
+            write(JSONRPCResponse(id: id, error: .internalError("cannot encode the result")))
+        }
+    }
 
     private func write(_ response: JSONRPCResponse) {
         guard let data = try? CanonicalJSON.encode(response) else { return }

@@ -17,30 +17,30 @@ extension ControlDispatcher {
                 _ = try request.decodeParams(RoomsListParams.self)
                 let rooms: [RoomRecord]
                 do { rooms = try node.store.rooms() } catch { throw NodeError.storage(error) }
-                return .now(.success(id: id, result: RoomsListResult(rooms: rooms.map(node.roomInfo))))
+                return .typed(id: id, result: RoomsListResult(rooms: rooms.map(node.roomInfo)))
             case ControlMethod.roomsCreate:
                 let p = try request.decodeParams(RoomsCreateParams.self)
                 let peers = try p.members.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
                 let room = try node.createRoom(name: p.name, members: peers)
-                return .now(.success(id: id, result: RoomResult(room: node.roomInfo(room))))
+                return .typed(id: id, result: RoomResult(room: node.roomInfo(room)))
             case ControlMethod.roomsAdd:
                 let p = try request.decodeParams(RoomsAddParams.self)
                 let room = try node.resolveRoom(p.room)
                 let peer = try node.resolvePeer(p.peer)
                 if peer.trust == .changed || peer.replacedBy != nil { throw NodeError.keyChangePending(peer) }
                 let updated = try node.changeMembership(of: room, .add, identity: peer.identity, name: peer.displayName)
-                return .now(.success(id: id, result: RoomResult(room: node.roomInfo(updated))))
+                return .typed(id: id, result: RoomResult(room: node.roomInfo(updated)))
             case ControlMethod.roomsRemove:
                 let p = try request.decodeParams(RoomsRemoveParams.self)
                 let room = try node.resolveRoom(p.room)
                 let (identity, name) = try memberToRemove(p.peer, room: room)
                 let updated = try node.changeMembership(of: room, .remove, identity: identity, name: name)
-                return .now(.success(id: id, result: RoomResult(room: node.roomInfo(updated))))
+                return .typed(id: id, result: RoomResult(room: node.roomInfo(updated)))
             case ControlMethod.roomsLeave:
                 let p = try request.decodeParams(RoomsLeaveParams.self)
                 let room = try node.resolveRoom(p.room)
                 let updated = try node.changeMembership(of: room, .remove, identity: node.myIdentity, name: node.card.displayName)
-                return .now(.success(id: id, result: RoomResult(room: node.roomInfo(updated))))
+                return .typed(id: id, result: RoomResult(room: node.roomInfo(updated)))
             case ControlMethod.messagesSend:
                 let p = try request.decodeParams(MessagesSendParams.self)
                 guard p.to.hasPrefix(Self.roomSelectorPrefix) else { return nil }
@@ -50,7 +50,7 @@ extension ControlDispatcher {
                     deliveryWaiter(stored.id, p.effectiveTimeoutMs, id)
                     return .deferred
                 }
-                return .now(.success(id: id, result: MessagesSendResult(message: node.messageInfo(stored))))
+                return .typed(id: id, result: MessagesSendResult(message: node.messageInfo(stored)))
             case ControlMethod.messagesList:
                 let p = try request.decodeParams(MessagesListParams.self)
                 guard let selector = p.peer, selector.hasPrefix(Self.roomSelectorPrefix) else { return nil }
@@ -62,7 +62,7 @@ extension ControlDispatcher {
                                                        before: p.before.map { Int64($0) }, limit: limit)
                 } catch { throw NodeError.storage(error) }
                 let next = rows.count == limit ? rows.last.map { Int($0.rowID) } : nil
-                return .now(.success(id: id, result: MessagesListResult(messages: rows.map(node.messageInfo), nextCursor: next)))
+                return .typed(id: id, result: MessagesListResult(messages: rows.map(node.messageInfo), nextCursor: next))
             case ControlMethod.messagesMarkRead:
                 let p = try request.decodeParams(MessagesMarkReadParams.self)
                 guard p.peer.hasPrefix(Self.roomSelectorPrefix) else { return nil }
@@ -72,7 +72,7 @@ extension ControlDispatcher {
                     marked = try node.store.markRoomRead(room: room.id, upTo: p.upTo.map { Int64($0) }, at: Node.nowMs()).count
                     unread = try node.store.roomUnreadCount(room: room.id)
                 } catch { throw NodeError.storage(error) }
-                return .now(.success(id: id, result: MessagesMarkReadResult(marked: marked, unread: unread)))
+                return .typed(id: id, result: MessagesMarkReadResult(marked: marked, unread: unread))
             case ControlMethod.messagesSubscribe:
                 let p = try request.decodeParams(MessagesSubscribeParams.self)
                 guard let selector = p.peer, selector.hasPrefix(Self.roomSelectorPrefix) else { return nil }

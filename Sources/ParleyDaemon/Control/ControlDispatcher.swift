@@ -23,6 +23,9 @@ struct ControlDispatcher {
 
     enum Reply {
         case now(JSONRPCResponse)
+        /// A success encoded straight from its typed result (`JSONRPCTypedSuccess`), with
+        /// no `JSONValue` tree in between: the same bytes, a fraction of the work.
+        case typed(id: JSONRPCID?, result: any Encodable & Sendable)
         /// The answer comes later (messages.send with wait): the connection keeps the id.
         case deferred
         /// The connection becomes a subscriber (resuming after `since`); it answers itself.
@@ -40,25 +43,25 @@ struct ControlDispatcher {
                 let counts = (try? node.store.counts()) ?? (queued: 0, delivered: 0, received: 0)
                 let known = ((try? node.store.peers()) ?? []).filter { $0.replacedBy == nil }.count
                 let uptime = Int((NIODeadline.now() - node.startedAt).nanoseconds / 1_000_000_000)
-                return .now(.success(id: id, result: NodeStatusResult(
+                return .typed(id: id, result: NodeStatusResult(
                     version: DaemonRuntimeInfo.version, name: node.card.displayName,
                     fingerprint: node.fingerprint.description, listen: info.listenAddresses,
                     peersOnline: node.sessions.count, peersKnown: known, queued: counts.queued,
-                    uptimeSeconds: uptime, mdns: info.mdns)))
+                    uptimeSeconds: uptime, mdns: info.mdns))
             case ControlMethod.nodeWhoami:
                 _ = try request.decodeParams(NodeWhoamiParams.self)
                 let c = node.card
-                return .now(.success(id: id, result: NodeWhoamiResult(
+                return .typed(id: id, result: NodeWhoamiResult(
                     name: c.displayName, host: c.hostName, fingerprint: c.fingerprint.description,
                     identityKey: c.identityKey.hex, noiseKey: c.noiseKey.hex,
-                    card: Sodium.hex(c.encoded()), cardSequence: Int(clamping: c.sequence))))
+                    card: Sodium.hex(c.encoded()), cardSequence: Int(clamping: c.sequence)))
             case ControlMethod.peersList:
                 _ = try request.decodeParams(PeersListParams.self)
-                return .now(.success(id: id, result: PeersListResult(peers: try node.peerInfos())))
+                return .typed(id: id, result: PeersListResult(peers: try node.peerInfos()))
             case ControlMethod.peersConnect:
                 let p = try request.decodeParams(PeersConnectParams.self)
                 try node.connect(address: p.address)
-                return .now(.success(id: id, result: PeersConnectResult(address: p.address, status: .dialing)))
+                return .typed(id: id, result: PeersConnectResult(address: p.address, status: .dialing))
             case ControlMethod.messagesSend:
                 let p = try request.decodeParams(MessagesSendParams.self)
                 let peer = try node.resolvePeer(p.to)
@@ -67,7 +70,7 @@ struct ControlDispatcher {
                     deliveryWaiter(stored.id, p.effectiveTimeoutMs, id)
                     return .deferred
                 }
-                return .now(.success(id: id, result: MessagesSendResult(message: node.messageInfo(stored))))
+                return .typed(id: id, result: MessagesSendResult(message: node.messageInfo(stored)))
             case ControlMethod.messagesList:
                 let p = try request.decodeParams(MessagesListParams.self)
                 let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
@@ -78,7 +81,7 @@ struct ControlDispatcher {
                                                    before: p.before.map { Int64($0) }, limit: limit)
                 } catch { throw NodeError.storage(error) }
                 let next = rows.count == limit ? rows.last.map { Int($0.rowID) } : nil
-                return .now(.success(id: id, result: MessagesListResult(messages: rows.map(node.messageInfo), nextCursor: next)))
+                return .typed(id: id, result: MessagesListResult(messages: rows.map(node.messageInfo), nextCursor: next))
             case ControlMethod.messagesSubscribe:
                 let p = try request.decodeParams(MessagesSubscribeParams.self)
                 let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
@@ -87,25 +90,25 @@ struct ControlDispatcher {
                 let p = try request.decodeParams(MessagesMarkReadParams.self)
                 let peer = try node.resolvePeer(p.peer)
                 let (marked, unread) = try node.markRead(peer, upTo: p.upTo.map { Int64($0) })
-                return .now(.success(id: id, result: MessagesMarkReadResult(marked: marked, unread: unread)))
+                return .typed(id: id, result: MessagesMarkReadResult(marked: marked, unread: unread))
             case ControlMethod.trustVerify:
                 let p = try request.decodeParams(TrustVerifyParams.self)
                 let peer = try node.resolvePeer(p.peer)
                 let updated = try node.verify(peer, fingerprint: p.fingerprint)
-                return .now(.success(id: id, result: TrustVerifyResult(peer: node.peerInfo(updated))))
+                return .typed(id: id, result: TrustVerifyResult(peer: node.peerInfo(updated)))
             case ControlMethod.trustAcceptChange:
                 let p = try request.decodeParams(TrustAcceptChangeParams.self)
                 let peer = try node.resolvePeer(p.peer)
                 let (rec, moved) = try node.acceptKeyChange(peer)
-                return .now(.success(id: id, result: TrustAcceptChangeResult(peer: node.peerInfo(rec), retargeted: moved)))
+                return .typed(id: id, result: TrustAcceptChangeResult(peer: node.peerInfo(rec), retargeted: moved))
             case ControlMethod.nodeRotateKey:
                 _ = try request.decodeParams(NodeRotateKeyParams.self)
                 let notified: Int
                 do { notified = try node.rotateNoiseKey() } catch let e as NodeError { throw e } catch {
                     throw NodeError.storage(.io(path: node.stateDirectory ?? "?", reason: "\(error)"))
                 }
-                return .now(.success(id: id, result: NodeRotateKeyResult(
-                    noiseKey: node.card.noiseKey.hex, cardSequence: Int(clamping: node.card.sequence), peersNotified: notified)))
+                return .typed(id: id, result: NodeRotateKeyResult(
+                    noiseKey: node.card.noiseKey.hex, cardSequence: Int(clamping: node.card.sequence), peersNotified: notified))
             default:
                 return .now(JSONRPCResponse(id: id, error: .methodNotFound(request.method)))
             }
