@@ -22,8 +22,15 @@ struct ParleyChatBench {
         "{\"to\":\"\(to)\",\"body\":\"\(body)\"}"
     }
 
+    struct Latency {
+        var samples = Samples()
+        /// Daemon CPU (user + system) per message, in µs.
+        var cpuA = 0.0
+        var cpuB = 0.0
+    }
+
     /// Row 3: one message in flight; send written → message.received read on B.
-    func latency(count: Int) throws -> Samples {
+    func latency(count: Int) throws -> Latency {
         let sender = try ControlLine(path: a.socketPath)
         let sub = try ControlLine(path: b.socketPath)
         defer { sender.close(); sub.close() }
@@ -33,7 +40,9 @@ struct ParleyChatBench {
         let deadline = Deadline(seconds: scale.rowSeconds)
         let warmUp = 5
         var i = 0
+        var cpuA0 = 0, cpuB0 = 0
         while i < count + warmUp && !deadline.passed {
+            if i == warmUp { cpuA0 = a.child.cpuTicks() ?? 0; cpuB0 = b.child.cpuTicks() ?? 0 }
             let line = sender.requestLine(method: "messages.send",
                                           params: Self.sendParams(to: b.name, body: Self.body("lat-", i, size: 64)))
             let t0 = Clock.nowNs()
@@ -50,7 +59,11 @@ struct ParleyChatBench {
             if i >= warmUp { samples.add(t1 - t0) }
             i += 1
         }
-        return samples
+        var result = Latency(samples: samples)
+        let n = Double(max(samples.count, 1))
+        result.cpuA = Double((a.child.cpuTicks() ?? 0) - cpuA0) / ChildProcess.ticksPerSecond / n * 1e6
+        result.cpuB = Double((b.child.cpuTicks() ?? 0) - cpuB0) / ChildProcess.ticksPerSecond / n * 1e6
+        return result
     }
 
     struct Pipelined {

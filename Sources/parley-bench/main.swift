@@ -147,12 +147,15 @@ struct ParleyBench: ParsableCommand {
         }
         let refName = "ngircd, 2 clients"
         do {
-            let p = try chat.latency(count: scale.latencyMessages)
+            let run = try chat.latency(count: scale.latencyMessages)
+            let p = run.samples
+            let cpu = "daemon CPU per message: A \(fmt(run.cpuA)) µs, B \(fmt(run.cpuB)) µs"
             var rows = [
                 BenchRow(id: "3a", measure: "Chat latency one-way, median (durability full)", unit: "µs",
                          parley: p.median / 1000, reference: ref.map { $0.median / 1000 }, referenceName: refName,
                          goal: .ratioAtMost(Self.latencyMedianRatio),
-                         note: "\(p.count) messages, one in flight; control A → parleyd A → parleyd B → subscriber on B" + (refNote.isEmpty ? "" : "; \(refNote)")),
+                         note: "\(p.count) messages, one in flight; control A → parleyd A → parleyd B → subscriber on B; \(cpu)"
+                            + (refNote.isEmpty ? "" : "; \(refNote)")),
                 BenchRow(id: "3b", measure: "Chat latency one-way, p99 (durability full)", unit: "µs",
                          parley: p.p99 / 1000, reference: ref.map { $0.p99 / 1000 }, referenceName: refName,
                          goal: .ratioAtMost(Self.latencyP99Ratio)),
@@ -160,10 +163,12 @@ struct ParleyBench: ParsableCommand {
             // The same path with durability normal (no fsync per commit) shows what the disk costs.
             if let (na, nb) = try? startPair(binary: parleyd, workDir: work, names: ("carol", "dave"), durability: "normal") {
                 defer { na.stop(); nb.stop() }
-                if let q = try? ParleyChatBench(scale: scale, a: na, b: nb).latency(count: scale.latencyMessages) {
+                if let r = try? ParleyChatBench(scale: scale, a: na, b: nb).latency(count: scale.latencyMessages) {
+                    let q = r.samples
                     rows.append(BenchRow(id: "3c", measure: "Chat latency one-way, median (durability normal)", unit: "µs",
                                          parley: q.median / 1000, reference: ref.map { $0.median / 1000 }, referenceName: refName,
-                                         goal: .none, note: "same path, SQLite synchronous=NORMAL; p99 \(fmt(q.p99 / 1000)) µs"))
+                                         goal: .none, note: "same path, SQLite synchronous=NORMAL; p99 \(fmt(q.p99 / 1000)) µs; "
+                                            + "daemon CPU per message: A \(fmt(r.cpuA)) µs, B \(fmt(r.cpuB)) µs"))
                 }
             }
             return rows
