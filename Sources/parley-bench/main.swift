@@ -115,8 +115,8 @@ struct ParleyBench: ParsableCommand {
             add(ScaleBench(scale: scale, binary: parleyd, workDir: work).run())
         }
         if wanted.contains(8) {
-            progress("row 8: discovery")
-            add(DiscoveryBench().run())
+            progress("row 8: discovery in the LAN lab (log: \(work)/discovery.log)")
+            add(DiscoveryBench(smoke: scale.smoke, parleyd: parleyd, workDir: work).run())
         }
 
         let formatter = ISO8601DateFormatter()
