@@ -34,6 +34,8 @@ struct DiscoveryBench {
 
     private enum ID {
         static let register = "8a", session = "8b", clean = "8c", crash = "8d"
+        /// 8a against a reference that also browses on the publishing host, as parleyd does.
+        static let registerLike = "8e"
     }
 
     private static let registerMeasure = "Discovery: start on h1 → seen on h2"
@@ -81,22 +83,22 @@ struct DiscoveryBench {
         let reg = r.register
         let observer = "observer avahi-browse -p on h2, \(fmt((r.browserAgeMs ?? 0) / 1000)) s old; nothing else on h2"
 
-        func registerRow(measure: String, referenceName: String, reference: [Double]?, extra: String) -> BenchRow {
+        func registerRow(id: String, measure: String, referenceName: String, reference: [Double]?, extra: String) -> BenchRow {
             guard let p = reg?.parley, !p.isEmpty else {
-                return .skipped(id: ID.register, measure: measure, unit: "ms", referenceName: referenceName,
+                return .skipped(id: id, measure: measure, unit: "ms", referenceName: referenceName,
                                 goal: .ratioAtMost(Self.registerGoalRatio), why: r.error("register"))
             }
             let ref = reference.flatMap { $0.isEmpty ? nil : $0 }
             var note = "median of \(rounds(p.count)); slowest \(fmt(p.max() ?? 0)) ms" + (ref.map { " vs \(fmt($0.max() ?? 0)) ms" } ?? "")
             note += "; " + extra
             if ref == nil { note += "; reference: \(r.error("register"))" }
-            return BenchRow(id: ID.register, measure: measure, unit: "ms", parley: median(p),
+            return BenchRow(id: id, measure: measure, unit: "ms", parley: median(p),
                             reference: ref.map(median), referenceName: referenceName,
                             goal: .ratioAtMost(Self.registerGoalRatio), note: note)
         }
-        out.append(registerRow(measure: Self.registerMeasure, referenceName: Self.publishName, reference: reg?.reference,
+        out.append(registerRow(id: ID.register, measure: Self.registerMeasure, referenceName: Self.publishName, reference: reg?.reference,
                                extra: "rounds alternate publishers; \(observer); avahi-publish alone is seen after avahi's probing"))
-        out.append(registerRow(measure: Self.registerLikeMeasure, referenceName: Self.publishBrowseName,
+        out.append(registerRow(id: ID.registerLike, measure: Self.registerLikeMeasure, referenceName: Self.publishBrowseName,
                                reference: reg?.referenceBrowsing,
                                extra: "like parleyd, which browses its own type: a browse on h1 makes avahi answer before probing ends"))
 
@@ -139,7 +141,7 @@ struct DiscoveryBench {
     private func skippedRows(_ why: String) -> [BenchRow] {
         [.skipped(id: ID.register, measure: Self.registerMeasure, unit: "ms", referenceName: Self.publishName,
                   goal: .ratioAtMost(Self.registerGoalRatio), why: why),
-         .skipped(id: ID.register, measure: Self.registerLikeMeasure, unit: "ms", referenceName: Self.publishBrowseName,
+         .skipped(id: ID.registerLike, measure: Self.registerLikeMeasure, unit: "ms", referenceName: Self.publishBrowseName,
                   goal: .ratioAtMost(Self.registerGoalRatio), why: why),
          .skipped(id: ID.session, measure: Self.sessionMeasure, unit: "ms", referenceName: "—", goal: .none, why: why),
          .skipped(id: ID.clean, measure: Self.cleanMeasure, unit: "ms", referenceName: "—",
