@@ -197,15 +197,17 @@ extension Store {
     }
 
     /// Room messages not yet acknowledged by `member`, oldest sequence first, at most `limit`.
+    /// `messageColumns` qualified with the `m.` alias; computed once, it is on every pump.
+    static let joinedMessageColumns = messageColumns.split(separator: ",")
+        .map { "m." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
+
     public func pendingRoomMessages(to member: String, limit: Int) throws(StoreError) -> [StoredMessage] {
         try InputValidation.requireIdentity(member, "member")
         let limit = InputValidation.pageSize(limit)
         guard limit > 0 else { return [] }
-        let columns = Self.messageColumns.split(separator: ",").map { "m." + $0.trimmingCharacters(in: .whitespaces) }
-            .joined(separator: ", ")
         return try read { db in
             let statement = try db.cachedStatement(sql: """
-                SELECT \(columns) FROM room_delivery d JOIN message m ON m.row_id = d.message_row
+                SELECT \(Self.joinedMessageColumns) FROM room_delivery d JOIN message m ON m.row_id = d.message_row
                 WHERE d.member = ? AND d.state = 'queued' ORDER BY m.sequence LIMIT ?
                 """)
             return try Self.fetchMessages(statement, [member, limit])
