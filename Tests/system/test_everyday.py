@@ -185,6 +185,34 @@ def test_resume_from_cursor_delivers_exactly_the_missed_events(cluster):
         proc.wait(timeout=10)
 
 
+def test_resume_replays_presence_events_as_they_were_sent(cluster):
+    """Events that are not about a message are stored as their params; a resuming client
+    gets them back with their ids, byte for byte what a live subscriber saw."""
+    alice, bob = pair(cluster)
+    live = alice.rpc(timeout=30)
+    last = live.call("messages.subscribe")["lastEventId"]
+    bob.stop()
+    offline = next_of(live, "peer.offline")
+    bob.start()
+    online = next_of(live, "peer.online")
+    live.close()
+
+    again = alice.rpc(timeout=30)
+    again.call("messages.subscribe", {"since": last})
+    replayed = {}
+    deadline = time.monotonic() + 15
+    while len(replayed) < 2 and time.monotonic() < deadline:
+        n = again.next_notification(timeout=5)
+        if n["method"] in ("peer.offline", "peer.online"):
+            replayed[n["method"]] = n
+    again.close()
+    for seen in (offline, online):
+        got = replayed[seen["method"]]
+        assert got["params"]["eventId"] == seen["params"]["eventId"] > last
+        assert got["params"]["peer"]["name"] == "bob"
+        assert got["params"] == seen["params"], "the replay is what was sent live"
+
+
 def test_resume_during_a_burst_has_no_gap_and_no_duplicate(cluster):
     alice, bob = pair(cluster)
     probe = alice.rpc()

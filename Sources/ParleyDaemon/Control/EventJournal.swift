@@ -212,9 +212,11 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
                 guard let m = rows[row], let p = messageParams(e.method, m) else { continue }
                 line = Self.line(method: e.method, params: p, eventID: stored.id)
             } else {
-                guard let bytes = e.params,
-                      let value = try? JSONValue(parsing: bytes), value.objectValue != nil else { continue }
-                line = Self.line(method: e.method, params: value, eventID: stored.id)
+                guard let bytes = e.params, var members = (try? JSONValue(parsing: bytes))?.objectValue else { continue }
+                // Added to the tree here, not by `ParamsWithEventID`: a stored tree is
+                // encoded as one value, and a keyed container must not follow it.
+                members[ControlEvent.eventIDKey] = .int(Int(stored.id))
+                line = Self.line(method: e.method, params: JSONValue.object(members), eventID: nil)
             }
             if let line { items.append((line, e.peer)) }
         }
