@@ -12,6 +12,12 @@ import Foundation
 /// Foundation's encoder instead, so the output is the same either way.
 public enum CanonicalJSON {
     public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+        if let writable = value as? any CanonicalJSONWritable {
+            var out: [UInt8] = []
+            out.reserveCapacity(256)
+            writable.writeCanonicalJSON(into: &out)
+            return out
+        }
         do {
             let encoder = CanonicalEncoder(codingPath: [])
             try value.encode(to: encoder)
@@ -23,6 +29,61 @@ public enum CanonicalJSON {
         } catch is CanonicalEncodingUnsupported {
             return Array(try ControlJSON.encoder().encode(value))
         }
+    }
+}
+
+/// A type on the per-message path that writes its canonical JSON by hand: the generic
+/// `Codable` route costs a container, a coding path and an encoder object per nested
+/// value. Conformers must write exactly what their `encode(to:)` gives through
+/// `ControlJSON.encoder()` (sorted keys); the tests compare the two on random values.
+public protocol CanonicalJSONWritable: Encodable {
+    func writeCanonicalJSON(into out: inout [UInt8])
+}
+
+/// Writes the members of one JSON object, which the caller must give in sorted key order.
+public struct CanonicalObjectWriter {
+    private var first = true
+
+    public init(into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+    }
+
+    private mutating func key(_ name: StaticString, _ out: inout [UInt8]) {
+        if !first { out.append(UInt8(ascii: ",")) }
+        first = false
+        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+    }
+
+    public mutating func string(_ name: StaticString, _ value: String, _ out: inout [UInt8]) {
+        key(name, &out)
+        CanonicalNode.writeString(value, into: &out)
+    }
+
+    public mutating func int(_ name: StaticString, _ value: Int, _ out: inout [UInt8]) {
+        key(name, &out)
+        out.append(contentsOf: String(value).utf8)
+    }
+
+    /// `null` when nil, as the protocol's types encode their optional fields.
+    public mutating func int(_ name: StaticString, _ value: Int?, _ out: inout [UInt8]) {
+        guard let value else { return null(name, &out) }
+        int(name, value, &out)
+    }
+
+    public mutating func null(_ name: StaticString, _ out: inout [UInt8]) {
+        key(name, &out)
+        out.append(contentsOf: Array("null".utf8))
+    }
+
+    public mutating func value(_ name: StaticString, _ value: some CanonicalJSONWritable, _ out: inout [UInt8]) {
+        key(name, &out)
+        value.writeCanonicalJSON(into: &out)
+    }
+
+    public func end(_ out: inout [UInt8]) {
+        out.append(UInt8(ascii: "}"))
     }
 }
 
@@ -39,9 +100,12 @@ enum CanonicalNode {
     case string(String)
     case object(CanonicalObject)
     case array(CanonicalArray)
+    /// Already canonical JSON text (from a `CanonicalJSONWritable`).
+    case raw([UInt8])
 
     func write(into out: inout [UInt8]) {
         switch self {
+        case .raw(let bytes): out.append(contentsOf: bytes)
         case .null: out.append(contentsOf: CanonicalNode.nullBytes)
         case .bool(let b): out.append(contentsOf: b ? CanonicalNode.trueBytes : CanonicalNode.falseBytes)
         case .int(let i): out.append(contentsOf: String(i).utf8)
@@ -96,30 +160,37 @@ enum CanonicalNode {
 }
 
 final class CanonicalObject {
-    /// In insertion order. A key set twice keeps its last value (as in Foundation); that
-    /// is resolved when writing, since control objects almost never repeat a key.
+    /// Kept sorted by key (UTF-8 bytes) as members arrive, so writing needs no sort; a
+    /// key set twice keeps its last value, as in Foundation. Members usually arrive in
+    /// order or nearly, so the check against the last key is the common case.
     private var members: [(key: String, value: CanonicalNode)] = []
 
     func set(_ key: String, _ value: CanonicalNode) {
-        members.append((key, value))
+        guard let last = members.last else { members.append((key, value)); return }
+        if last.key.utf8.lexicographicallyPrecedes(key.utf8) {
+            members.append((key, value))
+            return
+        }
+        // Binary search for the first member whose key is not below `key`.
+        var low = 0, high = members.count
+        while low < high {
+            let mid = (low + high) / 2
+            if members[mid].key.utf8.lexicographicallyPrecedes(key.utf8) { low = mid + 1 } else { high = mid }
+        }
+        if low < members.count && members[low].key == key {
+            members[low].value = value
+        } else {
+            members.insert((key, value), at: low)
+        }
     }
 
     func write(into out: inout [UInt8]) {
         out.append(UInt8(ascii: "{"))
-        // Sorted by key, ties by insertion order, so the last of equal keys is kept.
-        let order = members.indices.sorted { a, b in
-            let ka = members[a].key, kb = members[b].key
-            if ka == kb { return a < b }
-            return ka.utf8.lexicographicallyPrecedes(kb.utf8)
-        }
-        var first = true
-        for (position, i) in order.enumerated() {
-            if position + 1 < order.count && members[order[position + 1]].key == members[i].key { continue }
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
-            CanonicalNode.writeString(members[i].key, into: &out)
+        for (i, member) in members.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            CanonicalNode.writeString(member.key, into: &out)
             out.append(UInt8(ascii: ":"))
-            members[i].value.write(into: &out)
+            member.value.write(into: &out)
         }
         out.append(UInt8(ascii: "}"))
     }
@@ -189,6 +260,11 @@ final class CanonicalEncoder: Encoder {
         if T.self == Double.self || T.self == Float.self || T.self == Date.self || T.self == Data.self
             || T.self == URL.self || T.self == Decimal.self {
             throw CanonicalEncodingUnsupported()
+        }
+        if let writable = value as? any CanonicalJSONWritable {
+            var bytes: [UInt8] = []
+            writable.writeCanonicalJSON(into: &bytes)
+            return .raw(bytes)
         }
         let nested = CanonicalEncoder(codingPath: path)
         try value.encode(to: nested)

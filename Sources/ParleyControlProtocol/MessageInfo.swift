@@ -82,3 +82,27 @@ public struct MessageInfo: Codable, Sendable, Hashable {
         try c.encode(room, forKey: .room)  // null, not absent, when nil
     }
 }
+
+/// By hand: a `MessageInfo` is in every message event and every `messages.send` answer.
+/// Keys in sorted order; nil optionals as `null` (see `encode(to:)`).
+extension MessageInfo: CanonicalJSONWritable {
+    public func writeCanonicalJSON(into out: inout [UInt8]) {
+        var o = CanonicalObjectWriter(into: &out)
+        o.string("body", body, &out)
+        o.int("createdAt", createdAt, &out)
+        o.int("cursor", cursor, &out)
+        o.int("deliveredAt", deliveredAt, &out)
+        o.string("direction", direction.rawValue, &out)
+        o.string("from", from, &out)
+        o.string("fromName", fromName, &out)
+        o.string("id", id, &out)
+        o.int("readAt", readAt, &out)
+        if let room { o.value("room", room, &out) } else { o.null("room", &out) }
+        o.int("sequence", sequence, &out)
+        o.string("state", state.rawValue, &out)
+        o.string("to", to, &out)
+        o.string("toName", toName, &out)
+        o.end(&out)
+    }
+}
+

@@ -58,3 +58,13 @@ public struct MessageRoom: Codable, Sendable, Hashable {
         self.name = name
     }
 }
+
+extension MessageRoom: CanonicalJSONWritable {
+    public func writeCanonicalJSON(into out: inout [UInt8]) {
+        var o = CanonicalObjectWriter(into: &out)
+        o.string("id", id, &out)
+        o.string("name", name, &out)
+        o.end(&out)
+    }
+}
+

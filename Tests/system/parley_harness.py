@@ -131,8 +131,13 @@ class Node:
         return a + self.extra_args
 
     def start(self, wait=True):
+        # Starting over a live process would orphan it (the cluster could no longer stop it).
+        assert self.proc is None or self.proc.poll() is not None, f"{self.name} is already running"
         self.logf = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(self.args(), stdout=self.logf, stderr=subprocess.STDOUT, env=self.env)
+        # Behind a launcher (faketime forks parleyd and waits for it) the daemon is not the
+        # process we started: give it its own process group and signal the group.
+        self.proc = subprocess.Popen(self.args(), stdout=self.logf, stderr=subprocess.STDOUT, env=self.env,
+                                     start_new_session=bool(self.launcher))
         if wait:
             self.wait_ready()
         return self
@@ -182,18 +187,27 @@ class Node:
     def whoami(self):
         return self.call("node.whoami")
 
+    def _signal(self, sig):
+        if self.launcher:
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                pass
+        else:
+            self.proc.send_signal(sig)
+
     def kill(self, sig=signal.SIGKILL):
         if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(sig)
+            self._signal(sig)
             self.proc.wait(timeout=20)
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self._signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                self._signal(signal.SIGKILL)
                 self.proc.wait()
         if getattr(self, "logf", None):
             self.logf.close()
