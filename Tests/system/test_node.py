@@ -349,3 +349,30 @@ def test_a_subscriber_that_never_reads_is_cut_off_with_a_notice(cluster):
     assert bob.proc.poll() is None
     wait_until(lambda: len([m for m in bob.messages("alice") if m["direction"] == "in"]) == 12000, timeout=60,
                what="every message still delivered and stored")
+
+
+def test_a_client_that_never_reads_its_answers_is_paused_not_buffered(cluster):
+    """Requests pipelined by a client that reads nothing back: the daemon stops reading
+    them once its answers would pile up, so its memory stays bounded, other clients are
+    served, and once the client reads, every request is answered in order."""
+    alice = cluster.node("alice").start()
+    rss = lambda: int(next(l for l in open(f"/proc/{alice.proc.pid}/status") if l.startswith("VmRSS:")).split()[1])
+    before = rss()
+    n = 100_000  # ~5 MB of requests, ~40 MB of answers if they were all buffered
+    hog = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    hog.connect(str(alice.socket))
+    payload = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"node.whoami"}\n' % i for i in range(n))
+    writer = threading.Thread(target=hog.sendall, args=(payload,), daemon=True)
+    writer.start()
+    time.sleep(3)
+    assert writer.is_alive(), "the daemon kept reading a client that takes no answers"
+    assert rss() - before < 24 * 1024, f"daemon grew by {rss() - before} KiB"
+    assert alice.whoami()["name"] == "alice", "other clients are still served"
+    f = hog.makefile("rb")
+    for i in range(n):
+        assert json.loads(f.readline())["id"] == i
+    writer.join(timeout=30)
+    assert not writer.is_alive()
+    hog.close()
+

@@ -77,6 +77,20 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
         handleLines(requests)
         if overflow { fail(with: .lineTooLong()); return }
         context.flush()
+        // A client that sends requests but does not read the answers: stop reading its
+        // requests until it has taken what is queued, so its answers cannot pile up in
+        // the daemon (resumed in channelWritabilityChanged).
+        if !context.channel.isWritable { setReading(false, context) }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { setReading(true, context) }
+        context.fireChannelWritabilityChanged()
+    }
+
+    private func setReading(_ on: Bool, _ context: ChannelHandlerContext) {
+        context.channel.setOption(ChannelOptions.autoRead, value: on).whenFailure { _ in }
+        if on { context.read() }
     }
 
     /// Answers the complete lines of one read in order. Consecutive `messages.send`
@@ -297,6 +311,12 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
         var buf = context.channel.allocator.buffer(capacity: data.count + 1)
         buf.writeBytes(data)
         buf.writeInteger(UInt8(ascii: "\n"))
+        // Only a subscriber can fall behind (it is sent what it did not ask for); the
+        // answers to a client's own requests need no backlog accounting.
+        guard subscribed else {
+            context.write(wrapOutboundOut(buf), promise: nil)
+            return nil
+        }
         let size = buf.readableBytes
         backlogBytes += size
         backlogCount += 1

@@ -50,11 +50,7 @@ struct ControlDispatcher {
                     uptimeSeconds: uptime, mdns: info.mdns))
             case ControlMethod.nodeWhoami:
                 _ = try request.decodeParams(NodeWhoamiParams.self)
-                let c = node.card
-                return .typed(id: id, result: NodeWhoamiResult(
-                    name: c.displayName, host: c.hostName, fingerprint: c.fingerprint.description,
-                    identityKey: c.identityKey.hex, noiseKey: c.noiseKey.hex,
-                    card: Sodium.hex(c.encoded()), cardSequence: Int(clamping: c.sequence)))
+                return .typed(id: id, result: node.whoami())
             case ControlMethod.peersList:
                 _ = try request.decodeParams(PeersListParams.self)
                 return .typed(id: id, result: PeersListResult(peers: try node.peerInfos()))

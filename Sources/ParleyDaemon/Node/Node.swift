@@ -17,7 +17,10 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     private(set) var keys: NodeKeys
     /// Where the key files live (for key rotation).
     var stateDirectory: String?
-    private(set) var card: Card
+    private(set) var card: Card { didSet { whoamiCache = nil } }
+    /// `node.whoami`'s answer, built once per card: it hex-encodes the card and prints the
+    /// fingerprint, and is what clients call to check the daemon is there.
+    private var whoamiCache: NodeWhoamiResult?
     /// Random per start; peers use it to tell our restart from a simultaneous dial.
     let bootID: [UInt8]
     let options: NodeOptions
@@ -668,6 +671,18 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     }
 
     func isOnline(_ identity: String) -> Bool { sessions[identity] != nil }
+
+    /// This node as `node.whoami` describes it.
+    func whoami() -> NodeWhoamiResult {
+        if let whoamiCache { return whoamiCache }
+        let c = card
+        let result = NodeWhoamiResult(
+            name: c.displayName, host: c.hostName, fingerprint: c.fingerprint.description,
+            identityKey: c.identityKey.hex, noiseKey: c.noiseKey.hex,
+            card: Sodium.hex(c.encoded()), cardSequence: Int(clamping: c.sequence))
+        whoamiCache = result
+        return result
+    }
 
     func addresses(of identity: String) -> [String] {
         var out: [String] = []
