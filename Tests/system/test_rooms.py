@@ -263,3 +263,25 @@ def test_room_unread_counts_reading_and_room_subscriptions(cluster):
     # No read receipts for room messages.
     time.sleep(0.5)
     assert all(m["readAt"] is None for m in room_messages(alice, "lab"))
+
+
+def test_a_room_takes_at_most_256_membership_changes_and_says_so(cluster):
+    """RoomLimits.maxOperationsPerRoom at the daemon: the create and 255 changes are
+    accepted and reach the other member; the next change is refused with a clear error,
+    nothing is half-applied, and the room still works."""
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob = n["alice"], n["bob"]
+    alice.call("rooms.create", {"name": "churn", "members": ["bob"]})
+    r = alice.rpc(timeout=60)
+    for i in range(255):  # create + 255 = 256 operations: carol in, out, in, ...
+        r.call("rooms.add" if i % 2 == 0 else "rooms.remove", {"room": "#churn", "peer": "carol"})
+    version = room(alice, "churn")["version"]
+    with pytest.raises(RPCError) as e:
+        r.call("rooms.remove", {"room": "#churn", "peer": "carol"})
+    r.close()
+    assert e.value.code == -32006 and "256 membership changes" in e.value.error["message"], e.value.error
+    assert room(alice, "churn")["version"] == version, "the refused change was not applied"
+    assert member_names(alice, "churn") == ["alice", "bob", "carol"]
+    wait_until(lambda: view(bob, "churn") == view(alice, "churn"), timeout=60, what="bob resolved all 256 operations")
+    alice.cli("send", "#churn", "still works", "--wait")
+    wait_until(lambda: "still works" in [m["body"] for m in room_messages(bob, "churn")], what="room message arrives")
