@@ -115,6 +115,9 @@ guard args.count >= 2 else {
       replay T              valid session, then replay a transport message
       reorder T             valid session, then send message 2 before message 1
       honest T NAME         complete a real handshake as NAME, print OK
+      room-flood T ROOMS OPS  as a new (pinned) peer, send signed creates of ROOMS rooms
+                            naming the target as member, then OPS add/remove changes in
+                            the first room; ping; print "alive" or "closed"
     """)
     exit(2)
 }
@@ -215,6 +218,62 @@ case "honest":
         while let r = try? d.next() { if case .pong(7) = r { print("OK"); exit(0) } }
     }
     emit("no pong")
+case "room-flood":
+    let rooms = n
+    let changes = args.count > 3 ? Int(args[3]) ?? 0 : 0
+    guard rooms >= 1, rooms <= 10_000, changes >= 0, changes <= 10_000 else { fail("ROOMS 1...10000, OPS 0...10000") }
+    guard let c = Conn(host, port, timeoutMs: 10_000) else { fail("connect") }
+    let id = IdentityKeyPair.generate()
+    let st = NoiseStaticKeyPair.generate()
+    guard var est = handshake(c, identity: id, staticKey: st,
+                              card: issue(id, noise: st.publicKey, name: "roomflood-\(Int.random(in: 0..<1_000_000))")) else {
+        fail("handshake refused")
+    }
+    let victim = est.remoteCard.identityKey
+    let now = UInt64(Date().timeIntervalSince1970)
+    var encoder = RecordStreamEncoder()
+    func flush() -> Bool {
+        for chunk in encoder.drainChunks() {
+            guard let sealed = try? est.transport.seal(chunk), c.sendFrame(sealed) else { return false }
+        }
+        return true
+    }
+    var first: RoomOperation?
+    for i in 0..<rooms {
+        // Force-try: a create with a fresh id, a short name and two members is always valid.
+        let op = try! RoomOperation.create(roomID: RoomID.random(), name: "flood\(i)", members: [victim], by: id, createdAt: now)
+        if first == nil { first = op }
+        encoder.append(.roomOperation(op))
+        if i % 64 == 63, !flush() { emit("closed"); exit(0) }
+    }
+    // A chain of changes in the first room: random keys added, then removed, and so on.
+    var head = first!
+    var added: [IdentityPublicKey] = []
+    for i in 0..<changes {
+        let change: RoomOperation.Change
+        if i % 2 == 0 {
+            let k = IdentityKeyPair.generate().publicKey
+            added.append(k)
+            change = .add(k)
+        } else {
+            change = .remove(added.removeLast())
+        }
+        head = try! RoomOperation.change(change, roomID: head.roomID, after: [head], by: id, createdAt: now)
+        encoder.append(.roomOperation(head))
+        if i % 64 == 63, !flush() { emit("closed"); exit(0) }
+    }
+    encoder.append(.ping(99))
+    guard flush() else { emit("closed"); exit(0) }
+    // Alive if the pong comes back (acks for the operations may come first).
+    var decoder = RecordStreamDecoder()
+    while let f = c.recvFrame() {
+        guard let p = try? est.transport.open(f) else { break }
+        decoder.append(p)
+        while let r = try? decoder.next() {
+            if case .pong(99) = r { emit("alive"); exit(0) }
+        }
+    }
+    emit("closed")
 default:
     fail("unknown mode \(mode)")
 }

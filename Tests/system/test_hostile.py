@@ -103,3 +103,23 @@ def test_flood_of_ten_thousand_connection_attempts(victim):
     assert rss_kib(alice) - before < 32 * 1024, (before, rss_kib(alice))
     log = alice.log_path.read_text()
     assert log.count("127.0.0.3") <= 4, "flood logged per connection instead of per source"
+
+
+def test_room_operation_flood_is_bounded_by_the_room_limits(victim):
+    """A pinned peer creates 1,100 rooms naming the victim, then pushes 300 membership
+    changes into one of them: the victim keeps at most RoomDaemonLimits.maxRooms (1,024)
+    rooms and RoomLimits.maxOperationsPerRoom (256) operations in a room, logs each limit
+    once instead of per operation, stays up with bounded memory, and honest chat goes on."""
+    alice, bob = victim
+    before = rss_kib(alice)
+    assert attack(alice, "room-flood", 1100, 300, timeout=180) == "alive"
+    rooms = alice.call("rooms.list")["rooms"]
+    assert 0 < len(rooms) <= 1024, len(rooms)
+    flooded = [r for r in rooms if r["name"] == "flood0"]
+    assert flooded and flooded[0]["version"] <= 256, flooded
+    log = alice.log_path.read_text()
+    assert log.count("too many rooms") == 1, "the room limit is logged once, not per operation"
+    assert log.count("too many operations") == 1, "the per-room limit is logged once, not per operation"
+    honest_still_flows(alice, bob, "after the room flood")
+    assert alice.proc.poll() is None
+    assert rss_kib(alice) - before < 48 * 1024, (before, rss_kib(alice))
