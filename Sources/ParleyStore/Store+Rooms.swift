@@ -71,6 +71,7 @@ extension Store {
                     try insert.execute(arguments: [h, m, String(h.prefix(InputValidation.messageIDHexLength)), at])
                 }
             }
+            roomOutboxesKnownEmpty = false
         }
     }
 
@@ -189,6 +190,7 @@ extension Store {
                 INSERT INTO room_delivery (message_row, member, state) VALUES (?, ?, 'queued')
                 """)
             for m in recipients { try insert.execute(arguments: [row, m]) }
+            if !recipients.isEmpty { roomOutboxesKnownEmpty = false }
             try Self.adjustCounter(db, state == .queued ? Schema.Counter.queued : Schema.Counter.delivered, by: 1)
             return StoredMessage(rowID: row, id: id, direction: .outgoing, sender: sender, recipient: room,
                                  sequence: sequence, createdAt: createdAt, body: body, state: state,
@@ -197,6 +199,27 @@ extension Store {
     }
 
     /// Room messages not yet acknowledged by `member`, oldest sequence first, at most `limit`.
+    /// False once `checkRoomOutboxesEmpty` found nothing queued in either room outbox and
+    /// nothing was queued since: the node's pump then skips both per-peer queries. Only
+    /// the two inserts above queue room traffic, and both clear it.
+    public var roomOutboxesMayHaveWork: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return !roomOutboxesKnownEmpty
+    }
+
+    /// Looks whether anything is queued in the room outboxes (two index probes).
+    public func checkRoomOutboxesEmpty() throws(StoreError) {
+        try read { db in
+            let empty = try Bool.fetchOne(db.cachedStatement(sql: """
+                SELECT NOT EXISTS (SELECT 1 FROM room_delivery WHERE state = 'queued')
+                   AND NOT EXISTS (SELECT 1 FROM room_operation_outbox)
+                """)) ?? false
+            // Set while `read` holds the lock, so no insert can come in between.
+            if empty { roomOutboxesKnownEmpty = true }
+        }
+    }
+
     /// `messageColumns` qualified with the `m.` alias; computed once, it is on every pump.
     static let joinedMessageColumns = messageColumns.split(separator: ",")
         .map { "m." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")

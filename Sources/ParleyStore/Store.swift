@@ -37,9 +37,12 @@ public final class Store: @unchecked Sendable {
     let database: DatabaseQueue
     /// Held for every database access and for `close()`: GRDB touches a closed connection's
     /// freed handle (a crash), so use after close must be refused before reaching it.
-    private let lock = NSLock()
+    let lock = NSLock()
     /// Guarded by `lock`.
     private var isClosed = false
+    /// Guarded by `lock` (written inside write transactions, which hold it). See
+    /// `roomOutboxesMayHaveWork` in Store+Rooms.swift.
+    var roomOutboxesKnownEmpty = false
 
     /// Opens (creating if absent) `parley.sqlite` in `directory`, which must already exist.
     /// A file that is not a Parley database, is damaged, or is locked by another process is

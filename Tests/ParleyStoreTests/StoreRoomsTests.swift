@@ -126,6 +126,37 @@ final class StoreRoomsTests: XCTestCase {
         XCTAssertEqual(try store.roomsWithOperationsCount(), 1)
     }
 
+    /// The pump's shortcut: "known empty" only after a check found both outboxes empty,
+    /// and lost again by anything queued, whether a room message or an operation.
+    func testRoomOutboxesAreKnownEmptyOnlyUntilSomethingIsQueued() throws {
+        let store = try open()
+        XCTAssertTrue(store.roomOutboxesMayHaveWork, "unknown at open")
+        try store.checkRoomOutboxesEmpty()
+        XCTAssertFalse(store.roomOutboxesMayHaveWork)
+
+        let m = try send(store, 1, to: [bob])
+        XCTAssertTrue(store.roomOutboxesMayHaveWork, "a queued room message")
+        try store.checkRoomOutboxesEmpty()
+        XCTAssertTrue(store.roomOutboxesMayHaveWork, "still queued for bob")
+        _ = try store.markRoomDeliveries(ids: [m.id], by: bob, at: 2)
+        try store.checkRoomOutboxesEmpty()
+        XCTAssertFalse(store.roomOutboxesMayHaveWork)
+
+        _ = try store.insertRoomOperation(StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [1]), at: 1)
+        XCTAssertFalse(store.roomOutboxesMayHaveWork, "storing an operation queues nothing by itself")
+        try store.queueRoomOperations([opHash(1)], for: [carol], at: 3)
+        XCTAssertTrue(store.roomOutboxesMayHaveWork, "a queued operation")
+        try store.checkRoomOutboxesEmpty()
+        XCTAssertTrue(store.roomOutboxesMayHaveWork)
+        XCTAssertEqual(try store.acknowledgeRoomOperations(ackIDs: [String(opHash(1).prefix(32))], by: carol), 1)
+        try store.checkRoomOutboxesEmpty()
+        XCTAssertFalse(store.roomOutboxesMayHaveWork)
+
+        // A message to a room of one queues nothing.
+        _ = try send(store, 2, to: [])
+        XCTAssertFalse(store.roomOutboxesMayHaveWork)
+    }
+
     func testOperationOutboxIsPerMemberAndClearedByAckID() throws {
         let store = try open()
         for n in [1, 2] {

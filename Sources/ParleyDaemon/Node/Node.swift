@@ -48,6 +48,11 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     private var peerIndex: [String: PeerRecord]?
     /// Undelivered messages per recipient, loaded lazily from the store.
     private var queuedCounts: [String: Int]?
+    /// The highest sequence queued to each peer since this run started (sequences only
+    /// grow, so the newest message queued has it). A pump whose session already sent
+    /// through it skips the outbox query: most pumps (after every acknowledgement) have
+    /// nothing new. Absent = unknown (a backlog from an earlier run): the pump queries.
+    private var newestQueued: [String: Int64] = [:]
     /// Our own mDNS instance name (Avahi may rename it on a conflict).
     var ownInstanceName: String?
     /// Called after this node re-issued its card (the daemon re-advertises).
@@ -561,10 +566,13 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         guard conn.isActiveSession, conn.isWritable, let peer = conn.remoteIdentity else { return }
         // Room membership first, room messages last (Node+Rooms.swift): an operation that
         // makes us a member reaches the peer before our first message to the room.
-        pumpRoomOperations(conn, peer: peer)
-        defer { pumpRoomMessages(conn, peer: peer) }
+        // The room outboxes are skipped while the store knows them to be empty.
+        let roomWork = store.roomOutboxesMayHaveWork
+        if roomWork { pumpRoomOperations(conn, peer: peer) }
+        defer { if roomWork { pumpRoomMessages(conn, peer: peer) } }
         let room = options.sendWindow - conn.inFlight.count
         guard room > 0, conn.inFlightBytes < options.sendWindowBytes else { return }
+        if let newest = newestQueued[peer], newest <= conn.sentThrough { return }
         let pending: [StoredMessage]
         do {
             pending = try store.pendingOutgoing(to: peer, afterSequence: conn.sentThrough, limit: room)
@@ -587,6 +595,10 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
 
     private func keepalive() {
         let now = NIODeadline.now()
+        // Lets pumps skip the room outboxes once nothing is queued in them.
+        if store.roomOutboxesMayHaveWork {
+            do { try store.checkRoomOutboxesEmpty() } catch { log.error("could not check the room outboxes", ["error": "\(error)"]) }
+        }
         for conn in sessions.values {
             if now - conn.lastReceived > options.deadAfter {
                 log.info("peer silent; closing session", ["peer": Node.fingerprint(ofHex: conn.remoteIdentity ?? "")])
@@ -641,6 +653,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
                 let stored = try store.enqueue(batch, sender: myIdentity)
                 for (k, m) in stored.enumerated() where k < batchIndex.count { results[batchIndex[k]] = .success(m) }
                 for (peer, n) in planned { queuedCounts?[peer, default: 0] += n }
+                for m in stored { newestQueued[m.recipient] = max(newestQueued[m.recipient] ?? m.sequence, m.sequence) }
                 for peer in planned.keys { if let conn = sessions[peer] { pump(conn) } }
             } catch {
                 for i in batchIndex { results[i] = .failure(.storage(error)) }
@@ -717,6 +730,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             peerCache = nil
             let moved = try store.acceptKeyChange(id: change.id, newPeer: rec, at: now)
             queuedCounts = nil // retargeted: reload on next send
+            newestQueued.removeAll() // moved to another recipient: query again
             log.warning("key change accepted by a person", ["name": newCard.displayName, "new": newCard.fingerprint.description])
             // Reconnect now rather than waiting for backoff.
             for (k, t) in dialTargets where t.identity == change.oldIdentity || t.identity == change.newIdentity {
