@@ -37,6 +37,13 @@ final class ControlServer: @unchecked Sendable {
     }
 
     /// Binds the socket. Must be called off the event loop (it waits for the bind).
+    /// How much a client may leave unread before the daemon stops reading its requests
+    /// (and, for a subscriber, before the backlog limits are applied). NIO's default
+    /// (64 KiB) would stall an ordinary client that writes a batch of large sends before
+    /// reading the answers (each answer repeats its body, up to 64 KiB); 4 MiB lets such a
+    /// batch through while one connection still cannot make the daemon hold more.
+    static let unreadAnswersWaterMark = ChannelOptions.Types.WriteBufferWaterMark(low: 1 << 20, high: 4 << 20)
+
     func start() throws {
         let dir = (path as NSString).deletingLastPathComponent
         try Self.prepareDirectory(dir)
@@ -48,6 +55,7 @@ final class ControlServer: @unchecked Sendable {
         }.wait()
         let bootstrap = ServerBootstrap(group: node.loop)
             .serverChannelOption(.backlog, value: 256)
+            .childChannelOption(.writeBufferWaterMark, value: Self.unreadAnswersWaterMark)
             .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     try self.admit(channel)
