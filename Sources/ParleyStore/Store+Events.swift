@@ -7,7 +7,8 @@ public struct NewJournalEvent: Sendable, Equatable {
     public var at: Int64
     /// The notification method, e.g. `message.received`.
     public var method: String
-    /// Identity hex of the peer the event concerns (for subscription filters); nil = all.
+    /// What the event concerns, for subscription filters: a peer's identity hex (64
+    /// characters) or, for a room's messages and updates, the room id (32); nil = everyone.
     public var peer: String?
     /// For message events: the message's row id (the event is rendered from the message).
     public var messageRowID: Int64?
@@ -41,6 +42,15 @@ public enum JournalLimits {
 // The event journal: a bounded, ordered log of what the control socket notified, so a
 // client can resume after the last event it saw.
 extension Store {
+    /// An event's subject is a peer identity or a room id; anything else is garbage.
+    static func requireEventSubject(_ value: String) throws(StoreError) {
+        if value.utf8.count == roomIDHexLength {
+            try requireRoomID(value)
+        } else {
+            try InputValidation.requireIdentity(value, "event subject (a peer identity or a room id)")
+        }
+    }
+
     /// Appends `events` in order in one transaction; returns their ids (consecutive,
     /// increasing, never reused even after pruning).
     public func appendEvents(_ events: [NewJournalEvent]) throws(StoreError) -> [Int64] {
@@ -49,7 +59,7 @@ extension Store {
                 throw .invalidArgument("event method must be 1...\(JournalLimits.maxMethodBytes) bytes")
             }
             try InputValidation.requireNoNUL(e.method, "event method")
-            if let peer = e.peer { try InputValidation.requireIdentity(peer, "event peer") }
+            if let peer = e.peer { try Self.requireEventSubject(peer) }
             guard (e.messageRowID == nil) != (e.params == nil) else {
                 throw .invalidArgument("an event has either a message row or params, not both or neither")
             }

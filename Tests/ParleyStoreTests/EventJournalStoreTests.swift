@@ -39,15 +39,28 @@ final class EventJournalStoreTests: XCTestCase {
         XCTAssertEqual(try reopened.events(after: 3, through: 3, limit: 10), [])
     }
 
+    /// A room's messages and updates are filed under the room id (32 hex characters), so a
+    /// subscription to "#room" can resume; a peer's under its identity (64).
+    func testRoomAndPeerSubjectsAreStoredAndReturned() throws {
+        let store = try Store(directory: directory)
+        let room = String(repeating: "5a", count: 16)
+        let roomMessage = NewJournalEvent(at: 1, method: "message.received", peer: room, messageRowID: 7, params: nil)
+        let roomUpdate = NewJournalEvent(at: 1, method: "room.updated", peer: room, messageRowID: nil, params: Array("{}".utf8))
+        XCTAssertEqual(try store.appendEvents([roomMessage, event(2), roomUpdate]), [1, 2, 3])
+        XCTAssertEqual(try store.events(after: 0, through: 3, limit: 10).map(\.event), [roomMessage, event(2), roomUpdate])
+    }
+
     func testMalformedEventsAreRefused() throws {
         let store = try Store(directory: directory)
         let both = NewJournalEvent(at: 1, method: "x", peer: nil, messageRowID: 1, params: [1])
         let neither = NewJournalEvent(at: 1, method: "x", peer: nil, messageRowID: nil, params: nil)
         let badPeer = NewJournalEvent(at: 1, method: "x", peer: "zz", messageRowID: 1, params: nil)
+        let upperRoom = NewJournalEvent(at: 1, method: "x", peer: String(repeating: "A", count: 32), messageRowID: 1, params: nil)
+        let shortPeer = NewJournalEvent(at: 1, method: "x", peer: String(repeating: "a", count: 40), messageRowID: 1, params: nil)
         let noMethod = NewJournalEvent(at: 1, method: "", peer: nil, messageRowID: 1, params: nil)
         let huge = NewJournalEvent(at: 1, method: "x", peer: nil, messageRowID: nil,
                                    params: [UInt8](repeating: 0x20, count: JournalLimits.maxParamsBytes + 1))
-        for e in [both, neither, badPeer, noMethod, huge] {
+        for e in [both, neither, badPeer, upperRoom, shortPeer, noMethod, huge] {
             XCTAssertThrowsError(try store.appendEvents([event(1), e])) { XCTAssertTrue($0 is StoreError) }
         }
         XCTAssertEqual(try store.eventBounds().last, 0, "a refused batch stores nothing and uses no id")
