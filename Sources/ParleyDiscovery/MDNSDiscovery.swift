@@ -96,7 +96,18 @@ public final class MDNSDiscovery: @unchecked Sendable {
         self.queue = queue
         self.retryInterval = retryInterval
         self.onEvent = onEvent
+        _ = Self.zeroingAllocatorInstalled
     }
+
+    /// avahi's compat library reads callback fields it never initialized when avahi-daemon
+    /// goes away (see `parley_avahi_use_zeroing_allocator` in CDNSSD/shim.h): every
+    /// allocation avahi makes must be zeroed. Installed once per process, before the first
+    /// DNSService call; memory avahi got from libc before that is freed with libc's free,
+    /// which is what the allocator uses too.
+    static let zeroingAllocatorInstalled: Bool = {
+        parley_avahi_use_zeroing_allocator()
+        return true
+    }()
 
     deinit {
         // Without stop(), refs would keep running (their sources hold themselves until

@@ -187,6 +187,21 @@ class Node:
     def whoami(self):
         return self.call("node.whoami")
 
+    def daemon_pid(self):
+        """The parleyd process itself: behind a launcher, the member of its process group
+        that runs parleyd."""
+        if not self.launcher:
+            return self.proc.pid
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                if os.getpgid(int(entry)) == self.proc.pid and os.path.basename(os.readlink(f"/proc/{entry}/exe")) == "parleyd":
+                    return int(entry)
+            except OSError:
+                continue
+        raise AssertionError(f"no parleyd process in {self.name}'s process group")
+
     def _signal(self, sig):
         if self.launcher:
             try:
