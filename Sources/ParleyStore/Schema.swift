@@ -150,6 +150,21 @@ enum Schema {
                 """)
         }
         registerRoomsMigration(&migrator)
+        migrator.registerMigration("message-bodies-v1") { db in
+            try db.execute(sql: """
+                -- Bodies live apart from the message row. SQLite rewrites a whole row, its
+                -- overflow pages included, on every UPDATE whose record changes size, so
+                -- marking a 64 KiB message delivered or read wrote its body to the disk
+                -- again (twice: WAL, then checkpoint). Bodies are written once, never
+                -- updated. row_id is message.row_id.
+                CREATE TABLE message_body (
+                    row_id INTEGER PRIMARY KEY,
+                    body   BLOB NOT NULL
+                ) STRICT;
+                INSERT INTO message_body (row_id, body) SELECT row_id, body FROM message;
+                ALTER TABLE message DROP COLUMN body;
+                """)
+        }
         return migrator
     }
 }

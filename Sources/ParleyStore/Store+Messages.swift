@@ -4,9 +4,26 @@ import GRDB
 // Outbox, inbox and history. Batch methods are one transaction each: the daemon batches
 // work per event-loop tick, and one fsync per batch is what makes throughput possible.
 extension Store {
-    /// Column list every message query selects, in the order `decodeMessage` reads.
-    static let messageColumns =
-        "row_id, id, direction, sender, recipient, sequence, created_at, body, state, delivered_at, received_at, read_at, room"
+    /// Column list every message query selects from `message` (also in RETURNING), in the
+    /// order `decodeMessage` reads. The body comes from `message_body` (see the
+    /// message-bodies-v1 migration).
+    static let messageColumns = messageColumns(of: "message")
+
+    /// `messageColumns` for a query that names the message table `table` (an alias).
+    static func messageColumns(of table: String) -> String {
+        ["row_id", "id", "direction", "sender", "recipient", "sequence", "created_at",
+         "(SELECT body FROM message_body WHERE message_body.row_id = \(table).row_id)",
+         "state", "delivered_at", "received_at", "read_at", "room"]
+            .map { $0.hasPrefix("(") ? $0 : "\(table).\($0)" }
+            .joined(separator: ", ")
+    }
+
+    /// Stores the body of the message just inserted as `row` (same transaction).
+    static func insertBody(_ db: Database, row: Int64, body: String) throws {
+        let statement = try db.cachedStatement(sql: "INSERT INTO message_body (row_id, body) VALUES (?, ?)")
+        statement.setUncheckedArguments([row, Data(body.utf8)])
+        try statement.execute()
+    }
 
     // MARK: - Own sequence numbers
 
@@ -44,24 +61,25 @@ extension Store {
         return try write { db in
             let sequences = try Self.reserveSequenceNumbers(db, count: messages.count)
             let insert = try db.cachedStatement(sql: """
-                INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, body, state)
-                VALUES (?, 'outgoing', ?, ?, ?, ?, ?, ?, 'queued')
+                INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state)
+                VALUES (?, 'outgoing', ?, ?, ?, ?, ?, 'queued')
                 """)
             var stored: [StoredMessage] = []
             stored.reserveCapacity(messages.count)
             for (offset, message) in messages.enumerated() {
                 let sequence = sequences.lowerBound + Int64(offset)
                 insert.setUncheckedArguments([
-                    message.id, sender, message.recipient, message.recipient, sequence,
-                    message.createdAt, Data(message.body.utf8),
+                    message.id, sender, message.recipient, message.recipient, sequence, message.createdAt,
                 ])
                 do {
                     try insert.execute()
                 } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
                     throw StoreError.conflict("message id \(message.id) from \(sender) is already stored")
                 }
+                let row = db.lastInsertedRowID
+                try Self.insertBody(db, row: row, body: message.body)
                 stored.append(StoredMessage(
-                    rowID: db.lastInsertedRowID, id: message.id, direction: .outgoing, sender: sender,
+                    rowID: row, id: message.id, direction: .outgoing, sender: sender,
                     recipient: message.recipient, sequence: sequence, createdAt: message.createdAt,
                     body: message.body, state: .queued))
             }
@@ -173,8 +191,8 @@ extension Store {
         guard !messages.isEmpty else { return [] }
         return try write { db in
             let insert = try db.cachedStatement(sql: """
-                INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, body, state, received_at)
-                VALUES (?, 'incoming', ?, ?, ?, ?, ?, ?, 'received', ?)
+                INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state, received_at)
+                VALUES (?, 'incoming', ?, ?, ?, ?, ?, 'received', ?)
                 ON CONFLICT (id, sender) DO NOTHING
                 """)
             let existing = try db.cachedStatement(sql: """
@@ -186,13 +204,15 @@ extension Store {
             for message in messages {
                 insert.setUncheckedArguments([
                     message.id, message.sender, message.recipient, message.sender, message.sequence,
-                    message.createdAt, Data(message.body.utf8), at,
+                    message.createdAt, at,
                 ])
                 try insert.execute()
                 if db.changesCount == 1 {
                     newCount += 1
+                    let row = db.lastInsertedRowID
+                    try Self.insertBody(db, row: row, body: message.body)
                     results.append((StoredMessage(
-                        rowID: db.lastInsertedRowID, id: message.id, direction: .incoming,
+                        rowID: row, id: message.id, direction: .incoming,
                         sender: message.sender, recipient: message.recipient, sequence: message.sequence,
                         createdAt: message.createdAt, body: message.body, state: .received,
                         receivedAt: at), true))

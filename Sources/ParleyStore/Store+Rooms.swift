@@ -177,15 +177,15 @@ extension Store {
             let deliveredAt: Int64? = recipients.isEmpty ? createdAt : nil
             do {
                 try db.execute(sql: """
-                    INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, body, state,
+                    INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state,
                                          delivered_at, room)
-                    VALUES (?, 'outgoing', ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [id, sender, room, room, sequence, createdAt, Data(body.utf8), state.rawValue,
-                                     deliveredAt, room])
+                    VALUES (?, 'outgoing', ?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [id, sender, room, room, sequence, createdAt, state.rawValue, deliveredAt, room])
             } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
                 throw StoreError.conflict("message id \(id) from \(sender) is already stored")
             }
             let row = db.lastInsertedRowID
+            try Self.insertBody(db, row: row, body: body)
             let insert = try db.cachedStatement(sql: """
                 INSERT INTO room_delivery (message_row, member, state) VALUES (?, ?, 'queued')
                 """)
@@ -220,9 +220,8 @@ extension Store {
         }
     }
 
-    /// `messageColumns` qualified with the `m.` alias; computed once, it is on every pump.
-    static let joinedMessageColumns = messageColumns.split(separator: ",")
-        .map { "m." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
+    /// `messageColumns` for the `m` alias; computed once, it is on every pump.
+    static let joinedMessageColumns = messageColumns(of: "m")
 
     public func pendingRoomMessages(to member: String, limit: Int) throws(StoreError) -> [StoredMessage] {
         try InputValidation.requireIdentity(member, "member")
@@ -298,9 +297,9 @@ extension Store {
         guard !messages.isEmpty else { return [] }
         return try write { db in
             let insert = try db.cachedStatement(sql: """
-                INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, body, state,
+                INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state,
                                      received_at, room)
-                VALUES (?, 'incoming', ?, ?, ?, ?, ?, ?, 'received', ?, ?)
+                VALUES (?, 'incoming', ?, ?, ?, ?, ?, 'received', ?, ?)
                 ON CONFLICT (id, sender) DO NOTHING
                 """)
             let existing = try db.cachedStatement(sql: """
@@ -310,11 +309,13 @@ extension Store {
             var newCount = 0
             for m in messages {
                 try insert.execute(arguments: [m.id, m.sender, m.recipient, m.sender, m.sequence, m.createdAt,
-                                               Data(m.body.utf8), at, room])
+                                               at, room])
                 if db.changesCount == 1 {
                     newCount += 1
+                    let row = db.lastInsertedRowID
+                    try Self.insertBody(db, row: row, body: m.body)
                     results.append((StoredMessage(
-                        rowID: db.lastInsertedRowID, id: m.id, direction: .incoming, sender: m.sender,
+                        rowID: row, id: m.id, direction: .incoming, sender: m.sender,
                         recipient: m.recipient, sequence: m.sequence, createdAt: m.createdAt, body: m.body,
                         state: .received, receivedAt: at, room: room), true))
                 } else {

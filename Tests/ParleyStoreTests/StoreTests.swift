@@ -476,4 +476,42 @@ final class StoreTests: XCTestCase {
         XCTAssertThrowsError(try store.peers(named: "a\0b"))
         XCTAssertEqual(try store.counts().queued, 0)
     }
+
+    // MARK: - Bodies apart from their rows
+
+    /// Marking a message delivered or read must not write its body again: SQLite rewrites
+    /// a whole row (overflow pages included) when an UPDATE changes its size, which is why
+    /// bodies live in `message_body`. The WAL is where every written page goes first.
+    func testMarkingA64KiBMessageDeliveredDoesNotRewriteItsBody() throws {
+        let store = try open()
+        let body = String(repeating: "b", count: 65_000)
+        let sent = try store.enqueue([outgoing(1, to: bob, body: body)], sender: me)
+        let wal = databasePath + "-wal"
+        func walBytes() throws -> Int { (try FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0 }
+        let before = try walBytes()
+        XCTAssertGreaterThan(before, 65_000, "the body went through the WAL once")
+        let delivered = try store.markDelivered(ids: [sent[0].id], by: bob, at: 5)
+        XCTAssertEqual(delivered.map(\.body), [body], "the answer still carries the body")
+        let growth = try walBytes() - before
+        XCTAssertLessThan(growth, 16_384, "marking delivered wrote \(growth) bytes: the body was rewritten")
+        XCTAssertEqual(try store.message(id: sent[0].id, sender: me)?.body, body)
+    }
+
+    /// A database from before message-bodies-v1 keeps every body, now in message_body.
+    func testBodiesMoveToTheirOwnTableOnUpgrade() throws {
+        let queue = try DatabaseQueue(path: databasePath)
+        try Schema.migrator.migrate(queue, upTo: "rooms-v1")
+        try queue.write { db in
+            try db.execute(sql: """
+                INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, body, state)
+                VALUES (?, 'outgoing', ?, ?, ?, 1, 1, x'6f6c64', 'queued')
+                """, arguments: [messageID(1), me, bob, bob])
+        }
+        try queue.close()
+        let store = try open()
+        XCTAssertEqual(try store.message(id: messageID(1), sender: me)?.body, "old")
+        XCTAssertEqual(try store.pendingOutgoing(to: bob, limit: 10).map(\.body), ["old"])
+        let columns = try store.read { db in try db.columns(in: "message").map(\.name) }
+        XCTAssertFalse(columns.contains("body"), "\(columns)")
+    }
 }

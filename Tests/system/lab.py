@@ -88,6 +88,9 @@ class BackgroundProcess:
         self._lines: List[Tuple[float, str]] = []
         self._stderr: List[str] = []
         self._cond = threading.Condition()
+        # Set when stdout reached EOF: only then have all lines been read. (The process can
+        # have exited while its last lines are still in the pipe.)
+        self._stdout_done = False
         self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
                                      stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True, bufsize=1)
@@ -101,6 +104,7 @@ class BackgroundProcess:
                 self._lines.append((time.monotonic(), line.rstrip("\n")))
                 self._cond.notify_all()
         with self._cond:
+            self._stdout_done = True
             self._cond.notify_all()
 
     def _read_stderr(self) -> None:
@@ -126,7 +130,7 @@ class BackgroundProcess:
                         return i, t, line
                     i += 1
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or (self.proc.poll() is not None and i >= len(self._lines)):
+                if remaining <= 0 or (self._stdout_done and i >= len(self._lines)):
                     break
                 self._cond.wait(min(remaining, 0.2))
         raise AssertionError(f"{self.label}: no matching line within {timeout} s "

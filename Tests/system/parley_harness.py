@@ -6,6 +6,7 @@ otherwise; the bound port is read back through node.status.
 """
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -276,4 +277,12 @@ class Cluster:
     def close(self):
         for n in self.nodes:
             n.stop()
+        # PARLEY_KEEP_LOGS=DIR keeps every daemon log of a run, to read them all afterwards
+        # (e.g. grep for "error" lines no assertion looked at).
+        keep = os.environ.get("PARLEY_KEEP_LOGS")
+        if keep:
+            dest = Path(keep) / self.dir.name
+            dest.mkdir(parents=True, exist_ok=True)
+            for log in self.dir.glob("*.log"):
+                shutil.copy(log, dest / log.name)
         self.tmp.cleanup()

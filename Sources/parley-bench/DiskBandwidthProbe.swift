@@ -1,0 +1,61 @@
+import Foundation
+import ParleyCore
+import ParleyStore
+
+/// The disk's own rate for what a durable 64 KiB message needs: append 64 KiB to a file
+/// and fdatasync it, repeatedly, on the filesystem the daemons' state lives on. Row 5 is
+/// judged against the AEAD rate as the issue asks; this says how much of the gap is the
+/// disk, which no code change can remove.
+struct DiskBandwidthProbe {
+    /// Size of one write: one bulk message's body.
+    static let chunkBytes = 65_536
+    /// Times each bulk body reaches the disk in row 5: SQLite appends it to the WAL and
+    /// later checkpoints it into the database file, on the sender and on the receiver
+    /// (both on this one disk in the benchmark).
+    static let writesPerBulkBody = 4
+
+    let smoke: Bool
+    let workDir: String
+
+    /// Bulk bodies per transaction in the store measurement: row 5's window.
+    static let storeBatch = 16
+
+    /// MB/s of Parley's store queuing 64 KiB bodies, `storeBatch` per transaction
+    /// (SQLite WAL, synchronous=FULL; checkpoints included as they fall).
+    func storeRate() throws -> Double {
+        let transactions = smoke ? 2 : 25
+        let dir = workDir + "/bulk-store"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let store = try Store(directory: dir, durability: .full)
+        defer { try? store.close() }
+        let me = String(repeating: "a", count: 64), peer = String(repeating: "b", count: 64)
+        let body = String(repeating: "x", count: Self.chunkBytes)
+        let t0 = Clock.nowNs()
+        for _ in 0..<transactions {
+            let batch = (0..<Self.storeBatch).map { _ in
+                NewOutgoingMessage(id: MessageID.random().hex, recipient: peer, body: body, createdAt: 0)
+            }
+            _ = try store.enqueue(batch, sender: me)
+        }
+        let seconds = Double(Clock.nowNs() - t0) / 1e9
+        return seconds > 0 ? Double(transactions * Self.storeBatch * Self.chunkBytes) / seconds / 1e6 : 0
+    }
+
+    /// MB/s of 64 KiB write + fdatasync.
+    func run() throws -> Double {
+        let n = smoke ? 10 : 200
+        let path = workDir + "/disk-probe"
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw BenchError.io("open \(path): \(Socket.errorText())") }
+        defer { close(fd); unlink(path) }
+        let chunk = [UInt8](repeating: 0x78, count: Self.chunkBytes)
+        let t0 = Clock.nowNs()
+        for _ in 0..<n {
+            guard write(fd, chunk, chunk.count) == chunk.count, fdatasync(fd) == 0 else {
+                throw BenchError.io("write/fdatasync: \(Socket.errorText())")
+            }
+        }
+        let seconds = Double(Clock.nowNs() - t0) / 1e9
+        return seconds > 0 ? Double(n * Self.chunkBytes) / seconds / 1e6 : 0
+    }
+}
