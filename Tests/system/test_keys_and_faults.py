@@ -1,5 +1,6 @@
 """Issue 7: key lifecycle (rotation, stale keys), the optional network key, and faults
 (a corrupt or locked store, a full disk, a clock that jumps)."""
+import json
 import os
 import shutil
 import sqlite3
@@ -145,6 +146,78 @@ def test_full_disk_refuses_clearly_and_loses_nothing_accepted(cluster):
     finally:
         alice.stop()
         subprocess.run(["umount", "-l", str(alice.state_dir)])
+
+
+LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
+@pytest.mark.skipif(not os.path.exists(LIBFAKETIME), reason="libfaketime (Debian package faketime) not installed")
+def test_wall_clock_jumps_under_a_running_daemon_break_nothing(cluster):
+    """Timers (keepalive, dead-after, ack timeout, retries) run on the monotonic clock;
+    only timestamps follow the wall clock. libfaketime, preloaded, fakes CLOCK_REALTIME
+    alone (FAKETIME_DONT_FAKE_MONOTONIC) and re-reads its offset from a file, so bob's wall
+    clock jumps a day ahead and then an hour behind real time while he runs, with a 1 s
+    keepalive and 3 s dead-after that a wall-clock timer would trip. (Preloaded this way,
+    libfaketime hides argv from Swift's runtime, so bob is configured by parleyd.toml in
+    XDG_CONFIG_HOME; the `faketime` wrapper, which keeps argv, ignores the offset file.)"""
+    alice = cluster.node("alice", extra_args=["--ping-interval-ms", "1000", "--dead-after-ms", "3000"]).start()
+    offset = cluster.dir / "bob-clock-offset"
+    offset.write_text("+0\n")
+    config_home = cluster.dir / "bob-config"
+    (config_home / "parley").mkdir(parents=True)
+    bob_socket = cluster.dir / "bob.sock"
+    (config_home / "parley" / "parleyd.toml").write_text(
+        f'name = "bob"\nstate_dir = "{cluster.dir / "bob-state"}"\nsocket = "{bob_socket}"\n'
+        f'listen = ["127.0.0.1:0"]\npeers = ["{alice.address}"]\nmdns = false\nlog_level = "debug"\n'
+        'durability = "normal"\nping_interval_ms = 1000\ndead_after_ms = 3000\n')
+    env = dict(os.environ, XDG_CONFIG_HOME=str(config_home), LD_PRELOAD=LIBFAKETIME,
+               FAKETIME_TIMESTAMP_FILE=str(offset), FAKETIME_NO_CACHE="1", FAKETIME_DONT_FAKE_MONOTONIC="1")
+    env.pop("NOTIFY_SOCKET", None)
+    log = open(cluster.dir / "bob.log", "ab")
+    proc = subprocess.Popen([PARLEYD], env=env, stdout=log, stderr=subprocess.STDOUT)
+    bob = cluster.node("bob")  # a handle on the same socket and log, to talk to him
+    bob.proc = proc
+    try:
+        wait_until(lambda: alice.online("bob") and bob.online("alice"), timeout=20, what="session")
+
+        def sent_at(body):
+            return json_message(bob.cli("send", "alice", body, "--wait", "--json").stdout)["createdAt"]
+
+        def log_text():
+            return (cluster.dir / "bob.log").read_text(errors="replace")
+
+        day, hour = 86_400_000, 3_600_000
+        t0 = sent_at("before")
+        offset.write_text("+1d\n")
+        wait_until(lambda: sent_at("probe ahead") - t0 > day - 60_000, timeout=15,
+                   what="bob's wall clock a day ahead")
+        time.sleep(4)  # longer than dead-after: a timer on the wall clock would have fired
+        t1 = sent_at("a day later")
+        assert day - 60_000 < t1 - t0 < day + 60_000, (t0, t1)
+        offset.write_text("-1h\n")
+        wait_until(lambda: sent_at("probe behind") < t0, timeout=15, what="bob's wall clock an hour behind")
+        time.sleep(4)
+        t2 = sent_at("an hour earlier")
+        assert t0 - hour - 60_000 < t2 < t0, (t0, t2)
+        # The session never dropped, nothing timed out, and alice has every message once,
+        # in the order they were sent (history is in arrival order, not timestamp order).
+        assert alice.online("bob") and bob.online("alice")
+        assert "session down" not in log_text() and "peer silent" not in log_text()
+        bodies = [m["body"] for m in alice.messages("bob") if m["direction"] == "in"]
+        assert [b for b in bodies if not b.startswith("probe")] == ["before", "a day later", "an hour earlier"]
+        alice.cli("send", "bob", "still talking", "--wait")
+        assert [m["body"] for m in bob.messages("alice") if m["direction"] == "in"] == ["still talking"]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def json_message(text):
+    return json.loads(text)["message"]
 
 
 @pytest.mark.skipif(shutil.which("faketime") is None, reason="faketime (Debian package faketime) not installed")
