@@ -7,7 +7,8 @@
 set -euo pipefail
 want=${1:-build}
 
-build_pkgs=(pkg-config libsodium-dev libavahi-compat-libdnssd-dev libsqlite3-dev)
+# libavahi-common-dev: CDNSSD installs avahi's zeroing allocator (avahi-common/malloc.h).
+build_pkgs=(pkg-config libsodium-dev libavahi-compat-libdnssd-dev libavahi-common-dev libsqlite3-dev)
 # The lab (scripts/lanlab) needs iproute2, util-linux (nsenter, unshare, setsid), mount, dbus,
 # avahi-daemon, and libnss-mdns (its postinst adds mdns4_minimal to /etc/nsswitch.conf);
 # avahi-utils' avahi-browse and avahi-publish observe and publish in it.
