@@ -514,4 +514,14 @@ final class StoreTests: XCTestCase {
         let columns = try store.read { db in try db.columns(in: "message").map(\.name) }
         XCTAssertFalse(columns.contains("body"), "\(columns)")
     }
+
+    /// The wire allows a chat with an empty body (0 bytes of UTF-8): the store must keep it
+    /// as an empty body (`message_body.body` is NOT NULL), and the rest of the batch with it.
+    func testAnEmptyIncomingBodyIsStoredAsEmpty() throws {
+        let store = try open()
+        let stored = try store.storeIncoming([incoming(1, from: alice, body: ""), incoming(2, from: alice, sequence: 2)], at: 5)
+        XCTAssertEqual(stored.map(\.isNew), [true, true])
+        XCTAssertEqual(try store.message(id: messageID(1), sender: alice)?.body, "")
+        XCTAssertEqual(try store.message(id: messageID(2), sender: alice)?.body, "incoming 2")
+    }
 }
