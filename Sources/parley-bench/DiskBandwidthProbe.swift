@@ -2,10 +2,10 @@ import Foundation
 import ParleyCore
 import ParleyStore
 
-/// The disk's own rate for what a durable 64 KiB message needs: append 64 KiB to a file
-/// and fdatasync it, repeatedly, on the filesystem the daemons' state lives on. Row 5 is
-/// judged against the AEAD rate as the issue asks; this says how much of the gap is the
-/// disk, which no code change can remove.
+/// What durable 64 KiB messages can get from the disk the daemons' state lives on: the
+/// bare disk (append 64 KiB, fdatasync, repeatedly) and Parley's store alone (row 1i).
+/// Row 5 is judged against the AEAD rate as the issue asks; row 5b says how much of the
+/// gap is the disk, which no code change can remove.
 struct DiskBandwidthProbe {
     /// Size of one write: one bulk message's body.
     static let chunkBytes = 65_536
@@ -13,12 +13,11 @@ struct DiskBandwidthProbe {
     /// later checkpoints it into the database file, on the sender and on the receiver
     /// (both on this one disk in the benchmark).
     static let writesPerBulkBody = 4
+    /// Bulk bodies per transaction in the store measurement: row 5's window.
+    static let storeBatch = 16
 
     let smoke: Bool
     let workDir: String
-
-    /// Bulk bodies per transaction in the store measurement: row 5's window.
-    static let storeBatch = 16
 
     /// MB/s of Parley's store queuing 64 KiB bodies, `storeBatch` per transaction
     /// (SQLite WAL, synchronous=FULL; checkpoints included as they fall).
@@ -42,7 +41,7 @@ struct DiskBandwidthProbe {
     }
 
     /// MB/s of 64 KiB write + fdatasync.
-    func run() throws -> Double {
+    func diskRate() throws -> Double {
         let n = smoke ? 10 : 200
         let path = workDir + "/disk-probe"
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)

@@ -60,9 +60,10 @@ struct ParleyBench: ParsableCommand {
         // 1 and 2 (in-process): no daemons running, so nothing else competes for the CPU.
         var floor = CryptoFloorBench.Floor(parleyMicros: 0, libsodiumMicros: 0)
         var aead64k = 0.0
+        let diskProbe = DiskBandwidthProbe(smoke: scale.smoke, workDir: work)
         var disk64k: Double?
         if wanted.contains(1) || wanted.contains(5) {
-            disk64k = try DiskBandwidthProbe(smoke: scale.smoke, workDir: work).run()
+            disk64k = try diskProbe.diskRate()
         }
         if wanted.contains(1) || wanted.contains(2) || wanted.contains(5) {
             progress("row 1: crypto floor")
@@ -74,9 +75,8 @@ struct ParleyBench: ParsableCommand {
                 progress("row 1: durable commit")
                 add(try DurableCommitBench(scale: scale, workDir: work).run())
                 if let disk64k {
-                    let probe = DiskBandwidthProbe(smoke: scale.smoke, workDir: work)
                     add([BenchRow(id: "1i", measure: "Durable store of 64 KiB bodies, \(DiskBandwidthProbe.storeBatch) per transaction",
-                                  unit: "MB/s", parley: try probe.storeRate(), reference: disk64k,
+                                  unit: "MB/s", parley: try diskProbe.storeRate(), reference: disk64k,
                                   referenceName: "append 64 KiB + fdatasync, same filesystem", goal: .none,
                                   note: "Store.enqueue alone, no network; the bare disk rate is the ceiling of row 5b")])
                 }

@@ -181,7 +181,7 @@ def test_wall_clock_jumps_under_a_running_daemon_break_nothing(cluster):
         wait_until(lambda: alice.online("bob") and bob.online("alice"), timeout=20, what="session")
 
         def sent_at(body):
-            return json_message(bob.cli("send", "alice", body, "--wait", "--json").stdout)["createdAt"]
+            return json.loads(bob.cli("send", "alice", body, "--wait", "--json").stdout)["message"]["createdAt"]
 
         def log_text():
             return (cluster.dir / "bob.log").read_text(errors="replace")
@@ -214,10 +214,6 @@ def test_wall_clock_jumps_under_a_running_daemon_break_nothing(cluster):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
-
-
-def json_message(text):
-    return json.loads(text)["message"]
 
 
 @pytest.mark.skipif(shutil.which("faketime") is None, reason="faketime (Debian package faketime) not installed")
