@@ -50,7 +50,7 @@ struct ControlDispatcher {
         case .nodeStatus:
             let counts = (try? node.store.counts()) ?? (queued: 0, delivered: 0, received: 0)
             let known = ((try? node.store.peers()) ?? []).filter { $0.replacedBy == nil }.count
-            let uptime = Int((NIODeadline.now() - node.startedAt).nanoseconds / 1_000_000_000)
+            let uptime = node.uptimeSeconds
             return .typed(id: id, result: NodeStatusResult(
                 version: DaemonRuntimeInfo.version, name: node.card.displayName,
                 fingerprint: node.fingerprint.description, listen: info.listenAddresses,
@@ -130,8 +130,8 @@ struct ControlDispatcher {
             return try node.rotateNoiseKey()
         } catch let e as KeyFileError {
             throw ControlFailure.keyNotRotated(reason: e.description)
-        } catch NodeError.storage(let e) where node.stateDirectory == nil {
-            throw ControlFailure.keyNotRotated(reason: "\(e)")
+        } catch NodeError.noStateDirectory {
+            throw ControlFailure.keyNotRotated(reason: NodeError.noStateDirectory.description)
         } catch let e as NodeError {
             throw ControlFailure.cardNotReissued(reason: Self.reason(e))
         } catch {
@@ -232,6 +232,7 @@ struct ControlDispatcher {
         case .noPendingKeyChange: return JSONRPCError(.peerNotFound, e.description)
         case .invalidAddress: return JSONRPCError(.invalidAddress, e.description)
         case .queueFull: return JSONRPCError(.storageFailed, e.description)
+        case .storedCardUnreadable, .noStateDirectory: return JSONRPCError(.storageFailed, e.description)
         }
     }
 }
