@@ -70,7 +70,7 @@ final class ControlConnectionTests: XCTestCase {
     /// Pins bob in alice's store, as a first handshake would.
     private func pinBob(_ client: ControlTestClient) throws -> PeerRecord {
         let bob = try TestIdentity(name: "bob").pinnedRecord()
-        try client.node.store.upsertPeer(bob)
+        try client.node.node.store.upsertPeer(bob)
         return bob
     }
 
@@ -87,7 +87,7 @@ final class ControlConnectionTests: XCTestCase {
         let messages = answers.compactMap { $0.result?["message"] as? [String: Any] }
         XCTAssertEqual(messages.map { $0["body"] as? String }, ["m1", "m2", "m3", "m4", "m5"])
         XCTAssertEqual(Set(messages.compactMap { $0["state"] as? String }), ["queued"])
-        XCTAssertEqual(try client.node.store.messages(peer: nil, after: nil, limit: 10).map(\.body),
+        XCTAssertEqual(try client.node.node.store.messages(peer: nil, after: nil, limit: 10).map(\.body),
                        ["m1", "m2", "m3", "m4", "m5"], "every answered message is in the store")
     }
 
@@ -103,7 +103,7 @@ final class ControlConnectionTests: XCTestCase {
         XCTAssertEqual(answers.map(\.errorCode), [nil, nil, nil, ControlErrorCode.roomNotFound.rawValue, nil])
         let rooms = answers.map { (($0.result?["message"] as? [String: Any])?["room"] as? [String: Any])?["name"] as? String }
         XCTAssertEqual(rooms, ["lab", nil, "lab", nil, nil])
-        let stored = try client.node.store.messages(peer: nil, after: nil, limit: 10)
+        let stored = try client.node.node.store.messages(peer: nil, after: nil, limit: 10)
         XCTAssertEqual(stored.map(\.body), ["r1", "d1", "r2", "d2"], "stored in request order")
         XCTAssertEqual(stored.map { $0.room != nil }, [true, false, true, false])
     }
@@ -129,7 +129,7 @@ final class ControlConnectionTests: XCTestCase {
         let client = try ControlTestClient()
         let before = client.node.node.card.noiseKey
         // A state directory that cannot be created: a regular file is in its path.
-        let blocker = client.node.directory.path + "/not-a-directory"
+        let blocker = client.node.directory + "/not-a-directory"
         XCTAssertTrue(FileManager.default.createFile(atPath: blocker, contents: Data()))
         client.node.node.stateDirectory = blocker + "/state"
         try client.write(ControlTestClient.request(1, "node.rotate_key"))

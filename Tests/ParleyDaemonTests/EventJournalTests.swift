@@ -18,14 +18,14 @@ private final class JournalRecorder: EventJournalSubscriber {
 
 final class EventJournalTests: XCTestCase {
     private var loop: EmbeddedEventLoop!
-    private var node: TestNode!
+    private var node: InProcessNode!
     private var bob: PeerRecord!
 
     override func setUpWithError() throws {
         loop = EmbeddedEventLoop()
-        node = try TestNode.make(loop: loop)
+        node = try InProcessNode(name: "alice", loop: loop, clock: LoopClock(loop: loop))
         bob = try TestIdentity(name: "bob").pinnedRecord()
-        try node.store.upsertPeer(bob)
+        try node.node.store.upsertPeer(bob)
     }
 
     private func journal(_ limits: EventJournal.Limits = .standard) -> EventJournal {
@@ -75,7 +75,7 @@ final class EventJournalTests: XCTestCase {
         emit(journal, 12)
         XCTAssertEqual(journal.lastEventID, 12)
         XCTAssertEqual(journal.prunedThrough, 7, "only the newest five are kept")
-        let kept = try node.store.events(after: 0, through: 12, limit: 100).map(\.id)
+        let kept = try node.node.store.events(after: 0, through: 12, limit: 100).map(\.id)
         XCTAssertEqual(kept, [8, 9, 10, 11, 12])
         XCTAssertEqual(journal.resumeProblem(since: 6)?.code, ControlErrorCode.eventsExpired.rawValue)
         XCTAssertNil(journal.resumeProblem(since: 7))
@@ -90,7 +90,7 @@ final class EventJournalTests: XCTestCase {
         let journal = journal(limits)
         emit(journal, 3)
         XCTAssertEqual(journal.prunedThrough, 3)
-        XCTAssertTrue(try node.store.events(after: 0, through: 3, limit: 100).isEmpty)
+        XCTAssertTrue(try node.node.store.events(after: 0, through: 3, limit: 100).isEmpty)
     }
 
     func testReplayGivesTheSameLinesAsLiveInPages() throws {

@@ -4,18 +4,18 @@ import NIOEmbedded
 import XCTest
 @testable import ParleyDaemon
 
-/// A `ControlConnection` in an `EmbeddedChannel`: lines in, answers out, on a real node
-/// with a real store. Everything runs on one `EmbeddedEventLoop` whose time the test moves.
+/// A `ControlConnection` in an `EmbeddedChannel`: lines in, answers out, on a whole node
+/// (`InProcessNode`: real store and key files in a temporary directory). Everything runs on one `EmbeddedEventLoop` whose time the test moves.
 final class ControlTestClient {
     let loop: EmbeddedEventLoop
-    let node: TestNode
+    let node: InProcessNode
     let journal: EventJournal
     let channel: EmbeddedChannel
     private(set) var closedByServer = false
 
-    init(loop: EmbeddedEventLoop = EmbeddedEventLoop(), node: TestNode? = nil) throws {
+    init(loop: EmbeddedEventLoop = EmbeddedEventLoop()) throws {
         self.loop = loop
-        let node = try node ?? TestNode.make(loop: loop)
+        let node = try InProcessNode(name: "alice", loop: loop, clock: LoopClock(loop: loop))
         self.node = node
         journal = EventJournal(node: node.node)
         journal.start()
