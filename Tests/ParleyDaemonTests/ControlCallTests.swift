@@ -1,6 +1,7 @@
 import ParleyControlProtocol
 import ParleyStore
 import XCTest
+
 @testable import ParleyDaemon
 
 /// The route table: every method has exactly one route, and a request is decoded into its
@@ -11,8 +12,9 @@ final class ControlCallTests: XCTestCase {
     }
 
     func testARequestIsDecodedIntoItsTypedParams() throws {
-        let request = JSONRPCRequest(id: .number(1), method: ControlMethod.messagesSend,
-                                     params: ["to": .string("#lab"), "body": .string("hi")])
+        let request = JSONRPCRequest(
+            id: .number(1), method: ControlMethod.messagesSend,
+            params: ["to": .string("#lab"), "body": .string("hi")])
         guard case .success(.messagesSend(let p)) = ControlCall.decode(request) else {
             return XCTFail("not decoded as messages.send: \(ControlCall.decode(request))")
         }
@@ -22,8 +24,9 @@ final class ControlCallTests: XCTestCase {
     }
 
     func testASendThatWaitsIsNotBatched() throws {
-        let request = JSONRPCRequest(id: .number(1), method: ControlMethod.messagesSend,
-                                     params: ["to": .string("bob"), "body": .string("hi"), "wait": .bool(true)])
+        let request = JSONRPCRequest(
+            id: .number(1), method: ControlMethod.messagesSend,
+            params: ["to": .string("bob"), "body": .string("hi"), "wait": .bool(true)])
         let call = try ControlCall.decode(request).get()
         XCTAssertNil(call.immediateSend)
     }
@@ -31,8 +34,9 @@ final class ControlCallTests: XCTestCase {
     func testUnknownMethodAndBadParamsAreTheirOwnErrors() {
         let unknown = JSONRPCRequest(id: .number(1), method: "messages.sendd")
         XCTAssertEqual(ControlCall.decode(unknown).errorCode, ControlErrorCode.methodNotFound.rawValue)
-        let typo = JSONRPCRequest(id: .number(2), method: ControlMethod.messagesSend,
-                                  params: ["to": .string("bob"), "bdy": .string("hi")])
+        let typo = JSONRPCRequest(
+            id: .number(2), method: ControlMethod.messagesSend,
+            params: ["to": .string("bob"), "bdy": .string("hi")])
         XCTAssertEqual(ControlCall.decode(typo).errorCode, ControlErrorCode.invalidParams.rawValue)
         let missing = JSONRPCRequest(id: .number(3), method: ControlMethod.peersConnect)
         XCTAssertEqual(ControlCall.decode(missing).errorCode, ControlErrorCode.invalidParams.rawValue)
@@ -45,14 +49,15 @@ final class ControlCallTests: XCTestCase {
             (.storeRead(what: "the peers", store), "could not read the peers from the store"),
             (.markRead(room: "#lab", store), "could not mark #lab read"),
             (.keyNotRotated(reason: "no space left"), "could not rotate the Noise key, the old key stays in use"),
-            (.cardNotReissued(reason: "disk I/O error"), "the new Noise key is in use, but the card"),
+            (.cardNotReissued(reason: "disk I/O error"), "the new Noise key is in use, but the card")
         ]
         for (failure, prefix) in cases {
             XCTAssertTrue(failure.description.hasPrefix(prefix), failure.description)
             XCTAssertFalse(failure.description.contains("could not store the message"))
         }
-        XCTAssertTrue(ControlFailure.storeRead(what: "the peers", store).description.contains("disk I/O error"),
-                      "the cause is kept")
+        XCTAssertTrue(
+            ControlFailure.storeRead(what: "the peers", store).description.contains("disk I/O error"),
+            "the cause is kept")
     }
 }
 

@@ -4,6 +4,7 @@ import NIOEmbedded
 import ParleyControlProtocol
 import ParleyStore
 import XCTest
+
 @testable import ParleyDaemon
 
 final class ControlConnectionTests: XCTestCase {
@@ -28,12 +29,13 @@ final class ControlConnectionTests: XCTestCase {
 
     func testBadRequestsAreAnsweredWithTheirOwnErrors() throws {
         let client = try ControlTestClient()
-        try client.write("{not json\n"
-            + ControlTestClient.request(2, "no.such.method")
-            + ControlTestClient.request(3, "messages.send", ["to": "bob", "bdy": "typo"])
-            + ControlTestClient.request(nil, "node.whoami")  // a notification: no answer
-            + ControlTestClient.request(nil, "no.such.method")  // not even an error
-            + ControlTestClient.request(4, "messages.send", ["to": "bob", "body": "hi"]))
+        try client.write(
+            "{not json\n"
+                + ControlTestClient.request(2, "no.such.method")
+                + ControlTestClient.request(3, "messages.send", ["to": "bob", "bdy": "typo"])
+                + ControlTestClient.request(nil, "node.whoami")  // a notification: no answer
+                + ControlTestClient.request(nil, "no.such.method")  // not even an error
+                + ControlTestClient.request(4, "messages.send", ["to": "bob", "body": "hi"]))
         let answers = try client.answers()
         XCTAssertEqual(answers.map(\.errorCode), [-32700, -32601, -32602, -32001])
         XCTAssertEqual(answers.map(\.id), [nil, 2, 3, 4])
@@ -87,8 +89,9 @@ final class ControlConnectionTests: XCTestCase {
         let messages = answers.compactMap { $0.result?["message"] as? [String: Any] }
         XCTAssertEqual(messages.map { $0["body"] as? String }, ["m1", "m2", "m3", "m4", "m5"])
         XCTAssertEqual(Set(messages.compactMap { $0["state"] as? String }), ["queued"])
-        XCTAssertEqual(try client.node.node.store.messages(peer: nil, after: nil, limit: 10).map(\.body),
-                       ["m1", "m2", "m3", "m4", "m5"], "every answered message is in the store")
+        XCTAssertEqual(
+            try client.node.node.store.messages(peer: nil, after: nil, limit: 10).map(\.body),
+            ["m1", "m2", "m3", "m4", "m5"], "every answered message is in the store")
     }
 
     /// The bug: a pipelined batch resolved `#room` as a peer name (peerNotFound).
@@ -96,12 +99,15 @@ final class ControlConnectionTests: XCTestCase {
         let client = try ControlTestClient()
         let bob = try pinBob(client)
         _ = try client.node.node.createRoom(name: "lab", members: [bob])
-        try client.write(send(1, "#lab", "r1") + send(2, "bob", "d1") + send(3, "#lab", "r2")
-            + send(4, "#nope", "lost") + send(5, "bob", "d2"))
+        try client.write(
+            send(1, "#lab", "r1") + send(2, "bob", "d1") + send(3, "#lab", "r2")
+                + send(4, "#nope", "lost") + send(5, "bob", "d2"))
         let answers = try client.answers()
         XCTAssertEqual(answers.map(\.id), [1, 2, 3, 4, 5])
         XCTAssertEqual(answers.map(\.errorCode), [nil, nil, nil, ControlErrorCode.roomNotFound.rawValue, nil])
-        let rooms = answers.map { (($0.result?["message"] as? [String: Any])?["room"] as? [String: Any])?["name"] as? String }
+        let rooms = answers.map {
+            (($0.result?["message"] as? [String: Any])?["room"] as? [String: Any])?["name"] as? String
+        }
         XCTAssertEqual(rooms, ["lab", nil, "lab", nil, nil])
         let stored = try client.node.node.store.messages(peer: nil, after: nil, limit: 10)
         XCTAssertEqual(stored.map(\.body), ["r1", "d1", "r2", "d2"], "stored in request order")

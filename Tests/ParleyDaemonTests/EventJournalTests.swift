@@ -4,6 +4,7 @@ import NIOEmbedded
 import ParleyControlProtocol
 import ParleyStore
 import XCTest
+
 @testable import ParleyDaemon
 
 /// Collects what the journal hands a subscriber.
@@ -37,7 +38,9 @@ final class EventJournalTests: XCTestCase {
     /// `count` events, each in its own event-loop tick (each its own transaction).
     private func emit(_ journal: EventJournal, _ count: Int) {
         for i in 0..<count {
-            journal.node(node.node, didEmit: i % 2 == 0 ? .peerOnline(identity: bob.identity) : .peerOffline(identity: bob.identity))
+            journal.node(
+                node.node,
+                didEmit: i % 2 == 0 ? .peerOnline(identity: bob.identity) : .peerOffline(identity: bob.identity))
             loop.run()
         }
     }
@@ -49,9 +52,11 @@ final class EventJournalTests: XCTestCase {
         emit(journal, 3)
         XCTAssertEqual(journal.lastEventID, 3)
         XCTAssertEqual(recorder.eventIDs, [1, 2, 3])
-        XCTAssertEqual(recorder.lines.map { $0.json["method"] as? String },
-                       [ControlEvent.peerOnline, ControlEvent.peerOffline, ControlEvent.peerOnline])
-        XCTAssertEqual(recorder.lines.map(\.peer), Array(repeating: bob.identity, count: 3), "filtered by the peer it concerns")
+        XCTAssertEqual(
+            recorder.lines.map { $0.json["method"] as? String },
+            [ControlEvent.peerOnline, ControlEvent.peerOffline, ControlEvent.peerOnline])
+        XCTAssertEqual(
+            recorder.lines.map(\.peer), Array(repeating: bob.identity, count: 3), "filtered by the peer it concerns")
         // Numbering continues across a restart of the journal (the store keeps the counter).
         let again = self.journal()
         XCTAssertEqual(again.lastEventID, 3)
@@ -79,8 +84,9 @@ final class EventJournalTests: XCTestCase {
         XCTAssertEqual(kept, [8, 9, 10, 11, 12])
         XCTAssertEqual(journal.resumeProblem(since: 6)?.code, ControlErrorCode.eventsExpired.rawValue)
         XCTAssertNil(journal.resumeProblem(since: 7))
-        XCTAssertEqual(journal.resumeProblem(since: 13)?.code, ControlErrorCode.invalidParams.rawValue,
-                       "an id newer than the newest is from another store")
+        XCTAssertEqual(
+            journal.resumeProblem(since: 13)?.code, ControlErrorCode.invalidParams.rawValue,
+            "an id newer than the newest is from another store")
     }
 
     func testPruningByAgeDropsOldEvents() throws {
@@ -106,7 +112,9 @@ final class EventJournalTests: XCTestCase {
         while after < journal.lastEventID {
             let page = try journal.replay(after: after, through: journal.lastEventID)
             XCTAssertLessThanOrEqual(page.items.count, 2)
-            replayed += page.items.map { (try? JSONSerialization.jsonObject(with: Data($0.line))) as? [String: Any] ?? [:] }
+            replayed += page.items.map {
+                (try? JSONSerialization.jsonObject(with: Data($0.line))) as? [String: Any] ?? [:]
+            }
             after = page.scannedThrough
             pages += 1
         }
@@ -114,7 +122,8 @@ final class EventJournalTests: XCTestCase {
         let live = recorder.lines.dropFirst().map(\.json)
         XCTAssertEqual(replayed.count, 4)
         for (r, l) in zip(replayed, live) {
-            XCTAssertEqual(NSDictionary(dictionary: r), NSDictionary(dictionary: l), "a replayed event reads as it did live")
+            XCTAssertEqual(
+                NSDictionary(dictionary: r), NSDictionary(dictionary: l), "a replayed event reads as it did live")
         }
     }
 }

@@ -3,6 +3,7 @@ import NIOEmbedded
 import ParleyCore
 import ParleyNodeCore
 import XCTest
+
 @testable import ParleyDaemon
 
 /// What a `PeerConnection` reported, in order.
@@ -29,8 +30,10 @@ private struct Side {
     let connection: PeerConnection
     let delegate = RecordingDelegate()
 
-    init(_ identity: TestIdentity, _ direction: ConnectionDirection, loop: EmbeddedEventLoop,
-         handshakeTimeout: TimeAmount = .seconds(5)) throws {
+    init(
+        _ identity: TestIdentity, _ direction: ConnectionDirection, loop: EmbeddedEventLoop,
+        handshakeTimeout: TimeAmount = .seconds(5)
+    ) throws {
         connection = PeerConnection(direction: direction, handshakeTimeout: handshakeTimeout) {
             identity.handshake(direction == .outbound ? .initiator : .responder)
         }
@@ -59,7 +62,7 @@ final class PeerConnectionTests: XCTestCase {
     private var aliceIdentity: TestIdentity!
     private var bobIdentity: TestIdentity!
     private var alice: Side!  // dials
-    private var bob: Side!    // accepts
+    private var bob: Side!  // accepts
 
     override func setUpWithError() throws {
         loop = EmbeddedEventLoop()
@@ -103,7 +106,8 @@ final class PeerConnectionTests: XCTestCase {
         try shuttle()
         XCTAssertEqual(alice.delegate.established, 1)
         XCTAssertEqual(bob.delegate.established, 1)
-        XCTAssertEqual(alice.connection.remoteIdentityKey?.hex, bobIdentity.identityHex, "each side proved the other's card")
+        XCTAssertEqual(
+            alice.connection.remoteIdentityKey?.hex, bobIdentity.identityHex, "each side proved the other's card")
         XCTAssertEqual(bob.connection.remoteIdentityKey?.hex, aliceIdentity.identityHex)
     }
 
@@ -115,7 +119,8 @@ final class PeerConnectionTests: XCTestCase {
         bob.connection.send(.ack(acks))
         try shuttle()
         XCTAssertEqual(bob.delegate.chats.flatMap { $0 }.map(\.body), sent.map(\.body))
-        XCTAssertEqual(bob.delegate.chats.count, 1, "the records of one tick leave in one write and are reported per read")
+        XCTAssertEqual(
+            bob.delegate.chats.count, 1, "the records of one tick leave in one write and are reported per read")
         XCTAssertEqual(alice.delegate.acks, acks)
     }
 
@@ -193,7 +198,8 @@ final class PeerConnectionTests: XCTestCase {
             written += try alice.takeOutbound()
         }
         try bob.channel.writeInbound(bob.channel.allocator.buffer(bytes: written))
-        XCTAssertEqual(bob.delegate.chats.map { $0.map(\.body) }, [["message 1", "message 2", "message 3"]],
-                       "three frames of one read are reported together")
+        XCTAssertEqual(
+            bob.delegate.chats.map { $0.map(\.body) }, [["message 1", "message 2", "message 3"]],
+            "three frames of one read are reported together")
     }
 }

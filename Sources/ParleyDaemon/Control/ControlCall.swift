@@ -26,24 +26,25 @@ enum ControlCall: Sendable {
     /// its params type's own `method`, so a name and its params cannot drift apart; what
     /// each call does is `ControlDispatcher.handle(_:id:deliveryWaiter:)`, an exhaustive
     /// switch over this enum.
-    static let routes: [String: ControlRoute] = Dictionary(uniqueKeysWithValues: [
-        ControlRoute.route(NodeStatusParams.self, ControlCall.nodeStatus),
-        ControlRoute.route(NodeWhoamiParams.self, ControlCall.nodeWhoami),
-        ControlRoute.route(NodeRotateKeyParams.self, ControlCall.nodeRotateKey),
-        ControlRoute.route(PeersListParams.self, ControlCall.peersList),
-        ControlRoute.route(PeersConnectParams.self, ControlCall.peersConnect),
-        ControlRoute.route(MessagesSendParams.self, ControlCall.messagesSend),
-        ControlRoute.route(MessagesListParams.self, ControlCall.messagesList),
-        ControlRoute.route(MessagesSubscribeParams.self, ControlCall.messagesSubscribe),
-        ControlRoute.route(MessagesMarkReadParams.self, ControlCall.messagesMarkRead),
-        ControlRoute.route(TrustVerifyParams.self, ControlCall.trustVerify),
-        ControlRoute.route(TrustAcceptChangeParams.self, ControlCall.trustAcceptChange),
-        ControlRoute.route(RoomsListParams.self, ControlCall.roomsList),
-        ControlRoute.route(RoomsCreateParams.self, ControlCall.roomsCreate),
-        ControlRoute.route(RoomsAddParams.self, ControlCall.roomsAdd),
-        ControlRoute.route(RoomsRemoveParams.self, ControlCall.roomsRemove),
-        ControlRoute.route(RoomsLeaveParams.self, ControlCall.roomsLeave),
-    ].map { ($0.method, $0) })
+    static let routes: [String: ControlRoute] = Dictionary(
+        uniqueKeysWithValues: [
+            ControlRoute.route(NodeStatusParams.self, ControlCall.nodeStatus),
+            ControlRoute.route(NodeWhoamiParams.self, ControlCall.nodeWhoami),
+            ControlRoute.route(NodeRotateKeyParams.self, ControlCall.nodeRotateKey),
+            ControlRoute.route(PeersListParams.self, ControlCall.peersList),
+            ControlRoute.route(PeersConnectParams.self, ControlCall.peersConnect),
+            ControlRoute.route(MessagesSendParams.self, ControlCall.messagesSend),
+            ControlRoute.route(MessagesListParams.self, ControlCall.messagesList),
+            ControlRoute.route(MessagesSubscribeParams.self, ControlCall.messagesSubscribe),
+            ControlRoute.route(MessagesMarkReadParams.self, ControlCall.messagesMarkRead),
+            ControlRoute.route(TrustVerifyParams.self, ControlCall.trustVerify),
+            ControlRoute.route(TrustAcceptChangeParams.self, ControlCall.trustAcceptChange),
+            ControlRoute.route(RoomsListParams.self, ControlCall.roomsList),
+            ControlRoute.route(RoomsCreateParams.self, ControlCall.roomsCreate),
+            ControlRoute.route(RoomsAddParams.self, ControlCall.roomsAdd),
+            ControlRoute.route(RoomsRemoveParams.self, ControlCall.roomsRemove),
+            ControlRoute.route(RoomsLeaveParams.self, ControlCall.roomsLeave)
+        ].map { ($0.method, $0) })
 
     /// Looks the method up and decodes its params: `methodNotFound` for an unknown method,
     /// `invalidParams` (from `decodeParams`) for params that do not fit.
@@ -65,11 +66,14 @@ struct ControlRoute: Sendable {
     let method: String
     let decode: @Sendable (JSONRPCRequest) -> Result<ControlCall, JSONRPCError>
 
-    static func route<P: ControlCallParams>(_ type: P.Type, _ make: @escaping @Sendable (P) -> ControlCall) -> ControlRoute {
+    static func route<P: ControlCallParams>(_ type: P.Type, _ make: @escaping @Sendable (P) -> ControlCall)
+        -> ControlRoute
+    {
         ControlRoute(method: P.method) { request in
             let params: P
-            do { params = try request.decodeParams(P.self) } catch let error as JSONRPCError { return .failure(error) }
-            catch { return .failure(.internalError("\(error)")) }
+            do { params = try request.decodeParams(P.self) } catch let error as JSONRPCError {
+                return .failure(error)
+            } catch { return .failure(.internalError("\(error)")) }
             return .success(make(params))
         }
     }

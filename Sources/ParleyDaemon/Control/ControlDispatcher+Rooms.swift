@@ -35,7 +35,8 @@ extension ControlDispatcher {
 
     func leaveRoom(_ p: RoomsLeaveParams, id: JSONRPCID?) throws -> Reply {
         let room = try node.resolveRoom(p.room)
-        let updated = try node.changeMembership(of: room, .remove, identity: node.myIdentity, name: node.card.displayName)
+        let updated = try node.changeMembership(
+            of: room, .remove, identity: node.myIdentity, name: node.card.displayName)
         return .typed(id: id, result: RoomResult(room: node.roomInfo(updated)))
     }
 
@@ -44,8 +45,9 @@ extension ControlDispatcher {
         let limit = p.effectiveLimit
         let rows: [StoredMessage]
         do {
-            rows = try node.store.roomMessages(room: room.id, after: p.after.map { Int64($0) },
-                                               before: p.before.map { Int64($0) }, limit: limit)
+            rows = try node.store.roomMessages(
+                room: room.id, after: p.after.map { Int64($0) },
+                before: p.before.map { Int64($0) }, limit: limit)
         } catch { throw ControlFailure.storeRead(what: "the messages of \(selector)", error) }
         let next = rows.count == limit ? rows.last.map { Int($0.rowID) } : nil
         return .typed(id: id, result: MessagesListResult(messages: rows.map(node.messageInfo), nextCursor: next))
@@ -64,7 +66,9 @@ extension ControlDispatcher {
     /// The member `rooms.remove` names: a peer, or this node itself (by its own name or
     /// fingerprint prefix), which is leaving.
     private func memberToRemove(_ selector: String, room: RoomRecord) throws -> (String, String) {
-        if selector == node.card.displayName || node.fingerprint.matches(prefix: selector) || selector == node.myIdentity {
+        if selector == node.card.displayName || node.fingerprint.matches(prefix: selector)
+            || selector == node.myIdentity
+        {
             return (node.myIdentity, node.card.displayName)
         }
         do {
@@ -74,7 +78,9 @@ extension ControlDispatcher {
             // A member this node never had a session with is not a known peer: match the
             // room's own member list by fingerprint prefix.
             let matches = room.members.filter { m in
-                Sodium.fromHex(m).flatMap { try? IdentityPublicKey(bytes: $0) }.map { Fingerprint($0).matches(prefix: selector) } ?? false
+                Sodium.fromHex(m).flatMap { try? IdentityPublicKey(bytes: $0) }.map {
+                    Fingerprint($0).matches(prefix: selector)
+                } ?? false
             }
             if matches.count == 1 { return (matches[0], Node.fingerprint(ofHex: matches[0])) }
             throw error

@@ -51,17 +51,22 @@ struct ControlDispatcher {
             let counts = (try? node.store.counts()) ?? (queued: 0, delivered: 0, received: 0)
             let known = ((try? node.store.peers()) ?? []).filter { $0.replacedBy == nil }.count
             let uptime = node.uptimeSeconds
-            return .typed(id: id, result: NodeStatusResult(
-                version: DaemonRuntimeInfo.version, name: node.card.displayName,
-                fingerprint: node.fingerprint.description, listen: info.listenAddresses,
-                peersOnline: node.sessions.count, peersKnown: known, queued: counts.queued,
-                uptimeSeconds: uptime, mdns: info.mdns))
+            return .typed(
+                id: id,
+                result: NodeStatusResult(
+                    version: DaemonRuntimeInfo.version, name: node.card.displayName,
+                    fingerprint: node.fingerprint.description, listen: info.listenAddresses,
+                    peersOnline: node.sessions.count, peersKnown: known, queued: counts.queued,
+                    uptimeSeconds: uptime, mdns: info.mdns))
         case .nodeWhoami:
             return .typed(id: id, result: node.whoami())
         case .nodeRotateKey:
             let notified = try rotateKey()
-            return .typed(id: id, result: NodeRotateKeyResult(
-                noiseKey: node.card.noiseKey.hex, cardSequence: Int(clamping: node.card.sequence), peersNotified: notified))
+            return .typed(
+                id: id,
+                result: NodeRotateKeyResult(
+                    noiseKey: node.card.noiseKey.hex, cardSequence: Int(clamping: node.card.sequence),
+                    peersNotified: notified))
         case .peersList:
             return .typed(id: id, result: PeersListResult(peers: try node.peerInfos()))
         case .peersConnect(let p):
@@ -85,8 +90,9 @@ struct ControlDispatcher {
             let limit = p.effectiveLimit
             let rows: [StoredMessage]
             do {
-                rows = try node.store.messages(peer: peer?.identity, after: p.after.map { Int64($0) },
-                                               before: p.before.map { Int64($0) }, limit: limit)
+                rows = try node.store.messages(
+                    peer: peer?.identity, after: p.after.map { Int64($0) },
+                    before: p.before.map { Int64($0) }, limit: limit)
             } catch { throw ControlFailure.storeRead(what: "the messages", error) }
             let next = rows.count == limit ? rows.last.map { Int($0.rowID) } : nil
             return .typed(id: id, result: MessagesListResult(messages: rows.map(node.messageInfo), nextCursor: next))
@@ -175,8 +181,9 @@ struct ControlDispatcher {
             answers.append(.failed(JSONRPCResponse(id: send.id, error: .internalError("no answer"))))
             if Self.namesRoom(send.params.to) {
                 storeDirect()
-                answers[i] = answer(Result { try node.sendToRoom(try node.resolveRoom(send.params.to), body: send.params.body) },
-                                    id: send.id)
+                answers[i] = answer(
+                    Result { try node.sendToRoom(try node.resolveRoom(send.params.to), body: send.params.body) },
+                    id: send.id)
                 continue
             }
             do {
@@ -223,7 +230,11 @@ struct ControlDispatcher {
         switch e {
         case .peerNotFound(let q): return .peerNotFound(q)
         case let .peerAmbiguous(q, c):
-            return .peerAmbiguous(q, candidates: c.map { PeerCandidate(name: $0.displayName, fingerprint: Node.fingerprint(ofHex: $0.identity)) })
+            return .peerAmbiguous(
+                q,
+                candidates: c.map {
+                    PeerCandidate(name: $0.displayName, fingerprint: Node.fingerprint(ofHex: $0.identity))
+                })
         case .keyChangePending: return JSONRPCError(.peerKeyChanged, e.description)
         case .bodyTooLarge(let n): return .bodyTooLarge(bytes: n, maxBytes: WireLimits.maxBodyBytes)
         case .emptyBody: return .invalidParams(e.description)

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOEmbedded
 import XCTest
+
 @testable import ParleyDaemon
 
 /// A `ControlConnection` in an `EmbeddedChannel`: lines in, answers out, on a whole node
@@ -21,7 +22,8 @@ final class ControlTestClient {
         journal.start()
         node.node.addObserver(journal)
         channel = EmbeddedChannel(loop: loop)
-        let connection = ControlConnection(node: node.node, info: DaemonRuntimeInfo(), journal: journal) { [weak self] _ in
+        let connection = ControlConnection(node: node.node, info: DaemonRuntimeInfo(), journal: journal) {
+            [weak self] _ in
             self?.closedByServer = true
         }
         try channel.pipeline.syncOperations.addHandler(connection)

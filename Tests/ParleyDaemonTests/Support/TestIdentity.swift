@@ -1,6 +1,7 @@
 import NIOCore
 import ParleyCore
 import ParleyStore
+
 @testable import ParleyDaemon
 
 /// Who a test party is: keys and a signed card, as a daemon would have them, without a
@@ -16,23 +17,26 @@ struct TestIdentity {
     init(name: String) throws {
         self.name = name
         keys = NodeKeys(identity: .generate(), noiseStatic: .generate())
-        card = try Card.issue(identity: keys.identity, noiseKey: keys.noiseStatic.publicKey,
-                              displayName: name, hostName: "\(name).local",
-                              issuedAt: Self.issuedAt, sequence: 1)
+        card = try Card.issue(
+            identity: keys.identity, noiseKey: keys.noiseStatic.publicKey,
+            displayName: name, hostName: "\(name).local",
+            issuedAt: Self.issuedAt, sequence: 1)
     }
 
     var identityHex: String { card.identityKey.hex }
 
     /// A fresh handshake for one connection, in the role its direction gives.
     func handshake(_ role: SessionHandshake.Role) -> SessionHandshake {
-        SessionHandshake(role: role, localCard: card, staticKey: keys.noiseStatic, bootID: bootID,
-                         now: Self.issuedAt + 60)
+        SessionHandshake(
+            role: role, localCard: card, staticKey: keys.noiseStatic, bootID: bootID,
+            now: Self.issuedAt + 60)
     }
 
     /// This party as another node's store pins it after a first handshake.
     func pinnedRecord(at ms: Int64 = 1_700_000_000_000) -> PeerRecord {
-        PeerRecord(identity: identityHex, displayName: name, hostName: "\(name).local", card: card.encoded(),
-                   cardSequence: Int64(card.sequence), noiseKey: card.noiseKey.hex, trust: .pinned,
-                   firstSeen: ms, lastSeen: ms)
+        PeerRecord(
+            identity: identityHex, displayName: name, hostName: "\(name).local", card: card.encoded(),
+            cardSequence: Int64(card.sequence), noiseKey: card.noiseKey.hex, trust: .pinned,
+            firstSeen: ms, lastSeen: ms)
     }
 }
