@@ -16,6 +16,11 @@ public enum ControlMethod {
     public static let roomsAdd = "rooms.add"
     public static let roomsRemove = "rooms.remove"
     public static let roomsLeave = "rooms.leave"
+    public static let roomsAccept = "rooms.accept"
+    public static let roomsDecline = "rooms.decline"
+    public static let roomsSetRole = "rooms.set_role"
+    public static let roomsRename = "rooms.rename"
+    public static let roomsSetPolicy = "rooms.set_policy"
 
     /// Every method, for dispatch tables and tests.
     public static let all: [String] = [
@@ -23,6 +28,7 @@ public enum ControlMethod {
         messagesSubscribe, trustVerify, trustAcceptChange, nodeRotateKey, messagesMarkRead,
         messagesSubscribe, trustVerify, trustAcceptChange, nodeRotateKey,
         roomsList, roomsCreate, roomsAdd, roomsRemove, roomsLeave,
+        roomsAccept, roomsDecline, roomsSetRole, roomsRename, roomsSetPolicy,
     ]
 }
 

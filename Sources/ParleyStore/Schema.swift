@@ -165,6 +165,7 @@ enum Schema {
                 ALTER TABLE message DROP COLUMN body;
                 """)
         }
+        registerRoomsV2Migration(&migrator)
         return migrator
     }
 }
