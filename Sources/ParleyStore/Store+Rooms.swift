@@ -180,12 +180,15 @@ extension Store {
     public func forgetInvitation(room: String) throws(StoreError) {
         try Self.requireRoomID(room)
         try write { db in
+            guard try String.fetchOne(db, sql: "SELECT status FROM room WHERE id = ?", arguments: [room]) == "invited" else {
+                return
+            }
             try db.execute(sql: """
                 DELETE FROM room_operation_outbox WHERE operation IN (SELECT hash FROM room_operation WHERE room = ?)
                 """, arguments: [room])
             try db.execute(sql: "DELETE FROM room_operation WHERE room = ?", arguments: [room])
             try db.execute(sql: "DELETE FROM room_member WHERE room = ?", arguments: [room])
-            try db.execute(sql: "DELETE FROM room WHERE id = ? AND status = 'invited'", arguments: [room])
+            try db.execute(sql: "DELETE FROM room WHERE id = ?", arguments: [room])
         }
     }
 

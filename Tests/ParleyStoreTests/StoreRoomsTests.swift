@@ -179,10 +179,13 @@ final class StoreRoomsTests: XCTestCase {
     func testRoomStateIsReplacedWhole() throws {
         let store = try open()
         var record = RoomRecord(id: room, root: opHash(1), name: "lab", creator: me, createdAt: 1, version: 1,
-                                members: [me, bob, carol], isMember: true, updatedAt: 2)
+                                members: [me, bob, carol], status: .joined,
+                                roles: [me: .owner, bob: .admin, carol: .member], joined: [me, bob],
+                                onlyAdminsAdd: true, updatedAt: 2)
         try store.saveRoom(record)
         XCTAssertEqual(try store.room(id: room), record)
         record.members = [me, bob]
+        record.roles = [me: .owner, bob: .member]
         record.version = 2
         try store.saveRoom(record)
         XCTAssertEqual(try store.room(id: room)?.members, [me, bob])
@@ -190,6 +193,33 @@ final class StoreRoomsTests: XCTestCase {
         // Survives a reopen.
         try store.close()
         XCTAssertEqual(try open().room(id: room), record)
+    }
+
+    func testInvitationsAreCountedPerInviterAndForgottenWhole() throws {
+        let store = try open()
+        let invited = RoomRecord(id: room, root: opHash(1), name: "fake", creator: bob, createdAt: 1, version: 1,
+                                 members: [me, bob], status: .invited, roles: [me: .member, bob: .owner], joined: [bob],
+                                 inviter: bob, updatedAt: 2)
+        try store.saveRoom(invited)
+        XCTAssertTrue(try store.insertRoomOperation(StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [1]), at: 1))
+        XCTAssertEqual(try store.invitationCount(from: bob), 1)
+        XCTAssertEqual(try store.invitationCount(from: carol), 0)
+        XCTAssertEqual(try store.room(id: room)?.inviter, bob)
+        try store.forgetInvitation(room: room)
+        XCTAssertNil(try store.room(id: room))
+        XCTAssertEqual(try store.roomOperations(room: room), [])
+        XCTAssertEqual(try store.invitationCount(from: bob), 0)
+    }
+
+    func testForgettingNeverTouchesAJoinedRoom() throws {
+        let store = try open()
+        let joined = RoomRecord(id: room, root: opHash(1), name: "lab", creator: me, createdAt: 1, version: 1,
+                                members: [me], status: .joined, roles: [me: .owner], joined: [me], updatedAt: 2)
+        try store.saveRoom(joined)
+        XCTAssertTrue(try store.insertRoomOperation(StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [1]), at: 1))
+        try store.forgetInvitation(room: room)
+        XCTAssertEqual(try store.room(id: room), joined)
+        XCTAssertEqual(try store.roomOperations(room: room).count, 1)
     }
 
     func testMalformedInputIsRefused() throws {

@@ -58,8 +58,8 @@ public struct RoomState: Equatable, Sendable {
     public let rejected: [RoomOperationHash: RoomOperationRejection]
     /// Operations whose ancestors have not all arrived yet.
     public let waiting: [RoomOperationHash]
-    /// The operations no other operation follows, highest (sequence, hash) first, at most
-    /// `RoomLimits.maxParents`: the parents of this node's next operation.
+    /// The applied operations no other applied operation follows, highest (sequence, hash)
+    /// first, at most `RoomLimits.maxParents`: the parents of this node's next operation.
     public let heads: [RoomOperation]
 
     /// A member, joined or invited.
@@ -212,12 +212,15 @@ public enum RoomResolver {
 
         // 6.
         let final = fold(upTo: graph.count) { applied[$0] }
+        // Heads come from applied operations only: a node never builds on an operation
+        // that others may have refused to keep (so its own would wait there forever), and
+        // a voided operation never enters the past of an honest one.
+        let appliedOps = graph.indices.filter { applied[$0] }.map { graph[$0] }
         var followed = Set<RoomOperationHash>()
-        for op in graph { followed.formUnion(op.parents) }
-        let heads = graph.filter { !followed.contains($0.hash) }
+        for op in appliedOps { followed.formUnion(op.parents) }
+        let heads = appliedOps.filter { !followed.contains($0.hash) }
             .sorted { precedes($1, $0) }
             .prefix(RoomLimits.maxParents)
-        let appliedOps = graph.indices.filter { applied[$0] }.map { graph[$0] }
         return RoomState(roomID: root.roomID, name: final.name, policy: final.policy, creator: root.actor,
                          createdAt: root.createdAt, root: root.hash, members: final.roles.keys.sorted(),
                          roles: final.roles, joined: final.joined.sorted(),
