@@ -298,6 +298,14 @@ case "room-member":
     let action = args[4]
     let roomArg = args.count > 5 ? RoomID(hex: args[5]) : nil
     var member = RoomMember(host: host, port: port, identity: id, name: args[3])
+    // PARLEY_ADVERSARY_STATE: a file of the room operations seen so far (hex, one a line),
+    // so a later run (after its removal, say) can sign "from the past".
+    let statePath = ProcessInfo.processInfo.environment["PARLEY_ADVERSARY_STATE"]
+    if let statePath, let text = try? String(contentsOfFile: statePath, encoding: .utf8) {
+        for line in text.split(separator: "\n") {
+            if let bytes = Sodium.fromHex(String(line)), let op = try? RoomOperation.decode(bytes) { member.pendingOps.append(op) }
+        }
+    }
     member.takeTraffic()
     let now = UInt64(Date().timeIntervalSince1970 * 1000)
     func room() -> (root: RoomOperation, ops: [RoomOperation], state: RoomState) {
@@ -359,6 +367,10 @@ case "room-member":
     }
     for op in sent { member.send(.roomOperation(op)) }
     emit("sent \(sent.count)")
+    if let statePath {
+        let all = member.rooms.values.flatMap { [$0.0] + $0.1 } + sent
+        try? all.map { Sodium.hex($0.encoded()) }.joined(separator: "\n").write(toFile: statePath, atomically: true, encoding: .utf8)
+    }
     emit("acked \(member.awaitAcks(sent.map(\.hash.ackID)))")
 default:
     fail("unknown mode \(mode)")
@@ -429,7 +441,9 @@ struct RoomMember {
             if !acks.isEmpty { send(.ack(acks)) }
         }
         for op in pendingOps where op.kind == .create { rooms[op.roomID] = (op, []) }
-        for op in pendingOps where op.kind != .create { rooms[op.roomID]?.1.append(op) }
+        for op in pendingOps where op.kind != .create && rooms[op.roomID]?.1.contains(op) == false {
+            rooms[op.roomID]?.1.append(op)
+        }
         pendingOps.removeAll()
     }
 

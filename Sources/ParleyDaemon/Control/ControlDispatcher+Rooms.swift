@@ -22,6 +22,7 @@ extension ControlDispatcher {
         let room = try node.resolveRoom(p.room)
         let peer = try node.resolvePeer(p.peer)
         if peer.trust == .changed || peer.replacedBy != nil { throw NodeError.keyChangePending(peer) }
+        try requireJoined(room)
         let target = try IdentityPublicKey(bytes: Sodium.fromHex(peer.identity) ?? [])
         let state = try node.roomState(room)
         if state?.isMember(target) == true { throw RoomError.alreadyMember(room: room.name, peer: peer.displayName) }
@@ -32,6 +33,7 @@ extension ControlDispatcher {
     func removeFromRoom(_ p: RoomsRemoveParams, id: JSONRPCID?) throws -> Reply {
         let room = try node.resolveRoom(p.room)
         let (identity, name) = try memberToRemove(p.peer, room: room)
+        if identity != node.myIdentity { try requireJoined(room) }
         guard room.members.contains(identity) else { throw RoomError.notAMember(room: room.name, peer: name) }
         let updated = try node.changeRoom(room, .remove(try IdentityPublicKey(bytes: Sodium.fromHex(identity) ?? [])))
         return .typed(id: id, result: RoomResult(room: node.roomInfo(updated)))
@@ -43,8 +45,18 @@ extension ControlDispatcher {
         return .typed(id: id, result: RoomResult(room: node.roomInfo(updated)))
     }
 
+    /// Acting on others needs a joined member: say so before anything else.
+    private func requireJoined(_ room: RoomRecord) throws {
+        switch room.status {
+        case .joined: return
+        case .invited: throw RoomError.notJoined(room)
+        case .left, .retired: throw RoomError.notMember(room)
+        }
+    }
+
     func setRole(_ p: RoomsSetRoleParams, id: JSONRPCID?) throws -> Reply {
         let room = try node.resolveRoom(p.room)
+        try requireJoined(room)
         let (identity, name) = try memberToRemove(p.peer, room: room)
         guard room.members.contains(identity) else { throw RoomError.notAMember(room: room.name, peer: name) }
         guard let role = RoomRole(name: p.role) else { throw JSONRPCError.invalidParams("unknown role \(p.role)") }

@@ -19,11 +19,16 @@ extension Node {
                         invitedBy: r.inviter.map(Node.fingerprint(ofHex:)), onlyAdminsAdd: r.onlyAdminsAdd)
     }
 
+    /// A room's name as this node resolved it (the id's first 8 digits if unknown).
+    func roomDisplayName(ofHex id: String) -> String {
+        RoomID(hex: id).flatMap { try? roomEntry($0).state?.name } ?? String(id.prefix(8))
+    }
+
     /// Adds the room to a message's view: `room`, and for outgoing room messages `to` =
     /// the room id and `toName` = `#name`.
     func withRoom(_ info: MessageInfo, _ m: StoredMessage) -> MessageInfo {
         guard let id = m.room else { return info }
-        let name = RoomID(hex: id).flatMap { try? roomEntry($0).state?.name } ?? String(id.prefix(8))
+        let name = roomDisplayName(ofHex: id)
         var out = info
         out.room = MessageRoom(id: id, name: name)
         if m.direction == .outgoing {

@@ -27,9 +27,6 @@ struct RoomBook {
 
 /// Limits of the daemon's room bookkeeping (the wire limits are `RoomLimits`).
 enum RoomDaemonLimits {
-    /// Distinct rooms (including ones whose create has not arrived) this node keeps
-    /// operations for: bounds what peers can make it store for rooms it never joins.
-    static let maxRooms = 1_024
     /// Undelivered outgoing messages per room, like `NodeLimits.maxQueuedPerPeer` for a
     /// peer: beyond it, sending fails loudly instead of the outbox growing without bound.
     static let maxQueuedPerRoom = 100_000

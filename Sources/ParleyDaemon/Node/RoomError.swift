@@ -45,6 +45,8 @@ enum RoomError: Error, CustomStringConvertible {
         case let .ambiguous(q, c):
             return "'\(q)' matches \(c.count) rooms: " + c.map { "#\($0.name) (\($0.id.prefix(8)))" }.joined(separator: ", ")
                 + "; use an id prefix"
+        case .notMember(let r) where r.status == .retired:
+            return "#\(r.name) is a room of protocol version 1, kept as history; create it again with `parley room create`"
         case .notMember(let r):
             return "you are not a member of #\(r.name); a member has to add you again"
         case .notJoined(let r):
