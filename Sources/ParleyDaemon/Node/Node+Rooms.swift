@@ -55,6 +55,7 @@ extension Node {
                           ["room": op.roomID.hex, "from": source, "actor": Fingerprint(op.actor).description])
             return false
         }
+        if entry.root == nil, let peer { return try acceptUnknownRoomOperation(op, from: peer) }
         let root: RoomOperation?
         if let r = entry.root { root = r } else if case .create = op.change { root = op } else { root = nil }
         let before = entry.state
@@ -101,6 +102,56 @@ extension Node {
         if let rec = try store.room(id: op.roomID.hex), rec != previous.map({ var p = $0; p.updatedAt = rec.updatedAt; return p }) {
             log.info("room updated", ["room": after.name, "id": after.roomID.hex, "version": "\(after.version)",
                                       "members": "\(after.members.count)", "status": rec.status.rawValue])
+            emit(.roomUpdated(rec))
+        }
+        try retryWaiting(room: op.roomID)
+        return true
+    }
+
+    /// An operation of a room this node holds nothing of: with the other operations of that
+    /// room the same peer sent (held in memory), it is an invitation once they name this
+    /// node; then the create and every operation of the log that is in the graph are
+    /// stored at once. Until then it waits, bounded (`RoomAdmission`).
+    private func acceptUnknownRoomOperation(_ op: RoomOperation, from peer: IdentityPublicKey) throws(StoreError) -> Bool {
+        let held = roomBook.waiting[peer, default: []].map(\.op).filter { $0.roomID == op.roomID && $0.hash != op.hash }
+        let batch = held + [op]
+        guard let root = batch.first(where: { $0.kind == .create }),
+              let state = RoomResolver.resolve(root: root, operations: batch) else {
+            holdWaitingRoomOperation(op, from: peer)
+            return false
+        }
+        let verdict = RoomAdmission.verdict(for: op, before: nil, after: state, me: myIdentityKey, operationCount: 0,
+                                            unappliedByActor: 0, invitationsFromSender: try store.invitationCount(from: peer.hex))
+        switch verdict {
+        case .wait, .keep:
+            holdWaitingRoomOperation(op, from: peer)
+            return false
+        case let .refuse(why, detail):
+            attackLog.log(key: "room-refused:\(why.rawValue):" + peer.hex, "room operation refused",
+                          ["room": op.roomID.hex, "from": peer.fingerprintText, "why": why.rawValue, "detail": detail])
+            roomBook.waiting[peer] = roomBook.waiting[peer]?.filter { $0.op.roomID != op.roomID }
+            return false
+        case .invitation:
+            break
+        }
+        let waitingNow = Set(state.waiting)
+        let keep = batch.filter { !waitingNow.contains($0.hash) }.sorted(by: RoomResolver.precedes)
+        let now = nowMs
+        var entry = RoomBook.Entry()
+        for o in keep {
+            _ = try store.insertRoomOperation(StoredRoomOperation(hash: o.hash.hex, room: o.roomID.hex,
+                                                                  sequence: Int64(clamping: o.sequence),
+                                                                  encoded: o.encoded()), at: now)
+            entry.operations[o.hash] = o
+        }
+        entry.root = root
+        entry.state = state
+        roomBook.entries[op.roomID] = entry
+        roomBook.waiting[peer] = roomBook.waiting[peer]?.filter { !entry.operations.keys.contains($0.op.hash) }
+        try saveRoomState(state, previous: nil, deliveredBy: peer, now: now)
+        if let rec = try store.room(id: op.roomID.hex) {
+            log.info("room invitation", ["room": state.name, "id": state.roomID.hex, "from": peer.fingerprintText,
+                                         "members": "\(state.members.count)"])
             emit(.roomUpdated(rec))
         }
         try retryWaiting(room: op.roomID)

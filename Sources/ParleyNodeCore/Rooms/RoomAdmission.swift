@@ -13,10 +13,13 @@ public enum RoomAdmission {
     /// concurrent removal) kept per room: a removed member cannot fill the room's operation
     /// limit with back-dated operations.
     public static let maxUnappliedPerActor = 8
-    /// Operations waiting for a parent, held in memory per sending peer. An honest node
-    /// forwards only operations of its graph, parents first, so waiting is what a hostile
-    /// or broken peer causes: a small bound suffices.
-    public static let maxWaitingPerSender = 64
+    /// Operations held in memory per sending peer: those waiting for a parent, and the log
+    /// of a room this node does not know yet until it reaches the operation that invites
+    /// this node (a newcomer receives the whole log, create first, and its invitation may
+    /// be the last of 256 operations). An honest node forwards only operations of its
+    /// graph, parents first, so anything else waiting is what a hostile or broken peer
+    /// causes.
+    public static let maxWaitingPerSender = RoomLimits.maxOperationsPerRoom + 1
     /// How long a waiting operation is held before it is dropped.
     public static let waitingTimeoutSeconds = 600
 
@@ -45,8 +48,9 @@ public enum RoomAdmission {
 
     /// - Parameters:
     ///   - before: the room as resolved without the operation (nil: no create held).
-    ///   - after: the room resolved with it (for an unknown room and a create: the room it
-    ///     founds; nil for an unknown room and anything else).
+    ///   - after: the room resolved with it (for an unknown room: with the create and the
+    ///     other operations of that room the same peer sent, held meanwhile; nil while no
+    ///     create has come).
     ///   - operationCount: operations stored for the room.
     ///   - unappliedByActor: operations of the actor stored in the room and not applied.
     ///   - invitationsFromSender: unanswered invitations the sending peer delivered.
@@ -54,10 +58,9 @@ public enum RoomAdmission {
                                operationCount: Int, unappliedByActor: Int, invitationsFromSender: Int) -> Verdict {
         guard let after else { return .wait }
         guard let before else {
-            // Only a create gets here (anything else has no `after`).
-            guard after.isInvited(me) || after.hasJoined(me) else {
-                return .refuse(.notForUs, detail: "a create that does not list this node")
-            }
+            // An unknown room: an invitation once the log so far names this node; until
+            // then (a newcomer's log before its add) it waits, in memory and bounded.
+            guard after.isInvited(me) || after.hasJoined(me) else { return .wait }
             guard invitationsFromSender < maxInvitationsPerSender else {
                 return .refuse(.tooManyInvitations, detail: "\(maxInvitationsPerSender) unanswered invitations from this peer")
             }
