@@ -318,6 +318,7 @@ case "room-member":
     case "hello":
         emit("hello")
     case "join":
+        emit("rooms \(member.rooms.count)")
         for (rid, (root, ops)) in member.rooms {
             guard let state = RoomResolver.resolve(root: root, operations: ops), state.isInvited(id.publicKey) else { continue }
             let join = try! RoomOperation.change(.join, roomID: rid, after: state.heads, by: id, createdAt: now)
@@ -390,8 +391,15 @@ struct RoomMember {
 
     init(host: String, port: UInt16, identity: IdentityKeyPair, name: String) {
         guard let c = Conn(host, port, timeoutMs: 1500) else { fail("connect") }
-        let st = NoiseStaticKeyPair.generate()
-        guard let est = handshake(c, identity: identity, staticKey: st, card: issue(identity, noise: st.publicKey, name: name)) else {
+        // The same Noise key on every run (derived from the identity's public key), so the
+        // card the target pinned the first time stays the one it sees.
+        var noiseSeed = Sodium.sha256(Array("parley-adversary-noise\0".utf8), identity.publicKey.bytes)
+        let st = try! NoiseStaticKeyPair(privateKey: SecretBytes(consuming: &noiseSeed))  // 32 bytes
+        // And the same card: issued at the start of the day, sequence 1.
+        let day = UInt64(Date().timeIntervalSince1970) / 86_400 * 86_400
+        let card = try! Card.issue(identity: identity, noiseKey: st.publicKey, displayName: name, hostName: "adversary",
+                                   issuedAt: day, sequence: 1)  // fixed valid inputs
+        guard let est = handshake(c, identity: identity, staticKey: st, card: card) else {
             fail("handshake refused")
         }
         self.conn = c
