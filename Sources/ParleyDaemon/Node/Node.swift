@@ -409,7 +409,21 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     func connection(_ conn: PeerConnection, receivedCard bytes: [UInt8]) {
         guard let peer = conn.remoteIdentity else { return }
         do {
-            let newCard = try Card.decode(bytes)
+            let newCard: Card
+            do { newCard = try Card.decode(bytes) } catch {
+                // A cardUpdate that does not decode and verify is a malformed record
+                // (docs/PROTOCOL.md "Record types"), like any other.
+                attackLog.log(key: conn.remoteAddress, "undecodable card update; closing", ["address": conn.remoteAddress, "error": "\(error)"])
+                conn.close(reason: .protocolError, text: "card update: \(error)")
+                return
+            }
+            guard !Node.isExpiredCardUpdate(newCard, nowSeconds: UInt64(max(0, Node.nowMs() / 1000))) else {
+                // Well formed, so not a protocol error (the clocks may disagree), but an
+                // expired card authenticates nothing: pinning it would make the peer's
+                // valid handshake cards with lower sequences look stale.
+                log.warning("expired card update ignored", ["peer": Node.fingerprint(ofHex: peer), "sequence": "\(newCard.sequence)"])
+                return
+            }
             guard newCard.identityKey.hex == peer else {
                 attackLog.log(key: conn.remoteAddress, "card update for another identity refused", ["address": conn.remoteAddress])
                 conn.close(reason: .protocolError, text: "card update for another identity")
@@ -427,6 +441,9 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             log.warning("bad card update", ["peer": Node.fingerprint(ofHex: peer), "error": "\(error)"])
         }
     }
+
+    /// docs/PROTOCOL.md "cardUpdate": an expired card is not pinned.
+    static func isExpiredCardUpdate(_ card: Card, nowSeconds: UInt64) -> Bool { card.isExpired(now: nowSeconds) }
 
     func connectionBecameWritable(_ conn: PeerConnection) { pump(conn) }
 
@@ -500,8 +517,10 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             }
             // An identity we have never seen. Is it posing under a name or address we know?
             var previous = try store.peers(named: remote.displayName).first { $0.identity != id }
+            var detectedBy = KeyChangeEvidence.name
             if previous == nil, let addr = conn.dialedAddress, let p = try store.peer(atAddress: addr), p.identity != id, p.replacedBy == nil {
                 previous = p
+                detectedBy = .address
             }
             if let old = previous {
                 let existing = try store.pendingKeyChange(newIdentity: id)
@@ -511,8 +530,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
                                                        address: conn.dialedAddress ?? conn.remoteAddress, at: now)
                 if old.trust != .changed { try setTrust(identity: old.identity, .changed) }
                 if existing == nil {
-                    log.warning("KEY CHANGED: a different identity key is using a known name; refused until a person accepts it",
-                                ["name": remote.displayName, "old": Node.fingerprint(ofHex: old.identity),
+                    log.warning(detectedBy.logMessage,
+                                ["name": remote.displayName, "known": old.displayName, "old": Node.fingerprint(ofHex: old.identity),
                                  "new": remote.fingerprint.description, "address": conn.remoteAddress])
                     emit(.keyChanged(change))
                 }
@@ -599,14 +618,19 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         if store.roomOutboxesMayHaveWork {
             do { try store.checkRoomOutboxesEmpty() } catch { log.error("could not check the room outboxes", ["error": "\(error)"]) }
         }
+        let liveness = LivenessRule(pingInterval: options.pingInterval, deadAfter: options.deadAfter)
         for conn in sessions.values {
-            if now - conn.lastReceived > options.deadAfter {
-                log.info("peer silent; closing session", ["peer": Node.fingerprint(ofHex: conn.remoteIdentity ?? "")])
-                conn.close(reason: .normal, text: "timeout")
+            switch liveness.verdict(now: now, lastReceived: conn.lastReceived, lastSent: conn.lastSent,
+                                    lastPing: conn.lastPingSentAt) {
+            case .dead:
+                log.info("peer silent; dropping the connection", ["peer": Node.fingerprint(ofHex: conn.remoteIdentity ?? "")])
+                conn.drop()
                 continue
-            }
-            if now - conn.lastSent >= options.pingInterval || now - conn.lastReceived >= options.pingInterval {
+            case .ping:
+                conn.lastPingSentAt = now
                 conn.send(.ping(UInt64(now.uptimeNanoseconds)))
+            case .nothing:
+                break
             }
             if let oldest = conn.inFlight.values.map(\.sentAt).min(), now - oldest > options.ackTimeout {
                 conn.inFlight.removeAll()
