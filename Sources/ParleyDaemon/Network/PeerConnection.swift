@@ -1,5 +1,6 @@
 import NIOCore
 import ParleyCore
+import ParleyNodeCore
 
 /// What a `PeerConnection` reports to its owner. Every call happens on the
 /// connection's event loop, which is the node's loop.
@@ -27,8 +28,6 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = [UInt8]
     typealias OutboundOut = ByteBuffer
 
-    enum Direction: String { case inbound, outbound }
-
     private enum State {
         case idle
         case handshaking(SessionHandshake)
@@ -36,13 +35,11 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         case closed
     }
 
-    let direction: Direction
-    /// For outbound connections: the "host:port" we dialled.
-    let dialedAddress: String?
+    let direction: ConnectionDirection
     private(set) var remoteAddress: String = "?"
     private(set) var established: SessionHandshake.Established?
-    /// Identity hex of the verified peer, once the handshake finished.
-    var remoteIdentity: String? { established?.remoteCard.identityKey.hex }
+    /// The verified peer's identity, once the handshake finished.
+    var remoteIdentityKey: IdentityPublicKey? { established?.remoteCard.identityKey }
 
     weak var delegate: PeerConnectionDelegate?
     private var state: State = .idle
@@ -64,29 +61,13 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     private(set) var lastSent = NIODeadline.now()
     let openedAt = NIODeadline.now()
     private(set) var establishedAt: NIODeadline?
-    /// When the node's keepalive last pinged on this session (see `LivenessRule`).
-    var lastPingSentAt: NIODeadline?
 
-    /// Outbox bookkeeping owned by the node: message id -> when it was sent on this session.
-    var inFlight: [String: (sentAt: NIODeadline, bytes: Int)] = [:]
-    /// Body bytes sent and not yet acknowledged on this session.
-    var inFlightBytes = 0
-    /// Highest outbox sequence sent on this session (the pump continues after it).
-    var sentThrough: Int64 = 0
-    /// Set when the node decided to keep this session (after trust and duplicate checks).
-    var isActiveSession = false
-    var closeReasonSent: CloseReason?
-    /// Set once the admission slot of an inbound connection was given back.
-    var admissionReleased = false
     /// The reason the peer gave in its close record, if it sent one.
     private(set) var remoteCloseReason: CloseReason?
-    /// For connections dialled from an mDNS advertisement: the fingerprint it claimed.
-    var expectedFingerprint: String?
 
-    init(direction: Direction, dialedAddress: String?, handshakeTimeout: TimeAmount,
+    init(direction: ConnectionDirection, handshakeTimeout: TimeAmount,
          makeHandshake: @escaping () -> SessionHandshake) {
         self.direction = direction
-        self.dialedAddress = dialedAddress
         self.handshakeTimeout = handshakeTimeout
         self.makeHandshake = makeHandshake
     }
@@ -285,7 +266,6 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     func close(reason: CloseReason, text: String = "") {
         guard isOpen else { return }
         if case .established = state {
-            closeReasonSent = reason
             send(.close(reason, text))
             flushNow()
         }
