@@ -5,7 +5,7 @@ import pathlib
 
 import pytest
 
-from noise import HandshakeState
+from noise import DecryptError, HandshakeState
 
 VECTORS = pathlib.Path(__file__).parent / "vectors"
 
@@ -49,10 +49,12 @@ def test_vector(v):
 
 
 def test_a_changed_byte_is_refused():
-    v = load("noise-xx.json")[1]
-    init = HandshakeState(v["protocol_name"], True, b"", bytes(range(32)))
-    resp = HandshakeState(v["protocol_name"], False, b"", bytes(range(32, 64)))
-    m2 = bytearray(resp.read_message(init.write_message(b"")) or resp.write_message(b"x"))
+    """The implementation can fail: one flipped bit in message 2 is not accepted."""
+    name = "Noise_XX_25519_ChaChaPoly_SHA256"
+    init = HandshakeState(name, True, b"", bytes(range(32)))
+    resp = HandshakeState(name, False, b"", bytes(range(32, 64)))
+    resp.read_message(init.write_message(b""))
+    m2 = bytearray(resp.write_message(b"payload"))
     m2[-1] ^= 1
-    with pytest.raises(Exception):
+    with pytest.raises(DecryptError):
         init.read_message(bytes(m2))
