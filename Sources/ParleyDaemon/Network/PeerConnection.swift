@@ -297,9 +297,12 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Closes the TCP connection without a close record: for a peer presumed dead
     /// (docs/PROTOCOL.md "Liveness"), which would not read one, and which must not take
-    /// the end of the session for a goodbye if it is in fact alive.
+    /// the end of the session for a goodbye if it is in fact alive. Records already queued
+    /// (a pong, acks) still leave first: a node that was itself busy for the whole silence
+    /// (a long batch of room operations) owes them to a peer that did nothing wrong.
     func drop() {
         guard isOpen else { return }
+        flushNow()
         closeChannel()
     }
 
