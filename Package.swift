@@ -80,7 +80,7 @@ let package = Package(
         // Pure pieces of the CLI (chat view, export format).
         .testTarget(name: "ParleyCLITests", dependencies: ["parley"]),
         .testTarget(name: "ParleyDaemonTests", dependencies: [
-            "ParleyDaemon", "ParleyCore", "ParleyControlProtocol", "ParleyDiscovery",
+            "ParleyDaemon", "ParleyCore", "ParleyNodeCore", "ParleyStore", "ParleyControlProtocol", "ParleyDiscovery",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),

@@ -56,18 +56,21 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     private var pendingReadReceipts: [MessageID] = []
     private var pendingRoomTraffic: [RoomTraffic] = []
 
+    /// The node's monotonic clock (injected, so in-process tests move it by hand).
+    private let now: () -> NIODeadline
     // Liveness, read by the node's keepalive tick.
-    private(set) var lastReceived = NIODeadline.now()
-    private(set) var lastSent = NIODeadline.now()
-    let openedAt = NIODeadline.now()
-    private(set) var establishedAt: NIODeadline?
+    private(set) var lastReceived: NIODeadline
+    private(set) var lastSent: NIODeadline
 
     /// The reason the peer gave in its close record, if it sent one.
     private(set) var remoteCloseReason: CloseReason?
 
-    init(direction: ConnectionDirection, handshakeTimeout: TimeAmount,
+    init(direction: ConnectionDirection, handshakeTimeout: TimeAmount, now: @escaping () -> NIODeadline = NIODeadline.now,
          makeHandshake: @escaping () -> SessionHandshake) {
         self.direction = direction
+        self.now = now
+        self.lastReceived = now()
+        self.lastSent = self.lastReceived
         self.handshakeTimeout = handshakeTimeout
         self.makeHandshake = makeHandshake
     }
@@ -112,7 +115,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let message = unwrapInboundIn(data)
-        lastReceived = .now()
+        lastReceived = now()
         switch state {
         case .handshaking(var hs):
             do {
@@ -125,7 +128,6 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
                     handshakeTimer?.cancel()
                     handshakeTimer = nil
                     self.established = est
-                    self.establishedAt = .now()
                     state = .established(est.transport)
                     if let final {
                         writeFrame(final, context: context)
@@ -245,7 +247,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
                 writeFrame(sealed, context: context)
             }
             state = .established(transport)
-            lastSent = .now()
+            lastSent = now()
             context.flush()
         } catch {
             state = .established(transport)

@@ -26,7 +26,9 @@ extension Node {
                         expectedFingerprint: String? = nil) -> PeerConnection {
         // The handshake is built when the connection becomes active, so it uses the
         // card and keys current then (a rotation or rename in between is honoured).
-        let conn = PeerConnection(direction: direction, handshakeTimeout: options.handshakeTimeout) { [unowned self] in
+        let clock = self.clock
+        let conn = PeerConnection(direction: direction, handshakeTimeout: options.handshakeTimeout,
+                                  now: { clock.monotonicNow().deadline }) { [unowned self] in
             SessionHandshake(role: direction == .outbound ? .initiator : .responder,
                              localCard: self.card, staticKey: self.keys.noiseStatic, bootID: self.bootID,
                              presharedKey: self.networkKey, now: UInt64(max(0, self.nowMs / 1000)))

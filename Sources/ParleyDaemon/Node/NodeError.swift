@@ -1,3 +1,4 @@
+import ParleyCore
 import ParleyStore
 
 /// Errors a local user can cause through the control socket, each with a message
@@ -27,7 +28,7 @@ enum NodeError: Error, CustomStringConvertible {
         case .keyChangePending(let p):
             return "\(p.displayName)'s identity key changed: nothing is sent until you compare fingerprints and run `parley trust accept-change \(p.displayName)`"
         case .bodyTooLarge(let n):
-            return "message body is \(n) bytes; the limit is \(ParleyCoreLimits.maxBodyBytes)"
+            return "message body is \(n) bytes; the limit is \(WireLimits.maxBodyBytes)"
         case .emptyBody:
             return "message body is empty"
         case .storage(let e):
@@ -47,6 +48,3 @@ enum NodeError: Error, CustomStringConvertible {
         }
     }
 }
-
-import ParleyCore
-typealias ParleyCoreLimits = WireLimits
