@@ -63,12 +63,24 @@ final class TrustDecisionTests: XCTestCase {
     }
 
     func testCardUpdates() {
+        let now: UInt64 = 1_700_000_100
         let pinned = known(card(bobKey, sequence: 3))
-        XCTAssertEqual(TrustDecision.cardUpdate(card(bobKey, sequence: 4), sessionIdentity: bobKey.publicKey, pinned: pinned), .pin)
-        XCTAssertEqual(TrustDecision.cardUpdate(card(bobKey, sequence: 3), sessionIdentity: bobKey.publicKey, pinned: pinned), .ignore)
-        XCTAssertEqual(TrustDecision.cardUpdate(card(bobKey, sequence: 2), sessionIdentity: bobKey.publicKey, pinned: pinned), .ignore)
+        XCTAssertEqual(TrustDecision.cardUpdate(card(bobKey, sequence: 4), sessionIdentity: bobKey.publicKey, pinned: pinned, nowSeconds: now), .pin)
+        XCTAssertEqual(TrustDecision.cardUpdate(card(bobKey, sequence: 3), sessionIdentity: bobKey.publicKey, pinned: pinned, nowSeconds: now), .ignore)
+        XCTAssertEqual(TrustDecision.cardUpdate(card(bobKey, sequence: 2), sessionIdentity: bobKey.publicKey, pinned: pinned, nowSeconds: now), .ignore)
         let other = card(IdentityKeyPair.generate(), sequence: 9)
-        XCTAssertEqual(TrustDecision.cardUpdate(other, sessionIdentity: bobKey.publicKey, pinned: pinned), .otherIdentity)
+        XCTAssertEqual(TrustDecision.cardUpdate(other, sessionIdentity: bobKey.publicKey, pinned: pinned, nowSeconds: now), .otherIdentity)
+    }
+
+    /// Issue 16 item 3: an expired update is not pinned, however high its sequence.
+    func testAnExpiredCardUpdateIsNotPinned() throws {
+        let pinned = known(card(bobKey, sequence: 3))
+        let expired = try Card.issue(identity: bobKey, noiseKey: noise.publicKey, displayName: "bob", hostName: "host",
+                                     issuedAt: 1_700_000_000, sequence: 9, expiresAt: 1_700_000_050)
+        XCTAssertEqual(TrustDecision.cardUpdate(expired, sessionIdentity: bobKey.publicKey, pinned: pinned,
+                                                nowSeconds: 1_700_000_050), .expired)
+        XCTAssertEqual(TrustDecision.cardUpdate(expired, sessionIdentity: bobKey.publicKey, pinned: pinned,
+                                                nowSeconds: 1_700_000_049), .pin, "a second before it expires")
     }
 }
 

@@ -112,14 +112,25 @@ extension Node {
     func connection(_ conn: PeerConnection, receivedCard bytes: [UInt8]) {
         guard let peer = conn.remoteIdentityKey else { return }
         do {
-            let newCard = try Card.decode(bytes)
+            let newCard: Card
+            do { newCard = try Card.decode(bytes) } catch {
+                // A cardUpdate that does not decode and verify is a malformed record
+                // (docs/PROTOCOL.md "Record types"), answered like any other.
+                attackLog.log(key: conn.remoteAddress, "undecodable card update; closing",
+                              ["address": conn.remoteAddress, "error": "\(error)"])
+                conn.close(reason: .protocolError, text: "card update: \(error)")
+                return
+            }
             let rec = try store.peer(identity: peer.hex)
-            switch TrustDecision.cardUpdate(newCard, sessionIdentity: peer, pinned: rec.flatMap(Self.knownPeer)) {
+            switch TrustDecision.cardUpdate(newCard, sessionIdentity: peer, pinned: rec.flatMap(Self.knownPeer),
+                                            nowSeconds: UInt64(max(0, nowMs / 1000))) {
             case .otherIdentity:
                 attackLog.log(key: conn.remoteAddress, "card update for another identity refused", ["address": conn.remoteAddress])
                 conn.close(reason: .protocolError, text: "card update for another identity")
             case .ignore:
                 break
+            case .expired:
+                log.warning("expired card update ignored", ["peer": peer.fingerprintText, "sequence": "\(newCard.sequence)"])
             case .pin:
                 guard var rec else { return }
                 rec.card = newCard.encoded()

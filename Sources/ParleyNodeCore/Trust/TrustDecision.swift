@@ -73,12 +73,20 @@ public enum TrustDecision {
         case pin
         /// Not newer than the pinned card: ignore it.
         case ignore
+        /// Expired at our clock: ignore it, and say so in the log. Well formed, so not a
+        /// protocol error (the clocks may disagree), but an expired card authenticates
+        /// nothing, and pinning it would make the peer's later valid cards with lower
+        /// sequences look stale (docs/PROTOCOL.md "cardUpdate").
+        case expired
         /// A card for another identity: a protocol violation, close the session.
         case otherIdentity
     }
 
-    public static func cardUpdate(_ card: Card, sessionIdentity: IdentityPublicKey, pinned: KnownPeer?) -> CardUpdateVerdict {
+    /// - `nowSeconds`: the wall clock, Unix seconds (card expiry is wall-clock time).
+    public static func cardUpdate(_ card: Card, sessionIdentity: IdentityPublicKey, pinned: KnownPeer?,
+                                  nowSeconds: UInt64) -> CardUpdateVerdict {
         guard card.identityKey == sessionIdentity else { return .otherIdentity }
+        guard !card.isExpired(now: nowSeconds) else { return .expired }
         guard let pinned, card.sequence > pinned.cardSequence else { return .ignore }
         return .pin
     }
