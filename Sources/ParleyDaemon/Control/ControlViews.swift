@@ -48,7 +48,7 @@ extension Node {
                         unread: u[rec.identity] ?? 0)
     }
 
-    func peerInfos() throws(NodeError) -> [PeerInfo] {
+    func peerInfos() throws(ControlFailure) -> [PeerInfo] {
         do {
             let q = try store.pendingRecipients()
             let changes = try store.pendingKeyChanges()
@@ -56,6 +56,6 @@ extension Node {
             return try store.peers().filter { $0.replacedBy == nil }.map {
                 peerInfo($0, queued: q, changes: changes, unread: unread)
             }
-        } catch { throw .storage(error) }
+        } catch { throw .storeRead(what: "the peers", error) }
     }
 }
