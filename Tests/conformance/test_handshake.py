@@ -22,7 +22,7 @@ def one_message_each_way(d, s: Session, name: str):
     s.send_records(chat("hello from python".encode(), sequence=1, msg_id=msg_id))
     acked = parse_ids(s.wait_for(ACK, timeout=5))
     assert acked == [msg_id]
-    assert time.monotonic() - sent_at < 1.0, "ack delayed"
+    assert time.monotonic() - sent_at < 2.0, "ack delayed"
     got = wait_until(lambda: [m for m in d.messages() if m["direction"] == "in"], what="stored message")
     assert got[0]["body"] == "hello from python"
     # CONTROL.md: message ids are 32 lower-case hex digits, the 16 bytes of the wire id.

@@ -92,3 +92,9 @@ def test_largest_body_is_accepted(daemon, session):
     msg_id = os.urandom(16)
     session.send_records(chat("é".encode() * 32_768, msg_id=msg_id))
     assert parse_ids(session.wait_for(ACK)) == [msg_id]
+
+
+def test_zero_length_frame_after_the_handshake_is_answered_with_nothing(daemon, session):
+    session.sock.sendall(b"\x00\x00")
+    records, _ = session.read_until_closed(timeout=5)
+    assert records == []

@@ -124,10 +124,12 @@ def test_redial_after_close_normal_backs_off(daemons):
         times.append(time.monotonic())
         conn.close()  # this attempt fails: the next waits longer
     gaps = [times[0] - ended] + [b - a for a, b in zip(times, times[1:])]
-    assert 0.2 <= gaps[0] <= 0.8, gaps
-    assert 0.4 <= gaps[1] <= 1.3, gaps
-    assert 0.9 <= gaps[2] <= 2.3, gaps
-    assert 1.9 <= gaps[3] <= 4.5, gaps
+    # Lower bounds from the document's ranges (minus scheduling slack); upper bounds with
+    # room for a loaded machine.
+    assert 0.2 <= gaps[0] <= 1.0, gaps
+    assert 0.45 <= gaps[1] <= 1.6, gaps
+    assert 0.9 <= gaps[2] <= 2.8, gaps
+    assert 1.9 <= gaps[3] <= 5.0, gaps
     listener.close()
 
 
