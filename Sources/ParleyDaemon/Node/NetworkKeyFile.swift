@@ -6,7 +6,7 @@ import Glibc
 
 /// The optional office network key: 32 random bytes shared by every node allowed
 /// on the network, written as 64 hex digits (`head -c32 /dev/urandom | xxd -p -c64`).
-/// With it the handshake is Noise XXpsk3: a node without the key cannot finish a
+/// With it the handshake is Noise XXpsk0: a node without the key cannot finish a
 /// handshake and learns nobody's identity.
 enum NetworkKeyFile {
     enum Error: Swift.Error, CustomStringConvertible {

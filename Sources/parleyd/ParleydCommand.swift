@@ -1,12 +1,16 @@
-import ParleyControlProtocol
 import ArgumentParser
 import Foundation
+import Logging
+import ParleyControlProtocol
 import ParleyCore
 import ParleyDaemon
+import ParleyStore
+import ServiceLifecycle
 
 /// `parleyd`: the Parley daemon. Every option has the same meaning as the key of
 /// the same name in parleyd.toml; flags win over the file.
-struct ParleydCommand: ParsableCommand {
+@main
+struct ParleydCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "parleyd",
         abstract: "Parley daemon: end-to-end encrypted chat on the local network, no server.",
@@ -62,7 +66,7 @@ struct ParleydCommand: ParsableCommand {
     @Flag(name: .customLong("print-card"), help: "Create the identity if needed, print the fingerprint and signed card, and exit.")
     var printCard = false
 
-    func run() throws {
+    func run() async throws {
         let env = ProcessInfo.processInfo.environment
         var flags = ConfigOverrides()
         flags.stateDirectory = stateDir
@@ -124,11 +128,26 @@ struct ParleydCommand: ParsableCommand {
             return
         }
 
-        let log = Logger.fromEnvironment(level: configuration.logLevel)
+        // Every swift-log logger in the process (ours, the service group's) writes through
+        // one handler to stderr, at one level that a reload changes.
+        let level = SharedLogLevel(configuration.logLevel.loggerLevel)
+        let format = LogFormat.forStandardError(environment: env)
+        LoggingSystem.bootstrap { _ in ParleyLogHandler(format: format, level: level) }
+        let log = Logger(label: "parleyd")
+
         let daemon = Daemon(configuration: configuration, reloader: configPath == nil ? nil : load,
-                            environment: env, log: log)
-        let code = daemon.run()
-        if code != 0 { throw ExitCode(code) }
+                            environment: env, log: log, logLevel: level)
+        let services = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [daemon], gracefulShutdownSignals: [.sigterm, .sigint], logger: log))
+        do {
+            try await services.run()
+        } catch let error as ServiceGroupError {
+            log.error("parleyd stopped: \(error)")
+            throw ExitCode(1)
+        } catch {
+            // The daemon's own error: it has logged why it could not start.
+            throw ExitCode(1)
+        }
     }
 
     private func parseAddress(_ text: String) throws -> HostPort {
@@ -137,5 +156,3 @@ struct ParleydCommand: ParsableCommand {
         }
     }
 }
-
-ParleydCommand.main()
