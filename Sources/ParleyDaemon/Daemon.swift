@@ -257,8 +257,9 @@ public final class Daemon: Service, @unchecked Sendable {
         await stopEverything()
     }
 
-    /// Releases whatever `start()` opened, in the reverse order of need; also used after
-    /// a failed start, so every part may be missing.
+    /// Releases whatever `start()` opened: the listeners first so nobody new connects, the
+    /// store last so the node's goodbyes and final writes can still use it. Also used
+    /// after a failed start, so any part may be missing.
     private func stopEverything() async {
         for l in listeners { try? await l.close().get() }
         listeners.removeAll()
