@@ -34,6 +34,10 @@ let package = Package(
 
         // Pure core: keys, cards, Noise, framing, wire messages. No I/O.
         .target(name: "ParleyCore", dependencies: ["CSodium"]),
+        // The node's decisions (send window, session table, dialling, trust, room
+        // distribution, admission): pure values that take events and return actions, with
+        // the clock and randomness injected. No NIO, no GRDB, no clock reads.
+        .target(name: "ParleyNodeCore", dependencies: ["ParleyCore"]),
         // Durable state: SQLite through GRDB.
         .target(name: "ParleyStore", dependencies: [
             "ParleyCore",
@@ -45,7 +49,7 @@ let package = Package(
         .target(name: "ParleyDiscovery", dependencies: ["CDNSSD", "ParleyCore"]),
         // The daemon: peer sessions, control server, configuration.
         .target(name: "ParleyDaemon", dependencies: [
-            "ParleyCore", "ParleyStore", "ParleyControlProtocol", "ParleyDiscovery",
+            "ParleyCore", "ParleyNodeCore", "ParleyStore", "ParleyControlProtocol", "ParleyDiscovery",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -77,12 +81,13 @@ let package = Package(
 
         .testTarget(name: "ParleyCoreTests", dependencies: ["ParleyCore"],
                     resources: [.copy("Fixtures")]),
+        .testTarget(name: "ParleyNodeCoreTests", dependencies: ["ParleyNodeCore", "ParleyCore"]),
         .testTarget(name: "ParleyStoreTests", dependencies: [
             "ParleyStore", "ParleyCore", .product(name: "GRDB", package: "GRDB.swift")]),
         // Pure pieces of the CLI (chat view, export format).
         .testTarget(name: "ParleyCLITests", dependencies: ["parley"]),
         .testTarget(name: "ParleyDaemonTests", dependencies: [
-            "ParleyDaemon", "ParleyCore", "ParleyControlProtocol", "ParleyDiscovery",
+            "ParleyDaemon", "ParleyCore", "ParleyNodeCore", "ParleyStore", "ParleyControlProtocol", "ParleyDiscovery",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),

@@ -157,14 +157,8 @@ extension Store {
         }
     }
 
-    /// Readdresses every undelivered message for `oldRecipient` to `newRecipient` (after an
-    /// accepted key change). Sequence numbers and ids are kept. Returns how many moved.
-    public func retarget(from oldRecipient: String, to newRecipient: String) throws(StoreError) -> Int {
-        try InputValidation.requireIdentity(oldRecipient, "old recipient")
-        try InputValidation.requireIdentity(newRecipient, "new recipient")
-        return try write { db in try Self.retarget(db, from: oldRecipient, to: newRecipient) }
-    }
-
+    /// Readdresses every undelivered message for `oldRecipient` to `newRecipient`, inside
+    /// `acceptKeyChange`'s transaction. Sequence numbers and ids are kept. Returns how many moved.
     static func retarget(_ db: Database, from oldRecipient: String, to newRecipient: String) throws -> Int {
         guard oldRecipient != newRecipient else { return 0 }
         let update = try db.cachedStatement(sql: """

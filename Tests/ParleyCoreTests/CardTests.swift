@@ -78,14 +78,14 @@ final class CardTests: XCTestCase {
         XCTAssertEqual(decoded.sequence, UInt64.max)
     }
 
-    func testDecomposedNameKeepsItsExactBytes() throws {
-        // "é" as e + U+0301: Swift compares it equal to U+00E9, but the signed bytes differ,
-        // so the encoding must reproduce the original bytes, not a normalised form.
+    func testDecomposedNameIsSignedInNFC() throws {
+        // "é" as e + U+0301: Swift compares it equal to U+00E9, but the signed bytes differ.
+        // One name, one encoding: issue signs the NFC form, and the bytes round-trip exactly.
         let decomposed = "e\u{301}"
         let card = try Card.issue(identity: identity, noiseKey: noise, displayName: decomposed,
                                   hostName: "", issuedAt: 1, sequence: 1)
         let decoded = try Card.decode(card.encoded())
-        XCTAssertEqual(Array(decoded.displayName.utf8), [0x65, 0xCC, 0x81])
+        XCTAssertEqual(Array(decoded.displayName.utf8), [0xC3, 0xA9])
     }
 
     func testLimitsAreAcceptedAndMatchEncodedLengthBounds() throws {

@@ -57,7 +57,8 @@ public struct Card: Hashable, Sendable {
     public static func issue(identity: IdentityKeyPair, noiseKey: NoisePublicKey, displayName: String,
                              hostName: String, issuedAt: UInt64, sequence: UInt64,
                              expiresAt: UInt64? = nil) throws(CardError) -> Card {
-        let name = try CardFieldRules.displayName(utf8: Array(displayName.utf8))
+        // A name typed in another normalization form is the same name: sign its NFC form.
+        let name = try CardFieldRules.displayName(utf8: Array(CardFieldRules.nfc(displayName).utf8))
         let host = try CardFieldRules.hostName(bytes: Array(hostName.utf8))
         try CardFieldRules.checkExpiry(issuedAt: issuedAt, expiresAt: expiresAt)
         let unsigned = Card(identityKey: identity.publicKey, noiseKey: noiseKey, displayName: name,

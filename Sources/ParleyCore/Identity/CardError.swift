@@ -15,6 +15,11 @@ public enum CardError: Error, Equatable, Sendable, CustomStringConvertible {
     case displayNameNotUTF8
     /// The display name contains a control, line-break or bidirectional-override code point.
     case displayNameForbiddenCharacter(codePoint: UInt32)
+    /// The name is not in Unicode Normalization Form C (the same text encoded another way
+    /// would be another name, and would sign differently).
+    case displayNameNotNormalized
+    /// More combining marks in a row than any script needs (they stack over other text).
+    case displayNameTooManyCombiningMarks(limit: Int)
     /// The host name is longer than `Card.maxHostNameLength` bytes.
     case hostNameTooLong(bytes: Int)
     /// The host name is not ASCII letters, digits and hyphens in dot-separated labels.
@@ -40,7 +45,11 @@ public enum CardError: Error, Equatable, Sendable, CustomStringConvertible {
             return "display name is not valid UTF-8"
         case let .displayNameForbiddenCharacter(cp):
             let hex = String(cp, radix: 16, uppercase: true)
-            return "display name contains the forbidden character U+\(String(repeating: "0", count: max(0, 4 - hex.count)) + hex) (control, line break or bidi override)"
+            return "display name contains the forbidden character U+\(String(repeating: "0", count: max(0, 4 - hex.count)) + hex) (control, format, invisible, line break or bidi character)"
+        case .displayNameNotNormalized:
+            return "display name is not in Unicode Normalization Form C"
+        case let .displayNameTooManyCombiningMarks(limit):
+            return "display name has more than \(limit) combining marks in a row"
         case let .hostNameTooLong(bytes):
             return "host name is \(bytes) bytes; the limit is \(Card.maxHostNameLength)"
         case let .invalidHostName(reason):

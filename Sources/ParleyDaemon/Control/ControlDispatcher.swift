@@ -42,7 +42,7 @@ struct ControlDispatcher {
                 _ = try request.decodeParams(NodeStatusParams.self)
                 let counts = (try? node.store.counts()) ?? (queued: 0, delivered: 0, received: 0)
                 let known = ((try? node.store.peers()) ?? []).filter { $0.replacedBy == nil }.count
-                let uptime = Int((NIODeadline.now() - node.startedAt).nanoseconds / 1_000_000_000)
+                let uptime = node.uptimeSeconds
                 return .typed(id: id, result: NodeStatusResult(
                     version: DaemonRuntimeInfo.version, name: node.card.displayName,
                     fingerprint: node.fingerprint.description, listen: info.listenAddresses,
@@ -162,6 +162,7 @@ struct ControlDispatcher {
         case .noPendingKeyChange: return JSONRPCError(.peerNotFound, e.description)
         case .invalidAddress: return JSONRPCError(.invalidAddress, e.description)
         case .queueFull: return JSONRPCError(.storageFailed, e.description)
+        case .storedCardUnreadable, .noStateDirectory: return JSONRPCError(.storageFailed, e.description)
         }
     }
 }

@@ -1,5 +1,6 @@
 import NIOCore
 import ParleyCore
+import ParleyNodeCore
 
 /// What a `PeerConnection` reports to its owner. Every call happens on the
 /// connection's event loop, which is the node's loop.
@@ -27,8 +28,6 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = [UInt8]
     typealias OutboundOut = ByteBuffer
 
-    enum Direction: String { case inbound, outbound }
-
     private enum State {
         case idle
         case handshaking(SessionHandshake)
@@ -36,13 +35,11 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         case closed
     }
 
-    let direction: Direction
-    /// For outbound connections: the "host:port" we dialled.
-    let dialedAddress: String?
+    let direction: ConnectionDirection
     private(set) var remoteAddress: String = "?"
     private(set) var established: SessionHandshake.Established?
-    /// Identity hex of the verified peer, once the handshake finished.
-    var remoteIdentity: String? { established?.remoteCard.identityKey.hex }
+    /// The verified peer's identity, once the handshake finished.
+    var remoteIdentityKey: IdentityPublicKey? { established?.remoteCard.identityKey }
 
     weak var delegate: PeerConnectionDelegate?
     private var state: State = .idle
@@ -59,32 +56,21 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     private var pendingReadReceipts: [MessageID] = []
     private var pendingRoomTraffic: [RoomTraffic] = []
 
+    /// The node's monotonic clock (injected, so in-process tests move it by hand).
+    private let now: () -> NIODeadline
     // Liveness, read by the node's keepalive tick.
-    private(set) var lastReceived = NIODeadline.now()
-    private(set) var lastSent = NIODeadline.now()
-    let openedAt = NIODeadline.now()
-    private(set) var establishedAt: NIODeadline?
+    private(set) var lastReceived: NIODeadline
+    private(set) var lastSent: NIODeadline
 
-    /// Outbox bookkeeping owned by the node: message id -> when it was sent on this session.
-    var inFlight: [String: (sentAt: NIODeadline, bytes: Int)] = [:]
-    /// Body bytes sent and not yet acknowledged on this session.
-    var inFlightBytes = 0
-    /// Highest outbox sequence sent on this session (the pump continues after it).
-    var sentThrough: Int64 = 0
-    /// Set when the node decided to keep this session (after trust and duplicate checks).
-    var isActiveSession = false
-    var closeReasonSent: CloseReason?
-    /// Set once the admission slot of an inbound connection was given back.
-    var admissionReleased = false
     /// The reason the peer gave in its close record, if it sent one.
     private(set) var remoteCloseReason: CloseReason?
-    /// For connections dialled from an mDNS advertisement: the fingerprint it claimed.
-    var expectedFingerprint: String?
 
-    init(direction: Direction, dialedAddress: String?, handshakeTimeout: TimeAmount,
+    init(direction: ConnectionDirection, handshakeTimeout: TimeAmount, now: @escaping () -> NIODeadline = NIODeadline.now,
          makeHandshake: @escaping () -> SessionHandshake) {
         self.direction = direction
-        self.dialedAddress = dialedAddress
+        self.now = now
+        self.lastReceived = now()
+        self.lastSent = self.lastReceived
         self.handshakeTimeout = handshakeTimeout
         self.makeHandshake = makeHandshake
     }
@@ -129,7 +115,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let message = unwrapInboundIn(data)
-        lastReceived = .now()
+        lastReceived = now()
         switch state {
         case .handshaking(var hs):
             do {
@@ -142,7 +128,6 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
                     handshakeTimer?.cancel()
                     handshakeTimer = nil
                     self.established = est
-                    self.establishedAt = .now()
                     state = .established(est.transport)
                     if let final {
                         writeFrame(final, context: context)
@@ -259,7 +244,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
                 writeFrame(sealed, context: context)
             }
             state = .established(transport)
-            lastSent = .now()
+            lastSent = now()
             context.flush()
         } catch {
             state = .established(transport)
@@ -280,7 +265,6 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     func close(reason: CloseReason, text: String = "") {
         guard isOpen else { return }
         if case .established = state {
-            closeReasonSent = reason
             send(.close(reason, text))
             flushNow()
         }

@@ -1,6 +1,7 @@
-import ParleyControlProtocol
 import NIOCore
+import ParleyControlProtocol
 import ParleyCore
+import ParleyNodeCore
 
 /// Dial targets found by mDNS. Discovery says where a node might be; the
 /// handshake says who it is.
@@ -13,13 +14,14 @@ extension Node {
             log.debug("ignoring an advertisement for another protocol version", ["instance": instance, "v": version])
             return
         }
-        let candidates = addresses.compactMap { try? HostPort(host: $0, port: port) }
+        let candidates = addresses.compactMap { try? HostPort(host: $0, port: port) }.map(DialAddress.init)
         guard !candidates.isEmpty else { return }
-        addDiscoveredTarget(key: "mdns:" + instance, candidates: candidates, fingerprintHint: fingerprintHint)
+        perform(dialPlanner.addDiscovered(DialTargetKey(mdnsInstance: instance), candidates: candidates,
+                                          fingerprintHint: fingerprintHint, sessions: sessionView))
     }
 
     func discoveryLost(instance: String) {
         loop.preconditionInEventLoop()
-        removeDialTarget(key: "mdns:" + instance)
+        perform(dialPlanner.remove(DialTargetKey(mdnsInstance: instance)))
     }
 }

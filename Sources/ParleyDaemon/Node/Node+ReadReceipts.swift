@@ -1,4 +1,5 @@
 import ParleyCore
+import ParleyNodeCore
 import ParleyStore
 
 /// Read state: the local user reading a conversation (and the receipts that tell the
@@ -16,13 +17,13 @@ extension Node {
         let ids: [String]
         let unread: Int
         do {
-            ids = try store.markIncomingRead(from: peer.identity, upTo: upTo, at: Node.nowMs(),
+            ids = try store.markIncomingRead(from: peer.identity, upTo: upTo, at: nowMs,
                                              queueReceipts: sendsReadReceipts)
             unread = try store.unreadCounts()[peer.identity] ?? 0
         } catch {
             throw .storage(error)
         }
-        if !ids.isEmpty, let conn = sessions[peer.identity] { sendPendingReadReceipts(conn) }
+        if !ids.isEmpty, let conn = activeConnection(for: peer.identity) { sendPendingReadReceipts(conn) }
         return (ids.count, unread)
     }
 
@@ -30,7 +31,7 @@ extension Node {
     /// not acknowledged: once written to a session they are no longer owed (see
     /// docs/PROTOCOL.md, readReceipt). With read receipts off nothing is sent.
     func sendPendingReadReceipts(_ conn: PeerConnection) {
-        guard sendsReadReceipts, conn.isActiveSession, let peer = conn.remoteIdentity else { return }
+        guard sendsReadReceipts, let peer = activePeer(of: conn)?.hex else { return }
         for _ in 0..<Self.maxReadReceiptRecordsPerFlush {
             let ids: [String]
             do {
@@ -48,15 +49,15 @@ extension Node {
     }
 
     func connection(_ conn: PeerConnection, receivedReadReceipts ids: [MessageID]) {
-        guard conn.isActiveSession, let peer = conn.remoteIdentity else { return }
+        guard let peer = activePeer(of: conn) else { return }
         // The reader stored the message before reading it: a receipt implies the ack (which
         // may have been lost with an earlier session). Already-delivered ones are unchanged.
         connection(conn, acknowledged: ids)
         do {
-            let read = try store.markReadByRecipient(ids: ids.map(\.hex), by: peer, at: Node.nowMs())
+            let read = try store.markReadByRecipient(ids: ids.map(\.hex), by: peer.hex, at: nowMs)
             for m in read { emit(.messageRead(m)) }
         } catch {
-            log.error("could not record read receipts", ["peer": Node.fingerprint(ofHex: peer), "error": "\(error)"])
+            log.error("could not record read receipts", ["peer": peer.fingerprintText, "error": "\(error)"])
         }
     }
 }

@@ -1,19 +1,14 @@
-import NIOCore
 import ParleyCore
+import ParleyNodeCore
 import ParleyStore
 
 /// Rooms on the node: membership operations (signed, stored, resolved, forwarded to every
 /// member) and room messages (sent by their author to each member over the pairwise
 /// session, queued per member, acknowledged per member). docs/PROTOCOL.md, "Rooms".
 ///
-/// Distribution rule: a node queues every operation it accepts for the first time (its own
-/// or received) for every member of the room in its resolved view (and for the target of
-/// a removal), except itself, the operation's author and the peer it came from; when its
-/// view gains a member, it queues the room's whole operation log for that member. So every
-/// member ends up with every operation, and the resolver makes them agree.
+/// Who receives what is `RoomDistribution`'s decision (ParleyNodeCore); this driver stores,
+/// resolves, queues what it says and pumps the sessions it touched.
 extension Node {
-    var myIdentityKey: IdentityPublicKey { keys.identity.publicKey }
-
     // MARK: Room book
 
     /// The room's operations and state, from memory or loaded from the store.
@@ -41,10 +36,10 @@ extension Node {
     /// tells observers. Returns false (and stores nothing) for a duplicate or a refused
     /// operation; refusals are logged. Throws only when the store fails.
     @discardableResult
-    func acceptRoomOperation(_ op: RoomOperation, from peer: String?) throws(StoreError) -> Bool {
+    func acceptRoomOperation(_ op: RoomOperation, from peer: IdentityPublicKey?) throws(StoreError) -> Bool {
         var entry = try roomEntry(op.roomID)
         if entry.operations[op.hash] != nil { return false }
-        let source = peer.map(Node.fingerprint(ofHex:)) ?? "local"
+        let source = peer?.fingerprintText ?? "local"
         guard entry.operations.count < RoomLimits.maxOperationsPerRoom else {
             attackLog.log(key: "room-ops:" + op.roomID.hex, "room operation refused: the room has too many operations",
                           ["room": op.roomID.hex, "from": source, "limit": "\(RoomLimits.maxOperationsPerRoom)"])
@@ -60,7 +55,7 @@ extension Node {
                           ["room": op.roomID.hex, "from": source, "actor": Fingerprint(op.actor).description])
             return false
         }
-        let now = Node.nowMs()
+        let now = nowMs
         guard try store.insertRoomOperation(StoredRoomOperation(hash: op.hash.hex, room: op.roomID.hex,
                                                                 sequence: Int64(clamping: op.sequence),
                                                                 encoded: op.encoded()), at: now) else {
@@ -99,25 +94,17 @@ extension Node {
                                       members: s.members.map(\.hex), isMember: s.isMember(myIdentityKey), updatedAt: now))
     }
 
-    /// The distribution rule (see the type's comment).
-    private func distribute(_ op: RoomOperation, before: RoomState?, after: RoomState, from peer: String?,
+    /// Queues the operation (and, for newcomers, the whole log) as `RoomDistribution` says,
+    /// then pumps the sessions of everyone who got something.
+    private func distribute(_ op: RoomOperation, before: RoomState?, after: RoomState, from peer: IdentityPublicKey?,
                             entry: RoomBook.Entry, now: Int64) throws(StoreError) {
-        var recipients = Set(after.members.map(\.hex))
-        if case .remove(let target) = op.change { recipients.insert(target.hex) }
-        recipients.remove(myIdentity)
-        recipients.remove(op.actor.hex)
-        if let peer { recipients.remove(peer) }
-        try store.queueRoomOperations([op.hash.hex], for: recipients.sorted(), at: now)
-        var touched = recipients
-        if let before {
-            let newcomers = Set(after.members).subtracting(before.members).subtracting([myIdentityKey]).map(\.hex)
-            if !newcomers.isEmpty {
-                let log = entry.operations.values.sorted(by: RoomResolver.precedes).map(\.hash.hex)
-                try store.queueRoomOperations(log, for: newcomers.sorted(), at: now)
-                touched.formUnion(newcomers)
-            }
+        let plan = RoomDistribution.plan(for: op, before: before, after: after, me: myIdentityKey, receivedFrom: peer)
+        try store.queueRoomOperations([op.hash.hex], for: plan.operationTo.map(\.hex), at: now)
+        if !plan.wholeLogTo.isEmpty {
+            let log = entry.operations.values.sorted(by: RoomResolver.precedes).map(\.hash.hex)
+            try store.queueRoomOperations(log, for: plan.wholeLogTo.map(\.hex), at: now)
         }
-        for id in touched { if let conn = sessions[id] { pump(conn) } }
+        for id in Set(plan.operationTo + plan.wholeLogTo) { if let conn = activeConnection(for: id) { pump(conn) } }
     }
 
     // MARK: Local API (control socket)
@@ -131,7 +118,7 @@ extension Node {
         let op: RoomOperation
         do {
             op = try RoomOperation.create(roomID: .random(), name: name, members: keys, by: self.keys.identity,
-                                          createdAt: UInt64(max(0, Node.nowMs())))
+                                          createdAt: UInt64(max(0, nowMs)))
         } catch { throw RoomError.invalid(error.description) }
         let rec = try storing { () throws(StoreError) in
             try acceptRoomOperation(op, from: nil)
@@ -165,11 +152,11 @@ extension Node {
                 guard !state.isMember(target) else { throw RoomError.alreadyMember(room: room.name, peer: name) }
                 guard state.members.count < RoomLimits.maxMembers else { throw RoomError.tooManyMembers(RoomLimits.maxMembers) }
                 op = try RoomOperation.change(.add(target), roomID: id, after: state.heads, by: keys.identity,
-                                              createdAt: UInt64(max(0, Node.nowMs())))
+                                              createdAt: UInt64(max(0, nowMs)))
             case .remove:
                 guard state.isMember(target) else { throw RoomError.notAMember(room: room.name, peer: name) }
                 op = try RoomOperation.change(.remove(target), roomID: id, after: state.heads, by: keys.identity,
-                                              createdAt: UInt64(max(0, Node.nowMs())))
+                                              createdAt: UInt64(max(0, nowMs)))
             }
         } catch let e as RoomOperationError { throw RoomError.invalid(e.description) }
         return try storing { () throws(StoreError) in
@@ -191,12 +178,12 @@ extension Node {
         guard try storing({ () throws(StoreError) in try store.queuedRoomMessageCount(room: room.id) }) < RoomDaemonLimits.maxQueuedPerRoom else {
             throw RoomError.queueFull(room, RoomDaemonLimits.maxQueuedPerRoom)
         }
-        let others = state.members.map(\.hex).filter { $0 != myIdentity }
+        let others = RoomDistribution.messageRecipients(in: state, me: myIdentityKey)
         let stored = try storing { () throws(StoreError) in
             try store.enqueueRoomMessage(id: MessageID.random().hex, room: room.id, body: body,
-                                         createdAt: Node.nowMs(), sender: myIdentity, members: others)
+                                         createdAt: nowMs, sender: myIdentity, members: others.map(\.hex))
         }
-        for m in others { if let conn = sessions[m] { pump(conn) } }
+        for m in others { if let conn = activeConnection(for: m) { pump(conn) } }
         return stored
     }
 
@@ -226,7 +213,7 @@ extension Node {
     // MARK: Wire
 
     func connection(_ conn: PeerConnection, receivedRoomTraffic records: [RoomTraffic]) {
-        guard conn.isActiveSession, let sender = conn.remoteIdentity else { return }
+        guard let sender = activePeer(of: conn) else { return }
         var acks: [MessageID] = []
         var chats: [RoomChatRecord] = []
         var received: [StoredMessage] = []
@@ -256,28 +243,27 @@ extension Node {
 
     /// Stores consecutive room chats (one transaction per room), dropping those whose
     /// author is not a member in this node's view, or whose room this node is not in.
-    private func storeRoomChats(_ chats: inout [RoomChatRecord], from sender: String, acks: inout [MessageID],
+    private func storeRoomChats(_ chats: inout [RoomChatRecord], from sender: IdentityPublicKey, acks: inout [MessageID],
                                 received: inout [StoredMessage]) throws(StoreError) {
         guard !chats.isEmpty else { return }
         defer { chats.removeAll() }
-        let now = Node.nowMs()
+        let now = nowMs
         var byRoom: [(RoomID, [RoomChatRecord])] = []
         for c in chats {
             if let i = byRoom.firstIndex(where: { $0.0 == c.roomID }) { byRoom[i].1.append(c) } else { byRoom.append((c.roomID, [c])) }
         }
         for (roomID, list) in byRoom {
             let state = try roomEntry(roomID).state
-            let senderKey = Sodium.fromHex(sender).flatMap { try? IdentityPublicKey(bytes: $0) }
-            guard let state, let senderKey, state.isMember(senderKey), state.isMember(myIdentityKey) else {
+            guard RoomDistribution.acceptsMessage(in: state, from: sender, me: myIdentityKey) else {
                 // Acknowledged anyway: resending would not change our view of the room.
-                attackLog.log(key: "room-chat:" + sender + roomID.hex,
+                attackLog.log(key: "room-chat:" + sender.hex + roomID.hex,
                               "room message from a non-member (in this node's view) dropped",
-                              ["room": roomID.hex, "from": Node.fingerprint(ofHex: sender), "count": "\(list.count)"])
+                              ["room": roomID.hex, "from": sender.fingerprintText, "count": "\(list.count)"])
                 acks += list.map(\.id)
                 continue
             }
             let incoming = list.map {
-                IncomingMessage(id: $0.id.hex, sender: sender, recipient: myIdentity,
+                IncomingMessage(id: $0.id.hex, sender: sender.hex, recipient: myIdentity,
                                 sequence: Int64(clamping: $0.sequence), createdAt: Int64(clamping: $0.createdAt), body: $0.body)
             }
             let results = try store.storeIncomingRoomMessages(incoming, room: roomID.hex, at: now)
@@ -286,24 +272,12 @@ extension Node {
         }
     }
 
-    private func sendAcks(_ ids: [MessageID], on conn: PeerConnection) {
-        var ids = ids
-        while !ids.isEmpty {
-            let n = min(ids.count, WireLimits.maxAcksPerRecord)
-            conn.send(.ack(Array(ids.prefix(n))))
-            ids.removeFirst(n)
-        }
-    }
-
-    /// Called for every ack: records the room part of it.
-    func roomTrafficAcknowledged(_ ids: [String], by peer: String) {
-        guard var pending = roomBook.inFlight[peer], !pending.isEmpty else { return }
-        let mine = ids.filter { pending.contains($0) }
-        guard !mine.isEmpty else { return }
-        pending.subtract(mine)
-        roomBook.inFlight[peer] = pending
+    /// The room part of an acknowledgement: ids the window knew as room traffic, and ids it
+    /// did not know at all (sent on an earlier session).
+    func roomTrafficAcknowledged(_ ids: [MessageID], by peer: IdentityPublicKey) {
+        guard !ids.isEmpty, store.roomOutboxesMayHaveWork else { return }
         do {
-            for m in try store.acknowledgeRoomTraffic(ids: mine, by: peer, at: Node.nowMs()) {
+            for m in try store.acknowledgeRoomTraffic(ids: ids.map(\.hex), by: peer.hex, at: nowMs) {
                 emit(.messageDelivered(m))
             }
         } catch {
@@ -312,51 +286,48 @@ extension Node {
     }
 
     /// Sends queued room operations to the peer of `conn`, parents first, within the window.
-    func pumpRoomOperations(_ conn: PeerConnection, peer: String) {
-        var room = options.sendWindow - conn.inFlight.count
-        guard room > 0, conn.inFlightBytes < options.sendWindowBytes else { return }
+    func pumpRoomOperations(_ conn: PeerConnection, peer: IdentityPublicKey) {
+        let handle = ObjectIdentifier(conn)
+        guard let free = links[handle]?.window.freeSlots, free > 0 else { return }
         let pending: [StoredRoomOperation]
-        do { pending = try store.pendingRoomOperations(to: peer, limit: conn.inFlight.count + room) } catch {
+        do { pending = try store.pendingRoomOperations(to: peer.hex, limit: (links[handle]?.window.count ?? 0) + free) } catch {
             log.error("could not read the room operation outbox", ["error": "\(error)"])
             return
         }
-        let now = NIODeadline.now()
-        for stored in pending where room > 0 && conn.inFlightBytes < options.sendWindowBytes {
+        let now = clock.monotonicNow()
+        for stored in pending {
+            guard let free = links[handle]?.window.freeSlots, free > 0 else { break }
             let key = String(stored.hash.prefix(MessageID.length * 2))
-            guard conn.inFlight[key] == nil else { continue }
+            guard let ackID = MessageID(hex: key), links[handle]?.window.isInFlight(ackID) == false else { continue }
             guard let op = try? RoomOperation.decode(stored.encoded) else {
                 log.warning("stored room operation does not decode; dropped from the outbox", ["hash": stored.hash])
-                _ = try? store.acknowledgeRoomOperations(ackIDs: [key], by: peer)
+                _ = try? store.acknowledgeRoomOperations(ackIDs: [key], by: peer.hex)
                 continue
             }
+            guard links[handle]?.window.admit(ackID, bytes: stored.encoded.count, lane: .roomOperation, now: now) == true
+            else { continue }
             conn.send(.roomOperation(op))
-            conn.inFlight[key] = (now, stored.encoded.count)
-            conn.inFlightBytes += stored.encoded.count
-            roomBook.inFlight[peer, default: []].insert(key)
-            room -= 1
         }
     }
 
     /// Sends queued room messages to the peer of `conn`, in sequence order, within the window.
-    func pumpRoomMessages(_ conn: PeerConnection, peer: String) {
-        guard conn.isActiveSession, conn.isWritable else { return }
-        var room = options.sendWindow - conn.inFlight.count
-        guard room > 0, conn.inFlightBytes < options.sendWindowBytes else { return }
+    func pumpRoomMessages(_ conn: PeerConnection, peer: IdentityPublicKey) {
+        guard conn.isWritable, activePeer(of: conn) != nil else { return }
+        let handle = ObjectIdentifier(conn)
+        guard let free = links[handle]?.window.freeSlots, free > 0 else { return }
         let pending: [StoredMessage]
-        do { pending = try store.pendingRoomMessages(to: peer, limit: conn.inFlight.count + room) } catch {
+        do { pending = try store.pendingRoomMessages(to: peer.hex, limit: (links[handle]?.window.count ?? 0) + free) } catch {
             log.error("could not read the room outbox", ["error": "\(error)"])
             return
         }
-        let now = NIODeadline.now()
-        for m in pending where room > 0 && conn.inFlightBytes < options.sendWindowBytes && conn.inFlight[m.id] == nil {
+        let now = clock.monotonicNow()
+        for m in pending {
+            guard let free = links[handle]?.window.freeSlots, free > 0 else { break }
             guard let mid = MessageID(hex: m.id), let rid = m.room.flatMap(RoomID.init(hex:)) else { continue }
+            guard links[handle]?.window.admit(mid, bytes: m.body.utf8.count, lane: .roomChat, now: now) == true
+            else { continue }
             conn.send(.roomChat(RoomChatRecord(id: mid, roomID: rid, sequence: UInt64(max(0, m.sequence)),
                                                createdAt: UInt64(max(0, m.createdAt)), body: m.body)))
-            let size = m.body.utf8.count
-            conn.inFlight[m.id] = (now, size)
-            conn.inFlightBytes += size
-            roomBook.inFlight[peer, default: []].insert(m.id)
-            room -= 1
         }
     }
 }

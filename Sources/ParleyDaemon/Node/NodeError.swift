@@ -1,3 +1,4 @@
+import ParleyCore
 import ParleyStore
 
 /// Errors a local user can cause through the control socket, each with a message
@@ -13,6 +14,10 @@ enum NodeError: Error, CustomStringConvertible {
     case noPendingKeyChange(String)
     case invalidAddress(String)
     case queueFull(PeerRecord, Int)
+    /// A pending key change's recorded card no longer decodes (a damaged store row).
+    case storedCardUnreadable(String, String)
+    /// Key rotation needs the state directory, and this node was started without one.
+    case noStateDirectory
 
     var description: String {
         switch self {
@@ -23,7 +28,7 @@ enum NodeError: Error, CustomStringConvertible {
         case .keyChangePending(let p):
             return "\(p.displayName)'s identity key changed: nothing is sent until you compare fingerprints and run `parley trust accept-change \(p.displayName)`"
         case .bodyTooLarge(let n):
-            return "message body is \(n) bytes; the limit is \(ParleyCoreLimits.maxBodyBytes)"
+            return "message body is \(n) bytes; the limit is \(WireLimits.maxBodyBytes)"
         case .emptyBody:
             return "message body is empty"
         case .storage(let e):
@@ -34,11 +39,12 @@ enum NodeError: Error, CustomStringConvertible {
             return "no pending key change for '\(q)'"
         case let .queueFull(p, n):
             return "\(n) messages are already queued for \(p.displayName); nothing more is accepted until some are delivered"
+        case let .storedCardUnreadable(name, why):
+            return "the recorded new card for '\(name)' cannot be read (\(why)); run `parley peers` and wait for it to connect again, which records it anew"
+        case .noStateDirectory:
+            return "this daemon has no state directory to write a new key to; restart parleyd with --state-dir"
         case .invalidAddress(let a):
             return "invalid address '\(a)': expected HOST:PORT or [IPV6]:PORT"
         }
     }
 }
-
-import ParleyCore
-typealias ParleyCoreLimits = WireLimits

@@ -1,4 +1,5 @@
 import NIOCore
+import ParleyNodeCore
 
 /// The part of the daemon's configuration the node itself needs: a plain value.
 struct NodeOptions: Sendable {
@@ -8,14 +9,10 @@ struct NodeOptions: Sendable {
     var pingInterval: TimeAmount = .seconds(5)
     /// A session that received nothing for this long is dead (3 missed pings).
     var deadAfter: TimeAmount = .seconds(15)
-    /// Unacknowledged messages per session before the outbox waits for acks.
-    var sendWindow = 2_000
-    /// And at most this many body bytes unacknowledged per session, so a peer that
-    /// stops reading holds at most this much of our memory in socket buffers.
-    var sendWindowBytes = 4 * 1_048_576
-    /// Messages sent but not acknowledged this long are sent again on the same session.
-    var ackTimeout: TimeAmount = .seconds(30)
+    /// The send window of each session (count, bytes, ack timeout); see `SendWindowLimits`.
+    var window = SendWindowLimits()
     /// Reconnect backoff for static and discovered peers.
-    var redialInitial: TimeAmount = .milliseconds(500)
-    var redialMax: TimeAmount = .seconds(30)
+    var redial = RedialBackoff(initial: .milliseconds(500), maximum: .seconds(30))
+
+    var keepalive: KeepalivePolicy { KeepalivePolicy(pingInterval: pingInterval.duration, deadAfter: deadAfter.duration) }
 }

@@ -13,9 +13,6 @@ struct RoomBook {
     }
 
     var entries: [RoomID: Entry] = [:]
-    /// Ids (hex) of room operations and room messages in flight per peer identity: lets an
-    /// ack that is only about direct messages skip the room tables entirely.
-    var inFlight: [String: Set<String>] = [:]
 }
 
 /// Limits of the daemon's room bookkeeping (the wire limits are `RoomLimits`).
@@ -23,7 +20,7 @@ enum RoomDaemonLimits {
     /// Distinct rooms (including ones whose create has not arrived) this node keeps
     /// operations for: bounds what peers can make it store for rooms it never joins.
     static let maxRooms = 1_024
-    /// Undelivered outgoing messages per room, like `DaemonLimits.maxQueuedPerPeer` for a
+    /// Undelivered outgoing messages per room, like `NodeLimits.maxQueuedPerPeer` for a
     /// peer: beyond it, sending fails loudly instead of the outbox growing without bound.
     static let maxQueuedPerRoom = 100_000
     /// Shortest room-id prefix a user may type (16 bits), like fingerprint prefixes.

@@ -1,8 +1,5 @@
-import NIOCore
-
-/// Limits on what a stranger on the LAN can make us hold before it has proven
-/// anything. Every value says why.
-public enum DaemonLimits {
+/// Limits on what peers can make this node hold. Every value says why.
+public enum NodeLimits {
     /// Connections still in the handshake, all sources together. A handshake costs
     /// two X25519 operations and a few hundred bytes; 256 of them is nothing for
     /// us and far more than honest peers ever have at once.
@@ -24,10 +21,11 @@ public enum DaemonLimits {
     public static let maxQueuedPerPeer = 100_000
 }
 
-/// Decides whether to accept a new inbound TCP connection. Pure bookkeeping with
-/// time passed in, so it is unit-tested without sockets.
-struct AdmissionControl {
-    enum Verdict: Equatable {
+/// Decides whether to accept a new inbound TCP connection, before any byte is read: a
+/// token bucket per source address, and caps on connections still in their handshake.
+/// Pure bookkeeping with time passed in (tested in `AdmissionControlTests`).
+public struct AdmissionControl: Sendable {
+    public enum Verdict: Equatable, Sendable {
         case accept
         case refuseTooManyHandshakes
         case refuseTooManyFromSource
@@ -36,39 +34,47 @@ struct AdmissionControl {
 
     private struct Bucket {
         var tokens: Double
-        var last: NIODeadline
+        var last: MonotonicInstant
     }
 
     private var buckets: [String: Bucket] = [:]
     private var order: [String] = []  // insertion order, for bounded forgetting
-    private(set) var handshaking: [String: Int] = [:]
-    private(set) var handshakingTotal = 0
+    public private(set) var handshaking: [String: Int] = [:]
+    public private(set) var handshakingTotal = 0
 
-    mutating func admit(source: String, now: NIODeadline) -> Verdict {
+    public init() {}
+
+    /// Sources whose rate is remembered now (at most `NodeLimits.trackedSources`).
+    public var trackedSourceCount: Int { buckets.count }
+
+    public mutating func admit(source: String, now: MonotonicInstant) -> Verdict {
         // Rate first: a refused connection still spends a token, so a flood stays refused.
-        var b = buckets[source] ?? Bucket(tokens: DaemonLimits.connectionBurstPerSource, last: now)
+        var b = buckets[source] ?? Bucket(tokens: NodeLimits.connectionBurstPerSource, last: now)
         if buckets[source] == nil {
             order.append(source)
-            if order.count > DaemonLimits.trackedSources {
+            if order.count > NodeLimits.trackedSources {
                 let old = order.removeFirst()
                 buckets[old] = nil
             }
         }
-        let elapsed = Double((now - b.last).nanoseconds) / 1e9
-        b.tokens = min(DaemonLimits.connectionBurstPerSource, b.tokens + max(0, elapsed) * DaemonLimits.connectionsPerSourcePerSecond)
+        let elapsed = Double((now - b.last).wholeNanoseconds) / 1e9
+        b.tokens = min(NodeLimits.connectionBurstPerSource,
+                       b.tokens + max(0, elapsed) * NodeLimits.connectionsPerSourcePerSecond)
         b.last = now
         defer { buckets[source] = b }
         guard b.tokens >= 1 else { return .refuseRate }
         b.tokens -= 1
-        guard handshakingTotal < DaemonLimits.maxUnauthenticatedConnections else { return .refuseTooManyHandshakes }
-        guard handshaking[source, default: 0] < DaemonLimits.maxUnauthenticatedPerSource else { return .refuseTooManyFromSource }
+        guard handshakingTotal < NodeLimits.maxUnauthenticatedConnections else { return .refuseTooManyHandshakes }
+        guard handshaking[source, default: 0] < NodeLimits.maxUnauthenticatedPerSource else {
+            return .refuseTooManyFromSource
+        }
         handshaking[source, default: 0] += 1
         handshakingTotal += 1
         return .accept
     }
 
     /// The connection finished its handshake or closed before it.
-    mutating func handshakeEnded(source: String) {
+    public mutating func handshakeEnded(source: String) {
         guard let n = handshaking[source] else { return }
         handshakingTotal -= 1
         if n <= 1 { handshaking[source] = nil } else { handshaking[source] = n - 1 }

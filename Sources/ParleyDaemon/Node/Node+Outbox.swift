@@ -1,0 +1,158 @@
+import ParleyCore
+import ParleyNodeCore
+import ParleyStore
+
+/// The durable outbox: local sends are stored, then pumped to the peer's session within
+/// its `SendWindow`; incoming chats are stored, then acknowledged; acknowledgements mark
+/// deliveries. docs/PROTOCOL.md, "Messages" and "Acknowledgements".
+extension Node {
+    // MARK: Pumping
+
+    /// Sends what is queued for the peer of `conn`, within its window: room membership
+    /// first, direct messages, then room messages (an operation that makes us a member
+    /// reaches the peer before our first message to the room).
+    func pump(_ conn: PeerConnection) {
+        guard conn.isWritable, let peer = activePeer(of: conn) else { return }
+        // The room outboxes are skipped while the store knows them to be empty.
+        let roomWork = store.roomOutboxesMayHaveWork
+        if roomWork { pumpRoomOperations(conn, peer: peer) }
+        defer { if roomWork { pumpRoomMessages(conn, peer: peer) } }
+        let handle = ObjectIdentifier(conn)
+        guard let window = links[handle]?.window, window.freeSlots > 0,
+              outbox.mayHaveUnsent(for: peer, sentThrough: window.directSentThrough)
+        else { return }
+        let pending: [StoredMessage]
+        do {
+            pending = try store.pendingOutgoing(to: peer.hex, afterSequence: window.directSentThrough,
+                                                limit: window.freeSlots)
+        } catch {
+            log.error("could not read the outbox", ["error": "\(error)"])
+            return
+        }
+        let now = clock.monotonicNow()
+        for m in pending {
+            guard let id = MessageID(hex: m.id) else { continue }
+            guard links[handle]?.window.admit(id, bytes: m.body.utf8.count, lane: .direct, sequence: m.sequence,
+                                              now: now) == true
+            else {
+                if links[handle]?.window.freeSlots == 0 { break }
+                continue
+            }
+            conn.send(.chat(ChatRecord(id: id, sequence: UInt64(max(0, m.sequence)),
+                                       createdAt: UInt64(max(0, m.createdAt)), body: m.body)))
+        }
+    }
+
+    func connectionBecameWritable(_ conn: PeerConnection) { pump(conn) }
+
+    // MARK: Local sends
+
+    /// Queues a message durably; returns once it is on disk.
+    func send(to peer: PeerRecord, body: String) throws(NodeError) -> StoredMessage {
+        try sendMany([(peer, body)])[0].get()
+    }
+
+    /// Queues several messages in ONE transaction (one fsync): a pipelining client's
+    /// requests from one read are committed together, and each is answered only after
+    /// that commit. Invalid ones fail alone; a storage failure fails all of them.
+    func sendMany(_ items: [(PeerRecord, String)]) -> [Result<StoredMessage, NodeError>] {
+        loop.preconditionInEventLoop()
+        var results = [Result<StoredMessage, NodeError>?](repeating: nil, count: items.count)
+        var batch: [NewOutgoingMessage] = []
+        var batchIndex: [Int] = []
+        if outbox.needsCounts, let counts = try? store.pendingRecipients() {
+            outbox.loadCounts(Dictionary(counts.compactMap { k, v in IdentityPublicKey(hex: k).map { ($0, v) } },
+                                         uniquingKeysWith: +))
+        }
+        var planned: [IdentityPublicKey: Int] = [:]
+        let now = nowMs
+        for (i, (peer, body)) in items.enumerated() {
+            let size = body.utf8.count
+            if size == 0 {
+                results[i] = .failure(.emptyBody)
+                continue
+            }
+            if size > WireLimits.maxBodyBytes {
+                results[i] = .failure(.bodyTooLarge(size))
+                continue
+            }
+            if peer.trust == .changed || peer.replacedBy != nil {
+                results[i] = .failure(.keyChangePending(peer))
+                continue
+            }
+            guard let key = IdentityPublicKey(hex: peer.identity) else {
+                results[i] = .failure(.peerNotFound(peer.identity))
+                continue
+            }
+            if outbox.queuedCount(for: key) + planned[key, default: 0] >= NodeLimits.maxQueuedPerPeer {
+                results[i] = .failure(.queueFull(peer, NodeLimits.maxQueuedPerPeer))
+                continue
+            }
+            planned[key, default: 0] += 1
+            batch.append(NewOutgoingMessage(id: MessageID.random().hex, recipient: peer.identity, body: body, createdAt: now))
+            batchIndex.append(i)
+        }
+        if !batch.isEmpty {
+            do {
+                let stored = try store.enqueue(batch, sender: myIdentity)
+                for (k, m) in stored.enumerated() where k < batchIndex.count { results[batchIndex[k]] = .success(m) }
+                var newest: [IdentityPublicKey: Int64] = [:]
+                for m in stored {
+                    if let key = IdentityPublicKey(hex: m.recipient) { newest[key] = max(newest[key] ?? m.sequence, m.sequence) }
+                }
+                for (peer, n) in planned { outbox.queued(n, for: peer, newestSequence: newest[peer] ?? 0) }
+                for peer in planned.keys { if let conn = activeConnection(for: peer) { pump(conn) } }
+            } catch {
+                for i in batchIndex { results[i] = .failure(.storage(error)) }
+            }
+        }
+        return results.map { $0 ?? .failure(.storage(.io(path: store.path, reason: "not stored"))) }
+    }
+
+    // MARK: Wire
+
+    func connection(_ conn: PeerConnection, received chats: [ChatRecord]) {
+        guard let sender = activePeer(of: conn) else { return }
+        let now = nowMs
+        let incoming = chats.map {
+            IncomingMessage(id: $0.id.hex, sender: sender.hex, recipient: myIdentity,
+                            sequence: Int64(clamping: $0.sequence), createdAt: Int64(clamping: $0.createdAt),
+                            body: $0.body)
+        }
+        let results: [(message: StoredMessage, isNew: Bool)]
+        do {
+            results = try store.storeIncoming(incoming, at: now)
+        } catch {
+            // Not stored, so not acknowledged: the sender keeps them queued and resends.
+            log.error("could not store incoming messages; they stay queued at the sender", ["error": "\(error)"])
+            conn.close(reason: .normal, text: "receiver storage failure")
+            return
+        }
+        sendAcks(chats.map(\.id), on: conn)
+        for r in results where r.isNew { emit(.messageReceived(r.message)) }
+    }
+
+    /// Acknowledges stored records, at most `WireLimits.maxAcksPerRecord` ids per ack record.
+    func sendAcks(_ ids: [MessageID], on conn: PeerConnection) {
+        var start = 0
+        while start < ids.count {
+            let end = min(start + WireLimits.maxAcksPerRecord, ids.count)
+            conn.send(.ack(Array(ids[start..<end])))
+            start = end
+        }
+    }
+
+    func connection(_ conn: PeerConnection, acknowledged ids: [MessageID]) {
+        guard let peer = conn.remoteIdentityKey else { return }
+        let ack = links[ObjectIdentifier(conn)]?.window.acknowledge(ids) ?? SendWindow.Acknowledgement(unknown: ids)
+        do {
+            let changed = try store.markDelivered(ids: ids.map(\.hex), by: peer.hex, at: nowMs)
+            outbox.delivered(changed.count, by: peer)
+            for m in changed { emit(.messageDelivered(m)) }
+        } catch {
+            log.error("could not record delivery; the messages will be sent again and de-duplicated", ["error": "\(error)"])
+        }
+        roomTrafficAcknowledged(ack.roomItems + ack.unknown, by: peer)
+        pump(conn)
+    }
+}

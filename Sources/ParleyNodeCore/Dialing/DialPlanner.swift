@@ -1,0 +1,218 @@
+import ParleyCore
+
+/// The peers this node keeps dialling until a session is up: configured addresses and
+/// mDNS advertisements (several candidate addresses, tried in turn), with backoff after
+/// failures, and the spoof flag for an advertisement whose claimed fingerprint its
+/// handshake did not prove (not dialled again until the advertisement changes).
+///
+/// Pure: events in, actions out. The driver opens connections and keeps one timer per
+/// target; what sessions are up is asked through `SessionView`.
+public struct DialPlanner: Sendable {
+    public enum Source: Sendable, Equatable { case configured, discovered }
+
+    public struct Target: Sendable, Equatable {
+        public var candidates: [DialAddress]
+        /// The candidate tried next (advances after each failure).
+        public var next = 0
+        public let source: Source
+        /// The identity the target's last session proved.
+        public var identity: IdentityPublicKey?
+        /// For advertisements: the compact fingerprint they claim.
+        public var fingerprintHint: String?
+        /// The claimed fingerprint was not what the handshake proved.
+        public var spoofed = false
+        public var connecting = false
+        public var failures = 0
+        /// A redial timer is armed for this target.
+        public var redialArmed = false
+
+        init(candidates: [DialAddress], source: Source) {
+            self.candidates = candidates
+            self.source = source
+        }
+    }
+
+    public enum Action: Sendable, Equatable {
+        /// Open a TCP connection to `address` for `target`; report the outcome with
+        /// `connectFailed` or `connectionClosed` / `sessionUp`.
+        case connect(DialTargetKey, DialAddress, expectedFingerprint: String?)
+        /// Arm (or re-arm) the target's timer; when it fires, call `redialDue`.
+        case armRedial(DialTargetKey, after: Duration)
+        case cancelRedial(DialTargetKey)
+    }
+
+    /// What the planner needs to know about the sessions that are up.
+    public struct SessionView {
+        public var isConnected: (IdentityPublicKey) -> Bool
+        /// The identity online with this compact fingerprint, and the host its session
+        /// comes from.
+        public var online: (_ fingerprintCompact: String) -> (identity: IdentityPublicKey, host: String)?
+
+        public init(isConnected: @escaping (IdentityPublicKey) -> Bool,
+                    online: @escaping (String) -> (identity: IdentityPublicKey, host: String)?) {
+            self.isConnected = isConnected
+            self.online = online
+        }
+    }
+
+    public let backoff: RedialBackoff
+    public private(set) var targets: [DialTargetKey: Target] = [:]
+    public private(set) var stopping = false
+
+    public init(backoff: RedialBackoff) { self.backoff = backoff }
+
+    // MARK: Targets
+
+    /// A configured peer (`--peer`, `parley connect`): dialled now.
+    public mutating func addConfigured(_ address: DialAddress, sessions: SessionView) -> [Action] {
+        let key = DialTargetKey(address: address)
+        if targets[key] == nil { targets[key] = Target(candidates: [address], source: .configured) }
+        return dial(key, sessions: sessions)
+    }
+
+    /// Replaces the configured set (configuration reload): drops what is gone, dials the rest.
+    public mutating func setConfigured(_ addresses: [DialAddress], sessions: SessionView) -> [Action] {
+        let wanted = Set(addresses.map(DialTargetKey.init(address:)))
+        var actions: [Action] = []
+        for (key, t) in targets where t.source == .configured && !wanted.contains(key) {
+            targets[key] = nil
+            actions.append(.cancelRedial(key))
+        }
+        for a in addresses { actions += addConfigured(a, sessions: sessions) }
+        return actions
+    }
+
+    /// An advertisement appeared or changed. A change of addresses or claimed fingerprint
+    /// clears the spoof flag: it may be a different node now.
+    public mutating func addDiscovered(_ key: DialTargetKey, candidates: [DialAddress], fingerprintHint: String?,
+                                       sessions: SessionView) -> [Action] {
+        if var t = targets[key] {
+            if t.candidates != candidates || t.fingerprintHint != fingerprintHint { t.spoofed = false }
+            t.candidates = candidates
+            t.next = 0
+            t.fingerprintHint = fingerprintHint
+            targets[key] = t
+        } else {
+            var t = Target(candidates: candidates, source: .discovered)
+            t.fingerprintHint = fingerprintHint
+            targets[key] = t
+        }
+        return dial(key, sessions: sessions)
+    }
+
+    public mutating func remove(_ key: DialTargetKey) -> [Action] {
+        guard targets.removeValue(forKey: key) != nil else { return [] }
+        return [.cancelRedial(key)]
+    }
+
+    /// Stops dialling: every timer is cancelled, nothing is dialled again.
+    public mutating func stop() -> [Action] {
+        stopping = true
+        let keys = targets.keys.sorted { $0.rawValue < $1.rawValue }
+        targets.removeAll()
+        return keys.map(Action.cancelRedial)
+    }
+
+    /// Targets whose last session was with `identity` (their keys, for `peers.list`).
+    public func targets(of identity: IdentityPublicKey) -> [DialTargetKey] {
+        targets.filter { $0.value.identity == identity }.map(\.key).sorted { $0.rawValue < $1.rawValue }
+    }
+
+    // MARK: Dialling
+
+    /// Dials `key` unless it needs no dialling now.
+    public mutating func dial(_ key: DialTargetKey, sessions: SessionView) -> [Action] {
+        guard !stopping, var t = targets[key], !t.connecting else { return [] }
+        var actions: [Action] = []
+        if t.redialArmed {
+            t.redialArmed = false
+            actions.append(.cancelRedial(key))
+        }
+        defer { targets[key] = t }
+        if let id = t.identity, sessions.isConnected(id) { return actions }  // maybe they dialled us
+        if t.spoofed { return actions }
+        if let hint = t.fingerprintHint, let (id, host) = sessions.online(hint),
+           t.candidates.contains(where: { $0.host == host }) {
+            // Already connected to that identity at an address this advertisement lists.
+            // (One claiming it from elsewhere is dialled: the handshake shows whether it is
+            // the same node or a spoof.)
+            t.identity = id
+            return actions
+        }
+        guard !t.candidates.isEmpty else { return actions }
+        let address = t.candidates[t.next % t.candidates.count]
+        t.connecting = true
+        actions.append(.connect(key, address, expectedFingerprint: t.fingerprintHint))
+        return actions
+    }
+
+    /// The target's timer fired.
+    public mutating func redialDue(_ key: DialTargetKey, sessions: SessionView) -> [Action] {
+        targets[key]?.redialArmed = false
+        return dial(key, sessions: sessions)
+    }
+
+    /// The TCP connection or its handshake failed (or it closed before a session was kept).
+    public mutating func attemptFailed(_ key: DialTargetKey, random: some RandomSource) -> [Action] {
+        guard var t = targets[key], t.connecting else { return [] }
+        t.connecting = false
+        t.failures += 1
+        t.next += 1  // try the next advertised address
+        targets[key] = t
+        return armRedial(key, random: random)
+    }
+
+    /// A session on a connection dialled for `key` was kept.
+    public mutating func sessionUp(_ key: DialTargetKey, identity: IdentityPublicKey) {
+        guard var t = targets[key] else { return }
+        t.identity = identity
+        t.connecting = false
+        t.failures = 0
+        targets[key] = t
+    }
+
+    /// The handshake proved an identity (before the trust decision): remember it, so a
+    /// refused session is not dialled again while a session with it is up elsewhere.
+    public mutating func provedIdentity(_ key: DialTargetKey, identity: IdentityPublicKey) {
+        targets[key]?.identity = identity
+    }
+
+    /// The handshake proved another identity than the advertisement claimed: do not
+    /// knock again until the advertisement changes.
+    public mutating func spoofDetected(_ key: DialTargetKey) { targets[key]?.spoofed = true }
+
+    /// The peer refused us by its trust policy (`close(keyChangePending)` or
+    /// `close(notTrusted)`): back off harder instead of knocking every half second.
+    public mutating func refusedByPeerTrust(_ key: DialTargetKey, random: some RandomSource) -> [Action] {
+        guard targets[key] != nil else { return [] }
+        targets[key]!.failures += 2
+        return armRedial(key, random: random)
+    }
+
+    /// The session with `identity` ended: dial again every target that reached it.
+    public mutating func sessionDown(_ identity: IdentityPublicKey, random: some RandomSource) -> [Action] {
+        targets.filter { $0.value.identity == identity }.map(\.key).sorted { $0.rawValue < $1.rawValue }
+            .flatMap { armRedial($0, random: random) }
+    }
+
+    /// A person accepted `new` as the replacement of `old`: targets that reached `old`
+    /// now mean `new`, and are dialled at once rather than after their backoff.
+    public mutating func redirect(from old: IdentityPublicKey, to new: IdentityPublicKey,
+                                  sessions: SessionView) -> [Action] {
+        let keys = targets.filter { $0.value.identity == old || $0.value.identity == new }.map(\.key)
+            .sorted { $0.rawValue < $1.rawValue }
+        var actions: [Action] = []
+        for k in keys {
+            targets[k]?.identity = new
+            actions += dial(k, sessions: sessions)
+        }
+        return actions
+    }
+
+    private mutating func armRedial(_ key: DialTargetKey, random: some RandomSource) -> [Action] {
+        guard !stopping, var t = targets[key], !t.redialArmed, !t.connecting else { return [] }
+        t.redialArmed = true
+        targets[key] = t
+        return [.armRedial(key, after: backoff.delay(afterFailures: t.failures, random: random))]
+    }
+}

@@ -1,0 +1,161 @@
+import NIOCore
+import NIOEmbedded
+import ParleyCore
+import ParleyNodeCore
+import ParleyStore
+import XCTest
+
+@testable import ParleyDaemon
+
+/// Two whole nodes in one process, joined by embedded channels on one virtual-time loop:
+/// the message path (handshake, trust on first use, store, pump, ack, delivery) and the
+/// timers that take seconds on real daemons (ack-timeout resend, dead peer, redial),
+/// each in milliseconds of test time.
+final class TwoNodeTests: XCTestCase {
+    var loop: EmbeddedEventLoop!
+    var clock: LoopClock!
+    var alice: InProcessNode!
+    var bob: InProcessNode!
+
+    override func setUpWithError() throws {
+        loop = EmbeddedEventLoop()
+        clock = LoopClock(loop: loop)
+        var options = NodeOptions()
+        options.window = SendWindowLimits(maxCount: 4, maxBytes: 1_048_576, ackTimeout: .seconds(30))
+        alice = try InProcessNode(name: "alice", loop: loop, clock: clock, options: options)
+        // Bob tolerates a long stall of alice's frames (the ack-timeout test holds them).
+        options.deadAfter = .seconds(120)
+        bob = try InProcessNode(name: "bob", loop: loop, clock: clock, options: options)
+    }
+
+    override func tearDownWithError() throws {
+        alice.node.stop()
+        bob.node.stop()
+        _ = try? loop.syncShutdownGracefully()
+    }
+
+    func connect() throws -> InProcessLink {
+        let link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        return link
+    }
+
+    func bobAtAlice() throws -> PeerRecord { try alice.node.resolvePeer("bob") }
+
+    func testHandshakePinsBothSidesAndAnnouncesPresence() throws {
+        _ = try connect()
+        XCTAssertTrue(alice.node.sessions.isOnline(bob.identity))
+        XCTAssertTrue(bob.node.sessions.isOnline(alice.identity))
+        XCTAssertEqual(try alice.node.store.peer(identity: bob.identity.hex)?.trust, .pinned)
+        XCTAssertEqual(try bob.node.store.peer(identity: alice.identity.hex)?.displayName, "alice")
+        XCTAssertTrue(alice.events.contains { if case .peerOnline(bob.identity.hex) = $0 { return true } else { return false } })
+    }
+
+    func testAMessageIsStoredAcknowledgedAndMarkedDelivered() throws {
+        let link = try connect()
+        let sent = try alice.node.send(to: try bobAtAlice(), body: "lunch at noon?")
+        try link.exchange()
+        let received = try bob.node.store.message(id: sent.id, sender: alice.identity.hex)
+        XCTAssertEqual(received?.body, "lunch at noon?")
+        XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .delivered)
+        XCTAssertTrue(alice.events.contains { if case .messageDelivered(let m) = $0 { return m.id == sent.id } else { return false } })
+    }
+
+    func testTheWindowHoldsBackWhatDoesNotFitUntilAcksArrive() throws {
+        let link = try connect()
+        let bobRecord = try bobAtAlice()
+        let sent = try (0..<10).map { try alice.node.send(to: bobRecord, body: "m\($0)") }
+        // Alice's frames cross, bob's acks are held back.
+        try link.exchange(.initiatorToResponder)
+        func arrived() throws -> Int {
+            try sent.filter { try bob.node.store.message(id: $0.id, sender: alice.identity.hex) != nil }.count
+        }
+        func delivered() throws -> Int { try sent.filter { try alice.node.store.message(id: $0.id)?.state == .delivered }.count }
+        XCTAssertEqual(try arrived(), 4, "a window of 4 sends 4 before the first ack")
+        XCTAssertEqual(try delivered(), 0)
+        try link.exchange()  // the acks arrive, the window opens, the rest follows
+        XCTAssertEqual(try arrived(), 10)
+        XCTAssertEqual(try delivered(), 10)
+        XCTAssertEqual(alice.node.links[ObjectIdentifier(link.initiatorConnection)]?.window.isEmpty, true)
+    }
+
+    func testAStalledSendIsResentAfterTheAckTimeoutAndDeliveredOnce() throws {
+        let link = try connect()
+        let bobRecord = try bobAtAlice()
+        let sent = try alice.node.send(to: bobRecord, body: "are you there?")
+        // Alice's frames stall on the way (bob's pings still reach her, so she keeps the
+        // session); no ack can come.
+        for _ in 0..<6 {
+            link.advance(.seconds(5))
+            alice.node.keepaliveTick()
+            bob.node.keepaliveTick()
+            try link.exchange(.responderToInitiator)
+        }
+        XCTAssertTrue(alice.node.sessions.isOnline(bob.identity))
+        XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .queued, "30 s: not resent yet")
+        let heldBefore = try link.initiatorFramesHeld()
+        link.advance(.seconds(1))
+        alice.node.keepaliveTick()  // past 30 s: the window resets and the pump sends it again
+        XCTAssertEqual(try link.initiatorFramesHeld(), heldBefore + 1, "the message was written again")
+        try link.exchange()  // the stall ends: both copies arrive, in order
+        XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .delivered)
+        let atBob = try bob.node.store.messages(peer: alice.identity.hex, after: nil, limit: 10)
+        XCTAssertEqual(atBob.map(\.id), [sent.id], "the second copy was de-duplicated")
+        XCTAssertEqual(bob.events.filter { if case .messageReceived = $0 { return true } else { return false } }.count, 1)
+    }
+
+    func testWithoutTheTimeoutNothingIsSentTwice() throws {
+        let link = try connect()
+        _ = try alice.node.send(to: try bobAtAlice(), body: "once")
+        let first = try link.exchange(.responderToInitiator)
+        XCTAssertEqual(first.forward, 0)
+        alice.node.keepaliveTick()
+        alice.node.pump(link.initiatorConnection)
+        loop.run()
+        // Nothing new was written: the message is in flight, the window does not send it again.
+        XCTAssertNil(try link.initiator.readOutbound(as: ByteBuffer.self))
+    }
+
+    func testASilentPeerIsClosedAfterDeadAfterAndGoesOffline() throws {
+        let link = try connect()
+        link.advance(.seconds(15))
+        alice.node.keepaliveTick()
+        XCTAssertTrue(alice.node.sessions.isOnline(bob.identity), "15 s of silence is not yet past deadAfter")
+        try link.exchange(.initiatorToResponder)  // alice's ping reaches bob; bob's pong stalls
+        link.advance(.milliseconds(1))
+        alice.node.keepaliveTick()
+        try link.exchange(.initiatorToResponder)
+        XCTAssertFalse(alice.node.sessions.isOnline(bob.identity))
+        XCTAssertTrue(alice.events.contains { if case .peerOffline(bob.identity.hex) = $0 { return true } else { return false } })
+    }
+
+    func testASecondConnectionOfTheSamePairIsClosedByTheTieBreak() throws {
+        let first = try connect()
+        let second = try InProcessLink(from: bob, to: alice, loop: loop)
+        try second.exchange()
+        try first.exchange()
+        // Both nodes keep the same connection, and exactly one session each.
+        let keptAtAlice = alice.node.sessions.handle(for: bob.identity)
+        let keptAtBob = bob.node.sessions.handle(for: alice.identity)
+        let firstKept = keptAtAlice == ObjectIdentifier(first.initiatorConnection)
+        XCTAssertEqual(keptAtBob == ObjectIdentifier(first.responderConnection), firstKept)
+        let secondKept = keptAtAlice == ObjectIdentifier(second.responderConnection)
+        XCTAssertNotEqual(firstKept, secondKept)
+        // The smaller identity's connection wins (same boot on both sides).
+        let aliceIsSmaller = alice.identity.bytes.lexicographicallyPrecedes(bob.identity.bytes)
+        XCTAssertEqual(firstKept, aliceIsSmaller)
+        // Presence never flapped.
+        XCTAssertFalse(alice.events.contains { if case .peerOffline = $0 { return true } else { return false } })
+    }
+
+    func testAnImpostorUnderAPinnedNameIsRefusedAndRecordedAsAKeyChange() throws {
+        _ = try connect()
+        let impostor = try InProcessNode(name: "bob", loop: loop, clock: clock)
+        let link = try InProcessLink(from: impostor, to: alice, loop: loop)
+        try link.exchange()
+        XCTAssertFalse(alice.node.sessions.isOnline(impostor.identity))
+        XCTAssertEqual(link.initiatorConnection.remoteCloseReason, .keyChangePending)
+        XCTAssertEqual(try alice.node.store.pendingKeyChanges().map(\.newIdentity), [impostor.identity.hex])
+        XCTAssertTrue(alice.node.sessions.isOnline(bob.identity), "the real bob's session is untouched")
+    }
+}

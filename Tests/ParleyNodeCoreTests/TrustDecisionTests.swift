@@ -1,0 +1,174 @@
+import ParleyCore
+import XCTest
+
+@testable import ParleyNodeCore
+
+final class TrustDecisionTests: XCTestCase {
+    let bobKey = IdentityKeyPair.generate()
+    let noise = NoiseStaticKeyPair.generate()
+
+    func card(_ key: IdentityKeyPair, name: String = "bob", sequence: UInt64 = 1, issuedAt: UInt64 = 1_700_000_000) -> Card {
+        try! Card.issue(identity: key, noiseKey: noise.publicKey, displayName: name, hostName: "host",
+                        issuedAt: issuedAt, sequence: sequence)
+    }
+
+    func known(_ c: Card, standing: KnownPeer.Standing = .trusted) -> KnownPeer {
+        KnownPeer(identity: c.identityKey, displayName: c.displayName, cardSequence: c.sequence, card: c.encoded(),
+                  standing: standing)
+    }
+
+    func testTheSameCardKeepsTheSession() {
+        let c = card(bobKey)
+        XCTAssertEqual(TrustDecision.known(known(c), card: c), .keep)
+        XCTAssertEqual(TrustDecision.known(known(c, standing: .keyChangePending), card: c), .keep,
+                       "a peer named by a pending key change still reaches us with its own key")
+    }
+
+    func testANewerCardIsPinned() {
+        let old = card(bobKey)
+        XCTAssertEqual(TrustDecision.known(known(old), card: card(bobKey, name: "robert", sequence: 2)), .keepAndUpdateCard)
+    }
+
+    func testStaleAndConflictingCardsAreRefused() {
+        let pinned = card(bobKey, sequence: 5)
+        XCTAssertEqual(TrustDecision.known(known(pinned), card: card(bobKey, sequence: 4)),
+                       .refuse(.staleCard(presented: 4, pinned: 5)))
+        XCTAssertEqual(TrustDecision.known(known(pinned), card: card(bobKey, name: "eve", sequence: 5)),
+                       .refuse(.conflictingCard))
+    }
+
+    func testBlockedAndReplacedIdentitiesAreRefusedWhateverTheyPresent() {
+        let c = card(bobKey)
+        XCTAssertEqual(TrustDecision.known(known(c, standing: .blocked), card: card(bobKey, sequence: 9)), .refuse(.blocked))
+        XCTAssertEqual(TrustDecision.known(known(c, standing: .replaced), card: c), .refuse(.replaced))
+    }
+
+    func testANewIdentityIsPinnedOnFirstUse() {
+        let c = card(IdentityKeyPair.generate(), name: "dave")
+        XCTAssertEqual(TrustDecision.newIdentity(card: c, namesakes: [], atDialedAddress: nil), .pinNewPeer)
+    }
+
+    func testANewIdentityUnderAKnownNameOrAddressIsHeld() {
+        let realBob = known(card(bobKey))
+        let impostor = card(IdentityKeyPair.generate(), name: "bob")
+        XCTAssertEqual(TrustDecision.newIdentity(card: impostor, namesakes: [realBob], atDialedAddress: nil),
+                       .holdKeyChange(previous: realBob.identity, reason: .sameName))
+        let elsewhere = card(IdentityKeyPair.generate(), name: "mallory")
+        XCTAssertEqual(TrustDecision.newIdentity(card: elsewhere, namesakes: [], atDialedAddress: realBob),
+                       .holdKeyChange(previous: realBob.identity, reason: .sameAddress))
+        var gone = realBob
+        gone.standing = .replaced
+        XCTAssertEqual(TrustDecision.newIdentity(card: elsewhere, namesakes: [], atDialedAddress: gone), .pinNewPeer,
+                       "an address of a replaced identity says nothing")
+    }
+
+    func testCardUpdates() {
+        let pinned = known(card(bobKey, sequence: 3))
+        XCTAssertEqual(TrustDecision.cardUpdate(card(bobKey, sequence: 4), sessionIdentity: bobKey.publicKey, pinned: pinned), .pin)
+        XCTAssertEqual(TrustDecision.cardUpdate(card(bobKey, sequence: 3), sessionIdentity: bobKey.publicKey, pinned: pinned), .ignore)
+        XCTAssertEqual(TrustDecision.cardUpdate(card(bobKey, sequence: 2), sessionIdentity: bobKey.publicKey, pinned: pinned), .ignore)
+        let other = card(IdentityKeyPair.generate(), sequence: 9)
+        XCTAssertEqual(TrustDecision.cardUpdate(other, sessionIdentity: bobKey.publicKey, pinned: pinned), .otherIdentity)
+    }
+}
+
+final class RoomDistributionTests: XCTestCase {
+    let alice = IdentityKeyPair.generate()
+    let bob = IdentityKeyPair.generate()
+    let carol = IdentityKeyPair.generate()
+    let dave = IdentityKeyPair.generate()
+    let room = RoomID.random()
+
+    func resolve(_ ops: [RoomOperation]) -> RoomState { RoomResolver.resolve(root: ops[0], operations: ops)! }
+
+    func sorted(_ keys: [IdentityPublicKey]) -> [IdentityPublicKey] { keys.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) } }
+
+    func testACreateGoesToEveryOtherMember() throws {
+        let create = try RoomOperation.create(roomID: room, name: "lab", members: [bob.publicKey, carol.publicKey], by: alice, createdAt: 1)
+        let state = resolve([create])
+        let plan = RoomDistribution.plan(for: create, before: nil, after: state, me: alice.publicKey, receivedFrom: nil)
+        XCTAssertEqual(plan.operationTo, sorted([bob.publicKey, carol.publicKey]))
+        XCTAssertEqual(plan.wholeLogTo, [], "a room seen for the first time has no newcomers")
+        // Bob received it from alice: carol still needs it from him (alice may be offline).
+        let atBob = RoomDistribution.plan(for: create, before: nil, after: state, me: bob.publicKey, receivedFrom: alice.publicKey)
+        XCTAssertEqual(atBob.operationTo, [carol.publicKey])
+    }
+
+    func testAnAddSendsTheWholeLogToTheNewcomer() throws {
+        let create = try RoomOperation.create(roomID: room, name: "lab", members: [bob.publicKey], by: alice, createdAt: 1)
+        let before = resolve([create])
+        let add = try RoomOperation.change(.add(dave.publicKey), roomID: room, after: before.heads, by: bob, createdAt: 2)
+        let after = resolve([create, add])
+        let plan = RoomDistribution.plan(for: add, before: before, after: after, me: alice.publicKey, receivedFrom: bob.publicKey)
+        XCTAssertEqual(plan.operationTo, [dave.publicKey], "not to me, not to the author who sent it")
+        XCTAssertEqual(plan.wholeLogTo, [dave.publicKey])
+    }
+
+    func testARemovalReachesTheRemovedMember() throws {
+        let create = try RoomOperation.create(roomID: room, name: "lab", members: [bob.publicKey, carol.publicKey], by: alice, createdAt: 1)
+        let before = resolve([create])
+        let remove = try RoomOperation.change(.remove(carol.publicKey), roomID: room, after: before.heads, by: alice, createdAt: 2)
+        let after = resolve([create, remove])
+        XCTAssertFalse(after.isMember(carol.publicKey))
+        let plan = RoomDistribution.plan(for: remove, before: before, after: after, me: alice.publicKey, receivedFrom: nil)
+        XCTAssertEqual(plan.operationTo, sorted([bob.publicKey, carol.publicKey]), "carol must learn she was removed")
+        XCTAssertEqual(RoomDistribution.messageRecipients(in: after, me: alice.publicKey), [bob.publicKey])
+    }
+
+    func testRoomMessagesAreTakenOnlyFromMembersOfRoomsWeAreIn() throws {
+        let create = try RoomOperation.create(roomID: room, name: "lab", members: [bob.publicKey], by: alice, createdAt: 1)
+        let state = resolve([create])
+        XCTAssertTrue(RoomDistribution.acceptsMessage(in: state, from: bob.publicKey, me: alice.publicKey))
+        XCTAssertFalse(RoomDistribution.acceptsMessage(in: state, from: carol.publicKey, me: alice.publicKey))
+        XCTAssertFalse(RoomDistribution.acceptsMessage(in: state, from: bob.publicKey, me: carol.publicKey))
+        XCTAssertFalse(RoomDistribution.acceptsMessage(in: nil, from: bob.publicKey, me: alice.publicKey))
+    }
+}
+
+final class AdmissionControlTests: XCTestCase {
+    let clock = ManualNodeClock()
+
+    func testBurstThenRateLimitPerSource() {
+        var a = AdmissionControl()
+        var accepted = 0
+        for _ in 0..<100 {
+            if a.admit(source: "10.0.0.1", now: clock.now) == .accept {
+                accepted += 1
+                a.handshakeEnded(source: "10.0.0.1")
+            }
+        }
+        XCTAssertEqual(accepted, Int(NodeLimits.connectionBurstPerSource))
+        XCTAssertEqual(a.admit(source: "10.0.0.1", now: clock.now), .refuseRate)
+        XCTAssertEqual(a.admit(source: "10.0.0.2", now: clock.now), .accept, "other sources are unaffected")
+        clock.advance(.milliseconds(200))  // 5/s: one token back
+        XCTAssertEqual(a.admit(source: "10.0.0.1", now: clock.now), .accept)
+        XCTAssertEqual(a.admit(source: "10.0.0.1", now: clock.now), .refuseRate)
+    }
+
+    func testHandshakesInProgressAreCappedPerSourceAndInTotal() {
+        var a = AdmissionControl()
+        for _ in 0..<NodeLimits.maxUnauthenticatedPerSource {
+            XCTAssertEqual(a.admit(source: "10.0.0.1", now: clock.now), .accept)
+        }
+        XCTAssertEqual(a.admit(source: "10.0.0.1", now: clock.now), .refuseTooManyFromSource)
+        a.handshakeEnded(source: "10.0.0.1")
+        XCTAssertEqual(a.admit(source: "10.0.0.1", now: clock.now), .accept)
+        var n = a.handshakingTotal
+        var source = 0
+        while n < NodeLimits.maxUnauthenticatedConnections {
+            source += 1
+            if a.admit(source: "10.1.\(source / 250).\(source % 250)", now: clock.now) == .accept { n += 1 }
+        }
+        XCTAssertEqual(a.admit(source: "10.9.9.9", now: clock.now), .refuseTooManyHandshakes)
+        a.handshakeEnded(source: "unknown")  // never admitted: changes nothing
+        XCTAssertEqual(a.handshakingTotal, NodeLimits.maxUnauthenticatedConnections)
+    }
+
+    func testTheSourceTableIsBounded() {
+        var a = AdmissionControl()
+        for i in 0..<(NodeLimits.trackedSources + 500) {
+            if a.admit(source: "s\(i)", now: clock.now) == .accept { a.handshakeEnded(source: "s\(i)") }
+        }
+        XCTAssertEqual(a.trackedSourceCount, NodeLimits.trackedSources)
+    }
+}
