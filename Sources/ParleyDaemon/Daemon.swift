@@ -7,8 +7,9 @@ import ParleyCore
 import ParleyStore
 import ServiceLifecycle
 import UnixSignals
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// parleyd as a swift-service-lifecycle `Service` with an explicit start and a graceful
@@ -62,8 +63,10 @@ public final class Daemon: Service, @unchecked Sendable {
     private var notifyHook: NotifyHook?
 
     /// `logLevel` is the shared level of the handler behind `log` (see `SharedLogLevel`).
-    public init(configuration: DaemonConfiguration, reloader: Reloader?, environment: [String: String],
-                log: Logging.Logger, logLevel: SharedLogLevel) {
+    public init(
+        configuration: DaemonConfiguration, reloader: Reloader?, environment: [String: String],
+        log: Logging.Logger, logLevel: SharedLogLevel
+    ) {
         self.config = configuration
         self.reloader = reloader
         self.environment = environment
@@ -85,15 +88,19 @@ public final class Daemon: Service, @unchecked Sendable {
     public static func loadIdentity(config: DaemonConfiguration) throws(StartError) -> (NodeKeys, Store, Card, Bool) {
         let keys: NodeKeys
         let created: Bool
-        do { (keys, created) = try KeyFiles.loadOrCreate(stateDirectory: config.stateDirectory) } catch { throw .keys(error) }
+        do { (keys, created) = try KeyFiles.loadOrCreate(stateDirectory: config.stateDirectory) } catch {
+            throw .keys(error)
+        }
         let store: Store
         do {
-            store = try Store(directory: config.stateDirectory,
-                              durability: config.durability)
+            store = try Store(
+                directory: config.stateDirectory,
+                durability: config.durability)
         } catch { throw .store(error) }
         do {
-            let card = try OwnCard.current(keys: keys, displayName: config.name, hostName: config.hostName,
-                                           store: store, now: UInt64(max(0, Node.nowMs() / 1000)))
+            let card = try OwnCard.current(
+                keys: keys, displayName: config.name, hostName: config.hostName,
+                store: store, now: UInt64(max(0, Node.nowMs() / 1000)))
             return (keys, store, card, created)
         } catch {
             throw .card("\(error)")
@@ -132,8 +139,12 @@ public final class Daemon: Service, @unchecked Sendable {
         let node = Node(loop: loop, store: store, keys: keys, card: card, options: options, log: log, networkKey: psk)
         node.stateDirectory = config.stateDirectory
         self.node = node
-        log.info("identity", ["name": card.displayName, "fingerprint": card.fingerprint.description,
-                              "card_sequence": "\(card.sequence)"])
+        log.info(
+            "identity",
+            [
+                "name": card.displayName, "fingerprint": card.fingerprint.description,
+                "card_sequence": "\(card.sequence)"
+            ])
 
         // TCP listeners.
         var bound: [String] = []
@@ -145,8 +156,9 @@ public final class Daemon: Service, @unchecked Sendable {
         let peers = config.peers
         let mdns = config.mdnsEnabled
         let boundAddresses = bound
-        let hook = NotifyHook(loop: loop, log: log, environment: environment,
-                              command: config.notifyCommand, includeBody: config.notifyIncludeBody)
+        let hook = NotifyHook(
+            loop: loop, log: log, environment: environment,
+            command: config.notifyCommand, includeBody: config.notifyIncludeBody)
         notifyHook = hook
         let readReceipts = config.readReceipts
         let info = self.info
@@ -167,7 +179,9 @@ public final class Daemon: Service, @unchecked Sendable {
         try await loop.submit {
             node.onCardChanged = { [weak self] card in self?.discovery?.update(card: card) }
         }.get()
-        if mdns { startDiscovery(node: node, port: bound.first.flatMap { UInt16($0.split(separator: ":").last ?? "") } ?? 0) }
+        if mdns {
+            startDiscovery(node: node, port: bound.first.flatMap { UInt16($0.split(separator: ":").last ?? "") } ?? 0)
+        }
         startSystemdIntegration()
         _ = notifier?.ready(status: await statusLine())
     }
@@ -224,9 +238,10 @@ public final class Daemon: Service, @unchecked Sendable {
 
     private func statusLine() async -> String {
         guard let node else { return "starting" }
-        let (online, queued) = (try? await loop.submit { () -> (Int, Int) in
-            (node.sessions.count, (try? node.store.counts().queued) ?? 0)
-        }.get()) ?? (0, 0)
+        let (online, queued) =
+            (try? await loop.submit { () -> (Int, Int) in
+                (node.sessions.count, (try? node.store.counts().queued) ?? 0)
+            }.get()) ?? (0, 0)
         return "\(online) peer\(online == 1 ? "" : "s") online, \(queued) message\(queued == 1 ? "" : "s") queued"
     }
 
@@ -292,7 +307,9 @@ public final class Daemon: Service, @unchecked Sendable {
             let next = try reloader()
             let diff = next.reloadableDifferences(from: config)
             if !diff.needsRestart.isEmpty {
-                log.warning("reload: these options need a restart to change", ["options": diff.needsRestart.joined(separator: ",")])
+                log.warning(
+                    "reload: these options need a restart to change",
+                    ["options": diff.needsRestart.joined(separator: ",")])
             }
             let old = config
             config.name = next.name

@@ -4,14 +4,23 @@ import ParleyControlProtocol
 import ServiceLifecycle
 import ServiceLifecycleTestKit
 import XCTest
+
 @testable import ParleyDaemon
 
 /// Collects the lines a daemon logs.
 private final class LogLines: @unchecked Sendable {
     private let lock = NSLock()
     private var storage: [String] = []
-    var all: [String] { lock.lock(); defer { lock.unlock() }; return storage }
-    func append(_ line: String) { lock.lock(); storage.append(line); lock.unlock() }
+    var all: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return storage
+    }
+    func append(_ line: String) {
+        lock.lock()
+        storage.append(line)
+        lock.unlock()
+    }
 }
 
 /// `Daemon` as a swift-service-lifecycle `Service`: a real daemon in this process (keys,
@@ -44,7 +53,9 @@ final class DaemonServiceTests: XCTestCase {
         let lines = LogLines()
         let level = SharedLogLevel(.info)
         let output = LogOutput(sink: { lines.append($0) })
-        let log = Logging.Logger(label: "parleyd") { _ in ParleyLogHandler(format: .journald, level: level, output: output) }
+        let log = Logging.Logger(label: "parleyd") { _ in
+            ParleyLogHandler(format: .journald, level: level, output: output)
+        }
         return (Daemon(configuration: configuration, reloader: nil, environment: [:], log: log, logLevel: level), lines)
     }
 

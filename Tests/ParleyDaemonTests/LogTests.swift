@@ -1,14 +1,23 @@
 import Foundation
 import Logging
 import XCTest
+
 @testable import ParleyDaemon
 
 /// Collects lines written through a LogOutput.
 private final class LineCollector: @unchecked Sendable {
     private let lock = NSLock()
     private var storage: [String] = []
-    var lines: [String] { lock.lock(); defer { lock.unlock() }; return storage }
-    func append(_ line: String) { lock.lock(); storage.append(line); lock.unlock() }
+    var lines: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return storage
+    }
+    func append(_ line: String) {
+        lock.lock()
+        storage.append(line)
+        lock.unlock()
+    }
 }
 
 final class LogTests: XCTestCase {
@@ -17,7 +26,8 @@ final class LogTests: XCTestCase {
 
     /// A swift-log Logger on our handler, writing to a collector; the shared level box too.
     private func logger(_ level: Logging.Logger.Level, _ format: LogFormat)
-        -> (Logging.Logger, LineCollector, SharedLogLevel) {
+        -> (Logging.Logger, LineCollector, SharedLogLevel)
+    {
         let collector = LineCollector()
         let date = fixedDate
         let shared = SharedLogLevel(level)
@@ -44,10 +54,12 @@ final class LogTests: XCTestCase {
         let (log, lines, _) = logger(.debug, .human)
         log.info("message", ["key": "value"])
         log.warning("careful")
-        XCTAssertEqual(lines.lines, [
-            "2026-11-22T18:00:00.123Z info  message key=value",
-            "2026-11-22T18:00:00.123Z warning careful",
-        ])
+        XCTAssertEqual(
+            lines.lines,
+            [
+                "2026-11-22T18:00:00.123Z info  message key=value",
+                "2026-11-22T18:00:00.123Z warning careful"
+            ])
     }
 
     func testISO8601() {
@@ -93,8 +105,10 @@ final class LogTests: XCTestCase {
 
     func testMetadataIsSortedAndQuotedWhenNeeded() {
         let (log, lines, _) = logger(.info, .journald)
-        log.info("peer connected", ["peer": "3a9c", "name": "Bob Smith", "addr": "[::1]:7744", "empty": "", "eq": "a=b"])
-        XCTAssertEqual(lines.lines, [#"<6>peer connected addr=[::1]:7744 empty="" eq="a=b" name="Bob Smith" peer=3a9c"#])
+        log.info(
+            "peer connected", ["peer": "3a9c", "name": "Bob Smith", "addr": "[::1]:7744", "empty": "", "eq": "a=b"])
+        XCTAssertEqual(
+            lines.lines, [#"<6>peer connected addr=[::1]:7744 empty="" eq="a=b" name="Bob Smith" peer=3a9c"#])
     }
 
     func testSwiftLogMetadataIsMergedCallSiteFirst() {
@@ -113,8 +127,9 @@ final class LogTests: XCTestCase {
         XCTAssertFalse(line.contains("\n"))
         XCTAssertFalse(line.contains("\r"))
         XCTAssertFalse(line.contains("\u{1b}"))
-        XCTAssertEqual(line,
-                       #"<6>line one\nline two\r\u{1b}[31m bad_key_=v name="evil\n<3>forged" q="say \"hi\"\\""#)
+        XCTAssertEqual(
+            line,
+            #"<6>line one\nline two\r\u{1b}[31m bad_key_=v name="evil\n<3>forged" q="say \"hi\"\\""#)
     }
 
     func testOneArgumentMessagesAreEscapedToo() {
@@ -135,19 +150,22 @@ final class LogTests: XCTestCase {
         log.info("m", ["k": String(repeating: "x", count: LogLine.maxValueLength + 100)])
         log.info(String(repeating: "y", count: LogLine.maxMessageLength + 1), [:])
         log.info("m", [String(repeating: "k", count: LogLine.maxKeyLength + 1): "v"])
-        XCTAssertEqual(lines.lines, [
-            "<6>m k=" + String(repeating: "x", count: LogLine.maxValueLength) + "…",
-            "<6>" + String(repeating: "y", count: LogLine.maxMessageLength) + "…",
-            "<6>m " + String(repeating: "k", count: LogLine.maxKeyLength) + "=v",
-        ])
+        XCTAssertEqual(
+            lines.lines,
+            [
+                "<6>m k=" + String(repeating: "x", count: LogLine.maxValueLength) + "…",
+                "<6>" + String(repeating: "y", count: LogLine.maxMessageLength) + "…",
+                "<6>m " + String(repeating: "k", count: LogLine.maxKeyLength) + "=v"
+            ])
     }
 
     func testFormatChoiceFollowsJournalStream() {
         XCTAssertEqual(LogFormat.forStandardError(journalStream: nil, standardError: (1, 2)), .human)
         XCTAssertEqual(LogFormat.forStandardError(journalStream: "", standardError: (1, 2)), .human)
         XCTAssertEqual(LogFormat.forStandardError(journalStream: "1:2", standardError: (1, 2)), .journald)
-        XCTAssertEqual(LogFormat.forStandardError(journalStream: "1:3", standardError: (1, 2)), .human,
-                       "inherited, stderr elsewhere")
+        XCTAssertEqual(
+            LogFormat.forStandardError(journalStream: "1:3", standardError: (1, 2)), .human,
+            "inherited, stderr elsewhere")
         XCTAssertEqual(LogFormat.forStandardError(journalStream: "garbage", standardError: (1, 2)), .human)
         XCTAssertEqual(LogFormat.forStandardError(journalStream: "1:2", standardError: nil), .journald)
 
@@ -179,8 +197,9 @@ final class LogTests: XCTestCase {
         XCTAssertEqual(limiter.record("10.0.0.1", message: "m", at: t0), .emit(suppressedBefore: 0))
         XCTAssertEqual(limiter.record("10.0.0.1", message: "m", at: t0 + .seconds(1)), .suppress)
         XCTAssertEqual(limiter.record("10.0.0.1", message: "m", at: t0 + .seconds(9)), .suppress)
-        XCTAssertEqual(limiter.record("10.0.0.2", message: "m", at: t0 + .seconds(9)), .emit(suppressedBefore: 0),
-                       "other sources are independent")
+        XCTAssertEqual(
+            limiter.record("10.0.0.2", message: "m", at: t0 + .seconds(9)), .emit(suppressedBefore: 0),
+            "other sources are independent")
         XCTAssertEqual(limiter.suppressedCount(for: "10.0.0.1"), 2)
         XCTAssertEqual(limiter.record("10.0.0.1", message: "m", at: t0 + .seconds(10)), .emit(suppressedBefore: 2))
         XCTAssertEqual(limiter.suppressedCount(for: "10.0.0.1"), 0)
@@ -195,11 +214,13 @@ final class LogTests: XCTestCase {
         _ = limiter.record("a", message: "third", at: t0 + .seconds(2))
         _ = limiter.record("b", message: "only", at: t0)
         XCTAssertEqual(limiter.drainExpired(at: t0 + .seconds(5)), [], "nothing expired yet")
-        XCTAssertEqual(limiter.drainExpired(at: t0 + .seconds(10)),
-                       [RateLimiter.Summary(key: "a", suppressed: 2, lastMessage: "third")])
+        XCTAssertEqual(
+            limiter.drainExpired(at: t0 + .seconds(10)),
+            [RateLimiter.Summary(key: "a", suppressed: 2, lastMessage: "third")])
         XCTAssertEqual(limiter.trackedKeys, 0)
-        XCTAssertEqual(limiter.record("a", message: "m", at: t0 + .seconds(11)), .emit(suppressedBefore: 0),
-                       "the drained count is not reported twice")
+        XCTAssertEqual(
+            limiter.record("a", message: "m", at: t0 + .seconds(11)), .emit(suppressedBefore: 0),
+            "the drained count is not reported twice")
     }
 
     func testRateLimiterBoundsKeysWithOverflowWindow() {
@@ -220,18 +241,22 @@ final class LogTests: XCTestCase {
         let clock = ManualClock()
         let limited = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60), now: { clock.now })
         XCTAssertTrue(limited.log(key: "192.168.1.66", "handshake failed", ["source": "192.168.1.66"]))
-        for _ in 0..<499 { XCTAssertFalse(limited.log(key: "192.168.1.66", "handshake failed", ["source": "192.168.1.66"])) }
+        for _ in 0..<499 {
+            XCTAssertFalse(limited.log(key: "192.168.1.66", "handshake failed", ["source": "192.168.1.66"]))
+        }
         XCTAssertTrue(limited.log(key: "192.168.1.67", "handshake failed", ["source": "192.168.1.67"]))
         XCTAssertEqual(limited.suppressedCount(for: "192.168.1.66"), 499)
         XCTAssertEqual(limited.totalSuppressed, 499)
 
         clock.advance(by: .seconds(61))
         XCTAssertTrue(limited.log(key: "192.168.1.66", "handshake failed", ["source": "192.168.1.66"]))
-        XCTAssertEqual(lines.lines, [
-            "<4>handshake failed source=192.168.1.66",
-            "<4>handshake failed source=192.168.1.67",
-            "<4>handshake failed source=192.168.1.66 suppressed=499",
-        ])
+        XCTAssertEqual(
+            lines.lines,
+            [
+                "<4>handshake failed source=192.168.1.66",
+                "<4>handshake failed source=192.168.1.67",
+                "<4>handshake failed source=192.168.1.66 suppressed=499"
+            ])
     }
 
     func testRateLimitedLogFlushReportsQuietSources() {
@@ -254,6 +279,14 @@ final class LogTests: XCTestCase {
 private final class ManualClock: @unchecked Sendable {
     private let lock = NSLock()
     private var current = ContinuousClock.now
-    var now: ContinuousClock.Instant { lock.lock(); defer { lock.unlock() }; return current }
-    func advance(by duration: Duration) { lock.lock(); current += duration; lock.unlock() }
+    var now: ContinuousClock.Instant {
+        lock.lock()
+        defer { lock.unlock() }
+        return current
+    }
+    func advance(by duration: Duration) {
+        lock.lock()
+        current += duration
+        lock.unlock()
+    }
 }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// How log lines look.
@@ -22,8 +22,10 @@ public enum LogFormat: Sendable {
     /// The variable is inherited by children whose stderr may point elsewhere, so
     /// systemd.exec(5) advises comparing it with stderr itself; when stderr cannot be
     /// inspected, its presence alone decides.
-    public static func forStandardError(journalStream: String?,
-                                        standardError: (device: UInt64, inode: UInt64)?) -> LogFormat {
+    public static func forStandardError(
+        journalStream: String?,
+        standardError: (device: UInt64, inode: UInt64)?
+    ) -> LogFormat {
         guard let journalStream, !journalStream.isEmpty else { return .human }
         guard let standardError else { return .journald }
         let parts = journalStream.split(separator: ":")

@@ -3,9 +3,9 @@ import Logging
 import ParleyControlProtocol
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// One log line, pure: the level, the message and metadata as sorted key=value pairs,
@@ -21,8 +21,10 @@ enum LogLine {
     static let maxKeyLength = 64
 
     /// The line without its newline. `time` is used by the human format only.
-    static func format(level: Logging.Logger.Level, message: String, metadata: Logging.Logger.Metadata,
-                       format: LogFormat, time: Date) -> String {
+    static func format(
+        level: Logging.Logger.Level, message: String, metadata: Logging.Logger.Metadata,
+        format: LogFormat, time: Date
+    ) -> String {
         var line: String
         switch format {
         case .journald:
@@ -43,10 +45,10 @@ enum LogLine {
     static func syslogPriority(_ level: Logging.Logger.Level) -> Int {
         switch level {
         case .critical: 2  // LOG_CRIT
-        case .error: 3     // LOG_ERR
-        case .warning: 4   // LOG_WARNING
-        case .notice: 5    // LOG_NOTICE
-        case .info: 6      // LOG_INFO
+        case .error: 3  // LOG_ERR
+        case .warning: 4  // LOG_WARNING
+        case .notice: 5  // LOG_NOTICE
+        case .info: 6  // LOG_INFO
         case .debug, .trace: 7  // LOG_DEBUG: syslog has nothing finer
         }
     }
@@ -64,10 +66,12 @@ enum LogLine {
 
     /// Bare when unambiguous (fp=3a9c…), otherwise quoted with escapes (name="Bob \"B\"").
     private static func renderedValue(_ value: String) -> String {
-        let needsQuotes = value.isEmpty || value.unicodeScalars.contains { scalar in
-            scalar == " " || scalar == "\"" || scalar == "=" || scalar == "\\"
-                || scalar.properties.isWhitespace || TextEscaping.isInvisibleControl(scalar)
-        }
+        let needsQuotes =
+            value.isEmpty
+            || value.unicodeScalars.contains { scalar in
+                scalar == " " || scalar == "\"" || scalar == "=" || scalar == "\\"
+                    || scalar.properties.isWhitespace || TextEscaping.isInvisibleControl(scalar)
+            }
         let escaped = TextEscaping.escaped(value, escapeQuotes: needsQuotes, maxScalars: maxValueLength)
         return needsQuotes ? "\"" + escaped + "\"" : escaped
     }

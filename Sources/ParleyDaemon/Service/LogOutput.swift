@@ -1,9 +1,9 @@
 import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Where finished log lines go. Shared by every copy of a handler; the lock keeps lines

@@ -11,31 +11,42 @@ typealias Logger = Logging.Logger
 /// the handler escapes the values, which may come from a peer. One-argument calls
 /// (`log.info("shutting down")`) are swift-log's own.
 extension Logging.Logger {
-    func error(_ message: String, _ metadata: [String: String],
-               file: String = #fileID, function: String = #function, line: UInt = #line) {
+    func error(
+        _ message: String, _ metadata: [String: String],
+        file: String = #fileID, function: String = #function, line: UInt = #line
+    ) {
         log(.error, message, metadata, file: file, function: function, line: line)
     }
 
-    func warning(_ message: String, _ metadata: [String: String],
-                 file: String = #fileID, function: String = #function, line: UInt = #line) {
+    func warning(
+        _ message: String, _ metadata: [String: String],
+        file: String = #fileID, function: String = #function, line: UInt = #line
+    ) {
         log(.warning, message, metadata, file: file, function: function, line: line)
     }
 
-    func info(_ message: String, _ metadata: [String: String],
-              file: String = #fileID, function: String = #function, line: UInt = #line) {
+    func info(
+        _ message: String, _ metadata: [String: String],
+        file: String = #fileID, function: String = #function, line: UInt = #line
+    ) {
         log(.info, message, metadata, file: file, function: function, line: line)
     }
 
-    func debug(_ message: String, _ metadata: [String: String],
-               file: String = #fileID, function: String = #function, line: UInt = #line) {
+    func debug(
+        _ message: String, _ metadata: [String: String],
+        file: String = #fileID, function: String = #function, line: UInt = #line
+    ) {
         log(.debug, message, metadata, file: file, function: function, line: line)
     }
 
     /// The metadata is converted only when the level is enabled (swift-log's arguments
     /// are autoclosures).
-    func log(_ level: Logging.Logger.Level, _ message: String, _ metadata: [String: String],
-             file: String = #fileID, function: String = #function, line: UInt = #line) {
-        log(level: level, "\(message)", metadata: metadata.mapValues { .string($0) },
+    func log(
+        _ level: Logging.Logger.Level, _ message: String, _ metadata: [String: String],
+        file: String = #fileID, function: String = #function, line: UInt = #line
+    ) {
+        log(
+            level: level, "\(message)", metadata: metadata.mapValues { .string($0) },
             file: file, function: function, line: line)
     }
 }

@@ -21,8 +21,10 @@ public struct ParleyLogHandler: LogHandler {
     public var metadataProvider: Logging.Logger.MetadataProvider?
 
     /// `clock` supplies human-format timestamps.
-    public init(format: LogFormat, level: SharedLogLevel, output: LogOutput = .standardError,
-                clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        format: LogFormat, level: SharedLogLevel, output: LogOutput = .standardError,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.format = format
         self.sharedLevel = level
         self.output = output
@@ -44,7 +46,9 @@ public struct ParleyLogHandler: LogHandler {
         var merged = metadata
         if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
         if let own = event.metadata { merged.merge(own) { _, new in new } }
-        output.writeLine(LogLine.format(level: event.level, message: event.message.description, metadata: merged,
-                                    format: format, time: clock()))
+        output.writeLine(
+            LogLine.format(
+                level: event.level, message: event.message.description, metadata: merged,
+                format: format, time: clock()))
     }
 }

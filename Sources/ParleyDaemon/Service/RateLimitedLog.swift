@@ -21,8 +21,10 @@ public final class RateLimitedLog: @unchecked Sendable {
     /// share one window so memory stays bounded during a flood of spoofed sources.
     public static let defaultMaxKeys = 1024
 
-    public init(logger: Logging.Logger, level: Logging.Logger.Level, interval: Duration, maxKeys: Int = defaultMaxKeys,
-                now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) {
+    public init(
+        logger: Logging.Logger, level: Logging.Logger.Level, interval: Duration, maxKeys: Int = defaultMaxKeys,
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
+    ) {
         self.logger = logger
         self.level = level
         self.limiter = RateLimiter(interval: interval, maxKeys: maxKeys)
@@ -61,8 +63,9 @@ public final class RateLimitedLog: @unchecked Sendable {
 
     private func report(_ summaries: [RateLimiter.Summary]) {
         for summary in summaries {
-            logger.log(level, summary.lastMessage,
-                       ["key": summary.key, "suppressed": String(summary.suppressed)])
+            logger.log(
+                level, summary.lastMessage,
+                ["key": summary.key, "suppressed": String(summary.suppressed)])
         }
     }
 
