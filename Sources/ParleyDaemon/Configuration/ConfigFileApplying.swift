@@ -1,4 +1,5 @@
 import ParleyControlProtocol
+import ParleyStore
 /// Turning parsed entries into option values: the key must exist and the value must
 /// have the right type and make sense; errors point at the line.
 extension ConfigFile {

@@ -1,4 +1,5 @@
 import ParleyControlProtocol
+import ParleyStore
 /// Options given on the command line: every field optional, nil meaning "not given".
 /// The daemon's argument parser fills one of these; `DaemonConfiguration.merged`
 /// layers it over the config file, so flags win.

@@ -1,4 +1,5 @@
 import ParleyControlProtocol
+import ParleyStore
 import Foundation
 
 #if canImport(Glibc)

@@ -1,35 +1,48 @@
-import ParleyControlProtocol
 import ArgumentParser
 import Foundation
+import Logging
+import ParleyControlProtocol
 import ParleyCore
 import ParleyDaemon
+import ParleyStore
+import ServiceLifecycle
 
 /// `parleyd`: the Parley daemon. Every option has the same meaning as the key of
 /// the same name in parleyd.toml; flags win over the file.
-struct ParleydCommand: ParsableCommand {
+@main
+struct ParleydCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "parleyd",
         abstract: "Parley daemon: end-to-end encrypted chat on the local network, no server.",
         discussion: """
-        Runs in the foreground. State (keys, messages) lives in --state-dir; local
-        clients such as `parley` talk to it over the control socket.
-        Signals: SIGTERM/SIGINT stop it gracefully, SIGHUP re-reads the config file.
-        """,
+            Runs in the foreground. State (keys, messages) lives in --state-dir; local
+            clients such as `parley` talk to it over the control socket.
+            Signals: SIGTERM/SIGINT stop it gracefully, SIGHUP re-reads the config file.
+            """,
         version: ParleyVersion.string)
 
     @Option(name: .long, help: ArgumentHelp("Configuration file (TOML).", valueName: "path"))
     var config: String?
 
-    @Option(name: .customLong("state-dir"), help: ArgumentHelp("Directory for keys and the message store (created 0700).", valueName: "dir"))
+    @Option(
+        name: .customLong("state-dir"),
+        help: ArgumentHelp("Directory for keys and the message store (created 0700).", valueName: "dir"))
     var stateDir: String?
 
-    @Option(name: .long, help: ArgumentHelp("Display name other people see (default: the host name).", valueName: "name"))
+    @Option(
+        name: .long, help: ArgumentHelp("Display name other people see (default: the host name).", valueName: "name"))
     var name: String?
 
-    @Option(name: .customLong("host-name"), help: ArgumentHelp("Host name written into this node's card.", valueName: "host"))
+    @Option(
+        name: .customLong("host-name"),
+        help: ArgumentHelp("Host name written into this node's card.", valueName: "host"))
     var hostName: String?
 
-    @Option(name: .long, help: ArgumentHelp("TCP address to listen on, HOST:PORT (repeatable; port 0 = any; default [::]:7744).", valueName: "host:port"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "TCP address to listen on, HOST:PORT (repeatable; port 0 = any; default [::]:7744).", valueName: "host:port"
+        ))
     var listen: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("Static peer to dial, HOST:PORT (repeatable).", valueName: "host:port"))
@@ -44,25 +57,41 @@ struct ParleydCommand: ParsableCommand {
     @Option(name: .customLong("log-level"), help: ArgumentHelp("error, warning, info or debug.", valueName: "level"))
     var logLevel: String?
 
-    @Option(name: .customLong("network-key"), help: ArgumentHelp("File with a shared 32-byte network key (64 hex digits): only nodes with it can connect.", valueName: "path"))
+    @Option(
+        name: .customLong("network-key"),
+        help: ArgumentHelp(
+            "File with a shared 32-byte network key (64 hex digits): only nodes with it can connect.", valueName: "path"
+        ))
     var networkKey: String?
 
-    @Option(name: .long, help: ArgumentHelp("full (fsync every commit) or normal (survives a crash of parleyd, not of the machine).", valueName: "mode"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "full (fsync every commit) or normal (survives a crash of parleyd, not of the machine).", valueName: "mode")
+    )
     var durability: String?
 
-    @Option(name: .customLong("handshake-timeout-ms"), help: ArgumentHelp("Drop a connection whose handshake takes longer.", valueName: "ms"))
+    @Option(
+        name: .customLong("handshake-timeout-ms"),
+        help: ArgumentHelp("Drop a connection whose handshake takes longer.", valueName: "ms"))
     var handshakeTimeoutMs: Int?
 
-    @Option(name: .customLong("ping-interval-ms"), help: ArgumentHelp("Ping a peer after this much silence.", valueName: "ms"))
+    @Option(
+        name: .customLong("ping-interval-ms"),
+        help: ArgumentHelp("Ping a peer after this much silence.", valueName: "ms"))
     var pingIntervalMs: Int?
 
-    @Option(name: .customLong("dead-after-ms"), help: ArgumentHelp("Consider a peer gone after this much silence.", valueName: "ms"))
+    @Option(
+        name: .customLong("dead-after-ms"),
+        help: ArgumentHelp("Consider a peer gone after this much silence.", valueName: "ms"))
     var deadAfterMs: Int?
 
-    @Flag(name: .customLong("print-card"), help: "Create the identity if needed, print the fingerprint and signed card, and exit.")
+    @Flag(
+        name: .customLong("print-card"),
+        help: "Create the identity if needed, print the fingerprint and signed card, and exit.")
     var printCard = false
 
-    func run() throws {
+    func run() async throws {
         let env = ProcessInfo.processInfo.environment
         var flags = ConfigOverrides()
         flags.stateDirectory = stateDir
@@ -73,7 +102,9 @@ struct ParleydCommand: ParsableCommand {
         flags.socketPath = socket
         if noMDNS { flags.mdnsEnabled = false }
         if let logLevel {
-            guard let l = LogLevel(logLevel) else { throw ValidationError("--log-level must be error, warning, info or debug") }
+            guard let l = LogLevel(logLevel) else {
+                throw ValidationError("--log-level must be error, warning, info or debug")
+            }
             flags.logLevel = l
         }
         flags.networkKeyPath = networkKey
@@ -90,11 +121,16 @@ struct ParleydCommand: ParsableCommand {
         let explicitConfig = config
         let load: @Sendable () throws -> DaemonConfiguration = { [flags] in
             let file: ConfigFile?
-            if let explicitConfig { file = try ConfigFile.load(path: explicitConfig) }
-            else if let configPath { file = try ConfigFile.loadIfPresent(path: configPath) }
-            else { file = nil }
-            let defaults = DaemonConfiguration.defaults(environment: env, hostName: DaemonConfiguration.currentHostName(),
-                                                        homeDirectory: home)
+            if let explicitConfig {
+                file = try ConfigFile.load(path: explicitConfig)
+            } else if let configPath {
+                file = try ConfigFile.loadIfPresent(path: configPath)
+            } else {
+                file = nil
+            }
+            let defaults = DaemonConfiguration.defaults(
+                environment: env, hostName: DaemonConfiguration.currentHostName(),
+                homeDirectory: home)
             return try DaemonConfiguration.merged(defaults: defaults, file: file, flags: flags)
         }
         let configuration: DaemonConfiguration
@@ -102,7 +138,7 @@ struct ParleydCommand: ParsableCommand {
             configuration = try load()
         } catch {
             FileHandle.standardError.write(Data("parleyd: \(error)\n".utf8))
-            throw ExitCode(78) // EX_CONFIG
+            throw ExitCode(78)  // EX_CONFIG
         }
 
         if printCard {
@@ -124,11 +160,28 @@ struct ParleydCommand: ParsableCommand {
             return
         }
 
-        let log = Logger.fromEnvironment(level: configuration.logLevel)
-        let daemon = Daemon(configuration: configuration, reloader: configPath == nil ? nil : load,
-                            environment: env, log: log)
-        let code = daemon.run()
-        if code != 0 { throw ExitCode(code) }
+        // Every swift-log logger in the process (ours, the service group's) writes through
+        // one handler to stderr, at one level that a reload changes.
+        let level = SharedLogLevel(configuration.logLevel.loggerLevel)
+        let format = LogFormat.forStandardError(environment: env)
+        LoggingSystem.bootstrap { _ in ParleyLogHandler(format: format, level: level) }
+        let log = Logger(label: "parleyd")
+
+        let daemon = Daemon(
+            configuration: configuration, reloader: configPath == nil ? nil : load,
+            environment: env, log: log, logLevel: level)
+        let services = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [daemon], gracefulShutdownSignals: [.sigterm, .sigint], logger: log))
+        do {
+            try await services.run()
+        } catch let error as ServiceGroupError {
+            log.error("parleyd stopped: \(error)")
+            throw ExitCode(1)
+        } catch {
+            // The daemon's own error: it has logged why it could not start.
+            throw ExitCode(1)
+        }
     }
 
     private func parseAddress(_ text: String) throws -> HostPort {
@@ -137,5 +190,3 @@ struct ParleydCommand: ParsableCommand {
         }
     }
 }
-
-ParleydCommand.main()
