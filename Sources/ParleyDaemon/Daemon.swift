@@ -1,19 +1,26 @@
-import Dispatch
 import Foundation
+import Logging
 import NIOCore
 import NIOPosix
 import ParleyControlProtocol
 import ParleyCore
 import ParleyStore
+import ServiceLifecycle
+import UnixSignals
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
-/// parleyd as a set of services with an explicit start and a graceful stop:
-/// identity and store, the node (peer sessions and outbox), TCP listeners, the
-/// control socket, discovery, and systemd integration. Configuration is a plain
-/// value passed in.
-public final class Daemon: @unchecked Sendable {
+/// parleyd as a swift-service-lifecycle `Service` with an explicit start and a graceful
+/// stop: identity and store, the node (peer sessions and outbox), TCP listeners, the
+/// control socket, discovery, and systemd integration. Configuration is a plain value
+/// passed in. Run it in a `ServiceGroup` whose graceful-shutdown signals are SIGTERM and
+/// SIGINT; SIGHUP (reload) it reads itself, in the same task as the stop, so a reload
+/// and a shutdown never run at the same time.
+public final class Daemon: Service, @unchecked Sendable {
+    // @unchecked Sendable: the mutable fields are set by `start()` and then only touched
+    // by the task running `run()` (reload, shutdown) or on the node's event loop.
     public enum StartError: Error, CustomStringConvertible {
         case keys(KeyFileError)
         case store(StoreError)
@@ -40,7 +47,9 @@ public final class Daemon: @unchecked Sendable {
     public typealias Reloader = @Sendable () throws -> DaemonConfiguration
     private let reloader: Reloader?
     private let environment: [String: String]
-    let log: Logger
+    let log: Logging.Logger
+    /// The level every logger copy follows; a reload sets it.
+    private let logLevel: SharedLogLevel
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private var loop: EventLoop { group.next() }
     private var node: Node!
@@ -49,19 +58,20 @@ public final class Daemon: @unchecked Sendable {
     private var control: ControlServer!
     private let info = DaemonRuntimeInfo()
     private let notifier: SystemdNotifier?
-    private var signalSources: [DispatchSourceSignal] = []
-    private let signalQueue = DispatchQueue(label: "parleyd.signals")
-    private let finished = DispatchSemaphore(value: 0)
-    private var shuttingDown = false
     private var discovery: DiscoveryService?
     /// Runs notify_command for incoming messages.
     private var notifyHook: NotifyHook?
 
-    public init(configuration: DaemonConfiguration, reloader: Reloader?, environment: [String: String], log: Logger) {
+    /// `logLevel` is the shared level of the handler behind `log` (see `SharedLogLevel`).
+    public init(
+        configuration: DaemonConfiguration, reloader: Reloader?, environment: [String: String],
+        log: Logging.Logger, logLevel: SharedLogLevel
+    ) {
         self.config = configuration
         self.reloader = reloader
         self.environment = environment
         self.log = log
+        self.logLevel = logLevel
         self.notifier = SystemdNotifier(environment: environment)
     }
 
@@ -78,35 +88,46 @@ public final class Daemon: @unchecked Sendable {
     public static func loadIdentity(config: DaemonConfiguration) throws(StartError) -> (NodeKeys, Store, Card, Bool) {
         let keys: NodeKeys
         let created: Bool
-        do { (keys, created) = try KeyFiles.loadOrCreate(stateDirectory: config.stateDirectory) } catch { throw .keys(error) }
+        do { (keys, created) = try KeyFiles.loadOrCreate(stateDirectory: config.stateDirectory) } catch {
+            throw .keys(error)
+        }
         let store: Store
         do {
-            store = try Store(directory: config.stateDirectory,
-                              durability: config.durability == .normal ? .normal : .full)
+            store = try Store(
+                directory: config.stateDirectory,
+                durability: config.durability)
         } catch { throw .store(error) }
         do {
-            let card = try OwnCard.current(keys: keys, displayName: config.name, hostName: config.hostName,
-                                           store: store, now: UInt64(max(0, Node.nowMs() / 1000)))
+            let card = try OwnCard.current(
+                keys: keys, displayName: config.name, hostName: config.hostName,
+                store: store, now: UInt64(max(0, Node.nowMs() / 1000)))
             return (keys, store, card, created)
         } catch {
             throw .card("\(error)")
         }
     }
 
-    /// Starts everything, then blocks until SIGTERM/SIGINT has shut it down.
-    public func run() -> Int32 {
+    /// Starts everything, reloads on SIGHUP, and returns once the service group's graceful
+    /// shutdown (SIGTERM/SIGINT) has stopped everything. Throws when the daemon cannot
+    /// start, after logging why and releasing what was opened.
+    public func run() async throws {
+        // SIGHUP is trapped before READY=1: its default action ends the process, and a
+        // manager may send it as soon as we say we are ready.
+        let reloadSignals = await UnixSignalsSequence(trapping: .sighup)
         do {
-            try start()
+            try await start()
         } catch {
             log.error("parleyd cannot start: \(error)")
-            try? shutdownNow()
-            return 1
+            await stopEverything()
+            throw error
         }
-        finished.wait()
-        return 0
+        for await _ in reloadSignals.cancelOnGracefulShutdown() {
+            await reload()
+        }
+        await shutdown()
     }
 
-    private func start() throws {
+    private func start() async throws {
         let (keys, store, card, created) = try Self.loadIdentity(config: config)
         self.store = store
         if created { log.info("created a new identity", ["state_dir": config.stateDirectory]) }
@@ -115,50 +136,58 @@ public final class Daemon: @unchecked Sendable {
         options.handshakeTimeout = .milliseconds(Int64(config.handshakeTimeoutMilliseconds))
         options.pingInterval = .milliseconds(Int64(config.pingIntervalMilliseconds))
         options.deadAfter = .milliseconds(Int64(config.deadAfterMilliseconds))
+        options.newIdentities = config.newIdentities
         let node = Node(loop: loop, store: store, keys: keys, card: card, options: options, log: log, networkKey: psk)
         node.stateDirectory = config.stateDirectory
         self.node = node
-        log.info("identity", ["name": card.displayName, "fingerprint": card.fingerprint.description,
-                              "card_sequence": "\(card.sequence)"])
+        log.info(
+            "identity",
+            [
+                "name": card.displayName, "fingerprint": card.fingerprint.description,
+                "card_sequence": "\(card.sequence)"
+            ])
 
         // TCP listeners.
         var bound: [String] = []
         for address in config.listen {
-            let channel = try bindListener(address, node: node)
+            let channel = try await bindListener(address, node: node)
             listeners.append(channel)
             if let a = channel.localAddress { bound.append(PeerConnection.describe(a)) }
         }
         let peers = config.peers
         let mdns = config.mdnsEnabled
         let boundAddresses = bound
-        let hook = NotifyHook(loop: loop, log: log, environment: environment,
-                              command: config.notifyCommand, includeBody: config.notifyIncludeBody)
+        let hook = NotifyHook(
+            loop: loop, log: log, environment: environment,
+            command: config.notifyCommand, includeBody: config.notifyIncludeBody)
         notifyHook = hook
         let readReceipts = config.readReceipts
-        try loop.submit {
-            self.info.listenAddresses = boundAddresses
-            self.info.mdns = mdns ? .unavailable : .off
+        let info = self.info
+        try await loop.submit {
+            info.listenAddresses = boundAddresses
+            info.mdns = mdns ? .unavailable : .off
             node.sendsReadReceipts = readReceipts
             node.addObserver(hook)
             node.start()
             for p in peers { node.addStaticPeer(p) }
-        }.wait()
+        }.get()
         // Control socket: last, so a client never sees a half-started daemon.
         let path = Self.socketPath(for: config, environment: environment)
         let control = ControlServer(node: node, info: info, path: path)
         do { try control.start() } catch { throw StartError.control("\(path): \(error)") }
         self.control = control
         log.info("listening", ["tcp": bound.joined(separator: ","), "control": path])
-        try loop.submit {
+        try await loop.submit {
             node.onCardChanged = { [weak self] card in self?.discovery?.update(card: card) }
-        }.wait()
-        if mdns { startDiscovery(node: node, port: bound.first.flatMap { UInt16($0.split(separator: ":").last ?? "") } ?? 0) }
-        installSignalHandlers()
+        }.get()
+        if mdns {
+            startDiscovery(node: node, port: bound.first.flatMap { UInt16($0.split(separator: ":").last ?? "") } ?? 0)
+        }
         startSystemdIntegration()
-        _ = notifier?.ready(status: statusLine())
+        _ = notifier?.ready(status: await statusLine())
     }
 
-    private func bindListener(_ address: HostPort, node: Node) throws -> Channel {
+    private func bindListener(_ address: HostPort, node: Node) async throws -> Channel {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -176,11 +205,11 @@ public final class Daemon: @unchecked Sendable {
                 }
             }
         do {
-            return try bootstrap.bind(host: address.host, port: Int(address.port)).wait()
+            return try await bootstrap.bind(host: address.host, port: Int(address.port)).get()
         } catch {
             // A host without IPv6: fall back to IPv4 for the wildcard.
             if address.host == "::" {
-                if let ch = try? bootstrap.bind(host: "0.0.0.0", port: Int(address.port)).wait() {
+                if let ch = try? await bootstrap.bind(host: "0.0.0.0", port: Int(address.port)).get() {
                     log.warning("IPv6 unavailable; listening on IPv4 only", ["port": "\(address.port)"])
                     return ch
                 }
@@ -208,11 +237,12 @@ public final class Daemon: @unchecked Sendable {
 
     // MARK: systemd
 
-    private func statusLine() -> String {
+    private func statusLine() async -> String {
         guard let node else { return "starting" }
-        let (online, queued) = (try? loop.submit { () -> (Int, Int) in
-            (node.sessions.count, (try? node.store.counts().queued) ?? 0)
-        }.wait()) ?? (0, 0)
+        let (online, queued) =
+            (try? await loop.submit { () -> (Int, Int) in
+                (node.sessions.count, (try? node.store.counts().queued) ?? 0)
+            }.get()) ?? (0, 0)
         return "\(online) peer\(online == 1 ? "" : "s") online, \(queued) message\(queued == 1 ? "" : "s") queued"
     }
 
@@ -233,63 +263,54 @@ public final class Daemon: @unchecked Sendable {
         }
     }
 
-    // MARK: Signals
+    // MARK: Stop
 
-    private func installSignalHandlers() {
-        for sig in [SIGTERM, SIGINT, SIGHUP] {
-            signal(sig, SIG_IGN)
-            let src = DispatchSource.makeSignalSource(signal: sig, queue: signalQueue)
-            src.setEventHandler { [weak self] in
-                guard let self else { return }
-                if sig == SIGHUP { self.reload() } else { self.shutdown() }
-            }
-            src.resume()
-            signalSources.append(src)
-        }
-    }
-
-    /// Graceful stop: stop accepting, say goodbye, withdraw the advertisement,
-    /// finish writes, exit 0.
-    func shutdown() {
-        guard !shuttingDown else { return }
-        shuttingDown = true
+    /// Graceful stop: STOPPING=1, stop accepting, withdraw the advertisement, say
+    /// goodbye to peers, close the store.
+    private func shutdown() async {
         log.info("shutting down")
         _ = notifier?.stopping()
-        try? shutdownNow()
-        finished.signal()
+        await stopEverything()
     }
 
-    private func shutdownNow() throws {
-        for l in listeners { try? l.close().wait() }
+    /// Releases whatever `start()` opened: the listeners first so nobody new connects, the
+    /// store last so the node's goodbyes and final writes can still use it. Also used
+    /// after a failed start, so any part may be missing.
+    private func stopEverything() async {
+        for l in listeners { try? await l.close().get() }
         listeners.removeAll()
         discovery?.stop()
         if let node {
             let hook = notifyHook
-            try? loop.submit {
+            try? await loop.submit {
                 node.stop()
                 hook?.stop()
-            }.wait()
+            }.get()
         }
-        if let control { try? control.stop().wait() }
+        if let control { try? await control.stop().get() }
         // Give goodbyes a moment to leave; never block shutdown on a stuck peer.
-        Thread.sleep(forTimeInterval: 0.1)
+        try? await Task.sleep(for: .milliseconds(100))
         try? store?.close()
-        try? group.syncShutdownGracefully()
+        try? await group.shutdownGracefully()
     }
 
+    // MARK: Reload
+
     /// SIGHUP: re-read the configuration file; apply what can change at run time.
-    private func reload() {
+    private func reload() async {
         _ = notifier?.reloading()
-        defer { _ = notifier?.ready(status: statusLine()) }
         guard let reloader else {
             log.warning("reload: no configuration file to re-read")
+            _ = notifier?.ready(status: await statusLine())
             return
         }
         do {
             let next = try reloader()
             let diff = next.reloadableDifferences(from: config)
             if !diff.needsRestart.isEmpty {
-                log.warning("reload: these options need a restart to change", ["options": diff.needsRestart.joined(separator: ",")])
+                log.warning(
+                    "reload: these options need a restart to change",
+                    ["options": diff.needsRestart.joined(separator: ",")])
             }
             let old = config
             config.name = next.name
@@ -298,19 +319,21 @@ public final class Daemon: @unchecked Sendable {
             config.notifyCommand = next.notifyCommand
             config.notifyIncludeBody = next.notifyIncludeBody
             config.readReceipts = next.readReceipts
-            log.setLevel(config.logLevel)
+            logLevel.level = config.logLevel.loggerLevel
             let cfg = config
-            guard let node else { return }
-            let hook = notifyHook
-            try loop.submit {
-                node.sendsReadReceipts = cfg.readReceipts
-                hook?.update(command: cfg.notifyCommand, includeBody: cfg.notifyIncludeBody)
-                if cfg.name != old.name { try node.reissueCard(displayName: cfg.name, hostName: cfg.hostName) }
-                if cfg.peers != old.peers { node.setStaticPeers(cfg.peers) }
-            }.wait()
+            if let node {
+                let hook = notifyHook
+                try await loop.submit {
+                    node.sendsReadReceipts = cfg.readReceipts
+                    hook?.update(command: cfg.notifyCommand, includeBody: cfg.notifyIncludeBody)
+                    if cfg.name != old.name { try node.reissueCard(displayName: cfg.name, hostName: cfg.hostName) }
+                    if cfg.peers != old.peers { node.setStaticPeers(cfg.peers) }
+                }.get()
+            }
             log.info("reloaded", ["changed": diff.reloadable.joined(separator: ",")])
         } catch {
             log.error("reload failed; keeping the running configuration: \(error)")
         }
+        _ = notifier?.ready(status: await statusLine())
     }
 }

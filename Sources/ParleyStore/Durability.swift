@@ -1,6 +1,7 @@
 /// How hard a commit works to survive power loss. Either way the database is WAL and
-/// survives a crash of parleyd itself.
-public enum Durability: Sendable {
+/// survives a crash of parleyd itself. Also the daemon's `durability` option
+/// (`--durability`, parleyd.toml), whose accepted names are the raw values.
+public enum Durability: String, CaseIterable, Sendable, LosslessStringConvertible {
     /// `synchronous = FULL`: every commit is fsynced to the WAL before it returns, so a
     /// message acknowledged to a client survives power loss and sequence numbers are never
     /// reused. The default.
@@ -8,6 +9,10 @@ public enum Durability: Sendable {
     /// `synchronous = NORMAL`: commits are fsynced only at checkpoints. Much faster on slow
     /// disks, but the last commits before a power loss (not a process crash) can roll back.
     case normal
+
+    public init?(_ description: String) { self.init(rawValue: description) }
+
+    public var description: String { rawValue }
 
     var synchronousPragma: String {
         switch self {

@@ -425,7 +425,11 @@ struct RoomMember {
     /// Reads until the target has been silent for the receive timeout, acknowledging
     /// operations and messages as a node would, and keeping the operations by room.
     mutating func takeTraffic() {
-        while let f = conn.recvFrame() {
+        // Until the target has sent nothing but pings for 1.5 s (a daemon with a short ping
+        // interval never falls silent), and 15 s at most.
+        let start = Date()
+        var lastUseful = Date()
+        while Date().timeIntervalSince(lastUseful) < 1.5, Date().timeIntervalSince(start) < 15, let f = conn.recvFrame() {
             guard let p = try? est.transport.open(f) else { fail("transport") }
             decoder.append(p)
             var acks: [MessageID] = []
@@ -446,7 +450,10 @@ struct RoomMember {
                     break
                 }
             }
-            if !acks.isEmpty { send(.ack(acks)) }
+            if !acks.isEmpty {
+                send(.ack(acks))
+                lastUseful = Date()
+            }
         }
         for op in pendingOps where op.kind == .create { rooms[op.roomID] = (op, []) }
         for op in pendingOps where op.kind != .create && rooms[op.roomID]?.1.contains(op) == false {

@@ -16,12 +16,13 @@ public enum NoisePresharedKeyPlacement: Sendable {
 }
 
 /// A Noise HandshakeState (spec §5.3) for exactly one pattern, XX, optionally with the
-/// psk3 modifier (spec §9), over Curve25519 and ChaCha20-Poly1305:
+/// psk0 or psk3 modifier (spec §9), over Curve25519 and ChaCha20-Poly1305. Parley's
+/// network key uses psk0 (`SessionHandshake`, PROTOCOL.md); psk3 is kept for its vectors.
 ///
-///     XX:            XXpsk3:
-///       -> e           -> e
-///       <- e, ee, s, es  <- e, ee, s, es
-///       -> s, se       -> s, se, psk
+///     XX:              XXpsk0:               XXpsk3:
+///       -> e             -> psk, e             -> e
+///       <- e, ee, s, es  <- e, ee, s, es       <- e, ee, s, es
+///       -> s, se         -> s, se              -> s, se, psk
 ///
 /// A pure state machine over byte arrays: the caller moves messages and framing.
 ///
@@ -105,8 +106,8 @@ public struct HandshakeState<H: NoiseHash>: Sendable {
     /// Spec WriteMessage: processes the next message's tokens, then encrypts `payload`.
     /// Returns the message. In plain XX no key exists yet for message 1, so its payload
     /// travels in the clear and unauthenticated (in XXpsk3 it is encrypted under a key
-    /// derived from the psk-less chaining key, which is still not secret): put nothing
-    /// there that must stay confidential.
+    /// derived from the psk-less chaining key, which is still not secret; only XXpsk0
+    /// encrypts it under the psk): put nothing there that must stay confidential.
     public mutating func writeMessage(payload: [UInt8]) throws(NoiseError) -> [UInt8] {
         try checkCanProcess(writing: true)
         let length = messageLength(payloadLength: payload.count)

@@ -15,7 +15,13 @@ enum ControlCall: Sendable {
     case messagesSubscribe(MessagesSubscribeParams)
     case messagesMarkRead(MessagesMarkReadParams)
     case trustVerify(TrustVerifyParams)
-    case trustAcceptChange(TrustAcceptChangeParams)
+    case trustShow(TrustShowParams)
+    case trustReplace(TrustReplaceParams)
+    case trustAccept(TrustAcceptParams)
+    case trustBlock(TrustBlockParams)
+    case trustUnblock(TrustUnblockParams)
+    case trustForget(TrustForgetParams)
+    case peersNickname(PeersNicknameParams)
     case roomsList(RoomsListParams)
     case roomsCreate(RoomsCreateParams)
     case roomsAdd(RoomsAddParams)
@@ -43,7 +49,13 @@ enum ControlCall: Sendable {
             ControlRoute.route(MessagesSubscribeParams.self, ControlCall.messagesSubscribe),
             ControlRoute.route(MessagesMarkReadParams.self, ControlCall.messagesMarkRead),
             ControlRoute.route(TrustVerifyParams.self, ControlCall.trustVerify),
-            ControlRoute.route(TrustAcceptChangeParams.self, ControlCall.trustAcceptChange),
+            ControlRoute.route(TrustShowParams.self, ControlCall.trustShow),
+            ControlRoute.route(TrustReplaceParams.self, ControlCall.trustReplace),
+            ControlRoute.route(TrustAcceptParams.self, ControlCall.trustAccept),
+            ControlRoute.route(TrustBlockParams.self, ControlCall.trustBlock),
+            ControlRoute.route(TrustUnblockParams.self, ControlCall.trustUnblock),
+            ControlRoute.route(TrustForgetParams.self, ControlCall.trustForget),
+            ControlRoute.route(PeersNicknameParams.self, ControlCall.peersNickname),
             ControlRoute.route(RoomsListParams.self, ControlCall.roomsList),
             ControlRoute.route(RoomsCreateParams.self, ControlCall.roomsCreate),
             ControlRoute.route(RoomsAddParams.self, ControlCall.roomsAdd),
@@ -59,6 +71,13 @@ enum ControlCall: Sendable {
     /// Looks the method up and decodes its params: `methodNotFound` for an unknown method,
     /// `invalidParams` (from `decodeParams`) for params that do not fit.
     static func decode(_ request: JSONRPCRequest) -> Result<ControlCall, JSONRPCError> {
+        if request.method == ControlMethod.removedTrustAcceptChange {
+            // It accepted "whatever change is pending", which a second new key could race.
+            return .failure(JSONRPCError(.methodNotFound,
+                "trust.accept_change was removed: a new key is its own peer now; compare the safety number of "
+                    + "`parley trust show NEW-FINGERPRINT` with the person, then `parley trust replace OLD "
+                    + "--new-fingerprint NEW-FINGERPRINT` (trust.replace)"))
+        }
         guard let route = routes[request.method] else { return .failure(.methodNotFound(request.method)) }
         return route.decode(request)
     }

@@ -21,7 +21,7 @@ extension ControlDispatcher {
     func addToRoom(_ p: RoomsAddParams, id: JSONRPCID?) throws -> Reply {
         let room = try node.resolveRoom(p.room)
         let peer = try node.resolvePeer(p.peer)
-        if peer.trust == .changed || peer.replacedBy != nil { throw NodeError.keyChangePending(peer) }
+        if let refusal = node.sendRefusal(peer) { throw refusal }
         try requireJoined(room)
         let target = try IdentityPublicKey(bytes: Sodium.fromHex(peer.identity) ?? [])
         let state = try node.roomState(room)

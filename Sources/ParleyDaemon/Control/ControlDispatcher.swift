@@ -111,10 +111,26 @@ struct ControlDispatcher {
             let peer = try node.resolvePeer(p.peer)
             let updated = try node.verify(peer, fingerprint: p.fingerprint)
             return .typed(id: id, result: TrustVerifyResult(peer: node.peerInfo(updated)))
-        case .trustAcceptChange(let p):
+        case .trustShow(let p):
             let peer = try node.resolvePeer(p.peer)
-            let (rec, moved) = try node.acceptKeyChange(peer)
-            return .typed(id: id, result: TrustAcceptChangeResult(peer: node.peerInfo(rec), retargeted: moved))
+            return .typed(id: id, result: try node.trustShow(peer))
+        case .trustReplace(let p):
+            let old = try node.resolvePeer(p.peer)
+            let (rec, moved) = try node.replaceKey(of: old, newFingerprint: p.newFingerprint)
+            return .typed(id: id, result: TrustReplaceResult(peer: node.peerInfo(rec), retargeted: moved))
+        case .trustAccept(let p):
+            return .typed(id: id, result: TrustPeerResult(peer: node.peerInfo(try node.accept(try node.resolvePeer(p.peer)))))
+        case .trustBlock(let p):
+            return .typed(id: id, result: TrustPeerResult(peer: node.peerInfo(try node.block(try node.resolvePeer(p.peer)))))
+        case .trustUnblock(let p):
+            return .typed(id: id, result: TrustPeerResult(peer: node.peerInfo(try node.unblock(try node.resolvePeer(p.peer)))))
+        case .trustForget(let p):
+            let peer = try node.resolvePeer(p.peer)
+            try node.forget(peer)
+            return .typed(id: id, result: TrustForgetResult(fingerprint: Node.fingerprint(ofHex: peer.identity)))
+        case .peersNickname(let p):
+            let peer = try node.resolvePeer(p.peer)
+            return .typed(id: id, result: TrustPeerResult(peer: node.peerInfo(try node.setNickname(peer, p.nickname))))
         case .roomsList:
             return try listRooms(id: id)
         case .roomsCreate(let p):
@@ -243,17 +259,20 @@ struct ControlDispatcher {
             return .peerAmbiguous(
                 q,
                 candidates: c.map {
-                    PeerCandidate(name: $0.displayName, fingerprint: Node.fingerprint(ofHex: $0.identity))
+                    PeerCandidate(name: $0.label, fingerprint: Node.fingerprint(ofHex: $0.identity),
+                                  trust: ControlViews.trust($0.trust))
                 })
-        case .keyChangePending: return JSONRPCError(.peerKeyChanged, e.description)
+        case .peerBlocked, .peerAwaitingApproval, .peerReplaced: return JSONRPCError(.peerNotTrusted, e.description)
         case .bodyTooLarge(let n): return .bodyTooLarge(bytes: n, maxBytes: WireLimits.maxBodyBytes)
         case .emptyBody: return .invalidParams(e.description)
         case .storage: return JSONRPCError(.storageFailed, e.description)
         case .fingerprintMismatch: return JSONRPCError(.fingerprintMismatch, e.description)
-        case .noPendingKeyChange: return JSONRPCError(.peerNotFound, e.description)
+        case .fingerprintTooShort: return .invalidParams(e.description)
+        case .newKeyNotFound: return JSONRPCError(.peerNotFound, e.description)
+        case .notApplicable: return JSONRPCError(.notPermitted, e.description)
         case .invalidAddress: return JSONRPCError(.invalidAddress, e.description)
         case .queueFull: return JSONRPCError(.storageFailed, e.description)
-        case .storedCardUnreadable, .noStateDirectory: return JSONRPCError(.storageFailed, e.description)
+        case .noStateDirectory: return JSONRPCError(.storageFailed, e.description)
         }
     }
 }

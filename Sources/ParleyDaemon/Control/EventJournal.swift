@@ -154,13 +154,12 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
                 return Rendered(method: ControlEvent.peerOnline, peer: id, messageRowID: nil, params: PeerOnlineEvent(peer: info))
             }
             return Rendered(method: ControlEvent.peerOffline, peer: id, messageRowID: nil, params: PeerOfflineEvent(peer: info))
-        case .keyChanged(let change):
-            let e = PeerKeyChangedEvent(
-                name: change.displayName, oldFingerprint: Node.fingerprint(ofHex: change.oldIdentity),
-                newFingerprint: Node.fingerprint(ofHex: change.newIdentity), address: change.address,
-                safetyNumber: node.safetyNumber(with: change.newIdentity))
-            // Concerns everyone: a subscriber filtering on the old peer must hear of it too.
-            return Rendered(method: ControlEvent.peerKeyChanged, peer: nil, messageRowID: nil, params: e)
+        case let .newPeer(rec, address):
+            let e = PeerNewEvent(
+                name: node.displayName(of: rec.identity), fingerprint: Node.fingerprint(ofHex: rec.identity),
+                trust: ControlViews.trust(rec.trust), address: address,
+                safetyNumber: node.safetyNumber(with: rec.identity), nameClash: node.nameClashInfo(rec.identity))
+            return Rendered(method: ControlEvent.peerNew, peer: rec.identity, messageRowID: nil, params: e)
         case .roomUpdated(let room):
             // Filtered by room id: `messages.subscribe` with "#room" follows the room.
             return Rendered(method: ControlEvent.roomUpdated, peer: room.id, messageRowID: nil,

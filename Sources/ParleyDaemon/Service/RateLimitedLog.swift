@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// Logs an event at most once per key per interval: for events an attacker can
 /// trigger at will (failed handshakes, malformed frames), keyed by source, so the
@@ -6,21 +7,24 @@ import Foundation
 ///
 /// The next line logged for a key carries `suppressed=N` when N events were held back;
 /// `flush()` (call it periodically, e.g. every interval) reports keys that went quiet
-/// with a debt of suppressed events. Thread-safe.
+/// with a debt of suppressed events. Thread-safe. A small wrapper: the lines go to the
+/// swift-log `Logger` it is given, at `level`.
 public final class RateLimitedLog: @unchecked Sendable {
     // @unchecked Sendable: `limiter` is only touched while holding `lock`.
     private let lock = NSLock()
     private var limiter: RateLimiter
-    private let logger: Logger
-    private let level: LogLevel
+    private let logger: Logging.Logger
+    private let level: Logging.Logger.Level
     private let now: @Sendable () -> ContinuousClock.Instant
 
     /// Sources tracked at once: a LAN has far fewer hosts; beyond this, new sources
     /// share one window so memory stays bounded during a flood of spoofed sources.
     public static let defaultMaxKeys = 1024
 
-    public init(logger: Logger, level: LogLevel, interval: Duration, maxKeys: Int = defaultMaxKeys,
-                now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) {
+    public init(
+        logger: Logging.Logger, level: Logging.Logger.Level, interval: Duration, maxKeys: Int = defaultMaxKeys,
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
+    ) {
         self.logger = logger
         self.level = level
         self.limiter = RateLimiter(interval: interval, maxKeys: maxKeys)
@@ -59,8 +63,9 @@ public final class RateLimitedLog: @unchecked Sendable {
 
     private func report(_ summaries: [RateLimiter.Summary]) {
         for summary in summaries {
-            logger.log(level, summary.lastMessage,
-                       ["key": summary.key, "suppressed": String(summary.suppressed)])
+            logger.log(
+                level, summary.lastMessage,
+                ["key": summary.key, "suppressed": String(summary.suppressed)])
         }
     }
 

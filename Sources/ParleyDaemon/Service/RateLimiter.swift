@@ -1,6 +1,6 @@
 /// Decides whether an event is worth logging: at most one per key per interval, with a
 /// count of the ones held back. Pure bookkeeping; time is passed in, so it is exact
-/// to test. `RateLimitedLog` wraps it around a `Logger`.
+/// to test. `RateLimitedLog` wraps it around a swift-log `Logger`.
 ///
 /// Every suppressed event is reported exactly once: either in the `suppressedBefore`
 /// of the key's next emitted event, or in a `Summary` from `drainExpired(at:)`.

@@ -55,7 +55,8 @@ final class InProcessNode: NodeObserver {
 
 /// The one place the tests build a daemon logger: quiet unless a test wants the lines.
 func testLogger() -> Logger {
-    Logger(level: .error, format: .human, sink: { _ in })
+    let level = SharedLogLevel(.error)
+    return Logger(label: "test") { _ in ParleyLogHandler(format: .human, level: level, output: LogOutput(sink: { _ in })) }
 }
 
 /// Two nodes joined by a pair of `EmbeddedChannel`s: bytes written by one side are handed

@@ -1,2 +1,0 @@
-import XCTest
-final class ParleyDaemonTestsSmoke: XCTestCase { func testNothing() {} }
