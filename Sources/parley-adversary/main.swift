@@ -129,6 +129,10 @@ guard args.count >= 2 else {
                               backdate  remove every other member with parents = the root
                               squat   a create whose nonce is ROOM's id, naming the target
                               junk N  N operations in ROOM with random parents
+                              early-chat ALICE  a room message to the target before its
+                                      join reached it (print "held" if not acknowledged),
+                                      then the join to ALICE (HOST:PORT) only; print
+                                      "acked-after-join" once the target acknowledges
                             print what it sent, then "acked K" (operations acknowledged)
     """)
     exit(2)
@@ -363,6 +367,22 @@ case "room-member":
             sent.append(try! RoomOperation.change(.add(IdentityKeyPair.generate().publicKey), roomID: roomArg,
                                                   after: [fakeParent], by: id, createdAt: now))
         }
+    case "early-chat":
+        guard args.count > 6 else { fail("early-chat ROOM ALICE") }
+        let (root, ops, state) = room()
+        guard state.isInvited(id.publicKey) else { fail("not invited to the room") }
+        let chatID = MessageID.random()
+        member.send(.roomChat(RoomChatRecord(id: chatID, roomID: root.roomID, sequence: 1_000_001,
+                                             createdAt: now, body: "early")))
+        emit(member.awaitAcks([chatID], seconds: 2) == 0 ? "held" : "acknowledged at once")
+        let join = try! RoomOperation.change(.join, roomID: root.roomID, after: state.heads, by: id, createdAt: now)
+        let (aliceHost, alicePort) = parseTarget(args[6])
+        var other = RoomMember(host: aliceHost, port: alicePort, identity: id, name: args[3])
+        other.takeTraffic()
+        other.send(.roomOperation(join))
+        _ = other.awaitAcks([join.hash.ackID])
+        emit(member.awaitAcks([chatID], seconds: 20) == 1 ? "acked-after-join" : "never-acked")
+        _ = ops
     default:
         fail("unknown room-member action \(action)")
     }
@@ -463,8 +483,8 @@ struct RoomMember {
     }
 
     /// How many of `ids` the target acknowledged (an ack is sent for refused operations too).
-    mutating func awaitAcks(_ ids: [MessageID]) -> Int {
-        let deadline = Date().addingTimeInterval(10)
+    mutating func awaitAcks(_ ids: [MessageID], seconds: Double = 10) -> Int {
+        let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline, !Set(ids).isSubset(of: acked) {
             guard let f = conn.recvFrame(), let p = try? est.transport.open(f) else { continue }
             decoder.append(p)

@@ -158,3 +158,24 @@ def test_roles_and_policy_through_the_cli(cluster):
     wait_until(lambda: room(carol, "hq") is not None, what="carol sees the new name")
     out = alice.cli("rooms").stdout
     assert "#hq" in out
+
+
+def test_item6_a_message_from_a_member_not_known_yet_is_held_until_its_join_arrives(cluster, tmp_path):
+    """Mallory writes to bob before its join reached bob (it sends the join to alice only):
+    bob neither shows nor acknowledges the message; once alice forwards the join, bob
+    stores it and acknowledges it on mallory's session. Version 1 acknowledged and
+    dropped it."""
+    n = mesh(cluster, "alice", "bob")
+    alice, bob = n["alice"], n["bob"]
+    state = tmp_path / "mallory.ops"
+    mallory(alice, "hello", state=state)
+    mallory(bob, "hello", state=state)
+    wait_until(lambda: any(p["name"] == "mallory" for p in alice.call("peers.list")["peers"]), what="alice knows mallory")
+    created = alice.call("rooms.create", {"name": "team", "members": ["bob", "mallory"]})["room"]
+    accept([bob], "team")
+    wait_until(lambda: joined_names(alice, "team") == ["alice", "bob"], what="alice sees bob joined")
+    mallory(alice, "hello", state=state)            # mallory takes the room's operations
+    out = mallory(bob, "early-chat", created["id"], alice.address, state=state, timeout=90)
+    assert out[:1] == ["held"], out
+    assert "acked-after-join" in out, out
+    assert [m["body"] for m in room_messages(bob, "team")] == ["early"]
