@@ -1,5 +1,5 @@
-import XCTest
 import ParleyCore
+import XCTest
 
 /// The convergence rule: roles, invitations, who may do what, how concurrent changes
 /// resolve, that the result never depends on arrival order, and the attacks of issue 14
@@ -17,29 +17,38 @@ final class RoomResolverTests: XCTestCase {
     var clock: UInt64 = 0
     var room = RoomID(bytes: [UInt8](repeating: 0, count: 16))!  // 16 bytes; set by create
 
-    func create(by actor: IdentityKeyPair, _ members: [IdentityKeyPair], onlyAdminsAdd: Bool = false,
-                nonce: RoomID? = nil) throws -> RoomOperation {
+    func create(
+        by actor: IdentityKeyPair, _ members: [IdentityKeyPair], onlyAdminsAdd: Bool = false,
+        nonce: RoomID? = nil
+    ) throws -> RoomOperation {
         clock += 1
-        let op = try RoomOperation.create(name: "lab", members: members.map(\.publicKey),
-                                          policy: .init(onlyAdminsAdd: onlyAdminsAdd), by: actor, createdAt: clock,
-                                          nonce: nonce ?? RoomID(bytes: [UInt8](repeating: UInt8(clock), count: 16))!)
+        let op = try RoomOperation.create(
+            name: "lab", members: members.map(\.publicKey),
+            policy: .init(onlyAdminsAdd: onlyAdminsAdd), by: actor, createdAt: clock,
+            nonce: nonce ?? RoomID(bytes: [UInt8](repeating: UInt8(clock), count: 16))!)
         room = op.roomID
         return op
     }
 
-    func op(_ change: RoomOperation.Change, by actor: IdentityKeyPair, after parents: RoomOperation...) throws -> RoomOperation {
+    func op(_ change: RoomOperation.Change, by actor: IdentityKeyPair, after parents: RoomOperation...) throws
+        -> RoomOperation
+    {
         clock += 1
         return try RoomOperation.change(change, roomID: room, after: parents, by: actor, createdAt: clock)
     }
 
-    func add(_ who: IdentityKeyPair, by actor: IdentityKeyPair, after parents: RoomOperation...) throws -> RoomOperation {
+    func add(_ who: IdentityKeyPair, by actor: IdentityKeyPair, after parents: RoomOperation...) throws -> RoomOperation
+    {
         clock += 1
         return try RoomOperation.change(.add(who.publicKey), roomID: room, after: parents, by: actor, createdAt: clock)
     }
 
-    func remove(_ who: IdentityKeyPair, by actor: IdentityKeyPair, after parents: RoomOperation...) throws -> RoomOperation {
+    func remove(_ who: IdentityKeyPair, by actor: IdentityKeyPair, after parents: RoomOperation...) throws
+        -> RoomOperation
+    {
         clock += 1
-        return try RoomOperation.change(.remove(who.publicKey), roomID: room, after: parents, by: actor, createdAt: clock)
+        return try RoomOperation.change(
+            .remove(who.publicKey), roomID: room, after: parents, by: actor, createdAt: clock)
     }
 
     func join(_ who: IdentityKeyPair, after parents: RoomOperation...) throws -> RoomOperation {
@@ -55,7 +64,8 @@ final class RoomResolverTests: XCTestCase {
 
     /// A room alice owns where `others` have joined, one after the other: the root and the
     /// joins (the last join is the head).
-    func joinedRoom(_ others: [IdentityKeyPair], onlyAdminsAdd: Bool = false) throws -> (RoomOperation, [RoomOperation]) {
+    func joinedRoom(_ others: [IdentityKeyPair], onlyAdminsAdd: Bool = false) throws -> (RoomOperation, [RoomOperation])
+    {
         let root = try create(by: alice, others, onlyAdminsAdd: onlyAdminsAdd)
         var ops: [RoomOperation] = []
         var head = root
@@ -68,7 +78,9 @@ final class RoomResolverTests: XCTestCase {
 
     /// Resolves every ordering (up to 6 operations: 720) and checks they all agree.
     @discardableResult
-    func assertOrderIndependent(_ root: RoomOperation, _ ops: [RoomOperation], file: StaticString = #filePath, line: UInt = #line) throws -> RoomState {
+    func assertOrderIndependent(
+        _ root: RoomOperation, _ ops: [RoomOperation], file: StaticString = #filePath, line: UInt = #line
+    ) throws -> RoomState {
         let reference = try resolve(root, ops)
         func permutations(_ a: [RoomOperation]) -> [[RoomOperation]] {
             guard a.count > 1 else { return [a] }
@@ -135,9 +147,9 @@ final class RoomResolverTests: XCTestCase {
         var head = joins.last!
         let promoteBob = try op(.setRole(bob.publicKey, .admin), by: alice, after: head)
         head = promoteBob
-        let memberRemoves = try remove(dave, by: carol, after: head)            // a member: no
-        let adminRemovesOwner = try remove(alice, by: bob, after: head)         // below the owner: no
-        let adminRemovesMember = try remove(dave, by: bob, after: head)         // yes
+        let memberRemoves = try remove(dave, by: carol, after: head)  // a member: no
+        let adminRemovesOwner = try remove(alice, by: bob, after: head)  // below the owner: no
+        let adminRemovesMember = try remove(dave, by: bob, after: head)  // yes
         let s = try resolve(root, joins + [promoteBob, memberRemoves, adminRemovesOwner, adminRemovesMember])
         XCTAssertEqual(s.rejected[memberRemoves.hash], .notPermitted)
         XCTAssertEqual(s.rejected[adminRemovesOwner.hash], .notPermitted)
@@ -167,8 +179,12 @@ final class RoomResolverTests: XCTestCase {
         let memberAdds = try add(dave, by: carol, after: policy)
         let adminAdds = try add(eve, by: bob, after: policy)
         let stepsDown = try op(.setRole(bob.publicKey, .member), by: bob, after: adminAdds)
-        let s = try resolve(root, joins + [memberPromotes, memberRenames, promoteBob, adminMakesOwner, adminRenames,
-                                           sameName, policy, memberAdds, adminAdds, stepsDown])
+        let s = try resolve(
+            root,
+            joins + [
+                memberPromotes, memberRenames, promoteBob, adminMakesOwner, adminRenames,
+                sameName, policy, memberAdds, adminAdds, stepsDown
+            ])
         XCTAssertEqual(s.rejected[memberPromotes.hash], .notPermitted)
         XCTAssertEqual(s.rejected[memberRenames.hash], .notPermitted)
         XCTAssertEqual(s.rejected[adminMakesOwner.hash], .notPermitted, "no role above one's own")
@@ -274,7 +290,7 @@ final class RoomResolverTests: XCTestCase {
         let (root, joins) = try joinedRoom([bob, carol])
         let bobAdds = try add(dave, by: bob, after: joins.last!)
         let aliceSaw = try op(.rename("seen"), by: alice, after: bobAdds)
-        let backdated = try remove(bob, by: alice, after: joins.last!)   // concurrent with bobAdds, on purpose
+        let backdated = try remove(bob, by: alice, after: joins.last!)  // concurrent with bobAdds, on purpose
         let s = try assertOrderIndependent(root, joins + [bobAdds, aliceSaw, backdated])
         XCTAssertNil(s.rejected[bobAdds.hash])
         XCTAssertEqual(s.members, members(alice, carol, dave))
@@ -292,10 +308,11 @@ final class RoomResolverTests: XCTestCase {
         let fake = try create(by: mallory, [bob], nonce: realRoom)
         XCTAssertNotEqual(fake.roomID, realRoom)
         room = realRoom
-        let claim = try add(eve, by: mallory, after: fake)   // names the real room, grows from the fake
+        let claim = try add(eve, by: mallory, after: fake)  // names the real room, grows from the fake
         let s = try resolve(real, [fake, claim])
         XCTAssertEqual(s.rejected[fake.hash], .otherRoom)
-        XCTAssertEqual(s.waiting, [claim.hash], "its parent is not part of this room: it waits forever (and a node drops it)")
+        XCTAssertEqual(
+            s.waiting, [claim.hash], "its parent is not part of this room: it waits forever (and a node drops it)")
         XCTAssertEqual(s.members, members(alice, bob))
         XCTAssertEqual(RoomResolver.resolve(root: fake, operations: [real])?.rejected[real.hash], .otherRoom)
     }
@@ -331,15 +348,16 @@ final class RoomResolverTests: XCTestCase {
         XCTAssertEqual(Set(s.heads.map(\.hash)), [addDave.hash, removeCarol.hash, rename.hash])
         let next = try RoomOperation.change(.join, roomID: room, after: s.heads, by: dave, createdAt: 99)
         XCTAssertEqual(next.sequence, promote.sequence + 2)
-        XCTAssertEqual(try resolve(root, joins + [promote, addDave, removeCarol, rename, next]).joined,
-                       members(alice, bob, dave))
+        XCTAssertEqual(
+            try resolve(root, joins + [promote, addDave, removeCarol, rename, next]).joined,
+            members(alice, bob, dave))
     }
 
     func testAnAddConcurrentWithARemovalOfTheSameKeyByAnEqualOrHigherRankIsOverruled() throws {
         let (root, joins) = try joinedRoom([bob, carol])
         let bobAdds = try add(dave, by: bob, after: joins.last!)
         let aliceRemoves = try remove(dave, by: alice, after: bobAdds)
-        let carolAdds = try add(dave, by: carol, after: joins.last!)   // did not see either
+        let carolAdds = try add(dave, by: carol, after: joins.last!)  // did not see either
         let s = try assertOrderIndependent(root, joins + [bobAdds, aliceRemoves, carolAdds])
         XCTAssertEqual(s.rejected[carolAdds.hash], .overruled)
         XCTAssertFalse(s.isMember(dave.publicKey))
@@ -368,7 +386,9 @@ final class RoomResolverTests: XCTestCase {
         var last = joins.last!
         while ops.count < RoomLimits.maxOperationsPerRoom - 1 {
             // Bob adds dave, alice removes him again, each seeing the other.
-            last = ops.count.isMultiple(of: 2) ? try remove(dave, by: alice, after: last) : try add(dave, by: bob, after: last)
+            last =
+                ops.count.isMultiple(of: 2)
+                ? try remove(dave, by: alice, after: last) : try add(dave, by: bob, after: last)
             ops.append(last)
         }
         let s = try resolve(root, ops.reversed())
@@ -404,7 +424,9 @@ final class RoomResolverTests: XCTestCase {
     }
 
     /// Signs an operation with an arbitrary sequence, bypassing `RoomOperation.change`.
-    func hand(_ change: RoomOperation.Change, sequence: UInt64, parents: [RoomOperation], by actor: IdentityKeyPair) throws -> RoomOperation {
+    func hand(_ change: RoomOperation.Change, sequence: UInt64, parents: [RoomOperation], by actor: IdentityKeyPair)
+        throws -> RoomOperation
+    {
         guard case .add(let target) = change else { throw XCTSkip("only adds") }
         var b: [UInt8] = [2, 2] + room.bytes
         b += (0..<8).map { UInt8(truncatingIfNeeded: sequence >> UInt64(56 - 8 * $0)) }

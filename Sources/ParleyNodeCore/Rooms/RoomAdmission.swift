@@ -54,15 +54,18 @@ public enum RoomAdmission {
     ///   - operationCount: operations stored for the room.
     ///   - unappliedByActor: operations of the actor stored in the room and not applied.
     ///   - invitationsFromSender: unanswered invitations the sending peer delivered.
-    public static func verdict(for op: RoomOperation, before: RoomState?, after: RoomState?, me: IdentityPublicKey,
-                               operationCount: Int, unappliedByActor: Int, invitationsFromSender: Int) -> Verdict {
+    public static func verdict(
+        for op: RoomOperation, before: RoomState?, after: RoomState?, me: IdentityPublicKey,
+        operationCount: Int, unappliedByActor: Int, invitationsFromSender: Int
+    ) -> Verdict {
         guard let after else { return .wait }
         guard let before else {
             // An unknown room: an invitation once the log so far names this node; until
             // then (a newcomer's log before its add) it waits, in memory and bounded.
             guard after.isInvited(me) || after.hasJoined(me) else { return .wait }
             guard invitationsFromSender < maxInvitationsPerSender else {
-                return .refuse(.tooManyInvitations, detail: "\(maxInvitationsPerSender) unanswered invitations from this peer")
+                return .refuse(
+                    .tooManyInvitations, detail: "\(maxInvitationsPerSender) unanswered invitations from this peer")
             }
             return .invitation
         }

@@ -22,8 +22,10 @@ public enum RoomDistribution {
         public static let nothing = OperationPlan(operationTo: [], wholeLogTo: [])
     }
 
-    public static func plan(for op: RoomOperation, before: RoomState?, after: RoomState, me: IdentityPublicKey,
-                            receivedFrom peer: IdentityPublicKey?) -> OperationPlan {
+    public static func plan(
+        for op: RoomOperation, before: RoomState?, after: RoomState, me: IdentityPublicKey,
+        receivedFrom peer: IdentityPublicKey?
+    ) -> OperationPlan {
         let forwards = op.actor == me || after.hasJoined(me) || (before?.hasJoined(me) ?? false)
         guard forwards else { return .nothing }
         var recipients = Set(after.members)
