@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import XCTest
 @testable import ParleyStore
 
@@ -220,6 +221,35 @@ final class StoreRoomsTests: XCTestCase {
         try store.forgetInvitation(room: room)
         XCTAssertEqual(try store.room(id: room), joined)
         XCTAssertEqual(try store.roomOperations(room: room).count, 1)
+    }
+
+    /// rooms-v2: a version-1 room keeps its messages, becomes `retired`, and its
+    /// operations (unreadable as version 2) and their outbox are gone.
+    func testVersion1RoomsAreRetiredWithTheirHistoryKept() throws {
+        let queue = try DatabaseQueue(path: directory + "/parley.sqlite")
+        try Schema.migrator.migrate(queue, upTo: "trust-v2")
+        try queue.write { db in
+            try db.execute(sql: """
+                INSERT INTO room (id, root, name, creator, created_at, version, is_member, updated_at)
+                VALUES (?, ?, 'lab', ?, 1, 3, 1, 2)
+                """, arguments: [room, opHash(1), me])
+            try db.execute(sql: "INSERT INTO room_member (room, identity) VALUES (?, ?), (?, ?)",
+                           arguments: [room, me, room, bob])
+            try db.execute(sql: """
+                INSERT INTO room_operation (hash, room, sequence, encoded, received_at) VALUES (?, ?, 1, x'01', 1)
+                """, arguments: [opHash(1), room])
+            try db.execute(sql: """
+                INSERT INTO room_operation_outbox (operation, member, ack_id, queued_at) VALUES (?, ?, ?, 1)
+                """, arguments: [opHash(1), bob, String(opHash(1).prefix(32))])
+        }
+        try queue.close()
+        let store = try open()
+        let retired = try XCTUnwrap(try store.room(id: room))
+        XCTAssertEqual(retired.status, .retired)
+        XCTAssertFalse(retired.isMember)
+        XCTAssertEqual(retired.members, [me, bob], "the member list stays as it was, for the history")
+        XCTAssertEqual(try store.roomOperations(room: room), [])
+        XCTAssertEqual(try store.pendingRoomOperations(to: bob, limit: 10), [])
     }
 
     func testMalformedInputIsRefused() throws {
