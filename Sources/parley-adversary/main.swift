@@ -129,6 +129,7 @@ guard args.count >= 2 else {
                               backdate  remove every other member with parents = the root
                               squat   a create whose nonce is ROOM's id, naming the target
                               junk N  N operations in ROOM with random parents
+                              reverse N  N valid adds in a chain, sent children first
                               early-chat ALICE  a room message to the target before its
                                       join reached it (print "held" if not acknowledged),
                                       then the join to ALICE (HOST:PORT) only; print
@@ -367,6 +368,20 @@ case "room-member":
             sent.append(try! RoomOperation.change(.add(IdentityKeyPair.generate().publicKey), roomID: roomArg,
                                                   after: [fakeParent], by: id, createdAt: now))
         }
+    case "reverse":
+        // A valid chain of N adds (keys that never answer), sent children first: each
+        // waits for its parent until the first arrives last.
+        let n = args.count > 6 ? Int(args[6]) ?? 20 : 20
+        let (root, _, state) = room()
+        var head = state.heads
+        var chain: [RoomOperation] = []
+        for _ in 0..<n {
+            let op = try! RoomOperation.change(.add(IdentityKeyPair.generate().publicKey), roomID: root.roomID,
+                                               after: head, by: id, createdAt: now)
+            chain.append(op)
+            head = [op]
+        }
+        sent = chain.reversed()
     case "early-chat":
         guard args.count > 6 else { fail("early-chat ROOM ALICE") }
         let (root, ops, state) = room()

@@ -179,3 +179,15 @@ def test_item6_a_message_from_a_member_not_known_yet_is_held_until_its_join_arri
     assert out[:1] == ["held"], out
     assert "acked-after-join" in out, out
     assert [m["body"] for m in room_messages(bob, "team")] == ["early"]
+
+
+def test_a_chain_sent_children_first_waits_and_then_applies_whole(cluster, tmp_path):
+    """Operations whose parents come later wait (in memory) and are all taken, in one
+    loop, when the first one arrives: a room's log in reverse order still converges."""
+    alice, bob, room_id, state = make_team(cluster, tmp_path)
+    version = room(alice, "team")["version"]
+    out = mallory(alice, "reverse", room_id, 40, state=state)
+    assert "sent 40" in out and "acked 40" in out, out
+    wait_until(lambda: room(alice, "team")["version"] == version + 40, what="alice applies the whole chain")
+    wait_until(lambda: room(bob, "team")["version"] == version + 40, what="bob gets it forwarded, parents first")
+    assert len(room(alice, "team")["members"]) == 3 + 40

@@ -196,16 +196,25 @@ extension Node {
     }
 
     /// Offers the operations and messages that waited on `room` again, until none moves.
+    /// Iterative, not recursive: an operation taken here may free others (a chain sent
+    /// children first frees up to a whole room's log), and each would otherwise nest
+    /// another call on the event loop's stack.
     private func retryWaiting(room: RoomID) throws(StoreError) {
-        for (peer, list) in roomBook.waiting {
-            let mine = list.filter { $0.op.roomID == room }
-            guard !mine.isEmpty else { continue }
-            roomBook.waiting[peer] = list.filter { $0.op.roomID != room }
-            for w in mine.sorted(by: { RoomResolver.precedes($0.op, $1.op) }) {
-                try acceptRoomOperation(w.op, from: peer)
+        roomBook.roomsToRetry.insert(room)
+        guard !roomBook.retrying else { return }
+        roomBook.retrying = true
+        defer { roomBook.retrying = false }
+        while let next = roomBook.roomsToRetry.popFirst() {
+            for (peer, list) in roomBook.waiting {
+                let mine = list.filter { $0.op.roomID == next }
+                guard !mine.isEmpty else { continue }
+                roomBook.waiting[peer] = roomBook.waiting[peer]?.filter { $0.op.roomID != next }
+                for w in mine.sorted(by: { RoomResolver.precedes($0.op, $1.op) }) {
+                    try acceptRoomOperation(w.op, from: peer)
+                }
             }
+            try releaseHeldRoomChats(room: next)
         }
-        try releaseHeldRoomChats(room: room)
     }
 
     /// Queues the operation (and, for newcomers, the whole log) as `RoomDistribution` says,

@@ -23,6 +23,11 @@ struct RoomBook {
     /// author, unacknowledged (the author keeps them queued): released when the room
     /// changes, dropped from memory when over the bound or when the session ends.
     var heldChats: [IdentityPublicKey: [RoomChatRecord]] = [:]
+
+    /// Rooms whose waiting operations and held messages are to be offered again, and
+    /// whether that is under way (so it runs as a loop, never as nested calls).
+    var roomsToRetry: Set<RoomID> = []
+    var retrying = false
 }
 
 /// Limits of the daemon's room bookkeeping (the wire limits are `RoomLimits`).
