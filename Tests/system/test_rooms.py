@@ -389,3 +389,38 @@ def test_a_room_takes_at_most_256_membership_changes_and_says_so(cluster):
     wait_until(lambda: view(bob, "churn") == view(alice, "churn"), timeout=60, what="bob resolved all 256 operations")
     alice.cli("send", "#churn", "still works", "--wait")
     wait_until(lambda: "still works" in [m["body"] for m in room_messages(bob, "churn")], what="room message arrives")
+
+
+def test_room_context_in_the_hook_follow_and_export(cluster):
+    """Issue 14, item 6: a room message names its room in the notification hook
+    (PARLEY_ROOM), in `follow` and in both export formats."""
+    from test_everyday import HOOK_ENV, config_file, hook_script, read_env
+    out = cluster.dir / "hook-out"
+    out.mkdir()
+    script = hook_script(cluster, "hook.sh", HOOK_ENV)
+    alice = cluster.node("alice", extra_args=config_file(cluster, "alice", f'notify_command = ["{script}", "{out}"]\n'))
+    alice.start()
+    bob = cluster.node("bob", peers=[alice.address]).start()
+    wait_until(lambda: alice.online("bob") and bob.online("alice"), what="online")
+    bob.call("rooms.create", {"name": "lab", "members": ["alice"]})
+    accept([alice], "lab")
+    wait_until(lambda: joined_names(bob, "lab") == ["alice", "bob"], what="bob sees alice joined")
+    sent = bob.call("messages.send", {"to": "#lab", "body": "in the room", "wait": True})["message"]
+    env_file = out / f"{sent['id']}.env"
+    wait_until(env_file.exists, what="the hook ran")
+    assert read_env(env_file)["PARLEY_ROOM"] == "#lab"
+    lines = [json.loads(line) for line in alice.cli("export", "--format", "json").stdout.splitlines()]
+    assert [(m["body"], m["room"]["name"]) for m in lines if m["room"]] == [("in the room", "lab")]
+    text = alice.cli("export", "#lab").stdout
+    assert "room #lab" in text.splitlines()[0] and "#lab bob: in the room" in text
+    import subprocess
+    from parley_harness import PARLEY
+    follow = subprocess.Popen([PARLEY, "follow", "#lab", "--since", "0", "--socket", str(alice.socket)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        got, _ = follow.communicate(timeout=3)
+    except subprocess.TimeoutExpired:
+        follow.kill()
+        got, _ = follow.communicate()
+    assert "#lab bob: in the room" in got, got
+    assert "#lab members:" in got or "#lab: you are invited" in got, got
