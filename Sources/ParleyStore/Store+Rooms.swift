@@ -175,6 +175,15 @@ extension Store {
         }
     }
 
+    /// Forgets the invitations nobody answered since `before` (Unix ms): their room ids.
+    public func forgetInvitations(before: Int64) throws(StoreError) -> [String] {
+        let stale = try read { db in
+            try String.fetchAll(db, sql: "SELECT id FROM room WHERE status = 'invited' AND updated_at < ?", arguments: [before])
+        }
+        for room in stale { try forgetInvitation(room: room) }
+        return stale
+    }
+
     /// Forgets a room whose invitation was declined or expired: its operations, their
     /// outbox, its state. A room with messages is never forgotten (only invitations are).
     public func forgetInvitation(room: String) throws(StoreError) {

@@ -212,6 +212,20 @@ final class StoreRoomsTests: XCTestCase {
         XCTAssertEqual(try store.invitationCount(from: bob), 0)
     }
 
+    func testStaleInvitationsAreForgotten() throws {
+        let store = try open()
+        let fresh = hex(0xab, 16)
+        for (id, at) in [(room, Int64(10)), (fresh, Int64(1_000))] {
+            try store.saveRoom(RoomRecord(id: id, root: opHash(1), name: "x", creator: bob, createdAt: 1, version: 1,
+                                          members: [me, bob], status: .invited, inviter: bob, updatedAt: at))
+        }
+        XCTAssertEqual(try store.forgetInvitations(before: 500), [room])
+        XCTAssertNil(try store.room(id: room))
+        XCTAssertNotNil(try store.room(id: fresh))
+    }
+
+    private func hex(_ byte: UInt8, _ count: Int) -> String { Self.hex(byte, count) }
+
     func testForgettingNeverTouchesAJoinedRoom() throws {
         let store = try open()
         let joined = RoomRecord(id: room, root: opHash(1), name: "lab", creator: me, createdAt: 1, version: 1,

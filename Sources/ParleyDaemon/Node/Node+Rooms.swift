@@ -120,6 +120,11 @@ extension Node {
             holdWaitingRoomOperation(op, from: peer)
             return false
         }
+        // Stale invitations go first, so they do not count against the peer's share.
+        for id in try store.forgetInvitations(before: nowMs - Int64(RoomAdmission.invitationLifetimeDays) * 86_400_000) {
+            if let rid = RoomID(hex: id) { roomBook.entries[rid] = nil }
+            log.info("unanswered room invitation forgotten", ["id": id, "days": "\(RoomAdmission.invitationLifetimeDays)"])
+        }
         let verdict = RoomAdmission.verdict(for: op, before: nil, after: state, me: myIdentityKey, operationCount: 0,
                                             unappliedByActor: 0, invitationsFromSender: try store.invitationCount(from: peer.hex))
         switch verdict {

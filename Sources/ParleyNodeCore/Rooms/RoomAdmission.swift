@@ -9,6 +9,9 @@ public enum RoomAdmission {
     /// delivered them: a flood of fake creates from one peer fills only its own share, and
     /// invitations from everyone else still arrive.
     public static let maxInvitationsPerSender = 8
+    /// An invitation nobody answered (and that saw no change) for this long is forgotten:
+    /// it frees the inviting peer's share and the space.
+    public static let invitationLifetimeDays = 30
     /// Operations of one actor that are in a room's graph but not applied (voided by a
     /// concurrent removal) kept per room: a removed member cannot fill the room's operation
     /// limit with back-dated operations.
