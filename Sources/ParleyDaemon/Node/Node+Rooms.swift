@@ -115,7 +115,13 @@ extension Node {
     private func acceptUnknownRoomOperation(_ op: RoomOperation, from peer: IdentityPublicKey) throws(StoreError) -> Bool {
         let held = roomBook.waiting[peer, default: []].map(\.op).filter { $0.roomID == op.roomID && $0.hash != op.hash }
         let batch = held + [op]
-        guard let root = batch.first(where: { $0.kind == .create }),
+        // Resolving is quadratic in the log: only worth it once something names this node.
+        let me = myIdentityKey
+        let namesMe = batch.contains { o in
+            if case .create(_, let members, _) = o.change { return members.contains(me) }
+            return o.target == me
+        }
+        guard namesMe, let root = batch.first(where: { $0.kind == .create }),
               let state = RoomResolver.resolve(root: root, operations: batch) else {
             holdWaitingRoomOperation(op, from: peer)
             return false
