@@ -44,6 +44,10 @@ public enum ControlLimits {
     /// already more than any interactive use needs.
     public static let maxSendWaitMilliseconds = 300_000
 
+    /// `peers.connect` with `wait: true` and no `timeoutMs`: a LAN peer answers a dial and
+    /// a handshake in milliseconds; 10 s covers a slow machine and an ARP timeout or two.
+    public static let defaultConnectWaitMilliseconds = 10_000
+
     /// Longest `host:port` accepted by `peers.connect`: a DNS name is at most 253 bytes,
     /// plus brackets, colon and port.
     public static let maxAddressBytes = 262

@@ -45,6 +45,9 @@ enum ErrorHints {
                 lines.append("  #\(Terminal.line(candidate.name))  \(Terminal.line(candidate.id))")
             }
             return lines.joined(separator: "\n")
+        case .connectFailed:
+            return "Check the address and that parleyd runs there (`parley status` on that machine shows its "
+                + "listen addresses), then run `parley connect` again."
         case .methodNotFound:
             return "This parleyd does not know the command; are parley and parleyd the same version?"
         case .parseError, .invalidRequest, .invalidParams, .internalError, .notPermitted,

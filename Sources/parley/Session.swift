@@ -20,6 +20,17 @@ enum Session {
         }
     }
 
+    /// Connects like `run`, reporting a failure the same way; for commands that manage
+    /// their connection themselves (`follow` reconnects after a daemon restart).
+    static func connect(_ options: ConnectionOptions, peer: String? = nil) throws -> ControlClient {
+        do {
+            return try ControlClient.connect(path: options.socketPath())
+        } catch {
+            report(error, options: options, peer: peer)
+            throw ExitCode(exitStatus(for: error))
+        }
+    }
+
     static func exitStatus(for error: ControlClientError) -> Int32 {
         switch error {
         case .cannotConnect, .socketPathTooLong: return CLIExitCode.cannotConnect

@@ -24,7 +24,10 @@ final class TerminalKeyDecoderTests: XCTestCase {
         XCTAssertEqual(keys([bytes("\u{1B}[H\u{1B}[F\u{1B}OH\u{1B}OF")]), [.home, .end, .home, .end])
         XCTAssertEqual(keys([bytes("\u{1B}[3~\u{1B}[5~\u{1B}[6~\u{1B}[1~\u{1B}[4~")]),
                        [.delete, .pageUp, .pageDown, .home, .end])
-        XCTAssertEqual(keys([bytes("\u{1B}[1;5C")]), [.right], "modifiers are ignored, the key is kept")
+        XCTAssertEqual(keys([bytes("\u{1B}[1;2C")]), [.right], "other modifiers are ignored, the key is kept")
+        XCTAssertEqual(keys([bytes("\u{1B}[1;5C\u{1B}[1;5D\u{1B}[1;3D")]), [.wordRight, .wordLeft, .wordLeft],
+                       "Ctrl/Alt-arrows move by words")
+        XCTAssertEqual(keys([bytes("\u{1B}b\u{1B}f")]), [.wordLeft, .wordRight], "Alt-b / Alt-f, not a typed b")
         XCTAssertEqual(keys([bytes("\u{1B}[200~pasted\u{1B}[201~")]), [.text("pasted")], "paste markers are dropped")
         XCTAssertEqual(keys([bytes("\u{1B}[99Zx")]), [.text("x")], "unknown sequences are dropped whole")
         XCTAssertEqual(keys([bytes("\u{1B}x")]), [.text("x")], "Alt+key: the escape is dropped")

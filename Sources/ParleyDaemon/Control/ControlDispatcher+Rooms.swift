@@ -55,14 +55,7 @@ extension ControlDispatcher {
                 let p = try request.decodeParams(MessagesListParams.self)
                 guard let selector = p.peer, selector.hasPrefix(Self.roomSelectorPrefix) else { return nil }
                 let room = try node.resolveRoom(selector)
-                let limit = p.effectiveLimit
-                let rows: [StoredMessage]
-                do {
-                    rows = try node.store.roomMessages(room: room.id, after: p.after.map { Int64($0) },
-                                                       before: p.before.map { Int64($0) }, limit: limit)
-                } catch { throw NodeError.storage(error) }
-                let next = rows.count == limit ? rows.last.map { Int($0.rowID) } : nil
-                return .typed(id: id, result: MessagesListResult(messages: rows.map(node.messageInfo), nextCursor: next))
+                return .typed(id: id, result: try historyPage(p, scope: .room(room.id)))
             case ControlMethod.messagesMarkRead:
                 let p = try request.decodeParams(MessagesMarkReadParams.self)
                 guard p.peer.hasPrefix(Self.roomSelectorPrefix) else { return nil }

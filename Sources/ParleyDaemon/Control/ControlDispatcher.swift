@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import ParleyControlProtocol
 import ParleyCore
+import ParleyNodeCore
 import ParleyStore
 
 /// What the control methods can see of the daemon beyond the node.
@@ -10,10 +11,6 @@ final class DaemonRuntimeInfo: @unchecked Sendable {
     var listenAddresses: [String] = []
     var mdns: MDNSState = .off
     static let version = ParleyVersion.string
-}
-
-public enum ParleyVersion {
-    public static let string = "0.1.0"
 }
 
 /// Maps JSON-RPC methods onto the node. Runs on the node's event loop.
@@ -28,6 +25,9 @@ struct ControlDispatcher {
         case typed(id: JSONRPCID?, result: any Encodable & Sendable)
         /// The answer comes later (messages.send with wait): the connection keeps the id.
         case deferred
+        /// `peers.connect` with `wait`: the connection answers when the dial of this target
+        /// ends or after `timeoutMs`.
+        case awaitDial(DialTargetKey, address: String, timeoutMs: Int)
         /// The connection becomes a subscriber (resuming after `since`); it answers itself.
         case subscribe(filterIdentity: String?, since: Int?)
     }
@@ -56,7 +56,8 @@ struct ControlDispatcher {
                 return .typed(id: id, result: PeersListResult(peers: try node.peerInfos()))
             case ControlMethod.peersConnect:
                 let p = try request.decodeParams(PeersConnectParams.self)
-                try node.connect(address: p.address)
+                let key = try node.connect(address: p.address)
+                if p.effectiveWait { return .awaitDial(key, address: p.address, timeoutMs: p.effectiveTimeoutMs) }
                 return .typed(id: id, result: PeersConnectResult(address: p.address, status: .dialing))
             case ControlMethod.messagesSend:
                 let p = try request.decodeParams(MessagesSendParams.self)
@@ -66,18 +67,12 @@ struct ControlDispatcher {
                     deliveryWaiter(stored.id, p.effectiveTimeoutMs, id)
                     return .deferred
                 }
-                return .typed(id: id, result: MessagesSendResult(message: node.messageInfo(stored)))
+                return .typed(id: id, result: MessagesSendResult(message: node.messageInfo(stored),
+                                                                 peerOnline: node.isOnline(peer.identity)))
             case ControlMethod.messagesList:
                 let p = try request.decodeParams(MessagesListParams.self)
                 let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
-                let limit = p.effectiveLimit
-                let rows: [StoredMessage]
-                do {
-                    rows = try node.store.messages(peer: peer?.identity, after: p.after.map { Int64($0) },
-                                                   before: p.before.map { Int64($0) }, limit: limit)
-                } catch { throw NodeError.storage(error) }
-                let next = rows.count == limit ? rows.last.map { Int($0.rowID) } : nil
-                return .typed(id: id, result: MessagesListResult(messages: rows.map(node.messageInfo), nextCursor: next))
+                return .typed(id: id, result: try historyPage(p, scope: peer.map { .peer($0.identity) } ?? .everything))
             case ControlMethod.messagesSubscribe:
                 let p = try request.decodeParams(MessagesSubscribeParams.self)
                 let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
@@ -117,6 +112,18 @@ struct ControlDispatcher {
         }
     }
 
+    /// `messages.list` for a scope: the store's page with its older/newer cursors.
+    func historyPage(_ p: MessagesListParams, scope: HistoryScope) throws(NodeError) -> MessagesListResult {
+        let page: HistoryPage
+        do {
+            page = try node.store.historyPage(scope, after: p.after.map { Int64($0) },
+                                              before: p.before.map { Int64($0) }, limit: p.effectiveLimit)
+        } catch { throw NodeError.storage(error) }
+        return MessagesListResult(messages: page.messages.map(node.messageInfo), hasOlder: page.hasOlder,
+                                  hasNewer: page.hasNewer, pagedForward: p.pagesForward,
+                                  requestedAfter: p.after, requestedBefore: p.before)
+    }
+
     /// Several `messages.send` requests stored in one transaction, answered in order.
     /// Successes are encoded straight from `MessagesSendResult` (the hot path of a
     /// pipelining client), errors as usual.
@@ -141,7 +148,8 @@ struct ControlDispatcher {
             let i = index[k]
             switch result {
             case .success(let m):
-                responses[i] = .sent(JSONRPCTypedSuccess(id: sends[i].0.id, result: MessagesSendResult(message: node.messageInfo(m))))
+                responses[i] = .sent(JSONRPCTypedSuccess(id: sends[i].0.id, result: MessagesSendResult(
+                    message: node.messageInfo(m), peerOnline: node.isOnline(m.recipient))))
             case .failure(let e):
                 responses[i] = .failed(JSONRPCResponse(id: sends[i].0.id, error: Self.rpcError(e, node: node)))
             }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOCore
 import NIOPosix
 import ParleyControlProtocol
@@ -32,10 +35,13 @@ extension Node {
         perform(dialPlanner.setConfigured(addresses.map(DialAddress.init), sessions: sessionView))
     }
 
-    /// Dials an address given at run time (`parley connect`).
-    func connect(address: String) throws(NodeError) {
+    /// Dials an address given at run time (`parley connect`); returns the target, which
+    /// `watchDial` follows for `connect --wait`.
+    @discardableResult
+    func connect(address: String) throws(NodeError) -> DialTargetKey {
         guard let hp = try? HostPort(parsing: address) else { throw .invalidAddress(address) }
         addStaticPeer(hp)
+        return DialTargetKey(address: DialAddress(hp))
     }
 
     /// The addresses `peers.list` shows for a peer: its session's, then its dial targets'.
@@ -85,7 +91,20 @@ extension Node {
                 self.links[ObjectIdentifier(bound.value)] = nil
                 self.log.debug("dial failed", ["address": key.rawValue, "error": "\(error)"])
                 self.perform(self.dialPlanner.attemptFailed(key, random: self.random))
+                self.finishDialWatch(key, .failed("cannot connect to \(key.rawValue): \(Self.describe(error))"))
             }
+    }
+}
+
+extension Node {
+    /// A connect error in words a user knows ("connection refused"), not NIO's type dump.
+    static func describe(_ error: Error) -> String {
+        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)).lowercased() }
+        if let c = error as? NIOConnectionError, let first = c.connectionErrors.first {
+            return describe(first.error)
+        }
+        if error is ChannelError { return "\(error)" }
+        return "\(error)"
     }
 }
 

@@ -50,6 +50,9 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// Every open connection, handshaking or established, with what the node keeps about it.
     var links: [ObjectIdentifier: NodeLink] = [:]
     var redialTimers: [DialTargetKey: Scheduled<Void>] = [:]
+    /// `peers.connect` with `wait`: who waits for the next outcome of a target (Node+ConnectWait).
+    var dialWatchers: [DialTargetKey: [(token: Int, report: (DialOutcome) -> Void)]] = [:]
+    var nextDialWatchToken = 0
     var offlineTimers: [IdentityPublicKey: Scheduled<Void>] = [:]
     private var tick: RepeatedTask?
     var stopping = false

@@ -12,6 +12,9 @@ struct LineEditor {
 
     enum Outcome: Equatable {
         case edited
+        /// Text that would take the line over `maxBytes`: nothing of it was inserted (a
+        /// paste cut silently would send half a message). `bytes` is the line it would make.
+        case refused(bytes: Int)
         /// Enter on a line that is not blank: the text to send (the line is kept until
         /// the caller clears it, so a failed send loses nothing).
         case submit(String)
@@ -20,9 +23,19 @@ struct LineEditor {
 
     mutating func apply(_ key: TerminalKey) -> Outcome {
         switch key {
-        case .text(let t): return insert(t) ? .edited : .ignored
+        case .text(let t):
+            let total = text.utf8.count + t.utf8.count
+            guard total <= Self.maxBytes else { return .refused(bytes: total) }
+            characters.insert(contentsOf: t, at: cursor)
+            cursor += t.count
         case .enter:
-            return text.allSatisfy(\.isWhitespace) ? .ignored : .submit(text)
+            // A blank line sends nothing, and leaves no invisible spaces behind either.
+            guard !text.allSatisfy(\.isWhitespace) else {
+                if isEmpty { return .ignored }
+                clear()
+                return .edited
+            }
+            return .submit(text)
         case .backspace:
             guard cursor > 0 else { return .ignored }
             characters.remove(at: cursor - 1)
@@ -41,6 +54,14 @@ struct LineEditor {
             while start > 0, !characters[start - 1].isWhitespace { start -= 1 }
             characters.removeSubrange(start..<cursor)
             cursor = start
+        case .wordLeft:
+            guard cursor > 0 else { return .ignored }
+            while cursor > 0, !Self.isWordCharacter(characters[cursor - 1]) { cursor -= 1 }
+            while cursor > 0, Self.isWordCharacter(characters[cursor - 1]) { cursor -= 1 }
+        case .wordRight:
+            guard cursor < characters.count else { return .ignored }
+            while cursor < characters.count, !Self.isWordCharacter(characters[cursor]) { cursor += 1 }
+            while cursor < characters.count, Self.isWordCharacter(characters[cursor]) { cursor += 1 }
         case .up, .down, .pageUp, .pageDown, .interrupt, .endOfInput, .redraw:
             return .ignored
         }
@@ -52,21 +73,14 @@ struct LineEditor {
         cursor = 0
     }
 
-    /// Inserts what fits under `maxBytes`; false if nothing did.
-    private mutating func insert(_ t: String) -> Bool {
-        var budget = Self.maxBytes - text.utf8.count
-        var added: [Character] = []
-        for c in t {
-            let n = c.utf8.count
-            guard n <= budget else { break }
-            budget -= n
-            added.append(c)
-        }
-        guard !added.isEmpty else { return false }
-        characters.insert(contentsOf: added, at: cursor)
-        cursor += added.count
-        return true
+    /// Replaces the whole line (a recalled line), cursor at its end.
+    mutating func replace(with text: String) {
+        characters = Array(text)
+        cursor = characters.count
     }
+
+    /// Letters and digits make words for Alt-b / Alt-f, as in readline.
+    static func isWordCharacter(_ c: Character) -> Bool { c.isLetter || c.isNumber }
 
     /// What to draw after a prompt in `width` columns: a window of the text that keeps
     /// the cursor visible, and the cursor's column within it.

@@ -3,6 +3,8 @@ enum TerminalKey: Equatable {
     /// Printable characters, consecutive ones together.
     case text(String)
     case enter, backspace, delete, left, right, home, end, up, down, pageUp, pageDown
+    /// Alt-b / Ctrl-Left, Alt-f / Ctrl-Right: a word back or forward (readline's habit).
+    case wordLeft, wordRight
     /// Ctrl-C.
     case interrupt
     /// Ctrl-D.
@@ -94,6 +96,8 @@ struct TerminalKeyDecoder {
         case UInt8(ascii: "O"):
             guard start + 2 < b.count else { return .incomplete }
             return .complete(ss3Key(b[start + 2]), length: 3)
+        case UInt8(ascii: "b"): return .complete(.wordLeft, length: 2)
+        case UInt8(ascii: "f"): return .complete(.wordRight, length: 2)
         default:
             // Alt+key or a lone Escape followed by a key: the Escape is dropped.
             return .complete(nil, length: 1)
@@ -104,8 +108,9 @@ struct TerminalKeyDecoder {
         switch final {
         case UInt8(ascii: "A"): return .up
         case UInt8(ascii: "B"): return .down
-        case UInt8(ascii: "C"): return .right
-        case UInt8(ascii: "D"): return .left
+        // `1;5C` is Ctrl-Right and `1;3C` Alt-Right in xterm's encoding: word moves.
+        case UInt8(ascii: "C"): return parameters.hasSuffix(";5") || parameters.hasSuffix(";3") ? .wordRight : .right
+        case UInt8(ascii: "D"): return parameters.hasSuffix(";5") || parameters.hasSuffix(";3") ? .wordLeft : .left
         case UInt8(ascii: "H"): return .home
         case UInt8(ascii: "F"): return .end
         case UInt8(ascii: "~"):
