@@ -50,6 +50,14 @@ public struct PeersConnectParams: ControlCallParams {
     }
 }
 
+/// What `peers.connect` did.
+public enum ConnectStatus: String, Codable, Sendable, Hashable, CaseIterable {
+    /// Without `wait`: the dial started; the outcome arrives as `peer.online` (or never).
+    case dialing
+    /// With `wait`: a session with the peer at that address is up.
+    case connected
+}
+
 public struct PeersConnectResult: Codable, Sendable, Hashable {
     public var address: String
     public var status: ConnectStatus

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 /// Full-text search over message bodies (SearchText.swift says what is indexed and why).

@@ -44,27 +44,34 @@ struct FollowCommand: ParsableCommand {
         var client = try Session.connect(options, peer: peer)
         while true {
             do {
-                defer { client.close() }
-                if !options.json {
-                    for known in try client.call(PeersListParams()).peers { names[known.fingerprint] = known.name }
-                }
-                let subscribed = try client.call(MessagesSubscribeParams(peer: peer, since: lastEventID))
-                // Resuming after a restart starts from here even if no event came yet.
-                if lastEventID == nil { lastEventID = subscribed.lastEventId }
-                while true {
-                    let notification = try client.readNotification()
-                    if case .int(let id)? = notification.params?["eventId"] { lastEventID = id }
-                    try show(notification, names: &names)
-                }
+                try follow(client, names: &names, lastEventID: &lastEventID)
             } catch let error as ControlClientError where Self.isDaemonGone(error) {
+                client.close()
                 // A restart of parleyd: wait for it and resume after the last event shown.
                 Console.err("parley: \(Terminal.line(error.description)); reconnecting…")
                 client = Self.reconnect(options)
                 Console.err("parley: reconnected to parleyd")
             } catch let error as ControlClientError {
+                client.close()
                 Session.report(error, options: options, peer: peer)
                 throw ExitCode(Session.exitStatus(for: error))
             }
+        }
+    }
+
+    /// Subscribes on `client` (resuming after `lastEventID`) and prints events until the
+    /// connection fails.
+    private func follow(_ client: ControlClient, names: inout [String: String], lastEventID: inout Int?) throws {
+        if !options.json {
+            for known in try client.call(PeersListParams()).peers { names[known.fingerprint] = known.name }
+        }
+        let subscribed = try client.call(MessagesSubscribeParams(peer: peer, since: lastEventID))
+        // Resuming after a restart starts from here even if no event came yet.
+        if lastEventID == nil { lastEventID = subscribed.lastEventId }
+        while true {
+            let notification = try client.readNotification()
+            if case .int(let id)? = notification.params?["eventId"] { lastEventID = id }
+            try show(notification, names: &names)
         }
     }
 

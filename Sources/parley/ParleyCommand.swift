@@ -5,7 +5,6 @@ import ParleyControlProtocol
 struct ParleyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "parley",
-        version: ParleyVersion.string,
         abstract: "Chat over the LAN through parleyd, the end-to-end encrypted Parley daemon.",
         discussion: """
             PEER is a display name or a fingerprint prefix of at least 4 characters \
@@ -15,6 +14,7 @@ struct ParleyCommand: ParsableCommand {
             errors to stderr as {"error":{...}}. Exit status: 0 success, 1 error from the \
             daemon, 2 usage error, 3 cannot connect to parleyd. See docs/CONTROL.md.
             """,
+        version: ParleyVersion.string,
         subcommands: [
             StatusCommand.self, WhoamiCommand.self, PeersCommand.self, SendCommand.self,
             ReadCommand.self, FollowCommand.self, ConnectCommand.self, TrustCommand.self,

@@ -64,9 +64,9 @@ struct ChatCommand: ParsableCommand {
         let options = try ConnectionOptions.parse(socket.map { ["--socket", $0] } ?? [])
         try Session.run(options, peer: peer) { client in
             var view = try ChatView(client: client, path: options.socketPath(), peer: peer, history: history)
-            defer { view.client?.close() }
             do {
                 try view.run()
+                view.client?.close()
             } catch let error as RawTerminal.Failure {
                 Console.err("parley: \(error)")
                 throw ExitCode(CLIExitCode.usage)
@@ -168,9 +168,9 @@ private struct ChatView {
             var dirty = false
             do {
                 dirty = try step() || dirty
-            } catch .quit {
+            } catch Stop.quit {
                 return
-            } catch .daemon(let error) {
+            } catch let error as ControlClientError {
                 guard Self.isConnectionLost(error) else { throw error }
                 lost(error)
                 dirty = true
@@ -185,18 +185,17 @@ private struct ChatView {
         }
     }
 
-    enum Stop: Error {
-        case quit
-        case daemon(ControlClientError)
-    }
+    /// Thrown by `step` when the user quits.
+    enum Stop: Error { case quit }
 
     /// One wait for the terminal or the daemon, and what came. True if the screen changed.
-    mutating func step() throws(Stop) -> Bool {
+    /// Throws `Stop.quit`, or the `ControlClientError` that cut the daemon off.
+    mutating func step() throws -> Bool {
         var dirty = false
+        if let client, client.hasBufferedNotifications {
+            return try drainNotifications()
+        }
         do {
-            if let client, client.hasBufferedNotifications {
-                return try drainNotifications()
-            }
             var fds = [pollfd(fd: 0, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: client?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0)]
             let timeout = client == nil ? Int32(ChatCommand.reconnectIntervalMilliseconds) : ChatCommand.pollTimeoutMilliseconds
@@ -220,12 +219,6 @@ private struct ChatView {
             }
             if ready > 0, client != nil, fds[1].revents != 0 { dirty = try drainNotifications() || dirty }
             return dirty
-        } catch let stop as Stop {
-            throw stop
-        } catch let error as ControlClientError {
-            throw .daemon(error)
-        } catch {
-            throw .daemon(.io(operation: "chat", reason: "\(error)"))
         }
     }
 
@@ -264,15 +257,21 @@ private struct ChatView {
                              at: Self.nowMs())
                 return .redraw
             }
-            do {
-                let sent = try client.call(MessagesSendParams(to: peer, body: text))
+            let result: Result<MessagesSendResult, ControlClientError>
+            do { result = .success(try client.call(MessagesSendParams(to: peer, body: text))) } catch {
+                result = .failure(error)
+            }
+            switch result {
+            case .success(let sent):
                 model.add(sent.message)
                 sentLines.sent(text)
                 editor.clear()
                 scroll = 0
-            } catch .remote(let error) where !Self.isConnectionLost(.remote(error)) {
+            case .failure(.remote(let error)) where !Self.isConnectionLost(.remote(error)):
                 // The text stays in the prompt: fix the problem and press Enter again.
                 model.notice("not sent: \(error.message)", at: Self.nowMs())
+            case .failure(let error):
+                throw error
             }
             _ = try drainNotifications()
             return .redraw
