@@ -23,7 +23,9 @@ struct LineEditor {
 
     mutating func apply(_ key: TerminalKey) -> Outcome {
         switch key {
-        case .text(let t):
+        case .pasteTooLong(let bytes):
+            return .refused(bytes: text.utf8.count + bytes)
+        case .text(let t), .paste(let t):
             let total = text.utf8.count + t.utf8.count
             guard total <= Self.maxBytes else { return .refused(bytes: total) }
             characters.insert(contentsOf: t, at: cursor)
@@ -88,14 +90,16 @@ struct LineEditor {
         guard width > 1 else { return ("", 0) }
         // Scroll so the cursor sits at most width-1 columns in (room to draw it at the end).
         var start = 0
-        var widthBeforeCursor = characters[0..<cursor].reduce(0) { $0 + DisplayWidth.of($1) }
+        // A pasted line break is drawn as ↵: the prompt stays one row.
+        let drawn = characters.map { $0 == "\n" ? "↵" : $0 }
+        var widthBeforeCursor = drawn[0..<cursor].reduce(0) { $0 + DisplayWidth.of($1) }
         while widthBeforeCursor > width - 1, start < cursor {
-            widthBeforeCursor -= DisplayWidth.of(characters[start])
+            widthBeforeCursor -= DisplayWidth.of(drawn[start])
             start += 1
         }
         var shown = ""
         var used = 0
-        for c in characters[start...] {
+        for c in drawn[start...] {
             let w = DisplayWidth.of(c)
             if used + w > width { break }
             used += w
