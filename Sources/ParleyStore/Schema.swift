@@ -167,6 +167,7 @@ enum Schema {
         }
         registerTrustMigration(&migrator)
         registerSearchMigration(&migrator)
+        registerAddressesMigration(&migrator)
         return migrator
     }
 }

@@ -352,3 +352,32 @@ def test_search_through_the_cli_and_the_control_socket(cluster):
         alice.call("messages.search", {"query": "!!!"})
     assert e.value.code == -32602
     assert alice.cli("search", "nothing-like-this").stdout.strip() == "No messages match."
+
+
+# ---------------------------------------------------------------- 5. reconnecting without mDNS
+
+
+def test_a_node_restarted_without_peer_is_redialled_and_its_queue_delivered(cluster):
+    alice = cluster.node("alice").start()
+    bob = cluster.node("bob", peers=[alice.address]).start()
+    wait_until(lambda: alice.online("bob") and bob.online("alice"), what="first session")
+    # Alice never dialled bob: she knows where he listens only from his announcement.
+    wait_until(lambda: f"127.0.0.1:{bob.port}" in (alice.peer_info("bob")["addresses"] or []),
+               what="alice learned bob's listening address")
+
+    bob.stop()
+    alice.cli("send", "bob", "while you were away")
+    bob.peers = []  # restarted without --peer, and no mDNS
+    bob.start()
+    wait_until(lambda: alice.online("bob") and bob.online("alice"), what="redialled after bob's restart", timeout=30)
+    wait_until(lambda: "while you were away" in bodies_at(bob, "alice"), what="alice's queue delivered")
+
+    # Alice restarts on a new port, so bob's remembered address for her is stale: only her
+    # memory of where bob listens (taught by his announcement) brings them together.
+    alice.stop()
+    wait_until(lambda: not bob.online("alice"), what="alice gone")
+    bob.cli("send", "alice", "back again?")
+    alice.listen_arg, alice.fixed_listen = "127.0.0.1:0", False
+    alice.start()
+    wait_until(lambda: alice.online("bob"), what="alice dials bob from what he taught her", timeout=30)
+    wait_until(lambda: "back again?" in bodies_at(alice, "bob"), what="bob's queue delivered")

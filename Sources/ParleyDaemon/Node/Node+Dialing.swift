@@ -49,7 +49,12 @@ extension Node {
         guard let key = IdentityPublicKey(hex: identity) else { return [] }
         var out: [String] = []
         if let c = activeConnection(for: key) { out.append(c.remoteAddress) }
-        for t in dialPlanner.targets(of: key) where !out.contains(t.rawValue) { out.append(t.rawValue) }
+        for t in dialPlanner.targets(of: key) {
+            // A remembered peer's target is named by its identity: show its addresses.
+            let shown = dialPlanner.targets[t]?.source == .remembered
+                ? (dialPlanner.targets[t]?.candidates.map(\.description) ?? []) : [t.rawValue]
+            for a in shown where !out.contains(a) { out.append(a) }
+        }
         return out
     }
 
@@ -110,4 +115,37 @@ extension Node {
 
 extension DialAddress {
     init(_ hp: HostPort) { self.init(host: hp.host, port: hp.port) }
+}
+
+/// Reconnecting without mDNS: the addresses peers were reached at or announced are kept
+/// in the store and fed to `DialPlanner.remember`, which decides what to dial.
+extension Node {
+    /// At start: every remembered peer is dialled (unless it dials us first).
+    func redialRememberedPeers() {
+        guard let remembered = try? store.rememberedAddresses() else { return }
+        for (hex, addresses) in remembered.sorted(by: { $0.key < $1.key }) {
+            guard let identity = IdentityPublicKey(hex: hex) else { continue }
+            let parsed = addresses.compactMap { try? HostPort(parsing: $0) }.map(DialAddress.init)
+            perform(dialPlanner.remember(identity, addresses: parsed, sessions: sessionView))
+        }
+    }
+
+    /// `peer` can be reached at these "host:port" addresses: store them and tell the planner.
+    func rememberAddresses(of peer: IdentityPublicKey, _ addresses: [String]) {
+        let parsed = addresses.compactMap { try? HostPort(parsing: $0) }.filter { $0.port != 0 }
+        guard !parsed.isEmpty else { return }
+        for hp in parsed {
+            try? store.rememberAddress(DialAddress(hp).description, of: peer.hex, at: nowMs)
+        }
+        perform(dialPlanner.remember(peer, addresses: parsed.map(DialAddress.init), sessions: sessionView))
+    }
+
+    /// The peer's `listenPorts` record: it listens on these ports of the host its session
+    /// comes from. Only the active session's announcement counts.
+    func connection(_ conn: PeerConnection, announcedListenPorts ports: [UInt16]) {
+        guard let peer = activePeer(of: conn) else { return }
+        let host = conn.remoteAddress.hostPart
+        let shown = host.contains(":") ? "[\(host)]" : host
+        rememberAddresses(of: peer, ports.prefix(WireLimits.maxListenPorts).map { "\(shown):\($0)" })
+    }
 }

@@ -91,7 +91,7 @@ extension Node {
             if let key = link.dialTarget { dialPlanner.spoofDetected(key) }
             return
         }
-        if let key = link.dialTarget { dialPlanner.provedIdentity(key, identity: peer) }
+        if let key = link.dialTarget { perform(dialPlanner.provedIdentity(key, identity: peer, random: random)) }
 
         switch admitTrust(of: remote, connection: conn, dialTarget: link.dialTarget) {
         case .keep: break
@@ -112,6 +112,11 @@ extension Node {
                 if let key = link.dialTarget {
                     dialPlanner.sessionUp(key, identity: peer)
                     finishDialWatch(key, .connected(identity: peer.hex))
+                    // The address we reached it at is one to try again after a restart.
+                    rememberAddresses(of: peer, [conn.remoteAddress])
+                }
+                if !listenPorts.isEmpty {
+                    conn.send(.listenPorts(Array(listenPorts.prefix(WireLimits.maxListenPorts))))
                 }
                 try? store.touchPeer(identity: peer.hex, at: nowMs, address: link.dialTarget?.rawValue)
                 log.info("session up", ["peer": remote.displayName, "fingerprint": remote.fingerprint.description,
