@@ -381,3 +381,19 @@ def test_a_node_restarted_without_peer_is_redialled_and_its_queue_delivered(clus
     alice.start()
     wait_until(lambda: alice.online("bob"), what="alice dials bob from what he taught her", timeout=30)
     wait_until(lambda: "back again?" in bodies_at(alice, "bob"), what="bob's queue delivered")
+
+
+# ---------------------------------------------------------------- 6. configuration
+
+
+def test_a_multi_line_toml_array_configures_peers_and_errors_keep_their_line(cluster):
+    alice = cluster.node("alice").start()
+    good = cluster.dir / "bob.toml"
+    good.write_text(f'[parleyd]\npeers = [\n    "{alice.address}",  # the desk\n    # more later\n]\n')
+    bob = cluster.node("bob", extra_args=["--config", str(good)]).start()
+    wait_until(lambda: bob.online("alice"), what="bob dials the peer from the multi-line array")
+    bad = cluster.dir / "bad.toml"
+    bad.write_text('[parleyd]\npeers = [\n    "a:1",\n    42,\n]\n')
+    p = subprocess.run([PARLEYD, "--config", str(bad), "--state-dir", str(cluster.dir / "bad-state"), "--no-mdns"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 78 and f"{bad}:4:" in p.stderr, p.stderr
