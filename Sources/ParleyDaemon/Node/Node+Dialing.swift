@@ -130,6 +130,12 @@ extension Node {
         }
     }
 
+    /// A blocked or forgotten peer is not dialled at its remembered addresses any more.
+    func stopDialingRemembered(_ identityHex: String) {
+        guard let key = IdentityPublicKey(hex: identityHex) else { return }
+        perform(dialPlanner.remove(DialTargetKey(rememberedPeer: key)))
+    }
+
     /// `peer` can be reached at these "host:port" addresses: store them and tell the planner.
     func rememberAddresses(of peer: IdentityPublicKey, _ addresses: [String]) {
         let parsed = addresses.compactMap { try? HostPort(parsing: $0) }.filter { $0.port != 0 }
