@@ -114,7 +114,10 @@ private struct ChatView {
         _ = try client.call(MessagesSubscribeParams(peer: peer))
         let page = try client.call(MessagesListParams(peer: peer, limit: history))
         if model.oldestCursor == nil { olderCursor = page.olderCursor }
-        for m in page.messages { model.add(m) }
+        for m in page.messages where !model.add(m) && m.direction == .outgoing {
+            // Shown before a reconnect: its delivery or read may have happened meanwhile.
+            model.mark(m.id, m.readAt != nil ? .read : m.state == .delivered ? .delivered : .queued)
+        }
         self.client = client
         try markRead()
     }
