@@ -24,6 +24,10 @@ public enum AppRecord: Equatable, Sendable {
     case roomOperation(RoomOperation)
     /// A chat message addressed to a room, from the session's remote identity.
     case roomChat(RoomChatRecord)
+    /// The TCP ports the sender listens on (1...`WireLimits.maxListenPorts`, none 0): the
+    /// receiver dials the address it sees the session come from at these ports when it
+    /// needs a session again (after either side restarts), without mDNS.
+    case listenPorts([UInt16])
     /// A record type this version does not know: skipped, for forward compatibility.
     case unknown(type: UInt8, length: Int)
 
@@ -31,6 +35,7 @@ public enum AppRecord: Equatable, Sendable {
         case chat = 0x01, ack = 0x02, cardUpdate = 0x03, ping = 0x04, pong = 0x05, close = 0x06
         case readReceipt = 0x08
         case roomOperation = 0x10, roomChat = 0x11
+        case listenPorts = 0x20
     }
 
     public static let headerLength = 5
@@ -138,6 +143,10 @@ extension AppRecord {
             p.appendUInt64(c.createdAt)
             p.append(contentsOf: body)
             put(.roomChat, p)
+        case .listenPorts(let ports):
+            var p = [UInt8]([UInt8(truncatingIfNeeded: ports.count)])
+            for port in ports { p.appendUInt16(port) }
+            put(.listenPorts, p)
         case .unknown:
             break // never sent
         }
@@ -207,6 +216,18 @@ extension AppRecord {
                 do { return .roomOperation(try RoomOperation.decode(payload)) } catch {
                     throw AppRecordError.malformed(type: type, reason: error.description)
                 }
+            case .listenPorts:
+                let count = Int(try r.readUInt8())
+                guard (1...WireLimits.maxListenPorts).contains(count), r.remaining == 2 * count else {
+                    throw AppRecordError.malformed(type: type, reason: "port count")
+                }
+                var ports: [UInt16] = []
+                for _ in 0..<count {
+                    let port = try r.readUInt16()
+                    guard port != 0 else { throw AppRecordError.malformed(type: type, reason: "port 0") }
+                    ports.append(port)
+                }
+                return .listenPorts(ports)
             case .roomChat:
                 let id = MessageID(exactly: try r.readBytes(MessageID.length))
                 let room = RoomID(exactly: try r.readBytes(RoomID.length))

@@ -13,6 +13,8 @@ protocol PeerConnectionDelegate: AnyObject {
     /// The peer's user read these of our messages. Reported after the acks of the same read.
     func connection(_ connection: PeerConnection, receivedReadReceipts ids: [MessageID])
     func connection(_ connection: PeerConnection, receivedCard card: [UInt8])
+    /// The peer's `listenPorts` record: where it can be dialled back.
+    func connection(_ connection: PeerConnection, announcedListenPorts ports: [UInt16])
     /// Room operations and room chats of one read, in arrival order.
     func connection(_ connection: PeerConnection, receivedRoomTraffic records: [RoomTraffic])
     func connectionBecameWritable(_ connection: PeerConnection)
@@ -176,6 +178,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
             closeChannel()
         case .roomOperation(let op): pendingRoomTraffic.append(.operation(op))
         case .roomChat(let c): pendingRoomTraffic.append(.chat(c))
+        case .listenPorts(let ports): delegate?.connection(self, announcedListenPorts: ports)
         case .unknown: break
         }
     }
