@@ -90,7 +90,13 @@ private func decodeParams(of request: JSONRPCRequest) {
     case ControlMethod.messagesList: _ = try? request.decodeParams(MessagesListParams.self)
     case ControlMethod.messagesSubscribe: _ = try? request.decodeParams(MessagesSubscribeParams.self)
     case ControlMethod.trustVerify: _ = try? request.decodeParams(TrustVerifyParams.self)
-    case ControlMethod.trustAcceptChange: _ = try? request.decodeParams(TrustAcceptChangeParams.self)
+    case ControlMethod.trustShow: _ = try? request.decodeParams(TrustShowParams.self)
+    case ControlMethod.trustReplace: _ = try? request.decodeParams(TrustReplaceParams.self)
+    case ControlMethod.trustAccept: _ = try? request.decodeParams(TrustAcceptParams.self)
+    case ControlMethod.trustBlock: _ = try? request.decodeParams(TrustBlockParams.self)
+    case ControlMethod.trustUnblock: _ = try? request.decodeParams(TrustUnblockParams.self)
+    case ControlMethod.trustForget: _ = try? request.decodeParams(TrustForgetParams.self)
+    case ControlMethod.peersNickname: _ = try? request.decodeParams(PeersNicknameParams.self)
     default: break
     }
 }
