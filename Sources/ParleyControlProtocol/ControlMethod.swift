@@ -19,6 +19,7 @@ public enum ControlMethod {
     public static let removedTrustAcceptChange = "trust.accept_change"
     public static let nodeRotateKey = "node.rotate_key"
     public static let messagesMarkRead = "messages.mark_read"
+    public static let messagesForget = "messages.forget"
     public static let roomsList = "rooms.list"
     public static let roomsCreate = "rooms.create"
     public static let roomsAdd = "rooms.add"
@@ -30,6 +31,7 @@ public enum ControlMethod {
         nodeStatus, nodeWhoami, peersList, peersConnect, peersNickname, messagesSend, messagesList,
         messagesSubscribe, messagesMarkRead, trustVerify, trustShow, trustReplace, trustAccept, trustBlock,
         trustUnblock, trustForget, nodeRotateKey, roomsList, roomsCreate, roomsAdd, roomsRemove, roomsLeave,
+        messagesForget,
     ]
 }
 

@@ -166,6 +166,7 @@ enum Schema {
                 """)
         }
         registerTrustMigration(&migrator)
+        registerQuotaMigration(&migrator)
         return migrator
     }
 }

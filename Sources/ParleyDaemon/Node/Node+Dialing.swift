@@ -72,6 +72,7 @@ extension Node {
         ClientBootstrap(group: loop)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .channelOption(.writeBufferWaterMark, value: PeerConnection.outboundWaterMark)
             .connectTimeout(options.handshakeTimeout)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

@@ -49,6 +49,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var dialPlanner: DialPlanner
     var admission = AdmissionControl()
     var outbox = OutboxLedger()
+    /// Stored usage per peer for the receive quota (Node+Quota.swift).
+    var quotaCache = QuotaCache()
 
     /// Every open connection, handshaking or established, with what the node keeps about it.
     var links: [ObjectIdentifier: NodeLink] = [:]
