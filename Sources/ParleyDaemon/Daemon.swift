@@ -138,6 +138,7 @@ public final class Daemon: Service, @unchecked Sendable {
         options.deadAfter = .milliseconds(Int64(config.deadAfterMilliseconds))
         options.newIdentities = config.newIdentities
         options.quota = config.receiveQuota
+        options.maxSessions = config.maxSessions
         let node = Node(loop: loop, store: store, keys: keys, card: card, options: options, log: log, networkKey: psk)
         node.stateDirectory = config.stateDirectory
         self.node = node

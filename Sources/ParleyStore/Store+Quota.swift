@@ -30,6 +30,12 @@ extension Store {
         }
     }
 
+    /// Whether any message (either direction, direct or room) was exchanged with `peer`:
+    /// a peer that never exchanged one is a stranger when the session table is full.
+    public func hasMessages(with peer: String) throws(StoreError) -> Bool {
+        try read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM message WHERE peer = ? LIMIT 1", arguments: [peer]) != nil }
+    }
+
     /// Those of `ids` already stored from `sender`.
     public func storedIncomingIDs(_ ids: [String], from sender: String) throws(StoreError) -> Set<String> {
         guard !ids.isEmpty else { return [] }

@@ -403,6 +403,7 @@ final class ConfigFileTests: XCTestCase {
         flags.newIdentities = .hold
         flags.receiveQuota = ReceiveQuota(unverified: .init(messages: 1, bytes: 2), verified: .init(messages: 3, bytes: 4),
                                           total: .init(messages: 5, bytes: 6), diskFloorBytes: 7)
+        flags.maxSessions = 8
         let merged = try DaemonConfiguration.merged(defaults: base, file: nil, flags: flags)
         // Every option differs from the defaults, so every key shows up as changed.
         let differences = merged.reloadableDifferences(from: base)
@@ -515,6 +516,7 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(configuration.pingIntervalMilliseconds, base.pingIntervalMilliseconds)
         XCTAssertEqual(configuration.deadAfterMilliseconds, base.deadAfterMilliseconds)
         XCTAssertEqual(configuration.receiveQuota, base.receiveQuota)
+        XCTAssertEqual(configuration.maxSessions, base.maxSessions)
         XCTAssertEqual(configuration.stateDirectory, "/var/lib/parley")
     }
 }

@@ -68,6 +68,11 @@ extension ConfigFile {
             configuration.receiveQuota.total.messages = try reader.quotaCount()
         case .quotaTotalMib:
             configuration.receiveQuota.total.bytes = try reader.mebibytes()
+        case .maxSessions:
+            configuration.maxSessions = try reader.quotaCount()
+            guard configuration.maxSessions <= 65_536 else {
+                throw .invalidEntry(reader.location, key: entry.key, reason: "must be at most 65536")
+            }
         case .diskFloorMib:
             configuration.receiveQuota.diskFloorBytes = try reader.mebibytes()
         }

@@ -26,6 +26,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
     case quotaTotalMessages = "quota_total_messages"
     case quotaTotalMib = "quota_total_mib"
     case diskFloorMib = "disk_floor_mib"
+    case maxSessions = "max_sessions"
 
     /// Options a running daemon can adopt on SIGHUP. The rest shape sockets, files and
     /// the identity the daemon announces, so changing them needs a restart.
@@ -35,7 +36,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
             true
         case .stateDir, .hostName, .listen, .socket, .mdns, .networkKey, .durability, .newIdentities,
              .handshakeTimeoutMs, .pingIntervalMs, .deadAfterMs,
-             .quotaPeerMessages, .quotaPeerMib, .quotaVerifiedPeerMessages, .quotaVerifiedPeerMib, .quotaTotalMessages, .quotaTotalMib, .diskFloorMib:
+             .quotaPeerMessages, .quotaPeerMib, .quotaVerifiedPeerMessages, .quotaVerifiedPeerMib, .quotaTotalMessages, .quotaTotalMib, .diskFloorMib, .maxSessions:
             false
         }
     }

@@ -29,6 +29,8 @@ public struct ConfigOverrides: Equatable, Sendable {
     /// The `quota_*` and `disk_floor_mib` options together (no flags: they are set in
     /// the file; tests and embedders set them here).
     public var receiveQuota: ReceiveQuota?
+    /// `max_sessions` (no flag).
+    public var maxSessions: Int?
 
     public init() {}
 
@@ -52,6 +54,7 @@ public struct ConfigOverrides: Equatable, Sendable {
         if let pingIntervalMilliseconds { configuration.pingIntervalMilliseconds = pingIntervalMilliseconds }
         if let deadAfterMilliseconds { configuration.deadAfterMilliseconds = deadAfterMilliseconds }
         if let receiveQuota { configuration.receiveQuota = receiveQuota }
+        if let maxSessions { configuration.maxSessions = maxSessions }
     }
 }
 

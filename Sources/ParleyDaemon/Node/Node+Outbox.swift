@@ -119,6 +119,7 @@ extension Node {
         let (chats, refused) = judgeByQuota(chats, from: sender)
         sendRefusals(refused, on: conn)
         guard !chats.isEmpty else { return }
+        sessions.promote(sender)  // no longer a stranger (SessionTable's eviction order)
         let incoming = chats.map {
             IncomingMessage(id: $0.id.hex, sender: sender.hex, recipient: myIdentity,
                             sequence: Int64(clamping: $0.sequence), createdAt: Int64(clamping: $0.createdAt),
@@ -153,6 +154,7 @@ extension Node {
         let ack = links[ObjectIdentifier(conn)]?.window.acknowledge(ids) ?? SendWindow.Acknowledgement(unknown: ids)
         do {
             let changed = try store.markDelivered(ids: ids.map(\.hex), by: peer.hex, at: nowMs)
+            if !changed.isEmpty { sessions.promote(peer) }
             outbox.delivered(changed.count, by: peer)
             for m in changed { emit(.messageDelivered(m)) }
         } catch {

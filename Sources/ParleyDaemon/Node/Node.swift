@@ -98,7 +98,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         self.clock = clock
         self.random = random
         self.startedAt = clock.monotonicNow()
-        self.sessions = SessionTable(me: keys.identity.publicKey, maxSessions: NodeLimits.maxSessions)
+        self.sessions = SessionTable(me: keys.identity.publicKey, maxSessions: options.maxSessions)
         self.dialPlanner = DialPlanner(backoff: options.redial)
         self.attackLog = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60))
     }
