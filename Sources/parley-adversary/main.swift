@@ -18,7 +18,7 @@ func fail(_ s: String) -> Never {
 /// A blocking TCP connection with a receive timeout.
 final class Conn {
     let fd: Int32
-    init?(_ host: String, _ port: UInt16, timeoutMs: Int = 3000, receiveBuffer: Int32? = nil) {
+    init?(_ host: String, _ port: UInt16, timeoutMs: Int = 3000, receiveBuffer: Int32? = nil, bindAddress: String? = nil) {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var res: UnsafeMutablePointer<addrinfo>?
@@ -33,7 +33,7 @@ final class Conn {
         if var rcv = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, socklen_t(MemoryLayout<Int32>.size)) }
         // PARLEY_ADVERSARY_BIND=127.0.0.2 makes the attack come from another source
         // address than the honest peers' (loopback is a whole /8).
-        if let src = ProcessInfo.processInfo.environment["PARLEY_ADVERSARY_BIND"], ai.pointee.ai_family == AF_INET {
+        if let src = bindAddress ?? ProcessInfo.processInfo.environment["PARLEY_ADVERSARY_BIND"], ai.pointee.ai_family == AF_INET {
             var sin = sockaddr_in()
             sin.sin_family = sa_family_t(AF_INET)
             inet_pton(AF_INET, src, &sin.sin_addr)
@@ -70,6 +70,15 @@ final class Conn {
     }
     @discardableResult
     func sendFrame(_ m: [UInt8]) -> Bool { send((try? Frame.encode(m)) ?? []) }
+    /// Reads whatever has arrived without waiting: true if that ends in EOF or a reset.
+    func closedNow() -> Bool {
+        var b = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let r = b.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if r == 0 { return true }
+            if r < 0 { return errno == ECONNRESET || errno == EPIPE }
+        }
+    }
     /// True if the peer closed the connection (EOF or reset) within the timeout.
     func closedByPeer() -> Bool {
         var b = [UInt8](repeating: 0, count: 4096)
@@ -120,6 +129,10 @@ guard args.count >= 2 else {
       chat-flood T COUNT SIZE  as a new peer, stream COUNT chats of SIZE bytes (at most 65536),
                             reading the answers as they come; print "acked A refused R
                             reasons X,Y" once every chat is answered (or 120 s passed)
+      identities T N SOURCES [HOLD]  N connections, each a fresh identity completing the handshake,
+                            from 127.0.1.1 ... 127.0.1.SOURCES in turn (SOURCES 0: from the
+                            usual address); all are held HOLD seconds (default 1) after the
+                            last; print "established E refused R failed F" (E: still open)
       ping-flood T SECS     as a new peer with a 4 KiB receive buffer that never reads, send
                             frames of ~5,000 pings each for SECS seconds; print the MiB the
                             victim took and whether it closed the session
@@ -277,6 +290,30 @@ case "chat-flood":
     while !closed, acked.count + refused.count < n, Date().timeIntervalSince(start) < 120 { drain(waitMs: 1000) }
     emit("acked \(acked.count) refused \(refused.count) reasons \(reasons.sorted().joined(separator: ","))"
          + (closed ? " closed" : ""))
+case "identities":
+    let sources = args.count > 3 ? Int(args[3]) ?? 0 : 0
+    guard n >= 1, n <= 10_000, sources >= 0, sources <= 250 else { fail("N 1...10000, SOURCES 0...250") }
+    var held: [Conn] = []
+    var failed = 0
+    let start = Date()
+    for i in 0..<n {
+        if Date().timeIntervalSince(start) > 150 { break }
+        let bind = sources > 0 ? "127.0.1.\(1 + i % sources)" : nil
+        guard let c = Conn(host, port, timeoutMs: 3000, bindAddress: bind) else { failed += 1; continue }
+        let id = IdentityKeyPair.generate()
+        let st = NoiseStaticKeyPair.generate()
+        // A refused connection (rate, admission) is closed before or during the handshake.
+        guard handshake(c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: "sybil\(i)")) != nil else {
+            failed += 1
+            continue
+        }
+        held.append(c)
+    }
+    let hold = args.count > 4 ? Double(args[4]) ?? 1 : 1
+    // The daemon's refusals (close, then EOF) arrive meanwhile; the rest hold their slots.
+    Thread.sleep(forTimeInterval: max(1, min(hold, 60)))
+    let closed = held.filter { $0.closedNow() }.count
+    emit("established \(held.count - closed) refused \(closed) failed \(failed)")
 case "ping-flood":
     let seconds = Double(n == 0 ? 10 : n)
     guard let c = Conn(host, port, timeoutMs: 1000, receiveBuffer: 4096) else { fail("connect") }

@@ -170,3 +170,66 @@ def test_under_the_disk_floor_nothing_new_is_taken_in_but_what_is_stored_is_serv
     assert [m["state"] for m in bob.messages("alice") if m["body"] == "to a full disk"] == ["queued"]
     assert [m["body"] for m in alice.messages("bob")] == ["from alice, whose disk is full"]
     assert "refused" in alice.log_path.read_text()
+
+
+def loopback_sources_available():
+    # Loopback is a whole /8 on Linux: 127.0.1.x are distinct source addresses.
+    import socket
+    try:
+        s = socket.socket()
+        s.bind(("127.0.1.200", 0))
+        s.close()
+        return True
+    except OSError:
+        return False
+
+
+def test_two_thousand_fresh_identities_from_one_address_hold_at_most_its_cap(victim):
+    """Before issue 15 sessions had no cap per source once the handshake was done, and a
+    host minting identities took every slot. Now one address holds at most 16 sessions
+    (NodeLimits.maxSessionsPerAddress); the rest are refused (rate limit or cap), the known
+    peer keeps its session and honest chat flows."""
+    alice, bob = victim
+    honest_still_flows(alice, bob, "before the sybils")  # bob has exchanged a message: known
+    out = finish(start_attack(alice, "identities", 2000, 0, source="127.0.0.2"), timeout=200)
+    print(f"adversary: {out}")
+    established = int(out.split()[1])
+    assert 1 <= established <= 16, out
+    assert alice.online("bob") and bob.online("alice")
+    honest_still_flows(alice, bob, "after the sybils")
+    log = alice.log_path.read_text()
+    assert log.count("session limit reached") <= 4, "refusals are logged per source per minute, not per connection"
+
+
+@pytest.mark.skipif(not loopback_sources_available(), reason="needs 127.0.1.0/24 on loopback")
+def test_fresh_identities_from_many_addresses_fill_the_table_but_known_peers_keep_and_regain_sessions(cluster):
+    """max_sessions = 40; 2,000 fresh identities from 200 loopback addresses fill every free
+    slot. Bob (known: he exchanged messages) keeps his session; after a restart he gets one
+    again by evicting a stranger; a stranger arriving later is refused."""
+    cfg = write_config(cluster, "alice", "max_sessions = 40\n")
+    alice = cluster.node("alice", extra_args=cfg).start()
+    bob = cluster.node("bob", peers=[alice.address]).start()
+    wait_until(lambda: alice.online("bob") and bob.online("alice"), what="session")
+    honest_still_flows(alice, bob, "before the sybils")
+    attack = start_attack(alice, "identities", 2000, 200)
+    # While the sybils hold their sessions (they never answer a ping: 15 s at most).
+    out = finish(attack, timeout=200)
+    print(f"adversary: {out}")
+    established = int(out.split()[1])
+    assert established <= 39, out
+    assert alice.online("bob"), "the known peer kept its session"
+    honest_still_flows(alice, bob, "while the table is full")
+    # Fill it again and hold it while bob restarts; a stranger takes the slot bob leaves.
+    def online_count():
+        return len([p for p in alice.call("peers.list")["peers"] if p["online"]])
+    holder = start_attack(alice, "identities", 39, 39, 25)
+    wait_until(lambda: online_count() >= 40, timeout=60, what="the table full of strangers")
+    bob.stop()
+    filler = start_attack(alice, "identities", 5, 5, 25)
+    wait_until(lambda: online_count() >= 40, timeout=60, what="bob's slot taken by a stranger")
+    bob.start()
+    wait_until(lambda: alice.online("bob") and bob.online("alice"), timeout=30, what="bob back by evicting a stranger")
+    assert online_count() <= 40
+    honest_still_flows(alice, bob, "after bob's restart into a full table")
+    print(f"holder: {finish(holder, timeout=200)}; filler: {finish(filler, timeout=200)}")
+    assert "stranger closed to make room" in alice.log_path.read_text()
