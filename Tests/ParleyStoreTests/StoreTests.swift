@@ -215,6 +215,28 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(try store.refusal(ofMessageRow: refused[0].rowID)?.reason, 1, "the last refusal is kept")
     }
 
+    func testUnusedFirstSeenIdentitiesExpireAndEveryOtherPeerStays() throws {
+        let store = try open()
+        let dave = Self.identity(0xd4), erin = Self.identity(0xe7), frank = Self.identity(0xf0)
+        try store.upsertPeer(peerRecord(alice, name: "alice", seen: 10))   // pinned, unused, old: expires
+        try store.upsertPeer(peerRecord(bob, name: "bob", seen: 10))       // a message exchanged
+        try store.upsertPeer(peerRecord(carol, name: "carol", seen: 500))  // seen recently
+        var verified = peerRecord(dave, name: "dave", seen: 10)
+        verified.trust = .verified
+        try store.upsertPeer(verified)
+        var blocked = peerRecord(erin, name: "erin", seen: 10)
+        blocked.trust = .blocked
+        try store.upsertPeer(blocked)
+        try store.upsertPeer(peerRecord(frank, name: "frank", seen: 10))   // online now (kept by the caller)
+        _ = try store.storeIncoming([incoming(1, from: bob)], at: 10)
+        let expired = try store.expireUnusedPeers(lastSeenBefore: 100, keep: [frank])
+        XCTAssertEqual(expired, [alice])
+        XCTAssertNil(try store.peer(identity: alice))
+        for kept in [bob, carol, dave, erin, frank] { XCTAssertNotNil(try store.peer(identity: kept)) }
+        try store.setNickname(identity: frank, "Frank")
+        XCTAssertEqual(try store.expireUnusedPeers(lastSeenBefore: 100), [], "a nicknamed key is the person's decision")
+    }
+
     // MARK: - Inbox
 
     func testStoreIncomingDeduplicatesBySenderAndID() throws {

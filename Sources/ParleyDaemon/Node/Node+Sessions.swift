@@ -175,6 +175,20 @@ extension Node {
         }
     }
 
+    /// Forgets keys pinned on first use (or held) that never exchanged a message and were
+    /// not seen for `NodeLimits.unusedIdentityLifetime` (Store.expireUnusedPeers).
+    func expireUnusedIdentities() {
+        let before = nowMs - NodeLimits.unusedIdentityLifetime.wholeMilliseconds
+        do {
+            let expired = try store.expireUnusedPeers(lastSeenBefore: before, keep: Set(sessions.peers.map(\.hex)))
+            guard !expired.isEmpty else { return }
+            peerCache = nil
+            log.info("forgot identities that were never used", ["count": "\(expired.count)"])
+        } catch {
+            log.error("could not expire unused identities", ["error": "\(error)"])
+        }
+    }
+
     /// A stranger (unverified, never exchanged a message) or a known peer, for the session
     /// table's eviction order.
     func sessionStanding(of peer: IdentityPublicKey) -> SessionTable<ObjectIdentifier>.Standing {
@@ -189,6 +203,10 @@ extension Node {
     /// ack-timeout resend of every send window.
     func keepaliveTick() {
         let now = clock.monotonicNow()
+        if lastIdentityExpiry.map({ now - $0 >= NodeLimits.unusedIdentityCheckInterval }) ?? true {
+            lastIdentityExpiry = now
+            expireUnusedIdentities()
+        }
         // Lets pumps skip the room outboxes once nothing is queued in them.
         if store.roomOutboxesMayHaveWork {
             do { try store.checkRoomOutboxesEmpty() } catch {

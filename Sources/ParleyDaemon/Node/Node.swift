@@ -51,6 +51,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var outbox = OutboxLedger()
     /// Stored usage per peer for the receive quota (Node+Quota.swift).
     var quotaCache = QuotaCache()
+    /// When unused identities were last expired (Node+Sessions.swift).
+    var lastIdentityExpiry: MonotonicInstant?
 
     /// Every open connection, handshaking or established, with what the node keeps about it.
     var links: [ObjectIdentifier: NodeLink] = [:]

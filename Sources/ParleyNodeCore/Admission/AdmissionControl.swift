@@ -26,6 +26,12 @@ public enum NodeLimits {
     /// Established sessions from one IPv6 /64 (a LAN segment may share one): a quarter of
     /// the table, so one network can never take every slot.
     public static let maxSessionsPerNetwork = 256
+    /// A key pinned on first use (or held) that never exchanged a message is forgotten
+    /// after it has not been seen for this long: a day covers a laptop that sleeps
+    /// overnight, and fresh keys minted by the thousand do not stay pinned forever.
+    public static let unusedIdentityLifetime: Duration = .seconds(24 * 3600)
+    /// How often the node looks for such keys.
+    public static let unusedIdentityCheckInterval: Duration = .seconds(3600)
     /// Queued (undelivered) messages per recipient. A peer that never comes back
     /// cannot fill the disk through one local client's loop; `send` reports it.
     public static let maxQueuedPerPeer = 100_000
