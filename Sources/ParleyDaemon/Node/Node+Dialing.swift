@@ -56,7 +56,7 @@ extension Node {
                 redialTimers[key] = loop.scheduleTask(in: delay.timeAmount) { [weak self] in
                     guard let self else { return }
                     self.redialTimers[key] = nil
-                    self.perform(self.dialPlanner.redialDue(key, sessions: self.sessionView))
+                    self.perform(self.dialPlanner.redialDue(key, sessions: self.sessionView, now: self.clock.monotonicNow()))
                 }
             case .cancelRedial(let key):
                 redialTimers.removeValue(forKey: key)?.cancel()

@@ -16,8 +16,24 @@ extension Node {
         }
         let candidates = addresses.compactMap { try? HostPort(host: $0, port: port) }.map(DialAddress.init)
         guard !candidates.isEmpty else { return }
-        perform(dialPlanner.addDiscovered(DialTargetKey(mdnsInstance: instance), candidates: candidates,
-                                          fingerprintHint: fingerprintHint, sessions: sessionView))
+        // Known peers first: the table of advertised targets is bounded, and dials of
+        // addresses advertised by strangers are rate-limited per host (DialPlanner).
+        let known = fingerprintHint.map(isKnownPeer(compactFingerprint:)) ?? false
+        let before = dialPlanner.discoveredCount
+        let key = DialTargetKey(mdnsInstance: instance)
+        perform(dialPlanner.addDiscovered(key, candidates: candidates, fingerprintHint: fingerprintHint, known: known,
+                                          sessions: sessionView, now: clock.monotonicNow()))
+        if dialPlanner.targets[key] == nil, before >= dialPlanner.maxDiscovered {
+            attackLog.log(key: "adverts-full", "too many advertised peers; ignoring new unknown ones",
+                          ["limit": "\(dialPlanner.maxDiscovered)"])
+        }
+    }
+
+    /// Whether a pinned or verified peer has this compact fingerprint.
+    func isKnownPeer(compactFingerprint: String) -> Bool {
+        ((try? allPeers()) ?? []).contains {
+            $0.trust != .blocked && IdentityPublicKey(hex: $0.identity).map { Fingerprint($0).compact } == compactFingerprint
+        }
     }
 
     func discoveryLost(instance: String) {

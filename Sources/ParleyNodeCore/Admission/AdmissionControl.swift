@@ -30,6 +30,13 @@ public enum NodeLimits {
     /// after it has not been seen for this long: a day covers a laptop that sleeps
     /// overnight, and fresh keys minted by the thousand do not stay pinned forever.
     public static let unusedIdentityLifetime: Duration = .seconds(24 * 3600)
+    /// Advertisements (mDNS instances) kept as dial targets at once. Known peers first:
+    /// beyond this, one naming a known peer replaces the oldest unknown one.
+    public static let maxDiscoveredTargets = 256
+    /// Dials of an advertised address whose owner we do not know: 3 at once, then one per
+    /// 30 s per host (issue 15: a fake advert drew 15 connections in 40 s from each node).
+    public static let advertisedDialBurst = 3
+    public static let advertisedDialInterval: Duration = .seconds(30)
     /// How often the node looks for such keys.
     public static let unusedIdentityCheckInterval: Duration = .seconds(3600)
     /// Queued (undelivered) messages per recipient. A peer that never comes back
