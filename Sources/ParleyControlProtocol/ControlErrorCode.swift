@@ -46,4 +46,7 @@ public enum ControlErrorCode: Int, Sendable, CaseIterable, Codable {
     case roomNotFound = -32021
     /// The room selector matches several rooms; `data` is `RoomAmbiguousData`.
     case roomAmbiguous = -32022
+    /// `peers.connect` with `wait`: no session came of the dial (refused, unreachable,
+    /// handshake failed, the peer's trust refused us); the message says which.
+    case connectFailed = -32030
 }

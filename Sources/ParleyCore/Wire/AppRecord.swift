@@ -28,6 +28,10 @@ public enum AppRecord: Equatable, Sendable {
     /// side sent), for the reason given: they stay queued at the sender
     /// (docs/PROTOCOL.md "refused"). Layout: `reason: u8 || count: u16be || id[16] × count`.
     case refused(RefusalReason, [MessageID])
+    /// The TCP ports the sender listens on (1...`WireLimits.maxListenPorts`, none 0): the
+    /// receiver dials the address it sees the session come from at these ports when it
+    /// needs a session again (after either side restarts), without mDNS.
+    case listenPorts([UInt16])
     /// A record type this version does not know: skipped, for forward compatibility.
     case unknown(type: UInt8, length: Int)
 
@@ -35,6 +39,7 @@ public enum AppRecord: Equatable, Sendable {
         case chat = 0x01, ack = 0x02, cardUpdate = 0x03, ping = 0x04, pong = 0x05, close = 0x06
         case refused = 0x07, readReceipt = 0x08
         case roomOperation = 0x10, roomChat = 0x11
+        case listenPorts = 0x20
     }
 
     public static let headerLength = 5
@@ -144,6 +149,10 @@ extension AppRecord {
             p.appendUInt64(c.createdAt)
             p.append(contentsOf: body)
             put(.roomChat, p)
+        case .listenPorts(let ports):
+            var p = [UInt8]([UInt8(truncatingIfNeeded: ports.count)])
+            for port in ports { p.appendUInt16(port) }
+            put(.listenPorts, p)
         case .unknown:
             break // never sent
         }
@@ -216,6 +225,18 @@ extension AppRecord {
                 do { return .roomOperation(try RoomOperation.decode(payload)) } catch {
                     throw AppRecordError.malformed(type: type, reason: error.description)
                 }
+            case .listenPorts:
+                let count = Int(try r.readUInt8())
+                guard (1...WireLimits.maxListenPorts).contains(count), r.remaining == 2 * count else {
+                    throw AppRecordError.malformed(type: type, reason: "port count")
+                }
+                var ports: [UInt16] = []
+                for _ in 0..<count {
+                    let port = try r.readUInt16()
+                    guard port != 0 else { throw AppRecordError.malformed(type: type, reason: "port 0") }
+                    ports.append(port)
+                }
+                return .listenPorts(ports)
             case .roomChat:
                 let id = MessageID(exactly: try r.readBytes(MessageID.length))
                 let room = RoomID(exactly: try r.readBytes(RoomID.length))

@@ -15,6 +15,7 @@ enum ControlCall: Sendable {
     case messagesSubscribe(MessagesSubscribeParams)
     case messagesMarkRead(MessagesMarkReadParams)
     case messagesForget(MessagesForgetParams)
+    case messagesSearch(MessagesSearchParams)
     case trustVerify(TrustVerifyParams)
     case trustShow(TrustShowParams)
     case trustReplace(TrustReplaceParams)
@@ -45,6 +46,7 @@ enum ControlCall: Sendable {
             ControlRoute.route(MessagesSubscribeParams.self, ControlCall.messagesSubscribe),
             ControlRoute.route(MessagesMarkReadParams.self, ControlCall.messagesMarkRead),
             ControlRoute.route(MessagesForgetParams.self, ControlCall.messagesForget),
+            ControlRoute.route(MessagesSearchParams.self, ControlCall.messagesSearch),
             ControlRoute.route(TrustVerifyParams.self, ControlCall.trustVerify),
             ControlRoute.route(TrustShowParams.self, ControlCall.trustShow),
             ControlRoute.route(TrustReplaceParams.self, ControlCall.trustReplace),

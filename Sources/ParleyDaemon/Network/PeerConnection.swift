@@ -15,6 +15,8 @@ protocol PeerConnectionDelegate: AnyObject {
     /// The peer did not store these of our chats (docs/PROTOCOL.md "refused").
     func connection(_ connection: PeerConnection, refused ids: [MessageID], reason: RefusalReason)
     func connection(_ connection: PeerConnection, receivedCard card: [UInt8])
+    /// The peer's `listenPorts` record: where it can be dialled back.
+    func connection(_ connection: PeerConnection, announcedListenPorts ports: [UInt16])
     /// Room operations and room chats of one read, in arrival order.
     func connection(_ connection: PeerConnection, receivedRoomTraffic records: [RoomTraffic])
     func connectionBecameWritable(_ connection: PeerConnection)
@@ -188,6 +190,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
             closeChannel()
         case .roomOperation(let op): pendingRoomTraffic.append(.operation(op))
         case .roomChat(let c): pendingRoomTraffic.append(.chat(c))
+        case .listenPorts(let ports): delegate?.connection(self, announcedListenPorts: ports)
         case .unknown: break
         }
     }
