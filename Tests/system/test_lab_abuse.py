@@ -82,3 +82,46 @@ def test_fake_advertisements_are_bounded_and_dials_to_their_address_rate_limited
     assert h1.proc.poll() is None
     h2.cli("send", "h1", "through the advert storm", "--wait", timeout=30)
     assert "through the advert storm" in [m["body"] for m in h1.messages("h2")]
+
+
+def write_network_key(path, byte):
+    path.write_text(bytes([byte]).hex() * 32 + "\n")
+    os.chmod(path, 0o600)
+    return str(path)
+
+
+@pytest.mark.parametrize("with_network_key", [False, True])
+def test_a_bystander_browsing_learns_no_fingerprint_and_no_name_while_contacts_find_each_other(lab3, with_network_key):
+    """Private presence: h3, a bystander, browses and resolves `_parley._tcp` (avahi-browse
+    -r shows instance names and TXT records). Before issue 15 it read each node's
+    fingerprint and display name; now only random instance names and tokens. h1 and h2
+    still find each other and their session comes up within row 8's time."""
+    extra = []
+    if with_network_key:
+        extra = ["--network-key", write_network_key(lab3.dir / "office.key", 0x5A)]
+    h1 = lab_node(lab3, "h1")
+    h1.extra_args += extra
+    h2 = lab_node(lab3, "h2")
+    h2.extra_args += extra
+    h1.start()
+    h2.start()
+    t0 = time.monotonic()
+    wait_until(lambda: h1.online("h2") and h2.online("h1"), timeout=30, interval=0.05, what="contacts find each other")
+    found = time.monotonic() - t0
+    # Once more after a restart of h2: now they are contacts, recognised by the token alone.
+    h2.stop()
+    h2.start()
+    t1 = time.monotonic()
+    wait_until(lambda: h1.online("h2") and h2.online("h1"), timeout=30, interval=0.05, what="contacts again")
+    again = time.monotonic() - t1
+    seen = lab3.exec("h3", ["avahi-browse", "-rpt", "_parley._tcp"], timeout=30).stdout
+    print(f"network key: {with_network_key}; first session {found:.2f} s, after restart {again:.2f} s; "
+          f"bystander saw:\n{seen}")
+    assert "_parley._tcp" in seen and "=;" in seen, "the bystander does see that Parley nodes are there"
+    for node in (h1, h2):
+        fp = node.whoami()["fingerprint"]
+        for secret in (fp, fp.replace("-", ""), fp.replace("-", "").lower()):
+            assert secret not in seen, f"{node.name}'s fingerprint is readable by a bystander"
+        assert f";{node.name};" not in seen and f"\"{node.name}" not in seen, f"{node.name}'s name is readable"
+    assert '"fp=' not in seen
+    assert again < 10 and found < 10
