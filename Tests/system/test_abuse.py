@@ -124,7 +124,8 @@ def test_refused_message_stays_queued_at_a_real_sender_with_its_reason_and_arriv
     sub.call("messages.subscribe", {})
     for i in range(3):
         bob.cli("send", "alice", f"kept {i}", "--wait", timeout=30)
-    bob.cli("send", "alice", "over the quota")
+    waited = bob.cli("send", "alice", "over the quota", "--wait", "--timeout", "20", check=False)
+    assert waited.returncode != 0 and "stays queued" in waited.stderr and "quota" in waited.stderr, waited.stderr
     note = None
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
