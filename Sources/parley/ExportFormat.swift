@@ -24,6 +24,8 @@ struct ExportedMessage: Codable, Equatable {
     var deliveredAt: Int?
     var readAt: Int?
     var body: String
+    /// The room of a room message (`{"id","name"}`), null for a direct message.
+    var room: MessageRoom?
 
     init(_ m: MessageInfo) {
         cursor = m.cursor
@@ -42,11 +44,12 @@ struct ExportedMessage: Codable, Equatable {
         deliveredAt = m.deliveredAt
         readAt = m.readAt
         body = m.body
+        room = m.room
     }
 
     enum CodingKeys: String, CodingKey {
         case cursor, id, direction, peer, peerName, from, fromName, to, toName, sequence, createdAt, state
-        case deliveredAt, readAt, body
+        case deliveredAt, readAt, body, room
     }
 
     func encode(to encoder: Encoder) throws {
@@ -66,6 +69,7 @@ struct ExportedMessage: Codable, Equatable {
         try c.encode(deliveredAt, forKey: .deliveredAt)  // null, not absent, when nil
         try c.encode(readAt, forKey: .readAt)
         try c.encode(body, forKey: .body)
+        try c.encode(room, forKey: .room)  // null for a direct message
     }
 }
 
@@ -75,7 +79,9 @@ enum TranscriptFormat {
     /// under its first character; outgoing messages end with their state. Peer-supplied
     /// text is made safe to print (control characters become U+FFFD).
     static func lines(_ m: MessageInfo, time: (Int) -> String) -> [String] {
-        let head = "\(time(m.createdAt))  \(Terminal.line(m.fromName)) → \(Terminal.line(m.toName)): "
+        // A room message: `#room alice: ...` (its recipients are the room's members).
+        let head = m.room.map { "\(time(m.createdAt))  #\(Terminal.line($0.name)) \(Terminal.line(m.fromName)): " }
+            ?? "\(time(m.createdAt))  \(Terminal.line(m.fromName)) → \(Terminal.line(m.toName)): "
         var body = Terminal.multiline(m.body).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         if m.direction == .outgoing {
             let state = m.readAt != nil ? "read" : m.state.rawValue
@@ -87,7 +93,8 @@ enum TranscriptFormat {
 
     /// The heading of a transcript.
     static func header(me: String, peer: String?, exportedAt: String) -> [String] {
-        let what = peer.map { "conversation with \(Terminal.line($0))" } ?? "all conversations"
+        let what = peer.map { $0.hasPrefix("#") ? "room \(Terminal.line($0))" : "conversation with \(Terminal.line($0))" }
+            ?? "all conversations and rooms"
         return ["Parley transcript: \(what), as kept by \(Terminal.line(me)); exported \(exportedAt).", ""]
     }
 

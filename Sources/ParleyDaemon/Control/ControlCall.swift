@@ -29,6 +29,11 @@ enum ControlCall: Sendable {
     case roomsAdd(RoomsAddParams)
     case roomsRemove(RoomsRemoveParams)
     case roomsLeave(RoomsLeaveParams)
+    case roomsAccept(RoomsAcceptParams)
+    case roomsDecline(RoomsDeclineParams)
+    case roomsSetRole(RoomsSetRoleParams)
+    case roomsRename(RoomsRenameParams)
+    case roomsSetPolicy(RoomsSetPolicyParams)
 
     /// The route table: method name → how its params are decoded. Each entry is keyed by
     /// its params type's own `method`, so a name and its params cannot drift apart; what
@@ -59,7 +64,12 @@ enum ControlCall: Sendable {
             ControlRoute.route(RoomsCreateParams.self, ControlCall.roomsCreate),
             ControlRoute.route(RoomsAddParams.self, ControlCall.roomsAdd),
             ControlRoute.route(RoomsRemoveParams.self, ControlCall.roomsRemove),
-            ControlRoute.route(RoomsLeaveParams.self, ControlCall.roomsLeave)
+            ControlRoute.route(RoomsLeaveParams.self, ControlCall.roomsLeave),
+            ControlRoute.route(RoomsAcceptParams.self, ControlCall.roomsAccept),
+            ControlRoute.route(RoomsDeclineParams.self, ControlCall.roomsDecline),
+            ControlRoute.route(RoomsSetRoleParams.self, ControlCall.roomsSetRole),
+            ControlRoute.route(RoomsRenameParams.self, ControlCall.roomsRename),
+            ControlRoute.route(RoomsSetPolicyParams.self, ControlCall.roomsSetPolicy)
         ].map { ($0.method, $0) })
 
     /// Looks the method up and decodes its params: `methodNotFound` for an unknown method,

@@ -144,6 +144,16 @@ struct ControlDispatcher {
             return try removeFromRoom(p, id: id)
         case .roomsLeave(let p):
             return try leaveRoom(p, id: id)
+        case .roomsAccept(let p):
+            return .typed(id: id, result: RoomResult(room: node.roomInfo(try node.acceptInvitation(node.resolveRoom(p.room)))))
+        case .roomsDecline(let p):
+            return .typed(id: id, result: RoomResult(room: node.roomInfo(try node.declineInvitation(node.resolveRoom(p.room)))))
+        case .roomsSetRole(let p):
+            return try setRole(p, id: id)
+        case .roomsRename(let p):
+            return try changeRoom(p.room, .rename(p.name), id: id)
+        case .roomsSetPolicy(let p):
+            return try changeRoom(p.room, .setPolicy(.init(onlyAdminsAdd: p.onlyAdminsAdd)), id: id)
         }
     }
 
