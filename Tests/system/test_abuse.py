@@ -234,3 +234,26 @@ def test_fresh_identities_from_many_addresses_fill_the_table_but_known_peers_kee
     honest_still_flows(alice, bob, "after bob's restart into a full table")
     print(f"holder: {finish(holder, timeout=200)}; filler: {finish(filler, timeout=200)}")
     assert "stranger closed to make room" in alice.log_path.read_text()
+
+
+def test_room_messages_count_against_their_authors_quota(cluster):
+    """Room chats are stored like direct ones, so they count against the author's receive
+    quota: alice keeps 3 messages from bob (the room's), the rest are refused, not stored."""
+    cfg = write_config(cluster, "alice", "quota_peer_messages = 3\n")
+    alice = cluster.node("alice", extra_args=cfg).start()
+    bob = cluster.node("bob", peers=[alice.address]).start()
+    wait_until(lambda: alice.online("bob") and bob.online("alice"), what="session")
+    bob.call("rooms.create", {"name": "lab", "members": ["alice"]})
+    wait_until(lambda: any(r["name"] == "lab" and r.get("status") == "invited" for r in alice.call("rooms.list")["rooms"]),
+               timeout=20, what="alice invited")
+    alice.call("rooms.accept", {"room": "#lab"})
+    wait_until(lambda: any(m["name"] == "alice" and m["joined"]
+                           for r in bob.call("rooms.list")["rooms"] if r["name"] == "lab" for m in r["members"]),
+               timeout=20, what="bob sees alice joined")
+    for i in range(5):
+        bob.call("messages.send", {"to": "#lab", "body": f"room {i}"})
+    wait_until(lambda: len(alice.messages("#lab")) >= 3, timeout=20, what="the first three arrive")
+    time.sleep(2)
+    assert [m["body"] for m in alice.messages("#lab")] == ["room 0", "room 1", "room 2"]
+    assert "over the receive quota" in alice.log_path.read_text()
+    assert alice.proc.poll() is None and bob.proc.poll() is None

@@ -18,7 +18,24 @@ extension Node {
     func judgeByQuota(_ chats: [ChatRecord], from sender: IdentityPublicKey)
         -> (store: [ChatRecord], refused: [(RefusalReason, [MessageID])])
     {
-        guard !chats.isEmpty else { return (chats, []) }
+        let (verdicts, refused) = quotaVerdicts(chats.map { ($0.id, $0.body.utf8.count) }, from: sender)
+        return (zip(chats, verdicts).filter { $0.1 == nil }.map(\.0), refused)
+    }
+
+    /// The same for room chats (counted against their author's quota like direct ones).
+    func judgeByQuota(_ chats: [RoomChatRecord], from sender: IdentityPublicKey)
+        -> (store: [RoomChatRecord], refused: [(RefusalReason, [MessageID])])
+    {
+        let (verdicts, refused) = quotaVerdicts(chats.map { ($0.id, $0.body.utf8.count) }, from: sender)
+        return (zip(chats, verdicts).filter { $0.1 == nil }.map(\.0), refused)
+    }
+
+    /// For each (id, body size) of one read: nil to store it, or why not; and the refused
+    /// ids grouped by reason.
+    private func quotaVerdicts(_ chats: [(id: MessageID, size: Int)], from sender: IdentityPublicKey)
+        -> ([RefusalReason?], [(RefusalReason, [MessageID])])
+    {
+        guard !chats.isEmpty else { return ([], []) }
         let peerUsage: ReceiveQuota.Usage
         let totalUsage: ReceiveQuota.Usage
         do {
@@ -26,33 +43,32 @@ extension Node {
         } catch {
             // Not measurable: store them (the store's own errors still refuse with no ack).
             log.error("could not count what is stored from a peer; its messages are taken unchecked", ["error": "\(error)"])
-            return (chats, [])
+            return ([RefusalReason?](repeating: nil, count: chats.count), [])
         }
         let verified = peerRecord(sender.hex)?.trust == .verified
         let free = freeDiskBytes()
-        var verdicts = options.quota.decide(bodySizes: chats.map { $0.body.utf8.count }, peer: peerUsage,
+        var verdicts = options.quota.decide(bodySizes: chats.map(\.size), peer: peerUsage,
                                             total: totalUsage, peerIsVerified: verified, freeDiskBytes: free)
         if verdicts.contains(where: { $0 != nil }) {
             // Refuse only what we do not already have: a resent stored message is acked.
             let known = (try? store.storedIncomingIDs(chats.map(\.id.hex), from: sender.hex)) ?? []
             if !known.isEmpty {
                 let fresh = chats.indices.filter { !known.contains(chats[$0].id.hex) }
-                let again = options.quota.decide(bodySizes: fresh.map { chats[$0].body.utf8.count }, peer: peerUsage,
+                let again = options.quota.decide(bodySizes: fresh.map { chats[$0].size }, peer: peerUsage,
                                                  total: totalUsage, peerIsVerified: verified, freeDiskBytes: free)
                 verdicts = [RefusalReason?](repeating: nil, count: chats.count)
                 for (k, i) in fresh.enumerated() { verdicts[i] = again[k] }
             }
         }
-        var kept: [ChatRecord] = []
         var refused: [RefusalReason: [MessageID]] = [:]
         for (chat, verdict) in zip(chats, verdicts) {
-            if let reason = verdict { refused[reason, default: []].append(chat.id) } else { kept.append(chat) }
+            if let reason = verdict { refused[reason, default: []].append(chat.id) }
         }
         for (reason, ids) in refused {
             attackLog.log(key: "quota:" + sender.hex, "incoming messages refused: over the receive quota",
                           ["peer": displayName(of: sender.hex), "reason": "\(reason)", "count": "\(ids.count)"])
         }
-        return (kept, refused.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key, $0.value) })
+        return (verdicts, refused.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key, $0.value) })
     }
 
     /// Counts newly stored messages against the cached usage.
