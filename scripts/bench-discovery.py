@@ -133,6 +133,14 @@ class Lines:
                 self.cond.wait(min(left, 0.2))
 
 
+def names(line: str, name: str) -> bool:
+    """Whether an `avahi-browse -p` line is about instance `name` (`prefix*`: any instance
+    whose name starts so)."""
+    if name.endswith("*"):
+        return f";{name[:-1]}" in line
+    return f";{name};" in line
+
+
 class Browser:
     """`avahi-browse -p TYPE` on a lab host; its "+"/"-" lines, timestamped as read."""
 
@@ -142,9 +150,22 @@ class Browser:
     def mark(self) -> int:
         return len(self.proc.lines())
 
+    def wait_new(self, sign: str, prefix: str, timeout: float, after: int) -> Tuple[int, float, str]:
+        """The first `sign` line, from `after` on, for an instance starting with `prefix`
+        that the browser had not reported before `after` (parleyd's instance names are
+        random: h1's is the new one). Returns (index, time, instance name)."""
+        before = {l.split(";")[3] for l in self.proc.lines()[:after] if l.count(";") >= 3}
+        try:
+            i, t, line = self.proc.wait_for(
+                lambda l: l.startswith(sign + ";") and names(l, prefix + "*") and l.split(";")[3] not in before,
+                timeout=timeout, after=after)
+        except AssertionError as e:
+            raise TimeoutError(f"avahi-browse on h2: no new '{sign}' for {prefix}*: {str(e)[-300:]}") from None
+        return i, t, line.split(";")[3]
+
     def wait(self, sign: str, name: str, timeout: float, after: int) -> Tuple[int, float]:
         try:
-            i, t, _ = self.proc.wait_for(lambda l: l.startswith(sign + ";") and f";{name};" in l,
+            i, t, _ = self.proc.wait_for(lambda l: l.startswith(sign + ";") and names(l, name),
                                          timeout=timeout, after=after)
         except AssertionError as e:
             raise TimeoutError(f"avahi-browse on h2: no '{sign}' for {name}: {str(e)[-300:]}") from None
@@ -307,7 +328,7 @@ def measure(args) -> dict:
                 try:
                     time.sleep(BROWSER_AGE_SECONDS)
                     mark = browser.mark()
-                    if any(f";{name};" in l for l in browser.proc.lines()):
+                    if any(names(l, name) for l in browser.proc.lines()):
                         raise RuntimeError(f"h2 still had {name}.{service_type} from the last round")
                     t0 = time.monotonic()
                     handle = start()
@@ -337,7 +358,9 @@ def measure(args) -> dict:
                     # A name of its own per reference round; h1's own name comes back every
                     # third round, long after its goodbye (RFC 6762 §10.1: gone in 1 s).
                     ref = registered(lambda: publish(f"ref{i}"), stop_all, REF_TYPE, f"ref{i}")
-                    reg = registered(start_h1, lambda d: d.stop(), PARLEY_TYPE, "h1")
+                    # parleyd's instance name is random (private presence, issue 15): any
+                    # `parley-*` instance, as nothing else on the lab advertises the type now.
+                    reg = registered(start_h1, lambda d: d.stop(), PARLEY_TYPE, "parley-*")
                     both = registered(lambda: publish_and_browse(f"refb{i}"), stop_all, REF_TYPE, f"refb{i}")
                     if i >= warmups:
                         out["register"]["reference"].append(ms(ref))
@@ -362,14 +385,14 @@ def measure(args) -> dict:
                     t0 = time.monotonic()
                     h1.start()
                     _, t_online = sub.wait_peer("peer.online", "h1", ONLINE_TIMEOUT, mark_s)
-                    _, t_seen = observer.wait("+", "h1", SEEN_TIMEOUT, mark_b)
+                    _, t_seen, h1_instance = observer.wait_new("+", "parley-", SEEN_TIMEOUT, mark_b)
                     time.sleep(SESSION_SETTLE_SECONDS)
                     mark_b, mark_s = observer.mark(), sub.lines.mark()
                     t_term = time.monotonic()
                     h1.signal(signal.SIGTERM)
                     _, t_offline = sub.wait_peer("peer.offline", "h1", ONLINE_TIMEOUT, mark_s)
                     h1.wait_exit()
-                    observer.wait("-", "h1", WITHDRAWN_TIMEOUT, mark_b)
+                    observer.wait("-", h1_instance, WITHDRAWN_TIMEOUT, mark_b)
                     if i >= warmups:
                         out["startToOnline"].append(ms(t_online - t0))
                         out["seenAfterOnline"].append(ms(t_seen - t_online))

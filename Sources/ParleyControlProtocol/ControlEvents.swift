@@ -5,6 +5,8 @@ public enum ControlEvent {
     public static let messageReceived = "message.received"
     public static let messageDelivered = "message.delivered"
     public static let messageRead = "message.read"
+    /// The recipient refused to store one of our messages (its quota or disk); it stays queued.
+    public static let messageRefused = "message.refused"
     public static let peerOnline = "peer.online"
     public static let peerOffline = "peer.offline"
     /// A key never seen before connected (pinned, or held for approval).
@@ -19,7 +21,7 @@ public enum ControlEvent {
 
     public static let all: [String] = [
         messageReceived, messageDelivered, messageRead, peerOnline, peerOffline, peerNew, subscriptionClosed,
-        roomUpdated,
+        roomUpdated, messageRefused,
     ]
 }
 
@@ -67,6 +69,30 @@ public struct MessageReadEvent: ControlEventParams {
         self.id = id
         self.to = to
         self.readAt = readAt
+    }
+}
+
+/// The recipient refused to store one of our messages (docs/PROTOCOL.md "refused"). The
+/// message stays queued and is offered again at the next session with the peer.
+public struct MessageRefusedEvent: ControlEventParams {
+    public static let method = ControlEvent.messageRefused
+    /// The message's id (`MessageInfo.id`).
+    public var id: String
+    /// Recipient's fingerprint.
+    public var to: String
+    /// `peerQuota`, `nodeQuota`, `diskFull` or `unknown`.
+    public var reason: String
+    /// What the user is told, e.g. "the recipient's disk is nearly full".
+    public var text: String
+    /// Unix time in milliseconds (this node's clock, when the refusal arrived).
+    public var refusedAt: Int
+
+    public init(id: String, to: String, reason: String, text: String, refusedAt: Int) {
+        self.id = id
+        self.to = to
+        self.reason = reason
+        self.text = text
+        self.refusedAt = refusedAt
     }
 }
 
@@ -151,6 +177,7 @@ public enum ControlEventPayload: Sendable, Hashable {
     case messageReceived(MessageReceivedEvent)
     case messageDelivered(MessageDeliveredEvent)
     case messageRead(MessageReadEvent)
+    case messageRefused(MessageRefusedEvent)
     case peerOnline(PeerOnlineEvent)
     case peerOffline(PeerOfflineEvent)
     case peerNew(PeerNewEvent)
@@ -166,6 +193,7 @@ public enum ControlEventPayload: Sendable, Hashable {
         case ControlEvent.messageReceived: self = .messageReceived(try params.decode(as: MessageReceivedEvent.self))
         case ControlEvent.messageDelivered: self = .messageDelivered(try params.decode(as: MessageDeliveredEvent.self))
         case ControlEvent.messageRead: self = .messageRead(try params.decode(as: MessageReadEvent.self))
+        case ControlEvent.messageRefused: self = .messageRefused(try params.decode(as: MessageRefusedEvent.self))
         case ControlEvent.peerOnline: self = .peerOnline(try params.decode(as: PeerOnlineEvent.self))
         case ControlEvent.peerOffline: self = .peerOffline(try params.decode(as: PeerOfflineEvent.self))
         case ControlEvent.peerNew: self = .peerNew(try params.decode(as: PeerNewEvent.self))

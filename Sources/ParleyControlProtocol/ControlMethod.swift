@@ -19,6 +19,7 @@ public enum ControlMethod {
     public static let removedTrustAcceptChange = "trust.accept_change"
     public static let nodeRotateKey = "node.rotate_key"
     public static let messagesMarkRead = "messages.mark_read"
+    public static let messagesForget = "messages.forget"
     public static let messagesSearch = "messages.search"
     public static let roomsList = "rooms.list"
     public static let roomsCreate = "rooms.create"
@@ -37,6 +38,7 @@ public enum ControlMethod {
         messagesSubscribe, messagesMarkRead, messagesSearch, trustVerify, trustShow, trustReplace, trustAccept, trustBlock,
         trustUnblock, trustForget, nodeRotateKey, roomsList, roomsCreate, roomsAdd, roomsRemove, roomsLeave,
         roomsAccept, roomsDecline, roomsSetRole, roomsRename, roomsSetPolicy,
+        messagesForget,
     ]
 }
 

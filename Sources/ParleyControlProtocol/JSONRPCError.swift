@@ -110,6 +110,15 @@ extension JSONRPCError {
         JSONRPCError(.timeout, "no session with \(quoted(address)) within \(timeoutMs) ms; parleyd keeps dialling it")
     }
 
+    /// `messages.send` with `wait`: the recipient refused to store the message (its quota
+    /// or disk, docs/PROTOCOL.md "refused"). Same code and data as a timeout: not
+    /// delivered, still queued.
+    public static func sendRefused(id: String, reason: String) -> JSONRPCError {
+        JSONRPCError(
+            .timeout, "not delivered: \(reason); the message stays queued and is offered again at the next session",
+            payload: SendTimeoutData(id: id))
+    }
+
     public static func sendTimeout(id: String, timeoutMs: Int) -> JSONRPCError {
         JSONRPCError(
             .timeout, "not delivered within \(timeoutMs) ms; the message stays queued",

@@ -137,6 +137,8 @@ public final class Daemon: Service, @unchecked Sendable {
         options.pingInterval = .milliseconds(Int64(config.pingIntervalMilliseconds))
         options.deadAfter = .milliseconds(Int64(config.deadAfterMilliseconds))
         options.newIdentities = config.newIdentities
+        options.quota = config.receiveQuota
+        options.maxSessions = config.maxSessions
         let node = Node(loop: loop, store: store, keys: keys, card: card, options: options, log: log, networkKey: psk)
         node.stateDirectory = config.stateDirectory
         self.node = node
@@ -195,6 +197,7 @@ public final class Daemon: Service, @unchecked Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(.socketOption(.so_keepalive), value: 1)
+            .childChannelOption(.writeBufferWaterMark, value: PeerConnection.outboundWaterMark)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     guard node.admitInbound(remote: channel.remoteAddress) else {

@@ -37,6 +37,13 @@ public enum ParleyTXT {
     public static let fingerprintKey = "fp"
     /// Optional short node id.
     public static let idKey = "id"
+    /// Private presence (``PresenceToken`` in ParleyCore): the nonce and the token, in
+    /// lowercase hex. Nodes that advertise these carry no `fp` and no name.
+    public static let nonceKey = "n"
+    public static let tokenKey = "t"
+    /// The instance name of a node with private presence: this prefix and random letters,
+    /// new with every rotation.
+    public static let anonymousInstancePrefix = "parley-"
     /// The protocol version this build speaks.
     public static let protocolVersion = "1"
 }

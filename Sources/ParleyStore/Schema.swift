@@ -169,6 +169,7 @@ enum Schema {
         registerSearchMigration(&migrator)
         registerAddressesMigration(&migrator)
         registerRoomsV2Migration(&migrator)
+        registerQuotaMigration(&migrator)
         return migrator
     }
 }

@@ -18,7 +18,7 @@ func fail(_ s: String) -> Never {
 /// A blocking TCP connection with a receive timeout.
 final class Conn {
     let fd: Int32
-    init?(_ host: String, _ port: UInt16, timeoutMs: Int = 3000) {
+    init?(_ host: String, _ port: UInt16, timeoutMs: Int = 3000, receiveBuffer: Int32? = nil, bindAddress: String? = nil) {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var res: UnsafeMutablePointer<addrinfo>?
@@ -29,9 +29,11 @@ final class Conn {
         var tv = timeval(tv_sec: timeoutMs / 1000, tv_usec: Int((timeoutMs % 1000) * 1000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        // Before connect, so the window advertised from the start is this small.
+        if var rcv = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, socklen_t(MemoryLayout<Int32>.size)) }
         // PARLEY_ADVERSARY_BIND=127.0.0.2 makes the attack come from another source
         // address than the honest peers' (loopback is a whole /8).
-        if let src = ProcessInfo.processInfo.environment["PARLEY_ADVERSARY_BIND"], ai.pointee.ai_family == AF_INET {
+        if let src = bindAddress ?? ProcessInfo.processInfo.environment["PARLEY_ADVERSARY_BIND"], ai.pointee.ai_family == AF_INET {
             var sin = sockaddr_in()
             sin.sin_family = sa_family_t(AF_INET)
             inet_pton(AF_INET, src, &sin.sin_addr)
@@ -68,6 +70,15 @@ final class Conn {
     }
     @discardableResult
     func sendFrame(_ m: [UInt8]) -> Bool { send((try? Frame.encode(m)) ?? []) }
+    /// Reads whatever has arrived without waiting: true if that ends in EOF or a reset.
+    func closedNow() -> Bool {
+        var b = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let r = b.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if r == 0 { return true }
+            if r < 0 { return errno == ECONNRESET || errno == EPIPE }
+        }
+    }
     /// True if the peer closed the connection (EOF or reset) within the timeout.
     func closedByPeer() -> Bool {
         var b = [UInt8](repeating: 0, count: 4096)
@@ -115,6 +126,16 @@ guard args.count >= 2 else {
       replay T              valid session, then replay a transport message
       reorder T             valid session, then send message 2 before message 1
       honest T NAME         complete a real handshake as NAME, print OK
+      chat-flood T COUNT SIZE  as a new peer, stream COUNT chats of SIZE bytes (at most 65536),
+                            reading the answers as they come; print "acked A refused R
+                            reasons X,Y" once every chat is answered (or 120 s passed)
+      identities T N SOURCES [HOLD]  N connections, each a fresh identity completing the handshake,
+                            from 127.0.1.1 ... 127.0.1.SOURCES in turn (SOURCES 0: from the
+                            usual address); all are held HOLD seconds (default 1) after the
+                            last; print "established E refused R failed F" (E: still open)
+      ping-flood T SECS     as a new peer with a 4 KiB receive buffer that never reads, send
+                            frames of ~5,000 pings each for SECS seconds; print the MiB the
+                            victim took and whether it closed the session
       room-flood T ROOMS OPS  as a new (pinned) peer, send signed creates of ROOMS rooms
                             naming the target as member, then OPS add/remove changes in
                             the first room; ping; print "alive" or "closed"
@@ -237,6 +258,123 @@ case "honest":
         while let r = try? d.next() { if case .pong(7) = r { print("OK"); exit(0) } }
     }
     emit("no pong")
+case "chat-flood":
+    let size = args.count > 3 ? Int(args[3]) ?? 0 : 0
+    guard n >= 1, n <= 1_000_000, size >= 1, size <= WireLimits.maxBodyBytes else { fail("COUNT 1...1000000, SIZE 1...65536") }
+    guard let c = Conn(host, port, timeoutMs: 10_000) else { fail("connect") }
+    let id = IdentityKeyPair.generate()
+    let st = NoiseStaticKeyPair.generate()
+    guard var est = handshake(c, identity: id, staticKey: st,
+                              card: issue(id, noise: st.publicKey, name: "hoarder-\(Int.random(in: 0..<1_000_000))")) else {
+        fail("handshake refused")
+    }
+    let body = String(repeating: "x", count: size)
+    var acked = Set<[UInt8]>(), refused = Set<[UInt8]>()
+    var reasons = Set<String>()
+    var decoder = RecordStreamDecoder()
+    var closed = false
+    /// Reads what has arrived; with `wait`, waits up to that long for something.
+    func drain(waitMs: Int32) {
+        var pfd = pollfd(fd: c.fd, events: Int16(POLLIN), revents: 0)
+        var timeout = waitMs
+        while !closed, poll(&pfd, 1, timeout) > 0 {
+            timeout = 0
+            guard let f = c.recvFrame(), let p = try? est.transport.open(f) else { closed = true; return }
+            decoder.append(p)
+            while let r = try? decoder.next() {
+                switch r {
+                case .ack(let ids): for i in ids { acked.insert(i.bytes) }
+                case let .refused(reason, ids):
+                    reasons.insert("\(reason)")
+                    for i in ids { refused.insert(i.bytes) }
+                case .close: closed = true
+                default: break
+                }
+            }
+        }
+    }
+    var encoder = RecordStreamEncoder()
+    let start = Date()
+    for k in 0..<n {
+        encoder.append(.chat(ChatRecord(id: MessageID.random(), sequence: UInt64(k + 1),
+                                        createdAt: UInt64(Date().timeIntervalSince1970 * 1000), body: body)))
+        if k % 16 == 15 || k == n - 1 {
+            for chunk in encoder.drainChunks() {
+                guard let sealed = try? est.transport.seal(chunk), c.sendFrame(sealed) else { closed = true; break }
+            }
+            drain(waitMs: 0)
+        }
+        if closed || Date().timeIntervalSince(start) > 120 { break }
+    }
+    while !closed, acked.count + refused.count < n, Date().timeIntervalSince(start) < 120 { drain(waitMs: 1000) }
+    emit("acked \(acked.count) refused \(refused.count) reasons \(reasons.sorted().joined(separator: ","))"
+         + (closed ? " closed" : ""))
+case "identities":
+    let sources = args.count > 3 ? Int(args[3]) ?? 0 : 0
+    guard n >= 1, n <= 10_000, sources >= 0, sources <= 250 else { fail("N 1...10000, SOURCES 0...250") }
+    var held: [Conn] = []
+    var failed = 0
+    let start = Date()
+    for i in 0..<n {
+        if Date().timeIntervalSince(start) > 150 { break }
+        let bind = sources > 0 ? "127.0.1.\(1 + i % sources)" : nil
+        guard let c = Conn(host, port, timeoutMs: 3000, bindAddress: bind) else { failed += 1; continue }
+        let id = IdentityKeyPair.generate()
+        let st = NoiseStaticKeyPair.generate()
+        // A refused connection (rate, admission) is closed before or during the handshake.
+        guard handshake(c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: "sybil\(i)")) != nil else {
+            failed += 1
+            continue
+        }
+        held.append(c)
+    }
+    let hold = args.count > 4 ? Double(args[4]) ?? 1 : 1
+    // The daemon's refusals (close, then EOF) arrive meanwhile; the rest hold their slots.
+    Thread.sleep(forTimeInterval: max(1, min(hold, 60)))
+    let closed = held.filter { $0.closedNow() }.count
+    emit("established \(held.count - closed) refused \(closed) failed \(failed)")
+case "ping-flood":
+    let seconds = Double(n == 0 ? 10 : n)
+    guard let c = Conn(host, port, timeoutMs: 1000, receiveBuffer: 4096) else { fail("connect") }
+    let id = IdentityKeyPair.generate()
+    let st = NoiseStaticKeyPair.generate()
+    guard var est = handshake(c, identity: id, staticKey: st,
+                              card: issue(id, noise: st.publicKey, name: "pinger-\(Int.random(in: 0..<1_000_000))")) else {
+        fail("handshake refused")
+    }
+    // One Noise message of pings (13 bytes each), sealed anew each time (nonces move on).
+    var encoder = RecordStreamEncoder()
+    var value: UInt64 = 0
+    var sent = 0
+    var closed = false
+    let deadline = Date().addingTimeInterval(seconds)
+    flooding: while Date() < deadline {
+        for _ in 0..<5_000 { value += 1; encoder.append(.ping(value)) }
+        for chunk in encoder.drainChunks() {
+            guard let sealed = try? est.transport.seal(chunk), let frame = try? Frame.encode(sealed) else { fail("seal") }
+            // The victim may stop reading (that is the point): a send that times out is
+            // retried until the deadline, never abandoned half-way (that would break framing).
+            var off = 0
+            while off < frame.count {
+                let r = frame[off...].withUnsafeBytes { Glibc.send(c.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if r > 0 { off += r; continue }
+                if r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                    if Date() >= deadline { break flooding }
+                    continue
+                }
+                closed = true
+                break flooding
+            }
+            sent += frame.count
+        }
+    }
+    if !closed {
+        // Still open, or closed by the victim with nothing read? A reset or EOF says closed.
+        var b = [UInt8](repeating: 0, count: 1)
+        let r = b.withUnsafeMutableBytes { Glibc.recv(c.fd, $0.baseAddress, 1, Int32(MSG_DONTWAIT) | Int32(MSG_PEEK)) }
+        closed = r == 0 || (r < 0 && errno == ECONNRESET)
+    }
+    emit(String(format: "sent %.1f MiB", Double(sent) / 1_048_576) + (closed ? " closed" : " open"))
 case "room-flood":
     let rooms = n
     let changes = args.count > 3 ? Int(args[3]) ?? 0 : 0

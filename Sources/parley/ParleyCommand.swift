@@ -19,6 +19,7 @@ struct ParleyCommand: ParsableCommand {
             StatusCommand.self, WhoamiCommand.self, PeersCommand.self, SendCommand.self,
             ReadCommand.self, FollowCommand.self, ConnectCommand.self, TrustCommand.self,
             RotateKeyCommand.self, ChatCommand.self, ExportCommand.self, RoomsCommand.self, RoomCommand.self,
+            ForgetMessagesCommand.self,
             SearchCommand.self,
         ])
 

@@ -51,6 +51,8 @@ final class AppRecordTests: XCTestCase {
             .close(.normal, ""), .close(.duplicate, "another session was kept"),
             .close(.protocolError, "bad record"), .close(.keyChangePending, "ä"),
             .close(.notTrusted, "x"), .close(.unknown, ""),
+            .refused(.peerQuota, [Self.id1]), .refused(.nodeQuota, [Self.id1, Self.id2]), .refused(.diskFull, []),
+            .refused(.unknown, (0..<WireLimits.maxAcksPerRecord).map { _ in MessageID.random() }),
             .listenPorts([7744]), .listenPorts((1...UInt16(WireLimits.maxListenPorts)).map { $0 * 1000 }),
         ]
         for record in records {
@@ -129,6 +131,18 @@ final class AppRecordTests: XCTestCase {
         assertMalformed(0x08, [0, 2] + Self.id1.bytes)
         assertMalformed(0x08, [0])
         assertMalformed(0x08, [])
+    }
+
+    func testRefusedRecordLayoutAndRules() throws {
+        XCTAssertEqual(AppRecord.refused(.diskFull, [Self.id1]).encoded(), [0x07, 0, 0, 0, 19, 3, 0, 1] + Self.id1.bytes)
+        // A reason this version does not know is kept as `unknown`, not a protocol error.
+        XCTAssertEqual(try AppRecord.decode(type: 0x07, payload: [42, 0, 1] + Self.id1.bytes), .refused(.unknown, [Self.id1]))
+        let n = WireLimits.maxAcksPerRecord + 1
+        assertMalformed(0x07, [1, UInt8(n >> 8), UInt8(n & 0xff)] + [UInt8](repeating: 7, count: n * MessageID.length))
+        assertMalformed(0x07, [1, 0, 1] + Self.id1.bytes + [0])
+        assertMalformed(0x07, [1, 0, 2] + Self.id1.bytes)
+        assertMalformed(0x07, [1])
+        assertMalformed(0x07, [])
     }
 
     func testOversizeBodyIsRefused() throws {

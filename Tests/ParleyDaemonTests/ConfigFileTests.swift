@@ -425,6 +425,9 @@ final class ConfigFileTests: XCTestCase {
         flags.pingIntervalMilliseconds = 12
         flags.deadAfterMilliseconds = 13
         flags.newIdentities = .hold
+        flags.receiveQuota = ReceiveQuota(unverified: .init(messages: 1, bytes: 2), verified: .init(messages: 3, bytes: 4),
+                                          total: .init(messages: 5, bytes: 6), diskFloorBytes: 7)
+        flags.maxSessions = 8
         let merged = try DaemonConfiguration.merged(defaults: base, file: nil, flags: flags)
         // Every option differs from the defaults, so every key shows up as changed.
         let differences = merged.reloadableDifferences(from: base)
@@ -536,6 +539,8 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(configuration.handshakeTimeoutMilliseconds, base.handshakeTimeoutMilliseconds)
         XCTAssertEqual(configuration.pingIntervalMilliseconds, base.pingIntervalMilliseconds)
         XCTAssertEqual(configuration.deadAfterMilliseconds, base.deadAfterMilliseconds)
+        XCTAssertEqual(configuration.receiveQuota, base.receiveQuota)
+        XCTAssertEqual(configuration.maxSessions, base.maxSessions)
         XCTAssertEqual(configuration.stateDirectory, "/var/lib/parley")
     }
 }

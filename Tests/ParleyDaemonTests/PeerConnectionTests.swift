@@ -20,6 +20,7 @@ private final class RecordingDelegate: PeerConnectionDelegate {
     func connection(_ connection: PeerConnection, receivedCard card: [UInt8]) {}
     func connection(_ connection: PeerConnection, announcedListenPorts ports: [UInt16]) {}
     func connection(_ connection: PeerConnection, receivedRoomTraffic records: [RoomTraffic]) {}
+    func connection(_ connection: PeerConnection, refused ids: [MessageID], reason: RefusalReason) {}
     func connectionBecameWritable(_ connection: PeerConnection) {}
     func connectionClosed(_ connection: PeerConnection, error: Error?) { closed.append(error) }
 }
@@ -202,5 +203,57 @@ final class PeerConnectionTests: XCTestCase {
         XCTAssertEqual(
             bob.delegate.chats.map { $0.map(\.body) }, [["message 1", "message 2", "message 3"]],
             "three frames of one read are reported together")
+    }
+
+    // MARK: Backpressure (issue 15)
+
+    func testThePingsOfOneReadGetOnePong() throws {
+        try shuttle()
+        // A burst of 2,000 pings in one Noise message: answering each would make bob write
+        // as much as the peer sends (a non-reading peer then grows bob's pending writes).
+        for n in 1...2_000 { alice.connection.send(.ping(UInt64(n))) }
+        loop.run()
+        let burst = try alice.takeOutbound()
+        XCTAssertGreaterThan(burst.count, 2_000 * 9)
+        try bob.channel.writeInbound(bob.channel.allocator.buffer(bytes: burst))
+        loop.run()
+        let answer = try bob.takeOutbound()
+        // One frame: header 2 + one pong record (type, length, 8 bytes) + the AEAD tag.
+        XCTAssertLessThan(answer.count, 64, "one pong for the whole read, not one per ping")
+        XCTAssertGreaterThan(answer.count, 0, "the burst is still answered")
+        try alice.channel.writeInbound(alice.channel.allocator.buffer(bytes: answer))
+        XCTAssertTrue(alice.channel.isActive, "the coalesced pong is a valid record")
+    }
+
+    func testReadingPausesWhileThePeerDoesNotTakeOurAnswersAndResumesAfter() throws {
+        try shuttle()
+        XCTAssertFalse(bob.connection.readingPaused)
+        // Bob's pending writes are over the high water mark: the peer is not reading.
+        bob.channel.isWritable = false
+        alice.connection.send(.ping(1))
+        loop.run()
+        try bob.channel.writeInbound(bob.channel.allocator.buffer(bytes: try alice.takeOutbound()))
+        loop.run()
+        XCTAssertTrue(bob.connection.readingPaused, "no more reads while our answers pile up")
+        XCTAssertEqual(autoRead(bob.channel), false)
+        bob.channel.isWritable = true
+        bob.channel.pipeline.fireChannelWritabilityChanged()
+        XCTAssertFalse(bob.connection.readingPaused, "reading resumes once the peer took them")
+        XCTAssertEqual(autoRead(bob.channel), true)
+    }
+
+    func testReadingGoesOnWhileThePeerTakesOurAnswers() throws {
+        try shuttle()
+        for n in 1...10 {
+            alice.connection.send(.ping(UInt64(n)))
+            try shuttle()
+        }
+        XCTAssertFalse(bob.connection.readingPaused)
+        XCTAssertNil(autoRead(bob.channel), "autoRead was never switched off")
+    }
+
+    /// The last value of `autoRead` the handler set on the channel, if any.
+    private func autoRead(_ channel: EmbeddedChannel) -> Bool? {
+        channel.options.last { $0.option is ChannelOptions.Types.AutoReadOption }?.value as? Bool
     }
 }

@@ -165,6 +165,78 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual([counts.queued, counts.delivered, counts.received], [1, 2, 0])
     }
 
+    // MARK: - Receive quota (issue 15)
+
+    func testIncomingUsageCountsMessagesAndBodyBytesPerSenderAndInTotal() throws {
+        let store = try open()
+        _ = try store.storeIncoming([incoming(1, from: alice, body: "abc"), incoming(2, from: alice, body: "defgh"),
+                                     incoming(3, from: bob, body: "z")], at: 10)
+        _ = try store.enqueue([outgoing(4, to: alice, body: "outgoing does not count")], sender: me)
+        XCTAssertEqual(try store.incomingUsage(from: alice).messages, 2)
+        XCTAssertEqual(try store.incomingUsage(from: alice).bytes, 8)
+        XCTAssertEqual(try store.incomingUsage(from: carol).messages, 0)
+        XCTAssertEqual(try store.incomingUsageTotal().messages, 3)
+        XCTAssertEqual(try store.incomingUsageTotal().bytes, 9)
+        XCTAssertEqual(try store.storedIncomingIDs([messageID(1), messageID(3), messageID(9)], from: alice), [messageID(1)])
+    }
+
+    func testDeletingAConversationRemovesBothDirectionsAndKeepsTheCounts() throws {
+        let store = try open()
+        _ = try store.storeIncoming([incoming(1, from: alice), incoming(2, from: bob)], at: 10)
+        _ = try store.enqueue([outgoing(3, to: alice), outgoing(4, to: alice), outgoing(5, to: bob)], sender: me)
+        _ = try store.markDelivered(ids: [messageID(3)], by: alice, at: 20)
+        _ = try store.recordRefusal(ids: [messageID(4)], by: alice, reason: 1, at: 30)
+        XCTAssertEqual(try store.deleteConversation(with: alice), 3)
+        XCTAssertEqual(try store.messages(peer: alice, after: nil, limit: 10), [])
+        XCTAssertEqual(try store.messages(peer: bob, after: nil, limit: 10).count, 2, "other conversations stay")
+        XCTAssertEqual(try store.incomingUsage(from: alice).messages, 0)
+        XCTAssertEqual(try store.pendingRecipients(), [bob: 1])
+        let counts = try store.counts()
+        XCTAssertEqual([counts.queued, counts.delivered, counts.received], [1, 0, 1])
+        try store.close()
+        let orphans = try DatabaseQueue(path: databasePath).read { db in
+            try Int.fetchOne(db, sql: """
+                SELECT (SELECT count(*) FROM message_body WHERE row_id NOT IN (SELECT row_id FROM message))
+                     + (SELECT count(*) FROM message_refusal WHERE row_id NOT IN (SELECT row_id FROM message))
+                """)
+        }
+        XCTAssertEqual(orphans, 0, "no body or refusal is left behind")
+    }
+
+    func testARefusalIsRecordedForOurQueuedMessagesToThatPeerOnly() throws {
+        let store = try open()
+        _ = try store.enqueue([outgoing(1, to: alice), outgoing(2, to: bob)], sender: me)
+        let refused = try store.recordRefusal(ids: [messageID(1), messageID(2), "junk"], by: alice, reason: 3, at: 40)
+        XCTAssertEqual(refused.map(\.id), [messageID(1)], "bob's message is not alice's to refuse")
+        XCTAssertEqual(try store.message(id: messageID(1))?.state, .queued, "a refused message stays queued")
+        XCTAssertEqual(try store.refusal(ofMessageRow: refused[0].rowID)?.reason, 3)
+        XCTAssertEqual(try store.refusal(ofMessageRow: refused[0].rowID)?.at, 40)
+        _ = try store.recordRefusal(ids: [messageID(1)], by: alice, reason: 1, at: 50)
+        XCTAssertEqual(try store.refusal(ofMessageRow: refused[0].rowID)?.reason, 1, "the last refusal is kept")
+    }
+
+    func testUnusedFirstSeenIdentitiesExpireAndEveryOtherPeerStays() throws {
+        let store = try open()
+        let dave = Self.identity(0xd4), erin = Self.identity(0xe7), frank = Self.identity(0xf0)
+        try store.upsertPeer(peerRecord(alice, name: "alice", seen: 10))   // pinned, unused, old: expires
+        try store.upsertPeer(peerRecord(bob, name: "bob", seen: 10))       // a message exchanged
+        try store.upsertPeer(peerRecord(carol, name: "carol", seen: 500))  // seen recently
+        var verified = peerRecord(dave, name: "dave", seen: 10)
+        verified.trust = .verified
+        try store.upsertPeer(verified)
+        var blocked = peerRecord(erin, name: "erin", seen: 10)
+        blocked.trust = .blocked
+        try store.upsertPeer(blocked)
+        try store.upsertPeer(peerRecord(frank, name: "frank", seen: 10))   // online now (kept by the caller)
+        _ = try store.storeIncoming([incoming(1, from: bob)], at: 10)
+        let expired = try store.expireUnusedPeers(lastSeenBefore: 100, keep: [frank])
+        XCTAssertEqual(expired, [alice])
+        XCTAssertNil(try store.peer(identity: alice))
+        for kept in [bob, carol, dave, erin, frank] { XCTAssertNotNil(try store.peer(identity: kept)) }
+        try store.setNickname(identity: frank, "Frank")
+        XCTAssertEqual(try store.expireUnusedPeers(lastSeenBefore: 100), [], "a nicknamed key is the person's decision")
+    }
+
     // MARK: - Inbox
 
     func testStoreIncomingDeduplicatesBySenderAndID() throws {

@@ -24,6 +24,10 @@ public enum AppRecord: Equatable, Sendable {
     case roomOperation(RoomOperation)
     /// A chat message addressed to a room, from the session's remote identity.
     case roomChat(RoomChatRecord)
+    /// The receiver did not store these chats (ids of chat records the session's local
+    /// side sent), for the reason given: they stay queued at the sender
+    /// (docs/PROTOCOL.md "refused"). Layout: `reason: u8 || count: u16be || id[16] × count`.
+    case refused(RefusalReason, [MessageID])
     /// The TCP ports the sender listens on (1...`WireLimits.maxListenPorts`, none 0): the
     /// receiver dials the address it sees the session come from at these ports when it
     /// needs a session again (after either side restarts), without mDNS.
@@ -33,7 +37,7 @@ public enum AppRecord: Equatable, Sendable {
 
     public enum RecordType: UInt8, Sendable {
         case chat = 0x01, ack = 0x02, cardUpdate = 0x03, ping = 0x04, pong = 0x05, close = 0x06
-        case readReceipt = 0x08
+        case refused = 0x07, readReceipt = 0x08
         case roomOperation = 0x10, roomChat = 0x11
         case listenPorts = 0x20
     }
@@ -114,6 +118,8 @@ extension AppRecord {
             put(.ack, Self.idListPayload(ids))
         case .readReceipt(let ids):
             put(.readReceipt, Self.idListPayload(ids))
+        case let .refused(reason, ids):
+            put(.refused, [reason.rawValue] + Self.idListPayload(ids))
         case .cardUpdate(let card):
             put(.cardUpdate, card)
         case .ping(let n):
@@ -202,6 +208,9 @@ extension AppRecord {
                 return .ack(try Self.decodeIDList(&r, type: type))
             case .readReceipt:
                 return .readReceipt(try Self.decodeIDList(&r, type: type))
+            case .refused:
+                let reason = RefusalReason(rawValue: try r.readUInt8()) ?? .unknown
+                return .refused(reason, try Self.decodeIDList(&r, type: type))
             case .cardUpdate:
                 return .cardUpdate(payload)
             case .ping, .pong:

@@ -56,6 +56,25 @@ extension ConfigFile {
             configuration.pingIntervalMilliseconds = try reader.milliseconds()
         case .deadAfterMs:
             configuration.deadAfterMilliseconds = try reader.milliseconds()
+        case .quotaPeerMessages:
+            configuration.receiveQuota.unverified.messages = try reader.quotaCount()
+        case .quotaPeerMib:
+            configuration.receiveQuota.unverified.bytes = try reader.mebibytes()
+        case .quotaVerifiedPeerMessages:
+            configuration.receiveQuota.verified.messages = try reader.quotaCount()
+        case .quotaVerifiedPeerMib:
+            configuration.receiveQuota.verified.bytes = try reader.mebibytes()
+        case .quotaTotalMessages:
+            configuration.receiveQuota.total.messages = try reader.quotaCount()
+        case .quotaTotalMib:
+            configuration.receiveQuota.total.bytes = try reader.mebibytes()
+        case .maxSessions:
+            configuration.maxSessions = try reader.quotaCount()
+            guard configuration.maxSessions <= 65_536 else {
+                throw .invalidEntry(reader.location, key: entry.key, reason: "must be at most 65536")
+            }
+        case .diskFloorMib:
+            configuration.receiveQuota.diskFloorBytes = try reader.mebibytes()
         }
     }
 }
@@ -83,6 +102,24 @@ private struct ValueReader {
         guard case .stringArray(let items) = entry.value else { throw mismatch("an array of strings") }
         if let problem = check(items) { throw invalid(problem) }
         return items
+    }
+
+    /// A count of messages for a quota: 1 to 100,000,000.
+    func quotaCount() throws(ConfigError) -> Int {
+        let expected = "an integer from 1 to 100000000"
+        guard case .integer(let value) = entry.value, let n = Int(exactly: value), (1...100_000_000).contains(n) else {
+            throw mismatch(expected)
+        }
+        return n
+    }
+
+    /// A size in MiB (0 to 16 TiB), returned in bytes.
+    func mebibytes() throws(ConfigError) -> Int {
+        let expected = "an integer number of MiB from 0 to 16777216"
+        guard case .integer(let value) = entry.value, let n = Int(exactly: value), (0...16_777_216).contains(n) else {
+            throw mismatch(expected)
+        }
+        return n << 20
     }
 
     func boolean() throws(ConfigError) -> Bool {

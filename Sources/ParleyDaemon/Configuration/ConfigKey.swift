@@ -18,6 +18,15 @@ public enum ConfigKey: String, CaseIterable, Sendable {
     case handshakeTimeoutMs = "handshake_timeout_ms"
     case pingIntervalMs = "ping_interval_ms"
     case deadAfterMs = "dead_after_ms"
+    // The receive quota and the disk floor (issue 15; docs/PROTOCOL.md "Limits").
+    case quotaPeerMessages = "quota_peer_messages"
+    case quotaPeerMib = "quota_peer_mib"
+    case quotaVerifiedPeerMessages = "quota_verified_peer_messages"
+    case quotaVerifiedPeerMib = "quota_verified_peer_mib"
+    case quotaTotalMessages = "quota_total_messages"
+    case quotaTotalMib = "quota_total_mib"
+    case diskFloorMib = "disk_floor_mib"
+    case maxSessions = "max_sessions"
 
     /// Options a running daemon can adopt on SIGHUP. The rest shape sockets, files and
     /// the identity the daemon announces, so changing them needs a restart.
@@ -26,7 +35,8 @@ public enum ConfigKey: String, CaseIterable, Sendable {
         case .name, .peers, .logLevel, .notifyCommand, .notifyIncludeBody, .readReceipts:
             true
         case .stateDir, .hostName, .listen, .socket, .mdns, .networkKey, .durability, .newIdentities,
-             .handshakeTimeoutMs, .pingIntervalMs, .deadAfterMs:
+             .handshakeTimeoutMs, .pingIntervalMs, .deadAfterMs,
+             .quotaPeerMessages, .quotaPeerMib, .quotaVerifiedPeerMessages, .quotaVerifiedPeerMib, .quotaTotalMessages, .quotaTotalMib, .diskFloorMib, .maxSessions:
             false
         }
     }

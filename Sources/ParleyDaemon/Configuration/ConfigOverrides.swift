@@ -26,6 +26,11 @@ public struct ConfigOverrides: Equatable, Sendable {
     public var handshakeTimeoutMilliseconds: Int?
     public var pingIntervalMilliseconds: Int?
     public var deadAfterMilliseconds: Int?
+    /// The `quota_*` and `disk_floor_mib` options together (no flags: they are set in
+    /// the file; tests and embedders set them here).
+    public var receiveQuota: ReceiveQuota?
+    /// `max_sessions` (no flag).
+    public var maxSessions: Int?
 
     public init() {}
 
@@ -48,6 +53,8 @@ public struct ConfigOverrides: Equatable, Sendable {
         if let handshakeTimeoutMilliseconds { configuration.handshakeTimeoutMilliseconds = handshakeTimeoutMilliseconds }
         if let pingIntervalMilliseconds { configuration.pingIntervalMilliseconds = pingIntervalMilliseconds }
         if let deadAfterMilliseconds { configuration.deadAfterMilliseconds = deadAfterMilliseconds }
+        if let receiveQuota { configuration.receiveQuota = receiveQuota }
+        if let maxSessions { configuration.maxSessions = maxSessions }
     }
 }
 

@@ -48,6 +48,11 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var pingIntervalMilliseconds: Int
     /// `dead_after_ms`: a session silent this long is closed and the peer marked offline.
     public var deadAfterMilliseconds: Int
+    /// `quota_peer_messages`, `quota_peer_mib`, `quota_verified_peer_*`, `quota_total_*`,
+    /// `disk_floor_mib`: what the node keeps from peers (`ReceiveQuota`).
+    public var receiveQuota: ReceiveQuota = .standard
+    /// `max_sessions`: established sessions in total (`NodeLimits.maxSessions`).
+    public var maxSessions: Int = NodeLimits.maxSessions
 
     /// The IANA-unassigned port parleyd uses when none is given.
     public static let defaultPort: UInt16 = 7744
@@ -153,6 +158,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
         case .handshakeTimeoutMs: handshakeTimeoutMilliseconds != other.handshakeTimeoutMilliseconds
         case .pingIntervalMs: pingIntervalMilliseconds != other.pingIntervalMilliseconds
         case .deadAfterMs: deadAfterMilliseconds != other.deadAfterMilliseconds
+        case .quotaPeerMessages, .quotaPeerMib, .quotaVerifiedPeerMessages, .quotaVerifiedPeerMib, .quotaTotalMessages, .quotaTotalMib, .diskFloorMib: receiveQuota != other.receiveQuota
+        case .maxSessions: maxSessions != other.maxSessions
         }
     }
 

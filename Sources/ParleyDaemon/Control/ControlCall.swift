@@ -14,6 +14,7 @@ enum ControlCall: Sendable {
     case messagesList(MessagesListParams)
     case messagesSubscribe(MessagesSubscribeParams)
     case messagesMarkRead(MessagesMarkReadParams)
+    case messagesForget(MessagesForgetParams)
     case messagesSearch(MessagesSearchParams)
     case trustVerify(TrustVerifyParams)
     case trustShow(TrustShowParams)
@@ -49,6 +50,7 @@ enum ControlCall: Sendable {
             ControlRoute.route(MessagesListParams.self, ControlCall.messagesList),
             ControlRoute.route(MessagesSubscribeParams.self, ControlCall.messagesSubscribe),
             ControlRoute.route(MessagesMarkReadParams.self, ControlCall.messagesMarkRead),
+            ControlRoute.route(MessagesForgetParams.self, ControlCall.messagesForget),
             ControlRoute.route(MessagesSearchParams.self, ControlCall.messagesSearch),
             ControlRoute.route(TrustVerifyParams.self, ControlCall.trustVerify),
             ControlRoute.route(TrustShowParams.self, ControlCall.trustShow),

@@ -296,6 +296,14 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
     // MARK: Node events (messages.send with wait)
 
     func node(_ node: Node, didEmit event: NodeEvent) {
+        if case let .messageRefused(m, reason) = event, let w = waiters.removeValue(forKey: m.id) {
+            // Waiting longer would only end in a timeout: say why now (issue 15).
+            w.1.cancel()
+            write(JSONRPCResponse(id: w.0, error: .sendRefused(id: m.id, reason: reason.description)))
+            if waiters.isEmpty { node.removeObserver(self); armIdleTimer() }
+            context?.flush()
+            return
+        }
         guard case .messageDelivered(let m) = event, let w = waiters.removeValue(forKey: m.id) else { return }
         w.1.cancel()
         write(.success(id: w.0, result: MessagesSendResult(message: node.messageInfo(m))))

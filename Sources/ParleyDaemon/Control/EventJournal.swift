@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import ParleyControlProtocol
+import ParleyCore
 import ParleyStore
 
 /// Receives the journal's notifications live (a subscribed control connection).
@@ -147,6 +148,8 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
             return messageEvent(ControlEvent.messageDelivered, m)
         case .messageRead(let m):
             return messageEvent(ControlEvent.messageRead, m)
+        case .messageRefused(let m, _):
+            return messageEvent(ControlEvent.messageRefused, m)
         case .peerOnline(let id), .peerOffline(let id):
             guard let rec = try? node.store.peer(identity: id) else { return nil }
             let info = node.peerInfo(rec)
@@ -184,6 +187,12 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
             return MessageDeliveredEvent(id: m.id, to: Node.fingerprint(ofHex: m.recipient), deliveredAt: Int(m.deliveredAt ?? 0))
         case ControlEvent.messageRead:
             return MessageReadEvent(id: m.id, to: Node.fingerprint(ofHex: m.recipient), readAt: Int(m.readAt ?? 0))
+        case ControlEvent.messageRefused:
+            // From the store, so a replay shows the refusal as recorded.
+            guard let r = try? node.store.refusal(ofMessageRow: m.rowID) else { return nil }
+            let reason = RefusalReason(rawValue: UInt8(clamping: r.reason)) ?? .unknown
+            return MessageRefusedEvent(id: m.id, to: Node.fingerprint(ofHex: m.recipient), reason: "\(reason)",
+                                       text: reason.description, refusedAt: Int(r.at))
         default:
             return nil
         }

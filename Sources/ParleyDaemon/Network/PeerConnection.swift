@@ -12,6 +12,8 @@ protocol PeerConnectionDelegate: AnyObject {
     func connection(_ connection: PeerConnection, acknowledged ids: [MessageID])
     /// The peer's user read these of our messages. Reported after the acks of the same read.
     func connection(_ connection: PeerConnection, receivedReadReceipts ids: [MessageID])
+    /// The peer did not store these of our chats (docs/PROTOCOL.md "refused").
+    func connection(_ connection: PeerConnection, refused ids: [MessageID], reason: RefusalReason)
     func connection(_ connection: PeerConnection, receivedCard card: [UInt8])
     /// The peer's `listenPorts` record: where it can be dialled back.
     func connection(_ connection: PeerConnection, announcedListenPorts ports: [UInt16])
@@ -56,7 +58,15 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     private var pendingChats: [ChatRecord] = []
     private var pendingAcks: [MessageID] = []
     private var pendingReadReceipts: [MessageID] = []
+    private var pendingRefusals: [(RefusalReason, [MessageID])] = []
     private var pendingRoomTraffic: [RoomTraffic] = []
+    /// The value of the last ping of this read: the pings of one read get one pong
+    /// (docs/PROTOCOL.md "ping / pong"), so a peer's ping burst cannot make us write as much
+    /// as it sends.
+    private var pendingPong: UInt64?
+    /// True while reading from the peer is paused because our answers to it are not being
+    /// taken (its receive window is shut): see `pauseReadingIfOutboundIsFull`.
+    private(set) var readingPaused = false
 
     /// The node's monotonic clock (injected, so in-process tests move it by hand).
     private let now: () -> NIODeadline
@@ -126,6 +136,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
                     state = .handshaking(hs)
                     writeFrame(reply, context: context)
                     context.flush()
+                    pauseReadingIfOutboundIsFull(context: context)
                 case .established(let final, let est):
                     handshakeTimer?.cancel()
                     handshakeTimer = nil
@@ -170,7 +181,8 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         case .chat(let c): pendingChats.append(c)
         case .ack(let ids): pendingAcks.append(contentsOf: ids)
         case .readReceipt(let ids): pendingReadReceipts.append(contentsOf: ids)
-        case .ping(let n): send(.pong(n))
+        case let .refused(reason, ids): pendingRefusals.append((reason, ids))
+        case .ping(let n): pendingPong = n
         case .pong: break
         case .cardUpdate(let card): delegate?.connection(self, receivedCard: card)
         case .close(let reason, _):
@@ -184,6 +196,10 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        if let pong = pendingPong {
+            pendingPong = nil
+            send(.pong(pong))
+        }
         // Batches: the node stores every chat of this read in one transaction.
         if !pendingChats.isEmpty {
             let chats = pendingChats
@@ -200,6 +216,11 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
             pendingAcks.removeAll(keepingCapacity: true)
             delegate?.connection(self, acknowledged: acks)
         }
+        if !pendingRefusals.isEmpty {
+            let refusals = pendingRefusals
+            pendingRefusals.removeAll(keepingCapacity: true)
+            for (reason, ids) in refusals { delegate?.connection(self, refused: ids, reason: reason) }
+        }
         if !pendingReadReceipts.isEmpty {
             let receipts = pendingReadReceipts
             pendingReadReceipts.removeAll(keepingCapacity: true)
@@ -209,9 +230,38 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { delegate?.connectionBecameWritable(self) }
+        if context.channel.isWritable {
+            resumeReading(context: context)
+            delegate?.connectionBecameWritable(self)
+        }
         context.fireChannelWritabilityChanged()
     }
+
+    // MARK: Backpressure
+
+    /// A peer that sends (pings, chats) but does not read our answers (pongs, acks) would
+    /// otherwise make them pile up in NIO's pending writes without bound. Once those are over
+    /// the channel's high water mark (`PeerConnection.outboundWaterMark`) we stop reading
+    /// from it; `channelWritabilityChanged` resumes when they drain below the low mark. What
+    /// is queued per connection is then at most the high mark plus the answers to one read
+    /// (bounded by NIO's receive buffer), the same rule as the control socket's.
+    private func pauseReadingIfOutboundIsFull(context: ChannelHandlerContext) {
+        guard !readingPaused, !context.channel.isWritable else { return }
+        readingPaused = true
+        context.channel.setOption(ChannelOptions.autoRead, value: false).whenFailure { _ in }
+    }
+
+    private func resumeReading(context: ChannelHandlerContext) {
+        guard readingPaused else { return }
+        readingPaused = false
+        context.channel.setOption(ChannelOptions.autoRead, value: true).whenFailure { _ in }
+        context.read()
+    }
+
+    /// The peer channels' write buffer water marks: a few full Noise messages may be queued
+    /// before reading from the peer pauses (NIO's default marks, named here because the
+    /// bound per connection depends on them).
+    static let outboundWaterMark = ChannelOptions.Types.WriteBufferWaterMark(low: 32 * 1024, high: 64 * 1024)
 
     func channelInactive(context: ChannelHandlerContext) {
         markClosed(error: nil)
@@ -252,6 +302,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
             state = .established(transport)
             lastSent = now()
             context.flush()
+            pauseReadingIfOutboundIsFull(context: context)
         } catch {
             state = .established(transport)
             fail(error)

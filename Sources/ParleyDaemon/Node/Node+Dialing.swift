@@ -67,7 +67,7 @@ extension Node {
                 redialTimers[key] = loop.scheduleTask(in: delay.timeAmount) { [weak self] in
                     guard let self else { return }
                     self.redialTimers[key] = nil
-                    self.perform(self.dialPlanner.redialDue(key, sessions: self.sessionView))
+                    self.perform(self.dialPlanner.redialDue(key, sessions: self.sessionView, now: self.clock.monotonicNow()))
                 }
             case .cancelRedial(let key):
                 redialTimers.removeValue(forKey: key)?.cancel()
@@ -83,6 +83,7 @@ extension Node {
         ClientBootstrap(group: loop)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .channelOption(.writeBufferWaterMark, value: PeerConnection.outboundWaterMark)
             .connectTimeout(options.handshakeTimeout)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

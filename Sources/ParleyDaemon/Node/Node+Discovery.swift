@@ -6,18 +6,57 @@ import ParleyNodeCore
 /// Dial targets found by mDNS. Discovery says where a node might be; the
 /// handshake says who it is.
 extension Node {
-    func discovered(instance: String, addresses: [String], port: UInt16, fingerprintHint: String?, version: String?) {
+    func discovered(instance: String, addresses: [String], port: UInt16, fingerprintHint: String?,
+                    presence: (nonce: [UInt8], token: [UInt8])? = nil, version: String?) {
         loop.preconditionInEventLoop()
         if instance == ownInstanceName { return }
         if let hint = fingerprintHint, hint == fingerprint.compact { return }
+        // Private presence: the token names a contact only to us; a match becomes the
+        // fingerprint the handshake must prove (the spoof check), like a legacy `fp`.
+        var fingerprintHint = fingerprintHint
+        if fingerprintHint == nil, let presence {
+            if recognises(presence, as: myIdentityKey) { return }  // our own advertisement
+            fingerprintHint = contact(presentedBy: presence).map { Fingerprint($0).compact }
+        }
         if let version, version != "1" {
             log.debug("ignoring an advertisement for another protocol version", ["instance": instance, "v": version])
             return
         }
         let candidates = addresses.compactMap { try? HostPort(host: $0, port: port) }.map(DialAddress.init)
         guard !candidates.isEmpty else { return }
-        perform(dialPlanner.addDiscovered(DialTargetKey(mdnsInstance: instance), candidates: candidates,
-                                          fingerprintHint: fingerprintHint, sessions: sessionView))
+        // Known peers first: the table of advertised targets is bounded, and dials of
+        // addresses advertised by strangers are rate-limited per host (DialPlanner).
+        let known = fingerprintHint.map(isKnownPeer(compactFingerprint:)) ?? false
+        let before = dialPlanner.discoveredCount
+        let key = DialTargetKey(mdnsInstance: instance)
+        perform(dialPlanner.addDiscovered(key, candidates: candidates, fingerprintHint: fingerprintHint, known: known,
+                                          sessions: sessionView, now: clock.monotonicNow()))
+        if dialPlanner.targets[key] == nil, before >= dialPlanner.maxDiscovered {
+            attackLog.log(key: "adverts-full", "too many advertised peers; ignoring new unknown ones",
+                          ["limit": "\(dialPlanner.maxDiscovered)"])
+        }
+    }
+
+    /// The known (not blocked) peer whose presence token this is, if any. One HMAC per
+    /// peer and epoch: a few hundred contacts cost well under a millisecond per advert.
+    func contact(presentedBy presence: (nonce: [UInt8], token: [UInt8])) -> IdentityPublicKey? {
+        for peer in (try? allPeers()) ?? [] where peer.trust != .blocked {
+            guard let key = IdentityPublicKey(hex: peer.identity) else { continue }
+            if recognises(presence, as: key) { return key }
+        }
+        return nil
+    }
+
+    private func recognises(_ presence: (nonce: [UInt8], token: [UInt8]), as key: IdentityPublicKey) -> Bool {
+        PresenceToken.matches(presence.token, nonce: presence.nonce, identity: key, networkKey: networkKey?.copyBytes(),
+                              epoch: PresenceToken.epoch(atUnixSeconds: UInt64(max(0, nowMs / 1000))))
+    }
+
+    /// Whether a pinned or verified peer has this compact fingerprint.
+    func isKnownPeer(compactFingerprint: String) -> Bool {
+        ((try? allPeers()) ?? []).contains {
+            $0.trust != .blocked && IdentityPublicKey(hex: $0.identity).map { Fingerprint($0).compact } == compactFingerprint
+        }
     }
 
     func discoveryLost(instance: String) {

@@ -127,6 +127,22 @@ extension Node {
         stopDialingRemembered(peer.identity)
     }
 
+    /// Deletes the direct conversation with `peer` (`messages.forget`): its messages no
+    /// longer count against the receive quota, so what it sends is taken again.
+    func forgetMessages(with peer: PeerRecord) throws(NodeError) -> Int {
+        let deleted: Int
+        do { deleted = try store.deleteConversation(with: peer.identity) } catch { throw .storage(error) }
+        quotaCountsChanged()
+        // The outbox counts (queued messages per peer) are re-read from the store.
+        outbox = OutboxLedger()
+        if let conn = activeConnection(for: peer.identity) {
+            // Queued messages that were in flight are gone: start the window afresh (what
+            // is still owed, room traffic, is sent again and de-duplicated by the peer).
+            links[ObjectIdentifier(conn)]?.window = SendWindow(limits: options.window)
+        }
+        return deleted
+    }
+
     /// The person's own name for a peer (nil removes it).
     func setNickname(_ peer: PeerRecord, _ nickname: String?) throws(NodeError) -> PeerRecord {
         do { try store.setNickname(identity: peer.identity, nickname) } catch { throw .storage(error) }

@@ -114,6 +114,12 @@ extension Node {
     func connection(_ conn: PeerConnection, received chats: [ChatRecord]) {
         guard let sender = activePeer(of: conn) else { return }
         let now = nowMs
+        // The receive quota and the disk floor first: what is over them is refused, not
+        // stored (the sender keeps it queued).
+        let (chats, refused) = judgeByQuota(chats, from: sender)
+        sendRefusals(refused, on: conn)
+        guard !chats.isEmpty else { return }
+        sessions.promote(sender)  // no longer a stranger (SessionTable's eviction order)
         let incoming = chats.map {
             IncomingMessage(id: $0.id.hex, sender: sender.hex, recipient: myIdentity,
                             sequence: Int64(clamping: $0.sequence), createdAt: Int64(clamping: $0.createdAt),
@@ -129,6 +135,7 @@ extension Node {
             return
         }
         sendAcks(chats.map(\.id), on: conn)
+        quotaStored(results.filter(\.isNew).map { $0.message.body.utf8.count }, from: sender)
         for r in results where r.isNew { emit(.messageReceived(r.message)) }
     }
 
@@ -147,6 +154,7 @@ extension Node {
         let ack = links[ObjectIdentifier(conn)]?.window.acknowledge(ids) ?? SendWindow.Acknowledgement(unknown: ids)
         do {
             let changed = try store.markDelivered(ids: ids.map(\.hex), by: peer.hex, at: nowMs)
+            if !changed.isEmpty { sessions.promote(peer) }
             outbox.delivered(changed.count, by: peer)
             for m in changed { emit(.messageDelivered(m)) }
         } catch {

@@ -355,6 +355,18 @@ extension Node {
 
     func connection(_ conn: PeerConnection, receivedRoomTraffic records: [RoomTraffic]) {
         guard let sender = activePeer(of: conn) else { return }
+        // Room chats count against their author's receive quota like direct ones (issue 15):
+        // what is over it is refused, not stored; operations are bounded by the room limits.
+        var records = records
+        let roomChats = records.compactMap { if case .chat(let c) = $0 { c } else { nil } }
+        if !roomChats.isEmpty {
+            let (_, refused) = judgeByQuota(roomChats, from: sender)
+            if !refused.isEmpty {
+                let out = Set(refused.flatMap(\.1))
+                records.removeAll { if case .chat(let c) = $0 { out.contains(c.id) } else { false } }
+                sendRefusals(refused, on: conn)
+            }
+        }
         var acks: [MessageID] = []
         var chats: [RoomChatRecord] = []
         var received: [StoredMessage] = []
@@ -379,6 +391,8 @@ extension Node {
             return
         }
         sendAcks(acks, on: conn)
+        quotaStored(received.map { $0.body.utf8.count }, from: sender)
+        if !received.isEmpty { sessions.promote(sender) }
         for m in received { emit(.messageReceived(m)) }
     }
 

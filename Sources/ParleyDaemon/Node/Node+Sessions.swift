@@ -77,8 +77,13 @@ extension Node {
         }
         let remote = est.remoteCard
         let peer = remote.identityKey
-        guard sessions.hasRoom(for: peer) else {
-            attackLog.log(key: "sessions-full", "session limit reached; refusing", ["limit": "\(sessions.maxSessions)"])
+        // Inbound connections count against their source's caps; our own dials do not.
+        let source = conn.direction == .inbound ? SourceAddress(conn.remoteAddress.hostPart) : nil
+        let standing = sessionStanding(of: peer)
+        guard sessions.wouldAdmit(peer, source: source, standing: standing) else {
+            // Before the trust decision: a refused stranger's key is not pinned.
+            attackLog.log(key: "sessions-full:" + (source?.network ?? "all"), "session limit reached; refusing",
+                          ["limit": "\(sessions.maxSessions)", "source": source?.address ?? "-"])
             conn.close(reason: .normal, text: "too many sessions")
             return
         }
@@ -101,9 +106,14 @@ extension Node {
         }
 
         let side = SessionTieBreak.Side(direction: conn.direction, remoteBootID: est.remoteBootID)
-        for action in sessions.established(handle, peer: peer, side: side) {
+        for action in sessions.established(handle, peer: peer, side: side, source: source, standing: standing) {
             switch action {
-            case .refuseFull(let h): links[h]?.connection.close(reason: .normal, text: "too many sessions")
+            case .refuseFull(let h), .refuseSourceFull(let h):
+                links[h]?.connection.close(reason: .normal, text: "too many sessions")
+            case let .evict(h, stranger):
+                log.info("session of a stranger closed to make room for a known peer", ["peer": stranger.fingerprintText])
+                links[h]?.connection.close(reason: .normal, text: "making room")
+            case .peerOffline(let p): emit(.peerOffline(identity: p.hex))
             case .closeDuplicate(let h):
                 links[h]?.connection.close(reason: .duplicate, text: "another session was kept")
                 if h == handle { return }
@@ -122,7 +132,7 @@ extension Node {
                 log.info("session up", ["peer": remote.displayName, "fingerprint": remote.fingerprint.description,
                                         "address": conn.remoteAddress, "direction": conn.direction.rawValue])
             case .peerOnline(let p): emit(.peerOnline(identity: p.hex))
-            case .peerOffline, .scheduleOfflineCheck: break
+            case .scheduleOfflineCheck: break
             }
         }
         pump(conn)
@@ -171,9 +181,31 @@ extension Node {
                     self.offlineTimers[p] = nil
                     self.perform(self.sessions.offlineCheckDue(peer: p, now: self.clock.monotonicNow()))
                 }
-            case .activate, .closeDuplicate, .refuseFull, .peerOnline: break
+            case .activate, .closeDuplicate, .refuseFull, .refuseSourceFull, .evict, .peerOnline: break
             }
         }
+    }
+
+    /// Forgets keys pinned on first use (or held) that never exchanged a message and were
+    /// not seen for `NodeLimits.unusedIdentityLifetime` (Store.expireUnusedPeers).
+    func expireUnusedIdentities() {
+        let before = nowMs - NodeLimits.unusedIdentityLifetime.wholeMilliseconds
+        do {
+            let expired = try store.expireUnusedPeers(lastSeenBefore: before, keep: Set(sessions.peers.map(\.hex)))
+            guard !expired.isEmpty else { return }
+            peerCache = nil
+            log.info("forgot identities that were never used", ["count": "\(expired.count)"])
+        } catch {
+            log.error("could not expire unused identities", ["error": "\(error)"])
+        }
+    }
+
+    /// A stranger (unverified, never exchanged a message) or a known peer, for the session
+    /// table's eviction order.
+    func sessionStanding(of peer: IdentityPublicKey) -> SessionTable<ObjectIdentifier>.Standing {
+        guard let record = peerRecord(peer.hex) else { return .stranger }
+        if record.trust == .verified { return .known }
+        return ((try? store.hasMessages(with: peer.hex)) ?? true) ? .known : .stranger
     }
 
     // MARK: Keepalive
@@ -182,6 +214,10 @@ extension Node {
     /// ack-timeout resend of every send window.
     func keepaliveTick() {
         let now = clock.monotonicNow()
+        if lastIdentityExpiry.map({ now - $0 >= NodeLimits.unusedIdentityCheckInterval }) ?? true {
+            lastIdentityExpiry = now
+            expireUnusedIdentities()
+        }
         // Lets pumps skip the room outboxes once nothing is queued in them.
         if store.roomOutboxesMayHaveWork {
             do { try store.checkRoomOutboxesEmpty() } catch {

@@ -49,6 +49,10 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var dialPlanner: DialPlanner
     var admission = AdmissionControl()
     var outbox = OutboxLedger()
+    /// Stored usage per peer for the receive quota (Node+Quota.swift).
+    var quotaCache = QuotaCache()
+    /// When unused identities were last expired (Node+Sessions.swift).
+    var lastIdentityExpiry: MonotonicInstant?
 
     /// Every open connection, handshaking or established, with what the node keeps about it.
     var links: [ObjectIdentifier: NodeLink] = [:]
@@ -101,7 +105,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         self.clock = clock
         self.random = random
         self.startedAt = clock.monotonicNow()
-        self.sessions = SessionTable(me: keys.identity.publicKey, maxSessions: NodeLimits.maxSessions)
+        self.sessions = SessionTable(me: keys.identity.publicKey, maxSessions: options.maxSessions)
         self.dialPlanner = DialPlanner(backoff: options.redial)
         self.attackLog = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60))
     }

@@ -1,3 +1,4 @@
+import ParleyCore
 import ParleyStore
 
 /// Something the node tells its observers (control-socket subscribers, the
@@ -7,6 +8,8 @@ enum NodeEvent {
     case messageDelivered(StoredMessage)
     /// The recipient's read receipt for one of our messages arrived.
     case messageRead(StoredMessage)
+    /// The recipient refused to store one of our messages (its quota or disk); it stays queued.
+    case messageRefused(StoredMessage, RefusalReason)
     case peerOnline(identity: String)
     case peerOffline(identity: String)
     /// A key never seen before connected: pinned on first use, or held for approval.

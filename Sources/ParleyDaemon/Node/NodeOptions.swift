@@ -15,6 +15,10 @@ struct NodeOptions: Sendable {
     var newIdentities: TrustDecision.NewIdentityPolicy = .accept
     /// Reconnect backoff for static and discovered peers.
     var redial = RedialBackoff(initial: .milliseconds(500), maximum: .seconds(30))
+    /// What the node keeps from peers, and its disk floor (`quota_*`, `disk_floor_mib`).
+    var quota = ReceiveQuota.standard
+    /// Established sessions in total (`max_sessions`).
+    var maxSessions = NodeLimits.maxSessions
 
     var keepalive: KeepalivePolicy { KeepalivePolicy(pingInterval: pingInterval.duration, deadAfter: deadAfter.duration) }
 }

@@ -34,6 +34,11 @@ public struct DialPlanner: Sendable {
         public var failures = 0
         /// A redial timer is armed for this target.
         public var redialArmed = false
+        /// For advertisements: it claims (or proved) a peer we know. Known targets are
+        /// kept first when the table of discovered targets is full.
+        public var known = false
+        /// When this target was added (the oldest unknown one makes room first).
+        var serial: UInt64 = 0
 
         init(candidates: [DialAddress], source: Source) {
             self.candidates = candidates
@@ -67,8 +72,23 @@ public struct DialPlanner: Sendable {
     public let backoff: RedialBackoff
     public private(set) var targets: [DialTargetKey: Target] = [:]
     public private(set) var stopping = false
+    /// Discovered targets kept at once (`NodeLimits.maxDiscoveredTargets`).
+    public let maxDiscovered: Int
+    /// Dials of advertised addresses, per host: anyone on the LAN can advertise any
+    /// address, so without this every node would dial a victim for as long as a fake
+    /// advertisement lasts.
+    public private(set) var dialRate: DialRateLimit
+    private var nextSerial: UInt64 = 0
 
-    public init(backoff: RedialBackoff) { self.backoff = backoff }
+    public init(backoff: RedialBackoff, maxDiscovered: Int = NodeLimits.maxDiscoveredTargets,
+                dialRate: DialRateLimit = DialRateLimit()) {
+        self.backoff = backoff
+        self.maxDiscovered = maxDiscovered
+        self.dialRate = dialRate
+    }
+
+    /// Discovered targets now.
+    public var discoveredCount: Int { targets.values.filter { $0.source == .discovered }.count }
 
     // MARK: Targets
 
@@ -93,20 +113,35 @@ public struct DialPlanner: Sendable {
 
     /// An advertisement appeared or changed. A change of addresses or claimed fingerprint
     /// clears the spoof flag: it may be a different node now.
+    /// `known`: the advertisement names a peer we know (the driver recognised it). When
+    /// `maxDiscovered` targets exist, a known one replaces the oldest unknown one; an
+    /// unknown one is ignored.
     public mutating func addDiscovered(_ key: DialTargetKey, candidates: [DialAddress], fingerprintHint: String?,
-                                       sessions: SessionView) -> [Action] {
+                                       known: Bool = false, sessions: SessionView, now: MonotonicInstant? = nil) -> [Action] {
+        var actions: [Action] = []
         if var t = targets[key] {
             if t.candidates != candidates || t.fingerprintHint != fingerprintHint { t.spoofed = false }
             t.candidates = candidates
             t.next = 0
             t.fingerprintHint = fingerprintHint
+            t.known = t.known || known
             targets[key] = t
         } else {
+            if discoveredCount >= maxDiscovered {
+                guard known, let victim = targets.filter({ $0.value.source == .discovered && !$0.value.known })
+                    .min(by: { $0.value.serial < $1.value.serial })?.key
+                else { return [] }
+                targets[victim] = nil
+                actions.append(.cancelRedial(victim))
+            }
             var t = Target(candidates: candidates, source: .discovered)
             t.fingerprintHint = fingerprintHint
+            t.known = known
+            nextSerial += 1
+            t.serial = nextSerial
             targets[key] = t
         }
-        return dial(key, sessions: sessions)
+        return actions + dial(key, sessions: sessions, now: now)
     }
 
     /// A known peer can be reached at `addresses` (newest first): from the store at start,
@@ -152,8 +187,9 @@ public struct DialPlanner: Sendable {
 
     // MARK: Dialling
 
-    /// Dials `key` unless it needs no dialling now.
-    public mutating func dial(_ key: DialTargetKey, sessions: SessionView) -> [Action] {
+    /// Dials `key` unless it needs no dialling now. `now`: for the per-host rate of dials
+    /// to advertised addresses (nil: not limited, for callers without a clock).
+    public mutating func dial(_ key: DialTargetKey, sessions: SessionView, now: MonotonicInstant? = nil) -> [Action] {
         guard !stopping, var t = targets[key], !t.connecting else { return [] }
         var actions: [Action] = []
         if t.redialArmed {
@@ -173,15 +209,24 @@ public struct DialPlanner: Sendable {
         }
         guard !t.candidates.isEmpty else { return actions }
         let address = t.candidates[t.next % t.candidates.count]
+        if t.source == .discovered, !t.known, let now {
+            // An advertisement of someone we do not know: its address gets a few dials,
+            // then one per interval, from this node whatever the advertisements say.
+            if let wait = dialRate.take(host: address.host, now: now) {
+                t.redialArmed = true
+                actions.append(.armRedial(key, after: wait))
+                return actions
+            }
+        }
         t.connecting = true
         actions.append(.connect(key, address, expectedFingerprint: t.fingerprintHint))
         return actions
     }
 
     /// The target's timer fired.
-    public mutating func redialDue(_ key: DialTargetKey, sessions: SessionView) -> [Action] {
+    public mutating func redialDue(_ key: DialTargetKey, sessions: SessionView, now: MonotonicInstant? = nil) -> [Action] {
         targets[key]?.redialArmed = false
-        return dial(key, sessions: sessions)
+        return dial(key, sessions: sessions, now: now)
     }
 
     /// The TCP connection or its handshake failed (or it closed before a session was kept).
@@ -200,6 +245,7 @@ public struct DialPlanner: Sendable {
         // A remembered peer's target stays that peer's: another node now at one of its
         // old addresses is a session of its own, not a new meaning for the target.
         if t.source != .remembered { t.identity = identity }
+        t.known = true  // a session was kept: its redials are no longer rate-limited
         t.connecting = false
         t.failures = 0
         targets[key] = t

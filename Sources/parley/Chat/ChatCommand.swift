@@ -303,6 +303,8 @@ private struct ChatView {
                 if model.add(e.message), e.message.direction == .incoming { newIncoming = true }
             case .messageDelivered(let e): model.mark(e.id, .delivered)
             case .messageRead(let e): model.mark(e.id, .read)
+            case .messageRefused(let e):
+                model.notice("not stored by the recipient: \(e.text); it stays queued", at: Self.nowMs())
             case .peerOnline(let e):
                 online = true
                 peerName = e.peer.name

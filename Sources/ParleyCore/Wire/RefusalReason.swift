@@ -1,0 +1,24 @@
+/// Why a receiver did not store a chat: the `reason` of a `refused` record
+/// (docs/PROTOCOL.md "refused"). The sender keeps the message queued and offers it again
+/// at the next session.
+public enum RefusalReason: UInt8, Sendable, Equatable, CaseIterable {
+    /// The receiver keeps as much from this sender as it allows one peer (more once the
+    /// receiver's user verified the sender, or deleted some of the conversation).
+    case peerQuota = 1
+    /// The receiver keeps as much as it allows from all peers together.
+    case nodeQuota = 2
+    /// The receiver's disk is nearly full.
+    case diskFull = 3
+    /// A reason this version does not know (a newer peer's): treated like `peerQuota`.
+    case unknown = 255
+
+    /// What the sender's user is told.
+    public var description: String {
+        switch self {
+        case .peerQuota: return "the recipient keeps no more messages from you for now (its quota for you is full)"
+        case .nodeQuota: return "the recipient keeps no more messages from anyone for now (its storage quota is full)"
+        case .diskFull: return "the recipient's disk is nearly full"
+        case .unknown: return "the recipient refused to store it"
+        }
+    }
+}

@@ -1,0 +1,150 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ParleyCore
+import ParleyNodeCore
+import ParleyStore
+
+/// What the node keeps from peers (issue 15): incoming chats are judged by `ReceiveQuota`
+/// before they are stored; the ones over a quota, or arriving while the disk is under its
+/// floor, are answered with a `refused` record instead of an ack (docs/PROTOCOL.md
+/// "refused"). At the sender, a refusal frees the message's place in the send window and
+/// is recorded; the message stays queued for the next session.
+extension Node {
+    // MARK: Receiving
+
+    /// Splits one read's chats from `sender` into those to store and those refused (with
+    /// their reason). Chats already stored (a resend) always go on to be acknowledged.
+    func judgeByQuota(_ chats: [ChatRecord], from sender: IdentityPublicKey)
+        -> (store: [ChatRecord], refused: [(RefusalReason, [MessageID])])
+    {
+        let (verdicts, refused) = quotaVerdicts(chats.map { ($0.id, $0.body.utf8.count) }, from: sender)
+        return (zip(chats, verdicts).filter { $0.1 == nil }.map(\.0), refused)
+    }
+
+    /// The same for room chats (counted against their author's quota like direct ones).
+    func judgeByQuota(_ chats: [RoomChatRecord], from sender: IdentityPublicKey)
+        -> (store: [RoomChatRecord], refused: [(RefusalReason, [MessageID])])
+    {
+        let (verdicts, refused) = quotaVerdicts(chats.map { ($0.id, $0.body.utf8.count) }, from: sender)
+        return (zip(chats, verdicts).filter { $0.1 == nil }.map(\.0), refused)
+    }
+
+    /// For each (id, body size) of one read: nil to store it, or why not; and the refused
+    /// ids grouped by reason.
+    private func quotaVerdicts(_ chats: [(id: MessageID, size: Int)], from sender: IdentityPublicKey)
+        -> ([RefusalReason?], [(RefusalReason, [MessageID])])
+    {
+        guard !chats.isEmpty else { return ([], []) }
+        let peerUsage: ReceiveQuota.Usage
+        let totalUsage: ReceiveQuota.Usage
+        do {
+            (peerUsage, totalUsage) = try quotaUsage(of: sender)
+        } catch {
+            // Not measurable: store them (the store's own errors still refuse with no ack).
+            log.error("could not count what is stored from a peer; its messages are taken unchecked", ["error": "\(error)"])
+            return ([RefusalReason?](repeating: nil, count: chats.count), [])
+        }
+        let verified = peerRecord(sender.hex)?.trust == .verified
+        let free = freeDiskBytes()
+        var verdicts = options.quota.decide(bodySizes: chats.map(\.size), peer: peerUsage,
+                                            total: totalUsage, peerIsVerified: verified, freeDiskBytes: free)
+        if verdicts.contains(where: { $0 != nil }) {
+            // Refuse only what we do not already have: a resent stored message is acked.
+            let known = (try? store.storedIncomingIDs(chats.map(\.id.hex), from: sender.hex)) ?? []
+            if !known.isEmpty {
+                let fresh = chats.indices.filter { !known.contains(chats[$0].id.hex) }
+                let again = options.quota.decide(bodySizes: fresh.map { chats[$0].size }, peer: peerUsage,
+                                                 total: totalUsage, peerIsVerified: verified, freeDiskBytes: free)
+                verdicts = [RefusalReason?](repeating: nil, count: chats.count)
+                for (k, i) in fresh.enumerated() { verdicts[i] = again[k] }
+            }
+        }
+        var refused: [RefusalReason: [MessageID]] = [:]
+        for (chat, verdict) in zip(chats, verdicts) {
+            if let reason = verdict { refused[reason, default: []].append(chat.id) }
+        }
+        for (reason, ids) in refused {
+            attackLog.log(key: "quota:" + sender.hex, "incoming messages refused: over the receive quota",
+                          ["peer": displayName(of: sender.hex), "reason": "\(reason)", "count": "\(ids.count)"])
+        }
+        return (verdicts, refused.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key, $0.value) })
+    }
+
+    /// Counts newly stored messages against the cached usage.
+    func quotaStored(_ bodies: [Int], from sender: IdentityPublicKey) {
+        let added = ReceiveQuota.Usage(messages: bodies.count, bytes: bodies.reduce(0, +))
+        if let u = quotaCache.perPeer[sender] { quotaCache.perPeer[sender] = u + added }
+        if let t = quotaCache.total { quotaCache.total = t + added }
+    }
+
+    /// Sends `refused` records, at most `WireLimits.maxAcksPerRecord` ids each.
+    func sendRefusals(_ refused: [(RefusalReason, [MessageID])], on conn: PeerConnection) {
+        for (reason, ids) in refused {
+            var start = 0
+            while start < ids.count {
+                let end = min(start + WireLimits.maxAcksPerRecord, ids.count)
+                conn.send(.refused(reason, Array(ids[start..<end])))
+                start = end
+            }
+        }
+    }
+
+    /// The stored usage of `sender` and of everyone, from the cache or counted once.
+    private func quotaUsage(of sender: IdentityPublicKey) throws(StoreError)
+        -> (ReceiveQuota.Usage, ReceiveQuota.Usage)
+    {
+        if quotaCache.total == nil {
+            let t = try store.incomingUsageTotal()
+            quotaCache.total = ReceiveQuota.Usage(messages: t.messages, bytes: t.bytes)
+        }
+        if quotaCache.perPeer[sender] == nil {
+            // Bounded: one entry per peer that sent something; beyond the session cap the
+            // cache starts again (a count is one indexed query).
+            if quotaCache.perPeer.count >= NodeLimits.maxSessions { quotaCache.perPeer.removeAll() }
+            let u = try store.incomingUsage(from: sender.hex)
+            quotaCache.perPeer[sender] = ReceiveQuota.Usage(messages: u.messages, bytes: u.bytes)
+        }
+        // Force-unwraps: both filled just above.
+        return (quotaCache.perPeer[sender]!, quotaCache.total!)
+    }
+
+    /// Forgets the counts after the user deleted stored messages.
+    func quotaCountsChanged() { quotaCache = QuotaCache() }
+
+    /// Free bytes for an unprivileged writer on the store's file system, or nil if unknown.
+    func freeDiskBytes() -> Int? {
+        var s = statvfs()
+        let directory = String(store.path[..<(store.path.lastIndex(of: "/") ?? store.path.endIndex)])
+        guard statvfs(directory.isEmpty ? "." : directory, &s) == 0 else { return nil }
+        return Int(clamping: UInt64(s.f_bavail) &* UInt64(s.f_frsize))
+    }
+
+    // MARK: Sending
+
+    /// The peer refused to store these of our messages: they are no longer in flight (the
+    /// window's slots are free), stay queued, and the refusal is recorded and reported.
+    func connection(_ conn: PeerConnection, refused ids: [MessageID], reason: RefusalReason) {
+        guard let peer = activePeer(of: conn) else { return }
+        _ = links[ObjectIdentifier(conn)]?.window.acknowledge(ids)
+        do {
+            let refusedMessages = try store.recordRefusal(ids: ids.map(\.hex), by: peer.hex, reason: Int(reason.rawValue),
+                                                          at: nowMs)
+            for m in refusedMessages { emit(.messageRefused(m, reason)) }
+            if !refusedMessages.isEmpty {
+                log.warning("a peer refused to store our messages; they stay queued",
+                            ["peer": displayName(of: peer.hex), "reason": reason.description,
+                             "count": "\(refusedMessages.count)"])
+            }
+        } catch {
+            log.error("could not record a refusal", ["error": "\(error)"])
+        }
+        pump(conn)
+    }
+}
+
+/// The stored usage the quota needs, cached per peer (the counts are queries).
+struct QuotaCache {
+    var perPeer: [IdentityPublicKey: ReceiveQuota.Usage] = [:]
+    var total: ReceiveQuota.Usage?
+}

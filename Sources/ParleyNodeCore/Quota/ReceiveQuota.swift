@@ -1,0 +1,83 @@
+import ParleyCore
+
+/// How much incoming data this node keeps from one peer and from all peers together, and
+/// the free disk space it never goes below (issue 15: a freshly generated identity could
+/// stream 64 KiB chats until the disk was full, each stored and acknowledged).
+///
+/// Pure: the driver passes what is stored (`ReceiveQuota.Usage`), whether the sender is
+/// verified, and the free space it measured; the decision says, chat by chat, whether to
+/// store it or refuse it with a `RefusalReason` the sender records (its message stays queued
+/// there). Tested in `ReceiveQuotaTests`.
+public struct ReceiveQuota: Sendable, Equatable {
+    /// Messages and body bytes stored from a peer (or from all peers).
+    public struct Usage: Sendable, Equatable {
+        public var messages: Int
+        public var bytes: Int
+        public init(messages: Int = 0, bytes: Int = 0) { self.messages = messages; self.bytes = bytes }
+
+        public static func + (a: Usage, b: Usage) -> Usage {
+            Usage(messages: a.messages + b.messages, bytes: a.bytes + b.bytes)
+        }
+    }
+
+    /// The allowance of one peer: kept messages and body bytes.
+    public struct Allowance: Sendable, Equatable {
+        public var messages: Int
+        public var bytes: Int
+        public init(messages: Int, bytes: Int) { self.messages = messages; self.bytes = bytes }
+    }
+
+    /// Any peer we have not verified (pinned on first use, pending): what a stranger's
+    /// freshly generated key can make us keep. 10,000 messages / 64 MiB is years of an
+    /// ordinary conversation and a fraction of any disk.
+    public var unverified: Allowance
+    /// A peer whose fingerprint the user verified: a person, not just a key, so a larger
+    /// allowance (100,000 messages / 1 GiB).
+    public var verified: Allowance
+    /// All peers together: many fresh identities each within their own allowance must
+    /// still not fill the disk (500,000 messages / 4 GiB).
+    public var total: Allowance
+    /// Free bytes on the store's file system below which nothing more is taken in (the
+    /// node keeps serving what it has: reading, sending, acknowledging what it already has).
+    /// 256 MiB leaves room for SQLite's journal and the rest of the system.
+    public var diskFloorBytes: Int
+
+    public static let standard = ReceiveQuota(
+        unverified: Allowance(messages: 10_000, bytes: 64 << 20),
+        verified: Allowance(messages: 100_000, bytes: 1 << 30),
+        total: Allowance(messages: 500_000, bytes: 4 << 30),
+        diskFloorBytes: 256 << 20)
+
+    public init(unverified: Allowance, verified: Allowance, total: Allowance, diskFloorBytes: Int) {
+        self.unverified = unverified
+        self.verified = verified
+        self.total = total
+        self.diskFloorBytes = diskFloorBytes
+    }
+
+    /// For each incoming body (its size in bytes, in arrival order): nil to store it, or
+    /// why it is refused. Accepted ones count against the allowance of the ones after them;
+    /// a refused one does not, so a smaller message after a refused large one may still fit.
+    /// `freeDiskBytes` nil means the driver could not measure it (the floor is not applied).
+    public func decide(
+        bodySizes: [Int], peer: Usage, total: Usage, peerIsVerified: Bool, freeDiskBytes: Int?
+    ) -> [RefusalReason?] {
+        let allowance = peerIsVerified ? verified : unverified
+        var peerUsed = peer
+        var totalUsed = total
+        var free = freeDiskBytes
+        return bodySizes.map { size in
+            if let f = free, f - size < diskFloorBytes { return .diskFull }
+            if peerUsed.messages + 1 > allowance.messages || peerUsed.bytes + size > allowance.bytes {
+                return .peerQuota
+            }
+            if totalUsed.messages + 1 > self.total.messages || totalUsed.bytes + size > self.total.bytes {
+                return .nodeQuota
+            }
+            peerUsed = peerUsed + Usage(messages: 1, bytes: size)
+            totalUsed = totalUsed + Usage(messages: 1, bytes: size)
+            free = free.map { $0 - size }
+            return nil
+        }
+    }
+}

@@ -1,0 +1,114 @@
+import GRDB
+
+/// What the receive quota (ParleyNodeCore `ReceiveQuota`) needs from the store: how much
+/// is kept from a peer and from everyone, which incoming ids are already stored (a resent
+/// message we have is acknowledged, never refused), and deleting a conversation so the
+/// user can make room (issue 15).
+extension Store {
+    /// Messages and body bytes stored from one sender (incoming direct messages).
+    public func incomingUsage(from sender: String) throws(StoreError) -> (messages: Int, bytes: Int) {
+        try InputValidation.requireIdentity(sender, "sender")
+        return try read { db in
+            let row = try Row.fetchOne(db, sql: """
+                SELECT count(*), coalesce(sum(length(b.body)), 0) FROM message m
+                JOIN message_body b ON b.row_id = m.row_id
+                WHERE m.peer = ? AND m.direction = 'incoming'
+                """, arguments: [sender])
+            return (row?[0] ?? 0, row?[1] ?? 0)
+        }
+    }
+
+    /// Messages and body bytes stored from all senders together.
+    public func incomingUsageTotal() throws(StoreError) -> (messages: Int, bytes: Int) {
+        try read { db in
+            let row = try Row.fetchOne(db, sql: """
+                SELECT count(*), coalesce(sum(length(b.body)), 0) FROM message m
+                JOIN message_body b ON b.row_id = m.row_id
+                WHERE m.direction = 'incoming'
+                """)
+            return (row?[0] ?? 0, row?[1] ?? 0)
+        }
+    }
+
+    /// Whether any message (either direction, direct or room) was exchanged with `peer`:
+    /// a peer that never exchanged one is a stranger when the session table is full.
+    public func hasMessages(with peer: String) throws(StoreError) -> Bool {
+        try read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM message WHERE peer = ? LIMIT 1", arguments: [peer]) != nil }
+    }
+
+    /// Those of `ids` already stored from `sender`.
+    public func storedIncomingIDs(_ ids: [String], from sender: String) throws(StoreError) -> Set<String> {
+        guard !ids.isEmpty else { return [] }
+        return try read { db in
+            let lookup = try db.cachedStatement(sql: "SELECT 1 FROM message WHERE id = ? AND sender = ?")
+            var found: Set<String> = []
+            for id in ids where try Bool.fetchOne(lookup, arguments: [id, sender]) != nil { found.insert(id) }
+            return found
+        }
+    }
+
+    /// Deletes the direct conversation with `peer`: every message to and from it (queued
+    /// ones too: they will not be sent), their bodies and refusals. Returns how many were
+    /// deleted. Room messages are not part of it.
+    @discardableResult
+    public func deleteConversation(with peer: String) throws(StoreError) -> Int {
+        try InputValidation.requireIdentity(peer, "peer")
+        return try write { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT row_id, state FROM message WHERE peer = ? AND room IS NULL",
+                                        arguments: [peer])
+            var byState: [String: Int] = [:]
+            for row in rows { byState[row["state"] as String, default: 0] += 1 }
+            let ids: [Int64] = rows.map { $0["row_id"] }
+            for start in stride(from: 0, to: ids.count, by: 500) {
+                let part = Array(ids[start..<min(start + 500, ids.count)])
+                let marks = databaseQuestionMarks(count: part.count)
+                let args = StatementArguments(part)
+                try db.execute(sql: "DELETE FROM message_refusal WHERE row_id IN (\(marks))", arguments: args)
+                try db.execute(sql: "DELETE FROM message_body WHERE row_id IN (\(marks))", arguments: args)
+                try db.execute(sql: "DELETE FROM message WHERE row_id IN (\(marks))", arguments: args)
+            }
+            try Self.adjustCounter(db, Schema.Counter.queued, by: -(byState["queued"] ?? 0))
+            try Self.adjustCounter(db, Schema.Counter.delivered, by: -(byState["delivered"] ?? 0))
+            try Self.adjustCounter(db, Schema.Counter.received, by: -(byState["received"] ?? 0))
+            return ids.count
+        }
+    }
+
+    /// Records that `recipient` refused to store these of our queued messages (`reason` is
+    /// the wire code). They stay queued. Returns the messages concerned (ids that name no
+    /// queued message of ours to that peer are ignored).
+    public func recordRefusal(ids: [String], by recipient: String, reason: Int, at: Int64) throws(StoreError)
+        -> [StoredMessage]
+    {
+        try InputValidation.requireIdentity(recipient, "recipient")
+        let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
+        guard !ids.isEmpty else { return [] }
+        return try relaxedWrite { db in
+            let find = try db.cachedStatement(sql: """
+                SELECT \(Self.messageColumns) FROM message INDEXED BY \(Schema.Index.messageIDSender)
+                WHERE id = ? AND recipient = ? AND state = 'queued' AND room IS NULL
+                """)
+            let upsert = try db.cachedStatement(sql: """
+                INSERT INTO message_refusal (row_id, reason, at) VALUES (?, ?, ?)
+                ON CONFLICT (row_id) DO UPDATE SET reason = excluded.reason, at = excluded.at
+                """)
+            var refused: [StoredMessage] = []
+            for id in ids {
+                for message in try Self.fetchMessages(find, [id, recipient]) {
+                    upsert.setUncheckedArguments([message.rowID, reason, at])
+                    try upsert.execute()
+                    refused.append(message)
+                }
+            }
+            return refused
+        }
+    }
+
+    /// The last refusal of one of our messages: its wire reason code and when (unix ms).
+    public func refusal(ofMessageRow row: Int64) throws(StoreError) -> (reason: Int, at: Int64)? {
+        try read { db in
+            try Row.fetchOne(db, sql: "SELECT reason, at FROM message_refusal WHERE row_id = ?", arguments: [row])
+                .map { ($0["reason"], $0["at"]) }
+        }
+    }
+}
