@@ -13,7 +13,7 @@ extension Store {
     static func messageColumns(of table: String) -> String {
         ["row_id", "id", "direction", "sender", "recipient", "sequence", "created_at",
          "(SELECT body FROM message_body WHERE message_body.row_id = \(table).row_id)",
-         "state", "delivered_at", "received_at", "read_at", "room"]
+         "state", "delivered_at", "received_at", "read_at", "room", "reply_to", "edited_at", "deleted_at"]
             .map { $0.hasPrefix("(") ? $0 : "\(table).\($0)" }
             .joined(separator: ", ")
     }
@@ -56,13 +56,14 @@ extension Store {
         for message in messages {
             try InputValidation.requireMessageID(message.id)
             try InputValidation.requireIdentity(message.recipient, "recipient")
+            if let replyTo = message.replyTo { try InputValidation.requireMessageID(replyTo) }
         }
         guard !messages.isEmpty else { return [] }
         return try write { db in
             let sequences = try Self.reserveSequenceNumbers(db, count: messages.count)
             let insert = try db.cachedStatement(sql: """
-                INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state)
-                VALUES (?, 'outgoing', ?, ?, ?, ?, ?, 'queued')
+                INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state, reply_to)
+                VALUES (?, 'outgoing', ?, ?, ?, ?, ?, 'queued', ?)
                 """)
             var stored: [StoredMessage] = []
             stored.reserveCapacity(messages.count)
@@ -70,6 +71,7 @@ extension Store {
                 let sequence = sequences.lowerBound + Int64(offset)
                 insert.setUncheckedArguments([
                     message.id, sender, message.recipient, message.recipient, sequence, message.createdAt,
+                    message.replyTo,
                 ])
                 do {
                     try insert.execute()
@@ -81,7 +83,7 @@ extension Store {
                 stored.append(StoredMessage(
                     rowID: row, id: message.id, direction: .outgoing, sender: sender,
                     recipient: message.recipient, sequence: sequence, createdAt: message.createdAt,
-                    body: message.body, state: .queued))
+                    body: message.body, state: .queued, replyTo: message.replyTo))
             }
             try Self.adjustCounter(db, Schema.Counter.queued, by: messages.count)
             return stored
@@ -181,12 +183,14 @@ extension Store {
             try InputValidation.requireMessageID(message.id)
             try InputValidation.requireIdentity(message.sender, "sender")
             try InputValidation.requireIdentity(message.recipient, "recipient")
+            if let replyTo = message.replyTo { try InputValidation.requireMessageID(replyTo) }
         }
         guard !messages.isEmpty else { return [] }
         return try write { db in
             let insert = try db.cachedStatement(sql: """
-                INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state, received_at)
-                VALUES (?, 'incoming', ?, ?, ?, ?, ?, 'received', ?)
+                INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state, received_at,
+                                     reply_to)
+                VALUES (?, 'incoming', ?, ?, ?, ?, ?, 'received', ?, ?)
                 ON CONFLICT (id, sender) DO NOTHING
                 """)
             let existing = try db.cachedStatement(sql: """
@@ -198,7 +202,7 @@ extension Store {
             for message in messages {
                 insert.setUncheckedArguments([
                     message.id, message.sender, message.recipient, message.sender, message.sequence,
-                    message.createdAt, at,
+                    message.createdAt, at, message.replyTo,
                 ])
                 try insert.execute()
                 if db.changesCount == 1 {
@@ -209,7 +213,7 @@ extension Store {
                         rowID: row, id: message.id, direction: .incoming,
                         sender: message.sender, recipient: message.recipient, sequence: message.sequence,
                         createdAt: message.createdAt, body: message.body, state: .received,
-                        receivedAt: at), true))
+                        receivedAt: at, replyTo: message.replyTo), true))
                 } else {
                     guard let stored = try Self.fetchMessages(existing, [message.id, message.sender]).first else {
                         // The insert conflicted on exactly this key inside this transaction.
@@ -333,6 +337,9 @@ extension Store {
             deliveredAt: try row.optionalInt64(9),
             receivedAt: try row.optionalInt64(10),
             readAt: try row.optionalInt64(11),
-            room: try row.optionalText(12))
+            room: try row.optionalText(12),
+            replyTo: try row.optionalText(13),
+            editedAt: try row.optionalInt64(14),
+            deletedAt: try row.optionalInt64(15))
     }
 }

@@ -24,12 +24,21 @@ public enum AppRecord: Equatable, Sendable {
     case roomOperation(RoomOperation)
     /// A chat message addressed to a room, from the session's remote identity.
     case roomChat(RoomChatRecord)
+    /// An edit, delete-for-everyone or reaction by the session's remote identity (types
+    /// 0x0A, 0x0B, 0x0C). Sent only to peers whose handshake announced
+    /// `ProtocolFeatures.conversation`.
+    case messageAction(MessageActionRecord)
+    /// The sender's status line (0x0D), sent at the start of a session and on change.
+    case status(PresenceStatus)
     /// A record type this version does not know: skipped, for forward compatibility.
     case unknown(type: UInt8, length: Int)
 
     public enum RecordType: UInt8, Sendable {
         case chat = 0x01, ack = 0x02, cardUpdate = 0x03, ping = 0x04, pong = 0x05, close = 0x06
         case readReceipt = 0x08
+        /// A chat that quotes an earlier message: decoded as `chat` with `replyTo` set.
+        case reply = 0x09
+        case edit = 0x0A, delete = 0x0B, reaction = 0x0C, status = 0x0D
         case roomOperation = 0x10, roomChat = 0x11
     }
 
@@ -56,9 +65,13 @@ public struct ChatRecord: Equatable, Sendable {
     /// Sender's clock, unix milliseconds (informational only: ordering uses `sequence`).
     public var createdAt: UInt64
     public var body: String
+    /// The message this one answers (quotes), in the same conversation; nil for an
+    /// ordinary chat. Sent as a `reply` record (0x09) when set.
+    public var replyTo: MessageID?
 
-    public init(id: MessageID, sequence: UInt64, createdAt: UInt64, body: String) {
+    public init(id: MessageID, sequence: UInt64, createdAt: UInt64, body: String, replyTo: MessageID? = nil) {
         self.id = id; self.sequence = sequence; self.createdAt = createdAt; self.body = body
+        self.replyTo = replyTo
     }
 }
 
@@ -103,8 +116,9 @@ extension AppRecord {
             p.append(contentsOf: c.id.bytes)
             p.appendUInt64(c.sequence)
             p.appendUInt64(c.createdAt)
+            if let replyTo = c.replyTo { p.append(contentsOf: replyTo.bytes) }
             p.append(contentsOf: body)
-            put(.chat, p)
+            put(c.replyTo == nil ? .chat : .reply, p)
         case .ack(let ids):
             put(.ack, Self.idListPayload(ids))
         case .readReceipt(let ids):
@@ -138,6 +152,10 @@ extension AppRecord {
             p.appendUInt64(c.createdAt)
             p.append(contentsOf: body)
             put(.roomChat, p)
+        case .messageAction(let a):
+            put(a.recordType, a.payload())
+        case .status(let status):
+            put(.status, Array(status.text.utf8))
         case .unknown:
             break // never sent
         }
@@ -179,16 +197,17 @@ extension AppRecord {
         var r = ByteReader(payload)
         do {
             switch known {
-            case .chat:
+            case .chat, .reply:
                 guard let id = MessageID(bytes: try r.readBytes(MessageID.length)) else {
                     throw AppRecordError.malformed(type: type, reason: "message id")
                 }
                 let seq = try r.readUInt64()
                 let created = try r.readUInt64()
+                let replyTo = known == .reply ? MessageID(exactly: try r.readBytes(MessageID.length)) : nil
                 let body = try r.readBytes(r.remaining)
                 guard body.count <= WireLimits.maxBodyBytes else { throw AppRecordError.bodyTooLarge(body.count) }
                 guard let text = String(validating: body, as: UTF8.self) else { throw AppRecordError.invalidUTF8 }
-                return .chat(ChatRecord(id: id, sequence: seq, createdAt: created, body: text))
+                return .chat(ChatRecord(id: id, sequence: seq, createdAt: created, body: text, replyTo: replyTo))
             case .ack:
                 return .ack(try Self.decodeIDList(&r, type: type))
             case .readReceipt:
@@ -205,6 +224,12 @@ extension AppRecord {
                 return .close(reason, String(decoding: textBytes, as: UTF8.self))
             case .roomOperation:
                 do { return .roomOperation(try RoomOperation.decode(payload)) } catch {
+                    throw AppRecordError.malformed(type: type, reason: error.description)
+                }
+            case .edit, .delete, .reaction:
+                return .messageAction(try MessageActionRecord.decode(known, &r))
+            case .status:
+                do { return .status(try PresenceStatus(utf8: payload)) } catch {
                     throw AppRecordError.malformed(type: type, reason: error.description)
                 }
             case .roomChat:

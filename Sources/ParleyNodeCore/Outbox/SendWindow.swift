@@ -42,10 +42,13 @@ public struct SendWindow: Sendable {
         /// session, or before an ack-timeout reset): the driver records them in every
         /// table, since it cannot tell which one they belong to.
         public var unknown: [MessageID] = []
+        /// Acknowledged ids that were edits, deletes or reactions in flight here.
+        public var actionItems: [MessageID] = []
 
-        public init(roomItems: [MessageID] = [], unknown: [MessageID] = []) {
+        public init(roomItems: [MessageID] = [], unknown: [MessageID] = [], actionItems: [MessageID] = []) {
             self.roomItems = roomItems
             self.unknown = unknown
+            self.actionItems = actionItems
         }
     }
 
@@ -91,7 +94,11 @@ public struct SendWindow: Sendable {
                 continue
             }
             bytesInFlight -= item.bytes
-            if item.lane != .direct { result.roomItems.append(id) }
+            switch item.lane {
+            case .direct: break
+            case .messageAction: result.actionItems.append(id)
+            case .roomOperation, .roomChat: result.roomItems.append(id)
+            }
         }
         return result
     }

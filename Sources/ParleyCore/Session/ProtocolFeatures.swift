@@ -1,0 +1,14 @@
+/// Optional parts of the protocol a node understands, announced in its handshake payload
+/// (field 0x03, `u32be` bit set). A sender uses an optional record only with a peer that
+/// announced it; a node that predates a feature sends no such bit and is sent nothing it
+/// would skip. Unknown bits are ignored.
+public struct ProtocolFeatures: OptionSet, Hashable, Sendable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// Replies (0x09), edits (0x0A), deletes (0x0B), reactions (0x0C) and status (0x0D).
+    public static let conversation = ProtocolFeatures(rawValue: 1 << 0)
+
+    /// What this version understands.
+    public static let supported: ProtocolFeatures = [.conversation]
+}
