@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds everything, runs the unit tests (swift test) and the system tests
-# (real parleyd processes, Tests/system, pytest). Exit status is non-zero if any fails.
+# (real parleyd processes, Tests/system, pytest) and the protocol conformance suite
+# (Tests/conformance). Exit status is non-zero if any fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 swift build --build-tests
@@ -13,4 +14,13 @@ for p in python3 /usr/bin/python3; do
   if "$p" -m pytest --version >/dev/null 2>&1; then PY=$p; break; fi
 done
 [ -n "$PY" ] || { echo "pytest not found: run scripts/install-deps.sh test" >&2; exit 1; }
+# The conformance suite (Tests/conformance): an independent client written from
+# docs/PROTOCOL.md against a real parleyd. Its crypto comes from python3-nacl (Debian), so it
+# runs under the first python3 that has both pytest and nacl (a pyenv python may lack nacl).
+CPY=""
+for p in python3 /usr/bin/python3; do
+  if "$p" -c 'import pytest, nacl.bindings' >/dev/null 2>&1; then CPY=$p; break; fi
+done
+[ -n "$CPY" ] || { echo "pytest or python3-nacl not found: run scripts/install-deps.sh test" >&2; exit 1; }
+PARLEY_BIN_DIR="$(swift build --show-bin-path)" "$CPY" -m pytest -q Tests/conformance
 PARLEY_BIN_DIR="$(swift build --show-bin-path)" "$PY" -m pytest -q Tests/system

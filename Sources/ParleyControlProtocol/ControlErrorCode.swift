@@ -16,9 +16,9 @@ public enum ControlErrorCode: Int, Sendable, CaseIterable, Codable {
     case peerNotFound = -32001
     /// The selector matches several peers; `data` is `PeerAmbiguousData`.
     case peerAmbiguous = -32002
-    /// The peer's identity key changed and the change has not been accepted; nothing is
-    /// sent to it until `trust.accept_change`.
-    case peerKeyChanged = -32003
+    /// Nothing is sent to this peer: it is blocked, held for approval, or its key was
+    /// replaced by another (the message says which, and the command to run).
+    case peerNotTrusted = -32003
     /// The message body exceeds the daemon's limit; `data` is `BodyTooLargeData`.
     case bodyTooLarge = -32004
     /// The daemon could not write to its store (e.g. disk full). Nothing was accepted.

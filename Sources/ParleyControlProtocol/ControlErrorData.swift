@@ -4,10 +4,13 @@
 public struct PeerCandidate: Codable, Sendable, Hashable {
     public var name: String
     public var fingerprint: String
+    /// The candidate's trust state (`pinned`, `verified`, ...), when the daemon knows it.
+    public var trust: PeerTrust?
 
-    public init(name: String, fingerprint: String) {
+    public init(name: String, fingerprint: String, trust: PeerTrust? = nil) {
         self.name = name
         self.fingerprint = fingerprint
+        self.trust = trust
     }
 }
 

@@ -7,7 +7,8 @@ public enum ControlEvent {
     public static let messageRead = "message.read"
     public static let peerOnline = "peer.online"
     public static let peerOffline = "peer.offline"
-    public static let peerKeyChanged = "peer.key_changed"
+    /// A key never seen before connected (pinned, or held for approval).
+    public static let peerNew = "peer.new"
     public static let roomUpdated = "room.updated"
     /// The last notification before the daemon ends a subscription (and the connection).
     public static let subscriptionClosed = "subscription.closed"
@@ -17,8 +18,7 @@ public enum ControlEvent {
     public static let eventIDKey = "eventId"
 
     public static let all: [String] = [
-        messageReceived, messageDelivered, messageRead, peerOnline, peerOffline, peerKeyChanged, subscriptionClosed,
-        messageReceived, messageDelivered, peerOnline, peerOffline, peerKeyChanged, subscriptionClosed,
+        messageReceived, messageDelivered, messageRead, peerOnline, peerOffline, peerNew, subscriptionClosed,
         roomUpdated,
     ]
 }
@@ -88,33 +88,40 @@ public struct PeerOfflineEvent: ControlEventParams {
 
 /// A peer presented another identity key than the pinned one. Nothing is sent to it until
 /// the user checks the new safety number and runs `trust.accept_change`.
-public struct PeerKeyChangedEvent: ControlEventParams {
-    public static let method = ControlEvent.peerKeyChanged
+public struct PeerNewEvent: ControlEventParams {
+    public static let method = ControlEvent.peerNew
+    /// What the new peer calls itself.
     public var name: String
-    public var oldFingerprint: String
-    public var newFingerprint: String
-    /// Where the new key was seen, if over the network.
+    public var fingerprint: String
+    /// `pinned` (trust on first use) or `pending` (held until a person accepts it).
+    public var trust: PeerTrust
+    /// Where it connected from or was dialled, if over the network.
     public var address: String?
-    /// Safety number of our key and the peer's new key.
+    /// Safety number of our key and this new key.
     public var safetyNumber: String
+    /// Set when its name looks like another peer's (or ours): compare fingerprints.
+    public var nameClash: NameClashInfo?
 
-    public init(name: String, oldFingerprint: String, newFingerprint: String, address: String?, safetyNumber: String) {
+    public init(name: String, fingerprint: String, trust: PeerTrust, address: String?, safetyNumber: String,
+                nameClash: NameClashInfo?) {
         self.name = name
-        self.oldFingerprint = oldFingerprint
-        self.newFingerprint = newFingerprint
+        self.fingerprint = fingerprint
+        self.trust = trust
         self.address = address
         self.safetyNumber = safetyNumber
+        self.nameClash = nameClash
     }
 
-    enum CodingKeys: String, CodingKey { case name, oldFingerprint, newFingerprint, address, safetyNumber }
+    enum CodingKeys: String, CodingKey { case name, fingerprint, trust, address, safetyNumber, nameClash }
 
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(name, forKey: .name)
-        try c.encode(oldFingerprint, forKey: .oldFingerprint)
-        try c.encode(newFingerprint, forKey: .newFingerprint)
+        try c.encode(fingerprint, forKey: .fingerprint)
+        try c.encode(trust, forKey: .trust)
         try c.encode(address, forKey: .address)  // null, not absent, when nil
         try c.encode(safetyNumber, forKey: .safetyNumber)
+        try c.encode(nameClash, forKey: .nameClash)
     }
 }
 
@@ -146,7 +153,7 @@ public enum ControlEventPayload: Sendable, Hashable {
     case messageRead(MessageReadEvent)
     case peerOnline(PeerOnlineEvent)
     case peerOffline(PeerOfflineEvent)
-    case peerKeyChanged(PeerKeyChangedEvent)
+    case peerNew(PeerNewEvent)
     case subscriptionClosed(SubscriptionClosedEvent)
     case roomUpdated(RoomUpdatedEvent)
     /// A method this version does not know (a newer daemon): kept, not fatal.
@@ -161,7 +168,7 @@ public enum ControlEventPayload: Sendable, Hashable {
         case ControlEvent.messageRead: self = .messageRead(try params.decode(as: MessageReadEvent.self))
         case ControlEvent.peerOnline: self = .peerOnline(try params.decode(as: PeerOnlineEvent.self))
         case ControlEvent.peerOffline: self = .peerOffline(try params.decode(as: PeerOfflineEvent.self))
-        case ControlEvent.peerKeyChanged: self = .peerKeyChanged(try params.decode(as: PeerKeyChangedEvent.self))
+        case ControlEvent.peerNew: self = .peerNew(try params.decode(as: PeerNewEvent.self))
         case ControlEvent.subscriptionClosed:
             self = .subscriptionClosed(try params.decode(as: SubscriptionClosedEvent.self))
         case ControlEvent.roomUpdated: self = .roomUpdated(try params.decode(as: RoomUpdatedEvent.self))

@@ -8,7 +8,15 @@ public enum ControlMethod {
     public static let messagesList = "messages.list"
     public static let messagesSubscribe = "messages.subscribe"
     public static let trustVerify = "trust.verify"
-    public static let trustAcceptChange = "trust.accept_change"
+    public static let trustShow = "trust.show"
+    public static let trustReplace = "trust.replace"
+    public static let trustAccept = "trust.accept"
+    public static let trustBlock = "trust.block"
+    public static let trustUnblock = "trust.unblock"
+    public static let trustForget = "trust.forget"
+    public static let peersNickname = "peers.nickname"
+    /// Removed: it accepted "whatever change is pending". See `trust.replace`.
+    public static let removedTrustAcceptChange = "trust.accept_change"
     public static let nodeRotateKey = "node.rotate_key"
     public static let messagesMarkRead = "messages.mark_read"
     public static let roomsList = "rooms.list"
@@ -19,10 +27,9 @@ public enum ControlMethod {
 
     /// Every method, for dispatch tables and tests.
     public static let all: [String] = [
-        nodeStatus, nodeWhoami, peersList, peersConnect, messagesSend, messagesList,
-        messagesSubscribe, trustVerify, trustAcceptChange, nodeRotateKey, messagesMarkRead,
-        messagesSubscribe, trustVerify, trustAcceptChange, nodeRotateKey,
-        roomsList, roomsCreate, roomsAdd, roomsRemove, roomsLeave,
+        nodeStatus, nodeWhoami, peersList, peersConnect, peersNickname, messagesSend, messagesList,
+        messagesSubscribe, messagesMarkRead, trustVerify, trustShow, trustReplace, trustAccept, trustBlock,
+        trustUnblock, trustForget, nodeRotateKey, roomsList, roomsCreate, roomsAdd, roomsRemove, roomsLeave,
     ]
 }
 

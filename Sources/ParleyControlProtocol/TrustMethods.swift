@@ -1,4 +1,4 @@
-/// `trust.verify` and `trust.accept_change`.
+/// `trust.*` and `peers.nickname`: a peer is its key; these are the person's decisions about keys.
 
 /// Marks a peer verified after the user compared its fingerprint out of band.
 public struct TrustVerifyParams: ControlCallParams {
@@ -27,23 +27,85 @@ public struct TrustVerifyResult: Codable, Sendable, Hashable {
     public init(peer: PeerInfo) { self.peer = peer }
 }
 
-/// Accepts a peer's new identity key (after the user checked the new safety number):
-/// pins it, and re-targets messages queued for the old key.
-public struct TrustAcceptChangeParams: ControlCallParams {
-    public typealias ResultType = TrustAcceptChangeResult
-    public static let method = ControlMethod.trustAcceptChange
+/// The one peer a trust method acts on, and the answer of those that return it.
+public struct TrustPeerResult: Codable, Sendable, Hashable {
+    public var peer: PeerInfo
+
+    public init(peer: PeerInfo) { self.peer = peer }
+}
+
+/// Everything a person needs to decide about a key: its fingerprint, the safety number
+/// computed with *this* key, a QR-friendly text, and the keys the contact had before.
+public struct TrustShowParams: ControlCallParams {
+    public typealias ResultType = TrustShowResult
+    public static let method = ControlMethod.trustShow
     public static let fieldNames = ["peer"]
 
     public var peer: String
 
     public init(peer: String) { self.peer = peer }
 
-    public func validate() throws(JSONRPCError) {
-        try ParamCheck.peerSelector(peer, field: "peer")
+    public func validate() throws(JSONRPCError) { try ParamCheck.peerSelector(peer, field: "peer") }
+}
+
+public struct PreviousKeyInfo: Codable, Sendable, Hashable {
+    public var fingerprint: String
+    public var name: String
+    /// Unix milliseconds.
+    public var firstSeen: Int
+    public var lastSeen: Int
+
+    public init(fingerprint: String, name: String, firstSeen: Int, lastSeen: Int) {
+        self.fingerprint = fingerprint
+        self.name = name
+        self.firstSeen = firstSeen
+        self.lastSeen = lastSeen
     }
 }
 
-public struct TrustAcceptChangeResult: Codable, Sendable, Hashable {
+public struct TrustShowResult: Codable, Sendable, Hashable {
+    public var peer: PeerInfo
+    /// This node's fingerprint (what the other person should read out).
+    public var yourFingerprint: String
+    /// `parley:<your compact fingerprint>:<peer compact fingerprint>:<safety number digits>`:
+    /// one line to encode as a QR code or read aloud.
+    public var qrText: String
+    /// Keys the contact had before this one, newest first.
+    public var previousKeys: [PreviousKeyInfo]
+
+    public init(peer: PeerInfo, yourFingerprint: String, qrText: String, previousKeys: [PreviousKeyInfo]) {
+        self.peer = peer
+        self.yourFingerprint = yourFingerprint
+        self.qrText = qrText
+        self.previousKeys = previousKeys
+    }
+}
+
+/// Replaces a contact's key (the contact reinstalled): the person names the old contact
+/// and the **whole** fingerprint of the new key, after comparing the safety number that
+/// `trust.show` computes with the new key. Queued messages move to the new key; the old
+/// one is marked replaced. Nothing is accepted without the new fingerprint.
+public struct TrustReplaceParams: ControlCallParams {
+    public typealias ResultType = TrustReplaceResult
+    public static let method = ControlMethod.trustReplace
+    public static let fieldNames = ["peer", "newFingerprint"]
+
+    public var peer: String
+    public var newFingerprint: String
+
+    public init(peer: String, newFingerprint: String) {
+        self.peer = peer
+        self.newFingerprint = newFingerprint
+    }
+
+    public func validate() throws(JSONRPCError) {
+        try ParamCheck.peerSelector(peer, field: "peer")
+        try ParamCheck.peerSelector(newFingerprint, field: "newFingerprint")
+    }
+}
+
+public struct TrustReplaceResult: Codable, Sendable, Hashable {
+    /// The contact, now with the new key.
     public var peer: PeerInfo
     /// Queued messages now addressed to the new key.
     public var retargeted: Int
@@ -51,5 +113,82 @@ public struct TrustAcceptChangeResult: Codable, Sendable, Hashable {
     public init(peer: PeerInfo, retargeted: Int) {
         self.peer = peer
         self.retargeted = retargeted
+    }
+}
+
+/// `trust.accept`, `trust.block`, `trust.unblock`, `trust.forget`: one peer, by selector.
+public struct TrustAcceptParams: ControlCallParams {
+    public typealias ResultType = TrustPeerResult
+    public static let method = ControlMethod.trustAccept
+    public static let fieldNames = ["peer"]
+    public var peer: String
+    public init(peer: String) { self.peer = peer }
+    public func validate() throws(JSONRPCError) { try ParamCheck.peerSelector(peer, field: "peer") }
+}
+
+public struct TrustBlockParams: ControlCallParams {
+    public typealias ResultType = TrustPeerResult
+    public static let method = ControlMethod.trustBlock
+    public static let fieldNames = ["peer"]
+    public var peer: String
+    public init(peer: String) { self.peer = peer }
+    public func validate() throws(JSONRPCError) { try ParamCheck.peerSelector(peer, field: "peer") }
+}
+
+public struct TrustUnblockParams: ControlCallParams {
+    public typealias ResultType = TrustPeerResult
+    public static let method = ControlMethod.trustUnblock
+    public static let fieldNames = ["peer"]
+    public var peer: String
+    public init(peer: String) { self.peer = peer }
+    public func validate() throws(JSONRPCError) { try ParamCheck.peerSelector(peer, field: "peer") }
+}
+
+public struct TrustForgetParams: ControlCallParams {
+    public typealias ResultType = TrustForgetResult
+    public static let method = ControlMethod.trustForget
+    public static let fieldNames = ["peer"]
+    public var peer: String
+    public init(peer: String) { self.peer = peer }
+    public func validate() throws(JSONRPCError) { try ParamCheck.peerSelector(peer, field: "peer") }
+}
+
+public struct TrustForgetResult: Codable, Sendable, Hashable {
+    /// The fingerprint that was forgotten.
+    public var fingerprint: String
+    public init(fingerprint: String) { self.fingerprint = fingerprint }
+}
+
+/// The person's own name for a peer; `nickname: null` removes it.
+public struct PeersNicknameParams: ControlCallParams {
+    public typealias ResultType = TrustPeerResult
+    public static let method = ControlMethod.peersNickname
+    public static let fieldNames = ["peer", "nickname"]
+    public var peer: String
+    public var nickname: String?
+
+    public init(peer: String, nickname: String?) {
+        self.peer = peer
+        self.nickname = nickname
+    }
+
+    enum CodingKeys: String, CodingKey { case peer, nickname }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(peer, forKey: .peer)
+        try c.encode(nickname, forKey: .nickname)  // null removes the nickname
+    }
+
+    public func validate() throws(JSONRPCError) {
+        try ParamCheck.peerSelector(peer, field: "peer")
+        if let nickname {
+            guard !nickname.isEmpty, nickname.utf8.count <= 64 else {
+                throw .invalidParams("\"nickname\" must be 1 to 64 bytes")
+            }
+            guard !nickname.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                throw .invalidParams("\"nickname\" must not contain control characters")
+            }
+        }
     }
 }

@@ -1,12 +1,13 @@
 /// How far this node trusts a peer's identity.
 public enum TrustState: String, Codable, Sendable {
-    /// Accepted on first contact (trust on first use).
+    /// Accepted on first contact (trust on first use), not verified by a person.
     case pinned
-    /// The user compared fingerprints out of band.
+    /// The user compared fingerprints or the safety number out of band.
     case verified
-    /// A pending key change targets this peer's name: someone else now claims it.
-    case changed
-    /// The user refuses this peer.
+    /// Held until a person accepts it (policy `new_identities = "hold"`): no session,
+    /// nothing sent to it, nothing stored from it.
+    case pending
+    /// The user refuses this peer: no session, nothing stored from it.
     case blocked
 }
 
@@ -28,12 +29,15 @@ public struct PeerRecord: Sendable, Equatable, Codable {
     public var lastSeen: Int64
     /// "host:port" last dialled or seen.
     public var lastAddress: String?
-    /// Identity hex that replaced this one after an accepted key change.
+    /// Identity hex that replaced this one (a person replaced the contact's key).
     public var replacedBy: String?
+    /// The person's own name for this peer; shown instead of `displayName`, which is only
+    /// what the peer calls itself.
+    public var nickname: String?
 
     public init(identity: String, displayName: String, hostName: String, card: [UInt8], cardSequence: Int64,
                 noiseKey: String, trust: TrustState, firstSeen: Int64, lastSeen: Int64,
-                lastAddress: String? = nil, replacedBy: String? = nil) {
+                lastAddress: String? = nil, replacedBy: String? = nil, nickname: String? = nil) {
         self.identity = identity
         self.displayName = displayName
         self.hostName = hostName
@@ -45,5 +49,9 @@ public struct PeerRecord: Sendable, Equatable, Codable {
         self.lastSeen = lastSeen
         self.lastAddress = lastAddress
         self.replacedBy = replacedBy
+        self.nickname = nickname
     }
+
+    /// What the person sees: their nickname, or the name the peer gives itself.
+    public var label: String { nickname ?? displayName }
 }

@@ -165,6 +165,7 @@ enum Schema {
                 ALTER TABLE message DROP COLUMN body;
                 """)
         }
+        registerTrustMigration(&migrator)
         registerConversationMigration(&migrator)
         return migrator
     }

@@ -5,7 +5,7 @@ import GRDB
 extension Store {
     static let peerColumns = """
         identity, display_name, host_name, card, card_sequence, noise_key, trust, first_seen, \
-        last_seen, last_address, replaced_by
+        last_seen, last_address, replaced_by, nickname
         """
 
     public func peer(identity: String) throws(StoreError) -> PeerRecord? {
@@ -67,6 +67,84 @@ extension Store {
         }
     }
 
+    /// Sets (or, with nil, clears) the person's nickname for a peer; `.notFound` if unknown.
+    public func setNickname(identity: String, _ nickname: String?) throws(StoreError) {
+        try InputValidation.requireIdentity(identity, "identity")
+        if let nickname { try InputValidation.requireNoNUL(nickname, "nickname") }
+        try write { db in
+            let update = try db.cachedStatement(sql: "UPDATE peer SET nickname = ? WHERE identity = ?")
+            try update.execute(arguments: [nickname, identity])
+            guard db.changesCount == 1 else { throw StoreError.notFound("peer \(identity)") }
+        }
+    }
+
+    /// A person replaced a contact's key (the contact reinstalled): in ONE transaction, the
+    /// new identity (already a known peer: it connected) becomes `verified` and current,
+    /// the old one is marked replaced by it, the old one's undelivered messages move to it,
+    /// and the replacement is recorded as history (an accepted `key_change`). Returns how
+    /// many queued messages moved. `.notFound` if either is unknown; `.conflict` if the old
+    /// one was already replaced.
+    @discardableResult
+    public func replacePeer(old: String, new: String, at: Int64) throws(StoreError) -> Int {
+        try InputValidation.requireIdentity(old, "old identity")
+        try InputValidation.requireIdentity(new, "new identity")
+        guard old != new else { throw .invalidArgument("a key cannot replace itself") }
+        return try write { db in
+            guard let oldPeer = try Self.peer(db, identity: old) else { throw StoreError.notFound("peer \(old)") }
+            guard let newPeer = try Self.peer(db, identity: new) else { throw StoreError.notFound("peer \(new)") }
+            if let by = oldPeer.replacedBy { throw StoreError.conflict("peer \(old) was already replaced by \(by)") }
+            let current = try db.cachedStatement(sql: """
+                UPDATE peer SET replaced_by = NULL, trust = 'verified' WHERE identity = ?
+                """)
+            try current.execute(arguments: [new])
+            let replace = try db.cachedStatement(sql: "UPDATE peer SET replaced_by = ? WHERE identity = ?")
+            try replace.execute(arguments: [new, old])
+            let moved = try Self.retarget(db, from: old, to: new)
+            let history = try db.cachedStatement(sql: """
+                INSERT INTO key_change (display_name, old_identity, new_identity, new_card, address, detected_at,
+                                        status, resolved_at, prior_trust)
+                VALUES (?, ?, ?, ?, ?, ?, 'accepted', ?, ?)
+                """)
+            try history.execute(arguments: [oldPeer.label, old, new, Data(newPeer.card), newPeer.lastAddress, at, at,
+                                             oldPeer.trust == .pending ? TrustState.pinned.rawValue : oldPeer.trust.rawValue])
+            return moved
+        }
+    }
+
+    /// The keys a contact had before its current one, newest first (each replaced by the next).
+    public func previousKeys(of identity: String) throws(StoreError) -> [PeerRecord] {
+        try InputValidation.requireIdentity(identity, "identity")
+        return try read { db in
+            var chain: [PeerRecord] = []
+            var current = identity
+            let statement = try db.cachedStatement(sql: """
+                SELECT \(Self.peerColumns) FROM peer WHERE replaced_by = ? ORDER BY last_seen DESC LIMIT 1
+                """)
+            // Bounded: a chain longer than the peer table would mean a cycle.
+            for _ in 0..<1_000 {
+                guard let previous = try Self.fetchPeers(statement, [current]).first,
+                      !chain.contains(where: { $0.identity == previous.identity }) else { break }
+                chain.append(previous)
+                current = previous.identity
+            }
+            return chain
+        }
+    }
+
+    /// Forgets a peer: its pin, trust, nickname and replacement history go; its messages
+    /// stay (history is the person's, and a queue is keyed by identity, so if the same key
+    /// comes back it is a first contact again and the queue flows). `.notFound` if unknown.
+    public func forgetPeer(identity: String) throws(StoreError) {
+        try InputValidation.requireIdentity(identity, "identity")
+        try write { db in
+            try db.execute(sql: "DELETE FROM key_change WHERE old_identity = ? OR new_identity = ?",
+                           arguments: [identity, identity])
+            try db.execute(sql: "UPDATE peer SET replaced_by = NULL WHERE replaced_by = ?", arguments: [identity])
+            try db.execute(sql: "DELETE FROM peer WHERE identity = ?", arguments: [identity])
+            guard db.changesCount == 1 else { throw StoreError.notFound("peer \(identity)") }
+        }
+    }
+
     /// Records contact with a known peer: `lastSeen` moves forward to `at` (never back), and
     /// `lastAddress` becomes `address` when one is given. `.notFound` if unknown.
     public func touchPeer(identity: String, at: Int64, address: String?) throws(StoreError) {
@@ -90,6 +168,7 @@ extension Store {
         try InputValidation.requireNoNUL(record.displayName, "display name")
         try InputValidation.requireNoNUL(record.hostName, "host name")
         if let address = record.lastAddress { try InputValidation.requireNoNUL(address, "address") }
+        if let nickname = record.nickname { try InputValidation.requireNoNUL(nickname, "nickname") }
         if let replacedBy = record.replacedBy {
             try InputValidation.requireIdentity(replacedBy, "replacedBy")
             guard replacedBy != record.identity else {
@@ -103,18 +182,19 @@ extension Store {
             throw StoreError.conflict("peer \(record.identity) is marked replaced by unknown peer \(replacedBy)")
         }
         let upsert = try db.cachedStatement(sql: """
-            INSERT INTO peer (\(peerColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO peer (\(peerColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (identity) DO UPDATE SET
                 display_name = excluded.display_name, host_name = excluded.host_name,
                 card = excluded.card, card_sequence = excluded.card_sequence,
                 noise_key = excluded.noise_key, trust = excluded.trust,
                 first_seen = MIN(first_seen, excluded.first_seen), last_seen = excluded.last_seen,
-                last_address = excluded.last_address, replaced_by = excluded.replaced_by
+                last_address = excluded.last_address, replaced_by = excluded.replaced_by,
+                nickname = excluded.nickname
             """)
         try upsert.execute(arguments: [
             record.identity, record.displayName, record.hostName, Data(record.card), record.cardSequence,
             record.noiseKey, record.trust.rawValue, record.firstSeen, record.lastSeen, record.lastAddress,
-            record.replacedBy,
+            record.replacedBy, record.nickname,
         ])
     }
 
@@ -138,7 +218,8 @@ extension Store {
                 firstSeen: try row.int64(7),
                 lastSeen: try row.int64(8),
                 lastAddress: try row.optionalText(9),
-                replacedBy: try row.optionalText(10)))
+                replacedBy: try row.optionalText(10),
+                nickname: try row.optionalText(11)))
         }
         return peers
     }

@@ -9,15 +9,15 @@ enum ErrorHints {
         case .peerNotFound:
             return "Run `parley peers` to list known peers, or `parley connect HOST:PORT` to reach a new one."
         case .peerAmbiguous:
-            var lines = ["Several peers match; use a longer fingerprint prefix:"]
+            var lines = ["Several peers match; a name is only a label, so say which key (a fingerprint prefix):"]
             for candidate in remote.payload(as: PeerAmbiguousData.self)?.candidates ?? [] {
-                lines.append("  \(Terminal.line(candidate.name))  \(Terminal.line(candidate.fingerprint))")
+                lines.append("  \(Terminal.line(candidate.name))  \(Terminal.line(candidate.fingerprint))"
+                    + (candidate.trust.map { "  \($0.rawValue)" } ?? ""))
             }
+            lines.append("Or give one your own name for it: parley trust nickname FINGERPRINT NAME")
             return lines.joined(separator: "\n")
-        case .peerKeyChanged:
-            return "KEY CHANGED: \(who) presents a new identity key; nothing is sent until you accept it. "
-                + "Compare the safety number shown by `parley peers` with \(who) in person, then run "
-                + "`parley trust accept-change \(who)`."
+        case .peerNotTrusted:
+            return nil  // the daemon's message names the state and the command to run
         case .bodyTooLarge:
             return "Shorten the message or send it in several parts."
         case .storageFailed:

@@ -77,11 +77,8 @@ struct FollowCommand: ParsableCommand {
         case .peerOffline(let e):
             names[e.peer.fingerprint] = e.peer.name
             Console.out("[\(now)] \(Terminal.line(e.peer.name)) is offline")
-        case .peerKeyChanged(let e):
-            HumanFormat.keyChangedNotice(
-                name: e.name, oldFingerprint: e.oldFingerprint, newFingerprint: e.newFingerprint,
-                safetyNumber: e.safetyNumber, selector: e.oldFingerprint
-            ).forEach(Console.out)
+        case .peerNew(let e):
+            HumanFormat.newPeerNotice(e).forEach { Console.out("[\(now)] " + $0) }
         case .subscriptionClosed(let e):
             Console.err("parley: \(Terminal.line(e.message)). Run `parley follow` again; use `parley read` for what you missed.")
             throw ExitCode(CLIExitCode.daemonError)

@@ -49,19 +49,61 @@ enum HumanFormat {
         }
     }
 
-    /// The loud notice for a peer whose identity key changed.
-    static func keyChangedNotice(
-        name: String, oldFingerprint: String, newFingerprint: String, safetyNumber: String, selector: String
-    ) -> [String] {
-        let who = Terminal.line(name)
-        return [
-            "!!! KEY CHANGED: \(who) now presents a DIFFERENT identity key.",
-            "    pinned fingerprint: \(Terminal.line(oldFingerprint))",
-            "    new fingerprint:    \(Terminal.line(newFingerprint))",
-            "    Messages to \(who) are held. Compare this safety number with \(who) in person or over a trusted channel:",
-            "      \(Terminal.line(safetyNumber))",
-            "    If it matches, run: parley trust accept-change \(Terminal.line(selector))",
+    /// A trust state as the table shows it.
+    static func trust(_ t: PeerTrust) -> String {
+        switch t {
+        case .pending: return "AWAITING APPROVAL"
+        case .blocked: return "BLOCKED"
+        default: return t.rawValue
+        }
+    }
+
+    /// "bob u2y2-nmfw-… looks like: bob 5uao-podx-… (pinned)".
+    static func clashLine(_ peer: PeerInfo) -> String {
+        let others = (peer.nameClash?.with ?? []).map {
+            "\(Terminal.line($0.name)) \(Terminal.line($0.fingerprint))" + ($0.trust.map { " (\($0.rawValue))" } ?? "")
+        }
+        let what = peer.nameClash?.kind == .sameName ? "has the same name as" : "looks like"
+        return "\(Terminal.line(peer.label)) \(Terminal.line(peer.fingerprint)) \(what) "
+            + (others.isEmpty ? "your own name" : others.joined(separator: ", "))
+    }
+
+    /// The notice for a key never seen before (`peer.new`).
+    static func newPeerNotice(_ e: PeerNewEvent) -> [String] {
+        let who = Terminal.line(e.name)
+        let fp = Terminal.line(e.fingerprint)
+        var lines = [e.trust == .pending ? "New key awaiting your approval: \(who) \(fp)" : "New peer: \(who) \(fp)"]
+        if let clash = e.nameClash {
+            let others = clash.with.map { "\(Terminal.line($0.name)) \(Terminal.line($0.fingerprint))" }
+            lines.append("  ⚠ its name " + (clash.kind == .sameName ? "is the same as " : "looks like ")
+                + (others.isEmpty ? "yours" : others.joined(separator: ", "))
+                + ": it is a DIFFERENT key. Send by fingerprint, and compare `parley trust show \(fp)` with its owner.")
+        }
+        if e.trust == .pending {
+            lines.append("  Compare `parley trust show \(fp)` with its owner, then `parley trust accept \(fp)` or `parley trust block \(fp)`.")
+        }
+        return lines
+    }
+
+    /// `parley trust show`.
+    static func trustShow(_ r: TrustShowResult) -> [String] {
+        let p = r.peer
+        var lines = [
+            "\(Terminal.line(p.label))" + (p.nickname != nil ? " (calls itself \(Terminal.line(p.name)))" : "")
+                + "  trust: \(trust(p.trust))",
+            "  fingerprint:    \(Terminal.line(p.fingerprint))",
+            "  your fingerprint: \(Terminal.line(r.yourFingerprint))",
+            "  safety number (computed with THIS key; the other person sees the same):",
+            "    \(Terminal.line(p.safetyNumber))",
+            "  for a QR code:  \(Terminal.line(r.qrText))",
         ]
+        if p.nameClash != nil { lines.append("  ⚠ " + clashLine(p)) }
+        for k in r.previousKeys {
+            lines.append("  earlier key: \(Terminal.line(k.fingerprint)) (\(Terminal.line(k.name)), last seen \(time(k.lastSeen)))")
+        }
+        lines.append("If the safety number matches the one on their device: parley trust verify \(Terminal.line(p.fingerprint)) "
+            + "--fingerprint \(Terminal.line(p.fingerprint))")
+        return lines
     }
 
     /// Left-aligned columns separated by two spaces (the last column is not padded).

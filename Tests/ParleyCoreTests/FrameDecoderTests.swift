@@ -115,6 +115,31 @@ final class FrameDecoderTests: XCTestCase {
         XCTAssertThrowsError(try decoder.next()) { XCTAssertEqual($0 as? FrameError, .emptyFrame) }
     }
 
+    /// `scan` is the rule the daemon's NIO handler applies to its receive buffer.
+    func scan(_ bytes: [UInt8]) -> FrameDecoder.Scan {
+        bytes.withUnsafeBytes(FrameDecoder.scan)
+    }
+
+    func testScanFindsTheFirstFrameOnly() throws {
+        let stream = try Frame.encode([0x68, 0x69]) + Frame.encode([0x21])
+        XCTAssertEqual(scan(stream), .frame(payload: 2..<4))
+        XCTAssertEqual(scan(Array(stream[4...])), .frame(payload: 2..<3))
+    }
+
+    func testScanWaitsForTheHeaderAndTheWholePayload() {
+        XCTAssertEqual(scan([]), .needMoreBytes)
+        XCTAssertEqual(scan([0x00]), .needMoreBytes)
+        XCTAssertEqual(scan([0x00, 0x03, 0x01, 0x02]), .needMoreBytes)
+        XCTAssertEqual(scan([0xFF, 0xFF] + Array(repeating: 0, count: Frame.maxPayloadLength - 1)), .needMoreBytes)
+        XCTAssertEqual(scan([0xFF, 0xFF] + Array(repeating: 0, count: Frame.maxPayloadLength)),
+                       .frame(payload: 2..<(2 + Frame.maxPayloadLength)))
+    }
+
+    func testScanRejectsAZeroLength() {
+        XCTAssertEqual(scan([0x00, 0x00]), .invalid(.emptyFrame))
+        XCTAssertEqual(scan([0x00, 0x00, 0x41]), .invalid(.emptyFrame))
+    }
+
     func testProtocolVersionPrologue() {
         XCTAssertEqual(String(decoding: ProtocolVersion.prologue, as: UTF8.self),
                        "parley/1 Noise_XX_25519_ChaChaPoly_SHA256")

@@ -75,7 +75,10 @@ final class CanonicalJSONTests: XCTestCase {
             let peer = PeerInfo(name: text(10), host: text(10), fingerprint: text(20), identityKey: text(64),
                                 online: Bool.random(using: &rng), addresses: (0..<Int.random(in: 0...3, using: &rng)).map { _ in text(15) },
                                 trust: .pinned, safetyNumber: text(30), lastSeen: maybe(7), queued: 3,
-                                keyChange: maybe(KeyChangeInfo(newFingerprint: text(20), detectedAt: 5)), unread: 1)
+                                unread: 1, nickname: maybe(text(8)),
+                                nameClash: maybe(NameClashInfo(kind: .confusable,
+                                                               with: [PeerCandidate(name: text(5), fingerprint: text(20),
+                                                                                    trust: .pending)])))
             try assertSameBytes(PeerOnlineEvent(peer: peer))
             try assertSameBytes(JSONRPCNotification(method: text(10), params: try JSONValue(encoding: peer).objectValue))
             try assertSameBytes(JSONRPCResponse(id: .number(1), error: .invalidParams(text(40))))

@@ -293,7 +293,7 @@ final class ControlProtocolTests: XCTestCase {
     func testErrorCodesHaveTheirDocumentedValues() {
         let expected: [ControlErrorCode: Int] = [
             .parseError: -32700, .invalidRequest: -32600, .methodNotFound: -32601, .invalidParams: -32602,
-            .internalError: -32603, .peerNotFound: -32001, .peerAmbiguous: -32002, .peerKeyChanged: -32003,
+            .internalError: -32603, .peerNotFound: -32001, .peerAmbiguous: -32002, .peerNotTrusted: -32003,
             .bodyTooLarge: -32004, .storageFailed: -32005, .notPermitted: -32006, .lineTooLong: -32007,
             .timeout: -32008, .fingerprintMismatch: -32009, .invalidAddress: -32010, .tooManyClients: -32011,
             .subscriberTooSlow: -32012, .eventsExpired: -32020, .roomNotFound: -32021, .roomAmbiguous: -32022,
@@ -348,9 +348,10 @@ final class ControlProtocolTests: XCTestCase {
     private static let peer = PeerInfo(
         name: "bob", host: "bobs-laptop", fingerprint: "abcd-efgh-ijkl-mnop-qrst-uvwx-yz23-4567",
         identityKey: String(repeating: "ab", count: 32), online: true, addresses: ["192.168.1.20:7777"],
-        trust: .changed, safetyNumber: "12345 67890 12345 67890 12345 67890 12345 67890 12345 67890 12345 67890",
-        lastSeen: nil, queued: 2,
-        keyChange: KeyChangeInfo(newFingerprint: "zzzz-yyyy-xxxx-wwww-vvvv-uuuu-tttt-ssss", detectedAt: 1_700_000_000_123))
+        trust: .pending, safetyNumber: "12345 67890 12345 67890 12345 67890 12345 67890 12345 67890 12345 67890",
+        lastSeen: nil, queued: 2, nickname: "Bob (lab)",
+        nameClash: NameClashInfo(kind: .sameName, with: [
+            PeerCandidate(name: "bob", fingerprint: "zzzz-yyyy-xxxx-wwww-vvvv-uuuu-tttt-ssss", trust: .verified)]))
 
     private static let message = MessageInfo(
         id: "0123abcd", from: "aaaa-bbbb", fromName: "alice", to: "abcd-efgh", toName: "bob", direction: .outgoing,
@@ -402,7 +403,14 @@ final class ControlProtocolTests: XCTestCase {
         try checkParams(MessagesSubscribeParams(peer: "bob", since: 41))
         try checkParams(MessagesMarkReadParams(peer: "bob", upTo: 1234))
         try checkParams(TrustVerifyParams(peer: "bob", fingerprint: "ABCD-efgh"))
-        try checkParams(TrustAcceptChangeParams(peer: "bob"))
+        try checkParams(TrustShowParams(peer: "bob"))
+        try checkParams(TrustReplaceParams(peer: "bob", newFingerprint: "zzzz-yyyy"))
+        try checkParams(TrustAcceptParams(peer: "bob"))
+        try checkParams(TrustBlockParams(peer: "bob"))
+        try checkParams(TrustUnblockParams(peer: "bob"))
+        try checkParams(TrustForgetParams(peer: "bob"))
+        try checkParams(PeersNicknameParams(peer: "bob", nickname: "Bob (lab)"))
+        try checkParams(PeersNicknameParams(peer: "bob", nickname: nil))
     }
 
     func testOptionalParamsMayBeOmitted() throws {
@@ -436,7 +444,11 @@ final class ControlProtocolTests: XCTestCase {
         unread.unread = 12
         try checkResult(PeersListResult(peers: [unread]))
         try checkResult(TrustVerifyResult(peer: Self.peer))
-        try checkResult(TrustAcceptChangeResult(peer: Self.peer, retargeted: 3))
+        try checkResult(TrustReplaceResult(peer: Self.peer, retargeted: 3))
+        try checkResult(TrustPeerResult(peer: Self.peer))
+        try checkResult(TrustForgetResult(fingerprint: "abcd"))
+        try checkResult(TrustShowResult(peer: Self.peer, yourFingerprint: "aaaa", qrText: "parley:a:b:1",
+                                        previousKeys: [PreviousKeyInfo(fingerprint: "cccc", name: "bob", firstSeen: 1, lastSeen: 2)]))
     }
 
     func testEveryEventTypeRoundTrips() throws {
@@ -449,9 +461,9 @@ final class ControlProtocolTests: XCTestCase {
         }
         try checkEvent(PeerOnlineEvent(peer: Self.peer)) { if case .peerOnline(let e) = $0 { e } else { nil } }
         try checkEvent(PeerOfflineEvent(peer: Self.peer)) { if case .peerOffline(let e) = $0 { e } else { nil } }
-        try checkEvent(PeerKeyChangedEvent(
-            name: "bob", oldFingerprint: "aaaa", newFingerprint: "bbbb", address: nil, safetyNumber: "1 2")) {
-            if case .peerKeyChanged(let e) = $0 { e } else { nil }
+        try checkEvent(PeerNewEvent(name: "bob", fingerprint: "bbbb", trust: .pinned, address: nil, safetyNumber: "1 2",
+                                    nameClash: Self.peer.nameClash)) {
+            if case .peerNew(let e) = $0 { e } else { nil }
         }
         try checkEvent(SubscriptionClosedEvent.tooSlow()) { if case .subscriptionClosed(let e) = $0 { e } else { nil } }
         XCTAssertEqual(SubscriptionClosedEvent.tooSlow().code, ControlErrorCode.subscriberTooSlow.rawValue)
@@ -534,7 +546,8 @@ final class ControlProtocolTests: XCTestCase {
         }
         XCTAssertEqual(paramsError(MessagesListParams.self, ["after": .int(-1)])?.knownCode, .invalidParams)
         let longSelector = String(repeating: "x", count: ControlLimits.maxPeerSelectorBytes + 1)
-        XCTAssertEqual(paramsError(TrustAcceptChangeParams.self, ["peer": .string(longSelector)])?.knownCode, .invalidParams)
+        XCTAssertEqual(paramsError(TrustReplaceParams.self, ["peer": .string(longSelector), "newFingerprint": .string("a")])?.knownCode, .invalidParams)
+        XCTAssertEqual(paramsError(PeersNicknameParams.self, ["peer": .string("b"), "nickname": .string("a\u{1}b")])?.knownCode, .invalidParams)
         XCTAssertEqual(paramsError(PeersConnectParams.self, ["address": .string("nohost")])?.knownCode, .invalidAddress)
         // Port 0 means "any" for a listener, but nobody can be dialled there.
         XCTAssertEqual(paramsError(PeersConnectParams.self, ["address": .string("host:0")])?.knownCode, .invalidAddress)

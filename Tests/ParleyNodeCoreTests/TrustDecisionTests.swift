@@ -20,8 +20,8 @@ final class TrustDecisionTests: XCTestCase {
     func testTheSameCardKeepsTheSession() {
         let c = card(bobKey)
         XCTAssertEqual(TrustDecision.known(known(c), card: c), .keep)
-        XCTAssertEqual(TrustDecision.known(known(c, standing: .keyChangePending), card: c), .keep,
-                       "a peer named by a pending key change still reaches us with its own key")
+        XCTAssertEqual(TrustDecision.known(known(c, standing: .awaitingApproval), card: c), .refuse(.awaitingApproval),
+                       "held until a person accepts it")
     }
 
     func testANewerCardIsPinned() {
@@ -43,32 +43,41 @@ final class TrustDecisionTests: XCTestCase {
         XCTAssertEqual(TrustDecision.known(known(c, standing: .replaced), card: c), .refuse(.replaced))
     }
 
-    func testANewIdentityIsPinnedOnFirstUse() {
+    func testANewIdentityIsPinnedOnFirstUseOrHeldByPolicy() {
         let c = card(IdentityKeyPair.generate(), name: "dave")
-        XCTAssertEqual(TrustDecision.newIdentity(card: c, namesakes: [], atDialedAddress: nil), .pinNewPeer)
+        XCTAssertEqual(TrustDecision.newIdentity(card: c, policy: .accept), .pinNewPeer)
+        XCTAssertEqual(TrustDecision.newIdentity(card: c, policy: .hold), .holdNewPeer)
     }
 
-    func testANewIdentityUnderAKnownNameOrAddressIsHeld() {
-        let realBob = known(card(bobKey))
+    /// A peer is its key: a new key under a pinned peer's name is a new peer, never a change
+    /// of the pinned one (the name only earns a clash marker, see NameClashesTests).
+    func testANewIdentityUnderAKnownNameIsJustANewPeer() {
         let impostor = card(IdentityKeyPair.generate(), name: "bob")
-        XCTAssertEqual(TrustDecision.newIdentity(card: impostor, namesakes: [realBob], atDialedAddress: nil),
-                       .holdKeyChange(previous: realBob.identity, reason: .sameName))
-        let elsewhere = card(IdentityKeyPair.generate(), name: "mallory")
-        XCTAssertEqual(TrustDecision.newIdentity(card: elsewhere, namesakes: [], atDialedAddress: realBob),
-                       .holdKeyChange(previous: realBob.identity, reason: .sameAddress))
-        var gone = realBob
-        gone.standing = .replaced
-        XCTAssertEqual(TrustDecision.newIdentity(card: elsewhere, namesakes: [], atDialedAddress: gone), .pinNewPeer,
-                       "an address of a replaced identity says nothing")
+        XCTAssertEqual(TrustDecision.newIdentity(card: impostor, policy: .accept), .pinNewPeer)
+        // And the real bob's own card still keeps his session.
+        let real = card(bobKey)
+        XCTAssertEqual(TrustDecision.known(known(real), card: real), .keep)
     }
 
     func testCardUpdates() {
+        let now: UInt64 = 1_700_000_100
         let pinned = known(card(bobKey, sequence: 3))
-        XCTAssertEqual(TrustDecision.cardUpdate(card(bobKey, sequence: 4), sessionIdentity: bobKey.publicKey, pinned: pinned), .pin)
-        XCTAssertEqual(TrustDecision.cardUpdate(card(bobKey, sequence: 3), sessionIdentity: bobKey.publicKey, pinned: pinned), .ignore)
-        XCTAssertEqual(TrustDecision.cardUpdate(card(bobKey, sequence: 2), sessionIdentity: bobKey.publicKey, pinned: pinned), .ignore)
+        XCTAssertEqual(TrustDecision.cardUpdate(card(bobKey, sequence: 4), sessionIdentity: bobKey.publicKey, pinned: pinned, nowSeconds: now), .pin)
+        XCTAssertEqual(TrustDecision.cardUpdate(card(bobKey, sequence: 3), sessionIdentity: bobKey.publicKey, pinned: pinned, nowSeconds: now), .ignore)
+        XCTAssertEqual(TrustDecision.cardUpdate(card(bobKey, sequence: 2), sessionIdentity: bobKey.publicKey, pinned: pinned, nowSeconds: now), .ignore)
         let other = card(IdentityKeyPair.generate(), sequence: 9)
-        XCTAssertEqual(TrustDecision.cardUpdate(other, sessionIdentity: bobKey.publicKey, pinned: pinned), .otherIdentity)
+        XCTAssertEqual(TrustDecision.cardUpdate(other, sessionIdentity: bobKey.publicKey, pinned: pinned, nowSeconds: now), .otherIdentity)
+    }
+
+    /// Issue 16 item 3: an expired update is not pinned, however high its sequence.
+    func testAnExpiredCardUpdateIsNotPinned() throws {
+        let pinned = known(card(bobKey, sequence: 3))
+        let expired = try Card.issue(identity: bobKey, noiseKey: noise.publicKey, displayName: "bob", hostName: "host",
+                                     issuedAt: 1_700_000_000, sequence: 9, expiresAt: 1_700_000_050)
+        XCTAssertEqual(TrustDecision.cardUpdate(expired, sessionIdentity: bobKey.publicKey, pinned: pinned,
+                                                nowSeconds: 1_700_000_050), .expired)
+        XCTAssertEqual(TrustDecision.cardUpdate(expired, sessionIdentity: bobKey.publicKey, pinned: pinned,
+                                                nowSeconds: 1_700_000_049), .pin, "a second before it expires")
     }
 }
 

@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 @testable import ParleyStore
 import GRDB
+import ParleyCore
 
 /// Every test runs against a real SQLite file in its own temporary directory.
 final class StoreTests: XCTestCase {
@@ -284,96 +285,49 @@ final class StoreTests: XCTestCase {
         XCTAssertNil(try store.peer(identity: carol))
     }
 
-    // MARK: - Key changes
+    // MARK: - Trust: replacement, nicknames, forgetting
 
-    func testAcceptedKeyChangeRetargetsQueuedMessagesAndReplacesThePeer() throws {
+    func testReplacingAKeyMovesTheQueueAndRecordsHistory() throws {
         let store = try open()
         try store.upsertPeer(peerRecord(alice, name: "alice", address: "10.0.0.1:7000"))
+        try store.upsertPeer(peerRecord(carol, name: "alice", address: "10.0.0.1:7000"))
         _ = try store.enqueue([outgoing(1, to: alice), outgoing(2, to: alice), outgoing(3, to: alice)], sender: me)
         _ = try store.markDelivered(ids: [messageID(1)], by: alice, at: 20)
 
-        let change = try store.recordKeyChange(displayName: "alice", oldIdentity: alice, newIdentity: carol,
-                                               newCard: [7, 7], address: "10.0.0.1:7000", at: 30)
-        XCTAssertEqual(change.status, .pending)
-        XCTAssertEqual(try store.peer(identity: alice)?.trust, .changed)
-        // Seen again: same record, card refreshed.
-        let again = try store.recordKeyChange(displayName: "alice", oldIdentity: alice, newIdentity: carol,
-                                              newCard: [8, 8], address: nil, at: 40)
-        XCTAssertEqual(again.id, change.id)
-        XCTAssertEqual(again.detectedAt, 30)
-        XCTAssertEqual(again.newCard, [8, 8])
-        XCTAssertEqual(again.address, "10.0.0.1:7000")
-        XCTAssertEqual(try store.pendingKeyChanges().map(\.id), [change.id])
-        XCTAssertEqual(try store.pendingKeyChange(newIdentity: carol)?.id, change.id)
-
-        // A new peer for the wrong identity is refused and nothing changes.
-        assertStoreError(try store.acceptKeyChange(id: change.id, newPeer: peerRecord(bob, name: "alice"), at: 50),
-                         .invalidArgument("key change \(change.id) is to \(carol), not to \(bob)"))
-        XCTAssertEqual(try store.pendingOutgoing(to: alice, limit: 10).count, 2)
-        XCTAssertNil(try store.peer(identity: bob))
-
-        let moved = try store.acceptKeyChange(id: change.id, newPeer: peerRecord(carol, name: "alice"), at: 60)
-        XCTAssertEqual(moved, 2)
-        XCTAssertEqual(try store.pendingOutgoing(to: alice, limit: 10), [])
-        let retargeted = try store.pendingOutgoing(to: carol, limit: 10)
-        XCTAssertEqual(retargeted.map(\.id), [2, 3].map(messageID))
-        XCTAssertEqual(retargeted.map(\.sequence), [2, 3], "sequence numbers survive retargeting")
-        XCTAssertEqual(try store.message(id: messageID(1))?.recipient, alice, "delivered history stays with the old peer")
-        XCTAssertEqual(try store.messages(peer: carol, after: nil, limit: 10).map(\.id), [2, 3].map(messageID))
-
+        XCTAssertEqual(try store.replacePeer(old: alice, new: carol, at: 30), 2, "the two undelivered ones move")
         XCTAssertEqual(try store.peer(identity: alice)?.replacedBy, carol)
-        XCTAssertEqual(try store.peers(named: "alice").map(\.identity), [carol])
-        XCTAssertEqual(try store.keyChange(id: change.id)?.status, .accepted)
-        XCTAssertEqual(try store.keyChange(id: change.id)?.resolvedAt, 60)
-        XCTAssertEqual(try store.pendingKeyChanges(), [])
-        XCTAssertNil(try store.pendingKeyChange(newIdentity: carol))
-
-        // Acks from the new identity now deliver the moved messages.
-        XCTAssertEqual(try store.markDelivered(ids: [messageID(2)], by: carol, at: 70).map(\.id), [messageID(2)])
-
-        XCTAssertEqual(try store.acceptKeyChange(id: change.id, newPeer: nil, at: 80), 0)
-        assertStoreError(try store.resolveKeyChange(id: change.id, accept: false, at: 90),
-                         .conflict("key change \(change.id) was already accepted"))
+        XCTAssertEqual(try store.peer(identity: carol)?.trust, .verified, "a person compared the new key")
+        XCTAssertEqual(try store.pendingOutgoing(to: carol, limit: 10).map(\.id), [messageID(2), messageID(3)])
+        XCTAssertEqual(try store.pendingOutgoing(to: alice, limit: 10), [])
+        XCTAssertEqual(try store.message(id: messageID(1))?.recipient, alice, "delivered history stays with the old key")
+        XCTAssertEqual(try store.previousKeys(of: carol).map(\.identity), [alice])
+        XCTAssertEqual(try store.keyChanges(involving: carol).map(\.oldIdentity), [alice])
+        assertStoreError(try store.replacePeer(old: alice, new: carol, at: 40),
+                         .conflict("peer \(alice) was already replaced by \(carol)"))
+        assertStoreError(try store.replacePeer(old: carol, new: bob, at: 40), .notFound("peer \(bob)"))
     }
 
-    func testRejectedKeyChangeRestoresTrustAndKeepsTheOutbox() throws {
-        let store = try open()
-        var verified = peerRecord(alice, name: "alice")
-        verified.trust = .verified
-        try store.upsertPeer(verified)
-        _ = try store.enqueue([outgoing(1, to: alice)], sender: me)
-
-        let first = try store.recordKeyChange(displayName: "alice", oldIdentity: alice, newIdentity: bob,
-                                              newCard: [1], address: nil, at: 1)
-        let second = try store.recordKeyChange(displayName: "alice", oldIdentity: alice, newIdentity: carol,
-                                               newCard: [2], address: nil, at: 2)
-        XCTAssertNotEqual(first.id, second.id)
-        try store.resolveKeyChange(id: first.id, accept: false, at: 3)
-        XCTAssertEqual(try store.peer(identity: alice)?.trust, .changed, "another change is still pending")
-        try store.resolveKeyChange(id: second.id, accept: false, at: 4)
-        XCTAssertEqual(try store.peer(identity: alice)?.trust, .verified)
-        try store.resolveKeyChange(id: second.id, accept: false, at: 5)  // repeated: no-op
-        XCTAssertEqual(try store.keyChange(id: second.id)?.resolvedAt, 4)
-
-        XCTAssertEqual(try store.pendingOutgoing(to: alice, limit: 10).map(\.id), [messageID(1)])
-        assertStoreError(try store.acceptKeyChange(id: first.id, newPeer: nil, at: 6),
-                         .conflict("key change \(first.id) was already rejected"))
-        assertStoreError(try store.resolveKeyChange(id: 999, accept: true, at: 6), .notFound("key change 999"))
-        assertStoreError(
-            try store.recordKeyChange(displayName: "x", oldIdentity: carol, newIdentity: bob, newCard: [], address: nil, at: 7),
-            .notFound("peer \(carol)"))
-    }
-
-    func testAcceptingWithoutNewPeerRequiresItStored() throws {
+    func testNicknamesAndForgetting() throws {
         let store = try open()
         try store.upsertPeer(peerRecord(alice, name: "alice"))
-        let change = try store.recordKeyChange(displayName: "alice", oldIdentity: alice, newIdentity: bob,
-                                               newCard: [1], address: nil, at: 1)
-        XCTAssertThrowsError(try store.resolveKeyChange(id: change.id, accept: true, at: 2))
-        XCTAssertEqual(try store.keyChange(id: change.id)?.status, .pending)
-        try store.upsertPeer(peerRecord(bob, name: "alice"))
-        try store.resolveKeyChange(id: change.id, accept: true, at: 3)
-        XCTAssertEqual(try store.peer(identity: alice)?.replacedBy, bob)
+        try store.setNickname(identity: alice, "Alice (lab)")
+        XCTAssertEqual(try store.peer(identity: alice)?.label, "Alice (lab)")
+        var rec = try XCTUnwrap(try store.peer(identity: alice))
+        rec.cardSequence += 1
+        try store.upsertPeer(rec)
+        XCTAssertEqual(try store.peer(identity: alice)?.nickname, "Alice (lab)", "a card update keeps the nickname")
+        try store.setNickname(identity: alice, nil)
+        XCTAssertEqual(try store.peer(identity: alice)?.label, "alice")
+        assertStoreError(try store.setNickname(identity: bob, "x"), .notFound("peer \(bob)"))
+
+        _ = try store.enqueue([outgoing(1, to: alice)], sender: me)
+        try store.upsertPeer(peerRecord(bob, name: "bob"))
+        _ = try store.replacePeer(old: alice, new: bob, at: 5)
+        try store.forgetPeer(identity: bob)
+        XCTAssertNil(try store.peer(identity: bob))
+        XCTAssertNil(try store.peer(identity: alice)?.replacedBy, "nothing points at a forgotten peer")
+        XCTAssertEqual(try store.pendingOutgoing(to: bob, limit: 10).count, 1, "its queue is kept for a first contact")
+        assertStoreError(try store.forgetPeer(identity: bob), .notFound("peer \(bob)"))
     }
 
     // MARK: - Settings
@@ -517,6 +471,38 @@ final class StoreTests: XCTestCase {
 
     /// The wire allows a chat with an empty body (0 bytes of UTF-8): the store must keep it
     /// as an empty body (`message_body.body` is NOT NULL), and the rest of the batch with it.
+    /// trust-v2: a pending "key change" (a new identity under a known name) becomes a peer of
+    /// its own awaiting approval, and the old peer gets back the trust it had.
+    func testPendingKeyChangesBecomePeersAwaitingApprovalOnUpgrade() throws {
+        let newKey = IdentityKeyPair.generate()
+        let card = try Card.issue(identity: newKey, noiseKey: NoiseStaticKeyPair.generate().publicKey, displayName: "alice",
+                                  hostName: "h", issuedAt: 5, sequence: 3)
+        let newID = newKey.publicKey.hex
+        let queue = try DatabaseQueue(path: databasePath)
+        try Schema.migrator.migrate(queue, upTo: "message-bodies-v1")
+        try queue.write { db in
+            try db.execute(sql: """
+                INSERT INTO peer (identity, display_name, host_name, card, card_sequence, noise_key, trust,
+                                  first_seen, last_seen, last_address, replaced_by)
+                VALUES (?, 'alice', '', x'00', 1, ?, 'changed', 1, 2, '10.0.0.1:7', NULL)
+                """, arguments: [alice, String(repeating: "ab", count: 32)])
+            try db.execute(sql: """
+                INSERT INTO key_change (display_name, old_identity, new_identity, new_card, address, detected_at,
+                                        status, prior_trust)
+                VALUES ('alice', ?, ?, ?, '10.0.0.1:7', 9, 'pending', 'verified')
+                """, arguments: [alice, newID, Data(card.encoded())])
+        }
+        try queue.close()
+        let store = try open()
+        XCTAssertEqual(try store.peer(identity: alice)?.trust, .verified, "the old peer's trust is back")
+        let held = try XCTUnwrap(try store.peer(identity: newID))
+        XCTAssertEqual(held.trust, .pending)
+        XCTAssertEqual(held.displayName, "alice")
+        XCTAssertEqual(held.cardSequence, 3)
+        XCTAssertNil(held.replacedBy)
+        XCTAssertEqual(try store.keyChange(id: 1)?.status, .rejected)
+    }
+
     func testAnEmptyIncomingBodyIsStoredAsEmpty() throws {
         let store = try open()
         let stored = try store.storeIncoming([incoming(1, from: alice, body: ""), incoming(2, from: alice, sequence: 2)], at: 5)

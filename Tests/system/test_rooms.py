@@ -185,6 +185,60 @@ def test_concurrent_membership_changes_converge(cluster):
     wait_until(lambda: [m["body"] for m in room_messages(bob, "team")] == ["hi all"], what="bob hears dave")
 
 
+def pipeline(node, requests):
+    """Writes every request in ONE write on one control connection (so the daemon reads
+    them together and batches the sends), then reads the answers; returns them by id."""
+    rpc = node.rpc()
+    try:
+        lines = [json.dumps({"jsonrpc": "2.0", "id": i + 1, "method": m, "params": p}) + "\n"
+                 for i, (m, p) in enumerate(requests)]
+        rpc.send_raw("".join(lines).encode())
+        answers = {}
+        while len(answers) < len(requests):
+            msg = rpc.read_line()
+            if "id" in msg:
+                answers[msg["id"]] = msg
+        return [answers[i + 1] for i in range(len(requests))]
+    finally:
+        rpc.close()
+
+
+def test_pipelined_room_sends_go_to_the_room(cluster):
+    """Sends pipelined in one write are stored as one batch; a `#room` target in that batch
+    must go to the room (it was once resolved as a peer name and answered peerNotFound)."""
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    alice.call("rooms.create", {"name": "lab", "members": ["bob", "carol"]})
+    for node in n.values():
+        wait_until(lambda: member_names(node, "lab") == ["alice", "bob", "carol"], what=f"{node.name} sees the room")
+
+    def send(to, body):
+        return ("messages.send", {"to": to, "body": body})
+
+    answers = pipeline(alice, [send("#lab", "room 1"), send("#lab", "room 2")])
+    for a in answers:
+        assert "error" not in a, a
+        assert a["result"]["message"]["room"]["name"] == "lab"
+    # A mix: direct sends still batch, the room sends in between still go to the room,
+    # and the answers come in request order.
+    answers = pipeline(alice, [send("bob", "direct 1"), send("#lab", "room 3"), send("bob", "direct 2"),
+                               send("#lab", "room 4"), send("nobody-here", "lost")])
+    assert [a.get("result", {}).get("message", {}).get("body") for a in answers[:4]] == \
+        ["direct 1", "room 3", "direct 2", "room 4"]
+    assert answers[0]["result"]["message"]["room"] is None and answers[2]["result"]["message"]["room"] is None
+    assert answers[1]["result"]["message"]["room"]["name"] == "lab"
+    assert answers[4]["error"]["code"] == -32001, "an unknown peer in the batch fails on its own"
+
+    def bodies(node, selector):
+        return [m["body"] for m in node.messages(selector) if m["direction"] == "in"]
+
+    room_bodies = ["room 1", "room 2", "room 3", "room 4"]
+    wait_until(lambda: bodies(bob, "#lab") == room_bodies, what="bob receives the pipelined room messages")
+    wait_until(lambda: bodies(carol, "#lab") == room_bodies, what="carol receives the pipelined room messages")
+    wait_until(lambda: bodies(bob, "alice") == ["direct 1", "direct 2"], what="bob receives the direct messages")
+    assert bodies(carol, "alice") == []
+
+
 def test_room_selectors_and_errors(cluster):
     n = mesh(cluster, "alice", "bob")
     alice = n["alice"]

@@ -29,6 +29,13 @@ public func fuzzFrameDecoder(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt
     if failed == nil { frames += drain(&split).frames }
 
     precondition(frames == expected.frames, "frames differ between one read and split reads")
+    // The stateless scan (what the daemon's NIO handler runs on its receive buffer) must
+    // agree with the decoder on the first frame.
+    switch bytes.withUnsafeBytes(FrameDecoder.scan) {
+    case .needMoreBytes: precondition(expected.frames.isEmpty && expected.error == nil)
+    case .invalid(let error): precondition(expected.frames.isEmpty && expected.error == error)
+    case .frame(let payload): precondition(expected.frames.first.map { $0[...] } == bytes[payload])
+    }
     precondition(failed == expected.error, "errors differ between one read and split reads")
     // The documented bound once drained: at most one incomplete frame is buffered.
     precondition(expected.error != nil

@@ -29,18 +29,43 @@ public struct FrameDecoder: Sendable {
     /// The next complete payload, or nil if more bytes are needed.
     public mutating func next() throws(FrameError) -> [UInt8]? {
         if let failure { throw failure }
-        guard bufferedByteCount >= Frame.headerLength else { return nil }
-        let length = Int(buffer[start]) << 8 | Int(buffer[start + 1])
-        guard length >= Frame.minPayloadLength else {
-            failure = .emptyFrame
-            throw .emptyFrame
+        let scan = buffer.withUnsafeBytes { Self.scan(UnsafeRawBufferPointer(rebasing: $0[start...])) }
+        switch scan {
+        case .needMoreBytes:
+            return nil
+        case .invalid(let error):
+            failure = error
+            throw error
+        case .frame(let payload):
+            let frame = Array(buffer[(start + payload.lowerBound)..<(start + payload.upperBound)])
+            start += payload.upperBound
+            compact()
+            return frame
         }
-        guard bufferedByteCount >= Frame.headerLength + length else { return nil }
-        let payloadStart = start + Frame.headerLength
-        let payload = Array(buffer[payloadStart..<(payloadStart + length)])
-        start = payloadStart + length
-        compact()
-        return payload
+    }
+
+    /// What the start of a byte stream holds: the whole parsing rule of a frame, with no
+    /// state and no copy. `next()` is built on it, and so is the daemon's NIO handler
+    /// (`NoiseFrameDecoder`), which scans NIO's own receive buffer: one parser for the
+    /// unit tests, the fuzz target and production.
+    public enum Scan: Equatable, Sendable {
+        /// The header, or part of the payload it announces, has not arrived yet.
+        case needMoreBytes
+        /// A complete frame: its payload is `bytes[payload]`; the frame ends at
+        /// `payload.upperBound`, where the next one begins.
+        case frame(payload: Range<Int>)
+        /// The stream is out of step (a zero length); the connection must be closed.
+        case invalid(FrameError)
+    }
+
+    /// Scans the first frame of `bytes` (which start at a frame boundary). It trusts no
+    /// length: a header only says how many bytes to wait for, never what to allocate.
+    public static func scan(_ bytes: UnsafeRawBufferPointer) -> Scan {
+        guard bytes.count >= Frame.headerLength else { return .needMoreBytes }
+        let length = Int(bytes[0]) << 8 | Int(bytes[1])
+        guard length >= Frame.minPayloadLength else { return .invalid(.emptyFrame) }
+        guard bytes.count >= Frame.headerLength + length else { return .needMoreBytes }
+        return .frame(payload: Frame.headerLength..<(Frame.headerLength + length))
     }
 
     /// Drops consumed bytes once they are at least half the buffer, so a long-lived

@@ -97,16 +97,16 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
     /// requests (without `wait`) are stored in one transaction: pipelining clients get
     /// group commit, and every answer still comes after its message is on disk.
     private func handleLines(_ lines: [[UInt8]]) {
-        // Each line is parsed once, here; a run of sends is then stored together.
-        let parsed = lines.map { ControlRequestParser.parse(line: $0) }
+        // Each line is parsed, and its params decoded, once, here; a run of sends is then
+        // stored together and every other request handled on its own.
+        let requests = lines.map(Self.decode)
         var i = 0
-        while i < lines.count && !closing {
-            var sends: [(JSONRPCRequest, MessagesSendParams)] = []
+        while i < requests.count && !closing {
+            var sends: [(id: JSONRPCID?, params: MessagesSendParams)] = []
             var j = i
-            while j < lines.count, case .success(let r) = parsed[j],
-                  r.method == ControlMethod.messagesSend, !r.isNotification,
-                  let p = try? r.decodeParams(MessagesSendParams.self), !p.effectiveWait {
-                sends.append((r, p))
+            while j < requests.count, case .success(let r) = requests[j], !r.request.isNotification,
+                  let p = r.call.immediateSend {
+                sends.append((r.request.id, p))
                 j += 1
             }
             if sends.count > 1 {
@@ -120,18 +120,46 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
                 }
                 i = j
             } else {
-                handleLine(lines[i], parsed: parsed[i])
+                handle(requests[i])
                 i += 1
             }
         }
     }
 
-    private func handleLine(_ line: [UInt8], parsed: Result<JSONRPCRequest, JSONRPCError>) {
-        switch parsed {
+    /// A line as a request with its params decoded, or the error that answers it (with
+    /// the request's id when the line had a readable one).
+    private struct DecodedRequest {
+        let request: JSONRPCRequest
+        let call: ControlCall
+    }
+
+    private static func decode(_ line: [UInt8]) -> Result<DecodedRequest, DecodeFailure> {
+        switch ControlRequestParser.parse(line: line) {
         case .failure(let error):
-            write(JSONRPCResponse(id: ControlRequestParser.requestID(inRejectedLine: line), error: error))
+            return .failure(DecodeFailure(id: ControlRequestParser.requestID(inRejectedLine: line), error: error, isNotification: false))
         case .success(let request):
-            let reply = dispatcher.handle(request) { [weak self] messageID, timeoutMs, rid in
+            switch ControlCall.decode(request) {
+            case .success(let call): return .success(DecodedRequest(request: request, call: call))
+            case .failure(let error):
+                return .failure(DecodeFailure(id: request.id, error: error, isNotification: request.isNotification))
+            }
+        }
+    }
+
+    private struct DecodeFailure: Error {
+        let id: JSONRPCID?
+        let error: JSONRPCError
+        /// A notification is not answered, not even with an error (JSON-RPC 2.0).
+        let isNotification: Bool
+    }
+
+    private func handle(_ decoded: Result<DecodedRequest, DecodeFailure>) {
+        switch decoded {
+        case .failure(let failure):
+            if !failure.isNotification { write(JSONRPCResponse(id: failure.id, error: failure.error)) }
+        case .success(let r):
+            let request = r.request
+            let reply = dispatcher.handle(r.call, id: request.id) { [weak self] messageID, timeoutMs, rid in
                 self?.waitForDelivery(messageID, timeoutMs: timeoutMs, requestID: rid)
             }
             switch reply {

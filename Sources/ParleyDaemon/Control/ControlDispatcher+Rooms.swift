@@ -2,100 +2,73 @@ import ParleyControlProtocol
 import ParleyCore
 import ParleyStore
 
-/// The room methods, and `messages.send` / `messages.list` / `messages.subscribe` when their
-/// `to` / `peer` starts with `#` (a room). Runs on the node's event loop.
+/// The room methods, and `messages.list` / `messages.mark_read` aimed at a `#room`
+/// (`messages.send` and `messages.subscribe` to a room are one line each in
+/// `ControlDispatcher.perform`). Runs on the node's event loop.
 extension ControlDispatcher {
-    /// The prefix that makes a `to` / `peer` selector name a room.
-    static let roomSelectorPrefix = "#"
+    func listRooms(id: JSONRPCID?) throws -> Reply {
+        let rooms: [RoomRecord]
+        do { rooms = try node.store.rooms() } catch { throw ControlFailure.storeRead(what: "the rooms", error) }
+        return .typed(id: id, result: RoomsListResult(rooms: rooms.map(node.roomInfo)))
+    }
 
-    /// nil when the request is not about rooms (the caller handles it).
-    func handleRooms(_ request: JSONRPCRequest, deliveryWaiter: (String, Int, JSONRPCID?) -> Void) -> Reply? {
-        let id = request.id
+    func createRoom(_ p: RoomsCreateParams, id: JSONRPCID?) throws -> Reply {
+        let peers = try p.members.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
+        let room = try node.createRoom(name: p.name, members: peers)
+        return .typed(id: id, result: RoomResult(room: node.roomInfo(room)))
+    }
+
+    func addToRoom(_ p: RoomsAddParams, id: JSONRPCID?) throws -> Reply {
+        let room = try node.resolveRoom(p.room)
+        let peer = try node.resolvePeer(p.peer)
+        if let refusal = node.sendRefusal(peer) { throw refusal }
+        let updated = try node.changeMembership(of: room, .add, identity: peer.identity, name: peer.displayName)
+        return .typed(id: id, result: RoomResult(room: node.roomInfo(updated)))
+    }
+
+    func removeFromRoom(_ p: RoomsRemoveParams, id: JSONRPCID?) throws -> Reply {
+        let room = try node.resolveRoom(p.room)
+        let (identity, name) = try memberToRemove(p.peer, room: room)
+        let updated = try node.changeMembership(of: room, .remove, identity: identity, name: name)
+        return .typed(id: id, result: RoomResult(room: node.roomInfo(updated)))
+    }
+
+    func leaveRoom(_ p: RoomsLeaveParams, id: JSONRPCID?) throws -> Reply {
+        let room = try node.resolveRoom(p.room)
+        let updated = try node.changeMembership(
+            of: room, .remove, identity: node.myIdentity, name: node.card.displayName)
+        return .typed(id: id, result: RoomResult(room: node.roomInfo(updated)))
+    }
+
+    func listRoomMessages(_ selector: String, _ p: MessagesListParams, id: JSONRPCID?) throws -> Reply {
+        let room = try node.resolveRoom(selector)
+        let limit = p.effectiveLimit
+        let rows: [StoredMessage]
         do {
-            switch request.method {
-            case ControlMethod.roomsList:
-                _ = try request.decodeParams(RoomsListParams.self)
-                let rooms: [RoomRecord]
-                do { rooms = try node.store.rooms() } catch { throw NodeError.storage(error) }
-                return .typed(id: id, result: RoomsListResult(rooms: rooms.map(node.roomInfo)))
-            case ControlMethod.roomsCreate:
-                let p = try request.decodeParams(RoomsCreateParams.self)
-                let peers = try p.members.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
-                let room = try node.createRoom(name: p.name, members: peers)
-                return .typed(id: id, result: RoomResult(room: node.roomInfo(room)))
-            case ControlMethod.roomsAdd:
-                let p = try request.decodeParams(RoomsAddParams.self)
-                let room = try node.resolveRoom(p.room)
-                let peer = try node.resolvePeer(p.peer)
-                if peer.trust == .changed || peer.replacedBy != nil { throw NodeError.keyChangePending(peer) }
-                let updated = try node.changeMembership(of: room, .add, identity: peer.identity, name: peer.displayName)
-                return .typed(id: id, result: RoomResult(room: node.roomInfo(updated)))
-            case ControlMethod.roomsRemove:
-                let p = try request.decodeParams(RoomsRemoveParams.self)
-                let room = try node.resolveRoom(p.room)
-                let (identity, name) = try memberToRemove(p.peer, room: room)
-                let updated = try node.changeMembership(of: room, .remove, identity: identity, name: name)
-                return .typed(id: id, result: RoomResult(room: node.roomInfo(updated)))
-            case ControlMethod.roomsLeave:
-                let p = try request.decodeParams(RoomsLeaveParams.self)
-                let room = try node.resolveRoom(p.room)
-                let updated = try node.changeMembership(of: room, .remove, identity: node.myIdentity, name: node.card.displayName)
-                return .typed(id: id, result: RoomResult(room: node.roomInfo(updated)))
-            case ControlMethod.messagesSend:
-                let p = try request.decodeParams(MessagesSendParams.self)
-                guard p.to.hasPrefix(Self.roomSelectorPrefix) else { return nil }
-                let room = try node.resolveRoom(p.to)
-                let stored = try node.sendToRoom(room, body: p.body)
-                if p.effectiveWait {
-                    deliveryWaiter(stored.id, p.effectiveTimeoutMs, id)
-                    return .deferred
-                }
-                return .typed(id: id, result: MessagesSendResult(message: node.messageInfo(stored)))
-            case ControlMethod.messagesList:
-                let p = try request.decodeParams(MessagesListParams.self)
-                guard let selector = p.peer, selector.hasPrefix(Self.roomSelectorPrefix) else { return nil }
-                let room = try node.resolveRoom(selector)
-                let limit = p.effectiveLimit
-                let rows: [StoredMessage]
-                do {
-                    rows = try node.store.roomMessages(room: room.id, after: p.after.map { Int64($0) },
-                                                       before: p.before.map { Int64($0) }, limit: limit)
-                } catch { throw NodeError.storage(error) }
-                let next = rows.count == limit ? rows.last.map { Int($0.rowID) } : nil
-                return .typed(id: id, result: MessagesListResult(messages: rows.map(node.messageInfo), nextCursor: next))
-            case ControlMethod.messagesMarkRead:
-                let p = try request.decodeParams(MessagesMarkReadParams.self)
-                guard p.peer.hasPrefix(Self.roomSelectorPrefix) else { return nil }
-                let room = try node.resolveRoom(p.peer)
-                let (marked, unread): (Int, Int)
-                do {
-                    marked = try node.store.markRoomRead(room: room.id, upTo: p.upTo.map { Int64($0) }, at: Node.nowMs()).count
-                    unread = try node.store.roomUnreadCount(room: room.id)
-                } catch { throw NodeError.storage(error) }
-                return .typed(id: id, result: MessagesMarkReadResult(marked: marked, unread: unread))
-            case ControlMethod.messagesSubscribe:
-                let p = try request.decodeParams(MessagesSubscribeParams.self)
-                guard let selector = p.peer, selector.hasPrefix(Self.roomSelectorPrefix) else { return nil }
-                let room = try node.resolveRoom(selector)
-                return .subscribe(filterIdentity: room.id, since: p.since)
-            default:
-                return nil
-            }
-        } catch let e as JSONRPCError {
-            return .now(JSONRPCResponse(id: id, error: e))
-        } catch let e as NodeError {
-            return .now(JSONRPCResponse(id: id, error: Self.rpcError(e, node: node)))
-        } catch let e as RoomError {
-            return .now(JSONRPCResponse(id: id, error: Self.rpcError(e)))
-        } catch {
-            return .now(.init(id: id, error: .internalError("\(error)")))
-        }
+            rows = try node.store.roomMessages(
+                room: room.id, after: p.after.map { Int64($0) },
+                before: p.before.map { Int64($0) }, limit: limit)
+        } catch { throw ControlFailure.storeRead(what: "the messages of \(selector)", error) }
+        let next = rows.count == limit ? rows.last.map { Int($0.rowID) } : nil
+        return .typed(id: id, result: MessagesListResult(messages: rows.map(node.messageInfo), nextCursor: next))
+    }
+
+    func markRoomRead(_ p: MessagesMarkReadParams, id: JSONRPCID?) throws -> Reply {
+        let room = try node.resolveRoom(p.peer)
+        let (marked, unread): (Int, Int)
+        do {
+            marked = try node.store.markRoomRead(room: room.id, upTo: p.upTo.map { Int64($0) }, at: Node.nowMs()).count
+            unread = try node.store.roomUnreadCount(room: room.id)
+        } catch { throw ControlFailure.markRead(room: p.peer, error) }
+        return .typed(id: id, result: MessagesMarkReadResult(marked: marked, unread: unread))
     }
 
     /// The member `rooms.remove` names: a peer, or this node itself (by its own name or
     /// fingerprint prefix), which is leaving.
     private func memberToRemove(_ selector: String, room: RoomRecord) throws -> (String, String) {
-        if selector == node.card.displayName || node.fingerprint.matches(prefix: selector) || selector == node.myIdentity {
+        if selector == node.card.displayName || node.fingerprint.matches(prefix: selector)
+            || selector == node.myIdentity
+        {
             return (node.myIdentity, node.card.displayName)
         }
         do {
@@ -105,7 +78,9 @@ extension ControlDispatcher {
             // A member this node never had a session with is not a known peer: match the
             // room's own member list by fingerprint prefix.
             let matches = room.members.filter { m in
-                Sodium.fromHex(m).flatMap { try? IdentityPublicKey(bytes: $0) }.map { Fingerprint($0).matches(prefix: selector) } ?? false
+                Sodium.fromHex(m).flatMap { try? IdentityPublicKey(bytes: $0) }.map {
+                    Fingerprint($0).matches(prefix: selector)
+                } ?? false
             }
             if matches.count == 1 { return (matches[0], Node.fingerprint(ofHex: matches[0])) }
             throw error

@@ -32,89 +32,140 @@ struct ControlDispatcher {
         case subscribe(filterIdentity: String?, since: Int?)
     }
 
-    func handle(_ request: JSONRPCRequest, deliveryWaiter: (String, Int, JSONRPCID?) -> Void) -> Reply {
-        let id = request.id
-        // Room methods, and messages.* aimed at a #room (ControlDispatcher+Rooms.swift).
-        if let reply = handleRooms(request, deliveryWaiter: deliveryWaiter) { return reply }
+    /// What `messages.send` with `wait` asks of the connection: (message id, timeout in
+    /// milliseconds, request id); the connection answers when the message is delivered.
+    typealias DeliveryWaiter = (String, Int, JSONRPCID?) -> Void
+
+    /// Handles a request whose params `ControlCall.decode` has already decoded.
+    func handle(_ call: ControlCall, id: JSONRPCID?, deliveryWaiter: DeliveryWaiter) -> Reply {
         do {
-            switch request.method {
-            case ControlMethod.nodeStatus:
-                _ = try request.decodeParams(NodeStatusParams.self)
-                let counts = (try? node.store.counts()) ?? (queued: 0, delivered: 0, received: 0)
-                let known = ((try? node.store.peers()) ?? []).filter { $0.replacedBy == nil }.count
-                let uptime = node.uptimeSeconds
-                return .typed(id: id, result: NodeStatusResult(
+            return try perform(call, id: id, deliveryWaiter: deliveryWaiter)
+        } catch {
+            return .now(JSONRPCResponse(id: id, error: Self.rpcError(error, node: node)))
+        }
+    }
+
+    private func perform(_ call: ControlCall, id: JSONRPCID?, deliveryWaiter: DeliveryWaiter) throws -> Reply {
+        switch call {
+        case .nodeStatus:
+            let counts = (try? node.store.counts()) ?? (queued: 0, delivered: 0, received: 0)
+            let known = ((try? node.store.peers()) ?? []).filter { $0.replacedBy == nil }.count
+            let uptime = node.uptimeSeconds
+            return .typed(
+                id: id,
+                result: NodeStatusResult(
                     version: DaemonRuntimeInfo.version, name: node.card.displayName,
                     fingerprint: node.fingerprint.description, listen: info.listenAddresses,
                     peersOnline: node.sessions.count, peersKnown: known, queued: counts.queued,
                     uptimeSeconds: uptime, mdns: info.mdns))
-            case ControlMethod.nodeWhoami:
-                _ = try request.decodeParams(NodeWhoamiParams.self)
-                return .typed(id: id, result: node.whoami())
-            case ControlMethod.peersList:
-                _ = try request.decodeParams(PeersListParams.self)
-                return .typed(id: id, result: PeersListResult(peers: try node.peerInfos()))
-            case ControlMethod.peersConnect:
-                let p = try request.decodeParams(PeersConnectParams.self)
-                try node.connect(address: p.address)
-                return .typed(id: id, result: PeersConnectResult(address: p.address, status: .dialing))
-            case ControlMethod.messagesSend:
-                let p = try request.decodeParams(MessagesSendParams.self)
-                let peer = try node.resolvePeer(p.to)
-                let stored = try node.send(to: peer, body: p.body)
-                if p.effectiveWait {
-                    deliveryWaiter(stored.id, p.effectiveTimeoutMs, id)
-                    return .deferred
-                }
-                return .typed(id: id, result: MessagesSendResult(message: node.messageInfo(stored)))
-            case ControlMethod.messagesList:
-                let p = try request.decodeParams(MessagesListParams.self)
-                let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
-                let limit = p.effectiveLimit
-                let rows: [StoredMessage]
-                do {
-                    rows = try node.store.messages(peer: peer?.identity, after: p.after.map { Int64($0) },
-                                                   before: p.before.map { Int64($0) }, limit: limit)
-                } catch { throw NodeError.storage(error) }
-                let next = rows.count == limit ? rows.last.map { Int($0.rowID) } : nil
-                return .typed(id: id, result: MessagesListResult(messages: rows.map(node.messageInfo), nextCursor: next))
-            case ControlMethod.messagesSubscribe:
-                let p = try request.decodeParams(MessagesSubscribeParams.self)
-                let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
-                return .subscribe(filterIdentity: peer?.identity, since: p.since)
-            case ControlMethod.messagesMarkRead:
-                let p = try request.decodeParams(MessagesMarkReadParams.self)
-                let peer = try node.resolvePeer(p.peer)
-                let (marked, unread) = try node.markRead(peer, upTo: p.upTo.map { Int64($0) })
-                return .typed(id: id, result: MessagesMarkReadResult(marked: marked, unread: unread))
-            case ControlMethod.trustVerify:
-                let p = try request.decodeParams(TrustVerifyParams.self)
-                let peer = try node.resolvePeer(p.peer)
-                let updated = try node.verify(peer, fingerprint: p.fingerprint)
-                return .typed(id: id, result: TrustVerifyResult(peer: node.peerInfo(updated)))
-            case ControlMethod.trustAcceptChange:
-                let p = try request.decodeParams(TrustAcceptChangeParams.self)
-                let peer = try node.resolvePeer(p.peer)
-                let (rec, moved) = try node.acceptKeyChange(peer)
-                return .typed(id: id, result: TrustAcceptChangeResult(peer: node.peerInfo(rec), retargeted: moved))
-            case ControlMethod.nodeRotateKey:
-                _ = try request.decodeParams(NodeRotateKeyParams.self)
-                let notified: Int
-                do { notified = try node.rotateNoiseKey() } catch let e as NodeError { throw e } catch {
-                    throw NodeError.storage(.io(path: node.stateDirectory ?? "?", reason: "\(error)"))
-                }
-                return .typed(id: id, result: NodeRotateKeyResult(
-                    noiseKey: node.card.noiseKey.hex, cardSequence: Int(clamping: node.card.sequence), peersNotified: notified))
-            default:
-                return .now(JSONRPCResponse(id: id, error: .methodNotFound(request.method)))
+        case .nodeWhoami:
+            return .typed(id: id, result: node.whoami())
+        case .nodeRotateKey:
+            let notified = try rotateKey()
+            return .typed(
+                id: id,
+                result: NodeRotateKeyResult(
+                    noiseKey: node.card.noiseKey.hex, cardSequence: Int(clamping: node.card.sequence),
+                    peersNotified: notified))
+        case .peersList:
+            return .typed(id: id, result: PeersListResult(peers: try node.peerInfos()))
+        case .peersConnect(let p):
+            try node.connect(address: p.address)
+            return .typed(id: id, result: PeersConnectResult(address: p.address, status: .dialing))
+        case .messagesSend(let p):
+            let stored: StoredMessage
+            if Self.namesRoom(p.to) {
+                stored = try node.sendToRoom(try node.resolveRoom(p.to), body: p.body)
+            } else {
+                stored = try node.send(to: try node.resolvePeer(p.to), body: p.body)
             }
-        } catch let e as JSONRPCError {
-            return .now(JSONRPCResponse(id: id, error: e))
-        } catch let e as NodeError {
-            return .now(JSONRPCResponse(id: id, error: Self.rpcError(e, node: node)))
-        } catch {
-            return .now(JSONRPCResponse(id: id, error: .internalError("\(error)")))
+            if p.effectiveWait {
+                deliveryWaiter(stored.id, p.effectiveTimeoutMs, id)
+                return .deferred
+            }
+            return .typed(id: id, result: MessagesSendResult(message: node.messageInfo(stored)))
+        case .messagesList(let p):
+            if let selector = p.peer, Self.namesRoom(selector) { return try listRoomMessages(selector, p, id: id) }
+            let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
+            let limit = p.effectiveLimit
+            let rows: [StoredMessage]
+            do {
+                rows = try node.store.messages(
+                    peer: peer?.identity, after: p.after.map { Int64($0) },
+                    before: p.before.map { Int64($0) }, limit: limit)
+            } catch { throw ControlFailure.storeRead(what: "the messages", error) }
+            let next = rows.count == limit ? rows.last.map { Int($0.rowID) } : nil
+            return .typed(id: id, result: MessagesListResult(messages: rows.map(node.messageInfo), nextCursor: next))
+        case .messagesSubscribe(let p):
+            if let selector = p.peer, Self.namesRoom(selector) {
+                return .subscribe(filterIdentity: try node.resolveRoom(selector).id, since: p.since)
+            }
+            let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
+            return .subscribe(filterIdentity: peer?.identity, since: p.since)
+        case .messagesMarkRead(let p):
+            if Self.namesRoom(p.peer) { return try markRoomRead(p, id: id) }
+            let peer = try node.resolvePeer(p.peer)
+            let (marked, unread) = try node.markRead(peer, upTo: p.upTo.map { Int64($0) })
+            return .typed(id: id, result: MessagesMarkReadResult(marked: marked, unread: unread))
+        case .trustVerify(let p):
+            let peer = try node.resolvePeer(p.peer)
+            let updated = try node.verify(peer, fingerprint: p.fingerprint)
+            return .typed(id: id, result: TrustVerifyResult(peer: node.peerInfo(updated)))
+        case .trustShow(let p):
+            let peer = try node.resolvePeer(p.peer)
+            return .typed(id: id, result: try node.trustShow(peer))
+        case .trustReplace(let p):
+            let old = try node.resolvePeer(p.peer)
+            let (rec, moved) = try node.replaceKey(of: old, newFingerprint: p.newFingerprint)
+            return .typed(id: id, result: TrustReplaceResult(peer: node.peerInfo(rec), retargeted: moved))
+        case .trustAccept(let p):
+            return .typed(id: id, result: TrustPeerResult(peer: node.peerInfo(try node.accept(try node.resolvePeer(p.peer)))))
+        case .trustBlock(let p):
+            return .typed(id: id, result: TrustPeerResult(peer: node.peerInfo(try node.block(try node.resolvePeer(p.peer)))))
+        case .trustUnblock(let p):
+            return .typed(id: id, result: TrustPeerResult(peer: node.peerInfo(try node.unblock(try node.resolvePeer(p.peer)))))
+        case .trustForget(let p):
+            let peer = try node.resolvePeer(p.peer)
+            try node.forget(peer)
+            return .typed(id: id, result: TrustForgetResult(fingerprint: Node.fingerprint(ofHex: peer.identity)))
+        case .peersNickname(let p):
+            let peer = try node.resolvePeer(p.peer)
+            return .typed(id: id, result: TrustPeerResult(peer: node.peerInfo(try node.setNickname(peer, p.nickname))))
+        case .roomsList:
+            return try listRooms(id: id)
+        case .roomsCreate(let p):
+            return try createRoom(p, id: id)
+        case .roomsAdd(let p):
+            return try addToRoom(p, id: id)
+        case .roomsRemove(let p):
+            return try removeFromRoom(p, id: id)
+        case .roomsLeave(let p):
+            return try leaveRoom(p, id: id)
         }
+    }
+
+    /// `node.rotate_key`, its failure named for the step that failed: a key file that
+    /// could not be written leaves the old key in place; a card that could not be stored
+    /// leaves the new key in use but unannounced.
+    private func rotateKey() throws -> Int {
+        do {
+            return try node.rotateNoiseKey()
+        } catch let e as KeyFileError {
+            throw ControlFailure.keyNotRotated(reason: e.description)
+        } catch NodeError.noStateDirectory {
+            throw ControlFailure.keyNotRotated(reason: NodeError.noStateDirectory.description)
+        } catch let e as NodeError {
+            throw ControlFailure.cardNotReissued(reason: Self.reason(e))
+        } catch {
+            throw ControlFailure.cardNotReissued(reason: "\(error)")
+        }
+    }
+
+    /// A node error's cause without the "could not store the message" framing of
+    /// `NodeError.storage`, for messages that say themselves what failed.
+    private static func reason(_ e: NodeError) -> String {
+        if case .storage(let s) = e { return "\(s)" }
+        return e.description
     }
 
     /// Several `messages.send` requests stored in one transaction, answered in order.
@@ -125,44 +176,93 @@ struct ControlDispatcher {
         case failed(JSONRPCResponse)
     }
 
-    func sendBatch(_ sends: [(JSONRPCRequest, MessagesSendParams)]) -> [BatchAnswer] {
-        var responses = [BatchAnswer?](repeating: nil, count: sends.count)
-        var items: [(PeerRecord, String)] = []
-        var index: [Int] = []
-        for (i, (request, params)) in sends.enumerated() {
+    /// Stores a run of pipelined sends in request order: consecutive direct sends in one
+    /// transaction (`Node.sendMany`), a send to a `#room` through the room path (it goes
+    /// to every member; resolving `#room` as a peer name would fail it). Answers come
+    /// back in request order.
+    func sendBatch(_ sends: [(id: JSONRPCID?, params: MessagesSendParams)]) -> [BatchAnswer] {
+        var answers: [BatchAnswer] = []
+        answers.reserveCapacity(sends.count)
+        // Direct sends waiting to be stored together: their index in `answers` and item.
+        var direct: [(index: Int, peer: PeerRecord, body: String)] = []
+        func storeDirect() {
+            guard !direct.isEmpty else { return }
+            for (k, result) in node.sendMany(direct.map { ($0.peer, $0.body) }).enumerated() {
+                answers[direct[k].index] = answer(result.mapError { $0 as Error }, id: sends[direct[k].index].id)
+            }
+            direct.removeAll()
+        }
+        for (i, send) in sends.enumerated() {
+            // A placeholder, replaced below or by `storeDirect`.
+            answers.append(.failed(JSONRPCResponse(id: send.id, error: .internalError("no answer"))))
+            if Self.namesRoom(send.params.to) {
+                storeDirect()
+                answers[i] = answer(
+                    Result { try node.sendToRoom(try node.resolveRoom(send.params.to), body: send.params.body) },
+                    id: send.id)
+                continue
+            }
             do {
-                items.append((try node.resolvePeer(params.to), params.body))
-                index.append(i)
+                direct.append((i, try node.resolvePeer(send.params.to), send.params.body))
             } catch {
-                responses[i] = .failed(JSONRPCResponse(id: request.id, error: Self.rpcError(error, node: node)))
+                answers[i] = .failed(JSONRPCResponse(id: send.id, error: Self.rpcError(error, node: node)))
             }
         }
-        for (k, result) in node.sendMany(items).enumerated() {
-            let i = index[k]
-            switch result {
-            case .success(let m):
-                responses[i] = .sent(JSONRPCTypedSuccess(id: sends[i].0.id, result: MessagesSendResult(message: node.messageInfo(m))))
-            case .failure(let e):
-                responses[i] = .failed(JSONRPCResponse(id: sends[i].0.id, error: Self.rpcError(e, node: node)))
-            }
+        storeDirect()
+        return answers
+    }
+
+    private func answer(_ result: Result<StoredMessage, Error>, id: JSONRPCID?) -> BatchAnswer {
+        switch result {
+        case .success(let m):
+            return .sent(JSONRPCTypedSuccess(id: id, result: MessagesSendResult(message: node.messageInfo(m))))
+        case .failure(let e):
+            return .failed(JSONRPCResponse(id: id, error: Self.rpcError(e, node: node)))
         }
-        return responses.map { $0 ?? .failed(JSONRPCResponse(id: nil, error: .internalError("no answer"))) }
+    }
+
+    /// Whether a `to` / `peer` selector names a room (`#name`) rather than a peer.
+    static func namesRoom(_ selector: String) -> Bool {
+        selector.hasPrefix(roomSelectorPrefix)
+    }
+
+    /// The prefix that makes a `to` / `peer` selector name a room.
+    static let roomSelectorPrefix = "#"
+
+    /// Every error a method can end in, as the JSON-RPC error the client sees. Each keeps
+    /// its own message (which says what to do next); only an error nobody anticipated is
+    /// an `internalError`, and it still carries its description.
+    static func rpcError(_ error: Error, node: Node) -> JSONRPCError {
+        switch error {
+        case let e as JSONRPCError: return e
+        case let e as NodeError: return rpcError(e, node: node)
+        case let e as RoomError: return rpcError(e)
+        case let e as ControlFailure: return JSONRPCError(.storageFailed, e.description)
+        default: return .internalError("\(error)")
+        }
     }
 
     static func rpcError(_ e: NodeError, node: Node) -> JSONRPCError {
         switch e {
         case .peerNotFound(let q): return .peerNotFound(q)
         case let .peerAmbiguous(q, c):
-            return .peerAmbiguous(q, candidates: c.map { PeerCandidate(name: $0.displayName, fingerprint: Node.fingerprint(ofHex: $0.identity)) })
-        case .keyChangePending: return JSONRPCError(.peerKeyChanged, e.description)
+            return .peerAmbiguous(
+                q,
+                candidates: c.map {
+                    PeerCandidate(name: $0.label, fingerprint: Node.fingerprint(ofHex: $0.identity),
+                                  trust: ControlViews.trust($0.trust))
+                })
+        case .peerBlocked, .peerAwaitingApproval, .peerReplaced: return JSONRPCError(.peerNotTrusted, e.description)
         case .bodyTooLarge(let n): return .bodyTooLarge(bytes: n, maxBytes: WireLimits.maxBodyBytes)
         case .emptyBody: return .invalidParams(e.description)
         case .storage: return JSONRPCError(.storageFailed, e.description)
         case .fingerprintMismatch: return JSONRPCError(.fingerprintMismatch, e.description)
-        case .noPendingKeyChange: return JSONRPCError(.peerNotFound, e.description)
+        case .fingerprintTooShort: return .invalidParams(e.description)
+        case .newKeyNotFound: return JSONRPCError(.peerNotFound, e.description)
+        case .notApplicable: return JSONRPCError(.notPermitted, e.description)
         case .invalidAddress: return JSONRPCError(.invalidAddress, e.description)
         case .queueFull: return JSONRPCError(.storageFailed, e.description)
-        case .storedCardUnreadable, .noStateDirectory: return JSONRPCError(.storageFailed, e.description)
+        case .noStateDirectory: return JSONRPCError(.storageFailed, e.description)
         }
     }
 }

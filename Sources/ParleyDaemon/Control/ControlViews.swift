@@ -2,11 +2,30 @@ import ParleyControlProtocol
 import ParleyCore
 import ParleyStore
 
+/// The store's trust states as the control protocol names them.
+enum ControlViews {
+    static func trust(_ t: TrustState) -> PeerTrust {
+        switch t {
+        case .pinned: return .pinned
+        case .verified: return .verified
+        case .pending: return .pending
+        case .blocked: return .blocked
+        }
+    }
+}
+
 /// Turns the node's records into the control protocol's wire types.
 extension Node {
+    /// How a message, a notification or an export names a peer: the person's nickname or
+    /// the peer's own name, and, when that name looks like another peer's (or ours), a
+    /// marker with the fingerprint's start, so a look-alike can never pass for the other.
     func displayName(of identity: String) -> String {
         if identity == myIdentity { return card.displayName }
-        return peerRecord(identity)?.displayName ?? String(Node.fingerprint(ofHex: identity).prefix(9))
+        guard let rec = peerRecord(identity) else { return String(Node.fingerprint(ofHex: identity).prefix(9)) }
+        if let key = IdentityPublicKey(hex: identity), nameClash(of: key) != nil {
+            return "\(rec.label) (⚠ \(Node.fingerprint(ofHex: identity).prefix(9)))"
+        }
+        return rec.label
     }
 
     func messageInfo(_ m: StoredMessage) -> MessageInfo {
@@ -20,42 +39,53 @@ extension Node {
                     readAt: m.readAt.map { Int($0) }), m)
     }
 
+    /// The safety number of this node's key and `identity`'s (the same on both sides).
     func safetyNumber(with identity: String) -> String {
-        guard let b = Sodium.fromHex(identity), let k = try? IdentityPublicKey(bytes: b) else { return "" }
+        guard let k = IdentityPublicKey(hex: identity) else { return "" }
         return SafetyNumber.compute(keys.identity.publicKey, k)
     }
 
-    func peerInfo(_ rec: PeerRecord, queued: [String: Int]? = nil, changes: [KeyChangeRecord]? = nil,
-                  unread: [String: Int]? = nil) -> PeerInfo {
+    func nameClashInfo(_ identity: String) -> NameClashInfo? {
+        guard let key = IdentityPublicKey(hex: identity), let clash = nameClash(of: key) else { return nil }
+        return NameClashInfo(kind: clash.kind == .sameName ? .sameName : .confusable,
+                             with: clash.with.map { other in
+                                 let rec = peerRecord(other.hex)
+                                 return PeerCandidate(name: rec?.label ?? "", fingerprint: other.fingerprintText,
+                                                      trust: rec.map { ControlViews.trust($0.trust) })
+                             })
+    }
+
+    func peerInfo(_ rec: PeerRecord, queued: [String: Int]? = nil, unread: [String: Int]? = nil) -> PeerInfo {
         let q = queued ?? ((try? store.pendingRecipients()) ?? [:])
         let u = unread ?? ((try? store.unreadCounts()) ?? [:])
-        let pending = changes ?? ((try? store.pendingKeyChanges()) ?? [])
-        let change = pending.last { $0.oldIdentity == rec.identity }
-        let trust: PeerTrust
-        switch rec.trust {
-        case .pinned: trust = .pinned
-        case .verified: trust = .verified
-        case .changed: trust = .changed
-        case .blocked: trust = .blocked
-        }
         return PeerInfo(name: rec.displayName, host: rec.hostName,
                         fingerprint: Node.fingerprint(ofHex: rec.identity), identityKey: rec.identity,
                         online: isOnline(rec.identity), addresses: addresses(of: rec.identity),
-                        trust: trust, safetyNumber: safetyNumber(with: rec.identity),
+                        trust: ControlViews.trust(rec.trust), safetyNumber: safetyNumber(with: rec.identity),
                         lastSeen: Int(rec.lastSeen), queued: q[rec.identity] ?? 0,
-                        keyChange: change.map { KeyChangeInfo(newFingerprint: Node.fingerprint(ofHex: $0.newIdentity),
-                                                              detectedAt: Int($0.detectedAt)) },
-                        unread: u[rec.identity] ?? 0)
+                        unread: u[rec.identity] ?? 0, nickname: rec.nickname, nameClash: nameClashInfo(rec.identity))
     }
 
-    func peerInfos() throws(NodeError) -> [PeerInfo] {
+    /// `trust.show`: everything a person needs to decide about this key.
+    func trustShow(_ rec: PeerRecord) throws(NodeError) -> TrustShowResult {
+        let info = peerInfo(rec)
+        let digits = info.safetyNumber.filter(\.isNumber)
+        let peerFP = IdentityPublicKey(hex: rec.identity).map { Fingerprint($0).compact } ?? rec.identity
+        let previous = try previousKeys(of: rec).map {
+            PreviousKeyInfo(fingerprint: Node.fingerprint(ofHex: $0.identity), name: $0.displayName,
+                            firstSeen: Int($0.firstSeen), lastSeen: Int($0.lastSeen))
+        }
+        return TrustShowResult(peer: info, yourFingerprint: fingerprint.description,
+                               qrText: "parley:\(fingerprint.compact):\(peerFP):\(digits)", previousKeys: previous)
+    }
+
+    func peerInfos() throws(ControlFailure) -> [PeerInfo] {
         do {
             let q = try store.pendingRecipients()
-            let changes = try store.pendingKeyChanges()
             let unread = try store.unreadCounts()
-            return try store.peers().filter { $0.replacedBy == nil }.map {
-                peerInfo($0, queued: q, changes: changes, unread: unread)
+            return try allPeers().filter { $0.replacedBy == nil }.map {
+                peerInfo($0, queued: q, unread: unread)
             }
-        } catch { throw .storage(error) }
+        } catch { throw .storeRead(what: "the peers", error) }
     }
 }

@@ -19,20 +19,27 @@ protocol EventJournalSubscriber: AnyObject {
 /// transaction. Everything runs on the node's event loop, like the node itself; that
 /// confinement is what makes `@unchecked Sendable` honest.
 final class EventJournal: NodeObserver, @unchecked Sendable {
-    /// Events kept at most: enough for a client that was away for a busy week, small
-    /// enough (message events store only a row id) to stay a few megabytes.
-    static let maxKeptEvents = 100_000
-    /// Events older than this are dropped even if fewer than `maxKeptEvents` exist: a
-    /// client gone longer than a week should catch up with `messages.list` instead.
-    static let maxKeptAgeMilliseconds: Int64 = 7 * 24 * 3_600 * 1_000
-    /// Prune after this many appended events: one DELETE per thousand events.
-    static let pruneEveryEvents = 1_000
-    /// ...or after this long, so age-based pruning happens on a quiet node too.
-    static let pruneEveryMilliseconds: Int64 = 3_600 * 1_000
-    /// Stored events rendered and written per replay step before waiting for the client
-    /// to take them: bounds the memory one resuming client can make the daemon hold.
-    static let replayPageSize = 500
+    /// How much the journal keeps and when it prunes. `standard` is the daemon's; tests
+    /// pass small ones to see pruning and paging without 100,000 events.
+    struct Limits {
+        /// Events kept at most: enough for a client that was away for a busy week, small
+        /// enough (message events store only a row id) to stay a few megabytes.
+        var maxKeptEvents = 100_000
+        /// Events older than this are dropped even if fewer than `maxKeptEvents` exist: a
+        /// client gone longer than a week should catch up with `messages.list` instead.
+        var maxKeptAgeMilliseconds: Int64 = 7 * 24 * 3_600 * 1_000
+        /// Prune after this many appended events: one DELETE per thousand events.
+        var pruneEveryEvents = 1_000
+        /// ...or after this long, so age-based pruning happens on a quiet node too.
+        var pruneEveryMilliseconds: Int64 = 3_600 * 1_000
+        /// Stored events rendered and written per replay step before waiting for the client
+        /// to take them: bounds the memory one resuming client can make the daemon hold.
+        var replayPageSize = 500
 
+        static let standard = Limits()
+    }
+
+    let limits: Limits
     private let node: Node
     private var pending: [Rendered] = []
     private var flushScheduled = false
@@ -53,8 +60,9 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
         var params: any ControlEventParams
     }
 
-    init(node: Node) {
+    init(node: Node, limits: Limits = .standard) {
         self.node = node
+        self.limits = limits
     }
 
     /// Loads the journal's bounds and prunes what is too old. On the node's loop.
@@ -109,7 +117,7 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
             }
         }
         appendedSincePrune += batch.count
-        if appendedSincePrune >= Self.pruneEveryEvents || now - lastPruneAt >= Self.pruneEveryMilliseconds { prune() }
+        if appendedSincePrune >= limits.pruneEveryEvents || now - lastPruneAt >= limits.pruneEveryMilliseconds { prune() }
     }
 
     /// One notification's JSON text: the event's params with its `eventId` added.
@@ -122,8 +130,8 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
         appendedSincePrune = 0
         lastPruneAt = now
         do {
-            prunedThrough = try node.store.pruneEvents(keepLast: Self.maxKeptEvents,
-                                                       notBefore: now - Self.maxKeptAgeMilliseconds)
+            prunedThrough = try node.store.pruneEvents(keepLast: limits.maxKeptEvents,
+                                                       notBefore: now - limits.maxKeptAgeMilliseconds)
         } catch {
             node.log.error("could not prune the event journal", ["error": "\(error)"])
         }
@@ -146,13 +154,12 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
                 return Rendered(method: ControlEvent.peerOnline, peer: id, messageRowID: nil, params: PeerOnlineEvent(peer: info))
             }
             return Rendered(method: ControlEvent.peerOffline, peer: id, messageRowID: nil, params: PeerOfflineEvent(peer: info))
-        case .keyChanged(let change):
-            let e = PeerKeyChangedEvent(
-                name: change.displayName, oldFingerprint: Node.fingerprint(ofHex: change.oldIdentity),
-                newFingerprint: Node.fingerprint(ofHex: change.newIdentity), address: change.address,
-                safetyNumber: node.safetyNumber(with: change.newIdentity))
-            // Concerns everyone: a subscriber filtering on the old peer must hear of it too.
-            return Rendered(method: ControlEvent.peerKeyChanged, peer: nil, messageRowID: nil, params: e)
+        case let .newPeer(rec, address):
+            let e = PeerNewEvent(
+                name: node.displayName(of: rec.identity), fingerprint: Node.fingerprint(ofHex: rec.identity),
+                trust: ControlViews.trust(rec.trust), address: address,
+                safetyNumber: node.safetyNumber(with: rec.identity), nameClash: node.nameClashInfo(rec.identity))
+            return Rendered(method: ControlEvent.peerNew, peer: rec.identity, messageRowID: nil, params: e)
         case .roomUpdated(let room):
             // Filtered by room id: `messages.subscribe` with "#room" follows the room.
             return Rendered(method: ControlEvent.roomUpdated, peer: room.id, messageRowID: nil,
@@ -202,7 +209,7 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
     func replay(after: Int64, through: Int64) throws(StoreError)
         -> (items: [(line: [UInt8], peer: String?)], scannedThrough: Int64)
     {
-        let events = try node.store.events(after: after, through: through, limit: Self.replayPageSize)
+        let events = try node.store.events(after: after, through: through, limit: limits.replayPageSize)
         let rows = try node.store.messages(rowIDs: events.compactMap(\.event.messageRowID))
         var items: [(line: [UInt8], peer: String?)] = []
         for stored in events {

@@ -1,21 +1,31 @@
 import NIOCore
 import ParleyCore
 
-/// Cuts the TCP byte stream into frames: a 2-byte big-endian length, then that many
-/// bytes (one Noise message). The length is never trusted beyond its 16 bits, so a
-/// peer can make us buffer at most one maximal frame; a zero length is an error.
+/// The NIO side of framing: a thin adapter that lets `FrameDecoder.scan` (ParleyCore, the
+/// parser the unit tests and the fuzz target exercise) find frames in NIO's receive
+/// buffer, and passes each payload on as one Noise message. It has no parsing rule of its
+/// own, and it copies each payload once, out of the buffer NIO already accumulates (no
+/// second buffer of its own).
+///
+/// A zero length is an error: `ByteToMessageHandler` then reports it through
+/// `errorCaught` (the `PeerConnection` closes the connection) and ignores the rest of the
+/// stream. A peer can make it buffer at most one maximal frame plus what one read adds.
 final class NoiseFrameDecoder: ByteToMessageDecoder {
     typealias InboundOut = [UInt8]
 
     func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        guard let length = buffer.getInteger(at: buffer.readerIndex, as: UInt16.self) else { return .needMoreData }
-        guard length > 0 else { throw FrameError.emptyFrame }
-        guard buffer.readableBytes >= Frame.headerLength + Int(length) else { return .needMoreData }
-        buffer.moveReaderIndex(forwardBy: Frame.headerLength)
-        // Force-unwrap safe: readableBytes was checked just above.
-        let payload = buffer.readBytes(length: Int(length))!
-        context.fireChannelRead(wrapInboundOut(payload))
-        return .continue
+        switch buffer.withUnsafeReadableBytes(FrameDecoder.scan) {
+        case .needMoreBytes:
+            return .needMoreData
+        case .invalid(let error):
+            throw error
+        case .frame(let payload):
+            // Force-unwrap safe: the scan saw all of the payload among the readable bytes.
+            let message = buffer.getBytes(at: buffer.readerIndex + payload.lowerBound, length: payload.count)!
+            buffer.moveReaderIndex(forwardBy: payload.upperBound)
+            context.fireChannelRead(wrapInboundOut(message))
+            return .continue
+        }
     }
 
     func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {

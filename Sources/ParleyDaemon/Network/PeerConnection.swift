@@ -143,7 +143,9 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
             do {
                 plaintext = try transport.open(message)
             } catch {
-                // Tampered, replayed or reordered: the session cannot continue.
+                // Tampered, replayed or reordered: the session cannot continue. No close
+                // record: these bytes may not come from the peer at all (anyone on the
+                // path can inject a segment), so the node answers them with nothing.
                 state = .established(transport)
                 fail(error)
                 return
@@ -151,9 +153,10 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
             state = .established(transport)
             decoder.append(plaintext)
             do {
-                while let record = try decoder.next() { handle(record) }
+                // After the peer's close nothing more is read (docs/PROTOCOL.md, "Closing").
+                while remoteCloseReason == nil, let record = try decoder.next() { handle(record) }
             } catch {
-                fail(error)
+                failWithProtocolError(error)
             }
         case .idle, .closed:
             break
@@ -283,6 +286,27 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private(set) var failure: Error?
+
+    /// A malformed record of a known type, or one over the size limit: the transport is
+    /// intact, so the peer is told why (`close(protocolError)`, docs/PROTOCOL.md "Record
+    /// stream") before the connection closes. The text names the record type and the rule
+    /// broken, never any payload bytes.
+    private func failWithProtocolError(_ error: AppRecordError) {
+        guard isOpen else { return }
+        failure = error
+        close(reason: .protocolError, text: error.description)
+    }
+
+    /// Closes the TCP connection without a close record: for a peer presumed dead
+    /// (docs/PROTOCOL.md "Liveness"), which would not read one, and which must not take
+    /// the end of the session for a goodbye if it is in fact alive. Records already queued
+    /// (a pong, acks) still leave first: a node that was itself busy for the whole silence
+    /// (a long batch of room operations) owes them to a peer that did nothing wrong.
+    func drop() {
+        guard isOpen else { return }
+        flushNow()
+        closeChannel()
+    }
 
     private func markClosed(error: Error?) {
         if case .closed = state { return }

@@ -5,18 +5,21 @@ import ParleyStore
 /// What the local user asks of the node through the control socket (besides sending,
 /// in Node+Outbox.swift, and rooms, in Node+Rooms.swift).
 extension Node {
-    /// Finds a peer by display name, fingerprint prefix or identity hex.
+    /// Finds a peer by nickname, display name, fingerprint prefix or identity hex. Replaced
+    /// keys are not found (their contact is the new key). A name two live peers share is
+    /// ambiguous: the error lists both, with fingerprints and trust, and never picks one.
     func resolvePeer(_ query: String) throws(NodeError) -> PeerRecord {
         let all: [PeerRecord]
         do { all = try allPeers() } catch { throw .storage(error) }
         let live = all.filter { $0.replacedBy == nil }
         if let exact = live.first(where: { $0.identity == query.lowercased() }) { return exact }
-        let byName = live.filter { $0.displayName == query }
-        if byName.count == 1 { return byName[0] }
-        if byName.count > 1 { throw .peerAmbiguous(query, byName) }
-        let byNameCI = live.filter { $0.displayName.lowercased() == query.lowercased() }
-        if byNameCI.count == 1 { return byNameCI[0] }
-        if byNameCI.count > 1 { throw .peerAmbiguous(query, byNameCI) }
+        for matches in [{ (p: PeerRecord) in p.nickname == query },
+                        { (p: PeerRecord) in p.nickname == nil && p.displayName == query },
+                        { (p: PeerRecord) in p.label.lowercased() == query.lowercased() }] {
+            let found = live.filter(matches)
+            if found.count == 1 { return found[0] }
+            if found.count > 1 { throw .peerAmbiguous(query, found) }
+        }
         let byPrefix = live.filter { rec in
             IdentityPublicKey(hex: rec.identity).map { Fingerprint($0).matches(prefix: query) } ?? false
         }
@@ -25,53 +28,133 @@ extension Node {
         throw .peerNotFound(query)
     }
 
+    /// The whole fingerprint `given` names, or why it cannot: a prefix is not enough where
+    /// a person vouches for a key (verify, replace), since another key could share it.
+    private func requireWholeFingerprint(_ given: String, of expected: String? = nil) throws(NodeError) -> String {
+        guard let g = Fingerprint.normalize(given) else { throw .fingerprintMismatch(expected: expected ?? "?", given: given) }
+        let wholeLength = Fingerprint.normalize(card.fingerprint.description)?.count ?? 32
+        if g.count < wholeLength {
+            if let expected, let e = Fingerprint.normalize(expected), !e.hasPrefix(g) {
+                throw .fingerprintMismatch(expected: expected, given: given)
+            }
+            throw .fingerprintTooShort(given: given, needed: wholeLength)
+        }
+        return g
+    }
+
     /// Marks a peer verified after a person compared fingerprints.
     func verify(_ peer: PeerRecord, fingerprint given: String) throws(NodeError) -> PeerRecord {
         let expected = Node.fingerprint(ofHex: peer.identity)
-        guard let g = Fingerprint.normalize(given), let e = Fingerprint.normalize(expected), g == e else {
-            throw .fingerprintMismatch(expected: expected, given: given)
+        let g = try requireWholeFingerprint(given, of: expected)
+        guard g == Fingerprint.normalize(expected) else { throw .fingerprintMismatch(expected: expected, given: given) }
+        return try setTrustAndReload(peer, .verified)
+    }
+
+    /// A person replaced a contact's key (the contact reinstalled): they name the old
+    /// contact and the whole new fingerprint, after comparing the safety number computed
+    /// with the new key (`trust show NEW`). The new key must have connected once (so its
+    /// card is known). Queued messages move to it; the old key is marked replaced.
+    func replaceKey(of old: PeerRecord, newFingerprint given: String) throws(NodeError) -> (PeerRecord, Int) {
+        let g = try requireWholeFingerprint(given)
+        let all: [PeerRecord]
+        do { all = try allPeers() } catch { throw .storage(error) }
+        guard let new = all.first(where: { Fingerprint.normalize(Node.fingerprint(ofHex: $0.identity)) == g }) else {
+            throw .newKeyNotFound(given)
         }
+        guard new.identity != old.identity else {
+            throw .notApplicable("\(given) is already \(old.label)'s key: nothing to replace")
+        }
+        if let by = new.replacedBy {
+            throw .notApplicable("\(given) was itself replaced by \(Node.fingerprint(ofHex: by)): it cannot stand for \(old.label)")
+        }
+        if let by = old.replacedBy { throw .peerReplaced(old, by: by) }
+        let moved: Int
         do {
-            try setTrust(identity: peer.identity, .verified)
+            moved = try store.replacePeer(old: old.identity, new: new.identity, at: nowMs)
+            if let nickname = old.nickname, new.nickname == nil { try store.setNickname(identity: new.identity, nickname) }
+        } catch { throw .storage(error) }
+        peerCache = nil
+        outbox.forgetAll()  // messages moved to another recipient: count and query again
+        log.warning("a person replaced a contact's key",
+                    ["name": old.label, "old": Node.fingerprint(ofHex: old.identity), "new": Node.fingerprint(ofHex: new.identity)])
+        if let oldKey = IdentityPublicKey(hex: old.identity), let newKey = IdentityPublicKey(hex: new.identity) {
+            activeConnection(for: oldKey)?.close(reason: .notTrusted, text: "key was replaced")
+            perform(dialPlanner.redirect(from: oldKey, to: newKey, sessions: sessionView))
+            if let conn = activeConnection(for: newKey) { pump(conn) }
+        }
+        let updated = (try? store.peer(identity: new.identity)) ?? nil
+        return (updated ?? new, moved)
+    }
+
+    /// Accepts a key held under the `hold` policy: it is pinned, and dialled at once.
+    func accept(_ peer: PeerRecord) throws(NodeError) -> PeerRecord {
+        guard peer.trust == .pending else {
+            throw .notApplicable("\(peer.label) is not awaiting approval (it is \(peer.trust.rawValue))")
+        }
+        let updated = try setTrustAndReload(peer, .pinned)
+        redialNow(peer)
+        return updated
+    }
+
+    /// Blocks a peer: its session ends, and it gets none until unblocked.
+    func block(_ peer: PeerRecord) throws(NodeError) -> PeerRecord {
+        let updated = try setTrustAndReload(peer, .blocked)
+        activeConnection(for: peer.identity)?.close(reason: .notTrusted, text: "blocked")
+        log.info("peer blocked by a person", ["peer": peer.label, "fingerprint": Node.fingerprint(ofHex: peer.identity)])
+        return updated
+    }
+
+    /// Unblocks a peer (back to pinned: a person verifies again if they want).
+    func unblock(_ peer: PeerRecord) throws(NodeError) -> PeerRecord {
+        guard peer.trust == .blocked else {
+            throw .notApplicable("\(peer.label) is not blocked (it is \(peer.trust.rawValue))")
+        }
+        let updated = try setTrustAndReload(peer, .pinned)
+        redialNow(peer)
+        return updated
+    }
+
+    /// Forgets a peer's pin (its history stays): the next contact with that key is a first one.
+    func forget(_ peer: PeerRecord) throws(NodeError) {
+        do { try store.forgetPeer(identity: peer.identity) } catch { throw .storage(error) }
+        peerCache = nil
+        activeConnection(for: peer.identity)?.close(reason: .normal, text: "forgotten")
+    }
+
+    /// The person's own name for a peer (nil removes it).
+    func setNickname(_ peer: PeerRecord, _ nickname: String?) throws(NodeError) -> PeerRecord {
+        do { try store.setNickname(identity: peer.identity, nickname) } catch { throw .storage(error) }
+        peerCache = nil
+        return (try? store.peer(identity: peer.identity)) ?? peer
+    }
+
+    /// Earlier keys of a contact, newest first.
+    func previousKeys(of peer: PeerRecord) throws(NodeError) -> [PeerRecord] {
+        do { return try store.previousKeys(of: peer.identity) } catch { throw .storage(error) }
+    }
+
+    private func setTrustAndReload(_ peer: PeerRecord, _ trust: TrustState) throws(NodeError) -> PeerRecord {
+        do {
+            try setTrust(identity: peer.identity, trust)
             return try store.peer(identity: peer.identity) ?? peer
         } catch { throw .storage(error) }
     }
 
-    /// A person accepted a key change: pin the new identity, move queued messages to it.
-    func acceptKeyChange(_ peer: PeerRecord) throws(NodeError) -> (PeerRecord, Int) {
-        let change: KeyChangeRecord
-        do {
-            let changes = try store.pendingKeyChanges().filter {
-                $0.oldIdentity == peer.identity || $0.newIdentity == peer.identity
-            }
-            guard let last = changes.last else { throw NodeError.noPendingKeyChange(peer.displayName) }
-            change = last
-        } catch let e as NodeError {
-            throw e
-        } catch let e as StoreError {
-            throw .storage(e)
-        } catch {
-            throw .storage(.io(path: store.path, reason: "\(error)"))
+    /// Dials every target that reached this peer now, rather than after its backoff.
+    private func redialNow(_ peer: PeerRecord) {
+        guard let key = IdentityPublicKey(hex: peer.identity) else { return }
+        for target in dialPlanner.targets(of: key) { perform(dialPlanner.dial(target, sessions: sessionView)) }
+    }
+}
+
+extension Node {
+    /// Why nothing may be sent to `peer` now, if anything forbids it.
+    func sendRefusal(_ peer: PeerRecord) -> NodeError? {
+        if let by = peer.replacedBy { return .peerReplaced(peer, by: by) }
+        switch peer.trust {
+        case .blocked: return .peerBlocked(peer)
+        case .pending: return .peerAwaitingApproval(peer)
+        case .pinned, .verified: return nil
         }
-        let newCard: Card
-        do { newCard = try Card.decode(change.newCard) } catch {
-            // Only verified cards are recorded: a damaged row, not an attack.
-            throw .storedCardUnreadable(peer.displayName, "\(error)")
-        }
-        let now = nowMs
-        let rec = PeerRecord(identity: change.newIdentity, displayName: newCard.displayName, hostName: newCard.hostName,
-                             card: change.newCard, cardSequence: Int64(clamping: newCard.sequence),
-                             noiseKey: newCard.noiseKey.hex, trust: .pinned, firstSeen: now, lastSeen: now,
-                             lastAddress: change.address, replacedBy: nil)
-        peerCache = nil
-        let moved: Int
-        do { moved = try store.acceptKeyChange(id: change.id, newPeer: rec, at: now) } catch { throw .storage(error) }
-        outbox.forgetAll()  // messages moved to another recipient: count and query again
-        log.warning("key change accepted by a person", ["name": newCard.displayName, "new": newCard.fingerprint.description])
-        // Reconnect now rather than waiting for backoff.
-        if let old = IdentityPublicKey(hex: change.oldIdentity), let new = IdentityPublicKey(hex: change.newIdentity) {
-            perform(dialPlanner.redirect(from: old, to: new, sessions: sessionView))
-        }
-        return (rec, moved)
     }
 }

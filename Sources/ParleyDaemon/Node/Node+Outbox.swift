@@ -76,8 +76,8 @@ extension Node {
                 results[i] = .failure(.bodyTooLarge(size))
                 continue
             }
-            if peer.trust == .changed || peer.replacedBy != nil {
-                results[i] = .failure(.keyChangePending(peer))
+            if let refusal = sendRefusal(peer) {
+                results[i] = .failure(refusal)
                 continue
             }
             guard let key = IdentityPublicKey(hex: peer.identity) else {

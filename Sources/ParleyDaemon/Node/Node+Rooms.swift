@@ -112,7 +112,7 @@ extension Node {
     /// Creates a room with this node and `members`; returns once the create is stored.
     func createRoom(name: String, members: [PeerRecord]) throws -> RoomRecord {
         loop.preconditionInEventLoop()
-        for p in members where p.trust == .changed || p.replacedBy != nil { throw NodeError.keyChangePending(p) }
+        for p in members { if let refusal = sendRefusal(p) { throw refusal } }
         let keys = try members.map { try IdentityPublicKey(bytes: Sodium.fromHex($0.identity) ?? []) }
         guard Set(keys + [myIdentityKey]).count <= RoomLimits.maxMembers else { throw RoomError.tooManyMembers(RoomLimits.maxMembers) }
         let op: RoomOperation

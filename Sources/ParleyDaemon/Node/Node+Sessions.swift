@@ -181,12 +181,16 @@ extension Node {
         for peer in Array(sessions.peers) {
             guard let handle = sessions.handle(for: peer), let conn = links[handle]?.connection else { continue }
             switch policy.check(lastReceived: MonotonicInstant(conn.lastReceived), lastSent: MonotonicInstant(conn.lastSent),
-                                now: now) {
+                                now: now, lastPing: links[handle]?.lastPingSent) {
             case .dead:
-                log.info("peer silent; closing session", ["peer": peer.fingerprintText])
-                conn.close(reason: .normal, text: "timeout")
+                // No close record (docs/PROTOCOL.md "Liveness"): a peer that is in fact
+                // alive must see a lost connection, which it redials, not a goodbye.
+                log.info("peer silent; dropping the connection", ["peer": peer.fingerprintText])
+                conn.drop()
                 continue
-            case .ping: conn.send(.ping(now.nanoseconds))
+            case .ping:
+                links[handle]?.lastPingSent = now
+                conn.send(.ping(now.nanoseconds))
             case .healthy: break
             }
             if links[handle]?.window.resetIfAckTimedOut(now: now) == true { pump(conn) }

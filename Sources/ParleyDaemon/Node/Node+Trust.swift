@@ -3,7 +3,8 @@ import ParleyNodeCore
 import ParleyStore
 
 /// Trust on first use: asks `TrustDecision` what a verified card means and records what
-/// it says (pin, card update, pending key change). docs/PROTOCOL.md, "Trust".
+/// it says (pin, card update, hold for approval). A peer is its key: a name never makes a
+/// new key stand for a known peer. docs/PROTOCOL.md, "Trust".
 extension Node {
     enum TrustOutcome {
         case keep
@@ -18,8 +19,8 @@ extension Node {
             standing = .blocked
         } else if rec.replacedBy != nil {
             standing = .replaced
-        } else if rec.trust == .changed {
-            standing = .keyChangePending
+        } else if rec.trust == .pending {
+            standing = .awaitingApproval
         } else {
             standing = .trusted
         }
@@ -33,12 +34,7 @@ extension Node {
             if let rec = try store.peer(identity: id), let known = Self.knownPeer(rec) {
                 return try apply(TrustDecision.known(known, card: remote), card: remote, record: rec, connection: conn)
             }
-            let namesakes = try store.peers(named: remote.displayName).compactMap(Self.knownPeer)
-            var atAddress: KnownPeer?
-            if namesakes.allSatisfy({ $0.identity == remote.identityKey }), let key = dialTarget {
-                atAddress = try store.peer(atAddress: key.rawValue).flatMap(Self.knownPeer)
-            }
-            let verdict = TrustDecision.newIdentity(card: remote, namesakes: namesakes, atDialedAddress: atAddress)
+            let verdict = TrustDecision.newIdentity(card: remote, policy: options.newIdentities)
             return try apply(verdict, card: remote, record: nil, connection: conn)
         } catch {
             log.error("trust store failure; refusing session", ["error": "\(error)"])
@@ -50,6 +46,7 @@ extension Node {
                        connection conn: PeerConnection) throws(StoreError) -> TrustOutcome {
         let id = remote.identityKey.hex
         let now = nowMs
+        let address = links[ObjectIdentifier(conn)]?.dialTarget?.rawValue
         switch verdict {
         case .keep:
             return .keep
@@ -63,37 +60,33 @@ extension Node {
             rec.hostName = remote.hostName
             try upsertPeer(rec)
             return .keep
-        case .pinNewPeer:
-            try upsertPeer(PeerRecord(identity: id, displayName: remote.displayName, hostName: remote.hostName,
-                                      card: remote.encoded(), cardSequence: Int64(clamping: remote.sequence),
-                                      noiseKey: remote.noiseKey.hex, trust: .pinned, firstSeen: now, lastSeen: now,
-                                      lastAddress: links[ObjectIdentifier(conn)]?.dialTarget?.rawValue, replacedBy: nil))
-            log.info("new peer pinned", ["peer": remote.displayName, "fingerprint": remote.fingerprint.description])
-            return .keep
-        case .holdKeyChange(let previous, let evidence):
-            let address = links[ObjectIdentifier(conn)]?.dialTarget?.rawValue ?? conn.remoteAddress
-            let existing = try store.pendingKeyChange(newIdentity: id)
-            peerCache = nil
-            let change = try store.recordKeyChange(displayName: remote.displayName, oldIdentity: previous.hex,
-                                                   newIdentity: id, newCard: remote.encoded(), address: address, at: now)
-            if peerRecord(previous.hex)?.trust != .changed { try setTrust(identity: previous.hex, .changed) }
-            if existing == nil {
-                let what = evidence == .sameName
-                    ? "KEY CHANGED: a different identity key is using a known name; refused until a person accepts it"
-                    : "KEY CHANGED: a different identity key answered at a known peer's address; refused until a person accepts it"
-                log.warning(what, ["name": remote.displayName, "old": previous.fingerprintText,
-                                   "new": remote.fingerprint.description, "address": conn.remoteAddress])
-                emit(.keyChanged(change))
+        case .pinNewPeer, .holdNewPeer:
+            let held = verdict == .holdNewPeer
+            let rec = PeerRecord(identity: id, displayName: remote.displayName, hostName: remote.hostName,
+                                 card: remote.encoded(), cardSequence: Int64(clamping: remote.sequence),
+                                 noiseKey: remote.noiseKey.hex, trust: held ? .pending : .pinned, firstSeen: now,
+                                 lastSeen: now, lastAddress: address, replacedBy: nil)
+            try upsertPeer(rec)
+            var fields = ["peer": remote.displayName, "fingerprint": remote.fingerprint.description]
+            if let clash = nameClash(of: remote.identityKey) {
+                fields["name_also_used_by"] = clash.with.map(\.fingerprintText).joined(separator: ",")
+                log.warning(held ? "new key held for approval; its name looks like another peer's"
+                                 : "new peer pinned; its name looks like another peer's: it is a different key", fields)
+            } else {
+                log.info(held ? "new key held for approval" : "new peer pinned", fields)
             }
-            return .refuse(.keyChangePending, "key change pending")
+            emit(.newPeer(rec, address: address ?? conn.remoteAddress))
+            return held ? .refuse(.notTrusted, "awaiting approval") : .keep
         case .refuse(let refusal):
             switch refusal {
             case .blocked:
                 return .refuse(.notTrusted, "blocked")
+            case .awaitingApproval:
+                return .refuse(.notTrusted, "awaiting approval")
             case .replaced:
-                attackLog.log(key: id, "an identity that was replaced after a key change tried to connect",
+                attackLog.log(key: id, "a key a person replaced tried to connect",
                               ["fingerprint": remote.fingerprint.description, "address": conn.remoteAddress])
-                return .refuse(.notTrusted, "identity was replaced")
+                return .refuse(.notTrusted, "key was replaced")
             case .staleCard(let presented, let pinned):
                 attackLog.log(key: id, "peer presented an older card than the one pinned; refused",
                               ["peer": record?.displayName ?? remote.displayName, "presented": "\(presented)",
@@ -107,19 +100,48 @@ extension Node {
         }
     }
 
+    // MARK: Names
+
+    /// Which live peers' labels (nickname, or self-asserted name) look alike, or like ours.
+    /// Cached until a peer record is written.
+    func nameClashes() -> [IdentityPublicKey: NameClashes.Clash] {
+        if let clashCache { return clashCache }
+        let entries = ((try? allPeers()) ?? []).filter { $0.replacedBy == nil }.compactMap { rec in
+            IdentityPublicKey(hex: rec.identity).map {
+                NameClashes.Entry(identity: $0, selfAssertedName: rec.displayName, nickname: rec.nickname)
+            }
+        }
+        let found = NameClashes.find(entries, myName: card.displayName)
+        clashCache = found
+        return found
+    }
+
+    func nameClash(of identity: IdentityPublicKey) -> NameClashes.Clash? { nameClashes()[identity] }
+
     // MARK: Card updates on a live session
 
     func connection(_ conn: PeerConnection, receivedCard bytes: [UInt8]) {
         guard let peer = conn.remoteIdentityKey else { return }
         do {
-            let newCard = try Card.decode(bytes)
+            let newCard: Card
+            do { newCard = try Card.decode(bytes) } catch {
+                // A cardUpdate that does not decode and verify is a malformed record
+                // (docs/PROTOCOL.md "Record types"), answered like any other.
+                attackLog.log(key: conn.remoteAddress, "undecodable card update; closing",
+                              ["address": conn.remoteAddress, "error": "\(error)"])
+                conn.close(reason: .protocolError, text: "card update: \(error)")
+                return
+            }
             let rec = try store.peer(identity: peer.hex)
-            switch TrustDecision.cardUpdate(newCard, sessionIdentity: peer, pinned: rec.flatMap(Self.knownPeer)) {
+            switch TrustDecision.cardUpdate(newCard, sessionIdentity: peer, pinned: rec.flatMap(Self.knownPeer),
+                                            nowSeconds: UInt64(max(0, nowMs / 1000))) {
             case .otherIdentity:
                 attackLog.log(key: conn.remoteAddress, "card update for another identity refused", ["address": conn.remoteAddress])
                 conn.close(reason: .protocolError, text: "card update for another identity")
             case .ignore:
                 break
+            case .expired:
+                log.warning("expired card update ignored", ["peer": peer.fingerprintText, "sequence": "\(newCard.sequence)"])
             case .pin:
                 guard var rec else { return }
                 rec.card = newCard.encoded()

@@ -29,7 +29,10 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// Where the key files live (for key rotation).
     var stateDirectory: String?
     private(set) var card: Card {
-        didSet { whoamiCache = nil }
+        didSet {
+            whoamiCache = nil
+            clashCache = nil
+        }
     }
     /// `node.whoami`'s answer, built once per card: it hex-encodes the card and prints the
     /// fingerprint, and is what clients call to check the daemon is there.
@@ -59,8 +62,13 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// Every pinned peer, cached for resolving names on each `send`; dropped whenever
     /// a peer record is written.
     var peerCache: [PeerRecord]? {
-        didSet { peerIndex = nil }
+        didSet {
+            peerIndex = nil
+            clashCache = nil
+        }
     }
+    /// Name clashes among live peers (Node+Trust.swift), derived from `peerCache`.
+    var clashCache: [IdentityPublicKey: NameClashes.Clash]?
     private var peerIndex: [String: PeerRecord]?
     /// Our own mDNS instance name (Avahi may rename it on a conflict).
     var ownInstanceName: String?

@@ -6,16 +6,25 @@ import ParleyStore
 enum NodeError: Error, CustomStringConvertible {
     case peerNotFound(String)
     case peerAmbiguous(String, [PeerRecord])
-    case keyChangePending(PeerRecord)
+    /// Nothing is sent to a blocked peer.
+    case peerBlocked(PeerRecord)
+    /// Nothing is sent to a peer held for approval.
+    case peerAwaitingApproval(PeerRecord)
+    /// The peer's key was replaced by a person; the new key is its current one.
+    case peerReplaced(PeerRecord, by: String)
     case bodyTooLarge(Int)
     case emptyBody
     case storage(StoreError)
     case fingerprintMismatch(expected: String, given: String)
-    case noPendingKeyChange(String)
+    /// A fingerprint prefix where the whole fingerprint is needed.
+    case fingerprintTooShort(given: String, needed: Int)
+    /// `trust.replace` named a fingerprint no known peer has.
+    case newKeyNotFound(String)
+    /// The request does not apply to this peer (replacing a key by itself, accepting a
+    /// peer that is not held, unblocking one that is not blocked); the text says why.
+    case notApplicable(String)
     case invalidAddress(String)
     case queueFull(PeerRecord, Int)
-    /// A pending key change's recorded card no longer decodes (a damaged store row).
-    case storedCardUnreadable(String, String)
     /// Key rotation needs the state directory, and this node was started without one.
     case noStateDirectory
 
@@ -24,9 +33,20 @@ enum NodeError: Error, CustomStringConvertible {
         case .peerNotFound(let q):
             return "no peer named '\(q)' (use a display name or a fingerprint prefix; see `parley peers`)"
         case let .peerAmbiguous(q, c):
-            return "'\(q)' matches \(c.count) peers: " + c.map { "\($0.displayName) (\(Node.fingerprint(ofHex: $0.identity)))" }.joined(separator: ", ") + "; use a longer fingerprint prefix"
-        case .keyChangePending(let p):
-            return "\(p.displayName)'s identity key changed: nothing is sent until you compare fingerprints and run `parley trust accept-change \(p.displayName)`"
+            return "'\(q)' matches \(c.count) peers: "
+                + c.map { "\($0.label) (\(Node.fingerprint(ofHex: $0.identity)), \($0.trust.rawValue))" }.joined(separator: ", ")
+                + "; names are labels a peer chooses: use a fingerprint prefix, or give one a nickname with "
+                + "`parley trust nickname FINGERPRINT NAME`"
+        case .peerBlocked(let p):
+            return "\(p.label) (\(Node.fingerprint(ofHex: p.identity))) is blocked: nothing is sent to it; "
+                + "`parley trust unblock \(Node.fingerprint(ofHex: p.identity))` to allow it again"
+        case .peerAwaitingApproval(let p):
+            let fp = Node.fingerprint(ofHex: p.identity)
+            return "\(p.label) (\(fp)) is a new key awaiting your approval: compare `parley trust show \(fp)` with "
+                + "its owner, then `parley trust accept \(fp)` (or `parley trust block \(fp)`)"
+        case let .peerReplaced(p, by):
+            return "\(p.label)'s old key \(Node.fingerprint(ofHex: p.identity)) was replaced by "
+                + "\(Node.fingerprint(ofHex: by)): send to the new key (`parley peers` lists it)"
         case .bodyTooLarge(let n):
             return "message body is \(n) bytes; the limit is \(WireLimits.maxBodyBytes)"
         case .emptyBody:
@@ -35,12 +55,16 @@ enum NodeError: Error, CustomStringConvertible {
             return "could not store the message, nothing was accepted: \(e)"
         case let .fingerprintMismatch(expected, given):
             return "fingerprint \(given) does not match the pinned key \(expected): do NOT trust this peer until you find out why"
-        case .noPendingKeyChange(let q):
-            return "no pending key change for '\(q)'"
+        case let .fingerprintTooShort(given, needed):
+            return "'\(given)' is only part of a fingerprint: give all \(needed) characters (as `parley trust show PEER` "
+                + "prints them), so that no other key can match"
+        case .newKeyNotFound(let fp):
+            return "no known peer has the key \(fp): the new key must have connected once (see `parley peers`), "
+                + "and the whole fingerprint is needed"
+        case .notApplicable(let why):
+            return why
         case let .queueFull(p, n):
             return "\(n) messages are already queued for \(p.displayName); nothing more is accepted until some are delivered"
-        case let .storedCardUnreadable(name, why):
-            return "the recorded new card for '\(name)' cannot be read (\(why)); run `parley peers` and wait for it to connect again, which records it anew"
         case .noStateDirectory:
             return "this daemon has no state directory to write a new key to; restart parleyd with --state-dir"
         case .invalidAddress(let a):

@@ -9,7 +9,9 @@ enum NodeEvent {
     case messageRead(StoredMessage)
     case peerOnline(identity: String)
     case peerOffline(identity: String)
-    case keyChanged(KeyChangeRecord)
+    /// A key never seen before connected: pinned on first use, or held for approval.
+    /// `address`: where it connected from or was dialled.
+    case newPeer(PeerRecord, address: String?)
     /// A room's name, members or version changed (or this node learned of the room).
     case roomUpdated(RoomRecord)
 }

@@ -13,4 +13,7 @@ struct NodeLink {
     var holdsAdmission: Bool
     /// The send window of the session this connection carries, once it is kept.
     var window: SendWindow
+    /// When the keepalive tick last pinged on this connection (`KeepalivePolicy`: one
+    /// ping per interval while the peer is silent).
+    var lastPingSent: MonotonicInstant? = nil
 }

@@ -11,6 +11,8 @@ struct NodeOptions: Sendable {
     var deadAfter: TimeAmount = .seconds(15)
     /// The send window of each session (count, bytes, ack timeout); see `SendWindowLimits`.
     var window = SendWindowLimits()
+    /// What to do with identities never seen before (`new_identities`).
+    var newIdentities: TrustDecision.NewIdentityPolicy = .accept
     /// Reconnect backoff for static and discovered peers.
     var redial = RedialBackoff(initial: .milliseconds(500), maximum: .seconds(30))
 

@@ -23,9 +23,17 @@ public struct KeepalivePolicy: Sendable, Equatable {
     /// interval late (and at most ten times a second).
     public var tickInterval: Duration { max(pingInterval / 5, .milliseconds(100)) }
 
-    public func check(lastReceived: MonotonicInstant, lastSent: MonotonicInstant, now: MonotonicInstant) -> Verdict {
+    /// - `lastPing`: when the driver last sent a ping on this session (nil: never).
+    public func check(lastReceived: MonotonicInstant, lastSent: MonotonicInstant, now: MonotonicInstant,
+                      lastPing: MonotonicInstant? = nil) -> Verdict {
         if now - lastReceived > deadAfter { return .dead }
-        if now - lastSent >= pingInterval || now - lastReceived >= pingInterval { return .ping }
+        // One ping per interval while the peer is silent (docs/PROTOCOL.md "Liveness"): the
+        // tick runs five times per interval, and pinging on every tick once the silence
+        // began sent five pings where the document promises one.
+        let pingedRecently = lastPing.map { now - $0 < pingInterval } ?? false
+        if now - lastReceived >= pingInterval && !pingedRecently { return .ping }
+        // Quiet ourselves for an interval: ping so the peer hears from us.
+        if now - lastSent >= pingInterval { return .ping }
         return .healthy
     }
 }

@@ -6,11 +6,11 @@ public struct KnownPeer: Sendable, Equatable {
     public enum Standing: Sendable, Equatable {
         /// Pinned on first use, or verified by a person: sessions are kept.
         case trusted
-        /// A pending key change names it; its own sessions are still kept.
-        case keyChangePending
+        /// Held under the `hold` policy until a person accepts it.
+        case awaitingApproval
         /// A person refused it.
         case blocked
-        /// A person accepted another identity in its place.
+        /// A person replaced it with another key.
         case replaced
     }
 

@@ -177,10 +177,8 @@ private struct ChatView {
             case .peerOffline(let e):
                 online = false
                 model.notice("\(e.peer.name) is offline", at: Self.nowMs())
-            case .peerKeyChanged(let e):
-                model.notice("KEY CHANGED: \(e.name) presents a new identity key; messages are held. "
-                    + "Compare the safety number (parley peers), then run parley trust accept-change \(e.oldFingerprint)",
-                    at: Self.nowMs())
+            case .peerNew(let e):
+                model.notice(HumanFormat.newPeerNotice(e).joined(separator: " "), at: Self.nowMs())
             case .roomUpdated(let e):
                 model.notice(e.room.member ? "#\(e.room.name) members: \(HumanFormat.roomMembers(e.room))"
                                            : "you are no longer a member of #\(e.room.name)", at: Self.nowMs())

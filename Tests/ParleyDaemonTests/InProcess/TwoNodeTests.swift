@@ -148,14 +148,40 @@ final class TwoNodeTests: XCTestCase {
         XCTAssertFalse(alice.events.contains { if case .peerOffline = $0 { return true } else { return false } })
     }
 
-    func testAnImpostorUnderAPinnedNameIsRefusedAndRecordedAsAKeyChange() throws {
+    /// A peer is its key: a second key calling itself "bob" is a second peer, marked as a
+    /// name clash, and the real bob's session, trust and name are untouched.
+    func testAnImpostorUnderAPinnedNameIsASeparatePeerWithAClashMarker() throws {
         _ = try connect()
+        XCTAssertNil(alice.node.nameClash(of: bob.identity))
         let impostor = try InProcessNode(name: "bob", loop: loop, clock: clock)
         let link = try InProcessLink(from: impostor, to: alice, loop: loop)
         try link.exchange()
-        XCTAssertFalse(alice.node.sessions.isOnline(impostor.identity))
-        XCTAssertEqual(link.initiatorConnection.remoteCloseReason, .keyChangePending)
-        XCTAssertEqual(try alice.node.store.pendingKeyChanges().map(\.newIdentity), [impostor.identity.hex])
+        XCTAssertTrue(alice.node.sessions.isOnline(impostor.identity), "a new key is pinned on first use")
         XCTAssertTrue(alice.node.sessions.isOnline(bob.identity), "the real bob's session is untouched")
+        XCTAssertEqual(try alice.node.store.peer(identity: bob.identity.hex)?.trust, .pinned)
+        XCTAssertEqual(alice.node.nameClash(of: bob.identity)?.with, [impostor.identity])
+        XCTAssertEqual(alice.node.nameClash(of: impostor.identity)?.kind, .sameName)
+        XCTAssertThrowsError(try alice.node.resolvePeer("bob"), "a shared name never picks one")
+        XCTAssertEqual(try alice.node.resolvePeer(bob.identity.hex).identity, bob.identity.hex)
+        XCTAssertTrue(alice.node.displayName(of: impostor.identity.hex).contains("⚠"))
+    }
+
+    func testUnderTheHoldPolicyANewKeyGetsNoSessionUntilAccepted() throws {
+        var options = NodeOptions()
+        options.newIdentities = .hold
+        let strict = try InProcessNode(name: "strict", loop: loop, clock: clock, options: options)
+        let link = try InProcessLink(from: alice, to: strict, loop: loop)
+        try link.exchange()
+        XCTAssertFalse(strict.node.sessions.isOnline(alice.identity))
+        XCTAssertEqual(link.initiatorConnection.remoteCloseReason, .notTrusted)
+        let held = try XCTUnwrap(try strict.node.store.peer(identity: alice.identity.hex))
+        XCTAssertEqual(held.trust, .pending)
+        XCTAssertThrowsError(try strict.node.send(to: held, body: "hi")) { error in
+            guard case NodeError.peerAwaitingApproval = error else { return XCTFail("\(error)") }
+        }
+        _ = try strict.node.accept(held)
+        let again = try InProcessLink(from: alice, to: strict, loop: loop)
+        try again.exchange()
+        XCTAssertTrue(strict.node.sessions.isOnline(alice.identity))
     }
 }

@@ -1,0 +1,149 @@
+import Foundation
+import NIOCore
+import NIOEmbedded
+import ParleyControlProtocol
+import ParleyStore
+import XCTest
+
+@testable import ParleyDaemon
+
+final class ControlConnectionTests: XCTestCase {
+    func testLinesInAnswersOutInOrder() throws {
+        let client = try ControlTestClient()
+        try client.write(ControlTestClient.request(1, "node.whoami") + ControlTestClient.request(2, "peers.list"))
+        let answers = try client.answers()
+        XCTAssertEqual(answers.map(\.id), [1, 2])
+        XCTAssertEqual(answers[0].result?["name"] as? String, "alice")
+        XCTAssertEqual((answers[1].result?["peers"] as? [Any])?.count, 0)
+    }
+
+    func testALineSplitAcrossReadsIsOneRequest() throws {
+        let client = try ControlTestClient()
+        let line = ControlTestClient.request(7, "node.whoami")
+        let cut = line.index(line.startIndex, offsetBy: 10)
+        try client.write(String(line[..<cut]))
+        XCTAssertTrue(try client.answers().isEmpty)
+        try client.write(String(line[cut...]))
+        XCTAssertEqual(try client.answers().map(\.id), [7])
+    }
+
+    func testBadRequestsAreAnsweredWithTheirOwnErrors() throws {
+        let client = try ControlTestClient()
+        try client.write(
+            "{not json\n"
+                + ControlTestClient.request(2, "no.such.method")
+                + ControlTestClient.request(3, "messages.send", ["to": "bob", "bdy": "typo"])
+                + ControlTestClient.request(nil, "node.whoami")  // a notification: no answer
+                + ControlTestClient.request(nil, "no.such.method")  // not even an error
+                + ControlTestClient.request(4, "messages.send", ["to": "bob", "body": "hi"]))
+        let answers = try client.answers()
+        XCTAssertEqual(answers.map(\.errorCode), [-32700, -32601, -32602, -32001])
+        XCTAssertEqual(answers.map(\.id), [nil, 2, 3, 4])
+        XCTAssertTrue(client.channel.isActive, "bad requests do not close the connection")
+    }
+
+    func testIdleClientIsClosedAfterTheTimeout() throws {
+        let client = try ControlTestClient()
+        try client.write("{\"jsonrpc\"")  // an unfinished line
+        client.loop.advanceTime(by: .seconds(Int64(ControlLimits.idleLineTimeoutSeconds)) - .milliseconds(1))
+        XCTAssertTrue(client.channel.isActive)
+        client.loop.advanceTime(by: .milliseconds(1))
+        XCTAssertEqual(try client.answers().map(\.errorCode), [ControlErrorCode.timeout.rawValue])
+        XCTAssertFalse(client.channel.isActive)
+        XCTAssertTrue(client.closedByServer)
+    }
+
+    func testARequestRestartsTheIdleTimer() throws {
+        let client = try ControlTestClient()
+        client.loop.advanceTime(by: .seconds(Int64(ControlLimits.idleLineTimeoutSeconds) - 1))
+        try client.write(ControlTestClient.request(1, "node.whoami"))
+        client.loop.advanceTime(by: .seconds(Int64(ControlLimits.idleLineTimeoutSeconds) - 1))
+        XCTAssertTrue(client.channel.isActive)
+        XCTAssertEqual(try client.answers().map(\.id), [1])
+    }
+
+    func testALineTooLongIsRefusedAndTheConnectionClosed() throws {
+        let client = try ControlTestClient()
+        try client.write(bytes: Array(repeating: UInt8(ascii: "a"), count: ControlLimits.maxLineBytes + 1))
+        XCTAssertEqual(try client.answers().map(\.errorCode), [ControlErrorCode.lineTooLong.rawValue])
+        XCTAssertFalse(client.channel.isActive)
+    }
+
+    /// Pins bob in alice's store, as a first handshake would.
+    private func pinBob(_ client: ControlTestClient) throws -> PeerRecord {
+        let bob = try TestIdentity(name: "bob").pinnedRecord()
+        try client.node.node.store.upsertPeer(bob)
+        return bob
+    }
+
+    private func send(_ id: Int, _ to: String, _ body: String) -> String {
+        ControlTestClient.request(id, "messages.send", ["to": to, "body": body])
+    }
+
+    func testPipelinedSendsAreStoredAndAnsweredInOrder() throws {
+        let client = try ControlTestClient()
+        _ = try pinBob(client)
+        try client.write((1...5).map { send($0, "bob", "m\($0)") }.joined())
+        let answers = try client.answers()
+        XCTAssertEqual(answers.map(\.id), [1, 2, 3, 4, 5])
+        let messages = answers.compactMap { $0.result?["message"] as? [String: Any] }
+        XCTAssertEqual(messages.map { $0["body"] as? String }, ["m1", "m2", "m3", "m4", "m5"])
+        XCTAssertEqual(Set(messages.compactMap { $0["state"] as? String }), ["queued"])
+        XCTAssertEqual(
+            try client.node.node.store.messages(peer: nil, after: nil, limit: 10).map(\.body),
+            ["m1", "m2", "m3", "m4", "m5"], "every answered message is in the store")
+    }
+
+    /// The bug: a pipelined batch resolved `#room` as a peer name (peerNotFound).
+    func testPipelinedRoomSendsGoToTheRoom() throws {
+        let client = try ControlTestClient()
+        let bob = try pinBob(client)
+        _ = try client.node.node.createRoom(name: "lab", members: [bob])
+        try client.write(
+            send(1, "#lab", "r1") + send(2, "bob", "d1") + send(3, "#lab", "r2")
+                + send(4, "#nope", "lost") + send(5, "bob", "d2"))
+        let answers = try client.answers()
+        XCTAssertEqual(answers.map(\.id), [1, 2, 3, 4, 5])
+        XCTAssertEqual(answers.map(\.errorCode), [nil, nil, nil, ControlErrorCode.roomNotFound.rawValue, nil])
+        let rooms = answers.map {
+            (($0.result?["message"] as? [String: Any])?["room"] as? [String: Any])?["name"] as? String
+        }
+        XCTAssertEqual(rooms, ["lab", nil, "lab", nil, nil])
+        let stored = try client.node.node.store.messages(peer: nil, after: nil, limit: 10)
+        XCTAssertEqual(stored.map(\.body), ["r1", "d1", "r2", "d2"], "stored in request order")
+        XCTAssertEqual(stored.map { $0.room != nil }, [true, false, true, false])
+    }
+
+    /// One request and the same request in a pipelined batch get the same bytes.
+    func testBatchedAndSingleSendAnswersAreTheSameShape() throws {
+        let client = try ControlTestClient()
+        _ = try pinBob(client)
+        try client.write(send(1, "bob", "x"))
+        try client.write(send(2, "bob", "x") + send(3, "bob", "x"))
+        let lines = try client.rawLines()
+        XCTAssertEqual(lines.count, 3)
+        func shape(_ line: String) -> String {
+            // Only the id, message id, sequence and times differ.
+            line.replacingOccurrences(of: #""id":"[0-9a-f]+""#, with: "ID", options: .regularExpression)
+                .replacingOccurrences(of: #"[0-9]+"#, with: "N", options: .regularExpression)
+        }
+        XCTAssertEqual(shape(lines[0]), shape(lines[1]))
+        XCTAssertEqual(shape(lines[1]), shape(lines[2]))
+    }
+
+    func testARotateKeyFailureSaysWhatFailed() throws {
+        let client = try ControlTestClient()
+        let before = client.node.node.card.noiseKey
+        // A state directory that cannot be created: a regular file is in its path.
+        let blocker = client.node.directory + "/not-a-directory"
+        XCTAssertTrue(FileManager.default.createFile(atPath: blocker, contents: Data()))
+        client.node.node.stateDirectory = blocker + "/state"
+        try client.write(ControlTestClient.request(1, "node.rotate_key"))
+        let answer = try XCTUnwrap(try client.answers().first)
+        XCTAssertEqual(answer.errorCode, ControlErrorCode.storageFailed.rawValue)
+        let message = try XCTUnwrap(answer.errorMessage)
+        XCTAssertTrue(message.hasPrefix("could not rotate the Noise key, the old key stays in use"), message)
+        XCTAssertFalse(message.contains("could not store the message"), message)
+        XCTAssertEqual(client.node.node.card.noiseKey, before)
+    }
+}
