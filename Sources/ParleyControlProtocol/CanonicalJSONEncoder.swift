@@ -72,6 +72,11 @@ public struct CanonicalObjectWriter {
         int(name, value, &out)
     }
 
+    public mutating func bool(_ name: StaticString, _ value: Bool, _ out: inout [UInt8]) {
+        key(name, &out)
+        out.append(contentsOf: Array((value ? "true" : "false").utf8))
+    }
+
     public mutating func null(_ name: StaticString, _ out: inout [UInt8]) {
         key(name, &out)
         out.append(contentsOf: Array("null".utf8))

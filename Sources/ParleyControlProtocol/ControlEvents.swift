@@ -19,7 +19,7 @@ public enum ControlEvent {
 
     public static let all: [String] = [
         messageReceived, messageDelivered, messageRead, peerOnline, peerOffline, peerNew, subscriptionClosed,
-        roomUpdated,
+        roomUpdated, messageUpdated, peerStatus,
     ]
 }
 

@@ -30,6 +30,7 @@ public enum ControlMethod {
         nodeStatus, nodeWhoami, peersList, peersConnect, peersNickname, messagesSend, messagesList,
         messagesSubscribe, messagesMarkRead, trustVerify, trustShow, trustReplace, trustAccept, trustBlock,
         trustUnblock, trustForget, nodeRotateKey, roomsList, roomsCreate, roomsAdd, roomsRemove, roomsLeave,
+        messagesReply, messagesEdit, messagesDelete, messagesReact, nodeSetStatus,
     ]
 }
 

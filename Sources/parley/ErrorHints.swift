@@ -45,6 +45,8 @@ enum ErrorHints {
                 lines.append("  #\(Terminal.line(candidate.name))  \(Terminal.line(candidate.id))")
             }
             return lines.joined(separator: "\n")
+        case .messageNotFound:
+            return "Run `parley read --ids \(who)` to see message ids; any 8 or more of their first digits will do."
         case .methodNotFound:
             return "This parleyd does not know the command; are parley and parleyd the same version?"
         case .parseError, .invalidRequest, .invalidParams, .internalError, .notPermitted,

@@ -27,6 +27,11 @@ enum ControlCall: Sendable {
     case roomsAdd(RoomsAddParams)
     case roomsRemove(RoomsRemoveParams)
     case roomsLeave(RoomsLeaveParams)
+    case messagesReply(MessagesReplyParams)
+    case messagesEdit(MessagesEditParams)
+    case messagesDelete(MessagesDeleteParams)
+    case messagesReact(MessagesReactParams)
+    case nodeSetStatus(NodeSetStatusParams)
 
     /// The route table: method name → how its params are decoded. Each entry is keyed by
     /// its params type's own `method`, so a name and its params cannot drift apart; what
@@ -55,7 +60,12 @@ enum ControlCall: Sendable {
             ControlRoute.route(RoomsCreateParams.self, ControlCall.roomsCreate),
             ControlRoute.route(RoomsAddParams.self, ControlCall.roomsAdd),
             ControlRoute.route(RoomsRemoveParams.self, ControlCall.roomsRemove),
-            ControlRoute.route(RoomsLeaveParams.self, ControlCall.roomsLeave)
+            ControlRoute.route(RoomsLeaveParams.self, ControlCall.roomsLeave),
+            ControlRoute.route(MessagesReplyParams.self, ControlCall.messagesReply),
+            ControlRoute.route(MessagesEditParams.self, ControlCall.messagesEdit),
+            ControlRoute.route(MessagesDeleteParams.self, ControlCall.messagesDelete),
+            ControlRoute.route(MessagesReactParams.self, ControlCall.messagesReact),
+            ControlRoute.route(NodeSetStatusParams.self, ControlCall.nodeSetStatus),
         ].map { ($0.method, $0) })
 
     /// Looks the method up and decodes its params: `methodNotFound` for an unknown method,

@@ -141,6 +141,24 @@ struct ControlDispatcher {
             return try removeFromRoom(p, id: id)
         case .roomsLeave(let p):
             return try leaveRoom(p, id: id)
+        case .messagesReply(let p):
+            let stored = try node.reply(to: try node.resolveMessage(p.message), body: p.body)
+            return .typed(id: id, result: MessagesSendResult(message: node.messageInfo(stored)))
+        case .messagesEdit(let p):
+            let updated = try node.perform(.edit(body: p.body), on: try node.resolveMessage(p.message))
+            return .typed(id: id, result: MessageChangeResult(message: node.messageInfo(updated)))
+        case .messagesDelete(let p):
+            let updated = try node.perform(.delete, on: try node.resolveMessage(p.message))
+            return .typed(id: id, result: MessageChangeResult(message: node.messageInfo(updated)))
+        case .messagesReact(let p):
+            let reaction: Reaction
+            do { reaction = try Reaction(p.reaction) } catch { throw ConversationError.invalidReaction(error) }
+            let updated = try node.perform(.reaction(reaction, added: !(p.remove ?? false)),
+                                           on: try node.resolveMessage(p.message))
+            return .typed(id: id, result: MessageChangeResult(message: node.messageInfo(updated)))
+        case .nodeSetStatus(let p):
+            let (status, told) = try node.setStatus(p.status)
+            return .typed(id: id, result: NodeSetStatusResult(status: status.text, peersNotified: told))
         }
     }
 
@@ -238,6 +256,7 @@ struct ControlDispatcher {
         case let e as NodeError: return rpcError(e, node: node)
         case let e as RoomError: return rpcError(e)
         case let e as ControlFailure: return JSONRPCError(.storageFailed, e.description)
+        case let e as ConversationError: return e.rpcError
         default: return .internalError("\(error)")
         }
     }

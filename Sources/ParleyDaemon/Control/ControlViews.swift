@@ -36,7 +36,36 @@ extension Node {
                     sequence: Int(m.sequence), createdAt: Int(m.createdAt), body: m.body,
                     state: ParleyControlProtocol.MessageState(rawValue: m.state.rawValue) ?? .queued,
                     deliveredAt: m.deliveredAt.map { Int($0) }, cursor: Int(m.rowID),
-                    readAt: m.readAt.map { Int($0) }), m)
+                    readAt: m.readAt.map { Int($0) }, replyTo: quote(of: m),
+                    editedAt: m.editedAt.map { Int($0) }, deletedAt: m.deletedAt.map { Int($0) },
+                    reactions: reactions(on: m)), m)
+    }
+
+    /// What a reply shows of the message it answers (looked up by id in the same
+    /// conversation; unknown here: only the id).
+    private func quote(of m: StoredMessage) -> MessageQuote? {
+        guard let id = m.replyTo else { return nil }
+        let quoted = ((try? store.messages(idPrefix: id, limit: 4)) ?? []).first {
+            $0.id == id && $0.peer == m.peer && $0.room == m.room
+        }
+        guard let quoted else { return MessageQuote(id: id, fromName: nil, excerpt: nil, deleted: false) }
+        let excerpt = String(quoted.body.prefix(ControlLimits.maxQuoteExcerptCharacters))
+        return MessageQuote(id: id, fromName: displayName(of: quoted.sender), excerpt: excerpt,
+                            deleted: quoted.deletedAt != nil)
+    }
+
+    private func reactions(on m: StoredMessage) -> [MessageReaction] {
+        guard let rows = (try? store.reactions(onRows: [m.rowID]))?[m.rowID], !rows.isEmpty else { return [] }
+        var order: [String] = []
+        var by: [String: [String]] = [:]
+        for r in rows {
+            if by[r.reaction] == nil { order.append(r.reaction) }
+            by[r.reaction, default: []].append(r.reactor)
+        }
+        return order.map { text in
+            let who = by[text] ?? []
+            return MessageReaction(reaction: text, fromNames: who.map(displayName(of:)), mine: who.contains(myIdentity))
+        }
     }
 
     /// The safety number of this node's key and `identity`'s (the same on both sides).

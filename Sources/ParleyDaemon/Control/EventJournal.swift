@@ -147,6 +147,12 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
             return messageEvent(ControlEvent.messageDelivered, m)
         case .messageRead(let m):
             return messageEvent(ControlEvent.messageRead, m)
+        case .messageUpdated(let m):
+            return messageEvent(ControlEvent.messageUpdated, m)
+        case let .peerStatus(identity, status):
+            return Rendered(method: ControlEvent.peerStatus, peer: identity, messageRowID: nil,
+                            params: PeerStatusEvent(fingerprint: Node.fingerprint(ofHex: identity),
+                                                    name: node.displayName(of: identity), status: status))
         case .peerOnline(let id), .peerOffline(let id):
             guard let rec = try? node.store.peer(identity: id) else { return nil }
             let info = node.peerInfo(rec)
@@ -184,6 +190,10 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
             return MessageDeliveredEvent(id: m.id, to: Node.fingerprint(ofHex: m.recipient), deliveredAt: Int(m.deliveredAt ?? 0))
         case ControlEvent.messageRead:
             return MessageReadEvent(id: m.id, to: Node.fingerprint(ofHex: m.recipient), readAt: Int(m.readAt ?? 0))
+        case ControlEvent.messageUpdated:
+            // Rendered from the message as it is now: a replayed edit event after a delete
+            // shows the tombstone, never the erased text.
+            return MessageUpdatedEvent(message: node.messageInfo(m))
         default:
             return nil
         }

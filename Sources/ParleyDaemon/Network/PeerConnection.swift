@@ -15,6 +15,9 @@ protocol PeerConnectionDelegate: AnyObject {
     func connection(_ connection: PeerConnection, receivedCard card: [UInt8])
     /// Room operations and room chats of one read, in arrival order.
     func connection(_ connection: PeerConnection, receivedRoomTraffic records: [RoomTraffic])
+    /// Edits, deletes and reactions of one read, after its chats.
+    func connection(_ connection: PeerConnection, receivedActions actions: [MessageActionRecord])
+    func connection(_ connection: PeerConnection, receivedStatus status: PresenceStatus)
     func connectionBecameWritable(_ connection: PeerConnection)
     func connectionClosed(_ connection: PeerConnection, error: Error?)
 }
@@ -40,6 +43,8 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     private(set) var established: SessionHandshake.Established?
     /// The verified peer's identity, once the handshake finished.
     var remoteIdentityKey: IdentityPublicKey? { established?.remoteCard.identityKey }
+    /// What the peer's handshake announced it understands (empty before the handshake).
+    var remoteFeatures: ProtocolFeatures { established?.remoteFeatures ?? [] }
 
     weak var delegate: PeerConnectionDelegate?
     private var state: State = .idle
@@ -52,6 +57,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     private var decoder = RecordStreamDecoder()
     private var flushScheduled = false
     private var pendingChats: [ChatRecord] = []
+    private var pendingActions: [MessageActionRecord] = []
     private var pendingAcks: [MessageID] = []
     private var pendingReadReceipts: [MessageID] = []
     private var pendingRoomTraffic: [RoomTraffic] = []
@@ -176,6 +182,8 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
             closeChannel()
         case .roomOperation(let op): pendingRoomTraffic.append(.operation(op))
         case .roomChat(let c): pendingRoomTraffic.append(.chat(c))
+        case .messageAction(let a): pendingActions.append(a)
+        case .status(let s): delegate?.connection(self, receivedStatus: s)
         case .unknown: break
         }
     }
@@ -186,6 +194,11 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
             let chats = pendingChats
             pendingChats.removeAll(keepingCapacity: true)
             delegate?.connection(self, received: chats)
+        }
+        if !pendingActions.isEmpty {
+            let actions = pendingActions
+            pendingActions.removeAll(keepingCapacity: true)
+            delegate?.connection(self, receivedActions: actions)
         }
         if !pendingRoomTraffic.isEmpty {
             let traffic = pendingRoomTraffic

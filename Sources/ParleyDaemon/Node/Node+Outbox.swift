@@ -17,6 +17,8 @@ extension Node {
         let roomWork = store.roomOutboxesMayHaveWork
         if roomWork { pumpRoomOperations(conn, peer: peer) }
         defer { if roomWork { pumpRoomMessages(conn, peer: peer) } }
+        // Edits, deletes and reactions after the direct messages they may name.
+        defer { pumpActions(conn, peer: peer) }
         let handle = ObjectIdentifier(conn)
         guard let window = links[handle]?.window, window.freeSlots > 0,
               outbox.mayHaveUnsent(for: peer, sentThrough: window.directSentThrough)
@@ -38,8 +40,10 @@ extension Node {
                 if links[handle]?.window.freeSlots == 0 { break }
                 continue
             }
+            // A peer that predates replies gets the reply as a plain chat (it would skip 0x09).
+            let replyTo = conn.remoteFeatures.contains(.conversation) ? m.replyTo.flatMap { MessageID(hex: $0) } : nil
             conn.send(.chat(ChatRecord(id: id, sequence: UInt64(max(0, m.sequence)),
-                                       createdAt: UInt64(max(0, m.createdAt)), body: m.body)))
+                                       createdAt: UInt64(max(0, m.createdAt)), body: m.body, replyTo: replyTo)))
         }
     }
 
@@ -55,7 +59,7 @@ extension Node {
     /// Queues several messages in ONE transaction (one fsync): a pipelining client's
     /// requests from one read are committed together, and each is answered only after
     /// that commit. Invalid ones fail alone; a storage failure fails all of them.
-    func sendMany(_ items: [(PeerRecord, String)]) -> [Result<StoredMessage, NodeError>] {
+    func sendMany(_ items: [(PeerRecord, String)], replyTo: String? = nil) -> [Result<StoredMessage, NodeError>] {
         loop.preconditionInEventLoop()
         var results = [Result<StoredMessage, NodeError>?](repeating: nil, count: items.count)
         var batch: [NewOutgoingMessage] = []
@@ -89,7 +93,8 @@ extension Node {
                 continue
             }
             planned[key, default: 0] += 1
-            batch.append(NewOutgoingMessage(id: MessageID.random().hex, recipient: peer.identity, body: body, createdAt: now))
+            batch.append(NewOutgoingMessage(id: MessageID.random().hex, recipient: peer.identity, body: body, createdAt: now,
+                                            replyTo: replyTo))
             batchIndex.append(i)
         }
         if !batch.isEmpty {
@@ -117,7 +122,7 @@ extension Node {
         let incoming = chats.map {
             IncomingMessage(id: $0.id.hex, sender: sender.hex, recipient: myIdentity,
                             sequence: Int64(clamping: $0.sequence), createdAt: Int64(clamping: $0.createdAt),
-                            body: $0.body)
+                            body: $0.body, replyTo: $0.replyTo?.hex)
         }
         let results: [(message: StoredMessage, isNew: Bool)]
         do {
@@ -152,6 +157,7 @@ extension Node {
         } catch {
             log.error("could not record delivery; the messages will be sent again and de-duplicated", ["error": "\(error)"])
         }
+        actionsAcknowledged(ack.actionItems + ack.unknown, by: peer)
         roomTrafficAcknowledged(ack.roomItems + ack.unknown, by: peer)
         pump(conn)
     }

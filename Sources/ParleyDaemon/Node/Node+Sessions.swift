@@ -31,7 +31,7 @@ extension Node {
                                   now: { clock.monotonicNow().deadline }) { [unowned self] in
             SessionHandshake(role: direction == .outbound ? .initiator : .responder,
                              localCard: self.card, staticKey: self.keys.noiseStatic, bootID: self.bootID,
-                             presharedKey: self.networkKey, now: UInt64(max(0, self.nowMs / 1000)))
+                             features: .supported, presharedKey: self.networkKey, now: UInt64(max(0, self.nowMs / 1000)))
         }
         conn.delegate = self
         links[ObjectIdentifier(conn)] = NodeLink(connection: conn, dialTarget: target,
@@ -117,6 +117,7 @@ extension Node {
             case .peerOffline, .scheduleOfflineCheck: break
             }
         }
+        announceStatus(on: conn)
         pump(conn)
         sendPendingReadReceipts(conn)
     }
@@ -152,7 +153,9 @@ extension Node {
     private func perform(_ actions: [SessionTable<ObjectIdentifier>.Action]) {
         for action in actions {
             switch action {
-            case .peerOffline(let p): emit(.peerOffline(identity: p.hex))
+            case .peerOffline(let p):
+                peerStatuses[p] = nil
+                emit(.peerOffline(identity: p.hex))
             case .scheduleOfflineCheck(let p, let due):
                 offlineTimers[p]?.cancel()
                 offlineTimers[p] = loop.scheduleTask(deadline: due.deadline) { [weak self] in

@@ -78,6 +78,13 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var sendsReadReceipts = true
     /// Rooms: decoded operations and resolved state, loaded lazily (Node+Rooms.swift).
     var roomBook = RoomBook()
+    /// False once the action outbox was found empty (and nothing was queued since): the
+    /// pump then skips its query (Node+Conversation.swift).
+    var actionOutboxMayHaveWork = true
+    /// This node's status line, as last set (kept in the store's settings).
+    var ownStatus = PresenceStatus.none
+    /// Each connected peer's latest status line (presence: forgotten when it goes offline).
+    var peerStatuses: [IdentityPublicKey: PresenceStatus] = [:]
 
     var myIdentityKey: IdentityPublicKey { keys.identity.publicKey }
     var myIdentity: String { keys.identity.publicKey.hex }
@@ -130,6 +137,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
 
     func start() {
         loop.preconditionInEventLoop()
+        loadOwnStatus()
         let period = options.keepalive.tickInterval.timeAmount
         tick = loop.scheduleRepeatedTask(initialDelay: period, delay: period) { [weak self] _ in
             self?.keepaliveTick()

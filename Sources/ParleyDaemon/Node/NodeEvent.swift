@@ -7,6 +7,10 @@ enum NodeEvent {
     case messageDelivered(StoredMessage)
     /// The recipient's read receipt for one of our messages arrived.
     case messageRead(StoredMessage)
+    /// A message was edited, deleted for everyone, or its reactions changed (here or by the peer).
+    case messageUpdated(StoredMessage)
+    /// A peer's status line arrived or changed.
+    case peerStatus(identity: String, status: String)
     case peerOnline(identity: String)
     case peerOffline(identity: String)
     /// A key never seen before connected: pinned on first use, or held for approval.

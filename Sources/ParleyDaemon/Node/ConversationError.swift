@@ -1,0 +1,43 @@
+import ParleyControlProtocol
+import ParleyCore
+import ParleyNodeCore
+import ParleyStore
+
+/// Errors a local user can cause with replies, edits, deletes, reactions and the status
+/// line, each saying what to do.
+enum ConversationError: Error, CustomStringConvertible {
+    case messageNotFound(String)
+    case messageAmbiguous(String, Int)
+    /// A room message: these features work in direct conversations for now.
+    case roomMessage(String)
+    case refused(ActionRefusal, String)
+    case invalidReaction(ReactionError)
+    case invalidStatus(PresenceStatusError)
+
+    var description: String {
+        switch self {
+        case .messageNotFound(let q):
+            return "no message with id '\(q)' (copy the id from `parley read --ids` or the chat view)"
+        case let .messageAmbiguous(q, n):
+            return "'\(q)' is the start of \(n) message ids; give more of the id"
+        case .roomMessage(let id):
+            return "message \(id.prefix(8)) is a room message; replies, edits, deletes and reactions work in direct conversations only, for now"
+        case let .refused(.notAuthor, id):
+            return "message \(id.prefix(8)) was written by someone else: you can only edit or delete your own messages"
+        case let .refused(.targetDeleted, id):
+            return "message \(id.prefix(8)) was deleted for everyone; nothing is left to change"
+        case let .refused(reason, id):
+            return "message \(id.prefix(8)): \(reason)"
+        case .invalidReaction(let e): return e.description
+        case .invalidStatus(let e): return e.description
+        }
+    }
+
+    var rpcError: JSONRPCError {
+        switch self {
+        case .messageNotFound, .refused(.unknownTarget, _): return JSONRPCError(.messageNotFound, description)
+        case .messageAmbiguous, .invalidReaction, .invalidStatus: return .invalidParams(description)
+        case .roomMessage, .refused: return JSONRPCError(.notPermitted, description)
+        }
+    }
+}
