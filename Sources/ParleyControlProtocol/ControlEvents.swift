@@ -156,6 +156,8 @@ public enum ControlEventPayload: Sendable, Hashable {
     case peerNew(PeerNewEvent)
     case subscriptionClosed(SubscriptionClosedEvent)
     case roomUpdated(RoomUpdatedEvent)
+    case messageUpdated(MessageUpdatedEvent)
+    case peerStatus(PeerStatusEvent)
     /// A method this version does not know (a newer daemon): kept, not fatal.
     case unknown(JSONRPCNotification)
 
@@ -172,6 +174,8 @@ public enum ControlEventPayload: Sendable, Hashable {
         case ControlEvent.subscriptionClosed:
             self = .subscriptionClosed(try params.decode(as: SubscriptionClosedEvent.self))
         case ControlEvent.roomUpdated: self = .roomUpdated(try params.decode(as: RoomUpdatedEvent.self))
+        case ControlEvent.messageUpdated: self = .messageUpdated(try params.decode(as: MessageUpdatedEvent.self))
+        case ControlEvent.peerStatus: self = .peerStatus(try params.decode(as: PeerStatusEvent.self))
         default: self = .unknown(notification)
         }
     }

@@ -84,6 +84,12 @@ struct FollowCommand: ParsableCommand {
             throw ExitCode(CLIExitCode.daemonError)
         case .roomUpdated(let e):
             HumanFormat.roomUpdated(e.room, at: now).forEach(Console.out)
+        case .messageUpdated(let e):
+            let what = e.message.deletedAt != nil ? "deleted" : e.message.editedAt != nil ? "edited" : "changed"
+            Console.out("[\(now)] \(what): " + HumanFormat.message(e.message))
+        case .peerStatus(let e):
+            Console.out("[\(now)] \(Terminal.line(e.name))"
+                + (e.status.isEmpty ? " cleared their status" : " is \"\(Terminal.line(e.status))\""))
         case .unknown:
             break  // an event from a newer daemon: nothing to show in this version
         }

@@ -15,5 +15,6 @@ struct ParleyCommand: ParsableCommand {
             StatusCommand.self, WhoamiCommand.self, PeersCommand.self, SendCommand.self,
             ReadCommand.self, FollowCommand.self, ConnectCommand.self, TrustCommand.self,
             RotateKeyCommand.self, ChatCommand.self, ExportCommand.self, RoomsCommand.self, RoomCommand.self,
+            ReplyCommand.self, EditCommand.self, DeleteCommand.self, ReactCommand.self, PresenceCommand.self,
         ])
 }

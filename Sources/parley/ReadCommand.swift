@@ -26,6 +26,9 @@ struct ReadCommand: ParsableCommand {
     @Flag(name: .customLong("keep-unread"), help: "Do not mark the messages shown as read (and send no read receipts).")
     var keepUnread = false
 
+    @Flag(name: .long, help: "Show each message's id (its first 8 digits), for parley reply/edit/delete/react.")
+    var ids = false
+
     var params: MessagesListParams { MessagesListParams(peer: peer, after: after, before: before, limit: limit) }
 
     func validate() throws { try validateForCommandLine(params) }
@@ -41,7 +44,7 @@ struct ReadCommand: ParsableCommand {
             }
             if options.json { return Console.json(page) }
             if page.messages.isEmpty { Console.out("No messages.") }
-            page.messages.map(HumanFormat.message).forEach(Console.out)
+            page.messages.map { HumanFormat.message($0, showID: ids) }.forEach(Console.out)
             if let next = page.nextCursor {
                 let flag = params.after != nil ? "--after" : "--before"
                 var command = "parley read"

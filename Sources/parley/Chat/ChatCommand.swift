@@ -145,8 +145,12 @@ private struct ChatView {
         case .edited: return .redraw
         case .submit(let text):
             do {
-                let sent = try client.call(MessagesSendParams(to: peer, body: text))
-                model.add(sent.message)
+                if let command = ChatSlashCommand.parse(text) {
+                    try perform(command)
+                } else {
+                    let sent = try client.call(MessagesSendParams(to: peer, body: ChatSlashCommand.messageText(text)))
+                    model.add(sent.message)
+                }
                 editor.clear()
                 scroll = 0
             } catch .remote(let error) {
@@ -155,6 +159,27 @@ private struct ChatView {
             }
             _ = try drainNotifications()
             return .redraw
+        }
+    }
+
+    /// Performs a /command on the newest message (its answer updates the view at once).
+    mutating func perform(_ command: ChatSlashCommand) throws(ControlClientError) {
+        let now = Self.nowMs()
+        switch command {
+        case .reply(let text):
+            guard let id = model.newestIncomingID else { return model.notice("nothing to reply to yet", at: now) }
+            model.add(try client.call(MessagesReplyParams(message: id, body: text)).message)
+        case .edit(let text):
+            guard let id = model.newestOwnID else { return model.notice("you have no message here to edit", at: now) }
+            model.update(try client.call(MessagesEditParams(message: id, body: text)).message)
+        case .delete:
+            guard let id = model.newestOwnID else { return model.notice("you have no message here to delete", at: now) }
+            model.update(try client.call(MessagesDeleteParams(message: id)).message)
+        case .react(let reaction):
+            guard let id = model.newestIncomingID else { return model.notice("nothing to react to yet", at: now) }
+            model.update(try client.call(MessagesReactParams(message: id, reaction: reaction)).message)
+        case .unknown(let name):
+            model.notice("unknown command /\(name): \(ChatSlashCommand.help)", at: now)
         }
     }
 
@@ -179,6 +204,10 @@ private struct ChatView {
                 model.notice("\(e.peer.name) is offline", at: Self.nowMs())
             case .peerNew(let e):
                 model.notice(HumanFormat.newPeerNotice(e).joined(separator: " "), at: Self.nowMs())
+            case .messageUpdated(let e): model.update(e.message)
+            case .peerStatus(let e):
+                model.notice(e.status.isEmpty ? "\(e.name) cleared their status" : "\(e.name) is \"\(e.status)\"",
+                             at: Self.nowMs())
             case .roomUpdated(let e):
                 model.notice(e.room.member ? "#\(e.room.name) members: \(HumanFormat.roomMembers(e.room))"
                                            : "you are no longer a member of #\(e.room.name)", at: Self.nowMs())
