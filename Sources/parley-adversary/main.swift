@@ -87,9 +87,11 @@ func parseTarget(_ s: String) -> (String, UInt16) {
 }
 
 /// Runs an initiator handshake presenting `card` (signed however the mode wants).
-func handshake(_ c: Conn, identity: IdentityKeyPair, staticKey: NoiseStaticKeyPair, card: Card) -> SessionHandshake.Established? {
+func handshake(_ c: Conn, identity: IdentityKeyPair, staticKey: NoiseStaticKeyPair, card: Card,
+               features: ProtocolFeatures = []) -> SessionHandshake.Established? {
     var hs = SessionHandshake(role: .initiator, localCard: card, staticKey: staticKey,
-                              bootID: Sodium.randomBytes(16), now: UInt64(Date().timeIntervalSince1970))
+                              bootID: Sodium.randomBytes(16), features: features,
+                              now: UInt64(Date().timeIntervalSince1970))
     guard let m1 = try? hs.start(), c.sendFrame(m1), let m2 = c.recvFrame() else { return nil }
     guard case .established(let final, let est)? = try? hs.receive(m2) else { return nil }
     if let final { _ = c.sendFrame(final) }
@@ -118,6 +120,10 @@ guard args.count >= 2 else {
       room-flood T ROOMS OPS  as a new (pinned) peer, send signed creates of ROOMS rooms
                             naming the target as member, then OPS add/remove changes in
                             the first room; ping; print "alive" or "closed"
+      forge-action T MSGID  as a new (pinned) peer announcing conversation records: send
+                            a chat of its own, then an edit, a delete and a reaction of
+                            MSGID (someone else's message), then an edit of its own chat;
+                            ping; print "acked N" (acks for the 5 records) and "alive"
     """)
     exit(2)
 }
@@ -277,6 +283,46 @@ case "room-flood":
         }
     }
     emit("closed")
+case "forge-action":
+    guard args.count > 2, let target = MessageID(hex: args[2]) else { fail("MSGID: 32 hex digits") }
+    guard let c = Conn(host, port, timeoutMs: 30_000) else { fail("connect") }
+    let id = IdentityKeyPair.generate()
+    let st = NoiseStaticKeyPair.generate()
+    guard var est = handshake(c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: "mallory"),
+                              features: .supported) else { fail("handshake refused") }
+    let now = UInt64(Date().timeIntervalSince1970) * 1000
+    let own = MessageID.random()
+    let records: [AppRecord] = [
+        .chat(ChatRecord(id: own, sequence: 1, createdAt: now, body: "mallory original")),
+        .messageAction(MessageActionRecord(id: .random(), sequence: 2, createdAt: now, target: target,
+                                           action: .edit(body: "forged by mallory"))),
+        .messageAction(MessageActionRecord(id: .random(), sequence: 3, createdAt: now, target: target, action: .delete)),
+        .messageAction(MessageActionRecord(id: .random(), sequence: 4, createdAt: now, target: target,
+                                           action: .reaction(try! Reaction("💩"), added: true))),
+        .messageAction(MessageActionRecord(id: .random(), sequence: 5, createdAt: now, target: own,
+                                           action: .edit(body: "mallory edited"))),
+        .ping(5),
+    ]
+    var encoder = RecordStreamEncoder()
+    records.forEach { encoder.append($0) }
+    for chunk in encoder.drainChunks() {
+        guard let sealed = try? est.transport.seal(chunk), c.sendFrame(sealed) else { emit("closed"); exit(0) }
+    }
+    // The pong leaves at once, the acks after the records are stored: wait for both.
+    var acked = Set<MessageID>()
+    var ponged = false
+    var decoder = RecordStreamDecoder()
+    while let f = c.recvFrame() {
+        guard let p = try? est.transport.open(f) else { break }
+        decoder.append(p)
+        while let r = try? decoder.next() {
+            if case .ack(let ids) = r { acked.formUnion(ids) }
+            if case .pong(5) = r { ponged = true }
+        }
+        if ponged, acked.count >= 5 { break }
+    }
+    emit("acked \(acked.count)")
+    emit(ponged ? "alive" : "closed")
 default:
     fail("unknown mode \(mode)")
 }

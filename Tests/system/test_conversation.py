@@ -184,3 +184,27 @@ def test_chat_in_tmux_shows_reply_and_edit(cluster):
         wait_until(lambda: not tmux.alive(), what="Ctrl-C quits")
     finally:
         tmux.close()
+
+
+def test_hostile_peer_cannot_edit_delete_or_react_to_someone_elses_message(cluster):
+    """mallory (parley-adversary, a real handshake announcing conversation records) sends
+    bob an edit, a delete and a reaction naming alice's message: bob acknowledges all of
+    them (a resend would be refused again), applies none, logs the refusal, and still
+    applies mallory's edit of mallory's own message."""
+    from test_hostile import attack
+    alice, bob = pair(cluster)
+    mid = sent(alice, "bob", "the meeting moved to room 4")
+    out = attack(bob, "forge-action", mid).splitlines()
+    assert out == ["acked 5", "alive"], out
+    m = by_id(bob, "alice", mid)
+    assert m["body"] == "the meeting moved to room 4"
+    assert m["editedAt"] is None and m["deletedAt"] is None and m["reactions"] == []
+    own = [x for x in bob.messages() if x["fromName"].startswith("mallory")]
+    assert [x["body"] for x in own] == ["mallory edited"] and own[0]["editedAt"] is not None
+    wait_until(lambda: "message action refused" in bob.log_path.read_text(errors="replace"),
+               what="the refusal is logged")
+    # The forged text was never stored, not even as the refused action's record.
+    bob.stop()
+    with sqlite3.connect(bob.state_dir / "parley.sqlite") as c:
+        kept = [bytes(r[0]) for r in c.execute("SELECT body FROM message_action WHERE body IS NOT NULL")]
+    assert not any(b"forged" in b for b in kept), kept
