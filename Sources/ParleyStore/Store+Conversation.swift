@@ -184,8 +184,14 @@ extension Store {
                 WHERE id = ? AND room IS NULL AND peer = ? AND (sender = ? OR sender = ?) ORDER BY row_id LIMIT 1
                 """)
             let byRow = try db.cachedStatement(sql: "SELECT \(Self.messageColumns) FROM message WHERE row_id = ?")
+            let known = try db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM message_action WHERE author = ? AND id = ?)")
             var outcomes: [ReceivedActionOutcome] = []
             for a in actions {
+                // A resend (its ack was lost): already judged and applied once.
+                if try Bool.fetchOne(known, arguments: [a.author, a.id]) == true {
+                    outcomes.append(ReceivedActionOutcome(action: a, isNew: false, updated: nil))
+                    continue
+                }
                 let target = try Self.fetchMessages(find, [a.target, a.author, a.author, me]).first
                 let reaction = (a.kind == .react || a.kind == .unreact) ? a.body : nil
                 let facts = try target.map { try Self.facts(db, $0, author: a.author, reaction: reaction) }

@@ -19,6 +19,8 @@ private final class RecordingDelegate: PeerConnectionDelegate {
     func connection(_ connection: PeerConnection, receivedReadReceipts ids: [MessageID]) {}
     func connection(_ connection: PeerConnection, receivedCard card: [UInt8]) {}
     func connection(_ connection: PeerConnection, receivedRoomTraffic records: [RoomTraffic]) {}
+    func connection(_ connection: PeerConnection, receivedActions actions: [MessageActionRecord]) {}
+    func connection(_ connection: PeerConnection, receivedStatus status: PresenceStatus) {}
     func connectionBecameWritable(_ connection: PeerConnection) {}
     func connectionClosed(_ connection: PeerConnection, error: Error?) { closed.append(error) }
 }

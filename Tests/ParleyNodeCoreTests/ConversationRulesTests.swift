@@ -1,0 +1,92 @@
+import XCTest
+import ParleyCore
+@testable import ParleyNodeCore
+
+/// Who may edit, delete and react, and which change wins (docs/PROTOCOL.md, "Conversation records").
+final class ConversationRulesTests: XCTestCase {
+    let me = IdentityKeyPair.generate().publicKey
+    let bob = IdentityKeyPair.generate().publicKey
+    let mallory = IdentityKeyPair.generate().publicKey
+    let thumbs = try! Reaction("👍")  // a valid literal
+
+    /// A direct message between us and `peer`, written by `author`.
+    func target(by author: IdentityPublicKey, with peer: IdentityPublicKey, deleted: Bool = false,
+                edited: Int64? = nil) -> ActionTarget {
+        ActionTarget(author: author, conversationPeer: peer, isDeleted: deleted, appliedChangeSequence: edited)
+    }
+
+    func testOnlyTheAuthorMayEditOrDelete() {
+        for action: MessageActionRecord.Action in [.edit(body: "x"), .delete] {
+            XCTAssertEqual(ConversationRules.judge(action, sequence: 5, from: bob, target: target(by: bob, with: bob)), .apply)
+            // bob names our message to bob: not his to change.
+            XCTAssertEqual(ConversationRules.judge(action, sequence: 5, from: bob, target: target(by: me, with: bob)),
+                           .refuse(.notAuthor))
+            // mallory names bob's message (a conversation she is not part of): unknown to her.
+            XCTAssertEqual(ConversationRules.judge(action, sequence: 5, from: mallory, target: target(by: bob, with: bob)),
+                           .refuse(.unknownTarget))
+            XCTAssertEqual(ConversationRules.judge(action, sequence: 5, from: bob, target: nil), .refuse(.unknownTarget))
+            // A room message is never the target of these records.
+            let room = ActionTarget(author: bob, conversationPeer: nil, isDeleted: false, appliedChangeSequence: nil)
+            XCTAssertEqual(ConversationRules.judge(action, sequence: 5, from: bob, target: room), .refuse(.unknownTarget))
+        }
+    }
+
+    func testAnOlderEditArrivingLateIsStaleAndADeleteIsFinal() {
+        XCTAssertEqual(ConversationRules.judge(.edit(body: "x"), sequence: 4, from: bob,
+                                               target: target(by: bob, with: bob, edited: 7)), .stale)
+        XCTAssertEqual(ConversationRules.judge(.edit(body: "x"), sequence: 7, from: bob,
+                                               target: target(by: bob, with: bob, edited: 7)), .stale)
+        XCTAssertEqual(ConversationRules.judge(.edit(body: "x"), sequence: 8, from: bob,
+                                               target: target(by: bob, with: bob, edited: 7)), .apply)
+        XCTAssertEqual(ConversationRules.judge(.edit(body: "x"), sequence: 9, from: bob,
+                                               target: target(by: bob, with: bob, deleted: true)), .stale)
+        XCTAssertEqual(ConversationRules.judge(.delete, sequence: 9, from: bob,
+                                               target: target(by: bob, with: bob, deleted: true)), .stale)
+    }
+
+    func testReactionsOnEitherSidesMessagesBoundedPerReactor() {
+        XCTAssertEqual(ConversationRules.judge(.reaction(thumbs, added: true), sequence: 1, from: bob,
+                                               target: target(by: me, with: bob)), .apply)
+        XCTAssertEqual(ConversationRules.judge(.reaction(thumbs, added: true), sequence: 1, from: bob,
+                                               target: target(by: bob, with: bob)), .apply)
+        XCTAssertEqual(ConversationRules.judge(.reaction(thumbs, added: true), sequence: 1, from: mallory,
+                                               target: target(by: me, with: bob)), .refuse(.unknownTarget))
+        let full = WireLimits.maxReactionsPerReactor
+        XCTAssertEqual(ConversationRules.judge(.reaction(thumbs, added: true), sequence: 1, from: bob,
+                                               target: target(by: me, with: bob), reactionsBySender: full),
+                       .refuse(.tooManyReactions))
+        // One already there may be sent again, and withdrawing always works.
+        XCTAssertEqual(ConversationRules.judge(.reaction(thumbs, added: true), sequence: 1, from: bob,
+                                               target: target(by: me, with: bob), reactionsBySender: full,
+                                               reactionIsNew: false), .apply)
+        XCTAssertEqual(ConversationRules.judge(.reaction(thumbs, added: false), sequence: 1, from: bob,
+                                               target: target(by: me, with: bob), reactionsBySender: full), .apply)
+        XCTAssertEqual(ConversationRules.judge(.reaction(thumbs, added: true), sequence: 1, from: bob,
+                                               target: target(by: me, with: bob, deleted: true)),
+                       .refuse(.targetDeleted))
+    }
+
+    func testLocalUserFollowsTheSameRules() {
+        XCTAssertNil(ConversationRules.judgeLocal(.edit(body: "x"), me: me, target: target(by: me, with: bob)))
+        XCTAssertEqual(ConversationRules.judgeLocal(.delete, me: me, target: target(by: bob, with: bob)), .notAuthor)
+        XCTAssertEqual(ConversationRules.judgeLocal(.edit(body: "x"), me: me, target: target(by: me, with: bob, deleted: true)),
+                       .targetDeleted)
+        XCTAssertNil(ConversationRules.judgeLocal(.reaction(thumbs, added: true), me: me, target: target(by: bob, with: bob)))
+        XCTAssertEqual(ConversationRules.judgeLocal(.reaction(thumbs, added: true), me: me,
+                                                    target: target(by: bob, with: bob),
+                                                    reactionsByMe: WireLimits.maxReactionsPerReactor), .tooManyReactions)
+        XCTAssertEqual(ConversationRules.judgeLocal(.delete, me: me, target: nil), .unknownTarget)
+    }
+
+    func testActionsAreAcknowledgedOnTheirOwnLane() {
+        var w = SendWindow(limits: SendWindowLimits(maxCount: 4, maxBytes: 1_000, ackTimeout: .seconds(30)))
+        let a = MessageID.random(), d = MessageID.random()
+        XCTAssertTrue(w.admit(a, bytes: 3, lane: .messageAction, now: MonotonicInstant(nanoseconds: 0)))
+        XCTAssertTrue(w.admit(d, bytes: 3, lane: .direct, sequence: 1, now: MonotonicInstant(nanoseconds: 0)))
+        let ack = w.acknowledge([a, d])
+        XCTAssertEqual(ack.actionItems, [a])
+        XCTAssertEqual(ack.roomItems, [])
+        XCTAssertEqual(ack.unknown, [])
+        XCTAssertEqual(w.directSentThrough, 1)  // an action does not move the direct cursor
+    }
+}
