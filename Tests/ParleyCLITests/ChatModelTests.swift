@@ -39,3 +39,45 @@ final class ChatModelTests: XCTestCase {
         XCTAssertEqual(model.entries.last?.body, "n\(ChatModel.maxEntries + 9)")
     }
 }
+
+/// The chat view's conversation features: /commands and updated messages.
+final class ChatConversationTests: XCTestCase {
+    private func message(_ id: String, _ direction: MessageDirection, _ body: String, cursor: Int) -> MessageInfo {
+        MessageInfo(id: id, from: "f", fromName: "bob", to: "t", toName: "alice", direction: direction, sequence: cursor,
+                    createdAt: 0, body: body, state: direction == .incoming ? .received : .delivered, deliveredAt: nil,
+                    cursor: cursor)
+    }
+
+    func testSlashCommands() {
+        XCTAssertEqual(ChatSlashCommand.parse("/reply sure thing"), .reply("sure thing"))
+        XCTAssertEqual(ChatSlashCommand.parse("/edit  fixed "), .edit("fixed"))
+        XCTAssertEqual(ChatSlashCommand.parse("/delete"), .delete)
+        XCTAssertEqual(ChatSlashCommand.parse("/react 👍"), .react("👍"))
+        XCTAssertEqual(ChatSlashCommand.parse("/reply"), .unknown("reply"), "a reply needs text")
+        XCTAssertEqual(ChatSlashCommand.parse("/frobnicate"), .unknown("frobnicate"))
+        XCTAssertNil(ChatSlashCommand.parse("hello /reply"))
+        XCTAssertNil(ChatSlashCommand.parse("//reply is a command"))
+        XCTAssertEqual(ChatSlashCommand.messageText("//reply is a command"), "/reply is a command")
+        XCTAssertEqual(ChatSlashCommand.messageText("plain"), "plain")
+    }
+
+    func testUpdatesShowEditedDeletedAndReactionsAndTargetsSkipDeleted() {
+        var model = ChatModel()
+        model.add(message("a", .incoming, "question", cursor: 1))
+        model.add(message("b", .outgoing, "answer", cursor: 2))
+        model.add(message("c", .outgoing, "oops", cursor: 3))
+        XCTAssertEqual(model.newestIncomingID, "a")
+        XCTAssertEqual(model.newestOwnID, "c")
+        var deleted = message("c", .outgoing, "", cursor: 3)
+        deleted.deletedAt = 9
+        model.update(deleted)
+        XCTAssertEqual(model.entries.last?.body, "(deleted)")
+        XCTAssertEqual(model.newestOwnID, "b", "a deleted message is not what /edit changes")
+        var edited = message("b", .outgoing, "better answer", cursor: 2)
+        edited.editedAt = 8
+        edited.replyTo = MessageQuote(id: "a", fromName: "bob", excerpt: "question", deleted: false)
+        edited.reactions = [MessageReaction(reaction: "👍", fromNames: ["bob"], mine: false)]
+        model.update(edited)
+        XCTAssertEqual(model.entries[1].body, "↳ bob: question\nbetter answer (edited)\n👍 1")
+    }
+}

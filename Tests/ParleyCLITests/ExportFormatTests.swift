@@ -14,7 +14,7 @@ final class ExportFormatTests: XCTestCase {
         let object = try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
         XCTAssertEqual(Set(object.keys), [
             "cursor", "id", "direction", "peer", "peerName", "from", "fromName", "to", "toName", "sequence",
-            "createdAt", "state", "deliveredAt", "readAt", "body",
+            "createdAt", "state", "deliveredAt", "readAt", "body", "replyTo", "editedAt", "deletedAt", "reactions",
         ])
         XCTAssertEqual(object["peer"] as? String, "bbbb-bbbb", "the other party of an outgoing message is its recipient")
         XCTAssertEqual(object["direction"] as? String, "out")
@@ -24,6 +24,26 @@ final class ExportFormatTests: XCTestCase {
         let decoded = try JSONSerialization.jsonObject(with: ControlJSON.encoder().encode(ExportedMessage(incoming))) as? [String: Any]
         XCTAssertEqual(decoded?["peerName"] as? String, "alice")
         XCTAssertTrue(decoded?["deliveredAt"] is NSNull, "empty fields are null, not absent")
+    }
+
+    func testConversationFieldsInTheExport() throws {
+        var m = outgoing
+        m.replyTo = MessageQuote(id: "11ee", fromName: "bob", excerpt: "question", deleted: false)
+        m.editedAt = 5
+        m.reactions = [MessageReaction(reaction: "👍", fromNames: ["alice", "bob"], mine: true)]
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: ControlJSON.encoder().encode(ExportedMessage(m)))
+                                   as? [String: Any])
+        XCTAssertEqual(object["replyTo"] as? String, "11ee")
+        XCTAssertEqual(object["editedAt"] as? Int, 5)
+        XCTAssertEqual(object["reactions"] as? [String: Int], ["👍": 2])
+        XCTAssertTrue(object["deletedAt"] is NSNull)
+        let lines = TranscriptFormat.lines(m, time: { _ in "T" })
+        XCTAssertTrue(lines.contains { $0.contains("↳ bob: question") }, "\(lines)")
+        XCTAssertTrue(lines.contains { $0.contains("lines (edited)") }, "\(lines)")
+        XCTAssertTrue(lines.contains { $0.contains("👍 2") }, "\(lines)")
+        m.deletedAt = 6
+        m.body = ""
+        XCTAssertTrue(TranscriptFormat.lines(m, time: { _ in "T" }).joined().contains("(deleted)"))
     }
 
     func testTranscriptLines() {

@@ -66,8 +66,16 @@ final class CanonicalJSONTests: XCTestCase {
                 direction: Bool.random(using: &rng) ? .incoming : .outgoing, sequence: Int.random(in: 0...1_000_000, using: &rng),
                 createdAt: Int.random(in: Int.min...Int.max, using: &rng), body: text(100),
                 state: MessageState.allCases.randomElement(using: &rng)!, deliveredAt: maybe(Int.random(in: 0...9, using: &rng)),
-                cursor: Int.random(in: 0...99, using: &rng), readAt: maybe(42), room: room)
+                cursor: Int.random(in: 0...99, using: &rng), readAt: maybe(42), room: room,
+                replyTo: maybe(MessageQuote(id: text(8), fromName: maybe(text(6)), excerpt: maybe(text(20)),
+                                            deleted: Bool.random(using: &rng))),
+                editedAt: maybe(5), deletedAt: maybe(6),
+                reactions: (0..<Int.random(in: 0...3, using: &rng)).map { _ in
+                    MessageReaction(reaction: text(4), fromNames: (0..<Int.random(in: 0...2, using: &rng)).map { _ in text(5) },
+                                    mine: Bool.random(using: &rng))
+                })
             try assertSameBytes(MessageReceivedEvent(message: info))
+            try assertSameBytes(MessageUpdatedEvent(message: info))
             try assertSameBytes(MessagesSendResult(message: info))
             try assertSameBytes(JSONRPCTypedSuccess(id: .number(Int.random(in: -5...5, using: &rng)), result: MessagesSendResult(message: info)))
             try assertSameBytes(JSONRPCTypedSuccess(id: .string(text(6)), result: MessagesSendResult(message: info)))

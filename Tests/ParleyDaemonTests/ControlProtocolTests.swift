@@ -297,6 +297,7 @@ final class ControlProtocolTests: XCTestCase {
             .bodyTooLarge: -32004, .storageFailed: -32005, .notPermitted: -32006, .lineTooLong: -32007,
             .timeout: -32008, .fingerprintMismatch: -32009, .invalidAddress: -32010, .tooManyClients: -32011,
             .subscriberTooSlow: -32012, .eventsExpired: -32020, .roomNotFound: -32021, .roomAmbiguous: -32022,
+            .messageNotFound: -32023,
         ]
         XCTAssertEqual(expected.count, ControlErrorCode.allCases.count)
         for code in ControlErrorCode.allCases { XCTAssertEqual(code.rawValue, expected[code], "\(code)") }
