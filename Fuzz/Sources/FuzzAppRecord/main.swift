@@ -60,7 +60,7 @@ private func checkRoundTrip(_ record: AppRecord) {
     switch record {
     case .unknown, .close:
         return
-    case .chat, .ack, .cardUpdate, .ping, .pong, .readReceipt, .roomOperation, .roomChat:
+    case .chat, .ack, .cardUpdate, .ping, .pong, .readReceipt, .roomOperation, .roomChat, .messageAction, .status:
         var decoder = RecordStreamDecoder()
         decoder.append(record.encoded())
         let again = try? decoder.next()

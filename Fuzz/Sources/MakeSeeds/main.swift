@@ -44,6 +44,8 @@ guard case .send(let message2) = try responder.receive(message1),
 }
 let initiatorPayload = HandshakePayload(card: FuzzFixtures.initiator.card.encoded(),
                                         bootID: FuzzFixtures.initiator.bootID).encoded()
+let initiatorPayloadWithFeatures = HandshakePayload(card: FuzzFixtures.initiator.card.encoded(),
+                                                    bootID: FuzzFixtures.initiator.bootID, features: .supported).encoded()
 
 // --- Application records --------------------------------------------------------------
 
@@ -59,6 +61,16 @@ let records: [(String, AppRecord)] = [
     ("pong", .pong(42)),
     ("close", .close(.normal, "shutting down")),
     ("close-duplicate", .close(.duplicate, "")),
+    ("reply", .chat(ChatRecord(id: messageID(0x14), sequence: 4, createdAt: 1_770_000_002_000, body: "yes",
+                               replyTo: messageID(0x11)))),
+    ("edit", .messageAction(MessageActionRecord(id: messageID(0x15), sequence: 5, createdAt: 1_770_000_003_000,
+                                                target: messageID(0x11), action: .edit(body: "hi there")))),
+    ("delete", .messageAction(MessageActionRecord(id: messageID(0x16), sequence: 6, createdAt: 1_770_000_004_000,
+                                                  target: messageID(0x11), action: .delete))),
+    ("reaction", .messageAction(MessageActionRecord(id: messageID(0x17), sequence: 7, createdAt: 1_770_000_005_000,
+                                                    target: messageID(0x11),
+                                                    action: .reaction(try Reaction("👍🏽"), added: true)))),
+    ("status", .status(try PresenceStatus(typed: "in a meeting until 3"))),
 ]
 var stream = RecordStreamEncoder()
 for (name, record) in records {
@@ -85,6 +97,7 @@ try write("FuzzFrameDecoder", "zero-length-header", [0x00, 0x00])
 try write("FuzzHandshakeResponder", "message1", message1)
 try write("FuzzHandshakeResponder", "message3", message3)
 try write("FuzzHandshakeResponder", "payload", initiatorPayload)
+try write("FuzzHandshakeResponder", "payload-features", initiatorPayloadWithFeatures)
 
 // --- Cards ----------------------------------------------------------------------------
 
