@@ -4,6 +4,11 @@
 extension ControlLimits {
     /// Characters of a quoted message a reply shows (`MessageQuote.excerpt`): one line.
     public static let maxQuoteExcerptCharacters = 80
+    /// Longest reaction a request may carry: the wire limit (`WireLimits.maxReactionBytes`),
+    /// checked here too so a client learns it before the daemon's finer character checks.
+    public static let maxReactionBytes = 48
+    /// Longest status line: the wire limit (`WireLimits.maxStatusBytes`).
+    public static let maxStatusBytes = 140
 }
 
 extension ControlMethod {
@@ -98,8 +103,8 @@ public struct MessagesReactParams: ControlCallParams {
 
     public func validate() throws(JSONRPCError) {
         try MessageSelectorCheck.check(message, field: "message")
-        guard !reaction.isEmpty, reaction.utf8.count <= 48 else {
-            throw .invalidParams("\"reaction\" must be 1 to 48 bytes: one emoji or a short word")
+        guard !reaction.isEmpty, reaction.utf8.count <= ControlLimits.maxReactionBytes else {
+            throw .invalidParams("\"reaction\" must be 1 to \(ControlLimits.maxReactionBytes) bytes: one emoji or a short word")
         }
     }
 }
@@ -121,8 +126,8 @@ public struct NodeSetStatusParams: ControlCallParams {
     public init(status: String) { self.status = status }
 
     public func validate() throws(JSONRPCError) {
-        guard status.utf8.count <= 140 else {
-            throw .invalidParams("\"status\" is \(status.utf8.count) bytes; the limit is 140")
+        guard status.utf8.count <= ControlLimits.maxStatusBytes else {
+            throw .invalidParams("\"status\" is \(status.utf8.count) bytes; the limit is \(ControlLimits.maxStatusBytes)")
         }
     }
 }
