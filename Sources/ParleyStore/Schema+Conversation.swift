@@ -12,6 +12,9 @@ extension Schema {
     ///   the peer acknowledges, then `delivered`) and the peers' (`received`, kept to
     ///   de-duplicate resends). An edit's text lives in `body` until the target is deleted,
     ///   when it is erased like the message's own body.
+    /// - Our actions on a room message are one `message_action` row (`peer` and `room` are
+    ///   the room id) with one `action_delivery` row per other member, like room messages'
+    ///   `room_delivery`; the row turns `delivered` when the last member acknowledged it.
     /// - `reaction`: the reactions on a message now; `present = 0` rows remember a
     ///   withdrawal's sequence so a resent older "add" cannot bring it back.
     static func registerConversationMigration(_ migrator: inout DatabaseMigrator) {
@@ -35,8 +38,17 @@ extension Schema {
                     kind          TEXT NOT NULL CHECK (kind IN ('edit', 'delete', 'react', 'unreact')),
                     body          BLOB,
                     state         TEXT NOT NULL CHECK (state IN ('queued', 'delivered', 'received')),
+                    room          TEXT,
                     UNIQUE (author, id)
                 ) STRICT;
+
+                CREATE TABLE action_delivery (
+                    action_row INTEGER NOT NULL REFERENCES message_action (row_id),
+                    member     TEXT NOT NULL,
+                    state      TEXT NOT NULL CHECK (state IN ('queued', 'delivered')),
+                    PRIMARY KEY (action_row, member)
+                ) STRICT, WITHOUT ROWID;
+                CREATE INDEX action_delivery_queued ON action_delivery (member, action_row) WHERE state = 'queued';
                 CREATE INDEX message_action_outbox ON message_action (peer, sequence) WHERE state = 'queued';
                 CREATE INDEX message_action_target ON message_action (target_author, target);
 

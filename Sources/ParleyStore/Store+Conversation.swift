@@ -23,20 +23,26 @@ public struct StoredAction: Sendable, Equatable {
     /// The new text of an edit (nil once the target was deleted), the reaction text of
     /// `react`/`unreact`, nil for `delete`.
     public var body: String?
+    /// The room (id hex) of an action on a room message; nil in a direct conversation.
+    public var room: String? = nil
 }
 
 /// An action of this node's user, before it has a sequence number.
 public struct NewLocalAction: Sendable {
     public var id: String
+    /// The other party of a direct conversation, or the room id of a room message.
     public var peer: String
     public var target: StoredMessage
     public var kind: MessageActionKind
     public var body: String?
     public var createdAt: Int64
+    /// For a room message: every other member, each of whom is sent the action.
+    public var members: [String]
 
-    public init(id: String, peer: String, target: StoredMessage, kind: MessageActionKind, body: String?, createdAt: Int64) {
+    public init(id: String, peer: String, target: StoredMessage, kind: MessageActionKind, body: String?, createdAt: Int64,
+                members: [String] = []) {
         self.id = id; self.peer = peer; self.target = target; self.kind = kind; self.body = body
-        self.createdAt = createdAt
+        self.createdAt = createdAt; self.members = members
     }
 }
 
@@ -49,11 +55,13 @@ public struct IncomingAction: Sendable {
     public var target: String
     public var kind: MessageActionKind
     public var body: String?
+    /// The room (id hex) the action names; nil in the direct conversation with the author.
+    public var room: String?
 
     public init(id: String, author: String, sequence: Int64, createdAt: Int64, target: String,
-                kind: MessageActionKind, body: String?) {
+                kind: MessageActionKind, body: String?, room: String? = nil) {
         self.id = id; self.author = author; self.sequence = sequence; self.createdAt = createdAt
-        self.target = target; self.kind = kind; self.body = body
+        self.target = target; self.kind = kind; self.body = body; self.room = room
     }
 }
 
@@ -134,18 +142,30 @@ extension Store {
     /// transaction. Returns the target as it is now.
     public func performLocalAction(_ action: NewLocalAction, me: String, at now: Int64) throws(StoreError) -> StoredMessage {
         try InputValidation.requireMessageID(action.id)
-        try InputValidation.requireIdentity(action.peer, "peer")
         try InputValidation.requireIdentity(me, "author")
+        let room = action.target.room
+        if let room { try Self.requireRoomID(room) } else { try InputValidation.requireIdentity(action.peer, "peer") }
+        for m in action.members { try InputValidation.requireIdentity(m, "member") }
+        let members = Array(Set(action.members)).sorted()
         return try write { db in
             let sequence = try Self.reserveSequenceNumbers(db, count: 1).lowerBound
             let insert = try db.cachedStatement(sql: """
                 INSERT INTO message_action (id, author, peer, direction, sequence, created_at, target, target_author,
-                                            kind, body, state)
-                VALUES (?, ?, ?, 'outgoing', ?, ?, ?, ?, ?, ?, 'queued')
+                                            kind, body, state, room)
+                VALUES (?, ?, ?, 'outgoing', ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
-            try insert.execute(arguments: [action.id, me, action.peer, sequence, action.createdAt, action.target.id,
-                                           action.target.sender, action.kind.rawValue,
-                                           action.body.map { Data($0.utf8) }])
+            // A room action with nobody else in the room has no one to wait for.
+            let state = room != nil && members.isEmpty ? "delivered" : "queued"
+            try insert.execute(arguments: [action.id, me, room ?? action.peer, sequence, action.createdAt,
+                                           action.target.id, action.target.sender, action.kind.rawValue,
+                                           action.body.map { Data($0.utf8) }, state, room])
+            if room != nil {
+                let row = db.lastInsertedRowID
+                let fanOut = try db.cachedStatement(sql: """
+                    INSERT INTO action_delivery (action_row, member, state) VALUES (?, ?, 'queued')
+                    """)
+                for m in members { try fanOut.execute(arguments: [row, m]) }
+            }
             try Self.apply(db, kind: action.kind, body: action.body, sequence: sequence, to: action.target,
                            by: me, at: now)
             guard let updated = try Self.fetchMessages(
@@ -173,8 +193,8 @@ extension Store {
         return try write { db in
             let insert = try db.cachedStatement(sql: """
                 INSERT INTO message_action (id, author, peer, direction, sequence, created_at, target, target_author,
-                                            kind, body, state)
-                VALUES (?, ?, ?, 'incoming', ?, ?, ?, ?, ?, ?, 'received')
+                                            kind, body, state, room)
+                VALUES (?, ?, ?, 'incoming', ?, ?, ?, ?, ?, ?, 'received', ?)
                 ON CONFLICT (author, id) DO NOTHING
                 """)
             // The target is in the direct conversation with the author: written by the
@@ -182,6 +202,12 @@ extension Store {
             let find = try db.cachedStatement(sql: """
                 SELECT \(Self.messageColumns) FROM message
                 WHERE id = ? AND room IS NULL AND peer = ? AND (sender = ? OR sender = ?) ORDER BY row_id LIMIT 1
+                """)
+            // In a room, by id within the room; the author's own message first (ids are
+            // unique per sender only).
+            let findInRoom = try db.cachedStatement(sql: """
+                SELECT \(Self.messageColumns) FROM message
+                WHERE id = ? AND room = ? ORDER BY sender = ? DESC, row_id LIMIT 1
                 """)
             let byRow = try db.cachedStatement(sql: "SELECT \(Self.messageColumns) FROM message WHERE row_id = ?")
             let known = try db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM message_action WHERE author = ? AND id = ?)")
@@ -192,14 +218,17 @@ extension Store {
                     outcomes.append(ReceivedActionOutcome(action: a, isNew: false, updated: nil))
                     continue
                 }
-                let target = try Self.fetchMessages(find, [a.target, a.author, a.author, me]).first
+                let target = try a.room.map { room in
+                    try Self.fetchMessages(findInRoom, [a.target, room, a.author]).first
+                } ?? Self.fetchMessages(find, [a.target, a.author, a.author, me]).first
                 let reaction = (a.kind == .react || a.kind == .unreact) ? a.body : nil
                 let facts = try target.map { try Self.facts(db, $0, author: a.author, reaction: reaction) }
                 let allowed = judge(a, facts)
                 // A refused action is kept without its text: only its id, to de-duplicate.
                 let keptBody = allowed ? a.body : nil
                 try insert.execute(arguments: [a.id, a.author, a.author, a.sequence, a.createdAt, a.target,
-                                               target?.sender ?? a.author, a.kind.rawValue, keptBody.map { Data($0.utf8) }])
+                                               target?.sender ?? a.author, a.kind.rawValue, keptBody.map { Data($0.utf8) },
+                                               a.room])
                 guard db.changesCount == 1 else {
                     outcomes.append(ReceivedActionOutcome(action: a, isNew: false, updated: nil))
                     continue
@@ -241,6 +270,10 @@ extension Store {
                 """).execute(arguments: [target.sender, target.id])
             // Our edits of it still queued are overtaken by the delete: never sent.
             try db.cachedStatement(sql: """
+                UPDATE action_delivery SET state = 'delivered' WHERE state = 'queued' AND action_row IN (
+                    SELECT row_id FROM message_action WHERE target_author = ? AND target = ? AND kind = 'edit')
+                """).execute(arguments: [target.sender, target.id])
+            try db.cachedStatement(sql: """
                 UPDATE message_action SET state = 'delivered'
                 WHERE target_author = ? AND target = ? AND kind = 'edit' AND state = 'queued'
                 """).execute(arguments: [target.sender, target.id])
@@ -264,22 +297,31 @@ extension Store {
         let limit = InputValidation.pageSize(limit)
         guard limit > 0 else { return [] }
         return try read { db in
+            // Direct actions, and room actions fanned out to this member; a room action waits
+            // for its target's delivery to this member.
             let statement = try db.cachedStatement(sql: """
-                SELECT a.id, a.author, a.peer, a.sequence, a.created_at, a.target, a.target_author, a.kind, a.body
+                SELECT a.id, a.author, a.peer, a.sequence, a.created_at, a.target, a.target_author, a.kind, a.body, a.room
                 FROM message_action a
-                WHERE a.peer = ? AND a.state = 'queued' AND NOT EXISTS (
+                WHERE a.peer = ? AND a.room IS NULL AND a.state = 'queued' AND NOT EXISTS (
                     SELECT 1 FROM message m WHERE m.id = a.target AND m.sender = a.target_author AND m.state = 'queued')
-                ORDER BY a.sequence LIMIT ?
+                UNION ALL
+                SELECT a.id, a.author, a.peer, a.sequence, a.created_at, a.target, a.target_author, a.kind, a.body, a.room
+                FROM action_delivery d JOIN message_action a ON a.row_id = d.action_row
+                WHERE d.member = ? AND d.state = 'queued' AND NOT EXISTS (
+                    SELECT 1 FROM message m JOIN room_delivery r ON r.message_row = m.row_id
+                    WHERE m.id = a.target AND m.sender = a.target_author AND r.member = d.member AND r.state = 'queued')
+                ORDER BY 4 LIMIT ?
                 """)
             var out: [StoredAction] = []
-            let rows = try Row.fetchCursor(statement, arguments: [peer, limit])
+            let rows = try Row.fetchCursor(statement, arguments: [peer, peer, limit])
             while let row = try rows.next() {
                 let data: Data? = row[8]
                 let body = data.map { String(decoding: $0, as: UTF8.self) }
                 out.append(StoredAction(
                     id: try row.text(0), author: try row.text(1), peer: try row.text(2), sequence: try row.int64(3),
                     createdAt: try row.int64(4), target: try row.text(5), targetAuthor: try row.text(6),
-                    kind: try row.enumeration(MessageActionKind.self, 7, column: "message_action.kind"), body: body))
+                    kind: try row.enumeration(MessageActionKind.self, 7, column: "message_action.kind"), body: body,
+                    room: try row.optionalText(9)))
             }
             return out
         }
@@ -304,12 +346,26 @@ extension Store {
         return try relaxedWrite { db in
             let update = try db.cachedStatement(sql: """
                 UPDATE message_action SET state = 'delivered'
-                WHERE direction = 'outgoing' AND peer = ? AND id = ? AND state = 'queued'
+                WHERE direction = 'outgoing' AND peer = ? AND id = ? AND state = 'queued' AND room IS NULL
+                """)
+            let memberDone = try db.cachedStatement(sql: """
+                UPDATE action_delivery SET state = 'delivered' WHERE member = ? AND state = 'queued' AND action_row IN (
+                    SELECT row_id FROM message_action WHERE id = ? AND direction = 'outgoing' AND room IS NOT NULL)
+                """)
+            // A room action is delivered once the last member acknowledged it.
+            let allDone = try db.cachedStatement(sql: """
+                UPDATE message_action SET state = 'delivered'
+                WHERE id = ? AND direction = 'outgoing' AND room IS NOT NULL AND state = 'queued' AND NOT EXISTS (
+                    SELECT 1 FROM action_delivery d WHERE d.action_row = message_action.row_id AND d.state = 'queued')
                 """)
             var changed = 0
             for id in ids {
                 try update.execute(arguments: [peer, id])
                 changed += db.changesCount
+                try memberDone.execute(arguments: [peer, id])
+                guard db.changesCount > 0 else { continue }
+                changed += db.changesCount
+                try allDone.execute(arguments: [id])
             }
             return changed
         }

@@ -165,8 +165,9 @@ extension Store {
     /// member, the message is delivered at once. One transaction; the sequence number comes
     /// from the same counter as direct messages.
     public func enqueueRoomMessage(id: String, room: String, body: String, createdAt: Int64, sender: String,
-                                   members: [String]) throws(StoreError) -> StoredMessage {
+                                   members: [String], replyTo: String? = nil) throws(StoreError) -> StoredMessage {
         try InputValidation.requireMessageID(id)
+        if let replyTo { try InputValidation.requireMessageID(replyTo) }
         try Self.requireRoomID(room)
         try InputValidation.requireIdentity(sender, "sender")
         for m in members { try InputValidation.requireIdentity(m, "member") }
@@ -178,9 +179,10 @@ extension Store {
             do {
                 try db.execute(sql: """
                     INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state,
-                                         delivered_at, room)
-                    VALUES (?, 'outgoing', ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [id, sender, room, room, sequence, createdAt, state.rawValue, deliveredAt, room])
+                                         delivered_at, room, reply_to)
+                    VALUES (?, 'outgoing', ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [id, sender, room, room, sequence, createdAt, state.rawValue, deliveredAt, room,
+                                     replyTo])
             } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
                 throw StoreError.conflict("message id \(id) from \(sender) is already stored")
             }
@@ -194,7 +196,7 @@ extension Store {
             try Self.adjustCounter(db, state == .queued ? Schema.Counter.queued : Schema.Counter.delivered, by: 1)
             return StoredMessage(rowID: row, id: id, direction: .outgoing, sender: sender, recipient: room,
                                  sequence: sequence, createdAt: createdAt, body: body, state: state,
-                                 deliveredAt: deliveredAt, room: room)
+                                 deliveredAt: deliveredAt, room: room, replyTo: replyTo)
         }
     }
 
@@ -298,8 +300,8 @@ extension Store {
         return try write { db in
             let insert = try db.cachedStatement(sql: """
                 INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state,
-                                     received_at, room)
-                VALUES (?, 'incoming', ?, ?, ?, ?, ?, 'received', ?, ?)
+                                     received_at, room, reply_to)
+                VALUES (?, 'incoming', ?, ?, ?, ?, ?, 'received', ?, ?, ?)
                 ON CONFLICT (id, sender) DO NOTHING
                 """)
             let existing = try db.cachedStatement(sql: """
@@ -309,7 +311,7 @@ extension Store {
             var newCount = 0
             for m in messages {
                 try insert.execute(arguments: [m.id, m.sender, m.recipient, m.sender, m.sequence, m.createdAt,
-                                               at, room])
+                                               at, room, m.replyTo])
                 if db.changesCount == 1 {
                     newCount += 1
                     let row = db.lastInsertedRowID
@@ -317,7 +319,7 @@ extension Store {
                     results.append((StoredMessage(
                         rowID: row, id: m.id, direction: .incoming, sender: m.sender,
                         recipient: m.recipient, sequence: m.sequence, createdAt: m.createdAt, body: m.body,
-                        state: .received, receivedAt: at, room: room), true))
+                        state: .received, receivedAt: at, room: room, replyTo: m.replyTo), true))
                 } else {
                     guard let stored = try Self.fetchMessages(existing, [m.id, m.sender]).first else {
                         throw UnexpectedStoredValue(column: "message.id", value: m.id)

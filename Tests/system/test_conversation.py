@@ -208,3 +208,57 @@ def test_hostile_peer_cannot_edit_delete_or_react_to_someone_elses_message(clust
     with sqlite3.connect(bob.state_dir / "parley.sqlite") as c:
         kept = [bytes(r[0]) for r in c.execute("SELECT body FROM message_action WHERE body IS NOT NULL")]
     assert not any(b"forged" in b for b in kept), kept
+
+
+# ---------------------------------------------------------------- rooms
+
+
+def test_room_reply_edit_delete_and_reactions_reach_every_member(cluster):
+    from test_rooms import mesh, member_names
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    alice.call("rooms.create", {"name": "lab", "members": ["bob", "carol"]})
+    for node in n.values():
+        wait_until(lambda: member_names(node, "lab") == ["alice", "bob", "carol"], what=f"{node.name} sees the room")
+
+    def in_room(node, body):
+        return next((m for m in node.messages("#lab") if m["body"] == body or m["id"] == body), None)
+
+    alice.cli("send", "#lab", "standup at 10?", "--wait")
+    mid = in_room(alice, "standup at 10?")["id"]
+    for node in (bob, carol):
+        wait_until(lambda: in_room(node, mid), what=f"{node.name} has the room message")
+
+    # bob replies in the room: alice and carol see the quote.
+    bob.cli("reply", mid[:8], "make it 10:30")
+    for node in (alice, carol):
+        wait_until(lambda: in_room(node, "make it 10:30"), what=f"{node.name} gets bob's reply")
+        r = in_room(node, "make it 10:30")
+        assert r["room"]["name"] == "lab" and r["replyTo"]["id"] == mid and r["replyTo"]["excerpt"] == "standup at 10?"
+
+    # alice edits, carol reacts, both reach every member.
+    alice.cli("edit", mid[:8], "standup at 10:30")
+    carol.cli("react", mid[:8], "👍")
+    for node in (alice, bob, carol):
+        wait_until(lambda: in_room(node, mid)["body"] == "standup at 10:30"
+                   and [x["reaction"] for x in in_room(node, mid)["reactions"]] == ["👍"],
+                   what=f"{node.name} sees the edit and the reaction")
+    # carol may not edit alice's room message.
+    p = carol.cli("edit", mid[:8], "cancelled", check=False)
+    assert p.returncode == 1 and "only edit or delete your own" in p.stderr
+
+    # alice deletes it for everyone: the text is gone from every member's store.
+    alice.cli("delete", mid[:8])
+    for node in (alice, bob, carol):
+        wait_until(lambda: in_room(node, mid)["deletedAt"] is not None, what=f"{node.name} gets the tombstone")
+        assert in_room(node, mid)["body"] == "" and in_room(node, mid)["reactions"] == []
+    for node in (bob, carol):
+        reply = in_room(node, "make it 10:30") if node is carol else None
+        if reply:
+            assert reply["replyTo"]["deleted"] is True
+    for node in (alice, bob, carol):
+        node.stop()
+        with sqlite3.connect(node.state_dir / "parley.sqlite") as c:
+            texts = [bytes(r[0]) for r in c.execute("SELECT body FROM message_body")]
+            texts += [bytes(r[0]) for r in c.execute("SELECT body FROM message_action WHERE body IS NOT NULL AND kind = 'edit'")]
+        assert not any(b"standup" in t for t in texts), (node.name, texts)

@@ -40,6 +40,10 @@ public enum AppRecord: Equatable, Sendable {
         case reply = 0x09
         case edit = 0x0A, delete = 0x0B, reaction = 0x0C, status = 0x0D
         case roomOperation = 0x10, roomChat = 0x11
+        /// A room chat that quotes an earlier room message: decoded as `roomChat` with `replyTo`.
+        case roomReply = 0x12
+        /// Edit, delete and reaction of a room message: the room id, then the direct layout.
+        case roomEdit = 0x13, roomDelete = 0x14, roomReaction = 0x15
     }
 
     public static let headerLength = 5
@@ -150,8 +154,9 @@ extension AppRecord {
             p.append(contentsOf: c.roomID.bytes)
             p.appendUInt64(c.sequence)
             p.appendUInt64(c.createdAt)
+            if let replyTo = c.replyTo { p.append(contentsOf: replyTo.bytes) }
             p.append(contentsOf: body)
-            put(.roomChat, p)
+            put(c.replyTo == nil ? .roomChat : .roomReply, p)
         case .messageAction(let a):
             put(a.recordType, a.payload())
         case .status(let status):
@@ -226,21 +231,23 @@ extension AppRecord {
                 do { return .roomOperation(try RoomOperation.decode(payload)) } catch {
                     throw AppRecordError.malformed(type: type, reason: error.description)
                 }
-            case .edit, .delete, .reaction:
+            case .edit, .delete, .reaction, .roomEdit, .roomDelete, .roomReaction:
                 return .messageAction(try MessageActionRecord.decode(known, &r))
             case .status:
                 do { return .status(try PresenceStatus(utf8: payload)) } catch {
                     throw AppRecordError.malformed(type: type, reason: error.description)
                 }
-            case .roomChat:
+            case .roomChat, .roomReply:
                 let id = MessageID(exactly: try r.readBytes(MessageID.length))
                 let room = RoomID(exactly: try r.readBytes(RoomID.length))
                 let seq = try r.readUInt64()
                 let created = try r.readUInt64()
+                let replyTo = known == .roomReply ? MessageID(exactly: try r.readBytes(MessageID.length)) : nil
                 let body = try r.readBytes(r.remaining)
                 guard body.count <= WireLimits.maxBodyBytes else { throw AppRecordError.bodyTooLarge(body.count) }
                 guard let text = String(validating: body, as: UTF8.self) else { throw AppRecordError.invalidUTF8 }
-                return .roomChat(RoomChatRecord(id: id, roomID: room, sequence: seq, createdAt: created, body: text))
+                return .roomChat(RoomChatRecord(id: id, roomID: room, sequence: seq, createdAt: created, body: text,
+                                                replyTo: replyTo))
             }
         } catch let e as ByteReader.Error {
             throw .malformed(type: type, reason: "\(e)")

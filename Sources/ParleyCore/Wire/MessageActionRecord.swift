@@ -30,23 +30,31 @@ public struct MessageActionRecord: Equatable, Sendable {
     /// The message acted on.
     public var target: MessageID
     public var action: Action
+    /// The room of a room message (types 0x13-0x15, the room id before the rest); nil in
+    /// the direct conversation of the session (types 0x0A-0x0C).
+    public var room: RoomID?
 
-    public init(id: MessageID, sequence: UInt64, createdAt: UInt64, target: MessageID, action: Action) {
+    public init(id: MessageID, sequence: UInt64, createdAt: UInt64, target: MessageID, action: Action,
+                room: RoomID? = nil) {
         self.id = id; self.sequence = sequence; self.createdAt = createdAt; self.target = target
-        self.action = action
+        self.action = action; self.room = room
     }
 
     var recordType: AppRecord.RecordType {
-        switch action {
-        case .edit: return .edit
-        case .delete: return .delete
-        case .reaction: return .reaction
+        switch (action, room == nil) {
+        case (.edit, true): return .edit
+        case (.delete, true): return .delete
+        case (.reaction, true): return .reaction
+        case (.edit, false): return .roomEdit
+        case (.delete, false): return .roomDelete
+        case (.reaction, false): return .roomReaction
         }
     }
 
     func payload() -> [UInt8] {
         var p = [UInt8]()
-        p.reserveCapacity(Self.headerLength + 1)
+        p.reserveCapacity(RoomID.length + Self.headerLength + 1)
+        if let room { p.append(contentsOf: room.bytes) }
         p.append(contentsOf: id.bytes)
         p.appendUInt64(sequence)
         p.appendUInt64(createdAt)
@@ -62,21 +70,23 @@ public struct MessageActionRecord: Equatable, Sendable {
     }
 
     static func decode(_ type: AppRecord.RecordType, _ r: inout ByteReader) throws -> MessageActionRecord {
+        let inRoom = [.roomEdit, .roomDelete, .roomReaction].contains(type)
+        let room = inRoom ? RoomID(exactly: try r.readBytes(RoomID.length)) : nil
         let id = MessageID(exactly: try r.readBytes(MessageID.length))
         let sequence = try r.readUInt64()
         let createdAt = try r.readUInt64()
         let target = MessageID(exactly: try r.readBytes(MessageID.length))
         let action: Action
         switch type {
-        case .edit:
+        case .edit, .roomEdit:
             let body = try r.readBytes(r.remaining)
             guard body.count <= WireLimits.maxBodyBytes else { throw AppRecordError.bodyTooLarge(body.count) }
             guard let text = String(validating: body, as: UTF8.self) else { throw AppRecordError.invalidUTF8 }
             action = .edit(body: text)
-        case .delete:
+        case .delete, .roomDelete:
             guard r.isAtEnd else { throw AppRecordError.malformed(type: type.rawValue, reason: "trailing bytes") }
             action = .delete
-        case .reaction:
+        case .reaction, .roomReaction:
             let flag = try r.readUInt8()
             guard flag <= 1 else { throw AppRecordError.malformed(type: type.rawValue, reason: "reaction flag \(flag)") }
             do {
@@ -87,6 +97,7 @@ public struct MessageActionRecord: Equatable, Sendable {
         default:
             throw AppRecordError.malformed(type: type.rawValue, reason: "not a message action")
         }
-        return MessageActionRecord(id: id, sequence: sequence, createdAt: createdAt, target: target, action: action)
+        return MessageActionRecord(id: id, sequence: sequence, createdAt: createdAt, target: target, action: action,
+                                   room: room)
     }
 }

@@ -45,8 +45,9 @@ extension Node {
     /// conversation; unknown here: only the id).
     private func quote(of m: StoredMessage) -> MessageQuote? {
         guard let id = m.replyTo else { return nil }
+        // Same conversation: the same room, or the same direct peer.
         let quoted = ((try? store.messages(idPrefix: id, limit: 4)) ?? []).first {
-            $0.id == id && $0.peer == m.peer && $0.room == m.room
+            $0.id == id && $0.room == m.room && (m.room != nil || $0.peer == m.peer)
         }
         guard let quoted else { return MessageQuote(id: id, fromName: nil, excerpt: nil, deleted: false) }
         let excerpt = String(quoted.body.prefix(ControlLimits.maxQuoteExcerptCharacters))

@@ -8,8 +8,6 @@ import ParleyStore
 enum ConversationError: Error, CustomStringConvertible {
     case messageNotFound(String)
     case messageAmbiguous(String, Int)
-    /// A room message: these features work in direct conversations for now.
-    case roomMessage(String)
     case refused(ActionRefusal, String)
     case invalidReaction(ReactionError)
     case invalidStatus(PresenceStatusError)
@@ -20,10 +18,10 @@ enum ConversationError: Error, CustomStringConvertible {
             return "no message with id '\(q)' (copy the id from `parley read --ids` or the chat view)"
         case let .messageAmbiguous(q, n):
             return "'\(q)' is the start of \(n) message ids; give more of the id"
-        case .roomMessage(let id):
-            return "message \(id.prefix(8)) is a room message; replies, edits, deletes and reactions work in direct conversations only, for now"
         case let .refused(.notAuthor, id):
             return "message \(id.prefix(8)) was written by someone else: you can only edit or delete your own messages"
+        case let .refused(.notRoomMember, id):
+            return "message \(id.prefix(8)) is in a room you are no longer a member of"
         case let .refused(.targetDeleted, id):
             return "message \(id.prefix(8)) was deleted for everyone; nothing is left to change"
         case let .refused(reason, id):
@@ -37,7 +35,7 @@ enum ConversationError: Error, CustomStringConvertible {
         switch self {
         case .messageNotFound, .refused(.unknownTarget, _): return JSONRPCError(.messageNotFound, description)
         case .messageAmbiguous, .invalidReaction, .invalidStatus: return .invalidParams(description)
-        case .roomMessage, .refused: return JSONRPCError(.notPermitted, description)
+        case .refused: return JSONRPCError(.notPermitted, description)
         }
     }
 }

@@ -19,12 +19,20 @@ extension Node {
         }
         guard let first = found.first else { throw ConversationError.messageNotFound(query) }
         guard found.count == 1 else { throw ConversationError.messageAmbiguous(query, found.count) }
-        guard first.room == nil else { throw ConversationError.roomMessage(first.id) }
         return first
     }
 
-    /// Sends `body` as a reply to `target`, to the other party of its conversation.
+    /// Sends `body` as a reply to `target`, to the other party of its conversation (or to
+    /// its room).
     func reply(to target: StoredMessage, body: String) throws -> StoredMessage {
+        if let roomID = target.room {
+            let room: RoomRecord
+            do {
+                guard let rec = try store.room(id: roomID) else { throw RoomError.notFound(roomID) }
+                room = rec
+            } catch let e as StoreError { throw NodeError.storage(e) }
+            return try sendToRoom(room, body: body, replyTo: target.id)
+        }
         let peer: PeerRecord
         do {
             guard let rec = try store.peer(identity: target.peer) else { throw ConversationError.messageNotFound(target.id) }
@@ -47,19 +55,28 @@ extension Node {
         case let .reaction(r, added): (kind, body, reactionText) = (added ? .react : .unreact, r.text, r.text)
         }
         do {
+            // A room message's change goes to every other member of the room in our view.
+            var members: [IdentityPublicKey] = []
+            var amMember = false
+            if let roomID = target.room.flatMap(RoomID.init(hex:)), let state = try roomEntry(roomID).state {
+                amMember = state.isMember(myIdentityKey)
+                members = RoomDistribution.messageRecipients(in: state, me: myIdentityKey)
+            }
             let facts = try store.actionTargetFacts(target, author: myIdentity, reaction: reactionText)
             if let refusal = ConversationRules.judgeLocal(action, me: myIdentityKey, target: actionTarget(facts),
+                                                          amRoomMember: amMember,
                                                           reactionsByMe: facts.reactionsByAuthor,
                                                           reactionIsNew: !facts.hasThisReaction) {
                 throw ConversationError.refused(refusal, target.id)
             }
             let updated = try store.performLocalAction(
-                NewLocalAction(id: MessageID.random().hex, peer: target.peer, target: target, kind: kind,
-                               body: body, createdAt: nowMs),
+                NewLocalAction(id: MessageID.random().hex, peer: target.room ?? target.peer, target: target, kind: kind,
+                               body: body, createdAt: nowMs, members: members.map(\.hex)),
                 me: myIdentity, at: nowMs)
             actionOutboxMayHaveWork = true
             emit(.messageUpdated(updated))
-            if let conn = activeConnection(for: target.peer) { pump(conn) }
+            let recipients = target.room == nil ? [target.peer] : members.map(\.hex)
+            for peer in recipients { if let conn = activeConnection(for: peer) { pump(conn) } }
             return updated
         } catch let e as StoreError { throw NodeError.storage(e) }
     }
@@ -69,7 +86,8 @@ extension Node {
         let m = facts.message
         guard let author = IdentityPublicKey(hex: m.sender) else { return nil }
         return ActionTarget(author: author, conversationPeer: m.room == nil ? IdentityPublicKey(hex: m.peer) : nil,
-                            isDeleted: m.deletedAt != nil, appliedChangeSequence: facts.changeSequence)
+                            isDeleted: m.deletedAt != nil, appliedChangeSequence: facts.changeSequence,
+                            room: m.room.flatMap(RoomID.init(hex:)))
     }
 
     /// Sets this node's status line, keeps it, and tells every connected peer that
@@ -134,7 +152,7 @@ extension Node {
             else { break }
             conn.send(.messageAction(MessageActionRecord(
                 id: id, sequence: UInt64(max(0, a.sequence)), createdAt: UInt64(max(0, a.createdAt)),
-                target: target, action: action)))
+                target: target, action: action, room: a.room.flatMap(RoomID.init(hex:)))))
         }
     }
 
@@ -161,7 +179,14 @@ extension Node {
             case let .reaction(r, added): (kind, body) = (added ? .react : .unreact, r.text)
             }
             return IncomingAction(id: a.id.hex, author: sender.hex, sequence: Int64(clamping: a.sequence),
-                                  createdAt: Int64(clamping: a.createdAt), target: a.target.hex, kind: kind, body: body)
+                                  createdAt: Int64(clamping: a.createdAt), target: a.target.hex, kind: kind, body: body,
+                                  room: a.room?.hex)
+        }
+        // Whether the sender may act in each room named (both of us members in our view).
+        var roomAccepts: [RoomID: Bool] = [:]
+        for room in Set(actions.compactMap(\.room)) {
+            let state = try? roomEntry(room).state
+            roomAccepts[room] = RoomDistribution.acceptsMessage(in: state ?? nil, from: sender, me: myIdentityKey)
         }
         var refusals: [(IncomingAction, ActionRefusal)] = []
         let outcomes: [ReceivedActionOutcome]
@@ -170,6 +195,7 @@ extension Node {
                 let record = actions.first { $0.id.hex == action.id }!
                 let verdict = ConversationRules.judge(
                     record.action, sequence: action.sequence, from: sender,
+                    room: record.room, roomAccepts: record.room.map { roomAccepts[$0] ?? false } ?? false,
                     target: facts.flatMap(actionTarget), reactionsBySender: facts?.reactionsByAuthor ?? 0,
                     reactionIsNew: !(facts?.hasThisReaction ?? false))
                 switch verdict {

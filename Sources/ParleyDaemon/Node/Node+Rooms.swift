@@ -166,7 +166,7 @@ extension Node {
     }
 
     /// Queues a message to every other member of the room; returns once it is on disk.
-    func sendToRoom(_ room: RoomRecord, body: String) throws -> StoredMessage {
+    func sendToRoom(_ room: RoomRecord, body: String, replyTo: String? = nil) throws -> StoredMessage {
         loop.preconditionInEventLoop()
         let size = body.utf8.count
         guard size > 0 else { throw NodeError.emptyBody }
@@ -181,7 +181,8 @@ extension Node {
         let others = RoomDistribution.messageRecipients(in: state, me: myIdentityKey)
         let stored = try storing { () throws(StoreError) in
             try store.enqueueRoomMessage(id: MessageID.random().hex, room: room.id, body: body,
-                                         createdAt: nowMs, sender: myIdentity, members: others.map(\.hex))
+                                         createdAt: nowMs, sender: myIdentity, members: others.map(\.hex),
+                                         replyTo: replyTo)
         }
         for m in others { if let conn = activeConnection(for: m) { pump(conn) } }
         return stored
@@ -264,7 +265,8 @@ extension Node {
             }
             let incoming = list.map {
                 IncomingMessage(id: $0.id.hex, sender: sender.hex, recipient: myIdentity,
-                                sequence: Int64(clamping: $0.sequence), createdAt: Int64(clamping: $0.createdAt), body: $0.body)
+                                sequence: Int64(clamping: $0.sequence), createdAt: Int64(clamping: $0.createdAt), body: $0.body,
+                                replyTo: $0.replyTo?.hex)
             }
             let results = try store.storeIncomingRoomMessages(incoming, room: roomID.hex, at: now)
             acks += list.map(\.id)
@@ -326,8 +328,10 @@ extension Node {
             guard let mid = MessageID(hex: m.id), let rid = m.room.flatMap(RoomID.init(hex:)) else { continue }
             guard links[handle]?.window.admit(mid, bytes: m.body.utf8.count, lane: .roomChat, now: now) == true
             else { continue }
+            // A member whose node predates replies gets a plain room message.
+            let replyTo = conn.remoteFeatures.contains(.conversation) ? m.replyTo.flatMap { MessageID(hex: $0) } : nil
             conn.send(.roomChat(RoomChatRecord(id: mid, roomID: rid, sequence: UInt64(max(0, m.sequence)),
-                                               createdAt: UInt64(max(0, m.createdAt)), body: m.body)))
+                                               createdAt: UInt64(max(0, m.createdAt)), body: m.body, replyTo: replyTo)))
         }
     }
 }
