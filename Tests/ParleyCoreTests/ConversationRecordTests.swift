@@ -118,6 +118,39 @@ final class ConversationRecordTests: XCTestCase {
         assertMalformed(0x0D, [0xc3])
     }
 
+    func testRoomVariantsCarryTheRoomFirst() throws {
+        let room = RoomID(exactly: Array(0xa0...0xaf))
+        let records: [AppRecord] = [
+            .roomChat(RoomChatRecord(id: Self.id, roomID: room, sequence: 2, createdAt: Self.createdAt, body: "yes",
+                                     replyTo: Self.target)),
+            .messageAction(MessageActionRecord(id: Self.id, sequence: 2, createdAt: Self.createdAt, target: Self.target,
+                                               action: .edit(body: "x"), room: room)),
+            .messageAction(MessageActionRecord(id: Self.id, sequence: 2, createdAt: Self.createdAt, target: Self.target,
+                                               action: .delete, room: room)),
+            .messageAction(MessageActionRecord(id: Self.id, sequence: 2, createdAt: Self.createdAt, target: Self.target,
+                                               action: .reaction(try Reaction("🎉"), added: false), room: room)),
+        ]
+        for (record, type) in zip(records, [UInt8(0x12), 0x13, 0x14, 0x15]) {
+            XCTAssertEqual(try roundTrip(record), record)
+            let bytes = record.encoded()
+            XCTAssertEqual(bytes[0], type)
+            // roomReply keeps roomChat's layout (id, then room); the actions put the room first.
+            let at = type == 0x12 ? 21 : 5
+            XCTAssertEqual(Array(bytes[at..<(at + 16)]), room.bytes)
+        }
+        let delete = try XCTUnwrap(records[2].encoded())
+        XCTAssertEqual(Sodium.hex(delete), try ProtocolDoc.hexExample("room-delete-record"))
+        // A room action shorter than room id + fixed part is malformed.
+        let fixed = room.bytes + Self.id.bytes + [UInt8](repeating: 0, count: 16) + Self.target.bytes
+        for type: UInt8 in [0x13, 0x14, 0x15] {
+            for n in stride(from: 0, to: fixed.count, by: 7) { assertMalformed(type, Array(fixed.prefix(n))) }
+        }
+        XCTAssertNoThrow(try AppRecord.decode(type: 0x14, payload: fixed))
+        for n in 0..<(RoomChatRecord.headerLength + MessageID.length) {
+            assertMalformed(0x12, Array((Self.id.bytes + room.bytes + [UInt8](repeating: 0, count: 32)).prefix(n)))
+        }
+    }
+
     func testHandshakeFeaturesAreAnnouncedAndOldPayloadsReadAsNone() throws {
         let card = try ExampleKeys.aliceCard().encoded()
         let boot = Array(0xa0...0xaf).map(UInt8.init)

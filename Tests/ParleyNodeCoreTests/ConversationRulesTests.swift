@@ -66,6 +66,30 @@ final class ConversationRulesTests: XCTestCase {
                        .refuse(.targetDeleted))
     }
 
+    func testRoomActionsNeedMembersAndTheRoomsOwnMessage() {
+        let lab = RoomID.random(), other = RoomID.random()
+        let inLab = ActionTarget(author: bob, conversationPeer: nil, isDeleted: false, appliedChangeSequence: nil, room: lab)
+        XCTAssertEqual(ConversationRules.judge(.edit(body: "x"), sequence: 3, from: bob, room: lab, roomAccepts: true,
+                                               target: inLab), .apply)
+        XCTAssertEqual(ConversationRules.judge(.edit(body: "x"), sequence: 3, from: mallory, room: lab, roomAccepts: true,
+                                               target: inLab), .refuse(.notAuthor))
+        // Any member may react to any message of the room.
+        XCTAssertEqual(ConversationRules.judge(.reaction(thumbs, added: true), sequence: 3, from: mallory, room: lab,
+                                               roomAccepts: true, target: inLab), .apply)
+        // Not a member (in our view): refused, whoever wrote the target.
+        XCTAssertEqual(ConversationRules.judge(.delete, sequence: 3, from: bob, room: lab, roomAccepts: false,
+                                               target: inLab), .refuse(.notRoomMember))
+        // The named room must be the target's room; a direct action never reaches a room message.
+        XCTAssertEqual(ConversationRules.judge(.delete, sequence: 3, from: bob, room: other, roomAccepts: true,
+                                               target: inLab), .refuse(.unknownTarget))
+        XCTAssertEqual(ConversationRules.judge(.delete, sequence: 3, from: bob, target: inLab), .refuse(.unknownTarget))
+        XCTAssertEqual(ConversationRules.judge(.delete, sequence: 3, from: bob, room: lab, roomAccepts: true,
+                                               target: target(by: bob, with: bob)), .refuse(.unknownTarget))
+        XCTAssertEqual(ConversationRules.judgeLocal(.reaction(thumbs, added: true), me: me, target: inLab, amRoomMember: false),
+                       .notRoomMember)
+        XCTAssertNil(ConversationRules.judgeLocal(.reaction(thumbs, added: true), me: me, target: inLab, amRoomMember: true))
+    }
+
     func testLocalUserFollowsTheSameRules() {
         XCTAssertNil(ConversationRules.judgeLocal(.edit(body: "x"), me: me, target: target(by: me, with: bob)))
         XCTAssertEqual(ConversationRules.judgeLocal(.delete, me: me, target: target(by: bob, with: bob)), .notAuthor)

@@ -137,4 +137,46 @@ final class StoreConversationTests: XCTestCase {
         _ = try store.markDelivered(ids: [id(1)], by: bob, at: 5)
         XCTAssertEqual(try store.pendingActions(to: bob, limit: 10).map(\.kind), [.delete])
     }
+
+    func testRoomActionsFanOutAndWaitForEachMembersDelivery() throws {
+        let store = try Store(directory: directory)
+        let room = String(repeating: "ab", count: 16)
+        let sent = try store.enqueueRoomMessage(id: id(1), room: room, body: "hello room", createdAt: 1, sender: me,
+                                                members: [bob, carol])
+        let edited = try store.performLocalAction(NewLocalAction(id: id(2), peer: room, target: sent, kind: .edit,
+                                                                 body: "hello lab", createdAt: 2, members: [bob, carol]),
+                                                  me: me, at: 3)
+        XCTAssertEqual(edited.body, "hello lab")
+        XCTAssertEqual(try store.pendingActions(to: bob, limit: 10), [], "the message has not reached bob yet")
+        _ = try store.acknowledgeRoomTraffic(ids: [id(1)], by: bob, at: 4)
+        let forBob = try store.pendingActions(to: bob, limit: 10)
+        XCTAssertEqual(forBob.map(\.id), [id(2)])
+        XCTAssertEqual(forBob.first?.room, room)
+        XCTAssertEqual(try store.pendingActions(to: carol, limit: 10), [], "carol has not acknowledged the message")
+        XCTAssertEqual(try store.markActionsDelivered(ids: [id(2)], by: bob), 1)
+        XCTAssertEqual(try store.pendingActions(to: bob, limit: 10), [])
+        XCTAssertTrue(try store.hasQueuedActions(), "carol still waits for it")
+        _ = try store.acknowledgeRoomTraffic(ids: [id(1)], by: carol, at: 5)
+        XCTAssertEqual(try store.pendingActions(to: carol, limit: 10).map(\.id), [id(2)])
+        XCTAssertEqual(try store.markActionsDelivered(ids: [id(2)], by: carol), 1)
+        XCTAssertFalse(try store.hasQueuedActions())
+    }
+
+    func testIncomingRoomActionFindsTheTargetInItsRoomOnly() throws {
+        let store = try Store(directory: directory)
+        let room = String(repeating: "ab", count: 16), elsewhere = String(repeating: "cd", count: 16)
+        _ = try store.storeIncomingRoomMessages([IncomingMessage(id: id(1), sender: bob, recipient: me, sequence: 1,
+                                                                 createdAt: 1, body: "in the room")], room: room, at: 2)
+        var facts: [String: ActionTargetFacts?] = [:]
+        _ = try store.receiveActions([
+            IncomingAction(id: id(10), author: carol, sequence: 1, createdAt: 1, target: id(1), kind: .react, body: "👍",
+                           room: room),
+            IncomingAction(id: id(11), author: carol, sequence: 2, createdAt: 1, target: id(1), kind: .react, body: "👍",
+                           room: elsewhere),
+            IncomingAction(id: id(12), author: bob, sequence: 3, createdAt: 1, target: id(1), kind: .edit, body: "x"),
+        ], me: me, at: 3) { a, f in facts[a.id] = f; return f != nil }
+        XCTAssertEqual(facts[id(10)]!?.message.body, "in the room")
+        XCTAssertNil(facts[id(11)]!, "another room")
+        XCTAssertNil(facts[id(12)]!, "a direct action never names a room message")
+    }
 }

@@ -6,7 +6,8 @@ public struct ProtocolFeatures: OptionSet, Hashable, Sendable {
     public let rawValue: UInt32
     public init(rawValue: UInt32) { self.rawValue = rawValue }
 
-    /// Replies (0x09), edits (0x0A), deletes (0x0B), reactions (0x0C) and status (0x0D).
+    /// Replies (0x09), edits (0x0A), deletes (0x0B), reactions (0x0C), status (0x0D) and the
+    /// room variants (0x12-0x15).
     public static let conversation = ProtocolFeatures(rawValue: 1 << 0)
 
     /// What this version understands.

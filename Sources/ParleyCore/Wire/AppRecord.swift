@@ -25,7 +25,7 @@ public enum AppRecord: Equatable, Sendable {
     /// A chat message addressed to a room, from the session's remote identity.
     case roomChat(RoomChatRecord)
     /// An edit, delete-for-everyone or reaction by the session's remote identity (types
-    /// 0x0A, 0x0B, 0x0C). Sent only to peers whose handshake announced
+    /// 0x0A-0x0C, in a room 0x13-0x15). Sent only to peers whose handshake announced
     /// `ProtocolFeatures.conversation`.
     case messageAction(MessageActionRecord)
     /// The sender's status line (0x0D), sent at the start of a session and on change.
