@@ -114,3 +114,19 @@ final class ConversationRulesTests: XCTestCase {
         XCTAssertEqual(w.directSentThrough, 1)  // an action does not move the direct cursor
     }
 }
+
+final class StatusThrottleTests: XCTestCase {
+    func testAtMostOneShownChangePerIntervalAndTheLastIsNeverLost() {
+        var t = StatusThrottle<String>(minInterval: .seconds(1))
+        let t0 = MonotonicInstant(nanoseconds: 1_000_000_000)
+        XCTAssertEqual(t.received(from: "bob", now: t0), .show)
+        XCTAssertEqual(t.received(from: "bob", now: t0 + .milliseconds(100)), .holdUntil(t0 + .seconds(1)))
+        XCTAssertEqual(t.received(from: "bob", now: t0 + .milliseconds(200)), .held, "the newer one replaces the held one")
+        XCTAssertEqual(t.received(from: "carol", now: t0 + .milliseconds(200)), .show, "per peer")
+        t.due("bob", now: t0 + .seconds(1))
+        XCTAssertEqual(t.received(from: "bob", now: t0 + .milliseconds(1_500)), .holdUntil(t0 + .seconds(2)))
+        t.forget("bob")
+        XCTAssertEqual(t.received(from: "bob", now: t0 + .milliseconds(1_600)), .show, "offline forgets")
+        XCTAssertEqual(t.received(from: "carol", now: t0 + .seconds(5)), .show)
+    }
+}

@@ -71,6 +71,12 @@ let records: [(String, AppRecord)] = [
                                                     target: messageID(0x11),
                                                     action: .reaction(try Reaction("👍🏽"), added: true)))),
     ("status", .status(try PresenceStatus(typed: "in a meeting until 3"))),
+    ("room-reply", .roomChat(RoomChatRecord(id: messageID(0x18), roomID: RoomID(exactly: Array(repeating: 0xa0, count: 16)),
+                                            sequence: 8, createdAt: 1_770_000_006_000, body: "+1",
+                                            replyTo: messageID(0x11)))),
+    ("room-delete", .messageAction(MessageActionRecord(id: messageID(0x19), sequence: 9, createdAt: 1_770_000_007_000,
+                                                       target: messageID(0x18), action: .delete,
+                                                       room: RoomID(exactly: Array(repeating: 0xa0, count: 16))))),
 ]
 var stream = RecordStreamEncoder()
 for (name, record) in records {
@@ -137,7 +143,9 @@ try request("messages-list", id: 6, MessagesListParams(peer: "abcd-efgh", after:
 try request("messages-subscribe", id: 7, MessagesSubscribeParams(peer: "bob"))
 try request("trust-verify", id: 8,
             TrustVerifyParams(peer: "bob", fingerprint: FuzzFixtures.initiator.card.fingerprint.description))
-try request("trust-accept-change", id: 9, TrustAcceptChangeParams(peer: "bob"))
+try request("trust-accept", id: 9, TrustAcceptParams(peer: "bob"))
+try request("messages-edit", id: 10, MessagesEditParams(message: "0123456789abcdef", body: "fixed"))
+try request("messages-react", id: 11, MessagesReactParams(message: "01234567", reaction: "👍", remove: true))
 // Several requests on one connection, the way LineBuffer sees them.
 let session = try [
     ControlJSON.line(JSONRPCRequest(id: .string("a"), call: NodeStatusParams())),

@@ -188,11 +188,14 @@ extension Node {
             let state = try? roomEntry(room).state
             roomAccepts[room] = RoomDistribution.acceptsMessage(in: state ?? nil, from: sender, me: myIdentityKey)
         }
+        // The decoded record of each id (the first, should a peer repeat an id in one read).
+        var records: [String: MessageActionRecord] = [:]
+        for a in actions where records[a.id.hex] == nil { records[a.id.hex] = a }
         var refusals: [(IncomingAction, ActionRefusal)] = []
         let outcomes: [ReceivedActionOutcome]
         do {
             outcomes = try store.receiveActions(incoming, me: myIdentity, at: nowMs) { action, facts in
-                let record = actions.first { $0.id.hex == action.id }!
+                guard let record = records[action.id] else { return false }
                 let verdict = ConversationRules.judge(
                     record.action, sequence: action.sequence, from: sender,
                     room: record.room, roomAccepts: record.room.map { roomAccepts[$0] ?? false } ?? false,
@@ -223,6 +226,20 @@ extension Node {
         guard let sender = activePeer(of: conn) else { return }
         guard peerStatuses[sender] != status else { return }
         peerStatuses[sender] = status
-        emit(.peerStatus(identity: sender.hex, status: status.text))
+        switch statusThrottle.received(from: sender, now: clock.monotonicNow()) {
+        case .show:
+            emit(.peerStatus(identity: sender.hex, status: status.text))
+        case .holdUntil(let due):
+            loop.scheduleTask(deadline: due.deadline) { [weak self] in
+                guard let self else { return }
+                self.statusThrottle.due(sender, now: self.clock.monotonicNow())
+                // The latest status, if the peer is still online.
+                if let latest = self.peerStatuses[sender] {
+                    self.emit(.peerStatus(identity: sender.hex, status: latest.text))
+                }
+            }
+        case .held:
+            break
+        }
     }
 }

@@ -155,6 +155,7 @@ extension Node {
             switch action {
             case .peerOffline(let p):
                 peerStatuses[p] = nil
+                statusThrottle.forget(p)
                 emit(.peerOffline(identity: p.hex))
             case .scheduleOfflineCheck(let p, let due):
                 offlineTimers[p]?.cancel()

@@ -85,6 +85,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var ownStatus = PresenceStatus.none
     /// Each connected peer's latest status line (presence: forgotten when it goes offline).
     var peerStatuses: [IdentityPublicKey: PresenceStatus] = [:]
+    /// At most one shown status change per peer per second (a flood costs no more).
+    var statusThrottle = StatusThrottle<IdentityPublicKey>()
 
     var myIdentityKey: IdentityPublicKey { keys.identity.publicKey }
     var myIdentity: String { keys.identity.publicKey.hex }
