@@ -120,6 +120,10 @@ guard args.count >= 2 else {
       room-flood T ROOMS OPS  as a new (pinned) peer, send signed creates of ROOMS rooms
                             naming the target as member, then OPS add/remove changes in
                             the first room; ping; print "alive" or "closed"
+      old-peer T SECS       a peer that predates conversation records (no features in its
+                            handshake): send a chat, then for SECS seconds acknowledge
+                            every chat and print "chat BODY" for each, and "record 0xNN"
+                            for any other record type from 0x09 up
       forge-action T MSGID  as a new (pinned) peer announcing conversation records: send
                             a chat of its own, then an edit, a delete and a reaction of
                             MSGID (someone else's message), then an edit of its own chat;
@@ -283,6 +287,49 @@ case "room-flood":
         }
     }
     emit("closed")
+case "old-peer":
+    guard let c = Conn(host, port, timeoutMs: 1_000) else { fail("connect") }
+    let id = IdentityKeyPair.generate()
+    let st = NoiseStaticKeyPair.generate()
+    guard var est = handshake(c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: "oldie")) else {
+        fail("handshake refused")
+    }
+    var encoder = RecordStreamEncoder()
+    func flush() {
+        for chunk in encoder.drainChunks() {
+            guard let sealed = try? est.transport.seal(chunk), c.sendFrame(sealed) else { emit("closed"); exit(0) }
+        }
+    }
+    encoder.append(.chat(ChatRecord(id: .random(), sequence: 1, createdAt: UInt64(Date().timeIntervalSince1970) * 1000,
+                                    body: "hello from an old node")))
+    flush()
+    emit("sent")
+    let deadline = Date().addingTimeInterval(Double(max(1, min(n, 60))))
+    var decoder = RecordStreamDecoder()
+    while Date() < deadline {
+        let asked = Date()
+        guard let f = c.recvFrame() else {
+            // A 1 s receive timeout: look at the clock again. Nil at once: the peer closed.
+            if Date().timeIntervalSince(asked) < 0.5 { emit("closed"); exit(0) }
+            continue
+        }
+        guard let p = try? est.transport.open(f) else { emit("closed"); exit(0) }
+        decoder.append(p)
+        while let r = try? decoder.next() {
+            switch r {
+            case .chat(let chat):
+                emit("chat \(chat.body)" + (chat.replyTo == nil ? "" : " (reply)"))
+                encoder.append(.ack([chat.id]))
+            case .ping(let v): encoder.append(.pong(v))
+            case .messageAction(let a): emit("record 0x\(String(a.recordTypeByte, radix: 16))")
+            case .status: emit("record 0x0d")
+            case .unknown(let type, _) where type >= 0x09: emit("record 0x\(String(type, radix: 16))")
+            default: break
+            }
+        }
+        flush()
+    }
+    emit("done")
 case "forge-action":
     guard args.count > 2, let target = MessageID(hex: args[2]) else { fail("MSGID: 32 hex digits") }
     guard let c = Conn(host, port, timeoutMs: 30_000) else { fail("connect") }

@@ -262,3 +262,31 @@ def test_room_reply_edit_delete_and_reactions_reach_every_member(cluster):
             texts = [bytes(r[0]) for r in c.execute("SELECT body FROM message_body")]
             texts += [bytes(r[0]) for r in c.execute("SELECT body FROM message_action WHERE body IS NOT NULL AND kind = 'edit'")]
         assert not any(b"standup" in t for t in texts), (node.name, texts)
+
+
+def test_a_node_that_predates_conversation_records_gets_plain_messages_only(cluster):
+    """oldie (parley-adversary, no features in its handshake) writes to bob. bob's reply
+    reaches it as an ordinary chat; bob's reaction and status line are never sent to it
+    (it would skip and never acknowledge them), and bob's node keeps working."""
+    import subprocess
+    from parley_harness import BIN
+    bob = cluster.node("bob").start()
+    old = subprocess.Popen([str(BIN / "parley-adversary"), "old-peer", bob.address, "12"], stdout=subprocess.PIPE,
+                           text=True)
+    try:
+        wait_until(lambda: any(m["body"] == "hello from an old node" for m in bob.messages()), what="oldie's chat")
+        mid = next(m["id"] for m in bob.messages() if m["body"] == "hello from an old node")
+        bob.cli("presence", "at lunch")
+        bob.cli("react", mid[:8], "👍")
+        bob.cli("reply", mid[:8], "hello old friend")
+        wait_until(lambda: by_id(bob, "oldie", only(bob, "oldie", "hello old friend")["id"])["state"] == "delivered",
+                   timeout=15, what="the reply is delivered (acknowledged as a chat)")
+        out, _ = old.communicate(timeout=30)
+    finally:
+        if old.poll() is None:
+            old.kill()
+    lines = out.splitlines()
+    assert "chat hello old friend" in lines, lines
+    assert not any(l.startswith("record") for l in lines), lines
+    # The reaction stays queued for oldie (sent if it ever announces the feature).
+    assert [x["reaction"] for x in by_id(bob, "oldie", mid)["reactions"]] == ["👍"]

@@ -51,6 +51,9 @@ public struct MessageActionRecord: Equatable, Sendable {
         }
     }
 
+    /// The record type this action is sent as (0x0A-0x0C, in a room 0x13-0x15).
+    public var recordTypeByte: UInt8 { recordType.rawValue }
+
     func payload() -> [UInt8] {
         var p = [UInt8]()
         p.reserveCapacity(RoomID.length + Self.headerLength + 1)
