@@ -58,7 +58,7 @@ let package = Package(
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "parleyd", dependencies: [
-            "ParleyDaemon", "ParleyStore",
+            "ParleyDaemon", "ParleyNodeCore", "ParleyStore",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

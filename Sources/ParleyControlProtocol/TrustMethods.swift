@@ -36,16 +36,11 @@ public struct TrustPeerResult: Codable, Sendable, Hashable {
 
 /// Everything a person needs to decide about a key: its fingerprint, the safety number
 /// computed with *this* key, a QR-friendly text, and the keys the contact had before.
-public struct TrustShowParams: ControlCallParams {
+public struct TrustShowParams: OnePeerParams {
     public typealias ResultType = TrustShowResult
     public static let method = ControlMethod.trustShow
-    public static let fieldNames = ["peer"]
-
     public var peer: String
-
     public init(peer: String) { self.peer = peer }
-
-    public func validate() throws(JSONRPCError) { try ParamCheck.peerSelector(peer, field: "peer") }
 }
 
 public struct PreviousKeyInfo: Codable, Sendable, Hashable {
@@ -116,41 +111,46 @@ public struct TrustReplaceResult: Codable, Sendable, Hashable {
     }
 }
 
-/// `trust.accept`, `trust.block`, `trust.unblock`, `trust.forget`: one peer, by selector.
-public struct TrustAcceptParams: ControlCallParams {
+/// Params that are one peer selector: `trust.accept`, `trust.block`, `trust.unblock`,
+/// `trust.forget`, `trust.show`.
+public protocol OnePeerParams: ControlCallParams {
+    var peer: String { get }
+    init(peer: String)
+}
+
+extension OnePeerParams {
+    public static var fieldNames: [String] { ["peer"] }
+    public func validate() throws(JSONRPCError) { try ParamCheck.peerSelector(peer, field: "peer") }
+}
+
+/// A key held for approval becomes pinned.
+public struct TrustAcceptParams: OnePeerParams {
     public typealias ResultType = TrustPeerResult
     public static let method = ControlMethod.trustAccept
-    public static let fieldNames = ["peer"]
     public var peer: String
     public init(peer: String) { self.peer = peer }
-    public func validate() throws(JSONRPCError) { try ParamCheck.peerSelector(peer, field: "peer") }
 }
 
-public struct TrustBlockParams: ControlCallParams {
+/// No session, nothing sent, nothing stored, until unblocked.
+public struct TrustBlockParams: OnePeerParams {
     public typealias ResultType = TrustPeerResult
     public static let method = ControlMethod.trustBlock
-    public static let fieldNames = ["peer"]
     public var peer: String
     public init(peer: String) { self.peer = peer }
-    public func validate() throws(JSONRPCError) { try ParamCheck.peerSelector(peer, field: "peer") }
 }
 
-public struct TrustUnblockParams: ControlCallParams {
+public struct TrustUnblockParams: OnePeerParams {
     public typealias ResultType = TrustPeerResult
     public static let method = ControlMethod.trustUnblock
-    public static let fieldNames = ["peer"]
     public var peer: String
     public init(peer: String) { self.peer = peer }
-    public func validate() throws(JSONRPCError) { try ParamCheck.peerSelector(peer, field: "peer") }
 }
 
-public struct TrustForgetParams: ControlCallParams {
+public struct TrustForgetParams: OnePeerParams {
     public typealias ResultType = TrustForgetResult
     public static let method = ControlMethod.trustForget
-    public static let fieldNames = ["peer"]
     public var peer: String
     public init(peer: String) { self.peer = peer }
-    public func validate() throws(JSONRPCError) { try ParamCheck.peerSelector(peer, field: "peer") }
 }
 
 public struct TrustForgetResult: Codable, Sendable, Hashable {

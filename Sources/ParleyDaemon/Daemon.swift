@@ -136,6 +136,7 @@ public final class Daemon: Service, @unchecked Sendable {
         options.handshakeTimeout = .milliseconds(Int64(config.handshakeTimeoutMilliseconds))
         options.pingInterval = .milliseconds(Int64(config.pingIntervalMilliseconds))
         options.deadAfter = .milliseconds(Int64(config.deadAfterMilliseconds))
+        options.newIdentities = config.newIdentities
         let node = Node(loop: loop, store: store, keys: keys, card: card, options: options, log: log, networkKey: psk)
         node.stateDirectory = config.stateDirectory
         self.node = node

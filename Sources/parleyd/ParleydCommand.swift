@@ -1,3 +1,4 @@
+import ParleyNodeCore
 import ArgumentParser
 import Foundation
 import Logging
@@ -72,6 +73,13 @@ struct ParleydCommand: AsyncParsableCommand {
     var durability: String?
 
     @Option(
+        name: .customLong("new-identities"),
+        help: ArgumentHelp(
+            "accept (pin a key never seen on first use) or hold (no session until you run `parley trust accept`).",
+            valueName: "policy"))
+    var newIdentities: String?
+
+    @Option(
         name: .customLong("handshake-timeout-ms"),
         help: ArgumentHelp("Drop a connection whose handshake takes longer.", valueName: "ms"))
     var handshakeTimeoutMs: Int?
@@ -111,6 +119,12 @@ struct ParleydCommand: AsyncParsableCommand {
         if let durability {
             guard let d = Durability(durability) else { throw ValidationError("--durability must be full or normal") }
             flags.durability = d
+        }
+        if let newIdentities {
+            guard let policy = TrustDecision.NewIdentityPolicy(rawValue: newIdentities) else {
+                throw ValidationError("--new-identities must be accept or hold")
+            }
+            flags.newIdentities = policy
         }
         flags.handshakeTimeoutMilliseconds = handshakeTimeoutMs
         flags.pingIntervalMilliseconds = pingIntervalMs

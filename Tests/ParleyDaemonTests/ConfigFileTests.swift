@@ -1,4 +1,5 @@
 import Foundation
+import ParleyNodeCore
 import XCTest
 import ParleyControlProtocol
 @testable import ParleyDaemon
@@ -399,6 +400,7 @@ final class ConfigFileTests: XCTestCase {
         flags.handshakeTimeoutMilliseconds = 11
         flags.pingIntervalMilliseconds = 12
         flags.deadAfterMilliseconds = 13
+        flags.newIdentities = .hold
         let merged = try DaemonConfiguration.merged(defaults: base, file: nil, flags: flags)
         // Every option differs from the defaults, so every key shows up as changed.
         let differences = merged.reloadableDifferences(from: base)

@@ -43,10 +43,12 @@ final class NameClashesTests: XCTestCase {
     }
 
     func testANicknameWinsOverTheSelfAssertedName() {
-        // The person named the real bob "Bob (lab)": the impostor's "bob" no longer looks like him.
+        // The person named the real bob "Bob (lab)": what they see for him is unique, so he is
+        // not marked; the impostor still claims a contact's name, so it stays marked.
         let clashes = NameClashes.find([.init(identity: bob, selfAssertedName: "bob", nickname: "Bob (lab)"),
                                         .init(identity: impostor, selfAssertedName: "bob")])
-        XCTAssertTrue(clashes.isEmpty)
+        XCTAssertNil(clashes[bob])
+        XCTAssertEqual(clashes[impostor], .init(kind: .sameName, with: [bob]))
         // A peer renaming itself to another's nickname is marked.
         let renamed = NameClashes.find([.init(identity: bob, selfAssertedName: "bob", nickname: "boss"),
                                         .init(identity: impostor, selfAssertedName: "boss")])

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from conftest import wait_until
-from parley_wire import (ACK, CARD_UPDATE, CHAT, CLOSE, KEY_CHANGE_PENDING, NORMAL, PING, PONG, Identity,
+from parley_wire import (ACK, CARD_UPDATE, CHAT, CLOSE, NORMAL, PING, PONG, Identity,
                          PeerClosed, Session, chat, close, parse_close, parse_ids, record)
 
 PING_MS, DEAD_MS = 500, 1500
@@ -133,9 +133,10 @@ def test_redial_after_close_normal_backs_off(daemons):
     listener.close()
 
 
-def test_key_change_found_by_address_says_so(daemons):
-    """Item 11: a new identity answering at a pinned peer's address, under another name, is a
-    key change, and the log says it was found by address."""
+def test_a_new_key_answering_at_a_pinned_peers_address_is_a_new_peer(daemons):
+    """PROTOCOL.md "Trust: a peer is its key": the decision depends only on the identity key
+    the handshake proved, never on the address. A new key answering where a pinned peer was
+    reached is a peer of its own (pinned on first use); the first key keeps its pin."""
     listener = socket.create_server(("127.0.0.1", 0))
     listener.settimeout(15)
     d = daemons(args=["--peer", f"127.0.0.1:{listener.getsockname()[1]}"])
@@ -144,9 +145,11 @@ def test_key_change_found_by_address_says_so(daemons):
     s.send_records(close(NORMAL))
     s.close_socket()
     s2 = accept_handshake(listener, Identity(), "pysecond")
-    records, _ = s2.read_until_closed()
-    assert [parse_close(p)[0] for t, p in records if t == CLOSE] == [KEY_CHANGE_PENDING]
+    wait_until(lambda: [p for p in d.peers() if p["name"] == "pysecond" and p["online"]],
+               what="the second key is its own peer, with a session")
+    first = [p for p in d.peers() if p["name"] == "pyfirst"]
+    assert len(first) == 1 and first[0]["trust"] == "pinned" and not first[0]["online"]
     log = d.log()
-    assert "answered at a known peer's address" in log
-    assert "using a known name" not in log
+    assert "KEY CHANGED" not in log
+    s2.close_socket()
     listener.close()

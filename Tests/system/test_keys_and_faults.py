@@ -57,7 +57,7 @@ def test_rotate_key_reaches_online_and_offline_peers_and_the_old_key_is_refused(
     before = alice.whoami()
     out = alice.cli("rotate-key", "--json").stdout
     after = alice.whoami()
-    assert after["noiseKey"] != before["noiseKey"] and after["cardSequence"] == before["cardSequence"] + 1
+    assert after["noiseKey"] != before["noiseKey"] and after["cardSequence"] > before["cardSequence"]
     assert after["fingerprint"] == before["fingerprint"]
     assert '"peersNotified"' in out
     wait_until(lambda: "re-issued its card" in bob.log_path.read_text(), what="bob gets the new card at once")

@@ -1,3 +1,4 @@
+import ParleyNodeCore
 import ParleyControlProtocol
 import ParleyStore
 /// Turning parsed entries into option values: the key must exist and the value must
@@ -45,6 +46,8 @@ extension ConfigFile {
             configuration.notifyIncludeBody = try reader.boolean()
         case .readReceipts:
             configuration.readReceipts = try reader.boolean()
+        case .newIdentities:
+            configuration.newIdentities = try reader.choice(TrustDecision.NewIdentityPolicy.self)
         case .durability:
             configuration.durability = try reader.choice(Durability.self)
         case .handshakeTimeoutMs:

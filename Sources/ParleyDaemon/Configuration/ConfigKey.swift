@@ -13,6 +13,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
     case notifyCommand = "notify_command"
     case notifyIncludeBody = "notify_include_body"
     case readReceipts = "read_receipts"
+    case newIdentities = "new_identities"
     case durability
     case handshakeTimeoutMs = "handshake_timeout_ms"
     case pingIntervalMs = "ping_interval_ms"
@@ -24,7 +25,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
         switch self {
         case .name, .peers, .logLevel, .notifyCommand, .notifyIncludeBody, .readReceipts:
             true
-        case .stateDir, .hostName, .listen, .socket, .mdns, .networkKey, .durability,
+        case .stateDir, .hostName, .listen, .socket, .mdns, .networkKey, .durability, .newIdentities,
              .handshakeTimeoutMs, .pingIntervalMs, .deadAfterMs:
             false
         }

@@ -1,3 +1,4 @@
+import ParleyNodeCore
 import ParleyControlProtocol
 import ParleyStore
 /// Options given on the command line: every field optional, nil meaning "not given".
@@ -20,6 +21,7 @@ public struct ConfigOverrides: Equatable, Sendable {
     public var notifyCommand: [String]?
     public var notifyIncludeBody: Bool?
     public var readReceipts: Bool?
+    public var newIdentities: TrustDecision.NewIdentityPolicy?
     public var durability: Durability?
     public var handshakeTimeoutMilliseconds: Int?
     public var pingIntervalMilliseconds: Int?
@@ -41,6 +43,7 @@ public struct ConfigOverrides: Equatable, Sendable {
         if let notifyCommand { configuration.notifyCommand = notifyCommand }
         if let notifyIncludeBody { configuration.notifyIncludeBody = notifyIncludeBody }
         if let readReceipts { configuration.readReceipts = readReceipts }
+        if let newIdentities { configuration.newIdentities = newIdentities }
         if let durability { configuration.durability = durability }
         if let handshakeTimeoutMilliseconds { configuration.handshakeTimeoutMilliseconds = handshakeTimeoutMilliseconds }
         if let pingIntervalMilliseconds { configuration.pingIntervalMilliseconds = pingIntervalMilliseconds }

@@ -1,3 +1,4 @@
+import ParleyNodeCore
 import ParleyControlProtocol
 import ParleyStore
 import Foundation
@@ -36,6 +37,9 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var notifyIncludeBody: Bool
     /// `read_receipts`: tell senders when their message was read.
     public var readReceipts: Bool
+    /// `new_identities`: "accept" pins a key never seen on first use (the default);
+    /// "hold" records it as awaiting approval, with no session until a person accepts it.
+    public var newIdentities: TrustDecision.NewIdentityPolicy = .accept
     /// `durability`: how often the store fsyncs.
     public var durability: Durability
     /// `handshake_timeout_ms`: a peer that has not finished the Noise handshake by then is dropped.
@@ -144,6 +148,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
         case .notifyCommand: notifyCommand != other.notifyCommand
         case .notifyIncludeBody: notifyIncludeBody != other.notifyIncludeBody
         case .readReceipts: readReceipts != other.readReceipts
+        case .newIdentities: newIdentities != other.newIdentities
         case .durability: durability != other.durability
         case .handshakeTimeoutMs: handshakeTimeoutMilliseconds != other.handshakeTimeoutMilliseconds
         case .pingIntervalMs: pingIntervalMilliseconds != other.pingIntervalMilliseconds

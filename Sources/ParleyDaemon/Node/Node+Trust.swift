@@ -52,13 +52,8 @@ extension Node {
             return .keep
         case .keepAndUpdateCard:
             // A re-issued card from the same identity: a rotation or rename, accepted silently.
-            guard var rec = record else { return .keep }
-            rec.card = remote.encoded()
-            rec.cardSequence = Int64(clamping: remote.sequence)
-            rec.noiseKey = remote.noiseKey.hex
-            rec.displayName = remote.displayName
-            rec.hostName = remote.hostName
-            try upsertPeer(rec)
+            guard let record else { return .keep }
+            try pin(remote, over: record)
             return .keep
         case .pinNewPeer, .holdNewPeer:
             let held = verdict == .holdNewPeer
@@ -98,6 +93,18 @@ extension Node {
                 return .refuse(.notTrusted, "conflicting card")
             }
         }
+    }
+
+    /// Pins a newer card of an identity already known: what it binds (Noise key, name, host)
+    /// is taken from the card; trust, nickname and history stay.
+    private func pin(_ card: Card, over record: PeerRecord) throws(StoreError) {
+        var rec = record
+        rec.card = card.encoded()
+        rec.cardSequence = Int64(clamping: card.sequence)
+        rec.noiseKey = card.noiseKey.hex
+        rec.displayName = card.displayName
+        rec.hostName = card.hostName
+        try upsertPeer(rec)
     }
 
     // MARK: Names
@@ -143,13 +150,8 @@ extension Node {
             case .expired:
                 log.warning("expired card update ignored", ["peer": peer.fingerprintText, "sequence": "\(newCard.sequence)"])
             case .pin:
-                guard var rec else { return }
-                rec.card = newCard.encoded()
-                rec.cardSequence = Int64(clamping: newCard.sequence)
-                rec.noiseKey = newCard.noiseKey.hex
-                rec.displayName = newCard.displayName
-                rec.hostName = newCard.hostName
-                try upsertPeer(rec)
+                guard let rec else { return }
+                try pin(newCard, over: rec)
                 log.info("peer re-issued its card", ["peer": newCard.displayName, "sequence": "\(newCard.sequence)"])
             }
         } catch {

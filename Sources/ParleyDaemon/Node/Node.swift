@@ -201,7 +201,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     func reissueCard(displayName: String, hostName: String) throws {
         let next = try Card.issue(identity: keys.identity, noiseKey: keys.noiseStatic.publicKey,
                                   displayName: displayName, hostName: hostName,
-                                  issuedAt: UInt64(max(0, nowMs / 1000)), sequence: card.sequence + 1)
+                                  issuedAt: UInt64(max(0, nowMs / 1000)),
+                                  sequence: OwnCard.nextSequence(after: card.sequence, now: UInt64(max(0, nowMs / 1000))))
         try store.setSetting(OwnCard.settingKey, Sodium.hex(next.encoded()))
         card = next
         for peer in sessions.peers { activeConnection(for: peer)?.send(.cardUpdate(next.encoded())) }

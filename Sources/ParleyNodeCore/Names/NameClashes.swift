@@ -36,19 +36,26 @@ public enum NameClashes {
         public var with: [IdentityPublicKey]
     }
 
-    /// The clash of every entry that has one. `me` is this node's own name: a peer that
-    /// calls itself what we call ourselves is marked too (it could pass for us in a room).
+    /// The clash of every entry that has one: an entry is marked when its label looks like
+    /// another entry's label or another entry's self-asserted name (so a key calling itself
+    /// "bob" stays marked after the person nicknamed the real bob "Bob (lab)": it still
+    /// claims a contact's name), or like our own name (it could pass for us in a room).
     public static func find(_ entries: [Entry], myName: String? = nil) -> [IdentityPublicKey: Clash] {
-        var bySkeleton: [String: [Entry]] = [:]
-        for e in entries { bySkeleton[NameSkeleton.of(e.label), default: []].append(e) }
+        var byName: [String: [Entry]] = [:]
+        for e in entries {
+            for skeleton in Set([NameSkeleton.of(e.label), NameSkeleton.of(e.selfAssertedName)]) {
+                byName[skeleton, default: []].append(e)
+            }
+        }
         let mySkeleton = myName.map(NameSkeleton.of)
         var result: [IdentityPublicKey: Clash] = [:]
         for e in entries {
             let skeleton = NameSkeleton.of(e.label)
-            let others = (bySkeleton[skeleton] ?? []).filter { $0.identity != e.identity }
+            let others = (byName[skeleton] ?? []).filter { $0.identity != e.identity }
             let resemblesMe = mySkeleton == skeleton
             guard !others.isEmpty || resemblesMe else { continue }
-            let exact = others.contains { $0.label == e.label } || (resemblesMe && myName == e.label)
+            let exact = others.contains { $0.label == e.label || $0.selfAssertedName == e.label }
+                || (resemblesMe && myName == e.label)
             result[e.identity] = Clash(kind: exact ? .sameName : .confusable,
                                        with: others.map(\.identity).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) })
         }

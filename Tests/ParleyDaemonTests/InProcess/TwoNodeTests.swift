@@ -166,6 +166,23 @@ final class TwoNodeTests: XCTestCase {
         XCTAssertTrue(alice.node.displayName(of: impostor.identity.hex).contains("⚠"))
     }
 
+    /// A pinned peer that renames itself to another pinned peer's name is marked at once
+    /// (its card update re-pins the name), and sending by that name becomes ambiguous.
+    func testAPeerRenamingItselfToAnotherContactsNameIsMarked() throws {
+        let link = try connect()
+        let carol = try InProcessNode(name: "carol", loop: loop, clock: clock)
+        let carolLink = try InProcessLink(from: carol, to: alice, loop: loop)
+        try carolLink.exchange()
+        XCTAssertNil(alice.node.nameClash(of: carol.identity))
+        link.advance(.seconds(2))  // a later second: the re-issued card's sequence grows by time
+        try carol.node.reissueCard(displayName: "bob", hostName: "carol-host")
+        try carolLink.exchange()
+        XCTAssertEqual(try alice.node.store.peer(identity: carol.identity.hex)?.displayName, "bob")
+        XCTAssertEqual(alice.node.nameClash(of: carol.identity)?.with, [bob.identity])
+        XCTAssertEqual(alice.node.nameClash(of: bob.identity)?.with, [carol.identity])
+        XCTAssertThrowsError(try alice.node.resolvePeer("bob"))
+    }
+
     func testUnderTheHoldPolicyANewKeyGetsNoSessionUntilAccepted() throws {
         var options = NodeOptions()
         options.newIdentities = .hold
