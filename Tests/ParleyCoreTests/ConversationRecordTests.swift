@@ -118,6 +118,26 @@ final class ConversationRecordTests: XCTestCase {
         assertMalformed(0x0D, [0xc3])
     }
 
+    func testOptionalRecordsFromAPeerThatDidNotAnnounceThemAreSkipped() throws {
+        let reply = AppRecord.chat(ChatRecord(id: Self.id, sequence: 2, createdAt: 0, body: "x", replyTo: Self.target))
+        let bytes = reply.encoded() + action(.delete).encoded() + AppRecord.ping(1).encoded()
+        var old = RecordStreamDecoder(peerFeatures: [])
+        old.append(bytes)
+        XCTAssertEqual(try old.next(), .unknown(type: 0x09, length: bytes.count - 5 - 53 - 13))
+        XCTAssertEqual(try old.next(), .unknown(type: 0x0B, length: 48))
+        XCTAssertEqual(try old.next(), .ping(1))
+        // Even a malformed one: it is not read at all.
+        var lenient = RecordStreamDecoder(peerFeatures: [])
+        lenient.append([0x09, 0, 0, 0, 0])
+        XCTAssertEqual(try lenient.next(), .unknown(type: 0x09, length: 0))
+        var announced = RecordStreamDecoder(peerFeatures: .conversation)
+        announced.append(bytes)
+        XCTAssertEqual(try announced.next(), reply)
+        var strict = RecordStreamDecoder(peerFeatures: .conversation)
+        strict.append([0x09, 0, 0, 0, 0])
+        XCTAssertThrowsError(try strict.next())
+    }
+
     func testRoomVariantsCarryTheRoomFirst() throws {
         let room = RoomID(exactly: Array(0xa0...0xaf))
         let records: [AppRecord] = [
@@ -156,15 +176,15 @@ final class ConversationRecordTests: XCTestCase {
         let boot = Array(0xa0...0xaf).map(UInt8.init)
         let with = HandshakePayload(card: card, bootID: boot, features: .supported)
         XCTAssertEqual(try HandshakePayload.decode(with.encoded()).features, .supported)
-        XCTAssertEqual(Array(with.encoded().suffix(7)), [0x03, 0x00, 0x04, 0x00, 0x00, 0x00, 0x01])
+        XCTAssertEqual(Array(with.encoded().suffix(7)), [0x10, 0x00, 0x04, 0x00, 0x00, 0x00, 0x01])
         // Without features the payload is byte for byte the old one (no field 0x03).
         let without = HandshakePayload(card: card, bootID: boot)
         XCTAssertEqual(try HandshakePayload.decode(without.encoded()).features, [])
         XCTAssertFalse(without.encoded().count == with.encoded().count)
         // Unknown bits are ignored; a wrong length or a repeat is malformed.
-        let future = without.encoded() + [0x03, 0x00, 0x04, 0x80, 0x00, 0x00, 0x01]
+        let future = without.encoded() + [0x10, 0x00, 0x04, 0x80, 0x00, 0x00, 0x01]
         XCTAssertTrue(try HandshakePayload.decode(future).features.contains(.conversation))
-        XCTAssertThrowsError(try HandshakePayload.decode(without.encoded() + [0x03, 0x00, 0x01, 0x01]))
-        XCTAssertThrowsError(try HandshakePayload.decode(with.encoded() + [0x03, 0x00, 0x04, 0, 0, 0, 1]))
+        XCTAssertThrowsError(try HandshakePayload.decode(without.encoded() + [0x10, 0x00, 0x01, 0x01]))
+        XCTAssertThrowsError(try HandshakePayload.decode(with.encoded() + [0x10, 0x00, 0x04, 0, 0, 0, 1]))
     }
 }

@@ -7,14 +7,14 @@
 public struct HandshakePayload: Equatable, Sendable {
     public static let bootIDLength = 16
 
-    public enum FieldType: UInt8 { case card = 0x01, bootID = 0x02, features = 0x03 }
+    public enum FieldType: UInt8 { case card = 0x01, bootID = 0x02, features = 0x10 }
 
     /// The sender's encoded, signed card.
     public var card: [UInt8]
     /// Random per daemon start: lets the peer tell a restart (new boot id: the old
     /// session is stale) from a simultaneous dial (same boot id: tie-break).
     public var bootID: [UInt8]
-    /// Optional records the sender understands (field 0x03, omitted when empty: a node
+    /// Optional records the sender understands (field 0x10, omitted when empty: a node
     /// without the field is read as announcing none).
     public var features: ProtocolFeatures
 

@@ -1,5 +1,5 @@
 /// Optional parts of the protocol a node understands, announced in its handshake payload
-/// (field 0x03, `u32be` bit set). A sender uses an optional record only with a peer that
+/// (field 0x10, `u32be` bit set). A sender uses an optional record only with a peer that
 /// announced it; a node that predates a feature sends no such bit and is sent nothing it
 /// would skip. Unknown bits are ignored.
 public struct ProtocolFeatures: OptionSet, Hashable, Sendable {
@@ -12,4 +12,18 @@ public struct ProtocolFeatures: OptionSet, Hashable, Sendable {
 
     /// What this version understands.
     public static let supported: ProtocolFeatures = [.conversation]
+}
+
+extension AppRecord.RecordType {
+    /// The optional feature a record type belongs to; nil for the types every node knows.
+    /// A receiver reads an optional type only from a peer that announced its feature, and
+    /// skips it like an unknown type otherwise (`RecordStreamDecoder.peerFeatures`).
+    public var feature: ProtocolFeatures? {
+        switch self {
+        case .reply, .edit, .delete, .reaction, .status, .roomReply, .roomEdit, .roomDelete, .roomReaction:
+            return .conversation
+        case .chat, .ack, .cardUpdate, .ping, .pong, .close, .readReceipt, .roomOperation, .roomChat:
+            return nil
+        }
+    }
 }

@@ -40,8 +40,12 @@ public struct RecordStreamEncoder: Sendable {
 public struct RecordStreamDecoder: Sendable {
     private var buffer: [UInt8] = []
     private var readIndex = 0
+    /// What the sending peer announced in its handshake: records of an optional feature it
+    /// did not announce are returned as `.unknown` (skipped), as a node without the
+    /// feature would. Every feature by default (a decoder outside a session).
+    public var peerFeatures: ProtocolFeatures
 
-    public init() {}
+    public init(peerFeatures: ProtocolFeatures = .supported) { self.peerFeatures = peerFeatures }
 
     /// Bytes held waiting for the rest of a record: never more than one record's
     /// worth plus one chunk.
@@ -69,6 +73,9 @@ public struct RecordStreamDecoder: Sendable {
         let start = readIndex + AppRecord.headerLength
         let payload = Array(buffer[start..<start + length])
         readIndex = start + length
+        if let feature = AppRecord.RecordType(rawValue: type)?.feature, !peerFeatures.contains(feature) {
+            return .unknown(type: type, length: length)
+        }
         return try AppRecord.decode(type: type, payload: payload)
     }
 

@@ -134,6 +134,8 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
                     handshakeTimer?.cancel()
                     handshakeTimer = nil
                     self.established = est
+                    // Optional records are read only from a peer that announced them.
+                    decoder.peerFeatures = est.remoteFeatures
                     state = .established(est.transport)
                     if let final {
                         writeFrame(final, context: context)
