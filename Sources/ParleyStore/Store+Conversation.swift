@@ -327,6 +327,15 @@ extension Store {
         }
     }
 
+    /// How many of our actions to `peer` (an identity, or a room id) are still queued.
+    public func queuedActionCount(to peer: String) throws(StoreError) -> Int {
+        try read { db in
+            try Int.fetchOne(db.cachedStatement(sql: """
+                SELECT COUNT(*) FROM message_action WHERE peer = ? AND state = 'queued'
+                """), arguments: [peer]) ?? 0
+        }
+    }
+
     /// Whether any of our actions is still queued (for anyone): the pump skips the action
     /// query while none is.
     public func hasQueuedActions() throws(StoreError) -> Bool {

@@ -116,6 +116,8 @@ final class StoreConversationTests: XCTestCase {
         XCTAssertEqual(edited.editedAt, 3)
         XCTAssertEqual(try store.pendingActions(to: bob, limit: 10), [], "the message itself is not delivered yet")
         XCTAssertTrue(try store.hasQueuedActions())
+        XCTAssertEqual(try store.queuedActionCount(to: bob), 1)
+        XCTAssertEqual(try store.queuedActionCount(to: carol), 0)
         _ = try store.markDelivered(ids: [id(1)], by: bob, at: 4)
         let pending = try store.pendingActions(to: bob, limit: 10)
         XCTAssertEqual(pending.map(\.id), [id(2)])

@@ -11,6 +11,8 @@ enum ConversationError: Error, CustomStringConvertible {
     case refused(ActionRefusal, String)
     case invalidReaction(ReactionError)
     case invalidStatus(PresenceStatusError)
+    /// Too many of our changes wait for a peer that has not taken them.
+    case queueFull(Int)
 
     var description: String {
         switch self {
@@ -28,6 +30,8 @@ enum ConversationError: Error, CustomStringConvertible {
             return "message \(id.prefix(8)): \(reason)"
         case .invalidReaction(let e): return e.description
         case .invalidStatus(let e): return e.description
+        case .queueFull(let n):
+            return "\(n) edits, deletes and reactions already wait for this conversation; nothing more is accepted until some are delivered"
         }
     }
 
@@ -36,6 +40,7 @@ enum ConversationError: Error, CustomStringConvertible {
         case .messageNotFound, .refused(.unknownTarget, _): return JSONRPCError(.messageNotFound, description)
         case .messageAmbiguous, .invalidReaction, .invalidStatus: return .invalidParams(description)
         case .refused: return JSONRPCError(.notPermitted, description)
+        case .queueFull: return JSONRPCError(.storageFailed, description)
         }
     }
 }

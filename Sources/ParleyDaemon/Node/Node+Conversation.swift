@@ -62,6 +62,10 @@ extension Node {
                 amMember = state.isMember(myIdentityKey)
                 members = RoomDistribution.messageRecipients(in: state, me: myIdentityKey)
             }
+            let destination = target.room ?? target.peer
+            guard try store.queuedActionCount(to: destination) < NodeLimits.maxQueuedActionsPerPeer else {
+                throw ConversationError.queueFull(NodeLimits.maxQueuedActionsPerPeer)
+            }
             let facts = try store.actionTargetFacts(target, author: myIdentity, reaction: reactionText)
             if let refusal = ConversationRules.judgeLocal(action, me: myIdentityKey, target: actionTarget(facts),
                                                           amRoomMember: amMember,
@@ -70,7 +74,7 @@ extension Node {
                 throw ConversationError.refused(refusal, target.id)
             }
             let updated = try store.performLocalAction(
-                NewLocalAction(id: MessageID.random().hex, peer: target.room ?? target.peer, target: target, kind: kind,
+                NewLocalAction(id: MessageID.random().hex, peer: destination, target: target, kind: kind,
                                body: body, createdAt: nowMs, members: members.map(\.hex)),
                 me: myIdentity, at: nowMs)
             actionOutboxMayHaveWork = true

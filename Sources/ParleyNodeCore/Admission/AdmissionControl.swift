@@ -19,6 +19,9 @@ public enum NodeLimits {
     /// Queued (undelivered) messages per recipient. A peer that never comes back
     /// cannot fill the disk through one local client's loop; `send` reports it.
     public static let maxQueuedPerPeer = 100_000
+    /// Queued edits, deletes and reactions per peer or room, for the same reason: a peer
+    /// that never comes back (or never announces the feature) keeps them queued.
+    public static let maxQueuedActionsPerPeer = 100_000
 }
 
 /// Decides whether to accept a new inbound TCP connection, before any byte is read: a
