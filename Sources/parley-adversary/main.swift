@@ -124,10 +124,12 @@ guard args.count >= 2 else {
                             handshake): send a chat, then for SECS seconds acknowledge
                             every chat and print "chat BODY" for each, and "record 0xNN"
                             for any other record type from 0x09 up
-      forge-action T MSGID  as a new (pinned) peer announcing conversation records: send
-                            a chat of its own, then an edit, a delete and a reaction of
-                            MSGID (someone else's message), then an edit of its own chat;
-                            ping; print "acked N" (acks for the 5 records) and "alive"
+      forge-action T MSGID [ROOMID]  as a new (pinned) peer announcing conversation records:
+                            send a chat of its own, then an edit, a delete and a reaction
+                            of MSGID (someone else's message), then an edit of its own
+                            chat; with ROOMID also a room edit, delete and reaction of
+                            MSGID in that room (of which it is not a member); ping; print
+                            "acked N" (acks for the records) and "alive"
     """)
     exit(2)
 }
@@ -339,7 +341,7 @@ case "forge-action":
                               features: .supported) else { fail("handshake refused") }
     let now = UInt64(Date().timeIntervalSince1970) * 1000
     let own = MessageID.random()
-    let records: [AppRecord] = [
+    var records: [AppRecord] = [
         .chat(ChatRecord(id: own, sequence: 1, createdAt: now, body: "mallory original")),
         .messageAction(MessageActionRecord(id: .random(), sequence: 2, createdAt: now, target: target,
                                            action: .edit(body: "forged by mallory"))),
@@ -348,8 +350,20 @@ case "forge-action":
                                            action: .reaction(try! Reaction("💩"), added: true))),
         .messageAction(MessageActionRecord(id: .random(), sequence: 5, createdAt: now, target: own,
                                            action: .edit(body: "mallory edited"))),
-        .ping(5),
     ]
+    // With ROOMID: the same three changes of MSGID as a room message, from a non-member.
+    if args.count > 3, let room = RoomID(hex: args[3]) {
+        records += [
+            .messageAction(MessageActionRecord(id: .random(), sequence: 6, createdAt: now, target: target,
+                                               action: .edit(body: "forged by mallory"), room: room)),
+            .messageAction(MessageActionRecord(id: .random(), sequence: 7, createdAt: now, target: target,
+                                               action: .delete, room: room)),
+            .messageAction(MessageActionRecord(id: .random(), sequence: 8, createdAt: now, target: target,
+                                               action: .reaction(try! Reaction("💩"), added: true), room: room)),
+        ]
+    }
+    let expected = records.count
+    records.append(.ping(5))
     var encoder = RecordStreamEncoder()
     records.forEach { encoder.append($0) }
     for chunk in encoder.drainChunks() {
@@ -366,7 +380,7 @@ case "forge-action":
             if case .ack(let ids) = r { acked.formUnion(ids) }
             if case .pong(5) = r { ponged = true }
         }
-        if ponged, acked.count >= 5 { break }
+        if ponged, acked.count >= expected { break }
     }
     emit("acked \(acked.count)")
     emit(ponged ? "alive" : "closed")

@@ -290,3 +290,20 @@ def test_a_node_that_predates_conversation_records_gets_plain_messages_only(clus
     assert not any(l.startswith("record") for l in lines), lines
     # The reaction stays queued for oldie (sent if it ever announces the feature).
     assert [x["reaction"] for x in by_id(bob, "oldie", mid)["reactions"]] == ["👍"]
+
+
+def test_hostile_non_member_cannot_change_a_room_message(cluster):
+    """mallory, not a member of #lab, sends bob room edits, deletes and reactions of
+    alice's room message: acknowledged, none applied."""
+    from test_hostile import attack
+    from test_rooms import member_names
+    alice, bob = pair(cluster)
+    lab = alice.call("rooms.create", {"name": "lab", "members": ["bob"]})["room"]
+    wait_until(lambda: member_names(bob, "lab") == ["alice", "bob"], what="bob sees the room")
+    alice.cli("send", "#lab", "room text", "--wait")
+    mid = next(m["id"] for m in alice.messages("#lab") if m["body"] == "room text")
+    wait_until(lambda: any(m["id"] == mid for m in bob.messages("#lab")), what="bob has it")
+    out = attack(bob, "forge-action", mid, lab["id"]).splitlines()
+    assert out == ["acked 8", "alive"], out
+    m = next(m for m in bob.messages("#lab") if m["id"] == mid)
+    assert m["body"] == "room text" and m["editedAt"] is None and m["deletedAt"] is None and m["reactions"] == []
