@@ -28,7 +28,7 @@ PARLEY_BIN ?= $(RELEASE_BIN)/parley
 INSTALL ?= install
 
 # Every file `make install` creates, so `make uninstall` removes exactly these.
-INSTALLED_BINS = $(DESTDIR)$(BINDIR)/parleyd $(DESTDIR)$(BINDIR)/parley
+INSTALLED_BINS = $(DESTDIR)$(BINDIR)/parleyd $(DESTDIR)$(BINDIR)/parley $(DESTDIR)$(BINDIR)/parley-mdns
 INSTALLED_SYSTEMD = $(DESTDIR)$(UNITDIR)/parleyd.service \
 	$(DESTDIR)$(SYSUSERSDIR)/parley.conf \
 	$(DESTDIR)$(TMPFILESDIR)/parley.conf
@@ -101,11 +101,11 @@ bench-smoke: deps
 install: install-bin install-systemd install-config install-man install-completions
 
 install-bin:
-	@for bin in parleyd parley; do \
+	@for bin in parleyd parley parley-mdns; do \
 	  [ -x "$(RELEASE_BIN)/$$bin" ] || { echo "install: $(RELEASE_BIN)/$$bin is missing; run 'make release' first" >&2; exit 1; }; \
 	done
 	$(INSTALL) -d $(DESTDIR)$(BINDIR)
-	$(INSTALL) -m 0755 $(RELEASE_BIN)/parleyd $(RELEASE_BIN)/parley $(DESTDIR)$(BINDIR)/
+	$(INSTALL) -m 0755 $(RELEASE_BIN)/parleyd $(RELEASE_BIN)/parley $(RELEASE_BIN)/parley-mdns $(DESTDIR)$(BINDIR)/
 
 install-systemd:
 	$(INSTALL) -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR)

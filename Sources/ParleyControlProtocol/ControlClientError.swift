@@ -18,8 +18,7 @@ public enum ControlClientError: Error, Sendable, Hashable, CustomStringConvertib
     public var description: String {
         switch self {
         case .cannotConnect(let path, let reason):
-            return "cannot connect to parleyd at \(path): \(reason). Is parleyd running? "
-                + "Start it with `make run` or `systemctl start parleyd`"
+            return "cannot connect to parleyd at \(path): \(reason)"
         case .socketPathTooLong(let path, let max):
             return "socket path \(path) is longer than \(max) bytes; use a shorter --socket path"
         case .timedOut(let seconds):

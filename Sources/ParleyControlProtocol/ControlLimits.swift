@@ -37,12 +37,24 @@ public enum ControlLimits {
     /// big, but typical pages stay small) and the time the daemon spends on one query.
     public static let maxListLimit = 1000
 
+    /// `messages.search` hits when `limit` is absent: a screenful.
+    public static let defaultSearchLimit = 20
+    /// Most hits one search returns: ranking costs the same whatever the limit, but each
+    /// hit carries its whole body.
+    public static let maxSearchLimit = 200
+    /// Longest search query: a sentence or two; longer is not a search.
+    public static let maxSearchQueryBytes = 1_024
+
     /// `messages.send` with `wait: true` and no `timeoutMs`: long enough for a peer that is
     /// online to acknowledge, short enough that a script does not hang on an offline peer.
     public static let defaultSendWaitMilliseconds = 30_000
     /// Largest accepted `timeoutMs`: a control connection held 5 minutes for one answer is
     /// already more than any interactive use needs.
     public static let maxSendWaitMilliseconds = 300_000
+
+    /// `peers.connect` with `wait: true` and no `timeoutMs`: a LAN peer answers a dial and
+    /// a handshake in milliseconds; 10 s covers a slow machine and an ARP timeout or two.
+    public static let defaultConnectWaitMilliseconds = 10_000
 
     /// Longest `host:port` accepted by `peers.connect`: a DNS name is at most 253 bytes,
     /// plus brackets, colon and port.

@@ -19,6 +19,7 @@ public enum ControlMethod {
     public static let removedTrustAcceptChange = "trust.accept_change"
     public static let nodeRotateKey = "node.rotate_key"
     public static let messagesMarkRead = "messages.mark_read"
+    public static let messagesSearch = "messages.search"
     public static let roomsList = "rooms.list"
     public static let roomsCreate = "rooms.create"
     public static let roomsAdd = "rooms.add"
@@ -28,7 +29,7 @@ public enum ControlMethod {
     /// Every method, for dispatch tables and tests.
     public static let all: [String] = [
         nodeStatus, nodeWhoami, peersList, peersConnect, peersNickname, messagesSend, messagesList,
-        messagesSubscribe, messagesMarkRead, trustVerify, trustShow, trustReplace, trustAccept, trustBlock,
+        messagesSubscribe, messagesMarkRead, messagesSearch, trustVerify, trustShow, trustReplace, trustAccept, trustBlock,
         trustUnblock, trustForget, nodeRotateKey, roomsList, roomsCreate, roomsAdd, roomsRemove, roomsLeave,
         messagesReply, messagesEdit, messagesDelete, messagesReact, nodeSetStatus,
     ]

@@ -1,9 +1,39 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where the control socket lives when nobody says otherwise. One function, used by the
 /// daemon to bind and by the CLI to connect, so the two cannot disagree.
 public enum ControlSocketPath {
     public static let socketFileName = "control.sock"
+    /// The system service's socket (`RuntimeDirectory=parley` in parleyd.service), which
+    /// members of group parley may use.
+    public static let systemService = "/run/parley/control.sock"
+
+    /// Where a client looks, in order, when neither `--socket` nor `$PARLEY_SOCKET` says:
+    /// the user's own parleyd (`default`), then the system service.
+    public static func clientCandidates(environment: [String: String]) -> [String] {
+        let own = self.default(environment: environment)
+        return own == systemService ? [own] : [own, systemService]
+    }
+
+    /// The first candidate that `exists` (something is there, even if this user may not
+    /// reach it: the error then says why), else the first: its "no such file" error is
+    /// the one to show.
+    public static func forClient(environment: [String: String], exists: (String) -> Bool) -> String {
+        let candidates = clientCandidates(environment: environment)
+        return candidates.first(where: exists) ?? candidates[0]
+    }
+
+    /// Whether something is at `path` for `forClient`: a file, or a directory on the way
+    /// this user may not search (EACCES: then connecting says "permission denied", which
+    /// is the truth, rather than "no such file" at another path).
+    public static func somethingIsAt(_ path: String) -> Bool {
+        var st = stat()
+        if stat(path, &st) == 0 { return true }
+        return errno == EACCES
+    }
 
     /// `$RUNTIME_DIRECTORY/control.sock` (systemd `RuntimeDirectory=`), else
     /// `$XDG_RUNTIME_DIR/parley/control.sock`, else `<default state dir>/control.sock`.

@@ -106,6 +106,10 @@ extension JSONRPCError {
             payload: EventsExpiredData(prunedThrough: prunedThrough, lastEventId: lastEventId))
     }
 
+    public static func connectTimeout(address: String, timeoutMs: Int) -> JSONRPCError {
+        JSONRPCError(.timeout, "no session with \(quoted(address)) within \(timeoutMs) ms; parleyd keeps dialling it")
+    }
+
     public static func sendTimeout(id: String, timeoutMs: Int) -> JSONRPCError {
         JSONRPCError(
             .timeout, "not delivered within \(timeoutMs) ms; the message stays queued",

@@ -36,21 +36,31 @@ public struct MessagesSendParams: ControlCallParams {
 
 public struct MessagesSendResult: Codable, Sendable, Hashable {
     public var message: MessageInfo
+    /// Whether a session with the recipient was up when the message was stored: then it
+    /// is already on its way (sent, not yet acknowledged), otherwise it waits in the outbox
+    /// because the peer is offline. Absent for room messages.
+    public var peerOnline: Bool?
 
-    public init(message: MessageInfo) { self.message = message }
+    public init(message: MessageInfo, peerOnline: Bool? = nil) {
+        self.message = message
+        self.peerOnline = peerOnline
+    }
 }
 
-/// Reads the message log, oldest first within a page. See docs/CONTROL.md for paging.
+/// Reads the message log: by default the NEWEST page (what a person opening a conversation
+/// wants to see), ascending within the page. See docs/CONTROL.md for paging.
 public struct MessagesListParams: ControlCallParams {
     public typealias ResultType = MessagesListResult
     public static let method = ControlMethod.messagesList
     public static let fieldNames = ["peer", "after", "before", "limit"]
 
-    /// Only messages to or from this peer.
+    /// Only messages to or from this peer (or in `#room`).
     public var peer: String?
-    /// Only messages with `cursor > after`; the page is the oldest such messages.
+    /// Only messages with `cursor > after`; without `before` the page is the OLDEST such
+    /// messages (paging forward, towards the newest).
     public var after: Int?
-    /// Only messages with `cursor < before`; without `after` the page is the newest such.
+    /// Only messages with `cursor < before`; the page is the NEWEST such messages (paging
+    /// back, towards the oldest). With neither, the page is the newest of the whole log.
     public var before: Int?
     public var limit: Int?
 
@@ -62,6 +72,9 @@ public struct MessagesListParams: ControlCallParams {
     }
 
     public var effectiveLimit: Int { limit ?? ControlLimits.defaultListLimit }
+
+    /// The request pages forward (towards newer messages): `after` without `before`.
+    public var pagesForward: Bool { after != nil && before == nil }
 
     public func validate() throws(JSONRPCError) {
         if let peer { try ParamCheck.peerSelector(peer, field: "peer") }
@@ -76,21 +89,49 @@ public struct MessagesListParams: ControlCallParams {
 public struct MessagesListResult: Codable, Sendable, Hashable {
     /// Ascending by cursor.
     public var messages: [MessageInfo]
-    /// Where the next page starts, nil if there is none: pass it as `after` when the request
-    /// had `after`, otherwise as `before`.
+    /// The next page in the direction the request paged, nil if there is none: pass it as
+    /// `after` when the request paged forward (`after` without `before`), otherwise as
+    /// `before` (it is then `olderCursor`).
     public var nextCursor: Int?
+    /// Pass as `before` for the page of older messages; nil when nothing older exists.
+    public var olderCursor: Int?
+    /// Pass as `after` for the page of newer messages; nil when nothing newer exists.
+    public var newerCursor: Int?
 
-    public init(messages: [MessageInfo], nextCursor: Int?) {
+    public init(messages: [MessageInfo], nextCursor: Int?, olderCursor: Int? = nil, newerCursor: Int? = nil) {
         self.messages = messages
         self.nextCursor = nextCursor
+        self.olderCursor = olderCursor
+        self.newerCursor = newerCursor
     }
 
-    enum CodingKeys: String, CodingKey { case messages, nextCursor }
+    /// The page's cursors from what the store found beyond it: the older page ends just
+    /// before the first message shown, the newer one starts just after the last.
+    public init(messages: [MessageInfo], hasOlder: Bool, hasNewer: Bool, pagedForward: Bool,
+                requestedAfter: Int? = nil, requestedBefore: Int? = nil)
+    {
+        let older = hasOlder ? (messages.first?.cursor ?? requestedAfter.map { $0 + 1 }) : nil
+        let newer = hasNewer ? (messages.last?.cursor ?? requestedBefore.map { $0 - 1 }) : nil
+        self.init(messages: messages, nextCursor: pagedForward ? newer : older, olderCursor: older, newerCursor: newer)
+    }
+
+    enum CodingKeys: String, CodingKey { case messages, nextCursor, olderCursor, newerCursor }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        messages = try c.decode([MessageInfo].self, forKey: .messages)
+        nextCursor = try c.decodeIfPresent(Int.self, forKey: .nextCursor)
+        olderCursor = try c.decodeIfPresent(Int.self, forKey: .olderCursor)
+        newerCursor = try c.decodeIfPresent(Int.self, forKey: .newerCursor)
+    }
 
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(messages, forKey: .messages)
-        try c.encode(nextCursor, forKey: .nextCursor)  // null, not absent, when nil
+        // null, not absent, when nil
+        try c.encode(nextCursor, forKey: .nextCursor)
+        try c.encode(olderCursor, forKey: .olderCursor)
+        try c.encode(newerCursor, forKey: .newerCursor)
     }
 }
 

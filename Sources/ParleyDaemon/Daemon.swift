@@ -165,6 +165,8 @@ public final class Daemon: Service, @unchecked Sendable {
         let info = self.info
         try await loop.submit {
             info.listenAddresses = boundAddresses
+            // Announced to peers (`listenPorts`) so they can dial us back without mDNS.
+            node.listenPorts = boundAddresses.compactMap { UInt16($0.split(separator: ":").last ?? "") }
             info.mdns = mdns ? .unavailable : .off
             node.sendsReadReceipts = readReceipts
             node.addObserver(hook)

@@ -166,6 +166,8 @@ enum Schema {
                 """)
         }
         registerTrustMigration(&migrator)
+        registerSearchMigration(&migrator)
+        registerAddressesMigration(&migrator)
         registerConversationMigration(&migrator)
         return migrator
     }

@@ -74,6 +74,7 @@ public final class Store: @unchecked Sendable {
             try db.execute(sql: "PRAGMA synchronous = \(durability.synchronousPragma)")
             // Negative cache_size means KiB.
             try db.execute(sql: "PRAGMA cache_size = -\(Store.pageCacheKiB)")
+            Schema.registerSearchFunction(db)
         }
 
         do {

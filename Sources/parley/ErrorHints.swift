@@ -1,8 +1,39 @@
 import ParleyControlProtocol
 
+/// How the CLI chose the socket it could not reach, for the hint.
+struct SocketLookup {
+    /// `--socket` or `$PARLEY_SOCKET` named it.
+    var given: Bool
+    /// Where parley looked otherwise, in order.
+    var candidates: [String]
+    /// The group that may use the socket (owner group of the socket, else of its
+    /// directory), when known.
+    var groupName: String?
+}
+
 /// What the user should do next after an error, beyond the daemon's message.
 enum ErrorHints {
-    static func hint(for error: ControlClientError, peer: String?) -> String? {
+    /// The next step when the socket cannot be reached: join the group (permission), or
+    /// start a daemon (nothing there), naming every place parley looked.
+    static func cannotConnect(path: String, reason: String, lookup: SocketLookup) -> String {
+        if reason.localizedCaseInsensitiveContains("permission denied") {
+            if let group = lookup.groupName {
+                return "You are not in group \(group): sudo usermod -aG \(group) $USER, then log in again."
+            }
+            return "This user may not use \(path); ask the administrator to add you to parleyd's group."
+        }
+        if lookup.given {
+            return "Is parleyd running with --socket \(path)? (--socket and $PARLEY_SOCKET name the daemon's control socket.)"
+        }
+        return "Is parleyd running? parley looked at \(lookup.candidates.joined(separator: " and ")). "
+            + "Start your own with `parleyd` (`make run` in a checkout) or the system service with "
+            + "`sudo systemctl start parleyd`; --socket or $PARLEY_SOCKET name another socket."
+    }
+
+    static func hint(for error: ControlClientError, peer: String?, socket: SocketLookup? = nil) -> String? {
+        if case .cannotConnect(let path, let reason) = error, let socket {
+            return cannotConnect(path: path, reason: reason, lookup: socket)
+        }
         guard case .remote(let remote) = error, let code = remote.knownCode else { return nil }
         let who = peer.map(Terminal.line) ?? "PEER"
         switch code {
@@ -47,6 +78,9 @@ enum ErrorHints {
             return lines.joined(separator: "\n")
         case .messageNotFound:
             return "Run `parley read --ids \(who)` to see message ids; any 8 or more of their first digits will do."
+        case .connectFailed:
+            return "Check the address and that parleyd runs there (`parley status` on that machine shows its "
+                + "listen addresses), then run `parley connect` again."
         case .methodNotFound:
             return "This parleyd does not know the command; are parley and parleyd the same version?"
         case .parseError, .invalidRequest, .invalidParams, .internalError, .notPermitted,

@@ -7,7 +7,7 @@ import ParleyControlProtocol
 struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Write the message history (one conversation, or all) to stdout as JSON lines or a transcript.",
+        abstract: "Write the message history (one conversation or #room, or all) to stdout as JSON lines or a transcript.",
         discussion: """
             --format json writes one object per message and line, oldest first, with the keys documented \
             in docs/CONTROL.md ("parley export"). --format text writes a readable transcript. Exporting \
@@ -20,7 +20,7 @@ struct ExportCommand: ParsableCommand {
 
     @OptionGroup var options: ConnectionOptions
 
-    @Argument(help: "Only the conversation with this peer (display name or fingerprint prefix).")
+    @Argument(help: "Only the conversation with this peer (display name or fingerprint prefix), or #ROOM.")
     var peer: String?
 
     @Option(name: .long, help: "json (one object per line) or text (a transcript). Default: text, or json with --json.")

@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import ArgumentParser
+import Foundation
 import ParleyControlProtocol
 
 /// `parley follow [PEER]`: print events as they happen until interrupted.
@@ -16,8 +17,12 @@ struct FollowCommand: ParsableCommand {
         discussion: """
             With --json, one object per line: the event's params plus "event": the notification method. \
             Every event carries an "eventId"; a script that restarts passes the last one it saw to --since \
-            and receives everything that happened meanwhile, then live events.
+            and receives everything that happened meanwhile, then live events. If parleyd restarts, follow \
+            waits for it, resumes after the last event it printed (nothing is lost or printed twice) and goes on.
             """)
+
+    /// Between attempts to reach a daemon that went away.
+    static let reconnectInterval: Duration = .milliseconds(500)
 
     @OptionGroup var options: ConnectionOptions
 
@@ -34,30 +39,72 @@ struct FollowCommand: ParsableCommand {
         // Ctrl-C is the normal way to stop following: exit 0 at once. Every line was
         // written unbuffered, so nothing is lost; _exit is async-signal-safe.
         signal(SIGINT) { _ in _exit(0) }
-        try Session.run(options, peer: peer) { client in
-            var names: [String: String] = [:]
-            if !options.json {
-                for known in try client.call(PeersListParams()).peers { names[known.fingerprint] = known.name }
-            }
-            _ = try client.call(MessagesSubscribeParams(peer: peer, since: since))
-            while true {
-                let notification = try client.readNotification()
-                if options.json {
-                    var members = notification.params ?? [:]
-                    members["event"] = .string(notification.method)
-                    Console.json(JSONValue.object(members))
-                    if notification.method == ControlEvent.subscriptionClosed { throw ExitCode(CLIExitCode.daemonError) }
-                    continue
-                }
-                let event: ControlEventPayload
-                do {
-                    event = try ControlEventPayload(notification)
-                } catch {
-                    throw ControlClientError.protocolViolation("malformed \(notification.method) notification")
-                }
-                try printHuman(event, names: &names)
+        var names: [String: String] = [:]
+        var lastEventID = since
+        var client = try Session.connect(options, peer: peer)
+        while true {
+            do {
+                try follow(client, names: &names, lastEventID: &lastEventID)
+            } catch let error as ControlClientError where Self.isDaemonGone(error) {
+                client.close()
+                // A restart of parleyd: wait for it and resume after the last event shown.
+                Console.err("parley: \(Terminal.line(error.description)); reconnecting…")
+                client = Self.reconnect(options)
+                Console.err("parley: reconnected to parleyd")
+            } catch let error as ControlClientError {
+                client.close()
+                Session.report(error, options: options, peer: peer)
+                throw ExitCode(Session.exitStatus(for: error))
             }
         }
+    }
+
+    /// Subscribes on `client` (resuming after `lastEventID`) and prints events until the
+    /// connection fails.
+    private func follow(_ client: ControlClient, names: inout [String: String], lastEventID: inout Int?) throws {
+        if !options.json {
+            for known in try client.call(PeersListParams()).peers { names[known.fingerprint] = known.name }
+        }
+        let subscribed = try client.call(MessagesSubscribeParams(peer: peer, since: lastEventID))
+        // Resuming after a restart starts from here even if no event came yet.
+        if lastEventID == nil { lastEventID = subscribed.lastEventId }
+        while true {
+            let notification = try client.readNotification()
+            if case .int(let id)? = notification.params?["eventId"] { lastEventID = id }
+            try show(notification, names: &names)
+        }
+    }
+
+    static func isDaemonGone(_ error: ControlClientError) -> Bool {
+        switch error {
+        case .connectionClosed, .io: return true
+        default: return false
+        }
+    }
+
+    /// Tries until parleyd answers again (Ctrl-C stops, as always).
+    static func reconnect(_ options: ConnectionOptions) -> ControlClient {
+        while true {
+            if let client = try? ControlClient.connect(path: options.socketPath()) { return client }
+            Thread.sleep(forTimeInterval: Double(reconnectInterval.components.attoseconds) / 1e18)
+        }
+    }
+
+    private func show(_ notification: JSONRPCNotification, names: inout [String: String]) throws {
+        if options.json {
+            var members = notification.params ?? [:]
+            members["event"] = .string(notification.method)
+            Console.json(JSONValue.object(members))
+            if notification.method == ControlEvent.subscriptionClosed { throw ExitCode(CLIExitCode.daemonError) }
+            return
+        }
+        let event: ControlEventPayload
+        do {
+            event = try ControlEventPayload(notification)
+        } catch {
+            throw ControlClientError.protocolViolation("malformed \(notification.method) notification")
+        }
+        try printHuman(event, names: &names)
     }
 
     private func printHuman(_ event: ControlEventPayload, names: inout [String: String]) throws {

@@ -5,7 +5,12 @@ import ParleyControlProtocol
 struct ReadCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "read",
-        abstract: "Show messages, oldest first: the latest ones, or those after a cursor.")
+        abstract: "Show the newest messages (oldest of them first), or a page before or after a cursor.",
+        discussion: """
+            Without --before/--after the page is the newest messages; the hint on stderr gives the command for \
+            the page before it. Showing a conversation marks it read up to the newest message shown (and sends \
+            read receipts) unless --keep-unread.
+            """)
 
     @OptionGroup var options: ConnectionOptions
 
@@ -37,19 +42,24 @@ struct ReadCommand: ParsableCommand {
         let params = self.params
         try Session.run(options, peer: peer) { client in
             let page = try client.call(params)
-            // Reading a conversation marks what was shown (and everything before it) read.
-            let lastIncoming = page.messages.last { $0.direction == .incoming && $0.readAt == nil }
-            if let peer, !keepUnread, let last = lastIncoming {
-                _ = try client.call(MessagesMarkReadParams(peer: peer, upTo: last.cursor))
+            // Reading marks what was shown (and everything before it in that conversation)
+            // read, for every conversation on the page.
+            if !keepUnread {
+                for mark in ReadMarks.marks(for: page.messages) {
+                    _ = try client.call(MessagesMarkReadParams(peer: mark.selector, upTo: mark.upTo))
+                }
             }
             if options.json { return Console.json(page) }
             if page.messages.isEmpty { Console.out("No messages.") }
             page.messages.map { HumanFormat.message($0, showID: ids) }.forEach(Console.out)
-            if let next = page.nextCursor {
-                let flag = params.after != nil ? "--after" : "--before"
-                var command = "parley read"
-                if let peer { command += " \(Terminal.line(peer))" }
-                Console.err("More: \(command) \(flag) \(next)")
+            var command = "parley read"
+            if let peer { command += " \(Terminal.line(peer))" }
+            if let limit { command += " --limit \(limit)" }
+            if let older = page.olderCursor, !params.pagesForward {
+                Console.err("More: \(command) --before \(older)")
+            }
+            if let newer = page.newerCursor {
+                Console.err("\(params.pagesForward ? "More" : "Newer"): \(command) --after \(newer)")
             }
         }
     }

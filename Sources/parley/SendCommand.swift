@@ -1,11 +1,21 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ArgumentParser
+import Foundation
 import ParleyControlProtocol
 
 /// `parley send PEER TEXT`: queue a message, optionally waiting for delivery.
 struct SendCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send",
-        abstract: "Send a message. It is stored and delivered when the peer is online.")
+        abstract: "Send a message. It is stored and delivered when the peer is online.",
+        discussion: """
+            The text comes from the argument, from standard input when it is `-` or when no text is given \
+            and standard input is not a terminal (`echo hi | parley send bob`), or from a file with \
+            --file PATH. One final newline of piped or file text is dropped. Says whether the message was \
+            delivered, sent (the peer is online; its acknowledgement follows) or queued because the peer is offline.
+            """)
 
     /// Extra time the CLI waits beyond `--timeout` so the daemon's own timeout error (which
     /// carries the message id) arrives before the CLI gives up on the socket.
@@ -16,8 +26,11 @@ struct SendCommand: ParsableCommand {
     @Argument(help: "Recipient: display name or fingerprint prefix (at least 4 characters), or #ROOM.")
     var peer: String
 
-    @Argument(help: "The message text (quote it).")
-    var text: String
+    @Argument(help: "The message text (quote it); `-` reads it from standard input.")
+    var text: String?
+
+    @Option(name: .long, help: ArgumentHelp("Send the contents of this file (UTF-8 text).", valueName: "path"))
+    var file: String?
 
     @Flag(name: .long, help: "Wait until the peer acknowledges delivery.")
     var wait = false
@@ -29,9 +42,9 @@ struct SendCommand: ParsableCommand {
             valueName: "seconds"))
     var timeout: Int?
 
-    var params: MessagesSendParams {
+    func params(body: String) -> MessagesSendParams {
         MessagesSendParams(
-            to: peer, body: text, wait: wait ? true : nil, timeoutMs: timeout.map { $0 * 1000 })
+            to: peer, body: body, wait: wait ? true : nil, timeoutMs: timeout.map { $0 * 1000 })
     }
 
     func validate() throws {
@@ -39,17 +52,33 @@ struct SendCommand: ParsableCommand {
         if let timeout, !(1...(ControlLimits.maxSendWaitMilliseconds / 1000)).contains(timeout) {
             throw ValidationError("--timeout must be between 1 and \(ControlLimits.maxSendWaitMilliseconds / 1000) seconds")
         }
-        try validateForCommandLine(params)
+        if file != nil && text != nil { throw ValidationError("give the text or --file, not both") }
+        if text == nil && file == nil && isatty(0) == 1 {
+            throw ValidationError("no message text: give it as an argument, `-` to read standard input, or --file PATH")
+        }
+        if let text, text != MessageText.standardInputMarker { try validateForCommandLine(params(body: text)) }
     }
 
     func run() throws {
-        let params = self.params
+        let body: String
+        do {
+            body = try MessageText.resolve(argument: text, file: file)
+        } catch let error as MessageText.Failure {
+            Console.err("parley: \(error)")
+            throw ExitCode(CLIExitCode.usage)
+        }
+        let params = params(body: body)
+        do { try params.validate() } catch {
+            Console.err("parley: \(error.message)")
+            throw ExitCode(CLIExitCode.usage)
+        }
         let callTimeout = params.effectiveWait
             ? .milliseconds(params.effectiveTimeoutMs) + Self.answerMargin
             : ControlClient.defaultCallTimeout
         try Session.run(options, peer: peer, callTimeout: callTimeout) { client in
-            let message = try client.call(params).message
-            if options.json { return Console.json(MessagesSendResult(message: message)) }
+            let result = try client.call(params)
+            let message = result.message
+            if options.json { return Console.json(result) }
             let who = Terminal.line(message.toName)
             if let room = message.room {
                 let name = "#" + Terminal.line(room.name)
@@ -58,8 +87,14 @@ struct SendCommand: ParsableCommand {
                     : "… queued for \(name); each member gets it when it is online (id \(Terminal.line(message.id)))")
             } else if message.state == .delivered {
                 Console.out("✓ delivered to \(who)")
+            } else if result.peerOnline == true {
+                Console.out("→ sent to \(who) (id \(Terminal.line(message.id))); ✓ follows when \(who) acknowledges it "
+                    + "(--wait waits for that)")
+            } else if result.peerOnline == false {
+                Console.out("… queued because \(who) is offline; it is delivered when \(who) comes online "
+                    + "(id \(Terminal.line(message.id)))")
             } else {
-                Console.out("… queued for \(who); it is delivered when \(who) is online (id \(Terminal.line(message.id)))")
+                Console.out("… queued for \(who) (id \(Terminal.line(message.id)))")
             }
         }
     }

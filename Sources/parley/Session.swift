@@ -1,4 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ArgumentParser
+import Foundation
 import ParleyControlProtocol
 
 /// Runs one command's conversation with the daemon and turns failures into a message on
@@ -20,6 +24,35 @@ enum Session {
         }
     }
 
+    /// Connects like `run`, reporting a failure the same way; for commands that manage
+    /// their connection themselves (`follow` reconnects after a daemon restart).
+    static func connect(_ options: ConnectionOptions, peer: String? = nil) throws -> ControlClient {
+        do {
+            return try ControlClient.connect(path: options.socketPath())
+        } catch {
+            report(error, options: options, peer: peer)
+            throw ExitCode(exitStatus(for: error))
+        }
+    }
+
+    /// How the socket was found, for the cannot-connect hint.
+    static func lookup(_ options: ConnectionOptions) -> SocketLookup {
+        let environment = ProcessInfo.processInfo.environment
+        return SocketLookup(
+            given: options.socketGiven(environment: environment),
+            candidates: ControlSocketPath.clientCandidates(environment: environment),
+            groupName: groupName(of: options.socketPath()))
+    }
+
+    /// The group owning `path`, else its directory (which a non-member may not search).
+    static func groupName(of path: String) -> String? {
+        var st = stat()
+        guard stat(path, &st) == 0 || stat((path as NSString).deletingLastPathComponent, &st) == 0,
+              st.st_gid != 0, let group = getgrgid(st.st_gid)
+        else { return nil }
+        return String(cString: group.pointee.gr_name)
+    }
+
     static func exitStatus(for error: ControlClientError) -> Int32 {
         switch error {
         case .cannotConnect, .socketPathTooLong: return CLIExitCode.cannotConnect
@@ -29,7 +62,7 @@ enum Session {
 
     /// Human text, or with `--json` one `{"error":{...}}` object; always on stderr.
     static func report(_ error: ControlClientError, options: ConnectionOptions, peer: String?) {
-        let hint = ErrorHints.hint(for: error, peer: peer)
+        let hint = ErrorHints.hint(for: error, peer: peer, socket: lookup(options))
         if options.json {
             var members: [String: JSONValue] = ["message": .string(error.description)]
             if case .remote(let remote) = error {

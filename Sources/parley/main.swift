@@ -3,6 +3,10 @@ import Foundation
 
 // Entry point. Parses, runs, and maps argument-parser's usage exit status (64, EX_USAGE)
 // to 2, the conventional "usage error" status documented in docs/CONTROL.md.
+if let unknown = ParleyCommand.unknownSubcommandMessage(Array(CommandLine.arguments.dropFirst())) {
+    Console.err(unknown)
+    exit(CLIExitCode.usage)
+}
 do {
     var command = try ParleyCommand.parseAsRoot()
     try command.run()

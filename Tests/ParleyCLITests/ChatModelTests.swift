@@ -32,6 +32,18 @@ final class ChatModelTests: XCTestCase {
         XCTAssertEqual(model.entries.last?.mark, .delivered)
     }
 
+    func testOlderHistoryGoesAboveWhatIsShown() {
+        var model = ChatModel()
+        model.add(message("c", .incoming, cursor: 30))
+        model.add(message("d", .outgoing, cursor: 40, state: .delivered))
+        XCTAssertEqual(model.oldestCursor, 30)
+        XCTAssertEqual(model.prepend([message("a", .incoming, cursor: 10), message("b", .incoming, cursor: 20),
+                                      message("c", .incoming, cursor: 30)]), 2, "c is already shown")
+        XCTAssertEqual(model.entries.map(\.id), ["a", "b", "c", "d"])
+        XCTAssertEqual(model.oldestCursor, 10)
+        XCTAssertEqual(model.newestIncomingCursor, 30, "older history does not move the read mark back")
+    }
+
     func testEntriesAreBounded() {
         var model = ChatModel()
         for i in 0..<(ChatModel.maxEntries + 10) { model.notice("n\(i)", at: i) }

@@ -31,16 +31,43 @@ final class LineEditorTests: XCTestCase {
         XCTAssertTrue(e.isEmpty)
         XCTAssertEqual(editor([.text("   ")]).characters.count, 3)
         var blank = editor([.text("   ")])
-        XCTAssertEqual(blank.apply(.enter), .ignored)
+        XCTAssertEqual(blank.apply(.enter), .edited, "a blank line sends nothing")
+        XCTAssertTrue(blank.isEmpty, "and leaves no invisible spaces in the prompt")
+        var empty = LineEditor()
+        XCTAssertEqual(empty.apply(.enter), .ignored)
     }
 
-    func testInputStopsAtTheBodyLimit() {
+    func testWordMovesLikeReadline() {
+        var e = editor([.text("one two, three")])
+        XCTAssertEqual(e.apply(.wordLeft), .edited)
+        XCTAssertEqual(e.cursor, 9, "before three")
+        _ = e.apply(.wordLeft)
+        XCTAssertEqual(e.cursor, 4, "before two (the comma is not a word)")
+        _ = e.apply(.wordRight)
+        XCTAssertEqual(e.cursor, 7, "after two")
+        _ = e.apply(.home)
+        XCTAssertEqual(e.apply(.wordLeft), .ignored)
+        _ = e.apply(.end)
+        XCTAssertEqual(e.apply(.wordRight), .ignored)
+    }
+
+    func testTextOverTheBodyLimitIsRefusedWholeNotCut() {
         var e = LineEditor()
-        _ = e.apply(.text(String(repeating: "a", count: LineEditor.maxBytes - 1)))
-        XCTAssertEqual(e.apply(.text("éb")), .ignored, "a 2-byte character does not fit in 1 byte")
+        XCTAssertEqual(e.apply(.text(String(repeating: "a", count: LineEditor.maxBytes - 1))), .edited)
+        XCTAssertEqual(e.apply(.text("éb")), .refused(bytes: LineEditor.maxBytes + 2),
+                       "a paste that does not fit is refused, not cut")
+        XCTAssertEqual(e.text.utf8.count, LineEditor.maxBytes - 1, "nothing of it was inserted")
         XCTAssertEqual(e.apply(.text("b")), .edited)
         XCTAssertEqual(e.text.utf8.count, LineEditor.maxBytes)
-        XCTAssertEqual(e.apply(.text("c")), .ignored)
+        XCTAssertEqual(e.apply(.text("c")), .refused(bytes: LineEditor.maxBytes + 1))
+        XCTAssertEqual(e.apply(.pasteTooLong(bytes: 2_000_000)), .refused(bytes: LineEditor.maxBytes + 2_000_000))
+        var lines = LineEditor()
+        XCTAssertEqual(lines.apply(.paste("a\nb")), .edited)
+        XCTAssertEqual(lines.visible(width: 10).text, "a↵b", "a pasted line break is drawn on one row")
+        XCTAssertEqual(lines.apply(.enter), .submit("a\nb"))
+        var paste = LineEditor()
+        XCTAssertEqual(paste.apply(.text(String(repeating: "x", count: 66_000))), .refused(bytes: 66_000))
+        XCTAssertTrue(paste.isEmpty)
     }
 
     func testVisibleWindowKeepsTheCursorOnScreen() {

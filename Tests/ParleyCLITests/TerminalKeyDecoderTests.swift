@@ -24,10 +24,28 @@ final class TerminalKeyDecoderTests: XCTestCase {
         XCTAssertEqual(keys([bytes("\u{1B}[H\u{1B}[F\u{1B}OH\u{1B}OF")]), [.home, .end, .home, .end])
         XCTAssertEqual(keys([bytes("\u{1B}[3~\u{1B}[5~\u{1B}[6~\u{1B}[1~\u{1B}[4~")]),
                        [.delete, .pageUp, .pageDown, .home, .end])
-        XCTAssertEqual(keys([bytes("\u{1B}[1;5C")]), [.right], "modifiers are ignored, the key is kept")
-        XCTAssertEqual(keys([bytes("\u{1B}[200~pasted\u{1B}[201~")]), [.text("pasted")], "paste markers are dropped")
+        XCTAssertEqual(keys([bytes("\u{1B}[1;2C")]), [.right], "other modifiers are ignored, the key is kept")
+        XCTAssertEqual(keys([bytes("\u{1B}[1;5C\u{1B}[1;5D\u{1B}[1;3D")]), [.wordRight, .wordLeft, .wordLeft],
+                       "Ctrl/Alt-arrows move by words")
+        XCTAssertEqual(keys([bytes("\u{1B}b\u{1B}f")]), [.wordLeft, .wordRight], "Alt-b / Alt-f, not a typed b")
+        XCTAssertEqual(keys([bytes("\u{1B}[200~pasted\r\nline\u{1B}[201~x")]), [.paste("pasted\nline"), .text("x")],
+                       "a bracketed paste is one key, its line breaks kept")
         XCTAssertEqual(keys([bytes("\u{1B}[99Zx")]), [.text("x")], "unknown sequences are dropped whole")
         XCTAssertEqual(keys([bytes("\u{1B}x")]), [.text("x")], "Alt+key: the escape is dropped")
+    }
+
+    func testAPasteSplitAcrossReadsIsOneKeyAndAHugeOneIsOnlyMeasured() {
+        let paste = bytes("\u{1B}[200~") + Array(repeating: UInt8(ascii: "y"), count: 10_000) + bytes("\u{1B}[201~")
+        for cut in [3, 7, 5_000, paste.count - 3] {
+            XCTAssertEqual(keys([Array(paste[..<cut]), Array(paste[cut...])]), [.paste(String(repeating: "y", count: 10_000))],
+                           "cut at \(cut)")
+        }
+        var decoder = TerminalKeyDecoder()
+        var got: [TerminalKey] = decoder.feed(bytes("\u{1B}[200~"))
+        let chunk = [UInt8](repeating: UInt8(ascii: "z"), count: 1 << 16)
+        for _ in 0..<20 { got += decoder.feed(chunk) }
+        got += decoder.feed(bytes("\u{1B}[201~ok"))
+        XCTAssertEqual(got, [.pasteTooLong(bytes: 20 << 16), .text("ok")])
     }
 
     func testInputSplitAnywhereDecodesTheSame() {

@@ -51,10 +51,20 @@ final class AppRecordTests: XCTestCase {
             .close(.normal, ""), .close(.duplicate, "another session was kept"),
             .close(.protocolError, "bad record"), .close(.keyChangePending, "ä"),
             .close(.notTrusted, "x"), .close(.unknown, ""),
+            .listenPorts([7744]), .listenPorts((1...UInt16(WireLimits.maxListenPorts)).map { $0 * 1000 }),
         ]
         for record in records {
             XCTAssertEqual(try roundTrip(record), record)
         }
+    }
+
+    func testListenPortsAreBoundedAndNeverZero() {
+        XCTAssertEqual(AppRecord.listenPorts([7744, 1]).encoded(), [0x20, 0, 0, 0, 5, 2, 0x1E, 0x40, 0, 1])
+        assertMalformed(0x20, [0])
+        assertMalformed(0x20, [1, 0, 0])
+        assertMalformed(0x20, [2, 0x1E, 0x40])
+        assertMalformed(0x20, [UInt8(WireLimits.maxListenPorts + 1)] + Array(repeating: 1, count: 2 * (WireLimits.maxListenPorts + 1)))
+        assertMalformed(0x20, [1, 0x1E, 0x40, 9])
     }
 
     func testTypeCodesAndHeaderAreAsDocumented() {

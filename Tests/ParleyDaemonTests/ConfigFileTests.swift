@@ -270,8 +270,9 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertTrue(message("ping_interval_ms = 1__0").contains("invalid integer"))
         XCTAssertTrue(message("ping_interval_ms = _10").contains("expected a value"))
         XCTAssertTrue(message("ping_interval_ms = 99999999999999999999").contains("out of range"))
-        XCTAssertTrue(message("peers = [\"a:1\"").contains("arrays must be written on a single line"))
-        XCTAssertTrue(message("peers = [\"a:1\", # comment").contains("arrays must be written on a single line"))
+        XCTAssertEqual(message("peers = [\"a:1\""), "parleyd.toml:1: 'peers': missing ']' to close the array")
+        XCTAssertEqual(message("peers = [\"a:1\", # comment\n"),
+                       "parleyd.toml:2: 'peers': missing ']' to close the array", "the error is where the file ended")
         XCTAssertTrue(message("peers = [1, 2]").contains("arrays may only contain strings"))
         XCTAssertTrue(message("peers = [[\"a:1\"]]").contains("arrays may only contain strings"))
         XCTAssertTrue(message("peers = [\"a:1\" \"b:2\"]").contains("expected ',' or ']'"))
@@ -282,6 +283,29 @@ final class ConfigFileTests: XCTestCase {
     func testArrayForms() throws {
         XCTAssertEqual(try ConfigFile.parse("a = []")["a"]?.value, .stringArray([]))
         XCTAssertEqual(try ConfigFile.parse("a = [ 'x' , \"y\", ]")["a"]?.value, .stringArray(["x", "y"]))
+    }
+
+    func testMultiLineArraysAsTOMLAllows() throws {
+        let file = try ConfigFile.parse("""
+            [parleyd]
+            peers = [
+                "10.0.0.1:7744",   # the desk
+                'laptop.lan:7744', # comment after a trailing comma
+                # a whole comment line
+            ]
+            mdns = false
+            """)
+        XCTAssertEqual(file["peers"]?.value, .stringArray(["10.0.0.1:7744", "laptop.lan:7744"]))
+        XCTAssertEqual(file["peers"]?.line, 2)
+        XCTAssertEqual(file["mdns"]?.line, 7, "line numbers go on after the array")
+        XCTAssertEqual(try ConfigFile.parse("a = [\n]\r\nb = 1")["b"]?.line, 3)
+        // Errors inside name their own line.
+        XCTAssertEqual(message("peers = [\n  \"a:1\",\n  2,\n]"), "parleyd.toml:3: 'peers': arrays may only contain strings, got \"2,\"")
+        XCTAssertTrue(message("peers = [\n\"a:1\"\n\"b:1\"]").contains("parleyd.toml:3: 'peers': expected ',' or ']'"))
+        XCTAssertTrue(message("peers = [\n# bell \u{7}\n]").contains("parleyd.toml:2"))
+        // An array never closed is refused after a bounded number of lines.
+        let open = "peers = [\n" + String(repeating: "\n", count: ConfigFile.maxStatementLines + 5)
+        XCTAssertTrue(message(open).contains("longer than \(ConfigFile.maxStatementLines) lines"), message(open))
     }
 
     func testIntegers() throws {

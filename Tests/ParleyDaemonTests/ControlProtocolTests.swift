@@ -298,6 +298,7 @@ final class ControlProtocolTests: XCTestCase {
             .timeout: -32008, .fingerprintMismatch: -32009, .invalidAddress: -32010, .tooManyClients: -32011,
             .subscriberTooSlow: -32012, .eventsExpired: -32020, .roomNotFound: -32021, .roomAmbiguous: -32022,
             .messageNotFound: -32023,
+            .connectFailed: -32030,
         ]
         XCTAssertEqual(expected.count, ControlErrorCode.allCases.count)
         for code in ControlErrorCode.allCases { XCTAssertEqual(code.rawValue, expected[code], "\(code)") }
@@ -398,7 +399,8 @@ final class ControlProtocolTests: XCTestCase {
         try checkParams(NodeStatusParams())
         try checkParams(NodeWhoamiParams())
         try checkParams(PeersListParams())
-        try checkParams(PeersConnectParams(address: "[fe80::1%eth0]:7777"))
+        try checkParams(PeersConnectParams(address: "[fe80::1%eth0]:7777", wait: true, timeoutMs: 2500))
+        try checkParams(MessagesSearchParams(query: "café 东京", peer: "#room", limit: 5))
         try checkParams(MessagesSendParams(to: "bob", body: "hello\n\"you\"", wait: true, timeoutMs: 1500))
         try checkParams(MessagesListParams(peer: "abcd", after: 10, before: 99, limit: 1000))
         try checkParams(MessagesSubscribeParams(peer: "bob", since: 41))
@@ -500,7 +502,7 @@ final class ControlProtocolTests: XCTestCase {
         XCTAssertTrue(messageText.contains(#""readAt":null"#), messageText)
         XCTAssertTrue(messageText.contains(#""direction":"out""#), messageText)
         let list = String(decoding: try ControlJSON.line(MessagesListResult(messages: [], nextCursor: nil)), as: UTF8.self)
-        XCTAssertEqual(list, "{\"messages\":[],\"nextCursor\":null}\n")
+        XCTAssertEqual(list, "{\"messages\":[],\"newerCursor\":null,\"nextCursor\":null,\"olderCursor\":null}\n")
     }
 
     // MARK: - Params validation

@@ -18,6 +18,7 @@ private final class RecordingDelegate: PeerConnectionDelegate {
     func connection(_ connection: PeerConnection, acknowledged ids: [MessageID]) { acks += ids }
     func connection(_ connection: PeerConnection, receivedReadReceipts ids: [MessageID]) {}
     func connection(_ connection: PeerConnection, receivedCard card: [UInt8]) {}
+    func connection(_ connection: PeerConnection, announcedListenPorts ports: [UInt16]) {}
     func connection(_ connection: PeerConnection, receivedRoomTraffic records: [RoomTraffic]) {}
     func connection(_ connection: PeerConnection, receivedActions actions: [MessageActionRecord]) {}
     func connection(_ connection: PeerConnection, receivedStatus status: PresenceStatus) {}

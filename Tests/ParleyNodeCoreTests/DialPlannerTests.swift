@@ -159,7 +159,7 @@ final class DialPlannerTests: XCTestCase {
         var p = planner()
         let key = DialTargetKey(address: a1)
         _ = p.addConfigured(a1, sessions: sessions)
-        p.provedIdentity(key, identity: bob)
+        p.provedIdentity(key, identity: bob, random: random)
         _ = p.attemptFailed(key, random: random)
         let newBob = identity(6)
         XCTAssertEqual(p.redirect(from: bob, to: newBob, sessions: sessions),
@@ -171,5 +171,73 @@ final class DialPlannerTests: XCTestCase {
         XCTAssertEqual(a1.description, "10.0.0.1:7744")
         XCTAssertEqual(a2.description, "[fe80::1]:7744")
         XCTAssertEqual(DialTargetKey(mdnsInstance: "x").rawValue, "mdns:x")
+    }
+}
+
+final class DialPlannerRememberedPeerTests: XCTestCase {
+    let random = FixedRandom(draw: .lowest)
+    let bob = identity(5)
+    let carol = identity(6)
+    var online: [IdentityPublicKey: String] = [:]
+
+    var sessions: DialPlanner.SessionView {
+        let snapshot = online
+        return DialPlanner.SessionView(isConnected: { snapshot[$0] != nil }, online: { _ in nil })
+    }
+
+    func planner() -> DialPlanner { DialPlanner(backoff: RedialBackoff(initial: .milliseconds(500), maximum: .seconds(30))) }
+
+    func address(_ n: Int, port: UInt16 = 7744) -> DialAddress { DialAddress(host: "10.0.0.\(n)", port: port) }
+
+    func testARememberedPeerIsDialledAtStartAndRedialledWhenItsSessionEnds() {
+        var p = planner()
+        let key = DialTargetKey(rememberedPeer: bob)
+        XCTAssertEqual(p.remember(bob, addresses: [address(1), address(2)], sessions: sessions),
+                       [.connect(key, address(1), expectedFingerprint: nil)], "after a restart: dialled at once")
+        XCTAssertEqual(p.attemptFailed(key, random: random), [.armRedial(key, after: .milliseconds(500))])
+        XCTAssertEqual(p.redialDue(key, sessions: sessions), [.connect(key, address(2), expectedFingerprint: nil)],
+                       "the next remembered address")
+        p.sessionUp(key, identity: bob)
+        XCTAssertEqual(p.targets(of: bob), [key])
+        XCTAssertEqual(p.sessionDown(bob, random: random), [.armRedial(key, after: .milliseconds(250))],
+                       "bob restarted: we dial him again")
+    }
+
+    func testAPeerThatConnectedToUsTeachesItsAddressWithoutADial() {
+        var p = planner()
+        online[bob] = "10.0.0.9"
+        XCTAssertEqual(p.remember(bob, addresses: [address(9)], sessions: sessions), [],
+                       "bob is connected (he dialled us): nothing to dial now")
+        XCTAssertEqual(p.targets[DialTargetKey(rememberedPeer: bob)]?.candidates, [address(9)])
+        online[bob] = nil
+        XCTAssertEqual(p.sessionDown(bob, random: random).count, 1, "when his session ends, we redial him")
+    }
+
+    func testNewAddressesComeFirstAndTheListIsBounded() {
+        var p = planner()
+        online[bob] = "x"
+        for n in 1...6 { _ = p.remember(bob, addresses: [address(n)], sessions: sessions) }
+        _ = p.remember(bob, addresses: [address(5)], sessions: sessions)
+        XCTAssertEqual(p.targets[DialTargetKey(rememberedPeer: bob)]?.candidates,
+                       [address(5), address(6), address(4), address(3)])
+        XCTAssertEqual(p.remember(carol, addresses: [], sessions: sessions), [])
+        XCTAssertNil(p.targets[DialTargetKey(rememberedPeer: carol)])
+        // A configured target already dials carol at 10.0.0.7: remembering it adds nothing.
+        let configured = DialTargetKey(address: address(7))
+        _ = p.addConfigured(address(7), sessions: sessions)
+        p.sessionUp(configured, identity: carol)
+        XCTAssertEqual(p.remember(carol, addresses: [address(7)], sessions: sessions), [])
+        XCTAssertNil(p.targets[DialTargetKey(rememberedPeer: carol)], "not dialled twice")
+    }
+
+    func testAnotherNodeAtAnOldAddressDoesNotTakeOverTheTarget() {
+        var p = planner()
+        let key = DialTargetKey(rememberedPeer: bob)
+        _ = p.remember(bob, addresses: [address(1)], sessions: sessions)
+        XCTAssertEqual(p.provedIdentity(key, identity: carol, random: random), [.armRedial(key, after: .milliseconds(500))],
+                       "carol answered at bob's old address: bob is looked for again later")
+        p.sessionUp(key, identity: carol)
+        XCTAssertEqual(p.targets[key]?.identity, bob)
+        XCTAssertEqual(p.targets(of: carol), [])
     }
 }

@@ -95,10 +95,12 @@ final class SessionTableTests: XCTestCase {
         XCTAssertEqual(t.offlineCheckDue(peer: bob, now: clock.now), [], "once")
     }
 
-    func testPlainCloseAndShutdownAreOfflineAtOnce() {
+    func testPlainCloseIsOfflineAtOnceAndALocalShutdownReportsNoPresence() {
         var t = SessionTable<Int>(me: me)
         _ = t.established(1, peer: bob, side: .init(direction: .inbound, remoteBootID: boot))
-        XCTAssertEqual(t.closed(1, peer: bob, peerKeptAnother: true, stopping: true, now: clock.now), [.peerOffline(bob)])
+        XCTAssertEqual(t.closed(1, peer: bob, peerKeptAnother: true, stopping: true, now: clock.now), [],
+                       "our own shutdown is not the peer going offline")
+        XCTAssertEqual(t.count, 0)
         _ = t.established(2, peer: bob, side: .init(direction: .inbound, remoteBootID: boot))
         XCTAssertEqual(t.closed(2, peer: bob, peerKeptAnother: false, stopping: false, now: clock.now), [.peerOffline(bob)])
         XCTAssertEqual(t.closed(2, peer: nil, peerKeptAnother: false, stopping: false, now: clock.now), [])

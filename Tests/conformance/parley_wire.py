@@ -18,6 +18,8 @@ REKEY_EVERY = 65536
 
 # Record types ("Record types").
 CHAT, ACK, CARD_UPDATE, PING, PONG, CLOSE, READ_RECEIPT = 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x08
+# Sent by the daemon once, unasked, after the session is kept (PROTOCOL.md, listenPorts).
+LISTEN_PORTS = 0x20
 ROOM_OPERATION, ROOM_CHAT = 0x10, 0x11
 # Close reasons.
 NORMAL, DUPLICATE, PROTOCOL_ERROR, KEY_CHANGE_PENDING, NOT_TRUSTED = 0, 1, 2, 3, 4

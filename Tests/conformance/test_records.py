@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from parley_wire import (ACK, CARD_UPDATE, CHAT, CLOSE, NORMAL, PING, PONG, PROTOCOL_ERROR, READ_RECEIPT,
+from parley_wire import (LISTEN_PORTS, ACK, CARD_UPDATE, CHAT, CLOSE, NORMAL, PING, PONG, PROTOCOL_ERROR, READ_RECEIPT,
                          ROOM_CHAT, ROOM_OPERATION, Identity, Session, chat, close, id_list, parse_close,
                          parse_ids, record)
 
@@ -66,7 +66,8 @@ def test_malformed_record_gets_close_protocol_error_then_tcp_close(daemon, sessi
 def test_decryption_failure_is_answered_with_nothing(daemon, session):
     session.send_frame(os.urandom(40))
     records, _ = session.read_until_closed(timeout=5)
-    assert records == []
+    # The daemon's own listenPorts announcement may be in flight already; nothing else.
+    assert [r for r in records if r[0] != LISTEN_PORTS] == []
 
 
 def test_unknown_record_type_is_skipped(daemon, session):
@@ -97,4 +98,12 @@ def test_largest_body_is_accepted(daemon, session):
 def test_zero_length_frame_after_the_handshake_is_answered_with_nothing(daemon, session):
     session.sock.sendall(b"\x00\x00")
     records, _ = session.read_until_closed(timeout=5)
-    assert records == []
+    assert [r for r in records if r[0] != LISTEN_PORTS] == []
+
+
+def test_the_daemon_announces_the_port_it_listens_on(daemon, session):
+    payload = session.wait_for(LISTEN_PORTS)
+    count = payload[0]
+    ports = list(struct.unpack(f">{count}H", payload[1:]))
+    assert 1 <= count <= 8 and len(payload) == 1 + 2 * count
+    assert daemon.port in ports

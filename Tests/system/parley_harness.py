@@ -246,8 +246,10 @@ class Node:
         return bool(p and p["online"])
 
     def messages(self, peer=None, limit=1000):
+        # Paging forward from the start (after=0): without `after` the daemon answers the
+        # newest page, and its nextCursor then points back.
         out = []
-        after = None
+        after = 0
         while True:
             params = {"limit": limit}
             if peer:

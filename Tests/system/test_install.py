@@ -41,12 +41,14 @@ def release_bin(tmp_path: Path) -> Path:
     bin_dir = tmp_path / "release"
     write_executable(bin_dir / "parleyd", "#!/bin/sh\nexit 0\n")
     write_executable(bin_dir / "parley", COMPLETION_STUB)
+    write_executable(bin_dir / "parley-mdns", "#!/bin/sh\nexit 0\n")
     return bin_dir
 
 
 EXPECTED = {
     "usr/local/bin/parleyd",
     "usr/local/bin/parley",
+    "usr/local/bin/parley-mdns",  # issue 17: the discovery check is installed too
     "usr/local/lib/systemd/system/parleyd.service",
     "usr/local/lib/sysusers.d/parley.conf",
     "usr/local/lib/tmpfiles.d/parley.conf",

@@ -22,7 +22,7 @@ extension AppRecord.RecordType {
         switch self {
         case .reply, .edit, .delete, .reaction, .status, .roomReply, .roomEdit, .roomDelete, .roomReaction:
             return .conversation
-        case .chat, .ack, .cardUpdate, .ping, .pong, .close, .readReceipt, .roomOperation, .roomChat:
+        case .chat, .ack, .cardUpdate, .ping, .pong, .close, .readReceipt, .roomOperation, .roomChat, .listenPorts:
             return nil
         }
     }

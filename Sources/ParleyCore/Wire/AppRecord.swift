@@ -30,6 +30,10 @@ public enum AppRecord: Equatable, Sendable {
     case messageAction(MessageActionRecord)
     /// The sender's status line (0x0D), sent at the start of a session and on change.
     case status(PresenceStatus)
+    /// The TCP ports the sender listens on (1...`WireLimits.maxListenPorts`, none 0): the
+    /// receiver dials the address it sees the session come from at these ports when it
+    /// needs a session again (after either side restarts), without mDNS.
+    case listenPorts([UInt16])
     /// A record type this version does not know: skipped, for forward compatibility.
     case unknown(type: UInt8, length: Int)
 
@@ -44,6 +48,7 @@ public enum AppRecord: Equatable, Sendable {
         case roomReply = 0x12
         /// Edit, delete and reaction of a room message: the room id, then the direct layout.
         case roomEdit = 0x13, roomDelete = 0x14, roomReaction = 0x15
+        case listenPorts = 0x20
     }
 
     public static let headerLength = 5
@@ -161,6 +166,10 @@ extension AppRecord {
             put(a.recordType, a.payload())
         case .status(let status):
             put(.status, Array(status.text.utf8))
+        case .listenPorts(let ports):
+            var p = [UInt8]([UInt8(truncatingIfNeeded: ports.count)])
+            for port in ports { p.appendUInt16(port) }
+            put(.listenPorts, p)
         case .unknown:
             break // never sent
         }
@@ -237,6 +246,18 @@ extension AppRecord {
                 do { return .status(try PresenceStatus(utf8: payload)) } catch {
                     throw AppRecordError.malformed(type: type, reason: error.description)
                 }
+            case .listenPorts:
+                let count = Int(try r.readUInt8())
+                guard (1...WireLimits.maxListenPorts).contains(count), r.remaining == 2 * count else {
+                    throw AppRecordError.malformed(type: type, reason: "port count")
+                }
+                var ports: [UInt16] = []
+                for _ in 0..<count {
+                    let port = try r.readUInt16()
+                    guard port != 0 else { throw AppRecordError.malformed(type: type, reason: "port 0") }
+                    ports.append(port)
+                }
+                return .listenPorts(ports)
             case .roomChat, .roomReply:
                 let id = MessageID(exactly: try r.readBytes(MessageID.length))
                 let room = RoomID(exactly: try r.readBytes(RoomID.length))

@@ -19,6 +19,9 @@ public enum WireLimits {
 
     /// Longest reason text in a close record.
     public static let maxCloseReasonBytes = 200
+    /// Ports in one `listenPorts` record: a node listens on one port per address family
+    /// at most; 8 leaves room and bounds what a peer can make us remember.
+    public static let maxListenPorts = 8
 
     /// Transport messages per direction after which both sides rekey that direction
     /// (Noise `Rekey()`). Counting messages, not bytes, lets both sides rekey at the

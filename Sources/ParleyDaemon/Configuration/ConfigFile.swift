@@ -22,6 +22,9 @@ public struct ConfigFile: Equatable, Sendable {
     /// The file is a dozen short options; 64 KiB is generous and keeps a wrong path
     /// (a log, a binary) from being read into memory.
     public static let maxFileBytes = 64 * 1024
+    /// Most lines one statement (a multi-line array) may span: far more than any peer
+    /// list, and it bounds the re-parsing of a statement as its lines are added.
+    public static let maxStatementLines = 256
     /// Longest line: fits any real notify_command or peer list, bounds per-line work.
     public static let maxLineBytes = 4096
     /// File name used in messages when the text did not come from a named file.
@@ -46,16 +49,41 @@ public struct ConfigFile: Equatable, Sendable {
         var entries: [Entry] = []
         var firstLineOfKey: [String: Int] = [:]
         var sawHeader = false
-        var lineNumber = 0
-        for rawLine in utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
-            lineNumber += 1
-            let location = ConfigLocation(file: fileName, line: lineNumber)
+        var lines: [[UInt8]] = []
+        for (i, rawLine) in utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
             var line = rawLine
             if line.last == UInt8(ascii: "\r") { line = line.dropLast() }  // CRLF files
-            guard line.count <= maxLineBytes else { throw .lineTooLong(location, limit: maxLineBytes) }
-
-            var parser = ConfigLineParser(line: Array(line), location: location)
-            switch try parser.parse() {
+            guard line.count <= maxLineBytes else {
+                throw .lineTooLong(ConfigLocation(file: fileName, line: i + 1), limit: maxLineBytes)
+            }
+            lines.append(Array(line))
+        }
+        var next = 0
+        while next < lines.count {
+            let lineNumber = next + 1
+            let location = ConfigLocation(file: fileName, line: lineNumber)
+            // A statement is one line, or more while an array is still open (TOML allows
+            // arrays over several lines); the parser is given the lines joined.
+            var statement = lines[next]
+            next += 1
+            var parsed: ConfigLineParser.Statement
+            while true {
+                var parser = ConfigLineParser(line: statement, location: location)
+                do {
+                    parsed = try parser.parse()
+                    break
+                } catch {
+                    guard parser.needsMoreLines, next < lines.count else { throw error }
+                    // Each added line parses the statement again: bounded, so an array
+                    // never closed cannot make loading quadratic in the file size.
+                    guard next - lineNumber < maxStatementLines else {
+                        throw .syntax(location, "an array longer than \(maxStatementLines) lines (is a ']' missing?)")
+                    }
+                    statement += [UInt8(ascii: "\n")] + lines[next]
+                    next += 1
+                }
+            }
+            switch parsed {
             case .empty:
                 continue
             case .table(let name):

@@ -4,7 +4,9 @@ import ParleyControlProtocol
 /// A line is blank, a comment, the `[parleyd]` header, or `key = value` with an
 /// optional trailing comment. Values: basic "strings" (escapes \b \t \n \f \r \" \\
 /// \uXXXX \UXXXXXXXX), literal 'strings', decimal integers (with optional sign and
-/// `_` between digits), true/false, and single-line arrays of strings. Everything else
+/// `_` between digits), true/false, and arrays of strings, which may span lines (with
+/// comments and a trailing comma, as TOML allows): `ConfigFile` then hands the parser the
+/// statement's lines joined, and errors name the physical line. Everything else
 /// TOML has (floats, dates, multi-line strings, inline tables, dotted keys) is refused
 /// with a message saying so, so a file we accept means the same thing to any TOML reader.
 struct ConfigLineParser {
@@ -19,6 +21,8 @@ struct ConfigLineParser {
     private var index = 0
     /// The key being parsed, to name it in value errors.
     private var currentKey: String?
+    /// The statement ended inside an array: with the next line appended it may be whole.
+    private(set) var needsMoreLines = false
 
     init(line: [UInt8], location: ConfigLocation) {
         self.bytes = line
@@ -162,8 +166,10 @@ struct ConfigLineParser {
         var items: [String] = []
         while true {
             skipWhitespace()
+            try skipArrayWhitespace()
             guard let byte = peek() else {
-                throw syntax("missing ']': arrays must be written on a single line")
+                needsMoreLines = true
+                throw syntax("missing ']' to close the array")
             }
             if byte == UInt8(ascii: "]") {
                 index += 1
@@ -176,14 +182,13 @@ struct ConfigLineParser {
             case UInt8(ascii: "'"):
                 if startsWith("'''") { throw syntax("multi-line strings (''') are not supported") }
                 items.append(try parseLiteralString())
-            case UInt8(ascii: "#"):
-                throw syntax("missing ']': arrays must be written on a single line")
             default:
                 throw syntax("arrays may only contain strings, got \(describeNext())")
             }
-            skipWhitespace()
+            try skipArrayWhitespace()
             guard let separator = peek() else {
-                throw syntax("missing ']': arrays must be written on a single line")
+                needsMoreLines = true
+                throw syntax("missing ']' to close the array")
             }
             if separator == UInt8(ascii: ",") {
                 index += 1
@@ -269,6 +274,23 @@ struct ConfigLineParser {
         return text.withUTF8Buffer { prefix in bytes[index..<(index + count)].elementsEqual(prefix) }
     }
 
+    /// Inside an array: spaces, line breaks and comments (to the end of their line).
+    private mutating func skipArrayWhitespace() throws(ConfigError) {
+        while let byte = peek() {
+            switch byte {
+            case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"):
+                index += 1
+            case UInt8(ascii: "#"):
+                while let c = peek(), c != UInt8(ascii: "\n") {
+                    if Self.isForbiddenControl(c) { throw syntax("control character (0x\(hex(c))) in comment") }
+                    index += 1
+                }
+            default:
+                return
+            }
+        }
+    }
+
     private mutating func skipWhitespace() {
         while let byte = peek(), byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") { index += 1 }
     }
@@ -292,8 +314,11 @@ struct ConfigLineParser {
     }
 
     private func syntax(_ message: String) -> ConfigError {
-        if let currentKey { return .syntax(location, "'\(currentKey)': \(message)") }
-        return .syntax(location, message)
+        // A statement may span lines (an array): name the line the error is on.
+        let breaks = bytes[..<min(index, bytes.count)].reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+        let here = ConfigLocation(file: location.file, line: location.line + breaks)
+        if let currentKey { return .syntax(here, "'\(currentKey)': \(message)") }
+        return .syntax(here, message)
     }
 
     private func hex(_ byte: UInt8) -> String {

@@ -14,6 +14,7 @@ enum ControlCall: Sendable {
     case messagesList(MessagesListParams)
     case messagesSubscribe(MessagesSubscribeParams)
     case messagesMarkRead(MessagesMarkReadParams)
+    case messagesSearch(MessagesSearchParams)
     case trustVerify(TrustVerifyParams)
     case trustShow(TrustShowParams)
     case trustReplace(TrustReplaceParams)
@@ -48,6 +49,7 @@ enum ControlCall: Sendable {
             ControlRoute.route(MessagesListParams.self, ControlCall.messagesList),
             ControlRoute.route(MessagesSubscribeParams.self, ControlCall.messagesSubscribe),
             ControlRoute.route(MessagesMarkReadParams.self, ControlCall.messagesMarkRead),
+            ControlRoute.route(MessagesSearchParams.self, ControlCall.messagesSearch),
             ControlRoute.route(TrustVerifyParams.self, ControlCall.trustVerify),
             ControlRoute.route(TrustShowParams.self, ControlCall.trustShow),
             ControlRoute.route(TrustReplaceParams.self, ControlCall.trustReplace),

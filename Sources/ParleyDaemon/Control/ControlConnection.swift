@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import ParleyControlProtocol
+import ParleyNodeCore
 import ParleyStore
 
 /// One local client on the control socket: newline-delimited JSON-RPC 2.0.
@@ -30,6 +31,8 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
     private var closing = false
     /// messages.send with wait: message id -> (request id, timer)
     private var waiters: [String: (JSONRPCID?, Scheduled<Void>)] = [:]
+    /// peers.connect with wait, not answered yet.
+    private var pendingDials = 0
 
     private struct Replay {
         /// The last event id sent (or skipped by the filter).
@@ -53,9 +56,9 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
 
     private func armIdleTimer() {
         idleTimer?.cancel()
-        guard !subscribed, waiters.isEmpty, let context else { idleTimer = nil; return }
+        guard !subscribed, waiters.isEmpty, pendingDials == 0, let context else { idleTimer = nil; return }
         idleTimer = context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(Int64(ControlLimits.idleLineTimeoutSeconds))) { [weak self] in
-            guard let self, !self.subscribed, self.waiters.isEmpty else { return }
+            guard let self, !self.subscribed, self.waiters.isEmpty, self.pendingDials == 0 else { return }
             self.fail(with: .idleTimeout())
         }
     }
@@ -169,6 +172,8 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
                 if !request.isNotification { writeSuccess(id: id, result: result) }
             case .deferred:
                 break
+            case let .awaitDial(key, address, timeoutMs):
+                waitForDial(key, address: address, timeoutMs: timeoutMs, requestID: request.id)
             case let .subscribe(filter, since):
                 let response = subscribe(filter: filter, since: since, requestID: request.id)
                 if !request.isNotification { write(response) }
@@ -250,6 +255,42 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
         }
         waiters[messageID] = (requestID, timer)
         idleTimer?.cancel()
+    }
+
+    /// `peers.connect` with `wait`: answer with the dial's outcome, or `timeout`. A failed
+    /// address is no longer dialled (the user was told and decides); after a timeout it is.
+    private func waitForDial(_ key: DialTargetKey, address: String, timeoutMs: Int, requestID: JSONRPCID?) {
+        guard let context else { return }
+        pendingDials += 1
+        idleTimer?.cancel()
+        var answered = false
+        var token = 0
+        let timer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(timeoutMs))) { [weak self] in
+            guard let self, !answered else { return }
+            answered = true
+            self.node.cancelDialWatch(key, token: token)
+            self.answerDial(JSONRPCResponse(id: requestID, error: .connectTimeout(address: address, timeoutMs: timeoutMs)))
+        }
+        token = node.watchDial(key) { [weak self] outcome in
+            guard let self, !answered else { return }
+            answered = true
+            timer.cancel()
+            switch outcome {
+            case .connected(let identity):
+                let peer = (try? self.node.store.peer(identity: identity)).flatMap { $0 }.map { self.node.peerInfo($0) }
+                self.answerDial(.success(id: requestID, result: PeersConnectResult(address: address, status: .connected, peer: peer)))
+            case .failed(let reason):
+                self.node.forgetDialTarget(key)
+                self.answerDial(JSONRPCResponse(id: requestID, error: JSONRPCError(.connectFailed, reason + "; not retried")))
+            }
+        }
+    }
+
+    private func answerDial(_ response: JSONRPCResponse) {
+        pendingDials -= 1
+        write(response)
+        context?.flush()
+        armIdleTimer()
     }
 
     // MARK: Node events (messages.send with wait)

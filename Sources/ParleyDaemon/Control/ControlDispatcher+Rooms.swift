@@ -42,15 +42,7 @@ extension ControlDispatcher {
 
     func listRoomMessages(_ selector: String, _ p: MessagesListParams, id: JSONRPCID?) throws -> Reply {
         let room = try node.resolveRoom(selector)
-        let limit = p.effectiveLimit
-        let rows: [StoredMessage]
-        do {
-            rows = try node.store.roomMessages(
-                room: room.id, after: p.after.map { Int64($0) },
-                before: p.before.map { Int64($0) }, limit: limit)
-        } catch { throw ControlFailure.storeRead(what: "the messages of \(selector)", error) }
-        let next = rows.count == limit ? rows.last.map { Int($0.rowID) } : nil
-        return .typed(id: id, result: MessagesListResult(messages: rows.map(node.messageInfo), nextCursor: next))
+        return .typed(id: id, result: try historyPage(p, scope: .room(room.id)))
     }
 
     func markRoomRead(_ p: MessagesMarkReadParams, id: JSONRPCID?) throws -> Reply {

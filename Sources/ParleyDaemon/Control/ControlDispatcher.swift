@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import ParleyControlProtocol
 import ParleyCore
+import ParleyNodeCore
 import ParleyStore
 
 /// What the control methods can see of the daemon beyond the node.
@@ -10,10 +11,6 @@ final class DaemonRuntimeInfo: @unchecked Sendable {
     var listenAddresses: [String] = []
     var mdns: MDNSState = .off
     static let version = ParleyVersion.string
-}
-
-public enum ParleyVersion {
-    public static let string = "0.1.0"
 }
 
 /// Maps JSON-RPC methods onto the node. Runs on the node's event loop.
@@ -28,6 +25,9 @@ struct ControlDispatcher {
         case typed(id: JSONRPCID?, result: any Encodable & Sendable)
         /// The answer comes later (messages.send with wait): the connection keeps the id.
         case deferred
+        /// `peers.connect` with `wait`: the connection answers when the dial of this target
+        /// ends or after `timeoutMs`.
+        case awaitDial(DialTargetKey, address: String, timeoutMs: Int)
         /// The connection becomes a subscriber (resuming after `since`); it answers itself.
         case subscribe(filterIdentity: String?, since: Int?)
     }
@@ -70,32 +70,30 @@ struct ControlDispatcher {
         case .peersList:
             return .typed(id: id, result: PeersListResult(peers: try node.peerInfos()))
         case .peersConnect(let p):
-            try node.connect(address: p.address)
+            let key = try node.connect(address: p.address)
+            if p.effectiveWait { return .awaitDial(key, address: p.address, timeoutMs: p.effectiveTimeoutMs) }
             return .typed(id: id, result: PeersConnectResult(address: p.address, status: .dialing))
         case .messagesSend(let p):
             let stored: StoredMessage
+            var peerOnline: Bool?
             if Self.namesRoom(p.to) {
                 stored = try node.sendToRoom(try node.resolveRoom(p.to), body: p.body)
             } else {
-                stored = try node.send(to: try node.resolvePeer(p.to), body: p.body)
+                let peer = try node.resolvePeer(p.to)
+                stored = try node.send(to: peer, body: p.body)
+                peerOnline = node.isOnline(peer.identity)
             }
             if p.effectiveWait {
                 deliveryWaiter(stored.id, p.effectiveTimeoutMs, id)
                 return .deferred
             }
-            return .typed(id: id, result: MessagesSendResult(message: node.messageInfo(stored)))
+            return .typed(id: id, result: MessagesSendResult(message: node.messageInfo(stored), peerOnline: peerOnline))
         case .messagesList(let p):
             if let selector = p.peer, Self.namesRoom(selector) { return try listRoomMessages(selector, p, id: id) }
             let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
-            let limit = p.effectiveLimit
-            let rows: [StoredMessage]
-            do {
-                rows = try node.store.messages(
-                    peer: peer?.identity, after: p.after.map { Int64($0) },
-                    before: p.before.map { Int64($0) }, limit: limit)
-            } catch { throw ControlFailure.storeRead(what: "the messages", error) }
-            let next = rows.count == limit ? rows.last.map { Int($0.rowID) } : nil
-            return .typed(id: id, result: MessagesListResult(messages: rows.map(node.messageInfo), nextCursor: next))
+            return .typed(id: id, result: try historyPage(p, scope: peer.map { .peer($0.identity) } ?? .everything))
+        case .messagesSearch(let p):
+            return .typed(id: id, result: try search(p))
         case .messagesSubscribe(let p):
             if let selector = p.peer, Self.namesRoom(selector) {
                 return .subscribe(filterIdentity: try node.resolveRoom(selector).id, since: p.since)
@@ -160,6 +158,39 @@ struct ControlDispatcher {
             let (status, told) = try node.setStatus(p.status)
             return .typed(id: id, result: NodeSetStatusResult(status: status.text, peersNotified: told))
         }
+    }
+
+    /// `messages.list` for a scope: the store's page with its older/newer cursors.
+    func historyPage(_ p: MessagesListParams, scope: HistoryScope) throws -> MessagesListResult {
+        let page: HistoryPage
+        do {
+            page = try node.store.historyPage(
+                scope, after: p.after.map { Int64($0) }, before: p.before.map { Int64($0) }, limit: p.effectiveLimit)
+        } catch { throw ControlFailure.storeRead(what: "the messages", error) }
+        return MessagesListResult(
+            messages: page.messages.map(node.messageInfo), hasOlder: page.hasOlder, hasNewer: page.hasNewer,
+            pagedForward: p.pagesForward, requestedAfter: p.after, requestedBefore: p.before)
+    }
+
+    /// `messages.search`: the store's ranked hits in the conversation or room asked for.
+    func search(_ p: MessagesSearchParams) throws -> MessagesSearchResult {
+        let scope: HistoryScope
+        if let selector = p.peer, Self.namesRoom(selector) {
+            scope = .room(try node.resolveRoom(selector).id)
+        } else if let selector = p.peer {
+            scope = .peer(try node.resolvePeer(selector).identity)
+        } else {
+            scope = .everything
+        }
+        let started = ContinuousClock.now
+        let hits: [SearchHit]
+        do { hits = try node.store.search(p.query, scope: scope, limit: p.effectiveLimit) } catch {
+            throw ControlFailure.storeRead(what: "the search index", error)
+        }
+        let took = ContinuousClock.now - started
+        return MessagesSearchResult(
+            hits: hits.map { MessagesSearchHit(message: node.messageInfo($0.message), snippet: $0.snippet) },
+            tookMs: Int(took.components.seconds * 1000 + took.components.attoseconds / 1_000_000_000_000_000))
     }
 
     /// `node.rotate_key`, its failure named for the step that failed: a key file that
@@ -233,7 +264,9 @@ struct ControlDispatcher {
     private func answer(_ result: Result<StoredMessage, Error>, id: JSONRPCID?) -> BatchAnswer {
         switch result {
         case .success(let m):
-            return .sent(JSONRPCTypedSuccess(id: id, result: MessagesSendResult(message: node.messageInfo(m))))
+            let online = m.room == nil ? node.isOnline(m.recipient) : nil
+            return .sent(JSONRPCTypedSuccess(
+                id: id, result: MessagesSendResult(message: node.messageInfo(m), peerOnline: online)))
         case .failure(let e):
             return .failed(JSONRPCResponse(id: id, error: Self.rpcError(e, node: node)))
         }

@@ -7,8 +7,8 @@ import Glibc
 #endif
 
 /// The Unix-socket control server. Who may connect: the daemon's own user, root,
-/// and members of the daemon's group (checked with SO_PEERCRED on every
-/// connection, on top of the socket file's 0660 mode).
+/// and processes that hold the daemon's group (checked with SO_PEERCRED and the caller's
+/// real groups on every connection, `ControlAccess`, on top of the socket file's 0660 mode).
 final class ControlServer: @unchecked Sendable {
     private let node: Node
     private let info: DaemonRuntimeInfo
@@ -72,7 +72,7 @@ final class ControlServer: @unchecked Sendable {
         let ok = Self.peerAllowed(channel)
         if !ok || clients.count >= ControlLimits.maxClients {
             let err: JSONRPCError = ok ? .tooManyClients()
-                : JSONRPCError(.notPermitted, "not permitted: your user is not parleyd's user, root, or in its group")
+                : JSONRPCError(.notPermitted, ControlAccess.refusal(groupName: Self.daemonGroupName(), daemonGID: getgid()))
             if let data = try? JSONEncoder().encode(JSONRPCResponse(id: nil, error: err)) {
                 var buf = channel.allocator.buffer(capacity: data.count + 1)
                 buf.writeBytes(data)
@@ -91,7 +91,8 @@ final class ControlServer: @unchecked Sendable {
         try channel.pipeline.syncOperations.addHandler(conn)
     }
 
-    /// SO_PEERCRED: the connecting process's uid and gid, from the kernel.
+    /// SO_PEERCRED: the connecting process's uid, gid and pid, from the kernel; its
+    /// supplementary groups from /proc (`ControlAccess`).
     private static func peerAllowed(_ channel: Channel) -> Bool {
         guard let provider = channel as? SocketOptionProvider else { return false }
         let future: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
@@ -101,20 +102,23 @@ final class ControlServer: @unchecked Sendable {
         let box = CredentialBox()
         future.whenSuccess { box.value = $0 }
         guard let cred = box.value else { return false }
-        if cred.uid == 0 || cred.uid == getuid() { return true }
-        if cred.gid == getgid() { return true }
-        return userInGroup(uid: cred.uid, gid: getgid())
+        var caller = ControlAccess.Caller(uid: cred.uid, gid: cred.gid, groups: nil)
+        if !ControlAccess.allows(caller, daemonUID: getuid(), daemonGID: getgid()), cred.pid > 0 {
+            caller.groups = supplementaryGroups(pid: cred.pid)
+        }
+        return ControlAccess.allows(caller, daemonUID: getuid(), daemonGID: getgid())
     }
 
-    private static func userInGroup(uid: uid_t, gid: gid_t) -> Bool {
-        guard let pw = getpwuid(uid), let grp = getgrgid(gid) else { return false }
-        let name = String(cString: pw.pointee.pw_name)
-        var member = grp.pointee.gr_mem
-        while let m = member?.pointee {
-            if String(cString: m) == name { return true }
-            member = member?.advanced(by: 1)
-        }
-        return false
+    /// The groups process `pid` holds now ("Groups:" of /proc/PID/status); nil if gone.
+    private static func supplementaryGroups(pid: Int32) -> [UInt32]? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        return ControlAccess.supplementaryGroups(procStatus: text)
+    }
+
+    /// The name of the daemon's group, for the refusal message.
+    private static func daemonGroupName() -> String? {
+        guard let grp = getgrgid(getgid()) else { return nil }
+        return String(cString: grp.pointee.gr_name)
     }
 
     /// Creates the socket's directory 0700 if missing and refuses a world-writable one.

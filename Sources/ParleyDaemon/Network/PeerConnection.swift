@@ -13,6 +13,8 @@ protocol PeerConnectionDelegate: AnyObject {
     /// The peer's user read these of our messages. Reported after the acks of the same read.
     func connection(_ connection: PeerConnection, receivedReadReceipts ids: [MessageID])
     func connection(_ connection: PeerConnection, receivedCard card: [UInt8])
+    /// The peer's `listenPorts` record: where it can be dialled back.
+    func connection(_ connection: PeerConnection, announcedListenPorts ports: [UInt16])
     /// Room operations and room chats of one read, in arrival order.
     func connection(_ connection: PeerConnection, receivedRoomTraffic records: [RoomTraffic])
     /// Edits, deletes and reactions of one read, after its chats.
@@ -186,6 +188,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         case .roomChat(let c): pendingRoomTraffic.append(.chat(c))
         case .messageAction(let a): pendingActions.append(a)
         case .status(let s): delegate?.connection(self, receivedStatus: s)
+        case .listenPorts(let ports): delegate?.connection(self, announcedListenPorts: ports)
         case .unknown: break
         }
     }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOCore
 import NIOPosix
 import ParleyControlProtocol
@@ -32,10 +35,13 @@ extension Node {
         perform(dialPlanner.setConfigured(addresses.map(DialAddress.init), sessions: sessionView))
     }
 
-    /// Dials an address given at run time (`parley connect`).
-    func connect(address: String) throws(NodeError) {
+    /// Dials an address given at run time (`parley connect`); returns the target, which
+    /// `watchDial` follows for `connect --wait`.
+    @discardableResult
+    func connect(address: String) throws(NodeError) -> DialTargetKey {
         guard let hp = try? HostPort(parsing: address) else { throw .invalidAddress(address) }
         addStaticPeer(hp)
+        return DialTargetKey(address: DialAddress(hp))
     }
 
     /// The addresses `peers.list` shows for a peer: its session's, then its dial targets'.
@@ -43,7 +49,12 @@ extension Node {
         guard let key = IdentityPublicKey(hex: identity) else { return [] }
         var out: [String] = []
         if let c = activeConnection(for: key) { out.append(c.remoteAddress) }
-        for t in dialPlanner.targets(of: key) where !out.contains(t.rawValue) { out.append(t.rawValue) }
+        for t in dialPlanner.targets(of: key) {
+            // A remembered peer's target is named by its identity: show its addresses.
+            let shown = dialPlanner.targets[t]?.source == .remembered
+                ? (dialPlanner.targets[t]?.candidates.map(\.description) ?? []) : [t.rawValue]
+            for a in shown where !out.contains(a) { out.append(a) }
+        }
         return out
     }
 
@@ -85,10 +96,62 @@ extension Node {
                 self.links[ObjectIdentifier(bound.value)] = nil
                 self.log.debug("dial failed", ["address": key.rawValue, "error": "\(error)"])
                 self.perform(self.dialPlanner.attemptFailed(key, random: self.random))
+                self.finishDialWatch(key, .failed("cannot connect to \(key.rawValue): \(Self.describe(error))"))
             }
+    }
+}
+
+extension Node {
+    /// A connect error in words a user knows ("connection refused"), not NIO's type dump.
+    static func describe(_ error: Error) -> String {
+        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)).lowercased() }
+        if let c = error as? NIOConnectionError, let first = c.connectionErrors.first {
+            return describe(first.error)
+        }
+        if error is ChannelError { return "\(error)" }
+        return "\(error)"
     }
 }
 
 extension DialAddress {
     init(_ hp: HostPort) { self.init(host: hp.host, port: hp.port) }
+}
+
+/// Reconnecting without mDNS: the addresses peers were reached at or announced are kept
+/// in the store and fed to `DialPlanner.remember`, which decides what to dial.
+extension Node {
+    /// At start: every remembered peer is dialled (unless it dials us first).
+    func redialRememberedPeers() {
+        guard let remembered = try? store.rememberedAddresses() else { return }
+        for (hex, addresses) in remembered.sorted(by: { $0.key < $1.key }) {
+            guard let identity = IdentityPublicKey(hex: hex) else { continue }
+            let parsed = addresses.compactMap { try? HostPort(parsing: $0) }.map(DialAddress.init)
+            perform(dialPlanner.remember(identity, addresses: parsed, sessions: sessionView))
+        }
+    }
+
+    /// A blocked or forgotten peer is not dialled at its remembered addresses any more.
+    func stopDialingRemembered(_ identityHex: String) {
+        guard let key = IdentityPublicKey(hex: identityHex) else { return }
+        perform(dialPlanner.remove(DialTargetKey(rememberedPeer: key)))
+    }
+
+    /// `peer` can be reached at these "host:port" addresses: store them and tell the planner.
+    func rememberAddresses(of peer: IdentityPublicKey, _ addresses: [String]) {
+        let parsed = addresses.compactMap { try? HostPort(parsing: $0) }.filter { $0.port != 0 }
+        guard !parsed.isEmpty else { return }
+        for hp in parsed {
+            try? store.rememberAddress(DialAddress(hp).description, of: peer.hex, at: nowMs)
+        }
+        perform(dialPlanner.remember(peer, addresses: parsed.map(DialAddress.init), sessions: sessionView))
+    }
+
+    /// The peer's `listenPorts` record: it listens on these ports of the host its session
+    /// comes from. Only the active session's announcement counts.
+    func connection(_ conn: PeerConnection, announcedListenPorts ports: [UInt16]) {
+        guard let peer = activePeer(of: conn) else { return }
+        let host = conn.remoteAddress.hostPart
+        let shown = host.contains(":") ? "[\(host)]" : host
+        rememberAddresses(of: peer, ports.prefix(WireLimits.maxListenPorts).map { "\(shown):\($0)" })
+    }
 }

@@ -92,6 +92,10 @@ extension Node {
             throw .notApplicable("\(peer.label) is not awaiting approval (it is \(peer.trust.rawValue))")
         }
         let updated = try setTrustAndReload(peer, .pinned)
+        if let key = IdentityPublicKey(hex: peer.identity),
+           let addresses = try? store.rememberedAddresses()[peer.identity] {
+            rememberAddresses(of: key, addresses)
+        }
         redialNow(peer)
         return updated
     }
@@ -100,6 +104,7 @@ extension Node {
     func block(_ peer: PeerRecord) throws(NodeError) -> PeerRecord {
         let updated = try setTrustAndReload(peer, .blocked)
         activeConnection(for: peer.identity)?.close(reason: .notTrusted, text: "blocked")
+        stopDialingRemembered(peer.identity)
         log.info("peer blocked by a person", ["peer": peer.label, "fingerprint": Node.fingerprint(ofHex: peer.identity)])
         return updated
     }
@@ -119,6 +124,7 @@ extension Node {
         do { try store.forgetPeer(identity: peer.identity) } catch { throw .storage(error) }
         peerCache = nil
         activeConnection(for: peer.identity)?.close(reason: .normal, text: "forgotten")
+        stopDialingRemembered(peer.identity)
     }
 
     /// The person's own name for a peer (nil removes it).

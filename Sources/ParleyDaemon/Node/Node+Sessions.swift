@@ -91,7 +91,7 @@ extension Node {
             if let key = link.dialTarget { dialPlanner.spoofDetected(key) }
             return
         }
-        if let key = link.dialTarget { dialPlanner.provedIdentity(key, identity: peer) }
+        if let key = link.dialTarget { perform(dialPlanner.provedIdentity(key, identity: peer, random: random)) }
 
         switch admitTrust(of: remote, connection: conn, dialTarget: link.dialTarget) {
         case .keep: break
@@ -109,7 +109,15 @@ extension Node {
                 if h == handle { return }
             case .activate:
                 offlineTimers.removeValue(forKey: peer)?.cancel()
-                if let key = link.dialTarget { dialPlanner.sessionUp(key, identity: peer) }
+                if let key = link.dialTarget {
+                    dialPlanner.sessionUp(key, identity: peer)
+                    finishDialWatch(key, .connected(identity: peer.hex))
+                    // The address we reached it at is one to try again after a restart.
+                    rememberAddresses(of: peer, [conn.remoteAddress])
+                }
+                if !listenPorts.isEmpty {
+                    conn.send(.listenPorts(Array(listenPorts.prefix(WireLimits.maxListenPorts))))
+                }
                 try? store.touchPeer(identity: peer.hex, at: nowMs, address: link.dialTarget?.rawValue)
                 log.info("session up", ["peer": remote.displayName, "fingerprint": remote.fingerprint.description,
                                         "address": conn.remoteAddress, "direction": conn.direction.rawValue])
@@ -134,6 +142,9 @@ extension Node {
             log.info("session closed", ["address": conn.remoteAddress, "error": "\(error)"])
         }
         if let key = link?.dialTarget {
+            // Watchers left after a session came up were told at activation: any still
+            // here waited for an attempt that ended without a session.
+            finishDialWatch(key, .failed(Self.whyNoSession(conn, error: error, address: key.rawValue)))
             perform(dialPlanner.attemptFailed(key, random: random))
             if let r = conn.remoteCloseReason, r == .keyChangePending || r == .notTrusted {
                 // Refused by the peer's trust policy: back off instead of knocking every half second.

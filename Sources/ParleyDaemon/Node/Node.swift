@@ -53,6 +53,11 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// Every open connection, handshaking or established, with what the node keeps about it.
     var links: [ObjectIdentifier: NodeLink] = [:]
     var redialTimers: [DialTargetKey: Scheduled<Void>] = [:]
+    /// `peers.connect` with `wait`: who waits for the next outcome of a target (Node+ConnectWait).
+    var dialWatchers: [DialTargetKey: [(token: Int, report: (DialOutcome) -> Void)]] = [:]
+    var nextDialWatchToken = 0
+    /// The TCP ports this node listens on, announced to every peer (`listenPorts` record).
+    var listenPorts: [UInt16] = []
     var offlineTimers: [IdentityPublicKey: Scheduled<Void>] = [:]
     private var tick: RepeatedTask?
     var stopping = false
@@ -144,6 +149,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         tick = loop.scheduleRepeatedTask(initialDelay: period, delay: period) { [weak self] _ in
             self?.keepaliveTick()
         }
+        redialRememberedPeers()
     }
 
     /// Says goodbye to every peer and stops dialling.

@@ -1,3 +1,5 @@
+import ParleyCore
+
 /// One address to dial: a host (name, IPv4 or IPv6 literal) and a TCP port. The driver
 /// validates addresses before they reach the planner (`HostPort` on the control side).
 public struct DialAddress: Hashable, Sendable, CustomStringConvertible {
@@ -19,6 +21,9 @@ public struct DialTargetKey: Hashable, Sendable, CustomStringConvertible {
     public let rawValue: String
 
     public init(address: DialAddress) { rawValue = address.description }
+    /// A peer remembered from earlier sessions: one target per identity, whose candidates
+    /// are the addresses it was reached at or announced.
+    public init(rememberedPeer identity: IdentityPublicKey) { rawValue = "peer:" + identity.hex }
     public init(mdnsInstance: String) { rawValue = "mdns:" + mdnsInstance }
 
     public var description: String { rawValue }

@@ -1,14 +1,23 @@
 import ParleyCore
 
-/// The peers this node keeps dialling until a session is up: configured addresses and
-/// mDNS advertisements (several candidate addresses, tried in turn), with backoff after
-/// failures, and the spoof flag for an advertisement whose claimed fingerprint its
+/// The peers this node keeps dialling until a session is up: configured addresses, mDNS
+/// advertisements and peers remembered from earlier sessions (several candidate addresses,
+/// tried in turn), with backoff after failures, and the spoof flag for an advertisement whose claimed fingerprint its
 /// handshake did not prove (not dialled again until the advertisement changes).
 ///
 /// Pure: events in, actions out. The driver opens connections and keeps one timer per
 /// target; what sessions are up is asked through `SessionView`.
 public struct DialPlanner: Sendable {
-    public enum Source: Sendable, Equatable { case configured, discovered }
+    public enum Source: Sendable, Equatable {
+        case configured, discovered
+        /// A known peer, at the addresses it was reached at or announced (`remember`): how
+        /// two nodes find each other again after a restart without mDNS.
+        case remembered
+    }
+
+    /// Addresses kept per remembered peer, newest first: a laptop's few networks, not a
+    /// history; bounds what a peer's announcements can make us dial.
+    public static let maxRememberedAddresses = 4
 
     public struct Target: Sendable, Equatable {
         public var candidates: [DialAddress]
@@ -100,6 +109,29 @@ public struct DialPlanner: Sendable {
         return dial(key, sessions: sessions)
     }
 
+    /// A known peer can be reached at `addresses` (newest first): from the store at start,
+    /// from the address a session with it was dialled at, or from the ports it announced
+    /// (`listenPorts`) on the host its session came from. Its target is created or its
+    /// candidates updated (the new ones first, at most `maxRememberedAddresses`) and
+    /// dialled unless a session with it is up.
+    public mutating func remember(_ identity: IdentityPublicKey, addresses: [DialAddress],
+                                  sessions: SessionView) -> [Action] {
+        let key = DialTargetKey(rememberedPeer: identity)
+        // An address a configured or discovered target of the same peer already dials is
+        // not dialled twice.
+        let elsewhere = Set(targets.filter { $0.key != key && $0.value.identity == identity }.flatMap(\.value.candidates))
+        let fresh = addresses.filter { !elsewhere.contains($0) }
+        guard !fresh.isEmpty else { return [] }
+        var t = targets[key] ?? Target(candidates: [], source: .remembered)
+        var merged: [DialAddress] = []
+        for a in fresh + t.candidates where !merged.contains(a) { merged.append(a) }
+        t.candidates = Array(merged.prefix(Self.maxRememberedAddresses))
+        t.next = 0
+        t.identity = identity
+        targets[key] = t
+        return dial(key, sessions: sessions)
+    }
+
     public mutating func remove(_ key: DialTargetKey) -> [Action] {
         guard targets.removeValue(forKey: key) != nil else { return [] }
         return [.cancelRedial(key)]
@@ -165,7 +197,9 @@ public struct DialPlanner: Sendable {
     /// A session on a connection dialled for `key` was kept.
     public mutating func sessionUp(_ key: DialTargetKey, identity: IdentityPublicKey) {
         guard var t = targets[key] else { return }
-        t.identity = identity
+        // A remembered peer's target stays that peer's: another node now at one of its
+        // old addresses is a session of its own, not a new meaning for the target.
+        if t.source != .remembered { t.identity = identity }
         t.connecting = false
         t.failures = 0
         targets[key] = t
@@ -173,8 +207,22 @@ public struct DialPlanner: Sendable {
 
     /// The handshake proved an identity (before the trust decision): remember it, so a
     /// refused session is not dialled again while a session with it is up elsewhere.
-    public mutating func provedIdentity(_ key: DialTargetKey, identity: IdentityPublicKey) {
-        targets[key]?.identity = identity
+    /// For a remembered peer's target, another identity at that address (the address was
+    /// reused) counts as a failed attempt for it: its next address is tried after backoff.
+    @discardableResult
+    public mutating func provedIdentity(_ key: DialTargetKey, identity: IdentityPublicKey,
+                                        random: some RandomSource) -> [Action] {
+        guard var t = targets[key] else { return [] }
+        guard t.source == .remembered else {
+            targets[key]?.identity = identity
+            return []
+        }
+        guard t.identity != identity, t.connecting else { return [] }
+        t.connecting = false
+        t.failures += 1
+        t.next += 1
+        targets[key] = t
+        return armRedial(key, random: random)
     }
 
     /// The handshake proved another identity than the advertisement claimed: do not

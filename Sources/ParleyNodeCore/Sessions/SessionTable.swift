@@ -74,12 +74,16 @@ public struct SessionTable<Handle: Hashable & Sendable>: Sendable {
     }
 
     /// A connection closed. Only the active session of a peer changes presence.
-    /// `peerKeptAnother`: the peer's close record said `duplicate`.
+    /// `peerKeptAnother`: the peer's close record said `duplicate`. `stopping`: this node
+    /// is shutting down (no presence change is reported).
     public mutating func closed(_ handle: Handle, peer: IdentityPublicKey?, peerKeptAnother: Bool,
                                 stopping: Bool, now: MonotonicInstant) -> [Action] {
         guard let peer, sessions[peer]?.handle == handle else { return [] }
         sessions[peer] = nil
-        if peerKeptAnother && !stopping {
+        // This node is shutting down: the peer did not go offline, we did. Saying so would
+        // make every client (`parley follow`) print each peer offline at a local restart.
+        if stopping { return [] }
+        if peerKeptAnother {
             let due = now + offlineDebounce
             offlinePending[peer] = due
             return [.scheduleOfflineCheck(peer, at: due)]

@@ -10,10 +10,14 @@ import ParleyControlProtocol
 struct ChatCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chat",
-        abstract: "Chat with a peer in the terminal: history, live messages, a prompt (Enter sends, Ctrl-C quits).",
+        abstract: "Chat with a peer or in a #room in the terminal: history, live messages, a prompt (Enter sends, Ctrl-C quits).",
         discussion: """
+            Opens on the newest messages; Page Up scrolls back and loads older history, Page Down returns. \
             Outgoing messages show … while queued, ✓ once delivered and ✓✓ once read. Messages shown are \
-            marked read. Page Up / Page Down scroll; Ctrl-U erases the line, Ctrl-W a word, Ctrl-L redraws.
+            marked read. Up / Down recall lines sent in this chat; Alt-b / Alt-f (or Ctrl-Left / Ctrl-Right) \
+            move by words; Ctrl-U erases the line, Ctrl-W a word, Ctrl-L redraws. A paste that would make the \
+            line longer than a message may be (64 KiB) is refused with a notice. If parleyd restarts, chat \
+            reconnects by itself and keeps the line being typed. chat is interactive: there is no --json.
             """)
 
     /// Longest wait in poll(2): the clock in the status line and a missed SIGWINCH are
@@ -21,10 +25,23 @@ struct ChatCommand: ParsableCommand {
     static let pollTimeoutMilliseconds: Int32 = 1_000
     /// Bytes read from the terminal at a time (a paste arrives in a few reads).
     static let readChunkBytes = 4_096
+    /// Between attempts to reach a daemon that went away (a restart takes a second or two).
+    static let reconnectIntervalMilliseconds = 500
 
-    @OptionGroup var options: ConnectionOptions
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Control socket of parleyd. Default: $PARLEY_SOCKET, else the user's parleyd, else the system service's "
+                + "(/run/parley/control.sock).",
+            valueName: "path"))
+    var socket: String?
 
-    @Argument(help: "Who to chat with: display name or fingerprint prefix.")
+    /// Accepted only to be refused with a clear message (every other command takes it),
+    /// and not shown in the help: chat has no machine-readable output.
+    @Flag(name: .long, help: .hidden)
+    var json = false
+
+    @Argument(help: "Who to chat with: a display name, a fingerprint prefix, or #ROOM.")
     var peer: String
 
     @Option(name: .long, help: ArgumentHelp("Messages of history shown at the start, 1-1000. Default 50.", valueName: "n"))
@@ -35,7 +52,7 @@ struct ChatCommand: ParsableCommand {
             throw ValidationError("--history must be between 1 and \(ControlLimits.maxListLimit)")
         }
         try validateForCommandLine(MessagesSubscribeParams(peer: peer))
-        if options.json { throw ValidationError("parley chat is interactive; --json does not apply") }
+        if json { throw ValidationError("parley chat is interactive; --json does not apply (use parley read --json)") }
     }
 
     func run() throws {
@@ -44,10 +61,12 @@ struct ChatCommand: ParsableCommand {
             Console.err("parley: \(RawTerminal.Failure.notATerminal)")
             throw ExitCode(CLIExitCode.usage)
         }
+        let options = try ConnectionOptions.parse(socket.map { ["--socket", $0] } ?? [])
         try Session.run(options, peer: peer) { client in
-            var view = try ChatView(client: client, peer: peer, history: history)
+            var view = try ChatView(client: client, path: options.socketPath(), peer: peer, history: history)
             do {
                 try view.run()
+                view.client?.close()
             } catch let error as RawTerminal.Failure {
                 Console.err("parley: \(error)")
                 throw ExitCode(CLIExitCode.usage)
@@ -58,20 +77,34 @@ struct ChatCommand: ParsableCommand {
 
 /// The running chat: the daemon connection, the terminal and the model.
 private struct ChatView {
-    let client: ControlClient
+    /// nil while parleyd is away: the view keeps running and reconnects.
+    var client: ControlClient?
+    let path: String
     let peer: String
+    let history: Int
     var model = ChatModel()
     var editor = LineEditor()
+    var sentLines = InputHistory()
     var decoder = TerminalKeyDecoder()
     var peerName: String
     var online = false
     var scroll = 0
     var size = RawTerminal.size()
+    /// Where older history starts (nil: nothing older, or not known yet).
+    var olderCursor: Int?
+    var nextReconnect = ContinuousClock.now
 
-    init(client: ControlClient, peer: String, history: Int) throws(ControlClientError) {
-        self.client = client
+    init(client: ControlClient, path: String, peer: String, history: Int) throws(ControlClientError) {
+        self.path = path
         self.peer = peer
+        self.history = history
         peerName = peer
+        try attach(client)
+    }
+
+    /// Subscribes on `client` and shows the newest history (again after a reconnect: the
+    /// model shows each message once).
+    mutating func attach(_ client: ControlClient) throws(ControlClientError) {
         if let info = Self.find(peer, in: try client.call(PeersListParams()).peers) {
             peerName = info.name
             online = info.online
@@ -79,7 +112,13 @@ private struct ChatView {
         // Subscribe first, then read history: a message arriving in between is in both,
         // and the model shows it once.
         _ = try client.call(MessagesSubscribeParams(peer: peer))
-        for m in try client.call(MessagesListParams(peer: peer, limit: history)).messages { model.add(m) }
+        let page = try client.call(MessagesListParams(peer: peer, limit: history))
+        if model.oldestCursor == nil { olderCursor = page.olderCursor }
+        for m in page.messages where !model.add(m) && m.direction == .outgoing {
+            // Shown before a reconnect: its delivery or read may have happened meanwhile.
+            model.mark(m.id, m.readAt != nil ? .read : m.state == .delivered ? .delivered : .queued)
+        }
+        self.client = client
         try markRead()
     }
 
@@ -93,38 +132,96 @@ private struct ChatView {
         return matches.count == 1 ? matches[0] : nil
     }
 
+    /// Whether `error` means the daemon went away (restart, stop): then the view waits and
+    /// reconnects instead of exiting, and the line being typed is kept.
+    static func isConnectionLost(_ error: ControlClientError) -> Bool {
+        switch error {
+        case .connectionClosed, .io, .timedOut, .cannotConnect: return true
+        case .remote(let e): return e.knownCode == .subscriberTooSlow
+        case .protocolViolation, .socketPathTooLong: return false
+        }
+    }
+
+    mutating func lost(_ error: ControlClientError) {
+        client?.close()
+        client = nil
+        online = false
+        nextReconnect = .now + .milliseconds(ChatCommand.reconnectIntervalMilliseconds)
+        model.notice("lost parleyd (\(error.description)); reconnecting…", at: Self.nowMs())
+    }
+
+    mutating func tryReconnect() -> Bool {
+        guard client == nil, ContinuousClock.now >= nextReconnect else { return false }
+        nextReconnect = .now + .milliseconds(ChatCommand.reconnectIntervalMilliseconds)
+        do {
+            try attach(try ControlClient.connect(path: path))
+            model.notice("reconnected to parleyd", at: Self.nowMs())
+            return true
+        } catch {
+            client = nil
+            return false
+        }
+    }
+
     mutating func run() throws {
         let terminal = try RawTerminal()
         defer { terminal.restore() }
         redraw(terminal)
         while true {
             var dirty = false
-            if client.hasBufferedNotifications {
-                dirty = try drainNotifications() || dirty
-            } else {
-                var fds = [pollfd(fd: 0, events: Int16(POLLIN), revents: 0),
-                           pollfd(fd: client.fileDescriptor, events: Int16(POLLIN), revents: 0)]
-                let ready = poll(&fds, 2, ChatCommand.pollTimeoutMilliseconds)
-                if ready < 0 && errno != EINTR { throw ControlClientError.io(operation: "poll", reason: String(cString: strerror(errno))) }
-                if ready > 0 && fds[0].revents != 0 {
-                    var buffer = [UInt8](repeating: 0, count: ChatCommand.readChunkBytes)
-                    let n = read(0, &buffer, buffer.count)
-                    if n == 0 { return }  // the terminal went away
-                    if n > 0 {
-                        for key in decoder.feed(Array(buffer[0..<n])) {
-                            switch try handle(key) {
-                            case .quit: return
-                            case .redraw: dirty = true
-                            case .none: break
-                            }
+            do {
+                dirty = try step() || dirty
+            } catch Stop.quit {
+                return
+            } catch let error as ControlClientError {
+                guard Self.isConnectionLost(error) else { throw error }
+                lost(error)
+                dirty = true
+            }
+            if tryReconnect() { dirty = true }
+            let now = RawTerminal.size()
+            if now != size { size = now; dirty = true }
+            if dirty {
+                try? loadOlderIfScrolledPastTop()
+                redraw(terminal)
+            }
+        }
+    }
+
+    /// Thrown by `step` when the user quits.
+    enum Stop: Error { case quit }
+
+    /// One wait for the terminal or the daemon, and what came. True if the screen changed.
+    /// Throws `Stop.quit`, or the `ControlClientError` that cut the daemon off.
+    mutating func step() throws -> Bool {
+        var dirty = false
+        if let client, client.hasBufferedNotifications {
+            return try drainNotifications()
+        }
+        do {
+            var fds = [pollfd(fd: 0, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: client?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0)]
+            let timeout = client == nil ? Int32(ChatCommand.reconnectIntervalMilliseconds) : ChatCommand.pollTimeoutMilliseconds
+            let ready = poll(&fds, 2, timeout)
+            if ready < 0 && errno != EINTR {
+                throw ControlClientError.io(operation: "poll", reason: String(cString: strerror(errno)))
+            }
+            if ready > 0 && fds[0].revents != 0 {
+                var buffer = [UInt8](repeating: 0, count: ChatCommand.readChunkBytes)
+                let n = read(0, &buffer, buffer.count)
+                if n == 0 { throw Stop.quit }  // the terminal went away
+                if n > 0 {
+                    for key in decoder.feed(Array(buffer[0..<n])) {
+                        switch try handle(key) {
+                        case .quit: throw Stop.quit
+                        case .redraw: dirty = true
+                        case .none: break
                         }
                     }
                 }
-                if ready > 0 && fds[1].revents != 0 { dirty = try drainNotifications() || dirty }
             }
-            let now = RawTerminal.size()
-            if now != size { size = now; dirty = true }
-            if dirty { redraw(terminal) }
+            if ready > 0, client != nil, fds[1].revents != 0 { dirty = try drainNotifications() || dirty }
+            return dirty
         }
     }
 
@@ -138,24 +235,53 @@ private struct ChatView {
         case .redraw: return .redraw
         case .pageUp: scroll += max(1, size.height - 3); return .redraw
         case .pageDown: scroll = max(0, scroll - max(1, size.height - 3)); return .redraw
+        case .up:
+            guard let line = sentLines.older(current: editor.text) else { return .none }
+            editor.replace(with: line)
+            return .redraw
+        case .down:
+            guard let line = sentLines.newer() else { return .none }
+            editor.replace(with: line)
+            return .redraw
         default: break
         }
         switch editor.apply(key) {
         case .ignored: return .none
         case .edited: return .redraw
+        case .refused(let bytes):
+            model.notice("paste refused: it would make the message \(bytes) bytes; "
+                + "at most \(LineEditor.maxBytes) fit (send a long text with parley send PEER --file PATH)",
+                at: Self.nowMs())
+            scroll = 0
+            return .redraw
         case .submit(let text):
+            guard let client else {
+                model.notice("not sent: parleyd is not connected yet; the line is kept, press Enter again once reconnected",
+                             at: Self.nowMs())
+                return .redraw
+            }
+            // A /command acts on the newest message; any other line is sent ("//x" sends "/x").
+            let result: Result<Void, ControlClientError>
             do {
                 if let command = ChatSlashCommand.parse(text) {
-                    try perform(command)
+                    try perform(command, client: client)
                 } else {
-                    let sent = try client.call(MessagesSendParams(to: peer, body: ChatSlashCommand.messageText(text)))
-                    model.add(sent.message)
+                    model.add(try client.call(MessagesSendParams(to: peer, body: ChatSlashCommand.messageText(text))).message)
                 }
+                result = .success(())
+            } catch {
+                result = .failure(error)
+            }
+            switch result {
+            case .success:
+                sentLines.sent(text)
                 editor.clear()
                 scroll = 0
-            } catch .remote(let error) {
+            case .failure(.remote(let error)) where !Self.isConnectionLost(.remote(error)):
                 // The text stays in the prompt: fix the problem and press Enter again.
                 model.notice("not sent: \(error.message)", at: Self.nowMs())
+            case .failure(let error):
+                throw error
             }
             _ = try drainNotifications()
             return .redraw
@@ -163,7 +289,7 @@ private struct ChatView {
     }
 
     /// Performs a /command on the newest message (its answer updates the view at once).
-    mutating func perform(_ command: ChatSlashCommand) throws(ControlClientError) {
+    mutating func perform(_ command: ChatSlashCommand, client: ControlClient) throws(ControlClientError) {
         let now = Self.nowMs()
         switch command {
         case .reply(let text):
@@ -183,8 +309,18 @@ private struct ChatView {
         }
     }
 
+    /// Page Up past the oldest message loaded asks the daemon for the page before it.
+    mutating func loadOlderIfScrolledPastTop() throws(ControlClientError) {
+        guard scroll > 0, let client, let before = olderCursor else { return }
+        guard layout().count < size.height - 2 + scroll else { return }
+        let page = try client.call(MessagesListParams(peer: peer, before: before, limit: history))
+        olderCursor = page.olderCursor
+        model.prepend(page.messages)
+    }
+
     /// Applies every notification that has arrived; true if anything changed on screen.
     mutating func drainNotifications() throws -> Bool {
+        guard let client else { return false }
         var changed = false
         var newIncoming = false
         while let n = try client.pollNotification() {
@@ -223,19 +359,25 @@ private struct ChatView {
     }
 
     func markRead() throws(ControlClientError) {
-        guard let cursor = model.newestIncomingCursor else { return }
+        guard let client, let cursor = model.newestIncomingCursor else { return }
         _ = try client.call(MessagesMarkReadParams(peer: peer, upTo: cursor))
+    }
+
+    /// The wrapped lines of the entries that can be on screen (or just above it, for Page Up).
+    func layout() -> [String] {
+        var lines: [String] = []
+        for entry in model.entries.reversed() {
+            lines.insert(contentsOf: ChatLayout.lines(entry, width: size.width, time: Self.clock), at: 0)
+            if lines.count >= size.height + scroll { break }
+        }
+        return lines
     }
 
     mutating func redraw(_ terminal: RawTerminal) {
         let width = size.width
-        // Only the entries that can be on screen (or just above it, for Page Up) are laid out.
-        var lines: [String] = []
-        for entry in model.entries.reversed() {
-            lines.insert(contentsOf: ChatLayout.lines(entry, width: width, time: Self.clock), at: 0)
-            if lines.count >= size.height + scroll { break }
-        }
-        let status = "\(Terminal.line(peerName)) · \(online ? "online" : "offline") · Enter sends · Ctrl-C quits"
+        let lines = layout()
+        let state = client == nil ? "parleyd away, reconnecting" : online ? "online" : "offline"
+        let status = "\(Terminal.line(peerName)) · \(state) · Enter sends · Ctrl-C quits"
         let screen = ChatLayout.screen(lines: lines, status: status, editor: editor, width: width,
                                        height: size.height, scroll: &scroll)
         terminal.draw(screen, statusRow: screen.rows.count >= ChatLayout.minimumRows ? screen.rows.count - 2 : nil)

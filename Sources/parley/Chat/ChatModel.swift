@@ -15,11 +15,33 @@ struct ChatModel {
     /// Cursor of the newest incoming message shown: what `messages.mark_read` gets.
     private(set) var newestIncomingCursor: Int?
 
+    /// Cursor of the oldest message shown: Page Up past it asks for the page before it.
+    private(set) var oldestCursor: Int?
+
     /// Adds a message unless it is already shown (history and live events overlap at
     /// the start). Returns whether it was new.
     @discardableResult
     mutating func add(_ m: MessageInfo) -> Bool {
-        guard !entries.contains(where: { $0.id == m.id }) else { return false }
+        guard let entry = entry(for: m) else { return false }
+        append(entry)
+        return true
+    }
+
+    /// Older history (Page Up) goes above what is shown, in order; messages already shown
+    /// are skipped. Returns how many were added. Older entries are what the bound on
+    /// entries drops first, so a page that would not fit is cut at its old end.
+    @discardableResult
+    mutating func prepend(_ older: [MessageInfo]) -> Int {
+        let fresh = older.compactMap { entry(for: $0) }
+        let room = max(0, Self.maxEntries - entries.count)
+        entries.insert(contentsOf: fresh.suffix(room), at: 0)
+        return min(fresh.count, room)
+    }
+
+    /// The entry for a message not shown yet (nil if it is), updating the cursors.
+    private mutating func entry(for m: MessageInfo) -> ChatEntry? {
+        guard !entries.contains(where: { $0.id == m.id }) else { return nil }
+        oldestCursor = min(oldestCursor ?? m.cursor, m.cursor)
         var entry: ChatEntry
         switch m.direction {
         case .incoming:
@@ -32,8 +54,7 @@ struct ChatModel {
             entry = ChatEntry(id: m.id, kind: .outgoing, time: m.createdAt, body: Self.text(of: m), mark: mark,
                               deleted: m.deletedAt != nil)
         }
-        append(entry)
-        return true
+        return entry
     }
 
     /// What the view shows for a message: the quote of a reply, "(edited)", the "(deleted)"

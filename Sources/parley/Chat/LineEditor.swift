@@ -12,6 +12,9 @@ struct LineEditor {
 
     enum Outcome: Equatable {
         case edited
+        /// Text that would take the line over `maxBytes`: nothing of it was inserted (a
+        /// paste cut silently would send half a message). `bytes` is the line it would make.
+        case refused(bytes: Int)
         /// Enter on a line that is not blank: the text to send (the line is kept until
         /// the caller clears it, so a failed send loses nothing).
         case submit(String)
@@ -20,9 +23,21 @@ struct LineEditor {
 
     mutating func apply(_ key: TerminalKey) -> Outcome {
         switch key {
-        case .text(let t): return insert(t) ? .edited : .ignored
+        case .pasteTooLong(let bytes):
+            return .refused(bytes: text.utf8.count + bytes)
+        case .text(let t), .paste(let t):
+            let total = text.utf8.count + t.utf8.count
+            guard total <= Self.maxBytes else { return .refused(bytes: total) }
+            characters.insert(contentsOf: t, at: cursor)
+            cursor += t.count
         case .enter:
-            return text.allSatisfy(\.isWhitespace) ? .ignored : .submit(text)
+            // A blank line sends nothing, and leaves no invisible spaces behind either.
+            guard !text.allSatisfy(\.isWhitespace) else {
+                if isEmpty { return .ignored }
+                clear()
+                return .edited
+            }
+            return .submit(text)
         case .backspace:
             guard cursor > 0 else { return .ignored }
             characters.remove(at: cursor - 1)
@@ -41,6 +56,14 @@ struct LineEditor {
             while start > 0, !characters[start - 1].isWhitespace { start -= 1 }
             characters.removeSubrange(start..<cursor)
             cursor = start
+        case .wordLeft:
+            guard cursor > 0 else { return .ignored }
+            while cursor > 0, !Self.isWordCharacter(characters[cursor - 1]) { cursor -= 1 }
+            while cursor > 0, Self.isWordCharacter(characters[cursor - 1]) { cursor -= 1 }
+        case .wordRight:
+            guard cursor < characters.count else { return .ignored }
+            while cursor < characters.count, !Self.isWordCharacter(characters[cursor]) { cursor += 1 }
+            while cursor < characters.count, Self.isWordCharacter(characters[cursor]) { cursor += 1 }
         case .up, .down, .pageUp, .pageDown, .interrupt, .endOfInput, .redraw:
             return .ignored
         }
@@ -52,21 +75,14 @@ struct LineEditor {
         cursor = 0
     }
 
-    /// Inserts what fits under `maxBytes`; false if nothing did.
-    private mutating func insert(_ t: String) -> Bool {
-        var budget = Self.maxBytes - text.utf8.count
-        var added: [Character] = []
-        for c in t {
-            let n = c.utf8.count
-            guard n <= budget else { break }
-            budget -= n
-            added.append(c)
-        }
-        guard !added.isEmpty else { return false }
-        characters.insert(contentsOf: added, at: cursor)
-        cursor += added.count
-        return true
+    /// Replaces the whole line (a recalled line), cursor at its end.
+    mutating func replace(with text: String) {
+        characters = Array(text)
+        cursor = characters.count
     }
+
+    /// Letters and digits make words for Alt-b / Alt-f, as in readline.
+    static func isWordCharacter(_ c: Character) -> Bool { c.isLetter || c.isNumber }
 
     /// What to draw after a prompt in `width` columns: a window of the text that keeps
     /// the cursor visible, and the cursor's column within it.
@@ -74,14 +90,16 @@ struct LineEditor {
         guard width > 1 else { return ("", 0) }
         // Scroll so the cursor sits at most width-1 columns in (room to draw it at the end).
         var start = 0
-        var widthBeforeCursor = characters[0..<cursor].reduce(0) { $0 + DisplayWidth.of($1) }
+        // A pasted line break is drawn as ↵: the prompt stays one row.
+        let drawn = characters.map { $0 == "\n" ? "↵" : $0 }
+        var widthBeforeCursor = drawn[0..<cursor].reduce(0) { $0 + DisplayWidth.of($1) }
         while widthBeforeCursor > width - 1, start < cursor {
-            widthBeforeCursor -= DisplayWidth.of(characters[start])
+            widthBeforeCursor -= DisplayWidth.of(drawn[start])
             start += 1
         }
         var shown = ""
         var used = 0
-        for c in characters[start...] {
+        for c in drawn[start...] {
             let w = DisplayWidth.of(c)
             if used + w > width { break }
             used += w

@@ -15,6 +15,10 @@ final class RawTerminal {
     static let enterAlternateScreen = "\u{1B}[?1049h"
     static let leaveAlternateScreen = "\u{1B}[?1049l"
     static let hideCursor = "\u{1B}[?25l"
+    /// Bracketed paste: the terminal marks pasted text, so a paste is one edit (refused
+    /// whole when too long, its line breaks kept) rather than keystrokes and Enters.
+    static let enableBracketedPaste = "\u{1B}[?2004h"
+    static let disableBracketedPaste = "\u{1B}[?2004l"
     static let showCursor = "\u{1B}[?25h"
     static let clearToEndOfLine = "\u{1B}[K"
     static let reverseVideo = "\u{1B}[7m"
@@ -52,7 +56,7 @@ final class RawTerminal {
         }
         // A window size change must interrupt poll(2); the handler itself does nothing.
         signal(SIGWINCH) { _ in }
-        RawTerminal.write(Self.enterAlternateScreen)
+        RawTerminal.write(Self.enterAlternateScreen + Self.enableBracketedPaste)
     }
 
     deinit { restore() }
@@ -60,7 +64,7 @@ final class RawTerminal {
     func restore() {
         guard !restored else { return }
         restored = true
-        RawTerminal.write(Self.resetAttributes + Self.showCursor + Self.leaveAlternateScreen)
+        RawTerminal.write(Self.resetAttributes + Self.showCursor + Self.disableBracketedPaste + Self.leaveAlternateScreen)
         var original = savedTerminalState
         _ = tcsetattr(0, TCSAFLUSH, &original)
         terminalIsRaw = false
@@ -111,7 +115,7 @@ nonisolated(unsafe) private var terminalIsRaw = false
 /// Async-signal-safe: write(2) and tcsetattr(3) only.
 private func restoreTerminalFromSignal() {
     guard terminalIsRaw else { return }
-    let leave: StaticString = "\u{1B}[0m\u{1B}[?25h\u{1B}[?1049l"
+    let leave: StaticString = "\u{1B}[0m\u{1B}[?25h\u{1B}[?2004l\u{1B}[?1049l"
     _ = Glibc.write(1, leave.utf8Start, leave.utf8CodeUnitCount)
     _ = tcsetattr(0, TCSAFLUSH, &savedTerminalState)
 }

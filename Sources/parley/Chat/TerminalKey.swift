@@ -3,6 +3,8 @@ enum TerminalKey: Equatable {
     /// Printable characters, consecutive ones together.
     case text(String)
     case enter, backspace, delete, left, right, home, end, up, down, pageUp, pageDown
+    /// Alt-b / Ctrl-Left, Alt-f / Ctrl-Right: a word back or forward (readline's habit).
+    case wordLeft, wordRight
     /// Ctrl-C.
     case interrupt
     /// Ctrl-D.
@@ -13,6 +15,11 @@ enum TerminalKey: Equatable {
     case eraseWord
     /// Ctrl-L.
     case redraw
+    /// Text pasted in bracketed-paste mode, line breaks as `\n`: one edit.
+    case paste(String)
+    /// A paste longer than the decoder keeps (`TerminalKeyDecoder.maxPasteBytes`): only
+    /// its size is known, it is refused whole.
+    case pasteTooLong(bytes: Int)
 }
 
 /// Turns the bytes a raw-mode terminal sends into keys: UTF-8 text, control keys and the
@@ -23,7 +30,44 @@ struct TerminalKeyDecoder {
     /// so hostile input cannot make the buffer grow.
     static let maxPendingBytes = 64
 
+    /// Most bytes of one paste kept: well above a message (64 KiB), so a too-long paste
+    /// is still reported with its size; beyond it only the count goes on.
+    static let maxPasteBytes = 1 << 20
+    private static let pasteEnd: [UInt8] = [0x1B, 0x5B, 0x32, 0x30, 0x31, 0x7E]  // ESC [ 2 0 1 ~
+
     private var pending: [UInt8] = []
+    /// Inside a bracketed paste: what was pasted so far.
+    private var paste: PasteBuffer?
+
+    private struct PasteBuffer {
+        var bytes: [UInt8] = []
+        var length = 0
+
+        mutating func append(_ chunk: ArraySlice<UInt8>) {
+            length += chunk.count
+            let room = TerminalKeyDecoder.maxPasteBytes - bytes.count
+            if room > 0 { bytes += chunk.prefix(room) }
+        }
+
+        /// Line breaks as `\n` (terminals send CR), other control bytes but tab dropped.
+        var key: TerminalKey {
+            guard length <= TerminalKeyDecoder.maxPasteBytes else { return .pasteTooLong(bytes: length) }
+            var cleaned: [UInt8] = []
+            cleaned.reserveCapacity(bytes.count)
+            var previousCR = false
+            for b in bytes {
+                switch b {
+                case 0x0D: cleaned.append(0x0A)
+                case 0x0A where previousCR: break
+                case 0x0A, 0x09: cleaned.append(b)
+                case 0x00..<0x20, 0x7F: break
+                default: cleaned.append(b)
+                }
+                previousCR = b == 0x0D
+            }
+            return .paste(String(decoding: cleaned, as: UTF8.self))
+        }
+    }
 
     mutating func feed(_ bytes: [UInt8]) -> [TerminalKey] {
         pending += bytes
@@ -37,6 +81,22 @@ struct TerminalKeyDecoder {
             }
         }
         parsing: while i < pending.count {
+            if var p = paste {
+                // Until ESC [ 201 ~, everything is pasted text.
+                if let end = Self.find(Self.pasteEnd, in: pending, from: i) {
+                    p.append(pending[i..<end])
+                    i = end + Self.pasteEnd.count
+                    paste = nil
+                    emit(p.key)
+                    continue
+                }
+                // Keep a possible start of the end marker for the next read.
+                let keep = min(Self.pasteEnd.count - 1, pending.count - i)
+                p.append(pending[i..<(pending.count - keep)])
+                paste = p
+                i = pending.count - keep
+                break parsing
+            }
             let b = pending[i]
             switch b {
             case 0x1B:
@@ -45,6 +105,7 @@ struct TerminalKeyDecoder {
                 case let .complete(key, length):
                     if let key { emit(key) }
                     i += length
+                    if Self.isPasteStart(pending, from: i - length, length: length) { paste = PasteBuffer() }
                 }
             case 0x0D, 0x0A: emit(.enter); i += 1
             case 0x7F, 0x08: emit(.backspace); i += 1
@@ -74,6 +135,18 @@ struct TerminalKeyDecoder {
         return keys
     }
 
+    private static func isPasteStart(_ b: [UInt8], from start: Int, length: Int) -> Bool {
+        length == 6 && Array(b[start..<(start + 6)]) == [0x1B, 0x5B, 0x32, 0x30, 0x30, 0x7E]  // ESC [ 200 ~
+    }
+
+    private static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {
+        guard haystack.count - start >= needle.count else { return nil }
+        for j in start...(haystack.count - needle.count) where haystack[j] == needle[0] {
+            if Array(haystack[j..<(j + needle.count)]) == needle { return j }
+        }
+        return nil
+    }
+
     private enum Escape {
         case incomplete
         /// `key` nil: a sequence that means nothing here, skipped.
@@ -94,6 +167,8 @@ struct TerminalKeyDecoder {
         case UInt8(ascii: "O"):
             guard start + 2 < b.count else { return .incomplete }
             return .complete(ss3Key(b[start + 2]), length: 3)
+        case UInt8(ascii: "b"): return .complete(.wordLeft, length: 2)
+        case UInt8(ascii: "f"): return .complete(.wordRight, length: 2)
         default:
             // Alt+key or a lone Escape followed by a key: the Escape is dropped.
             return .complete(nil, length: 1)
@@ -104,8 +179,9 @@ struct TerminalKeyDecoder {
         switch final {
         case UInt8(ascii: "A"): return .up
         case UInt8(ascii: "B"): return .down
-        case UInt8(ascii: "C"): return .right
-        case UInt8(ascii: "D"): return .left
+        // `1;5C` is Ctrl-Right and `1;3C` Alt-Right in xterm's encoding: word moves.
+        case UInt8(ascii: "C"): return parameters.hasSuffix(";5") || parameters.hasSuffix(";3") ? .wordRight : .right
+        case UInt8(ascii: "D"): return parameters.hasSuffix(";5") || parameters.hasSuffix(";3") ? .wordLeft : .left
         case UInt8(ascii: "H"): return .home
         case UInt8(ascii: "F"): return .end
         case UInt8(ascii: "~"):

@@ -1,0 +1,45 @@
+/// Who may use the control socket, decided from the caller's real credentials. Pure.
+///
+/// The kernel tells us the connecting process's uid, gid and pid (SO_PEERCRED); its
+/// supplementary groups come from `/proc/PID/status` ("Groups:"), which is what the
+/// process actually holds: `setpriv --groups parley` counts, and a user added to the group
+/// in /etc/group who has not logged in again does not (their processes do not have it yet,
+/// and the file's 0660 mode would refuse them anyway). The old check read /etc/group and
+/// got both wrong.
+enum ControlAccess {
+    struct Caller: Equatable {
+        var uid: UInt32
+        var gid: UInt32
+        /// The supplementary groups, nil when they could not be read (the process is gone).
+        var groups: [UInt32]?
+    }
+
+    /// root, the daemon's own user, or a process holding the daemon's group (primary or
+    /// supplementary).
+    static func allows(_ caller: Caller, daemonUID: UInt32, daemonGID: UInt32) -> Bool {
+        if caller.uid == 0 || caller.uid == daemonUID { return true }
+        if caller.gid == daemonGID { return true }
+        return caller.groups?.contains(daemonGID) ?? false
+    }
+
+    /// The supplementary groups in the text of `/proc/PID/status`; nil if there is no
+    /// well-formed "Groups:" line.
+    static func supplementaryGroups(procStatus: String) -> [UInt32]? {
+        for line in procStatus.split(separator: "\n") where line.hasPrefix("Groups:") {
+            var groups: [UInt32] = []
+            for field in line.dropFirst("Groups:".count).split(whereSeparator: { $0 == " " || $0 == "\t" }) {
+                guard let gid = UInt32(field) else { return nil }
+                groups.append(gid)
+            }
+            return groups
+        }
+        return nil
+    }
+
+    /// What a refused caller is told: exactly what to do.
+    static func refusal(groupName: String?, daemonGID: UInt32) -> String {
+        let group = groupName ?? String(daemonGID)
+        return "not permitted: you are not in group \(group): sudo usermod -aG \(group) $USER, then log in again "
+            + "(or run parley as parleyd's user)"
+    }
+}
