@@ -402,6 +402,19 @@ extension Store {
         }
     }
 
+    /// Merges the search index's segments so the words of deleted messages leave the file:
+    /// a contentless FTS5 index keeps a deleted row's terms until its segments are merged
+    /// (see `ErasurePurgeSchedule` for when the node calls this). Nothing to do without
+    /// the index.
+    public func purgeErasedTextFromSearchIndex() throws(StoreError) {
+        try write { db in
+            guard try Bool.fetchOne(db, sql: """
+                SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'message_search')
+                """) == true else { return }
+            try db.execute(sql: "INSERT INTO message_search (message_search) VALUES ('optimize')")
+        }
+    }
+
     /// The raw text of every action stored about a message (for tests: a delete must
     /// leave none).
     public func actionBodies(target: String, targetAuthor: String) throws(StoreError) -> [String] {

@@ -130,3 +130,20 @@ final class StatusThrottleTests: XCTestCase {
         XCTAssertEqual(t.received(from: "carol", now: t0 + .seconds(5)), .show)
     }
 }
+
+final class ErasurePurgeScheduleTests: XCTestCase {
+    func testFirstDeleteAtOnceThenOnePurgePerInterval() {
+        var s = ErasurePurgeSchedule(minInterval: .seconds(10))
+        let t0 = MonotonicInstant(nanoseconds: 5_000_000_000)
+        XCTAssertEqual(s.deleteApplied(now: t0), .purgeNow)
+        XCTAssertFalse(s.isPending)
+        XCTAssertEqual(s.deleteApplied(now: t0 + .seconds(1)), .purgeAt(t0 + .seconds(10)))
+        XCTAssertTrue(s.isPending)
+        XCTAssertEqual(s.deleteApplied(now: t0 + .seconds(2)), .alreadyScheduled)
+        s.purged(now: t0 + .seconds(10))
+        XCTAssertFalse(s.isPending)
+        XCTAssertEqual(s.deleteApplied(now: t0 + .seconds(15)), .purgeAt(t0 + .seconds(20)))
+        s.purged(now: t0 + .seconds(20))
+        XCTAssertEqual(s.deleteApplied(now: t0 + .seconds(31)), .purgeNow)
+    }
+}

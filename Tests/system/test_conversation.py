@@ -79,6 +79,10 @@ def test_delete_for_everyone_erases_the_body_from_the_receivers_store(cluster):
     assert by_id(alice, "bob", mid)["body"] == "" and by_id(alice, "bob", mid)["deletedAt"]
     assert by_id(bob, "alice", keep)["body"] == "this one stays"
     assert "(deleted)" in bob.cli("read", "alice").stdout
+    # Search finds neither the text nor its edit, at either end.
+    for node in (bob, alice):
+        for word in ("hunter2", "hunter3"):
+            assert node.call("messages.search", {"query": word})["hits"] == [], (node.name, word)
     # Nothing is left in bob's store: not the text, not the edit's text, not in the file.
     bob.stop()
     alice.stop()

@@ -78,6 +78,7 @@ extension Node {
                                body: body, createdAt: nowMs, members: members.map(\.hex)),
                 me: myIdentity, at: nowMs)
             actionOutboxMayHaveWork = true
+            if kind == .delete { deleteApplied() }
             emit(.messageUpdated(updated))
             let recipients = target.room == nil ? [target.peer] : members.map(\.hex)
             for peer in recipients { if let conn = activeConnection(for: peer) { pump(conn) } }
@@ -122,6 +123,39 @@ extension Node {
     func announceStatus(on conn: PeerConnection) {
         guard conn.remoteFeatures.contains(.conversation), !ownStatus.isEmpty else { return }
         conn.send(.status(ownStatus))
+    }
+
+    // MARK: Erasure
+
+    /// A delete erased a text: purge its words from the search index now or soon
+    /// (`ErasurePurgeSchedule`).
+    func deleteApplied() {
+        switch erasurePurge.deleteApplied(now: clock.monotonicNow()) {
+        case .purgeNow:
+            purgeSearchIndex()
+        case .purgeAt(let due):
+            loop.scheduleTask(deadline: due.deadline) { [weak self] in
+                guard let self, self.erasurePurge.isPending else { return }
+                self.erasurePurge.purged(now: self.clock.monotonicNow())
+                self.purgeSearchIndex()
+            }
+        case .alreadyScheduled:
+            break
+        }
+    }
+
+    /// Before the store closes: a purge still owed runs now.
+    func purgeSearchIndexIfOwed() {
+        guard erasurePurge.isPending else { return }
+        erasurePurge.purged(now: clock.monotonicNow())
+        purgeSearchIndex()
+    }
+
+    private func purgeSearchIndex() {
+        do { try store.purgeErasedTextFromSearchIndex() } catch {
+            log.error("could not purge deleted messages' words from the search index; retried at the next delete",
+                      ["error": "\(error)"])
+        }
     }
 
     // MARK: Pumping
@@ -223,6 +257,7 @@ extension Node {
             _ = attackLog.log(key: sender.hex, "message action refused",
                           ["peer": sender.fingerprintText, "kind": a.kind.rawValue, "target": a.target, "why": "\(why)"])
         }
+        if outcomes.contains(where: { $0.updated != nil && $0.action.kind == .delete }) { deleteApplied() }
         for o in outcomes { if let m = o.updated { emit(.messageUpdated(m)) } }
     }
 

@@ -92,6 +92,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var peerStatuses: [IdentityPublicKey: PresenceStatus] = [:]
     /// At most one shown status change per peer per second (a flood costs no more).
     var statusThrottle = StatusThrottle<IdentityPublicKey>()
+    /// When the words of deleted messages are purged from the search index.
+    var erasurePurge = ErasurePurgeSchedule()
 
     var myIdentityKey: IdentityPublicKey { keys.identity.publicKey }
     var myIdentity: String { keys.identity.publicKey.hex }
@@ -160,6 +162,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         tick = nil
         perform(dialPlanner.stop())
         for link in links.values { link.connection.close(reason: .normal, text: "shutting down") }
+        // A deleted text's words must not outlive the run in the search index.
+        purgeSearchIndexIfOwed()
     }
 
     func addObserver(_ o: NodeObserver) { observers[ObjectIdentifier(o)] = WeakObserver(o) }
