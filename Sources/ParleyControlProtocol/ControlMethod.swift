@@ -25,12 +25,18 @@ public enum ControlMethod {
     public static let roomsAdd = "rooms.add"
     public static let roomsRemove = "rooms.remove"
     public static let roomsLeave = "rooms.leave"
+    public static let roomsAccept = "rooms.accept"
+    public static let roomsDecline = "rooms.decline"
+    public static let roomsSetRole = "rooms.set_role"
+    public static let roomsRename = "rooms.rename"
+    public static let roomsSetPolicy = "rooms.set_policy"
 
     /// Every method, for dispatch tables and tests.
     public static let all: [String] = [
         nodeStatus, nodeWhoami, peersList, peersConnect, peersNickname, messagesSend, messagesList,
         messagesSubscribe, messagesMarkRead, messagesSearch, trustVerify, trustShow, trustReplace, trustAccept, trustBlock,
         trustUnblock, trustForget, nodeRotateKey, roomsList, roomsCreate, roomsAdd, roomsRemove, roomsLeave,
+        roomsAccept, roomsDecline, roomsSetRole, roomsRename, roomsSetPolicy,
         messagesReply, messagesEdit, messagesDelete, messagesReact, nodeSetStatus,
     ]
 }

@@ -5,11 +5,17 @@ public struct RoomMemberInfo: Codable, Sendable, Hashable {
     public var fingerprint: String
     /// True for this node itself.
     public var you: Bool
+    /// `member`, `admin` or `owner`.
+    public var role: String
+    /// False while the member has not accepted its invitation ("invited").
+    public var joined: Bool
 
-    public init(name: String, fingerprint: String, you: Bool) {
+    public init(name: String, fingerprint: String, you: Bool, role: String = "member", joined: Bool = true) {
         self.name = name
         self.fingerprint = fingerprint
         self.you = you
+        self.role = role
+        self.joined = joined
     }
 }
 
@@ -18,10 +24,19 @@ public struct RoomInfo: Codable, Sendable, Hashable {
     /// 32 hex digits; a prefix of 4 or more selects the room.
     public var id: String
     public var name: String
-    /// Current members, by fingerprint.
+    /// Current members (joined and invited), by fingerprint.
     public var members: [RoomMemberInfo]
-    /// Whether this node is a member (false after leaving or being removed).
+    /// Whether this node is a joined member (false while invited, after leaving or being removed).
     public var member: Bool
+    /// `joined`, `invited` (answer with `rooms.accept` / `rooms.decline`), `left`, or
+    /// `retired` (a room of the first protocol version, kept as history).
+    public var status: String
+    /// This node's role while it is a member (joined or invited); nil otherwise.
+    public var role: String?
+    /// Fingerprint of the peer that delivered the invitation (status `invited`).
+    public var invitedBy: String?
+    /// Only admins and owners may add members.
+    public var onlyAdminsAdd: Bool
     public var creator: String
     public var creatorName: String
     /// Unix time in milliseconds on the creator's clock.
@@ -34,7 +49,12 @@ public struct RoomInfo: Codable, Sendable, Hashable {
     public var unread: Int
 
     public init(id: String, name: String, members: [RoomMemberInfo], member: Bool, creator: String,
-                creatorName: String, createdAt: Int, version: Int, queued: Int, unread: Int = 0) {
+                creatorName: String, createdAt: Int, version: Int, queued: Int, unread: Int = 0,
+                status: String? = nil, role: String? = nil, invitedBy: String? = nil, onlyAdminsAdd: Bool = false) {
+        self.status = status ?? (member ? "joined" : "left")
+        self.role = role
+        self.invitedBy = invitedBy
+        self.onlyAdminsAdd = onlyAdminsAdd
         self.id = id
         self.name = name
         self.members = members

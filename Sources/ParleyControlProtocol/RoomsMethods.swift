@@ -1,4 +1,5 @@
-/// `rooms.list`, `rooms.create`, `rooms.add`, `rooms.remove`, `rooms.leave`.
+/// `rooms.list`, `rooms.create`, `rooms.add`, `rooms.remove`, `rooms.leave`,
+/// `rooms.accept`, `rooms.decline`, `rooms.set_role`, `rooms.rename`, `rooms.set_policy`.
 ///
 /// A ROOM selector is `#name`, `name`, or an id prefix of at least 4 hex digits (the `#`
 /// is optional here; in `messages.send` / `messages.list` / `messages.subscribe` it is what
@@ -19,20 +20,23 @@ public struct RoomsListResult: Codable, Sendable, Hashable {
     public init(rooms: [RoomInfo]) { self.rooms = rooms }
 }
 
-/// Creates a room with this node and the given peers as members.
+/// Creates a room with this node as its owner and invites the given peers.
 public struct RoomsCreateParams: ControlCallParams {
     public typealias ResultType = RoomResult
     public static let method = ControlMethod.roomsCreate
-    public static let fieldNames = ["name", "members"]
+    public static let fieldNames = ["name", "members", "onlyAdminsAdd"]
 
     /// 1...64 bytes of UTF-8, no control or bidirectional formatting characters.
     public var name: String
-    /// PEER selectors (display name or fingerprint prefix); may be empty.
+    /// PEER selectors (display name or fingerprint prefix) to invite; may be empty.
     public var members: [String]
+    /// Only admins and owners may add members (default false: any joined member may).
+    public var onlyAdminsAdd: Bool?
 
-    public init(name: String, members: [String]) {
+    public init(name: String, members: [String], onlyAdminsAdd: Bool? = nil) {
         self.name = name
         self.members = members
+        self.onlyAdminsAdd = onlyAdminsAdd
     }
 
     public func validate() throws(JSONRPCError) {
@@ -55,7 +59,7 @@ public struct RoomResult: Codable, Sendable, Hashable {
     public init(room: RoomInfo) { self.room = room }
 }
 
-/// Adds a peer to a room (any member may).
+/// Invites a peer to a room (any joined member, or only admins if the room says so).
 public struct RoomsAddParams: ControlCallParams {
     public typealias ResultType = RoomResult
     public static let method = ControlMethod.roomsAdd
@@ -75,7 +79,7 @@ public struct RoomsAddParams: ControlCallParams {
     }
 }
 
-/// Removes a member from a room (any member may).
+/// Removes a member from a room (an admin or owner, of a member ranked below it).
 public struct RoomsRemoveParams: ControlCallParams {
     public typealias ResultType = RoomResult
     public static let method = ControlMethod.roomsRemove
@@ -108,6 +112,97 @@ public struct RoomsLeaveParams: ControlCallParams {
     public func validate() throws(JSONRPCError) {
         try ParamCheck.peerSelector(room, field: "room")
     }
+}
+
+/// One room selector: `rooms.accept`, `rooms.decline`.
+public protocol RoomSelectorParams: ControlCallParams where ResultType == RoomResult {
+    var room: String { get }
+    init(room: String)
+}
+
+extension RoomSelectorParams {
+    public static var fieldNames: [String] { ["room"] }
+    public func validate() throws(JSONRPCError) { try ParamCheck.peerSelector(room, field: "room") }
+}
+
+/// Accepts this node's invitation to a room (it joins: messages start to flow).
+public struct RoomsAcceptParams: RoomSelectorParams {
+    public typealias ResultType = RoomResult
+    public static let method = ControlMethod.roomsAccept
+    public var room: String
+    public init(room: String) { self.room = room }
+}
+
+/// Declines this node's invitation to a room (it leaves; the inviter sees it).
+public struct RoomsDeclineParams: RoomSelectorParams {
+    public typealias ResultType = RoomResult
+    public static let method = ControlMethod.roomsDecline
+    public var room: String
+    public init(room: String) { self.room = room }
+}
+
+/// Gives a member a role: `member`, `admin` or `owner` (promote or demote).
+public struct RoomsSetRoleParams: ControlCallParams {
+    public typealias ResultType = RoomResult
+    public static let method = ControlMethod.roomsSetRole
+    public static let fieldNames = ["room", "peer", "role"]
+
+    public var room: String
+    public var peer: String
+    public var role: String
+
+    public init(room: String, peer: String, role: String) {
+        self.room = room
+        self.peer = peer
+        self.role = role
+    }
+
+    public static let roles = ["member", "admin", "owner"]
+
+    public func validate() throws(JSONRPCError) {
+        try ParamCheck.peerSelector(room, field: "room")
+        try ParamCheck.peerSelector(peer, field: "peer")
+        guard Self.roles.contains(role) else { throw .invalidParams("\"role\" must be one of member, admin, owner") }
+    }
+}
+
+/// Renames a room (admins and owners).
+public struct RoomsRenameParams: ControlCallParams {
+    public typealias ResultType = RoomResult
+    public static let method = ControlMethod.roomsRename
+    public static let fieldNames = ["room", "name"]
+
+    public var room: String
+    public var name: String
+
+    public init(room: String, name: String) {
+        self.room = room
+        self.name = name
+    }
+
+    public func validate() throws(JSONRPCError) {
+        try ParamCheck.peerSelector(room, field: "room")
+        guard !name.isEmpty, name.utf8.count <= ControlLimits.maxRoomNameBytes, !name.hasPrefix("#") else {
+            throw .invalidParams("\"name\" must be 1-\(ControlLimits.maxRoomNameBytes) bytes, not starting with '#'")
+        }
+    }
+}
+
+/// Sets the room's policy (admins and owners).
+public struct RoomsSetPolicyParams: ControlCallParams {
+    public typealias ResultType = RoomResult
+    public static let method = ControlMethod.roomsSetPolicy
+    public static let fieldNames = ["room", "onlyAdminsAdd"]
+
+    public var room: String
+    public var onlyAdminsAdd: Bool
+
+    public init(room: String, onlyAdminsAdd: Bool) {
+        self.room = room
+        self.onlyAdminsAdd = onlyAdminsAdd
+    }
+
+    public func validate() throws(JSONRPCError) { try ParamCheck.peerSelector(room, field: "room") }
 }
 
 /// A room's name, members or version changed, or this node learned of a room.

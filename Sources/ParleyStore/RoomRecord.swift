@@ -1,3 +1,17 @@
+import ParleyCore
+
+/// This node's relation to a room.
+public enum RoomStatus: String, Sendable, Equatable {
+    /// It accepted: sends, receives and forwards the room's traffic.
+    case joined
+    /// An unanswered invitation: the room's operations are kept, nothing else.
+    case invited
+    /// It left, declined or was removed.
+    case left
+    /// A version-1 room kept as history (docs/PROTOCOL.md, "Migration of version-1 rooms").
+    case retired
+}
+
 /// A room as this node last resolved it (a cache of what its operations say).
 public struct RoomRecord: Sendable, Equatable {
     /// 32 lowercase hex digits (16 random bytes chosen by the creator).
@@ -13,13 +27,28 @@ public struct RoomRecord: Sendable, Equatable {
     public var version: Int64
     /// Identity hex of every current member, ascending.
     public var members: [String]
-    /// Whether this node is a member (false once it left or was removed).
-    public var isMember: Bool
+    /// Whether this node is a joined member (false while invited, once it left or was removed).
+    public var isMember: Bool { status == .joined }
+    public var status: RoomStatus
+    /// Each member's role (identity hex → role).
+    public var roles: [String: RoomRole]
+    /// Members that accepted (identity hex), ascending; the others are invited.
+    public var joined: [String]
+    /// The room's policy: only admins and owners may add members.
+    public var onlyAdminsAdd: Bool
+    /// Identity hex of the peer that delivered the invitation (invited rooms).
+    public var inviter: String?
     /// Unix ms of this node's last change to the record.
     public var updatedAt: Int64
 
     public init(id: String, root: String, name: String, creator: String, createdAt: Int64, version: Int64,
-                members: [String], isMember: Bool, updatedAt: Int64) {
+                members: [String], status: RoomStatus, roles: [String: RoomRole] = [:], joined: [String]? = nil,
+                onlyAdminsAdd: Bool = false, inviter: String? = nil, updatedAt: Int64) {
+        self.status = status
+        self.roles = roles
+        self.joined = joined ?? members
+        self.onlyAdminsAdd = onlyAdminsAdd
+        self.inviter = inviter
         self.id = id
         self.root = root
         self.name = name
@@ -27,7 +56,6 @@ public struct RoomRecord: Sendable, Equatable {
         self.createdAt = createdAt
         self.version = version
         self.members = members
-        self.isMember = isMember
         self.updatedAt = updatedAt
     }
 }

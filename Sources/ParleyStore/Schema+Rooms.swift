@@ -68,4 +68,33 @@ extension Schema {
                 """)
         }
     }
+
+    /// Issue 14: roles, invitations, the room id that commits to the create (room
+    /// operations version 2; docs/PROTOCOL.md, "Migration of version-1 rooms").
+    ///
+    /// - `room.status`: `joined` (this node accepted; it sends, receives and forwards),
+    ///   `invited` (an invitation its person has not answered: the room's operations are
+    ///   kept as the invitation, nothing is forwarded), `left` (left, declined or removed),
+    ///   `retired` (a version-1 room: its history stays readable, it takes no new traffic).
+    ///   `inviter`: the peer that delivered the invitation (invitations are bounded per peer).
+    /// - `room_member.role` and `room_member.joined` cache each member's role and whether it
+    ///   accepted.
+    /// - Version-1 operations are not valid version-2 operations (other signature domain,
+    ///   other room-id rule), so they and their outbox are dropped; the messages stay.
+    static func registerRoomsV2Migration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("rooms-v2") { db in
+            try db.execute(sql: """
+                ALTER TABLE room ADD COLUMN status TEXT NOT NULL DEFAULT 'joined'
+                    CHECK (status IN ('joined', 'invited', 'left', 'retired'));
+                ALTER TABLE room ADD COLUMN inviter TEXT;
+                ALTER TABLE room ADD COLUMN only_admins_add INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE room_member ADD COLUMN role INTEGER NOT NULL DEFAULT 1;
+                ALTER TABLE room_member ADD COLUMN joined INTEGER NOT NULL DEFAULT 1;
+                CREATE INDEX room_invitation ON room (inviter) WHERE status = 'invited';
+                DELETE FROM room_operation_outbox;
+                DELETE FROM room_operation;
+                UPDATE room SET status = 'retired', is_member = 0;
+                """)
+        }
+    }
 }

@@ -168,6 +168,7 @@ enum Schema {
         registerTrustMigration(&migrator)
         registerSearchMigration(&migrator)
         registerAddressesMigration(&migrator)
+        registerRoomsV2Migration(&migrator)
         registerConversationMigration(&migrator)
         return migrator
     }

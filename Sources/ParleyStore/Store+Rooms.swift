@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ParleyCore
 
 // Rooms: operations, resolved state, and room messages with their per-member fan-out.
 // Layout and reasons: Schema+Rooms.swift.
@@ -143,18 +144,60 @@ extension Store {
         try InputValidation.requireIdentity(room.creator, "creator")
         try InputValidation.requireNoNUL(room.name, "room name")
         for m in room.members { try InputValidation.requireIdentity(m, "member") }
+        if let inviter = room.inviter { try InputValidation.requireIdentity(inviter, "inviter") }
+        let joined = Set(room.joined)
         try write { db in
             try db.execute(sql: """
-                INSERT INTO room (id, root, name, creator, created_at, version, is_member, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO room (id, root, name, creator, created_at, version, is_member, updated_at, status,
+                                  inviter, only_admins_add)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (id) DO UPDATE SET root = excluded.root, name = excluded.name,
                     creator = excluded.creator, created_at = excluded.created_at, version = excluded.version,
-                    is_member = excluded.is_member, updated_at = excluded.updated_at
+                    is_member = excluded.is_member, updated_at = excluded.updated_at, status = excluded.status,
+                    inviter = excluded.inviter, only_admins_add = excluded.only_admins_add
                 """, arguments: [room.id, room.root, room.name, room.creator, room.createdAt, room.version,
-                                 room.isMember ? 1 : 0, room.updatedAt])
+                                 room.isMember ? 1 : 0, room.updatedAt, room.status.rawValue, room.inviter,
+                                 room.onlyAdminsAdd ? 1 : 0])
             try db.execute(sql: "DELETE FROM room_member WHERE room = ?", arguments: [room.id])
-            let insert = try db.cachedStatement(sql: "INSERT INTO room_member (room, identity) VALUES (?, ?)")
-            for m in Set(room.members) { try insert.execute(arguments: [room.id, m]) }
+            let insert = try db.cachedStatement(sql: "INSERT INTO room_member (room, identity, role, joined) VALUES (?, ?, ?, ?)")
+            for m in Set(room.members) {
+                try insert.execute(arguments: [room.id, m, Int((room.roles[m] ?? .member).rawValue), joined.contains(m) ? 1 : 0])
+            }
+        }
+    }
+
+    /// Unanswered invitations that `inviter` delivered (bounded per peer).
+    public func invitationCount(from inviter: String) throws(StoreError) -> Int {
+        try InputValidation.requireIdentity(inviter, "inviter")
+        return try read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM room WHERE status = 'invited' AND inviter = ?",
+                             arguments: [inviter]) ?? 0
+        }
+    }
+
+    /// Forgets the invitations nobody answered since `before` (Unix ms): their room ids.
+    public func forgetInvitations(before: Int64) throws(StoreError) -> [String] {
+        let stale = try read { db in
+            try String.fetchAll(db, sql: "SELECT id FROM room WHERE status = 'invited' AND updated_at < ?", arguments: [before])
+        }
+        for room in stale { try forgetInvitation(room: room) }
+        return stale
+    }
+
+    /// Forgets a room whose invitation was declined or expired: its operations, their
+    /// outbox, its state. A room with messages is never forgotten (only invitations are).
+    public func forgetInvitation(room: String) throws(StoreError) {
+        try Self.requireRoomID(room)
+        try write { db in
+            guard try String.fetchOne(db, sql: "SELECT status FROM room WHERE id = ?", arguments: [room]) == "invited" else {
+                return
+            }
+            try db.execute(sql: """
+                DELETE FROM room_operation_outbox WHERE operation IN (SELECT hash FROM room_operation WHERE room = ?)
+                """, arguments: [room])
+            try db.execute(sql: "DELETE FROM room_operation WHERE room = ?", arguments: [room])
+            try db.execute(sql: "DELETE FROM room_member WHERE room = ?", arguments: [room])
+            try db.execute(sql: "DELETE FROM room WHERE id = ?", arguments: [room])
         }
     }
 
@@ -394,19 +437,37 @@ extension Store {
 
     static func fetchRooms(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [RoomRecord] {
         let statement = try db.cachedStatement(sql: """
-            SELECT id, root, name, creator, created_at, version, is_member, updated_at FROM room
+            SELECT id, root, name, creator, created_at, version, status, updated_at, inviter, only_admins_add FROM room
             WHERE \(condition) ORDER BY name, id
             """)
-        let members = try db.cachedStatement(sql: "SELECT identity FROM room_member WHERE room = ? ORDER BY identity")
+        let members = try db.cachedStatement(sql: "SELECT identity, role, joined FROM room_member WHERE room = ? ORDER BY identity")
         var out: [RoomRecord] = []
         let rows = try Row.fetchCursor(statement, arguments: arguments)
         while let row = try rows.next() {
             let id = try row.text(0)
+            let statusText = try row.text(6)
+            guard let status = RoomStatus(rawValue: statusText) else {
+                throw UnexpectedStoredValue(column: "room.status", value: statusText)
+            }
             out.append(RoomRecord(id: id, root: try row.text(1), name: try row.text(2), creator: try row.text(3),
                                   createdAt: try row.int64(4), version: try row.int64(5),
-                                  members: [], isMember: try row.int64(6) != 0, updatedAt: try row.int64(7)))
+                                  members: [], status: status, onlyAdminsAdd: try row.int64(9) != 0,
+                                  inviter: row[8] as String?, updatedAt: try row.int64(7)))
         }
-        for i in out.indices { out[i].members = try String.fetchAll(members, arguments: [out[i].id]) }
+        for i in out.indices {
+            var list: [String] = []
+            var roles: [String: RoomRole] = [:]
+            var joined: [String] = []
+            for row in try Row.fetchAll(members, arguments: [out[i].id]) {
+                let identity = try row.text(0)
+                list.append(identity)
+                roles[identity] = RoomRole(rawValue: UInt8(clamping: try row.int64(1))) ?? .member
+                if try row.int64(2) != 0 { joined.append(identity) }
+            }
+            out[i].members = list
+            out[i].roles = roles
+            out[i].joined = joined
+        }
         return out
     }
 }

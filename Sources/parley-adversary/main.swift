@@ -120,6 +120,23 @@ guard args.count >= 2 else {
       room-flood T ROOMS OPS  as a new (pinned) peer, send signed creates of ROOMS rooms
                             naming the target as member, then OPS add/remove changes in
                             the first room; ping; print "alive" or "closed"
+      room-member T SEED NAME ACTION [ROOM]
+                            as a room member with a fixed identity (SEED: 64 hex digits),
+                            take the room operations the target sends, then ACTION:
+                              hello   nothing more (the target pins the card)
+                              join    accept every invitation; print "joined ROOMID"
+                              takeover  after its removal from ROOM: back-dated operations
+                                      (remove the creator, promote itself, add a key of
+                                      its own, join as that key) and a room message
+                              backdate  remove every other member with parents = the root
+                              squat   a create whose nonce is ROOM's id, naming the target
+                              junk N  N operations in ROOM with random parents
+                              reverse N  N valid adds in a chain, sent children first
+                              early-chat ALICE  a room message to the target before its
+                                      join reached it (print "held" if not acknowledged),
+                                      then the join to ALICE (HOST:PORT) only; print
+                                      "acked-after-join" once the target acknowledges
+                            print what it sent, then "acked K" (operations acknowledged)
       old-peer T SECS       a peer that predates conversation records (no features in its
                             handshake): send a chat, then for SECS seconds acknowledge
                             every chat and print "chat BODY" for each, and "record 0xNN"
@@ -258,7 +275,7 @@ case "room-flood":
     var first: RoomOperation?
     for i in 0..<rooms {
         // Force-try: a create with a fresh id, a short name and two members is always valid.
-        let op = try! RoomOperation.create(roomID: RoomID.random(), name: "flood\(i)", members: [victim], by: id, createdAt: now)
+        let op = try! RoomOperation.create(name: "flood\(i)", members: [victim], by: id, createdAt: now)
         if first == nil { first = op }
         encoder.append(.roomOperation(op))
         if i % 64 == 63, !flush() { emit("closed"); exit(0) }
@@ -291,6 +308,120 @@ case "room-flood":
         }
     }
     emit("closed")
+case "room-member":
+    guard args.count >= 5, let seedBytes = Sodium.fromHex(args[2]), seedBytes.count == 32 else {
+        fail("room-member T SEED(64 hex) NAME ACTION [ROOM] [N]")
+    }
+    var seedCopy = seedBytes
+    let id = try! IdentityKeyPair(seed: SecretBytes(consuming: &seedCopy))  // 32 bytes: checked above
+    let action = args[4]
+    let roomArg = args.count > 5 ? RoomID(hex: args[5]) : nil
+    var member = RoomMember(host: host, port: port, identity: id, name: args[3])
+    // PARLEY_ADVERSARY_STATE: a file of the room operations seen so far (hex, one a line),
+    // so a later run (after its removal, say) can sign "from the past".
+    let statePath = ProcessInfo.processInfo.environment["PARLEY_ADVERSARY_STATE"]
+    if let statePath, let text = try? String(contentsOfFile: statePath, encoding: .utf8) {
+        for line in text.split(separator: "\n") {
+            if let bytes = Sodium.fromHex(String(line)), let op = try? RoomOperation.decode(bytes) { member.pendingOps.append(op) }
+        }
+    }
+    member.takeTraffic()
+    let now = UInt64(Date().timeIntervalSince1970 * 1000)
+    func room() -> (root: RoomOperation, ops: [RoomOperation], state: RoomState) {
+        guard let roomArg, let (root, ops) = member.room(roomArg),
+              let state = RoomResolver.resolve(root: root, operations: ops) else { fail("room \(args.count > 5 ? args[5] : "?") not received") }
+        return (root, ops, state)
+    }
+    var sent: [RoomOperation] = []
+    switch action {
+    case "hello":
+        emit("hello")
+    case "join":
+        emit("rooms \(member.rooms.count)")
+        for (rid, (root, ops)) in member.rooms {
+            guard let state = RoomResolver.resolve(root: root, operations: ops), state.isInvited(id.publicKey) else { continue }
+            let join = try! RoomOperation.change(.join, roomID: rid, after: state.heads, by: id, createdAt: now)
+            sent.append(join)
+            emit("joined \(rid.hex)")
+        }
+    case "takeover":
+        let (root, ops, state) = room()
+        guard !state.isMember(id.publicKey) else { fail("still a member: remove it first") }
+        // Everything is signed on top of its own join, i.e. "before" its removal.
+        guard let myJoin = ops.first(where: { $0.actor == id.publicKey && $0.kind == .join }) else { fail("never joined") }
+        let puppet = IdentityKeyPair.generate()
+        let rid = root.roomID
+        let kick = try! RoomOperation.change(.remove(root.actor), roomID: rid, after: [myJoin], by: id, createdAt: now)
+        let promote = try! RoomOperation.change(.setRole(id.publicKey, .owner), roomID: rid, after: [myJoin], by: id, createdAt: now)
+        let add = try! RoomOperation.change(.add(puppet.publicKey), roomID: rid, after: [myJoin], by: id, createdAt: now)
+        let puppetJoin = try! RoomOperation.change(.join, roomID: rid, after: [add], by: puppet, createdAt: now)
+        sent = [kick, promote, add, puppetJoin]
+        emit("puppet \(Fingerprint(puppet.publicKey).description)")
+        member.chat(rid, "mallory is still here")
+    case "backdate":
+        let (root, _, state) = room()
+        for m in state.members where m != id.publicKey {
+            sent.append(try! RoomOperation.change(.remove(m), roomID: root.roomID, after: [root], by: id, createdAt: now))
+        }
+    case "squat":
+        guard let roomArg else { fail("squat needs ROOM") }
+        let fake = try! RoomOperation.create(name: "squat", members: [member.remote], by: id, createdAt: now, nonce: roomArg)
+        // And an operation that claims the real room id on top of the fake create.
+        let claim = try! RoomOperation.change(.add(IdentityKeyPair.generate().publicKey), roomID: roomArg, after: [fake],
+                                              by: id, createdAt: now)
+        sent = [fake, claim]
+        emit("fake \(fake.roomID.hex)")
+    case "junk":
+        guard let roomArg else { fail("junk needs ROOM") }
+        let n = args.count > 6 ? Int(args[6]) ?? 255 : 255
+        let (root, _, _) = room()
+        for _ in 0..<n {
+            // A random parent the target never has: it waits, and must not block the room.
+            let fakeParent = try! RoomOperation.change(.add(IdentityKeyPair.generate().publicKey), roomID: roomArg,
+                                                       after: [root], by: IdentityKeyPair.generate(), createdAt: now)
+            sent.append(try! RoomOperation.change(.add(IdentityKeyPair.generate().publicKey), roomID: roomArg,
+                                                  after: [fakeParent], by: id, createdAt: now))
+        }
+    case "reverse":
+        // A valid chain of N adds (keys that never answer), sent children first: each
+        // waits for its parent until the first arrives last.
+        let n = args.count > 6 ? Int(args[6]) ?? 20 : 20
+        let (root, _, state) = room()
+        var head = state.heads
+        var chain: [RoomOperation] = []
+        for _ in 0..<n {
+            let op = try! RoomOperation.change(.add(IdentityKeyPair.generate().publicKey), roomID: root.roomID,
+                                               after: head, by: id, createdAt: now)
+            chain.append(op)
+            head = [op]
+        }
+        sent = chain.reversed()
+    case "early-chat":
+        guard args.count > 6 else { fail("early-chat ROOM ALICE") }
+        let (root, ops, state) = room()
+        guard state.isInvited(id.publicKey) else { fail("not invited to the room") }
+        let chatID = MessageID.random()
+        member.send(.roomChat(RoomChatRecord(id: chatID, roomID: root.roomID, sequence: 1_000_001,
+                                             createdAt: now, body: "early")))
+        emit(member.awaitAcks([chatID], seconds: 2) == 0 ? "held" : "acknowledged at once")
+        let join = try! RoomOperation.change(.join, roomID: root.roomID, after: state.heads, by: id, createdAt: now)
+        let (aliceHost, alicePort) = parseTarget(args[6])
+        var other = RoomMember(host: aliceHost, port: alicePort, identity: id, name: args[3])
+        other.takeTraffic()
+        other.send(.roomOperation(join))
+        _ = other.awaitAcks([join.hash.ackID])
+        emit(member.awaitAcks([chatID], seconds: 20) == 1 ? "acked-after-join" : "never-acked")
+        _ = ops
+    default:
+        fail("unknown room-member action \(action)")
+    }
+    for op in sent { member.send(.roomOperation(op)) }
+    emit("sent \(sent.count)")
+    if let statePath {
+        let all = member.rooms.values.flatMap { [$0.0] + $0.1 } + sent
+        try? all.map { Sodium.hex($0.encoded()) }.joined(separator: "\n").write(toFile: statePath, atomically: true, encoding: .utf8)
+    }
+    emit("acked \(member.awaitAcks(sent.map(\.hash.ackID)))")
 case "old-peer":
     guard let c = Conn(host, port, timeoutMs: 1_000) else { fail("connect") }
     let id = IdentityKeyPair.generate()
@@ -388,4 +519,104 @@ case "forge-action":
     emit(ponged ? "alive" : "closed")
 default:
     fail("unknown mode \(mode)")
+}
+
+/// A room member speaking the real protocol: handshake with a fixed identity, every
+/// record it receives acknowledged like a node would, the room operations kept.
+struct RoomMember {
+    let conn: Conn
+    var est: SessionHandshake.Established
+    let identity: IdentityKeyPair
+    var decoder = RecordStreamDecoder()
+    var rooms: [RoomID: (RoomOperation, [RoomOperation])] = [:]
+    var pendingOps: [RoomOperation] = []
+    var acked: Set<MessageID> = []
+    var remote: IdentityPublicKey { est.remoteCard.identityKey }
+
+    init(host: String, port: UInt16, identity: IdentityKeyPair, name: String) {
+        guard let c = Conn(host, port, timeoutMs: 1500) else { fail("connect") }
+        // The same Noise key on every run (derived from the identity's public key), so the
+        // card the target pinned the first time stays the one it sees.
+        var noiseSeed = Sodium.sha256(Array("parley-adversary-noise\0".utf8), identity.publicKey.bytes)
+        let st = try! NoiseStaticKeyPair(privateKey: SecretBytes(consuming: &noiseSeed))  // 32 bytes
+        // And the same card: issued at the start of the day, sequence 1.
+        let day = UInt64(Date().timeIntervalSince1970) / 86_400 * 86_400
+        let card = try! Card.issue(identity: identity, noiseKey: st.publicKey, displayName: name, hostName: "adversary",
+                                   issuedAt: day, sequence: 1)  // fixed valid inputs
+        guard let est = handshake(c, identity: identity, staticKey: st, card: card) else {
+            fail("handshake refused")
+        }
+        self.conn = c
+        self.est = est
+        self.identity = identity
+    }
+
+    func room(_ id: RoomID) -> (RoomOperation, [RoomOperation])? { rooms[id] }
+
+    mutating func send(_ records: AppRecord...) {
+        var encoder = RecordStreamEncoder()
+        for r in records { encoder.append(r) }
+        for chunk in encoder.drainChunks() {
+            guard let sealed = try? est.transport.seal(chunk), conn.sendFrame(sealed) else { fail("send") }
+        }
+    }
+
+    mutating func chat(_ room: RoomID, _ body: String) {
+        send(.roomChat(RoomChatRecord(id: MessageID.random(), roomID: room, sequence: 1_000_000,
+                                      createdAt: UInt64(Date().timeIntervalSince1970 * 1000), body: body)))
+    }
+
+    /// Reads until the target has been silent for the receive timeout, acknowledging
+    /// operations and messages as a node would, and keeping the operations by room.
+    mutating func takeTraffic() {
+        // Until the target has sent nothing but pings for 1.5 s (a daemon with a short ping
+        // interval never falls silent), and 15 s at most.
+        let start = Date()
+        var lastUseful = Date()
+        while Date().timeIntervalSince(lastUseful) < 1.5, Date().timeIntervalSince(start) < 15, let f = conn.recvFrame() {
+            guard let p = try? est.transport.open(f) else { fail("transport") }
+            decoder.append(p)
+            var acks: [MessageID] = []
+            while let r = try? decoder.next() {
+                switch r {
+                case .roomOperation(let op):
+                    acks.append(op.hash.ackID)
+                    pendingOps.append(op)
+                case .roomChat(let c):
+                    acks.append(c.id)
+                case .chat(let c):
+                    acks.append(c.id)
+                case .ping(let v):
+                    send(.pong(v))
+                case .ack(let ids):
+                    acked.formUnion(ids)
+                default:
+                    break
+                }
+            }
+            if !acks.isEmpty {
+                send(.ack(acks))
+                lastUseful = Date()
+            }
+        }
+        for op in pendingOps where op.kind == .create { rooms[op.roomID] = (op, []) }
+        for op in pendingOps where op.kind != .create && rooms[op.roomID]?.1.contains(op) == false {
+            rooms[op.roomID]?.1.append(op)
+        }
+        pendingOps.removeAll()
+    }
+
+    /// How many of `ids` the target acknowledged (an ack is sent for refused operations too).
+    mutating func awaitAcks(_ ids: [MessageID], seconds: Double = 10) -> Int {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline, !Set(ids).isSubset(of: acked) {
+            guard let f = conn.recvFrame(), let p = try? est.transport.open(f) else { continue }
+            decoder.append(p)
+            while let r = try? decoder.next() {
+                if case .ack(let got) = r { acked.formUnion(got) }
+                if case .ping(let v) = r { send(.pong(v)) }
+            }
+        }
+        return Set(ids).intersection(acked).count
+    }
 }

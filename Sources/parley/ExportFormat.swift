@@ -24,6 +24,8 @@ struct ExportedMessage: Codable, Equatable {
     var deliveredAt: Int?
     var readAt: Int?
     var body: String
+    /// The room of a room message (`{"id","name"}`), null for a direct message.
+    var room: MessageRoom?
     /// Id of the message this one replies to; null if none.
     var replyTo: String?
     /// Unix milliseconds (exporting node's clock) of the latest edit / of the deletion
@@ -50,6 +52,7 @@ struct ExportedMessage: Codable, Equatable {
         deliveredAt = m.deliveredAt
         readAt = m.readAt
         body = m.body
+        room = m.room
         replyTo = m.replyTo?.id
         editedAt = m.editedAt
         deletedAt = m.deletedAt
@@ -58,7 +61,7 @@ struct ExportedMessage: Codable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case cursor, id, direction, peer, peerName, from, fromName, to, toName, sequence, createdAt, state
-        case deliveredAt, readAt, body, replyTo, editedAt, deletedAt, reactions
+        case deliveredAt, readAt, body, room, replyTo, editedAt, deletedAt, reactions
     }
 
     init(from decoder: Decoder) throws {
@@ -78,6 +81,7 @@ struct ExportedMessage: Codable, Equatable {
         deliveredAt = try c.decodeIfPresent(Int.self, forKey: .deliveredAt)
         readAt = try c.decodeIfPresent(Int.self, forKey: .readAt)
         body = try c.decode(String.self, forKey: .body)
+        room = try c.decodeIfPresent(MessageRoom.self, forKey: .room)
         replyTo = try c.decodeIfPresent(String.self, forKey: .replyTo)
         editedAt = try c.decodeIfPresent(Int.self, forKey: .editedAt)
         deletedAt = try c.decodeIfPresent(Int.self, forKey: .deletedAt)
@@ -101,6 +105,7 @@ struct ExportedMessage: Codable, Equatable {
         try c.encode(deliveredAt, forKey: .deliveredAt)  // null, not absent, when nil
         try c.encode(readAt, forKey: .readAt)
         try c.encode(body, forKey: .body)
+        try c.encode(room, forKey: .room)  // null for a direct message
         try c.encode(replyTo, forKey: .replyTo)
         try c.encode(editedAt, forKey: .editedAt)
         try c.encode(deletedAt, forKey: .deletedAt)
@@ -114,7 +119,9 @@ enum TranscriptFormat {
     /// under its first character; outgoing messages end with their state. Peer-supplied
     /// text is made safe to print (control characters become U+FFFD).
     static func lines(_ m: MessageInfo, time: (Int) -> String) -> [String] {
-        let head = "\(time(m.createdAt))  \(Terminal.line(m.fromName)) → \(Terminal.line(m.toName)): "
+        // A room message: `#room alice: ...` (its recipients are the room's members).
+        let head = m.room.map { "\(time(m.createdAt))  #\(Terminal.line($0.name)) \(Terminal.line(m.fromName)): " }
+            ?? "\(time(m.createdAt))  \(Terminal.line(m.fromName)) → \(Terminal.line(m.toName)): "
         var body = Terminal.multiline(HumanFormat.conversationBody(m)).split(separator: "\n", omittingEmptySubsequences: false)
             .map(String.init)
         if !m.reactions.isEmpty {
@@ -130,7 +137,8 @@ enum TranscriptFormat {
 
     /// The heading of a transcript.
     static func header(me: String, peer: String?, exportedAt: String) -> [String] {
-        let what = peer.map { "conversation with \(Terminal.line($0))" } ?? "all conversations"
+        let what = peer.map { $0.hasPrefix("#") ? "room \(Terminal.line($0))" : "conversation with \(Terminal.line($0))" }
+            ?? "all conversations and rooms"
         return ["Parley transcript: \(what), as kept by \(Terminal.line(me)); exported \(exportedAt).", ""]
     }
 

@@ -19,14 +19,15 @@ struct RoomsCommand: ParsableCommand {
                 Console.out("No rooms yet. Start one with `parley room create NAME PEER...`.")
                 return
             }
-            var rows = [["ROOM", "ID", "UNREAD", "QUEUED", "MEMBERS"]]
+            var rows = [["ROOM", "ID", "STATUS", "UNREAD", "QUEUED", "MEMBERS"]]
             for room in list.rooms {
                 rows.append([
                     "#" + HumanFormat.truncated(Terminal.line(room.name), to: Self.maxNameColumn),
                     String(room.id.prefix(8)),
+                    HumanFormat.roomStatus(room),
                     String(room.unread),
                     String(room.queued),
-                    room.member ? HumanFormat.roomMembers(room) : "(you left or were removed)",
+                    HumanFormat.roomMembersColumn(room),
                 ])
             }
             HumanFormat.table(rows).forEach(Console.out)
@@ -38,13 +39,18 @@ struct RoomsCommand: ParsableCommand {
 struct RoomCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "room",
-        abstract: "Create a room, add or remove members, or leave a room.",
+        abstract: "Create a room, invite and remove members, answer invitations, give roles, leave.",
         discussion: """
             ROOM is #NAME, NAME, or an id prefix of at least 4 hex digits (quote #NAME in a \
-            shell). Any member may add or remove members; every member's daemon applies the \
-            signed change. Send with `parley send '#NAME' TEXT`, read with `parley read '#NAME'`.
+            shell). The creator is the room's owner. Owners and admins remove members ranked \
+            below them, give roles, rename; any joined member adds (invites) peers unless the \
+            room was created with --only-admins-add. An invited peer is in the room only once \
+            it accepts (`parley room accept ROOM`). Every member's daemon checks each signed \
+            change. Send with `parley send '#NAME' TEXT`, read with `parley read '#NAME'`.
             """,
-        subcommands: [RoomCreateCommand.self, RoomAddCommand.self, RoomRemoveCommand.self, RoomLeaveCommand.self])
+        subcommands: [RoomCreateCommand.self, RoomAddCommand.self, RoomRemoveCommand.self, RoomLeaveCommand.self,
+                      RoomAcceptCommand.self, RoomDeclineCommand.self, RoomPromoteCommand.self,
+                      RoomDemoteCommand.self, RoomRenameCommand.self, RoomPolicyCommand.self])
 }
 
 /// Prints a room after a change.
@@ -63,10 +69,13 @@ struct RoomCreateCommand: ParsableCommand {
     @Argument(help: "The room's name (1-64 bytes, without '#').")
     var name: String
 
-    @Argument(help: "Members: display names or fingerprint prefixes.")
+    @Argument(help: "Peers to invite: display names or fingerprint prefixes.")
     var peers: [String] = []
 
-    var params: RoomsCreateParams { RoomsCreateParams(name: name, members: peers) }
+    @Flag(help: "Only admins and owners may add members.")
+    var onlyAdminsAdd = false
+
+    var params: RoomsCreateParams { RoomsCreateParams(name: name, members: peers, onlyAdminsAdd: onlyAdminsAdd ? true : nil) }
 
     func validate() throws { try validateForCommandLine(params) }
 
@@ -79,7 +88,8 @@ struct RoomCreateCommand: ParsableCommand {
 }
 
 struct RoomAddCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "add", abstract: "Add a peer to a room.")
+    static let configuration = CommandConfiguration(
+        commandName: "add", abstract: "Invite a peer to a room (it joins when it accepts).")
 
     @OptionGroup var options: ConnectionOptions
 
@@ -94,7 +104,7 @@ struct RoomAddCommand: ParsableCommand {
     func run() throws {
         try Session.run(options, peer: peer) { client in
             let result = try client.call(RoomsAddParams(room: room, peer: peer))
-            report(result, json: options.json, "Added \(Terminal.line(peer)) to #\(Terminal.line(result.room.name)).")
+            report(result, json: options.json, "Invited \(Terminal.line(peer)) to #\(Terminal.line(result.room.name)).")
         }
     }
 }
@@ -136,6 +146,142 @@ struct RoomLeaveCommand: ParsableCommand {
             let result = try client.call(RoomsLeaveParams(room: room))
             if options.json { return Console.json(result) }
             Console.out("You left #\(Terminal.line(result.room.name)).")
+        }
+    }
+}
+
+/// A command that names only a room and calls one method on it.
+private func roomOnly<P: RoomSelectorParams>(_ params: P, _ options: ConnectionOptions, _ headline: (RoomInfo) -> String) throws {
+    try Session.run(options) { client in
+        let result = try client.call(params)
+        report(result, json: options.json, headline(result.room))
+    }
+}
+
+struct RoomAcceptCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "accept", abstract: "Accept an invitation: join the room and start receiving its messages.")
+
+    @OptionGroup var options: ConnectionOptions
+
+    @Argument(help: "The room: #NAME, NAME or id prefix (see `parley rooms`).")
+    var room: String
+
+    func validate() throws { try validateForCommandLine(RoomsAcceptParams(room: room)) }
+
+    func run() throws {
+        try roomOnly(RoomsAcceptParams(room: room), options) { "You joined #\(Terminal.line($0.name))." }
+    }
+}
+
+struct RoomDeclineCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "decline", abstract: "Decline an invitation (the members see it).")
+
+    @OptionGroup var options: ConnectionOptions
+
+    @Argument(help: "The room: #NAME, NAME or id prefix (see `parley rooms`).")
+    var room: String
+
+    func validate() throws { try validateForCommandLine(RoomsDeclineParams(room: room)) }
+
+    func run() throws {
+        try roomOnly(RoomsDeclineParams(room: room), options) { "You declined #\(Terminal.line($0.name))." }
+    }
+}
+
+/// `promote` and `demote` are `rooms.set_role` with the role they imply (or `--role`).
+private func setRole(room: String, peer: String, role: String, options: ConnectionOptions) throws {
+    let params = RoomsSetRoleParams(room: room, peer: peer, role: role)
+    try Session.run(options, peer: peer) { client in
+        let result = try client.call(params)
+        report(result, json: options.json, "\(Terminal.line(peer)) is now \(role) of #\(Terminal.line(result.room.name)).")
+    }
+}
+
+struct RoomPromoteCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "promote", abstract: "Make a member admin (or owner, with --owner).")
+
+    @OptionGroup var options: ConnectionOptions
+
+    @Argument(help: "The room: #NAME, NAME or id prefix.")
+    var room: String
+
+    @Argument(help: "The member (display name or fingerprint prefix).")
+    var peer: String
+
+    @Flag(help: "Make it an owner (only an owner may).")
+    var owner = false
+
+    var role: String { owner ? "owner" : "admin" }
+
+    func validate() throws { try validateForCommandLine(RoomsSetRoleParams(room: room, peer: peer, role: role)) }
+
+    func run() throws { try setRole(room: room, peer: peer, role: role, options: options) }
+}
+
+struct RoomDemoteCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demote", abstract: "Make an admin (or owner) a plain member, or step down yourself.")
+
+    @OptionGroup var options: ConnectionOptions
+
+    @Argument(help: "The room: #NAME, NAME or id prefix.")
+    var room: String
+
+    @Argument(help: "The member (display name or fingerprint prefix; your own name steps down).")
+    var peer: String
+
+    @Option(help: "The role to give: member (default) or admin.")
+    var to = "member"
+
+    func validate() throws { try validateForCommandLine(RoomsSetRoleParams(room: room, peer: peer, role: to)) }
+
+    func run() throws { try setRole(room: room, peer: peer, role: to, options: options) }
+}
+
+struct RoomRenameCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "rename", abstract: "Rename a room (admins and owners).")
+
+    @OptionGroup var options: ConnectionOptions
+
+    @Argument(help: "The room: #NAME, NAME or id prefix.")
+    var room: String
+
+    @Argument(help: "The new name (1-64 bytes, without '#').")
+    var name: String
+
+    func validate() throws { try validateForCommandLine(RoomsRenameParams(room: room, name: name)) }
+
+    func run() throws {
+        try Session.run(options) { client in
+            let result = try client.call(RoomsRenameParams(room: room, name: name))
+            report(result, json: options.json, "Renamed to #\(Terminal.line(result.room.name)).")
+        }
+    }
+}
+
+struct RoomPolicyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "policy", abstract: "Set who may add members: `admins` or `members` (admins and owners only).")
+
+    @OptionGroup var options: ConnectionOptions
+
+    @Argument(help: "The room: #NAME, NAME or id prefix.")
+    var room: String
+
+    @Argument(help: "`admins` (only admins and owners add) or `members` (any joined member adds).")
+    var whoAdds: String
+
+    func validate() throws {
+        guard ["admins", "members"].contains(whoAdds) else { throw ValidationError("say `admins` or `members`") }
+    }
+
+    func run() throws {
+        try Session.run(options) { client in
+            let result = try client.call(RoomsSetPolicyParams(room: room, onlyAdminsAdd: whoAdds == "admins"))
+            report(result, json: options.json, "In #\(Terminal.line(result.room.name)) \(whoAdds) may add members.")
         }
     }
 }

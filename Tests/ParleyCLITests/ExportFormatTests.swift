@@ -14,8 +14,9 @@ final class ExportFormatTests: XCTestCase {
         let object = try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
         XCTAssertEqual(Set(object.keys), [
             "cursor", "id", "direction", "peer", "peerName", "from", "fromName", "to", "toName", "sequence",
-            "createdAt", "state", "deliveredAt", "readAt", "body", "replyTo", "editedAt", "deletedAt", "reactions",
+            "createdAt", "state", "deliveredAt", "readAt", "body", "room", "replyTo", "editedAt", "deletedAt", "reactions",
         ])
+        XCTAssertTrue(object["room"] is NSNull, "a direct message has room null")
         XCTAssertEqual(object["peer"] as? String, "bbbb-bbbb", "the other party of an outgoing message is its recipient")
         XCTAssertEqual(object["direction"] as? String, "out")
         var incoming = outgoing
@@ -44,6 +45,16 @@ final class ExportFormatTests: XCTestCase {
         m.deletedAt = 6
         m.body = ""
         XCTAssertTrue(TranscriptFormat.lines(m, time: { _ in "T" }).joined().contains("(deleted)"))
+    }
+
+    func testRoomContextInExportAndTranscript() throws {
+        var m = outgoing
+        m.room = MessageRoom(id: "ab" + String(repeating: "0", count: 30), name: "lab")
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: ControlJSON.encoder().encode(ExportedMessage(m))) as? [String: Any])
+        XCTAssertEqual((object["room"] as? [String: Any])?["name"] as? String, "lab")
+        XCTAssertEqual(TranscriptFormat.lines(m, time: { _ in "T" }).first, "T  #lab alice: two")
+        XCTAssertEqual(TranscriptFormat.header(me: "bob", peer: "#lab", exportedAt: "now").first,
+                       "Parley transcript: room #lab, as kept by bob; exported now.")
     }
 
     func testTranscriptLines() {

@@ -9,17 +9,19 @@ final class RoomOperationTests: XCTestCase {
     static let roomID = RoomID(bytes: Array(0xa0...0xaf))!  // 16 bytes by construction
     static let createdAt: UInt64 = 1_767_225_600_000
 
-    func create(members: [IdentityPublicKey] = [bob.publicKey], name: String = "lab") throws -> RoomOperation {
-        try RoomOperation.create(roomID: Self.roomID, name: name, members: members, by: Self.alice, createdAt: Self.createdAt)
+    func create(members: [IdentityPublicKey] = [bob.publicKey], name: String = "lab",
+                policy: RoomOperation.Policy = .init()) throws -> RoomOperation {
+        try RoomOperation.create(name: name, members: members, policy: policy, by: Self.alice, createdAt: Self.createdAt,
+                                 nonce: Self.roomID)
     }
 
     func be64(_ v: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: v >> UInt64(56 - 8 * $0)) } }
 
     /// Builds operation bytes field by field, as docs/PROTOCOL.md describes them, signed by
     /// `signer` over the documented domain: decode failures then come from the field.
-    func raw(version: UInt8 = 1, kind: UInt8 = 1, sequence: UInt64 = 1, actor: IdentityPublicKey = alice.publicKey,
+    func raw(version: UInt8 = 2, kind: UInt8 = 1, sequence: UInt64 = 1, actor: IdentityPublicKey = alice.publicKey,
              parents: [[UInt8]] = [], parentCount: UInt8? = nil, body: [UInt8]? = nil,
-             signer: IdentityKeyPair = alice, domain: String = "parley-room-op-v1\0") -> [UInt8] {
+             signer: IdentityKeyPair = alice, domain: String = "parley-room-op-v2\0") -> [UInt8] {
         var b: [UInt8] = [version, kind] + Self.roomID.bytes + be64(sequence) + be64(Self.createdAt) + actor.bytes
         b.append(parentCount ?? UInt8(parents.count))
         for p in parents { b += p }
@@ -27,9 +29,9 @@ final class RoomOperationTests: XCTestCase {
         return b + signer.sign(Array(domain.utf8) + b)
     }
 
-    func createBody(name: [UInt8], members: [IdentityPublicKey], count: Int? = nil) -> [UInt8] {
+    func createBody(name: [UInt8], members: [IdentityPublicKey], count: Int? = nil, flags: UInt8 = 0) -> [UInt8] {
         let n = count ?? members.count
-        return [UInt8(name.count)] + name + [UInt8(n >> 8), UInt8(n & 0xff)] + members.flatMap(\.bytes)
+        return [UInt8(name.count)] + name + [flags, UInt8(n >> 8), UInt8(n & 0xff)] + members.flatMap(\.bytes)
     }
 
     func assertDecodeFails(_ bytes: [UInt8], _ expected: RoomOperationError, file: StaticString = #filePath, line: UInt = #line) {
@@ -45,8 +47,9 @@ final class RoomOperationTests: XCTestCase {
         XCTAssertEqual(op.kind, .create)
         XCTAssertEqual(op.sequence, 1)
         XCTAssertEqual(op.parents, [])
-        guard case let .create(name, members) = op.change else { return XCTFail("not a create") }
+        guard case let .create(name, members, policy) = op.change else { return XCTFail("not a create") }
         XCTAssertEqual(name, "lab")
+        XCTAssertEqual(policy, .init(onlyAdminsAdd: false))
         XCTAssertEqual(members, [Self.alice.publicKey, Self.bob.publicKey].sorted())
         let decoded = try RoomOperation.decode(op.encoded())
         XCTAssertEqual(decoded, op)
@@ -56,19 +59,20 @@ final class RoomOperationTests: XCTestCase {
 
     func testMembersAreSortedAndDeduplicated() throws {
         let op = try create(members: [Self.carol.publicKey, Self.bob.publicKey, Self.carol.publicKey, Self.alice.publicKey])
-        guard case let .create(_, members) = op.change else { return XCTFail("not a create") }
+        guard case let .create(_, members, _) = op.change else { return XCTFail("not a create") }
         XCTAssertEqual(members, [Self.alice.publicKey, Self.bob.publicKey, Self.carol.publicKey].sorted())
     }
 
     func testChangeTakesItsSequenceFromItsParentsAndRoundTrips() throws {
         let root = try create()
-        let add = try RoomOperation.change(.add(Self.carol.publicKey), roomID: Self.roomID, after: [root],
+        let add = try RoomOperation.change(.add(Self.carol.publicKey), roomID: root.roomID, after: [root],
                                            by: Self.bob, createdAt: 5)
+        XCTAssertEqual(add.roomID, root.roomID)
         XCTAssertEqual(add.sequence, 2)
         XCTAssertEqual(add.parents, [root.hash])
         XCTAssertEqual(add.actor, Self.bob.publicKey)
         XCTAssertEqual(add.target, Self.carol.publicKey)
-        let remove = try RoomOperation.change(.remove(Self.bob.publicKey), roomID: Self.roomID, after: [add, root],
+        let remove = try RoomOperation.change(.remove(Self.bob.publicKey), roomID: root.roomID, after: [add, root],
                                               by: Self.alice, createdAt: 6)
         XCTAssertEqual(remove.sequence, 3)
         XCTAssertEqual(remove.parents, [add.hash, root.hash].sorted())
@@ -77,8 +81,8 @@ final class RoomOperationTests: XCTestCase {
 
     func testHashNamesTheContentAndAckIDIsItsPrefix() throws {
         let a = try create()
-        let b = try RoomOperation.create(roomID: Self.roomID, name: "lab", members: [Self.bob.publicKey], by: Self.alice,
-                                         createdAt: Self.createdAt + 1)
+        let b = try RoomOperation.create(name: "lab", members: [Self.bob.publicKey], by: Self.alice,
+                                         createdAt: Self.createdAt + 1, nonce: Self.roomID)
         XCTAssertNotEqual(a.hash, b.hash)
         XCTAssertEqual(a.hash.ackID.bytes, Array(a.hash.bytes.prefix(16)))
     }
@@ -126,8 +130,10 @@ final class RoomOperationTests: XCTestCase {
     // MARK: - Structure
 
     func testUnsupportedVersionAndKind() {
-        assertDecodeFails(raw(version: 2), .unsupportedVersion(2))
+        assertDecodeFails(raw(version: 1, domain: "parley-room-op-v1\0"), .unsupportedVersion(1))
+        assertDecodeFails(raw(version: 3), .unsupportedVersion(3))
         assertDecodeFails(raw(kind: 9), .unknownKind(9))
+        assertDecodeFails(raw(kind: 0), .unknownKind(0))
     }
 
     func testTruncationAtEveryLengthAndTrailingBytes() {
@@ -195,6 +201,52 @@ final class RoomOperationTests: XCTestCase {
         assertDecodeFails(raw(sequence: 2), .invalidSequence(2))
         assertDecodeFails(raw(kind: 2, sequence: 1, parents: [h1], body: target), .invalidSequence(1))
         XCTAssertNoThrow(try RoomOperation.decode(raw(kind: 3, sequence: 9, parents: [h1, h2], body: target)))
+    }
+
+    // MARK: - Version 2: the room id, roles, rename, policy, join
+
+    func testTheRoomIDIsTheCreatesHashPrefixAndNotItsNonce() throws {
+        let op = try create()
+        XCTAssertEqual(op.roomID.bytes, Array(op.hash.bytes.prefix(16)))
+        XCTAssertEqual(op.roomField, Self.roomID)
+        XCTAssertNotEqual(op.roomID, Self.roomID, "a create cannot choose its room id: it would be squattable")
+        // Two creates that differ only by nonce found two rooms.
+        let other = try RoomOperation.create(name: "lab", members: [Self.bob.publicKey], by: Self.alice,
+                                             createdAt: Self.createdAt, nonce: RoomID(bytes: Array(0xb0...0xbf))!)
+        XCTAssertNotEqual(other.roomID, op.roomID)
+    }
+
+    func testEveryKindRoundTrips() throws {
+        let root = try create(policy: .init(onlyAdminsAdd: true))
+        guard case .create(_, _, let policy) = try RoomOperation.decode(root.encoded()).change else { return XCTFail() }
+        XCTAssertTrue(policy.onlyAdminsAdd)
+        let changes: [RoomOperation.Change] = [
+            .join, .setRole(Self.bob.publicKey, .admin), .setRole(Self.bob.publicKey, .owner), .rename("office"),
+            .setPolicy(.init(onlyAdminsAdd: false)), .add(Self.carol.publicKey), .remove(Self.carol.publicKey),
+        ]
+        for change in changes {
+            let op = try RoomOperation.change(change, roomID: root.roomID, after: [root], by: Self.bob, createdAt: 9)
+            let decoded = try RoomOperation.decode(op.encoded())
+            XCTAssertEqual(decoded, op)
+            XCTAssertEqual(decoded.change, change)
+        }
+        XCTAssertThrowsError(try RoomOperation.change(.rename("a\u{202E}b"), roomID: root.roomID, after: [root],
+                                                      by: Self.bob, createdAt: 9))
+    }
+
+    func testReservedPolicyBitsAndUnknownRolesAreRejected() {
+        assertDecodeFails(raw(body: createBody(name: Array("x".utf8), members: [Self.alice.publicKey], flags: 2)),
+                          .invalidPolicy(2))
+        let h1 = [UInt8](repeating: 1, count: 32)
+        assertDecodeFails(raw(kind: 4, sequence: 2, parents: [h1], body: Self.carol.publicKey.bytes + [0]), .unknownRole(0))
+        assertDecodeFails(raw(kind: 4, sequence: 2, parents: [h1], body: Self.carol.publicKey.bytes + [4]), .unknownRole(4))
+        assertDecodeFails(raw(kind: 6, sequence: 2, parents: [h1], body: [0x80]), .invalidPolicy(0x80))
+        XCTAssertNoThrow(try RoomOperation.decode(raw(kind: 7, sequence: 2, parents: [h1], body: [])))
+    }
+
+    func testAVersion1SignatureIsNotAVersion2Signature() {
+        // The same fields signed under the old domain do not verify as version 2.
+        assertDecodeFails(raw(domain: "parley-room-op-v1\0"), .badSignature)
     }
 
     // MARK: - docs/PROTOCOL.md

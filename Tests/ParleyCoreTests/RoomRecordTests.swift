@@ -21,7 +21,7 @@ final class RoomRecordTests: XCTestCase {
     }
 
     func testRoomRecordsRoundTrip() throws {
-        let op = try RoomOperation.create(roomID: Self.room, name: "lab", members: [ExampleKeys.bobIdentity.publicKey],
+        let op = try RoomOperation.create(name: "lab", members: [ExampleKeys.bobIdentity.publicKey],
                                           by: ExampleKeys.aliceIdentity, createdAt: 1)
         let records: [AppRecord] = [
             .roomOperation(op),
@@ -55,7 +55,7 @@ final class RoomRecordTests: XCTestCase {
     }
 
     func testTamperedOrTruncatedOperationIsAProtocolError() throws {
-        let op = try RoomOperation.create(roomID: Self.room, name: "lab", members: [], by: ExampleKeys.aliceIdentity,
+        let op = try RoomOperation.create(name: "lab", members: [], by: ExampleKeys.aliceIdentity,
                                           createdAt: 1)
         var bytes = op.encoded()
         bytes[bytes.count - 1] ^= 1

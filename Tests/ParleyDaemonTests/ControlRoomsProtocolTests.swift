@@ -44,8 +44,13 @@ final class ControlRoomsProtocolTests: XCTestCase {
 
     func testRoomParamsRoundTrip() throws {
         try checkParams(RoomsListParams())
-        try checkParams(RoomsCreateParams(name: "lab ✓", members: ["bob", "abcd-ef"]))
-        try checkParams(RoomsCreateParams(name: "solo", members: []))
+        try checkParams(RoomsCreateParams(name: "lab ✓", members: ["bob", "abcd-ef"], onlyAdminsAdd: false))
+        try checkParams(RoomsCreateParams(name: "solo", members: [], onlyAdminsAdd: true))
+        try checkParams(RoomsAcceptParams(room: "#lab"))
+        try checkParams(RoomsDeclineParams(room: "abcd"))
+        try checkParams(RoomsSetRoleParams(room: "#lab", peer: "carol", role: "admin"))
+        try checkParams(RoomsRenameParams(room: "#lab", name: "office"))
+        try checkParams(RoomsSetPolicyParams(room: "#lab", onlyAdminsAdd: true))
         try checkParams(RoomsAddParams(room: "#lab", peer: "carol"))
         try checkParams(RoomsRemoveParams(room: "abcd", peer: "carol"))
         try checkParams(RoomsLeaveParams(room: "#lab"))
@@ -75,6 +80,19 @@ final class ControlRoomsProtocolTests: XCTestCase {
         XCTAssertEqual(try object.decode(as: MessageInfo.self), direct)
         let roomText = String(decoding: try ControlJSON.line(Self.message), as: UTF8.self)
         XCTAssertTrue(roomText.contains(#""room":{"id":"#), roomText)
+    }
+
+    func testNewRoomParamsAreValidated() {
+        XCTAssertEqual(paramsError(RoomsSetRoleParams.self, ["room": .string("#lab"), "peer": .string("bob"),
+                                                             "role": .string("king")])?.knownCode, .invalidParams)
+        XCTAssertEqual(paramsError(RoomsRenameParams.self, ["room": .string("#lab"), "name": .string("#x")])?.knownCode,
+                       .invalidParams)
+        XCTAssertEqual(paramsError(RoomsAcceptParams.self, ["room": .string("")])?.knownCode, .invalidParams)
+        XCTAssertEqual(paramsError(RoomsSetPolicyParams.self, ["room": .string("#lab")])?.knownCode, .invalidParams)
+        // A create from a client that does not know the policy field: any member adds.
+        XCTAssertNoThrow(try JSONRPCRequest(id: .number(1), method: RoomsCreateParams.method,
+                                            params: ["name": .string("lab"), "members": .array([])])
+                            .decodeParams(RoomsCreateParams.self))
     }
 
     func testRoomParamsAreValidated() {

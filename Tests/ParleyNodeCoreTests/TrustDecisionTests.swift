@@ -81,59 +81,6 @@ final class TrustDecisionTests: XCTestCase {
     }
 }
 
-final class RoomDistributionTests: XCTestCase {
-    let alice = IdentityKeyPair.generate()
-    let bob = IdentityKeyPair.generate()
-    let carol = IdentityKeyPair.generate()
-    let dave = IdentityKeyPair.generate()
-    let room = RoomID.random()
-
-    func resolve(_ ops: [RoomOperation]) -> RoomState { RoomResolver.resolve(root: ops[0], operations: ops)! }
-
-    func sorted(_ keys: [IdentityPublicKey]) -> [IdentityPublicKey] { keys.sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) } }
-
-    func testACreateGoesToEveryOtherMember() throws {
-        let create = try RoomOperation.create(roomID: room, name: "lab", members: [bob.publicKey, carol.publicKey], by: alice, createdAt: 1)
-        let state = resolve([create])
-        let plan = RoomDistribution.plan(for: create, before: nil, after: state, me: alice.publicKey, receivedFrom: nil)
-        XCTAssertEqual(plan.operationTo, sorted([bob.publicKey, carol.publicKey]))
-        XCTAssertEqual(plan.wholeLogTo, [], "a room seen for the first time has no newcomers")
-        // Bob received it from alice: carol still needs it from him (alice may be offline).
-        let atBob = RoomDistribution.plan(for: create, before: nil, after: state, me: bob.publicKey, receivedFrom: alice.publicKey)
-        XCTAssertEqual(atBob.operationTo, [carol.publicKey])
-    }
-
-    func testAnAddSendsTheWholeLogToTheNewcomer() throws {
-        let create = try RoomOperation.create(roomID: room, name: "lab", members: [bob.publicKey], by: alice, createdAt: 1)
-        let before = resolve([create])
-        let add = try RoomOperation.change(.add(dave.publicKey), roomID: room, after: before.heads, by: bob, createdAt: 2)
-        let after = resolve([create, add])
-        let plan = RoomDistribution.plan(for: add, before: before, after: after, me: alice.publicKey, receivedFrom: bob.publicKey)
-        XCTAssertEqual(plan.operationTo, [dave.publicKey], "not to me, not to the author who sent it")
-        XCTAssertEqual(plan.wholeLogTo, [dave.publicKey])
-    }
-
-    func testARemovalReachesTheRemovedMember() throws {
-        let create = try RoomOperation.create(roomID: room, name: "lab", members: [bob.publicKey, carol.publicKey], by: alice, createdAt: 1)
-        let before = resolve([create])
-        let remove = try RoomOperation.change(.remove(carol.publicKey), roomID: room, after: before.heads, by: alice, createdAt: 2)
-        let after = resolve([create, remove])
-        XCTAssertFalse(after.isMember(carol.publicKey))
-        let plan = RoomDistribution.plan(for: remove, before: before, after: after, me: alice.publicKey, receivedFrom: nil)
-        XCTAssertEqual(plan.operationTo, sorted([bob.publicKey, carol.publicKey]), "carol must learn she was removed")
-        XCTAssertEqual(RoomDistribution.messageRecipients(in: after, me: alice.publicKey), [bob.publicKey])
-    }
-
-    func testRoomMessagesAreTakenOnlyFromMembersOfRoomsWeAreIn() throws {
-        let create = try RoomOperation.create(roomID: room, name: "lab", members: [bob.publicKey], by: alice, createdAt: 1)
-        let state = resolve([create])
-        XCTAssertTrue(RoomDistribution.acceptsMessage(in: state, from: bob.publicKey, me: alice.publicKey))
-        XCTAssertFalse(RoomDistribution.acceptsMessage(in: state, from: carol.publicKey, me: alice.publicKey))
-        XCTAssertFalse(RoomDistribution.acceptsMessage(in: state, from: bob.publicKey, me: carol.publicKey))
-        XCTAssertFalse(RoomDistribution.acceptsMessage(in: nil, from: bob.publicKey, me: alice.publicKey))
-    }
-}
-
 final class AdmissionControlTests: XCTestCase {
     let clock = ManualNodeClock()
 

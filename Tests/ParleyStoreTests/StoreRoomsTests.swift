@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import XCTest
 @testable import ParleyStore
 
@@ -179,10 +180,13 @@ final class StoreRoomsTests: XCTestCase {
     func testRoomStateIsReplacedWhole() throws {
         let store = try open()
         var record = RoomRecord(id: room, root: opHash(1), name: "lab", creator: me, createdAt: 1, version: 1,
-                                members: [me, bob, carol], isMember: true, updatedAt: 2)
+                                members: [me, bob, carol], status: .joined,
+                                roles: [me: .owner, bob: .admin, carol: .member], joined: [me, bob],
+                                onlyAdminsAdd: true, updatedAt: 2)
         try store.saveRoom(record)
         XCTAssertEqual(try store.room(id: room), record)
         record.members = [me, bob]
+        record.roles = [me: .owner, bob: .member]
         record.version = 2
         try store.saveRoom(record)
         XCTAssertEqual(try store.room(id: room)?.members, [me, bob])
@@ -190,6 +194,76 @@ final class StoreRoomsTests: XCTestCase {
         // Survives a reopen.
         try store.close()
         XCTAssertEqual(try open().room(id: room), record)
+    }
+
+    func testInvitationsAreCountedPerInviterAndForgottenWhole() throws {
+        let store = try open()
+        let invited = RoomRecord(id: room, root: opHash(1), name: "fake", creator: bob, createdAt: 1, version: 1,
+                                 members: [me, bob], status: .invited, roles: [me: .member, bob: .owner], joined: [bob],
+                                 inviter: bob, updatedAt: 2)
+        try store.saveRoom(invited)
+        XCTAssertTrue(try store.insertRoomOperation(StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [1]), at: 1))
+        XCTAssertEqual(try store.invitationCount(from: bob), 1)
+        XCTAssertEqual(try store.invitationCount(from: carol), 0)
+        XCTAssertEqual(try store.room(id: room)?.inviter, bob)
+        try store.forgetInvitation(room: room)
+        XCTAssertNil(try store.room(id: room))
+        XCTAssertEqual(try store.roomOperations(room: room), [])
+        XCTAssertEqual(try store.invitationCount(from: bob), 0)
+    }
+
+    func testStaleInvitationsAreForgotten() throws {
+        let store = try open()
+        let fresh = hex(0xab, 16)
+        for (id, at) in [(room, Int64(10)), (fresh, Int64(1_000))] {
+            try store.saveRoom(RoomRecord(id: id, root: opHash(1), name: "x", creator: bob, createdAt: 1, version: 1,
+                                          members: [me, bob], status: .invited, inviter: bob, updatedAt: at))
+        }
+        XCTAssertEqual(try store.forgetInvitations(before: 500), [room])
+        XCTAssertNil(try store.room(id: room))
+        XCTAssertNotNil(try store.room(id: fresh))
+    }
+
+    private func hex(_ byte: UInt8, _ count: Int) -> String { Self.hex(byte, count) }
+
+    func testForgettingNeverTouchesAJoinedRoom() throws {
+        let store = try open()
+        let joined = RoomRecord(id: room, root: opHash(1), name: "lab", creator: me, createdAt: 1, version: 1,
+                                members: [me], status: .joined, roles: [me: .owner], joined: [me], updatedAt: 2)
+        try store.saveRoom(joined)
+        XCTAssertTrue(try store.insertRoomOperation(StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [1]), at: 1))
+        try store.forgetInvitation(room: room)
+        XCTAssertEqual(try store.room(id: room), joined)
+        XCTAssertEqual(try store.roomOperations(room: room).count, 1)
+    }
+
+    /// rooms-v2: a version-1 room keeps its messages, becomes `retired`, and its
+    /// operations (unreadable as version 2) and their outbox are gone.
+    func testVersion1RoomsAreRetiredWithTheirHistoryKept() throws {
+        let queue = try DatabaseQueue(path: directory + "/parley.sqlite")
+        try Schema.migrator.migrate(queue, upTo: "trust-v2")
+        try queue.write { db in
+            try db.execute(sql: """
+                INSERT INTO room (id, root, name, creator, created_at, version, is_member, updated_at)
+                VALUES (?, ?, 'lab', ?, 1, 3, 1, 2)
+                """, arguments: [room, opHash(1), me])
+            try db.execute(sql: "INSERT INTO room_member (room, identity) VALUES (?, ?), (?, ?)",
+                           arguments: [room, me, room, bob])
+            try db.execute(sql: """
+                INSERT INTO room_operation (hash, room, sequence, encoded, received_at) VALUES (?, ?, 1, x'01', 1)
+                """, arguments: [opHash(1), room])
+            try db.execute(sql: """
+                INSERT INTO room_operation_outbox (operation, member, ack_id, queued_at) VALUES (?, ?, ?, 1)
+                """, arguments: [opHash(1), bob, String(opHash(1).prefix(32))])
+        }
+        try queue.close()
+        let store = try open()
+        let retired = try XCTUnwrap(try store.room(id: room))
+        XCTAssertEqual(retired.status, .retired)
+        XCTAssertFalse(retired.isMember)
+        XCTAssertEqual(retired.members, [me, bob], "the member list stays as it was, for the history")
+        XCTAssertEqual(try store.roomOperations(room: room), [])
+        XCTAssertEqual(try store.pendingRoomOperations(to: bob, limit: 10), [])
     }
 
     func testMalformedInputIsRefused() throws {

@@ -106,20 +106,32 @@ def test_flood_of_ten_thousand_connection_attempts(victim):
 
 
 def test_room_operation_flood_is_bounded_by_the_room_limits(victim):
-    """A pinned peer creates 1,100 rooms naming the victim, then pushes 300 membership
-    changes into one of them: the victim keeps at most RoomDaemonLimits.maxRooms (1,024)
-    rooms and RoomLimits.maxOperationsPerRoom (256) operations in a room, logs each limit
-    once instead of per operation, stays up with bounded memory, and honest chat goes on."""
+    """Issue 14, item 4: a pinned peer sends 1,100 creates naming the victim, then 300
+    membership changes in one of them. Each create is only an invitation, and the victim
+    keeps at most RoomAdmission.maxInvitationsPerSender (8) from that peer and
+    RoomLimits.maxOperationsPerRoom (256) operations in a room; it logs each limit once,
+    stays up with bounded memory, and can still be invited to, join and use a real room."""
     alice, bob = victim
     before = rss_kib(alice)
     assert attack(alice, "room-flood", 1100, 300, timeout=180) == "alive"
     rooms = alice.call("rooms.list")["rooms"]
-    assert 0 < len(rooms) <= 1024, len(rooms)
+    assert len(rooms) == 8, len(rooms)
+    assert all(r["status"] == "invited" and r["member"] is False for r in rooms)
     flooded = [r for r in rooms if r["name"] == "flood0"]
     assert flooded and flooded[0]["version"] <= 256, flooded
     log = alice.log_path.read_text()
-    assert log.count("too many rooms") == 1, "the room limit is logged once, not per operation"
-    assert log.count("too many operations") == 1, "the per-room limit is logged once, not per operation"
+    assert log.count("why=tooManyInvitations") == 1, "the invitation limit is logged once, not per create"
+    assert log.count("why=roomFull") == 1, "the per-room limit is logged once, not per operation"
     honest_still_flows(alice, bob, "after the room flood")
+    # A real invitation from someone else still arrives and works.
+    bob.call("rooms.create", {"name": "real", "members": ["alice"]})
+    wait_until(lambda: any(r["name"] == "real" and r["status"] == "invited" for r in alice.call("rooms.list")["rooms"]),
+               what="alice is invited to the real room")
+    alice.call("rooms.accept", {"room": "#real"})
+    # Messages go to joined members: bob writes once alice's join reached him.
+    wait_until(lambda: all(m["joined"] for r in bob.call("rooms.list")["rooms"] if r["name"] == "real" for m in r["members"]),
+               timeout=20, what="bob sees alice joined")
+    bob.call("messages.send", {"to": "#real", "body": "welcome"})
+    wait_until(lambda: "welcome" in [m["body"] for m in alice.messages("#real")], what="alice reads the real room")
     assert alice.proc.poll() is None
     assert rss_kib(alice) - before < 48 * 1024, (before, rss_kib(alice))

@@ -1,5 +1,5 @@
-"""Issue 8, rooms on a real (simulated) LAN: three hosts in network namespaces, each with
-its own avahi-daemon, finding each other by mDNS. Needs root; skipped otherwise."""
+"""Issues 8 and 14, rooms on a real (simulated) LAN: three hosts in network namespaces,
+each with its own avahi-daemon, finding each other by mDNS. Needs root; skipped otherwise."""
 import time
 
 import lab as lab_module
@@ -23,6 +23,17 @@ def room_bodies(node, name, direction="in"):
     return [(m["fromName"], m["body"]) for m in node.messages("#" + name) if m["direction"] == direction]
 
 
+def accept(nodes, name):
+    for n in nodes:
+        wait_until(lambda: (room(n, name) or {}).get("status") == "invited", timeout=20, what=f"{n.name} is invited")
+        n.cli("room", "accept", "#" + name)
+
+
+def joined(node, name):
+    r = room(node, name)
+    return sorted(m["name"] for m in r["members"] if m["joined"]) if r else None
+
+
 def start_all(lab):
     nodes = {h: lab_node(lab, h).start() for h in HOSTS}
     for a in HOSTS:
@@ -36,8 +47,9 @@ def test_room_member_cut_off_receives_everything_once_on_return(lab3):  # noqa: 
     nodes = start_all(lab3)
     h1, h2, h3 = nodes["h1"], nodes["h2"], nodes["h3"]
     h1.cli("room", "create", "lab", "h2", "h3")
+    accept([h2, h3], "lab")
     for n in nodes.values():
-        wait_until(lambda: members(n, "lab") == ["h1", "h2", "h3"], timeout=20, what=f"{n.name} sees the room")
+        wait_until(lambda: joined(n, "lab") == ["h1", "h2", "h3"], timeout=20, what=f"{n.name} sees the room")
 
     lab3.lanlab("cut", "h3")
     t0 = time.monotonic()
@@ -64,8 +76,12 @@ def test_room_member_removal_is_honoured_on_the_lan(lab3):  # noqa: F811
     nodes = start_all(lab3)
     h1, h2, h3 = nodes["h1"], nodes["h2"], nodes["h3"]
     h2.cli("room", "create", "ops", "h1", "h3")
+    accept([h1, h3], "ops")
     for n in nodes.values():
-        wait_until(lambda: members(n, "ops") == ["h1", "h2", "h3"], timeout=20, what=f"{n.name} sees the room")
+        wait_until(lambda: joined(n, "ops") == ["h1", "h2", "h3"], timeout=20, what=f"{n.name} sees the room")
+    h2.cli("room", "promote", "#ops", "h1")
+    wait_until(lambda: {m["name"]: m["role"] for m in room(h1, "ops")["members"]}["h1"] == "admin", timeout=20,
+               what="h1 is admin")
     h1.cli("send", "#ops", "before", "--wait")
     h1.cli("room", "remove", "#ops", "h3")
 
@@ -80,3 +96,40 @@ def test_room_member_removal_is_honoured_on_the_lan(lab3):  # noqa: F811
     h2.cli("send", "h3", "barrier", "--wait")
     time.sleep(1)
     assert room_bodies(h3, "ops") == [("h1", "before")]
+
+
+def test_a_removed_hostile_member_cannot_take_the_room_over_on_the_lan(lab3, tmp_path):  # noqa: F811
+    """Issue 14, item 1 on the LAN: mallory (parley-adversary in h3's namespace) joins
+    #desk, is removed by its owner h1, then signs from before its removal: remove h1,
+    promote itself, add a key of its own. h1 and h2 keep it out and chat on."""
+    nodes = start_all(lab3)
+    h1, h2 = nodes["h1"], nodes["h2"]
+    state = tmp_path / "mallory.ops"
+    target = f"{lab3.ip('h1')}:7744"
+
+    def mallory(*args):
+        p = lab3.exec("h3", ["env", f"PARLEY_ADVERSARY_STATE={state}", lab_module.binary("parley-adversary"),
+                             "room-member", target, "6d" * 32, "mallory", *args], timeout=60)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    assert "hello" in mallory("hello")
+    wait_until(lambda: any(p["name"] == "mallory" for p in h1.call("peers.list")["peers"]), timeout=20,
+               what="h1 knows mallory")
+    created = h1.call("rooms.create", {"name": "desk", "members": ["h2", "mallory"]})["room"]
+    accept([h2], "desk")
+    assert f"joined {created['id']}" in mallory("join")
+    wait_until(lambda: len(joined(h2, "desk")) == 3, timeout=20, what="h2 sees mallory joined")
+    h1.cli("room", "remove", "#desk", "mallory")
+    wait_until(lambda: members(h2, "desk") == ["h1", "h2"], timeout=20, what="h2 applies the removal")
+    t0 = time.monotonic()
+    out = mallory("takeover", created["id"])
+    assert "sent 4" in out, out
+    h1.cli("send", "h2", "barrier", "--wait")
+    for n in (h1, h2):
+        assert members(n, "desk") == ["h1", "h2"], n.name
+        assert {m["name"]: m["role"] for m in room(n, "desk")["members"]} == {"h1": "owner", "h2": "member"}
+    h2.cli("send", "#desk", "still ours", "--wait")
+    lab_module.record("room: takeover attempt refused, honest members chat on", time.monotonic() - t0)
+    assert ("h2", "still ours") in room_bodies(h1, "desk")
+    assert all(b != "mallory is still here" for _, b in room_bodies(h1, "desk"))

@@ -1,4 +1,4 @@
-"""Issue 8, rooms: real parleyd processes on loopback with static peers."""
+"""Issues 8 and 14, rooms: real parleyd processes on loopback with static peers."""
 import json
 import threading
 import time
@@ -38,6 +38,21 @@ def view(node, name):
     return (r["version"], sorted(m["fingerprint"] for m in r["members"]), r["member"]) if r else None
 
 
+def accept(nodes, name, timeout=20):
+    """Each node waits for its invitation to #name and accepts it (issue 14: a node joins
+    a room only when its person says so)."""
+    for node in nodes:
+        wait_until(lambda: (room(node, name) or {}).get("status") == "invited", timeout=timeout,
+                   what=f"{node.name} is invited to #{name}")
+        assert room(node, name)["member"] is False, "invited is not joined"
+        node.call("rooms.accept", {"room": "#" + name})
+
+
+def joined_names(node, name):
+    r = room(node, name)
+    return sorted(m["name"] for m in r["members"] if m["joined"]) if r else None
+
+
 def room_messages(node, name):
     return node.messages("#" + name)
 
@@ -55,6 +70,7 @@ def test_room_of_three_with_one_member_offline(cluster):
 
     out = alice.cli("room", "create", "lab", "bob", "carol").stdout
     assert "Created #lab" in out
+    accept([bob, carol], "lab")
     for node in n.values():
         wait_until(lambda: member_names(node, "lab") == ["alice", "bob", "carol"], what=f"{node.name} sees the room")
     assert converged(n.values(), "lab")
@@ -111,12 +127,14 @@ def test_removed_member_gets_nothing_after_removal_and_views_converge(cluster):
     n = mesh(cluster, "alice", "bob", "carol")
     alice, bob, carol = n["alice"], n["bob"], n["carol"]
     alice.call("rooms.create", {"name": "ops", "members": ["bob", "carol"]})
+    accept([bob, carol], "ops")
+    alice.call("rooms.set_role", {"room": "#ops", "peer": "bob", "role": "admin"})
     for node in n.values():
         wait_until(lambda: member_names(node, "ops") == ["alice", "bob", "carol"], what=f"{node.name} sees the room")
     alice.call("messages.send", {"to": "#ops", "body": "before", "wait": True})
     wait_until(lambda: [m["body"] for m in room_messages(carol, "ops")] == ["before"], what="carol gets 'before'")
 
-    # Bob removes carol (any member may).
+    # Bob, an admin, removes carol.
     out = bob.cli("room", "remove", "#ops", "carol").stdout
     assert "Removed carol" in out
     wait_until(lambda: converged(n.values(), "ops"), what="all three agree on the room")
@@ -148,6 +166,10 @@ def test_concurrent_membership_changes_converge(cluster):
     n = mesh(cluster, "alice", "bob", "carol", "dave")
     alice, bob = n["alice"], n["bob"]
     alice.call("rooms.create", {"name": "team", "members": ["bob", "carol"]})
+    accept([bob, n["carol"]], "team")
+    alice.call("rooms.set_role", {"room": "#team", "peer": "bob", "role": "admin"})
+    wait_until(lambda: {m["name"]: m["role"] for m in room(bob, "team")["members"]}.get("bob") == "admin",
+               what="bob sees he is admin")
     for name in ("alice", "bob", "carol"):
         wait_until(lambda: member_names(n[name], "team") == ["alice", "bob", "carol"], what=f"{name} sees the room")
 
@@ -180,7 +202,9 @@ def test_concurrent_membership_changes_converge(cluster):
     wait_until(lambda: view(n["carol"], "team")[2] is False, what="carol learns of her removal")
     assert "carol" not in member_names(n["carol"], "team")
 
-    # Dave, added by alice, can talk in the room and is heard by bob.
+    # Dave, added by alice, accepts, can talk in the room and is heard by bob.
+    accept([n["dave"]], "team")
+    wait_until(lambda: joined_names(bob, "team") == ["alice", "bob", "dave"], what="bob sees dave joined")
     n["dave"].call("messages.send", {"to": "#team", "body": "hi all"})
     wait_until(lambda: [m["body"] for m in room_messages(bob, "team")] == ["hi all"], what="bob hears dave")
 
@@ -209,8 +233,9 @@ def test_pipelined_room_sends_go_to_the_room(cluster):
     n = mesh(cluster, "alice", "bob", "carol")
     alice, bob, carol = n["alice"], n["bob"], n["carol"]
     alice.call("rooms.create", {"name": "lab", "members": ["bob", "carol"]})
+    accept([bob, carol], "lab")
     for node in n.values():
-        wait_until(lambda: member_names(node, "lab") == ["alice", "bob", "carol"], what=f"{node.name} sees the room")
+        wait_until(lambda: joined_names(node, "lab") == ["alice", "bob", "carol"], what=f"{node.name} sees the room")
 
     def send(to, body):
         return ("messages.send", {"to": to, "body": body})
@@ -269,8 +294,9 @@ def test_room_message_from_a_removed_member_is_dropped_by_those_who_know(cluster
     n = mesh(cluster, "alice", "bob", "carol")
     alice, bob, carol = n["alice"], n["bob"], n["carol"]
     alice.call("rooms.create", {"name": "desk", "members": ["bob", "carol"]})
+    accept([bob, carol], "desk")
     for node in n.values():
-        wait_until(lambda: member_names(node, "desk") == ["alice", "bob", "carol"], what=f"{node.name} sees the room")
+        wait_until(lambda: joined_names(node, "desk") == ["alice", "bob", "carol"], what=f"{node.name} sees the room")
     # Carol is down when alice removes her: bob learns of it, carol does not.
     carol.stop()
     alice.call("rooms.remove", {"room": "#desk", "peer": "carol"})
@@ -281,12 +307,14 @@ def test_room_message_from_a_removed_member_is_dropped_by_those_who_know(cluster
     carol.start()
     assert member_names(carol, "desk") == ["alice", "bob", "carol"]
     carol.call("messages.send", {"to": "#desk", "body": "sneaky"})
-    # Bob returns: he tells carol of her removal and drops her message.
+    # Bob returns: he tells carol of her removal; her message is held, never shown.
     bob.start()
     wait_until(lambda: room(carol, "desk")["member"] is False, timeout=20, what="carol learns of her removal")
-    wait_until(lambda: "room message from a non-member" in bob.log_path.read_text(errors="replace"),
-               timeout=20, what="bob logs the dropped message")
+    wait_until(lambda: "are held, unacknowledged" in bob.log_path.read_text(errors="replace"),
+               timeout=20, what="bob holds the message of a non-member without acknowledging it")
     assert room_messages(bob, "desk") == []
+    # Not acknowledged: it stays queued at carol, not falsely "delivered".
+    assert [m["state"] for m in room_messages(carol, "desk") if m["direction"] == "out"] == ["queued"]
     wait_until(lambda: converged([bob, carol], "desk"), what="bob and carol agree")
 
 
@@ -294,7 +322,8 @@ def test_room_unread_counts_reading_and_room_subscriptions(cluster):
     n = mesh(cluster, "alice", "bob", "carol")
     alice, bob = n["alice"], n["bob"]
     alice.call("rooms.create", {"name": "lab", "members": ["bob", "carol"]})
-    wait_until(lambda: member_names(bob, "lab") == ["alice", "bob", "carol"], what="bob sees the room")
+    accept([bob, n["carol"]], "lab")
+    wait_until(lambda: joined_names(bob, "lab") == ["alice", "bob", "carol"], what="bob sees the room")
 
     sub = bob.rpc(timeout=15)
     start = sub.call("messages.subscribe", {"peer": "#lab"})["lastEventId"]
@@ -345,16 +374,53 @@ def test_a_room_takes_at_most_256_membership_changes_and_says_so(cluster):
     n = mesh(cluster, "alice", "bob", "carol")
     alice, bob = n["alice"], n["bob"]
     alice.call("rooms.create", {"name": "churn", "members": ["bob"]})
+    accept([bob], "churn")
+    wait_until(lambda: joined_names(alice, "churn") == ["alice", "bob"], what="alice sees bob joined")
     r = alice.rpc(timeout=60)
-    for i in range(255):  # create + 255 = 256 operations: carol in, out, in, ...
+    for i in range(254):  # create + join + 254 = 256 operations: carol in, out, in, ...
         r.call("rooms.add" if i % 2 == 0 else "rooms.remove", {"room": "#churn", "peer": "carol"})
     version = room(alice, "churn")["version"]
     with pytest.raises(RPCError) as e:
-        r.call("rooms.remove", {"room": "#churn", "peer": "carol"})
+        r.call("rooms.add", {"room": "#churn", "peer": "carol"})
     r.close()
     assert e.value.code == -32006 and "256 membership changes" in e.value.error["message"], e.value.error
     assert room(alice, "churn")["version"] == version, "the refused change was not applied"
-    assert member_names(alice, "churn") == ["alice", "bob", "carol"]
+    assert member_names(alice, "churn") == ["alice", "bob"]
     wait_until(lambda: view(bob, "churn") == view(alice, "churn"), timeout=60, what="bob resolved all 256 operations")
     alice.cli("send", "#churn", "still works", "--wait")
     wait_until(lambda: "still works" in [m["body"] for m in room_messages(bob, "churn")], what="room message arrives")
+
+
+def test_room_context_in_the_hook_follow_and_export(cluster):
+    """Issue 14, item 6: a room message names its room in the notification hook
+    (PARLEY_ROOM), in `follow` and in both export formats."""
+    from test_everyday import HOOK_ENV, config_file, hook_script, read_env
+    out = cluster.dir / "hook-out"
+    out.mkdir()
+    script = hook_script(cluster, "hook.sh", HOOK_ENV)
+    alice = cluster.node("alice", extra_args=config_file(cluster, "alice", f'notify_command = ["{script}", "{out}"]\n'))
+    alice.start()
+    bob = cluster.node("bob", peers=[alice.address]).start()
+    wait_until(lambda: alice.online("bob") and bob.online("alice"), what="online")
+    bob.call("rooms.create", {"name": "lab", "members": ["alice"]})
+    accept([alice], "lab")
+    wait_until(lambda: joined_names(bob, "lab") == ["alice", "bob"], what="bob sees alice joined")
+    sent = bob.call("messages.send", {"to": "#lab", "body": "in the room", "wait": True})["message"]
+    env_file = out / f"{sent['id']}.env"
+    wait_until(env_file.exists, what="the hook ran")
+    assert read_env(env_file)["PARLEY_ROOM"] == "#lab"
+    lines = [json.loads(line) for line in alice.cli("export", "--format", "json").stdout.splitlines()]
+    assert [(m["body"], m["room"]["name"]) for m in lines if m["room"]] == [("in the room", "lab")]
+    text = alice.cli("export", "#lab").stdout
+    assert "room #lab" in text.splitlines()[0] and "#lab bob: in the room" in text
+    import subprocess
+    from parley_harness import PARLEY
+    follow = subprocess.Popen([PARLEY, "follow", "#lab", "--since", "0", "--socket", str(alice.socket)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        got, _ = follow.communicate(timeout=3)
+    except subprocess.TimeoutExpired:
+        follow.kill()
+        got, _ = follow.communicate()
+    assert "#lab bob: in the room" in got, got
+    assert "#lab members:" in got or "#lab: you are invited" in got, got

@@ -1,5 +1,7 @@
-/// A room's identifier: 16 random bytes chosen by its creator, shown as 32 hex digits.
-/// Random (not derived from the name) so two rooms with the same name never collide.
+/// A room's identifier: the first 16 bytes of its create operation's hash, shown as 32 hex
+/// digits. Committing to the signed create means nobody can claim a known room id with a
+/// create of their own (that would take a second preimage of 128 bits); the create's
+/// random nonce keeps two rooms with the same name and members apart.
 public struct RoomID: FixedLengthID, Comparable {
     public static let length = 16
     public let bytes: [UInt8]
@@ -10,6 +12,11 @@ public struct RoomID: FixedLengthID, Comparable {
     }
 
     public static func random() -> RoomID { RoomID(exactly: Sodium.randomBytes(length)) }
+
+    /// The id of the room founded by the create whose hash this is.
+    public init(committingTo createHash: RoomOperationHash) {
+        self.init(exactly: Array(createHash.bytes.prefix(Self.length)))
+    }
 
     public static func < (a: RoomID, b: RoomID) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
 }

@@ -18,6 +18,10 @@ public enum RoomOperationError: Error, Equatable, Sendable, CustomStringConverti
     /// The sequence does not fit the operation (create: 1; others: at least 2, one more
     /// than the highest parent).
     case invalidSequence(UInt64)
+    /// A policy byte with a reserved bit set.
+    case invalidPolicy(UInt8)
+    /// A role byte that names no role.
+    case unknownRole(UInt8)
     /// The Ed25519 signature does not verify under the actor's key.
     case badSignature
     /// The operation is larger than `RoomOperation.maxEncodedLength`.
@@ -33,6 +37,8 @@ public enum RoomOperationError: Error, Equatable, Sendable, CustomStringConverti
         case .invalidMembers(let why): return "invalid member list: \(why)"
         case .invalidParents(let why): return "invalid parents: \(why)"
         case .invalidSequence(let s): return "sequence \(s) does not fit the operation"
+        case .invalidPolicy(let f): return "room policy flags \(f) set a reserved bit"
+        case .unknownRole(let r): return "unknown room role \(r)"
         case .badSignature: return "room operation signature does not verify"
         case .tooLarge(let n): return "room operation of \(n) bytes exceeds \(RoomOperation.maxEncodedLength)"
         }

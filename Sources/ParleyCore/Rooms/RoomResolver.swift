@@ -1,19 +1,35 @@
-/// Why the resolver did not apply an operation. Each is final for the given set of
-/// operations; only `waiting` operations can still be applied once more arrive.
+/// Why the resolver did not apply an operation. `waiting` operations (a parent not held)
+/// can still join the graph; the structural and authority verdicts (`otherRoom` through
+/// `roomFull`) depend only on the operation's own past and are final; `removedConcurrently`
+/// and `overruled` depend on concurrent operations and can appear when more arrive.
 public enum RoomOperationRejection: String, Sendable, Equatable {
     /// The operation names another room.
     case otherRoom
-    /// A create other than the room's pinned one.
+    /// A create other than the room's (the room id is the create's hash: only one fits).
     case secondCreate
     /// Its sequence is not one more than its highest parent's.
     case badSequence
     /// One of its ancestors was rejected for one of the reasons above, so it does not
     /// belong to this room's graph.
     case rejectedAncestor
-    /// Its actor was not a member in the state of its causal past.
+    /// Its actor was not a joined member in the state of its causal past (a join: not
+    /// invited; a leave: not a member).
     case notMember
-    /// A removal of its actor, concurrent with it, wins ("removal wins").
+    /// Its actor's role did not allow it in the state of its causal past (a member
+    /// removing someone, an admin acting on an admin, adding in an "only admins may add"
+    /// room, granting a role above its own).
+    case notPermitted
+    /// It changes nothing in the state of its past (adding a member, removing a
+    /// non-member, the same role, name or policy, joining twice). Refused so that nobody
+    /// can fill a room's operation limit with no-ops.
+    case noEffect
+    /// An add to a room that already has `RoomLimits.maxMembers` members.
+    case roomFull
+    /// A removal or demotion of its actor, concurrent with it and by someone who
+    /// outranked the actor, voids it ("removal sticks").
     case removedConcurrently
+    /// An add of a key that a concurrent removal, by an equal or higher rank, took out.
+    case overruled
 }
 
 /// What a room looks like after resolving a set of operations: the same on every node that
@@ -21,14 +37,20 @@ public enum RoomOperationRejection: String, Sendable, Equatable {
 public struct RoomState: Equatable, Sendable {
     public let roomID: RoomID
     public let name: String
+    public let policy: RoomOperation.Policy
     public let creator: IdentityPublicKey
     /// The creator's clock at creation, Unix milliseconds (informational).
     public let createdAt: UInt64
     /// Hash of the create operation the room grows from.
     public let root: RoomOperationHash
-    /// Current members, ascending.
+    /// Current members, joined or invited, ascending.
     public let members: [IdentityPublicKey]
-    /// Highest sequence among applied operations: grows with every membership change.
+    /// Each member's role.
+    public let roles: [IdentityPublicKey: RoomRole]
+    /// Members that joined (accepted their invitation; the creator from the start),
+    /// ascending. Only they send and receive room messages.
+    public let joined: [IdentityPublicKey]
+    /// Highest sequence among applied operations: grows with every change.
     public let version: UInt64
     /// Applied operations, in resolution order.
     public let applied: [RoomOperationHash]
@@ -36,42 +58,47 @@ public struct RoomState: Equatable, Sendable {
     public let rejected: [RoomOperationHash: RoomOperationRejection]
     /// Operations whose ancestors have not all arrived yet.
     public let waiting: [RoomOperationHash]
-    /// The operations no other operation follows, highest (sequence, hash) first, at most
-    /// `RoomLimits.maxParents`: the parents of this node's next operation.
+    /// The applied operations no other applied operation follows, highest (sequence, hash)
+    /// first, at most `RoomLimits.maxParents`: the parents of this node's next operation.
     public let heads: [RoomOperation]
 
-    public func isMember(_ identity: IdentityPublicKey) -> Bool {
-        // Sorted, small (<= 64): a binary search would not be worth its code.
-        members.contains(identity)
-    }
+    /// A member, joined or invited.
+    public func isMember(_ identity: IdentityPublicKey) -> Bool { roles[identity] != nil }
+
+    public func hasJoined(_ identity: IdentityPublicKey) -> Bool { joined.contains(identity) }
+
+    /// Invited, not joined yet.
+    public func isInvited(_ identity: IdentityPublicKey) -> Bool { isMember(identity) && !hasJoined(identity) }
+
+    public func role(of identity: IdentityPublicKey) -> RoomRole? { roles[identity] }
 }
 
-/// The convergence rule for room membership (docs/PROTOCOL.md, "Room operations"). Pure:
-/// the same operations give the same state on every node.
+/// The convergence rule for room membership (docs/PROTOCOL.md, "Who may do what, and
+/// convergence"). Pure: the same operations give the same state on every node.
 ///
-/// 1. **Graph.** Starting from the pinned create (`root`), an operation belongs to the graph
-///    when all its parents do and its sequence is one more than the highest parent's.
-///    Operations are taken in **(sequence, hash)** order, which is a topological order of the
-///    graph: a parent always has a lower sequence than its child.
+/// 1. **Graph.** Starting from the create (`root`), an operation belongs to the graph when
+///    all its parents do and its sequence is one more than the highest parent's.
+///    Operations are taken in **(sequence, hash)** order, a topological order of the graph.
 /// 2. **Causal past.** The past of an operation is the set of its ancestors: exactly the
 ///    operations its author had seen when it signed.
-/// 3. **Authority.** An operation is applied only if its actor is a member in the state
-///    obtained by applying the applied operations of its past, in (sequence, hash) order.
-///    So any current member may add or remove anyone (itself included: leaving).
-/// 4. **Removal wins.** An operation by X is not applied if the graph holds a removal of X
-///    that is concurrent with it (neither is in the other's past) and whose own author was
-///    a member in that removal's past (checked by rule 3 alone, without rule 4, so the rule
-///    is not circular). A removed member thus cannot undo its removal by signing operations
-///    that pretend not to have seen it. Two members who remove each other concurrently both
-///    stay: each removal is voided by the other.
-/// 5. **State.** Members = the applied operations in (sequence, hash) order, folded: create
-///    sets the list, add inserts, remove deletes (adding a member or removing a non-member
-///    changes nothing).
+/// 3. **Authority.** An operation is permitted if the state of the valid operations of its
+///    past allows it (`RoomAuthority`): roles, rank (an actor acts only on members ranked
+///    strictly below it), the room's policy, and it must change something.
+/// 4. **Removal sticks.** A permitted operation by X is void if a removal or demotion of X
+///    that is *authorised* (rule 3 applied to authorised operations, without this rule, so
+///    nothing is circular) is concurrent with it, unless the remover had seen it: the
+///    operation is in the past of another operation by the remover that does not follow
+///    the removal. A removed member therefore cannot act by signing operations that
+///    pretend not to have seen its removal, and a remover cannot void what it had seen by
+///    back-dating its removal.
+/// 5. **Conflicting add.** An add of K is void if an authorised removal of K concurrent
+///    with it, by an actor of equal or higher rank than the adder, did not see it.
+/// 6. **State.** The valid operations in (sequence, hash) order, folded (`RoomFold`).
 public enum RoomResolver {
     /// Resolves `operations` (any order, duplicates and foreign operations allowed) into the
     /// room founded by `root`. Returns nil if `root` is not a create.
     public static func resolve(root: RoomOperation, operations: [RoomOperation]) -> RoomState? {
-        guard case let .create(name, _) = root.change else { return nil }
+        guard case .create = root.change else { return nil }
         var rejected: [RoomOperationHash: RoomOperationRejection] = [:]
         var byHash: [RoomOperationHash: RoomOperation] = [root.hash: root]
         for op in operations {
@@ -80,7 +107,7 @@ public enum RoomResolver {
         }
         let ordered = byHash.values.sorted(by: precedes)
 
-        // 1. The graph and each member's causal past (as bit sets over graph positions).
+        // 1. The graph and each operation's causal past (as bit sets over graph positions).
         var graph: [RoomOperation] = []
         var position: [RoomOperationHash: Int] = [:]
         var past: [BitSet] = []
@@ -122,58 +149,81 @@ public enum RoomResolver {
             past.append(ancestors)
         }
 
-        // Members after applying the graph operations before position `end` selected by
-        // `include`, in graph order (which is (sequence, hash) order). An operation's past
-        // lies entirely before it, so `end` bounds each replay to its own position.
-        func fold(upTo end: Int, _ include: (Int) -> Bool) -> Set<IdentityPublicKey> {
-            var members = Set<IdentityPublicKey>()
-            for i in 0..<end where include(i) {
-                switch graph[i].change {
-                case .create(_, let m): members = Set(m)
-                case .add(let k): members.insert(k)
-                case .remove(let k): members.remove(k)
-                }
+        // The state after the graph operations before `end` selected by `include`, in graph
+        // order. An operation's past lies entirely before it, so `end` bounds each replay.
+        func fold(upTo end: Int, _ include: (Int) -> Bool) -> RoomFold {
+            var state = RoomFold()
+            for i in 0..<end where include(i) { state.apply(graph[i]) }
+            return state
+        }
+        func concurrent(_ a: Int, _ b: Int) -> Bool { a != b && !past[a].contains(b) && !past[b].contains(a) }
+        var byActor: [IdentityPublicKey: [Int]] = [:]
+        for i in graph.indices { byActor[graph[i].actor, default: []].append(i) }
+        /// Whether the actor of `remover` had seen `op`: another operation of its, not
+        /// following `remover`, has `op` in its past (or is `op`).
+        func seen(_ op: Int, by remover: Int) -> Bool {
+            byActor[graph[remover].actor, default: []].contains { p in
+                p != remover && !past[p].contains(remover) && (p == op || past[p].contains(op))
             }
-            return members
         }
 
-        // 3 without 4: which operations had authority in their past.
+        // 3 without 4 and 5: which operations had authority in their past, and the
+        // removals and demotions among them (with the remover's rank then).
         var authorized = [Bool](repeating: false, count: graph.count)
+        var lowering: [(index: Int, target: IdentityPublicKey, rank: RoomRole, isRemoval: Bool)] = []
         for i in graph.indices {
             if graph[i].hash == root.hash { authorized[i] = true; continue }
-            authorized[i] = fold(upTo: i) { past[i].contains($0) && authorized[$0] }.contains(graph[i].actor)
-        }
-        let removals: [(index: Int, target: IdentityPublicKey)] = graph.indices.compactMap { i in
-            guard authorized[i], case .remove(let target) = graph[i].change else { return nil }
-            return (i, target)
+            let state = fold(upTo: i) { past[i].contains($0) && authorized[$0] }
+            guard RoomAuthority.check(graph[i], in: state) == nil else { continue }
+            authorized[i] = true
+            let actorRank = state.roles[graph[i].actor] ?? .member
+            switch graph[i].change {
+            case .remove(let t) where t != graph[i].actor:
+                lowering.append((i, t, actorRank, true))
+            case let .setRole(t, r) where t != graph[i].actor && r < (state.roles[t] ?? .member):
+                lowering.append((i, t, actorRank, false))
+            default:
+                break
+            }
         }
 
-        // 3 and 4.
+        // 3, 4 and 5.
         var applied = [Bool](repeating: false, count: graph.count)
         for i in graph.indices {
             let op = graph[i]
             if op.hash == root.hash { applied[i] = true; continue }
-            guard fold(upTo: i, { past[i].contains($0) && applied[$0] }).contains(op.actor) else {
-                rejected[op.hash] = .notMember
+            let state = fold(upTo: i) { past[i].contains($0) && applied[$0] }
+            if let why = RoomAuthority.check(op, in: state) { rejected[op.hash] = why; continue }
+            if lowering.contains(where: { $0.target == op.actor && concurrent($0.index, i) && !seen(i, by: $0.index) }) {
+                rejected[op.hash] = .removedConcurrently
                 continue
             }
-            let removedConcurrently = removals.contains { r in
-                r.index != i && r.target == op.actor && !past[i].contains(r.index) && !past[r.index].contains(i)
+            if case .add(let k) = op.change {
+                let adderRank = state.roles[op.actor] ?? .member
+                if lowering.contains(where: {
+                    $0.isRemoval && $0.target == k && $0.rank >= adderRank && concurrent($0.index, i) && !seen(i, by: $0.index)
+                }) {
+                    rejected[op.hash] = .overruled
+                    continue
+                }
             }
-            if removedConcurrently { rejected[op.hash] = .removedConcurrently; continue }
             applied[i] = true
         }
 
-        // 5.
-        let members = fold(upTo: graph.count) { applied[$0] }.sorted()
+        // 6.
+        let final = fold(upTo: graph.count) { applied[$0] }
+        // Heads come from applied operations only: a node never builds on an operation
+        // that others may have refused to keep (so its own would wait there forever), and
+        // a voided operation never enters the past of an honest one.
+        let appliedOps = graph.indices.filter { applied[$0] }.map { graph[$0] }
         var followed = Set<RoomOperationHash>()
-        for op in graph { followed.formUnion(op.parents) }
-        let heads = graph.filter { !followed.contains($0.hash) }
+        for op in appliedOps { followed.formUnion(op.parents) }
+        let heads = appliedOps.filter { !followed.contains($0.hash) }
             .sorted { precedes($1, $0) }
             .prefix(RoomLimits.maxParents)
-        let appliedOps = graph.indices.filter { applied[$0] }.map { graph[$0] }
-        return RoomState(roomID: root.roomID, name: name, creator: root.actor, createdAt: root.createdAt,
-                         root: root.hash, members: members,
+        return RoomState(roomID: root.roomID, name: final.name, policy: final.policy, creator: root.actor,
+                         createdAt: root.createdAt, root: root.hash, members: final.roles.keys.sorted(),
+                         roles: final.roles, joined: final.joined.sorted(),
                          version: appliedOps.map(\.sequence).max() ?? 1,
                          applied: appliedOps.map(\.hash), rejected: rejected,
                          waiting: ordered.filter { waiting.contains($0.hash) }.map(\.hash),

@@ -28,6 +28,11 @@ enum ControlCall: Sendable {
     case roomsAdd(RoomsAddParams)
     case roomsRemove(RoomsRemoveParams)
     case roomsLeave(RoomsLeaveParams)
+    case roomsAccept(RoomsAcceptParams)
+    case roomsDecline(RoomsDeclineParams)
+    case roomsSetRole(RoomsSetRoleParams)
+    case roomsRename(RoomsRenameParams)
+    case roomsSetPolicy(RoomsSetPolicyParams)
     case messagesReply(MessagesReplyParams)
     case messagesEdit(MessagesEditParams)
     case messagesDelete(MessagesDeleteParams)
@@ -63,11 +68,16 @@ enum ControlCall: Sendable {
             ControlRoute.route(RoomsAddParams.self, ControlCall.roomsAdd),
             ControlRoute.route(RoomsRemoveParams.self, ControlCall.roomsRemove),
             ControlRoute.route(RoomsLeaveParams.self, ControlCall.roomsLeave),
+            ControlRoute.route(RoomsAcceptParams.self, ControlCall.roomsAccept),
+            ControlRoute.route(RoomsDeclineParams.self, ControlCall.roomsDecline),
+            ControlRoute.route(RoomsSetRoleParams.self, ControlCall.roomsSetRole),
+            ControlRoute.route(RoomsRenameParams.self, ControlCall.roomsRename),
+            ControlRoute.route(RoomsSetPolicyParams.self, ControlCall.roomsSetPolicy),
             ControlRoute.route(MessagesReplyParams.self, ControlCall.messagesReply),
             ControlRoute.route(MessagesEditParams.self, ControlCall.messagesEdit),
             ControlRoute.route(MessagesDeleteParams.self, ControlCall.messagesDelete),
             ControlRoute.route(MessagesReactParams.self, ControlCall.messagesReact),
-            ControlRoute.route(NodeSetStatusParams.self, ControlCall.nodeSetStatus),
+            ControlRoute.route(NodeSetStatusParams.self, ControlCall.nodeSetStatus)
         ].map { ($0.method, $0) })
 
     /// Looks the method up and decodes its params: `methodNotFound` for an unknown method,

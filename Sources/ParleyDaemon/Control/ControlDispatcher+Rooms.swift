@@ -14,7 +14,7 @@ extension ControlDispatcher {
 
     func createRoom(_ p: RoomsCreateParams, id: JSONRPCID?) throws -> Reply {
         let peers = try p.members.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
-        let room = try node.createRoom(name: p.name, members: peers)
+        let room = try node.createRoom(name: p.name, members: peers, onlyAdminsAdd: p.onlyAdminsAdd ?? false)
         return .typed(id: id, result: RoomResult(room: node.roomInfo(room)))
     }
 
@@ -22,22 +22,51 @@ extension ControlDispatcher {
         let room = try node.resolveRoom(p.room)
         let peer = try node.resolvePeer(p.peer)
         if let refusal = node.sendRefusal(peer) { throw refusal }
-        let updated = try node.changeMembership(of: room, .add, identity: peer.identity, name: peer.displayName)
+        try requireJoined(room)
+        let target = try IdentityPublicKey(bytes: Sodium.fromHex(peer.identity) ?? [])
+        let state = try node.roomState(room)
+        if state?.isMember(target) == true { throw RoomError.alreadyMember(room: room.name, peer: peer.displayName) }
+        let updated = try node.changeRoom(room, .add(target))
         return .typed(id: id, result: RoomResult(room: node.roomInfo(updated)))
     }
 
     func removeFromRoom(_ p: RoomsRemoveParams, id: JSONRPCID?) throws -> Reply {
         let room = try node.resolveRoom(p.room)
         let (identity, name) = try memberToRemove(p.peer, room: room)
-        let updated = try node.changeMembership(of: room, .remove, identity: identity, name: name)
+        if identity != node.myIdentity { try requireJoined(room) }
+        guard room.members.contains(identity) else { throw RoomError.notAMember(room: room.name, peer: name) }
+        let updated = try node.changeRoom(room, .remove(try IdentityPublicKey(bytes: Sodium.fromHex(identity) ?? [])))
         return .typed(id: id, result: RoomResult(room: node.roomInfo(updated)))
     }
 
     func leaveRoom(_ p: RoomsLeaveParams, id: JSONRPCID?) throws -> Reply {
         let room = try node.resolveRoom(p.room)
-        let updated = try node.changeMembership(
-            of: room, .remove, identity: node.myIdentity, name: node.card.displayName)
+        let updated = try node.changeRoom(room, .remove(node.myIdentityKey))
         return .typed(id: id, result: RoomResult(room: node.roomInfo(updated)))
+    }
+
+    /// Acting on others needs a joined member: say so before anything else.
+    private func requireJoined(_ room: RoomRecord) throws {
+        switch room.status {
+        case .joined: return
+        case .invited: throw RoomError.notJoined(room)
+        case .left, .retired: throw RoomError.notMember(room)
+        }
+    }
+
+    func setRole(_ p: RoomsSetRoleParams, id: JSONRPCID?) throws -> Reply {
+        let room = try node.resolveRoom(p.room)
+        try requireJoined(room)
+        let (identity, name) = try memberToRemove(p.peer, room: room)
+        guard room.members.contains(identity) else { throw RoomError.notAMember(room: room.name, peer: name) }
+        guard let role = RoomRole(name: p.role) else { throw JSONRPCError.invalidParams("unknown role \(p.role)") }
+        let updated = try node.changeRoom(room, .setRole(try IdentityPublicKey(bytes: Sodium.fromHex(identity) ?? []), role))
+        return .typed(id: id, result: RoomResult(room: node.roomInfo(updated)))
+    }
+
+    func changeRoom(_ selector: String, _ change: RoomOperation.Change, id: JSONRPCID?) throws -> Reply {
+        let room = try node.resolveRoom(selector)
+        return .typed(id: id, result: RoomResult(room: node.roomInfo(try node.changeRoom(room, change))))
     }
 
     func listRoomMessages(_ selector: String, _ p: MessagesListParams, id: JSONRPCID?) throws -> Reply {
@@ -84,7 +113,8 @@ extension ControlDispatcher {
         case .notFound(let q): return .roomNotFound(q)
         case let .ambiguous(q, rooms):
             return .roomAmbiguous(q, candidates: rooms.map { RoomCandidate(id: $0.id, name: $0.name) })
-        case .notMember, .tooManyOperations: return JSONRPCError(.notPermitted, e.description)
+        case .notMember, .tooManyOperations, .refused, .notJoined: return JSONRPCError(.notPermitted, e.description)
+        case .notInvited: return .invalidParams(e.description)
         case .alreadyMember, .notAMember, .tooManyMembers, .invalid: return .invalidParams(e.description)
         case .queueFull: return JSONRPCError(.storageFailed, e.description)
         }

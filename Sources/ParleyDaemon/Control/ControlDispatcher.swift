@@ -139,6 +139,16 @@ struct ControlDispatcher {
             return try removeFromRoom(p, id: id)
         case .roomsLeave(let p):
             return try leaveRoom(p, id: id)
+        case .roomsAccept(let p):
+            return .typed(id: id, result: RoomResult(room: node.roomInfo(try node.acceptInvitation(node.resolveRoom(p.room)))))
+        case .roomsDecline(let p):
+            return .typed(id: id, result: RoomResult(room: node.roomInfo(try node.declineInvitation(node.resolveRoom(p.room)))))
+        case .roomsSetRole(let p):
+            return try setRole(p, id: id)
+        case .roomsRename(let p):
+            return try changeRoom(p.room, .rename(p.name), id: id)
+        case .roomsSetPolicy(let p):
+            return try changeRoom(p.room, .setPolicy(.init(onlyAdminsAdd: p.onlyAdminsAdd)), id: id)
         case .messagesReply(let p):
             let stored = try node.reply(to: try node.resolveMessage(p.message), body: p.body)
             return .typed(id: id, result: MessagesSendResult(message: node.messageInfo(stored)))

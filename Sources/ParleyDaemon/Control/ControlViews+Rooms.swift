@@ -5,21 +5,30 @@ import ParleyStore
 /// Rooms in the control protocol's wire types.
 extension Node {
     func roomInfo(_ r: RoomRecord) -> RoomInfo {
+        let joined = Set(r.joined)
         let members = r.members.map { m in
-            RoomMemberInfo(name: displayName(of: m), fingerprint: Node.fingerprint(ofHex: m), you: m == myIdentity)
+            RoomMemberInfo(name: displayName(of: m), fingerprint: Node.fingerprint(ofHex: m), you: m == myIdentity,
+                           role: (r.roles[m] ?? .member).description, joined: joined.contains(m))
         }
         return RoomInfo(id: r.id, name: r.name, members: members, member: r.isMember,
                         creator: Node.fingerprint(ofHex: r.creator), creatorName: displayName(of: r.creator),
                         createdAt: Int(r.createdAt), version: Int(r.version),
                         queued: (try? store.queuedRoomMessageCount(room: r.id)) ?? 0,
-                        unread: (try? store.roomUnreadCount(room: r.id)) ?? 0)
+                        unread: (try? store.roomUnreadCount(room: r.id)) ?? 0,
+                        status: r.status.rawValue, role: r.roles[myIdentity]?.description,
+                        invitedBy: r.inviter.map(Node.fingerprint(ofHex:)), onlyAdminsAdd: r.onlyAdminsAdd)
+    }
+
+    /// A room's name as this node resolved it (the id's first 8 digits if unknown).
+    func roomDisplayName(ofHex id: String) -> String {
+        RoomID(hex: id).flatMap { try? roomEntry($0).state?.name } ?? String(id.prefix(8))
     }
 
     /// Adds the room to a message's view: `room`, and for outgoing room messages `to` =
     /// the room id and `toName` = `#name`.
     func withRoom(_ info: MessageInfo, _ m: StoredMessage) -> MessageInfo {
         guard let id = m.room else { return info }
-        let name = RoomID(hex: id).flatMap { try? roomEntry($0).state?.name } ?? String(id.prefix(8))
+        let name = roomDisplayName(ofHex: id)
         var out = info
         out.room = MessageRoom(id: id, name: name)
         if m.direction == .outgoing {

@@ -32,29 +32,55 @@ extension Node {
         return entry
     }
 
-    /// Stores a new, verified operation, re-resolves its room, forwards the operation and
-    /// tells observers. Returns false (and stores nothing) for a duplicate or a refused
-    /// operation; refusals are logged. Throws only when the store fails.
+    /// The room as resolved now (nil before its create is known).
+    func roomState(_ room: RoomRecord) throws -> RoomState? {
+        guard let id = RoomID(hex: room.id) else { throw RoomError.notFound(room.id) }
+        return try storing { () throws(StoreError) in try roomEntry(id).state }
+    }
+
+    /// Takes a verified operation (received from `peer`, or this node's own when nil):
+    /// `RoomAdmission` says whether it is kept; a kept one is stored, the room re-resolved,
+    /// the operation forwarded as `RoomDistribution` says, observers told, and operations
+    /// and messages that waited for it retried. Returns false for a duplicate, a refused or
+    /// a waiting operation (refusals are logged). Throws only when the store fails.
     @discardableResult
     func acceptRoomOperation(_ op: RoomOperation, from peer: IdentityPublicKey?) throws(StoreError) -> Bool {
         var entry = try roomEntry(op.roomID)
         if entry.operations[op.hash] != nil { return false }
         let source = peer?.fingerprintText ?? "local"
-        guard entry.operations.count < RoomLimits.maxOperationsPerRoom else {
-            attackLog.log(key: "room-ops:" + op.roomID.hex, "room operation refused: the room has too many operations",
-                          ["room": op.roomID.hex, "from": source, "limit": "\(RoomLimits.maxOperationsPerRoom)"])
-            return false
-        }
-        if entry.operations.isEmpty, try store.roomsWithOperationsCount() >= RoomDaemonLimits.maxRooms {
-            attackLog.log(key: "rooms-full", "room operation for a new room refused: too many rooms",
-                          ["room": op.roomID.hex, "from": source, "limit": "\(RoomDaemonLimits.maxRooms)"])
-            return false
-        }
         if case .create = op.change, let root = entry.root, root.hash != op.hash {
+            // The room id is the create's hash: another create cannot name it (short of a
+            // 128-bit collision), so this is a forgery or a bug.
             attackLog.log(key: "room-create:" + op.roomID.hex, "a second create for a known room refused",
                           ["room": op.roomID.hex, "from": source, "actor": Fingerprint(op.actor).description])
             return false
         }
+        if entry.root == nil, let peer { return try acceptUnknownRoomOperation(op, from: peer) }
+        let root: RoomOperation?
+        if let r = entry.root { root = r } else if case .create = op.change { root = op } else { root = nil }
+        let before = entry.state
+        let after = root.flatMap { RoomResolver.resolve(root: $0, operations: Array(entry.operations.values) + [op]) }
+        if let peer {
+            let unapplied = entry.operations.values.filter {
+                $0.actor == op.actor && [.removedConcurrently, .overruled].contains(before?.rejected[$0.hash])
+            }.count
+            let invitations = before == nil ? try store.invitationCount(from: peer.hex) : 0
+            let verdict = RoomAdmission.verdict(for: op, before: before, after: after, me: myIdentityKey,
+                                                operationCount: entry.operations.count, unappliedByActor: unapplied,
+                                                invitationsFromSender: invitations)
+            switch verdict {
+            case .keep, .invitation:
+                break
+            case .wait:
+                holdWaitingRoomOperation(op, from: peer)
+                return false
+            case let .refuse(why, detail):
+                attackLog.log(key: "room-refused:\(why.rawValue):" + peer.hex, "room operation refused",
+                              ["room": op.roomID.hex, "from": source, "why": why.rawValue, "detail": detail])
+                return false
+            }
+        }
+        guard let root, let after else { return false }  // only a peer's operation can lack a root: it waited
         let now = nowMs
         guard try store.insertRoomOperation(StoredRoomOperation(hash: op.hash.hex, room: op.roomID.hex,
                                                                 sequence: Int64(clamping: op.sequence),
@@ -64,34 +90,142 @@ extension Node {
             return false
         }
         entry.operations[op.hash] = op
-        if case .create = op.change, entry.root == nil { entry.root = op }
-        let before = entry.state
-        if let root = entry.root {
-            entry.state = RoomResolver.resolve(root: root, operations: Array(entry.operations.values))
-        }
+        entry.root = root
+        entry.state = after
         roomBook.entries[op.roomID] = entry
-        guard let after = entry.state else {
-            log.debug("room operation stored until the room's create arrives", ["room": op.roomID.hex, "from": source])
-            return true
-        }
         if let reason = after.rejected[op.hash] {
-            log.info("room operation not applied", ["room": op.roomID.hex, "from": source, "reason": reason.rawValue])
+            log.info("room operation kept but not applied", ["room": op.roomID.hex, "from": source, "reason": reason.rawValue])
         }
-        try saveRoomState(after, now: now)
+        let previous = try store.room(id: op.roomID.hex)
+        try saveRoomState(after, previous: previous, deliveredBy: peer, now: now)
         try distribute(op, before: before, after: after, from: peer, entry: entry, now: now)
-        if before?.members != after.members || before?.version != after.version || before == nil,
-           let rec = try store.room(id: op.roomID.hex) {
+        if let rec = try store.room(id: op.roomID.hex), rec != previous.map({ var p = $0; p.updatedAt = rec.updatedAt; return p }) {
             log.info("room updated", ["room": after.name, "id": after.roomID.hex, "version": "\(after.version)",
-                                      "members": "\(after.members.count)", "member": "\(after.isMember(myIdentityKey))"])
+                                      "members": "\(after.members.count)", "status": rec.status.rawValue])
             emit(.roomUpdated(rec))
         }
+        try retryWaiting(room: op.roomID)
         return true
     }
 
-    private func saveRoomState(_ s: RoomState, now: Int64) throws(StoreError) {
+    /// An operation of a room this node holds nothing of: with the other operations of that
+    /// room the same peer sent (held in memory), it is an invitation once they name this
+    /// node; then the create and every operation of the log that is in the graph are
+    /// stored at once. Until then it waits, bounded (`RoomAdmission`).
+    private func acceptUnknownRoomOperation(_ op: RoomOperation, from peer: IdentityPublicKey) throws(StoreError) -> Bool {
+        let held = roomBook.waiting[peer, default: []].map(\.op).filter { $0.roomID == op.roomID && $0.hash != op.hash }
+        let batch = held + [op]
+        // Resolving is quadratic in the log: only worth it once something names this node.
+        let me = myIdentityKey
+        let namesMe = batch.contains { o in
+            if case .create(_, let members, _) = o.change { return members.contains(me) }
+            return o.target == me
+        }
+        guard namesMe, let root = batch.first(where: { $0.kind == .create }),
+              let state = RoomResolver.resolve(root: root, operations: batch) else {
+            holdWaitingRoomOperation(op, from: peer)
+            return false
+        }
+        // Stale invitations go first, so they do not count against the peer's share.
+        for id in try store.forgetInvitations(before: nowMs - Int64(RoomAdmission.invitationLifetimeDays) * 86_400_000) {
+            if let rid = RoomID(hex: id) { roomBook.entries[rid] = nil }
+            log.info("unanswered room invitation forgotten", ["id": id, "days": "\(RoomAdmission.invitationLifetimeDays)"])
+        }
+        let verdict = RoomAdmission.verdict(for: op, before: nil, after: state, me: myIdentityKey, operationCount: 0,
+                                            unappliedByActor: 0, invitationsFromSender: try store.invitationCount(from: peer.hex))
+        switch verdict {
+        case .wait, .keep:
+            holdWaitingRoomOperation(op, from: peer)
+            return false
+        case let .refuse(why, detail):
+            attackLog.log(key: "room-refused:\(why.rawValue):" + peer.hex, "room operation refused",
+                          ["room": op.roomID.hex, "from": peer.fingerprintText, "why": why.rawValue, "detail": detail])
+            roomBook.waiting[peer] = roomBook.waiting[peer]?.filter { $0.op.roomID != op.roomID }
+            return false
+        case .invitation:
+            break
+        }
+        let waitingNow = Set(state.waiting)
+        let keep = batch.filter { !waitingNow.contains($0.hash) }.sorted(by: RoomResolver.precedes)
+        let now = nowMs
+        var entry = RoomBook.Entry()
+        for o in keep {
+            _ = try store.insertRoomOperation(StoredRoomOperation(hash: o.hash.hex, room: o.roomID.hex,
+                                                                  sequence: Int64(clamping: o.sequence),
+                                                                  encoded: o.encoded()), at: now)
+            entry.operations[o.hash] = o
+        }
+        entry.root = root
+        entry.state = state
+        roomBook.entries[op.roomID] = entry
+        roomBook.waiting[peer] = roomBook.waiting[peer]?.filter { !entry.operations.keys.contains($0.op.hash) }
+        try saveRoomState(state, previous: nil, deliveredBy: peer, now: now)
+        if let rec = try store.room(id: op.roomID.hex) {
+            log.info("room invitation", ["room": state.name, "id": state.roomID.hex, "from": peer.fingerprintText,
+                                         "members": "\(state.members.count)"])
+            emit(.roomUpdated(rec))
+        }
+        try retryWaiting(room: op.roomID)
+        return true
+    }
+
+    /// This node's relation to the room the state describes.
+    private func status(in s: RoomState, previous: RoomRecord?) -> RoomStatus {
+        if s.hasJoined(myIdentityKey) { return .joined }
+        if s.isInvited(myIdentityKey) { return .invited }
+        return .left
+    }
+
+    private func saveRoomState(_ s: RoomState, previous: RoomRecord?, deliveredBy peer: IdentityPublicKey?,
+                               now: Int64) throws(StoreError) {
+        let status = status(in: s, previous: previous)
+        let inviter = status == .invited ? (previous?.status == .invited ? previous?.inviter : peer?.hex) : nil
+        var roles: [String: RoomRole] = [:]
+        for (k, r) in s.roles { roles[k.hex] = r }
         try store.saveRoom(RoomRecord(id: s.roomID.hex, root: s.root.hex, name: s.name, creator: s.creator.hex,
                                       createdAt: Int64(clamping: s.createdAt), version: Int64(clamping: s.version),
-                                      members: s.members.map(\.hex), isMember: s.isMember(myIdentityKey), updatedAt: now))
+                                      members: s.members.map(\.hex), status: status, roles: roles,
+                                      joined: s.joined.map(\.hex), onlyAdminsAdd: s.policy.onlyAdminsAdd,
+                                      inviter: inviter, updatedAt: now))
+    }
+
+    /// Holds an operation whose parent has not arrived, in memory and bounded per peer
+    /// (`RoomAdmission.maxWaitingPerSender`, `waitingTimeoutSeconds`).
+    private func holdWaitingRoomOperation(_ op: RoomOperation, from peer: IdentityPublicKey) {
+        let now = clock.monotonicNow()
+        var list = roomBook.waiting[peer, default: []].filter {
+            now - $0.since < .seconds(RoomAdmission.waitingTimeoutSeconds) && $0.op.hash != op.hash
+        }
+        guard list.count < RoomAdmission.maxWaitingPerSender else {
+            attackLog.log(key: "room-waiting:" + peer.hex, "room operation dropped: too many waiting for a parent",
+                          ["room": op.roomID.hex, "from": peer.fingerprintText, "limit": "\(RoomAdmission.maxWaitingPerSender)"])
+            roomBook.waiting[peer] = list
+            return
+        }
+        list.append((op, now))
+        roomBook.waiting[peer] = list
+    }
+
+    /// Offers the operations and messages that waited on `room` again, until none moves.
+    /// Iterative, not recursive: an operation taken here may free others (a chain sent
+    /// children first frees up to a whole room's log), and each would otherwise nest
+    /// another call on the event loop's stack.
+    private func retryWaiting(room: RoomID) throws(StoreError) {
+        roomBook.roomsToRetry.insert(room)
+        guard !roomBook.retrying else { return }
+        roomBook.retrying = true
+        defer { roomBook.retrying = false }
+        while let next = roomBook.roomsToRetry.popFirst() {
+            for (peer, list) in roomBook.waiting {
+                let mine = list.filter { $0.op.roomID == next }
+                guard !mine.isEmpty else { continue }
+                roomBook.waiting[peer] = roomBook.waiting[peer]?.filter { $0.op.roomID != next }
+                for w in mine.sorted(by: { RoomResolver.precedes($0.op, $1.op) }) {
+                    try acceptRoomOperation(w.op, from: peer)
+                }
+            }
+            try releaseHeldRoomChats(room: next)
+        }
     }
 
     /// Queues the operation (and, for newcomers, the whole log) as `RoomDistribution` says,
@@ -109,16 +243,17 @@ extension Node {
 
     // MARK: Local API (control socket)
 
-    /// Creates a room with this node and `members`; returns once the create is stored.
-    func createRoom(name: String, members: [PeerRecord]) throws -> RoomRecord {
+    /// Creates a room with this node (its owner) and invites `members`; returns once the
+    /// create is stored.
+    func createRoom(name: String, members: [PeerRecord], onlyAdminsAdd: Bool = false) throws -> RoomRecord {
         loop.preconditionInEventLoop()
         for p in members { if let refusal = sendRefusal(p) { throw refusal } }
         let keys = try members.map { try IdentityPublicKey(bytes: Sodium.fromHex($0.identity) ?? []) }
         guard Set(keys + [myIdentityKey]).count <= RoomLimits.maxMembers else { throw RoomError.tooManyMembers(RoomLimits.maxMembers) }
         let op: RoomOperation
         do {
-            op = try RoomOperation.create(roomID: .random(), name: name, members: keys, by: self.keys.identity,
-                                          createdAt: UInt64(max(0, nowMs)))
+            op = try RoomOperation.create(name: name, members: keys, policy: .init(onlyAdminsAdd: onlyAdminsAdd),
+                                          by: self.keys.identity, createdAt: UInt64(max(0, nowMs)))
         } catch { throw RoomError.invalid(error.description) }
         let rec = try storing { () throws(StoreError) in
             try acceptRoomOperation(op, from: nil)
@@ -133,36 +268,41 @@ extension Node {
         do { return try body() } catch { throw .storage(error) }
     }
 
-    enum MembershipChange { case add, remove }
-
-    /// Adds or removes a member (removing oneself is leaving), as a signed operation.
-    func changeMembership(of room: RoomRecord, _ change: MembershipChange, identity: String, name: String) throws -> RoomRecord {
+    /// Signs `change` on top of the room's heads, checks it against the rules (so the user
+    /// hears why a change is not allowed instead of a silently ignored operation), stores
+    /// and sends it.
+    func changeRoom(_ room: RoomRecord, _ change: RoomOperation.Change) throws -> RoomRecord {
         loop.preconditionInEventLoop()
-        guard let id = RoomID(hex: room.id), let target = Sodium.fromHex(identity).flatMap({ try? IdentityPublicKey(bytes: $0) }) else {
-            throw RoomError.notFound(room.id)
+        guard let id = RoomID(hex: room.id) else { throw RoomError.notFound(room.id) }
+        let entry = try storing { () throws(StoreError) in try roomEntry(id) }
+        guard let state = entry.state, let root = entry.root, state.isMember(myIdentityKey) else {
+            throw RoomError.notMember(room)
         }
-        let entry: RoomBook.Entry
-        do { entry = try roomEntry(id) } catch { throw NodeError.storage(error) }
-        guard let state = entry.state, state.isMember(myIdentityKey) else { throw RoomError.notMember(room) }
         guard entry.operations.count < RoomLimits.maxOperationsPerRoom else { throw RoomError.tooManyOperations(room) }
         let op: RoomOperation
         do {
-            switch change {
-            case .add:
-                guard !state.isMember(target) else { throw RoomError.alreadyMember(room: room.name, peer: name) }
-                guard state.members.count < RoomLimits.maxMembers else { throw RoomError.tooManyMembers(RoomLimits.maxMembers) }
-                op = try RoomOperation.change(.add(target), roomID: id, after: state.heads, by: keys.identity,
-                                              createdAt: UInt64(max(0, nowMs)))
-            case .remove:
-                guard state.isMember(target) else { throw RoomError.notAMember(room: room.name, peer: name) }
-                op = try RoomOperation.change(.remove(target), roomID: id, after: state.heads, by: keys.identity,
-                                              createdAt: UInt64(max(0, nowMs)))
-            }
-        } catch let e as RoomOperationError { throw RoomError.invalid(e.description) }
+            op = try RoomOperation.change(change, roomID: id, after: state.heads, by: keys.identity,
+                                          createdAt: UInt64(max(0, nowMs)))
+        } catch { throw RoomError.invalid(error.description) }
+        let trial = RoomResolver.resolve(root: root, operations: Array(entry.operations.values) + [op])
+        if let why = trial?.rejected[op.hash] { throw RoomError.refused(room, change, why) }
         return try storing { () throws(StoreError) in
             try acceptRoomOperation(op, from: nil)
             return try store.room(id: room.id) ?? room
         }
+    }
+
+    /// Accepts an invitation: signs a join, after which the room's messages flow.
+    func acceptInvitation(_ room: RoomRecord) throws -> RoomRecord {
+        guard room.status == .invited else { throw RoomError.notInvited(room) }
+        return try changeRoom(room, .join)
+    }
+
+    /// Declines an invitation: signs a leave (so the inviter's view stops showing this node
+    /// as invited) and keeps nothing else of the room.
+    func declineInvitation(_ room: RoomRecord) throws -> RoomRecord {
+        guard room.status == .invited else { throw RoomError.notInvited(room) }
+        return try changeRoom(room, .remove(myIdentityKey))
     }
 
     /// Queues a message to every other member of the room; returns once it is on disk.
@@ -172,7 +312,8 @@ extension Node {
         guard size > 0 else { throw NodeError.emptyBody }
         guard size <= WireLimits.maxBodyBytes else { throw NodeError.bodyTooLarge(size) }
         guard let id = RoomID(hex: room.id) else { throw RoomError.notFound(room.id) }
-        guard let state = try storing({ () throws(StoreError) in try roomEntry(id).state }), state.isMember(myIdentityKey) else {
+        guard let state = try storing({ () throws(StoreError) in try roomEntry(id).state }), state.hasJoined(myIdentityKey) else {
+            if room.status == .invited { throw RoomError.notJoined(room) }
             throw RoomError.notMember(room)
         }
         guard try storing({ () throws(StoreError) in try store.queuedRoomMessageCount(room: room.id) }) < RoomDaemonLimits.maxQueuedPerRoom else {
@@ -242,8 +383,9 @@ extension Node {
         for m in received { emit(.messageReceived(m)) }
     }
 
-    /// Stores consecutive room chats (one transaction per room), dropping those whose
-    /// author is not a member in this node's view, or whose room this node is not in.
+    /// Stores consecutive room chats (one transaction per room) whose author and this node
+    /// are joined members in this node's view; holds, unacknowledged, those whose author is
+    /// not known as one yet; acknowledges and drops those of a room this node is not in.
     private func storeRoomChats(_ chats: inout [RoomChatRecord], from sender: IdentityPublicKey, acks: inout [MessageID],
                                 received: inout [StoredMessage]) throws(StoreError) {
         guard !chats.isEmpty else { return }
@@ -255,22 +397,65 @@ extension Node {
         }
         for (roomID, list) in byRoom {
             let state = try roomEntry(roomID).state
-            guard RoomDistribution.acceptsMessage(in: state, from: sender, me: myIdentityKey) else {
-                // Acknowledged anyway: resending would not change our view of the room.
+            switch RoomDistribution.messageVerdict(in: state, from: sender, me: myIdentityKey) {
+            case .accept:
+                let incoming = list.map {
+                    IncomingMessage(id: $0.id.hex, sender: sender.hex, recipient: myIdentity,
+                                    sequence: Int64(clamping: $0.sequence), createdAt: Int64(clamping: $0.createdAt), body: $0.body,
+                                    replyTo: $0.replyTo?.hex)
+                }
+                let results = try store.storeIncomingRoomMessages(incoming, room: roomID.hex, at: now)
+                acks += list.map(\.id)
+                received += results.filter(\.isNew).map(\.message)
+            case .hold:
+                holdRoomChats(list, from: sender)
+            case .notForUs:
+                // Acknowledged: this node left (or never joined) the room, so a resend would
+                // change nothing; the author learns of it from the room's operations.
                 attackLog.log(key: "room-chat:" + sender.hex + roomID.hex,
-                              "room message from a non-member (in this node's view) dropped",
+                              "room message for a room this node is not in; acknowledged and not stored",
                               ["room": roomID.hex, "from": sender.fingerprintText, "count": "\(list.count)"])
                 acks += list.map(\.id)
-                continue
             }
-            let incoming = list.map {
-                IncomingMessage(id: $0.id.hex, sender: sender.hex, recipient: myIdentity,
-                                sequence: Int64(clamping: $0.sequence), createdAt: Int64(clamping: $0.createdAt), body: $0.body,
-                                replyTo: $0.replyTo?.hex)
-            }
-            let results = try store.storeIncomingRoomMessages(incoming, room: roomID.hex, at: now)
-            acks += list.map(\.id)
-            received += results.filter(\.isNew).map(\.message)
+        }
+    }
+
+    /// Keeps room messages whose author is not a joined member in this node's view yet.
+    /// They are not acknowledged, so the author keeps them queued and sends them again on
+    /// the next session: holding them only saves that round trip.
+    private func holdRoomChats(_ list: [RoomChatRecord], from sender: IdentityPublicKey) {
+        var held = roomBook.heldChats[sender, default: []]
+        let known = Set(held.map(\.id))
+        var authorBytes = held.reduce(0) { $0 + $1.body.utf8.count }
+        var totalBytes = roomBook.heldChats.values.joined().reduce(0) { $0 + $1.body.utf8.count }
+        for c in list where !known.contains(c.id) {
+            let size = c.body.utf8.count
+            guard held.count < RoomDaemonLimits.maxHeldChatsPerAuthor,
+                  authorBytes + size <= RoomDaemonLimits.maxHeldChatBytesPerAuthor,
+                  totalBytes + size <= RoomDaemonLimits.maxHeldChatBytes else { break }
+            held.append(c)
+            authorBytes += size
+            totalBytes += size
+        }
+        roomBook.heldChats[sender] = held
+        log.info("room messages from an author not (yet) a member in this node's view are held, unacknowledged",
+                 ["room": list[0].roomID.hex, "from": sender.fingerprintText, "held": "\(held.count)"])
+    }
+
+    /// After `room` changed: stores and acknowledges the held messages it now explains.
+    private func releaseHeldRoomChats(room: RoomID) throws(StoreError) {
+        guard let state = try roomEntry(room).state else { return }
+        for (sender, held) in roomBook.heldChats {
+            let ready = held.filter { $0.roomID == room }
+            guard !ready.isEmpty,
+                  RoomDistribution.messageVerdict(in: state, from: sender, me: myIdentityKey) != .hold else { continue }
+            roomBook.heldChats[sender] = held.filter { $0.roomID != room }
+            // Acknowledgements go on the author's session; with none, the author resends.
+            guard let conn = activeConnection(for: sender) else { continue }
+            var chats = ready, acks: [MessageID] = [], received: [StoredMessage] = []
+            try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
+            sendAcks(acks, on: conn)
+            for m in received { emit(.messageReceived(m)) }
         }
     }
 

@@ -1,4 +1,5 @@
 import ParleyCore
+import ParleyNodeCore
 
 /// The node's in-memory view of rooms: every room's decoded operations and resolved state,
 /// so resolving after a new operation does not re-read and re-verify the whole history.
@@ -13,16 +14,35 @@ struct RoomBook {
     }
 
     var entries: [RoomID: Entry] = [:]
+
+    /// Operations waiting for a parent, per peer that sent them (bounded, in memory only:
+    /// `RoomAdmission.maxWaitingPerSender`).
+    var waiting: [IdentityPublicKey: [(op: RoomOperation, since: MonotonicInstant)]] = [:]
+
+    /// Room messages from an author this node does not know as a joined member yet, per
+    /// author, unacknowledged (the author keeps them queued): released when the room
+    /// changes, dropped from memory when over the bound or when the session ends.
+    var heldChats: [IdentityPublicKey: [RoomChatRecord]] = [:]
+
+    /// Rooms whose waiting operations and held messages are to be offered again, and
+    /// whether that is under way (so it runs as a loop, never as nested calls).
+    var roomsToRetry: Set<RoomID> = []
+    var retrying = false
 }
 
 /// Limits of the daemon's room bookkeeping (the wire limits are `RoomLimits`).
 enum RoomDaemonLimits {
-    /// Distinct rooms (including ones whose create has not arrived) this node keeps
-    /// operations for: bounds what peers can make it store for rooms it never joins.
-    static let maxRooms = 1_024
     /// Undelivered outgoing messages per room, like `NodeLimits.maxQueuedPerPeer` for a
     /// peer: beyond it, sending fails loudly instead of the outbox growing without bound.
     static let maxQueuedPerRoom = 100_000
+    /// Room messages held per author while the membership that explains them is awaited:
+    /// about one window of messages; beyond it the newest are not held (nor acknowledged,
+    /// so the author sends them again on the next session)...
+    static let maxHeldChatsPerAuthor = 64
+    /// ... and at most this many body bytes per author, and in all (held messages are only
+    /// a shortcut: whatever is not held is resent by its author).
+    static let maxHeldChatBytesPerAuthor = 256 * 1024
+    static let maxHeldChatBytes = 8 * 1024 * 1024
     /// Shortest room-id prefix a user may type (16 bits), like fingerprint prefixes.
     static let minIDPrefix = 4
 }

@@ -66,7 +66,8 @@ final class NotifyHook: NodeObserver, @unchecked Sendable {
         let env = NotifyHookEnvironment.make(
             base: baseEnvironment,
             message: .init(fromName: node.displayName(of: m.sender), fromFingerprint: Node.fingerprint(ofHex: m.sender),
-                           id: m.id, receivedAt: m.receivedAt ?? Node.nowMs(), body: m.body, room: nil),
+                           id: m.id, receivedAt: m.receivedAt ?? Node.nowMs(), body: m.body,
+                           room: m.room.map { "#" + node.roomDisplayName(ofHex: $0) }),
             includeBody: includeBody)
         if running.count < Self.maxRunning {
             start(env)

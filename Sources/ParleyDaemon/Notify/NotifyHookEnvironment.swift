@@ -12,7 +12,8 @@ enum NotifyHookEnvironment {
     static let messageID = "PARLEY_MESSAGE_ID"
     static let receivedAt = "PARLEY_RECEIVED_AT"
     static let body = "PARLEY_BODY"
-    /// Reserved for room messages; never inherited from the daemon's environment.
+    /// `#name` of the room a room message was sent to; unset for a direct message, and
+    /// never inherited from the daemon's environment.
     static let room = "PARLEY_ROOM"
 
     /// Every variable the hook contract defines. Values the daemon itself inherited under

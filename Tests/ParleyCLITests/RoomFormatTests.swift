@@ -1,0 +1,39 @@
+import ParleyControlProtocol
+import XCTest
+
+@testable import parley
+
+/// How `parley rooms` and `parley follow` show roles, invitations and retired rooms.
+final class RoomFormatTests: XCTestCase {
+    func room(status: String, role: String? = "member") -> RoomInfo {
+        RoomInfo(
+            id: String(repeating: "ab", count: 16), name: "lab",
+            members: [
+                RoomMemberInfo(name: "alice", fingerprint: "aaaa", you: false, role: "owner", joined: true),
+                RoomMemberInfo(name: "bob", fingerprint: "bbbb", you: true, role: "admin", joined: true),
+                RoomMemberInfo(name: "car\u{1B}ol", fingerprint: "cccc", you: false, role: "member", joined: false),
+            ],
+            member: status == "joined", creator: "aaaa", creatorName: "alice", createdAt: 1, version: 4, queued: 0,
+            status: status, role: role, invitedBy: status == "invited" ? "aaaa-bbbb-cccc" : nil)
+    }
+
+    func testMembersShowRolesInvitationsAndAreSanitised() {
+        XCTAssertEqual(HumanFormat.roomMembers(room(status: "joined")),
+                       "alice (owner), bob (you, admin), car\u{FFFD}ol (invited)")
+    }
+
+    func testStatusAndMembersColumns() {
+        XCTAssertEqual(HumanFormat.roomStatus(room(status: "joined", role: "admin")), "admin")
+        XCTAssertEqual(HumanFormat.roomStatus(room(status: "invited")), "invited")
+        XCTAssertEqual(HumanFormat.roomStatus(room(status: "left", role: nil)), "left")
+        XCTAssertEqual(HumanFormat.roomStatus(room(status: "retired", role: nil)), "retired")
+        XCTAssertTrue(HumanFormat.roomMembersColumn(room(status: "invited")).contains("parley room accept #lab"))
+        XCTAssertTrue(HumanFormat.roomMembersColumn(room(status: "retired", role: nil)).contains("create it again"))
+    }
+
+    func testFollowLines() {
+        XCTAssertEqual(HumanFormat.roomUpdated(room(status: "invited"), at: "T").first?.hasPrefix("[T] #lab: you are invited"), true)
+        XCTAssertEqual(HumanFormat.roomUpdated(room(status: "left", role: nil), at: "T"), ["[T] #lab: you are no longer a member"])
+        XCTAssertEqual(HumanFormat.roomUpdated(room(status: "joined"), at: "T").first?.hasPrefix("[T] #lab members: alice (owner)"), true)
+    }
+}
