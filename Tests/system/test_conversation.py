@@ -218,12 +218,13 @@ def test_hostile_peer_cannot_edit_delete_or_react_to_someone_elses_message(clust
 
 
 def test_room_reply_edit_delete_and_reactions_reach_every_member(cluster):
-    from test_rooms import mesh, member_names
+    from test_rooms import accept, joined_names, mesh
     n = mesh(cluster, "alice", "bob", "carol")
     alice, bob, carol = n["alice"], n["bob"], n["carol"]
     alice.call("rooms.create", {"name": "lab", "members": ["bob", "carol"]})
+    accept([bob, carol], "lab")
     for node in n.values():
-        wait_until(lambda: member_names(node, "lab") == ["alice", "bob", "carol"], what=f"{node.name} sees the room")
+        wait_until(lambda: joined_names(node, "lab") == ["alice", "bob", "carol"], what=f"{node.name} sees everyone joined")
 
     def in_room(node, body):
         return next((m for m in node.messages("#lab") if m["body"] == body or m["id"] == body), None)
@@ -300,10 +301,12 @@ def test_hostile_non_member_cannot_change_a_room_message(cluster):
     """mallory, not a member of #lab, sends bob room edits, deletes and reactions of
     alice's room message: acknowledged, none applied."""
     from test_hostile import attack
-    from test_rooms import member_names
+    from test_rooms import accept, joined_names
     alice, bob = pair(cluster)
     lab = alice.call("rooms.create", {"name": "lab", "members": ["bob"]})["room"]
-    wait_until(lambda: member_names(bob, "lab") == ["alice", "bob"], what="bob sees the room")
+    accept([bob], "lab")
+    for node in (alice, bob):
+        wait_until(lambda: joined_names(node, "lab") == ["alice", "bob"], what=f"{node.name} sees bob joined")
     alice.cli("send", "#lab", "room text", "--wait")
     mid = next(m["id"] for m in alice.messages("#lab") if m["body"] == "room text")
     wait_until(lambda: any(m["id"] == mid for m in bob.messages("#lab")), what="bob has it")

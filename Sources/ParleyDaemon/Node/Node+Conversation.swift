@@ -59,7 +59,7 @@ extension Node {
             var members: [IdentityPublicKey] = []
             var amMember = false
             if let roomID = target.room.flatMap(RoomID.init(hex:)), let state = try roomEntry(roomID).state {
-                amMember = state.isMember(myIdentityKey)
+                amMember = state.hasJoined(myIdentityKey)
                 members = RoomDistribution.messageRecipients(in: state, me: myIdentityKey)
             }
             let destination = target.room ?? target.peer
@@ -224,7 +224,10 @@ extension Node {
         var roomAccepts: [RoomID: Bool] = [:]
         for room in Set(actions.compactMap(\.room)) {
             let state = try? roomEntry(room).state
-            roomAccepts[room] = RoomDistribution.acceptsMessage(in: state ?? nil, from: sender, me: myIdentityKey)
+            // As for room messages: both joined members in our view (a change from a member
+            // whose join has not arrived yet is refused, not held: the author resends it
+            // only until acknowledged, and an edit is not worth holding).
+            roomAccepts[room] = RoomDistribution.messageVerdict(in: state ?? nil, from: sender, me: myIdentityKey) == .accept
         }
         // The decoded record of each id (the first, should a peer repeat an id in one read).
         var records: [String: MessageActionRecord] = [:]
