@@ -133,6 +133,7 @@ def test_status_line_reaches_peers_now_and_at_the_next_session(cluster):
     assert "1 peer told now" in out
     e = next_of(sub, "peer.status")["params"]
     assert e["name"] == "alice" and e["status"] == "in a meeting until 3"
+    assert bob.peer_info("alice")["status"] == "in a meeting until 3"
     # Kept across a restart of alice's daemon and announced at the start of the session.
     alice.stop()
     alice.start()

@@ -93,7 +93,8 @@ extension Node {
                         online: isOnline(rec.identity), addresses: addresses(of: rec.identity),
                         trust: ControlViews.trust(rec.trust), safetyNumber: safetyNumber(with: rec.identity),
                         lastSeen: Int(rec.lastSeen), queued: q[rec.identity] ?? 0,
-                        unread: u[rec.identity] ?? 0, nickname: rec.nickname, nameClash: nameClashInfo(rec.identity))
+                        unread: u[rec.identity] ?? 0, nickname: rec.nickname, nameClash: nameClashInfo(rec.identity),
+                        status: IdentityPublicKey(hex: rec.identity).flatMap { peerStatuses[$0] }.flatMap { $0.isEmpty ? nil : $0.text })
     }
 
     /// `trust.show`: everything a person needs to decide about this key.
