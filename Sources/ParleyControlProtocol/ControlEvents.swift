@@ -19,7 +19,7 @@ public enum ControlEvent {
 
     public static let all: [String] = [
         messageReceived, messageDelivered, messageRead, peerOnline, peerOffline, peerNew, subscriptionClosed,
-        roomUpdated, messageUpdated, peerStatus,
+        roomUpdated, messageUpdated, peerStatus
     ]
 }
 
@@ -102,8 +102,10 @@ public struct PeerNewEvent: ControlEventParams {
     /// Set when its name looks like another peer's (or ours): compare fingerprints.
     public var nameClash: NameClashInfo?
 
-    public init(name: String, fingerprint: String, trust: PeerTrust, address: String?, safetyNumber: String,
-                nameClash: NameClashInfo?) {
+    public init(
+        name: String, fingerprint: String, trust: PeerTrust, address: String?, safetyNumber: String,
+        nameClash: NameClashInfo?
+    ) {
         self.name = name
         self.fingerprint = fingerprint
         self.trust = trust

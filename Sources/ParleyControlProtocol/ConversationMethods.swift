@@ -46,7 +46,10 @@ public struct MessagesReplyParams: ControlCallParams {
     public var message: String
     public var body: String
 
-    public init(message: String, body: String) { self.message = message; self.body = body }
+    public init(message: String, body: String) {
+        self.message = message
+        self.body = body
+    }
 
     public func validate() throws(JSONRPCError) {
         try MessageSelectorCheck.check(message, field: "message")
@@ -63,7 +66,10 @@ public struct MessagesEditParams: ControlCallParams {
     public var message: String
     public var body: String
 
-    public init(message: String, body: String) { self.message = message; self.body = body }
+    public init(message: String, body: String) {
+        self.message = message
+        self.body = body
+    }
 
     public func validate() throws(JSONRPCError) {
         try MessageSelectorCheck.check(message, field: "message")
@@ -98,13 +104,16 @@ public struct MessagesReactParams: ControlCallParams {
     public var remove: Bool?
 
     public init(message: String, reaction: String, remove: Bool? = nil) {
-        self.message = message; self.reaction = reaction; self.remove = remove
+        self.message = message
+        self.reaction = reaction
+        self.remove = remove
     }
 
     public func validate() throws(JSONRPCError) {
         try MessageSelectorCheck.check(message, field: "message")
         guard !reaction.isEmpty, reaction.utf8.count <= ControlLimits.maxReactionBytes else {
-            throw .invalidParams("\"reaction\" must be 1 to \(ControlLimits.maxReactionBytes) bytes: one emoji or a short word")
+            throw .invalidParams(
+                "\"reaction\" must be 1 to \(ControlLimits.maxReactionBytes) bytes: one emoji or a short word")
         }
     }
 }
@@ -127,7 +136,8 @@ public struct NodeSetStatusParams: ControlCallParams {
 
     public func validate() throws(JSONRPCError) {
         guard status.utf8.count <= ControlLimits.maxStatusBytes else {
-            throw .invalidParams("\"status\" is \(status.utf8.count) bytes; the limit is \(ControlLimits.maxStatusBytes)")
+            throw .invalidParams(
+                "\"status\" is \(status.utf8.count) bytes; the limit is \(ControlLimits.maxStatusBytes)")
         }
     }
 }
@@ -136,7 +146,10 @@ public struct NodeSetStatusResult: Codable, Sendable, Hashable {
     public var status: String
     /// Peers told now (those with a session that understands status lines).
     public var peersNotified: Int
-    public init(status: String, peersNotified: Int) { self.status = status; self.peersNotified = peersNotified }
+    public init(status: String, peersNotified: Int) {
+        self.status = status
+        self.peersNotified = peersNotified
+    }
 }
 
 /// `message.updated`: the message as it is now.
@@ -154,6 +167,8 @@ public struct PeerStatusEvent: ControlEventParams {
     public var name: String
     public var status: String
     public init(fingerprint: String, name: String, status: String) {
-        self.fingerprint = fingerprint; self.name = name; self.status = status
+        self.fingerprint = fingerprint
+        self.name = name
+        self.status = status
     }
 }

@@ -151,7 +151,6 @@ extension MessageInfo: CanonicalJSONWritable {
     }
 }
 
-
 /// What a reply shows of the message it answers.
 public struct MessageQuote: Codable, Sendable, Hashable, CanonicalJSONWritable {
     /// The quoted message's id.
@@ -165,7 +164,10 @@ public struct MessageQuote: Codable, Sendable, Hashable, CanonicalJSONWritable {
     public var deleted: Bool
 
     public init(id: String, fromName: String?, excerpt: String?, deleted: Bool) {
-        self.id = id; self.fromName = fromName; self.excerpt = excerpt; self.deleted = deleted
+        self.id = id
+        self.fromName = fromName
+        self.excerpt = excerpt
+        self.deleted = deleted
     }
 
     enum CodingKeys: String, CodingKey { case id, fromName, excerpt, deleted }
@@ -197,7 +199,9 @@ public struct MessageReaction: Codable, Sendable, Hashable, CanonicalJSONWritabl
     public var mine: Bool
 
     public init(reaction: String, fromNames: [String], mine: Bool) {
-        self.reaction = reaction; self.fromNames = fromNames; self.mine = mine
+        self.reaction = reaction
+        self.fromNames = fromNames
+        self.mine = mine
     }
 
     public func writeCanonicalJSON(into out: inout [UInt8]) {

@@ -44,10 +44,12 @@ public struct StoredMessage: Sendable, Equatable, Codable {
     /// Unix ms (local) the author deleted it for everyone; the body is then empty.
     public var deletedAt: Int64?
 
-    public init(rowID: Int64, id: String, direction: Direction, sender: String, recipient: String,
-                sequence: Int64, createdAt: Int64, body: String, state: MessageState,
-                deliveredAt: Int64? = nil, receivedAt: Int64? = nil, readAt: Int64? = nil, room: String? = nil,
-                replyTo: String? = nil, editedAt: Int64? = nil, deletedAt: Int64? = nil) {
+    public init(
+        rowID: Int64, id: String, direction: Direction, sender: String, recipient: String,
+        sequence: Int64, createdAt: Int64, body: String, state: MessageState,
+        deliveredAt: Int64? = nil, receivedAt: Int64? = nil, readAt: Int64? = nil, room: String? = nil,
+        replyTo: String? = nil, editedAt: Int64? = nil, deletedAt: Int64? = nil
+    ) {
         self.rowID = rowID
         self.id = id
         self.direction = direction
@@ -100,8 +102,10 @@ public struct IncomingMessage: Sendable {
     public var body: String
     public var replyTo: String?
 
-    public init(id: String, sender: String, recipient: String, sequence: Int64, createdAt: Int64, body: String,
-                replyTo: String? = nil) {
+    public init(
+        id: String, sender: String, recipient: String, sequence: Int64, createdAt: Int64, body: String,
+        replyTo: String? = nil
+    ) {
         self.id = id
         self.sender = sender
         self.recipient = recipient

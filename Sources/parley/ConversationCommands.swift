@@ -23,9 +23,10 @@ struct ReplyCommand: ParsableCommand {
             let result = try client.call(params)
             if options.json { return Console.json(result) }
             let who = Terminal.line(result.message.toName)
-            Console.out(result.message.state == .delivered
-                ? "✓ reply delivered to \(who)"
-                : "… reply queued for \(who) (id \(Terminal.line(String(result.message.id.prefix(8)))))")
+            Console.out(
+                result.message.state == .delivered
+                    ? "✓ reply delivered to \(who)"
+                    : "… reply queued for \(who) (id \(Terminal.line(String(result.message.id.prefix(8)))))")
         }
     }
 }
@@ -68,8 +69,9 @@ struct DeleteCommand: ParsableCommand {
         try Session.run(options) { client in
             let result = try client.call(params)
             if options.json { return Console.json(result) }
-            Console.out("🗑 deleted for everyone: \(Terminal.line(String(result.message.id.prefix(8)))) "
-                + "(the recipient's copy is erased when the deletion reaches it)")
+            Console.out(
+                "🗑 deleted for everyone: \(Terminal.line(String(result.message.id.prefix(8)))) "
+                    + "(the recipient's copy is erased when the deletion reaches it)")
         }
     }
 }
@@ -85,7 +87,9 @@ struct ReactCommand: ParsableCommand {
     @Argument(help: "One emoji or a short word, e.g. 👍 or +1.") var reaction: String
     @Flag(name: .long, help: "Take this reaction back.") var remove = false
 
-    var params: MessagesReactParams { MessagesReactParams(message: message, reaction: reaction, remove: remove ? true : nil) }
+    var params: MessagesReactParams {
+        MessagesReactParams(message: message, reaction: reaction, remove: remove ? true : nil)
+    }
     func validate() throws { try validateForCommandLine(params) }
 
     func run() throws {
@@ -118,9 +122,11 @@ struct PresenceCommand: ParsableCommand {
         try Session.run(options) { client in
             let result = try client.call(params)
             if options.json { return Console.json(result) }
-            Console.out(result.status.isEmpty
-                ? "status cleared (\(HumanFormat.count(result.peersNotified, "peer")) told now)"
-                : "status: \(Terminal.line(result.status)) (\(HumanFormat.count(result.peersNotified, "peer")) told now, the others when they connect)")
+            Console.out(
+                result.status.isEmpty
+                    ? "status cleared (\(HumanFormat.count(result.peersNotified, "peer")) told now)"
+                    : "status: \(Terminal.line(result.status)) (\(HumanFormat.count(result.peersNotified, "peer")) told now, the others when they connect)"
+            )
         }
     }
 }

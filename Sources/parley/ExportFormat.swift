@@ -120,12 +120,16 @@ enum TranscriptFormat {
     /// text is made safe to print (control characters become U+FFFD).
     static func lines(_ m: MessageInfo, time: (Int) -> String) -> [String] {
         // A room message: `#room alice: ...` (its recipients are the room's members).
-        let head = m.room.map { "\(time(m.createdAt))  #\(Terminal.line($0.name)) \(Terminal.line(m.fromName)): " }
+        let head =
+            m.room.map { "\(time(m.createdAt))  #\(Terminal.line($0.name)) \(Terminal.line(m.fromName)): " }
             ?? "\(time(m.createdAt))  \(Terminal.line(m.fromName)) → \(Terminal.line(m.toName)): "
-        var body = Terminal.multiline(HumanFormat.conversationBody(m)).split(separator: "\n", omittingEmptySubsequences: false)
-            .map(String.init)
+        var body = Terminal.multiline(HumanFormat.conversationBody(m)).split(
+            separator: "\n", omittingEmptySubsequences: false
+        )
+        .map(String.init)
         if !m.reactions.isEmpty {
-            body.append(m.reactions.map { "\(Terminal.line($0.reaction)) \($0.fromNames.count)" }.joined(separator: "  "))
+            body.append(
+                m.reactions.map { "\(Terminal.line($0.reaction)) \($0.fromNames.count)" }.joined(separator: "  "))
         }
         if m.direction == .outgoing {
             let state = m.readAt != nil ? "read" : m.state.rawValue
@@ -137,7 +141,8 @@ enum TranscriptFormat {
 
     /// The heading of a transcript.
     static func header(me: String, peer: String?, exportedAt: String) -> [String] {
-        let what = peer.map { $0.hasPrefix("#") ? "room \(Terminal.line($0))" : "conversation with \(Terminal.line($0))" }
+        let what =
+            peer.map { $0.hasPrefix("#") ? "room \(Terminal.line($0))" : "conversation with \(Terminal.line($0))" }
             ?? "all conversations and rooms"
         return ["Parley transcript: \(what), as kept by \(Terminal.line(me)); exported \(exportedAt).", ""]
     }

@@ -103,12 +103,16 @@ enum HumanFormat {
         var lines = [e.trust == .pending ? "New key awaiting your approval: \(who) \(fp)" : "New peer: \(who) \(fp)"]
         if let clash = e.nameClash {
             let others = clash.with.map { "\(Terminal.line($0.name)) \(Terminal.line($0.fingerprint))" }
-            lines.append("  ⚠ its name " + (clash.kind == .sameName ? "is the same as " : "looks like ")
-                + (others.isEmpty ? "yours" : others.joined(separator: ", "))
-                + ": it is a DIFFERENT key. Send by fingerprint, and compare `parley trust show \(fp)` with its owner.")
+            lines.append(
+                "  ⚠ its name " + (clash.kind == .sameName ? "is the same as " : "looks like ")
+                    + (others.isEmpty ? "yours" : others.joined(separator: ", "))
+                    + ": it is a DIFFERENT key. Send by fingerprint, and compare `parley trust show \(fp)` with its owner."
+            )
         }
         if e.trust == .pending {
-            lines.append("  Compare `parley trust show \(fp)` with its owner, then `parley trust accept \(fp)` or `parley trust block \(fp)`.")
+            lines.append(
+                "  Compare `parley trust show \(fp)` with its owner, then `parley trust accept \(fp)` or `parley trust block \(fp)`."
+            )
         }
         return lines
     }
@@ -123,14 +127,17 @@ enum HumanFormat {
             "  your fingerprint: \(Terminal.line(r.yourFingerprint))",
             "  safety number (computed with THIS key; the other person sees the same):",
             "    \(Terminal.line(p.safetyNumber))",
-            "  for a QR code:  \(Terminal.line(r.qrText))",
+            "  for a QR code:  \(Terminal.line(r.qrText))"
         ]
         if p.nameClash != nil { lines.append("  ⚠ " + clashLine(p)) }
         for k in r.previousKeys {
-            lines.append("  earlier key: \(Terminal.line(k.fingerprint)) (\(Terminal.line(k.name)), last seen \(time(k.lastSeen)))")
+            lines.append(
+                "  earlier key: \(Terminal.line(k.fingerprint)) (\(Terminal.line(k.name)), last seen \(time(k.lastSeen)))"
+            )
         }
-        lines.append("If the safety number matches the one on their device: parley trust verify \(Terminal.line(p.fingerprint)) "
-            + "--fingerprint \(Terminal.line(p.fingerprint))")
+        lines.append(
+            "If the safety number matches the one on their device: parley trust verify \(Terminal.line(p.fingerprint)) "
+                + "--fingerprint \(Terminal.line(p.fingerprint))")
         return lines
     }
 

@@ -20,7 +20,7 @@ struct ParleyCommand: ParsableCommand {
             ReadCommand.self, FollowCommand.self, ConnectCommand.self, TrustCommand.self,
             RotateKeyCommand.self, ChatCommand.self, ExportCommand.self, RoomsCommand.self, RoomCommand.self,
             SearchCommand.self,
-            ReplyCommand.self, EditCommand.self, DeleteCommand.self, ReactCommand.self, PresenceCommand.self,
+            ReplyCommand.self, EditCommand.self, DeleteCommand.self, ReactCommand.self, PresenceCommand.self
         ])
 
     /// `parley sned`: the message for a subcommand that does not exist, with the closest

@@ -22,7 +22,8 @@ struct ReadCommand: ParsableCommand {
 
     @Option(
         name: .long,
-        help: ArgumentHelp("Only messages after this cursor (from --json output or a previous hint).", valueName: "cursor"))
+        help: ArgumentHelp(
+            "Only messages after this cursor (from --json output or a previous hint).", valueName: "cursor"))
     var after: Int?
 
     @Option(name: .long, help: ArgumentHelp("Only messages before this cursor (page backwards).", valueName: "cursor"))

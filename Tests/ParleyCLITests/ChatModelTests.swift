@@ -1,13 +1,17 @@
-import XCTest
 import ParleyControlProtocol
+import XCTest
+
 @testable import parley
 
 final class ChatModelTests: XCTestCase {
-    private func message(_ id: String, _ direction: MessageDirection, cursor: Int, state: MessageState = .received,
-                         readAt: Int? = nil) -> MessageInfo {
-        MessageInfo(id: id, from: "f", fromName: direction == .incoming ? "bob" : "alice", to: "t",
-                    toName: direction == .incoming ? "alice" : "bob", direction: direction, sequence: cursor,
-                    createdAt: cursor * 1000, body: "m\(id)", state: state, deliveredAt: nil, cursor: cursor, readAt: readAt)
+    private func message(
+        _ id: String, _ direction: MessageDirection, cursor: Int, state: MessageState = .received,
+        readAt: Int? = nil
+    ) -> MessageInfo {
+        MessageInfo(
+            id: id, from: "f", fromName: direction == .incoming ? "bob" : "alice", to: "t",
+            toName: direction == .incoming ? "alice" : "bob", direction: direction, sequence: cursor,
+            createdAt: cursor * 1000, body: "m\(id)", state: state, deliveredAt: nil, cursor: cursor, readAt: readAt)
     }
 
     func testEachMessageIsShownOnceWithItsMark() {
@@ -37,8 +41,11 @@ final class ChatModelTests: XCTestCase {
         model.add(message("c", .incoming, cursor: 30))
         model.add(message("d", .outgoing, cursor: 40, state: .delivered))
         XCTAssertEqual(model.oldestCursor, 30)
-        XCTAssertEqual(model.prepend([message("a", .incoming, cursor: 10), message("b", .incoming, cursor: 20),
-                                      message("c", .incoming, cursor: 30)]), 2, "c is already shown")
+        XCTAssertEqual(
+            model.prepend([
+                message("a", .incoming, cursor: 10), message("b", .incoming, cursor: 20),
+                message("c", .incoming, cursor: 30)
+            ]), 2, "c is already shown")
         XCTAssertEqual(model.entries.map(\.id), ["a", "b", "c", "d"])
         XCTAssertEqual(model.oldestCursor, 10)
         XCTAssertEqual(model.newestIncomingCursor, 30, "older history does not move the read mark back")
@@ -55,9 +62,10 @@ final class ChatModelTests: XCTestCase {
 /// The chat view's conversation features: /commands and updated messages.
 final class ChatConversationTests: XCTestCase {
     private func message(_ id: String, _ direction: MessageDirection, _ body: String, cursor: Int) -> MessageInfo {
-        MessageInfo(id: id, from: "f", fromName: "bob", to: "t", toName: "alice", direction: direction, sequence: cursor,
-                    createdAt: 0, body: body, state: direction == .incoming ? .received : .delivered, deliveredAt: nil,
-                    cursor: cursor)
+        MessageInfo(
+            id: id, from: "f", fromName: "bob", to: "t", toName: "alice", direction: direction, sequence: cursor,
+            createdAt: 0, body: body, state: direction == .incoming ? .received : .delivered, deliveredAt: nil,
+            cursor: cursor)
     }
 
     func testSlashCommands() {

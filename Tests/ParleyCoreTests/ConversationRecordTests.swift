@@ -1,5 +1,5 @@
-import XCTest
 import ParleyCore
+import XCTest
 
 /// Replies, edits, deletes, reactions and status (docs/PROTOCOL.md, "Conversation records").
 final class ConversationRecordTests: XCTestCase {
@@ -8,7 +8,8 @@ final class ConversationRecordTests: XCTestCase {
     static let createdAt: UInt64 = 1_767_225_660_000
 
     func action(_ a: MessageActionRecord.Action) -> AppRecord {
-        .messageAction(MessageActionRecord(id: Self.id, sequence: 2, createdAt: Self.createdAt, target: Self.target, action: a))
+        .messageAction(
+            MessageActionRecord(id: Self.id, sequence: 2, createdAt: Self.createdAt, target: Self.target, action: a))
     }
 
     func roundTrip(_ record: AppRecord) throws -> AppRecord? {
@@ -27,7 +28,8 @@ final class ConversationRecordTests: XCTestCase {
 
     func testEveryConversationRecordRoundTrips() throws {
         let records: [AppRecord] = [
-            .chat(ChatRecord(id: Self.id, sequence: 2, createdAt: Self.createdAt, body: "Hi Bob!", replyTo: Self.target)),
+            .chat(
+                ChatRecord(id: Self.id, sequence: 2, createdAt: Self.createdAt, body: "Hi Bob!", replyTo: Self.target)),
             .chat(ChatRecord(id: .random(), sequence: 9, createdAt: 0, body: "", replyTo: .random())),
             action(.edit(body: "new text")),
             action(.edit(body: "")),
@@ -37,22 +39,27 @@ final class ConversationRecordTests: XCTestCase {
             action(.reaction(try Reaction("+1"), added: false)),
             action(.reaction(try Reaction("👨‍👩‍👧‍👦"), added: true)),
             .status(try PresenceStatus(typed: "in a meeting until 3")),
-            .status(.none),
+            .status(.none)
         ]
         for record in records { XCTAssertEqual(try roundTrip(record), record) }
     }
 
     func testExamplesAreThoseOfTheProtocolDocument() throws {
-        let reply = AppRecord.chat(ChatRecord(id: Self.id, sequence: 2, createdAt: Self.createdAt, body: "Hi Bob!",
-                                              replyTo: Self.target))
+        let reply = AppRecord.chat(
+            ChatRecord(
+                id: Self.id, sequence: 2, createdAt: Self.createdAt, body: "Hi Bob!",
+                replyTo: Self.target))
         XCTAssertEqual(Sodium.hex(reply.encoded()), try ProtocolDoc.hexExample("reply-record"))
         XCTAssertEqual(Sodium.hex(action(.delete).encoded()), try ProtocolDoc.hexExample("delete-record"))
-        XCTAssertEqual(Sodium.hex(action(.reaction(try Reaction("👍"), added: true)).encoded()),
-                       try ProtocolDoc.hexExample("reaction-record"))
-        XCTAssertEqual(Sodium.hex(AppRecord.status(try PresenceStatus(typed: "in a meeting")).encoded()),
-                       try ProtocolDoc.hexExample("status-record"))
+        XCTAssertEqual(
+            Sodium.hex(action(.reaction(try Reaction("👍"), added: true)).encoded()),
+            try ProtocolDoc.hexExample("reaction-record"))
+        XCTAssertEqual(
+            Sodium.hex(AppRecord.status(try PresenceStatus(typed: "in a meeting")).encoded()),
+            try ProtocolDoc.hexExample("status-record"))
         // A chat without replyTo is still the plain chat record (0x01).
-        XCTAssertEqual(AppRecord.chat(ChatRecord(id: Self.id, sequence: 1, createdAt: 0, body: "x")).encoded().first, 0x01)
+        XCTAssertEqual(
+            AppRecord.chat(ChatRecord(id: Self.id, sequence: 1, createdAt: 0, body: "x")).encoded().first, 0x01)
     }
 
     func testTruncatedFixedPartsAreMalformed() {
@@ -83,10 +90,18 @@ final class ConversationRecordTests: XCTestCase {
     func testReactionRules() throws {
         for ok in ["👍", "👍🏽", "❤️", "🏳️‍🌈", "+1", "lol", "🏴󠁧󠁢󠁳󠁣󠁴󠁿", "ok!"] { XCTAssertNoThrow(try Reaction(ok), ok) }
         XCTAssertEqual(try? Reaction(""), nil)
-        XCTAssertThrowsError(try Reaction("a b")) { XCTAssertEqual($0 as? ReactionError, .forbiddenCharacter(codePoint: 0x20)) }
-        XCTAssertThrowsError(try Reaction("\u{200B}")) { XCTAssertEqual($0 as? ReactionError, .forbiddenCharacter(codePoint: 0x200B)) }
-        XCTAssertThrowsError(try Reaction("x\u{202E}")) { XCTAssertEqual($0 as? ReactionError, .forbiddenCharacter(codePoint: 0x202E)) }
-        XCTAssertThrowsError(try Reaction("\u{1B}[2J")) { XCTAssertEqual($0 as? ReactionError, .forbiddenCharacter(codePoint: 0x1B)) }
+        XCTAssertThrowsError(try Reaction("a b")) {
+            XCTAssertEqual($0 as? ReactionError, .forbiddenCharacter(codePoint: 0x20))
+        }
+        XCTAssertThrowsError(try Reaction("\u{200B}")) {
+            XCTAssertEqual($0 as? ReactionError, .forbiddenCharacter(codePoint: 0x200B))
+        }
+        XCTAssertThrowsError(try Reaction("x\u{202E}")) {
+            XCTAssertEqual($0 as? ReactionError, .forbiddenCharacter(codePoint: 0x202E))
+        }
+        XCTAssertThrowsError(try Reaction("\u{1B}[2J")) {
+            XCTAssertEqual($0 as? ReactionError, .forbiddenCharacter(codePoint: 0x1B))
+        }
         XCTAssertThrowsError(try Reaction("a\nb"))
         XCTAssertThrowsError(try Reaction("abcdefghi")) { XCTAssertEqual($0 as? ReactionError, .tooManyCharacters(9)) }
         XCTAssertThrowsError(try Reaction(String(repeating: "👍", count: 13))) {
@@ -102,8 +117,9 @@ final class ConversationRecordTests: XCTestCase {
     func testStatusRules() throws {
         XCTAssertEqual(try PresenceStatus(typed: "café").text, "café")
         XCTAssertEqual(try PresenceStatus(typed: "cafe\u{301}").text, "café")  // typed text is normalized
-        XCTAssertEqual(try PresenceStatus(typed: String(repeating: "x", count: WireLimits.maxStatusBytes)).text.utf8.count,
-                       WireLimits.maxStatusBytes)
+        XCTAssertEqual(
+            try PresenceStatus(typed: String(repeating: "x", count: WireLimits.maxStatusBytes)).text.utf8.count,
+            WireLimits.maxStatusBytes)
         XCTAssertThrowsError(try PresenceStatus(typed: String(repeating: "x", count: WireLimits.maxStatusBytes + 1))) {
             XCTAssertEqual($0 as? PresenceStatusError, .tooLong(bytes: WireLimits.maxStatusBytes + 1))
         }
@@ -141,14 +157,22 @@ final class ConversationRecordTests: XCTestCase {
     func testRoomVariantsCarryTheRoomFirst() throws {
         let room = RoomID(exactly: Array(0xa0...0xaf))
         let records: [AppRecord] = [
-            .roomChat(RoomChatRecord(id: Self.id, roomID: room, sequence: 2, createdAt: Self.createdAt, body: "yes",
-                                     replyTo: Self.target)),
-            .messageAction(MessageActionRecord(id: Self.id, sequence: 2, createdAt: Self.createdAt, target: Self.target,
-                                               action: .edit(body: "x"), room: room)),
-            .messageAction(MessageActionRecord(id: Self.id, sequence: 2, createdAt: Self.createdAt, target: Self.target,
-                                               action: .delete, room: room)),
-            .messageAction(MessageActionRecord(id: Self.id, sequence: 2, createdAt: Self.createdAt, target: Self.target,
-                                               action: .reaction(try Reaction("🎉"), added: false), room: room)),
+            .roomChat(
+                RoomChatRecord(
+                    id: Self.id, roomID: room, sequence: 2, createdAt: Self.createdAt, body: "yes",
+                    replyTo: Self.target)),
+            .messageAction(
+                MessageActionRecord(
+                    id: Self.id, sequence: 2, createdAt: Self.createdAt, target: Self.target,
+                    action: .edit(body: "x"), room: room)),
+            .messageAction(
+                MessageActionRecord(
+                    id: Self.id, sequence: 2, createdAt: Self.createdAt, target: Self.target,
+                    action: .delete, room: room)),
+            .messageAction(
+                MessageActionRecord(
+                    id: Self.id, sequence: 2, createdAt: Self.createdAt, target: Self.target,
+                    action: .reaction(try Reaction("🎉"), added: false), room: room))
         ]
         for (record, type) in zip(records, [UInt8(0x12), 0x13, 0x14, 0x15]) {
             XCTAssertEqual(try roundTrip(record), record)

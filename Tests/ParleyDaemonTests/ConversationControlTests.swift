@@ -1,6 +1,7 @@
-import XCTest
 import ParleyControlProtocol
 import ParleyCore
+import XCTest
+
 @testable import ParleyDaemon
 
 /// The conversation methods' params, limits and routes (docs/CONTROL.md, "Conversation").
@@ -21,14 +22,17 @@ final class ConversationControlTests: XCTestCase {
         XCTAssertThrowsError(try MessagesEditParams(message: id, body: "").validate())
         XCTAssertNoThrow(try MessagesReactParams(message: id, reaction: "👍").validate())
         XCTAssertThrowsError(try MessagesReactParams(message: id, reaction: "").validate())
-        XCTAssertThrowsError(try MessagesReactParams(message: id, reaction: String(repeating: "a", count: 49)).validate())
+        XCTAssertThrowsError(
+            try MessagesReactParams(message: id, reaction: String(repeating: "a", count: 49)).validate())
         XCTAssertNoThrow(try NodeSetStatusParams(status: "").validate())
         XCTAssertThrowsError(try NodeSetStatusParams(status: String(repeating: "a", count: 141)).validate())
     }
 
     func testEveryConversationMethodIsRouted() {
-        for method in [ControlMethod.messagesReply, ControlMethod.messagesEdit, ControlMethod.messagesDelete,
-                       ControlMethod.messagesReact, ControlMethod.nodeSetStatus] {
+        for method in [
+            ControlMethod.messagesReply, ControlMethod.messagesEdit, ControlMethod.messagesDelete,
+            ControlMethod.messagesReact, ControlMethod.nodeSetStatus
+        ] {
             XCTAssertNotNil(ControlCall.routes[method], method)
             XCTAssertTrue(ControlMethod.all.contains(method), method)
         }

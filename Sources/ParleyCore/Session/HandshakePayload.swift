@@ -26,10 +26,16 @@ public struct HandshakePayload: Equatable, Sendable {
 
     public func encoded() -> [UInt8] {
         var out = [UInt8]()
-        out.append(FieldType.card.rawValue); out.appendUInt16(UInt16(card.count)); out.append(contentsOf: card)
-        out.append(FieldType.bootID.rawValue); out.appendUInt16(UInt16(bootID.count)); out.append(contentsOf: bootID)
+        out.append(FieldType.card.rawValue)
+        out.appendUInt16(UInt16(card.count))
+        out.append(contentsOf: card)
+        out.append(FieldType.bootID.rawValue)
+        out.appendUInt16(UInt16(bootID.count))
+        out.append(contentsOf: bootID)
         if !features.isEmpty {
-            out.append(FieldType.features.rawValue); out.appendUInt16(4); out.appendUInt32(features.rawValue)
+            out.append(FieldType.features.rawValue)
+            out.appendUInt16(4)
+            out.appendUInt32(features.rawValue)
         }
         return out
     }
@@ -53,11 +59,17 @@ public struct HandshakePayload: Equatable, Sendable {
                     card = value
                 case .bootID:
                     guard boot == nil else { throw SessionHandshakeError.malformedPayload("boot id field repeated") }
-                    guard value.count == bootIDLength else { throw SessionHandshakeError.malformedPayload("boot id must be \(bootIDLength) bytes") }
+                    guard value.count == bootIDLength else {
+                        throw SessionHandshakeError.malformedPayload("boot id must be \(bootIDLength) bytes")
+                    }
                     boot = value
                 case .features:
-                    guard features == nil else { throw SessionHandshakeError.malformedPayload("features field repeated") }
-                    guard value.count == 4 else { throw SessionHandshakeError.malformedPayload("features must be 4 bytes") }
+                    guard features == nil else {
+                        throw SessionHandshakeError.malformedPayload("features field repeated")
+                    }
+                    guard value.count == 4 else {
+                        throw SessionHandshakeError.malformedPayload("features must be 4 bytes")
+                    }
                     var fr = ByteReader(value)
                     features = ProtocolFeatures(rawValue: try fr.readUInt32())
                 case nil:

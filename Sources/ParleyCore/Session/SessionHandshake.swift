@@ -41,10 +41,12 @@ public struct SessionHandshake {
     ///   - presharedKey: the optional network key: makes the pattern XXpsk0, so a node
     ///     without it learns nobody's identity, not even the responder's.
     ///   - now: unix seconds, to check the peer card's expiry.
-    public init(role: Role, localCard: Card, staticKey: NoiseStaticKeyPair, bootID: [UInt8],
-                features: ProtocolFeatures = [], presharedKey: SecretBytes? = nil, now: UInt64,
-                prologue: [UInt8] = ProtocolVersion.prologue,
-                ephemeralKey: NoiseEphemeralKeyPair? = nil) {
+    public init(
+        role: Role, localCard: Card, staticKey: NoiseStaticKeyPair, bootID: [UInt8],
+        features: ProtocolFeatures = [], presharedKey: SecretBytes? = nil, now: UInt64,
+        prologue: [UInt8] = ProtocolVersion.prologue,
+        ephemeralKey: NoiseEphemeralKeyPair? = nil
+    ) {
         self.role = role
         self.noise = HandshakeState<NoiseSHA256>(
             role: role == .initiator ? .initiator : .responder,
@@ -105,8 +107,13 @@ public struct SessionHandshake {
         do { return try noise.writeMessage(payload: p) } catch { throw .noise(error) }
     }
 
-    private mutating func guarded<T>(_ body: (inout HandshakeState<NoiseSHA256>) throws(NoiseError) -> T) throws(SessionHandshakeError) -> T {
-        do { return try body(&noise) } catch { failed = true; throw .noise(error) }
+    private mutating func guarded<T>(_ body: (inout HandshakeState<NoiseSHA256>) throws(NoiseError) -> T)
+        throws(SessionHandshakeError) -> T
+    {
+        do { return try body(&noise) } catch {
+            failed = true
+            throw .noise(error)
+        }
     }
 
     private func verify(_ payloadBytes: [UInt8]) throws(SessionHandshakeError) -> (Card, [UInt8], ProtocolFeatures) {
@@ -119,11 +126,14 @@ public struct SessionHandshake {
         return (card, payload.bootID, payload.features)
     }
 
-    private mutating func finish(_ remote: (Card, [UInt8], ProtocolFeatures)) throws(SessionHandshakeError) -> Established {
+    private mutating func finish(_ remote: (Card, [UInt8], ProtocolFeatures)) throws(SessionHandshakeError)
+        -> Established
+    {
         let keys: TransportKeys
         do { keys = try noise.split() } catch { throw .noise(error) }
-        return Established(role: role, remoteCard: remote.0, remoteBootID: remote.1, remoteFeatures: remote.2,
-                           handshakeHash: keys.handshakeHash,
-                           transport: SessionTransport(keys: keys))
+        return Established(
+            role: role, remoteCard: remote.0, remoteBootID: remote.1, remoteFeatures: remote.2,
+            handshakeHash: keys.handshakeHash,
+            transport: SessionTransport(keys: keys))
     }
 }

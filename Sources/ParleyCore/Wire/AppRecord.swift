@@ -79,14 +79,17 @@ public struct ChatRecord: Equatable, Sendable {
     public var replyTo: MessageID?
 
     public init(id: MessageID, sequence: UInt64, createdAt: UInt64, body: String, replyTo: MessageID? = nil) {
-        self.id = id; self.sequence = sequence; self.createdAt = createdAt; self.body = body
+        self.id = id
+        self.sequence = sequence
+        self.createdAt = createdAt
+        self.body = body
         self.replyTo = replyTo
     }
 }
 
 public enum CloseReason: UInt8, Sendable {
-    case normal = 0        // shutting down / goodbye
-    case duplicate = 1     // another session with the same peer was kept
+    case normal = 0  // shutting down / goodbye
+    case duplicate = 1  // another session with the same peer was kept
     case protocolError = 2
     case keyChangePending = 3
     case notTrusted = 4
@@ -135,9 +138,13 @@ extension AppRecord {
         case .cardUpdate(let card):
             put(.cardUpdate, card)
         case .ping(let n):
-            var p = [UInt8](); p.appendUInt64(n); put(.ping, p)
+            var p = [UInt8]()
+            p.appendUInt64(n)
+            put(.ping, p)
         case .pong(let n):
-            var p = [UInt8](); p.appendUInt64(n); put(.pong, p)
+            var p = [UInt8]()
+            p.appendUInt64(n)
+            put(.pong, p)
         case let .close(reason, text):
             var p = [UInt8]([reason.rawValue])
             // Cut at a character boundary, never inside a UTF-8 sequence.
@@ -171,7 +178,7 @@ extension AppRecord {
             for port in ports { p.appendUInt16(port) }
             put(.listenPorts, p)
         case .unknown:
-            break // never sent
+            break  // never sent
         }
     }
 
@@ -267,8 +274,10 @@ extension AppRecord {
                 let body = try r.readBytes(r.remaining)
                 guard body.count <= WireLimits.maxBodyBytes else { throw AppRecordError.bodyTooLarge(body.count) }
                 guard let text = String(validating: body, as: UTF8.self) else { throw AppRecordError.invalidUTF8 }
-                return .roomChat(RoomChatRecord(id: id, roomID: room, sequence: seq, createdAt: created, body: text,
-                                                replyTo: replyTo))
+                return .roomChat(
+                    RoomChatRecord(
+                        id: id, roomID: room, sequence: seq, createdAt: created, body: text,
+                        replyTo: replyTo))
             }
         } catch let e as ByteReader.Error {
             throw .malformed(type: type, reason: "\(e)")

@@ -34,10 +34,16 @@ public struct MessageActionRecord: Equatable, Sendable {
     /// the direct conversation of the session (types 0x0A-0x0C).
     public var room: RoomID?
 
-    public init(id: MessageID, sequence: UInt64, createdAt: UInt64, target: MessageID, action: Action,
-                room: RoomID? = nil) {
-        self.id = id; self.sequence = sequence; self.createdAt = createdAt; self.target = target
-        self.action = action; self.room = room
+    public init(
+        id: MessageID, sequence: UInt64, createdAt: UInt64, target: MessageID, action: Action,
+        room: RoomID? = nil
+    ) {
+        self.id = id
+        self.sequence = sequence
+        self.createdAt = createdAt
+        self.target = target
+        self.action = action
+        self.room = room
     }
 
     var recordType: AppRecord.RecordType {
@@ -91,7 +97,9 @@ public struct MessageActionRecord: Equatable, Sendable {
             action = .delete
         case .reaction, .roomReaction:
             let flag = try r.readUInt8()
-            guard flag <= 1 else { throw AppRecordError.malformed(type: type.rawValue, reason: "reaction flag \(flag)") }
+            guard flag <= 1 else {
+                throw AppRecordError.malformed(type: type.rawValue, reason: "reaction flag \(flag)")
+            }
             do {
                 action = .reaction(try Reaction(utf8: try r.readBytes(r.remaining)), added: flag == 1)
             } catch let e as ReactionError {
@@ -100,7 +108,8 @@ public struct MessageActionRecord: Equatable, Sendable {
         default:
             throw AppRecordError.malformed(type: type.rawValue, reason: "not a message action")
         }
-        return MessageActionRecord(id: id, sequence: sequence, createdAt: createdAt, target: target, action: action,
-                                   room: room)
+        return MessageActionRecord(
+            id: id, sequence: sequence, createdAt: createdAt, target: target, action: action,
+            room: room)
     }
 }

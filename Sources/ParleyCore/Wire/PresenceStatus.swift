@@ -42,7 +42,8 @@ public enum PresenceStatusError: Error, Equatable, Sendable, CustomStringConvert
         case .tooLong(let n): return "a status of \(n) bytes exceeds \(WireLimits.maxStatusBytes) bytes; shorten it"
         case .notUTF8: return "a status must be UTF-8 text"
         case .forbiddenCharacter(let c):
-            return "a status may not contain U+\(String(c, radix: 16, uppercase: true)) (control, line break or invisible character); use one plain line"
+            return
+                "a status may not contain U+\(String(c, radix: 16, uppercase: true)) (control, line break or invisible character); use one plain line"
         case .notNormalized: return "a status must be in Unicode NFC"
         }
     }

@@ -40,7 +40,7 @@ public struct Reaction: Hashable, Sendable, CustomStringConvertible {
         if scalar.properties.isWhitespace { return true }
         switch scalar.properties.generalCategory {
         case .control, .format, .lineSeparator, .paragraphSeparator, .spaceSeparator, .surrogate,
-             .privateUse, .unassigned:
+            .privateUse, .unassigned:
             return true
         default:
             return false
@@ -59,12 +59,15 @@ public enum ReactionError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .empty: return "a reaction must not be empty"
         case .tooLong(let n):
-            return "a reaction of \(n) bytes exceeds \(WireLimits.maxReactionBytes) bytes; use one emoji or a short word"
+            return
+                "a reaction of \(n) bytes exceeds \(WireLimits.maxReactionBytes) bytes; use one emoji or a short word"
         case .tooManyCharacters(let n):
-            return "a reaction of \(n) characters exceeds \(WireLimits.maxReactionCharacters); use one emoji or a short word"
+            return
+                "a reaction of \(n) characters exceeds \(WireLimits.maxReactionCharacters); use one emoji or a short word"
         case .notUTF8: return "a reaction must be UTF-8 text"
         case .forbiddenCharacter(let c):
-            return "a reaction may not contain U+\(String(c, radix: 16, uppercase: true)) (control, space or invisible character)"
+            return
+                "a reaction may not contain U+\(String(c, radix: 16, uppercase: true)) (control, space or invisible character)"
         }
     }
 }

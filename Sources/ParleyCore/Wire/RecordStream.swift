@@ -62,14 +62,21 @@ public struct RecordStreamDecoder: Sendable {
     /// The next complete record, nil if more bytes are needed.
     public mutating func next() throws(AppRecordError) -> AppRecord? {
         let available = buffer.count - readIndex
-        guard available >= AppRecord.headerLength else { compact(); return nil }
+        guard available >= AppRecord.headerLength else {
+            compact()
+            return nil
+        }
         let type = buffer[readIndex]
-        let length = Int(buffer[readIndex + 1]) << 24 | Int(buffer[readIndex + 2]) << 16
+        let length =
+            Int(buffer[readIndex + 1]) << 24 | Int(buffer[readIndex + 2]) << 16
             | Int(buffer[readIndex + 3]) << 8 | Int(buffer[readIndex + 4])
         guard length + AppRecord.headerLength <= WireLimits.maxRecordBytes else {
             throw .recordTooLarge(length + AppRecord.headerLength)
         }
-        guard available >= AppRecord.headerLength + length else { compact(); return nil }
+        guard available >= AppRecord.headerLength + length else {
+            compact()
+            return nil
+        }
         let start = readIndex + AppRecord.headerLength
         let payload = Array(buffer[start..<start + length])
         readIndex = start + length

@@ -17,9 +17,15 @@ public struct RoomChatRecord: Equatable, Sendable {
     /// as a `roomReply` record (0x12) when set.
     public var replyTo: MessageID?
 
-    public init(id: MessageID, roomID: RoomID, sequence: UInt64, createdAt: UInt64, body: String,
-                replyTo: MessageID? = nil) {
-        self.id = id; self.roomID = roomID; self.sequence = sequence; self.createdAt = createdAt; self.body = body
+    public init(
+        id: MessageID, roomID: RoomID, sequence: UInt64, createdAt: UInt64, body: String,
+        replyTo: MessageID? = nil
+    ) {
+        self.id = id
+        self.roomID = roomID
+        self.sequence = sequence
+        self.createdAt = createdAt
+        self.body = body
         self.replyTo = replyTo
     }
 }

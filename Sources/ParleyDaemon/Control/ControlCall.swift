@@ -85,10 +85,12 @@ enum ControlCall: Sendable {
     static func decode(_ request: JSONRPCRequest) -> Result<ControlCall, JSONRPCError> {
         if request.method == ControlMethod.removedTrustAcceptChange {
             // It accepted "whatever change is pending", which a second new key could race.
-            return .failure(JSONRPCError(.methodNotFound,
-                "trust.accept_change was removed: a new key is its own peer now; compare the safety number of "
-                    + "`parley trust show NEW-FINGERPRINT` with the person, then `parley trust replace OLD "
-                    + "--new-fingerprint NEW-FINGERPRINT` (trust.replace)"))
+            return .failure(
+                JSONRPCError(
+                    .methodNotFound,
+                    "trust.accept_change was removed: a new key is its own peer now; compare the safety number of "
+                        + "`parley trust show NEW-FINGERPRINT` with the person, then `parley trust replace OLD "
+                        + "--new-fingerprint NEW-FINGERPRINT` (trust.replace)"))
         }
         guard let route = routes[request.method] else { return .failure(.methodNotFound(request.method)) }
         return route.decode(request)

@@ -73,8 +73,11 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     /// The reason the peer gave in its close record, if it sent one.
     private(set) var remoteCloseReason: CloseReason?
 
-    init(direction: ConnectionDirection, handshakeTimeout: TimeAmount, now: @escaping () -> NIODeadline = NIODeadline.now,
-         makeHandshake: @escaping () -> SessionHandshake) {
+    init(
+        direction: ConnectionDirection, handshakeTimeout: TimeAmount,
+        now: @escaping () -> NIODeadline = NIODeadline.now,
+        makeHandshake: @escaping () -> SessionHandshake
+    ) {
         self.direction = direction
         self.now = now
         self.lastReceived = now()

@@ -31,7 +31,8 @@ enum ConversationError: Error, CustomStringConvertible {
         case .invalidReaction(let e): return e.description
         case .invalidStatus(let e): return e.description
         case .queueFull(let n):
-            return "\(n) edits, deletes and reactions already wait for this conversation; nothing more is accepted until some are delivered"
+            return
+                "\(n) edits, deletes and reactions already wait for this conversation; nothing more is accepted until some are delivered"
         }
     }
 

@@ -35,7 +35,9 @@ extension Node {
         }
         let peer: PeerRecord
         do {
-            guard let rec = try store.peer(identity: target.peer) else { throw ConversationError.messageNotFound(target.id) }
+            guard let rec = try store.peer(identity: target.peer) else {
+                throw ConversationError.messageNotFound(target.id)
+            }
             peer = rec
         } catch let e as StoreError { throw NodeError.storage(e) }
         return try sendMany([(peer, body)], replyTo: target.id)[0].get()
@@ -67,15 +69,18 @@ extension Node {
                 throw ConversationError.queueFull(NodeLimits.maxQueuedActionsPerPeer)
             }
             let facts = try store.actionTargetFacts(target, author: myIdentity, reaction: reactionText)
-            if let refusal = ConversationRules.judgeLocal(action, me: myIdentityKey, target: actionTarget(facts),
-                                                          amRoomMember: amMember,
-                                                          reactionsByMe: facts.reactionsByAuthor,
-                                                          reactionIsNew: !facts.hasThisReaction) {
+            if let refusal = ConversationRules.judgeLocal(
+                action, me: myIdentityKey, target: actionTarget(facts),
+                amRoomMember: amMember,
+                reactionsByMe: facts.reactionsByAuthor,
+                reactionIsNew: !facts.hasThisReaction)
+            {
                 throw ConversationError.refused(refusal, target.id)
             }
             let updated = try store.performLocalAction(
-                NewLocalAction(id: MessageID.random().hex, peer: destination, target: target, kind: kind,
-                               body: body, createdAt: nowMs, members: members.map(\.hex)),
+                NewLocalAction(
+                    id: MessageID.random().hex, peer: destination, target: target, kind: kind,
+                    body: body, createdAt: nowMs, members: members.map(\.hex)),
                 me: myIdentity, at: nowMs)
             actionOutboxMayHaveWork = true
             if kind == .delete { deleteApplied() }
@@ -90,9 +95,10 @@ extension Node {
     func actionTarget(_ facts: ActionTargetFacts) -> ActionTarget? {
         let m = facts.message
         guard let author = IdentityPublicKey(hex: m.sender) else { return nil }
-        return ActionTarget(author: author, conversationPeer: m.room == nil ? IdentityPublicKey(hex: m.peer) : nil,
-                            isDeleted: m.deletedAt != nil, appliedChangeSequence: facts.changeSequence,
-                            room: m.room.flatMap(RoomID.init(hex:)))
+        return ActionTarget(
+            author: author, conversationPeer: m.room == nil ? IdentityPublicKey(hex: m.peer) : nil,
+            isDeleted: m.deletedAt != nil, appliedChangeSequence: facts.changeSequence,
+            room: m.room.flatMap(RoomID.init(hex:)))
     }
 
     /// Sets this node's status line, keeps it, and tells every connected peer that
@@ -153,8 +159,9 @@ extension Node {
 
     private func purgeSearchIndex() {
         do { try store.purgeErasedTextFromSearchIndex() } catch {
-            log.error("could not purge deleted messages' words from the search index; retried at the next delete",
-                      ["error": "\(error)"])
+            log.error(
+                "could not purge deleted messages' words from the search index; retried at the next delete",
+                ["error": "\(error)"])
         }
     }
 
@@ -186,19 +193,23 @@ extension Node {
                 guard let r = try? Reaction(a.body ?? "") else { continue }
                 action = .reaction(r, added: a.kind == .react)
             }
-            guard links[handle]?.window.admit(id, bytes: a.body?.utf8.count ?? 0, lane: .messageAction, now: now) == true
+            guard
+                links[handle]?.window.admit(id, bytes: a.body?.utf8.count ?? 0, lane: .messageAction, now: now) == true
             else { break }
-            conn.send(.messageAction(MessageActionRecord(
-                id: id, sequence: UInt64(max(0, a.sequence)), createdAt: UInt64(max(0, a.createdAt)),
-                target: target, action: action, room: a.room.flatMap(RoomID.init(hex:)))))
+            conn.send(
+                .messageAction(
+                    MessageActionRecord(
+                        id: id, sequence: UInt64(max(0, a.sequence)), createdAt: UInt64(max(0, a.createdAt)),
+                        target: target, action: action, room: a.room.flatMap(RoomID.init(hex:)))))
         }
     }
 
     func actionsAcknowledged(_ ids: [MessageID], by peer: IdentityPublicKey) {
         guard !ids.isEmpty, actionOutboxMayHaveWork else { return }
         do { try store.markActionsDelivered(ids: ids.map(\.hex), by: peer.hex) } catch {
-            log.error("could not record an action's delivery; it will be sent again and de-duplicated",
-                      ["error": "\(error)"])
+            log.error(
+                "could not record an action's delivery; it will be sent again and de-duplicated",
+                ["error": "\(error)"])
         }
     }
 
@@ -216,9 +227,10 @@ extension Node {
             case .delete: (kind, body) = (.delete, nil)
             case let .reaction(r, added): (kind, body) = (added ? .react : .unreact, r.text)
             }
-            return IncomingAction(id: a.id.hex, author: sender.hex, sequence: Int64(clamping: a.sequence),
-                                  createdAt: Int64(clamping: a.createdAt), target: a.target.hex, kind: kind, body: body,
-                                  room: a.room?.hex)
+            return IncomingAction(
+                id: a.id.hex, author: sender.hex, sequence: Int64(clamping: a.sequence),
+                createdAt: Int64(clamping: a.createdAt), target: a.target.hex, kind: kind, body: body,
+                room: a.room?.hex)
         }
         // Whether the sender may act in each room named (both of us members in our view).
         var roomAccepts: [RoomID: Bool] = [:]
@@ -227,7 +239,8 @@ extension Node {
             // As for room messages: both joined members in our view (a change from a member
             // whose join has not arrived yet is refused, not held: the author resends it
             // only until acknowledged, and an edit is not worth holding).
-            roomAccepts[room] = RoomDistribution.messageVerdict(in: state ?? nil, from: sender, me: myIdentityKey) == .accept
+            roomAccepts[room] =
+                RoomDistribution.messageVerdict(in: state ?? nil, from: sender, me: myIdentityKey) == .accept
         }
         // The decoded record of each id (the first, should a peer repeat an id in one read).
         var records: [String: MessageActionRecord] = [:]
@@ -257,8 +270,9 @@ extension Node {
         }
         sendAcks(actions.map(\.id), on: conn)
         for (a, why) in refusals {
-            _ = attackLog.log(key: sender.hex, "message action refused",
-                          ["peer": sender.fingerprintText, "kind": a.kind.rawValue, "target": a.target, "why": "\(why)"])
+            _ = attackLog.log(
+                key: sender.hex, "message action refused",
+                ["peer": sender.fingerprintText, "kind": a.kind.rawValue, "target": a.target, "why": "\(why)"])
         }
         if outcomes.contains(where: { $0.updated != nil && $0.action.kind == .delete }) { deleteApplied() }
         for o in outcomes { if let m = o.updated { emit(.messageUpdated(m)) } }

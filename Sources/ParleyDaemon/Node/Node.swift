@@ -99,8 +99,10 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var myIdentity: String { keys.identity.publicKey.hex }
     var fingerprint: Fingerprint { Fingerprint(keys.identity.publicKey) }
 
-    init(loop: EventLoop, store: Store, keys: NodeKeys, card: Card, options: NodeOptions, log: Logger,
-         networkKey: SecretBytes?, clock: any NodeClock = SystemNodeClock(), random: any RandomSource = SodiumRandom()) {
+    init(
+        loop: EventLoop, store: Store, keys: NodeKeys, card: Card, options: NodeOptions, log: Logger,
+        networkKey: SecretBytes?, clock: any NodeClock = SystemNodeClock(), random: any RandomSource = SodiumRandom()
+    ) {
         self.loop = loop
         self.store = store
         self.keys = keys
@@ -209,10 +211,11 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// Re-issues our card (new name or Noise key) with a higher sequence and
     /// sends it to every peer online now; the others get it in their next handshake.
     func reissueCard(displayName: String, hostName: String) throws {
-        let next = try Card.issue(identity: keys.identity, noiseKey: keys.noiseStatic.publicKey,
-                                  displayName: displayName, hostName: hostName,
-                                  issuedAt: UInt64(max(0, nowMs / 1000)),
-                                  sequence: OwnCard.nextSequence(after: card.sequence, now: UInt64(max(0, nowMs / 1000))))
+        let next = try Card.issue(
+            identity: keys.identity, noiseKey: keys.noiseStatic.publicKey,
+            displayName: displayName, hostName: hostName,
+            issuedAt: UInt64(max(0, nowMs / 1000)),
+            sequence: OwnCard.nextSequence(after: card.sequence, now: UInt64(max(0, nowMs / 1000))))
         try store.setSetting(OwnCard.settingKey, Sodium.hex(next.encoded()))
         card = next
         for peer in sessions.peers { activeConnection(for: peer)?.send(.cardUpdate(next.encoded())) }

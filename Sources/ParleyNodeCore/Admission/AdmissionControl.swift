@@ -61,8 +61,9 @@ public struct AdmissionControl: Sendable {
             }
         }
         let elapsed = Double((now - b.last).wholeNanoseconds) / 1e9
-        b.tokens = min(NodeLimits.connectionBurstPerSource,
-                       b.tokens + max(0, elapsed) * NodeLimits.connectionsPerSourcePerSecond)
+        b.tokens = min(
+            NodeLimits.connectionBurstPerSource,
+            b.tokens + max(0, elapsed) * NodeLimits.connectionsPerSourcePerSecond)
         b.last = now
         defer { buckets[source] = b }
         guard b.tokens >= 1 else { return .refuseRate }

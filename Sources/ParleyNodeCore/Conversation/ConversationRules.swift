@@ -13,10 +13,15 @@ public struct ActionTarget: Equatable, Sendable {
     /// The room of a room message; nil for a direct message.
     public var room: RoomID?
 
-    public init(author: IdentityPublicKey, conversationPeer: IdentityPublicKey?, isDeleted: Bool,
-                appliedChangeSequence: Int64?, room: RoomID? = nil) {
-        self.author = author; self.conversationPeer = conversationPeer; self.isDeleted = isDeleted
-        self.appliedChangeSequence = appliedChangeSequence; self.room = room
+    public init(
+        author: IdentityPublicKey, conversationPeer: IdentityPublicKey?, isDeleted: Bool,
+        appliedChangeSequence: Int64?, room: RoomID? = nil
+    ) {
+        self.author = author
+        self.conversationPeer = conversationPeer
+        self.isDeleted = isDeleted
+        self.appliedChangeSequence = appliedChangeSequence
+        self.room = room
     }
 }
 
@@ -49,7 +54,8 @@ public enum ActionRefusal: Equatable, Sendable, CustomStringConvertible {
         case .unknownTarget: return "no such message in this conversation"
         case .notAuthor: return "only the author may edit or delete a message"
         case .targetDeleted: return "the message was deleted"
-        case .tooManyReactions: return "at most \(WireLimits.maxReactionsPerReactor) reactions per person on one message"
+        case .tooManyReactions:
+            return "at most \(WireLimits.maxReactionsPerReactor) reactions per person on one message"
         case .notRoomMember: return "not a member of the room"
         }
     }
@@ -69,11 +75,12 @@ public enum ConversationRules {
     ///   - target: the named message if this node has it, nil otherwise.
     ///   - reactionsBySender: how many reactions `sender` has on the target now (for adds).
     ///   - reactionIsNew: an added reaction `sender` does not already have on the target.
-    public static func judge(_ action: MessageActionRecord.Action, sequence: Int64, from sender: IdentityPublicKey,
-                             room: RoomID? = nil, roomAccepts: Bool = false,
-                             target: ActionTarget?, reactionsBySender: Int = 0,
-                             reactionIsNew: Bool = true) -> ActionVerdict
-    {
+    public static func judge(
+        _ action: MessageActionRecord.Action, sequence: Int64, from sender: IdentityPublicKey,
+        room: RoomID? = nil, roomAccepts: Bool = false,
+        target: ActionTarget?, reactionsBySender: Int = 0,
+        reactionIsNew: Bool = true
+    ) -> ActionVerdict {
         if let room {
             guard roomAccepts else { return .refuse(.notRoomMember) }
             guard let target, target.room == room else { return .refuse(.unknownTarget) }
@@ -81,7 +88,7 @@ public enum ConversationRules {
             // A message of another conversation (someone else's, or a room's) is as unknown
             // as one that does not exist: the sender learns nothing from the difference.
             guard let target, target.room == nil, target.conversationPeer != nil,
-                  target.author == sender || target.conversationPeer == sender
+                target.author == sender || target.conversationPeer == sender
             else { return .refuse(.unknownTarget) }
         }
         guard let target else { return .refuse(.unknownTarget) }
@@ -103,10 +110,11 @@ public enum ConversationRules {
     /// May this node's own user (`me`) perform `action` on `target`? The same rule as for
     /// peers, so a node never sends what its peer would refuse.
     /// `amRoomMember`: for a room message, whether this node is a member of its room now.
-    public static func judgeLocal(_ action: MessageActionRecord.Action, me: IdentityPublicKey,
-                                  target: ActionTarget?, amRoomMember: Bool = false, reactionsByMe: Int = 0,
-                                  reactionIsNew: Bool = true) -> ActionRefusal?
-    {
+    public static func judgeLocal(
+        _ action: MessageActionRecord.Action, me: IdentityPublicKey,
+        target: ActionTarget?, amRoomMember: Bool = false, reactionsByMe: Int = 0,
+        reactionIsNew: Bool = true
+    ) -> ActionRefusal? {
         guard let target else { return .unknownTarget }
         if target.room != nil {
             guard amRoomMember else { return .notRoomMember }

@@ -76,8 +76,10 @@ public struct SendWindow: Sendable {
     /// Records an item as sent now. Returns false, recording nothing, when the item is
     /// already in flight or the window is full; the driver sends only admitted items.
     /// `sequence` is the direct outbox's sequence of the item (nil for room lanes).
-    public mutating func admit(_ id: MessageID, bytes: Int, lane: OutboxLane, sequence: Int64? = nil,
-                               now: MonotonicInstant) -> Bool {
+    public mutating func admit(
+        _ id: MessageID, bytes: Int, lane: OutboxLane, sequence: Int64? = nil,
+        now: MonotonicInstant
+    ) -> Bool {
         guard freeSlots > 0, inFlight[id] == nil else { return false }
         inFlight[id] = InFlight(sentAt: now, bytes: bytes, lane: lane)
         bytesInFlight += bytes

@@ -45,14 +45,16 @@ struct ChatModel {
         var entry: ChatEntry
         switch m.direction {
         case .incoming:
-            entry = ChatEntry(id: m.id, kind: .incoming(from: m.fromName), time: m.createdAt, body: Self.text(of: m),
-                              mark: nil, deleted: m.deletedAt != nil)
+            entry = ChatEntry(
+                id: m.id, kind: .incoming(from: m.fromName), time: m.createdAt, body: Self.text(of: m),
+                mark: nil, deleted: m.deletedAt != nil)
             newestIncomingCursor = max(newestIncomingCursor ?? m.cursor, m.cursor)
         case .outgoing:
             var mark: ChatEntry.Mark = m.readAt != nil ? .read : m.state == .delivered ? .delivered : .queued
             if let e = early.removeValue(forKey: m.id) { mark = mark.advanced(to: e) }
-            entry = ChatEntry(id: m.id, kind: .outgoing, time: m.createdAt, body: Self.text(of: m), mark: mark,
-                              deleted: m.deletedAt != nil)
+            entry = ChatEntry(
+                id: m.id, kind: .outgoing, time: m.createdAt, body: Self.text(of: m), mark: mark,
+                deleted: m.deletedAt != nil)
         }
         return entry
     }
