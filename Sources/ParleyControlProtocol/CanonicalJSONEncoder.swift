@@ -72,6 +72,11 @@ public struct CanonicalObjectWriter {
         int(name, value, &out)
     }
 
+    public mutating func bool(_ name: StaticString, _ value: Bool, _ out: inout [UInt8]) {
+        key(name, &out)
+        out.append(contentsOf: Array((value ? "true" : "false").utf8))
+    }
+
     public mutating func null(_ name: StaticString, _ out: inout [UInt8]) {
         key(name, &out)
         out.append(contentsOf: Array("null".utf8))
@@ -147,8 +152,10 @@ enum CanonicalNode {
                 case 0x0D: out.append(UInt8(ascii: "r"))
                 case 0x09: out.append(UInt8(ascii: "t"))
                 default:
-                    out.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                            hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0x0F)]])
+                    out.append(contentsOf: [
+                        UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                        hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0x0F)]
+                    ])
                 }
                 i += 1
                 runStart = i
@@ -166,13 +173,17 @@ final class CanonicalObject {
     private var members: [(key: String, value: CanonicalNode)] = []
 
     func set(_ key: String, _ value: CanonicalNode) {
-        guard let last = members.last else { members.append((key, value)); return }
+        guard let last = members.last else {
+            members.append((key, value))
+            return
+        }
         if last.key.utf8.lexicographicallyPrecedes(key.utf8) {
             members.append((key, value))
             return
         }
         // Binary search for the first member whose key is not below `key`.
-        var low = 0, high = members.count
+        var low = 0
+        var high = members.count
         while low < high {
             let mid = (low + high) / 2
             if members[mid].key.utf8.lexicographicallyPrecedes(key.utf8) { low = mid + 1 } else { high = mid }
@@ -230,7 +241,8 @@ final class CanonicalEncoder: Encoder {
             object = CanonicalObject()
             node = .object(object)
         }
-        return KeyedEncodingContainer(CanonicalKeyedContainer<Key>(object: object, encoder: self, codingPath: codingPath))
+        return KeyedEncodingContainer(
+            CanonicalKeyedContainer<Key>(object: object, encoder: self, codingPath: codingPath))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
@@ -258,7 +270,8 @@ final class CanonicalEncoder: Encoder {
         if T.self == Int64.self { return .int(Self.reinterpret(value, as: Int64.self)) }
         if T.self == UInt64.self { return .uint(Self.reinterpret(value, as: UInt64.self)) }
         if T.self == Double.self || T.self == Float.self || T.self == Date.self || T.self == Data.self
-            || T.self == URL.self || T.self == Decimal.self {
+            || T.self == URL.self || T.self == Decimal.self
+        {
             throw CanonicalEncodingUnsupported()
         }
         if let writable = value as? any CanonicalJSONWritable {
@@ -302,8 +315,9 @@ struct CanonicalKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     {
         let nested = CanonicalObject()
         object.set(key.stringValue, .object(nested))
-        return KeyedEncodingContainer(CanonicalKeyedContainer<NestedKey>(
-            object: nested, encoder: encoder, codingPath: codingPath + [key]))
+        return KeyedEncodingContainer(
+            CanonicalKeyedContainer<NestedKey>(
+                object: nested, encoder: encoder, codingPath: codingPath + [key]))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
@@ -344,7 +358,8 @@ struct CanonicalUnkeyedContainer: UnkeyedEncodingContainer {
         let nested = CanonicalObject()
         let path = codingPath + [CanonicalIndexKey(count)]
         array.items.append(.object(nested))
-        return KeyedEncodingContainer(CanonicalKeyedContainer<NestedKey>(object: nested, encoder: encoder, codingPath: path))
+        return KeyedEncodingContainer(
+            CanonicalKeyedContainer<NestedKey>(object: nested, encoder: encoder, codingPath: path))
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {

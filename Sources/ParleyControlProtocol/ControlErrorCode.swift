@@ -46,6 +46,8 @@ public enum ControlErrorCode: Int, Sendable, CaseIterable, Codable {
     case roomNotFound = -32021
     /// The room selector matches several rooms; `data` is `RoomAmbiguousData`.
     case roomAmbiguous = -32022
+    /// No stored message has the id (or id prefix) a reply, edit, delete or reaction names.
+    case messageNotFound = -32023
     /// `peers.connect` with `wait`: no session came of the dial (refused, unreachable,
     /// handshake failed, the peer's trust refused us); the message says which.
     case connectFailed = -32030

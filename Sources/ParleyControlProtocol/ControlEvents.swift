@@ -21,7 +21,7 @@ public enum ControlEvent {
 
     public static let all: [String] = [
         messageReceived, messageDelivered, messageRead, peerOnline, peerOffline, peerNew, subscriptionClosed,
-        roomUpdated, messageRefused,
+        roomUpdated, messageRefused, messageUpdated, peerStatus,
     ]
 }
 
@@ -128,8 +128,10 @@ public struct PeerNewEvent: ControlEventParams {
     /// Set when its name looks like another peer's (or ours): compare fingerprints.
     public var nameClash: NameClashInfo?
 
-    public init(name: String, fingerprint: String, trust: PeerTrust, address: String?, safetyNumber: String,
-                nameClash: NameClashInfo?) {
+    public init(
+        name: String, fingerprint: String, trust: PeerTrust, address: String?, safetyNumber: String,
+        nameClash: NameClashInfo?
+    ) {
         self.name = name
         self.fingerprint = fingerprint
         self.trust = trust
@@ -183,6 +185,8 @@ public enum ControlEventPayload: Sendable, Hashable {
     case peerNew(PeerNewEvent)
     case subscriptionClosed(SubscriptionClosedEvent)
     case roomUpdated(RoomUpdatedEvent)
+    case messageUpdated(MessageUpdatedEvent)
+    case peerStatus(PeerStatusEvent)
     /// A method this version does not know (a newer daemon): kept, not fatal.
     case unknown(JSONRPCNotification)
 
@@ -200,6 +204,8 @@ public enum ControlEventPayload: Sendable, Hashable {
         case ControlEvent.subscriptionClosed:
             self = .subscriptionClosed(try params.decode(as: SubscriptionClosedEvent.self))
         case ControlEvent.roomUpdated: self = .roomUpdated(try params.decode(as: RoomUpdatedEvent.self))
+        case ControlEvent.messageUpdated: self = .messageUpdated(try params.decode(as: MessageUpdatedEvent.self))
+        case ControlEvent.peerStatus: self = .peerStatus(try params.decode(as: PeerStatusEvent.self))
         default: self = .unknown(notification)
         }
     }

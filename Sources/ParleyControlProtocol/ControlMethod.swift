@@ -35,10 +35,11 @@ public enum ControlMethod {
     /// Every method, for dispatch tables and tests.
     public static let all: [String] = [
         nodeStatus, nodeWhoami, peersList, peersConnect, peersNickname, messagesSend, messagesList,
-        messagesSubscribe, messagesMarkRead, messagesSearch, trustVerify, trustShow, trustReplace, trustAccept, trustBlock,
+        messagesSubscribe, messagesMarkRead, messagesSearch, trustVerify, trustShow, trustReplace, trustAccept,
+        trustBlock,
         trustUnblock, trustForget, nodeRotateKey, roomsList, roomsCreate, roomsAdd, roomsRemove, roomsLeave,
         roomsAccept, roomsDecline, roomsSetRole, roomsRename, roomsSetPolicy,
-        messagesForget,
+        messagesForget, messagesReply, messagesEdit, messagesDelete, messagesReact, nodeSetStatus,
     ]
 }
 

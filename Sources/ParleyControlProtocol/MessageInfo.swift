@@ -37,11 +37,21 @@ public struct MessageInfo: Codable, Sendable, Hashable {
     /// The room of a room message (then `to` is the room id and `toName` is `#name`); null
     /// for a direct message.
     public var room: MessageRoom?
+    /// The message this one replies to; null if it is not a reply.
+    public var replyTo: MessageQuote?
+    /// Unix time in milliseconds (this node's clock) of the latest edit; null if never edited.
+    public var editedAt: Int?
+    /// Unix time in milliseconds (this node's clock) the author deleted the message for
+    /// everyone; `body` is then "". Null while it exists.
+    public var deletedAt: Int?
+    /// Reactions on the message now, one entry per reaction text (empty: none).
+    public var reactions: [MessageReaction]
 
     public init(
         id: String, from: String, fromName: String, to: String, toName: String,
         direction: MessageDirection, sequence: Int, createdAt: Int, body: String,
-        state: MessageState, deliveredAt: Int?, cursor: Int, readAt: Int? = nil, room: MessageRoom? = nil
+        state: MessageState, deliveredAt: Int?, cursor: Int, readAt: Int? = nil, room: MessageRoom? = nil,
+        replyTo: MessageQuote? = nil, editedAt: Int? = nil, deletedAt: Int? = nil, reactions: [MessageReaction] = []
     ) {
         self.id = id
         self.from = from
@@ -57,11 +67,38 @@ public struct MessageInfo: Codable, Sendable, Hashable {
         self.cursor = cursor
         self.readAt = readAt
         self.room = room
+        self.replyTo = replyTo
+        self.editedAt = editedAt
+        self.deletedAt = deletedAt
+        self.reactions = reactions
     }
 
     enum CodingKeys: String, CodingKey {
         case id, from, fromName, to, toName, direction, sequence, createdAt, body, state
-        case deliveredAt, cursor, readAt, room
+        case deliveredAt, cursor, readAt, room, replyTo, editedAt, deletedAt, reactions
+    }
+
+    /// The conversation fields may be absent (a daemon older than them): read as none.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        from = try c.decode(String.self, forKey: .from)
+        fromName = try c.decode(String.self, forKey: .fromName)
+        to = try c.decode(String.self, forKey: .to)
+        toName = try c.decode(String.self, forKey: .toName)
+        direction = try c.decode(MessageDirection.self, forKey: .direction)
+        sequence = try c.decode(Int.self, forKey: .sequence)
+        createdAt = try c.decode(Int.self, forKey: .createdAt)
+        body = try c.decode(String.self, forKey: .body)
+        state = try c.decode(MessageState.self, forKey: .state)
+        deliveredAt = try c.decodeIfPresent(Int.self, forKey: .deliveredAt)
+        cursor = try c.decode(Int.self, forKey: .cursor)
+        readAt = try c.decodeIfPresent(Int.self, forKey: .readAt)
+        room = try c.decodeIfPresent(MessageRoom.self, forKey: .room)
+        replyTo = try c.decodeIfPresent(MessageQuote.self, forKey: .replyTo)
+        editedAt = try c.decodeIfPresent(Int.self, forKey: .editedAt)
+        deletedAt = try c.decodeIfPresent(Int.self, forKey: .deletedAt)
+        reactions = try c.decodeIfPresent([MessageReaction].self, forKey: .reactions) ?? []
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -80,6 +117,10 @@ public struct MessageInfo: Codable, Sendable, Hashable {
         try c.encode(cursor, forKey: .cursor)
         try c.encode(readAt, forKey: .readAt)  // null, not absent, when nil
         try c.encode(room, forKey: .room)  // null, not absent, when nil
+        try c.encode(replyTo, forKey: .replyTo)
+        try c.encode(editedAt, forKey: .editedAt)
+        try c.encode(deletedAt, forKey: .deletedAt)
+        try c.encode(reactions, forKey: .reactions)
     }
 }
 
@@ -91,12 +132,16 @@ extension MessageInfo: CanonicalJSONWritable {
         o.string("body", body, &out)
         o.int("createdAt", createdAt, &out)
         o.int("cursor", cursor, &out)
+        o.int("deletedAt", deletedAt, &out)
         o.int("deliveredAt", deliveredAt, &out)
         o.string("direction", direction.rawValue, &out)
+        o.int("editedAt", editedAt, &out)
         o.string("from", from, &out)
         o.string("fromName", fromName, &out)
         o.string("id", id, &out)
+        o.value("reactions", HandWrittenArray(reactions), &out)
         o.int("readAt", readAt, &out)
+        if let replyTo { o.value("replyTo", replyTo, &out) } else { o.null("replyTo", &out) }
         if let room { o.value("room", room, &out) } else { o.null("room", &out) }
         o.int("sequence", sequence, &out)
         o.string("state", state.rawValue, &out)
@@ -106,3 +151,88 @@ extension MessageInfo: CanonicalJSONWritable {
     }
 }
 
+/// What a reply shows of the message it answers.
+public struct MessageQuote: Codable, Sendable, Hashable, CanonicalJSONWritable {
+    /// The quoted message's id.
+    public var id: String
+    /// Its author's name as this node shows it; null if this node does not have the message.
+    public var fromName: String?
+    /// The start of its text (at most `ControlLimits.maxQuoteExcerptCharacters`), "" if it
+    /// was deleted, null if this node does not have it.
+    public var excerpt: String?
+    /// Whether the quoted message was deleted for everyone.
+    public var deleted: Bool
+
+    public init(id: String, fromName: String?, excerpt: String?, deleted: Bool) {
+        self.id = id
+        self.fromName = fromName
+        self.excerpt = excerpt
+        self.deleted = deleted
+    }
+
+    enum CodingKeys: String, CodingKey { case id, fromName, excerpt, deleted }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(fromName, forKey: .fromName)
+        try c.encode(excerpt, forKey: .excerpt)
+        try c.encode(deleted, forKey: .deleted)
+    }
+
+    public func writeCanonicalJSON(into out: inout [UInt8]) {
+        var o = CanonicalObjectWriter(into: &out)
+        o.bool("deleted", deleted, &out)
+        if let excerpt { o.string("excerpt", excerpt, &out) } else { o.null("excerpt", &out) }
+        if let fromName { o.string("fromName", fromName, &out) } else { o.null("fromName", &out) }
+        o.string("id", id, &out)
+        o.end(&out)
+    }
+}
+
+/// One reaction text on a message and who chose it.
+public struct MessageReaction: Codable, Sendable, Hashable, CanonicalJSONWritable {
+    public var reaction: String
+    /// Names of the reactors, as this node shows them (this node's own name included).
+    public var fromNames: [String]
+    /// Whether this node's user is among them.
+    public var mine: Bool
+
+    public init(reaction: String, fromNames: [String], mine: Bool) {
+        self.reaction = reaction
+        self.fromNames = fromNames
+        self.mine = mine
+    }
+
+    public func writeCanonicalJSON(into out: inout [UInt8]) {
+        var o = CanonicalObjectWriter(into: &out)
+        o.value("fromNames", HandWrittenArray(fromNames), &out)
+        o.bool("mine", mine, &out)
+        o.string("reaction", reaction, &out)
+        o.end(&out)
+    }
+}
+
+/// An array written by hand, element by element.
+struct HandWrittenArray<Element: Encodable>: CanonicalJSONWritable {
+    let elements: [Element]
+    init(_ elements: [Element]) { self.elements = elements }
+
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(elements)
+    }
+
+    func writeCanonicalJSON(into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "["))
+        for (i, e) in elements.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            if let w = e as? any CanonicalJSONWritable {
+                w.writeCanonicalJSON(into: &out)
+            } else if let s = e as? String {
+                CanonicalNode.writeString(s, into: &out)
+            }
+        }
+        out.append(UInt8(ascii: "]"))
+    }
+}

@@ -59,12 +59,16 @@ public struct PeerInfo: Codable, Sendable, Hashable {
     public var queued: Int
     /// Incoming messages from this peer not yet marked read (`messages.mark_read`).
     public var unread: Int
+    /// The peer's status line ("in a meeting"), while it is online and has one; else null.
+    public var status: String?
 
     public init(
         name: String, host: String, fingerprint: String, identityKey: String, online: Bool,
         addresses: [String], trust: PeerTrust, safetyNumber: String, lastSeen: Int?,
-        queued: Int, unread: Int = 0, nickname: String? = nil, nameClash: NameClashInfo? = nil
+        queued: Int, unread: Int = 0, nickname: String? = nil, nameClash: NameClashInfo? = nil,
+        status: String? = nil
     ) {
+        self.status = status
         self.name = name
         self.nickname = nickname
         self.nameClash = nameClash
@@ -82,7 +86,7 @@ public struct PeerInfo: Codable, Sendable, Hashable {
 
     enum CodingKeys: String, CodingKey {
         case name, nickname, nameClash, host, fingerprint, identityKey, online, addresses, trust, safetyNumber
-        case lastSeen, queued, unread
+        case lastSeen, queued, unread, status
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -100,6 +104,7 @@ public struct PeerInfo: Codable, Sendable, Hashable {
         try c.encode(lastSeen, forKey: .lastSeen)  // null, not absent, when nil
         try c.encode(queued, forKey: .queued)
         try c.encode(unread, forKey: .unread)
+        try c.encode(status, forKey: .status)  // null, not absent, when nil
     }
 }
 

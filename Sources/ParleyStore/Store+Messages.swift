@@ -11,11 +11,13 @@ extension Store {
 
     /// `messageColumns` for a query that names the message table `table` (an alias).
     static func messageColumns(of table: String) -> String {
-        ["row_id", "id", "direction", "sender", "recipient", "sequence", "created_at",
-         "(SELECT body FROM message_body WHERE message_body.row_id = \(table).row_id)",
-         "state", "delivered_at", "received_at", "read_at", "room"]
-            .map { $0.hasPrefix("(") ? $0 : "\(table).\($0)" }
-            .joined(separator: ", ")
+        [
+            "row_id", "id", "direction", "sender", "recipient", "sequence", "created_at",
+            "(SELECT body FROM message_body WHERE message_body.row_id = \(table).row_id)",
+            "state", "delivered_at", "received_at", "read_at", "room", "reply_to", "edited_at", "deleted_at"
+        ]
+        .map { $0.hasPrefix("(") ? $0 : "\(table).\($0)" }
+        .joined(separator: ", ")
     }
 
     /// Stores the body of the message just inserted as `row` (same transaction).
@@ -36,12 +38,14 @@ extension Store {
     }
 
     static func reserveSequenceNumbers(_ db: Database, count: Int) throws -> ClosedRange<Int64> {
-        let statement = try db.cachedStatement(sql: """
-            UPDATE counter SET value = value + ? WHERE name = '\(Schema.Counter.lastSequence)' RETURNING value
-            """)
+        let statement = try db.cachedStatement(
+            sql: """
+                UPDATE counter SET value = value + ? WHERE name = '\(Schema.Counter.lastSequence)' RETURNING value
+                """)
         let last = try Int64.fetchOne(statement, arguments: [Int64(count)])
         guard let last, last >= Int64(count) else {
-            throw UnexpectedStoredValue(column: "counter.\(Schema.Counter.lastSequence)", value: String(describing: last))
+            throw UnexpectedStoredValue(
+                column: "counter.\(Schema.Counter.lastSequence)", value: String(describing: last))
         }
         return (last - Int64(count) + 1)...last
     }
@@ -56,20 +60,23 @@ extension Store {
         for message in messages {
             try InputValidation.requireMessageID(message.id)
             try InputValidation.requireIdentity(message.recipient, "recipient")
+            if let replyTo = message.replyTo { try InputValidation.requireMessageID(replyTo) }
         }
         guard !messages.isEmpty else { return [] }
         return try write { db in
             let sequences = try Self.reserveSequenceNumbers(db, count: messages.count)
-            let insert = try db.cachedStatement(sql: """
-                INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state)
-                VALUES (?, 'outgoing', ?, ?, ?, ?, ?, 'queued')
-                """)
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state, reply_to)
+                    VALUES (?, 'outgoing', ?, ?, ?, ?, ?, 'queued', ?)
+                    """)
             var stored: [StoredMessage] = []
             stored.reserveCapacity(messages.count)
             for (offset, message) in messages.enumerated() {
                 let sequence = sequences.lowerBound + Int64(offset)
                 insert.setUncheckedArguments([
                     message.id, sender, message.recipient, message.recipient, sequence, message.createdAt,
+                    message.replyTo
                 ])
                 do {
                     try insert.execute()
@@ -78,10 +85,11 @@ extension Store {
                 }
                 let row = db.lastInsertedRowID
                 try Self.insertBody(db, row: row, body: message.body)
-                stored.append(StoredMessage(
-                    rowID: row, id: message.id, direction: .outgoing, sender: sender,
-                    recipient: message.recipient, sequence: sequence, createdAt: message.createdAt,
-                    body: message.body, state: .queued))
+                stored.append(
+                    StoredMessage(
+                        rowID: row, id: message.id, direction: .outgoing, sender: sender,
+                        recipient: message.recipient, sequence: sequence, createdAt: message.createdAt,
+                        body: message.body, state: .queued, replyTo: message.replyTo))
             }
             try Self.adjustCounter(db, Schema.Counter.queued, by: messages.count)
             return stored
@@ -92,16 +100,19 @@ extension Store {
     /// sequence first, at most `limit` (clamped to `StoreLimits.maximumPageSize`). The
     /// outbox pump passes the last sequence it already sent on a session, so it never
     /// re-reads what is in flight.
-    public func pendingOutgoing(to recipient: String, afterSequence: Int64 = 0, limit: Int) throws(StoreError) -> [StoredMessage] {
+    public func pendingOutgoing(to recipient: String, afterSequence: Int64 = 0, limit: Int) throws(StoreError)
+        -> [StoredMessage]
+    {
         try InputValidation.requireIdentity(recipient, "recipient")
         let limit = InputValidation.pageSize(limit)
         guard limit > 0 else { return [] }
         return try read { db in
             // `state = 'queued'` is a literal so SQLite can use the partial outbox index.
-            let statement = try db.cachedStatement(sql: """
-                SELECT \(Self.messageColumns) FROM message
-                WHERE recipient = ? AND state = 'queued' AND sequence > ? ORDER BY sequence LIMIT ?
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT \(Self.messageColumns) FROM message
+                    WHERE recipient = ? AND state = 'queued' AND sequence > ? ORDER BY sequence LIMIT ?
+                    """)
             return try Self.fetchMessages(statement, [recipient, afterSequence, limit])
         }
     }
@@ -109,9 +120,10 @@ extension Store {
     /// Every recipient with undelivered messages, and how many.
     public func pendingRecipients() throws(StoreError) -> [String: Int] {
         try read { db in
-            let statement = try db.cachedStatement(sql: """
-                SELECT recipient, COUNT(*) FROM message WHERE state = 'queued' GROUP BY recipient
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT recipient, COUNT(*) FROM message WHERE state = 'queued' GROUP BY recipient
+                    """)
             var result: [String: Int] = [:]
             let rows = try Row.fetchCursor(statement)
             while let row = try rows.next() {
@@ -134,13 +146,15 @@ extension Store {
             // SQLite build a temporary table for every single ack.
             // INDEXED BY: without statistics SQLite would pick the outbox index on recipient
             // and scan every queued message per ack, quadratic in a big batch.
-            let find = try db.cachedStatement(sql: """
-                SELECT \(Self.messageColumns) FROM message INDEXED BY \(Schema.Index.messageIDSender)
-                WHERE id = ? AND recipient = ? AND state = 'queued'
-                """)
-            let update = try db.cachedStatement(sql: """
-                UPDATE message SET state = 'delivered', delivered_at = ? WHERE row_id = ?
-                """)
+            let find = try db.cachedStatement(
+                sql: """
+                    SELECT \(Self.messageColumns) FROM message INDEXED BY \(Schema.Index.messageIDSender)
+                    WHERE id = ? AND recipient = ? AND state = 'queued'
+                    """)
+            let update = try db.cachedStatement(
+                sql: """
+                    UPDATE message SET state = 'delivered', delivered_at = ? WHERE row_id = ?
+                    """)
             var changed: [StoredMessage] = []
             for id in ids {
                 for var message in try Self.fetchMessages(find, [id, recipient]) {
@@ -161,9 +175,10 @@ extension Store {
     /// `acceptKeyChange`'s transaction. Sequence numbers and ids are kept. Returns how many moved.
     static func retarget(_ db: Database, from oldRecipient: String, to newRecipient: String) throws -> Int {
         guard oldRecipient != newRecipient else { return 0 }
-        let update = try db.cachedStatement(sql: """
-            UPDATE message SET recipient = ?, peer = ? WHERE recipient = ? AND state = 'queued'
-            """)
+        let update = try db.cachedStatement(
+            sql: """
+                UPDATE message SET recipient = ?, peer = ? WHERE recipient = ? AND state = 'queued'
+                """)
         try update.execute(arguments: [newRecipient, newRecipient, oldRecipient])
         return db.changesCount
     }
@@ -181,35 +196,42 @@ extension Store {
             try InputValidation.requireMessageID(message.id)
             try InputValidation.requireIdentity(message.sender, "sender")
             try InputValidation.requireIdentity(message.recipient, "recipient")
+            if let replyTo = message.replyTo { try InputValidation.requireMessageID(replyTo) }
         }
         guard !messages.isEmpty else { return [] }
         return try write { db in
-            let insert = try db.cachedStatement(sql: """
-                INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state, received_at)
-                VALUES (?, 'incoming', ?, ?, ?, ?, ?, 'received', ?)
-                ON CONFLICT (id, sender) DO NOTHING
-                """)
-            let existing = try db.cachedStatement(sql: """
-                SELECT \(Self.messageColumns) FROM message WHERE id = ? AND sender = ?
-                """)
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state, received_at,
+                                         reply_to)
+                    VALUES (?, 'incoming', ?, ?, ?, ?, ?, 'received', ?, ?)
+                    ON CONFLICT (id, sender) DO NOTHING
+                    """)
+            let existing = try db.cachedStatement(
+                sql: """
+                    SELECT \(Self.messageColumns) FROM message WHERE id = ? AND sender = ?
+                    """)
             var results: [(message: StoredMessage, isNew: Bool)] = []
             results.reserveCapacity(messages.count)
             var newCount = 0
             for message in messages {
                 insert.setUncheckedArguments([
                     message.id, message.sender, message.recipient, message.sender, message.sequence,
-                    message.createdAt, at,
+                    message.createdAt, at, message.replyTo
                 ])
                 try insert.execute()
                 if db.changesCount == 1 {
                     newCount += 1
                     let row = db.lastInsertedRowID
                     try Self.insertBody(db, row: row, body: message.body)
-                    results.append((StoredMessage(
-                        rowID: row, id: message.id, direction: .incoming,
-                        sender: message.sender, recipient: message.recipient, sequence: message.sequence,
-                        createdAt: message.createdAt, body: message.body, state: .received,
-                        receivedAt: at), true))
+                    results.append(
+                        (
+                            StoredMessage(
+                                rowID: row, id: message.id, direction: .incoming,
+                                sender: message.sender, recipient: message.recipient, sequence: message.sequence,
+                                createdAt: message.createdAt, body: message.body, state: .received,
+                                receivedAt: at, replyTo: message.replyTo), true
+                        ))
                 } else {
                     guard let stored = try Self.fetchMessages(existing, [message.id, message.sender]).first else {
                         // The insert conflicted on exactly this key inside this transaction.
@@ -243,12 +265,13 @@ extension Store {
         return try read { db in
             // A peer's history is the direct conversation: room messages are listed by room.
             let range = "row_id > ? AND row_id < ?" + (peer == nil ? "" : " AND peer = ? AND room IS NULL")
-            let sql = before == nil
+            let sql =
+                before == nil
                 ? "SELECT \(Self.messageColumns) FROM message WHERE \(range) ORDER BY row_id LIMIT ?"
                 : """
-                  SELECT * FROM (SELECT \(Self.messageColumns) FROM message WHERE \(range)
-                  ORDER BY row_id DESC LIMIT ?) ORDER BY row_id
-                  """
+                SELECT * FROM (SELECT \(Self.messageColumns) FROM message WHERE \(range)
+                ORDER BY row_id DESC LIMIT ?) ORDER BY row_id
+                """
             let statement = try db.cachedStatement(sql: sql)
             var arguments: [any DatabaseValueConvertible] = [lower, upper]
             if let peer { arguments.append(peer) }
@@ -262,9 +285,10 @@ extension Store {
     public func message(id: String) throws(StoreError) -> StoredMessage? {
         try InputValidation.requireMessageID(id)
         return try read { db in
-            let statement = try db.cachedStatement(sql: """
-                SELECT \(Self.messageColumns) FROM message WHERE id = ? ORDER BY row_id LIMIT 1
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT \(Self.messageColumns) FROM message WHERE id = ? ORDER BY row_id LIMIT 1
+                    """)
             return try Self.fetchMessages(statement, [id]).first
         }
     }
@@ -274,9 +298,10 @@ extension Store {
         try InputValidation.requireMessageID(id)
         try InputValidation.requireIdentity(sender, "sender")
         return try read { db in
-            let statement = try db.cachedStatement(sql: """
-                SELECT \(Self.messageColumns) FROM message WHERE id = ? AND sender = ?
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT \(Self.messageColumns) FROM message WHERE id = ? AND sender = ?
+                    """)
             return try Self.fetchMessages(statement, [id, sender]).first
         }
     }
@@ -296,8 +321,10 @@ extension Store {
                 }
                 return count
             }
-            return (try count(Schema.Counter.queued), try count(Schema.Counter.delivered),
-                    try count(Schema.Counter.received))
+            return (
+                try count(Schema.Counter.queued), try count(Schema.Counter.delivered),
+                try count(Schema.Counter.received)
+            )
         }
     }
 
@@ -333,6 +360,9 @@ extension Store {
             deliveredAt: try row.optionalInt64(9),
             receivedAt: try row.optionalInt64(10),
             readAt: try row.optionalInt64(11),
-            room: try row.optionalText(12))
+            room: try row.optionalText(12),
+            replyTo: try row.optionalText(13),
+            editedAt: try row.optionalInt64(14),
+            deletedAt: try row.optionalInt64(15))
     }
 }

@@ -25,10 +25,11 @@ extension Store {
         try Self.requireOperationHash(op.hash)
         try Self.requireRoomID(op.room)
         return try write { db in
-            try db.execute(sql: """
-                INSERT INTO room_operation (hash, room, sequence, encoded, received_at) VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT (hash) DO NOTHING
-                """, arguments: [op.hash, op.room, op.sequence, Data(op.encoded), at])
+            try db.execute(
+                sql: """
+                    INSERT INTO room_operation (hash, room, sequence, encoded, received_at) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (hash) DO NOTHING
+                    """, arguments: [op.hash, op.room, op.sequence, Data(op.encoded), at])
             return db.changesCount == 1
         }
     }
@@ -37,9 +38,10 @@ extension Store {
     public func roomOperations(room: String) throws(StoreError) -> [StoredRoomOperation] {
         try Self.requireRoomID(room)
         return try read { db in
-            let statement = try db.cachedStatement(sql: """
-                SELECT hash, room, sequence, encoded FROM room_operation WHERE room = ? ORDER BY sequence, hash
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT hash, room, sequence, encoded FROM room_operation WHERE room = ? ORDER BY sequence, hash
+                    """)
             return try Self.fetchOperations(statement, [room])
         }
     }
@@ -47,7 +49,9 @@ extension Store {
     /// How many operations are stored for a room.
     public func roomOperationCount(room: String) throws(StoreError) -> Int {
         try Self.requireRoomID(room)
-        return try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM room_operation WHERE room = ?", arguments: [room]) ?? 0 }
+        return try read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM room_operation WHERE room = ?", arguments: [room]) ?? 0
+        }
     }
 
     /// How many distinct rooms have stored operations (known rooms and rooms whose create
@@ -63,10 +67,11 @@ extension Store {
         for m in members { try InputValidation.requireIdentity(m, "member") }
         guard !hashes.isEmpty, !members.isEmpty else { return }
         try write { db in
-            let insert = try db.cachedStatement(sql: """
-                INSERT INTO room_operation_outbox (operation, member, ack_id, queued_at) VALUES (?, ?, ?, ?)
-                ON CONFLICT (member, operation) DO NOTHING
-                """)
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO room_operation_outbox (operation, member, ack_id, queued_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (member, operation) DO NOTHING
+                    """)
             for m in members {
                 for h in hashes {
                     try insert.execute(arguments: [h, m, String(h.prefix(InputValidation.messageIDHexLength)), at])
@@ -82,11 +87,12 @@ extension Store {
         let limit = InputValidation.pageSize(limit)
         guard limit > 0 else { return [] }
         return try read { db in
-            let statement = try db.cachedStatement(sql: """
-                SELECT o.hash, o.room, o.sequence, o.encoded FROM room_operation_outbox q
-                JOIN room_operation o ON o.hash = q.operation
-                WHERE q.member = ? ORDER BY o.sequence, o.hash LIMIT ?
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT o.hash, o.room, o.sequence, o.encoded FROM room_operation_outbox q
+                    JOIN room_operation o ON o.hash = q.operation
+                    WHERE q.member = ? ORDER BY o.sequence, o.hash LIMIT ?
+                    """)
             return try Self.fetchOperations(statement, [member, limit])
         }
     }
@@ -114,7 +120,9 @@ extension Store {
     /// One acknowledgement from `member` applied to both room outboxes in one transaction:
     /// operations (by ack id) and room messages (by message id). Returns the room messages
     /// now delivered to every member.
-    public func acknowledgeRoomTraffic(ids: [String], by member: String, at: Int64) throws(StoreError) -> [StoredMessage] {
+    public func acknowledgeRoomTraffic(ids: [String], by member: String, at: Int64) throws(StoreError)
+        -> [StoredMessage]
+    {
         try InputValidation.requireIdentity(member, "member")
         let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
         guard !ids.isEmpty else { return [] }
@@ -147,21 +155,28 @@ extension Store {
         if let inviter = room.inviter { try InputValidation.requireIdentity(inviter, "inviter") }
         let joined = Set(room.joined)
         try write { db in
-            try db.execute(sql: """
-                INSERT INTO room (id, root, name, creator, created_at, version, is_member, updated_at, status,
-                                  inviter, only_admins_add)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (id) DO UPDATE SET root = excluded.root, name = excluded.name,
-                    creator = excluded.creator, created_at = excluded.created_at, version = excluded.version,
-                    is_member = excluded.is_member, updated_at = excluded.updated_at, status = excluded.status,
-                    inviter = excluded.inviter, only_admins_add = excluded.only_admins_add
-                """, arguments: [room.id, room.root, room.name, room.creator, room.createdAt, room.version,
-                                 room.isMember ? 1 : 0, room.updatedAt, room.status.rawValue, room.inviter,
-                                 room.onlyAdminsAdd ? 1 : 0])
+            try db.execute(
+                sql: """
+                    INSERT INTO room (id, root, name, creator, created_at, version, is_member, updated_at, status,
+                                      inviter, only_admins_add)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (id) DO UPDATE SET root = excluded.root, name = excluded.name,
+                        creator = excluded.creator, created_at = excluded.created_at, version = excluded.version,
+                        is_member = excluded.is_member, updated_at = excluded.updated_at, status = excluded.status,
+                        inviter = excluded.inviter, only_admins_add = excluded.only_admins_add
+                    """,
+                arguments: [
+                    room.id, room.root, room.name, room.creator, room.createdAt, room.version,
+                    room.isMember ? 1 : 0, room.updatedAt, room.status.rawValue, room.inviter,
+                    room.onlyAdminsAdd ? 1 : 0
+                ])
             try db.execute(sql: "DELETE FROM room_member WHERE room = ?", arguments: [room.id])
-            let insert = try db.cachedStatement(sql: "INSERT INTO room_member (room, identity, role, joined) VALUES (?, ?, ?, ?)")
+            let insert = try db.cachedStatement(
+                sql: "INSERT INTO room_member (room, identity, role, joined) VALUES (?, ?, ?, ?)")
             for m in Set(room.members) {
-                try insert.execute(arguments: [room.id, m, Int((room.roles[m] ?? .member).rawValue), joined.contains(m) ? 1 : 0])
+                try insert.execute(arguments: [
+                    room.id, m, Int((room.roles[m] ?? .member).rawValue), joined.contains(m) ? 1 : 0
+                ])
             }
         }
     }
@@ -170,15 +185,17 @@ extension Store {
     public func invitationCount(from inviter: String) throws(StoreError) -> Int {
         try InputValidation.requireIdentity(inviter, "inviter")
         return try read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM room WHERE status = 'invited' AND inviter = ?",
-                             arguments: [inviter]) ?? 0
+            try Int.fetchOne(
+                db, sql: "SELECT COUNT(*) FROM room WHERE status = 'invited' AND inviter = ?",
+                arguments: [inviter]) ?? 0
         }
     }
 
     /// Forgets the invitations nobody answered since `before` (Unix ms): their room ids.
     public func forgetInvitations(before: Int64) throws(StoreError) -> [String] {
         let stale = try read { db in
-            try String.fetchAll(db, sql: "SELECT id FROM room WHERE status = 'invited' AND updated_at < ?", arguments: [before])
+            try String.fetchAll(
+                db, sql: "SELECT id FROM room WHERE status = 'invited' AND updated_at < ?", arguments: [before])
         }
         for room in stale { try forgetInvitation(room: room) }
         return stale
@@ -189,12 +206,14 @@ extension Store {
     public func forgetInvitation(room: String) throws(StoreError) {
         try Self.requireRoomID(room)
         try write { db in
-            guard try String.fetchOne(db, sql: "SELECT status FROM room WHERE id = ?", arguments: [room]) == "invited" else {
+            guard try String.fetchOne(db, sql: "SELECT status FROM room WHERE id = ?", arguments: [room]) == "invited"
+            else {
                 return
             }
-            try db.execute(sql: """
-                DELETE FROM room_operation_outbox WHERE operation IN (SELECT hash FROM room_operation WHERE room = ?)
-                """, arguments: [room])
+            try db.execute(
+                sql: """
+                    DELETE FROM room_operation_outbox WHERE operation IN (SELECT hash FROM room_operation WHERE room = ?)
+                    """, arguments: [room])
             try db.execute(sql: "DELETE FROM room_operation WHERE room = ?", arguments: [room])
             try db.execute(sql: "DELETE FROM room_member WHERE room = ?", arguments: [room])
             try db.execute(sql: "DELETE FROM room WHERE id = ?", arguments: [room])
@@ -207,9 +226,12 @@ extension Store {
     /// delivery per member in `members` (this node excluded by the caller). With no other
     /// member, the message is delivered at once. One transaction; the sequence number comes
     /// from the same counter as direct messages.
-    public func enqueueRoomMessage(id: String, room: String, body: String, createdAt: Int64, sender: String,
-                                   members: [String]) throws(StoreError) -> StoredMessage {
+    public func enqueueRoomMessage(
+        id: String, room: String, body: String, createdAt: Int64, sender: String,
+        members: [String], replyTo: String? = nil
+    ) throws(StoreError) -> StoredMessage {
         try InputValidation.requireMessageID(id)
+        if let replyTo { try InputValidation.requireMessageID(replyTo) }
         try Self.requireRoomID(room)
         try InputValidation.requireIdentity(sender, "sender")
         for m in members { try InputValidation.requireIdentity(m, "member") }
@@ -219,25 +241,32 @@ extension Store {
             let state: MessageState = recipients.isEmpty ? .delivered : .queued
             let deliveredAt: Int64? = recipients.isEmpty ? createdAt : nil
             do {
-                try db.execute(sql: """
-                    INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state,
-                                         delivered_at, room)
-                    VALUES (?, 'outgoing', ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [id, sender, room, room, sequence, createdAt, state.rawValue, deliveredAt, room])
+                try db.execute(
+                    sql: """
+                        INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state,
+                                             delivered_at, room, reply_to)
+                        VALUES (?, 'outgoing', ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        id, sender, room, room, sequence, createdAt, state.rawValue, deliveredAt, room,
+                        replyTo
+                    ])
             } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
                 throw StoreError.conflict("message id \(id) from \(sender) is already stored")
             }
             let row = db.lastInsertedRowID
             try Self.insertBody(db, row: row, body: body)
-            let insert = try db.cachedStatement(sql: """
-                INSERT INTO room_delivery (message_row, member, state) VALUES (?, ?, 'queued')
-                """)
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO room_delivery (message_row, member, state) VALUES (?, ?, 'queued')
+                    """)
             for m in recipients { try insert.execute(arguments: [row, m]) }
             if !recipients.isEmpty { roomOutboxesKnownEmpty = false }
             try Self.adjustCounter(db, state == .queued ? Schema.Counter.queued : Schema.Counter.delivered, by: 1)
-            return StoredMessage(rowID: row, id: id, direction: .outgoing, sender: sender, recipient: room,
-                                 sequence: sequence, createdAt: createdAt, body: body, state: state,
-                                 deliveredAt: deliveredAt, room: room)
+            return StoredMessage(
+                rowID: row, id: id, direction: .outgoing, sender: sender, recipient: room,
+                sequence: sequence, createdAt: createdAt, body: body, state: state,
+                deliveredAt: deliveredAt, room: room, replyTo: replyTo)
         }
     }
 
@@ -254,10 +283,13 @@ extension Store {
     /// Looks whether anything is queued in the room outboxes (two index probes).
     public func checkRoomOutboxesEmpty() throws(StoreError) {
         try read { db in
-            let empty = try Bool.fetchOne(db.cachedStatement(sql: """
-                SELECT NOT EXISTS (SELECT 1 FROM room_delivery WHERE state = 'queued')
-                   AND NOT EXISTS (SELECT 1 FROM room_operation_outbox)
-                """)) ?? false
+            let empty =
+                try Bool.fetchOne(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT NOT EXISTS (SELECT 1 FROM room_delivery WHERE state = 'queued')
+                               AND NOT EXISTS (SELECT 1 FROM room_operation_outbox)
+                            """)) ?? false
             // Set while `read` holds the lock, so no insert can come in between.
             if empty { roomOutboxesKnownEmpty = true }
         }
@@ -271,10 +303,11 @@ extension Store {
         let limit = InputValidation.pageSize(limit)
         guard limit > 0 else { return [] }
         return try read { db in
-            let statement = try db.cachedStatement(sql: """
-                SELECT \(Self.joinedMessageColumns) FROM room_delivery d JOIN message m ON m.row_id = d.message_row
-                WHERE d.member = ? AND d.state = 'queued' ORDER BY m.sequence LIMIT ?
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT \(Self.joinedMessageColumns) FROM room_delivery d JOIN message m ON m.row_id = d.message_row
+                    WHERE d.member = ? AND d.state = 'queued' ORDER BY m.sequence LIMIT ?
+                    """)
             return try Self.fetchMessages(statement, [member, limit])
         }
     }
@@ -289,20 +322,25 @@ extension Store {
         return try write { db in try Self.markRoomDeliveries(db, ids: ids, by: member, at: at) }
     }
 
-    static func markRoomDeliveries(_ db: Database, ids: [String], by member: String, at: Int64) throws -> [StoredMessage] {
-        let deliver = try db.cachedStatement(sql: """
-            UPDATE room_delivery SET state = 'delivered', delivered_at = ?
-            WHERE member = ? AND state = 'queued'
-              AND message_row IN (SELECT row_id FROM message WHERE id = ? AND direction = 'outgoing' AND room IS NOT NULL)
-            RETURNING message_row
-            """)
-        let remaining = try db.cachedStatement(sql: """
-            SELECT COUNT(*) FROM room_delivery WHERE message_row = ? AND state = 'queued'
-            """)
-        let finish = try db.cachedStatement(sql: """
-            UPDATE message SET state = 'delivered', delivered_at = ? WHERE row_id = ? AND state = 'queued'
-            RETURNING \(Self.messageColumns)
-            """)
+    static func markRoomDeliveries(_ db: Database, ids: [String], by member: String, at: Int64) throws
+        -> [StoredMessage]
+    {
+        let deliver = try db.cachedStatement(
+            sql: """
+                UPDATE room_delivery SET state = 'delivered', delivered_at = ?
+                WHERE member = ? AND state = 'queued'
+                  AND message_row IN (SELECT row_id FROM message WHERE id = ? AND direction = 'outgoing' AND room IS NOT NULL)
+                RETURNING message_row
+                """)
+        let remaining = try db.cachedStatement(
+            sql: """
+                SELECT COUNT(*) FROM room_delivery WHERE message_row = ? AND state = 'queued'
+                """)
+        let finish = try db.cachedStatement(
+            sql: """
+                UPDATE message SET state = 'delivered', delivered_at = ? WHERE row_id = ? AND state = 'queued'
+                RETURNING \(Self.messageColumns)
+                """)
         var done: [StoredMessage] = []
         for id in ids {
             for row in try Int64.fetchAll(deliver, arguments: [at, member, id]) {
@@ -319,8 +357,9 @@ extension Store {
     public func queuedRoomMessageCount(room: String) throws(StoreError) -> Int {
         try Self.requireRoomID(room)
         return try read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM message WHERE recipient = ? AND room = ? AND state = 'queued'",
-                             arguments: [room, room]) ?? 0
+            try Int.fetchOne(
+                db, sql: "SELECT COUNT(*) FROM message WHERE recipient = ? AND room = ? AND state = 'queued'",
+                arguments: [room, room]) ?? 0
         }
     }
 
@@ -339,28 +378,35 @@ extension Store {
         }
         guard !messages.isEmpty else { return [] }
         return try write { db in
-            let insert = try db.cachedStatement(sql: """
-                INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state,
-                                     received_at, room)
-                VALUES (?, 'incoming', ?, ?, ?, ?, ?, 'received', ?, ?)
-                ON CONFLICT (id, sender) DO NOTHING
-                """)
-            let existing = try db.cachedStatement(sql: """
-                SELECT \(Self.messageColumns) FROM message WHERE id = ? AND sender = ?
-                """)
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state,
+                                         received_at, room, reply_to)
+                    VALUES (?, 'incoming', ?, ?, ?, ?, ?, 'received', ?, ?, ?)
+                    ON CONFLICT (id, sender) DO NOTHING
+                    """)
+            let existing = try db.cachedStatement(
+                sql: """
+                    SELECT \(Self.messageColumns) FROM message WHERE id = ? AND sender = ?
+                    """)
             var results: [(message: StoredMessage, isNew: Bool)] = []
             var newCount = 0
             for m in messages {
-                try insert.execute(arguments: [m.id, m.sender, m.recipient, m.sender, m.sequence, m.createdAt,
-                                               at, room])
+                try insert.execute(arguments: [
+                    m.id, m.sender, m.recipient, m.sender, m.sequence, m.createdAt,
+                    at, room, m.replyTo
+                ])
                 if db.changesCount == 1 {
                     newCount += 1
                     let row = db.lastInsertedRowID
                     try Self.insertBody(db, row: row, body: m.body)
-                    results.append((StoredMessage(
-                        rowID: row, id: m.id, direction: .incoming, sender: m.sender,
-                        recipient: m.recipient, sequence: m.sequence, createdAt: m.createdAt, body: m.body,
-                        state: .received, receivedAt: at, room: room), true))
+                    results.append(
+                        (
+                            StoredMessage(
+                                rowID: row, id: m.id, direction: .incoming, sender: m.sender,
+                                recipient: m.recipient, sequence: m.sequence, createdAt: m.createdAt, body: m.body,
+                                state: .received, receivedAt: at, room: room, replyTo: m.replyTo), true
+                        ))
                 } else {
                     guard let stored = try Self.fetchMessages(existing, [m.id, m.sender]).first else {
                         throw UnexpectedStoredValue(column: "message.id", value: m.id)
@@ -382,12 +428,13 @@ extension Store {
         guard limit > 0 else { return [] }
         return try read { db in
             let range = "row_id > ? AND row_id < ? AND room = ?"
-            let sql = before == nil
+            let sql =
+                before == nil
                 ? "SELECT \(Self.messageColumns) FROM message WHERE \(range) ORDER BY row_id LIMIT ?"
                 : """
-                  SELECT * FROM (SELECT \(Self.messageColumns) FROM message WHERE \(range)
-                  ORDER BY row_id DESC LIMIT ?) ORDER BY row_id
-                  """
+                SELECT * FROM (SELECT \(Self.messageColumns) FROM message WHERE \(range)
+                ORDER BY row_id DESC LIMIT ?) ORDER BY row_id
+                """
             let statement = try db.cachedStatement(sql: sql)
             return try Self.fetchMessages(statement, [cursor ?? Int64.min, before ?? Int64.max, room, limit])
         }
@@ -399,9 +446,11 @@ extension Store {
     public func roomUnreadCount(room: String) throws(StoreError) -> Int {
         try Self.requireRoomID(room)
         return try read { db in
-            try Int.fetchOne(db, sql: """
-                SELECT COUNT(*) FROM message WHERE room = ? AND direction = 'incoming' AND read_at IS NULL
-                """, arguments: [room]) ?? 0
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT COUNT(*) FROM message WHERE room = ? AND direction = 'incoming' AND read_at IS NULL
+                    """, arguments: [room]) ?? 0
         }
     }
 
@@ -411,34 +460,44 @@ extension Store {
     public func markRoomRead(room: String, upTo: Int64?, at: Int64) throws(StoreError) -> [String] {
         try Self.requireRoomID(room)
         return try write { db in
-            let rows = try Row.fetchAll(db, sql: """
-                UPDATE message SET read_at = ?
-                WHERE room = ? AND direction = 'incoming' AND read_at IS NULL AND row_id <= ?
-                RETURNING row_id, id
-                """, arguments: [at, room, upTo ?? Int64.max])
-            return try rows.map { (rowID: try $0.int64(0), id: try $0.text(1)) }.sorted { $0.rowID < $1.rowID }.map(\.id)
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    UPDATE message SET read_at = ?
+                    WHERE room = ? AND direction = 'incoming' AND read_at IS NULL AND row_id <= ?
+                    RETURNING row_id, id
+                    """, arguments: [at, room, upTo ?? Int64.max])
+            return try rows.map { (rowID: try $0.int64(0), id: try $0.text(1)) }.sorted { $0.rowID < $1.rowID }.map(
+                \.id)
         }
     }
 
     // MARK: - Helpers
 
-    static func fetchOperations(_ statement: Statement, _ arguments: StatementArguments) throws -> [StoredRoomOperation] {
+    static func fetchOperations(_ statement: Statement, _ arguments: StatementArguments) throws -> [StoredRoomOperation]
+    {
         var out: [StoredRoomOperation] = []
         let rows = try Row.fetchCursor(statement, arguments: arguments)
         while let row = try rows.next() {
             let data = try row.decode(Data.self, atIndex: 3)
-            out.append(StoredRoomOperation(hash: try row.text(0), room: try row.text(1), sequence: try row.int64(2),
-                                           encoded: [UInt8](data)))
+            out.append(
+                StoredRoomOperation(
+                    hash: try row.text(0), room: try row.text(1), sequence: try row.int64(2),
+                    encoded: [UInt8](data)))
         }
         return out
     }
 
-    static func fetchRooms(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [RoomRecord] {
-        let statement = try db.cachedStatement(sql: """
-            SELECT id, root, name, creator, created_at, version, status, updated_at, inviter, only_admins_add FROM room
-            WHERE \(condition) ORDER BY name, id
-            """)
-        let members = try db.cachedStatement(sql: "SELECT identity, role, joined FROM room_member WHERE room = ? ORDER BY identity")
+    static func fetchRooms(_ db: Database, where condition: String, _ arguments: StatementArguments) throws
+        -> [RoomRecord]
+    {
+        let statement = try db.cachedStatement(
+            sql: """
+                SELECT id, root, name, creator, created_at, version, status, updated_at, inviter, only_admins_add FROM room
+                WHERE \(condition) ORDER BY name, id
+                """)
+        let members = try db.cachedStatement(
+            sql: "SELECT identity, role, joined FROM room_member WHERE room = ? ORDER BY identity")
         var out: [RoomRecord] = []
         let rows = try Row.fetchCursor(statement, arguments: arguments)
         while let row = try rows.next() {
@@ -447,10 +506,12 @@ extension Store {
             guard let status = RoomStatus(rawValue: statusText) else {
                 throw UnexpectedStoredValue(column: "room.status", value: statusText)
             }
-            out.append(RoomRecord(id: id, root: try row.text(1), name: try row.text(2), creator: try row.text(3),
-                                  createdAt: try row.int64(4), version: try row.int64(5),
-                                  members: [], status: status, onlyAdminsAdd: try row.int64(9) != 0,
-                                  inviter: row[8] as String?, updatedAt: try row.int64(7)))
+            out.append(
+                RoomRecord(
+                    id: id, root: try row.text(1), name: try row.text(2), creator: try row.text(3),
+                    createdAt: try row.int64(4), version: try row.int64(5),
+                    members: [], status: status, onlyAdminsAdd: try row.int64(9) != 0,
+                    inviter: row[8] as String?, updatedAt: try row.int64(7)))
         }
         for i in out.indices {
             var list: [String] = []

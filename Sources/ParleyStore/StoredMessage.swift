@@ -37,10 +37,19 @@ public struct StoredMessage: Sendable, Equatable, Codable {
     public var readAt: Int64?
     /// The room (id hex) a room message belongs to; nil for a direct message.
     public var room: String?
+    /// Id of the message this one replies to (same conversation); nil if not a reply.
+    public var replyTo: String?
+    /// Unix ms (local) of the latest edit applied; nil if never edited.
+    public var editedAt: Int64?
+    /// Unix ms (local) the author deleted it for everyone; the body is then empty.
+    public var deletedAt: Int64?
 
-    public init(rowID: Int64, id: String, direction: Direction, sender: String, recipient: String,
-                sequence: Int64, createdAt: Int64, body: String, state: MessageState,
-                deliveredAt: Int64? = nil, receivedAt: Int64? = nil, readAt: Int64? = nil, room: String? = nil) {
+    public init(
+        rowID: Int64, id: String, direction: Direction, sender: String, recipient: String,
+        sequence: Int64, createdAt: Int64, body: String, state: MessageState,
+        deliveredAt: Int64? = nil, receivedAt: Int64? = nil, readAt: Int64? = nil, room: String? = nil,
+        replyTo: String? = nil, editedAt: Int64? = nil, deletedAt: Int64? = nil
+    ) {
         self.rowID = rowID
         self.id = id
         self.direction = direction
@@ -54,6 +63,9 @@ public struct StoredMessage: Sendable, Equatable, Codable {
         self.receivedAt = receivedAt
         self.readAt = readAt
         self.room = room
+        self.replyTo = replyTo
+        self.editedAt = editedAt
+        self.deletedAt = deletedAt
     }
 
     /// The other party: the recipient of an outgoing message, the sender of an incoming one.
@@ -68,12 +80,15 @@ public struct NewOutgoingMessage: Sendable {
     public var recipient: String
     public var body: String
     public var createdAt: Int64
+    /// Id of the message this one replies to.
+    public var replyTo: String?
 
-    public init(id: String, recipient: String, body: String, createdAt: Int64) {
+    public init(id: String, recipient: String, body: String, createdAt: Int64, replyTo: String? = nil) {
         self.id = id
         self.recipient = recipient
         self.body = body
         self.createdAt = createdAt
+        self.replyTo = replyTo
     }
 }
 
@@ -85,13 +100,18 @@ public struct IncomingMessage: Sendable {
     public var sequence: Int64
     public var createdAt: Int64
     public var body: String
+    public var replyTo: String?
 
-    public init(id: String, sender: String, recipient: String, sequence: Int64, createdAt: Int64, body: String) {
+    public init(
+        id: String, sender: String, recipient: String, sequence: Int64, createdAt: Int64, body: String,
+        replyTo: String? = nil
+    ) {
         self.id = id
         self.sender = sender
         self.recipient = recipient
         self.sequence = sequence
         self.createdAt = createdAt
         self.body = body
+        self.replyTo = replyTo
     }
 }

@@ -3,8 +3,9 @@
 // Every mode is bounded in count and time. Not installed; used by Tests/system.
 import Foundation
 import ParleyCore
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // Output is line-oriented and read by tests: print() flushes per line via FileHandle below.
@@ -37,10 +38,16 @@ final class Conn {
             var sin = sockaddr_in()
             sin.sin_family = sa_family_t(AF_INET)
             inet_pton(AF_INET, src, &sin.sin_addr)
-            _ = withUnsafePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            _ = withUnsafePointer(to: &sin) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
         }
-        guard connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) == 0 else { Glibc.close(fd); return nil }
+        guard connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) == 0 else {
+            Glibc.close(fd)
+            return nil
+        }
     }
     deinit { Glibc.close(fd) }
     @discardableResult
@@ -91,16 +98,23 @@ final class Conn {
 }
 
 func parseTarget(_ s: String) -> (String, UInt16) {
-    guard let colon = s.lastIndex(of: ":"), let port = UInt16(s[s.index(after: colon)...]) else { fail("bad target \(s)") }
+    guard let colon = s.lastIndex(of: ":"), let port = UInt16(s[s.index(after: colon)...]) else {
+        fail("bad target \(s)")
+    }
     var host = String(s[..<colon])
     if host.hasPrefix("[") { host = String(host.dropFirst().dropLast()) }
     return (host, port)
 }
 
 /// Runs an initiator handshake presenting `card` (signed however the mode wants).
-func handshake(_ c: Conn, identity: IdentityKeyPair, staticKey: NoiseStaticKeyPair, card: Card) -> SessionHandshake.Established? {
-    var hs = SessionHandshake(role: .initiator, localCard: card, staticKey: staticKey,
-                              bootID: Sodium.randomBytes(16), now: UInt64(Date().timeIntervalSince1970))
+func handshake(
+    _ c: Conn, identity: IdentityKeyPair, staticKey: NoiseStaticKeyPair, card: Card,
+    features: ProtocolFeatures = []
+) -> SessionHandshake.Established? {
+    var hs = SessionHandshake(
+        role: .initiator, localCard: card, staticKey: staticKey,
+        bootID: Sodium.randomBytes(16), features: features,
+        now: UInt64(Date().timeIntervalSince1970))
     guard let m1 = try? hs.start(), c.sendFrame(m1), let m2 = c.recvFrame() else { return nil }
     guard case .established(let final, let est)? = try? hs.receive(m2) else { return nil }
     if let final { _ = c.sendFrame(final) }
@@ -109,8 +123,9 @@ func handshake(_ c: Conn, identity: IdentityKeyPair, staticKey: NoiseStaticKeyPa
 
 func issue(_ id: IdentityKeyPair, noise: NoisePublicKey, name: String) -> Card {
     // Force-try: fixed valid inputs.
-    try! Card.issue(identity: id, noiseKey: noise, displayName: name, hostName: "adversary",
-                    issuedAt: UInt64(Date().timeIntervalSince1970), sequence: 1)
+    try! Card.issue(
+        identity: id, noiseKey: noise, displayName: name, hostName: "adversary",
+        issuedAt: UInt64(Date().timeIntervalSince1970), sequence: 1)
 }
 
 var args = Array(CommandLine.arguments.dropFirst())
@@ -156,6 +171,16 @@ guard args.count >= 2 else {
                                       then the join to ALICE (HOST:PORT) only; print
                                       "acked-after-join" once the target acknowledges
                             print what it sent, then "acked K" (operations acknowledged)
+      old-peer T SECS       a peer that predates conversation records (no features in its
+                            handshake): send a chat, then for SECS seconds acknowledge
+                            every chat and print "chat BODY" for each, and "record 0xNN"
+                            for any other record type from 0x09 up
+      forge-action T MSGID [ROOMID]  as a new (pinned) peer announcing conversation records:
+                            send a chat of its own, then an edit, a delete and a reaction
+                            of MSGID (someone else's message), then an edit of its own
+                            chat; with ROOMID also a room edit, delete and reaction of
+                            MSGID in that room (of which it is not a member); ping; print
+                            "acked N" (acks for the records) and "alive"
     """)
     exit(2)
 }
@@ -171,7 +196,12 @@ case "random-bytes":
 case "slowloris":
     let hold = args.count > 3 ? Double(args[3]) ?? 5 : 5
     var conns: [Conn] = []
-    for _ in 0..<n { if let c = Conn(host, port) { c.send([0x00, 0x20, 0x01]); conns.append(c) } }
+    for _ in 0..<n {
+        if let c = Conn(host, port) {
+            c.send([0x00, 0x20, 0x01])
+            conns.append(c)
+        }
+    }
     emit("opened \(conns.count)")
     Thread.sleep(forTimeInterval: hold)
     // How many did the daemon cut (handshake timeout or admission limits)?
@@ -189,7 +219,8 @@ case "frame-silence":
     let closed = c.closedByPeer()
     emit(closed ? String(format: "closed after %.1f s", Date().timeIntervalSince(t0)) : "open")
 case "flood":
-    var accepted = 0, refused = 0
+    var accepted = 0
+    var refused = 0
     let deadline = Date().addingTimeInterval(60)
     for _ in 0..<n {
         if Date() > deadline { break }
@@ -198,8 +229,14 @@ case "flood":
             // (100 ms is generous for a loaded CI machine; only kept ones wait that long).
             var b = [UInt8](repeating: 0, count: 1)
             var pfd = pollfd(fd: c.fd, events: Int16(POLLIN), revents: 0)
-            if poll(&pfd, 1, 100) > 0, b.withUnsafeMutableBytes({ Glibc.recv(c.fd, $0.baseAddress, 1, 0) }) <= 0 { refused += 1 } else { accepted += 1 }
-        } else { refused += 1 }
+            if poll(&pfd, 1, 100) > 0, b.withUnsafeMutableBytes({ Glibc.recv(c.fd, $0.baseAddress, 1, 0) }) <= 0 {
+                refused += 1
+            } else {
+                accepted += 1
+            }
+        } else {
+            refused += 1
+        }
     }
     emit("accepted \(accepted) refused \(refused)")
 case "wrong-noise-key":
@@ -223,7 +260,8 @@ case "forged-card":
     // SessionHandshake only sends verified cards, so drive Noise directly with this payload.
     var hs = HandshakeState<NoiseSHA256>(role: .initiator, prologue: ProtocolVersion.prologue, staticKey: st)
     guard let m1 = try? hs.writeMessage(payload: []), c.sendFrame(m1), let m2 = c.recvFrame(),
-          (try? hs.readMessage(m2)) != nil else { fail("handshake") }
+        (try? hs.readMessage(m2)) != nil
+    else { fail("handshake") }
     let payload = HandshakePayload(card: bytes, bootID: Sodium.randomBytes(16)).encoded()
     guard let m3 = try? hs.writeMessage(payload: payload) else { fail("m3") }
     c.sendFrame(m3)
@@ -232,12 +270,18 @@ case "replay", "reorder":
     guard let c = Conn(host, port, timeoutMs: 5000) else { fail("connect") }
     let id = IdentityKeyPair.generate()
     let st = NoiseStaticKeyPair.generate()
-    guard var est = handshake(c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: "replayer-\(Int.random(in: 0..<1_000_000))")) else { fail("handshake refused") }
+    guard
+        var est = handshake(
+            c, identity: id, staticKey: st,
+            card: issue(id, noise: st.publicKey, name: "replayer-\(Int.random(in: 0..<1_000_000))"))
+    else { fail("handshake refused") }
     let m1 = try! est.transport.seal(AppRecord.ping(1).encoded())
     let m2 = try! est.transport.seal(AppRecord.ping(2).encoded())
     if mode == "replay" {
         c.sendFrame(m1)
-        guard let pong = c.recvFrame(), (try? est.transport.open(pong)) != nil else { fail("no pong to the first ping") }
+        guard let pong = c.recvFrame(), (try? est.transport.open(pong)) != nil else {
+            fail("no pong to the first ping")
+        }
         c.sendFrame(m1)
     } else {
         c.sendFrame(m2)
@@ -248,14 +292,21 @@ case "honest":
     let id = IdentityKeyPair.generate()
     let st = NoiseStaticKeyPair.generate()
     let name = args.count > 2 ? args[2] : "honest"
-    guard var est = handshake(c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: name)) else { fail("refused") }
+    guard var est = handshake(c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: name)) else {
+        fail("refused")
+    }
     c.sendFrame(try! est.transport.seal(AppRecord.ping(7).encoded()))
     // The node may send records of its own first (listenPorts): read a few frames.
     var d = RecordStreamDecoder()
     for _ in 0..<4 {
         guard let f = c.recvFrame(), let p = try? est.transport.open(f) else { break }
         d.append(p)
-        while let r = try? d.next() { if case .pong(7) = r { print("OK"); exit(0) } }
+        while let r = try? d.next() {
+            if case .pong(7) = r {
+                print("OK")
+                exit(0)
+            }
+        }
     }
     emit("no pong")
 case "chat-flood":
@@ -385,8 +436,11 @@ case "room-flood":
     guard let c = Conn(host, port, timeoutMs: 90_000) else { fail("connect") }
     let id = IdentityKeyPair.generate()
     let st = NoiseStaticKeyPair.generate()
-    guard var est = handshake(c, identity: id, staticKey: st,
-                              card: issue(id, noise: st.publicKey, name: "roomflood-\(Int.random(in: 0..<1_000_000))")) else {
+    guard
+        var est = handshake(
+            c, identity: id, staticKey: st,
+            card: issue(id, noise: st.publicKey, name: "roomflood-\(Int.random(in: 0..<1_000_000))"))
+    else {
         fail("handshake refused")
     }
     let victim = est.remoteCard.identityKey
@@ -404,7 +458,10 @@ case "room-flood":
         let op = try! RoomOperation.create(name: "flood\(i)", members: [victim], by: id, createdAt: now)
         if first == nil { first = op }
         encoder.append(.roomOperation(op))
-        if i % 64 == 63, !flush() { emit("closed"); exit(0) }
+        if i % 64 == 63, !flush() {
+            emit("closed")
+            exit(0)
+        }
     }
     // A chain of changes in the first room: random keys added, then removed, and so on.
     var head = first!
@@ -420,17 +477,26 @@ case "room-flood":
         }
         head = try! RoomOperation.change(change, roomID: head.roomID, after: [head], by: id, createdAt: now)
         encoder.append(.roomOperation(head))
-        if i % 64 == 63, !flush() { emit("closed"); exit(0) }
+        if i % 64 == 63, !flush() {
+            emit("closed")
+            exit(0)
+        }
     }
     encoder.append(.ping(99))
-    guard flush() else { emit("closed"); exit(0) }
+    guard flush() else {
+        emit("closed")
+        exit(0)
+    }
     // Alive if the pong comes back (acks for the operations may come first).
     var decoder = RecordStreamDecoder()
     while let f = c.recvFrame() {
         guard let p = try? est.transport.open(f) else { break }
         decoder.append(p)
         while let r = try? decoder.next() {
-            if case .pong(99) = r { emit("alive"); exit(0) }
+            if case .pong(99) = r {
+                emit("alive")
+                exit(0)
+            }
         }
     }
     emit("closed")
@@ -448,14 +514,17 @@ case "room-member":
     let statePath = ProcessInfo.processInfo.environment["PARLEY_ADVERSARY_STATE"]
     if let statePath, let text = try? String(contentsOfFile: statePath, encoding: .utf8) {
         for line in text.split(separator: "\n") {
-            if let bytes = Sodium.fromHex(String(line)), let op = try? RoomOperation.decode(bytes) { member.pendingOps.append(op) }
+            if let bytes = Sodium.fromHex(String(line)), let op = try? RoomOperation.decode(bytes) {
+                member.pendingOps.append(op)
+            }
         }
     }
     member.takeTraffic()
     let now = UInt64(Date().timeIntervalSince1970 * 1000)
     func room() -> (root: RoomOperation, ops: [RoomOperation], state: RoomState) {
         guard let roomArg, let (root, ops) = member.room(roomArg),
-              let state = RoomResolver.resolve(root: root, operations: ops) else { fail("room \(args.count > 5 ? args[5] : "?") not received") }
+            let state = RoomResolver.resolve(root: root, operations: ops)
+        else { fail("room \(args.count > 5 ? args[5] : "?") not received") }
         return (root, ops, state)
     }
     var sent: [RoomOperation] = []
@@ -465,7 +534,9 @@ case "room-member":
     case "join":
         emit("rooms \(member.rooms.count)")
         for (rid, (root, ops)) in member.rooms {
-            guard let state = RoomResolver.resolve(root: root, operations: ops), state.isInvited(id.publicKey) else { continue }
+            guard let state = RoomResolver.resolve(root: root, operations: ops), state.isInvited(id.publicKey) else {
+                continue
+            }
             let join = try! RoomOperation.change(.join, roomID: rid, after: state.heads, by: id, createdAt: now)
             sent.append(join)
             emit("joined \(rid.hex)")
@@ -474,12 +545,16 @@ case "room-member":
         let (root, ops, state) = room()
         guard !state.isMember(id.publicKey) else { fail("still a member: remove it first") }
         // Everything is signed on top of its own join, i.e. "before" its removal.
-        guard let myJoin = ops.first(where: { $0.actor == id.publicKey && $0.kind == .join }) else { fail("never joined") }
+        guard let myJoin = ops.first(where: { $0.actor == id.publicKey && $0.kind == .join }) else {
+            fail("never joined")
+        }
         let puppet = IdentityKeyPair.generate()
         let rid = root.roomID
         let kick = try! RoomOperation.change(.remove(root.actor), roomID: rid, after: [myJoin], by: id, createdAt: now)
-        let promote = try! RoomOperation.change(.setRole(id.publicKey, .owner), roomID: rid, after: [myJoin], by: id, createdAt: now)
-        let add = try! RoomOperation.change(.add(puppet.publicKey), roomID: rid, after: [myJoin], by: id, createdAt: now)
+        let promote = try! RoomOperation.change(
+            .setRole(id.publicKey, .owner), roomID: rid, after: [myJoin], by: id, createdAt: now)
+        let add = try! RoomOperation.change(
+            .add(puppet.publicKey), roomID: rid, after: [myJoin], by: id, createdAt: now)
         let puppetJoin = try! RoomOperation.change(.join, roomID: rid, after: [add], by: puppet, createdAt: now)
         sent = [kick, promote, add, puppetJoin]
         emit("puppet \(Fingerprint(puppet.publicKey).description)")
@@ -487,14 +562,17 @@ case "room-member":
     case "backdate":
         let (root, _, state) = room()
         for m in state.members where m != id.publicKey {
-            sent.append(try! RoomOperation.change(.remove(m), roomID: root.roomID, after: [root], by: id, createdAt: now))
+            sent.append(
+                try! RoomOperation.change(.remove(m), roomID: root.roomID, after: [root], by: id, createdAt: now))
         }
     case "squat":
         guard let roomArg else { fail("squat needs ROOM") }
-        let fake = try! RoomOperation.create(name: "squat", members: [member.remote], by: id, createdAt: now, nonce: roomArg)
+        let fake = try! RoomOperation.create(
+            name: "squat", members: [member.remote], by: id, createdAt: now, nonce: roomArg)
         // And an operation that claims the real room id on top of the fake create.
-        let claim = try! RoomOperation.change(.add(IdentityKeyPair.generate().publicKey), roomID: roomArg, after: [fake],
-                                              by: id, createdAt: now)
+        let claim = try! RoomOperation.change(
+            .add(IdentityKeyPair.generate().publicKey), roomID: roomArg, after: [fake],
+            by: id, createdAt: now)
         sent = [fake, claim]
         emit("fake \(fake.roomID.hex)")
     case "junk":
@@ -503,10 +581,13 @@ case "room-member":
         let (root, _, _) = room()
         for _ in 0..<n {
             // A random parent the target never has: it waits, and must not block the room.
-            let fakeParent = try! RoomOperation.change(.add(IdentityKeyPair.generate().publicKey), roomID: roomArg,
-                                                       after: [root], by: IdentityKeyPair.generate(), createdAt: now)
-            sent.append(try! RoomOperation.change(.add(IdentityKeyPair.generate().publicKey), roomID: roomArg,
-                                                  after: [fakeParent], by: id, createdAt: now))
+            let fakeParent = try! RoomOperation.change(
+                .add(IdentityKeyPair.generate().publicKey), roomID: roomArg,
+                after: [root], by: IdentityKeyPair.generate(), createdAt: now)
+            sent.append(
+                try! RoomOperation.change(
+                    .add(IdentityKeyPair.generate().publicKey), roomID: roomArg,
+                    after: [fakeParent], by: id, createdAt: now))
         }
     case "reverse":
         // A valid chain of N adds (keys that never answer), sent children first: each
@@ -516,8 +597,9 @@ case "room-member":
         var head = state.heads
         var chain: [RoomOperation] = []
         for _ in 0..<n {
-            let op = try! RoomOperation.change(.add(IdentityKeyPair.generate().publicKey), roomID: root.roomID,
-                                               after: head, by: id, createdAt: now)
+            let op = try! RoomOperation.change(
+                .add(IdentityKeyPair.generate().publicKey), roomID: root.roomID,
+                after: head, by: id, createdAt: now)
             chain.append(op)
             head = [op]
         }
@@ -527,8 +609,11 @@ case "room-member":
         let (root, ops, state) = room()
         guard state.isInvited(id.publicKey) else { fail("not invited to the room") }
         let chatID = MessageID.random()
-        member.send(.roomChat(RoomChatRecord(id: chatID, roomID: root.roomID, sequence: 1_000_001,
-                                             createdAt: now, body: "early")))
+        member.send(
+            .roomChat(
+                RoomChatRecord(
+                    id: chatID, roomID: root.roomID, sequence: 1_000_001,
+                    createdAt: now, body: "early")))
         emit(member.awaitAcks([chatID], seconds: 2) == 0 ? "held" : "acknowledged at once")
         let join = try! RoomOperation.change(.join, roomID: root.roomID, after: state.heads, by: id, createdAt: now)
         let (aliceHost, alicePort) = parseTarget(args[6])
@@ -545,9 +630,137 @@ case "room-member":
     emit("sent \(sent.count)")
     if let statePath {
         let all = member.rooms.values.flatMap { [$0.0] + $0.1 } + sent
-        try? all.map { Sodium.hex($0.encoded()) }.joined(separator: "\n").write(toFile: statePath, atomically: true, encoding: .utf8)
+        try? all.map { Sodium.hex($0.encoded()) }.joined(separator: "\n").write(
+            toFile: statePath, atomically: true, encoding: .utf8)
     }
     emit("acked \(member.awaitAcks(sent.map(\.hash.ackID)))")
+case "old-peer":
+    guard let c = Conn(host, port, timeoutMs: 1_000) else { fail("connect") }
+    let id = IdentityKeyPair.generate()
+    let st = NoiseStaticKeyPair.generate()
+    guard var est = handshake(c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: "oldie"))
+    else {
+        fail("handshake refused")
+    }
+    var encoder = RecordStreamEncoder()
+    func flush() {
+        for chunk in encoder.drainChunks() {
+            guard let sealed = try? est.transport.seal(chunk), c.sendFrame(sealed) else {
+                emit("closed")
+                exit(0)
+            }
+        }
+    }
+    encoder.append(
+        .chat(
+            ChatRecord(
+                id: .random(), sequence: 1, createdAt: UInt64(Date().timeIntervalSince1970) * 1000,
+                body: "hello from an old node")))
+    flush()
+    emit("sent")
+    let deadline = Date().addingTimeInterval(Double(max(1, min(n, 60))))
+    var decoder = RecordStreamDecoder()
+    while Date() < deadline {
+        let asked = Date()
+        guard let f = c.recvFrame() else {
+            // A 1 s receive timeout: look at the clock again. Nil at once: the peer closed.
+            if Date().timeIntervalSince(asked) < 0.5 {
+                emit("closed")
+                exit(0)
+            }
+            continue
+        }
+        guard let p = try? est.transport.open(f) else {
+            emit("closed")
+            exit(0)
+        }
+        decoder.append(p)
+        while let r = try? decoder.next() {
+            switch r {
+            case .chat(let chat):
+                emit("chat \(chat.body)" + (chat.replyTo == nil ? "" : " (reply)"))
+                encoder.append(.ack([chat.id]))
+            case .ping(let v): encoder.append(.pong(v))
+            case .messageAction(let a): emit("record 0x\(String(a.recordTypeByte, radix: 16))")
+            case .status: emit("record 0x0d")
+            case .unknown(let type, _) where type >= 0x09: emit("record 0x\(String(type, radix: 16))")
+            default: break
+            }
+        }
+        flush()
+    }
+    emit("done")
+case "forge-action":
+    guard args.count > 2, let target = MessageID(hex: args[2]) else { fail("MSGID: 32 hex digits") }
+    guard let c = Conn(host, port, timeoutMs: 30_000) else { fail("connect") }
+    let id = IdentityKeyPair.generate()
+    let st = NoiseStaticKeyPair.generate()
+    guard
+        var est = handshake(
+            c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: "mallory"),
+            features: .supported)
+    else { fail("handshake refused") }
+    let now = UInt64(Date().timeIntervalSince1970) * 1000
+    let own = MessageID.random()
+    var records: [AppRecord] = [
+        .chat(ChatRecord(id: own, sequence: 1, createdAt: now, body: "mallory original")),
+        .messageAction(
+            MessageActionRecord(
+                id: .random(), sequence: 2, createdAt: now, target: target,
+                action: .edit(body: "forged by mallory"))),
+        .messageAction(
+            MessageActionRecord(id: .random(), sequence: 3, createdAt: now, target: target, action: .delete)),
+        .messageAction(
+            MessageActionRecord(
+                id: .random(), sequence: 4, createdAt: now, target: target,
+                action: .reaction(try! Reaction("💩"), added: true))),
+        .messageAction(
+            MessageActionRecord(
+                id: .random(), sequence: 5, createdAt: now, target: own,
+                action: .edit(body: "mallory edited")))
+    ]
+    // With ROOMID: the same three changes of MSGID as a room message, from a non-member.
+    if args.count > 3, let room = RoomID(hex: args[3]) {
+        records += [
+            .messageAction(
+                MessageActionRecord(
+                    id: .random(), sequence: 6, createdAt: now, target: target,
+                    action: .edit(body: "forged by mallory"), room: room)),
+            .messageAction(
+                MessageActionRecord(
+                    id: .random(), sequence: 7, createdAt: now, target: target,
+                    action: .delete, room: room)),
+            .messageAction(
+                MessageActionRecord(
+                    id: .random(), sequence: 8, createdAt: now, target: target,
+                    action: .reaction(try! Reaction("💩"), added: true), room: room))
+        ]
+    }
+    let expected = records.count
+    records.append(.ping(5))
+    var encoder = RecordStreamEncoder()
+    records.forEach { encoder.append($0) }
+    for chunk in encoder.drainChunks() {
+        guard let sealed = try? est.transport.seal(chunk), c.sendFrame(sealed) else {
+            emit("closed")
+            exit(0)
+        }
+    }
+    // The pong leaves at once, the acks after the records are stored: wait for both.
+    var acked = Set<MessageID>()
+    var ponged = false
+    var decoder = RecordStreamDecoder()
+    while let f = c.recvFrame() {
+        guard let p = try? est.transport.open(f) else { break }
+        decoder.append(p)
+        while let r = try? decoder.next() {
+            if case .ack(let ids) = r { acked.formUnion(ids) }
+            if case .pong(5) = r { ponged = true }
+        }
+        if ponged, acked.count >= expected { break }
+    }
+    emit("acked \(acked.count)")
+    emit(ponged ? "alive" : "closed")
 default:
     fail("unknown mode \(mode)")
 }
@@ -572,8 +785,9 @@ struct RoomMember {
         let st = try! NoiseStaticKeyPair(privateKey: SecretBytes(consuming: &noiseSeed))  // 32 bytes
         // And the same card: issued at the start of the day, sequence 1.
         let day = UInt64(Date().timeIntervalSince1970) / 86_400 * 86_400
-        let card = try! Card.issue(identity: identity, noiseKey: st.publicKey, displayName: name, hostName: "adversary",
-                                   issuedAt: day, sequence: 1)  // fixed valid inputs
+        let card = try! Card.issue(
+            identity: identity, noiseKey: st.publicKey, displayName: name, hostName: "adversary",
+            issuedAt: day, sequence: 1)  // fixed valid inputs
         guard let est = handshake(c, identity: identity, staticKey: st, card: card) else {
             fail("handshake refused")
         }
@@ -593,8 +807,11 @@ struct RoomMember {
     }
 
     mutating func chat(_ room: RoomID, _ body: String) {
-        send(.roomChat(RoomChatRecord(id: MessageID.random(), roomID: room, sequence: 1_000_000,
-                                      createdAt: UInt64(Date().timeIntervalSince1970 * 1000), body: body)))
+        send(
+            .roomChat(
+                RoomChatRecord(
+                    id: MessageID.random(), roomID: room, sequence: 1_000_000,
+                    createdAt: UInt64(Date().timeIntervalSince1970 * 1000), body: body)))
     }
 
     /// Reads until the target has been silent for the receive timeout, acknowledging
@@ -604,7 +821,8 @@ struct RoomMember {
         // interval never falls silent), and 15 s at most.
         let start = Date()
         var lastUseful = Date()
-        while Date().timeIntervalSince(lastUseful) < 1.5, Date().timeIntervalSince(start) < 15, let f = conn.recvFrame() {
+        while Date().timeIntervalSince(lastUseful) < 1.5, Date().timeIntervalSince(start) < 15, let f = conn.recvFrame()
+        {
             guard let p = try? est.transport.open(f) else { fail("transport") }
             decoder.append(p)
             var acks: [MessageID] = []

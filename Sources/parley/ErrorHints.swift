@@ -23,7 +23,8 @@ enum ErrorHints {
             return "This user may not use \(path); ask the administrator to add you to parleyd's group."
         }
         if lookup.given {
-            return "Is parleyd running with --socket \(path)? (--socket and $PARLEY_SOCKET name the daemon's control socket.)"
+            return
+                "Is parleyd running with --socket \(path)? (--socket and $PARLEY_SOCKET name the daemon's control socket.)"
         }
         return "Is parleyd running? parley looked at \(lookup.candidates.joined(separator: " and ")). "
             + "Start your own with `parleyd` (`make run` in a checkout) or the system service with "
@@ -42,8 +43,9 @@ enum ErrorHints {
         case .peerAmbiguous:
             var lines = ["Several peers match; a name is only a label, so say which key (a fingerprint prefix):"]
             for candidate in remote.payload(as: PeerAmbiguousData.self)?.candidates ?? [] {
-                lines.append("  \(Terminal.line(candidate.name))  \(Terminal.line(candidate.fingerprint))"
-                    + (candidate.trust.map { "  \($0.rawValue)" } ?? ""))
+                lines.append(
+                    "  \(Terminal.line(candidate.name))  \(Terminal.line(candidate.fingerprint))"
+                        + (candidate.trust.map { "  \($0.rawValue)" } ?? ""))
             }
             lines.append("Or give one your own name for it: parley trust nickname FINGERPRINT NAME")
             return lines.joined(separator: "\n")
@@ -76,13 +78,15 @@ enum ErrorHints {
                 lines.append("  #\(Terminal.line(candidate.name))  \(Terminal.line(candidate.id))")
             }
             return lines.joined(separator: "\n")
+        case .messageNotFound:
+            return "Run `parley read --ids \(who)` to see message ids; any 8 or more of their first digits will do."
         case .connectFailed:
             return "Check the address and that parleyd runs there (`parley status` on that machine shows its "
                 + "listen addresses), then run `parley connect` again."
         case .methodNotFound:
             return "This parleyd does not know the command; are parley and parleyd the same version?"
         case .parseError, .invalidRequest, .invalidParams, .internalError, .notPermitted,
-             .lineTooLong, .subscriberTooSlow:
+            .lineTooLong, .subscriberTooSlow:
             return nil
         }
     }

@@ -26,6 +26,14 @@ struct ExportedMessage: Codable, Equatable {
     var body: String
     /// The room of a room message (`{"id","name"}`), null for a direct message.
     var room: MessageRoom?
+    /// Id of the message this one replies to; null if none.
+    var replyTo: String?
+    /// Unix milliseconds (exporting node's clock) of the latest edit / of the deletion
+    /// for everyone (then `body` is ""); null if none.
+    var editedAt: Int?
+    var deletedAt: Int?
+    /// Reaction texts with their counts, e.g. {"👍": 2}.
+    var reactions: [String: Int]
 
     init(_ m: MessageInfo) {
         cursor = m.cursor
@@ -45,11 +53,39 @@ struct ExportedMessage: Codable, Equatable {
         readAt = m.readAt
         body = m.body
         room = m.room
+        replyTo = m.replyTo?.id
+        editedAt = m.editedAt
+        deletedAt = m.deletedAt
+        reactions = Dictionary(m.reactions.map { ($0.reaction, $0.fromNames.count) }, uniquingKeysWith: +)
     }
 
     enum CodingKeys: String, CodingKey {
         case cursor, id, direction, peer, peerName, from, fromName, to, toName, sequence, createdAt, state
-        case deliveredAt, readAt, body, room
+        case deliveredAt, readAt, body, room, replyTo, editedAt, deletedAt, reactions
+    }
+
+    init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        cursor = try c.decode(Int.self, forKey: .cursor)
+        id = try c.decode(String.self, forKey: .id)
+        direction = try c.decode(String.self, forKey: .direction)
+        peer = try c.decode(String.self, forKey: .peer)
+        peerName = try c.decode(String.self, forKey: .peerName)
+        from = try c.decode(String.self, forKey: .from)
+        fromName = try c.decode(String.self, forKey: .fromName)
+        to = try c.decode(String.self, forKey: .to)
+        toName = try c.decode(String.self, forKey: .toName)
+        sequence = try c.decode(Int.self, forKey: .sequence)
+        createdAt = try c.decode(Int.self, forKey: .createdAt)
+        state = try c.decode(String.self, forKey: .state)
+        deliveredAt = try c.decodeIfPresent(Int.self, forKey: .deliveredAt)
+        readAt = try c.decodeIfPresent(Int.self, forKey: .readAt)
+        body = try c.decode(String.self, forKey: .body)
+        room = try c.decodeIfPresent(MessageRoom.self, forKey: .room)
+        replyTo = try c.decodeIfPresent(String.self, forKey: .replyTo)
+        editedAt = try c.decodeIfPresent(Int.self, forKey: .editedAt)
+        deletedAt = try c.decodeIfPresent(Int.self, forKey: .deletedAt)
+        reactions = try c.decodeIfPresent([String: Int].self, forKey: .reactions) ?? [:]
     }
 
     func encode(to encoder: Encoder) throws {
@@ -70,6 +106,10 @@ struct ExportedMessage: Codable, Equatable {
         try c.encode(readAt, forKey: .readAt)
         try c.encode(body, forKey: .body)
         try c.encode(room, forKey: .room)  // null for a direct message
+        try c.encode(replyTo, forKey: .replyTo)
+        try c.encode(editedAt, forKey: .editedAt)
+        try c.encode(deletedAt, forKey: .deletedAt)
+        try c.encode(reactions, forKey: .reactions)
     }
 }
 
@@ -80,9 +120,17 @@ enum TranscriptFormat {
     /// text is made safe to print (control characters become U+FFFD).
     static func lines(_ m: MessageInfo, time: (Int) -> String) -> [String] {
         // A room message: `#room alice: ...` (its recipients are the room's members).
-        let head = m.room.map { "\(time(m.createdAt))  #\(Terminal.line($0.name)) \(Terminal.line(m.fromName)): " }
+        let head =
+            m.room.map { "\(time(m.createdAt))  #\(Terminal.line($0.name)) \(Terminal.line(m.fromName)): " }
             ?? "\(time(m.createdAt))  \(Terminal.line(m.fromName)) → \(Terminal.line(m.toName)): "
-        var body = Terminal.multiline(m.body).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        var body = Terminal.multiline(HumanFormat.conversationBody(m)).split(
+            separator: "\n", omittingEmptySubsequences: false
+        )
+        .map(String.init)
+        if !m.reactions.isEmpty {
+            body.append(
+                m.reactions.map { "\(Terminal.line($0.reaction)) \($0.fromNames.count)" }.joined(separator: "  "))
+        }
         if m.direction == .outgoing {
             let state = m.readAt != nil ? "read" : m.state.rawValue
             body[body.count - 1] += "  [\(state)]"
@@ -93,7 +141,8 @@ enum TranscriptFormat {
 
     /// The heading of a transcript.
     static func header(me: String, peer: String?, exportedAt: String) -> [String] {
-        let what = peer.map { $0.hasPrefix("#") ? "room \(Terminal.line($0))" : "conversation with \(Terminal.line($0))" }
+        let what =
+            peer.map { $0.hasPrefix("#") ? "room \(Terminal.line($0))" : "conversation with \(Terminal.line($0))" }
             ?? "all conversations and rooms"
         return ["Parley transcript: \(what), as kept by \(Terminal.line(me)); exported \(exportedAt).", ""]
     }

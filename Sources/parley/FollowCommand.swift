@@ -1,13 +1,14 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import ArgumentParser
 import Foundation
 import ParleyControlProtocol
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `parley follow [PEER]`: print events as they happen until interrupted.
 struct FollowCommand: ParsableCommand {
@@ -29,8 +30,10 @@ struct FollowCommand: ParsableCommand {
     @Argument(help: "Only events concerning this peer (display name or fingerprint prefix), or #ROOM.")
     var peer: String?
 
-    @Option(name: .long, help: ArgumentHelp(
-        "First replay every event after this eventId (the last one seen), then follow live.", valueName: "id"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "First replay every event after this eventId (the last one seen), then follow live.", valueName: "id"))
     var since: Int?
 
     func validate() throws { try validateForCommandLine(MessagesSubscribeParams(peer: peer, since: since)) }
@@ -130,10 +133,19 @@ struct FollowCommand: ParsableCommand {
         case .peerNew(let e):
             HumanFormat.newPeerNotice(e).forEach { Console.out("[\(now)] " + $0) }
         case .subscriptionClosed(let e):
-            Console.err("parley: \(Terminal.line(e.message)). Run `parley follow` again; use `parley read` for what you missed.")
+            Console.err(
+                "parley: \(Terminal.line(e.message)). Run `parley follow` again; use `parley read` for what you missed."
+            )
             throw ExitCode(CLIExitCode.daemonError)
         case .roomUpdated(let e):
             HumanFormat.roomUpdated(e.room, at: now).forEach(Console.out)
+        case .messageUpdated(let e):
+            let what = e.message.deletedAt != nil ? "deleted" : e.message.editedAt != nil ? "edited" : "changed"
+            Console.out("[\(now)] \(what): " + HumanFormat.message(e.message))
+        case .peerStatus(let e):
+            Console.out(
+                "[\(now)] \(Terminal.line(e.name))"
+                    + (e.status.isEmpty ? " cleared their status" : " is \"\(Terminal.line(e.status))\""))
         case .unknown:
             break  // an event from a newer daemon: nothing to show in this version
         }

@@ -34,19 +34,47 @@ enum HumanFormat {
     }
 
     /// `[time] bob: hello`, or for outgoing `[time] you → bob: hello ✓` (… while queued,
-    /// ✓✓ once read).
-    static func message(_ m: MessageInfo) -> String {
-        let stamp = "[\(time(m.createdAt))] "
+    /// ✓✓ once read). A reply starts with the line it quotes, an edited message ends with
+    /// "(edited)", a deleted one shows "(deleted)" instead of its text, and reactions
+    /// follow on a line of their own. `showID` puts the message's id (first 8 digits, what
+    /// `parley reply/edit/delete/react` take) before it.
+    static func message(_ m: MessageInfo, showID: Bool = false) -> String {
+        let stamp = (showID ? "\(m.id.prefix(8)) " : "") + "[\(time(m.createdAt))] "
+        let text = conversationBody(m)
         switch m.direction {
         case .incoming:
             let room = m.room.map { "#" + Terminal.line($0.name) + " " } ?? ""
             let head = stamp + room + Terminal.line(m.fromName) + ": "
-            return head + body(m.body, indent: head.count)
+            return head + body(text, indent: head.count) + reactionsLine(m, indent: head.count)
         case .outgoing:
             let head = stamp + "you → " + Terminal.line(m.toName) + ": "
             let mark = m.readAt != nil ? " ✓✓" : m.state == .delivered ? " ✓" : " …"
-            return head + body(m.body, indent: head.count) + mark
+            return head + body(text, indent: head.count) + mark + reactionsLine(m, indent: head.count)
         }
+    }
+
+    /// The text a person sees for a message: the quote of a reply, the placeholder of a
+    /// deleted message, the edited marker.
+    static func conversationBody(_ m: MessageInfo) -> String {
+        if m.deletedAt != nil { return "(deleted)" }
+        var text = m.body
+        if let q = m.replyTo { text = quoteLine(q) + "\n" + text }
+        if m.editedAt != nil { text += " (edited)" }
+        return text
+    }
+
+    /// `↳ alice: the start of what she wrote`, one line.
+    static func quoteLine(_ q: MessageQuote) -> String {
+        guard let from = q.fromName, let excerpt = q.excerpt else { return "↳ (a message \(q.id.prefix(8)) not here)" }
+        if q.deleted { return "↳ \(Terminal.line(from)): (deleted)" }
+        return "↳ \(Terminal.line(from)): " + truncated(Terminal.line(excerpt), to: 60)
+    }
+
+    /// `👍 2  ❤️ 1` after a message with reactions; "" without.
+    static func reactionsLine(_ m: MessageInfo, indent: Int) -> String {
+        guard !m.reactions.isEmpty else { return "" }
+        let items = m.reactions.map { "\(Terminal.line($0.reaction)) \($0.fromNames.count)" }
+        return "\n" + String(repeating: " ", count: indent) + items.joined(separator: "  ")
     }
 
     /// A trust state as the table shows it.
@@ -75,12 +103,16 @@ enum HumanFormat {
         var lines = [e.trust == .pending ? "New key awaiting your approval: \(who) \(fp)" : "New peer: \(who) \(fp)"]
         if let clash = e.nameClash {
             let others = clash.with.map { "\(Terminal.line($0.name)) \(Terminal.line($0.fingerprint))" }
-            lines.append("  ⚠ its name " + (clash.kind == .sameName ? "is the same as " : "looks like ")
-                + (others.isEmpty ? "yours" : others.joined(separator: ", "))
-                + ": it is a DIFFERENT key. Send by fingerprint, and compare `parley trust show \(fp)` with its owner.")
+            lines.append(
+                "  ⚠ its name " + (clash.kind == .sameName ? "is the same as " : "looks like ")
+                    + (others.isEmpty ? "yours" : others.joined(separator: ", "))
+                    + ": it is a DIFFERENT key. Send by fingerprint, and compare `parley trust show \(fp)` with its owner."
+            )
         }
         if e.trust == .pending {
-            lines.append("  Compare `parley trust show \(fp)` with its owner, then `parley trust accept \(fp)` or `parley trust block \(fp)`.")
+            lines.append(
+                "  Compare `parley trust show \(fp)` with its owner, then `parley trust accept \(fp)` or `parley trust block \(fp)`."
+            )
         }
         return lines
     }
@@ -95,14 +127,17 @@ enum HumanFormat {
             "  your fingerprint: \(Terminal.line(r.yourFingerprint))",
             "  safety number (computed with THIS key; the other person sees the same):",
             "    \(Terminal.line(p.safetyNumber))",
-            "  for a QR code:  \(Terminal.line(r.qrText))",
+            "  for a QR code:  \(Terminal.line(r.qrText))"
         ]
         if p.nameClash != nil { lines.append("  ⚠ " + clashLine(p)) }
         for k in r.previousKeys {
-            lines.append("  earlier key: \(Terminal.line(k.fingerprint)) (\(Terminal.line(k.name)), last seen \(time(k.lastSeen)))")
+            lines.append(
+                "  earlier key: \(Terminal.line(k.fingerprint)) (\(Terminal.line(k.name)), last seen \(time(k.lastSeen)))"
+            )
         }
-        lines.append("If the safety number matches the one on their device: parley trust verify \(Terminal.line(p.fingerprint)) "
-            + "--fingerprint \(Terminal.line(p.fingerprint))")
+        lines.append(
+            "If the safety number matches the one on their device: parley trust verify \(Terminal.line(p.fingerprint)) "
+                + "--fingerprint \(Terminal.line(p.fingerprint))")
         return lines
     }
 

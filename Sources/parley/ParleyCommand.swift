@@ -21,6 +21,7 @@ struct ParleyCommand: ParsableCommand {
             RotateKeyCommand.self, ChatCommand.self, ExportCommand.self, RoomsCommand.self, RoomCommand.self,
             ForgetMessagesCommand.self,
             SearchCommand.self,
+            ReplyCommand.self, EditCommand.self, DeleteCommand.self, ReactCommand.self, PresenceCommand.self
         ])
 
     /// `parley sned`: the message for a subcommand that does not exist, with the closest

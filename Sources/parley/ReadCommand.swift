@@ -22,7 +22,8 @@ struct ReadCommand: ParsableCommand {
 
     @Option(
         name: .long,
-        help: ArgumentHelp("Only messages after this cursor (from --json output or a previous hint).", valueName: "cursor"))
+        help: ArgumentHelp(
+            "Only messages after this cursor (from --json output or a previous hint).", valueName: "cursor"))
     var after: Int?
 
     @Option(name: .long, help: ArgumentHelp("Only messages before this cursor (page backwards).", valueName: "cursor"))
@@ -30,6 +31,9 @@ struct ReadCommand: ParsableCommand {
 
     @Flag(name: .customLong("keep-unread"), help: "Do not mark the messages shown as read (and send no read receipts).")
     var keepUnread = false
+
+    @Flag(name: .long, help: "Show each message's id (its first 8 digits), for parley reply/edit/delete/react.")
+    var ids = false
 
     var params: MessagesListParams { MessagesListParams(peer: peer, after: after, before: before, limit: limit) }
 
@@ -48,7 +52,7 @@ struct ReadCommand: ParsableCommand {
             }
             if options.json { return Console.json(page) }
             if page.messages.isEmpty { Console.out("No messages.") }
-            page.messages.map(HumanFormat.message).forEach(Console.out)
+            page.messages.map { HumanFormat.message($0, showID: ids) }.forEach(Console.out)
             var command = "parley read"
             if let peer { command += " \(Terminal.line(peer))" }
             if let limit { command += " --limit \(limit)" }

@@ -1,13 +1,17 @@
-import XCTest
 import ParleyControlProtocol
+import XCTest
+
 @testable import parley
 
 final class ChatModelTests: XCTestCase {
-    private func message(_ id: String, _ direction: MessageDirection, cursor: Int, state: MessageState = .received,
-                         readAt: Int? = nil) -> MessageInfo {
-        MessageInfo(id: id, from: "f", fromName: direction == .incoming ? "bob" : "alice", to: "t",
-                    toName: direction == .incoming ? "alice" : "bob", direction: direction, sequence: cursor,
-                    createdAt: cursor * 1000, body: "m\(id)", state: state, deliveredAt: nil, cursor: cursor, readAt: readAt)
+    private func message(
+        _ id: String, _ direction: MessageDirection, cursor: Int, state: MessageState = .received,
+        readAt: Int? = nil
+    ) -> MessageInfo {
+        MessageInfo(
+            id: id, from: "f", fromName: direction == .incoming ? "bob" : "alice", to: "t",
+            toName: direction == .incoming ? "alice" : "bob", direction: direction, sequence: cursor,
+            createdAt: cursor * 1000, body: "m\(id)", state: state, deliveredAt: nil, cursor: cursor, readAt: readAt)
     }
 
     func testEachMessageIsShownOnceWithItsMark() {
@@ -37,8 +41,11 @@ final class ChatModelTests: XCTestCase {
         model.add(message("c", .incoming, cursor: 30))
         model.add(message("d", .outgoing, cursor: 40, state: .delivered))
         XCTAssertEqual(model.oldestCursor, 30)
-        XCTAssertEqual(model.prepend([message("a", .incoming, cursor: 10), message("b", .incoming, cursor: 20),
-                                      message("c", .incoming, cursor: 30)]), 2, "c is already shown")
+        XCTAssertEqual(
+            model.prepend([
+                message("a", .incoming, cursor: 10), message("b", .incoming, cursor: 20),
+                message("c", .incoming, cursor: 30)
+            ]), 2, "c is already shown")
         XCTAssertEqual(model.entries.map(\.id), ["a", "b", "c", "d"])
         XCTAssertEqual(model.oldestCursor, 10)
         XCTAssertEqual(model.newestIncomingCursor, 30, "older history does not move the read mark back")
@@ -49,5 +56,48 @@ final class ChatModelTests: XCTestCase {
         for i in 0..<(ChatModel.maxEntries + 10) { model.notice("n\(i)", at: i) }
         XCTAssertEqual(model.entries.count, ChatModel.maxEntries)
         XCTAssertEqual(model.entries.last?.body, "n\(ChatModel.maxEntries + 9)")
+    }
+}
+
+/// The chat view's conversation features: /commands and updated messages.
+final class ChatConversationTests: XCTestCase {
+    private func message(_ id: String, _ direction: MessageDirection, _ body: String, cursor: Int) -> MessageInfo {
+        MessageInfo(
+            id: id, from: "f", fromName: "bob", to: "t", toName: "alice", direction: direction, sequence: cursor,
+            createdAt: 0, body: body, state: direction == .incoming ? .received : .delivered, deliveredAt: nil,
+            cursor: cursor)
+    }
+
+    func testSlashCommands() {
+        XCTAssertEqual(ChatSlashCommand.parse("/reply sure thing"), .reply("sure thing"))
+        XCTAssertEqual(ChatSlashCommand.parse("/edit  fixed "), .edit("fixed"))
+        XCTAssertEqual(ChatSlashCommand.parse("/delete"), .delete)
+        XCTAssertEqual(ChatSlashCommand.parse("/react 👍"), .react("👍"))
+        XCTAssertEqual(ChatSlashCommand.parse("/reply"), .unknown("reply"), "a reply needs text")
+        XCTAssertEqual(ChatSlashCommand.parse("/frobnicate"), .unknown("frobnicate"))
+        XCTAssertNil(ChatSlashCommand.parse("hello /reply"))
+        XCTAssertNil(ChatSlashCommand.parse("//reply is a command"))
+        XCTAssertEqual(ChatSlashCommand.messageText("//reply is a command"), "/reply is a command")
+        XCTAssertEqual(ChatSlashCommand.messageText("plain"), "plain")
+    }
+
+    func testUpdatesShowEditedDeletedAndReactionsAndTargetsSkipDeleted() {
+        var model = ChatModel()
+        model.add(message("a", .incoming, "question", cursor: 1))
+        model.add(message("b", .outgoing, "answer", cursor: 2))
+        model.add(message("c", .outgoing, "oops", cursor: 3))
+        XCTAssertEqual(model.newestIncomingID, "a")
+        XCTAssertEqual(model.newestOwnID, "c")
+        var deleted = message("c", .outgoing, "", cursor: 3)
+        deleted.deletedAt = 9
+        model.update(deleted)
+        XCTAssertEqual(model.entries.last?.body, "(deleted)")
+        XCTAssertEqual(model.newestOwnID, "b", "a deleted message is not what /edit changes")
+        var edited = message("b", .outgoing, "better answer", cursor: 2)
+        edited.editedAt = 8
+        edited.replyTo = MessageQuote(id: "a", fromName: "bob", excerpt: "question", deleted: false)
+        edited.reactions = [MessageReaction(reaction: "👍", fromNames: ["bob"], mine: false)]
+        model.update(edited)
+        XCTAssertEqual(model.entries[1].body, "↳ bob: question\nbetter answer (edited)\n👍 1")
     }
 }

@@ -63,32 +63,56 @@ final class CanonicalJSONTests: XCTestCase {
             let room = maybe(MessageRoom(id: text(8), name: text(8)))
             let info = MessageInfo(
                 id: text(32), from: text(20), fromName: text(12), to: text(20), toName: text(12),
-                direction: Bool.random(using: &rng) ? .incoming : .outgoing, sequence: Int.random(in: 0...1_000_000, using: &rng),
+                direction: Bool.random(using: &rng) ? .incoming : .outgoing,
+                sequence: Int.random(in: 0...1_000_000, using: &rng),
                 createdAt: Int.random(in: Int.min...Int.max, using: &rng), body: text(100),
-                state: MessageState.allCases.randomElement(using: &rng)!, deliveredAt: maybe(Int.random(in: 0...9, using: &rng)),
-                cursor: Int.random(in: 0...99, using: &rng), readAt: maybe(42), room: room)
+                state: MessageState.allCases.randomElement(using: &rng)!,
+                deliveredAt: maybe(Int.random(in: 0...9, using: &rng)),
+                cursor: Int.random(in: 0...99, using: &rng), readAt: maybe(42), room: room,
+                replyTo: maybe(
+                    MessageQuote(
+                        id: text(8), fromName: maybe(text(6)), excerpt: maybe(text(20)),
+                        deleted: Bool.random(using: &rng))),
+                editedAt: maybe(5), deletedAt: maybe(6),
+                reactions: (0..<Int.random(in: 0...3, using: &rng)).map { _ in
+                    MessageReaction(
+                        reaction: text(4), fromNames: (0..<Int.random(in: 0...2, using: &rng)).map { _ in text(5) },
+                        mine: Bool.random(using: &rng))
+                })
             try assertSameBytes(MessageReceivedEvent(message: info))
+            try assertSameBytes(MessageUpdatedEvent(message: info))
             try assertSameBytes(MessagesSendResult(message: info))
-            try assertSameBytes(JSONRPCTypedSuccess(id: .number(Int.random(in: -5...5, using: &rng)), result: MessagesSendResult(message: info)))
+            try assertSameBytes(
+                JSONRPCTypedSuccess(
+                    id: .number(Int.random(in: -5...5, using: &rng)), result: MessagesSendResult(message: info)))
             try assertSameBytes(JSONRPCTypedSuccess(id: .string(text(6)), result: MessagesSendResult(message: info)))
             try assertSameBytes(JSONRPCResponse.success(id: nil, result: MessagesSendResult(message: info)))
-            let peer = PeerInfo(name: text(10), host: text(10), fingerprint: text(20), identityKey: text(64),
-                                online: Bool.random(using: &rng), addresses: (0..<Int.random(in: 0...3, using: &rng)).map { _ in text(15) },
-                                trust: .pinned, safetyNumber: text(30), lastSeen: maybe(7), queued: 3,
-                                unread: 1, nickname: maybe(text(8)),
-                                nameClash: maybe(NameClashInfo(kind: .confusable,
-                                                               with: [PeerCandidate(name: text(5), fingerprint: text(20),
-                                                                                    trust: .pending)])))
+            let peer = PeerInfo(
+                name: text(10), host: text(10), fingerprint: text(20), identityKey: text(64),
+                online: Bool.random(using: &rng),
+                addresses: (0..<Int.random(in: 0...3, using: &rng)).map { _ in text(15) },
+                trust: .pinned, safetyNumber: text(30), lastSeen: maybe(7), queued: 3,
+                unread: 1, nickname: maybe(text(8)),
+                nameClash: maybe(
+                    NameClashInfo(
+                        kind: .confusable,
+                        with: [
+                            PeerCandidate(
+                                name: text(5), fingerprint: text(20),
+                                trust: .pending)
+                        ])))
             try assertSameBytes(PeerOnlineEvent(peer: peer))
-            try assertSameBytes(JSONRPCNotification(method: text(10), params: try JSONValue(encoding: peer).objectValue))
+            try assertSameBytes(
+                JSONRPCNotification(method: text(10), params: try JSONValue(encoding: peer).objectValue))
             try assertSameBytes(JSONRPCResponse(id: .number(1), error: .invalidParams(text(40))))
         }
     }
 
     /// `JSONValue(encoding:)` and back gives the value Foundation's round trip gave.
     func testJSONValueRoundTripAgreesWithFoundation() throws {
-        let info = MessageInfo(id: "i", from: "f", fromName: "n", to: "t", toName: "m", direction: .incoming,
-                               sequence: 3, createdAt: 4, body: "b\n\"", state: .received, deliveredAt: nil, cursor: 9)
+        let info = MessageInfo(
+            id: "i", from: "f", fromName: "n", to: "t", toName: "m", direction: .incoming,
+            sequence: 3, createdAt: 4, body: "b\n\"", state: .received, deliveredAt: nil, cursor: 9)
         let ours = try JSONValue(encoding: info)
         let theirs = try JSONDecoder().decode(JSONValue.self, from: try ControlJSON.encoder().encode(info))
         XCTAssertEqual(ours, theirs)
@@ -102,10 +126,16 @@ final class CanonicalJSONTests: XCTestCase {
     }
 
     func testParserAcceptsWhatJSONAllows() throws {
-        XCTAssertEqual(parse(#" {"a" : [1, -2, 0, 3.5, 1e2, true, false, null, "x"] } "#),
-                       .object(["a": .array([.int(1), .int(-2), .int(0), .double(3.5), .double(100), .bool(true),
-                                             .bool(false), .null, .string("x")])]))
-        XCTAssertEqual(parse(#""\"\\\/\b\f\n\r\t\u0041\u00e9\u6f22\ud83d\ude42""#), .string("\"\\/\u{8}\u{C}\n\r\tAé漢🙂"))
+        XCTAssertEqual(
+            parse(#" {"a" : [1, -2, 0, 3.5, 1e2, true, false, null, "x"] } "#),
+            .object([
+                "a": .array([
+                    .int(1), .int(-2), .int(0), .double(3.5), .double(100), .bool(true),
+                    .bool(false), .null, .string("x")
+                ])
+            ]))
+        XCTAssertEqual(
+            parse(#""\"\\\/\b\f\n\r\t\u0041\u00e9\u6f22\ud83d\ude42""#), .string("\"\\/\u{8}\u{C}\n\r\tAé漢🙂"))
         XCTAssertEqual(parse("{}"), .object([:]))
         XCTAssertEqual(parse("[]"), .array([]))
         XCTAssertEqual(parse("-0"), .int(0))
@@ -119,7 +149,7 @@ final class CanonicalJSONTests: XCTestCase {
             "", " ", "{", "}", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{a:1}", "01", "1.", ".5", "1e", "+1", "--1",
             "NaN", "Infinity", "tru", "nul", "\"unterminated", "\"tab\tinside\"", "\"nl\ninside\"", "\"\\x\"",
             "\"\\u12\"", "\"\\ud800\"", "\"\\udc00\"", "\"\\ud800\\u0041\"", "1 2", "{} {}", "[1] x",
-            "{\"a\":1,\"a\":2}", "1e400", "'single'", "/* c */ 1",
+            "{\"a\":1,\"a\":2}", "1e400", "'single'", "/* c */ 1"
         ]
         for text in bad {
             XCTAssertNil(parse(text), "accepted \(text.debugDescription)")
@@ -142,13 +172,19 @@ final class CanonicalJSONTests: XCTestCase {
             case 0: return .null
             case 1: return .bool(Bool.random(using: &rng))
             case 2: return .int(Int.random(in: Int.min...Int.max, using: &rng))
-            case 3: return .string(String((0..<Int.random(in: 0...12, using: &rng)).map { _ in
-                Character(UnicodeScalar(UInt8.random(in: 0...0x7E, using: &rng))) }) + "é🙂")
+            case 3:
+                return .string(
+                    String(
+                        (0..<Int.random(in: 0...12, using: &rng)).map { _ in
+                            Character(UnicodeScalar(UInt8.random(in: 0...0x7E, using: &rng)))
+                        }) + "é🙂")
             case 4: return .int(Int.random(in: -9...9, using: &rng))
             case 5: return .array((0..<Int.random(in: 0...4, using: &rng)).map { _ in value(depth + 1) })
             default:
                 var o: [String: JSONValue] = [:]
-                for _ in 0..<Int.random(in: 0...4, using: &rng) { o["k\(Int.random(in: 0...99, using: &rng))"] = value(depth + 1) }
+                for _ in 0..<Int.random(in: 0...4, using: &rng) {
+                    o["k\(Int.random(in: 0...99, using: &rng))"] = value(depth + 1)
+                }
                 return .object(o)
             }
         }

@@ -27,17 +27,21 @@ final class ControlProtocolTests: XCTestCase {
         case .success(let request):
             XCTFail("accepted \(String(decoding: bytes, as: UTF8.self)) as \(request)", file: file, line: line)
         case .failure(let error):
-            XCTAssertEqual(error.code, code.rawValue, "\(String(decoding: bytes, as: UTF8.self)): \(error.message)",
-                           file: file, line: line)
+            XCTAssertEqual(
+                error.code, code.rawValue, "\(String(decoding: bytes, as: UTF8.self)): \(error.message)",
+                file: file, line: line)
         }
     }
 
-    private func expectError(_ text: String, _ code: ControlErrorCode, file: StaticString = #filePath, line: UInt = #line) {
+    private func expectError(
+        _ text: String, _ code: ControlErrorCode, file: StaticString = #filePath, line: UInt = #line
+    ) {
         expectError(Array(text.utf8), code, file: file, line: line)
     }
 
     func testAcceptsRequestWithNumberIDAndParams() {
-        let request = expectRequest(#"{"jsonrpc":"2.0","id":7,"method":"messages.send","params":{"to":"bob","body":"hi"}}"#)
+        let request = expectRequest(
+            #"{"jsonrpc":"2.0","id":7,"method":"messages.send","params":{"to":"bob","body":"hi"}}"#)
         XCTAssertEqual(request?.id, .number(7))
         XCTAssertEqual(request?.method, "messages.send")
         XCTAssertEqual(request?.params, ["to": .string("bob"), "body": .string("hi")])
@@ -80,18 +84,22 @@ final class ControlProtocolTests: XCTestCase {
     }
 
     func testRejectsDeepNestingWithParseError() {
-        let deep = String(repeating: "[", count: ControlLimits.maxNestingDepth + 1)
+        let deep =
+            String(repeating: "[", count: ControlLimits.maxNestingDepth + 1)
             + String(repeating: "]", count: ControlLimits.maxNestingDepth + 1)
         expectError(deep, .parseError)
-        let deepParams = #"{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":"#
+        let deepParams =
+            #"{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":"#
             + String(repeating: "[", count: 40) + String(repeating: "]", count: 40) + "}}"
         expectError(deepParams, .parseError)
         // Exactly the limit is fine: object (1) + params (2) + 30 arrays = 32.
-        let atLimit = #"{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":"#
+        let atLimit =
+            #"{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":"#
             + String(repeating: "[", count: 30) + String(repeating: "]", count: 30) + "}}"
         XCTAssertNotNil(expectRequest(atLimit))
         // Brackets inside strings do not count.
-        let quoted = #"{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":""#
+        let quoted =
+            #"{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":""#
             + String(repeating: "[", count: 100) + #""}}"#
         XCTAssertNotNil(expectRequest(quoted))
     }
@@ -163,7 +171,7 @@ final class ControlProtocolTests: XCTestCase {
         #"{"jsonrpc":"2.0","id":1,"method":"messages.send","params":{"to":"bob","body":"hi \"there\" \\ \u00e9","wait":true,"timeoutMs":500}}"#,
         #"{"jsonrpc":"2.0","id":"x","method":"messages.list","params":{"peer":"abcd-efgh","after":3,"limit":10}}"#,
         #"{"jsonrpc":"2.0","method":"node.status"}"#,
-        #"[{"jsonrpc":"2.0","id":1,"method":"a"},{"b":[1,2.5,-3e4,null,false]}]"#,
+        #"[{"jsonrpc":"2.0","id":1,"method":"a"},{"b":[1,2.5,-3e4,null,false]}]"#
     ]
 
     private static let structural = Array("{}[]\",:\\0123456789.eE-+ntrufals \u{0}".utf8)
@@ -297,7 +305,8 @@ final class ControlProtocolTests: XCTestCase {
             .bodyTooLarge: -32004, .storageFailed: -32005, .notPermitted: -32006, .lineTooLong: -32007,
             .timeout: -32008, .fingerprintMismatch: -32009, .invalidAddress: -32010, .tooManyClients: -32011,
             .subscriberTooSlow: -32012, .eventsExpired: -32020, .roomNotFound: -32021, .roomAmbiguous: -32022,
-            .connectFailed: -32030,
+            .messageNotFound: -32023,
+            .connectFailed: -32030
         ]
         XCTAssertEqual(expected.count, ControlErrorCode.allCases.count)
         for code in ControlErrorCode.allCases { XCTAssertEqual(code.rawValue, expected[code], "\(code)") }
@@ -305,7 +314,10 @@ final class ControlProtocolTests: XCTestCase {
 
     func testErrorDataPayloadsRoundTrip() throws {
         let ambiguous = JSONRPCError.peerAmbiguous(
-            "bo", candidates: [PeerCandidate(name: "bob", fingerprint: "aaaa-bbbb"), PeerCandidate(name: "bo", fingerprint: "cccc")])
+            "bo",
+            candidates: [
+                PeerCandidate(name: "bob", fingerprint: "aaaa-bbbb"), PeerCandidate(name: "bo", fingerprint: "cccc")
+            ])
         let response = JSONRPCResponse(id: .number(3), error: ambiguous)
         let line = try ControlJSON.line(response)
         guard case .success(.response(let decoded)) = ControlServerMessage.parse(line: Array(line.dropLast())) else {
@@ -318,10 +330,13 @@ final class ControlProtocolTests: XCTestCase {
         let timeout = JSONRPCError.sendTimeout(id: "m-42", timeoutMs: 500)
         XCTAssertEqual(timeout.code, ControlErrorCode.timeout.rawValue)
         XCTAssertEqual(timeout.payload(as: SendTimeoutData.self), SendTimeoutData(id: "m-42"))
-        XCTAssertEqual(JSONRPCError.bodyTooLarge(bytes: 70_000, maxBytes: 65_536).payload(as: BodyTooLargeData.self)?.maxBytes, 65_536)
+        XCTAssertEqual(
+            JSONRPCError.bodyTooLarge(bytes: 70_000, maxBytes: 65_536).payload(as: BodyTooLargeData.self)?.maxBytes,
+            65_536)
         let expired = JSONRPCError.eventsExpired(since: 3, prunedThrough: 10, lastEventId: 99)
         XCTAssertEqual(expired.knownCode, .eventsExpired)
-        XCTAssertEqual(expired.payload(as: EventsExpiredData.self), EventsExpiredData(prunedThrough: 10, lastEventId: 99))
+        XCTAssertEqual(
+            expired.payload(as: EventsExpiredData.self), EventsExpiredData(prunedThrough: 10, lastEventId: 99))
     }
 
     func testParseErrorResponseHasNullID() throws {
@@ -337,10 +352,12 @@ final class ControlProtocolTests: XCTestCase {
     func testJSONValueKeepsKindsApart() throws {
         let decoded = try JSONDecoder().decode(
             JSONValue.self, from: Data(#"{"b":true,"i":1,"d":1.5,"s":"1","n":null,"a":[false,0]}"#.utf8))
-        XCTAssertEqual(decoded, .object([
-            "b": .bool(true), "i": .int(1), "d": .double(1.5), "s": .string("1"), "n": .null,
-            "a": .array([.bool(false), .int(0)]),
-        ]))
+        XCTAssertEqual(
+            decoded,
+            .object([
+                "b": .bool(true), "i": .int(1), "d": .double(1.5), "s": .string("1"), "n": .null,
+                "a": .array([.bool(false), .int(0)])
+            ]))
         XCTAssertEqual(try JSONValue(encoding: decoded), decoded)
     }
 
@@ -351,8 +368,11 @@ final class ControlProtocolTests: XCTestCase {
         identityKey: String(repeating: "ab", count: 32), online: true, addresses: ["192.168.1.20:7777"],
         trust: .pending, safetyNumber: "12345 67890 12345 67890 12345 67890 12345 67890 12345 67890 12345 67890",
         lastSeen: nil, queued: 2, nickname: "Bob (lab)",
-        nameClash: NameClashInfo(kind: .sameName, with: [
-            PeerCandidate(name: "bob", fingerprint: "zzzz-yyyy-xxxx-wwww-vvvv-uuuu-tttt-ssss", trust: .verified)]))
+        nameClash: NameClashInfo(
+            kind: .sameName,
+            with: [
+                PeerCandidate(name: "bob", fingerprint: "zzzz-yyyy-xxxx-wwww-vvvv-uuuu-tttt-ssss", trust: .verified)
+            ]))
 
     private static let message = MessageInfo(
         id: "0123abcd", from: "aaaa-bbbb", fromName: "alice", to: "abcd-efgh", toName: "bob", direction: .outgoing,
@@ -361,18 +381,23 @@ final class ControlProtocolTests: XCTestCase {
 
     /// A params value survives the trip through a request line and `decodeParams`, and its
     /// encoded members are exactly the declared `fieldNames`.
-    private func checkParams<P: ControlCallParams>(_ params: P, file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkParams<P: ControlCallParams>(_ params: P, file: StaticString = #filePath, line: UInt = #line)
+        throws
+    {
         let request = try JSONRPCRequest(id: .number(1), call: params)
         XCTAssertEqual(request.method, P.method, file: file, line: line)
         XCTAssertTrue(ControlMethod.all.contains(P.method), file: file, line: line)
-        XCTAssertEqual(Set((request.params ?? [:]).keys), Set(P.fieldNames), "fieldNames of \(P.self)", file: file, line: line)
+        XCTAssertEqual(
+            Set((request.params ?? [:]).keys), Set(P.fieldNames), "fieldNames of \(P.self)", file: file, line: line)
         let bytes = try ControlJSON.line(request)
         let parsed = try ControlRequestParser.parse(line: Array(bytes.dropLast())).get()
         XCTAssertEqual(try parsed.decodeParams(P.self), params, file: file, line: line)
     }
 
     /// A result survives the trip through a response line.
-    private func checkResult<R: Codable & Hashable>(_ result: R, file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkResult<R: Codable & Hashable>(_ result: R, file: StaticString = #filePath, line: UInt = #line)
+        throws
+    {
         let bytes = try ControlJSON.line(JSONRPCResponse.success(id: .string("r"), result: result))
         guard case .success(.response(let response)) = ControlServerMessage.parse(line: Array(bytes.dropLast())) else {
             return XCTFail("response did not parse", file: file, line: line)
@@ -387,7 +412,8 @@ final class ControlProtocolTests: XCTestCase {
     ) throws {
         XCTAssertTrue(ControlEvent.all.contains(E.method), file: file, line: line)
         let bytes = try ControlJSON.line(JSONRPCNotification(event: event))
-        guard case .success(.notification(let notification)) = ControlServerMessage.parse(line: Array(bytes.dropLast())) else {
+        guard case .success(.notification(let notification)) = ControlServerMessage.parse(line: Array(bytes.dropLast()))
+        else {
             return XCTFail("notification did not parse", file: file, line: line)
         }
         XCTAssertEqual(notification.method, E.method, file: file, line: line)
@@ -416,8 +442,10 @@ final class ControlProtocolTests: XCTestCase {
     }
 
     func testOptionalParamsMayBeOmitted() throws {
-        let send = try JSONRPCRequest(id: .number(1), method: "messages.send", params: ["to": .string("b"), "body": .string("x")])
-            .decodeParams(MessagesSendParams.self)
+        let send = try JSONRPCRequest(
+            id: .number(1), method: "messages.send", params: ["to": .string("b"), "body": .string("x")]
+        )
+        .decodeParams(MessagesSendParams.self)
         XCTAssertFalse(send.effectiveWait)
         XCTAssertEqual(send.effectiveTimeoutMs, ControlLimits.defaultSendWaitMilliseconds)
         let list = try JSONRPCRequest(id: .number(1), method: "messages.list").decodeParams(MessagesListParams.self)
@@ -426,11 +454,15 @@ final class ControlProtocolTests: XCTestCase {
     }
 
     func testEveryResultTypeRoundTrips() throws {
-        try checkResult(NodeStatusResult(
-            version: "0.1.0", name: "alice", fingerprint: "aaaa", listen: ["0.0.0.0:7777", "[::]:7777"], peersOnline: 1,
-            peersKnown: 3, queued: 2, uptimeSeconds: 3600, mdns: .unavailable))
-        try checkResult(NodeWhoamiResult(
-            name: "alice", host: "h", fingerprint: "aaaa", identityKey: "00ff", noiseKey: "ff00", card: "0102", cardSequence: 4))
+        try checkResult(
+            NodeStatusResult(
+                version: "0.1.0", name: "alice", fingerprint: "aaaa", listen: ["0.0.0.0:7777", "[::]:7777"],
+                peersOnline: 1,
+                peersKnown: 3, queued: 2, uptimeSeconds: 3600, mdns: .unavailable))
+        try checkResult(
+            NodeWhoamiResult(
+                name: "alice", host: "h", fingerprint: "aaaa", identityKey: "00ff", noiseKey: "ff00", card: "0102",
+                cardSequence: 4))
         try checkResult(PeersListResult(peers: [Self.peer]))
         try checkResult(PeersConnectResult(address: "10.0.0.2:7777", status: .dialing))
         try checkResult(MessagesSendResult(message: Self.message))
@@ -449,12 +481,16 @@ final class ControlProtocolTests: XCTestCase {
         try checkResult(TrustReplaceResult(peer: Self.peer, retargeted: 3))
         try checkResult(TrustPeerResult(peer: Self.peer))
         try checkResult(TrustForgetResult(fingerprint: "abcd"))
-        try checkResult(TrustShowResult(peer: Self.peer, yourFingerprint: "aaaa", qrText: "parley:a:b:1",
-                                        previousKeys: [PreviousKeyInfo(fingerprint: "cccc", name: "bob", firstSeen: 1, lastSeen: 2)]))
+        try checkResult(
+            TrustShowResult(
+                peer: Self.peer, yourFingerprint: "aaaa", qrText: "parley:a:b:1",
+                previousKeys: [PreviousKeyInfo(fingerprint: "cccc", name: "bob", firstSeen: 1, lastSeen: 2)]))
     }
 
     func testEveryEventTypeRoundTrips() throws {
-        try checkEvent(MessageReceivedEvent(message: Self.message)) { if case .messageReceived(let e) = $0 { e } else { nil } }
+        try checkEvent(MessageReceivedEvent(message: Self.message)) {
+            if case .messageReceived(let e) = $0 { e } else { nil }
+        }
         try checkEvent(MessageDeliveredEvent(id: "m1", to: "abcd", deliveredAt: 5)) {
             if case .messageDelivered(let e) = $0 { e } else { nil }
         }
@@ -463,8 +499,11 @@ final class ControlProtocolTests: XCTestCase {
         }
         try checkEvent(PeerOnlineEvent(peer: Self.peer)) { if case .peerOnline(let e) = $0 { e } else { nil } }
         try checkEvent(PeerOfflineEvent(peer: Self.peer)) { if case .peerOffline(let e) = $0 { e } else { nil } }
-        try checkEvent(PeerNewEvent(name: "bob", fingerprint: "bbbb", trust: .pinned, address: nil, safetyNumber: "1 2",
-                                    nameClash: Self.peer.nameClash)) {
+        try checkEvent(
+            PeerNewEvent(
+                name: "bob", fingerprint: "bbbb", trust: .pinned, address: nil, safetyNumber: "1 2",
+                nameClash: Self.peer.nameClash)
+        ) {
             if case .peerNew(let e) = $0 { e } else { nil }
         }
         try checkEvent(SubscriptionClosedEvent.tooSlow()) { if case .subscriptionClosed(let e) = $0 { e } else { nil } }
@@ -483,8 +522,9 @@ final class ControlProtocolTests: XCTestCase {
 
     func testSinceAndUpToMustNotBeNegative() {
         XCTAssertEqual(paramsError(MessagesSubscribeParams.self, ["since": .int(-1)])?.knownCode, .invalidParams)
-        XCTAssertEqual(paramsError(MessagesMarkReadParams.self, ["peer": .string("bob"), "upTo": .int(-5)])?.knownCode,
-                       .invalidParams)
+        XCTAssertEqual(
+            paramsError(MessagesMarkReadParams.self, ["peer": .string("bob"), "upTo": .int(-5)])?.knownCode,
+            .invalidParams)
         XCTAssertEqual(paramsError(MessagesMarkReadParams.self, [:])?.knownCode, .invalidParams, "peer is required")
     }
 
@@ -500,7 +540,8 @@ final class ControlProtocolTests: XCTestCase {
         XCTAssertTrue(messageText.contains(#""deliveredAt":null"#), messageText)
         XCTAssertTrue(messageText.contains(#""readAt":null"#), messageText)
         XCTAssertTrue(messageText.contains(#""direction":"out""#), messageText)
-        let list = String(decoding: try ControlJSON.line(MessagesListResult(messages: [], nextCursor: nil)), as: UTF8.self)
+        let list = String(
+            decoding: try ControlJSON.line(MessagesListResult(messages: [], nextCursor: nil)), as: UTF8.self)
         XCTAssertEqual(list, "{\"messages\":[],\"newerCursor\":null,\"nextCursor\":null,\"olderCursor\":null}\n")
     }
 
@@ -527,7 +568,8 @@ final class ControlProtocolTests: XCTestCase {
         XCTAssertEqual(wrongType?.knownCode, .invalidParams)
         XCTAssertEqual(wrongType?.message, #"invalid params: field "body" must be a string"#)
 
-        let unknown = paramsError(MessagesSendParams.self, ["to": .string("bob"), "body": .string("x"), "wiat": .bool(true)])
+        let unknown = paramsError(
+            MessagesSendParams.self, ["to": .string("bob"), "body": .string("x"), "wiat": .bool(true)])
         XCTAssertEqual(unknown?.knownCode, .invalidParams)
         XCTAssertTrue(unknown?.message.contains("wiat") ?? false)
 
@@ -541,15 +583,21 @@ final class ControlProtocolTests: XCTestCase {
             p["timeoutMs"] = .int(bad)
             XCTAssertEqual(paramsError(MessagesSendParams.self, p)?.knownCode, .invalidParams, "timeoutMs \(bad)")
         }
-        XCTAssertEqual(paramsError(MessagesSendParams.self, ["to": .string(""), "body": .string("x")])?.knownCode, .invalidParams)
-        XCTAssertEqual(paramsError(MessagesSendParams.self, ["to": .string("b"), "body": .string("")])?.knownCode, .invalidParams)
+        XCTAssertEqual(
+            paramsError(MessagesSendParams.self, ["to": .string(""), "body": .string("x")])?.knownCode, .invalidParams)
+        XCTAssertEqual(
+            paramsError(MessagesSendParams.self, ["to": .string("b"), "body": .string("")])?.knownCode, .invalidParams)
         for bad in [0, 1001] {
             XCTAssertEqual(paramsError(MessagesListParams.self, ["limit": .int(bad)])?.knownCode, .invalidParams)
         }
         XCTAssertEqual(paramsError(MessagesListParams.self, ["after": .int(-1)])?.knownCode, .invalidParams)
         let longSelector = String(repeating: "x", count: ControlLimits.maxPeerSelectorBytes + 1)
-        XCTAssertEqual(paramsError(TrustReplaceParams.self, ["peer": .string(longSelector), "newFingerprint": .string("a")])?.knownCode, .invalidParams)
-        XCTAssertEqual(paramsError(PeersNicknameParams.self, ["peer": .string("b"), "nickname": .string("a\u{1}b")])?.knownCode, .invalidParams)
+        XCTAssertEqual(
+            paramsError(TrustReplaceParams.self, ["peer": .string(longSelector), "newFingerprint": .string("a")])?
+                .knownCode, .invalidParams)
+        XCTAssertEqual(
+            paramsError(PeersNicknameParams.self, ["peer": .string("b"), "nickname": .string("a\u{1}b")])?.knownCode,
+            .invalidParams)
         XCTAssertEqual(paramsError(PeersConnectParams.self, ["address": .string("nohost")])?.knownCode, .invalidAddress)
         // Port 0 means "any" for a listener, but nobody can be dialled there.
         XCTAssertEqual(paramsError(PeersConnectParams.self, ["address": .string("host:0")])?.knownCode, .invalidAddress)
@@ -562,8 +610,10 @@ final class ControlProtocolTests: XCTestCase {
         XCTAssertEqual(HostPort("bob.local:1").map { "\($0.host)|\($0.port)" }, "bob.local|1")
         XCTAssertEqual(HostPort("[fe80::1%eth0]:65535").map { "\($0.host)|\($0.port)" }, "fe80::1%eth0|65535")
         XCTAssertEqual(HostPort("[::1]:7777")?.description, "[::1]:7777")
-        for bad in ["", "host", "host:", ":7777", "host:65536", "host:77a", "fe80::1:7777", "[::1]7777",
-                    "[host]:7777", "ho st:7777", "host:+80", "host:٣", String(repeating: "a", count: 300) + ":1"] {
+        for bad in [
+            "", "host", "host:", ":7777", "host:65536", "host:77a", "fe80::1:7777", "[::1]7777",
+            "[host]:7777", "ho st:7777", "host:+80", "host:٣", String(repeating: "a", count: 300) + ":1"
+        ] {
             XCTAssertNil(HostPort(bad), bad)
         }
     }
@@ -590,18 +640,24 @@ final class ControlProtocolTests: XCTestCase {
         XCTAssertEqual(
             ControlSocketPath.default(environment: ["XDG_STATE_HOME": "/home/a/.state", "HOME": "/home/a"]),
             "/home/a/.state/parley/control.sock")
-        XCTAssertEqual(ControlSocketPath.default(environment: ["HOME": "/home/a"]), "/home/a/.local/state/parley/control.sock")
+        XCTAssertEqual(
+            ControlSocketPath.default(environment: ["HOME": "/home/a"]), "/home/a/.local/state/parley/control.sock")
     }
 
     func testEmptyOrRelativeVariablesCountAsUnset() {
-        let env = ["RUNTIME_DIRECTORY": "", "XDG_RUNTIME_DIR": "relative/dir", "STATE_DIRECTORY": "",
-                   "XDG_STATE_HOME": "", "HOME": "/home/a"]
+        let env = [
+            "RUNTIME_DIRECTORY": "", "XDG_RUNTIME_DIR": "relative/dir", "STATE_DIRECTORY": "",
+            "XDG_STATE_HOME": "", "HOME": "/home/a"
+        ]
         XCTAssertEqual(ControlSocketPath.default(environment: env), "/home/a/.local/state/parley/control.sock")
     }
 
     func testDefaultStateDirectory() {
-        XCTAssertEqual(ControlSocketPath.defaultStateDirectory(environment: ["STATE_DIRECTORY": "/var/lib/parleyd"]), "/var/lib/parleyd")
-        XCTAssertEqual(ControlSocketPath.defaultStateDirectory(environment: ["XDG_STATE_HOME": "/s", "HOME": "/h"]), "/s/parley")
+        XCTAssertEqual(
+            ControlSocketPath.defaultStateDirectory(environment: ["STATE_DIRECTORY": "/var/lib/parleyd"]),
+            "/var/lib/parleyd")
+        XCTAssertEqual(
+            ControlSocketPath.defaultStateDirectory(environment: ["XDG_STATE_HOME": "/s", "HOME": "/h"]), "/s/parley")
         XCTAssertEqual(ControlSocketPath.defaultStateDirectory(environment: ["HOME": "/h"]), "/h/.local/state/parley")
         // Without HOME the answer is still an absolute path ending in the Parley directory.
         let noHome = ControlSocketPath.defaultStateDirectory(environment: [:])
@@ -610,9 +666,10 @@ final class ControlProtocolTests: XCTestCase {
 
     /// The daemon's fast path must produce exactly the bytes of the generic path.
     func testTypedSuccessEncodesLikeTheGenericResponse() throws {
-        let info = MessageInfo(id: String(repeating: "a", count: 32), from: "f", fromName: "alice \"x\" é",
-                               to: "t", toName: "bob", direction: .outgoing, sequence: 7, createdAt: 1,
-                               body: "hi\nthere / ✓", state: .queued, deliveredAt: nil, cursor: 3)
+        let info = MessageInfo(
+            id: String(repeating: "a", count: 32), from: "f", fromName: "alice \"x\" é",
+            to: "t", toName: "bob", direction: .outgoing, sequence: 7, createdAt: 1,
+            body: "hi\nthere / ✓", state: .queued, deliveredAt: nil, cursor: 3)
         let result = MessagesSendResult(message: info)
         let encoder = ControlJSON.encoder()
         for id in [JSONRPCID.number(42), .string("x-1"), nil] as [JSONRPCID?] {

@@ -21,6 +21,8 @@ private final class RecordingDelegate: PeerConnectionDelegate {
     func connection(_ connection: PeerConnection, announcedListenPorts ports: [UInt16]) {}
     func connection(_ connection: PeerConnection, receivedRoomTraffic records: [RoomTraffic]) {}
     func connection(_ connection: PeerConnection, refused ids: [MessageID], reason: RefusalReason) {}
+    func connection(_ connection: PeerConnection, receivedActions actions: [MessageActionRecord]) {}
+    func connection(_ connection: PeerConnection, receivedStatus status: PresenceStatus) {}
     func connectionBecameWritable(_ connection: PeerConnection) {}
     func connectionClosed(_ connection: PeerConnection, error: Error?) { closed.append(error) }
 }

@@ -380,7 +380,8 @@ def test_export_json_and_text(cluster):
     assert [l["direction"] for l in lines] == ["out", "in"]
     assert all(l["peerName"] == "bob" for l in lines)
     assert set(lines[0]) == {"cursor", "id", "direction", "peer", "peerName", "from", "fromName", "to", "toName",
-                             "sequence", "createdAt", "state", "deliveredAt", "readAt", "body", "room"}
+                             "sequence", "createdAt", "state", "deliveredAt", "readAt", "body",
+                             "room", "replyTo", "editedAt", "deletedAt", "reactions"}
     everything = [json.loads(l) for l in alice.cli("export", "--format", "json").stdout.splitlines()]
     assert [l["body"] for l in everything] == ["to bob\nsecond line", "from bob", "to carol"]
     assert [l["cursor"] for l in everything] == sorted(l["cursor"] for l in everything)

@@ -60,7 +60,8 @@ private func checkRoundTrip(_ record: AppRecord) {
     switch record {
     case .unknown, .close:
         return
-    case .chat, .ack, .cardUpdate, .ping, .pong, .readReceipt, .roomOperation, .roomChat, .listenPorts, .refused:
+    case .chat, .ack, .cardUpdate, .ping, .pong, .readReceipt, .roomOperation, .roomChat, .listenPorts, .refused,
+        .messageAction, .status:
         var decoder = RecordStreamDecoder()
         decoder.append(record.encoded())
         let again = try? decoder.next()

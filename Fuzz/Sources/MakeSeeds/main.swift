@@ -38,19 +38,31 @@ var initiator = FuzzFixtures.initiatorHandshake()
 var responder = FuzzFixtures.responderHandshake()
 let message1 = try initiator.start()
 guard case .send(let message2) = try responder.receive(message1),
-      case .established(let message3?, var initiatorSession) = try initiator.receive(message2),
-      case .established(nil, var responderSession) = try responder.receive(message3) else {
+    case .established(let message3?, var initiatorSession) = try initiator.receive(message2),
+    case .established(nil, var responderSession) = try responder.receive(message3)
+else {
     fatalError("the fixtures' handshake did not complete")  // a bug in FuzzFixtures
 }
-let initiatorPayload = HandshakePayload(card: FuzzFixtures.initiator.card.encoded(),
-                                        bootID: FuzzFixtures.initiator.bootID).encoded()
+let initiatorPayload = HandshakePayload(
+    card: FuzzFixtures.initiator.card.encoded(),
+    bootID: FuzzFixtures.initiator.bootID
+).encoded()
+let initiatorPayloadWithFeatures = HandshakePayload(
+    card: FuzzFixtures.initiator.card.encoded(),
+    bootID: FuzzFixtures.initiator.bootID, features: .supported
+).encoded()
 
 // --- Application records --------------------------------------------------------------
 
 let records: [(String, AppRecord)] = [
     ("chat", .chat(ChatRecord(id: messageID(0x11), sequence: 1, createdAt: 1_770_000_000_000, body: "hi"))),
-    ("chat-unicode", .chat(ChatRecord(id: messageID(0x12), sequence: 2, createdAt: 1_770_000_001_000,
-                                      body: "lunch? 🍜 — à tout à l'heure\nsecond line"))),
+    (
+        "chat-unicode",
+        .chat(
+            ChatRecord(
+                id: messageID(0x12), sequence: 2, createdAt: 1_770_000_001_000,
+                body: "lunch? 🍜 — à tout à l'heure\nsecond line"))
+    ),
     ("chat-empty", .chat(ChatRecord(id: messageID(0x13), sequence: 3, createdAt: 0, body: ""))),
     ("ack", .ack([messageID(0x11), messageID(0x12)])),
     ("ack-none", .ack([])),
@@ -59,6 +71,52 @@ let records: [(String, AppRecord)] = [
     ("pong", .pong(42)),
     ("close", .close(.normal, "shutting down")),
     ("close-duplicate", .close(.duplicate, "")),
+    (
+        "reply",
+        .chat(
+            ChatRecord(
+                id: messageID(0x14), sequence: 4, createdAt: 1_770_000_002_000, body: "yes",
+                replyTo: messageID(0x11)))
+    ),
+    (
+        "edit",
+        .messageAction(
+            MessageActionRecord(
+                id: messageID(0x15), sequence: 5, createdAt: 1_770_000_003_000,
+                target: messageID(0x11), action: .edit(body: "hi there")))
+    ),
+    (
+        "delete",
+        .messageAction(
+            MessageActionRecord(
+                id: messageID(0x16), sequence: 6, createdAt: 1_770_000_004_000,
+                target: messageID(0x11), action: .delete))
+    ),
+    (
+        "reaction",
+        .messageAction(
+            MessageActionRecord(
+                id: messageID(0x17), sequence: 7, createdAt: 1_770_000_005_000,
+                target: messageID(0x11),
+                action: .reaction(try Reaction("👍🏽"), added: true)))
+    ),
+    ("status", .status(try PresenceStatus(typed: "in a meeting until 3"))),
+    (
+        "room-reply",
+        .roomChat(
+            RoomChatRecord(
+                id: messageID(0x18), roomID: RoomID(exactly: Array(repeating: 0xa0, count: 16)),
+                sequence: 8, createdAt: 1_770_000_006_000, body: "+1",
+                replyTo: messageID(0x11)))
+    ),
+    (
+        "room-delete",
+        .messageAction(
+            MessageActionRecord(
+                id: messageID(0x19), sequence: 9, createdAt: 1_770_000_007_000,
+                target: messageID(0x18), action: .delete,
+                room: RoomID(exactly: Array(repeating: 0xa0, count: 16))))
+    )
 ]
 var stream = RecordStreamEncoder()
 for (name, record) in records {
@@ -85,6 +143,7 @@ try write("FuzzFrameDecoder", "zero-length-header", [0x00, 0x00])
 try write("FuzzHandshakeResponder", "message1", message1)
 try write("FuzzHandshakeResponder", "message3", message3)
 try write("FuzzHandshakeResponder", "payload", initiatorPayload)
+try write("FuzzHandshakeResponder", "payload-features", initiatorPayloadWithFeatures)
 
 // --- Cards ----------------------------------------------------------------------------
 
@@ -122,14 +181,17 @@ try request("peers-connect", id: 4, PeersConnectParams(address: "[fe80::1%eth0]:
 try request("messages-send", id: 5, MessagesSendParams(to: "bob", body: "lunch? 🍜", wait: true, timeoutMs: 5000))
 try request("messages-list", id: 6, MessagesListParams(peer: "abcd-efgh", after: 10, before: 100, limit: 20))
 try request("messages-subscribe", id: 7, MessagesSubscribeParams(peer: "bob"))
-try request("trust-verify", id: 8,
-            TrustVerifyParams(peer: "bob", fingerprint: FuzzFixtures.initiator.card.fingerprint.description))
-try request("trust-accept-change", id: 9, TrustAcceptChangeParams(peer: "bob"))
+try request(
+    "trust-verify", id: 8,
+    TrustVerifyParams(peer: "bob", fingerprint: FuzzFixtures.initiator.card.fingerprint.description))
+try request("trust-accept", id: 9, TrustAcceptParams(peer: "bob"))
+try request("messages-edit", id: 10, MessagesEditParams(message: "0123456789abcdef", body: "fixed"))
+try request("messages-react", id: 11, MessagesReactParams(message: "01234567", reaction: "👍", remove: true))
 // Several requests on one connection, the way LineBuffer sees them.
 let session = try [
     ControlJSON.line(JSONRPCRequest(id: .string("a"), call: NodeStatusParams())),
     ControlJSON.line(JSONRPCRequest(id: .number(2), call: MessagesSubscribeParams())),
-    ControlJSON.line(JSONRPCRequest(id: .number(3), call: MessagesSendParams(to: "bob", body: "hi"))),
+    ControlJSON.line(JSONRPCRequest(id: .number(3), call: MessagesSendParams(to: "bob", body: "hi")))
 ].flatMap { $0 }
 try write("FuzzJSONRPC", "connection-three-requests", session)
 

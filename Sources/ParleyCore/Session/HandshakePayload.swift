@@ -7,23 +7,36 @@
 public struct HandshakePayload: Equatable, Sendable {
     public static let bootIDLength = 16
 
-    public enum FieldType: UInt8 { case card = 0x01, bootID = 0x02 }
+    public enum FieldType: UInt8 { case card = 0x01, bootID = 0x02, features = 0x10 }
 
     /// The sender's encoded, signed card.
     public var card: [UInt8]
     /// Random per daemon start: lets the peer tell a restart (new boot id: the old
     /// session is stale) from a simultaneous dial (same boot id: tie-break).
     public var bootID: [UInt8]
+    /// Optional records the sender understands (field 0x10, omitted when empty: a node
+    /// without the field is read as announcing none).
+    public var features: ProtocolFeatures
 
-    public init(card: [UInt8], bootID: [UInt8]) {
+    public init(card: [UInt8], bootID: [UInt8], features: ProtocolFeatures = []) {
         self.card = card
         self.bootID = bootID
+        self.features = features
     }
 
     public func encoded() -> [UInt8] {
         var out = [UInt8]()
-        out.append(FieldType.card.rawValue); out.appendUInt16(UInt16(card.count)); out.append(contentsOf: card)
-        out.append(FieldType.bootID.rawValue); out.appendUInt16(UInt16(bootID.count)); out.append(contentsOf: bootID)
+        out.append(FieldType.card.rawValue)
+        out.appendUInt16(UInt16(card.count))
+        out.append(contentsOf: card)
+        out.append(FieldType.bootID.rawValue)
+        out.appendUInt16(UInt16(bootID.count))
+        out.append(contentsOf: bootID)
+        if !features.isEmpty {
+            out.append(FieldType.features.rawValue)
+            out.appendUInt16(4)
+            out.appendUInt32(features.rawValue)
+        }
         return out
     }
 
@@ -34,6 +47,7 @@ public struct HandshakePayload: Equatable, Sendable {
         var r = ByteReader(bytes)
         var card: [UInt8]?
         var boot: [UInt8]?
+        var features: ProtocolFeatures?
         do {
             while !r.isAtEnd {
                 let type = try r.readUInt8()
@@ -45,8 +59,19 @@ public struct HandshakePayload: Equatable, Sendable {
                     card = value
                 case .bootID:
                     guard boot == nil else { throw SessionHandshakeError.malformedPayload("boot id field repeated") }
-                    guard value.count == bootIDLength else { throw SessionHandshakeError.malformedPayload("boot id must be \(bootIDLength) bytes") }
+                    guard value.count == bootIDLength else {
+                        throw SessionHandshakeError.malformedPayload("boot id must be \(bootIDLength) bytes")
+                    }
                     boot = value
+                case .features:
+                    guard features == nil else {
+                        throw SessionHandshakeError.malformedPayload("features field repeated")
+                    }
+                    guard value.count == 4 else {
+                        throw SessionHandshakeError.malformedPayload("features must be 4 bytes")
+                    }
+                    var fr = ByteReader(value)
+                    features = ProtocolFeatures(rawValue: try fr.readUInt32())
                 case nil:
                     continue
                 }
@@ -58,6 +83,6 @@ public struct HandshakePayload: Equatable, Sendable {
         }
         guard let card else { throw .malformedPayload("no card") }
         guard let boot else { throw .malformedPayload("no boot id") }
-        return HandshakePayload(card: card, bootID: boot)
+        return HandshakePayload(card: card, bootID: boot, features: features ?? [])
     }
 }

@@ -15,6 +15,8 @@ public struct SessionHandshake {
         public let role: Role
         public let remoteCard: Card
         public let remoteBootID: [UInt8]
+        /// What the peer announced it understands (`ProtocolFeatures`).
+        public let remoteFeatures: ProtocolFeatures
         public let handshakeHash: [UInt8]
         public var transport: SessionTransport
     }
@@ -39,16 +41,18 @@ public struct SessionHandshake {
     ///   - presharedKey: the optional network key: makes the pattern XXpsk0, so a node
     ///     without it learns nobody's identity, not even the responder's.
     ///   - now: unix seconds, to check the peer card's expiry.
-    public init(role: Role, localCard: Card, staticKey: NoiseStaticKeyPair, bootID: [UInt8],
-                presharedKey: SecretBytes? = nil, now: UInt64,
-                prologue: [UInt8] = ProtocolVersion.prologue,
-                ephemeralKey: NoiseEphemeralKeyPair? = nil) {
+    public init(
+        role: Role, localCard: Card, staticKey: NoiseStaticKeyPair, bootID: [UInt8],
+        features: ProtocolFeatures = [], presharedKey: SecretBytes? = nil, now: UInt64,
+        prologue: [UInt8] = ProtocolVersion.prologue,
+        ephemeralKey: NoiseEphemeralKeyPair? = nil
+    ) {
         self.role = role
         self.noise = HandshakeState<NoiseSHA256>(
             role: role == .initiator ? .initiator : .responder,
             prologue: prologue, staticKey: staticKey, ephemeralKey: ephemeralKey,
             presharedKey: presharedKey, presharedKeyPlacement: .zero)
-        self.localPayload = HandshakePayload(card: localCard.encoded(), bootID: bootID).encoded()
+        self.localPayload = HandshakePayload(card: localCard.encoded(), bootID: bootID, features: features).encoded()
         self.localIdentity = localCard.identityKey
         self.now = now
     }
@@ -103,25 +107,33 @@ public struct SessionHandshake {
         do { return try noise.writeMessage(payload: p) } catch { throw .noise(error) }
     }
 
-    private mutating func guarded<T>(_ body: (inout HandshakeState<NoiseSHA256>) throws(NoiseError) -> T) throws(SessionHandshakeError) -> T {
-        do { return try body(&noise) } catch { failed = true; throw .noise(error) }
+    private mutating func guarded<T>(_ body: (inout HandshakeState<NoiseSHA256>) throws(NoiseError) -> T)
+        throws(SessionHandshakeError) -> T
+    {
+        do { return try body(&noise) } catch {
+            failed = true
+            throw .noise(error)
+        }
     }
 
-    private func verify(_ payloadBytes: [UInt8]) throws(SessionHandshakeError) -> (Card, [UInt8]) {
+    private func verify(_ payloadBytes: [UInt8]) throws(SessionHandshakeError) -> (Card, [UInt8], ProtocolFeatures) {
         let payload = try HandshakePayload.decode(payloadBytes)
         let card: Card
         do { card = try Card.decode(payload.card) } catch { throw .invalidCard(error) }
         guard let proven = noise.remoteStaticKey, proven == card.noiseKey else { throw .cardKeyMismatch }
         guard !card.isExpired(now: now) else { throw .cardExpired }
         guard card.identityKey != localIdentity else { throw .connectedToSelf }
-        return (card, payload.bootID)
+        return (card, payload.bootID, payload.features)
     }
 
-    private mutating func finish(_ remote: (Card, [UInt8])) throws(SessionHandshakeError) -> Established {
+    private mutating func finish(_ remote: (Card, [UInt8], ProtocolFeatures)) throws(SessionHandshakeError)
+        -> Established
+    {
         let keys: TransportKeys
         do { keys = try noise.split() } catch { throw .noise(error) }
-        return Established(role: role, remoteCard: remote.0, remoteBootID: remote.1,
-                           handshakeHash: keys.handshakeHash,
-                           transport: SessionTransport(keys: keys))
+        return Established(
+            role: role, remoteCard: remote.0, remoteBootID: remote.1, remoteFeatures: remote.2,
+            handshakeHash: keys.handshakeHash,
+            transport: SessionTransport(keys: keys))
     }
 }

@@ -28,6 +28,12 @@ public enum AppRecord: Equatable, Sendable {
     /// side sent), for the reason given: they stay queued at the sender
     /// (docs/PROTOCOL.md "refused"). Layout: `reason: u8 || count: u16be || id[16] × count`.
     case refused(RefusalReason, [MessageID])
+    /// An edit, delete-for-everyone or reaction by the session's remote identity (types
+    /// 0x0A-0x0C, in a room 0x13-0x15). Sent only to peers whose handshake announced
+    /// `ProtocolFeatures.conversation`.
+    case messageAction(MessageActionRecord)
+    /// The sender's status line (0x0D), sent at the start of a session and on change.
+    case status(PresenceStatus)
     /// The TCP ports the sender listens on (1...`WireLimits.maxListenPorts`, none 0): the
     /// receiver dials the address it sees the session come from at these ports when it
     /// needs a session again (after either side restarts), without mDNS.
@@ -38,7 +44,14 @@ public enum AppRecord: Equatable, Sendable {
     public enum RecordType: UInt8, Sendable {
         case chat = 0x01, ack = 0x02, cardUpdate = 0x03, ping = 0x04, pong = 0x05, close = 0x06
         case refused = 0x07, readReceipt = 0x08
+        /// A chat that quotes an earlier message: decoded as `chat` with `replyTo` set.
+        case reply = 0x09
+        case edit = 0x0A, delete = 0x0B, reaction = 0x0C, status = 0x0D
         case roomOperation = 0x10, roomChat = 0x11
+        /// A room chat that quotes an earlier room message: decoded as `roomChat` with `replyTo`.
+        case roomReply = 0x12
+        /// Edit, delete and reaction of a room message: the room id, then the direct layout.
+        case roomEdit = 0x13, roomDelete = 0x14, roomReaction = 0x15
         case listenPorts = 0x20
     }
 
@@ -65,15 +78,22 @@ public struct ChatRecord: Equatable, Sendable {
     /// Sender's clock, unix milliseconds (informational only: ordering uses `sequence`).
     public var createdAt: UInt64
     public var body: String
+    /// The message this one answers (quotes), in the same conversation; nil for an
+    /// ordinary chat. Sent as a `reply` record (0x09) when set.
+    public var replyTo: MessageID?
 
-    public init(id: MessageID, sequence: UInt64, createdAt: UInt64, body: String) {
-        self.id = id; self.sequence = sequence; self.createdAt = createdAt; self.body = body
+    public init(id: MessageID, sequence: UInt64, createdAt: UInt64, body: String, replyTo: MessageID? = nil) {
+        self.id = id
+        self.sequence = sequence
+        self.createdAt = createdAt
+        self.body = body
+        self.replyTo = replyTo
     }
 }
 
 public enum CloseReason: UInt8, Sendable {
-    case normal = 0        // shutting down / goodbye
-    case duplicate = 1     // another session with the same peer was kept
+    case normal = 0  // shutting down / goodbye
+    case duplicate = 1  // another session with the same peer was kept
     case protocolError = 2
     case keyChangePending = 3
     case notTrusted = 4
@@ -112,8 +132,9 @@ extension AppRecord {
             p.append(contentsOf: c.id.bytes)
             p.appendUInt64(c.sequence)
             p.appendUInt64(c.createdAt)
+            if let replyTo = c.replyTo { p.append(contentsOf: replyTo.bytes) }
             p.append(contentsOf: body)
-            put(.chat, p)
+            put(c.replyTo == nil ? .chat : .reply, p)
         case .ack(let ids):
             put(.ack, Self.idListPayload(ids))
         case .readReceipt(let ids):
@@ -123,9 +144,13 @@ extension AppRecord {
         case .cardUpdate(let card):
             put(.cardUpdate, card)
         case .ping(let n):
-            var p = [UInt8](); p.appendUInt64(n); put(.ping, p)
+            var p = [UInt8]()
+            p.appendUInt64(n)
+            put(.ping, p)
         case .pong(let n):
-            var p = [UInt8](); p.appendUInt64(n); put(.pong, p)
+            var p = [UInt8]()
+            p.appendUInt64(n)
+            put(.pong, p)
         case let .close(reason, text):
             var p = [UInt8]([reason.rawValue])
             // Cut at a character boundary, never inside a UTF-8 sequence.
@@ -147,14 +172,19 @@ extension AppRecord {
             p.append(contentsOf: c.roomID.bytes)
             p.appendUInt64(c.sequence)
             p.appendUInt64(c.createdAt)
+            if let replyTo = c.replyTo { p.append(contentsOf: replyTo.bytes) }
             p.append(contentsOf: body)
-            put(.roomChat, p)
+            put(c.replyTo == nil ? .roomChat : .roomReply, p)
+        case .messageAction(let a):
+            put(a.recordType, a.payload())
+        case .status(let status):
+            put(.status, Array(status.text.utf8))
         case .listenPorts(let ports):
             var p = [UInt8]([UInt8(truncatingIfNeeded: ports.count)])
             for port in ports { p.appendUInt16(port) }
             put(.listenPorts, p)
         case .unknown:
-            break // never sent
+            break  // never sent
         }
     }
 
@@ -194,16 +224,17 @@ extension AppRecord {
         var r = ByteReader(payload)
         do {
             switch known {
-            case .chat:
+            case .chat, .reply:
                 guard let id = MessageID(bytes: try r.readBytes(MessageID.length)) else {
                     throw AppRecordError.malformed(type: type, reason: "message id")
                 }
                 let seq = try r.readUInt64()
                 let created = try r.readUInt64()
+                let replyTo = known == .reply ? MessageID(exactly: try r.readBytes(MessageID.length)) : nil
                 let body = try r.readBytes(r.remaining)
                 guard body.count <= WireLimits.maxBodyBytes else { throw AppRecordError.bodyTooLarge(body.count) }
                 guard let text = String(validating: body, as: UTF8.self) else { throw AppRecordError.invalidUTF8 }
-                return .chat(ChatRecord(id: id, sequence: seq, createdAt: created, body: text))
+                return .chat(ChatRecord(id: id, sequence: seq, createdAt: created, body: text, replyTo: replyTo))
             case .ack:
                 return .ack(try Self.decodeIDList(&r, type: type))
             case .readReceipt:
@@ -225,6 +256,12 @@ extension AppRecord {
                 do { return .roomOperation(try RoomOperation.decode(payload)) } catch {
                     throw AppRecordError.malformed(type: type, reason: error.description)
                 }
+            case .edit, .delete, .reaction, .roomEdit, .roomDelete, .roomReaction:
+                return .messageAction(try MessageActionRecord.decode(known, &r))
+            case .status:
+                do { return .status(try PresenceStatus(utf8: payload)) } catch {
+                    throw AppRecordError.malformed(type: type, reason: error.description)
+                }
             case .listenPorts:
                 let count = Int(try r.readUInt8())
                 guard (1...WireLimits.maxListenPorts).contains(count), r.remaining == 2 * count else {
@@ -237,15 +274,19 @@ extension AppRecord {
                     ports.append(port)
                 }
                 return .listenPorts(ports)
-            case .roomChat:
+            case .roomChat, .roomReply:
                 let id = MessageID(exactly: try r.readBytes(MessageID.length))
                 let room = RoomID(exactly: try r.readBytes(RoomID.length))
                 let seq = try r.readUInt64()
                 let created = try r.readUInt64()
+                let replyTo = known == .roomReply ? MessageID(exactly: try r.readBytes(MessageID.length)) : nil
                 let body = try r.readBytes(r.remaining)
                 guard body.count <= WireLimits.maxBodyBytes else { throw AppRecordError.bodyTooLarge(body.count) }
                 guard let text = String(validating: body, as: UTF8.self) else { throw AppRecordError.invalidUTF8 }
-                return .roomChat(RoomChatRecord(id: id, roomID: room, sequence: seq, createdAt: created, body: text))
+                return .roomChat(
+                    RoomChatRecord(
+                        id: id, roomID: room, sequence: seq, createdAt: created, body: text,
+                        replyTo: replyTo))
             }
         } catch let e as ByteReader.Error {
             throw .malformed(type: type, reason: "\(e)")

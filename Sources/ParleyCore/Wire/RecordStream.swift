@@ -40,8 +40,12 @@ public struct RecordStreamEncoder: Sendable {
 public struct RecordStreamDecoder: Sendable {
     private var buffer: [UInt8] = []
     private var readIndex = 0
+    /// What the sending peer announced in its handshake: records of an optional feature it
+    /// did not announce are returned as `.unknown` (skipped), as a node without the
+    /// feature would. Every feature by default (a decoder outside a session).
+    public var peerFeatures: ProtocolFeatures
 
-    public init() {}
+    public init(peerFeatures: ProtocolFeatures = .supported) { self.peerFeatures = peerFeatures }
 
     /// Bytes held waiting for the rest of a record: never more than one record's
     /// worth plus one chunk.
@@ -58,17 +62,27 @@ public struct RecordStreamDecoder: Sendable {
     /// The next complete record, nil if more bytes are needed.
     public mutating func next() throws(AppRecordError) -> AppRecord? {
         let available = buffer.count - readIndex
-        guard available >= AppRecord.headerLength else { compact(); return nil }
+        guard available >= AppRecord.headerLength else {
+            compact()
+            return nil
+        }
         let type = buffer[readIndex]
-        let length = Int(buffer[readIndex + 1]) << 24 | Int(buffer[readIndex + 2]) << 16
+        let length =
+            Int(buffer[readIndex + 1]) << 24 | Int(buffer[readIndex + 2]) << 16
             | Int(buffer[readIndex + 3]) << 8 | Int(buffer[readIndex + 4])
         guard length + AppRecord.headerLength <= WireLimits.maxRecordBytes else {
             throw .recordTooLarge(length + AppRecord.headerLength)
         }
-        guard available >= AppRecord.headerLength + length else { compact(); return nil }
+        guard available >= AppRecord.headerLength + length else {
+            compact()
+            return nil
+        }
         let start = readIndex + AppRecord.headerLength
         let payload = Array(buffer[start..<start + length])
         readIndex = start + length
+        if let feature = AppRecord.RecordType(rawValue: type)?.feature, !peerFeatures.contains(feature) {
+            return .unknown(type: type, length: length)
+        }
         return try AppRecord.decode(type: type, payload: payload)
     }
 

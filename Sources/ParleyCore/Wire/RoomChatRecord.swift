@@ -13,8 +13,19 @@ public struct RoomChatRecord: Equatable, Sendable {
     /// Author's clock, Unix milliseconds (informational only).
     public var createdAt: UInt64
     public var body: String
+    /// The room message this one answers (quotes); nil for an ordinary room message. Sent
+    /// as a `roomReply` record (0x12) when set.
+    public var replyTo: MessageID?
 
-    public init(id: MessageID, roomID: RoomID, sequence: UInt64, createdAt: UInt64, body: String) {
-        self.id = id; self.roomID = roomID; self.sequence = sequence; self.createdAt = createdAt; self.body = body
+    public init(
+        id: MessageID, roomID: RoomID, sequence: UInt64, createdAt: UInt64, body: String,
+        replyTo: MessageID? = nil
+    ) {
+        self.id = id
+        self.roomID = roomID
+        self.sequence = sequence
+        self.createdAt = createdAt
+        self.body = body
+        self.replyTo = replyTo
     }
 }

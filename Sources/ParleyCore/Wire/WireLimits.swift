@@ -30,4 +30,21 @@ public enum WireLimits {
 
     /// Bytes a handshake payload may take (a card plus a few small fields).
     public static let maxHandshakePayloadBytes = 2_048
+
+    /// Longest reaction in bytes of UTF-8. The longest emoji sequences (families, flags of
+    /// subdivisions, with skin tones) take about 35 bytes; a reaction is not a message.
+    public static let maxReactionBytes = 48
+
+    /// Most characters (grapheme clusters) in a reaction: one emoji, or a word like "+1"
+    /// or "lol".
+    public static let maxReactionCharacters = 8
+
+    /// Most different reactions one person may have on one message. Each (reactor,
+    /// reaction, message) counts once, so this bounds what a receiver stores per message
+    /// and peer; an addition beyond it is ignored (acknowledged, not stored).
+    public static let maxReactionsPerReactor = 16
+
+    /// Longest status line in bytes of UTF-8: a short sentence ("in a meeting until 3,
+    /// then at the lab"), shown next to a name, never a message.
+    public static let maxStatusBytes = 140
 }

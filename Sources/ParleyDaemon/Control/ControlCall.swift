@@ -34,6 +34,11 @@ enum ControlCall: Sendable {
     case roomsSetRole(RoomsSetRoleParams)
     case roomsRename(RoomsRenameParams)
     case roomsSetPolicy(RoomsSetPolicyParams)
+    case messagesReply(MessagesReplyParams)
+    case messagesEdit(MessagesEditParams)
+    case messagesDelete(MessagesDeleteParams)
+    case messagesReact(MessagesReactParams)
+    case nodeSetStatus(NodeSetStatusParams)
 
     /// The route table: method name → how its params are decoded. Each entry is keyed by
     /// its params type's own `method`, so a name and its params cannot drift apart; what
@@ -69,7 +74,12 @@ enum ControlCall: Sendable {
             ControlRoute.route(RoomsDeclineParams.self, ControlCall.roomsDecline),
             ControlRoute.route(RoomsSetRoleParams.self, ControlCall.roomsSetRole),
             ControlRoute.route(RoomsRenameParams.self, ControlCall.roomsRename),
-            ControlRoute.route(RoomsSetPolicyParams.self, ControlCall.roomsSetPolicy)
+            ControlRoute.route(RoomsSetPolicyParams.self, ControlCall.roomsSetPolicy),
+            ControlRoute.route(MessagesReplyParams.self, ControlCall.messagesReply),
+            ControlRoute.route(MessagesEditParams.self, ControlCall.messagesEdit),
+            ControlRoute.route(MessagesDeleteParams.self, ControlCall.messagesDelete),
+            ControlRoute.route(MessagesReactParams.self, ControlCall.messagesReact),
+            ControlRoute.route(NodeSetStatusParams.self, ControlCall.nodeSetStatus)
         ].map { ($0.method, $0) })
 
     /// Looks the method up and decodes its params: `methodNotFound` for an unknown method,
@@ -77,10 +87,12 @@ enum ControlCall: Sendable {
     static func decode(_ request: JSONRPCRequest) -> Result<ControlCall, JSONRPCError> {
         if request.method == ControlMethod.removedTrustAcceptChange {
             // It accepted "whatever change is pending", which a second new key could race.
-            return .failure(JSONRPCError(.methodNotFound,
-                "trust.accept_change was removed: a new key is its own peer now; compare the safety number of "
-                    + "`parley trust show NEW-FINGERPRINT` with the person, then `parley trust replace OLD "
-                    + "--new-fingerprint NEW-FINGERPRINT` (trust.replace)"))
+            return .failure(
+                JSONRPCError(
+                    .methodNotFound,
+                    "trust.accept_change was removed: a new key is its own peer now; compare the safety number of "
+                        + "`parley trust show NEW-FINGERPRINT` with the person, then `parley trust replace OLD "
+                        + "--new-fingerprint NEW-FINGERPRINT` (trust.replace)"))
         }
         guard let route = routes[request.method] else { return .failure(.methodNotFound(request.method)) }
         return route.decode(request)

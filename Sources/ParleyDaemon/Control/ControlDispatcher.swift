@@ -117,11 +117,14 @@ struct ControlDispatcher {
             let (rec, moved) = try node.replaceKey(of: old, newFingerprint: p.newFingerprint)
             return .typed(id: id, result: TrustReplaceResult(peer: node.peerInfo(rec), retargeted: moved))
         case .trustAccept(let p):
-            return .typed(id: id, result: TrustPeerResult(peer: node.peerInfo(try node.accept(try node.resolvePeer(p.peer)))))
+            return .typed(
+                id: id, result: TrustPeerResult(peer: node.peerInfo(try node.accept(try node.resolvePeer(p.peer)))))
         case .trustBlock(let p):
-            return .typed(id: id, result: TrustPeerResult(peer: node.peerInfo(try node.block(try node.resolvePeer(p.peer)))))
+            return .typed(
+                id: id, result: TrustPeerResult(peer: node.peerInfo(try node.block(try node.resolvePeer(p.peer)))))
         case .trustUnblock(let p):
-            return .typed(id: id, result: TrustPeerResult(peer: node.peerInfo(try node.unblock(try node.resolvePeer(p.peer)))))
+            return .typed(
+                id: id, result: TrustPeerResult(peer: node.peerInfo(try node.unblock(try node.resolvePeer(p.peer)))))
         case .trustForget(let p):
             let peer = try node.resolvePeer(p.peer)
             try node.forget(peer)
@@ -145,15 +148,36 @@ struct ControlDispatcher {
         case .roomsLeave(let p):
             return try leaveRoom(p, id: id)
         case .roomsAccept(let p):
-            return .typed(id: id, result: RoomResult(room: node.roomInfo(try node.acceptInvitation(node.resolveRoom(p.room)))))
+            return .typed(
+                id: id, result: RoomResult(room: node.roomInfo(try node.acceptInvitation(node.resolveRoom(p.room)))))
         case .roomsDecline(let p):
-            return .typed(id: id, result: RoomResult(room: node.roomInfo(try node.declineInvitation(node.resolveRoom(p.room)))))
+            return .typed(
+                id: id, result: RoomResult(room: node.roomInfo(try node.declineInvitation(node.resolveRoom(p.room)))))
         case .roomsSetRole(let p):
             return try setRole(p, id: id)
         case .roomsRename(let p):
             return try changeRoom(p.room, .rename(p.name), id: id)
         case .roomsSetPolicy(let p):
             return try changeRoom(p.room, .setPolicy(.init(onlyAdminsAdd: p.onlyAdminsAdd)), id: id)
+        case .messagesReply(let p):
+            let stored = try node.reply(to: try node.resolveMessage(p.message), body: p.body)
+            return .typed(id: id, result: MessagesSendResult(message: node.messageInfo(stored)))
+        case .messagesEdit(let p):
+            let updated = try node.perform(.edit(body: p.body), on: try node.resolveMessage(p.message))
+            return .typed(id: id, result: MessageChangeResult(message: node.messageInfo(updated)))
+        case .messagesDelete(let p):
+            let updated = try node.perform(.delete, on: try node.resolveMessage(p.message))
+            return .typed(id: id, result: MessageChangeResult(message: node.messageInfo(updated)))
+        case .messagesReact(let p):
+            let reaction: Reaction
+            do { reaction = try Reaction(p.reaction) } catch { throw ConversationError.invalidReaction(error) }
+            let updated = try node.perform(
+                .reaction(reaction, added: !(p.remove ?? false)),
+                on: try node.resolveMessage(p.message))
+            return .typed(id: id, result: MessageChangeResult(message: node.messageInfo(updated)))
+        case .nodeSetStatus(let p):
+            let (status, told) = try node.setStatus(p.status)
+            return .typed(id: id, result: NodeSetStatusResult(status: status.text, peersNotified: told))
         }
     }
 
@@ -262,8 +286,9 @@ struct ControlDispatcher {
         switch result {
         case .success(let m):
             let online = m.room == nil ? node.isOnline(m.recipient) : nil
-            return .sent(JSONRPCTypedSuccess(
-                id: id, result: MessagesSendResult(message: node.messageInfo(m), peerOnline: online)))
+            return .sent(
+                JSONRPCTypedSuccess(
+                    id: id, result: MessagesSendResult(message: node.messageInfo(m), peerOnline: online)))
         case .failure(let e):
             return .failed(JSONRPCResponse(id: id, error: Self.rpcError(e, node: node)))
         }
@@ -286,6 +311,7 @@ struct ControlDispatcher {
         case let e as NodeError: return rpcError(e, node: node)
         case let e as RoomError: return rpcError(e)
         case let e as ControlFailure: return JSONRPCError(.storageFailed, e.description)
+        case let e as ConversationError: return e.rpcError
         default: return .internalError("\(error)")
         }
     }
@@ -297,8 +323,9 @@ struct ControlDispatcher {
             return .peerAmbiguous(
                 q,
                 candidates: c.map {
-                    PeerCandidate(name: $0.label, fingerprint: Node.fingerprint(ofHex: $0.identity),
-                                  trust: ControlViews.trust($0.trust))
+                    PeerCandidate(
+                        name: $0.label, fingerprint: Node.fingerprint(ofHex: $0.identity),
+                        trust: ControlViews.trust($0.trust))
                 })
         case .peerBlocked, .peerAwaitingApproval, .peerReplaced: return JSONRPCError(.peerNotTrusted, e.description)
         case .bodyTooLarge(let n): return .bodyTooLarge(bytes: n, maxBytes: WireLimits.maxBodyBytes)

@@ -29,14 +29,47 @@ extension Node {
     }
 
     func messageInfo(_ m: StoredMessage) -> MessageInfo {
-        withRoom(MessageInfo(id: m.id,
-                    from: Node.fingerprint(ofHex: m.sender), fromName: displayName(of: m.sender),
-                    to: Node.fingerprint(ofHex: m.recipient), toName: displayName(of: m.recipient),
-                    direction: m.direction == .incoming ? .incoming : .outgoing,
-                    sequence: Int(m.sequence), createdAt: Int(m.createdAt), body: m.body,
-                    state: ParleyControlProtocol.MessageState(rawValue: m.state.rawValue) ?? .queued,
-                    deliveredAt: m.deliveredAt.map { Int($0) }, cursor: Int(m.rowID),
-                    readAt: m.readAt.map { Int($0) }), m)
+        withRoom(
+            MessageInfo(
+                id: m.id,
+                from: Node.fingerprint(ofHex: m.sender), fromName: displayName(of: m.sender),
+                to: Node.fingerprint(ofHex: m.recipient), toName: displayName(of: m.recipient),
+                direction: m.direction == .incoming ? .incoming : .outgoing,
+                sequence: Int(m.sequence), createdAt: Int(m.createdAt), body: m.body,
+                state: ParleyControlProtocol.MessageState(rawValue: m.state.rawValue) ?? .queued,
+                deliveredAt: m.deliveredAt.map { Int($0) }, cursor: Int(m.rowID),
+                readAt: m.readAt.map { Int($0) }, replyTo: quote(of: m),
+                editedAt: m.editedAt.map { Int($0) }, deletedAt: m.deletedAt.map { Int($0) },
+                reactions: reactions(on: m)), m)
+    }
+
+    /// What a reply shows of the message it answers (looked up by id in the same
+    /// conversation; unknown here: only the id).
+    private func quote(of m: StoredMessage) -> MessageQuote? {
+        guard let id = m.replyTo else { return nil }
+        // Same conversation: the same room, or the same direct peer.
+        let quoted = ((try? store.messages(idPrefix: id, limit: 4)) ?? []).first {
+            $0.id == id && $0.room == m.room && (m.room != nil || $0.peer == m.peer)
+        }
+        guard let quoted else { return MessageQuote(id: id, fromName: nil, excerpt: nil, deleted: false) }
+        let excerpt = String(quoted.body.prefix(ControlLimits.maxQuoteExcerptCharacters))
+        return MessageQuote(
+            id: id, fromName: displayName(of: quoted.sender), excerpt: excerpt,
+            deleted: quoted.deletedAt != nil)
+    }
+
+    private func reactions(on m: StoredMessage) -> [MessageReaction] {
+        guard let rows = (try? store.reactions(onRows: [m.rowID]))?[m.rowID], !rows.isEmpty else { return [] }
+        var order: [String] = []
+        var by: [String: [String]] = [:]
+        for r in rows {
+            if by[r.reaction] == nil { order.append(r.reaction) }
+            by[r.reaction, default: []].append(r.reactor)
+        }
+        return order.map { text in
+            let who = by[text] ?? []
+            return MessageReaction(reaction: text, fromNames: who.map(displayName(of:)), mine: who.contains(myIdentity))
+        }
     }
 
     /// The safety number of this node's key and `identity`'s (the same on both sides).
@@ -47,23 +80,29 @@ extension Node {
 
     func nameClashInfo(_ identity: String) -> NameClashInfo? {
         guard let key = IdentityPublicKey(hex: identity), let clash = nameClash(of: key) else { return nil }
-        return NameClashInfo(kind: clash.kind == .sameName ? .sameName : .confusable,
-                             with: clash.with.map { other in
-                                 let rec = peerRecord(other.hex)
-                                 return PeerCandidate(name: rec?.label ?? "", fingerprint: other.fingerprintText,
-                                                      trust: rec.map { ControlViews.trust($0.trust) })
-                             })
+        return NameClashInfo(
+            kind: clash.kind == .sameName ? .sameName : .confusable,
+            with: clash.with.map { other in
+                let rec = peerRecord(other.hex)
+                return PeerCandidate(
+                    name: rec?.label ?? "", fingerprint: other.fingerprintText,
+                    trust: rec.map { ControlViews.trust($0.trust) })
+            })
     }
 
     func peerInfo(_ rec: PeerRecord, queued: [String: Int]? = nil, unread: [String: Int]? = nil) -> PeerInfo {
         let q = queued ?? ((try? store.pendingRecipients()) ?? [:])
         let u = unread ?? ((try? store.unreadCounts()) ?? [:])
-        return PeerInfo(name: rec.displayName, host: rec.hostName,
-                        fingerprint: Node.fingerprint(ofHex: rec.identity), identityKey: rec.identity,
-                        online: isOnline(rec.identity), addresses: addresses(of: rec.identity),
-                        trust: ControlViews.trust(rec.trust), safetyNumber: safetyNumber(with: rec.identity),
-                        lastSeen: Int(rec.lastSeen), queued: q[rec.identity] ?? 0,
-                        unread: u[rec.identity] ?? 0, nickname: rec.nickname, nameClash: nameClashInfo(rec.identity))
+        return PeerInfo(
+            name: rec.displayName, host: rec.hostName,
+            fingerprint: Node.fingerprint(ofHex: rec.identity), identityKey: rec.identity,
+            online: isOnline(rec.identity), addresses: addresses(of: rec.identity),
+            trust: ControlViews.trust(rec.trust), safetyNumber: safetyNumber(with: rec.identity),
+            lastSeen: Int(rec.lastSeen), queued: q[rec.identity] ?? 0,
+            unread: u[rec.identity] ?? 0, nickname: rec.nickname, nameClash: nameClashInfo(rec.identity),
+            status: IdentityPublicKey(hex: rec.identity).flatMap { peerStatuses[$0] }.flatMap {
+                $0.isEmpty ? nil : $0.text
+            })
     }
 
     /// `trust.show`: everything a person needs to decide about this key.
@@ -72,11 +111,13 @@ extension Node {
         let digits = info.safetyNumber.filter(\.isNumber)
         let peerFP = IdentityPublicKey(hex: rec.identity).map { Fingerprint($0).compact } ?? rec.identity
         let previous = try previousKeys(of: rec).map {
-            PreviousKeyInfo(fingerprint: Node.fingerprint(ofHex: $0.identity), name: $0.displayName,
-                            firstSeen: Int($0.firstSeen), lastSeen: Int($0.lastSeen))
+            PreviousKeyInfo(
+                fingerprint: Node.fingerprint(ofHex: $0.identity), name: $0.displayName,
+                firstSeen: Int($0.firstSeen), lastSeen: Int($0.lastSeen))
         }
-        return TrustShowResult(peer: info, yourFingerprint: fingerprint.description,
-                               qrText: "parley:\(fingerprint.compact):\(peerFP):\(digits)", previousKeys: previous)
+        return TrustShowResult(
+            peer: info, yourFingerprint: fingerprint.description,
+            qrText: "parley:\(fingerprint.compact):\(peerFP):\(digits)", previousKeys: previous)
     }
 
     func peerInfos() throws(ControlFailure) -> [PeerInfo] {

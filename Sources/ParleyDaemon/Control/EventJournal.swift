@@ -100,8 +100,9 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
         var ids: [Int64?] = Array(repeating: nil, count: batch.count)
         do {
             let stored = try batch.map { e in
-                NewJournalEvent(at: now, method: e.method, peer: e.peer, messageRowID: e.messageRowID,
-                                params: e.messageRowID == nil ? try CanonicalJSON.encode(e.params) : nil)
+                NewJournalEvent(
+                    at: now, method: e.method, peer: e.peer, messageRowID: e.messageRowID,
+                    params: e.messageRowID == nil ? try CanonicalJSON.encode(e.params) : nil)
             }
             let assigned = try node.store.appendEvents(stored)
             ids = assigned.map { Optional($0) }
@@ -118,7 +119,9 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
             }
         }
         appendedSincePrune += batch.count
-        if appendedSincePrune >= limits.pruneEveryEvents || now - lastPruneAt >= limits.pruneEveryMilliseconds { prune() }
+        if appendedSincePrune >= limits.pruneEveryEvents || now - lastPruneAt >= limits.pruneEveryMilliseconds {
+            prune()
+        }
     }
 
     /// One notification's JSON text: the event's params with its `eventId` added.
@@ -131,8 +134,9 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
         appendedSincePrune = 0
         lastPruneAt = now
         do {
-            prunedThrough = try node.store.pruneEvents(keepLast: limits.maxKeptEvents,
-                                                       notBefore: now - limits.maxKeptAgeMilliseconds)
+            prunedThrough = try node.store.pruneEvents(
+                keepLast: limits.maxKeptEvents,
+                notBefore: now - limits.maxKeptAgeMilliseconds)
         } catch {
             node.log.error("could not prune the event journal", ["error": "\(error)"])
         }
@@ -150,13 +154,23 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
             return messageEvent(ControlEvent.messageRead, m)
         case .messageRefused(let m, _):
             return messageEvent(ControlEvent.messageRefused, m)
+        case .messageUpdated(let m):
+            return messageEvent(ControlEvent.messageUpdated, m)
+        case let .peerStatus(identity, status):
+            return Rendered(
+                method: ControlEvent.peerStatus, peer: identity, messageRowID: nil,
+                params: PeerStatusEvent(
+                    fingerprint: Node.fingerprint(ofHex: identity),
+                    name: node.displayName(of: identity), status: status))
         case .peerOnline(let id), .peerOffline(let id):
             guard let rec = try? node.store.peer(identity: id) else { return nil }
             let info = node.peerInfo(rec)
             if case .peerOnline = event {
-                return Rendered(method: ControlEvent.peerOnline, peer: id, messageRowID: nil, params: PeerOnlineEvent(peer: info))
+                return Rendered(
+                    method: ControlEvent.peerOnline, peer: id, messageRowID: nil, params: PeerOnlineEvent(peer: info))
             }
-            return Rendered(method: ControlEvent.peerOffline, peer: id, messageRowID: nil, params: PeerOfflineEvent(peer: info))
+            return Rendered(
+                method: ControlEvent.peerOffline, peer: id, messageRowID: nil, params: PeerOfflineEvent(peer: info))
         case let .newPeer(rec, address):
             let e = PeerNewEvent(
                 name: node.displayName(of: rec.identity), fingerprint: Node.fingerprint(ofHex: rec.identity),
@@ -165,8 +179,9 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
             return Rendered(method: ControlEvent.peerNew, peer: rec.identity, messageRowID: nil, params: e)
         case .roomUpdated(let room):
             // Filtered by room id: `messages.subscribe` with "#room" follows the room.
-            return Rendered(method: ControlEvent.roomUpdated, peer: room.id, messageRowID: nil,
-                            params: RoomUpdatedEvent(room: node.roomInfo(room)))
+            return Rendered(
+                method: ControlEvent.roomUpdated, peer: room.id, messageRowID: nil,
+                params: RoomUpdatedEvent(room: node.roomInfo(room)))
         }
     }
 
@@ -184,7 +199,8 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
         case ControlEvent.messageReceived:
             return MessageReceivedEvent(message: node.messageInfo(m))
         case ControlEvent.messageDelivered:
-            return MessageDeliveredEvent(id: m.id, to: Node.fingerprint(ofHex: m.recipient), deliveredAt: Int(m.deliveredAt ?? 0))
+            return MessageDeliveredEvent(
+                id: m.id, to: Node.fingerprint(ofHex: m.recipient), deliveredAt: Int(m.deliveredAt ?? 0))
         case ControlEvent.messageRead:
             return MessageReadEvent(id: m.id, to: Node.fingerprint(ofHex: m.recipient), readAt: Int(m.readAt ?? 0))
         case ControlEvent.messageRefused:
@@ -193,6 +209,10 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
             let reason = RefusalReason(rawValue: UInt8(clamping: r.reason)) ?? .unknown
             return MessageRefusedEvent(id: m.id, to: Node.fingerprint(ofHex: m.recipient), reason: "\(reason)",
                                        text: reason.description, refusedAt: Int(r.at))
+        case ControlEvent.messageUpdated:
+            // Rendered from the message as it is now: a replayed edit event after a delete
+            // shows the tombstone, never the erased text.
+            return MessageUpdatedEvent(message: node.messageInfo(m))
         default:
             return nil
         }
@@ -203,8 +223,9 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
     /// Why a subscription cannot resume after `since`, or nil if it can.
     func resumeProblem(since: Int) -> JSONRPCError? {
         if Int64(since) > lastEventID {
-            return .invalidParams("\"since\" (\(since)) is newer than the newest event (\(lastEventID)): "
-                + "the id comes from another daemon or a reset store; subscribe without \"since\"")
+            return .invalidParams(
+                "\"since\" (\(since)) is newer than the newest event (\(lastEventID)): "
+                    + "the id comes from another daemon or a reset store; subscribe without \"since\"")
         }
         if Int64(since) < prunedThrough {
             return .eventsExpired(since: since, prunedThrough: Int(prunedThrough), lastEventId: Int(lastEventID))
@@ -228,7 +249,9 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
                 guard let m = rows[row], let p = messageParams(e.method, m) else { continue }
                 line = Self.line(method: e.method, params: p, eventID: stored.id)
             } else {
-                guard let bytes = e.params, var members = (try? JSONValue(parsing: bytes))?.objectValue else { continue }
+                guard let bytes = e.params, var members = (try? JSONValue(parsing: bytes))?.objectValue else {
+                    continue
+                }
                 // Added to the tree here, not by `ParamsWithEventID`: a stored tree is
                 // encoded as one value, and a keyed container must not follow it.
                 members[ControlEvent.eventIDKey] = .int(Int(stored.id))

@@ -19,6 +19,9 @@ protocol PeerConnectionDelegate: AnyObject {
     func connection(_ connection: PeerConnection, announcedListenPorts ports: [UInt16])
     /// Room operations and room chats of one read, in arrival order.
     func connection(_ connection: PeerConnection, receivedRoomTraffic records: [RoomTraffic])
+    /// Edits, deletes and reactions of one read, after its chats.
+    func connection(_ connection: PeerConnection, receivedActions actions: [MessageActionRecord])
+    func connection(_ connection: PeerConnection, receivedStatus status: PresenceStatus)
     func connectionBecameWritable(_ connection: PeerConnection)
     func connectionClosed(_ connection: PeerConnection, error: Error?)
 }
@@ -44,6 +47,8 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     private(set) var established: SessionHandshake.Established?
     /// The verified peer's identity, once the handshake finished.
     var remoteIdentityKey: IdentityPublicKey? { established?.remoteCard.identityKey }
+    /// What the peer's handshake announced it understands (empty before the handshake).
+    var remoteFeatures: ProtocolFeatures { established?.remoteFeatures ?? [] }
 
     weak var delegate: PeerConnectionDelegate?
     private var state: State = .idle
@@ -56,6 +61,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     private var decoder = RecordStreamDecoder()
     private var flushScheduled = false
     private var pendingChats: [ChatRecord] = []
+    private var pendingActions: [MessageActionRecord] = []
     private var pendingAcks: [MessageID] = []
     private var pendingReadReceipts: [MessageID] = []
     private var pendingRefusals: [(RefusalReason, [MessageID])] = []
@@ -77,8 +83,11 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     /// The reason the peer gave in its close record, if it sent one.
     private(set) var remoteCloseReason: CloseReason?
 
-    init(direction: ConnectionDirection, handshakeTimeout: TimeAmount, now: @escaping () -> NIODeadline = NIODeadline.now,
-         makeHandshake: @escaping () -> SessionHandshake) {
+    init(
+        direction: ConnectionDirection, handshakeTimeout: TimeAmount,
+        now: @escaping () -> NIODeadline = NIODeadline.now,
+        makeHandshake: @escaping () -> SessionHandshake
+    ) {
         self.direction = direction
         self.now = now
         self.lastReceived = now()
@@ -141,6 +150,8 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
                     handshakeTimer?.cancel()
                     handshakeTimer = nil
                     self.established = est
+                    // Optional records are read only from a peer that announced them.
+                    decoder.peerFeatures = est.remoteFeatures
                     state = .established(est.transport)
                     if let final {
                         writeFrame(final, context: context)
@@ -190,6 +201,8 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
             closeChannel()
         case .roomOperation(let op): pendingRoomTraffic.append(.operation(op))
         case .roomChat(let c): pendingRoomTraffic.append(.chat(c))
+        case .messageAction(let a): pendingActions.append(a)
+        case .status(let s): delegate?.connection(self, receivedStatus: s)
         case .listenPorts(let ports): delegate?.connection(self, announcedListenPorts: ports)
         case .unknown: break
         }
@@ -205,6 +218,11 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
             let chats = pendingChats
             pendingChats.removeAll(keepingCapacity: true)
             delegate?.connection(self, received: chats)
+        }
+        if !pendingActions.isEmpty {
+            let actions = pendingActions
+            pendingActions.removeAll(keepingCapacity: true)
+            delegate?.connection(self, receivedActions: actions)
         }
         if !pendingRoomTraffic.isEmpty {
             let traffic = pendingRoomTraffic

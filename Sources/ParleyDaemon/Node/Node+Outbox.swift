@@ -17,14 +17,17 @@ extension Node {
         let roomWork = store.roomOutboxesMayHaveWork
         if roomWork { pumpRoomOperations(conn, peer: peer) }
         defer { if roomWork { pumpRoomMessages(conn, peer: peer) } }
+        // Edits, deletes and reactions after the direct messages they may name.
+        defer { pumpActions(conn, peer: peer) }
         let handle = ObjectIdentifier(conn)
         guard let window = links[handle]?.window, window.freeSlots > 0,
-              outbox.mayHaveUnsent(for: peer, sentThrough: window.directSentThrough)
+            outbox.mayHaveUnsent(for: peer, sentThrough: window.directSentThrough)
         else { return }
         let pending: [StoredMessage]
         do {
-            pending = try store.pendingOutgoing(to: peer.hex, afterSequence: window.directSentThrough,
-                                                limit: window.freeSlots)
+            pending = try store.pendingOutgoing(
+                to: peer.hex, afterSequence: window.directSentThrough,
+                limit: window.freeSlots)
         } catch {
             log.error("could not read the outbox", ["error": "\(error)"])
             return
@@ -32,14 +35,21 @@ extension Node {
         let now = clock.monotonicNow()
         for m in pending {
             guard let id = MessageID(hex: m.id) else { continue }
-            guard links[handle]?.window.admit(id, bytes: m.body.utf8.count, lane: .direct, sequence: m.sequence,
-                                              now: now) == true
+            guard
+                links[handle]?.window.admit(
+                    id, bytes: m.body.utf8.count, lane: .direct, sequence: m.sequence,
+                    now: now) == true
             else {
                 if links[handle]?.window.freeSlots == 0 { break }
                 continue
             }
-            conn.send(.chat(ChatRecord(id: id, sequence: UInt64(max(0, m.sequence)),
-                                       createdAt: UInt64(max(0, m.createdAt)), body: m.body)))
+            // A peer that predates replies gets the reply as a plain chat (it would skip 0x09).
+            let replyTo = conn.remoteFeatures.contains(.conversation) ? m.replyTo.flatMap { MessageID(hex: $0) } : nil
+            conn.send(
+                .chat(
+                    ChatRecord(
+                        id: id, sequence: UInt64(max(0, m.sequence)),
+                        createdAt: UInt64(max(0, m.createdAt)), body: m.body, replyTo: replyTo)))
         }
     }
 
@@ -55,14 +65,16 @@ extension Node {
     /// Queues several messages in ONE transaction (one fsync): a pipelining client's
     /// requests from one read are committed together, and each is answered only after
     /// that commit. Invalid ones fail alone; a storage failure fails all of them.
-    func sendMany(_ items: [(PeerRecord, String)]) -> [Result<StoredMessage, NodeError>] {
+    func sendMany(_ items: [(PeerRecord, String)], replyTo: String? = nil) -> [Result<StoredMessage, NodeError>] {
         loop.preconditionInEventLoop()
         var results = [Result<StoredMessage, NodeError>?](repeating: nil, count: items.count)
         var batch: [NewOutgoingMessage] = []
         var batchIndex: [Int] = []
         if outbox.needsCounts, let counts = try? store.pendingRecipients() {
-            outbox.loadCounts(Dictionary(counts.compactMap { k, v in IdentityPublicKey(hex: k).map { ($0, v) } },
-                                         uniquingKeysWith: +))
+            outbox.loadCounts(
+                Dictionary(
+                    counts.compactMap { k, v in IdentityPublicKey(hex: k).map { ($0, v) } },
+                    uniquingKeysWith: +))
         }
         var planned: [IdentityPublicKey: Int] = [:]
         let now = nowMs
@@ -89,7 +101,10 @@ extension Node {
                 continue
             }
             planned[key, default: 0] += 1
-            batch.append(NewOutgoingMessage(id: MessageID.random().hex, recipient: peer.identity, body: body, createdAt: now))
+            batch.append(
+                NewOutgoingMessage(
+                    id: MessageID.random().hex, recipient: peer.identity, body: body, createdAt: now,
+                    replyTo: replyTo))
             batchIndex.append(i)
         }
         if !batch.isEmpty {
@@ -98,7 +113,9 @@ extension Node {
                 for (k, m) in stored.enumerated() where k < batchIndex.count { results[batchIndex[k]] = .success(m) }
                 var newest: [IdentityPublicKey: Int64] = [:]
                 for m in stored {
-                    if let key = IdentityPublicKey(hex: m.recipient) { newest[key] = max(newest[key] ?? m.sequence, m.sequence) }
+                    if let key = IdentityPublicKey(hex: m.recipient) {
+                        newest[key] = max(newest[key] ?? m.sequence, m.sequence)
+                    }
                 }
                 for (peer, n) in planned { outbox.queued(n, for: peer, newestSequence: newest[peer] ?? 0) }
                 for peer in planned.keys { if let conn = activeConnection(for: peer) { pump(conn) } }
@@ -121,9 +138,10 @@ extension Node {
         guard !chats.isEmpty else { return }
         sessions.promote(sender)  // no longer a stranger (SessionTable's eviction order)
         let incoming = chats.map {
-            IncomingMessage(id: $0.id.hex, sender: sender.hex, recipient: myIdentity,
-                            sequence: Int64(clamping: $0.sequence), createdAt: Int64(clamping: $0.createdAt),
-                            body: $0.body)
+            IncomingMessage(
+                id: $0.id.hex, sender: sender.hex, recipient: myIdentity,
+                sequence: Int64(clamping: $0.sequence), createdAt: Int64(clamping: $0.createdAt),
+                body: $0.body, replyTo: $0.replyTo?.hex)
         }
         let results: [(message: StoredMessage, isNew: Bool)]
         do {
@@ -158,8 +176,10 @@ extension Node {
             outbox.delivered(changed.count, by: peer)
             for m in changed { emit(.messageDelivered(m)) }
         } catch {
-            log.error("could not record delivery; the messages will be sent again and de-duplicated", ["error": "\(error)"])
+            log.error(
+                "could not record delivery; the messages will be sent again and de-duplicated", ["error": "\(error)"])
         }
+        actionsAcknowledged(ack.actionItems + ack.unknown, by: peer)
         roomTrafficAcknowledged(ack.roomItems + ack.unknown, by: peer)
         pump(conn)
     }

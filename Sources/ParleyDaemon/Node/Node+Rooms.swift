@@ -24,7 +24,9 @@ extension Node {
                 log.warning("stored room operation does not decode; ignored", ["room": id.hex, "error": "\(error)"])
             }
         }
-        if let rec = try store.room(id: id.hex), let hash = RoomOperationHash(hex: rec.root), let root = entry.operations[hash] {
+        if let rec = try store.room(id: id.hex), let hash = RoomOperationHash(hex: rec.root),
+            let root = entry.operations[hash]
+        {
             entry.root = root
             entry.state = RoomResolver.resolve(root: root, operations: Array(entry.operations.values))
         }
@@ -51,8 +53,9 @@ extension Node {
         if case .create = op.change, let root = entry.root, root.hash != op.hash {
             // The room id is the create's hash: another create cannot name it (short of a
             // 128-bit collision), so this is a forgery or a bug.
-            attackLog.log(key: "room-create:" + op.roomID.hex, "a second create for a known room refused",
-                          ["room": op.roomID.hex, "from": source, "actor": Fingerprint(op.actor).description])
+            attackLog.log(
+                key: "room-create:" + op.roomID.hex, "a second create for a known room refused",
+                ["room": op.roomID.hex, "from": source, "actor": Fingerprint(op.actor).description])
             return false
         }
         if entry.root == nil, let peer { return try acceptUnknownRoomOperation(op, from: peer) }
@@ -65,9 +68,10 @@ extension Node {
                 $0.actor == op.actor && [.removedConcurrently, .overruled].contains(before?.rejected[$0.hash])
             }.count
             let invitations = before == nil ? try store.invitationCount(from: peer.hex) : 0
-            let verdict = RoomAdmission.verdict(for: op, before: before, after: after, me: myIdentityKey,
-                                                operationCount: entry.operations.count, unappliedByActor: unapplied,
-                                                invitationsFromSender: invitations)
+            let verdict = RoomAdmission.verdict(
+                for: op, before: before, after: after, me: myIdentityKey,
+                operationCount: entry.operations.count, unappliedByActor: unapplied,
+                invitationsFromSender: invitations)
             switch verdict {
             case .keep, .invitation:
                 break
@@ -75,16 +79,21 @@ extension Node {
                 holdWaitingRoomOperation(op, from: peer)
                 return false
             case let .refuse(why, detail):
-                attackLog.log(key: "room-refused:\(why.rawValue):" + peer.hex, "room operation refused",
-                              ["room": op.roomID.hex, "from": source, "why": why.rawValue, "detail": detail])
+                attackLog.log(
+                    key: "room-refused:\(why.rawValue):" + peer.hex, "room operation refused",
+                    ["room": op.roomID.hex, "from": source, "why": why.rawValue, "detail": detail])
                 return false
             }
         }
         guard let root, let after else { return false }  // only a peer's operation can lack a root: it waited
         let now = nowMs
-        guard try store.insertRoomOperation(StoredRoomOperation(hash: op.hash.hex, room: op.roomID.hex,
-                                                                sequence: Int64(clamping: op.sequence),
-                                                                encoded: op.encoded()), at: now) else {
+        guard
+            try store.insertRoomOperation(
+                StoredRoomOperation(
+                    hash: op.hash.hex, room: op.roomID.hex,
+                    sequence: Int64(clamping: op.sequence),
+                    encoded: op.encoded()), at: now)
+        else {
             entry.operations[op.hash] = op
             roomBook.entries[op.roomID] = entry
             return false
@@ -94,14 +103,27 @@ extension Node {
         entry.state = after
         roomBook.entries[op.roomID] = entry
         if let reason = after.rejected[op.hash] {
-            log.info("room operation kept but not applied", ["room": op.roomID.hex, "from": source, "reason": reason.rawValue])
+            log.info(
+                "room operation kept but not applied",
+                ["room": op.roomID.hex, "from": source, "reason": reason.rawValue])
         }
         let previous = try store.room(id: op.roomID.hex)
         try saveRoomState(after, previous: previous, deliveredBy: peer, now: now)
         try distribute(op, before: before, after: after, from: peer, entry: entry, now: now)
-        if let rec = try store.room(id: op.roomID.hex), rec != previous.map({ var p = $0; p.updatedAt = rec.updatedAt; return p }) {
-            log.info("room updated", ["room": after.name, "id": after.roomID.hex, "version": "\(after.version)",
-                                      "members": "\(after.members.count)", "status": rec.status.rawValue])
+        if let rec = try store.room(id: op.roomID.hex),
+            rec
+                != previous.map({
+                    var p = $0
+                    p.updatedAt = rec.updatedAt
+                    return p
+                })
+        {
+            log.info(
+                "room updated",
+                [
+                    "room": after.name, "id": after.roomID.hex, "version": "\(after.version)",
+                    "members": "\(after.members.count)", "status": rec.status.rawValue
+                ])
             emit(.roomUpdated(rec))
         }
         try retryWaiting(room: op.roomID)
@@ -112,7 +134,9 @@ extension Node {
     /// room the same peer sent (held in memory), it is an invitation once they name this
     /// node; then the create and every operation of the log that is in the graph are
     /// stored at once. Until then it waits, bounded (`RoomAdmission`).
-    private func acceptUnknownRoomOperation(_ op: RoomOperation, from peer: IdentityPublicKey) throws(StoreError) -> Bool {
+    private func acceptUnknownRoomOperation(_ op: RoomOperation, from peer: IdentityPublicKey) throws(StoreError)
+        -> Bool
+    {
         let held = roomBook.waiting[peer, default: []].map(\.op).filter { $0.roomID == op.roomID && $0.hash != op.hash }
         let batch = held + [op]
         // Resolving is quadratic in the log: only worth it once something names this node.
@@ -122,24 +146,29 @@ extension Node {
             return o.target == me
         }
         guard namesMe, let root = batch.first(where: { $0.kind == .create }),
-              let state = RoomResolver.resolve(root: root, operations: batch) else {
+            let state = RoomResolver.resolve(root: root, operations: batch)
+        else {
             holdWaitingRoomOperation(op, from: peer)
             return false
         }
         // Stale invitations go first, so they do not count against the peer's share.
-        for id in try store.forgetInvitations(before: nowMs - Int64(RoomAdmission.invitationLifetimeDays) * 86_400_000) {
+        for id in try store.forgetInvitations(before: nowMs - Int64(RoomAdmission.invitationLifetimeDays) * 86_400_000)
+        {
             if let rid = RoomID(hex: id) { roomBook.entries[rid] = nil }
-            log.info("unanswered room invitation forgotten", ["id": id, "days": "\(RoomAdmission.invitationLifetimeDays)"])
+            log.info(
+                "unanswered room invitation forgotten", ["id": id, "days": "\(RoomAdmission.invitationLifetimeDays)"])
         }
-        let verdict = RoomAdmission.verdict(for: op, before: nil, after: state, me: myIdentityKey, operationCount: 0,
-                                            unappliedByActor: 0, invitationsFromSender: try store.invitationCount(from: peer.hex))
+        let verdict = RoomAdmission.verdict(
+            for: op, before: nil, after: state, me: myIdentityKey, operationCount: 0,
+            unappliedByActor: 0, invitationsFromSender: try store.invitationCount(from: peer.hex))
         switch verdict {
         case .wait, .keep:
             holdWaitingRoomOperation(op, from: peer)
             return false
         case let .refuse(why, detail):
-            attackLog.log(key: "room-refused:\(why.rawValue):" + peer.hex, "room operation refused",
-                          ["room": op.roomID.hex, "from": peer.fingerprintText, "why": why.rawValue, "detail": detail])
+            attackLog.log(
+                key: "room-refused:\(why.rawValue):" + peer.hex, "room operation refused",
+                ["room": op.roomID.hex, "from": peer.fingerprintText, "why": why.rawValue, "detail": detail])
             roomBook.waiting[peer] = roomBook.waiting[peer]?.filter { $0.op.roomID != op.roomID }
             return false
         case .invitation:
@@ -150,9 +179,11 @@ extension Node {
         let now = nowMs
         var entry = RoomBook.Entry()
         for o in keep {
-            _ = try store.insertRoomOperation(StoredRoomOperation(hash: o.hash.hex, room: o.roomID.hex,
-                                                                  sequence: Int64(clamping: o.sequence),
-                                                                  encoded: o.encoded()), at: now)
+            _ = try store.insertRoomOperation(
+                StoredRoomOperation(
+                    hash: o.hash.hex, room: o.roomID.hex,
+                    sequence: Int64(clamping: o.sequence),
+                    encoded: o.encoded()), at: now)
             entry.operations[o.hash] = o
         }
         entry.root = root
@@ -161,8 +192,12 @@ extension Node {
         roomBook.waiting[peer] = roomBook.waiting[peer]?.filter { !entry.operations.keys.contains($0.op.hash) }
         try saveRoomState(state, previous: nil, deliveredBy: peer, now: now)
         if let rec = try store.room(id: op.roomID.hex) {
-            log.info("room invitation", ["room": state.name, "id": state.roomID.hex, "from": peer.fingerprintText,
-                                         "members": "\(state.members.count)"])
+            log.info(
+                "room invitation",
+                [
+                    "room": state.name, "id": state.roomID.hex, "from": peer.fingerprintText,
+                    "members": "\(state.members.count)"
+                ])
             emit(.roomUpdated(rec))
         }
         try retryWaiting(room: op.roomID)
@@ -176,17 +211,21 @@ extension Node {
         return .left
     }
 
-    private func saveRoomState(_ s: RoomState, previous: RoomRecord?, deliveredBy peer: IdentityPublicKey?,
-                               now: Int64) throws(StoreError) {
+    private func saveRoomState(
+        _ s: RoomState, previous: RoomRecord?, deliveredBy peer: IdentityPublicKey?,
+        now: Int64
+    ) throws(StoreError) {
         let status = status(in: s, previous: previous)
         let inviter = status == .invited ? (previous?.status == .invited ? previous?.inviter : peer?.hex) : nil
         var roles: [String: RoomRole] = [:]
         for (k, r) in s.roles { roles[k.hex] = r }
-        try store.saveRoom(RoomRecord(id: s.roomID.hex, root: s.root.hex, name: s.name, creator: s.creator.hex,
-                                      createdAt: Int64(clamping: s.createdAt), version: Int64(clamping: s.version),
-                                      members: s.members.map(\.hex), status: status, roles: roles,
-                                      joined: s.joined.map(\.hex), onlyAdminsAdd: s.policy.onlyAdminsAdd,
-                                      inviter: inviter, updatedAt: now))
+        try store.saveRoom(
+            RoomRecord(
+                id: s.roomID.hex, root: s.root.hex, name: s.name, creator: s.creator.hex,
+                createdAt: Int64(clamping: s.createdAt), version: Int64(clamping: s.version),
+                members: s.members.map(\.hex), status: status, roles: roles,
+                joined: s.joined.map(\.hex), onlyAdminsAdd: s.policy.onlyAdminsAdd,
+                inviter: inviter, updatedAt: now))
     }
 
     /// Holds an operation whose parent has not arrived, in memory and bounded per peer
@@ -197,8 +236,9 @@ extension Node {
             now - $0.since < .seconds(RoomAdmission.waitingTimeoutSeconds) && $0.op.hash != op.hash
         }
         guard list.count < RoomAdmission.maxWaitingPerSender else {
-            attackLog.log(key: "room-waiting:" + peer.hex, "room operation dropped: too many waiting for a parent",
-                          ["room": op.roomID.hex, "from": peer.fingerprintText, "limit": "\(RoomAdmission.maxWaitingPerSender)"])
+            attackLog.log(
+                key: "room-waiting:" + peer.hex, "room operation dropped: too many waiting for a parent",
+                ["room": op.roomID.hex, "from": peer.fingerprintText, "limit": "\(RoomAdmission.maxWaitingPerSender)"])
             roomBook.waiting[peer] = list
             return
         }
@@ -230,8 +270,10 @@ extension Node {
 
     /// Queues the operation (and, for newcomers, the whole log) as `RoomDistribution` says,
     /// then pumps the sessions of everyone who got something.
-    private func distribute(_ op: RoomOperation, before: RoomState?, after: RoomState, from peer: IdentityPublicKey?,
-                            entry: RoomBook.Entry, now: Int64) throws(StoreError) {
+    private func distribute(
+        _ op: RoomOperation, before: RoomState?, after: RoomState, from peer: IdentityPublicKey?,
+        entry: RoomBook.Entry, now: Int64
+    ) throws(StoreError) {
         let plan = RoomDistribution.plan(for: op, before: before, after: after, me: myIdentityKey, receivedFrom: peer)
         try store.queueRoomOperations([op.hash.hex], for: plan.operationTo.map(\.hex), at: now)
         if !plan.wholeLogTo.isEmpty {
@@ -249,11 +291,14 @@ extension Node {
         loop.preconditionInEventLoop()
         for p in members { if let refusal = sendRefusal(p) { throw refusal } }
         let keys = try members.map { try IdentityPublicKey(bytes: Sodium.fromHex($0.identity) ?? []) }
-        guard Set(keys + [myIdentityKey]).count <= RoomLimits.maxMembers else { throw RoomError.tooManyMembers(RoomLimits.maxMembers) }
+        guard Set(keys + [myIdentityKey]).count <= RoomLimits.maxMembers else {
+            throw RoomError.tooManyMembers(RoomLimits.maxMembers)
+        }
         let op: RoomOperation
         do {
-            op = try RoomOperation.create(name: name, members: keys, policy: .init(onlyAdminsAdd: onlyAdminsAdd),
-                                          by: self.keys.identity, createdAt: UInt64(max(0, nowMs)))
+            op = try RoomOperation.create(
+                name: name, members: keys, policy: .init(onlyAdminsAdd: onlyAdminsAdd),
+                by: self.keys.identity, createdAt: UInt64(max(0, nowMs)))
         } catch { throw RoomError.invalid(error.description) }
         let rec = try storing { () throws(StoreError) in
             try acceptRoomOperation(op, from: nil)
@@ -281,8 +326,9 @@ extension Node {
         guard entry.operations.count < RoomLimits.maxOperationsPerRoom else { throw RoomError.tooManyOperations(room) }
         let op: RoomOperation
         do {
-            op = try RoomOperation.change(change, roomID: id, after: state.heads, by: keys.identity,
-                                          createdAt: UInt64(max(0, nowMs)))
+            op = try RoomOperation.change(
+                change, roomID: id, after: state.heads, by: keys.identity,
+                createdAt: UInt64(max(0, nowMs)))
         } catch { throw RoomError.invalid(error.description) }
         let trial = RoomResolver.resolve(root: root, operations: Array(entry.operations.values) + [op])
         if let why = trial?.rejected[op.hash] { throw RoomError.refused(room, change, why) }
@@ -306,23 +352,30 @@ extension Node {
     }
 
     /// Queues a message to every other member of the room; returns once it is on disk.
-    func sendToRoom(_ room: RoomRecord, body: String) throws -> StoredMessage {
+    func sendToRoom(_ room: RoomRecord, body: String, replyTo: String? = nil) throws -> StoredMessage {
         loop.preconditionInEventLoop()
         let size = body.utf8.count
         guard size > 0 else { throw NodeError.emptyBody }
         guard size <= WireLimits.maxBodyBytes else { throw NodeError.bodyTooLarge(size) }
         guard let id = RoomID(hex: room.id) else { throw RoomError.notFound(room.id) }
-        guard let state = try storing({ () throws(StoreError) in try roomEntry(id).state }), state.hasJoined(myIdentityKey) else {
+        guard let state = try storing({ () throws(StoreError) in try roomEntry(id).state }),
+            state.hasJoined(myIdentityKey)
+        else {
             if room.status == .invited { throw RoomError.notJoined(room) }
             throw RoomError.notMember(room)
         }
-        guard try storing({ () throws(StoreError) in try store.queuedRoomMessageCount(room: room.id) }) < RoomDaemonLimits.maxQueuedPerRoom else {
+        guard
+            try storing({ () throws(StoreError) in try store.queuedRoomMessageCount(room: room.id) })
+                < RoomDaemonLimits.maxQueuedPerRoom
+        else {
             throw RoomError.queueFull(room, RoomDaemonLimits.maxQueuedPerRoom)
         }
         let others = RoomDistribution.messageRecipients(in: state, me: myIdentityKey)
         let stored = try storing { () throws(StoreError) in
-            try store.enqueueRoomMessage(id: MessageID.random().hex, room: room.id, body: body,
-                                         createdAt: nowMs, sender: myIdentity, members: others.map(\.hex))
+            try store.enqueueRoomMessage(
+                id: MessageID.random().hex, room: room.id, body: body,
+                createdAt: nowMs, sender: myIdentity, members: others.map(\.hex),
+                replyTo: replyTo)
         }
         for m in others { if let conn = activeConnection(for: m) { pump(conn) } }
         return stored
@@ -333,8 +386,10 @@ extension Node {
         let query = selector.hasPrefix("#") ? String(selector.dropFirst()) : selector
         let all: [RoomRecord]
         do { all = try store.rooms() } catch { throw NodeError.storage(error) }
-        for match in [{ (r: RoomRecord) in r.name == query },
-                      { (r: RoomRecord) in r.name.lowercased() == query.lowercased() }] {
+        for match in [
+            { (r: RoomRecord) in r.name == query },
+            { (r: RoomRecord) in r.name.lowercased() == query.lowercased() }
+        ] {
             let found = all.filter(match)
             // Prefer rooms we are still in: an old room we left may share the name.
             let current = found.filter(\.isMember)
@@ -399,22 +454,30 @@ extension Node {
     /// Stores consecutive room chats (one transaction per room) whose author and this node
     /// are joined members in this node's view; holds, unacknowledged, those whose author is
     /// not known as one yet; acknowledges and drops those of a room this node is not in.
-    private func storeRoomChats(_ chats: inout [RoomChatRecord], from sender: IdentityPublicKey, acks: inout [MessageID],
-                                received: inout [StoredMessage]) throws(StoreError) {
+    private func storeRoomChats(
+        _ chats: inout [RoomChatRecord], from sender: IdentityPublicKey, acks: inout [MessageID],
+        received: inout [StoredMessage]
+    ) throws(StoreError) {
         guard !chats.isEmpty else { return }
         defer { chats.removeAll() }
         let now = nowMs
         var byRoom: [(RoomID, [RoomChatRecord])] = []
         for c in chats {
-            if let i = byRoom.firstIndex(where: { $0.0 == c.roomID }) { byRoom[i].1.append(c) } else { byRoom.append((c.roomID, [c])) }
+            if let i = byRoom.firstIndex(where: { $0.0 == c.roomID }) {
+                byRoom[i].1.append(c)
+            } else {
+                byRoom.append((c.roomID, [c]))
+            }
         }
         for (roomID, list) in byRoom {
             let state = try roomEntry(roomID).state
             switch RoomDistribution.messageVerdict(in: state, from: sender, me: myIdentityKey) {
             case .accept:
                 let incoming = list.map {
-                    IncomingMessage(id: $0.id.hex, sender: sender.hex, recipient: myIdentity,
-                                    sequence: Int64(clamping: $0.sequence), createdAt: Int64(clamping: $0.createdAt), body: $0.body)
+                    IncomingMessage(
+                        id: $0.id.hex, sender: sender.hex, recipient: myIdentity,
+                        sequence: Int64(clamping: $0.sequence), createdAt: Int64(clamping: $0.createdAt), body: $0.body,
+                        replyTo: $0.replyTo?.hex)
                 }
                 let results = try store.storeIncomingRoomMessages(incoming, room: roomID.hex, at: now)
                 acks += list.map(\.id)
@@ -424,9 +487,10 @@ extension Node {
             case .notForUs:
                 // Acknowledged: this node left (or never joined) the room, so a resend would
                 // change nothing; the author learns of it from the room's operations.
-                attackLog.log(key: "room-chat:" + sender.hex + roomID.hex,
-                              "room message for a room this node is not in; acknowledged and not stored",
-                              ["room": roomID.hex, "from": sender.fingerprintText, "count": "\(list.count)"])
+                attackLog.log(
+                    key: "room-chat:" + sender.hex + roomID.hex,
+                    "room message for a room this node is not in; acknowledged and not stored",
+                    ["room": roomID.hex, "from": sender.fingerprintText, "count": "\(list.count)"])
                 acks += list.map(\.id)
             }
         }
@@ -443,15 +507,17 @@ extension Node {
         for c in list where !known.contains(c.id) {
             let size = c.body.utf8.count
             guard held.count < RoomDaemonLimits.maxHeldChatsPerAuthor,
-                  authorBytes + size <= RoomDaemonLimits.maxHeldChatBytesPerAuthor,
-                  totalBytes + size <= RoomDaemonLimits.maxHeldChatBytes else { break }
+                authorBytes + size <= RoomDaemonLimits.maxHeldChatBytesPerAuthor,
+                totalBytes + size <= RoomDaemonLimits.maxHeldChatBytes
+            else { break }
             held.append(c)
             authorBytes += size
             totalBytes += size
         }
         roomBook.heldChats[sender] = held
-        log.info("room messages from an author not (yet) a member in this node's view are held, unacknowledged",
-                 ["room": list[0].roomID.hex, "from": sender.fingerprintText, "held": "\(held.count)"])
+        log.info(
+            "room messages from an author not (yet) a member in this node's view are held, unacknowledged",
+            ["room": list[0].roomID.hex, "from": sender.fingerprintText, "held": "\(held.count)"])
     }
 
     /// After `room` changed: stores and acknowledges the held messages it now explains.
@@ -460,11 +526,14 @@ extension Node {
         for (sender, held) in roomBook.heldChats {
             let ready = held.filter { $0.roomID == room }
             guard !ready.isEmpty,
-                  RoomDistribution.messageVerdict(in: state, from: sender, me: myIdentityKey) != .hold else { continue }
+                RoomDistribution.messageVerdict(in: state, from: sender, me: myIdentityKey) != .hold
+            else { continue }
             roomBook.heldChats[sender] = held.filter { $0.roomID != room }
             // Acknowledgements go on the author's session; with none, the author resends.
             guard let conn = activeConnection(for: sender) else { continue }
-            var chats = ready, acks: [MessageID] = [], received: [StoredMessage] = []
+            var chats = ready
+            var acks: [MessageID] = []
+            var received: [StoredMessage] = []
             try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
             sendAcks(acks, on: conn)
             for m in received { emit(.messageReceived(m)) }
@@ -489,7 +558,9 @@ extension Node {
         let handle = ObjectIdentifier(conn)
         guard let free = links[handle]?.window.freeSlots, free > 0 else { return }
         let pending: [StoredRoomOperation]
-        do { pending = try store.pendingRoomOperations(to: peer.hex, limit: (links[handle]?.window.count ?? 0) + free) } catch {
+        do {
+            pending = try store.pendingRoomOperations(to: peer.hex, limit: (links[handle]?.window.count ?? 0) + free)
+        } catch {
             log.error("could not read the room operation outbox", ["error": "\(error)"])
             return
         }
@@ -503,7 +574,8 @@ extension Node {
                 _ = try? store.acknowledgeRoomOperations(ackIDs: [key], by: peer.hex)
                 continue
             }
-            guard links[handle]?.window.admit(ackID, bytes: stored.encoded.count, lane: .roomOperation, now: now) == true
+            guard
+                links[handle]?.window.admit(ackID, bytes: stored.encoded.count, lane: .roomOperation, now: now) == true
             else { continue }
             conn.send(.roomOperation(op))
         }
@@ -515,7 +587,9 @@ extension Node {
         let handle = ObjectIdentifier(conn)
         guard let free = links[handle]?.window.freeSlots, free > 0 else { return }
         let pending: [StoredMessage]
-        do { pending = try store.pendingRoomMessages(to: peer.hex, limit: (links[handle]?.window.count ?? 0) + free) } catch {
+        do {
+            pending = try store.pendingRoomMessages(to: peer.hex, limit: (links[handle]?.window.count ?? 0) + free)
+        } catch {
             log.error("could not read the room outbox", ["error": "\(error)"])
             return
         }
@@ -525,8 +599,13 @@ extension Node {
             guard let mid = MessageID(hex: m.id), let rid = m.room.flatMap(RoomID.init(hex:)) else { continue }
             guard links[handle]?.window.admit(mid, bytes: m.body.utf8.count, lane: .roomChat, now: now) == true
             else { continue }
-            conn.send(.roomChat(RoomChatRecord(id: mid, roomID: rid, sequence: UInt64(max(0, m.sequence)),
-                                               createdAt: UInt64(max(0, m.createdAt)), body: m.body)))
+            // A member whose node predates replies gets a plain room message.
+            let replyTo = conn.remoteFeatures.contains(.conversation) ? m.replyTo.flatMap { MessageID(hex: $0) } : nil
+            conn.send(
+                .roomChat(
+                    RoomChatRecord(
+                        id: mid, roomID: rid, sequence: UInt64(max(0, m.sequence)),
+                        createdAt: UInt64(max(0, m.createdAt)), body: m.body, replyTo: replyTo)))
         }
     }
 }

@@ -15,29 +15,36 @@ extension Node {
         let source = remote?.ipAddress ?? "?"
         let verdict = admission.admit(source: source, now: clock.monotonicNow())
         guard verdict == .accept else {
-            attackLog.log(key: "admit:" + source, "refusing inbound connections", ["source": source, "why": "\(verdict)"])
+            attackLog.log(
+                key: "admit:" + source, "refusing inbound connections", ["source": source, "why": "\(verdict)"])
             return false
         }
         return true
     }
 
     /// A handler for a new TCP connection in either direction.
-    func makeConnection(direction: ConnectionDirection, dialedAddress target: DialTargetKey?,
-                        expectedFingerprint: String? = nil) -> PeerConnection {
+    func makeConnection(
+        direction: ConnectionDirection, dialedAddress target: DialTargetKey?,
+        expectedFingerprint: String? = nil
+    ) -> PeerConnection {
         // The handshake is built when the connection becomes active, so it uses the
         // card and keys current then (a rotation or rename in between is honoured).
         let clock = self.clock
-        let conn = PeerConnection(direction: direction, handshakeTimeout: options.handshakeTimeout,
-                                  now: { clock.monotonicNow().deadline }) { [unowned self] in
-            SessionHandshake(role: direction == .outbound ? .initiator : .responder,
-                             localCard: self.card, staticKey: self.keys.noiseStatic, bootID: self.bootID,
-                             presharedKey: self.networkKey, now: UInt64(max(0, self.nowMs / 1000)))
+        let conn = PeerConnection(
+            direction: direction, handshakeTimeout: options.handshakeTimeout,
+            now: { clock.monotonicNow().deadline }
+        ) { [unowned self] in
+            SessionHandshake(
+                role: direction == .outbound ? .initiator : .responder,
+                localCard: self.card, staticKey: self.keys.noiseStatic, bootID: self.bootID,
+                features: .supported, presharedKey: self.networkKey, now: UInt64(max(0, self.nowMs / 1000)))
         }
         conn.delegate = self
-        links[ObjectIdentifier(conn)] = NodeLink(connection: conn, dialTarget: target,
-                                                 expectedFingerprint: expectedFingerprint,
-                                                 holdsAdmission: direction == .inbound,
-                                                 window: SendWindow(limits: options.window))
+        links[ObjectIdentifier(conn)] = NodeLink(
+            connection: conn, dialTarget: target,
+            expectedFingerprint: expectedFingerprint,
+            holdsAdmission: direction == .inbound,
+            window: SendWindow(limits: options.window))
         return conn
     }
 
@@ -60,7 +67,9 @@ extension Node {
     /// The peer of `conn` if `conn` is the session kept for it (records on any other
     /// connection are ignored).
     func activePeer(of conn: PeerConnection) -> IdentityPublicKey? {
-        guard let peer = conn.remoteIdentityKey, sessions.isActive(ObjectIdentifier(conn), for: peer) else { return nil }
+        guard let peer = conn.remoteIdentityKey, sessions.isActive(ObjectIdentifier(conn), for: peer) else {
+            return nil
+        }
         return peer
     }
 
@@ -89,9 +98,10 @@ extension Node {
         }
         if let expected = link.expectedFingerprint, expected != remote.fingerprint.compact {
             // The advertisement claimed one identity, the handshake proved another.
-            attackLog.log(key: "spoof:" + conn.remoteAddress.hostPart,
-                          "SPOOFING: an mDNS advertisement claimed a fingerprint its handshake did not prove; not trusted",
-                          ["claimed": expected, "proven": remote.fingerprint.description, "address": conn.remoteAddress])
+            attackLog.log(
+                key: "spoof:" + conn.remoteAddress.hostPart,
+                "SPOOFING: an mDNS advertisement claimed a fingerprint its handshake did not prove; not trusted",
+                ["claimed": expected, "proven": remote.fingerprint.description, "address": conn.remoteAddress])
             conn.close(reason: .notTrusted, text: "advertised fingerprint does not match")
             if let key = link.dialTarget { dialPlanner.spoofDetected(key) }
             return
@@ -129,12 +139,17 @@ extension Node {
                     conn.send(.listenPorts(Array(listenPorts.prefix(WireLimits.maxListenPorts))))
                 }
                 try? store.touchPeer(identity: peer.hex, at: nowMs, address: link.dialTarget?.rawValue)
-                log.info("session up", ["peer": remote.displayName, "fingerprint": remote.fingerprint.description,
-                                        "address": conn.remoteAddress, "direction": conn.direction.rawValue])
+                log.info(
+                    "session up",
+                    [
+                        "peer": remote.displayName, "fingerprint": remote.fingerprint.description,
+                        "address": conn.remoteAddress, "direction": conn.direction.rawValue
+                    ])
             case .peerOnline(let p): emit(.peerOnline(identity: p.hex))
             case .scheduleOfflineCheck: break
             }
         }
+        announceStatus(on: conn)
         pump(conn)
         sendPendingReadReceipts(conn)
     }
@@ -145,8 +160,9 @@ extension Node {
         let link = links.removeValue(forKey: handle)
         if let error, conn.established == nil {
             // A failed handshake: log once per source address, never per packet.
-            attackLog.log(key: conn.remoteAddress.hostPart, "handshake failed",
-                          ["address": conn.remoteAddress, "error": "\(error)"])
+            attackLog.log(
+                key: conn.remoteAddress.hostPart, "handshake failed",
+                ["address": conn.remoteAddress, "error": "\(error)"])
         } else if let error {
             log.info("session closed", ["address": conn.remoteAddress, "error": "\(error)"])
         }
@@ -160,9 +176,10 @@ extension Node {
                 perform(dialPlanner.refusedByPeerTrust(key, random: random))
             }
         }
-        let actions = sessions.closed(handle, peer: conn.remoteIdentityKey,
-                                      peerKeptAnother: conn.remoteCloseReason == .duplicate,
-                                      stopping: stopping, now: clock.monotonicNow())
+        let actions = sessions.closed(
+            handle, peer: conn.remoteIdentityKey,
+            peerKeptAnother: conn.remoteCloseReason == .duplicate,
+            stopping: stopping, now: clock.monotonicNow())
         guard !actions.isEmpty, let peer = conn.remoteIdentityKey else { return }
         log.info("session down", ["peer": peer.fingerprintText])
         perform(actions)
@@ -173,7 +190,10 @@ extension Node {
     private func perform(_ actions: [SessionTable<ObjectIdentifier>.Action]) {
         for action in actions {
             switch action {
-            case .peerOffline(let p): emit(.peerOffline(identity: p.hex))
+            case .peerOffline(let p):
+                peerStatuses[p] = nil
+                statusThrottle.forget(p)
+                emit(.peerOffline(identity: p.hex))
             case .scheduleOfflineCheck(let p, let due):
                 offlineTimers[p]?.cancel()
                 offlineTimers[p] = loop.scheduleTask(deadline: due.deadline) { [weak self] in
@@ -227,8 +247,10 @@ extension Node {
         let policy = options.keepalive
         for peer in Array(sessions.peers) {
             guard let handle = sessions.handle(for: peer), let conn = links[handle]?.connection else { continue }
-            switch policy.check(lastReceived: MonotonicInstant(conn.lastReceived), lastSent: MonotonicInstant(conn.lastSent),
-                                now: now, lastPing: links[handle]?.lastPingSent) {
+            switch policy.check(
+                lastReceived: MonotonicInstant(conn.lastReceived), lastSent: MonotonicInstant(conn.lastSent),
+                now: now, lastPing: links[handle]?.lastPingSent)
+            {
             case .dead:
                 // No close record (docs/PROTOCOL.md "Liveness"): a peer that is in fact
                 // alive must see a lost connection, which it redials, not a goodbye.

@@ -87,13 +87,26 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var sendsReadReceipts = true
     /// Rooms: decoded operations and resolved state, loaded lazily (Node+Rooms.swift).
     var roomBook = RoomBook()
+    /// False once the action outbox was found empty (and nothing was queued since): the
+    /// pump then skips its query (Node+Conversation.swift).
+    var actionOutboxMayHaveWork = true
+    /// This node's status line, as last set (kept in the store's settings).
+    var ownStatus = PresenceStatus.none
+    /// Each connected peer's latest status line (presence: forgotten when it goes offline).
+    var peerStatuses: [IdentityPublicKey: PresenceStatus] = [:]
+    /// At most one shown status change per peer per second (a flood costs no more).
+    var statusThrottle = StatusThrottle<IdentityPublicKey>()
+    /// When the words of deleted messages are purged from the search index.
+    var erasurePurge = ErasurePurgeSchedule()
 
     var myIdentityKey: IdentityPublicKey { keys.identity.publicKey }
     var myIdentity: String { keys.identity.publicKey.hex }
     var fingerprint: Fingerprint { Fingerprint(keys.identity.publicKey) }
 
-    init(loop: EventLoop, store: Store, keys: NodeKeys, card: Card, options: NodeOptions, log: Logger,
-         networkKey: SecretBytes?, clock: any NodeClock = SystemNodeClock(), random: any RandomSource = SodiumRandom()) {
+    init(
+        loop: EventLoop, store: Store, keys: NodeKeys, card: Card, options: NodeOptions, log: Logger,
+        networkKey: SecretBytes?, clock: any NodeClock = SystemNodeClock(), random: any RandomSource = SodiumRandom()
+    ) {
         self.loop = loop
         self.store = store
         self.keys = keys
@@ -139,6 +152,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
 
     func start() {
         loop.preconditionInEventLoop()
+        loadOwnStatus()
         let period = options.keepalive.tickInterval.timeAmount
         tick = loop.scheduleRepeatedTask(initialDelay: period, delay: period) { [weak self] _ in
             self?.keepaliveTick()
@@ -154,6 +168,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         tick = nil
         perform(dialPlanner.stop())
         for link in links.values { link.connection.close(reason: .normal, text: "shutting down") }
+        // A deleted text's words must not outlive the run in the search index.
+        purgeSearchIndexIfOwed()
     }
 
     func addObserver(_ o: NodeObserver) { observers[ObjectIdentifier(o)] = WeakObserver(o) }
@@ -199,10 +215,11 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// Re-issues our card (new name or Noise key) with a higher sequence and
     /// sends it to every peer online now; the others get it in their next handshake.
     func reissueCard(displayName: String, hostName: String) throws {
-        let next = try Card.issue(identity: keys.identity, noiseKey: keys.noiseStatic.publicKey,
-                                  displayName: displayName, hostName: hostName,
-                                  issuedAt: UInt64(max(0, nowMs / 1000)),
-                                  sequence: OwnCard.nextSequence(after: card.sequence, now: UInt64(max(0, nowMs / 1000))))
+        let next = try Card.issue(
+            identity: keys.identity, noiseKey: keys.noiseStatic.publicKey,
+            displayName: displayName, hostName: hostName,
+            issuedAt: UInt64(max(0, nowMs / 1000)),
+            sequence: OwnCard.nextSequence(after: card.sequence, now: UInt64(max(0, nowMs / 1000))))
         try store.setSetting(OwnCard.settingKey, Sodium.hex(next.encoded()))
         card = next
         for peer in sessions.peers { activeConnection(for: peer)?.send(.cardUpdate(next.encoded())) }

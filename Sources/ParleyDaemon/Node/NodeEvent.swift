@@ -10,6 +10,10 @@ enum NodeEvent {
     case messageRead(StoredMessage)
     /// The recipient refused to store one of our messages (its quota or disk); it stays queued.
     case messageRefused(StoredMessage, RefusalReason)
+    /// A message was edited, deleted for everyone, or its reactions changed (here or by the peer).
+    case messageUpdated(StoredMessage)
+    /// A peer's status line arrived or changed.
+    case peerStatus(identity: String, status: String)
     case peerOnline(identity: String)
     case peerOffline(identity: String)
     /// A key never seen before connected: pinned on first use, or held for approval.

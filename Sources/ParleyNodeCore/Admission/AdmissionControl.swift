@@ -42,6 +42,9 @@ public enum NodeLimits {
     /// Queued (undelivered) messages per recipient. A peer that never comes back
     /// cannot fill the disk through one local client's loop; `send` reports it.
     public static let maxQueuedPerPeer = 100_000
+    /// Queued edits, deletes and reactions per peer or room, for the same reason: a peer
+    /// that never comes back (or never announces the feature) keeps them queued.
+    public static let maxQueuedActionsPerPeer = 100_000
 }
 
 /// Decides whether to accept a new inbound TCP connection, before any byte is read: a
@@ -85,8 +88,9 @@ public struct AdmissionControl: Sendable {
             }
         }
         let elapsed = Double((now - b.last).wholeNanoseconds) / 1e9
-        b.tokens = min(NodeLimits.connectionBurstPerSource,
-                       b.tokens + max(0, elapsed) * NodeLimits.connectionsPerSourcePerSecond)
+        b.tokens = min(
+            NodeLimits.connectionBurstPerSource,
+            b.tokens + max(0, elapsed) * NodeLimits.connectionsPerSourcePerSecond)
         b.last = now
         defer { buckets[source] = b }
         guard b.tokens >= 1 else { return .refuseRate }

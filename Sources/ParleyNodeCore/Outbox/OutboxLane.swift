@@ -8,4 +8,7 @@ public enum OutboxLane: Sendable, Hashable {
     case roomOperation
     /// A message to a room, sent to this member over the pairwise session.
     case roomChat
+    /// An edit, delete-for-everyone or reaction (its own id), sent once its target is
+    /// delivered.
+    case messageAction
 }

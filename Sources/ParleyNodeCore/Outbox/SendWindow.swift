@@ -42,10 +42,13 @@ public struct SendWindow: Sendable {
         /// session, or before an ack-timeout reset): the driver records them in every
         /// table, since it cannot tell which one they belong to.
         public var unknown: [MessageID] = []
+        /// Acknowledged ids that were edits, deletes or reactions in flight here.
+        public var actionItems: [MessageID] = []
 
-        public init(roomItems: [MessageID] = [], unknown: [MessageID] = []) {
+        public init(roomItems: [MessageID] = [], unknown: [MessageID] = [], actionItems: [MessageID] = []) {
             self.roomItems = roomItems
             self.unknown = unknown
+            self.actionItems = actionItems
         }
     }
 
@@ -73,8 +76,10 @@ public struct SendWindow: Sendable {
     /// Records an item as sent now. Returns false, recording nothing, when the item is
     /// already in flight or the window is full; the driver sends only admitted items.
     /// `sequence` is the direct outbox's sequence of the item (nil for room lanes).
-    public mutating func admit(_ id: MessageID, bytes: Int, lane: OutboxLane, sequence: Int64? = nil,
-                               now: MonotonicInstant) -> Bool {
+    public mutating func admit(
+        _ id: MessageID, bytes: Int, lane: OutboxLane, sequence: Int64? = nil,
+        now: MonotonicInstant
+    ) -> Bool {
         guard freeSlots > 0, inFlight[id] == nil else { return false }
         inFlight[id] = InFlight(sentAt: now, bytes: bytes, lane: lane)
         bytesInFlight += bytes
@@ -91,7 +96,11 @@ public struct SendWindow: Sendable {
                 continue
             }
             bytesInFlight -= item.bytes
-            if item.lane != .direct { result.roomItems.append(id) }
+            switch item.lane {
+            case .direct: break
+            case .messageAction: result.actionItems.append(id)
+            case .roomOperation, .roomChat: result.roomItems.append(id)
+            }
         }
         return result
     }

@@ -1,16 +1,18 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import ArgumentParser
 import Foundation
 import ParleyControlProtocol
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `parley chat PEER`: a full-screen conversation in the terminal. History, then live
 /// messages; a prompt at the bottom; Enter sends; Ctrl-C (or Ctrl-D on an empty line) quits.
 struct ChatCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chat",
-        abstract: "Chat with a peer or in a #room in the terminal: history, live messages, a prompt (Enter sends, Ctrl-C quits).",
+        abstract:
+            "Chat with a peer or in a #room in the terminal: history, live messages, a prompt (Enter sends, Ctrl-C quits).",
         discussion: """
             Opens on the newest messages; Page Up scrolls back and loads older history, Page Down returns. \
             Outgoing messages show … while queued, ✓ once delivered and ✓✓ once read. Messages shown are \
@@ -44,7 +46,8 @@ struct ChatCommand: ParsableCommand {
     @Argument(help: "Who to chat with: a display name, a fingerprint prefix, or #ROOM.")
     var peer: String
 
-    @Option(name: .long, help: ArgumentHelp("Messages of history shown at the start, 1-1000. Default 50.", valueName: "n"))
+    @Option(
+        name: .long, help: ArgumentHelp("Messages of history shown at the start, 1-1000. Default 50.", valueName: "n"))
     var history: Int = ControlLimits.defaultListLimit
 
     func validate() throws {
@@ -180,7 +183,10 @@ private struct ChatView {
             }
             if tryReconnect() { dirty = true }
             let now = RawTerminal.size()
-            if now != size { size = now; dirty = true }
+            if now != size {
+                size = now
+                dirty = true
+            }
             if dirty {
                 try? loadOlderIfScrolledPastTop()
                 redraw(terminal)
@@ -199,9 +205,12 @@ private struct ChatView {
             return try drainNotifications()
         }
         do {
-            var fds = [pollfd(fd: 0, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: client?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0)]
-            let timeout = client == nil ? Int32(ChatCommand.reconnectIntervalMilliseconds) : ChatCommand.pollTimeoutMilliseconds
+            var fds = [
+                pollfd(fd: 0, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: client?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0)
+            ]
+            let timeout =
+                client == nil ? Int32(ChatCommand.reconnectIntervalMilliseconds) : ChatCommand.pollTimeoutMilliseconds
             let ready = poll(&fds, 2, timeout)
             if ready < 0 && errno != EINTR {
                 throw ControlClientError.io(operation: "poll", reason: String(cString: strerror(errno)))
@@ -231,10 +240,16 @@ private struct ChatView {
         switch key {
         case .interrupt: return .quit
         case .endOfInput where editor.isEmpty: return .quit
-        case .endOfInput: _ = editor.apply(.delete); return .redraw
+        case .endOfInput:
+            _ = editor.apply(.delete)
+            return .redraw
         case .redraw: return .redraw
-        case .pageUp: scroll += max(1, size.height - 3); return .redraw
-        case .pageDown: scroll = max(0, scroll - max(1, size.height - 3)); return .redraw
+        case .pageUp:
+            scroll += max(1, size.height - 3)
+            return .redraw
+        case .pageDown:
+            scroll = max(0, scroll - max(1, size.height - 3))
+            return .redraw
         case .up:
             guard let line = sentLines.older(current: editor.text) else { return .none }
             editor.replace(with: line)
@@ -249,24 +264,34 @@ private struct ChatView {
         case .ignored: return .none
         case .edited: return .redraw
         case .refused(let bytes):
-            model.notice("paste refused: it would make the message \(bytes) bytes; "
-                + "at most \(LineEditor.maxBytes) fit (send a long text with parley send PEER --file PATH)",
+            model.notice(
+                "paste refused: it would make the message \(bytes) bytes; "
+                    + "at most \(LineEditor.maxBytes) fit (send a long text with parley send PEER --file PATH)",
                 at: Self.nowMs())
             scroll = 0
             return .redraw
         case .submit(let text):
             guard let client else {
-                model.notice("not sent: parleyd is not connected yet; the line is kept, press Enter again once reconnected",
-                             at: Self.nowMs())
+                model.notice(
+                    "not sent: parleyd is not connected yet; the line is kept, press Enter again once reconnected",
+                    at: Self.nowMs())
                 return .redraw
             }
-            let result: Result<MessagesSendResult, ControlClientError>
-            do { result = .success(try client.call(MessagesSendParams(to: peer, body: text))) } catch {
+            // A /command acts on the newest message; any other line is sent ("//x" sends "/x").
+            let result: Result<Void, ControlClientError>
+            do {
+                if let command = ChatSlashCommand.parse(text) {
+                    try perform(command, client: client)
+                } else {
+                    model.add(
+                        try client.call(MessagesSendParams(to: peer, body: ChatSlashCommand.messageText(text))).message)
+                }
+                result = .success(())
+            } catch {
                 result = .failure(error)
             }
             switch result {
-            case .success(let sent):
-                model.add(sent.message)
+            case .success:
                 sentLines.sent(text)
                 editor.clear()
                 scroll = 0
@@ -278,6 +303,27 @@ private struct ChatView {
             }
             _ = try drainNotifications()
             return .redraw
+        }
+    }
+
+    /// Performs a /command on the newest message (its answer updates the view at once).
+    mutating func perform(_ command: ChatSlashCommand, client: ControlClient) throws(ControlClientError) {
+        let now = Self.nowMs()
+        switch command {
+        case .reply(let text):
+            guard let id = model.newestIncomingID else { return model.notice("nothing to reply to yet", at: now) }
+            model.add(try client.call(MessagesReplyParams(message: id, body: text)).message)
+        case .edit(let text):
+            guard let id = model.newestOwnID else { return model.notice("you have no message here to edit", at: now) }
+            model.update(try client.call(MessagesEditParams(message: id, body: text)).message)
+        case .delete:
+            guard let id = model.newestOwnID else { return model.notice("you have no message here to delete", at: now) }
+            model.update(try client.call(MessagesDeleteParams(message: id)).message)
+        case .react(let reaction):
+            guard let id = model.newestIncomingID else { return model.notice("nothing to react to yet", at: now) }
+            model.update(try client.call(MessagesReactParams(message: id, reaction: reaction)).message)
+        case .unknown(let name):
+            model.notice("unknown command /\(name): \(ChatSlashCommand.help)", at: now)
         }
     }
 
@@ -314,9 +360,16 @@ private struct ChatView {
                 model.notice("\(e.peer.name) is offline", at: Self.nowMs())
             case .peerNew(let e):
                 model.notice(HumanFormat.newPeerNotice(e).joined(separator: " "), at: Self.nowMs())
+            case .messageUpdated(let e): model.update(e.message)
+            case .peerStatus(let e):
+                model.notice(
+                    e.status.isEmpty ? "\(e.name) cleared their status" : "\(e.name) is \"\(e.status)\"",
+                    at: Self.nowMs())
             case .roomUpdated(let e):
-                model.notice(e.room.member ? "#\(e.room.name) members: \(HumanFormat.roomMembers(e.room))"
-                                           : "you are no longer a member of #\(e.room.name)", at: Self.nowMs())
+                model.notice(
+                    e.room.member
+                        ? "#\(e.room.name) members: \(HumanFormat.roomMembers(e.room))"
+                        : "you are no longer a member of #\(e.room.name)", at: Self.nowMs())
             case .subscriptionClosed(let e):
                 throw ControlClientError.remote(JSONRPCError(code: e.code, message: e.message))
             case .unknown:
@@ -348,8 +401,9 @@ private struct ChatView {
         let lines = layout()
         let state = client == nil ? "parleyd away, reconnecting" : online ? "online" : "offline"
         let status = "\(Terminal.line(peerName)) · \(state) · Enter sends · Ctrl-C quits"
-        let screen = ChatLayout.screen(lines: lines, status: status, editor: editor, width: width,
-                                       height: size.height, scroll: &scroll)
+        let screen = ChatLayout.screen(
+            lines: lines, status: status, editor: editor, width: width,
+            height: size.height, scroll: &scroll)
         terminal.draw(screen, statusRow: screen.rows.count >= ChatLayout.minimumRows ? screen.rows.count - 2 : nil)
     }
 

@@ -21,6 +21,8 @@ struct ChatEntry: Equatable {
     var time: Int
     var body: String
     var mark: Mark?
+    /// Deleted for everyone: /edit and /delete pass it by.
+    var deleted = false
 }
 
 extension ChatEntry.Mark {

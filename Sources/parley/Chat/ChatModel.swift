@@ -45,14 +45,45 @@ struct ChatModel {
         var entry: ChatEntry
         switch m.direction {
         case .incoming:
-            entry = ChatEntry(id: m.id, kind: .incoming(from: m.fromName), time: m.createdAt, body: m.body, mark: nil)
+            entry = ChatEntry(
+                id: m.id, kind: .incoming(from: m.fromName), time: m.createdAt, body: Self.text(of: m),
+                mark: nil, deleted: m.deletedAt != nil)
             newestIncomingCursor = max(newestIncomingCursor ?? m.cursor, m.cursor)
         case .outgoing:
             var mark: ChatEntry.Mark = m.readAt != nil ? .read : m.state == .delivered ? .delivered : .queued
             if let e = early.removeValue(forKey: m.id) { mark = mark.advanced(to: e) }
-            entry = ChatEntry(id: m.id, kind: .outgoing, time: m.createdAt, body: m.body, mark: mark)
+            entry = ChatEntry(
+                id: m.id, kind: .outgoing, time: m.createdAt, body: Self.text(of: m), mark: mark,
+                deleted: m.deletedAt != nil)
         }
         return entry
+    }
+
+    /// What the view shows for a message: the quote of a reply, "(edited)", the "(deleted)"
+    /// placeholder, and the reactions on a line below.
+    static func text(of m: MessageInfo) -> String {
+        var text = HumanFormat.conversationBody(m)
+        if !m.reactions.isEmpty {
+            text += "\n" + m.reactions.map { "\($0.reaction) \($0.fromNames.count)" }.joined(separator: "  ")
+        }
+        return text
+    }
+
+    /// A message changed (edited, deleted, reactions): its entry shows the new state.
+    mutating func update(_ m: MessageInfo) {
+        guard let i = entries.lastIndex(where: { $0.id == m.id }) else { return }
+        entries[i].body = Self.text(of: m)
+        entries[i].deleted = m.deletedAt != nil
+    }
+
+    /// The newest message from the peer (what /reply and /react answer).
+    var newestIncomingID: String? {
+        entries.last { if case .incoming = $0.kind { return !$0.deleted } else { return false } }?.id
+    }
+
+    /// This user's newest message not deleted (what /edit and /delete change).
+    var newestOwnID: String? {
+        entries.last { $0.kind == .outgoing && !$0.deleted }?.id
     }
 
     mutating func notice(_ text: String, at time: Int) {

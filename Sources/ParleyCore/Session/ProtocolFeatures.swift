@@ -1,0 +1,30 @@
+/// Optional parts of the protocol a node understands, announced in its handshake payload
+/// (field 0x10, `u32be` bit set). A sender uses an optional record only with a peer that
+/// announced it; a node that predates a feature sends no such bit and is sent nothing it
+/// would skip. Unknown bits are ignored.
+public struct ProtocolFeatures: OptionSet, Hashable, Sendable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// Replies (0x09), edits (0x0A), deletes (0x0B), reactions (0x0C), status (0x0D) and the
+    /// room variants (0x12-0x15).
+    public static let conversation = ProtocolFeatures(rawValue: 1 << 0)
+
+    /// What this version understands.
+    public static let supported: ProtocolFeatures = [.conversation]
+}
+
+extension AppRecord.RecordType {
+    /// The optional feature a record type belongs to; nil for the types every node knows.
+    /// A receiver reads an optional type only from a peer that announced its feature, and
+    /// skips it like an unknown type otherwise (`RecordStreamDecoder.peerFeatures`).
+    public var feature: ProtocolFeatures? {
+        switch self {
+        case .reply, .edit, .delete, .reaction, .status, .roomReply, .roomEdit, .roomDelete, .roomReaction:
+            return .conversation
+        case .chat, .ack, .cardUpdate, .ping, .pong, .close, .refused, .readReceipt, .roomOperation, .roomChat,
+            .listenPorts:
+            return nil
+        }
+    }
+}
