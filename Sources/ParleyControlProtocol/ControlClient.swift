@@ -71,7 +71,8 @@ public final class ControlClient {
             // The daemon may have answered and closed before reading our request (too
             // many clients, not permitted): report its reason rather than a broken pipe.
             if case .response(let response)? = try? nextMessage(deadline: SocketDeadline(after: .seconds(1))),
-               response.id == nil, let remote = response.error {
+                response.id == nil, let remote = response.error
+            {
                 throw .remote(remote)
             }
             throw error

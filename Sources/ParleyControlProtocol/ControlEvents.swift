@@ -21,7 +21,7 @@ public enum ControlEvent {
 
     public static let all: [String] = [
         messageReceived, messageDelivered, messageRead, peerOnline, peerOffline, peerNew, subscriptionClosed,
-        roomUpdated, messageRefused, messageUpdated, peerStatus,
+        roomUpdated, messageRefused, messageUpdated, peerStatus
     ]
 }
 

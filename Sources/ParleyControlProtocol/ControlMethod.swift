@@ -39,7 +39,7 @@ public enum ControlMethod {
         trustBlock,
         trustUnblock, trustForget, nodeRotateKey, roomsList, roomsCreate, roomsAdd, roomsRemove, roomsLeave,
         roomsAccept, roomsDecline, roomsSetRole, roomsRename, roomsSetPolicy,
-        messagesForget, messagesReply, messagesEdit, messagesDelete, messagesReact, nodeSetStatus,
+        messagesForget, messagesReply, messagesEdit, messagesDelete, messagesReact, nodeSetStatus
     ]
 }
 

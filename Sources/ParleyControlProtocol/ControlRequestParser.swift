@@ -15,7 +15,8 @@ public enum ControlRequestParser {
     /// response can carry it (JSON-RPC 2.0 requires `null` only when it cannot).
     public static func requestID(inRejectedLine line: [UInt8]) -> JSONRPCID? {
         guard case .success(.object(let members)) = ControlJSONText.decode(line: line),
-              let raw = members["id"] else { return nil }
+            let raw = members["id"]
+        else { return nil }
         return JSONRPCID(raw)
     }
 
@@ -25,7 +26,8 @@ public enum ControlRequestParser {
         let members: [String: JSONValue]
         switch value {
         case .object(let m): members = m
-        case .array: return .failure(.invalidRequest("batch requests (arrays) are not supported; send one object per line"))
+        case .array:
+            return .failure(.invalidRequest("batch requests (arrays) are not supported; send one object per line"))
         default: return .failure(.invalidRequest("expected a JSON object, got \(value.kindName)"))
         }
         guard members["jsonrpc"] == .string(JSONRPCVersion.string) else {

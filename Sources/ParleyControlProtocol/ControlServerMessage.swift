@@ -41,11 +41,15 @@ public enum ControlServerMessage: Sendable, Hashable {
             return .success(.response(JSONRPCResponse(id: id, result: result)))
         case (nil, let error?):
             guard case .object(let e) = error, case .int(let code)? = e["code"],
-                  case .string(let message)? = e["message"] else {
-                return .failure(.invalidRequest("\"error\" must be an object with integer \"code\" and string \"message\""))
+                case .string(let message)? = e["message"]
+            else {
+                return .failure(
+                    .invalidRequest("\"error\" must be an object with integer \"code\" and string \"message\""))
             }
-            return .success(.response(JSONRPCResponse(
-                id: id, error: JSONRPCError(code: code, message: message, data: e["data"]))))
+            return .success(
+                .response(
+                    JSONRPCResponse(
+                        id: id, error: JSONRPCError(code: code, message: message, data: e["data"]))))
         default:
             return .failure(.invalidRequest("a response has exactly one of \"result\" and \"error\""))
         }

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where the control socket lives when nobody says otherwise. One function, used by the
@@ -59,7 +60,8 @@ public enum ControlSocketPath {
         if let xdgState = absolute(environment["XDG_STATE_HOME"], firstOfList: false) {
             return join(xdgState, "parley")
         }
-        let home = absolute(environment["HOME"], firstOfList: false)
+        let home =
+            absolute(environment["HOME"], firstOfList: false)
             ?? FileManager.default.homeDirectoryForCurrentUser.path
         return join(join(join(home, ".local"), "state"), "parley")
     }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A "HOST:PORT" endpoint from a flag or the config file: what to listen on or which
@@ -105,7 +105,7 @@ public struct HostPort: Hashable, Sendable, LosslessStringConvertible {
         if let percent = host.firstIndex(of: "%") {
             let zone = host[host.index(after: percent)...]
             guard !zone.isEmpty, zone.utf8.count <= maxZoneLength,
-                  zone.utf8.allSatisfy({ isHostNameByte($0) || $0 == UInt8(ascii: ".") })
+                zone.utf8.allSatisfy({ isHostNameByte($0) || $0 == UInt8(ascii: ".") })
             else { throw .invalidIPv6(host) }
             address = host[..<percent]
         }
@@ -120,8 +120,8 @@ public struct HostPort: Hashable, Sendable, LosslessStringConvertible {
         let labels = name.split(separator: ".", omittingEmptySubsequences: false)
         for label in labels {
             guard !label.isEmpty, label.utf8.count <= maxLabelLength,
-                  label.utf8.allSatisfy(isHostNameByte),
-                  !label.hasPrefix("-"), !label.hasSuffix("-")
+                label.utf8.allSatisfy(isHostNameByte),
+                !label.hasPrefix("-"), !label.hasSuffix("-")
             else { throw .invalidHostName(host) }
         }
     }
@@ -130,7 +130,7 @@ public struct HostPort: Hashable, Sendable, LosslessStringConvertible {
     private static func isHostNameByte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
             true
         default:
             false

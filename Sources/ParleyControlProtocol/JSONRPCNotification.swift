@@ -36,7 +36,8 @@ extension JSONRPCNotification: Codable {
         case .success(.notification(let notification)): self = notification
         case .success(.response):
             throw DecodingError.dataCorrupted(
-                DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "a response, not a notification"))
+                DecodingError.Context(
+                    codingPath: decoder.codingPath, debugDescription: "a response, not a notification"))
         case .failure(let error):
             throw DecodingError.dataCorrupted(
                 DecodingError.Context(codingPath: decoder.codingPath, debugDescription: error.message))

@@ -58,7 +58,8 @@ extension JSONRPCResponse: Codable {
         case .success(.response(let response)): self = response
         case .success(.notification):
             throw DecodingError.dataCorrupted(
-                DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "a notification, not a response"))
+                DecodingError.Context(
+                    codingPath: decoder.codingPath, debugDescription: "a notification, not a response"))
         case .failure(let error):
             throw DecodingError.dataCorrupted(
                 DecodingError.Context(codingPath: decoder.codingPath, debugDescription: error.message))

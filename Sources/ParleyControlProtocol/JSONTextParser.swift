@@ -74,10 +74,13 @@ struct JSONTextParser {
 
     private mutating func parseObject(depth: Int) throws(Failure) -> JSONValue {
         guard depth <= maxDepth else { throw .tooDeep(maxDepth: maxDepth) }
-        index += 1 // {
+        index += 1  // {
         var members: [String: JSONValue] = [:]
         skipWhitespace()
-        if current == UInt8(ascii: "}") { index += 1; return .object(members) }
+        if current == UInt8(ascii: "}") {
+            index += 1
+            return .object(members)
+        }
         while true {
             guard current == UInt8(ascii: "\"") else { throw fail("expected a member name") }
             let key = try parseString()
@@ -89,8 +92,12 @@ struct JSONTextParser {
             guard members.updateValue(value, forKey: key) == nil else { throw fail("duplicate member name") }
             skipWhitespace()
             switch current {
-            case UInt8(ascii: ","): index += 1; skipWhitespace()
-            case UInt8(ascii: "}"): index += 1; return .object(members)
+            case UInt8(ascii: ","):
+                index += 1
+                skipWhitespace()
+            case UInt8(ascii: "}"):
+                index += 1
+                return .object(members)
             default: throw fail("expected ',' or '}'")
             }
         }
@@ -98,23 +105,30 @@ struct JSONTextParser {
 
     private mutating func parseArray(depth: Int) throws(Failure) -> JSONValue {
         guard depth <= maxDepth else { throw .tooDeep(maxDepth: maxDepth) }
-        index += 1 // [
+        index += 1  // [
         var items: [JSONValue] = []
         skipWhitespace()
-        if current == UInt8(ascii: "]") { index += 1; return .array(items) }
+        if current == UInt8(ascii: "]") {
+            index += 1
+            return .array(items)
+        }
         while true {
             items.append(try parseValue(depth: depth))
             skipWhitespace()
             switch current {
-            case UInt8(ascii: ","): index += 1; skipWhitespace()
-            case UInt8(ascii: "]"): index += 1; return .array(items)
+            case UInt8(ascii: ","):
+                index += 1
+                skipWhitespace()
+            case UInt8(ascii: "]"):
+                index += 1
+                return .array(items)
             default: throw fail("expected ',' or ']'")
             }
         }
     }
 
     private mutating func parseString() throws(Failure) -> String {
-        index += 1 // opening quote
+        index += 1  // opening quote
         let start = index
         // Fast path: no escapes, copied in one go.
         while index < bytes.count {
@@ -163,7 +177,8 @@ struct JSONTextParser {
         let first = try parseHex4()
         var scalarValue = UInt32(first)
         if (0xD800...0xDBFF).contains(first) {
-            guard bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+            guard bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+            else {
                 throw fail("unpaired surrogate")
             }
             index += 2

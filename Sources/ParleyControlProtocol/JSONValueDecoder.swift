@@ -53,13 +53,15 @@ struct JSONValueDecoder: Decoder {
 struct JSONValueDecoderUnsupported: Error {}
 
 private func mismatch(_ type: Any.Type, _ path: [any CodingKey], _ found: JSONValue) -> DecodingError {
-    .typeMismatch(type, DecodingError.Context(
-        codingPath: path, debugDescription: "Expected to decode \(type) but found \(found.kindName) instead."))
+    .typeMismatch(
+        type,
+        DecodingError.Context(
+            codingPath: path, debugDescription: "Expected to decode \(type) but found \(found.kindName) instead."))
 }
 
 /// The scalar conversions, with Foundation's errors: `null` is `valueNotFound`, another
 /// kind is `typeMismatch`, a number that is not an exact `Int` is `dataCorrupted`.
-fileprivate enum Scalars {
+private enum Scalars {
     static func string(_ v: JSONValue, _ path: [any CodingKey]) throws -> String {
         if case .string(let s) = v { return s }
         throw v == .null ? notFound(String.self, path) : mismatch(String.self, path, v)
@@ -75,8 +77,9 @@ fileprivate enum Scalars {
         case .int(let i): return i
         case .double(let d):
             if let i = Int(exactly: d) { return i }
-            throw DecodingError.dataCorrupted(DecodingError.Context(
-                codingPath: path, debugDescription: "Parsed JSON number <\(d)> does not fit in Int."))
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: path, debugDescription: "Parsed JSON number <\(d)> does not fit in Int."))
         case .null: throw notFound(Int.self, path)
         default: throw mismatch(Int.self, path, v)
         }
@@ -94,14 +97,17 @@ fileprivate enum Scalars {
     static func fixedWidth<I: FixedWidthInteger>(_ type: I.Type, _ v: JSONValue, _ path: [any CodingKey]) throws -> I {
         let wide = try int(v, path)
         guard let narrow = I(exactly: wide) else {
-            throw DecodingError.dataCorrupted(DecodingError.Context(
-                codingPath: path, debugDescription: "Parsed JSON number <\(wide)> does not fit in \(I.self)."))
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: path, debugDescription: "Parsed JSON number <\(wide)> does not fit in \(I.self)."))
         }
         return narrow
     }
 
     static func notFound(_ type: Any.Type, _ path: [any CodingKey]) -> DecodingError {
-        .valueNotFound(type, DecodingError.Context(codingPath: path, debugDescription: "Cannot get \(type) -- found null value instead"))
+        .valueNotFound(
+            type,
+            DecodingError.Context(codingPath: path, debugDescription: "Cannot get \(type) -- found null value instead"))
     }
 }
 
@@ -115,27 +121,55 @@ private struct JSONValueKeyedContainer<Key: CodingKey>: KeyedDecodingContainerPr
 
     private func value(_ key: Key) throws -> JSONValue {
         guard let v = members[key.stringValue] else {
-            throw DecodingError.keyNotFound(key, DecodingError.Context(
-                codingPath: codingPath, debugDescription: "No value associated with key \(key.stringValue)."))
+            throw DecodingError.keyNotFound(
+                key,
+                DecodingError.Context(
+                    codingPath: codingPath, debugDescription: "No value associated with key \(key.stringValue)."))
         }
         return v
     }
 
     func decodeNil(forKey key: Key) throws -> Bool { try value(key) == .null }
-    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try Scalars.bool(try value(key), codingPath + [key]) }
-    func decode(_ type: String.Type, forKey key: Key) throws -> String { try Scalars.string(try value(key), codingPath + [key]) }
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try Scalars.double(try value(key), codingPath + [key]) }
-    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { Float(try Scalars.double(try value(key), codingPath + [key])) }
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
+        try Scalars.bool(try value(key), codingPath + [key])
+    }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String {
+        try Scalars.string(try value(key), codingPath + [key])
+    }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+        try Scalars.double(try value(key), codingPath + [key])
+    }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
+        Float(try Scalars.double(try value(key), codingPath + [key]))
+    }
     func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try Scalars.int(try value(key), codingPath + [key]) }
-    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try Scalars.fixedWidth(type, try value(key), codingPath + [key]) }
-    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try Scalars.fixedWidth(type, try value(key), codingPath + [key]) }
-    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try Scalars.fixedWidth(type, try value(key), codingPath + [key]) }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try Scalars.fixedWidth(type, try value(key), codingPath + [key]) }
-    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try Scalars.fixedWidth(type, try value(key), codingPath + [key]) }
-    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try Scalars.fixedWidth(type, try value(key), codingPath + [key]) }
-    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try Scalars.fixedWidth(type, try value(key), codingPath + [key]) }
-    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try Scalars.fixedWidth(type, try value(key), codingPath + [key]) }
-    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try Scalars.fixedWidth(type, try value(key), codingPath + [key]) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 {
+        try Scalars.fixedWidth(type, try value(key), codingPath + [key])
+    }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 {
+        try Scalars.fixedWidth(type, try value(key), codingPath + [key])
+    }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 {
+        try Scalars.fixedWidth(type, try value(key), codingPath + [key])
+    }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
+        try Scalars.fixedWidth(type, try value(key), codingPath + [key])
+    }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt {
+        try Scalars.fixedWidth(type, try value(key), codingPath + [key])
+    }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 {
+        try Scalars.fixedWidth(type, try value(key), codingPath + [key])
+    }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 {
+        try Scalars.fixedWidth(type, try value(key), codingPath + [key])
+    }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 {
+        try Scalars.fixedWidth(type, try value(key), codingPath + [key])
+    }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 {
+        try Scalars.fixedWidth(type, try value(key), codingPath + [key])
+    }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         try JSONValueDecoder(value: try value(key), codingPath: codingPath + [key]).decodeValue(type)
@@ -179,7 +213,8 @@ private struct JSONValueUnkeyedContainer: UnkeyedDecodingContainer {
     private mutating func next(_ type: Any.Type) throws -> (JSONValue, [any CodingKey]) {
         let path = codingPath + [IndexKey(currentIndex)]
         guard !isAtEnd else {
-            throw DecodingError.valueNotFound(type, DecodingError.Context(codingPath: path, debugDescription: "Unkeyed container is at end."))
+            throw DecodingError.valueNotFound(
+                type, DecodingError.Context(codingPath: path, debugDescription: "Unkeyed container is at end."))
         }
         defer { currentIndex += 1 }
         return (items[currentIndex], path)
@@ -187,7 +222,10 @@ private struct JSONValueUnkeyedContainer: UnkeyedDecodingContainer {
 
     mutating func decodeNil() throws -> Bool {
         guard !isAtEnd else { return false }
-        if items[currentIndex] == .null { currentIndex += 1; return true }
+        if items[currentIndex] == .null {
+            currentIndex += 1
+            return true
+        }
         return false
     }
 
@@ -196,7 +234,9 @@ private struct JSONValueUnkeyedContainer: UnkeyedDecodingContainer {
         return try JSONValueDecoder(value: v, codingPath: path).decodeValue(type)
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<
+        NestedKey
+    > {
         let (v, path) = try next([String: Any].self)
         return try JSONValueDecoder(value: v, codingPath: path).container(keyedBy: type)
     }

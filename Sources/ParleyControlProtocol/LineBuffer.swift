@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Splits a byte stream into `\n`-terminated lines, holding at most `maxLineBytes` of an
@@ -45,7 +45,8 @@ public struct LineBuffer: Sendable {
         guard !overflowed, let base = bytes.baseAddress, bytes.count > 0 else { return }
         var start = 0
         while start < bytes.count,
-              let hit = memchr(base + start, Int32(UInt8(ascii: "\n")), bytes.count - start) {
+            let hit = memchr(base + start, Int32(UInt8(ascii: "\n")), bytes.count - start)
+        {
             let newline = base.distance(to: UnsafeRawPointer(hit))
             guard partial.count + (newline - start) <= maxLineBytes else {
                 poison()

@@ -107,9 +107,10 @@ public struct MessagesListResult: Codable, Sendable, Hashable {
 
     /// The page's cursors from what the store found beyond it: the older page ends just
     /// before the first message shown, the newer one starts just after the last.
-    public init(messages: [MessageInfo], hasOlder: Bool, hasNewer: Bool, pagedForward: Bool,
-                requestedAfter: Int? = nil, requestedBefore: Int? = nil)
-    {
+    public init(
+        messages: [MessageInfo], hasOlder: Bool, hasNewer: Bool, pagedForward: Bool,
+        requestedAfter: Int? = nil, requestedBefore: Int? = nil
+    ) {
         let older = hasOlder ? (messages.first?.cursor ?? requestedAfter.map { $0 + 1 }) : nil
         let newer = hasNewer ? (messages.last?.cursor ?? requestedBefore.map { $0 - 1 }) : nil
         self.init(messages: messages, nextCursor: pagedForward ? newer : older, olderCursor: older, newerCursor: newer)

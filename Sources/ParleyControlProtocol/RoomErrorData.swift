@@ -22,7 +22,8 @@ extension JSONRPCError {
     }
 
     public static func roomAmbiguous(_ selector: String, candidates: [RoomCandidate]) -> JSONRPCError {
-        JSONRPCError(.roomAmbiguous, "\(quoted(selector)) matches \(candidates.count) rooms",
-                     payload: RoomAmbiguousData(candidates: candidates))
+        JSONRPCError(
+            .roomAmbiguous, "\(quoted(selector)) matches \(candidates.count) rooms",
+            payload: RoomAmbiguousData(candidates: candidates))
     }
 }

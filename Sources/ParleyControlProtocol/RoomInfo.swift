@@ -48,9 +48,11 @@ public struct RoomInfo: Codable, Sendable, Hashable {
     /// Incoming messages in the room not marked read (`messages.mark_read` with `#room`).
     public var unread: Int
 
-    public init(id: String, name: String, members: [RoomMemberInfo], member: Bool, creator: String,
-                creatorName: String, createdAt: Int, version: Int, queued: Int, unread: Int = 0,
-                status: String? = nil, role: String? = nil, invitedBy: String? = nil, onlyAdminsAdd: Bool = false) {
+    public init(
+        id: String, name: String, members: [RoomMemberInfo], member: Bool, creator: String,
+        creatorName: String, createdAt: Int, version: Int, queued: Int, unread: Int = 0,
+        status: String? = nil, role: String? = nil, invitedBy: String? = nil, onlyAdminsAdd: Bool = false
+    ) {
         self.status = status ?? (member ? "joined" : "left")
         self.role = role
         self.invitedBy = invitedBy
@@ -87,4 +89,3 @@ extension MessageRoom: CanonicalJSONWritable {
         o.end(&out)
     }
 }
-

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A connected `AF_UNIX` stream socket with deadline-bounded send and receive. Blocking
@@ -26,15 +26,15 @@ final class UnixSocketConnection {
             throw .socketPathTooLong(path: path, maxBytes: maxPathBytes)
         }
         #if canImport(Darwin)
-        let fd = socket(AF_UNIX, SOCK_STREAM, 0)
+            let fd = socket(AF_UNIX, SOCK_STREAM, 0)
         #else
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         #endif
         guard fd >= 0 else { throw .cannotConnect(path: path, reason: lastErrorText()) }
         let connection = UnixSocketConnection(fd: fd)
         #if canImport(Darwin)
-        var one: Int32 = 1
-        _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+            var one: Int32 = 1
+            _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
         #endif
         if let timeout {
             var tv = timeval(
@@ -148,10 +148,10 @@ final class UnixSocketConnection {
     }
 
     #if canImport(Darwin)
-    private static let sendFlags = Int32(MSG_DONTWAIT)
+        private static let sendFlags = Int32(MSG_DONTWAIT)
     #else
-    /// MSG_NOSIGNAL: a daemon that went away must give EPIPE, not kill the CLI with SIGPIPE.
-    private static let sendFlags = Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL)
+        /// MSG_NOSIGNAL: a daemon that went away must give EPIPE, not kill the CLI with SIGPIPE.
+        private static let sendFlags = Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL)
     #endif
     private static let receiveFlags = Int32(MSG_DONTWAIT)
 }

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Dispatch
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Resolves a DNS-SD host target ("h1.local") to numeric addresses with getaddrinfo.
 ///
@@ -37,9 +38,9 @@ final class AddressLookup: Sendable {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         #if canImport(Glibc)
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         #else
-        hints.ai_socktype = SOCK_STREAM
+            hints.ai_socktype = SOCK_STREAM
         #endif
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, nil, &hints, &list)
@@ -52,7 +53,9 @@ final class AddressLookup: Sendable {
             entry = ai.ai_next
             guard let sa = ai.ai_addr else { continue }
             var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-            guard getnameinfo(sa, ai.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 else { continue }
+            guard getnameinfo(sa, ai.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 else {
+                continue
+            }
             let address = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             if !addresses.contains(address) { addresses.append(address) }
         }
@@ -66,7 +69,8 @@ final class AddressLookup: Sendable {
         let what = "getaddrinfo(\(host)): \(String(cString: gai_strerror(status)))"
         guard host.hasSuffix(".local") else { return what }
         if !nsswitchHasMDNS() {
-            return "\(what): .local names need nss-mdns: install libnss-mdns and add mdns4_minimal to the hosts line of /etc/nsswitch.conf"
+            return
+                "\(what): .local names need nss-mdns: install libnss-mdns and add mdns4_minimal to the hosts line of /etc/nsswitch.conf"
         }
         return "\(what) (nss-mdns is configured; the peer may have just left, or avahi-daemon is not running here)"
     }

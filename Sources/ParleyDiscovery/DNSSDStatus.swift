@@ -21,7 +21,7 @@ enum DNSSDStatus {
             kDNSServiceErr_AlreadyRegistered: "AlreadyRegistered", kDNSServiceErr_NameConflict: "NameConflict",
             kDNSServiceErr_Invalid: "Invalid", kDNSServiceErr_Incompatible: "Incompatible",
             kDNSServiceErr_BadInterfaceIndex: "BadInterfaceIndex", kDNSServiceErr_Refused: "Refused",
-            -65563: "ServiceNotRunning",
+            -65563: "ServiceNotRunning"
         ]
         return "kDNSServiceErr_\(names[Int(code)] ?? "?") (\(code))"
     }

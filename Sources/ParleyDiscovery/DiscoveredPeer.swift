@@ -15,8 +15,10 @@ public struct DiscoveredPeer: Sendable, Equatable {
     /// The interface the service was resolved on (if_nametoindex numbering).
     public var interfaceIndex: UInt32
 
-    public init(instanceName: String, hostTarget: String, port: UInt16, txt: [String: String],
-                addresses: [String], interfaceIndex: UInt32) {
+    public init(
+        instanceName: String, hostTarget: String, port: UInt16, txt: [String: String],
+        addresses: [String], interfaceIndex: UInt32
+    ) {
         self.instanceName = instanceName
         self.hostTarget = hostTarget
         self.port = port

@@ -26,7 +26,8 @@ enum InstanceName {
         var base = name
         var next = 2
         if let hash = name.lastIndex(of: "#"), hash > name.startIndex,
-           name[name.index(before: hash)] == " " {
+            name[name.index(before: hash)] == " "
+        {
             let digits = name[name.index(after: hash)...]
             if let n = Int(digits), n >= 2, n < Int.max, String(n) == digits {
                 base = String(name[..<name.index(before: hash)])

@@ -1,9 +1,10 @@
 import CDNSSD
 import Dispatch
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Advertises this node and browses for other Parley nodes over DNS-SD (avahi's dns_sd
@@ -88,9 +89,11 @@ public final class MDNSDiscovery: @unchecked Sendable {
     ///   - browse: whether to look for other nodes.
     ///   - queue: a serial queue; every event is delivered on it.
     ///   - retryInterval: how often to retry while avahi-daemon is unreachable.
-    public init(advertisement: ServiceAdvertisement?, browse: Bool = true, queue: DispatchQueue,
-                retryInterval: Duration = .seconds(2),
-                onEvent: @escaping @Sendable (DiscoveryEvent) -> Void) {
+    public init(
+        advertisement: ServiceAdvertisement?, browse: Bool = true, queue: DispatchQueue,
+        retryInterval: Duration = .seconds(2),
+        onEvent: @escaping @Sendable (DiscoveryEvent) -> Void
+    ) {
         self.advertisement = advertisement
         self.browseEnabled = browse
         self.queue = queue
@@ -236,11 +239,14 @@ public final class MDNSDiscovery: @unchecked Sendable {
         }
     }
 
-    private func makeSource(_ ref: DNSServiceRef, _ context: CallbackContext,
-                            onError: @escaping (DNSServiceErrorType) -> Void) -> ServiceRefSource {
+    private func makeSource(
+        _ ref: DNSServiceRef, _ context: CallbackContext,
+        onError: @escaping (DNSServiceErrorType) -> Void
+    ) -> ServiceRefSource {
         liveRefs += 1
-        return ServiceRefSource(ref: ref, context: context, queue: queue, onProcessError: onError,
-                                onDeallocated: { [weak self] in self?.refDeallocated() })
+        return ServiceRefSource(
+            ref: ref, context: context, queue: queue, onProcessError: onError,
+            onDeallocated: { [weak self] in self?.refDeallocated() })
     }
 
     private func refDeallocated() {
@@ -282,7 +288,9 @@ public final class MDNSDiscovery: @unchecked Sendable {
         if status == DNSSDStatus.nameConflict {
             return renameAfterConflict()
         }
-        guard status == DNSSDStatus.noError, let ref else { return status == DNSSDStatus.noError ? DNSSDStatus.unknown : status }
+        guard status == DNSSDStatus.noError, let ref else {
+            return status == DNSSDStatus.noError ? DNSSDStatus.unknown : status
+        }
         registration = makeSource(ref, context) { [weak self] status in
             guard let self, self.generation == context.generation else { return }
             self.enterOutage(DNSSDStatus.unavailableReason("DNSServiceProcessResult (registration)", status))
@@ -369,11 +377,14 @@ public final class MDNSDiscovery: @unchecked Sendable {
             { _, flags, interface, status, name, _, _, context in
                 guard let context else { return }
                 let ctx = Unmanaged<CallbackContext>.fromOpaque(context).takeUnretainedValue()
-                ctx.owner?.browseReply(ctx, flags: flags, interface: interface, status: status,
-                                       name: name.map { String(cString: $0) })
+                ctx.owner?.browseReply(
+                    ctx, flags: flags, interface: interface, status: status,
+                    name: name.map { String(cString: $0) })
             },
             Unmanaged.passUnretained(context).toOpaque())
-        guard status == DNSSDStatus.noError, let ref else { return status == DNSSDStatus.noError ? DNSSDStatus.unknown : status }
+        guard status == DNSSDStatus.noError, let ref else {
+            return status == DNSSDStatus.noError ? DNSSDStatus.unknown : status
+        }
         browse = makeSource(ref, context) { [weak self] status in
             guard let self, self.generation == context.generation else { return }
             self.enterOutage(DNSSDStatus.unavailableReason("DNSServiceProcessResult (browse)", status))
@@ -381,8 +392,10 @@ public final class MDNSDiscovery: @unchecked Sendable {
         return DNSSDStatus.noError
     }
 
-    private func browseReply(_ context: CallbackContext, flags: DNSServiceFlags, interface: UInt32,
-                             status: DNSServiceErrorType, name: String?) {
+    private func browseReply(
+        _ context: CallbackContext, flags: DNSServiceFlags, interface: UInt32,
+        status: DNSServiceErrorType, name: String?
+    ) {
         guard context.generation == generation, browse?.context === context else { return }
         guard status == DNSSDStatus.noError else {
             return enterOutage(DNSSDStatus.unavailableReason("browse", status))
@@ -416,9 +429,10 @@ public final class MDNSDiscovery: @unchecked Sendable {
                 guard let context else { return }
                 let ctx = Unmanaged<CallbackContext>.fromOpaque(context).takeUnretainedValue()
                 let txtBytes = txt.map { Array(UnsafeBufferPointer(start: $0, count: Int(txtLength))) } ?? []
-                ctx.owner?.resolveReply(ctx, interface: interface, status: status,
-                                        host: host.map { String(cString: $0) },
-                                        port: UInt16(bigEndian: port), txt: txtBytes)
+                ctx.owner?.resolveReply(
+                    ctx, interface: interface, status: status,
+                    host: host.map { String(cString: $0) },
+                    port: UInt16(bigEndian: port), txt: txtBytes)
             },
             Unmanaged.passUnretained(context).toOpaque())
         guard status == DNSSDStatus.noError, let ref else {
@@ -431,14 +445,18 @@ public final class MDNSDiscovery: @unchecked Sendable {
         resolvers[name] = Resolver(source: source, interface: interface)
     }
 
-    private func resolveReply(_ context: CallbackContext, interface: UInt32, status: DNSServiceErrorType,
-                              host: String?, port: UInt16, txt: [UInt8]) {
+    private func resolveReply(
+        _ context: CallbackContext, interface: UInt32, status: DNSServiceErrorType,
+        host: String?, port: UInt16, txt: [UInt8]
+    ) {
         guard context.generation == generation, let name = context.instanceName,
-              resolvers[name]?.source.context === context else { return }
+            resolvers[name]?.source.context === context
+        else { return }
         guard status == DNSSDStatus.noError, let host, !host.isEmpty else { return resolverFailed(context) }
         let hostTarget = host.hasSuffix(".") ? String(host.dropLast()) : host
-        resolved[name] = ResolvedService(hostTarget: hostTarget, port: port, txt: TXTRecord.decode(txt),
-                                         interface: interface)
+        resolved[name] = ResolvedService(
+            hostTarget: hostTarget, port: port, txt: TXTRecord.decode(txt),
+            interface: interface)
         if let peer = emitted[name], peer.hostTarget == hostTarget {
             // Same host: its addresses are known; only port or TXT may have changed.
             publish(name, addresses: peer.addresses)
@@ -451,7 +469,8 @@ public final class MDNSDiscovery: @unchecked Sendable {
     /// browse reports that too). Retry while the instance is still browsed.
     private func resolverFailed(_ context: CallbackContext) {
         guard context.generation == generation, let name = context.instanceName,
-              resolvers[name]?.source.context === context else { return }
+            resolvers[name]?.source.context === context
+        else { return }
         forget(name)
         scheduleResolveRetry(name)
     }
@@ -459,7 +478,9 @@ public final class MDNSDiscovery: @unchecked Sendable {
     private func scheduleResolveRetry(_ name: String) {
         let generation = generation
         queue.asyncAfter(deadline: .now() + Self.dispatchInterval(retryInterval)) { [weak self] in
-            guard let self, self.generation == generation, self.presence.contains(name), !self.isOwn(name) else { return }
+            guard let self, self.generation == generation, self.presence.contains(name), !self.isOwn(name) else {
+                return
+            }
             self.startResolve(name)
         }
     }
@@ -495,7 +516,8 @@ public final class MDNSDiscovery: @unchecked Sendable {
             guard attempts < Self.maxAddressLookupAttempts else { return }
             queue.asyncAfter(deadline: .now() + Self.dispatchInterval(retryInterval)) { [weak self] in
                 guard let self, self.generation == generation,
-                      self.resolved.values.contains(where: { $0.hostTarget == host }) else { return }
+                    self.resolved.values.contains(where: { $0.hostTarget == host })
+                else { return }
                 self.lookUp(host)
             }
         }
@@ -504,8 +526,9 @@ public final class MDNSDiscovery: @unchecked Sendable {
     /// Sends `.found` for `name` unless nothing changed since the last one.
     private func publish(_ name: String, addresses: [String]) {
         guard let service = resolved[name], presence.contains(name), !isOwn(name) else { return }
-        let peer = DiscoveredPeer(instanceName: name, hostTarget: service.hostTarget, port: service.port,
-                                  txt: service.txt, addresses: addresses, interfaceIndex: service.interface)
+        let peer = DiscoveredPeer(
+            instanceName: name, hostTarget: service.hostTarget, port: service.port,
+            txt: service.txt, addresses: addresses, interfaceIndex: service.interface)
         guard emitted[name] != peer else { return }
         emitted[name] = peer
         unconfirmed.remove(name)

@@ -26,9 +26,11 @@ final class ServiceRefSource: @unchecked Sendable {
     ///   - onProcessError: DNSServiceProcessResult failed (the compat library's helper
     ///     thread or its connection died); called once, and no further results follow.
     ///   - onDeallocated: called after DNSServiceRefDeallocate.
-    init(ref: DNSServiceRef, context: CallbackContext, queue: DispatchQueue,
-         onProcessError: @escaping (DNSServiceErrorType) -> Void,
-         onDeallocated: @escaping () -> Void) {
+    init(
+        ref: DNSServiceRef, context: CallbackContext, queue: DispatchQueue,
+        onProcessError: @escaping (DNSServiceErrorType) -> Void,
+        onDeallocated: @escaping () -> Void
+    ) {
         self.context = context
         source = DispatchSource.makeReadSource(fileDescriptor: DNSServiceRefSockFD(ref), queue: queue)
         // The handlers hold `self` until the source is cancelled: the source, not its

@@ -29,11 +29,13 @@ public enum TXTRecord {
         public var description: String {
             switch self {
             case let .invalidKey(k):
-                return "TXT key \(String(reflecting: k)) is invalid: use 1 or more printable ASCII characters other than '='"
+                return
+                    "TXT key \(String(reflecting: k)) is invalid: use 1 or more printable ASCII characters other than '='"
             case let .duplicateKey(k):
                 return "TXT key \(String(reflecting: k)) appears twice (keys are case-insensitive)"
             case let .entryTooLong(k, n):
-                return "TXT entry for key \(String(reflecting: k)) is \(n) bytes; at most \(TXTRecord.maxEntryBytes) fit"
+                return
+                    "TXT entry for key \(String(reflecting: k)) is \(n) bytes; at most \(TXTRecord.maxEntryBytes) fit"
             case let .recordTooLong(n):
                 return "TXT record would be \(n) bytes; keep it under \(TXTRecord.maxEncodedBytes)"
             }
@@ -49,8 +51,8 @@ public enum TXTRecord {
         var seen = Set<String>()
         for key in dict.keys.sorted() {
             guard let entry = try? entryBytes(key: key, value: dict[key] ?? ""),
-                  seen.insert(key.lowercased()).inserted,
-                  out.count + entry.count <= maxEncodedBytes
+                seen.insert(key.lowercased()).inserted,
+                out.count + entry.count <= maxEncodedBytes
             else { continue }
             out += entry
         }

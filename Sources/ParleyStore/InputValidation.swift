@@ -18,7 +18,8 @@ enum InputValidation {
     static func requireLowercaseHex(_ value: String, length: Int, _ what: String) throws(StoreError) {
         var count = 0
         for byte in value.utf8 {
-            let isHex = (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+            let isHex =
+                (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
                 || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "f"))
             guard isHex else {
                 throw .invalidArgument("\(what) must be lowercase hex")

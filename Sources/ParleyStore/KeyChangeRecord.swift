@@ -21,8 +21,10 @@ public struct KeyChangeRecord: Sendable, Equatable, Codable {
     /// Unix ms of the user's decision; nil while pending.
     public var resolvedAt: Int64?
 
-    public init(id: Int64, displayName: String, oldIdentity: String, newIdentity: String, newCard: [UInt8],
-                address: String?, detectedAt: Int64, status: KeyChangeStatus, resolvedAt: Int64? = nil) {
+    public init(
+        id: Int64, displayName: String, oldIdentity: String, newIdentity: String, newCard: [UInt8],
+        address: String?, detectedAt: Int64, status: KeyChangeStatus, resolvedAt: Int64? = nil
+    ) {
         self.id = id
         self.displayName = displayName
         self.oldIdentity = oldIdentity

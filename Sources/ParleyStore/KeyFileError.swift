@@ -20,17 +20,22 @@ public enum KeyFileError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .insecurePermissions(path, mode):
-            return "permissions \(Self.octal(mode)) for '\(path)' are too open; this private key must not be accessible by others. Run: chmod 600 '\(path)'"
+            return
+                "permissions \(Self.octal(mode)) for '\(path)' are too open; this private key must not be accessible by others. Run: chmod 600 '\(path)'"
         case let .insecureDirectoryPermissions(path, mode):
-            return "permissions \(Self.octal(mode)) for state directory '\(path)' are too open; it holds private keys. Run: chmod 700 '\(path)'"
+            return
+                "permissions \(Self.octal(mode)) for state directory '\(path)' are too open; it holds private keys. Run: chmod 700 '\(path)'"
         case let .wrongOwner(path, owner, expected):
-            return "'\(path)' is owned by uid \(owner), but parleyd runs as uid \(expected); fix the owner or run as that user"
+            return
+                "'\(path)' is owned by uid \(owner), but parleyd runs as uid \(expected); fix the owner or run as that user"
         case let .wrongFileType(path, expected):
             return "'\(path)' is not a \(expected)"
         case let .corrupt(path, reason):
-            return "key file '\(path)' is corrupt (\(reason)); restore it from a backup. Parley will not replace it on its own"
+            return
+                "key file '\(path)' is corrupt (\(reason)); restore it from a backup. Parley will not replace it on its own"
         case let .identityMissing(identityPath, noisePath):
-            return "'\(noisePath)' exists but '\(identityPath)' does not; refusing to create a new identity. Restore identity.key, or delete noise.key to start as a new identity"
+            return
+                "'\(noisePath)' exists but '\(identityPath)' does not; refusing to create a new identity. Restore identity.key, or delete noise.key to start as a new identity"
         case let .io(operation, path, code):
             return "could not \(operation) '\(path)': \(Self.message(errno: code))"
         }
@@ -43,11 +48,11 @@ public enum KeyFileError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 #if canImport(Glibc)
-import Glibc
-extension KeyFileError {
-    static func message(errno code: Int32) -> String {
-        guard let s = strerror(code) else { return "errno \(code)" }
-        return String(cString: s)
+    import Glibc
+    extension KeyFileError {
+        static func message(errno code: Int32) -> String {
+            guard let s = strerror(code) else { return "errno \(code)" }
+            return String(cString: s)
+        }
     }
-}
 #endif

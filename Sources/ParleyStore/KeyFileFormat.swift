@@ -46,7 +46,8 @@ enum KeyFileKind: Sendable {
             return .failure(DecodeFailure(reason: "\(bytes.count) bytes, expected \(fileLength)"))
         }
         guard bytes.starts(with: header) else {
-            return .failure(DecodeFailure(reason: "missing header line '\(String(decoding: header.dropLast(), as: UTF8.self))'"))
+            return .failure(
+                DecodeFailure(reason: "missing header line '\(String(decoding: header.dropLast(), as: UTF8.self))'"))
         }
         guard bytes.last == UInt8(ascii: "\n") else {
             return .failure(DecodeFailure(reason: "no newline after the key"))

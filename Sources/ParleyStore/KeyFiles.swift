@@ -1,6 +1,7 @@
 import ParleyCore
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Loads or creates the node's key files in the state directory:
@@ -111,7 +112,9 @@ public enum KeyFiles {
         guard fstat(fd, &st) == 0 else { throw .io(operation: "stat", path: path, errno: errno) }
         guard st.st_mode & S_IFMT == S_IFREG else { throw .wrongFileType(path: path, expected: "regular file") }
         guard st.st_uid == geteuid() else { throw .wrongOwner(path: path, owner: st.st_uid, expected: geteuid()) }
-        guard st.st_mode & groupOtherBits == 0 else { throw .insecurePermissions(path: path, mode: st.st_mode & 0o7777) }
+        guard st.st_mode & groupOtherBits == 0 else {
+            throw .insecurePermissions(path: path, mode: st.st_mode & 0o7777)
+        }
         guard Int(st.st_size) == kind.fileLength else {
             throw .corrupt(path: path, reason: "\(st.st_size) bytes, expected \(kind.fileLength)")
         }
@@ -149,8 +152,10 @@ public enum KeyFiles {
     /// (O_CREAT|O_EXCL|O_NOFOLLOW), fsync, then into place, then fsync of the directory.
     /// `replace: false` uses link(2), which fails if the file appeared meanwhile, so an
     /// existing key is never overwritten; `replace: true` uses rename(2).
-    static func writeAtomically(_ secret: SecretBytes, kind: KeyFileKind, directory: String,
-                                replace: Bool) throws(KeyFileError) {
+    static func writeAtomically(
+        _ secret: SecretBytes, kind: KeyFileKind, directory: String,
+        replace: Bool
+    ) throws(KeyFileError) {
         let finalPath = path(directory, kind)
         let tempPath = finalPath + ".tmp-" + Sodium.hex(Sodium.randomBytes(8))
         let fd = open(tempPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, fileMode)
@@ -165,7 +170,9 @@ public enum KeyFiles {
             try writeAndSync(fd: fd, content: content, path: tempPath)
         }
         if replace {
-            guard rename(tempPath, finalPath) == 0 else { throw .io(operation: "rename into place", path: finalPath, errno: errno) }
+            guard rename(tempPath, finalPath) == 0 else {
+                throw .io(operation: "rename into place", path: finalPath, errno: errno)
+            }
         } else {
             guard link(tempPath, finalPath) == 0 else { throw .io(operation: "create", path: finalPath, errno: errno) }
             unlink(tempPath)

@@ -35,9 +35,11 @@ public struct PeerRecord: Sendable, Equatable, Codable {
     /// what the peer calls itself.
     public var nickname: String?
 
-    public init(identity: String, displayName: String, hostName: String, card: [UInt8], cardSequence: Int64,
-                noiseKey: String, trust: TrustState, firstSeen: Int64, lastSeen: Int64,
-                lastAddress: String? = nil, replacedBy: String? = nil, nickname: String? = nil) {
+    public init(
+        identity: String, displayName: String, hostName: String, card: [UInt8], cardSequence: Int64,
+        noiseKey: String, trust: TrustState, firstSeen: Int64, lastSeen: Int64,
+        lastAddress: String? = nil, replacedBy: String? = nil, nickname: String? = nil
+    ) {
         self.identity = identity
         self.displayName = displayName
         self.hostName = hostName

@@ -41,9 +41,11 @@ public struct RoomRecord: Sendable, Equatable {
     /// Unix ms of this node's last change to the record.
     public var updatedAt: Int64
 
-    public init(id: String, root: String, name: String, creator: String, createdAt: Int64, version: Int64,
-                members: [String], status: RoomStatus, roles: [String: RoomRole] = [:], joined: [String]? = nil,
-                onlyAdminsAdd: Bool = false, inviter: String? = nil, updatedAt: Int64) {
+    public init(
+        id: String, root: String, name: String, creator: String, createdAt: Int64, version: Int64,
+        members: [String], status: RoomStatus, roles: [String: RoomRole] = [:], joined: [String]? = nil,
+        onlyAdminsAdd: Bool = false, inviter: String? = nil, updatedAt: Int64
+    ) {
         self.status = status
         self.roles = roles
         self.joined = joined ?? members

@@ -16,56 +16,57 @@ extension Schema {
     /// - `room` and `room_member` cache the resolved state (the operations are the truth).
     static func registerRoomsMigration(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("rooms-v1") { db in
-            try db.execute(sql: """
-                ALTER TABLE message ADD COLUMN room TEXT;
-                CREATE INDEX message_room ON message (room) WHERE room IS NOT NULL;
+            try db.execute(
+                sql: """
+                    ALTER TABLE message ADD COLUMN room TEXT;
+                    CREATE INDEX message_room ON message (room) WHERE room IS NOT NULL;
 
-                CREATE TABLE room (
-                    id         TEXT PRIMARY KEY NOT NULL,
-                    root       TEXT NOT NULL,
-                    name       TEXT NOT NULL,
-                    creator    TEXT NOT NULL,
-                    created_at INTEGER NOT NULL,
-                    version    INTEGER NOT NULL,
-                    is_member  INTEGER NOT NULL CHECK (is_member IN (0, 1)),
-                    updated_at INTEGER NOT NULL
-                ) STRICT, WITHOUT ROWID;
+                    CREATE TABLE room (
+                        id         TEXT PRIMARY KEY NOT NULL,
+                        root       TEXT NOT NULL,
+                        name       TEXT NOT NULL,
+                        creator    TEXT NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        version    INTEGER NOT NULL,
+                        is_member  INTEGER NOT NULL CHECK (is_member IN (0, 1)),
+                        updated_at INTEGER NOT NULL
+                    ) STRICT, WITHOUT ROWID;
 
-                CREATE TABLE room_member (
-                    room     TEXT NOT NULL REFERENCES room (id) ON DELETE CASCADE,
-                    identity TEXT NOT NULL,
-                    PRIMARY KEY (room, identity)
-                ) STRICT, WITHOUT ROWID;
+                    CREATE TABLE room_member (
+                        room     TEXT NOT NULL REFERENCES room (id) ON DELETE CASCADE,
+                        identity TEXT NOT NULL,
+                        PRIMARY KEY (room, identity)
+                    ) STRICT, WITHOUT ROWID;
 
-                -- No foreign key to room: an operation may arrive before its room's create.
-                CREATE TABLE room_operation (
-                    hash        TEXT PRIMARY KEY NOT NULL,
-                    room        TEXT NOT NULL,
-                    sequence    INTEGER NOT NULL,
-                    encoded     BLOB NOT NULL,
-                    received_at INTEGER NOT NULL
-                ) STRICT, WITHOUT ROWID;
-                CREATE INDEX room_operation_room ON room_operation (room, sequence);
+                    -- No foreign key to room: an operation may arrive before its room's create.
+                    CREATE TABLE room_operation (
+                        hash        TEXT PRIMARY KEY NOT NULL,
+                        room        TEXT NOT NULL,
+                        sequence    INTEGER NOT NULL,
+                        encoded     BLOB NOT NULL,
+                        received_at INTEGER NOT NULL
+                    ) STRICT, WITHOUT ROWID;
+                    CREATE INDEX room_operation_room ON room_operation (room, sequence);
 
-                -- ack_id: the operation hash's first 32 hex digits, the id its ack carries.
-                CREATE TABLE room_operation_outbox (
-                    operation TEXT NOT NULL REFERENCES room_operation (hash),
-                    member    TEXT NOT NULL,
-                    ack_id    TEXT NOT NULL,
-                    queued_at INTEGER NOT NULL,
-                    PRIMARY KEY (member, operation)
-                ) STRICT, WITHOUT ROWID;
-                CREATE INDEX room_operation_outbox_ack ON room_operation_outbox (member, ack_id);
+                    -- ack_id: the operation hash's first 32 hex digits, the id its ack carries.
+                    CREATE TABLE room_operation_outbox (
+                        operation TEXT NOT NULL REFERENCES room_operation (hash),
+                        member    TEXT NOT NULL,
+                        ack_id    TEXT NOT NULL,
+                        queued_at INTEGER NOT NULL,
+                        PRIMARY KEY (member, operation)
+                    ) STRICT, WITHOUT ROWID;
+                    CREATE INDEX room_operation_outbox_ack ON room_operation_outbox (member, ack_id);
 
-                CREATE TABLE room_delivery (
-                    message_row  INTEGER NOT NULL REFERENCES message (row_id),
-                    member       TEXT NOT NULL,
-                    state        TEXT NOT NULL CHECK (state IN ('queued', 'delivered')),
-                    delivered_at INTEGER,
-                    PRIMARY KEY (message_row, member)
-                ) STRICT, WITHOUT ROWID;
-                CREATE INDEX room_delivery_queued ON room_delivery (member, message_row) WHERE state = 'queued';
-                """)
+                    CREATE TABLE room_delivery (
+                        message_row  INTEGER NOT NULL REFERENCES message (row_id),
+                        member       TEXT NOT NULL,
+                        state        TEXT NOT NULL CHECK (state IN ('queued', 'delivered')),
+                        delivered_at INTEGER,
+                        PRIMARY KEY (message_row, member)
+                    ) STRICT, WITHOUT ROWID;
+                    CREATE INDEX room_delivery_queued ON room_delivery (member, message_row) WHERE state = 'queued';
+                    """)
         }
     }
 
@@ -83,18 +84,19 @@ extension Schema {
     ///   other room-id rule), so they and their outbox are dropped; the messages stay.
     static func registerRoomsV2Migration(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("rooms-v2") { db in
-            try db.execute(sql: """
-                ALTER TABLE room ADD COLUMN status TEXT NOT NULL DEFAULT 'joined'
-                    CHECK (status IN ('joined', 'invited', 'left', 'retired'));
-                ALTER TABLE room ADD COLUMN inviter TEXT;
-                ALTER TABLE room ADD COLUMN only_admins_add INTEGER NOT NULL DEFAULT 0;
-                ALTER TABLE room_member ADD COLUMN role INTEGER NOT NULL DEFAULT 1;
-                ALTER TABLE room_member ADD COLUMN joined INTEGER NOT NULL DEFAULT 1;
-                CREATE INDEX room_invitation ON room (inviter) WHERE status = 'invited';
-                DELETE FROM room_operation_outbox;
-                DELETE FROM room_operation;
-                UPDATE room SET status = 'retired', is_member = 0;
-                """)
+            try db.execute(
+                sql: """
+                    ALTER TABLE room ADD COLUMN status TEXT NOT NULL DEFAULT 'joined'
+                        CHECK (status IN ('joined', 'invited', 'left', 'retired'));
+                    ALTER TABLE room ADD COLUMN inviter TEXT;
+                    ALTER TABLE room ADD COLUMN only_admins_add INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE room_member ADD COLUMN role INTEGER NOT NULL DEFAULT 1;
+                    ALTER TABLE room_member ADD COLUMN joined INTEGER NOT NULL DEFAULT 1;
+                    CREATE INDEX room_invitation ON room (inviter) WHERE status = 'invited';
+                    DELETE FROM room_operation_outbox;
+                    DELETE FROM room_operation;
+                    UPDATE room SET status = 'retired', is_member = 0;
+                    """)
         }
     }
 }

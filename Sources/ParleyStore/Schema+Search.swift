@@ -9,37 +9,39 @@ extension Schema {
     static let searchTextFunction = "parley_search_text"
 
     static func registerSearchFunction(_ db: Database) {
-        db.add(function: DatabaseFunction(searchTextFunction, argumentCount: 1, pure: true) { values in
-            guard let data = Data.fromDatabaseValue(values[0]) else { return String.fromDatabaseValue(values[0]) }
-            return SearchText.indexText(String(decoding: data, as: UTF8.self))
-        })
+        db.add(
+            function: DatabaseFunction(searchTextFunction, argumentCount: 1, pure: true) { values in
+                guard let data = Data.fromDatabaseValue(values[0]) else { return String.fromDatabaseValue(values[0]) }
+                return SearchText.indexText(String(decoding: data, as: UTF8.self))
+            })
     }
 
     static func registerSearchMigration(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("message-search-v1") { db in
-            try db.execute(sql: """
-                -- Contentless: the bodies are in message_body already; the index keeps only
-                -- its terms (a few bytes per word). rowid is message.row_id.
-                CREATE VIRTUAL TABLE message_search USING fts5(
-                    body, content = '', tokenize = 'unicode61 remove_diacritics 2');
-                -- Every body ever stored is indexed: the existing ones now, new ones by trigger,
-                -- so no insert path (direct, room, future kinds) can forget it.
-                INSERT INTO message_search (rowid, body)
-                    SELECT row_id, \(searchTextFunction)(body) FROM message_body;
-                CREATE TRIGGER message_search_insert AFTER INSERT ON message_body BEGIN
-                    INSERT INTO message_search (rowid, body) VALUES (new.row_id, \(searchTextFunction)(new.body));
-                END;
-                -- A contentless index forgets a row only when told its old text.
-                CREATE TRIGGER message_search_delete AFTER DELETE ON message_body BEGIN
-                    INSERT INTO message_search (message_search, rowid, body)
-                        VALUES ('delete', old.row_id, \(searchTextFunction)(old.body));
-                END;
-                CREATE TRIGGER message_search_update AFTER UPDATE OF body ON message_body BEGIN
-                    INSERT INTO message_search (message_search, rowid, body)
-                        VALUES ('delete', old.row_id, \(searchTextFunction)(old.body));
-                    INSERT INTO message_search (rowid, body) VALUES (new.row_id, \(searchTextFunction)(new.body));
-                END;
-                """)
+            try db.execute(
+                sql: """
+                    -- Contentless: the bodies are in message_body already; the index keeps only
+                    -- its terms (a few bytes per word). rowid is message.row_id.
+                    CREATE VIRTUAL TABLE message_search USING fts5(
+                        body, content = '', tokenize = 'unicode61 remove_diacritics 2');
+                    -- Every body ever stored is indexed: the existing ones now, new ones by trigger,
+                    -- so no insert path (direct, room, future kinds) can forget it.
+                    INSERT INTO message_search (rowid, body)
+                        SELECT row_id, \(searchTextFunction)(body) FROM message_body;
+                    CREATE TRIGGER message_search_insert AFTER INSERT ON message_body BEGIN
+                        INSERT INTO message_search (rowid, body) VALUES (new.row_id, \(searchTextFunction)(new.body));
+                    END;
+                    -- A contentless index forgets a row only when told its old text.
+                    CREATE TRIGGER message_search_delete AFTER DELETE ON message_body BEGIN
+                        INSERT INTO message_search (message_search, rowid, body)
+                            VALUES ('delete', old.row_id, \(searchTextFunction)(old.body));
+                    END;
+                    CREATE TRIGGER message_search_update AFTER UPDATE OF body ON message_body BEGIN
+                        INSERT INTO message_search (message_search, rowid, body)
+                            VALUES ('delete', old.row_id, \(searchTextFunction)(old.body));
+                        INSERT INTO message_search (rowid, body) VALUES (new.row_id, \(searchTextFunction)(new.body));
+                    END;
+                    """)
         }
     }
 }

@@ -17,44 +17,47 @@ extension Schema {
     /// 12-step procedure; GRDB runs migrations with foreign keys checked at the end).
     static func registerTrustMigration(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("trust-v2") { db in
-            try db.execute(sql: """
-                CREATE TABLE peer_v2 (
-                    identity      TEXT PRIMARY KEY NOT NULL,
-                    display_name  TEXT NOT NULL,
-                    host_name     TEXT NOT NULL,
-                    card          BLOB NOT NULL,
-                    card_sequence INTEGER NOT NULL,
-                    noise_key     TEXT NOT NULL,
-                    trust         TEXT NOT NULL CHECK (trust IN ('pinned', 'verified', 'pending', 'blocked')),
-                    first_seen    INTEGER NOT NULL,
-                    last_seen     INTEGER NOT NULL,
-                    last_address  TEXT,
-                    -- Deferred so a replacement can write both peers in either order.
-                    replaced_by   TEXT REFERENCES peer (identity) DEFERRABLE INITIALLY DEFERRED,
-                    nickname      TEXT,
-                    CHECK (replaced_by IS NULL OR replaced_by <> identity)
-                ) STRICT, WITHOUT ROWID;
-                INSERT INTO peer_v2 (identity, display_name, host_name, card, card_sequence, noise_key, trust,
-                                     first_seen, last_seen, last_address, replaced_by, nickname)
-                SELECT identity, display_name, host_name, card, card_sequence, noise_key,
-                       CASE trust
-                           WHEN 'changed' THEN COALESCE(
-                               (SELECT CASE k.prior_trust WHEN 'changed' THEN 'pinned' ELSE k.prior_trust END
-                                FROM key_change k WHERE k.old_identity = peer.identity AND k.status = 'pending'
-                                ORDER BY k.id LIMIT 1), 'pinned')
-                           ELSE trust END,
-                       first_seen, last_seen, last_address, replaced_by, NULL
-                FROM peer;
-                DROP TABLE peer;
-                ALTER TABLE peer_v2 RENAME TO peer;
-                CREATE INDEX peer_display_name ON peer (display_name);
-                CREATE INDEX peer_last_address ON peer (last_address);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE peer_v2 (
+                        identity      TEXT PRIMARY KEY NOT NULL,
+                        display_name  TEXT NOT NULL,
+                        host_name     TEXT NOT NULL,
+                        card          BLOB NOT NULL,
+                        card_sequence INTEGER NOT NULL,
+                        noise_key     TEXT NOT NULL,
+                        trust         TEXT NOT NULL CHECK (trust IN ('pinned', 'verified', 'pending', 'blocked')),
+                        first_seen    INTEGER NOT NULL,
+                        last_seen     INTEGER NOT NULL,
+                        last_address  TEXT,
+                        -- Deferred so a replacement can write both peers in either order.
+                        replaced_by   TEXT REFERENCES peer (identity) DEFERRABLE INITIALLY DEFERRED,
+                        nickname      TEXT,
+                        CHECK (replaced_by IS NULL OR replaced_by <> identity)
+                    ) STRICT, WITHOUT ROWID;
+                    INSERT INTO peer_v2 (identity, display_name, host_name, card, card_sequence, noise_key, trust,
+                                         first_seen, last_seen, last_address, replaced_by, nickname)
+                    SELECT identity, display_name, host_name, card, card_sequence, noise_key,
+                           CASE trust
+                               WHEN 'changed' THEN COALESCE(
+                                   (SELECT CASE k.prior_trust WHEN 'changed' THEN 'pinned' ELSE k.prior_trust END
+                                    FROM key_change k WHERE k.old_identity = peer.identity AND k.status = 'pending'
+                                    ORDER BY k.id LIMIT 1), 'pinned')
+                               ELSE trust END,
+                           first_seen, last_seen, last_address, replaced_by, NULL
+                    FROM peer;
+                    DROP TABLE peer;
+                    ALTER TABLE peer_v2 RENAME TO peer;
+                    CREATE INDEX peer_display_name ON peer (display_name);
+                    CREATE INDEX peer_last_address ON peer (last_address);
+                    """)
             // Each pending change's new identity: a peer awaiting approval.
-            let pending = try Row.fetchAll(db, sql: """
-                SELECT new_identity, new_card, address, detected_at FROM key_change WHERE status = 'pending'
-                ORDER BY id
-                """)
+            let pending = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT new_identity, new_card, address, detected_at FROM key_change WHERE status = 'pending'
+                    ORDER BY id
+                    """)
             for row in pending {
                 let identity: String = row[0]
                 let bytes: Data = row[1]
@@ -62,16 +65,21 @@ extension Schema {
                 // (the identity is pinned anew, as pending, when it connects again).
                 guard let card = try? Card.decode([UInt8](bytes)), card.identityKey.hex == identity else { continue }
                 let at: Int64 = row[3]
-                try db.execute(sql: """
-                    INSERT OR IGNORE INTO peer (identity, display_name, host_name, card, card_sequence, noise_key,
-                                                trust, first_seen, last_seen, last_address, replaced_by, nickname)
-                    VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, NULL, NULL)
-                    """, arguments: [identity, card.displayName, card.hostName, bytes,
-                                     Int64(clamping: card.sequence), card.noiseKey.hex, at, at, row[2] as String?])
+                try db.execute(
+                    sql: """
+                        INSERT OR IGNORE INTO peer (identity, display_name, host_name, card, card_sequence, noise_key,
+                                                    trust, first_seen, last_seen, last_address, replaced_by, nickname)
+                        VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, NULL, NULL)
+                        """,
+                    arguments: [
+                        identity, card.displayName, card.hostName, bytes,
+                        Int64(clamping: card.sequence), card.noiseKey.hex, at, at, row[2] as String?
+                    ])
             }
-            try db.execute(sql: """
-                UPDATE key_change SET status = 'rejected', resolved_at = detected_at WHERE status = 'pending'
-                """)
+            try db.execute(
+                sql: """
+                    UPDATE key_change SET status = 'rejected', resolved_at = detected_at WHERE status = 'pending'
+                    """)
         }
     }
 }

@@ -32,12 +32,12 @@ public enum SearchText {
     static func isCJK(_ s: Unicode.Scalar) -> Bool {
         switch s.value {
         case 0x3040...0x30FF,  // Hiragana, Katakana
-             0x3400...0x4DBF,  // CJK Extension A
-             0x4E00...0x9FFF,  // CJK Unified Ideographs
-             0xAC00...0xD7AF,  // Hangul syllables
-             0x1100...0x11FF, 0x3130...0x318F,  // Hangul jamo
-             0xF900...0xFAFF,  // CJK compatibility ideographs
-             0x20000...0x2FA1F:  // CJK Extensions B and later
+            0x3400...0x4DBF,  // CJK Extension A
+            0x4E00...0x9FFF,  // CJK Unified Ideographs
+            0xAC00...0xD7AF,  // Hangul syllables
+            0x1100...0x11FF, 0x3130...0x318F,  // Hangul jamo
+            0xF900...0xFAFF,  // CJK compatibility ideographs
+            0x20000...0x2FA1F:  // CJK Extensions B and later
             return true
         default:
             return false
@@ -70,7 +70,8 @@ public enum SearchText {
         var hit: Range<String.Index>?
         for term in terms(query) {
             if let r = flat.range(of: term, options: [.caseInsensitive, .diacriticInsensitive]),
-               hit == nil || r.lowerBound < hit!.lowerBound {
+                hit == nil || r.lowerBound < hit!.lowerBound
+            {
                 hit = r
             }
         }

@@ -15,14 +15,16 @@ extension Store {
             throw .invalidArgument("address must be 1 to 300 bytes")
         }
         try relaxedWrite { db in
-            try db.execute(sql: """
-                INSERT INTO peer_address (identity, address, learned_at) VALUES (?, ?, ?)
-                ON CONFLICT (identity, address) DO UPDATE SET learned_at = excluded.learned_at
-                """, arguments: [identity, address, at])
-            try db.execute(sql: """
-                DELETE FROM peer_address WHERE identity = ? AND address NOT IN (
-                    SELECT address FROM peer_address WHERE identity = ? ORDER BY learned_at DESC, address LIMIT ?)
-                """, arguments: [identity, identity, Self.maxAddressesPerPeer])
+            try db.execute(
+                sql: """
+                    INSERT INTO peer_address (identity, address, learned_at) VALUES (?, ?, ?)
+                    ON CONFLICT (identity, address) DO UPDATE SET learned_at = excluded.learned_at
+                    """, arguments: [identity, address, at])
+            try db.execute(
+                sql: """
+                    DELETE FROM peer_address WHERE identity = ? AND address NOT IN (
+                        SELECT address FROM peer_address WHERE identity = ? ORDER BY learned_at DESC, address LIMIT ?)
+                    """, arguments: [identity, identity, Self.maxAddressesPerPeer])
         }
     }
 
@@ -30,11 +32,13 @@ extension Store {
     /// blocked nor replaced by a new key.
     public func rememberedAddresses() throws(StoreError) -> [String: [String]] {
         try read { db in
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT a.identity, a.address FROM peer_address a JOIN peer p ON p.identity = a.identity
-                WHERE p.trust <> 'blocked' AND p.replaced_by IS NULL
-                ORDER BY a.identity, a.learned_at DESC, a.address
-                """)
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT a.identity, a.address FROM peer_address a JOIN peer p ON p.identity = a.identity
+                    WHERE p.trust <> 'blocked' AND p.replaced_by IS NULL
+                    ORDER BY a.identity, a.learned_at DESC, a.address
+                    """)
             var out: [String: [String]] = [:]
             for row in rows { out[try row.text(0), default: []].append(try row.text(1)) }
             return out
@@ -45,18 +49,19 @@ extension Store {
 extension Schema {
     static func registerAddressesMigration(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("peer-addresses-v1") { db in
-            try db.execute(sql: """
-                -- Where a peer was reached or said it listens; learned_at is Unix ms. Rows of
-                -- a forgotten peer go with it.
-                CREATE TABLE peer_address (
-                    identity   TEXT NOT NULL REFERENCES peer (identity) ON DELETE CASCADE,
-                    address    TEXT NOT NULL,
-                    learned_at INTEGER NOT NULL,
-                    PRIMARY KEY (identity, address)
-                ) STRICT, WITHOUT ROWID;
-                INSERT INTO peer_address (identity, address, learned_at)
-                    SELECT identity, last_address, last_seen FROM peer WHERE last_address IS NOT NULL;
-                """)
+            try db.execute(
+                sql: """
+                    -- Where a peer was reached or said it listens; learned_at is Unix ms. Rows of
+                    -- a forgotten peer go with it.
+                    CREATE TABLE peer_address (
+                        identity   TEXT NOT NULL REFERENCES peer (identity) ON DELETE CASCADE,
+                        address    TEXT NOT NULL,
+                        learned_at INTEGER NOT NULL,
+                        PRIMARY KEY (identity, address)
+                    ) STRICT, WITHOUT ROWID;
+                    INSERT INTO peer_address (identity, address, learned_at)
+                        SELECT identity, last_address, last_seen FROM peer WHERE last_address IS NOT NULL;
+                    """)
         }
     }
 }

@@ -69,19 +69,21 @@ extension Store {
         }
         guard !events.isEmpty else { return [] }
         return try relaxedWrite { db in
-            let reserve = try db.cachedStatement(sql: """
-                UPDATE counter SET value = value + ? WHERE name = '\(Schema.Counter.lastEventID)' RETURNING value
-                """)
+            let reserve = try db.cachedStatement(
+                sql: """
+                    UPDATE counter SET value = value + ? WHERE name = '\(Schema.Counter.lastEventID)' RETURNING value
+                    """)
             guard let last = try Int64.fetchOne(reserve, arguments: [Int64(events.count)]) else {
                 throw UnexpectedStoredValue(column: "counter.\(Schema.Counter.lastEventID)", value: "missing")
             }
             let first = last - Int64(events.count) + 1
-            let insert = try db.cachedStatement(sql: """
-                INSERT INTO event (id, at, method, peer, message_row, params) VALUES (?, ?, ?, ?, ?, ?)
-                """)
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO event (id, at, method, peer, message_row, params) VALUES (?, ?, ?, ?, ?, ?)
+                    """)
             for (offset, e) in events.enumerated() {
                 try insert.execute(arguments: [
-                    first + Int64(offset), e.at, e.method, e.peer, e.messageRowID, e.params.map { Data($0) },
+                    first + Int64(offset), e.at, e.method, e.peer, e.messageRowID, e.params.map { Data($0) }
                 ])
             }
             return Array(first...last)
@@ -94,17 +96,21 @@ extension Store {
         let limit = InputValidation.pageSize(limit)
         guard limit > 0, after < through else { return [] }
         return try read { db in
-            let statement = try db.cachedStatement(sql: """
-                SELECT id, at, method, peer, message_row, params FROM event
-                WHERE id > ? AND id <= ? ORDER BY id LIMIT ?
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT id, at, method, peer, message_row, params FROM event
+                    WHERE id > ? AND id <= ? ORDER BY id LIMIT ?
+                    """)
             var result: [JournalEvent] = []
             let rows = try Row.fetchCursor(statement, arguments: [after, through, limit])
             while let row = try rows.next() {
                 let messageRow = try row.optionalInt64(4)
-                result.append(JournalEvent(id: try row.int64(0), event: NewJournalEvent(
-                    at: try row.int64(1), method: try row.text(2), peer: try row.optionalText(3),
-                    messageRowID: messageRow, params: messageRow == nil ? try row.bytes(5) : nil)))
+                result.append(
+                    JournalEvent(
+                        id: try row.int64(0),
+                        event: NewJournalEvent(
+                            at: try row.int64(1), method: try row.text(2), peer: try row.optionalText(3),
+                            messageRowID: messageRow, params: messageRow == nil ? try row.bytes(5) : nil)))
             }
             return result
         }
@@ -143,8 +149,9 @@ extension Store {
             }
             guard through > pruned else { return pruned }
             try db.execute(sql: "DELETE FROM event WHERE id <= ?", arguments: [through])
-            try db.execute(sql: "UPDATE counter SET value = ? WHERE name = ?",
-                           arguments: [through, Schema.Counter.eventsPrunedThrough])
+            try db.execute(
+                sql: "UPDATE counter SET value = ? WHERE name = ?",
+                arguments: [through, Schema.Counter.eventsPrunedThrough])
             return through
         }
     }

@@ -12,13 +12,15 @@ extension Store {
     @discardableResult
     public func expireUnusedPeers(lastSeenBefore: Int64, keep: Set<String> = []) throws(StoreError) -> [String] {
         try write { db in
-            let candidates = try String.fetchAll(db, sql: """
-                SELECT identity FROM peer
-                WHERE trust IN ('pinned', 'pending') AND last_seen < ? AND nickname IS NULL AND replaced_by IS NULL
-                  AND NOT EXISTS (SELECT 1 FROM peer AS p WHERE p.replaced_by = peer.identity)
-                  AND NOT EXISTS (SELECT 1 FROM key_change WHERE old_identity = peer.identity OR new_identity = peer.identity)
-                  AND NOT EXISTS (SELECT 1 FROM message WHERE message.peer = peer.identity)
-                """, arguments: [lastSeenBefore])
+            let candidates = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT identity FROM peer
+                    WHERE trust IN ('pinned', 'pending') AND last_seen < ? AND nickname IS NULL AND replaced_by IS NULL
+                      AND NOT EXISTS (SELECT 1 FROM peer AS p WHERE p.replaced_by = peer.identity)
+                      AND NOT EXISTS (SELECT 1 FROM key_change WHERE old_identity = peer.identity OR new_identity = peer.identity)
+                      AND NOT EXISTS (SELECT 1 FROM message WHERE message.peer = peer.identity)
+                    """, arguments: [lastSeenBefore])
             let expired = candidates.filter { !keep.contains($0) }
             let delete = try db.cachedStatement(sql: "DELETE FROM peer WHERE identity = ?")
             for identity in expired { try delete.execute(arguments: [identity]) }

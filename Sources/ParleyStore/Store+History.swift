@@ -43,20 +43,23 @@ extension Store {
         let forward = after != nil && before == nil
         return try read { db in
             let range = "row_id > ? AND row_id < ?\(condition)"
-            let sql = forward
+            let sql =
+                forward
                 ? "SELECT \(Self.messageColumns) FROM message WHERE \(range) ORDER BY row_id LIMIT ?"
                 : """
-                  SELECT * FROM (SELECT \(Self.messageColumns) FROM message WHERE \(range)
-                  ORDER BY row_id DESC LIMIT ?) ORDER BY row_id
-                  """
+                SELECT * FROM (SELECT \(Self.messageColumns) FROM message WHERE \(range)
+                ORDER BY row_id DESC LIMIT ?) ORDER BY row_id
+                """
             let arguments: [any DatabaseValueConvertible] =
                 [after ?? Int64.min, before ?? Int64.max] + scopeArguments + [limit]
             let rows = try Self.fetchMessages(try db.cachedStatement(sql: sql), StatementArguments(arguments))
             // Whether more exists on each side: one indexed probe each (message_peer for a
             // peer, the room index for a room, the primary key otherwise).
-            let exists = try db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM message WHERE row_id > ? AND row_id < ?\(condition))")
+            let exists = try db.cachedStatement(
+                sql: "SELECT EXISTS (SELECT 1 FROM message WHERE row_id > ? AND row_id < ?\(condition))")
             func any(_ lower: Int64, _ upper: Int64) throws -> Bool {
-                return try Bool.fetchOne(exists, arguments: StatementArguments([lower, upper] + scopeArguments)) ?? false
+                return try Bool.fetchOne(exists, arguments: StatementArguments([lower, upper] + scopeArguments))
+                    ?? false
             }
             let older: Bool
             let newer: Bool

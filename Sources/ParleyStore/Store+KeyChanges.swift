@@ -13,10 +13,11 @@ extension Store {
     public func keyChanges(involving identity: String) throws(StoreError) -> [KeyChangeRecord] {
         try InputValidation.requireIdentity(identity, "identity")
         return try read { db in
-            let statement = try db.cachedStatement(sql: """
-                SELECT \(Self.keyChangeColumns) FROM key_change
-                WHERE (old_identity = ? OR new_identity = ?) AND status = 'accepted' ORDER BY id
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT \(Self.keyChangeColumns) FROM key_change
+                    WHERE (old_identity = ? OR new_identity = ?) AND status = 'accepted' ORDER BY id
+                    """)
             return try Self.fetchKeyChanges(statement, [identity, identity])
         }
     }
@@ -37,16 +38,17 @@ extension Store {
         var records: [KeyChangeRecord] = []
         let rows = try Row.fetchCursor(statement, arguments: arguments)
         while let row = try rows.next() {
-            records.append(KeyChangeRecord(
-                id: try row.int64(0),
-                displayName: try row.text(1),
-                oldIdentity: try row.text(2),
-                newIdentity: try row.text(3),
-                newCard: try row.bytes(4),
-                address: try row.optionalText(5),
-                detectedAt: try row.int64(6),
-                status: try row.enumeration(KeyChangeStatus.self, 7, column: "key_change.status"),
-                resolvedAt: try row.optionalInt64(8)))
+            records.append(
+                KeyChangeRecord(
+                    id: try row.int64(0),
+                    displayName: try row.text(1),
+                    oldIdentity: try row.text(2),
+                    newIdentity: try row.text(3),
+                    newCard: try row.bytes(4),
+                    address: try row.optionalText(5),
+                    detectedAt: try row.int64(6),
+                    status: try row.enumeration(KeyChangeStatus.self, 7, column: "key_change.status"),
+                    resolvedAt: try row.optionalInt64(8)))
         }
         return records
     }

@@ -16,9 +16,10 @@ extension Store {
     /// Every known peer, replaced ones included, ordered by name then identity.
     public func peers() throws(StoreError) -> [PeerRecord] {
         try read { db in
-            let statement = try db.cachedStatement(sql: """
-                SELECT \(Self.peerColumns) FROM peer ORDER BY display_name, identity
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT \(Self.peerColumns) FROM peer ORDER BY display_name, identity
+                    """)
             return try Self.fetchPeers(statement, [])
         }
     }
@@ -28,10 +29,11 @@ extension Store {
     public func peers(named displayName: String) throws(StoreError) -> [PeerRecord] {
         try InputValidation.requireNoNUL(displayName, "display name")
         return try read { db in
-            let statement = try db.cachedStatement(sql: """
-                SELECT \(Self.peerColumns) FROM peer WHERE display_name = ? AND replaced_by IS NULL
-                ORDER BY first_seen, identity
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT \(Self.peerColumns) FROM peer WHERE display_name = ? AND replaced_by IS NULL
+                    ORDER BY first_seen, identity
+                    """)
             return try Self.fetchPeers(statement, [displayName])
         }
     }
@@ -41,10 +43,11 @@ extension Store {
     public func peer(atAddress address: String) throws(StoreError) -> PeerRecord? {
         try InputValidation.requireNoNUL(address, "address")
         return try read { db in
-            let statement = try db.cachedStatement(sql: """
-                SELECT \(Self.peerColumns) FROM peer WHERE last_address = ?
-                ORDER BY replaced_by IS NOT NULL, last_seen DESC LIMIT 1
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT \(Self.peerColumns) FROM peer WHERE last_address = ?
+                    ORDER BY replaced_by IS NOT NULL, last_seen DESC LIMIT 1
+                    """)
             return try Self.fetchPeers(statement, [address]).first
         }
     }
@@ -93,20 +96,24 @@ extension Store {
             guard let oldPeer = try Self.peer(db, identity: old) else { throw StoreError.notFound("peer \(old)") }
             guard let newPeer = try Self.peer(db, identity: new) else { throw StoreError.notFound("peer \(new)") }
             if let by = oldPeer.replacedBy { throw StoreError.conflict("peer \(old) was already replaced by \(by)") }
-            let current = try db.cachedStatement(sql: """
-                UPDATE peer SET replaced_by = NULL, trust = 'verified' WHERE identity = ?
-                """)
+            let current = try db.cachedStatement(
+                sql: """
+                    UPDATE peer SET replaced_by = NULL, trust = 'verified' WHERE identity = ?
+                    """)
             try current.execute(arguments: [new])
             let replace = try db.cachedStatement(sql: "UPDATE peer SET replaced_by = ? WHERE identity = ?")
             try replace.execute(arguments: [new, old])
             let moved = try Self.retarget(db, from: old, to: new)
-            let history = try db.cachedStatement(sql: """
-                INSERT INTO key_change (display_name, old_identity, new_identity, new_card, address, detected_at,
-                                        status, resolved_at, prior_trust)
-                VALUES (?, ?, ?, ?, ?, ?, 'accepted', ?, ?)
-                """)
-            try history.execute(arguments: [oldPeer.label, old, new, Data(newPeer.card), newPeer.lastAddress, at, at,
-                                             oldPeer.trust == .pending ? TrustState.pinned.rawValue : oldPeer.trust.rawValue])
+            let history = try db.cachedStatement(
+                sql: """
+                    INSERT INTO key_change (display_name, old_identity, new_identity, new_card, address, detected_at,
+                                            status, resolved_at, prior_trust)
+                    VALUES (?, ?, ?, ?, ?, ?, 'accepted', ?, ?)
+                    """)
+            try history.execute(arguments: [
+                oldPeer.label, old, new, Data(newPeer.card), newPeer.lastAddress, at, at,
+                oldPeer.trust == .pending ? TrustState.pinned.rawValue : oldPeer.trust.rawValue
+            ])
             return moved
         }
     }
@@ -117,13 +124,15 @@ extension Store {
         return try read { db in
             var chain: [PeerRecord] = []
             var current = identity
-            let statement = try db.cachedStatement(sql: """
-                SELECT \(Self.peerColumns) FROM peer WHERE replaced_by = ? ORDER BY last_seen DESC LIMIT 1
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT \(Self.peerColumns) FROM peer WHERE replaced_by = ? ORDER BY last_seen DESC LIMIT 1
+                    """)
             // Bounded: a chain longer than the peer table would mean a cycle.
             for _ in 0..<1_000 {
                 guard let previous = try Self.fetchPeers(statement, [current]).first,
-                      !chain.contains(where: { $0.identity == previous.identity }) else { break }
+                    !chain.contains(where: { $0.identity == previous.identity })
+                else { break }
                 chain.append(previous)
                 current = previous.identity
             }
@@ -137,8 +146,9 @@ extension Store {
     public func forgetPeer(identity: String) throws(StoreError) {
         try InputValidation.requireIdentity(identity, "identity")
         try write { db in
-            try db.execute(sql: "DELETE FROM key_change WHERE old_identity = ? OR new_identity = ?",
-                           arguments: [identity, identity])
+            try db.execute(
+                sql: "DELETE FROM key_change WHERE old_identity = ? OR new_identity = ?",
+                arguments: [identity, identity])
             try db.execute(sql: "UPDATE peer SET replaced_by = NULL WHERE replaced_by = ?", arguments: [identity])
             try db.execute(sql: "DELETE FROM peer WHERE identity = ?", arguments: [identity])
             guard db.changesCount == 1 else { throw StoreError.notFound("peer \(identity)") }
@@ -151,10 +161,11 @@ extension Store {
         try InputValidation.requireIdentity(identity, "identity")
         if let address { try InputValidation.requireNoNUL(address, "address") }
         try relaxedWrite { db in
-            let update = try db.cachedStatement(sql: """
-                UPDATE peer SET last_seen = MAX(last_seen, ?), last_address = COALESCE(?, last_address)
-                WHERE identity = ?
-                """)
+            let update = try db.cachedStatement(
+                sql: """
+                    UPDATE peer SET last_seen = MAX(last_seen, ?), last_address = COALESCE(?, last_address)
+                    WHERE identity = ?
+                    """)
             try update.execute(arguments: [at, address, identity])
             guard db.changesCount == 1 else { throw StoreError.notFound("peer \(identity)") }
         }
@@ -181,20 +192,21 @@ extension Store {
         if let replacedBy = record.replacedBy, try peer(db, identity: replacedBy) == nil {
             throw StoreError.conflict("peer \(record.identity) is marked replaced by unknown peer \(replacedBy)")
         }
-        let upsert = try db.cachedStatement(sql: """
-            INSERT INTO peer (\(peerColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (identity) DO UPDATE SET
-                display_name = excluded.display_name, host_name = excluded.host_name,
-                card = excluded.card, card_sequence = excluded.card_sequence,
-                noise_key = excluded.noise_key, trust = excluded.trust,
-                first_seen = MIN(first_seen, excluded.first_seen), last_seen = excluded.last_seen,
-                last_address = excluded.last_address, replaced_by = excluded.replaced_by,
-                nickname = excluded.nickname
-            """)
+        let upsert = try db.cachedStatement(
+            sql: """
+                INSERT INTO peer (\(peerColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (identity) DO UPDATE SET
+                    display_name = excluded.display_name, host_name = excluded.host_name,
+                    card = excluded.card, card_sequence = excluded.card_sequence,
+                    noise_key = excluded.noise_key, trust = excluded.trust,
+                    first_seen = MIN(first_seen, excluded.first_seen), last_seen = excluded.last_seen,
+                    last_address = excluded.last_address, replaced_by = excluded.replaced_by,
+                    nickname = excluded.nickname
+                """)
         try upsert.execute(arguments: [
             record.identity, record.displayName, record.hostName, Data(record.card), record.cardSequence,
             record.noiseKey, record.trust.rawValue, record.firstSeen, record.lastSeen, record.lastAddress,
-            record.replacedBy, record.nickname,
+            record.replacedBy, record.nickname
         ])
     }
 
@@ -207,19 +219,20 @@ extension Store {
         var peers: [PeerRecord] = []
         let rows = try Row.fetchCursor(statement, arguments: arguments)
         while let row = try rows.next() {
-            peers.append(PeerRecord(
-                identity: try row.text(0),
-                displayName: try row.text(1),
-                hostName: try row.text(2),
-                card: try row.bytes(3),
-                cardSequence: try row.int64(4),
-                noiseKey: try row.text(5),
-                trust: try row.enumeration(TrustState.self, 6, column: "peer.trust"),
-                firstSeen: try row.int64(7),
-                lastSeen: try row.int64(8),
-                lastAddress: try row.optionalText(9),
-                replacedBy: try row.optionalText(10),
-                nickname: try row.optionalText(11)))
+            peers.append(
+                PeerRecord(
+                    identity: try row.text(0),
+                    displayName: try row.text(1),
+                    hostName: try row.text(2),
+                    card: try row.bytes(3),
+                    cardSequence: try row.int64(4),
+                    noiseKey: try row.text(5),
+                    trust: try row.enumeration(TrustState.self, 6, column: "peer.trust"),
+                    firstSeen: try row.int64(7),
+                    lastSeen: try row.int64(8),
+                    lastAddress: try row.optionalText(9),
+                    replacedBy: try row.optionalText(10),
+                    nickname: try row.optionalText(11)))
         }
         return peers
     }

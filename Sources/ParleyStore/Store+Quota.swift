@@ -9,11 +9,13 @@ extension Store {
     public func incomingUsage(from sender: String) throws(StoreError) -> (messages: Int, bytes: Int) {
         try InputValidation.requireIdentity(sender, "sender")
         return try read { db in
-            let row = try Row.fetchOne(db, sql: """
-                SELECT count(*), coalesce(sum(length(b.body)), 0) FROM message m
-                JOIN message_body b ON b.row_id = m.row_id
-                WHERE m.peer = ? AND m.direction = 'incoming'
-                """, arguments: [sender])
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT count(*), coalesce(sum(length(b.body)), 0) FROM message m
+                    JOIN message_body b ON b.row_id = m.row_id
+                    WHERE m.peer = ? AND m.direction = 'incoming'
+                    """, arguments: [sender])
             return (row?[0] ?? 0, row?[1] ?? 0)
         }
     }
@@ -21,11 +23,13 @@ extension Store {
     /// Messages and body bytes stored from all senders together.
     public func incomingUsageTotal() throws(StoreError) -> (messages: Int, bytes: Int) {
         try read { db in
-            let row = try Row.fetchOne(db, sql: """
-                SELECT count(*), coalesce(sum(length(b.body)), 0) FROM message m
-                JOIN message_body b ON b.row_id = m.row_id
-                WHERE m.direction = 'incoming'
-                """)
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT count(*), coalesce(sum(length(b.body)), 0) FROM message m
+                    JOIN message_body b ON b.row_id = m.row_id
+                    WHERE m.direction = 'incoming'
+                    """)
             return (row?[0] ?? 0, row?[1] ?? 0)
         }
     }
@@ -33,7 +37,9 @@ extension Store {
     /// Whether any message (either direction, direct or room) was exchanged with `peer`:
     /// a peer that never exchanged one is a stranger when the session table is full.
     public func hasMessages(with peer: String) throws(StoreError) -> Bool {
-        try read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM message WHERE peer = ? LIMIT 1", arguments: [peer]) != nil }
+        try read { db in
+            try Bool.fetchOne(db, sql: "SELECT 1 FROM message WHERE peer = ? LIMIT 1", arguments: [peer]) != nil
+        }
     }
 
     /// Those of `ids` already stored from `sender`.
@@ -54,8 +60,9 @@ extension Store {
     public func deleteConversation(with peer: String) throws(StoreError) -> Int {
         try InputValidation.requireIdentity(peer, "peer")
         return try write { db in
-            let rows = try Row.fetchAll(db, sql: "SELECT row_id, state FROM message WHERE peer = ? AND room IS NULL",
-                                        arguments: [peer])
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT row_id, state FROM message WHERE peer = ? AND room IS NULL",
+                arguments: [peer])
             var byState: [String: Int] = [:]
             for row in rows { byState[row["state"] as String, default: 0] += 1 }
             let ids: [Int64] = rows.map { $0["row_id"] }
@@ -84,14 +91,16 @@ extension Store {
         let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
         guard !ids.isEmpty else { return [] }
         return try relaxedWrite { db in
-            let find = try db.cachedStatement(sql: """
-                SELECT \(Self.messageColumns) FROM message INDEXED BY \(Schema.Index.messageIDSender)
-                WHERE id = ? AND recipient = ? AND state = 'queued' AND room IS NULL
-                """)
-            let upsert = try db.cachedStatement(sql: """
-                INSERT INTO message_refusal (row_id, reason, at) VALUES (?, ?, ?)
-                ON CONFLICT (row_id) DO UPDATE SET reason = excluded.reason, at = excluded.at
-                """)
+            let find = try db.cachedStatement(
+                sql: """
+                    SELECT \(Self.messageColumns) FROM message INDEXED BY \(Schema.Index.messageIDSender)
+                    WHERE id = ? AND recipient = ? AND state = 'queued' AND room IS NULL
+                    """)
+            let upsert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO message_refusal (row_id, reason, at) VALUES (?, ?, ?)
+                    ON CONFLICT (row_id) DO UPDATE SET reason = excluded.reason, at = excluded.at
+                    """)
             var refused: [StoredMessage] = []
             for id in ids {
                 for message in try Self.fetchMessages(find, [id, recipient]) {

@@ -8,10 +8,11 @@ extension Store {
     /// index, so it costs the number of unread rows.
     public func unreadCounts() throws(StoreError) -> [String: Int] {
         try read { db in
-            let statement = try db.cachedStatement(sql: """
-                SELECT peer, COUNT(*) FROM message
-                WHERE direction = 'incoming' AND read_at IS NULL AND room IS NULL GROUP BY peer
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT peer, COUNT(*) FROM message
+                    WHERE direction = 'incoming' AND read_at IS NULL AND room IS NULL GROUP BY peer
+                    """)
             var result: [String: Int] = [:]
             let rows = try Row.fetchCursor(statement)
             while let row = try rows.next() {
@@ -30,13 +31,15 @@ extension Store {
     {
         try InputValidation.requireIdentity(peer, "peer")
         return try write { db in
-            let update = try db.cachedStatement(sql: """
-                UPDATE message SET read_at = ?, receipt_pending = ?
-                WHERE peer = ? AND direction = 'incoming' AND read_at IS NULL AND room IS NULL AND row_id <= ?
-                RETURNING row_id, id
-                """)
+            let update = try db.cachedStatement(
+                sql: """
+                    UPDATE message SET read_at = ?, receipt_pending = ?
+                    WHERE peer = ? AND direction = 'incoming' AND read_at IS NULL AND room IS NULL AND row_id <= ?
+                    RETURNING row_id, id
+                    """)
             let rows = try Row.fetchAll(update, arguments: [at, queueReceipts ? 1 : 0, peer, upTo ?? Int64.max])
-            return try rows.map { (rowID: try $0.int64(0), id: try $0.text(1)) }.sorted { $0.rowID < $1.rowID }.map(\.id)
+            return try rows.map { (rowID: try $0.int64(0), id: try $0.text(1)) }.sorted { $0.rowID < $1.rowID }.map(
+                \.id)
         }
     }
 
@@ -47,9 +50,10 @@ extension Store {
         let limit = InputValidation.pageSize(limit)
         guard limit > 0 else { return [] }
         return try read { db in
-            let statement = try db.cachedStatement(sql: """
-                SELECT id FROM message WHERE peer = ? AND receipt_pending = 1 ORDER BY row_id LIMIT ?
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT id FROM message WHERE peer = ? AND receipt_pending = 1 ORDER BY row_id LIMIT ?
+                    """)
             return try String.fetchAll(statement, arguments: [peer, limit])
         }
     }
@@ -68,9 +72,10 @@ extension Store {
         let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
         guard !ids.isEmpty else { return }
         try relaxedWrite { db in
-            let update = try db.cachedStatement(sql: """
-                UPDATE message SET receipt_pending = 0 WHERE id = ? AND sender = ? AND receipt_pending = 1
-                """)
+            let update = try db.cachedStatement(
+                sql: """
+                    UPDATE message SET receipt_pending = 0 WHERE id = ? AND sender = ? AND receipt_pending = 1
+                    """)
             for id in ids { try update.execute(arguments: [id, peer]) }
         }
     }
@@ -79,16 +84,19 @@ extension Store {
     /// delivered messages to that recipient that were not yet marked read change (the
     /// caller applies the implied acknowledgement first); they are returned. Malformed ids
     /// match nothing. One transaction.
-    public func markReadByRecipient(ids: [String], by recipient: String, at: Int64) throws(StoreError) -> [StoredMessage] {
+    public func markReadByRecipient(ids: [String], by recipient: String, at: Int64) throws(StoreError)
+        -> [StoredMessage]
+    {
         try InputValidation.requireIdentity(recipient, "recipient")
         let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
         guard !ids.isEmpty else { return [] }
         return try relaxedWrite { db in
-            let update = try db.cachedStatement(sql: """
-                UPDATE message SET read_at = ?
-                WHERE id = ? AND recipient = ? AND state = 'delivered' AND read_at IS NULL
-                RETURNING \(Self.messageColumns)
-                """)
+            let update = try db.cachedStatement(
+                sql: """
+                    UPDATE message SET read_at = ?
+                    WHERE id = ? AND recipient = ? AND state = 'delivered' AND read_at IS NULL
+                    RETURNING \(Self.messageColumns)
+                    """)
             var changed: [StoredMessage] = []
             for id in ids { changed += try Self.fetchMessages(update, [at, id, recipient]) }
             return changed

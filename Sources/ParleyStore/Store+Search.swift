@@ -16,12 +16,13 @@ extension Store {
         let limit = InputValidation.pageSize(limit)
         guard limit > 0, let match = SearchText.matchExpression(query) else { return [] }
         let messages = try read { db in
-            let statement = try db.cachedStatement(sql: """
-                SELECT \(Self.messageColumns) FROM message_search
-                JOIN message ON message.row_id = message_search.rowid
-                WHERE message_search MATCH ?\(scoped)
-                ORDER BY message_search.rank, message.row_id DESC LIMIT ?
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT \(Self.messageColumns) FROM message_search
+                    JOIN message ON message.row_id = message_search.rowid
+                    WHERE message_search MATCH ?\(scoped)
+                    ORDER BY message_search.rank, message.row_id DESC LIMIT ?
+                    """)
             return try Self.fetchMessages(statement, StatementArguments([match] + scopeArguments + [limit]))
         }
         return messages.map { SearchHit(message: $0, snippet: SearchText.snippet($0.body, query: query)) }

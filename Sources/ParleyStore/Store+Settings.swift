@@ -20,10 +20,11 @@ extension Store {
         if let value { try InputValidation.requireNoNUL(value, "setting value") }
         try write { db in
             if let value {
-                let upsert = try db.cachedStatement(sql: """
-                    INSERT INTO setting (key, value) VALUES (?, ?)
-                    ON CONFLICT (key) DO UPDATE SET value = excluded.value
-                    """)
+                let upsert = try db.cachedStatement(
+                    sql: """
+                        INSERT INTO setting (key, value) VALUES (?, ?)
+                        ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                        """)
                 try upsert.execute(arguments: [key, value])
             } else {
                 let delete = try db.cachedStatement(sql: "DELETE FROM setting WHERE key = ?")

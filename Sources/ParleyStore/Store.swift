@@ -1,9 +1,10 @@
 import Foundation
 import GRDB
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The node's durable state in one SQLite file: messages (outbox and inbox), peers, pending
@@ -69,7 +70,8 @@ public final class Store: @unchecked Sendable {
             try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE")
             let journalMode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
             guard journalMode == "wal" else {
-                throw StoreError.io(path: path, reason: "could not enable WAL (journal mode is \(journalMode ?? "unknown"))")
+                throw StoreError.io(
+                    path: path, reason: "could not enable WAL (journal mode is \(journalMode ?? "unknown"))")
             }
             try db.execute(sql: "PRAGMA synchronous = \(durability.synchronousPragma)")
             // Negative cache_size means KiB.
@@ -188,9 +190,9 @@ public final class Store: @unchecked Sendable {
 
     private static func closeDescriptor(_ descriptor: Int32) {
         #if canImport(Glibc)
-        _ = Glibc.close(descriptor)
+            _ = Glibc.close(descriptor)
         #else
-        _ = Darwin.close(descriptor)
+            _ = Darwin.close(descriptor)
         #endif
     }
 

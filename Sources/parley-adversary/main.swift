@@ -19,7 +19,9 @@ func fail(_ s: String) -> Never {
 /// A blocking TCP connection with a receive timeout.
 final class Conn {
     let fd: Int32
-    init?(_ host: String, _ port: UInt16, timeoutMs: Int = 3000, receiveBuffer: Int32? = nil, bindAddress: String? = nil) {
+    init?(
+        _ host: String, _ port: UInt16, timeoutMs: Int = 3000, receiveBuffer: Int32? = nil, bindAddress: String? = nil
+    ) {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var res: UnsafeMutablePointer<addrinfo>?
@@ -34,7 +36,9 @@ final class Conn {
         if var rcv = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, socklen_t(MemoryLayout<Int32>.size)) }
         // PARLEY_ADVERSARY_BIND=127.0.0.2 makes the attack come from another source
         // address than the honest peers' (loopback is a whole /8).
-        if let src = bindAddress ?? ProcessInfo.processInfo.environment["PARLEY_ADVERSARY_BIND"], ai.pointee.ai_family == AF_INET {
+        if let src = bindAddress ?? ProcessInfo.processInfo.environment["PARLEY_ADVERSARY_BIND"],
+            ai.pointee.ai_family == AF_INET
+        {
             var sin = sockaddr_in()
             sin.sin_family = sa_family_t(AF_INET)
             inet_pton(AF_INET, src, &sin.sin_addr)
@@ -130,58 +134,59 @@ func issue(_ id: IdentityKeyPair, noise: NoisePublicKey, name: String) -> Card {
 
 var args = Array(CommandLine.arguments.dropFirst())
 guard args.count >= 2 else {
-    print("""
-    usage: parley-adversary MODE HOST:PORT [N]
-      random-bytes T N      send N random bytes, report whether the daemon closed
-      slowloris T N SECS    open N connections, send half a frame, hold SECS
-      frame-silence T SECS  announce a 65535-byte frame, send nothing, report close time
-      flood T N             N connection attempts (connect, close), report refused/accepted
-      wrong-noise-key T     valid signature, but the card names another Noise key
-      forged-card T         card claiming another identity (signature does not verify)
-      replay T              valid session, then replay a transport message
-      reorder T             valid session, then send message 2 before message 1
-      honest T NAME         complete a real handshake as NAME, print OK
-      chat-flood T COUNT SIZE  as a new peer, stream COUNT chats of SIZE bytes (at most 65536),
-                            reading the answers as they come; print "acked A refused R
-                            reasons X,Y" once every chat is answered (or 120 s passed)
-      identities T N SOURCES [HOLD]  N connections, each a fresh identity completing the handshake,
-                            from 127.0.1.1 ... 127.0.1.SOURCES in turn (SOURCES 0: from the
-                            usual address); all are held HOLD seconds (default 1) after the
-                            last; print "established E refused R failed F" (E: still open)
-      ping-flood T SECS     as a new peer with a 4 KiB receive buffer that never reads, send
-                            frames of ~5,000 pings each for SECS seconds; print the MiB the
-                            victim took and whether it closed the session
-      room-flood T ROOMS OPS  as a new (pinned) peer, send signed creates of ROOMS rooms
-                            naming the target as member, then OPS add/remove changes in
-                            the first room; ping; print "alive" or "closed"
-      room-member T SEED NAME ACTION [ROOM]
-                            as a room member with a fixed identity (SEED: 64 hex digits),
-                            take the room operations the target sends, then ACTION:
-                              hello   nothing more (the target pins the card)
-                              join    accept every invitation; print "joined ROOMID"
-                              takeover  after its removal from ROOM: back-dated operations
-                                      (remove the creator, promote itself, add a key of
-                                      its own, join as that key) and a room message
-                              backdate  remove every other member with parents = the root
-                              squat   a create whose nonce is ROOM's id, naming the target
-                              junk N  N operations in ROOM with random parents
-                              reverse N  N valid adds in a chain, sent children first
-                              early-chat ALICE  a room message to the target before its
-                                      join reached it (print "held" if not acknowledged),
-                                      then the join to ALICE (HOST:PORT) only; print
-                                      "acked-after-join" once the target acknowledges
-                            print what it sent, then "acked K" (operations acknowledged)
-      old-peer T SECS       a peer that predates conversation records (no features in its
-                            handshake): send a chat, then for SECS seconds acknowledge
-                            every chat and print "chat BODY" for each, and "record 0xNN"
-                            for any other record type from 0x09 up
-      forge-action T MSGID [ROOMID]  as a new (pinned) peer announcing conversation records:
-                            send a chat of its own, then an edit, a delete and a reaction
-                            of MSGID (someone else's message), then an edit of its own
-                            chat; with ROOMID also a room edit, delete and reaction of
-                            MSGID in that room (of which it is not a member); ping; print
-                            "acked N" (acks for the records) and "alive"
-    """)
+    print(
+        """
+        usage: parley-adversary MODE HOST:PORT [N]
+          random-bytes T N      send N random bytes, report whether the daemon closed
+          slowloris T N SECS    open N connections, send half a frame, hold SECS
+          frame-silence T SECS  announce a 65535-byte frame, send nothing, report close time
+          flood T N             N connection attempts (connect, close), report refused/accepted
+          wrong-noise-key T     valid signature, but the card names another Noise key
+          forged-card T         card claiming another identity (signature does not verify)
+          replay T              valid session, then replay a transport message
+          reorder T             valid session, then send message 2 before message 1
+          honest T NAME         complete a real handshake as NAME, print OK
+          chat-flood T COUNT SIZE  as a new peer, stream COUNT chats of SIZE bytes (at most 65536),
+                                reading the answers as they come; print "acked A refused R
+                                reasons X,Y" once every chat is answered (or 120 s passed)
+          identities T N SOURCES [HOLD]  N connections, each a fresh identity completing the handshake,
+                                from 127.0.1.1 ... 127.0.1.SOURCES in turn (SOURCES 0: from the
+                                usual address); all are held HOLD seconds (default 1) after the
+                                last; print "established E refused R failed F" (E: still open)
+          ping-flood T SECS     as a new peer with a 4 KiB receive buffer that never reads, send
+                                frames of ~5,000 pings each for SECS seconds; print the MiB the
+                                victim took and whether it closed the session
+          room-flood T ROOMS OPS  as a new (pinned) peer, send signed creates of ROOMS rooms
+                                naming the target as member, then OPS add/remove changes in
+                                the first room; ping; print "alive" or "closed"
+          room-member T SEED NAME ACTION [ROOM]
+                                as a room member with a fixed identity (SEED: 64 hex digits),
+                                take the room operations the target sends, then ACTION:
+                                  hello   nothing more (the target pins the card)
+                                  join    accept every invitation; print "joined ROOMID"
+                                  takeover  after its removal from ROOM: back-dated operations
+                                          (remove the creator, promote itself, add a key of
+                                          its own, join as that key) and a room message
+                                  backdate  remove every other member with parents = the root
+                                  squat   a create whose nonce is ROOM's id, naming the target
+                                  junk N  N operations in ROOM with random parents
+                                  reverse N  N valid adds in a chain, sent children first
+                                  early-chat ALICE  a room message to the target before its
+                                          join reached it (print "held" if not acknowledged),
+                                          then the join to ALICE (HOST:PORT) only; print
+                                          "acked-after-join" once the target acknowledges
+                                print what it sent, then "acked K" (operations acknowledged)
+          old-peer T SECS       a peer that predates conversation records (no features in its
+                                handshake): send a chat, then for SECS seconds acknowledge
+                                every chat and print "chat BODY" for each, and "record 0xNN"
+                                for any other record type from 0x09 up
+          forge-action T MSGID [ROOMID]  as a new (pinned) peer announcing conversation records:
+                                send a chat of its own, then an edit, a delete and a reaction
+                                of MSGID (someone else's message), then an edit of its own
+                                chat; with ROOMID also a room edit, delete and reaction of
+                                MSGID in that room (of which it is not a member); ping; print
+                                "acked N" (acks for the records) and "alive"
+        """)
     exit(2)
 }
 let mode = args[0]
@@ -311,16 +316,22 @@ case "honest":
     emit("no pong")
 case "chat-flood":
     let size = args.count > 3 ? Int(args[3]) ?? 0 : 0
-    guard n >= 1, n <= 1_000_000, size >= 1, size <= WireLimits.maxBodyBytes else { fail("COUNT 1...1000000, SIZE 1...65536") }
+    guard n >= 1, n <= 1_000_000, size >= 1, size <= WireLimits.maxBodyBytes else {
+        fail("COUNT 1...1000000, SIZE 1...65536")
+    }
     guard let c = Conn(host, port, timeoutMs: 10_000) else { fail("connect") }
     let id = IdentityKeyPair.generate()
     let st = NoiseStaticKeyPair.generate()
-    guard var est = handshake(c, identity: id, staticKey: st,
-                              card: issue(id, noise: st.publicKey, name: "hoarder-\(Int.random(in: 0..<1_000_000))")) else {
+    guard
+        var est = handshake(
+            c, identity: id, staticKey: st,
+            card: issue(id, noise: st.publicKey, name: "hoarder-\(Int.random(in: 0..<1_000_000))"))
+    else {
         fail("handshake refused")
     }
     let body = String(repeating: "x", count: size)
-    var acked = Set<[UInt8]>(), refused = Set<[UInt8]>()
+    var acked = Set<[UInt8]>()
+    var refused = Set<[UInt8]>()
     var reasons = Set<String>()
     var decoder = RecordStreamDecoder()
     var closed = false
@@ -330,7 +341,10 @@ case "chat-flood":
         var timeout = waitMs
         while !closed, poll(&pfd, 1, timeout) > 0 {
             timeout = 0
-            guard let f = c.recvFrame(), let p = try? est.transport.open(f) else { closed = true; return }
+            guard let f = c.recvFrame(), let p = try? est.transport.open(f) else {
+                closed = true
+                return
+            }
             decoder.append(p)
             while let r = try? decoder.next() {
                 switch r {
@@ -347,19 +361,26 @@ case "chat-flood":
     var encoder = RecordStreamEncoder()
     let start = Date()
     for k in 0..<n {
-        encoder.append(.chat(ChatRecord(id: MessageID.random(), sequence: UInt64(k + 1),
-                                        createdAt: UInt64(Date().timeIntervalSince1970 * 1000), body: body)))
+        encoder.append(
+            .chat(
+                ChatRecord(
+                    id: MessageID.random(), sequence: UInt64(k + 1),
+                    createdAt: UInt64(Date().timeIntervalSince1970 * 1000), body: body)))
         if k % 16 == 15 || k == n - 1 {
             for chunk in encoder.drainChunks() {
-                guard let sealed = try? est.transport.seal(chunk), c.sendFrame(sealed) else { closed = true; break }
+                guard let sealed = try? est.transport.seal(chunk), c.sendFrame(sealed) else {
+                    closed = true
+                    break
+                }
             }
             drain(waitMs: 0)
         }
         if closed || Date().timeIntervalSince(start) > 120 { break }
     }
     while !closed, acked.count + refused.count < n, Date().timeIntervalSince(start) < 120 { drain(waitMs: 1000) }
-    emit("acked \(acked.count) refused \(refused.count) reasons \(reasons.sorted().joined(separator: ","))"
-         + (closed ? " closed" : ""))
+    emit(
+        "acked \(acked.count) refused \(refused.count) reasons \(reasons.sorted().joined(separator: ","))"
+            + (closed ? " closed" : ""))
 case "identities":
     let sources = args.count > 3 ? Int(args[3]) ?? 0 : 0
     guard n >= 1, n <= 10_000, sources >= 0, sources <= 250 else { fail("N 1...10000, SOURCES 0...250") }
@@ -369,11 +390,15 @@ case "identities":
     for i in 0..<n {
         if Date().timeIntervalSince(start) > 150 { break }
         let bind = sources > 0 ? "127.0.1.\(1 + i % sources)" : nil
-        guard let c = Conn(host, port, timeoutMs: 3000, bindAddress: bind) else { failed += 1; continue }
+        guard let c = Conn(host, port, timeoutMs: 3000, bindAddress: bind) else {
+            failed += 1
+            continue
+        }
         let id = IdentityKeyPair.generate()
         let st = NoiseStaticKeyPair.generate()
         // A refused connection (rate, admission) is closed before or during the handshake.
-        guard handshake(c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: "sybil\(i)")) != nil else {
+        guard handshake(c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: "sybil\(i)")) != nil
+        else {
             failed += 1
             continue
         }
@@ -389,8 +414,11 @@ case "ping-flood":
     guard let c = Conn(host, port, timeoutMs: 1000, receiveBuffer: 4096) else { fail("connect") }
     let id = IdentityKeyPair.generate()
     let st = NoiseStaticKeyPair.generate()
-    guard var est = handshake(c, identity: id, staticKey: st,
-                              card: issue(id, noise: st.publicKey, name: "pinger-\(Int.random(in: 0..<1_000_000))")) else {
+    guard
+        var est = handshake(
+            c, identity: id, staticKey: st,
+            card: issue(id, noise: st.publicKey, name: "pinger-\(Int.random(in: 0..<1_000_000))"))
+    else {
         fail("handshake refused")
     }
     // One Noise message of pings (13 bytes each), sealed anew each time (nonces move on).
@@ -400,15 +428,25 @@ case "ping-flood":
     var closed = false
     let deadline = Date().addingTimeInterval(seconds)
     flooding: while Date() < deadline {
-        for _ in 0..<5_000 { value += 1; encoder.append(.ping(value)) }
+        for _ in 0..<5_000 {
+            value += 1
+            encoder.append(.ping(value))
+        }
         for chunk in encoder.drainChunks() {
-            guard let sealed = try? est.transport.seal(chunk), let frame = try? Frame.encode(sealed) else { fail("seal") }
+            guard let sealed = try? est.transport.seal(chunk), let frame = try? Frame.encode(sealed) else {
+                fail("seal")
+            }
             // The victim may stop reading (that is the point): a send that times out is
             // retried until the deadline, never abandoned half-way (that would break framing).
             var off = 0
             while off < frame.count {
-                let r = frame[off...].withUnsafeBytes { Glibc.send(c.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                if r > 0 { off += r; continue }
+                let r = frame[off...].withUnsafeBytes {
+                    Glibc.send(c.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                }
+                if r > 0 {
+                    off += r
+                    continue
+                }
                 if r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
                     if Date() >= deadline { break flooding }
                     continue

@@ -11,8 +11,9 @@ struct BenchIdentity: Sendable {
     init(name: String) throws {
         identity = IdentityKeyPair.generate()
         noiseStatic = NoiseStaticKeyPair.generate()
-        card = try Card.issue(identity: identity, noiseKey: noiseStatic.publicKey, displayName: name,
-                              hostName: "bench.invalid", issuedAt: BenchIdentity.unixSeconds(), sequence: 1)
+        card = try Card.issue(
+            identity: identity, noiseKey: noiseStatic.publicKey, displayName: name,
+            hostName: "bench.invalid", issuedAt: BenchIdentity.unixSeconds(), sequence: 1)
     }
 
     static func unixSeconds() -> UInt64 {
@@ -24,12 +25,13 @@ struct BenchIdentity: Sendable {
     /// A new boot id per connection: to the daemon each connection looks like a fresh start
     /// of this client, so it replaces (never refuses) a previous session of the same identity.
     func handshake(role: SessionHandshake.Role) -> SessionHandshake {
-        SessionHandshake(role: role, localCard: card, staticKey: noiseStatic,
-                         bootID: Sodium.randomBytes(HandshakePayload.bootIDLength),
-                         now: BenchIdentity.unixSeconds())
+        SessionHandshake(
+            role: role, localCard: card, staticKey: noiseStatic,
+            bootID: Sodium.randomBytes(HandshakePayload.bootIDLength),
+            now: BenchIdentity.unixSeconds())
     }
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif

@@ -41,8 +41,10 @@ struct BenchRow: Codable, Sendable {
     var status: Status
     var note: String
 
-    init(id: String, measure: String, unit: String, parley: Double?, reference: Double?,
-         referenceName: String, goal: Goal, note: String = "") {
+    init(
+        id: String, measure: String, unit: String, parley: Double?, reference: Double?,
+        referenceName: String, goal: Goal, note: String = ""
+    ) {
         self.id = id
         self.measure = measure
         self.unit = unit
@@ -52,8 +54,12 @@ struct BenchRow: Codable, Sendable {
         self.note = note
         if let p = parley, let r = reference, r > 0 { ratio = p / r } else { ratio = nil }
         let goalText = goal.text
-        self.goal = goalText == "—" ? goalText : goalText + (unit.isEmpty || goalText.hasPrefix("ratio") ? "" : " \(unit)")
-        guard let p = parley else { status = .skipped; return }
+        self.goal =
+            goalText == "—" ? goalText : goalText + (unit.isEmpty || goalText.hasPrefix("ratio") ? "" : " \(unit)")
+        guard let p = parley else {
+            status = .skipped
+            return
+        }
         switch goal {
         case .none: status = .info
         case .valueAtMost(let x): status = p <= x ? .pass : .miss
@@ -66,10 +72,13 @@ struct BenchRow: Codable, Sendable {
     }
 
     /// A row that could not be measured at all.
-    static func skipped(id: String, measure: String, unit: String, referenceName: String,
-                        goal: Goal, why: String) -> BenchRow {
-        BenchRow(id: id, measure: measure, unit: unit, parley: nil, reference: nil,
-                 referenceName: referenceName, goal: goal, note: why)
+    static func skipped(
+        id: String, measure: String, unit: String, referenceName: String,
+        goal: Goal, why: String
+    ) -> BenchRow {
+        BenchRow(
+            id: id, measure: measure, unit: unit, parley: nil, reference: nil,
+            referenceName: referenceName, goal: goal, note: why)
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A program the benchmark started (parleyd, ngircd, openssl): output to a log file,
@@ -12,8 +13,10 @@ final class ChildProcess: @unchecked Sendable {
     /// How long a child may take to exit on SIGTERM before it is killed.
     static let stopGraceSeconds = 10.0
 
-    init(label: String, executable: String, arguments: [String], logPath: String,
-         environment: [String: String]? = nil) throws(BenchError) {
+    init(
+        label: String, executable: String, arguments: [String], logPath: String,
+        environment: [String: String]? = nil
+    ) throws(BenchError) {
         self.label = label
         self.logPath = logPath
         process.executableURL = URL(fileURLWithPath: executable)
@@ -66,7 +69,8 @@ final class ChildProcess: @unchecked Sendable {
     /// utime + stime in clock ticks (fields 14 and 15 of /proc/PID/stat).
     func cpuTicks() -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")") else { return nil }
+            let close = text.lastIndex(of: ")")
+        else { return nil }
         // Fields after the command name start at field 3 (state).
         let fields = text[text.index(after: close)...].split(separator: " ")
         guard fields.count > 13, let u = Int(fields[11]), let s = Int(fields[12]) else { return nil }
@@ -77,7 +81,8 @@ final class ChildProcess: @unchecked Sendable {
 }
 
 /// Runs a program to completion (bounded) and returns its exit status and output.
-func runToCompletion(_ executable: String, _ arguments: [String], timeout: Double) throws(BenchError) -> (Int32, String) {
+func runToCompletion(_ executable: String, _ arguments: [String], timeout: Double) throws(BenchError) -> (Int32, String)
+{
     let p = Process()
     p.executableURL = URL(fileURLWithPath: executable)
     p.arguments = arguments
@@ -105,8 +110,16 @@ func runToCompletion(_ executable: String, _ arguments: [String], timeout: Doubl
 final class OutputCollector: @unchecked Sendable {
     private let lock = NSLock()
     private var data: Data?
-    func set(_ d: Data) { lock.lock(); data = d; lock.unlock() }
-    func get() -> Data? { lock.lock(); defer { lock.unlock() }; return data }
+    func set(_ d: Data) {
+        lock.lock()
+        data = d
+        lock.unlock()
+    }
+    func get() -> Data? {
+        lock.lock()
+        defer { lock.unlock() }
+        return data
+    }
 }
 
 /// Looks a program up on PATH (and the sbin directories, where Debian puts ngircd).

@@ -74,7 +74,7 @@ final class ControlLine: @unchecked Sendable {
             guard let obj = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any] else {
                 throw .protocolError("\(method): unreadable line")
             }
-            guard (obj["id"] as? Int) == id else { continue } // a notification
+            guard (obj["id"] as? Int) == id else { continue }  // a notification
             if let err = obj["error"] as? [String: Any] {
                 throw .protocolError("\(method): \(err["message"] ?? err)")
             }

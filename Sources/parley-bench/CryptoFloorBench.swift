@@ -13,7 +13,10 @@ struct CryptoFloorBench {
     /// and the handshake's AEAD over a few hundred bytes cost well under 1 µs and are left out.
     static let dhPerSide = 3.0
 
-    struct Floor { var parleyMicros: Double; var libsodiumMicros: Double }
+    struct Floor {
+        var parleyMicros: Double
+        var libsodiumMicros: Double
+    }
 
     func run() throws -> (rows: [BenchRow], floor: Floor, aead64KiBMBps: Double) {
         Sodium.ensureInitialized()
@@ -26,7 +29,8 @@ struct CryptoFloorBench {
 
         // X25519 key generation.
         let keygenParley = Self.microsPerOp(n) { _ = NoiseEphemeralKeyPair.generate() }
-        var sk = [UInt8](repeating: 0, count: 32), pk = [UInt8](repeating: 0, count: 32)
+        var sk = [UInt8](repeating: 0, count: 32)
+        var pk = [UInt8](repeating: 0, count: 32)
         let keygenRaw = Self.microsPerOp(n) {
             randombytes_buf(&sk, 32)
             _ = crypto_scalarmult_base(&pk, sk)
@@ -51,14 +55,20 @@ struct CryptoFloorBench {
         }
 
         var rows = [
-            BenchRow(id: "1a", measure: "X25519 key generation", unit: "µs", parley: keygenParley, reference: keygenRaw,
-                     referenceName: "libsodium crypto_scalarmult_base", goal: .none),
-            BenchRow(id: "1b", measure: "X25519 DH", unit: "µs", parley: dhParley, reference: dhRaw,
-                     referenceName: "libsodium crypto_scalarmult", goal: .none),
-            BenchRow(id: "1c", measure: "Ed25519 sign (card, once per start)", unit: "µs", parley: signParley, reference: signRaw,
-                     referenceName: "libsodium crypto_sign_detached", goal: .none),
-            BenchRow(id: "1d", measure: "Ed25519 verify (Card.decode)", unit: "µs", parley: verifyParley, reference: verifyRaw,
-                     referenceName: "libsodium crypto_sign_verify_detached", goal: .none),
+            BenchRow(
+                id: "1a", measure: "X25519 key generation", unit: "µs", parley: keygenParley, reference: keygenRaw,
+                referenceName: "libsodium crypto_scalarmult_base", goal: .none),
+            BenchRow(
+                id: "1b", measure: "X25519 DH", unit: "µs", parley: dhParley, reference: dhRaw,
+                referenceName: "libsodium crypto_scalarmult", goal: .none),
+            BenchRow(
+                id: "1c", measure: "Ed25519 sign (card, once per start)", unit: "µs", parley: signParley,
+                reference: signRaw,
+                referenceName: "libsodium crypto_sign_detached", goal: .none),
+            BenchRow(
+                id: "1d", measure: "Ed25519 verify (Card.decode)", unit: "µs", parley: verifyParley,
+                reference: verifyRaw,
+                referenceName: "libsodium crypto_sign_verify_detached", goal: .none)
         ]
 
         // ChaCha20-Poly1305 through SessionTransport.seal vs the bare AEAD call.
@@ -77,28 +87,36 @@ struct CryptoFloorBench {
             let parleyMBps = Double(size) / parleyUs
             let rawMBps = Double(size) / rawUs
             if size > 4096 { aead64k = rawMBps }
-            rows.append(BenchRow(id: "1e", measure: "ChaCha20-Poly1305 seal \(label)", unit: "MB/s",
-                                 parley: parleyMBps, reference: rawMBps,
-                                 referenceName: "libsodium aead_chacha20poly1305_ietf_encrypt", goal: .none,
-                                 note: size > 4096 ? "64 KiB row: 65 519 B, the largest plaintext of one Noise message" : ""))
+            rows.append(
+                BenchRow(
+                    id: "1e", measure: "ChaCha20-Poly1305 seal \(label)", unit: "MB/s",
+                    parley: parleyMBps, reference: rawMBps,
+                    referenceName: "libsodium aead_chacha20poly1305_ietf_encrypt", goal: .none,
+                    note: size > 4096 ? "64 KiB row: 65 519 B, the largest plaintext of one Noise message" : ""))
         }
 
-        let floor = Floor(parleyMicros: keygenParley + Self.dhPerSide * dhParley + verifyParley,
-                          libsodiumMicros: keygenRaw + Self.dhPerSide * dhRaw + verifyRaw)
-        rows.append(BenchRow(id: "1f", measure: "Floor: one XX side (1 keygen + 3 DH + 1 verify)", unit: "µs",
-                             parley: floor.parleyMicros, reference: floor.libsodiumMicros,
-                             referenceName: "same sum from bare libsodium", goal: .none,
-                             note: "card signed once at start, not per handshake"))
+        let floor = Floor(
+            parleyMicros: keygenParley + Self.dhPerSide * dhParley + verifyParley,
+            libsodiumMicros: keygenRaw + Self.dhPerSide * dhRaw + verifyRaw)
+        rows.append(
+            BenchRow(
+                id: "1f", measure: "Floor: one XX side (1 keygen + 3 DH + 1 verify)", unit: "µs",
+                parley: floor.parleyMicros, reference: floor.libsodiumMicros,
+                referenceName: "same sum from bare libsodium", goal: .none,
+                note: "card signed once at start, not per handshake"))
         return (rows, floor, aead64k)
     }
 
     /// A transport from a real in-process handshake.
     static func transport() throws -> SessionTransport {
-        let a = try BenchIdentity(name: "a"), b = try BenchIdentity(name: "b")
-        var i = a.handshake(role: .initiator), r = b.handshake(role: .responder)
+        let a = try BenchIdentity(name: "a")
+        let b = try BenchIdentity(name: "b")
+        var i = a.handshake(role: .initiator)
+        var r = b.handshake(role: .responder)
         guard case .send(let m2) = try r.receive(try i.start()),
-              case .established(let m3, let est) = try i.receive(m2),
-              let m3, case .established = try r.receive(m3) else {
+            case .established(let m3, let est) = try i.receive(m2),
+            let m3, case .established = try r.receive(m3)
+        else {
             throw BenchError.protocolError("in-process handshake did not complete")
         }
         return est.transport

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Row 8: discovery and presence in the LAN lab (scripts/lanlab: network namespaces on a
@@ -61,17 +62,21 @@ struct DiscoveryBench {
         if smoke { args.append("--quick") }
         let child: ProcessGroupChild
         do {
-            child = try ProcessGroupChild(executable: python, arguments: args, logPath: logPath,
-                                          terminateGraceSeconds: Self.teardownGraceSeconds)
+            child = try ProcessGroupChild(
+                executable: python, arguments: args, logPath: logPath,
+                terminateGraceSeconds: Self.teardownGraceSeconds)
         } catch {
             return skippedRows("\(error)")
         }
         let limit = smoke ? Self.smokeTimeoutSeconds : Self.fullTimeoutSeconds
         let finished = child.wait(deadline: Deadline(seconds: limit))
         guard let data = FileManager.default.contents(atPath: resultPath),
-              let result = try? JSONDecoder().decode(DiscoveryResult.self, from: data) else {
-            let why = finished ? "bench-discovery.py \(child.statusText) without a result"
-                               : "bench-discovery.py ran longer than \(Int(limit)) s and was stopped"
+            let result = try? JSONDecoder().decode(DiscoveryResult.self, from: data)
+        else {
+            let why =
+                finished
+                ? "bench-discovery.py \(child.statusText) without a result"
+                : "bench-discovery.py ran longer than \(Int(limit)) s and was stopped"
             return skippedRows(why + ": " + child.logTail(lines: 3))
         }
         if let skipped = result.skipped { return skippedRows(skipped) }
@@ -83,71 +88,111 @@ struct DiscoveryBench {
         let reg = r.register
         let observer = "observer avahi-browse -p on h2, \(fmt((r.browserAgeMs ?? 0) / 1000)) s old; nothing else on h2"
 
-        func registerRow(id: String, measure: String, referenceName: String, reference: [Double]?, extra: String) -> BenchRow {
+        func registerRow(id: String, measure: String, referenceName: String, reference: [Double]?, extra: String)
+            -> BenchRow
+        {
             guard let p = reg?.parley, !p.isEmpty else {
-                return .skipped(id: id, measure: measure, unit: "ms", referenceName: referenceName,
-                                goal: .ratioAtMost(Self.registerGoalRatio), why: r.error("register"))
+                return .skipped(
+                    id: id, measure: measure, unit: "ms", referenceName: referenceName,
+                    goal: .ratioAtMost(Self.registerGoalRatio), why: r.error("register"))
             }
             let ref = reference.flatMap { $0.isEmpty ? nil : $0 }
-            var note = "median of \(rounds(p.count)); slowest \(fmt(p.max() ?? 0)) ms" + (ref.map { " vs \(fmt($0.max() ?? 0)) ms" } ?? "")
+            var note =
+                "median of \(rounds(p.count)); slowest \(fmt(p.max() ?? 0)) ms"
+                + (ref.map { " vs \(fmt($0.max() ?? 0)) ms" } ?? "")
             note += "; " + extra
             if ref == nil { note += "; reference: \(r.error("register"))" }
-            return BenchRow(id: id, measure: measure, unit: "ms", parley: median(p),
-                            reference: ref.map(median), referenceName: referenceName,
-                            goal: .ratioAtMost(Self.registerGoalRatio), note: note)
+            return BenchRow(
+                id: id, measure: measure, unit: "ms", parley: median(p),
+                reference: ref.map(median), referenceName: referenceName,
+                goal: .ratioAtMost(Self.registerGoalRatio), note: note)
         }
-        out.append(registerRow(id: ID.register, measure: Self.registerMeasure, referenceName: Self.publishName, reference: reg?.reference,
-                               extra: "rounds alternate publishers; \(observer); avahi-publish alone is seen after avahi's probing"))
-        out.append(registerRow(id: ID.registerLike, measure: Self.registerLikeMeasure, referenceName: Self.publishBrowseName,
-                               reference: reg?.referenceBrowsing,
-                               extra: "like parleyd, which browses its own type: a browse on h1 makes avahi answer before probing ends"))
+        out.append(
+            registerRow(
+                id: ID.register, measure: Self.registerMeasure, referenceName: Self.publishName,
+                reference: reg?.reference,
+                extra: "rounds alternate publishers; \(observer); avahi-publish alone is seen after avahi's probing"))
+        out.append(
+            registerRow(
+                id: ID.registerLike, measure: Self.registerLikeMeasure, referenceName: Self.publishBrowseName,
+                reference: reg?.referenceBrowsing,
+                extra: "like parleyd, which browses its own type: a browse on h1 makes avahi answer before probing ends"
+            ))
 
         if let s = r.startToOnline, !s.isEmpty {
-            var note = "median of \(rounds(s.count)), slowest \(fmt(s.max() ?? 0)) ms; h2's parleyd running and subscribed"
+            var note =
+                "median of \(rounds(s.count)), slowest \(fmt(s.max() ?? 0)) ms; h2's parleyd running and subscribed"
             if let seen = r.seenAfterOnline, !seen.isEmpty {
-                note += "; h1 finds h2 in its avahi's cache and dials at once: h2's observer saw h1's advertisement \(fmt(median(seen))) ms after the session was up"
+                note +=
+                    "; h1 finds h2 in its avahi's cache and dials at once: h2's observer saw h1's advertisement \(fmt(median(seen))) ms after the session was up"
             }
-            out.append(BenchRow(id: ID.session, measure: Self.sessionMeasure, unit: "ms", parley: median(s),
-                                reference: nil, referenceName: "—", goal: .none, note: note))
+            out.append(
+                BenchRow(
+                    id: ID.session, measure: Self.sessionMeasure, unit: "ms", parley: median(s),
+                    reference: nil, referenceName: "—", goal: .none, note: note))
         } else {
-            out.append(.skipped(id: ID.session, measure: Self.sessionMeasure, unit: "ms", referenceName: "—",
-                                goal: .none, why: r.error("session")))
+            out.append(
+                .skipped(
+                    id: ID.session, measure: Self.sessionMeasure, unit: "ms", referenceName: "—",
+                    goal: .none, why: r.error("session")))
         }
 
         if let c = r.clean, !c.isEmpty {
-            out.append(BenchRow(id: ID.clean, measure: Self.cleanMeasure, unit: "ms", parley: c.max() ?? 0,
-                                reference: nil, referenceName: "—", goal: .valueAtMost(Self.cleanOfflineGoalMs),
-                                note: "SIGTERM to h1's parleyd → peer.offline on a subscriber of h2's; \(rounds(c.count)), median \(fmt(median(c))) ms"))
+            out.append(
+                BenchRow(
+                    id: ID.clean, measure: Self.cleanMeasure, unit: "ms", parley: c.max() ?? 0,
+                    reference: nil, referenceName: "—", goal: .valueAtMost(Self.cleanOfflineGoalMs),
+                    note:
+                        "SIGTERM to h1's parleyd → peer.offline on a subscriber of h2's; \(rounds(c.count)), median \(fmt(median(c))) ms"
+                ))
         } else {
-            out.append(.skipped(id: ID.clean, measure: Self.cleanMeasure, unit: "ms", referenceName: "—",
-                                goal: .valueAtMost(Self.cleanOfflineGoalMs), why: r.error("session")))
+            out.append(
+                .skipped(
+                    id: ID.clean, measure: Self.cleanMeasure, unit: "ms", referenceName: "—",
+                    goal: .valueAtMost(Self.cleanOfflineGoalMs), why: r.error("session")))
         }
 
         let interval = r.pingIntervalMs ?? 0
-        let heartbeat = "\(fmt(Self.crashOfflineIntervals)) heartbeat intervals (ping \(fmt(interval)) ms, dead after \(fmt(r.deadAfterMs ?? 0)) ms)"
+        let heartbeat =
+            "\(fmt(Self.crashOfflineIntervals)) heartbeat intervals (ping \(fmt(interval)) ms, dead after \(fmt(r.deadAfterMs ?? 0)) ms)"
         if let k = r.crash, !k.isEmpty {
-            var note = "lanlab cut h1 → peer.offline on h2 (no FIN, no goodbye: only the heartbeat tells); \(rounds(k.count)), median \(fmt(median(k))) ms"
-            if let kill = r.kill?.first { note += "; SIGKILL of the process instead: \(fmt(kill)) ms (the kernel closes its TCP connection)" }
-            out.append(BenchRow(id: ID.crash, measure: Self.crashMeasure, unit: "ms", parley: k.max() ?? 0,
-                                reference: interval > 0 ? Self.crashOfflineIntervals * interval : nil,
-                                referenceName: heartbeat, goal: .ratioAtMost(1), note: note))
+            var note =
+                "lanlab cut h1 → peer.offline on h2 (no FIN, no goodbye: only the heartbeat tells); \(rounds(k.count)), median \(fmt(median(k))) ms"
+            if let kill = r.kill?.first {
+                note += "; SIGKILL of the process instead: \(fmt(kill)) ms (the kernel closes its TCP connection)"
+            }
+            out.append(
+                BenchRow(
+                    id: ID.crash, measure: Self.crashMeasure, unit: "ms", parley: k.max() ?? 0,
+                    reference: interval > 0 ? Self.crashOfflineIntervals * interval : nil,
+                    referenceName: heartbeat, goal: .ratioAtMost(1), note: note))
         } else {
-            out.append(.skipped(id: ID.crash, measure: Self.crashMeasure, unit: "ms", referenceName: heartbeat,
-                                goal: .ratioAtMost(1), why: r.error("crash")))
+            out.append(
+                .skipped(
+                    id: ID.crash, measure: Self.crashMeasure, unit: "ms", referenceName: heartbeat,
+                    goal: .ratioAtMost(1), why: r.error("crash")))
         }
         return out
     }
 
     private func skippedRows(_ why: String) -> [BenchRow] {
-        [.skipped(id: ID.register, measure: Self.registerMeasure, unit: "ms", referenceName: Self.publishName,
-                  goal: .ratioAtMost(Self.registerGoalRatio), why: why),
-         .skipped(id: ID.registerLike, measure: Self.registerLikeMeasure, unit: "ms", referenceName: Self.publishBrowseName,
-                  goal: .ratioAtMost(Self.registerGoalRatio), why: why),
-         .skipped(id: ID.session, measure: Self.sessionMeasure, unit: "ms", referenceName: "—", goal: .none, why: why),
-         .skipped(id: ID.clean, measure: Self.cleanMeasure, unit: "ms", referenceName: "—",
-                  goal: .valueAtMost(Self.cleanOfflineGoalMs), why: why),
-         .skipped(id: ID.crash, measure: Self.crashMeasure, unit: "ms", referenceName: "3 heartbeat intervals",
-                  goal: .ratioAtMost(1), why: why)]
+        [
+            .skipped(
+                id: ID.register, measure: Self.registerMeasure, unit: "ms", referenceName: Self.publishName,
+                goal: .ratioAtMost(Self.registerGoalRatio), why: why),
+            .skipped(
+                id: ID.registerLike, measure: Self.registerLikeMeasure, unit: "ms",
+                referenceName: Self.publishBrowseName,
+                goal: .ratioAtMost(Self.registerGoalRatio), why: why),
+            .skipped(
+                id: ID.session, measure: Self.sessionMeasure, unit: "ms", referenceName: "—", goal: .none, why: why),
+            .skipped(
+                id: ID.clean, measure: Self.cleanMeasure, unit: "ms", referenceName: "—",
+                goal: .valueAtMost(Self.cleanOfflineGoalMs), why: why),
+            .skipped(
+                id: ID.crash, measure: Self.crashMeasure, unit: "ms", referenceName: "3 heartbeat intervals",
+                goal: .ratioAtMost(1), why: why)
+        ]
     }
 
     /// The script, from the working directory (make bench runs in the repository) or

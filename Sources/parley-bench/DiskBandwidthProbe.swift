@@ -27,7 +27,8 @@ struct DiskBandwidthProbe {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let store = try Store(directory: dir, durability: .full)
         defer { try? store.close() }
-        let me = String(repeating: "a", count: 64), peer = String(repeating: "b", count: 64)
+        let me = String(repeating: "a", count: 64)
+        let peer = String(repeating: "b", count: 64)
         let body = String(repeating: "x", count: Self.chunkBytes)
         let t0 = Clock.nowNs()
         for _ in 0..<transactions {
@@ -46,7 +47,10 @@ struct DiskBandwidthProbe {
         let path = workDir + "/disk-probe"
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw BenchError.io("open \(path): \(Socket.errorText())") }
-        defer { close(fd); unlink(path) }
+        defer {
+            close(fd)
+            unlink(path)
+        }
         let chunk = [UInt8](repeating: 0x78, count: Self.chunkBytes)
         let t0 = Clock.nowNs()
         for _ in 0..<n {

@@ -18,7 +18,8 @@ struct DurableCommitBench {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let store = try Store(directory: dir, durability: .full)
         defer { try? store.close() }
-        let me = String(repeating: "a", count: 64), peer = String(repeating: "b", count: 64)
+        let me = String(repeating: "a", count: 64)
+        let peer = String(repeating: "b", count: 64)
         let body = String(repeating: "x", count: 64)
         func message() -> NewOutgoingMessage {
             NewOutgoingMessage(id: MessageID.random().hex, recipient: peer, body: body, createdAt: 0)
@@ -40,7 +41,10 @@ struct DurableCommitBench {
         let path = workDir + "/fsync-probe"
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw BenchError.io("open \(path): \(Socket.errorText())") }
-        defer { close(fd); unlink(path) }
+        defer {
+            close(fd)
+            unlink(path)
+        }
         let chunk = [UInt8](repeating: 0x78, count: 64)
         var disk = Samples()
         for _ in 0..<n {
@@ -51,14 +55,18 @@ struct DurableCommitBench {
             disk.add(Clock.nowNs() - t0)
         }
         return [
-            BenchRow(id: "1g", measure: "Durable commit, 1 message per transaction", unit: "µs",
-                     parley: single.median / 1000, reference: disk.median / 1000,
-                     referenceName: "write 64 B + fdatasync, same filesystem", goal: .none,
-                     note: "Store.enqueue, SQLite WAL synchronous=FULL; p99 \(fmt(single.p99 / 1000)) µs vs \(fmt(disk.p99 / 1000)) µs"),
-            BenchRow(id: "1h", measure: "Durable commit, \(Self.batch) messages per transaction, per message", unit: "µs",
-                     parley: batched.median / 1000, reference: disk.median / 1000 / Double(Self.batch),
-                     referenceName: "fdatasync / \(Self.batch)", goal: .none,
-                     note: "what group commit of pipelined sends would cost"),
+            BenchRow(
+                id: "1g", measure: "Durable commit, 1 message per transaction", unit: "µs",
+                parley: single.median / 1000, reference: disk.median / 1000,
+                referenceName: "write 64 B + fdatasync, same filesystem", goal: .none,
+                note:
+                    "Store.enqueue, SQLite WAL synchronous=FULL; p99 \(fmt(single.p99 / 1000)) µs vs \(fmt(disk.p99 / 1000)) µs"
+            ),
+            BenchRow(
+                id: "1h", measure: "Durable commit, \(Self.batch) messages per transaction, per message", unit: "µs",
+                parley: batched.median / 1000, reference: disk.median / 1000 / Double(Self.batch),
+                referenceName: "fdatasync / \(Self.batch)", goal: .none,
+                note: "what group commit of pipelined sends would cost")
         ]
     }
 }

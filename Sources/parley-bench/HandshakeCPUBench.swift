@@ -8,8 +8,10 @@ struct HandshakeCPUBench {
     static let goalRatioToFloor = 1.5
 
     func run(floor: CryptoFloorBench.Floor) throws -> [BenchRow] {
-        let a = try BenchIdentity(name: "initiator"), b = try BenchIdentity(name: "responder")
-        var ini = Samples(), res = Samples()
+        let a = try BenchIdentity(name: "initiator")
+        let b = try BenchIdentity(name: "responder")
+        var ini = Samples()
+        var res = Samples()
         let deadline = Deadline(seconds: scale.rowSeconds)
         var i = 0
         while i < scale.handshakes && !deadline.passed {
@@ -24,7 +26,9 @@ struct HandshakeCPUBench {
             var tr = Clock.threadCPUNs() - t
 
             t = Clock.threadCPUNs()
-            guard case .established(let m3, _) = try hi.receive(m2), let m3 else { throw BenchError.protocolError("no message 3") }
+            guard case .established(let m3, _) = try hi.receive(m2), let m3 else {
+                throw BenchError.protocolError("no message 3")
+            }
             ti += Clock.threadCPUNs() - t
 
             t = Clock.threadCPUNs()
@@ -36,12 +40,14 @@ struct HandshakeCPUBench {
         }
         let note = "median of \(ini.count) handshakes, thread CPU time; reference = row 1f floor"
         return [
-            BenchRow(id: "2a", measure: "Handshake CPU, initiator side", unit: "µs", parley: ini.median / 1000,
-                     reference: floor.libsodiumMicros, referenceName: "crypto floor (1f)",
-                     goal: .ratioAtMost(Self.goalRatioToFloor), note: note),
-            BenchRow(id: "2b", measure: "Handshake CPU, responder side", unit: "µs", parley: res.median / 1000,
-                     reference: floor.libsodiumMicros, referenceName: "crypto floor (1f)",
-                     goal: .ratioAtMost(Self.goalRatioToFloor), note: note),
+            BenchRow(
+                id: "2a", measure: "Handshake CPU, initiator side", unit: "µs", parley: ini.median / 1000,
+                reference: floor.libsodiumMicros, referenceName: "crypto floor (1f)",
+                goal: .ratioAtMost(Self.goalRatioToFloor), note: note),
+            BenchRow(
+                id: "2b", measure: "Handshake CPU, responder side", unit: "µs", parley: res.median / 1000,
+                reference: floor.libsodiumMicros, referenceName: "crypto floor (1f)",
+                goal: .ratioAtMost(Self.goalRatioToFloor), note: note)
         ]
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The reference for rows 3, 4 and 6: the same path through an IRC relay, ngircd from
@@ -22,33 +23,34 @@ final class IRCRelay: @unchecked Sendable {
         port = try freeLoopbackPort()
         let conf = workDir + "/ngircd.conf"
         let text = """
-        [Global]
-        \tName = bench.parley.invalid
-        \tInfo = parley-bench reference relay
-        \tListen = 127.0.0.1
-        \tPorts = \(port)
-        \tMotdPhrase = parley-bench
-        \tServerUID = \(getuid())
-        \tServerGID = \(getgid())
-        \tPidFile = \(workDir)/ngircd.pid
-        [Limits]
-        \tMaxConnectionsIP = 0
-        \tMaxConnections = 0
-        \tPingTimeout = 600
-        \tPongTimeout = 600
-        [Options]
-        \tDNS = no
-        \tIdent = no
-        \tPAM = no
-        \tOperCanUseMode = yes
-        [Operator]
-        \tName = \(Self.operName)
-        \tPassword = \(Self.operPassword)
+            [Global]
+            \tName = bench.parley.invalid
+            \tInfo = parley-bench reference relay
+            \tListen = 127.0.0.1
+            \tPorts = \(port)
+            \tMotdPhrase = parley-bench
+            \tServerUID = \(getuid())
+            \tServerGID = \(getgid())
+            \tPidFile = \(workDir)/ngircd.pid
+            [Limits]
+            \tMaxConnectionsIP = 0
+            \tMaxConnections = 0
+            \tPingTimeout = 600
+            \tPongTimeout = 600
+            [Options]
+            \tDNS = no
+            \tIdent = no
+            \tPAM = no
+            \tOperCanUseMode = yes
+            [Operator]
+            \tName = \(Self.operName)
+            \tPassword = \(Self.operPassword)
 
-        """
+            """
         do { try text.write(toFile: conf, atomically: true, encoding: .utf8) } catch { throw .io("\(conf): \(error)") }
-        server = try ChildProcess(label: "ngircd", executable: ngircd, arguments: ["-n", "-f", conf],
-                                  logPath: workDir + "/ngircd.log")
+        server = try ChildProcess(
+            label: "ngircd", executable: ngircd, arguments: ["-n", "-f", conf],
+            logPath: workDir + "/ngircd.log")
         let ready = Deadline(seconds: 10)
         while (try? Socket.tcp(port: port, deadline: ready)) == nil {
             guard !ready.passed, server.isRunning else {
@@ -69,7 +71,9 @@ final class IRCRelay: @unchecked Sendable {
             let deadline = Deadline(seconds: 10)
             while true {
                 let l = try c.nextLine(deadline: deadline)
-                if l.contains(" MODE \(nick) :+F") || l.hasSuffix("MODE \(nick) :+F") || l.contains("MODE \(nick) +F") { break }
+                if l.contains(" MODE \(nick) :+F") || l.hasSuffix("MODE \(nick) :+F") || l.contains("MODE \(nick) +F") {
+                    break
+                }
                 if l.contains(" 491 ") || l.contains(" 464 ") || l.contains(" 481 ") || l.contains(" 501 ") {
                     throw .protocolError("ngircd refused OPER/MODE +F: \(l)")
                 }
@@ -93,7 +97,7 @@ final class IRCClient: @unchecked Sendable {
         let deadline = Deadline(seconds: 10)
         while true {
             let l = try nextLine(deadline: deadline)
-            if l.contains(" 376 ") || l.contains(" 422 ") { break } // end of (or no) MOTD
+            if l.contains(" 376 ") || l.contains(" 422 ") { break }  // end of (or no) MOTD
             if l.hasPrefix("PING") { try send("PONG" + l.dropFirst(4) + "\r\n") }
         }
     }
@@ -120,7 +124,10 @@ final class IRCClient: @unchecked Sendable {
 
     func popLine() -> [UInt8]? {
         guard let nl = buffer[readIndex...].firstIndex(of: 0x0a) else {
-            if readIndex == buffer.count || readIndex > 1 << 20 { buffer.removeFirst(readIndex); readIndex = 0 }
+            if readIndex == buffer.count || readIndex > 1 << 20 {
+                buffer.removeFirst(readIndex)
+                readIndex = 0
+            }
             return nil
         }
         var end = nl
@@ -132,7 +139,9 @@ final class IRCClient: @unchecked Sendable {
 
     func fill(waitMilliseconds ms: Int32) throws(BenchError) -> Bool {
         guard socket.readable(withinMilliseconds: ms) else { return false }
-        if try socket.receive(into: &buffer, deadline: Deadline(seconds: 1)) == 0 { throw .io("ngircd closed the connection") }
+        if try socket.receive(into: &buffer, deadline: Deadline(seconds: 1)) == 0 {
+            throw .io("ngircd closed the connection")
+        }
         return true
     }
 
@@ -148,7 +157,10 @@ struct IRCRelayBench {
     func latency(count: Int) throws -> Samples {
         let alice = try relay.client(nick: "alice", relaxedFlood: true)
         let bob = try relay.client(nick: "bob", relaxedFlood: false)
-        defer { alice.close(); bob.close() }
+        defer {
+            alice.close()
+            bob.close()
+        }
         let marker = Array(":lat-".utf8)
         var s = Samples()
         let deadline = Deadline(seconds: scale.rowSeconds)
@@ -161,7 +173,9 @@ struct IRCRelayBench {
             while true {
                 let l = try bob.nextRawLine(deadline: deadline)
                 if ByteScan.number(after: marker, in: l) == i { break }
-                if l.starts(with: Array("PING".utf8)) { try bob.send("PONG" + String(decoding: l.dropFirst(4), as: UTF8.self) + "\r\n") }
+                if l.starts(with: Array("PING".utf8)) {
+                    try bob.send("PONG" + String(decoding: l.dropFirst(4), as: UTF8.self) + "\r\n")
+                }
             }
             if i >= warmUp { s.add(Clock.nowNs() - t0) }
             i += 1
@@ -174,7 +188,10 @@ struct IRCRelayBench {
     func throughput(count: Int, window: Int) throws -> (rate: Double, received: Int, latency: Samples) {
         let alice = try relay.client(nick: "alice2", relaxedFlood: true)
         let bob = try relay.client(nick: "bob2", relaxedFlood: false)
-        defer { alice.close(); bob.close() }
+        defer {
+            alice.close()
+            bob.close()
+        }
         let deadline = Deadline(seconds: scale.rowSeconds)
         let marker = Array(":tp-".utf8)
         let got = SharedCounter()
@@ -197,7 +214,10 @@ struct IRCRelayBench {
         let start = Clock.nowNs()
         while sent < count && !deadline.passed {
             let room = min(window - (sent - got.get()), count - sent, batchLimit)
-            guard room > 0 else { usleep(50); continue }
+            guard room > 0 else {
+                usleep(50)
+                continue
+            }
             var batch: [UInt8] = []
             for k in 0..<room {
                 batch += Array("PRIVMSG bob2 :\(ParleyChatBench.body("tp-", sent + k, size: 64))\r\n".utf8)

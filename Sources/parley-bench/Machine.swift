@@ -10,16 +10,20 @@ struct Machine: Codable {
 
     static func describe(workDir: String) -> Machine {
         let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-        let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
-            .map { $0.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "" } ?? "unknown"
+        let model =
+            cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
+            .map { $0.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "" }
+            ?? "unknown"
         let meminfo = (try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8)) ?? ""
-        let memKiB = meminfo.split(separator: "\n").first { $0.hasPrefix("MemTotal:") }
+        let memKiB =
+            meminfo.split(separator: "\n").first { $0.hasPrefix("MemTotal:") }
             .flatMap { Int($0.split(whereSeparator: { $0 == " " })[1]) } ?? 0
         var u = utsname()
         uname(&u)
         let release = withUnsafeBytes(of: &u.release) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
-        return Machine(cpus: ProcessInfo.processInfo.activeProcessorCount, cpuModel: model,
-                       memoryMiB: memKiB / 1024, kernel: "Linux " + release, stateFilesystem: filesystem(of: workDir))
+        return Machine(
+            cpus: ProcessInfo.processInfo.activeProcessorCount, cpuModel: model,
+            memoryMiB: memKiB / 1024, kernel: "Linux " + release, stateFilesystem: filesystem(of: workDir))
     }
 
     /// The mount's type for `path` (it decides what an fsync costs), from /proc/self/mounts.

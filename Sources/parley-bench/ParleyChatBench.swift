@@ -33,18 +33,26 @@ struct ParleyChatBench {
     func latency(count: Int) throws -> Latency {
         let sender = try ControlLine(path: a.socketPath)
         let sub = try ControlLine(path: b.socketPath)
-        defer { sender.close(); sub.close() }
+        defer {
+            sender.close()
+            sub.close()
+        }
         _ = try sub.call("messages.subscribe")
         let marker = Array("\"body\":\"lat-".utf8)
         var samples = Samples()
         let deadline = Deadline(seconds: scale.rowSeconds)
         let warmUp = 5
         var i = 0
-        var cpuA0 = 0, cpuB0 = 0
+        var cpuA0 = 0
+        var cpuB0 = 0
         while i < count + warmUp && !deadline.passed {
-            if i == warmUp { cpuA0 = a.child.cpuTicks() ?? 0; cpuB0 = b.child.cpuTicks() ?? 0 }
-            let line = sender.requestLine(method: "messages.send",
-                                          params: Self.sendParams(to: b.name, body: Self.body("lat-", i, size: 64)))
+            if i == warmUp {
+                cpuA0 = a.child.cpuTicks() ?? 0
+                cpuB0 = b.child.cpuTicks() ?? 0
+            }
+            let line = sender.requestLine(
+                method: "messages.send",
+                params: Self.sendParams(to: b.name, body: Self.body("lat-", i, size: 64)))
             let t0 = Clock.nowNs()
             try sender.write(line, deadline: deadline)
             while true {
@@ -86,7 +94,11 @@ struct ParleyChatBench {
         let sender = try ControlLine(path: a.socketPath)
         let sub = try ControlLine(path: b.socketPath)
         let acks = try ControlLine(path: a.socketPath)
-        defer { sender.close(); sub.close(); acks.close() }
+        defer {
+            sender.close()
+            sub.close()
+            acks.close()
+        }
         _ = try sub.call("messages.subscribe")
         _ = try acks.call("messages.subscribe")
         let deadline = Deadline(seconds: scale.rowSeconds)
@@ -116,19 +128,23 @@ struct ParleyChatBench {
         }
 
         var sentNs = [UInt64](repeating: 0, count: count)
-        var sent = 0, answered = 0, errors = 0
+        var sent = 0
+        var answered = 0
+        var errors = 0
         var firstError = ""
         /// Sends written per syscall: a client that pipelines writes in batches.
         let batchLimit = 64
-        let cpuA0 = a.child.cpuTicks() ?? 0, cpuB0 = b.child.cpuTicks() ?? 0
+        let cpuA0 = a.child.cpuTicks() ?? 0
+        let cpuB0 = b.child.cpuTicks() ?? 0
         let start = Clock.nowNs()
         while answered < count && !deadline.passed {
             let room = min(window - (sent - answered), count - sent, batchLimit)
             if room > 0 {
                 var batch: [UInt8] = []
                 for k in 0..<room {
-                    batch += sender.requestLine(method: "messages.send",
-                                                params: Self.sendParams(to: b.name, body: Self.body(prefix, sent + k, size: size)))
+                    batch += sender.requestLine(
+                        method: "messages.send",
+                        params: Self.sendParams(to: b.name, body: Self.body(prefix, sent + k, size: size)))
                 }
                 let t = Clock.nowNs()
                 try sender.write(batch, deadline: deadline)

@@ -10,18 +10,23 @@ final class Parleyd: @unchecked Sendable {
     /// How long a fresh daemon may take to answer on its control socket.
     static let startTimeoutSeconds = 20.0
 
-    init(binary: String, workDir: String, name: String, peers: [String] = [],
-         durability: String = "full") throws(BenchError) {
+    init(
+        binary: String, workDir: String, name: String, peers: [String] = [],
+        durability: String = "full"
+    ) throws(BenchError) {
         self.name = name
         let state = workDir + "/\(name)-state"
         socketPath = workDir + "/\(name).sock"
-        var args = ["--state-dir", state, "--name", name, "--socket", socketPath, "--no-mdns",
-                    "--listen", "127.0.0.1:0", "--log-level", "warning", "--durability", durability]
+        var args = [
+            "--state-dir", state, "--name", name, "--socket", socketPath, "--no-mdns",
+            "--listen", "127.0.0.1:0", "--log-level", "warning", "--durability", durability
+        ]
         for p in peers { args += ["--peer", p] }
         var env = ProcessInfo.processInfo.environment
         env["NOTIFY_SOCKET"] = nil
-        child = try ChildProcess(label: "parleyd \(name)", executable: binary, arguments: args,
-                                 logPath: workDir + "/\(name).log", environment: env)
+        child = try ChildProcess(
+            label: "parleyd \(name)", executable: binary, arguments: args,
+            logPath: workDir + "/\(name).log", environment: env)
         try waitReady()
     }
 
@@ -33,8 +38,9 @@ final class Parleyd: @unchecked Sendable {
         while !deadline.passed {
             guard child.isRunning else { throw .process("parleyd \(name) exited: \(child.logTail())") }
             if let status = try? call("node.status"),
-               let listen = (status["listen"] as? [String])?.first,
-               let p = listen.split(separator: ":").last.flatMap({ Int($0) }) {
+                let listen = (status["listen"] as? [String])?.first,
+                let p = listen.split(separator: ":").last.flatMap({ Int($0) })
+            {
                 port = p
                 return
             }
@@ -63,8 +69,10 @@ final class Parleyd: @unchecked Sendable {
 }
 
 /// Two daemons that know each other (B dials A) with a session up.
-func startPair(binary: String, workDir: String, names: (String, String) = ("alice", "bob"),
-               durability: String) throws(BenchError) -> (Parleyd, Parleyd) {
+func startPair(
+    binary: String, workDir: String, names: (String, String) = ("alice", "bob"),
+    durability: String
+) throws(BenchError) -> (Parleyd, Parleyd) {
     let a = try Parleyd(binary: binary, workDir: workDir, name: names.0, durability: durability)
     let b: Parleyd
     do {
@@ -76,7 +84,8 @@ func startPair(binary: String, workDir: String, names: (String, String) = ("alic
     let deadline = Deadline(seconds: 20)
     while !(a.isOnline(peer: names.1) && b.isOnline(peer: names.0)) {
         if deadline.passed {
-            a.stop(); b.stop()
+            a.stop()
+            b.stop()
             throw .timedOut("\(names.0) and \(names.1) did not come online")
         }
         Clock.sleep(milliseconds: 20)

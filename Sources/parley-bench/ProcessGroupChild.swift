@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A program started with `posix_spawn` in a process group of its own, output to a log
@@ -25,8 +26,10 @@ final class ProcessGroupChild {
     /// should never be needed.
     static let reapAfterKillSeconds = 5.0
 
-    init(executable: String, arguments: [String], logPath: String,
-         terminateGraceSeconds: Double) throws(BenchError) {
+    init(
+        executable: String, arguments: [String], logPath: String,
+        terminateGraceSeconds: Double
+    ) throws(BenchError) {
         self.logPath = logPath
         self.terminateGraceSeconds = terminateGraceSeconds
         var attributes = posix_spawnattr_t()
@@ -42,7 +45,8 @@ final class ProcessGroupChild {
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setsigmask(&attributes, &noneBlocked)
         posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -64,10 +68,12 @@ final class ProcessGroupChild {
     /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), looked up at run
     /// time because the Glibc module does not declare it. Without it the child inherits this
     /// process's other descriptors, which is harmless while no other child is running.
-    private static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
-        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
-    }()
+    private static let addCloseFrom:
+        (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+            guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+            return unsafeBitCast(
+                symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+        }()
 
     /// Reaps the child if it has exited; true once it has.
     private func reaped() -> Bool {
@@ -79,7 +85,10 @@ final class ProcessGroupChild {
             return true
         }
         // ECHILD: nothing left to wait for (cannot happen for our own child; do not spin).
-        if r < 0 && errno != EINTR { exitStatus = -1; return true }
+        if r < 0 && errno != EINTR {
+            exitStatus = -1
+            return true
+        }
         return false
     }
 

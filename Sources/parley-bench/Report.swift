@@ -23,7 +23,8 @@ struct Report: Codable {
             let p = r.parley.map { fmt($0) + " " + r.unit } ?? "—"
             let ref = r.reference.map { fmt($0) + " " + r.unit } ?? "—"
             let ratio = r.ratio.map { fmt($0) + "×" } ?? "—"
-            out += "| \(r.id) | \(r.measure) | \(p) | \(ref) | \(ratio) | \(r.goal) | \(r.status.rawValue) | \(r.referenceName) |\n"
+            out +=
+                "| \(r.id) | \(r.measure) | \(p) | \(ref) | \(ratio) | \(r.goal) | \(r.status.rawValue) | \(r.referenceName) |\n"
         }
         let notes = rows.filter { !$0.note.isEmpty }
         if !notes.isEmpty {
@@ -42,7 +43,9 @@ struct Report: Codable {
     /// Replaces the text between the markers in `path` with this table.
     func updateDocument(at path: String) throws {
         let doc = try String(contentsOfFile: path, encoding: .utf8)
-        guard let b = doc.range(of: Self.beginMarker), let e = doc.range(of: Self.endMarker), b.upperBound <= e.lowerBound else {
+        guard let b = doc.range(of: Self.beginMarker), let e = doc.range(of: Self.endMarker),
+            b.upperBound <= e.lowerBound
+        else {
             throw BenchError.io("\(path) has no \(Self.beginMarker) … \(Self.endMarker) block")
         }
         let updated = doc[..<b.upperBound] + "\n" + markdown() + "\n" + doc[e.lowerBound...]

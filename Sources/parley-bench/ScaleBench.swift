@@ -43,24 +43,30 @@ struct ScaleBench {
             let totalMiB = Double(rss1) / 1024
             let perSessionKiB = Double(rss1 - rss0) / Double(n)
             return [
-                BenchRow(id: "7a", measure: "Daemon RSS with \(title)", unit: "MiB", parley: totalMiB,
-                         reference: Double(rss0) / 1024, referenceName: "same daemon, 0 sessions",
-                         goal: .valueAtMost(Self.goalRSSMiB), note: "VmRSS after the idle window"),
-                BenchRow(id: "7b", measure: "RSS per session", unit: "KiB", parley: perSessionKiB, reference: nil,
-                         referenceName: "—", goal: .none, note: "(RSS with \(n) − RSS with 0) / \(n)"),
-                BenchRow(id: "7c", measure: "Idle CPU with \(title) over \(scale.idleSeconds) s", unit: "% core",
-                         parley: cpu, reference: baseCPU, referenceName: "same daemon, 0 sessions, \(scale.baselineIdleSeconds) s",
-                         goal: .valueAtMost(Self.goalIdleCPUPercent),
-                         note: "peers answer the daemon's keepalive pings; tick = 1/\(Int(ChildProcess.ticksPerSecond)) s"),
+                BenchRow(
+                    id: "7a", measure: "Daemon RSS with \(title)", unit: "MiB", parley: totalMiB,
+                    reference: Double(rss0) / 1024, referenceName: "same daemon, 0 sessions",
+                    goal: .valueAtMost(Self.goalRSSMiB), note: "VmRSS after the idle window"),
+                BenchRow(
+                    id: "7b", measure: "RSS per session", unit: "KiB", parley: perSessionKiB, reference: nil,
+                    referenceName: "—", goal: .none, note: "(RSS with \(n) − RSS with 0) / \(n)"),
+                BenchRow(
+                    id: "7c", measure: "Idle CPU with \(title) over \(scale.idleSeconds) s", unit: "% core",
+                    parley: cpu, reference: baseCPU,
+                    referenceName: "same daemon, 0 sessions, \(scale.baselineIdleSeconds) s",
+                    goal: .valueAtMost(Self.goalIdleCPUPercent),
+                    note: "peers answer the daemon's keepalive pings; tick = 1/\(Int(ChildProcess.ticksPerSecond)) s")
             ]
         } catch {
             let why = "\(error)"
             return [
-                .skipped(id: "7a", measure: "Daemon RSS with \(title)", unit: "MiB", referenceName: "0 sessions",
-                         goal: .valueAtMost(Self.goalRSSMiB), why: why),
+                .skipped(
+                    id: "7a", measure: "Daemon RSS with \(title)", unit: "MiB", referenceName: "0 sessions",
+                    goal: .valueAtMost(Self.goalRSSMiB), why: why),
                 .skipped(id: "7b", measure: "RSS per session", unit: "KiB", referenceName: "—", goal: .none, why: why),
-                .skipped(id: "7c", measure: "Idle CPU with \(title)", unit: "% core", referenceName: "0 sessions",
-                         goal: .valueAtMost(Self.goalIdleCPUPercent), why: why),
+                .skipped(
+                    id: "7c", measure: "Idle CPU with \(title)", unit: "% core", referenceName: "0 sessions",
+                    goal: .valueAtMost(Self.goalIdleCPUPercent), why: why)
             ]
         }
     }

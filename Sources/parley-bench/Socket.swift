@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A connected stream socket (TCP on loopback or Unix) used in blocking style, every wait
@@ -29,14 +29,18 @@ final class Socket: @unchecked Sendable {
         src.sin_family = sa_family_t(AF_INET)
         src.sin_addr.s_addr = inet_addr(nextSourceAddress())
         _ = withUnsafePointer(to: &src) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard rc == 0 else { throw .io("connect 127.0.0.1:\(port): \(errorText())") }
         _ = deadline
@@ -58,13 +62,17 @@ final class Socket: @unchecked Sendable {
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else { throw .io("socket path too long: \(path)") }
+        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
+            throw .io("socket path too long: \(path)")
+        }
         withUnsafeMutableBytes(of: &addr.sun_path) { raw in
             raw.copyBytes(from: bytes)
             raw[bytes.count] = 0
         }
         let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard rc == 0 else { throw .io("connect \(path): \(errorText())") }
         return s
@@ -80,8 +88,13 @@ final class Socket: @unchecked Sendable {
     func sendAll(_ bytes: [UInt8], deadline: Deadline) throws(BenchError) {
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
-            if n > 0 { offset += n; continue }
+            let n = bytes.withUnsafeBytes {
+                send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+            }
+            if n > 0 {
+                offset += n
+                continue
+            }
             let code = errno
             if n < 0 && (code == EAGAIN || code == EINTR) {
                 try waitReady(Int16(POLLOUT), deadline: deadline)

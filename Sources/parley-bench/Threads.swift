@@ -25,6 +25,14 @@ final class JoinableThread: @unchecked Sendable {
 final class SharedCounter: @unchecked Sendable {
     private let lock = NSLock()
     private var value = 0
-    func add(_ n: Int) { lock.lock(); value += n; lock.unlock() }
-    func get() -> Int { lock.lock(); defer { lock.unlock() }; return value }
+    func add(_ n: Int) {
+        lock.lock()
+        value += n
+        lock.unlock()
+    }
+    func get() -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return value
+    }
 }

@@ -3,10 +3,11 @@
 // per event (flushed at once, so tests and pipes see them as they happen).
 import Dispatch
 import ParleyDiscovery
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 let usage = """
@@ -231,16 +232,19 @@ func run(_ command: Command) -> Never {
     if let seconds {
         DispatchQueue.main.asyncAfter(deadline: .now() + .seconds(seconds), execute: finish)
     }
-    let commands = advertisement == nil ? nil : readCommands { words in
-        switch parse(["advertise"] + words.dropFirst()) {
-        case .success(.advertise(let ad, _)) where words.first == "update":
-            discovery.updateAdvertisement(ad)
-        case .failure(let error) where words.first == "update":
-            say("error \(error.message)")
-        default:
-            say("error unknown command; use: update NAME PORT [KEY=VALUE...]")
+    let commands =
+        advertisement == nil
+        ? nil
+        : readCommands { words in
+            switch parse(["advertise"] + words.dropFirst()) {
+            case .success(.advertise(let ad, _)) where words.first == "update":
+                discovery.updateAdvertisement(ad)
+            case .failure(let error) where words.first == "update":
+                say("error \(error.message)")
+            default:
+                say("error unknown command; use: update NAME PORT [KEY=VALUE...]")
+            }
         }
-    }
     discovery.start()
     withExtendedLifetime((signalSources, commands)) { dispatchMain() }
 }

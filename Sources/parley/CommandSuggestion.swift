@@ -17,7 +17,8 @@ enum CommandSuggestion {
 
     /// Damerau-Levenshtein distance (optimal string alignment): swapped letters count once.
     static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
+        let a = Array(a)
+        let b = Array(b)
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }
         var d = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)

@@ -18,14 +18,18 @@ struct ConnectCommand: ParsableCommand {
 
     @OptionGroup var options: ConnectionOptions
 
-    @Argument(help: ArgumentHelp("host:port of the peer; IPv6 in brackets: [fe80::1%eth0]:7777.", valueName: "host:port"))
+    @Argument(
+        help: ArgumentHelp("host:port of the peer; IPv6 in brackets: [fe80::1%eth0]:7777.", valueName: "host:port"))
     var address: String
 
     @Flag(name: .customLong("no-wait"), help: "Return at once; parleyd keeps dialling the address with backoff.")
     var noWait = false
 
-    @Option(name: .long, help: ArgumentHelp("Give up waiting after this many seconds. Default 10, at most 300.",
-                                            valueName: "seconds"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Give up waiting after this many seconds. Default 10, at most 300.",
+            valueName: "seconds"))
     var timeout: Int?
 
     var params: PeersConnectParams {
@@ -35,24 +39,29 @@ struct ConnectCommand: ParsableCommand {
     func validate() throws {
         if timeout != nil && noWait { throw ValidationError("--timeout does not apply with --no-wait") }
         if let timeout, !(1...(ControlLimits.maxSendWaitMilliseconds / 1000)).contains(timeout) {
-            throw ValidationError("--timeout must be between 1 and \(ControlLimits.maxSendWaitMilliseconds / 1000) seconds")
+            throw ValidationError(
+                "--timeout must be between 1 and \(ControlLimits.maxSendWaitMilliseconds / 1000) seconds")
         }
         try validateForCommandLine(params)
     }
 
     func run() throws {
         let params = self.params
-        let callTimeout = params.effectiveWait
+        let callTimeout =
+            params.effectiveWait
             ? .milliseconds(params.effectiveTimeoutMs) + Self.answerMargin : ControlClient.defaultCallTimeout
         try Session.run(options, callTimeout: callTimeout) { client in
             let result = try client.call(params)
             if options.json { return Console.json(result) }
             switch result.status {
             case .connected:
-                let who = result.peer.map { "\(Terminal.line($0.name)) (\(Terminal.line($0.fingerprint)))" } ?? "the peer"
+                let who =
+                    result.peer.map { "\(Terminal.line($0.name)) (\(Terminal.line($0.fingerprint)))" } ?? "the peer"
                 Console.out("✓ connected to \(who) at \(Terminal.line(result.address))")
             case .dialing:
-                Console.out("Dialing \(Terminal.line(result.address)) (retried with backoff); `parley peers` shows it once it is online.")
+                Console.out(
+                    "Dialing \(Terminal.line(result.address)) (retried with backoff); `parley peers` shows it once it is online."
+                )
             }
         }
     }

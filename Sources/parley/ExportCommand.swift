@@ -7,7 +7,8 @@ import ParleyControlProtocol
 struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Write the message history (one conversation or #room, or all) to stdout as JSON lines or a transcript.",
+        abstract:
+            "Write the message history (one conversation or #room, or all) to stdout as JSON lines or a transcript.",
         discussion: """
             --format json writes one object per message and line, oldest first, with the keys documented \
             in docs/CONTROL.md ("parley export"). --format text writes a readable transcript. Exporting \
@@ -38,7 +39,8 @@ struct ExportCommand: ParsableCommand {
             }
             var after = 0
             while true {
-                let page = try client.call(MessagesListParams(peer: peer, after: after, limit: ControlLimits.maxListLimit))
+                let page = try client.call(
+                    MessagesListParams(peer: peer, after: after, limit: ControlLimits.maxListLimit))
                 for m in page.messages {
                     switch format {
                     case .json: Console.json(ExportedMessage(m))

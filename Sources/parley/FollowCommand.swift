@@ -123,7 +123,8 @@ struct FollowCommand: ParsableCommand {
             Console.out("[\(HumanFormat.time(e.readAt))] ✓✓ read by \(who)")
         case .messageRefused(let e):
             let who = names[e.to].map(Terminal.line) ?? Terminal.line(e.to)
-            Console.out("[\(HumanFormat.time(e.refusedAt))] ✗ not stored by \(who): \(Terminal.line(e.text)); it stays queued")
+            Console.out(
+                "[\(HumanFormat.time(e.refusedAt))] ✗ not stored by \(who): \(Terminal.line(e.text)); it stays queued")
         case .peerOnline(let e):
             names[e.peer.fingerprint] = e.peer.name
             Console.out("[\(now)] \(Terminal.line(e.peer.name)) is online")

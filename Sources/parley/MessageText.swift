@@ -19,7 +19,8 @@ enum MessageText {
             switch self {
             case .unreadable(let source, let reason): return "cannot read \(source): \(reason)"
             case .tooLarge(let source):
-                return "\(source) is larger than \(MessageText.maxReadBytes) bytes; a message is at most 64 KiB: send it in parts"
+                return
+                    "\(source) is larger than \(MessageText.maxReadBytes) bytes; a message is at most 64 KiB: send it in parts"
             case .notUTF8(let source): return "\(source) is not UTF-8 text"
             case .empty(let source): return "\(source) is empty: nothing to send"
             }

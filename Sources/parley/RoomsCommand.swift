@@ -27,7 +27,7 @@ struct RoomsCommand: ParsableCommand {
                     HumanFormat.roomStatus(room),
                     String(room.unread),
                     String(room.queued),
-                    HumanFormat.roomMembersColumn(room),
+                    HumanFormat.roomMembersColumn(room)
                 ])
             }
             HumanFormat.table(rows).forEach(Console.out)
@@ -48,9 +48,11 @@ struct RoomCommand: ParsableCommand {
             it accepts (`parley room accept ROOM`). Every member's daemon checks each signed \
             change. Send with `parley send '#NAME' TEXT`, read with `parley read '#NAME'`.
             """,
-        subcommands: [RoomCreateCommand.self, RoomAddCommand.self, RoomRemoveCommand.self, RoomLeaveCommand.self,
-                      RoomAcceptCommand.self, RoomDeclineCommand.self, RoomPromoteCommand.self,
-                      RoomDemoteCommand.self, RoomRenameCommand.self, RoomPolicyCommand.self])
+        subcommands: [
+            RoomCreateCommand.self, RoomAddCommand.self, RoomRemoveCommand.self, RoomLeaveCommand.self,
+            RoomAcceptCommand.self, RoomDeclineCommand.self, RoomPromoteCommand.self,
+            RoomDemoteCommand.self, RoomRenameCommand.self, RoomPolicyCommand.self
+        ])
 }
 
 /// Prints a room after a change.
@@ -75,7 +77,9 @@ struct RoomCreateCommand: ParsableCommand {
     @Flag(help: "Only admins and owners may add members.")
     var onlyAdminsAdd = false
 
-    var params: RoomsCreateParams { RoomsCreateParams(name: name, members: peers, onlyAdminsAdd: onlyAdminsAdd ? true : nil) }
+    var params: RoomsCreateParams {
+        RoomsCreateParams(name: name, members: peers, onlyAdminsAdd: onlyAdminsAdd ? true : nil)
+    }
 
     func validate() throws { try validateForCommandLine(params) }
 
@@ -126,7 +130,8 @@ struct RoomRemoveCommand: ParsableCommand {
     func run() throws {
         try Session.run(options, peer: peer) { client in
             let result = try client.call(RoomsRemoveParams(room: room, peer: peer))
-            report(result, json: options.json, "Removed \(Terminal.line(peer)) from #\(Terminal.line(result.room.name)).")
+            report(
+                result, json: options.json, "Removed \(Terminal.line(peer)) from #\(Terminal.line(result.room.name)).")
         }
     }
 }
@@ -151,7 +156,9 @@ struct RoomLeaveCommand: ParsableCommand {
 }
 
 /// A command that names only a room and calls one method on it.
-private func roomOnly<P: RoomSelectorParams>(_ params: P, _ options: ConnectionOptions, _ headline: (RoomInfo) -> String) throws {
+private func roomOnly<P: RoomSelectorParams>(
+    _ params: P, _ options: ConnectionOptions, _ headline: (RoomInfo) -> String
+) throws {
     try Session.run(options) { client in
         let result = try client.call(params)
         report(result, json: options.json, headline(result.room))
@@ -195,7 +202,8 @@ private func setRole(room: String, peer: String, role: String, options: Connecti
     let params = RoomsSetRoleParams(room: room, peer: peer, role: role)
     try Session.run(options, peer: peer) { client in
         let result = try client.call(params)
-        report(result, json: options.json, "\(Terminal.line(peer)) is now \(role) of #\(Terminal.line(result.room.name)).")
+        report(
+            result, json: options.json, "\(Terminal.line(peer)) is now \(role) of #\(Terminal.line(result.room.name)).")
     }
 }
 
@@ -242,7 +250,8 @@ struct RoomDemoteCommand: ParsableCommand {
 }
 
 struct RoomRenameCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "rename", abstract: "Rename a room (admins and owners).")
+    static let configuration = CommandConfiguration(
+        commandName: "rename", abstract: "Rename a room (admins and owners).")
 
     @OptionGroup var options: ConnectionOptions
 

@@ -13,7 +13,9 @@ struct RotateKeyCommand: ParsableCommand {
         try Session.run(options) { client in
             let r = try client.call(NodeRotateKeyParams())
             if options.json { return Console.json(r) }
-            Console.out("new Noise key \(r.noiseKey), card #\(r.cardSequence); \(r.peersNotified) online peer(s) notified, others at next contact")
+            Console.out(
+                "new Noise key \(r.noiseKey), card #\(r.cardSequence); \(r.peersNotified) online peer(s) notified, others at next contact"
+            )
         }
     }
 }

@@ -36,9 +36,12 @@ struct SearchCommand: ParsableCommand {
             for hit in result.hits {
                 let m = hit.message
                 let room = m.room.map { "#" + Terminal.line($0.name) + " " } ?? ""
-                let who = m.direction == .incoming
+                let who =
+                    m.direction == .incoming
                     ? Terminal.line(m.fromName) : "you → " + Terminal.line(m.toName)
-                Console.out("[\(HumanFormat.time(m.createdAt))] \(room)\(who): \(Terminal.line(hit.snippet))  (cursor \(m.cursor))")
+                Console.out(
+                    "[\(HumanFormat.time(m.createdAt))] \(room)\(who): \(Terminal.line(hit.snippet))  (cursor \(m.cursor))"
+                )
             }
         }
     }

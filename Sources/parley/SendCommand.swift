@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import ArgumentParser
 import Foundation
 import ParleyControlProtocol
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `parley send PEER TEXT`: queue a message, optionally waiting for delivery.
 struct SendCommand: ParsableCommand {
@@ -50,7 +51,8 @@ struct SendCommand: ParsableCommand {
     func validate() throws {
         if timeout != nil && !wait { throw ValidationError("--timeout only applies together with --wait") }
         if let timeout, !(1...(ControlLimits.maxSendWaitMilliseconds / 1000)).contains(timeout) {
-            throw ValidationError("--timeout must be between 1 and \(ControlLimits.maxSendWaitMilliseconds / 1000) seconds")
+            throw ValidationError(
+                "--timeout must be between 1 and \(ControlLimits.maxSendWaitMilliseconds / 1000) seconds")
         }
         if file != nil && text != nil { throw ValidationError("give the text or --file, not both") }
         if text == nil && file == nil && isatty(0) == 1 {
@@ -72,7 +74,8 @@ struct SendCommand: ParsableCommand {
             Console.err("parley: \(error.message)")
             throw ExitCode(CLIExitCode.usage)
         }
-        let callTimeout = params.effectiveWait
+        let callTimeout =
+            params.effectiveWait
             ? .milliseconds(params.effectiveTimeoutMs) + Self.answerMargin
             : ControlClient.defaultCallTimeout
         try Session.run(options, peer: peer, callTimeout: callTimeout) { client in
@@ -82,17 +85,21 @@ struct SendCommand: ParsableCommand {
             let who = Terminal.line(message.toName)
             if let room = message.room {
                 let name = "#" + Terminal.line(room.name)
-                Console.out(message.state == .delivered
-                    ? "✓ delivered to every member of \(name)"
-                    : "… queued for \(name); each member gets it when it is online (id \(Terminal.line(message.id)))")
+                Console.out(
+                    message.state == .delivered
+                        ? "✓ delivered to every member of \(name)"
+                        : "… queued for \(name); each member gets it when it is online (id \(Terminal.line(message.id)))"
+                )
             } else if message.state == .delivered {
                 Console.out("✓ delivered to \(who)")
             } else if result.peerOnline == true {
-                Console.out("→ sent to \(who) (id \(Terminal.line(message.id))); ✓ follows when \(who) acknowledges it "
-                    + "(--wait waits for that)")
+                Console.out(
+                    "→ sent to \(who) (id \(Terminal.line(message.id))); ✓ follows when \(who) acknowledges it "
+                        + "(--wait waits for that)")
             } else if result.peerOnline == false {
-                Console.out("… queued because \(who) is offline; it is delivered when \(who) comes online "
-                    + "(id \(Terminal.line(message.id)))")
+                Console.out(
+                    "… queued because \(who) is offline; it is delivered when \(who) comes online "
+                        + "(id \(Terminal.line(message.id)))")
             } else {
                 Console.out("… queued for \(who) (id \(Terminal.line(message.id)))")
             }

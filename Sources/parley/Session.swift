@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import ArgumentParser
 import Foundation
 import ParleyControlProtocol
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Runs one command's conversation with the daemon and turns failures into a message on
 /// stderr plus the documented exit status.
@@ -48,7 +49,7 @@ enum Session {
     static func groupName(of path: String) -> String? {
         var st = stat()
         guard stat(path, &st) == 0 || stat((path as NSString).deletingLastPathComponent, &st) == 0,
-              st.st_gid != 0, let group = getgrgid(st.st_gid)
+            st.st_gid != 0, let group = getgrgid(st.st_gid)
         else { return nil }
         return String(cString: group.pointee.gr_name)
     }

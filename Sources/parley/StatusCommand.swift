@@ -13,8 +13,10 @@ struct StatusCommand: ParsableCommand {
             let status = try client.call(NodeStatusParams())
             if options.json { return Console.json(status) }
             Console.out("\(Terminal.line(status.name))  \(Terminal.line(status.fingerprint))")
-            Console.out("parleyd \(Terminal.line(status.version)), up \(HumanFormat.duration(seconds: status.uptimeSeconds))")
-            let listen = status.listen.isEmpty ? "not listening" : status.listen.map(Terminal.line).joined(separator: ", ")
+            Console.out(
+                "parleyd \(Terminal.line(status.version)), up \(HumanFormat.duration(seconds: status.uptimeSeconds))")
+            let listen =
+                status.listen.isEmpty ? "not listening" : status.listen.map(Terminal.line).joined(separator: ", ")
             Console.out("listening: \(listen)")
             Console.out("peers:     \(status.peersOnline) online, \(status.peersKnown) known")
             Console.out("queued:    \(HumanFormat.count(status.queued, "message"))")

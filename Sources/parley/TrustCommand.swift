@@ -12,9 +12,11 @@ struct TrustCommand: ParsableCommand {
             verify a key or let it replace a contact's key.
             `parley trust PEER --fingerprint FP` is `parley trust verify PEER --fingerprint FP`.
             """,
-        subcommands: [TrustVerifyCommand.self, TrustShowCommand.self, TrustReplaceCommand.self,
-                      TrustAcceptCommand.self, TrustBlockCommand.self, TrustUnblockCommand.self,
-                      TrustForgetCommand.self, TrustNicknameCommand.self],
+        subcommands: [
+            TrustVerifyCommand.self, TrustShowCommand.self, TrustReplaceCommand.self,
+            TrustAcceptCommand.self, TrustBlockCommand.self, TrustUnblockCommand.self,
+            TrustForgetCommand.self, TrustNicknameCommand.self
+        ],
         defaultSubcommand: TrustVerifyCommand.self)
 }
 
@@ -72,7 +74,8 @@ struct TrustShowCommand: ParsableCommand {
 struct TrustReplaceCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "replace",
-        abstract: "Let a new key replace a contact's key (the contact reinstalled), naming the new key's whole fingerprint.",
+        abstract:
+            "Let a new key replace a contact's key (the contact reinstalled), naming the new key's whole fingerprint.",
         discussion: """
             First run `parley trust show NEW-FINGERPRINT` and compare its safety number with the contact. \
             Queued messages then move to the new key, and the old key is refused from then on.
@@ -83,17 +86,21 @@ struct TrustReplaceCommand: ParsableCommand {
     @Argument(help: "The contact whose key is replaced (nickname, name or fingerprint prefix of the OLD key).")
     var peer: String
 
-    @Option(name: .customLong("new-fingerprint"),
-            help: ArgumentHelp("The new key's whole fingerprint, as `parley trust show` prints it.", valueName: "fp"))
+    @Option(
+        name: .customLong("new-fingerprint"),
+        help: ArgumentHelp("The new key's whole fingerprint, as `parley trust show` prints it.", valueName: "fp"))
     var newFingerprint: String
 
-    func validate() throws { try validateForCommandLine(TrustReplaceParams(peer: peer, newFingerprint: newFingerprint)) }
+    func validate() throws {
+        try validateForCommandLine(TrustReplaceParams(peer: peer, newFingerprint: newFingerprint))
+    }
 
     func run() throws {
         try Session.run(options, peer: peer) { client in
             let r = try client.call(TrustReplaceParams(peer: peer, newFingerprint: newFingerprint))
             if options.json { return Console.json(r) }
-            Console.out("✓ \(Terminal.line(r.peer.label)) is now the key \(Terminal.line(r.peer.fingerprint)) (verified).")
+            Console.out(
+                "✓ \(Terminal.line(r.peer.label)) is now the key \(Terminal.line(r.peer.fingerprint)) (verified).")
             if r.retargeted > 0 {
                 Console.out("\(HumanFormat.count(r.retargeted, "queued message")) will go to the new key.")
             }
@@ -145,11 +152,14 @@ struct TrustBlockCommand: ParsableCommand, OnePeerTrustAction {
 }
 
 struct TrustUnblockCommand: ParsableCommand, OnePeerTrustAction {
-    static let configuration = CommandConfiguration(commandName: "unblock", abstract: "Unblock a key (it is pinned again, not verified).")
+    static let configuration = CommandConfiguration(
+        commandName: "unblock", abstract: "Unblock a key (it is pinned again, not verified).")
     @OptionGroup var options: ConnectionOptions
     @Argument(help: "The peer (fingerprint prefix).") var peer: String
     static func params(_ peer: String) -> TrustUnblockParams { TrustUnblockParams(peer: peer) }
-    static func done(_ p: PeerInfo) -> String { "unblocked \(Terminal.line(p.label)) (\(Terminal.line(p.fingerprint)))" }
+    static func done(_ p: PeerInfo) -> String {
+        "unblocked \(Terminal.line(p.label)) (\(Terminal.line(p.fingerprint)))"
+    }
     func validate() throws { try validateForCommandLine(Self.params(peer)) }
     func run() throws { try Self.run(options, peer) }
 }
@@ -157,7 +167,8 @@ struct TrustUnblockCommand: ParsableCommand, OnePeerTrustAction {
 struct TrustForgetCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "forget",
-        abstract: "Forget a key's pin, trust and nickname (its message history stays); its next contact is a first one.")
+        abstract: "Forget a key's pin, trust and nickname (its message history stays); its next contact is a first one."
+    )
     @OptionGroup var options: ConnectionOptions
     @Argument(help: "The peer (fingerprint prefix).") var peer: String
     func validate() throws { try validateForCommandLine(TrustForgetParams(peer: peer)) }

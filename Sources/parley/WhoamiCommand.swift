@@ -19,7 +19,7 @@ struct WhoamiCommand: ParsableCommand {
                 ["fingerprint:", Terminal.line(me.fingerprint)],
                 ["identity key:", Terminal.line(me.identityKey)],
                 ["noise key:", Terminal.line(me.noiseKey)],
-                ["card:", "#\(me.cardSequence) \(Terminal.line(me.card))"],
+                ["card:", "#\(me.cardSequence) \(Terminal.line(me.card))"]
             ]) { Console.out(line) }
         }
     }

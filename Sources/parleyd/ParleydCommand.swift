@@ -1,10 +1,10 @@
-import ParleyNodeCore
 import ArgumentParser
 import Foundation
 import Logging
 import ParleyControlProtocol
 import ParleyCore
 import ParleyDaemon
+import ParleyNodeCore
 import ParleyStore
 import ServiceLifecycle
 

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import parley
 
 final class ChatLayoutTests: XCTestCase {
@@ -24,13 +25,15 @@ final class ChatLayoutTests: XCTestCase {
 
     func testEntryLinesCarryNameMarkAndSafeText() {
         let incoming = ChatEntry(id: "1", kind: .incoming(from: "bob"), time: 0, body: "hi\u{1B}[2J", mark: nil)
-        XCTAssertEqual(ChatLayout.lines(incoming, width: 80, time: clock), ["12:00 bob: hi\u{FFFD}[2J"],
-                       "an escape from a peer is never sent to the terminal")
+        XCTAssertEqual(
+            ChatLayout.lines(incoming, width: 80, time: clock), ["12:00 bob: hi\u{FFFD}[2J"],
+            "an escape from a peer is never sent to the terminal")
         let outgoing = ChatEntry(id: "2", kind: .outgoing, time: 0, body: "ok", mark: .read)
         XCTAssertEqual(ChatLayout.lines(outgoing, width: 80, time: clock), ["12:00 you: ok ✓✓"])
         let long = ChatEntry(id: "3", kind: .incoming(from: "bob"), time: 0, body: "aaaa bbbb cccc", mark: nil)
-        XCTAssertEqual(ChatLayout.lines(long, width: 20, time: clock), ["12:00 bob: aaaa bbbb", "      cccc"],
-                       "the indent under a long head is capped at a third of the width")
+        XCTAssertEqual(
+            ChatLayout.lines(long, width: 20, time: clock), ["12:00 bob: aaaa bbbb", "      cccc"],
+            "the indent under a long head is capped at a third of the width")
     }
 
     func testScreenPutsMessagesAboveStatusAndPromptAtTheBottom() {
@@ -38,7 +41,8 @@ final class ChatLayoutTests: XCTestCase {
         _ = editor.apply(.text("draft"))
         var scroll = 0
         let lines = (1...10).map { "line \($0)" }
-        let s = ChatLayout.screen(lines: lines, status: "bob · online", editor: editor, width: 30, height: 6, scroll: &scroll)
+        let s = ChatLayout.screen(
+            lines: lines, status: "bob · online", editor: editor, width: 30, height: 6, scroll: &scroll)
         XCTAssertEqual(s.rows.count, 6)
         XCTAssertEqual(Array(s.rows[0..<4]), ["line 7", "line 8", "line 9", "line 10"])
         XCTAssertTrue(s.rows[4].hasPrefix(" bob · online"))

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import parley
 
 final class CommandSuggestionTests: XCTestCase {

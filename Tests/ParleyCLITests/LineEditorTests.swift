@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import parley
 
 final class LineEditorTests: XCTestCase {
@@ -12,9 +13,11 @@ final class LineEditorTests: XCTestCase {
         var e = editor([.text("helo"), .left, .text("l")])
         XCTAssertEqual(e.text, "hello")
         XCTAssertEqual(e.cursor, 4)
-        _ = e.apply(.home); _ = e.apply(.delete)
+        _ = e.apply(.home)
+        _ = e.apply(.delete)
         XCTAssertEqual(e.text, "ello")
-        _ = e.apply(.end); _ = e.apply(.backspace)
+        _ = e.apply(.end)
+        _ = e.apply(.backspace)
         XCTAssertEqual(e.text, "ell")
         XCTAssertEqual(e.apply(.right), .ignored, "already at the end")
         XCTAssertEqual(editor([.text("one two  three"), .eraseWord]).text, "one two  ")
@@ -54,8 +57,9 @@ final class LineEditorTests: XCTestCase {
     func testTextOverTheBodyLimitIsRefusedWholeNotCut() {
         var e = LineEditor()
         XCTAssertEqual(e.apply(.text(String(repeating: "a", count: LineEditor.maxBytes - 1))), .edited)
-        XCTAssertEqual(e.apply(.text("éb")), .refused(bytes: LineEditor.maxBytes + 2),
-                       "a paste that does not fit is refused, not cut")
+        XCTAssertEqual(
+            e.apply(.text("éb")), .refused(bytes: LineEditor.maxBytes + 2),
+            "a paste that does not fit is refused, not cut")
         XCTAssertEqual(e.text.utf8.count, LineEditor.maxBytes - 1, "nothing of it was inserted")
         XCTAssertEqual(e.apply(.text("b")), .edited)
         XCTAssertEqual(e.text.utf8.count, LineEditor.maxBytes)

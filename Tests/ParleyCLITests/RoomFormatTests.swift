@@ -11,15 +11,16 @@ final class RoomFormatTests: XCTestCase {
             members: [
                 RoomMemberInfo(name: "alice", fingerprint: "aaaa", you: false, role: "owner", joined: true),
                 RoomMemberInfo(name: "bob", fingerprint: "bbbb", you: true, role: "admin", joined: true),
-                RoomMemberInfo(name: "car\u{1B}ol", fingerprint: "cccc", you: false, role: "member", joined: false),
+                RoomMemberInfo(name: "car\u{1B}ol", fingerprint: "cccc", you: false, role: "member", joined: false)
             ],
             member: status == "joined", creator: "aaaa", creatorName: "alice", createdAt: 1, version: 4, queued: 0,
             status: status, role: role, invitedBy: status == "invited" ? "aaaa-bbbb-cccc" : nil)
     }
 
     func testMembersShowRolesInvitationsAndAreSanitised() {
-        XCTAssertEqual(HumanFormat.roomMembers(room(status: "joined")),
-                       "alice (owner), bob (you, admin), car\u{FFFD}ol (invited)")
+        XCTAssertEqual(
+            HumanFormat.roomMembers(room(status: "joined")),
+            "alice (owner), bob (you, admin), car\u{FFFD}ol (invited)")
     }
 
     func testStatusAndMembersColumns() {
@@ -32,8 +33,13 @@ final class RoomFormatTests: XCTestCase {
     }
 
     func testFollowLines() {
-        XCTAssertEqual(HumanFormat.roomUpdated(room(status: "invited"), at: "T").first?.hasPrefix("[T] #lab: you are invited"), true)
-        XCTAssertEqual(HumanFormat.roomUpdated(room(status: "left", role: nil), at: "T"), ["[T] #lab: you are no longer a member"])
-        XCTAssertEqual(HumanFormat.roomUpdated(room(status: "joined"), at: "T").first?.hasPrefix("[T] #lab members: alice (owner)"), true)
+        XCTAssertEqual(
+            HumanFormat.roomUpdated(room(status: "invited"), at: "T").first?.hasPrefix("[T] #lab: you are invited"),
+            true)
+        XCTAssertEqual(
+            HumanFormat.roomUpdated(room(status: "left", role: nil), at: "T"), ["[T] #lab: you are no longer a member"])
+        XCTAssertEqual(
+            HumanFormat.roomUpdated(room(status: "joined"), at: "T").first?.hasPrefix(
+                "[T] #lab members: alice (owner)"), true)
     }
 }

@@ -1,5 +1,5 @@
-import XCTest
 import ParleyCore
+import XCTest
 
 final class AppRecordTests: XCTestCase {
     static let id1 = MessageID(bytes: Array(0x00...0x0f))!  // 16 bytes by construction
@@ -37,8 +37,10 @@ final class AppRecordTests: XCTestCase {
             .chat(ChatRecord(id: Self.id1, sequence: 1, createdAt: 1_767_225_600_000, body: "Hi Bob")),
             .chat(ChatRecord(id: .random(), sequence: UInt64.max, createdAt: 0, body: "")),
             .chat(ChatRecord(id: .random(), sequence: 42, createdAt: 7, body: "Zoë 张伟 🦊\n\u{0}tab\there")),
-            .chat(ChatRecord(id: .random(), sequence: 3, createdAt: 9,
-                             body: String(repeating: "é", count: WireLimits.maxBodyBytes / 2))),
+            .chat(
+                ChatRecord(
+                    id: .random(), sequence: 3, createdAt: 9,
+                    body: String(repeating: "é", count: WireLimits.maxBodyBytes / 2))),
             .ack([]),
             .ack([Self.id1]),
             .ack([Self.id1, Self.id2]),
@@ -53,7 +55,7 @@ final class AppRecordTests: XCTestCase {
             .close(.notTrusted, "x"), .close(.unknown, ""),
             .refused(.peerQuota, [Self.id1]), .refused(.nodeQuota, [Self.id1, Self.id2]), .refused(.diskFull, []),
             .refused(.unknown, (0..<WireLimits.maxAcksPerRecord).map { _ in MessageID.random() }),
-            .listenPorts([7744]), .listenPorts((1...UInt16(WireLimits.maxListenPorts)).map { $0 * 1000 }),
+            .listenPorts([7744]), .listenPorts((1...UInt16(WireLimits.maxListenPorts)).map { $0 * 1000 })
         ]
         for record in records {
             XCTAssertEqual(try roundTrip(record), record)
@@ -65,7 +67,9 @@ final class AppRecordTests: XCTestCase {
         assertMalformed(0x20, [0])
         assertMalformed(0x20, [1, 0, 0])
         assertMalformed(0x20, [2, 0x1E, 0x40])
-        assertMalformed(0x20, [UInt8(WireLimits.maxListenPorts + 1)] + Array(repeating: 1, count: 2 * (WireLimits.maxListenPorts + 1)))
+        assertMalformed(
+            0x20,
+            [UInt8(WireLimits.maxListenPorts + 1)] + Array(repeating: 1, count: 2 * (WireLimits.maxListenPorts + 1)))
         assertMalformed(0x20, [1, 0x1E, 0x40, 9])
     }
 
@@ -76,25 +80,29 @@ final class AppRecordTests: XCTestCase {
         XCTAssertEqual(AppRecord.cardUpdate([9, 9]).encoded(), [0x03, 0, 0, 0, 2, 9, 9])
         XCTAssertEqual(AppRecord.ack([]).encoded(), [0x02, 0, 0, 0, 2, 0, 0])
         XCTAssertEqual(AppRecord.readReceipt([Self.id1]).encoded(), [0x08, 0, 0, 0, 18, 0, 1] + Self.id1.bytes)
-        XCTAssertEqual(AppRecord.chat(ChatRecord(id: Self.id1, sequence: 2, createdAt: 3, body: "a")).encoded(),
-                       [0x01, 0, 0, 0, 33] + Self.id1.bytes + be64(2) + be64(3) + [0x61])
-        XCTAssertEqual([CloseReason.normal, .duplicate, .protocolError, .keyChangePending, .notTrusted, .unknown].map(\.rawValue),
-                       [0, 1, 2, 3, 4, 255])
+        XCTAssertEqual(
+            AppRecord.chat(ChatRecord(id: Self.id1, sequence: 2, createdAt: 3, body: "a")).encoded(),
+            [0x01, 0, 0, 0, 33] + Self.id1.bytes + be64(2) + be64(3) + [0x61])
+        XCTAssertEqual(
+            [CloseReason.normal, .duplicate, .protocolError, .keyChangePending, .notTrusted, .unknown].map(\.rawValue),
+            [0, 1, 2, 3, 4, 255])
     }
 
     func testCloseReasonTextIsCappedAndUnknownCodesMapToUnknown() throws {
         let long = String(repeating: "x", count: WireLimits.maxCloseReasonBytes + 50)
         let encoded = AppRecord.close(.normal, long).encoded()
         XCTAssertEqual(encoded.count, AppRecord.headerLength + 1 + WireLimits.maxCloseReasonBytes)
-        XCTAssertEqual(try roundTrip(.close(.normal, long)),
-                       .close(.normal, String(repeating: "x", count: WireLimits.maxCloseReasonBytes)))
+        XCTAssertEqual(
+            try roundTrip(.close(.normal, long)),
+            .close(.normal, String(repeating: "x", count: WireLimits.maxCloseReasonBytes)))
         XCTAssertEqual(try AppRecord.decode(type: 0x06, payload: [0x77] + Array("why".utf8)), .close(.unknown, "why"))
         assertMalformed(0x06, [])
         // Multi-byte characters are never cut in half: 199 ASCII bytes then "ä" (2 bytes)
         // keeps only the ASCII part.
         let mixed = String(repeating: "y", count: WireLimits.maxCloseReasonBytes - 1) + "ää"
-        XCTAssertEqual(try roundTrip(.close(.normal, mixed)),
-                       .close(.normal, String(repeating: "y", count: WireLimits.maxCloseReasonBytes - 1)))
+        XCTAssertEqual(
+            try roundTrip(.close(.normal, mixed)),
+            .close(.normal, String(repeating: "y", count: WireLimits.maxCloseReasonBytes - 1)))
     }
 
     // MARK: - Malformed
@@ -134,9 +142,11 @@ final class AppRecordTests: XCTestCase {
     }
 
     func testRefusedRecordLayoutAndRules() throws {
-        XCTAssertEqual(AppRecord.refused(.diskFull, [Self.id1]).encoded(), [0x07, 0, 0, 0, 19, 3, 0, 1] + Self.id1.bytes)
+        XCTAssertEqual(
+            AppRecord.refused(.diskFull, [Self.id1]).encoded(), [0x07, 0, 0, 0, 19, 3, 0, 1] + Self.id1.bytes)
         // A reason this version does not know is kept as `unknown`, not a protocol error.
-        XCTAssertEqual(try AppRecord.decode(type: 0x07, payload: [42, 0, 1] + Self.id1.bytes), .refused(.unknown, [Self.id1]))
+        XCTAssertEqual(
+            try AppRecord.decode(type: 0x07, payload: [42, 0, 1] + Self.id1.bytes), .refused(.unknown, [Self.id1]))
         let n = WireLimits.maxAcksPerRecord + 1
         assertMalformed(0x07, [1, UInt8(n >> 8), UInt8(n & 0xff)] + [UInt8](repeating: 7, count: n * MessageID.length))
         assertMalformed(0x07, [1, 0, 1] + Self.id1.bytes + [0])
@@ -200,7 +210,9 @@ final class AppRecordTests: XCTestCase {
     }
 
     func testErrorsDescribeThemselves() {
-        let all: [AppRecordError] = [.recordTooLarge(1), .malformed(type: 1, reason: "r"), .bodyTooLarge(2), .invalidUTF8]
+        let all: [AppRecordError] = [
+            .recordTooLarge(1), .malformed(type: 1, reason: "r"), .bodyTooLarge(2), .invalidUTF8
+        ]
         XCTAssertEqual(Set(all.map(\.description)).count, all.count)
     }
 

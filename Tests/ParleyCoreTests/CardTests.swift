@@ -1,5 +1,5 @@
-import XCTest
 import ParleyCore
+import XCTest
 
 final class CardTests: XCTestCase {
     let identity = ExampleKeys.aliceIdentity
@@ -9,9 +9,11 @@ final class CardTests: XCTestCase {
 
     /// Builds card bytes field by field, as docs/PROTOCOL.md describes them, and signs them
     /// with a valid signature: decode failures then come from the field, not the signature.
-    func rawCard(version: UInt8 = 1, name: [UInt8] = Array("Alice".utf8), host: [UInt8] = Array("h.local".utf8),
-                 nameLength: UInt8? = nil, hostLength: UInt8? = nil,
-                 issuedAt: UInt64 = 100, sequence: UInt64 = 7, expiresAt: UInt64 = 0) -> [UInt8] {
+    func rawCard(
+        version: UInt8 = 1, name: [UInt8] = Array("Alice".utf8), host: [UInt8] = Array("h.local".utf8),
+        nameLength: UInt8? = nil, hostLength: UInt8? = nil,
+        issuedAt: UInt64 = 100, sequence: UInt64 = 7, expiresAt: UInt64 = 0
+    ) -> [UInt8] {
         var body: [UInt8] = [version]
         body += identity.publicKey.bytes
         body += noise.bytes
@@ -25,18 +27,24 @@ final class CardTests: XCTestCase {
         return body + identity.sign(Array("parley-card-v1\0".utf8) + body)
     }
 
-    func assertDecodeFails(_ bytes: [UInt8], _ expected: CardError, file: StaticString = #filePath, line: UInt = #line) {
+    func assertDecodeFails(_ bytes: [UInt8], _ expected: CardError, file: StaticString = #filePath, line: UInt = #line)
+    {
         XCTAssertThrowsError(try Card.decode(bytes), file: file, line: line) { error in
             XCTAssertEqual(error as? CardError, expected, file: file, line: line)
         }
     }
 
-    func assertIssueFails(name: String = "Alice", host: String = "h.local", issuedAt: UInt64 = 100,
-                          expiresAt: UInt64? = nil, _ expected: CardError,
-                          file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertThrowsError(try Card.issue(identity: identity, noiseKey: noise, displayName: name, hostName: host,
-                                            issuedAt: issuedAt, sequence: 1, expiresAt: expiresAt),
-                             file: file, line: line) { error in
+    func assertIssueFails(
+        name: String = "Alice", host: String = "h.local", issuedAt: UInt64 = 100,
+        expiresAt: UInt64? = nil, _ expected: CardError,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
+        XCTAssertThrowsError(
+            try Card.issue(
+                identity: identity, noiseKey: noise, displayName: name, hostName: host,
+                issuedAt: issuedAt, sequence: 1, expiresAt: expiresAt),
+            file: file, line: line
+        ) { error in
             XCTAssertEqual(error as? CardError, expected, file: file, line: line)
         }
     }
@@ -68,8 +76,9 @@ final class CardTests: XCTestCase {
     }
 
     func testRoundTripWithoutExpiryNonASCIINameAndEmptyHost() throws {
-        let card = try Card.issue(identity: identity, noiseKey: noise, displayName: "Zoë 张伟 🦊",
-                                  hostName: "", issuedAt: 0, sequence: UInt64.max)
+        let card = try Card.issue(
+            identity: identity, noiseKey: noise, displayName: "Zoë 张伟 🦊",
+            hostName: "", issuedAt: 0, sequence: UInt64.max)
         let decoded = try Card.decode(card.encoded())
         XCTAssertEqual(decoded, card)
         XCTAssertEqual(Array(decoded.displayName.utf8), Array("Zoë 张伟 🦊".utf8))
@@ -82,8 +91,9 @@ final class CardTests: XCTestCase {
         // "é" as e + U+0301: Swift compares it equal to U+00E9, but the signed bytes differ.
         // One name, one encoding: issue signs the NFC form, and the bytes round-trip exactly.
         let decomposed = "e\u{301}"
-        let card = try Card.issue(identity: identity, noiseKey: noise, displayName: decomposed,
-                                  hostName: "", issuedAt: 1, sequence: 1)
+        let card = try Card.issue(
+            identity: identity, noiseKey: noise, displayName: decomposed,
+            hostName: "", issuedAt: 1, sequence: 1)
         let decoded = try Card.decode(card.encoded())
         XCTAssertEqual(Array(decoded.displayName.utf8), [0xC3, 0xA9])
     }
@@ -92,15 +102,17 @@ final class CardTests: XCTestCase {
         let label = String(repeating: "a", count: 63)
         let host = [label, label, label, String(repeating: "b", count: 61)].joined(separator: ".")
         XCTAssertEqual(host.utf8.count, 253)
-        let longest = try Card.issue(identity: identity, noiseKey: noise,
-                                     displayName: String(repeating: "é", count: 32), hostName: host,
-                                     issuedAt: 1, sequence: 1, expiresAt: 2)
+        let longest = try Card.issue(
+            identity: identity, noiseKey: noise,
+            displayName: String(repeating: "é", count: 32), hostName: host,
+            issuedAt: 1, sequence: 1, expiresAt: 2)
         XCTAssertEqual(longest.encoded().count, Card.maxEncodedLength)
         XCTAssertEqual(Card.maxEncodedLength, 472)
         XCTAssertEqual(try Card.decode(longest.encoded()), longest)
 
-        let shortest = try Card.issue(identity: identity, noiseKey: noise, displayName: "A", hostName: "",
-                                      issuedAt: 1, sequence: 1)
+        let shortest = try Card.issue(
+            identity: identity, noiseKey: noise, displayName: "A", hostName: "",
+            issuedAt: 1, sequence: 1)
         XCTAssertEqual(shortest.encoded().count, Card.minEncodedLength)
         XCTAssertEqual(Card.minEncodedLength, 156)
     }
@@ -183,14 +195,19 @@ final class CardTests: XCTestCase {
     }
 
     func testBadHostNamesRejected() throws {
-        let bad = ["under_score", "-lead.local", "trail-.local", "a..b", ".lead", "trail.", "sp ace",
-                   "caf\u{e9}.local", String(repeating: "x", count: 64) + ".local"]
+        let bad = [
+            "under_score", "-lead.local", "trail-.local", "a..b", ".lead", "trail.", "sp ace",
+            "caf\u{e9}.local", String(repeating: "x", count: 64) + ".local"
+        ]
         for host in bad {
             XCTAssertThrowsError(try Card.decode(rawCard(host: Array(host.utf8))), host) { error in
                 guard case .invalidHostName = error as? CardError else { return XCTFail("\(host): \(error)") }
             }
-            XCTAssertThrowsError(try Card.issue(identity: identity, noiseKey: noise, displayName: "A", hostName: host,
-                                                issuedAt: 1, sequence: 1), host) { error in
+            XCTAssertThrowsError(
+                try Card.issue(
+                    identity: identity, noiseKey: noise, displayName: "A", hostName: host,
+                    issuedAt: 1, sequence: 1), host
+            ) { error in
                 guard case .invalidHostName = error as? CardError else { return XCTFail("\(host): \(error)") }
             }
         }
@@ -215,7 +232,8 @@ final class CardTests: XCTestCase {
         var forged = rawCard()
         let signatureStart = forged.count - Card.signatureLength
         let body = Array(forged[..<signatureStart])
-        forged.replaceSubrange(signatureStart..., with: ExampleKeys.bobIdentity.sign(Array("parley-card-v1\0".utf8) + body))
+        forged.replaceSubrange(
+            signatureStart..., with: ExampleKeys.bobIdentity.sign(Array("parley-card-v1\0".utf8) + body))
         assertDecodeFails(forged, .badSignature)
         // A signature without the domain prefix does not verify either.
         var undomained = rawCard()
@@ -240,16 +258,19 @@ final class CardTests: XCTestCase {
         let card = try ExampleKeys.aliceCard()
         XCTAssertFalse(card.isExpired(now: 1_798_761_599))
         XCTAssertTrue(card.isExpired(now: 1_798_761_600))
-        let forever = try Card.issue(identity: identity, noiseKey: noise, displayName: "A", hostName: "",
-                                     issuedAt: 1, sequence: 1)
+        let forever = try Card.issue(
+            identity: identity, noiseKey: noise, displayName: "A", hostName: "",
+            issuedAt: 1, sequence: 1)
         XCTAssertFalse(forever.isExpired(now: UInt64.max))
     }
 
     func testSupersedes() throws {
         func card(_ id: IdentityKeyPair, _ sequence: UInt64) throws -> Card {
-            try Card.issue(identity: id, noiseKey: noise, displayName: "A", hostName: "", issuedAt: 1, sequence: sequence)
+            try Card.issue(
+                identity: id, noiseKey: noise, displayName: "A", hostName: "", issuedAt: 1, sequence: sequence)
         }
-        let older = try card(identity, 1), newer = try card(identity, 2)
+        let older = try card(identity, 1)
+        let newer = try card(identity, 2)
         XCTAssertTrue(newer.supersedes(older))
         XCTAssertFalse(older.supersedes(newer))
         XCTAssertFalse(older.supersedes(try card(identity, 1)))

@@ -16,8 +16,9 @@ enum ExampleKeys {
 
     /// The example card of docs/PROTOCOL.md, "Cards".
     static func aliceCard() throws -> Card {
-        try Card.issue(identity: aliceIdentity, noiseKey: aliceNoise.publicKey, displayName: "Alice",
-                       hostName: "alice-laptop.local", issuedAt: 1_767_225_600, sequence: 1,
-                       expiresAt: 1_798_761_600)
+        try Card.issue(
+            identity: aliceIdentity, noiseKey: aliceNoise.publicKey, displayName: "Alice",
+            hostName: "alice-laptop.local", issuedAt: 1_767_225_600, sequence: 1,
+            expiresAt: 1_798_761_600)
     }
 }

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import ParleyCore
 
 final class FingerprintTests: XCTestCase {
@@ -7,8 +8,10 @@ final class FingerprintTests: XCTestCase {
 
     func testBase32MatchesRFC4648Vectors() {
         // RFC 4648 section 10, lower-cased and without padding.
-        let vectors = ["": "", "f": "my", "fo": "mzxq", "foo": "mzxw6", "foob": "mzxw6yq",
-                       "fooba": "mzxw6ytb", "foobar": "mzxw6ytboi"]
+        let vectors = [
+            "": "", "f": "my", "fo": "mzxq", "foo": "mzxw6", "foob": "mzxw6yq",
+            "fooba": "mzxw6ytb", "foobar": "mzxw6ytboi"
+        ]
         for (input, output) in vectors {
             XCTAssertEqual(Base32.encode(Array(input.utf8)), output, input)
         }
@@ -54,11 +57,13 @@ final class FingerprintTests: XCTestCase {
         XCTAssertTrue(fp.matches(prefix: fp.compact))
         XCTAssertTrue(fp.matches(prefix: fp.description))
         XCTAssertTrue(fp.matches(prefix: fp.description.uppercased()))
-        XCTAssertTrue(fp.matches(prefix: String(fp.description.prefix(9))))   // "xxxx-xxxx"
+        XCTAssertTrue(fp.matches(prefix: String(fp.description.prefix(9))))  // "xxxx-xxxx"
         XCTAssertTrue(fp.matches(prefix: String(fp.compact.prefix(Fingerprint.minimumPrefixLength))))
-        XCTAssertFalse(fp.matches(prefix: String(fp.compact.prefix(Fingerprint.minimumPrefixLength - 1))),
-                       "shorter than the minimum")
-        XCTAssertFalse(fp.matches(prefix: String(fp.compact.prefix(3)) + "-"), "separators do not count towards the minimum")
+        XCTAssertFalse(
+            fp.matches(prefix: String(fp.compact.prefix(Fingerprint.minimumPrefixLength - 1))),
+            "shorter than the minimum")
+        XCTAssertFalse(
+            fp.matches(prefix: String(fp.compact.prefix(3)) + "-"), "separators do not count towards the minimum")
         XCTAssertFalse(fp.matches(prefix: ""))
         XCTAssertFalse(fp.matches(prefix: fp.compact + "a"), "longer than a fingerprint")
         XCTAssertFalse(fp.matches(prefix: Fingerprint(bob).compact.prefix(8).description))

@@ -1,5 +1,5 @@
-import XCTest
 import ParleyCore
+import XCTest
 
 final class FrameDecoderTests: XCTestCase {
     /// Payloads of awkward sizes, including both limits, with recognisable content.
@@ -131,8 +131,9 @@ final class FrameDecoderTests: XCTestCase {
         XCTAssertEqual(scan([0x00]), .needMoreBytes)
         XCTAssertEqual(scan([0x00, 0x03, 0x01, 0x02]), .needMoreBytes)
         XCTAssertEqual(scan([0xFF, 0xFF] + Array(repeating: 0, count: Frame.maxPayloadLength - 1)), .needMoreBytes)
-        XCTAssertEqual(scan([0xFF, 0xFF] + Array(repeating: 0, count: Frame.maxPayloadLength)),
-                       .frame(payload: 2..<(2 + Frame.maxPayloadLength)))
+        XCTAssertEqual(
+            scan([0xFF, 0xFF] + Array(repeating: 0, count: Frame.maxPayloadLength)),
+            .frame(payload: 2..<(2 + Frame.maxPayloadLength)))
     }
 
     func testScanRejectsAZeroLength() {
@@ -141,7 +142,8 @@ final class FrameDecoderTests: XCTestCase {
     }
 
     func testProtocolVersionPrologue() {
-        XCTAssertEqual(String(decoding: ProtocolVersion.prologue, as: UTF8.self),
-                       "parley/1 Noise_XX_25519_ChaChaPoly_SHA256")
+        XCTAssertEqual(
+            String(decoding: ProtocolVersion.prologue, as: UTF8.self),
+            "parley/1 Noise_XX_25519_ChaChaPoly_SHA256")
     }
 }

@@ -1,16 +1,20 @@
 import CSodium
-import XCTest
 import ParleyCore
+import XCTest
 
 final class NoiseCipherStateTests: XCTestCase {
     private let keyBytes: [UInt8] = Array(1...32)
-    private var key: SecretBytes { var k = keyBytes; return SecretBytes(consuming: &k) }
+    private var key: SecretBytes {
+        var k = keyBytes
+        return SecretBytes(consuming: &k)
+    }
 
     /// ChaCha20-Poly1305 IETF straight from libsodium, with the nonce built by hand.
     private func libsodiumEncrypt(key: [UInt8], nonce: [UInt8], ad: [UInt8], plaintext: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: plaintext.count + 16)
-        XCTAssertEqual(crypto_aead_chacha20poly1305_ietf_encrypt(
-            &out, nil, plaintext, UInt64(plaintext.count), ad, UInt64(ad.count), nil, nonce, key), 0)
+        XCTAssertEqual(
+            crypto_aead_chacha20poly1305_ietf_encrypt(
+                &out, nil, plaintext, UInt64(plaintext.count), ad, UInt64(ad.count), nil, nonce, key), 0)
         return out
     }
 
@@ -21,12 +25,18 @@ final class NoiseCipherStateTests: XCTestCase {
         let plaintext = Array("nonce layout".utf8)
 
         let first = try cs.encrypt(ad: ad, plaintext: plaintext)
-        XCTAssertEqual(first, libsodiumEncrypt(key: keyBytes, nonce: [0, 0, 0, 0, 8, 7, 6, 5, 4, 3, 2, 1],
-                                               ad: ad, plaintext: plaintext))
+        XCTAssertEqual(
+            first,
+            libsodiumEncrypt(
+                key: keyBytes, nonce: [0, 0, 0, 0, 8, 7, 6, 5, 4, 3, 2, 1],
+                ad: ad, plaintext: plaintext))
         XCTAssertEqual(cs.nonce, 0x0102_0304_0506_0709)
         let second = try cs.encrypt(ad: ad, plaintext: plaintext)
-        XCTAssertEqual(second, libsodiumEncrypt(key: keyBytes, nonce: [0, 0, 0, 0, 9, 7, 6, 5, 4, 3, 2, 1],
-                                                ad: ad, plaintext: plaintext))
+        XCTAssertEqual(
+            second,
+            libsodiumEncrypt(
+                key: keyBytes, nonce: [0, 0, 0, 0, 9, 7, 6, 5, 4, 3, 2, 1],
+                ad: ad, plaintext: plaintext))
 
         var receiver = CipherState(key: key)
         receiver.setNonce(0x0102_0304_0506_0708)
@@ -44,8 +54,9 @@ final class NoiseCipherStateTests: XCTestCase {
         var cs = CipherState(key: key)
         XCTAssertTrue(cs.hasKey)
         XCTAssertEqual(cs.nonce, 0)
-        XCTAssertEqual(try cs.encrypt(ad: [], plaintext: [1]),
-                       libsodiumEncrypt(key: keyBytes, nonce: [UInt8](repeating: 0, count: 12), ad: [], plaintext: [1]))
+        XCTAssertEqual(
+            try cs.encrypt(ad: [], plaintext: [1]),
+            libsodiumEncrypt(key: keyBytes, nonce: [UInt8](repeating: 0, count: 12), ad: [], plaintext: [1]))
     }
 
     func testReservedNonceIsRefused() throws {
@@ -100,8 +111,9 @@ final class NoiseCipherStateTests: XCTestCase {
         XCTAssertEqual(try b.decrypt(ad: [], ciphertext: after), [42])
 
         // REKEY(k) = first 32 bytes of ENCRYPT(k, 2^64-1, zerolen, zeros[32]).
-        let block = libsodiumEncrypt(key: keyBytes, nonce: [0, 0, 0, 0] + [UInt8](repeating: 0xff, count: 8),
-                                     ad: [], plaintext: [UInt8](repeating: 0, count: 32))
+        let block = libsodiumEncrypt(
+            key: keyBytes, nonce: [0, 0, 0, 0] + [UInt8](repeating: 0xff, count: 8),
+            ad: [], plaintext: [UInt8](repeating: 0, count: 32))
         var expectedKey = Array(block.prefix(32))
         var expected = CipherState(key: SecretBytes(consuming: &expectedKey))
         expected.setNonce(5)
@@ -126,13 +138,17 @@ final class NoiseCipherStateTests: XCTestCase {
         var cs = CipherState(key: key)
         let largest = try cs.encrypt(ad: [], plaintext: [UInt8](repeating: 7, count: NoiseConstants.maxPlaintextLength))
         XCTAssertEqual(largest.count, NoiseConstants.maxMessageLength)
-        XCTAssertThrowsError(try cs.encrypt(ad: [], plaintext: [UInt8](repeating: 7, count: NoiseConstants.maxPlaintextLength + 1))) {
+        XCTAssertThrowsError(
+            try cs.encrypt(ad: [], plaintext: [UInt8](repeating: 7, count: NoiseConstants.maxPlaintextLength + 1))
+        ) {
             XCTAssertEqual($0 as? NoiseError, .messageTooLong(NoiseConstants.maxMessageLength + 1))
         }
         XCTAssertEqual(cs.nonce, 1)
 
         var receiver = CipherState(key: key)
-        XCTAssertThrowsError(try receiver.decrypt(ad: [], ciphertext: [UInt8](repeating: 0, count: NoiseConstants.maxMessageLength + 1))) {
+        XCTAssertThrowsError(
+            try receiver.decrypt(ad: [], ciphertext: [UInt8](repeating: 0, count: NoiseConstants.maxMessageLength + 1))
+        ) {
             XCTAssertEqual($0 as? NoiseError, .messageTooLong(NoiseConstants.maxMessageLength + 1))
         }
         XCTAssertEqual(try receiver.decrypt(ad: [], ciphertext: largest).count, NoiseConstants.maxPlaintextLength)

@@ -1,21 +1,28 @@
-import XCTest
 import ParleyCore
+import XCTest
 
 final class NoiseHandshakeTests: XCTestCase {
     private typealias XX = HandshakeState<NoiseSHA256>
 
-    private func pair(initiatorPrologue: [UInt8] = Array("parley".utf8), responderPrologue: [UInt8] = Array("parley".utf8),
-                      initiatorPSK: SecretBytes? = nil, responderPSK: SecretBytes? = nil)
-        -> (XX, XX, NoiseStaticKeyPair, NoiseStaticKeyPair) {
+    private func pair(
+        initiatorPrologue: [UInt8] = Array("parley".utf8), responderPrologue: [UInt8] = Array("parley".utf8),
+        initiatorPSK: SecretBytes? = nil, responderPSK: SecretBytes? = nil
+    )
+        -> (XX, XX, NoiseStaticKeyPair, NoiseStaticKeyPair)
+    {
         let si = NoiseStaticKeyPair.generate()
         let sr = NoiseStaticKeyPair.generate()
-        return (XX(role: .initiator, prologue: initiatorPrologue, staticKey: si, presharedKey: initiatorPSK),
-                XX(role: .responder, prologue: responderPrologue, staticKey: sr, presharedKey: responderPSK),
-                si, sr)
+        return (
+            XX(role: .initiator, prologue: initiatorPrologue, staticKey: si, presharedKey: initiatorPSK),
+            XX(role: .responder, prologue: responderPrologue, staticKey: sr, presharedKey: responderPSK),
+            si, sr
+        )
     }
 
-    private func assertThrows<T>(_ expected: NoiseError, _ body: @autoclosure () throws -> T,
-                                 file: StaticString = #filePath, line: UInt = #line) {
+    private func assertThrows<T>(
+        _ expected: NoiseError, _ body: @autoclosure () throws -> T,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         XCTAssertThrowsError(try body(), file: file, line: line) {
             XCTAssertEqual($0 as? NoiseError, expected, file: file, line: line)
         }
@@ -25,8 +32,10 @@ final class NoiseHandshakeTests: XCTestCase {
     /// rewrite message `step` in flight (message 1's payload is plaintext in XX, so a
     /// change there is only caught later, through the handshake hash).
     @discardableResult
-    private func handshake(_ i: inout XX, _ r: inout XX, payloads: [[UInt8]] = [[1], [2, 2], [3, 3, 3]],
-                           tamper: (Int, inout [UInt8]) -> Void = { _, _ in }) throws -> [[UInt8]] {
+    private func handshake(
+        _ i: inout XX, _ r: inout XX, payloads: [[UInt8]] = [[1], [2, 2], [3, 3, 3]],
+        tamper: (Int, inout [UInt8]) -> Void = { _, _ in }
+    ) throws -> [[UInt8]] {
         var received: [[UInt8]] = []
         for step in 0..<3 {
             if step % 2 == 0 {
@@ -124,9 +133,10 @@ final class NoiseHandshakeTests: XCTestCase {
         for step in 0..<3 {
             for edit in 0..<2 {
                 var (i, r, _, _) = pair()
-                XCTAssertThrowsError(try handshake(&i, &r) { s, m in
-                    if s == step { if edit == 0 { m.removeLast() } else { m.append(0) } }
-                }, "message \(step + 1) edit \(edit)")
+                XCTAssertThrowsError(
+                    try handshake(&i, &r) { s, m in
+                        if s == step { if edit == 0 { m.removeLast() } else { m.append(0) } }
+                    }, "message \(step + 1) edit \(edit)")
             }
         }
         // Too short to even hold the fields.
@@ -197,7 +207,7 @@ final class NoiseHandshakeTests: XCTestCase {
         let lowOrder: [[UInt8]] = [
             [UInt8](repeating: 0, count: 32),
             [1] + [UInt8](repeating: 0, count: 31),
-            Sodium.fromHex("e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800")!,
+            Sodium.fromHex("e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800")!
         ]
         for point in lowOrder {
             // As message 1: the responder's first DH with it (ee, writing message 2)
@@ -269,9 +279,11 @@ final class NoiseHandshakeTests: XCTestCase {
     }
 
     func testErrorsDescribeThemselves() {
-        let all: [NoiseError] = [.decryptionFailed, .nonceExhausted, .messageTooLong(70000), .messageTooShort,
-                                 .handshakeNotComplete, .handshakeAlreadyComplete, .wrongTurn, .lowOrderPoint,
-                                 .invalidPublicKey, .handshakeAborted, .alreadySplit, .invalidPresharedKeyLength(3)]
+        let all: [NoiseError] = [
+            .decryptionFailed, .nonceExhausted, .messageTooLong(70000), .messageTooShort,
+            .handshakeNotComplete, .handshakeAlreadyComplete, .wrongTurn, .lowOrderPoint,
+            .invalidPublicKey, .handshakeAborted, .alreadySplit, .invalidPresharedKeyLength(3)
+        ]
         XCTAssertEqual(Set(all.map(\.description)).count, all.count)
         XCTAssertTrue(NoiseError.messageTooLong(70000).description.contains("70000"))
     }

@@ -1,6 +1,6 @@
 import Foundation
-import XCTest
 import ParleyCore
+import XCTest
 
 /// One entry of a cacophony/snow-format vector file (see Fixtures/noise-xx.SOURCES.md).
 private struct NoiseVector: Decodable {
@@ -37,8 +37,9 @@ final class NoiseVectorTests: XCTestCase {
     private let handshakeMessageCount = 3
 
     private func loadVectors(_ name: String) throws -> [NoiseVector] {
-        let url = try XCTUnwrap(Bundle.module.url(forResource: name, withExtension: "json", subdirectory: "Fixtures"),
-                                "fixture \(name).json missing from the test bundle")
+        let url = try XCTUnwrap(
+            Bundle.module.url(forResource: name, withExtension: "json", subdirectory: "Fixtures"),
+            "fixture \(name).json missing from the test bundle")
         return try JSONDecoder().decode(NoiseVectorFile.self, from: Data(contentsOf: url)).vectors
     }
 
@@ -51,7 +52,8 @@ final class NoiseVectorTests: XCTestCase {
         XCTAssertEqual(try run(vectors), 4)
         XCTAssertEqual(vectors.filter { $0.protocolName.hasSuffix("SHA256") }.count, 2)
         XCTAssertEqual(vectors.filter { $0.protocolName.hasSuffix("BLAKE2b") }.count, 2)
-        XCTAssertEqual(vectors.filter { $0.handshakeHash != nil }.count, 2, "the cacophony vectors carry a handshake hash")
+        XCTAssertEqual(
+            vectors.filter { $0.handshakeHash != nil }.count, 2, "the cacophony vectors carry a handshake hash")
     }
 
     /// XXpsk3 vectors generated with an independent implementation (noiseprotocol 0.3.1).
@@ -79,7 +81,9 @@ final class NoiseVectorTests: XCTestCase {
             switch vector.protocolName.split(separator: "_").last {
             case "SHA256": try run(vector, NoiseSHA256.self)
             case "BLAKE2b": try run(vector, NoiseBLAKE2b.self)
-            default: XCTFail("unexpected protocol \(vector.protocolName)"); continue
+            default:
+                XCTFail("unexpected protocol \(vector.protocolName)")
+                continue
             }
             ran += 1
         }
@@ -147,7 +151,9 @@ final class NoiseVectorTests: XCTestCase {
                     responderKeys = try responder.split()
                 }
             } else {
-                guard var ik = initiatorKeys, var rk = responderKeys else { return XCTFail("\(name): no transport keys") }
+                guard var ik = initiatorKeys, var rk = responderKeys else {
+                    return XCTFail("\(name): no transport keys")
+                }
                 if initiatorSends {
                     sent = try ik.send.encrypt(ad: [], plaintext: payload)
                     received = try rk.receive.decrypt(ad: [], ciphertext: sent)

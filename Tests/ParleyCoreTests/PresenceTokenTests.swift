@@ -13,16 +13,20 @@ final class PresenceTokenTests: XCTestCase {
             XCTAssertTrue(PresenceToken.matches(t, nonce: nonce, identity: alice, networkKey: nil, epoch: e))
         }
         XCTAssertFalse(PresenceToken.matches(t, nonce: nonce, identity: alice, networkKey: nil, epoch: 102))
-        XCTAssertFalse(PresenceToken.matches(t, nonce: nonce, identity: bob, networkKey: nil, epoch: 100),
-                       "another key does not match")
+        XCTAssertFalse(
+            PresenceToken.matches(t, nonce: nonce, identity: bob, networkKey: nil, epoch: 100),
+            "another key does not match")
     }
 
     func testTokensOfOneNodeCannotBeLinkedWithoutItsKey() {
         let a = PresenceToken.make(identity: alice, networkKey: nil, epoch: 100, nonce: nonce)
-        XCTAssertNotEqual(a, PresenceToken.make(identity: alice, networkKey: nil, epoch: 101, nonce: nonce), "rotates per epoch")
-        XCTAssertNotEqual(a, PresenceToken.make(identity: alice, networkKey: nil, epoch: 100, nonce: [9, 9, 9, 9, 9, 9, 9, 9]),
-                          "and per nonce")
-        XCTAssertEqual(a, PresenceToken.make(identity: alice, networkKey: nil, epoch: 100, nonce: nonce), "deterministic")
+        XCTAssertNotEqual(
+            a, PresenceToken.make(identity: alice, networkKey: nil, epoch: 101, nonce: nonce), "rotates per epoch")
+        XCTAssertNotEqual(
+            a, PresenceToken.make(identity: alice, networkKey: nil, epoch: 100, nonce: [9, 9, 9, 9, 9, 9, 9, 9]),
+            "and per nonce")
+        XCTAssertEqual(
+            a, PresenceToken.make(identity: alice, networkKey: nil, epoch: 100, nonce: nonce), "deterministic")
     }
 
     func testWithANetworkKeyTheIdentityKeyAloneIsNotEnough() {
@@ -30,12 +34,15 @@ final class PresenceTokenTests: XCTestCase {
         let t = PresenceToken.make(identity: alice, networkKey: key, epoch: 7, nonce: nonce)
         XCTAssertTrue(PresenceToken.matches(t, nonce: nonce, identity: alice, networkKey: key, epoch: 7))
         XCTAssertFalse(PresenceToken.matches(t, nonce: nonce, identity: alice, networkKey: nil, epoch: 7))
-        XCTAssertFalse(PresenceToken.matches(t, nonce: nonce, identity: alice, networkKey: [UInt8](repeating: 1, count: 32), epoch: 7))
+        XCTAssertFalse(
+            PresenceToken.matches(
+                t, nonce: nonce, identity: alice, networkKey: [UInt8](repeating: 1, count: 32), epoch: 7))
     }
 
     func testMalformedTokensAndNoncesNeverMatch() {
         let t = PresenceToken.make(identity: alice, networkKey: nil, epoch: 7, nonce: nonce)
-        XCTAssertFalse(PresenceToken.matches(Array(t.dropLast()), nonce: nonce, identity: alice, networkKey: nil, epoch: 7))
+        XCTAssertFalse(
+            PresenceToken.matches(Array(t.dropLast()), nonce: nonce, identity: alice, networkKey: nil, epoch: 7))
         XCTAssertFalse(PresenceToken.matches(t, nonce: [1], identity: alice, networkKey: nil, epoch: 7))
         XCTAssertFalse(PresenceToken.matches([], nonce: [], identity: alice, networkKey: nil, epoch: 0))
     }

@@ -18,8 +18,8 @@ enum ProtocolDoc {
         let text = try String(contentsOf: url, encoding: .utf8)
         let lines = text.components(separatedBy: "\n")
         guard let marker = lines.firstIndex(of: "<!-- example:\(name) -->"),
-              let open = lines[marker...].firstIndex(where: { $0.hasPrefix("```") }),
-              let close = lines[(open + 1)...].firstIndex(where: { $0.hasPrefix("```") })
+            let open = lines[marker...].firstIndex(where: { $0.hasPrefix("```") }),
+            let close = lines[(open + 1)...].firstIndex(where: { $0.hasPrefix("```") })
         else { throw Missing(name: name) }
         return lines[(open + 1)..<close].joined(separator: "\n")
     }

@@ -1,5 +1,5 @@
-import XCTest
 import ParleyCore
+import XCTest
 
 final class RecordStreamTests: XCTestCase {
     func drainAll(_ decoder: inout RecordStreamDecoder) throws -> [AppRecord] {
@@ -9,15 +9,19 @@ final class RecordStreamTests: XCTestCase {
     }
 
     func randomRecord(_ rng: inout SeededGenerator) -> AppRecord {
-        func id() -> MessageID { MessageID(bytes: (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) })! } // 16 bytes
+        // 16 random bytes: always a valid message id.
+        func id() -> MessageID { MessageID(bytes: (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) })! }
         switch Int.random(in: 0..<7, using: &rng) {
         case 0:
             let scalars = ["a", "Z", " ", "é", "张", "🦊", "\n"]
-            let length = Bool.random(using: &rng) ? Int.random(in: 0..<40, using: &rng) : Int.random(in: 0..<10_000, using: &rng)
+            let length =
+                Bool.random(using: &rng) ? Int.random(in: 0..<40, using: &rng) : Int.random(in: 0..<10_000, using: &rng)
             let body = (0..<length).map { _ in scalars.randomElement(using: &rng)! }.joined()  // non-empty array
             return .chat(ChatRecord(id: id(), sequence: rng.next(), createdAt: rng.next(), body: body))
         case 1: return .ack((0..<Int.random(in: 0...20, using: &rng)).map { _ in id() })
-        case 2: return .cardUpdate((0..<Int.random(in: 0...500, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) })
+        case 2:
+            return .cardUpdate(
+                (0..<Int.random(in: 0...500, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) })
         case 3: return .ping(rng.next())
         case 4: return .pong(rng.next())
         case 5: return .close(.protocolError, "reason \(rng.next())")
@@ -47,7 +51,8 @@ final class RecordStreamTests: XCTestCase {
         let body = String(repeating: "b", count: WireLimits.maxBodyBytes)
         let chat = AppRecord.chat(ChatRecord(id: .random(), sequence: 1, createdAt: 2, body: body))
         // The largest record a peer accepts: needs three chunks.
-        let card = AppRecord.cardUpdate([UInt8](repeating: 0x5a, count: WireLimits.maxRecordBytes - AppRecord.headerLength))
+        let card = AppRecord.cardUpdate(
+            [UInt8](repeating: 0x5a, count: WireLimits.maxRecordBytes - AppRecord.headerLength))
         for (record, expectedChunks) in [(chat, 2), (card, 3)] {
             var encoder = RecordStreamEncoder()
             encoder.append(record)
@@ -72,18 +77,21 @@ final class RecordStreamTests: XCTestCase {
 
     func testChunksTravelThroughARealSession() throws {
         // Every chunk the encoder makes fits one Noise transport message.
-        var i = HandshakeState<NoiseSHA256>(role: .initiator, prologue: ProtocolVersion.prologue, staticKey: .generate())
-        var r = HandshakeState<NoiseSHA256>(role: .responder, prologue: ProtocolVersion.prologue, staticKey: .generate())
+        var i = HandshakeState<NoiseSHA256>(
+            role: .initiator, prologue: ProtocolVersion.prologue, staticKey: .generate())
+        var r = HandshakeState<NoiseSHA256>(
+            role: .responder, prologue: ProtocolVersion.prologue, staticKey: .generate())
         _ = try r.readMessage(try i.writeMessage(payload: []))
         _ = try i.readMessage(try r.writeMessage(payload: []))
         _ = try r.readMessage(try i.writeMessage(payload: []))
-        var sender = SessionTransport(keys: try i.split()), receiver = SessionTransport(keys: try r.split())
+        var sender = SessionTransport(keys: try i.split())
+        var receiver = SessionTransport(keys: try r.split())
 
         var encoder = RecordStreamEncoder()
         let records: [AppRecord] = [
             .ping(1),
             .cardUpdate([UInt8](repeating: 1, count: WireLimits.maxRecordBytes - AppRecord.headerLength)),
-            .chat(ChatRecord(id: .random(), sequence: 9, createdAt: 9, body: "after the big one")),
+            .chat(ChatRecord(id: .random(), sequence: 9, createdAt: 9, body: "after the big one"))
         ]
         for rec in records { encoder.append(rec) }
         var decoder = RecordStreamDecoder()
@@ -102,8 +110,10 @@ final class RecordStreamTests: XCTestCase {
     func testOversizeHeaderThrowsBeforeThePayloadArrives() throws {
         for announced in [UInt32(WireLimits.maxRecordBytes - AppRecord.headerLength + 1), UInt32.max] {
             var decoder = RecordStreamDecoder()
-            decoder.append([0x01, UInt8(announced >> 24), UInt8((announced >> 16) & 0xff),
-                            UInt8((announced >> 8) & 0xff), UInt8(announced & 0xff)])
+            decoder.append([
+                0x01, UInt8(announced >> 24), UInt8((announced >> 16) & 0xff),
+                UInt8((announced >> 8) & 0xff), UInt8(announced & 0xff)
+            ])
             XCTAssertThrowsError(try decoder.next()) {
                 XCTAssertEqual($0 as? AppRecordError, .recordTooLarge(Int(announced) + AppRecord.headerLength))
             }
@@ -138,14 +148,17 @@ final class RecordStreamTests: XCTestCase {
             var got: [AppRecord] = []
             var offset = 0
             while offset < stream.count {
-                let size = Bool.random(using: &rng) ? Int.random(in: 1...16, using: &rng)
-                                                    : Int.random(in: 1...WireLimits.maxPlaintextPerMessage, using: &rng)
+                let size =
+                    Bool.random(using: &rng)
+                    ? Int.random(in: 1...16, using: &rng)
+                    : Int.random(in: 1...WireLimits.maxPlaintextPerMessage, using: &rng)
                 let end = min(offset + size, stream.count)
                 decoder.append(Array(stream[offset..<end]))
                 offset = end
                 got += try drainAll(&decoder)
                 // Never more than one record's worth plus one chunk held.
-                XCTAssertLessThanOrEqual(decoder.bufferedByteCount, WireLimits.maxRecordBytes + WireLimits.maxPlaintextPerMessage)
+                XCTAssertLessThanOrEqual(
+                    decoder.bufferedByteCount, WireLimits.maxRecordBytes + WireLimits.maxPlaintextPerMessage)
             }
             XCTAssertEqual(got, records, "seed \(seed)")
             XCTAssertEqual(decoder.bufferedByteCount, 0)
@@ -156,7 +169,8 @@ final class RecordStreamTests: XCTestCase {
         var rng = SeededGenerator(seed: 99)
         var encoder = RecordStreamEncoder()
         var decoder = RecordStreamDecoder()
-        var sent: [AppRecord] = [], got: [AppRecord] = []
+        var sent: [AppRecord] = []
+        var got: [AppRecord] = []
         for _ in 0..<30 {
             for _ in 0..<Int.random(in: 1...20, using: &rng) {
                 let r = randomRecord(&rng)
@@ -177,7 +191,8 @@ final class RecordStreamTests: XCTestCase {
         var rng = SeededGenerator(seed: 7)
         var valid: [UInt8] = []
         for _ in 0..<40 { randomRecord(&rng).encode(into: &valid) }
-        var errors = 0, records = 0
+        var errors = 0
+        var records = 0
         for round in 0..<3_000 {
             var input: [UInt8]
             if round % 2 == 0 {
@@ -186,7 +201,8 @@ final class RecordStreamTests: XCTestCase {
                 var k = 0
                 while k + 5 <= input.count {
                     input[k] = UInt8.random(in: 0...7, using: &rng)
-                    input[k + 1] = 0; input[k + 2] = 0
+                    input[k + 1] = 0
+                    input[k + 2] = 0
                     input[k + 3] = 0
                     input[k + 4] = UInt8.random(in: 0...60, using: &rng)
                     k += 5 + Int(input[k + 4])

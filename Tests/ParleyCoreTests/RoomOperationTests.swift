@@ -1,5 +1,5 @@
-import XCTest
 import ParleyCore
+import XCTest
 
 /// Room operations: signing, verifying, every rejection, the size bound, the doc example.
 final class RoomOperationTests: XCTestCase {
@@ -9,19 +9,24 @@ final class RoomOperationTests: XCTestCase {
     static let roomID = RoomID(bytes: Array(0xa0...0xaf))!  // 16 bytes by construction
     static let createdAt: UInt64 = 1_767_225_600_000
 
-    func create(members: [IdentityPublicKey] = [bob.publicKey], name: String = "lab",
-                policy: RoomOperation.Policy = .init()) throws -> RoomOperation {
-        try RoomOperation.create(name: name, members: members, policy: policy, by: Self.alice, createdAt: Self.createdAt,
-                                 nonce: Self.roomID)
+    func create(
+        members: [IdentityPublicKey] = [bob.publicKey], name: String = "lab",
+        policy: RoomOperation.Policy = .init()
+    ) throws -> RoomOperation {
+        try RoomOperation.create(
+            name: name, members: members, policy: policy, by: Self.alice, createdAt: Self.createdAt,
+            nonce: Self.roomID)
     }
 
     func be64(_ v: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: v >> UInt64(56 - 8 * $0)) } }
 
     /// Builds operation bytes field by field, as docs/PROTOCOL.md describes them, signed by
     /// `signer` over the documented domain: decode failures then come from the field.
-    func raw(version: UInt8 = 2, kind: UInt8 = 1, sequence: UInt64 = 1, actor: IdentityPublicKey = alice.publicKey,
-             parents: [[UInt8]] = [], parentCount: UInt8? = nil, body: [UInt8]? = nil,
-             signer: IdentityKeyPair = alice, domain: String = "parley-room-op-v2\0") -> [UInt8] {
+    func raw(
+        version: UInt8 = 2, kind: UInt8 = 1, sequence: UInt64 = 1, actor: IdentityPublicKey = alice.publicKey,
+        parents: [[UInt8]] = [], parentCount: UInt8? = nil, body: [UInt8]? = nil,
+        signer: IdentityKeyPair = alice, domain: String = "parley-room-op-v2\0"
+    ) -> [UInt8] {
         var b: [UInt8] = [version, kind] + Self.roomID.bytes + be64(sequence) + be64(Self.createdAt) + actor.bytes
         b.append(parentCount ?? UInt8(parents.count))
         for p in parents { b += p }
@@ -34,7 +39,9 @@ final class RoomOperationTests: XCTestCase {
         return [UInt8(name.count)] + name + [flags, UInt8(n >> 8), UInt8(n & 0xff)] + members.flatMap(\.bytes)
     }
 
-    func assertDecodeFails(_ bytes: [UInt8], _ expected: RoomOperationError, file: StaticString = #filePath, line: UInt = #line) {
+    func assertDecodeFails(
+        _ bytes: [UInt8], _ expected: RoomOperationError, file: StaticString = #filePath, line: UInt = #line
+    ) {
         XCTAssertThrowsError(try RoomOperation.decode(bytes), file: file, line: line) { error in
             XCTAssertEqual(error as? RoomOperationError, expected, file: file, line: line)
         }
@@ -58,22 +65,26 @@ final class RoomOperationTests: XCTestCase {
     }
 
     func testMembersAreSortedAndDeduplicated() throws {
-        let op = try create(members: [Self.carol.publicKey, Self.bob.publicKey, Self.carol.publicKey, Self.alice.publicKey])
+        let op = try create(members: [
+            Self.carol.publicKey, Self.bob.publicKey, Self.carol.publicKey, Self.alice.publicKey
+        ])
         guard case let .create(_, members, _) = op.change else { return XCTFail("not a create") }
         XCTAssertEqual(members, [Self.alice.publicKey, Self.bob.publicKey, Self.carol.publicKey].sorted())
     }
 
     func testChangeTakesItsSequenceFromItsParentsAndRoundTrips() throws {
         let root = try create()
-        let add = try RoomOperation.change(.add(Self.carol.publicKey), roomID: root.roomID, after: [root],
-                                           by: Self.bob, createdAt: 5)
+        let add = try RoomOperation.change(
+            .add(Self.carol.publicKey), roomID: root.roomID, after: [root],
+            by: Self.bob, createdAt: 5)
         XCTAssertEqual(add.roomID, root.roomID)
         XCTAssertEqual(add.sequence, 2)
         XCTAssertEqual(add.parents, [root.hash])
         XCTAssertEqual(add.actor, Self.bob.publicKey)
         XCTAssertEqual(add.target, Self.carol.publicKey)
-        let remove = try RoomOperation.change(.remove(Self.bob.publicKey), roomID: root.roomID, after: [add, root],
-                                              by: Self.alice, createdAt: 6)
+        let remove = try RoomOperation.change(
+            .remove(Self.bob.publicKey), roomID: root.roomID, after: [add, root],
+            by: Self.alice, createdAt: 6)
         XCTAssertEqual(remove.sequence, 3)
         XCTAssertEqual(remove.parents, [add.hash, root.hash].sorted())
         for op in [add, remove] { XCTAssertEqual(try RoomOperation.decode(op.encoded()), op) }
@@ -81,8 +92,9 @@ final class RoomOperationTests: XCTestCase {
 
     func testHashNamesTheContentAndAckIDIsItsPrefix() throws {
         let a = try create()
-        let b = try RoomOperation.create(name: "lab", members: [Self.bob.publicKey], by: Self.alice,
-                                         createdAt: Self.createdAt + 1, nonce: Self.roomID)
+        let b = try RoomOperation.create(
+            name: "lab", members: [Self.bob.publicKey], by: Self.alice,
+            createdAt: Self.createdAt + 1, nonce: Self.roomID)
         XCTAssertNotEqual(a.hash, b.hash)
         XCTAssertEqual(a.hash.ackID.bytes, Array(a.hash.bytes.prefix(16)))
     }
@@ -100,8 +112,9 @@ final class RoomOperationTests: XCTestCase {
 
     func testEveryFlippedBitIsRejected() throws {
         let root = try create()
-        let add = try RoomOperation.change(.add(Self.carol.publicKey), roomID: Self.roomID, after: [root],
-                                           by: Self.bob, createdAt: 5)
+        let add = try RoomOperation.change(
+            .add(Self.carol.publicKey), roomID: Self.roomID, after: [root],
+            by: Self.bob, createdAt: 5)
         for op in [root, add] {
             let bytes = op.encoded()
             for i in bytes.indices {
@@ -145,8 +158,9 @@ final class RoomOperationTests: XCTestCase {
     }
 
     func testOversizeIsRejectedBeforeParsing() {
-        assertDecodeFails([UInt8](repeating: 1, count: RoomOperation.maxEncodedLength + 1),
-                          .tooLarge(RoomOperation.maxEncodedLength + 1))
+        assertDecodeFails(
+            [UInt8](repeating: 1, count: RoomOperation.maxEncodedLength + 1),
+            .tooLarge(RoomOperation.maxEncodedLength + 1))
     }
 
     func testNameRules() {
@@ -162,14 +176,15 @@ final class RoomOperationTests: XCTestCase {
     }
 
     func testMemberRules() {
-        let a = Self.alice.publicKey, b = Self.bob.publicKey
+        let a = Self.alice.publicKey
+        let b = Self.bob.publicKey
         let sorted = [a, b].sorted()
         let cases: [[UInt8]] = [
-            createBody(name: Array("x".utf8), members: sorted.reversed()),        // not ascending
-            createBody(name: Array("x".utf8), members: [a, a]),                    // duplicate
-            createBody(name: Array("x".utf8), members: [b]),                       // creator missing
-            createBody(name: Array("x".utf8), members: [], count: 0),              // empty
-            createBody(name: Array("x".utf8), members: [a], count: RoomLimits.maxMembers + 1),  // too many
+            createBody(name: Array("x".utf8), members: sorted.reversed()),  // not ascending
+            createBody(name: Array("x".utf8), members: [a, a]),  // duplicate
+            createBody(name: Array("x".utf8), members: [b]),  // creator missing
+            createBody(name: Array("x".utf8), members: [], count: 0),  // empty
+            createBody(name: Array("x".utf8), members: [a], count: RoomLimits.maxMembers + 1)  // too many
         ]
         for body in cases {
             XCTAssertThrowsError(try RoomOperation.decode(raw(body: body))) { error in
@@ -185,19 +200,25 @@ final class RoomOperationTests: XCTestCase {
     }
 
     func testParentAndSequenceRules() throws {
-        let h1 = [UInt8](repeating: 1, count: 32), h2 = [UInt8](repeating: 2, count: 32)
+        let h1 = [UInt8](repeating: 1, count: 32)
+        let h2 = [UInt8](repeating: 2, count: 32)
         let target = Self.carol.publicKey.bytes
         func expectParents(_ bytes: [UInt8], file: StaticString = #filePath, line: UInt = #line) {
             XCTAssertThrowsError(try RoomOperation.decode(bytes), file: file, line: line) { error in
-                guard case .invalidParents = error as? RoomOperationError else { return XCTFail("\(error)", file: file, line: line) }
+                guard case .invalidParents = error as? RoomOperationError else {
+                    return XCTFail("\(error)", file: file, line: line)
+                }
             }
         }
-        expectParents(raw(parents: [h1]))                                              // a create with a parent
-        expectParents(raw(kind: 2, sequence: 2, parents: [], body: target))            // an add without one
-        expectParents(raw(kind: 2, sequence: 2, parents: [h2, h1], body: target))      // not ascending
-        expectParents(raw(kind: 2, sequence: 2, parents: [h1, h1], body: target))      // duplicate
-        expectParents(raw(kind: 3, sequence: 2, parents: (0...RoomLimits.maxParents).map { [UInt8](repeating: UInt8($0), count: 32) },
-                          body: target))                                               // too many
+        expectParents(raw(parents: [h1]))  // a create with a parent
+        expectParents(raw(kind: 2, sequence: 2, parents: [], body: target))  // an add without one
+        expectParents(raw(kind: 2, sequence: 2, parents: [h2, h1], body: target))  // not ascending
+        expectParents(raw(kind: 2, sequence: 2, parents: [h1, h1], body: target))  // duplicate
+        expectParents(
+            raw(
+                kind: 3, sequence: 2,
+                parents: (0...RoomLimits.maxParents).map { [UInt8](repeating: UInt8($0), count: 32) },
+                body: target))  // too many
         assertDecodeFails(raw(sequence: 2), .invalidSequence(2))
         assertDecodeFails(raw(kind: 2, sequence: 1, parents: [h1], body: target), .invalidSequence(1))
         XCTAssertNoThrow(try RoomOperation.decode(raw(kind: 3, sequence: 9, parents: [h1, h2], body: target)))
@@ -211,8 +232,9 @@ final class RoomOperationTests: XCTestCase {
         XCTAssertEqual(op.roomField, Self.roomID)
         XCTAssertNotEqual(op.roomID, Self.roomID, "a create cannot choose its room id: it would be squattable")
         // Two creates that differ only by nonce found two rooms.
-        let other = try RoomOperation.create(name: "lab", members: [Self.bob.publicKey], by: Self.alice,
-                                             createdAt: Self.createdAt, nonce: RoomID(bytes: Array(0xb0...0xbf))!)
+        let other = try RoomOperation.create(
+            name: "lab", members: [Self.bob.publicKey], by: Self.alice,
+            createdAt: Self.createdAt, nonce: RoomID(bytes: Array(0xb0...0xbf))!)
         XCTAssertNotEqual(other.roomID, op.roomID)
     }
 
@@ -222,7 +244,7 @@ final class RoomOperationTests: XCTestCase {
         XCTAssertTrue(policy.onlyAdminsAdd)
         let changes: [RoomOperation.Change] = [
             .join, .setRole(Self.bob.publicKey, .admin), .setRole(Self.bob.publicKey, .owner), .rename("office"),
-            .setPolicy(.init(onlyAdminsAdd: false)), .add(Self.carol.publicKey), .remove(Self.carol.publicKey),
+            .setPolicy(.init(onlyAdminsAdd: false)), .add(Self.carol.publicKey), .remove(Self.carol.publicKey)
         ]
         for change in changes {
             let op = try RoomOperation.change(change, roomID: root.roomID, after: [root], by: Self.bob, createdAt: 9)
@@ -230,16 +252,21 @@ final class RoomOperationTests: XCTestCase {
             XCTAssertEqual(decoded, op)
             XCTAssertEqual(decoded.change, change)
         }
-        XCTAssertThrowsError(try RoomOperation.change(.rename("a\u{202E}b"), roomID: root.roomID, after: [root],
-                                                      by: Self.bob, createdAt: 9))
+        XCTAssertThrowsError(
+            try RoomOperation.change(
+                .rename("a\u{202E}b"), roomID: root.roomID, after: [root],
+                by: Self.bob, createdAt: 9))
     }
 
     func testReservedPolicyBitsAndUnknownRolesAreRejected() {
-        assertDecodeFails(raw(body: createBody(name: Array("x".utf8), members: [Self.alice.publicKey], flags: 2)),
-                          .invalidPolicy(2))
+        assertDecodeFails(
+            raw(body: createBody(name: Array("x".utf8), members: [Self.alice.publicKey], flags: 2)),
+            .invalidPolicy(2))
         let h1 = [UInt8](repeating: 1, count: 32)
-        assertDecodeFails(raw(kind: 4, sequence: 2, parents: [h1], body: Self.carol.publicKey.bytes + [0]), .unknownRole(0))
-        assertDecodeFails(raw(kind: 4, sequence: 2, parents: [h1], body: Self.carol.publicKey.bytes + [4]), .unknownRole(4))
+        assertDecodeFails(
+            raw(kind: 4, sequence: 2, parents: [h1], body: Self.carol.publicKey.bytes + [0]), .unknownRole(0))
+        assertDecodeFails(
+            raw(kind: 4, sequence: 2, parents: [h1], body: Self.carol.publicKey.bytes + [4]), .unknownRole(4))
         assertDecodeFails(raw(kind: 6, sequence: 2, parents: [h1], body: [0x80]), .invalidPolicy(0x80))
         XCTAssertNoThrow(try RoomOperation.decode(raw(kind: 7, sequence: 2, parents: [h1], body: [])))
     }

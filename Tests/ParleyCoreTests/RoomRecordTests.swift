@@ -1,10 +1,10 @@
-import XCTest
 import ParleyCore
+import XCTest
 
 /// The two room record types inside the session's record stream.
 final class RoomRecordTests: XCTestCase {
     static let id1 = MessageID(bytes: Array(0x00...0x0f))!  // 16 bytes by construction
-    static let room = RoomID(bytes: Array(0xa0...0xaf))!    // 16 bytes by construction
+    static let room = RoomID(bytes: Array(0xa0...0xaf))!  // 16 bytes by construction
 
     func roundTrip(_ record: AppRecord) throws -> AppRecord? {
         var decoder = RecordStreamDecoder()
@@ -21,14 +21,17 @@ final class RoomRecordTests: XCTestCase {
     }
 
     func testRoomRecordsRoundTrip() throws {
-        let op = try RoomOperation.create(name: "lab", members: [ExampleKeys.bobIdentity.publicKey],
-                                          by: ExampleKeys.aliceIdentity, createdAt: 1)
+        let op = try RoomOperation.create(
+            name: "lab", members: [ExampleKeys.bobIdentity.publicKey],
+            by: ExampleKeys.aliceIdentity, createdAt: 1)
         let records: [AppRecord] = [
             .roomOperation(op),
             .roomChat(RoomChatRecord(id: Self.id1, roomID: Self.room, sequence: 7, createdAt: 9, body: "hi lab")),
             .roomChat(RoomChatRecord(id: .random(), roomID: .random(), sequence: .max, createdAt: 0, body: "")),
-            .roomChat(RoomChatRecord(id: .random(), roomID: Self.room, sequence: 1, createdAt: 2,
-                                     body: String(repeating: "é", count: WireLimits.maxBodyBytes / 2))),
+            .roomChat(
+                RoomChatRecord(
+                    id: .random(), roomID: Self.room, sequence: 1, createdAt: 2,
+                    body: String(repeating: "é", count: WireLimits.maxBodyBytes / 2)))
         ]
         for r in records { XCTAssertEqual(try roundTrip(r), r) }
         XCTAssertEqual(AppRecord.RecordType.roomOperation.rawValue, 0x10)
@@ -36,8 +39,10 @@ final class RoomRecordTests: XCTestCase {
     }
 
     func testDocumentedRoomChatRecord() throws {
-        let record = AppRecord.roomChat(RoomChatRecord(id: Self.id1, roomID: Self.room, sequence: 1,
-                                                       createdAt: 1_767_225_600_000, body: "hi lab"))
+        let record = AppRecord.roomChat(
+            RoomChatRecord(
+                id: Self.id1, roomID: Self.room, sequence: 1,
+                createdAt: 1_767_225_600_000, body: "hi lab"))
         XCTAssertEqual(Sodium.hex(record.encoded()), try ProtocolDoc.hexExample("room-chat-record"))
     }
 
@@ -55,8 +60,9 @@ final class RoomRecordTests: XCTestCase {
     }
 
     func testTamperedOrTruncatedOperationIsAProtocolError() throws {
-        let op = try RoomOperation.create(name: "lab", members: [], by: ExampleKeys.aliceIdentity,
-                                          createdAt: 1)
+        let op = try RoomOperation.create(
+            name: "lab", members: [], by: ExampleKeys.aliceIdentity,
+            createdAt: 1)
         var bytes = op.encoded()
         bytes[bytes.count - 1] ^= 1
         assertMalformed(0x10, bytes)

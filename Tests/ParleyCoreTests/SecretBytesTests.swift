@@ -1,5 +1,6 @@
-@testable import ParleyCore
 import XCTest
+
+@testable import ParleyCore
 
 final class SecretBytesTests: XCTestCase {
     /// More small secrets alive at once than one locked region holds: each keeps its own
@@ -8,9 +9,10 @@ final class SecretBytesTests: XCTestCase {
         let n = LockedSlots.slotsPerRegion * 2 + 7
         var secrets: [SecretBytes] = []
         for i in 0..<n {
-            secrets.append(SecretBytes(count: 32) { dst in
-                for k in 0..<32 { dst[k] = UInt8(truncatingIfNeeded: i &* 31 &+ k) }
-            })
+            secrets.append(
+                SecretBytes(count: 32) { dst in
+                    for k in 0..<32 { dst[k] = UInt8(truncatingIfNeeded: i &* 31 &+ k) }
+                })
         }
         for (i, s) in secrets.enumerated() {
             XCTAssertEqual(s.copyBytes(), (0..<32).map { UInt8(truncatingIfNeeded: i &* 31 &+ $0) })

@@ -1,11 +1,13 @@
-import XCTest
 import ParleyCore
+import XCTest
 
 final class SessionTransportTests: XCTestCase {
     /// Transport keys for both sides of a fresh XX handshake.
     func keys() throws -> (initiator: TransportKeys, responder: TransportKeys) {
-        var i = HandshakeState<NoiseSHA256>(role: .initiator, prologue: ProtocolVersion.prologue, staticKey: .generate())
-        var r = HandshakeState<NoiseSHA256>(role: .responder, prologue: ProtocolVersion.prologue, staticKey: .generate())
+        var i = HandshakeState<NoiseSHA256>(
+            role: .initiator, prologue: ProtocolVersion.prologue, staticKey: .generate())
+        var r = HandshakeState<NoiseSHA256>(
+            role: .responder, prologue: ProtocolVersion.prologue, staticKey: .generate())
         _ = try r.readMessage(try i.writeMessage(payload: []))
         _ = try i.readMessage(try r.writeMessage(payload: []))
         _ = try r.readMessage(try i.writeMessage(payload: []))
@@ -44,12 +46,14 @@ final class SessionTransportTests: XCTestCase {
         XCTAssertEqual(WireLimits.rekeyEveryMessages, 65_536)
         let interval = WireLimits.rekeyEveryMessages
         let (ik, rk) = try keys()
-        var a = SessionTransport(keys: ik), b = SessionTransport(keys: rk)
+        var a = SessionTransport(keys: ik)
+        var b = SessionTransport(keys: rk)
         let checkpoints: Set<UInt64> = [0, interval - 1, interval, interval + 1, 2 * interval - 1, 2 * interval]
         let total = 2 * interval + 2
         for n in 0..<total {
             let m: [UInt8] = [UInt8(truncatingIfNeeded: n), UInt8(truncatingIfNeeded: n >> 8)]
-            let fromA = try a.seal(m), fromB = try b.seal(m)
+            let fromA = try a.seal(m)
+            let fromB = try b.seal(m)
             XCTAssertEqual(try b.open(fromA), m)
             XCTAssertEqual(try a.open(fromB), m)
             guard checkpoints.contains(n) else { continue }
@@ -59,7 +63,8 @@ final class SessionTransportTests: XCTestCase {
                 XCTAssertEqual(try right.decrypt(ad: [], ciphertext: sealed), m, "message \(n): \(expected) rekeys")
                 for wrong in [expected - 1, expected + 1] where wrong >= 0 {
                     var c = cipher(start, rekeys: wrong, nonce: n)
-                    XCTAssertThrowsError(try c.decrypt(ad: [], ciphertext: sealed), "message \(n) under \(wrong) rekeys")
+                    XCTAssertThrowsError(
+                        try c.decrypt(ad: [], ciphertext: sealed), "message \(n) under \(wrong) rekeys")
                 }
             }
         }

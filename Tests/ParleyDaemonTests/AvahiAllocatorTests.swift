@@ -1,7 +1,8 @@
 import CDNSSD
 import Dispatch
-@testable import ParleyDiscovery
 import XCTest
+
+@testable import ParleyDiscovery
 
 /// avahi's compat library leaves a DNSServiceRef's unused callback fields as whatever the
 /// allocator returned, and calls the first non-NULL one when avahi-daemon goes away (see

@@ -1,7 +1,8 @@
 import Foundation
+import ParleyControlProtocol
 import ParleyNodeCore
 import XCTest
-import ParleyControlProtocol
+
 @testable import ParleyDaemon
 
 final class ConfigFileTests: XCTestCase {
@@ -78,10 +79,12 @@ final class ConfigFileTests: XCTestCase {
     }
 
     func testDefaultConfigFilePath() {
-        XCTAssertEqual(ConfigFile.defaultPath(environment: ["CONFIGURATION_DIRECTORY": "/etc/parley"], homeDirectory: "/h"),
-                       "/etc/parley/parleyd.toml")
-        XCTAssertEqual(ConfigFile.defaultPath(environment: ["XDG_CONFIG_HOME": "/h/.cfg"], homeDirectory: "/h"),
-                       "/h/.cfg/parley/parleyd.toml")
+        XCTAssertEqual(
+            ConfigFile.defaultPath(environment: ["CONFIGURATION_DIRECTORY": "/etc/parley"], homeDirectory: "/h"),
+            "/etc/parley/parleyd.toml")
+        XCTAssertEqual(
+            ConfigFile.defaultPath(environment: ["XDG_CONFIG_HOME": "/h/.cfg"], homeDirectory: "/h"),
+            "/h/.cfg/parley/parleyd.toml")
         XCTAssertEqual(ConfigFile.defaultPath(environment: [:], homeDirectory: "/h"), "/h/.config/parley/parleyd.toml")
         XCTAssertNil(ConfigFile.defaultPath(environment: [:], homeDirectory: nil))
     }
@@ -89,7 +92,8 @@ final class ConfigFileTests: XCTestCase {
     // MARK: - Every option
 
     func testEveryOption() throws {
-        let configuration = try applied("""
+        let configuration = try applied(
+            """
             [parleyd]
             state_dir = "/srv/parley"
             name = "Alice Ä"
@@ -178,45 +182,63 @@ final class ConfigFileTests: XCTestCase {
     func testWrongTypesNameKeyAndLine() {
         XCTAssertEqual(message("\n\nmdns = \"yes\""), "parleyd.toml:3: 'mdns' must be true or false, got \"yes\"")
         XCTAssertEqual(message("read_receipts = 1"), "parleyd.toml:1: 'read_receipts' must be true or false, got 1")
-        XCTAssertEqual(message("notify_include_body = [\"x\"]"),
-                       "parleyd.toml:1: 'notify_include_body' must be true or false, got [\"x\"]")
+        XCTAssertEqual(
+            message("notify_include_body = [\"x\"]"),
+            "parleyd.toml:1: 'notify_include_body' must be true or false, got [\"x\"]")
         XCTAssertEqual(message("name = true"), "parleyd.toml:1: 'name' must be a string, got true")
         XCTAssertEqual(message("state_dir = 5"), "parleyd.toml:1: 'state_dir' must be a string, got 5")
-        XCTAssertEqual(message("listen = \"[::]:7744\""),
-                       "parleyd.toml:1: 'listen' must be an array of \"HOST:PORT\" strings, like [\"[::]:7744\"], got \"[::]:7744\"")
-        XCTAssertEqual(message("peers = 7744"),
-                       "parleyd.toml:1: 'peers' must be an array of \"HOST:PORT\" strings, like [\"[::]:7744\"], got 7744")
-        XCTAssertEqual(message("notify_command = \"notify-send\""),
-                       "parleyd.toml:1: 'notify_command' must be an array of strings, got \"notify-send\"")
-        XCTAssertEqual(message("log_level = \"verbose\""),
-                       "parleyd.toml:1: 'log_level' must be one of \"error\", \"warning\", \"info\", \"debug\", got \"verbose\"")
-        XCTAssertEqual(message("durability = \"fast\""),
-                       "parleyd.toml:1: 'durability' must be one of \"full\", \"normal\", got \"fast\"")
-        XCTAssertEqual(message("ping_interval_ms = \"5s\""),
-                       "parleyd.toml:1: 'ping_interval_ms' must be an integer number of milliseconds from 10 to 3600000, got \"5s\"")
-        XCTAssertEqual(message("dead_after_ms = 9"),
-                       "parleyd.toml:1: 'dead_after_ms' must be an integer number of milliseconds from 10 to 3600000, got 9")
+        XCTAssertEqual(
+            message("listen = \"[::]:7744\""),
+            "parleyd.toml:1: 'listen' must be an array of \"HOST:PORT\" strings, like [\"[::]:7744\"], got \"[::]:7744\""
+        )
+        XCTAssertEqual(
+            message("peers = 7744"),
+            "parleyd.toml:1: 'peers' must be an array of \"HOST:PORT\" strings, like [\"[::]:7744\"], got 7744")
+        XCTAssertEqual(
+            message("notify_command = \"notify-send\""),
+            "parleyd.toml:1: 'notify_command' must be an array of strings, got \"notify-send\"")
+        XCTAssertEqual(
+            message("log_level = \"verbose\""),
+            "parleyd.toml:1: 'log_level' must be one of \"error\", \"warning\", \"info\", \"debug\", got \"verbose\"")
+        XCTAssertEqual(
+            message("durability = \"fast\""),
+            "parleyd.toml:1: 'durability' must be one of \"full\", \"normal\", got \"fast\"")
+        XCTAssertEqual(
+            message("ping_interval_ms = \"5s\""),
+            "parleyd.toml:1: 'ping_interval_ms' must be an integer number of milliseconds from 10 to 3600000, got \"5s\""
+        )
+        XCTAssertEqual(
+            message("dead_after_ms = 9"),
+            "parleyd.toml:1: 'dead_after_ms' must be an integer number of milliseconds from 10 to 3600000, got 9")
         XCTAssertTrue(message("handshake_timeout_ms = 3600001").contains("'handshake_timeout_ms' must be an integer"))
         XCTAssertTrue(message("handshake_timeout_ms = -5").contains("got -5"))
     }
 
     func testValuesOfTheRightTypeThatMakeNoSense() {
-        XCTAssertEqual(message("state_dir = \"relative/dir\""),
-                       "parleyd.toml:1: 'state_dir': must be an absolute path (starting with '/')")
-        XCTAssertEqual(message("network_key = \"key.txt\""),
-                       "parleyd.toml:1: 'network_key': must be an absolute path (starting with '/')")
-        XCTAssertTrue(message("socket = \"/\(String(repeating: "s", count: 120))\"")
-            .contains("'socket': is longer than 107 bytes"))
+        XCTAssertEqual(
+            message("state_dir = \"relative/dir\""),
+            "parleyd.toml:1: 'state_dir': must be an absolute path (starting with '/')")
+        XCTAssertEqual(
+            message("network_key = \"key.txt\""),
+            "parleyd.toml:1: 'network_key': must be an absolute path (starting with '/')")
+        XCTAssertTrue(
+            message("socket = \"/\(String(repeating: "s", count: 120))\"")
+                .contains("'socket': is longer than 107 bytes"))
         XCTAssertEqual(message("name = \"\""), "parleyd.toml:1: 'name': must not be empty")
-        XCTAssertEqual(message("name = \"\(String(repeating: "n", count: 65))\""),
-                       "parleyd.toml:1: 'name': is longer than 64 bytes")
+        XCTAssertEqual(
+            message("name = \"\(String(repeating: "n", count: 65))\""),
+            "parleyd.toml:1: 'name': is longer than 64 bytes")
         XCTAssertEqual(message(#"name = "a\nb""#), "parleyd.toml:1: 'name': must not contain control characters")
-        XCTAssertTrue(message("host_name = \"bad host\"").contains("'host_name': \"bad host\" is not a valid host name"))
-        XCTAssertEqual(message("host_name = \"10.0.0.1\""),
-                       "parleyd.toml:1: 'host_name': must be a host name, not an IP address")
+        XCTAssertTrue(
+            message("host_name = \"bad host\"").contains("'host_name': \"bad host\" is not a valid host name"))
+        XCTAssertEqual(
+            message("host_name = \"10.0.0.1\""),
+            "parleyd.toml:1: 'host_name': must be a host name, not an IP address")
         XCTAssertEqual(message("listen = []"), "parleyd.toml:1: 'listen': must list at least one address to listen on")
-        XCTAssertEqual(message("listen = [\"[::]:7744\", \"0.0.0.0\"]"),
-                       "parleyd.toml:1: 'listen': missing port in \"0.0.0.0\" (expected HOST:PORT, e.g. 0.0.0.0:7744 or [::]:7744)")
+        XCTAssertEqual(
+            message("listen = [\"[::]:7744\", \"0.0.0.0\"]"),
+            "parleyd.toml:1: 'listen': missing port in \"0.0.0.0\" (expected HOST:PORT, e.g. 0.0.0.0:7744 or [::]:7744)"
+        )
         XCTAssertTrue(message("peers = [\"::1:7744\"]").contains("'peers': IPv6 addresses must be in brackets"))
         XCTAssertTrue(message("peers = [\"bob:70000\"]").contains("'peers': port 70000 is out of range"))
         XCTAssertTrue(message("notify_command = []").contains("'notify_command': must name a program"))
@@ -230,10 +252,12 @@ final class ConfigFileTests: XCTestCase {
     func testUnknownKeyNamesLineAndSuggests() {
         let text = "# 1\n# 2\n# 3\n# 4\n# 5\n# 6\nlisen = [\"[::]:1\"]"
         XCTAssertEqual(message(text), "parleyd.toml:7: unknown key 'lisen' (did you mean 'listen'?)")
-        XCTAssertEqual(message("log-level = \"info\""),
-                       "parleyd.toml:1: unknown key 'log-level' (did you mean 'log_level'?)")
-        XCTAssertEqual(message("read_reciepts = true"),
-                       "parleyd.toml:1: unknown key 'read_reciepts' (did you mean 'read_receipts'?)")
+        XCTAssertEqual(
+            message("log-level = \"info\""),
+            "parleyd.toml:1: unknown key 'log-level' (did you mean 'log_level'?)")
+        XCTAssertEqual(
+            message("read_reciepts = true"),
+            "parleyd.toml:1: unknown key 'read_reciepts' (did you mean 'read_receipts'?)")
         XCTAssertEqual(message("colour = true"), "parleyd.toml:1: unknown key 'colour'")
         XCTAssertEqual(
             error("lisen = 1"),
@@ -241,13 +265,15 @@ final class ConfigFileTests: XCTestCase {
     }
 
     func testDuplicateKey() {
-        XCTAssertEqual(message("mdns = true\nname = \"a\"\nmdns = false"),
-                       "parleyd.toml:3: duplicate key 'mdns' (first set on line 1)")
+        XCTAssertEqual(
+            message("mdns = true\nname = \"a\"\nmdns = false"),
+            "parleyd.toml:3: duplicate key 'mdns' (first set on line 1)")
     }
 
     func testTables() {
-        XCTAssertEqual(message("[server]\nmdns = true"),
-                       "parleyd.toml:1: unsupported table [server]; only [parleyd] is allowed")
+        XCTAssertEqual(
+            message("[server]\nmdns = true"),
+            "parleyd.toml:1: unsupported table [server]; only [parleyd] is allowed")
         XCTAssertEqual(message("mdns = true\n[parleyd]"), "parleyd.toml:2: [parleyd] must come before any key")
         XCTAssertEqual(message("[parleyd]\n[parleyd]"), "parleyd.toml:2: [parleyd] appears twice")
         XCTAssertTrue(message("[[parleyd]]").contains("arrays of tables"))
@@ -271,8 +297,9 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertTrue(message("ping_interval_ms = _10").contains("expected a value"))
         XCTAssertTrue(message("ping_interval_ms = 99999999999999999999").contains("out of range"))
         XCTAssertEqual(message("peers = [\"a:1\""), "parleyd.toml:1: 'peers': missing ']' to close the array")
-        XCTAssertEqual(message("peers = [\"a:1\", # comment\n"),
-                       "parleyd.toml:2: 'peers': missing ']' to close the array", "the error is where the file ended")
+        XCTAssertEqual(
+            message("peers = [\"a:1\", # comment\n"),
+            "parleyd.toml:2: 'peers': missing ']' to close the array", "the error is where the file ended")
         XCTAssertTrue(message("peers = [1, 2]").contains("arrays may only contain strings"))
         XCTAssertTrue(message("peers = [[\"a:1\"]]").contains("arrays may only contain strings"))
         XCTAssertTrue(message("peers = [\"a:1\" \"b:2\"]").contains("expected ',' or ']'"))
@@ -286,7 +313,8 @@ final class ConfigFileTests: XCTestCase {
     }
 
     func testMultiLineArraysAsTOMLAllows() throws {
-        let file = try ConfigFile.parse("""
+        let file = try ConfigFile.parse(
+            """
             [parleyd]
             peers = [
                 "10.0.0.1:7744",   # the desk
@@ -300,7 +328,9 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(file["mdns"]?.line, 7, "line numbers go on after the array")
         XCTAssertEqual(try ConfigFile.parse("a = [\n]\r\nb = 1")["b"]?.line, 3)
         // Errors inside name their own line.
-        XCTAssertEqual(message("peers = [\n  \"a:1\",\n  2,\n]"), "parleyd.toml:3: 'peers': arrays may only contain strings, got \"2,\"")
+        XCTAssertEqual(
+            message("peers = [\n  \"a:1\",\n  2,\n]"),
+            "parleyd.toml:3: 'peers': arrays may only contain strings, got \"2,\"")
         XCTAssertTrue(message("peers = [\n\"a:1\"\n\"b:1\"]").contains("parleyd.toml:3: 'peers': expected ',' or ']'"))
         XCTAssertTrue(message("peers = [\n# bell \u{7}\n]").contains("parleyd.toml:2"))
         // An array never closed is refused after a bounded number of lines.
@@ -327,8 +357,9 @@ final class ConfigFileTests: XCTestCase {
 
     func testLineLengthLimit() {
         let long = "name = \"" + String(repeating: "x", count: ConfigFile.maxLineBytes) + "\""
-        XCTAssertEqual(error("mdns = true\n" + long),
-                       .lineTooLong(ConfigLocation(file: "parleyd.toml", line: 2), limit: ConfigFile.maxLineBytes))
+        XCTAssertEqual(
+            error("mdns = true\n" + long),
+            .lineTooLong(ConfigLocation(file: "parleyd.toml", line: 2), limit: ConfigFile.maxLineBytes))
     }
 
     func testLoadFromDisk() throws {
@@ -347,9 +378,12 @@ final class ConfigFileTests: XCTestCase {
         }
 
         try Data([0x6e, 0x61, 0x6d, 0x65, 0x20, 0x3d, 0x20, 0x22, 0xff, 0x22]).write(to: URL(fileURLWithPath: path))
-        XCTAssertThrowsError(try ConfigFile.load(path: path)) { XCTAssertEqual($0 as? ConfigError, .notUTF8(file: path)) }
+        XCTAssertThrowsError(try ConfigFile.load(path: path)) {
+            XCTAssertEqual($0 as? ConfigError, .notUTF8(file: path))
+        }
 
-        try Data(repeating: UInt8(ascii: "#"), count: ConfigFile.maxFileBytes + 10).write(to: URL(fileURLWithPath: path))
+        try Data(repeating: UInt8(ascii: "#"), count: ConfigFile.maxFileBytes + 10).write(
+            to: URL(fileURLWithPath: path))
         XCTAssertThrowsError(try ConfigFile.load(path: path)) {
             XCTAssertEqual($0 as? ConfigError, .fileTooLarge(file: path, limit: ConfigFile.maxFileBytes))
         }
@@ -368,7 +402,8 @@ final class ConfigFileTests: XCTestCase {
     /// give a value or a ConfigError, never a trap.
     func testArbitraryInputNeverTraps() {
         var generator = SplitMix64(seed: 0x5eed)
-        let valid = Array("[parleyd]\nname = \"a\\u00e9\" # c\npeers = ['x:1', \"[::1]:2\"]\nping_interval_ms = 1_000\n".utf8)
+        let valid = Array(
+            "[parleyd]\nname = \"a\\u00e9\" # c\npeers = ['x:1', \"[::1]:2\"]\nping_interval_ms = 1_000\n".utf8)
         let alphabet = Array("[]\"'\\=#,:.-_ \t\n\r0123456789abcdefuUtrx{}+".utf8) + [0, 0x7f, 0xc3, 0xa9]
         for _ in 0..<3000 {
             var bytes = valid
@@ -425,8 +460,9 @@ final class ConfigFileTests: XCTestCase {
         flags.pingIntervalMilliseconds = 12
         flags.deadAfterMilliseconds = 13
         flags.newIdentities = .hold
-        flags.receiveQuota = ReceiveQuota(unverified: .init(messages: 1, bytes: 2), verified: .init(messages: 3, bytes: 4),
-                                          total: .init(messages: 5, bytes: 6), diskFloorBytes: 7)
+        flags.receiveQuota = ReceiveQuota(
+            unverified: .init(messages: 1, bytes: 2), verified: .init(messages: 3, bytes: 4),
+            total: .init(messages: 5, bytes: 6), diskFloorBytes: 7)
         flags.maxSessions = 8
         let merged = try DaemonConfiguration.merged(defaults: base, file: nil, flags: flags)
         // Every option differs from the defaults, so every key shows up as changed.
@@ -440,22 +476,25 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(try DaemonConfiguration.merged(defaults: base, file: nil, flags: flags).name, "bob-box")
         let file = try ConfigFile.parse("name = \"Bob\"")
         XCTAssertEqual(try DaemonConfiguration.merged(defaults: base, file: file, flags: flags).name, "Bob")
-        XCTAssertEqual(try DaemonConfiguration.merged(defaults: base, file: nil, flags: ConfigOverrides()).name,
-                       "alice-laptop")
+        XCTAssertEqual(
+            try DaemonConfiguration.merged(defaults: base, file: nil, flags: ConfigOverrides()).name,
+            "alice-laptop")
     }
 
     func testMergedValidatesFlagsAndCombinations() throws {
         var flags = ConfigOverrides()
         flags.pingIntervalMilliseconds = 20_000
         XCTAssertThrowsError(try DaemonConfiguration.merged(defaults: base, file: nil, flags: flags)) {
-            XCTAssertEqual(($0 as? ConfigError)?.description,
-                           "'dead_after_ms': must be greater than ping_interval_ms (15000 <= 20000)")
+            XCTAssertEqual(
+                ($0 as? ConfigError)?.description,
+                "'dead_after_ms': must be greater than ping_interval_ms (15000 <= 20000)")
         }
         flags = ConfigOverrides()
         flags.listen = []
         XCTAssertThrowsError(try DaemonConfiguration.merged(defaults: base, file: nil, flags: flags)) {
-            XCTAssertEqual($0 as? ConfigError,
-                           .invalidSetting(key: "listen", reason: "must list at least one address to listen on"))
+            XCTAssertEqual(
+                $0 as? ConfigError,
+                .invalidSetting(key: "listen", reason: "must list at least one address to listen on"))
         }
         flags = ConfigOverrides()
         flags.socketPath = "relative.sock"
@@ -477,11 +516,13 @@ final class ConfigFileTests: XCTestCase {
         changed.listen = [try HostPort(parsing: "0.0.0.0:1")]
         changed.durability = .normal
         let differences = changed.reloadableDifferences(from: base)
-        XCTAssertEqual(differences.reloadable,
-                       ["name", "peers", "log_level", "notify_command", "notify_include_body", "read_receipts"])
+        XCTAssertEqual(
+            differences.reloadable,
+            ["name", "peers", "log_level", "notify_command", "notify_include_body", "read_receipts"])
         XCTAssertEqual(differences.needsRestart, ["listen", "durability"])
-        XCTAssertEqual(Set(ConfigKey.allCases.filter(\.isReloadable).map(\.rawValue)),
-                       ["name", "peers", "log_level", "notify_command", "notify_include_body", "read_receipts"])
+        XCTAssertEqual(
+            Set(ConfigKey.allCases.filter(\.isReloadable).map(\.rawValue)),
+            ["name", "peers", "log_level", "notify_command", "notify_include_body", "read_receipts"])
     }
 
     // MARK: - The shipped example
@@ -510,7 +551,8 @@ final class ConfigFileTests: XCTestCase {
                 let key = String(line.dropFirst().prefix { $0 != " " && $0 != "=" })
                 uncommented.append(String(line.dropFirst()))
                 let block = comment.joined(separator: " ")
-                reloadNote[key] = block.contains("(reload)") ? "reload" : block.contains("(restart)") ? "restart" : "none"
+                reloadNote[key] =
+                    block.contains("(reload)") ? "reload" : block.contains("(restart)") ? "restart" : "none"
                 comment = []
             } else if line.hasPrefix("#") {
                 comment.append(line)
@@ -526,8 +568,9 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertNoThrow(try configuration.validate())
 
         for key in ConfigKey.allCases {
-            XCTAssertEqual(reloadNote[key.rawValue], key.isReloadable ? "reload" : "restart",
-                           "example marks \(key.rawValue) correctly")
+            XCTAssertEqual(
+                reloadNote[key.rawValue], key.isReloadable ? "reload" : "restart",
+                "example marks \(key.rawValue) correctly")
         }
         // Values shown without "Example value" are the defaults.
         XCTAssertEqual(configuration.listen, base.listen)

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import ParleyDaemon
 
 final class ControlAccessTests: XCTestCase {

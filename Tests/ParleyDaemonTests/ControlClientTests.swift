@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import ParleyControlProtocol
 import XCTest
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `ControlClient` against a real Unix socket served by a scripted in-process server.
 final class ControlClientTests: XCTestCase {
@@ -76,8 +77,10 @@ final class ControlClientTests: XCTestCase {
         }
         let client = try ControlClient.connect(path: socketPath)
         XCTAssertEqual(try client.call(MessagesSubscribeParams()), MessagesSubscribeResult(subscribed: true))
-        XCTAssertEqual(try ControlEventPayload(client.readNotification(timeout: .seconds(10))), .messageDelivered(first))
-        XCTAssertEqual(try ControlEventPayload(client.readNotification(timeout: .seconds(10))), .messageDelivered(second))
+        XCTAssertEqual(
+            try ControlEventPayload(client.readNotification(timeout: .seconds(10))), .messageDelivered(first))
+        XCTAssertEqual(
+            try ControlEventPayload(client.readNotification(timeout: .seconds(10))), .messageDelivered(second))
         server.waitUntilFinished()
         XCTAssertThrowsError(try client.readNotification()) { error in
             XCTAssertEqual(error as? ControlClientError, .connectionClosed)
@@ -204,7 +207,9 @@ final class ScriptedUnixServer: Sendable {
             raw[pathBytes.count] = 0
         }
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard bound == 0, listen(listener, 4) == 0 else {
             close(listener)

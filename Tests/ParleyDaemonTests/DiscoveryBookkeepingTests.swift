@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import ParleyDiscovery
 
 /// The pure bookkeeping behind MDNSDiscovery: conflict names and browse sightings.

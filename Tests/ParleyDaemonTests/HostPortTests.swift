@@ -1,5 +1,5 @@
-import XCTest
 import ParleyControlProtocol
+import XCTest
 
 final class HostPortTests: XCTestCase {
     func testAcceptedForms() throws {
@@ -13,7 +13,7 @@ final class HostPortTests: XCTestCase {
             ("alice.local:7744", "alice.local", 7744, .hostName),
             ("localhost:80", "localhost", 80, .hostName),
             ("bob-desktop.lan.:7744", "bob-desktop.lan.", 7744, .hostName),
-            ("my_host:7744", "my_host", 7744, .hostName),
+            ("my_host:7744", "my_host", 7744, .hostName)
         ]
         for (text, host, port, kind) in cases {
             let parsed = try HostPort(parsing: text)
@@ -52,7 +52,7 @@ final class HostPortTests: XCTestCase {
             ("älice:80", .invalidHostName("älice")),
             ("\(String(repeating: "a", count: 64)):80", .invalidHostName(String(repeating: "a", count: 64))),
             ("[::1\u{0}x]:80", .invalidHostName("::1\u{0}x")),
-            (String(repeating: "a", count: 301), .tooLong(limit: HostPort.maxTextLength)),
+            (String(repeating: "a", count: 301), .tooLong(limit: HostPort.maxTextLength))
         ]
         for (text, expected) in cases {
             XCTAssertThrowsError(try HostPort(parsing: text), text.debugDescription) { error in

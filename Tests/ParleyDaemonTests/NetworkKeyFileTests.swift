@@ -1,6 +1,7 @@
 import Foundation
 import ParleyCore
 import XCTest
+
 @testable import ParleyDaemon
 
 /// docs/PROTOCOL.md "Optional network key": the file format and its permission error.
@@ -23,8 +24,10 @@ final class NetworkKeyFileTests: XCTestCase {
     }
 
     func testRefusesCommentsTabsAndWrongLengths() {
-        for bad in ["# office key\n" + hex + "\n", hex + "\t\n", "\t" + hex, String(hex.dropLast(2)) + "\n",
-                    hex + "00\n", "\u{FEFF}" + hex, String(hex.dropLast()) + "g", ""] {
+        for bad in [
+            "# office key\n" + hex + "\n", hex + "\t\n", "\t" + hex, String(hex.dropLast(2)) + "\n",
+            hex + "00\n", "\u{FEFF}" + hex, String(hex.dropLast()) + "g", ""
+        ] {
             XCTAssertThrowsError(try parse(bad), "accepted \(bad.debugDescription)") { error in
                 XCTAssertEqual(error as? NetworkKeyFile.Error, .malformed)
             }
@@ -36,10 +39,15 @@ final class NetworkKeyFileTests: XCTestCase {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = dir.appendingPathComponent("office.key").path
-        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data((hex + "\n").utf8),
-                                                     attributes: [.posixPermissions: 0o644]))
+        XCTAssertTrue(
+            FileManager.default.createFile(
+                atPath: path, contents: Data((hex + "\n").utf8),
+                attributes: [.posixPermissions: 0o644]))
         XCTAssertThrowsError(try NetworkKeyFile.load(path: path)) { error in
-            XCTAssertEqual("\(error)", "permissions 0644 for '\(path)' are too open; the network key must not be accessible by others. Run: chmod 600 '\(path)'")
+            XCTAssertEqual(
+                "\(error)",
+                "permissions 0644 for '\(path)' are too open; the network key must not be accessible by others. Run: chmod 600 '\(path)'"
+            )
         }
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
         XCTAssertEqual(try NetworkKeyFile.load(path: path).copyBytes(), [UInt8](repeating: 0x5a, count: 32))

@@ -1,8 +1,10 @@
 import Foundation
 import XCTest
+
 @testable import ParleyDaemon
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 final class NotifyHookTests: XCTestCase {
@@ -11,15 +13,18 @@ final class NotifyHookTests: XCTestCase {
         body: "secret\u{0}text", room: nil)
 
     private func parse(_ env: [String]) -> [String: String] {
-        Dictionary(uniqueKeysWithValues: env.map { entry in
-            let parts = entry.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
-        })
+        Dictionary(
+            uniqueKeysWithValues: env.map { entry in
+                let parts = entry.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
+            })
     }
 
     func testEnvironmentCarriesMetadataButNotTheBodyByDefault() {
-        let base = ["PATH": "/usr/bin", "HOME": "/home/a", "NOTIFY_SOCKET": "/run/systemd/notify", "WATCHDOG_USEC": "1",
-                    "PARLEY_BODY": "forged", "PARLEY_FROM": "forged", "PARLEY_SOCKET": "/run/parley/control.sock"]
+        let base = [
+            "PATH": "/usr/bin", "HOME": "/home/a", "NOTIFY_SOCKET": "/run/systemd/notify", "WATCHDOG_USEC": "1",
+            "PARLEY_BODY": "forged", "PARLEY_FROM": "forged", "PARLEY_SOCKET": "/run/parley/control.sock"
+        ]
         let env = NotifyHookEnvironment.make(base: base, message: message, includeBody: false)
         let vars = parse(env)
         XCTAssertEqual(vars["PARLEY_FROM"], "bob")
@@ -40,7 +45,8 @@ final class NotifyHookTests: XCTestCase {
         XCTAssertEqual(vars["PARLEY_BODY"], "secret\u{FFFD}text")
         var inRoom = message
         inRoom.room = "lab"
-        XCTAssertEqual(parse(NotifyHookEnvironment.make(base: [:], message: inRoom, includeBody: false))["PARLEY_ROOM"], "lab")
+        XCTAssertEqual(
+            parse(NotifyHookEnvironment.make(base: [:], message: inRoom, includeBody: false))["PARLEY_ROOM"], "lab")
     }
 
     /// A real child: environment exactly as given, no inherited descriptors, its own
@@ -61,8 +67,9 @@ final class NotifyHookTests: XCTestCase {
             { env; echo "fds: $(ls /proc/self/fd | tr '\\n' ' ')"; echo "stat: $(cat /proc/$$/stat)"; \
             grep SigIgn /proc/$$/status; } > "$1"
             """
-        let pid = try HookProcess.spawn(["/bin/sh", "-c", script, "hook", out],
-                                        environment: ["PARLEY_FROM=bob", "PATH=/usr/bin:/bin"])
+        let pid = try HookProcess.spawn(
+            ["/bin/sh", "-c", script, "hook", out],
+            environment: ["PARLEY_FROM=bob", "PATH=/usr/bin:/bin"])
         var status: Int32 = 0
         XCTAssertEqual(waitpid(pid, &status, 0), pid)
         XCTAssertEqual(status, 0)

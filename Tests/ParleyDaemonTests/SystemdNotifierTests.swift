@@ -1,9 +1,10 @@
 import Foundation
 import XCTest
+
 @testable import ParleyDaemon
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A real AF_UNIX datagram socket standing in for systemd's notify socket.
@@ -61,7 +62,8 @@ final class SystemdNotifierTests: XCTestCase {
     private var directory: URL!
 
     override func setUpWithError() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-notify-\(UUID().uuidString.prefix(8))")
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "parley-notify-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     }
 
@@ -76,10 +78,12 @@ final class SystemdNotifierTests: XCTestCase {
         XCTAssertNil(SystemdNotifier(environment: ["NOTIFY_SOCKET": "@"]))
         XCTAssertNil(SystemdNotifier(environment: ["NOTIFY_SOCKET": "vsock:2:1234"]))
         XCTAssertNil(SystemdNotifier(environment: ["NOTIFY_SOCKET": "/" + String(repeating: "x", count: 200)]))
-        XCTAssertEqual(SystemdNotifier(environment: ["NOTIFY_SOCKET": "/run/systemd/notify"])?.socketPath,
-                       "/run/systemd/notify")
-        XCTAssertEqual(SystemdNotifier(environment: ["NOTIFY_SOCKET": "@/org/freedesktop/systemd1/notify/1"])?.socketPath,
-                       "@/org/freedesktop/systemd1/notify/1")
+        XCTAssertEqual(
+            SystemdNotifier(environment: ["NOTIFY_SOCKET": "/run/systemd/notify"])?.socketPath,
+            "/run/systemd/notify")
+        XCTAssertEqual(
+            SystemdNotifier(environment: ["NOTIFY_SOCKET": "@/org/freedesktop/systemd1/notify/1"])?.socketPath,
+            "@/org/freedesktop/systemd1/notify/1")
     }
 
     func testPathSocketReceivesNotifications() throws {
@@ -125,11 +129,14 @@ final class SystemdNotifierTests: XCTestCase {
     func testInvalidAssignmentsAreRefusedAndNotSent() throws {
         let listener = try NotifySocketListener(name: directory.appendingPathComponent("notify").path)
         let notifier = try XCTUnwrap(SystemdNotifier(socketPath: listener.notifySocket))
-        XCTAssertEqual(failure(notifier.notify(["READY=1\nSTOPPING=1"])), SystemdNotifyError.invalidAssignment("\"READY=1\\nSTOPPING=1\""))
+        XCTAssertEqual(
+            failure(notifier.notify(["READY=1\nSTOPPING=1"])),
+            SystemdNotifyError.invalidAssignment("\"READY=1\\nSTOPPING=1\""))
         XCTAssertEqual(failure(notifier.notify(["READY"])), SystemdNotifyError.invalidAssignment("\"READY\""))
         XCTAssertEqual(failure(notifier.notify([])), SystemdNotifyError.invalidAssignment("(empty)"))
-        XCTAssertEqual(failure(notifier.notify(["STATUS=" + String(repeating: "x", count: 5000)])),
-                       SystemdNotifyError.messageTooLarge(limit: SystemdNotifier.maxMessageBytes))
+        XCTAssertEqual(
+            failure(notifier.notify(["STATUS=" + String(repeating: "x", count: 5000)])),
+            SystemdNotifyError.messageTooLarge(limit: SystemdNotifier.maxMessageBytes))
         XCTAssertNil(listener.receive())
     }
 

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import ParleyDiscovery
 
 /// TXTRecord is the one piece of discovery that parses bytes from the network.
@@ -6,8 +7,9 @@ final class TXTRecordTests: XCTestCase {
     // MARK: encode
 
     func testEncodesSortedLengthPrefixedEntries() {
-        XCTAssertEqual(TXTRecord.encode(["v": "1", "fp": "ab"]),
-                       [5] + Array("fp=ab".utf8) + [3] + Array("v=1".utf8))
+        XCTAssertEqual(
+            TXTRecord.encode(["v": "1", "fp": "ab"]),
+            [5] + Array("fp=ab".utf8) + [3] + Array("v=1".utf8))
     }
 
     func testEmptyDictionaryIsSingleZeroByte() {
@@ -16,9 +18,11 @@ final class TXTRecordTests: XCTestCase {
     }
 
     func testParleyRecordRoundTrips() throws {
-        let dict = [ParleyTXT.versionKey: ParleyTXT.protocolVersion,
-                    ParleyTXT.fingerprintKey: "0123456789abcdefghijklmnopqrstuv",
-                    ParleyTXT.idKey: "n1"]
+        let dict = [
+            ParleyTXT.versionKey: ParleyTXT.protocolVersion,
+            ParleyTXT.fingerprintKey: "0123456789abcdefghijklmnopqrstuv",
+            ParleyTXT.idKey: "n1"
+        ]
         let bytes = try TXTRecord.encodeStrict(dict)
         XCTAssertLessThan(bytes.count, 64, "Parley's TXT must stay small")
         XCTAssertEqual(TXTRecord.decode(bytes), dict)
@@ -40,8 +44,9 @@ final class TXTRecordTests: XCTestCase {
         XCTAssertThrowsError(try TXTRecord.encodeStrict(["k": tooLong])) {
             XCTAssertEqual($0 as? TXTRecord.EncodingError, .entryTooLong(key: "k", bytes: 256))
         }
-        XCTAssertEqual(TXTRecord.encode(["k": tooLong, "v": "1"]), [3] + Array("v=1".utf8),
-                       "lenient encode drops only the entry that does not fit")
+        XCTAssertEqual(
+            TXTRecord.encode(["k": tooLong, "v": "1"]), [3] + Array("v=1".utf8),
+            "lenient encode drops only the entry that does not fit")
     }
 
     func testInvalidKeysAreRefused() {

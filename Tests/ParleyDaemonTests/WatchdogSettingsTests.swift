@@ -1,10 +1,12 @@
 import XCTest
+
 @testable import ParleyDaemon
 
 final class WatchdogSettingsTests: XCTestCase {
     func testEnabledForThisProcess() throws {
-        let settings = try XCTUnwrap(WatchdogSettings.from(
-            environment: ["WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "4242"], pid: 4242))
+        let settings = try XCTUnwrap(
+            WatchdogSettings.from(
+                environment: ["WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "4242"], pid: 4242))
         XCTAssertEqual(settings.timeoutMicroseconds, 30_000_000)
         XCTAssertEqual(settings.pingIntervalMicroseconds, 15_000_000)
         XCTAssertEqual(settings.pingInterval, .seconds(15))
@@ -31,7 +33,7 @@ final class WatchdogSettingsTests: XCTestCase {
             (["WATCHDOG_USEC": "86400000001"], .invalidTimeout("\"86400000001\"")),
             (["WATCHDOG_USEC": "1000", "WATCHDOG_PID": "abc"], .invalidPID("\"abc\"")),
             (["WATCHDOG_USEC": "1000", "WATCHDOG_PID": "0"], .invalidPID("\"0\"")),
-            (["WATCHDOG_USEC": "1000", "WATCHDOG_PID": "4294967296"], .invalidPID("\"4294967296\"")),
+            (["WATCHDOG_USEC": "1000", "WATCHDOG_PID": "4294967296"], .invalidPID("\"4294967296\""))
         ]
         for (environment, expected) in bad {
             XCTAssertThrowsError(try WatchdogSettings.from(environment: environment, pid: 7), "\(environment)") {

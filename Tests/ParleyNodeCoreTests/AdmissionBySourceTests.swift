@@ -56,50 +56,62 @@ final class SessionTableAdmissionTests: XCTestCase {
         var t = SessionTable<Int>(me: me, maxSessions: 100, maxPerAddress: 4, maxPerNetwork: 50)
         let attacker = SourceAddress("10.0.0.66")
         for i in 0..<4 {
-            XCTAssertEqual(t.established(i, peer: key(i), side: side, source: attacker, standing: .stranger).first, .activate(i))
+            XCTAssertEqual(
+                t.established(i, peer: key(i), side: side, source: attacker, standing: .stranger).first, .activate(i))
         }
         XCTAssertFalse(t.wouldAdmit(key(4), source: attacker, standing: .stranger))
-        XCTAssertEqual(t.established(4, peer: key(4), side: side, source: attacker, standing: .stranger), [.refuseSourceFull(4)])
+        XCTAssertEqual(
+            t.established(4, peer: key(4), side: side, source: attacker, standing: .stranger), [.refuseSourceFull(4)])
         XCTAssertEqual(t.sessionCount(fromAddress: "10.0.0.66"), 4)
-        XCTAssertEqual(t.established(9, peer: key(9), side: side, source: SourceAddress("10.0.0.7"), standing: .stranger).first,
-                       .activate(9), "another address is unaffected")
+        XCTAssertEqual(
+            t.established(9, peer: key(9), side: side, source: SourceAddress("10.0.0.7"), standing: .stranger).first,
+            .activate(9), "another address is unaffected")
     }
 
     func testASlash64HoldsAtMostItsCapWhateverTheAddresses() {
         var t = SessionTable<Int>(me: me, maxSessions: 100, maxPerAddress: 4, maxPerNetwork: 6)
         for i in 0..<6 {
-            _ = t.established(i, peer: key(i), side: side, source: SourceAddress("2001:db8::\(i + 1)"), standing: .stranger)
+            _ = t.established(
+                i, peer: key(i), side: side, source: SourceAddress("2001:db8::\(i + 1)"), standing: .stranger)
         }
-        XCTAssertEqual(t.established(6, peer: key(6), side: side, source: SourceAddress("2001:db8::99"), standing: .stranger),
-                       [.refuseSourceFull(6)])
+        XCTAssertEqual(
+            t.established(6, peer: key(6), side: side, source: SourceAddress("2001:db8::99"), standing: .stranger),
+            [.refuseSourceFull(6)])
     }
 
     func testAFullTableEvictsTheOldestStrangerForAKnownPeerAndNeverAKnownOne() {
         var t = SessionTable<Int>(me: me, maxSessions: 4, maxPerAddress: 10, maxPerNetwork: 10)
-        let bob = key(100), carol = key(101)
+        let bob = key(100)
+        let carol = key(101)
         _ = t.established(100, peer: bob, side: side, source: SourceAddress("10.0.0.2"), standing: .known)
         for i in 0..<3 {
-            _ = t.established(i, peer: key(i), side: side, source: SourceAddress("10.0.0.\(50 + i)"), standing: .stranger)
+            _ = t.established(
+                i, peer: key(i), side: side, source: SourceAddress("10.0.0.\(50 + i)"), standing: .stranger)
         }
         XCTAssertEqual(t.count, 4)
         // Another stranger: refused, nobody is evicted for it.
-        XCTAssertEqual(t.established(7, peer: key(7), side: side, source: SourceAddress("10.0.0.70"), standing: .stranger),
-                       [.refuseFull(7)])
+        XCTAssertEqual(
+            t.established(7, peer: key(7), side: side, source: SourceAddress("10.0.0.70"), standing: .stranger),
+            [.refuseFull(7)])
         // A known peer: the oldest stranger makes room.
         XCTAssertTrue(t.wouldAdmit(carol, source: SourceAddress("10.0.0.3"), standing: .known))
-        XCTAssertEqual(t.established(101, peer: carol, side: side, source: SourceAddress("10.0.0.3"), standing: .known),
-                       [.evict(0, key(0)), .peerOffline(key(0)), .activate(101), .peerOnline(carol)])
+        XCTAssertEqual(
+            t.established(101, peer: carol, side: side, source: SourceAddress("10.0.0.3"), standing: .known),
+            [.evict(0, key(0)), .peerOffline(key(0)), .activate(101), .peerOnline(carol)])
         XCTAssertNil(t.handle(for: key(0)))
-        XCTAssertEqual(t.closed(0, peer: key(0), peerKeptAnother: false, stopping: false, now: ManualNodeClock().now), [],
-                       "the evicted connection's close changes nothing more")
+        XCTAssertEqual(
+            t.closed(0, peer: key(0), peerKeptAnother: false, stopping: false, now: ManualNodeClock().now), [],
+            "the evicted connection's close changes nothing more")
         // A promoted stranger is known: the next eviction skips it.
         t.promote(key(1))
         let dave = key(102)
-        XCTAssertEqual(t.established(102, peer: dave, side: side, source: SourceAddress("10.0.0.4"), standing: .known).first,
-                       .evict(2, key(2)))
+        XCTAssertEqual(
+            t.established(102, peer: dave, side: side, source: SourceAddress("10.0.0.4"), standing: .known).first,
+            .evict(2, key(2)))
         // Only known peers are left: even a known newcomer is refused, nobody known is evicted.
-        XCTAssertEqual(t.established(103, peer: key(103), side: side, source: SourceAddress("10.0.0.5"), standing: .known),
-                       [.refuseFull(103)])
+        XCTAssertEqual(
+            t.established(103, peer: key(103), side: side, source: SourceAddress("10.0.0.5"), standing: .known),
+            [.refuseFull(103)])
         XCTAssertNotNil(t.handle(for: bob))
         XCTAssertNotNil(t.handle(for: carol))
     }
@@ -110,8 +122,9 @@ final class SessionTableAdmissionTests: XCTestCase {
         _ = t.established(1, peer: key(1), side: side, source: SourceAddress("10.0.0.8"), standing: .stranger)
         _ = t.established(2, peer: key(2), side: side, source: nat, standing: .stranger)
         _ = t.established(3, peer: key(3), side: side, source: nat, standing: .stranger)
-        XCTAssertEqual(t.established(4, peer: key(4), side: side, source: nat, standing: .known).first, .evict(2, key(2)),
-                       "the stranger from the full address, not the older one elsewhere")
+        XCTAssertEqual(
+            t.established(4, peer: key(4), side: side, source: nat, standing: .known).first, .evict(2, key(2)),
+            "the stranger from the full address, not the older one elsewhere")
     }
 
     func testAReconnectingPeerReplacesItsSessionWithoutCountingTwiceAndKeepsItsPromotion() {
@@ -120,8 +133,9 @@ final class SessionTableAdmissionTests: XCTestCase {
         let restarted = SessionTieBreak.Side(direction: .inbound, remoteBootID: [UInt8](repeating: 4, count: 16))
         _ = t.established(1, peer: key(1), side: side, source: src, standing: .stranger)
         t.promote(key(1))
-        XCTAssertEqual(t.established(2, peer: key(1), side: restarted, source: src, standing: .stranger),
-                       [.closeDuplicate(1), .activate(2)])
+        XCTAssertEqual(
+            t.established(2, peer: key(1), side: restarted, source: src, standing: .stranger),
+            [.closeDuplicate(1), .activate(2)])
         XCTAssertEqual(t.sessionCount(fromAddress: "10.0.0.9"), 1)
         XCTAssertEqual(t.session(for: key(1))?.standing, .known)
     }

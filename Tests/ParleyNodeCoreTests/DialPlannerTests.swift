@@ -51,7 +51,9 @@ final class DialPlannerTests: XCTestCase {
             })
     }
 
-    func planner() -> DialPlanner { DialPlanner(backoff: RedialBackoff(initial: .milliseconds(500), maximum: .seconds(30))) }
+    func planner() -> DialPlanner {
+        DialPlanner(backoff: RedialBackoff(initial: .milliseconds(500), maximum: .seconds(30)))
+    }
 
     func testConfiguredPeerIsDialledOnceUntilTheAttemptEnds() {
         var p = planner()
@@ -64,8 +66,9 @@ final class DialPlannerTests: XCTestCase {
     func testFailuresBackOffAndRotateCandidates() {
         var p = planner()
         let key = DialTargetKey(mdnsInstance: "bob")
-        XCTAssertEqual(p.addDiscovered(key, candidates: [a1, a2], fingerprintHint: nil, sessions: sessions),
-                       [.connect(key, a1, expectedFingerprint: nil)])
+        XCTAssertEqual(
+            p.addDiscovered(key, candidates: [a1, a2], fingerprintHint: nil, sessions: sessions),
+            [.connect(key, a1, expectedFingerprint: nil)])
         XCTAssertEqual(p.attemptFailed(key, random: random), [.armRedial(key, after: .milliseconds(500))])
         XCTAssertEqual(p.attemptFailed(key, random: random), [], "a failure report without an attempt is ignored")
         XCTAssertEqual(p.redialDue(key, sessions: sessions), [.connect(key, a2, expectedFingerprint: nil)])
@@ -82,7 +85,9 @@ final class DialPlannerTests: XCTestCase {
         p.sessionUp(key, identity: bob)
         XCTAssertEqual(p.targets[key]?.failures, 0)
         XCTAssertEqual(p.targets(of: bob), [key])
-        XCTAssertEqual(p.sessionDown(bob, random: random), [.armRedial(key, after: .milliseconds(250))], "no failures: 0.5 s, jittered")
+        XCTAssertEqual(
+            p.sessionDown(bob, random: random), [.armRedial(key, after: .milliseconds(250))],
+            "no failures: 0.5 s, jittered")
         XCTAssertEqual(p.sessionDown(bob, random: random), [], "one timer per target")
     }
 
@@ -107,8 +112,9 @@ final class DialPlannerTests: XCTestCase {
         // handshake will tell whether it is bob.
         let other = DialTargetKey(mdnsInstance: "bob-elsewhere")
         let a3 = DialAddress(host: "10.0.0.66", port: 7744)
-        XCTAssertEqual(p.addDiscovered(other, candidates: [a3], fingerprintHint: hint, sessions: sessions),
-                       [.connect(other, a3, expectedFingerprint: hint)])
+        XCTAssertEqual(
+            p.addDiscovered(other, candidates: [a3], fingerprintHint: hint, sessions: sessions),
+            [.connect(other, a3, expectedFingerprint: hint)])
     }
 
     func testASpoofedAdvertisementIsNotDialledUntilItChanges() {
@@ -118,10 +124,12 @@ final class DialPlannerTests: XCTestCase {
         p.spoofDetected(key)
         _ = p.attemptFailed(key, random: random)
         XCTAssertEqual(p.redialDue(key, sessions: sessions), [], "spoofed: no knock")
-        XCTAssertEqual(p.addDiscovered(key, candidates: [a1], fingerprintHint: "CLAIMED", sessions: sessions), [],
-                       "the same advertisement again is still a spoof")
-        XCTAssertEqual(p.addDiscovered(key, candidates: [a2], fingerprintHint: "CLAIMED", sessions: sessions),
-                       [.connect(key, a2, expectedFingerprint: "CLAIMED")], "a changed advertisement is tried again")
+        XCTAssertEqual(
+            p.addDiscovered(key, candidates: [a1], fingerprintHint: "CLAIMED", sessions: sessions), [],
+            "the same advertisement again is still a spoof")
+        XCTAssertEqual(
+            p.addDiscovered(key, candidates: [a2], fingerprintHint: "CLAIMED", sessions: sessions),
+            [.connect(key, a2, expectedFingerprint: "CLAIMED")], "a changed advertisement is tried again")
     }
 
     func testRefusalByThePeersTrustBacksOffHarder() {
@@ -131,7 +139,8 @@ final class DialPlannerTests: XCTestCase {
         _ = p.attemptFailed(key, random: random)  // failures 1
         XCTAssertEqual(p.refusedByPeerTrust(key, random: random), [], "a timer is already armed")
         _ = p.redialDue(key, sessions: sessions)
-        XCTAssertEqual(p.attemptFailed(key, random: random), [.armRedial(key, after: .seconds(4))], "1 + 2 + 1 failures")
+        XCTAssertEqual(
+            p.attemptFailed(key, random: random), [.armRedial(key, after: .seconds(4))], "1 + 2 + 1 failures")
     }
 
     func testStopCancelsEveryTimerAndDialsNothingMore() {
@@ -149,8 +158,12 @@ final class DialPlannerTests: XCTestCase {
         _ = p.addDiscovered(mdns, candidates: [a2], fingerprintHint: nil, sessions: sessions)
         let a3 = DialAddress(host: "10.0.0.3", port: 1)
         let actions = p.setConfigured([a3], sessions: sessions)
-        XCTAssertEqual(actions, [.cancelRedial(DialTargetKey(address: a1)),
-                                 .connect(DialTargetKey(address: a3), a3, expectedFingerprint: nil)])
+        XCTAssertEqual(
+            actions,
+            [
+                .cancelRedial(DialTargetKey(address: a1)),
+                .connect(DialTargetKey(address: a3), a3, expectedFingerprint: nil)
+            ])
         XCTAssertNotNil(p.targets[mdns])
         XCTAssertNil(p.targets[DialTargetKey(address: a1)])
     }
@@ -162,8 +175,9 @@ final class DialPlannerTests: XCTestCase {
         p.provedIdentity(key, identity: bob, random: random)
         _ = p.attemptFailed(key, random: random)
         let newBob = identity(6)
-        XCTAssertEqual(p.redirect(from: bob, to: newBob, sessions: sessions),
-                       [.cancelRedial(key), .connect(key, a1, expectedFingerprint: nil)])
+        XCTAssertEqual(
+            p.redirect(from: bob, to: newBob, sessions: sessions),
+            [.cancelRedial(key), .connect(key, a1, expectedFingerprint: nil)])
         XCTAssertEqual(p.targets[key]?.identity, newBob)
     }
 
@@ -185,29 +199,35 @@ final class DialPlannerRememberedPeerTests: XCTestCase {
         return DialPlanner.SessionView(isConnected: { snapshot[$0] != nil }, online: { _ in nil })
     }
 
-    func planner() -> DialPlanner { DialPlanner(backoff: RedialBackoff(initial: .milliseconds(500), maximum: .seconds(30))) }
+    func planner() -> DialPlanner {
+        DialPlanner(backoff: RedialBackoff(initial: .milliseconds(500), maximum: .seconds(30)))
+    }
 
     func address(_ n: Int, port: UInt16 = 7744) -> DialAddress { DialAddress(host: "10.0.0.\(n)", port: port) }
 
     func testARememberedPeerIsDialledAtStartAndRedialledWhenItsSessionEnds() {
         var p = planner()
         let key = DialTargetKey(rememberedPeer: bob)
-        XCTAssertEqual(p.remember(bob, addresses: [address(1), address(2)], sessions: sessions),
-                       [.connect(key, address(1), expectedFingerprint: nil)], "after a restart: dialled at once")
+        XCTAssertEqual(
+            p.remember(bob, addresses: [address(1), address(2)], sessions: sessions),
+            [.connect(key, address(1), expectedFingerprint: nil)], "after a restart: dialled at once")
         XCTAssertEqual(p.attemptFailed(key, random: random), [.armRedial(key, after: .milliseconds(500))])
-        XCTAssertEqual(p.redialDue(key, sessions: sessions), [.connect(key, address(2), expectedFingerprint: nil)],
-                       "the next remembered address")
+        XCTAssertEqual(
+            p.redialDue(key, sessions: sessions), [.connect(key, address(2), expectedFingerprint: nil)],
+            "the next remembered address")
         p.sessionUp(key, identity: bob)
         XCTAssertEqual(p.targets(of: bob), [key])
-        XCTAssertEqual(p.sessionDown(bob, random: random), [.armRedial(key, after: .milliseconds(250))],
-                       "bob restarted: we dial him again")
+        XCTAssertEqual(
+            p.sessionDown(bob, random: random), [.armRedial(key, after: .milliseconds(250))],
+            "bob restarted: we dial him again")
     }
 
     func testAPeerThatConnectedToUsTeachesItsAddressWithoutADial() {
         var p = planner()
         online[bob] = "10.0.0.9"
-        XCTAssertEqual(p.remember(bob, addresses: [address(9)], sessions: sessions), [],
-                       "bob is connected (he dialled us): nothing to dial now")
+        XCTAssertEqual(
+            p.remember(bob, addresses: [address(9)], sessions: sessions), [],
+            "bob is connected (he dialled us): nothing to dial now")
         XCTAssertEqual(p.targets[DialTargetKey(rememberedPeer: bob)]?.candidates, [address(9)])
         online[bob] = nil
         XCTAssertEqual(p.sessionDown(bob, random: random).count, 1, "when his session ends, we redial him")
@@ -218,8 +238,9 @@ final class DialPlannerRememberedPeerTests: XCTestCase {
         online[bob] = "x"
         for n in 1...6 { _ = p.remember(bob, addresses: [address(n)], sessions: sessions) }
         _ = p.remember(bob, addresses: [address(5)], sessions: sessions)
-        XCTAssertEqual(p.targets[DialTargetKey(rememberedPeer: bob)]?.candidates,
-                       [address(5), address(6), address(4), address(3)])
+        XCTAssertEqual(
+            p.targets[DialTargetKey(rememberedPeer: bob)]?.candidates,
+            [address(5), address(6), address(4), address(3)])
         XCTAssertEqual(p.remember(carol, addresses: [], sessions: sessions), [])
         XCTAssertNil(p.targets[DialTargetKey(rememberedPeer: carol)])
         // A configured target already dials carol at 10.0.0.7: remembering it adds nothing.
@@ -234,8 +255,9 @@ final class DialPlannerRememberedPeerTests: XCTestCase {
         var p = planner()
         let key = DialTargetKey(rememberedPeer: bob)
         _ = p.remember(bob, addresses: [address(1)], sessions: sessions)
-        XCTAssertEqual(p.provedIdentity(key, identity: carol, random: random), [.armRedial(key, after: .milliseconds(500))],
-                       "carol answered at bob's old address: bob is looked for again later")
+        XCTAssertEqual(
+            p.provedIdentity(key, identity: carol, random: random), [.armRedial(key, after: .milliseconds(500))],
+            "carol answered at bob's old address: bob is looked for again later")
         p.sessionUp(key, identity: carol)
         XCTAssertEqual(p.targets[key]?.identity, bob)
         XCTAssertEqual(p.targets(of: carol), [])

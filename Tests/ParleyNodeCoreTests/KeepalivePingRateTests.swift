@@ -30,7 +30,8 @@ final class KeepalivePingRateTests: XCTestCase {
             }
         }
         clock.advance(policy.tickInterval)
-        XCTAssertEqual(policy.check(lastReceived: lastReceived, lastSent: lastSent, now: clock.now, lastPing: lastPing), .dead)
+        XCTAssertEqual(
+            policy.check(lastReceived: lastReceived, lastSent: lastSent, now: clock.now, lastPing: lastPing), .dead)
         XCTAssertEqual(pings, [.seconds(5), .seconds(10), .seconds(15)])
     }
 
@@ -38,10 +39,14 @@ final class KeepalivePingRateTests: XCTestCase {
         let start = clock.now
         clock.advance(.seconds(5))
         // We pinged 4 s ago and sent nothing since, the peer talks: no ping yet.
-        XCTAssertEqual(policy.check(lastReceived: clock.now, lastSent: start + .seconds(1), now: clock.now,
-                                    lastPing: start + .seconds(1)), .healthy)
+        XCTAssertEqual(
+            policy.check(
+                lastReceived: clock.now, lastSent: start + .seconds(1), now: clock.now,
+                lastPing: start + .seconds(1)), .healthy)
         clock.advance(.seconds(1))
-        XCTAssertEqual(policy.check(lastReceived: clock.now, lastSent: start + .seconds(1), now: clock.now,
-                                    lastPing: start + .seconds(1)), .ping)
+        XCTAssertEqual(
+            policy.check(
+                lastReceived: clock.now, lastSent: start + .seconds(1), now: clock.now,
+                lastPing: start + .seconds(1)), .ping)
     }
 }

@@ -27,17 +27,21 @@ final class NameClashesTests: XCTestCase {
     let carol = identity(4)
 
     func testSameNameMarksBothPeers() {
-        let clashes = NameClashes.find([.init(identity: bob, selfAssertedName: "bob"),
-                                        .init(identity: impostor, selfAssertedName: "bob"),
-                                        .init(identity: carol, selfAssertedName: "carol")])
+        let clashes = NameClashes.find([
+            .init(identity: bob, selfAssertedName: "bob"),
+            .init(identity: impostor, selfAssertedName: "bob"),
+            .init(identity: carol, selfAssertedName: "carol")
+        ])
         XCTAssertEqual(clashes[bob], .init(kind: .sameName, with: [impostor]))
         XCTAssertEqual(clashes[impostor], .init(kind: .sameName, with: [bob]))
         XCTAssertNil(clashes[carol])
     }
 
     func testLookAlikeNamesAreMarkedConfusable() {
-        let clashes = NameClashes.find([.init(identity: bob, selfAssertedName: "bob"),
-                                        .init(identity: impostor, selfAssertedName: "b\u{043E}b")])
+        let clashes = NameClashes.find([
+            .init(identity: bob, selfAssertedName: "bob"),
+            .init(identity: impostor, selfAssertedName: "b\u{043E}b")
+        ])
         XCTAssertEqual(clashes[impostor]?.kind, .confusable)
         XCTAssertEqual(clashes[bob]?.with, [impostor])
     }
@@ -45,13 +49,17 @@ final class NameClashesTests: XCTestCase {
     func testANicknameWinsOverTheSelfAssertedName() {
         // The person named the real bob "Bob (lab)": what they see for him is unique, so he is
         // not marked; the impostor still claims a contact's name, so it stays marked.
-        let clashes = NameClashes.find([.init(identity: bob, selfAssertedName: "bob", nickname: "Bob (lab)"),
-                                        .init(identity: impostor, selfAssertedName: "bob")])
+        let clashes = NameClashes.find([
+            .init(identity: bob, selfAssertedName: "bob", nickname: "Bob (lab)"),
+            .init(identity: impostor, selfAssertedName: "bob")
+        ])
         XCTAssertNil(clashes[bob])
         XCTAssertEqual(clashes[impostor], .init(kind: .sameName, with: [bob]))
         // A peer renaming itself to another's nickname is marked.
-        let renamed = NameClashes.find([.init(identity: bob, selfAssertedName: "bob", nickname: "boss"),
-                                        .init(identity: impostor, selfAssertedName: "boss")])
+        let renamed = NameClashes.find([
+            .init(identity: bob, selfAssertedName: "bob", nickname: "boss"),
+            .init(identity: impostor, selfAssertedName: "boss")
+        ])
         XCTAssertEqual(renamed[impostor]?.kind, .sameName)
     }
 

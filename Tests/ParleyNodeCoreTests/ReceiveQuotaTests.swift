@@ -9,15 +9,18 @@ final class ReceiveQuotaTests: XCTestCase {
         total: .init(messages: 12, bytes: 20_000),
         diskFloorBytes: 5_000)
 
-    private func decide(_ sizes: [Int], peer: ReceiveQuota.Usage = .init(), total: ReceiveQuota.Usage = .init(),
-                        verified: Bool = false, free: Int? = 1_000_000) -> [RefusalReason?] {
+    private func decide(
+        _ sizes: [Int], peer: ReceiveQuota.Usage = .init(), total: ReceiveQuota.Usage = .init(),
+        verified: Bool = false, free: Int? = 1_000_000
+    ) -> [RefusalReason?] {
         quota.decide(bodySizes: sizes, peer: peer, total: total, peerIsVerified: verified, freeDiskBytes: free)
     }
 
     func testAnUnverifiedPeerIsRefusedPastItsMessageCount() {
         XCTAssertEqual(decide([10, 10, 10, 10, 10]), [nil, nil, nil, .peerQuota, .peerQuota])
-        XCTAssertEqual(decide([10, 10], peer: .init(messages: 2, bytes: 20)), [nil, .peerQuota],
-                       "what is already stored counts")
+        XCTAssertEqual(
+            decide([10, 10], peer: .init(messages: 2, bytes: 20)), [nil, .peerQuota],
+            "what is already stored counts")
     }
 
     func testAnUnverifiedPeerIsRefusedPastItsBytes() {

@@ -9,7 +9,9 @@ final class SendWindowTests: XCTestCase {
     func testWindowClosesByCount() {
         var w = SendWindow(limits: SendWindowLimits(maxCount: 3, maxBytes: 1_000_000, ackTimeout: .seconds(30)))
         XCTAssertEqual(w.freeSlots, 3)
-        for n in 1...3 { XCTAssertTrue(w.admit(messageID(UInt8(n)), bytes: 10, lane: .direct, sequence: Int64(n), now: clock.now)) }
+        for n in 1...3 {
+            XCTAssertTrue(w.admit(messageID(UInt8(n)), bytes: 10, lane: .direct, sequence: Int64(n), now: clock.now))
+        }
         XCTAssertEqual(w.freeSlots, 0)
         XCTAssertFalse(w.admit(messageID(4), bytes: 10, lane: .direct, sequence: 4, now: clock.now))
         XCTAssertEqual(w.directSentThrough, 3, "a refused item does not move the cursor")
@@ -22,13 +24,16 @@ final class SendWindowTests: XCTestCase {
     func testWindowClosesByBytesButNeverStarvesOneLargeItem() {
         var w = SendWindow(limits: SendWindowLimits(maxCount: 100, maxBytes: 100, ackTimeout: .seconds(30)))
         XCTAssertTrue(w.admit(messageID(1), bytes: 60, lane: .direct, now: clock.now))
-        XCTAssertTrue(w.admit(messageID(2), bytes: 60, lane: .roomChat, now: clock.now), "below the bound before it: admitted")
+        XCTAssertTrue(
+            w.admit(messageID(2), bytes: 60, lane: .roomChat, now: clock.now), "below the bound before it: admitted")
         XCTAssertEqual(w.bytesInFlight, 120)
         XCTAssertEqual(w.freeSlots, 0)
         XCTAssertFalse(w.admit(messageID(3), bytes: 1, lane: .direct, now: clock.now))
         _ = w.acknowledge([messageID(1), messageID(2)])
         XCTAssertEqual(w.bytesInFlight, 0)
-        XCTAssertTrue(w.admit(messageID(3), bytes: 500, lane: .direct, now: clock.now), "a body larger than the bound still goes alone")
+        XCTAssertTrue(
+            w.admit(messageID(3), bytes: 500, lane: .direct, now: clock.now),
+            "a body larger than the bound still goes alone")
     }
 
     func testAnItemInFlightIsNotAdmittedTwice() {
@@ -62,7 +67,8 @@ final class SendWindowTests: XCTestCase {
         XCTAssertTrue(w.isEmpty)
         XCTAssertEqual(w.bytesInFlight, 0)
         XCTAssertEqual(w.directSentThrough, 0, "the next pump reads the outbox from its start")
-        XCTAssertTrue(w.admit(messageID(1), bytes: 10, lane: .direct, sequence: 7, now: clock.now), "the same message goes again")
+        XCTAssertTrue(
+            w.admit(messageID(1), bytes: 10, lane: .direct, sequence: 7, now: clock.now), "the same message goes again")
         XCTAssertFalse(w.resetIfAckTimedOut(now: clock.now))
     }
 

@@ -19,12 +19,14 @@ final class SessionTieBreakTests: XCTestCase {
         // connection was initiated by small; from the large node's view it is inbound.
         for newBySmall in [true, false] {
             for oldBySmall in [true, false] {
-                let atSmall = SessionTieBreak.keepNew(side(newBySmall ? .outbound : .inbound),
-                                                      over: side(oldBySmall ? .outbound : .inbound),
-                                                      me: small, peer: large)
-                let atLarge = SessionTieBreak.keepNew(side(newBySmall ? .inbound : .outbound),
-                                                      over: side(oldBySmall ? .inbound : .outbound),
-                                                      me: large, peer: small)
+                let atSmall = SessionTieBreak.keepNew(
+                    side(newBySmall ? .outbound : .inbound),
+                    over: side(oldBySmall ? .outbound : .inbound),
+                    me: small, peer: large)
+                let atLarge = SessionTieBreak.keepNew(
+                    side(newBySmall ? .inbound : .outbound),
+                    over: side(oldBySmall ? .inbound : .outbound),
+                    me: large, peer: small)
                 XCTAssertEqual(atSmall, atLarge, "new by small: \(newBySmall), old by small: \(oldBySmall)")
                 if newBySmall != oldBySmall {
                     XCTAssertEqual(atSmall, newBySmall, "the smaller key's connection is kept")
@@ -38,8 +40,10 @@ final class SessionTieBreakTests: XCTestCase {
     func testAPeerRestartAlwaysReplacesTheOldSession() {
         let restarted = [UInt8](repeating: 8, count: 16)
         // Even a connection the rule would otherwise lose.
-        XCTAssertTrue(SessionTieBreak.keepNew(side(.inbound, boot: restarted), over: side(.outbound),
-                                              me: small, peer: large))
+        XCTAssertTrue(
+            SessionTieBreak.keepNew(
+                side(.inbound, boot: restarted), over: side(.outbound),
+                me: small, peer: large))
     }
 }
 
@@ -60,13 +64,15 @@ final class SessionTableTests: XCTestCase {
         var t = SessionTable<Int>(me: me)
         _ = t.established(1, peer: bob, side: .init(direction: .outbound, remoteBootID: boot))
         // Same run, inbound (initiated by bob, the larger key): loses against ours.
-        XCTAssertEqual(t.established(2, peer: bob, side: .init(direction: .inbound, remoteBootID: boot)),
-                       [.closeDuplicate(2)])
+        XCTAssertEqual(
+            t.established(2, peer: bob, side: .init(direction: .inbound, remoteBootID: boot)),
+            [.closeDuplicate(2)])
         XCTAssertEqual(t.handle(for: bob), 1)
         // Bob restarted: his new connection replaces ours, no second "online".
         let restarted = [UInt8](repeating: 4, count: 16)
-        XCTAssertEqual(t.established(3, peer: bob, side: .init(direction: .inbound, remoteBootID: restarted)),
-                       [.closeDuplicate(1), .activate(3)])
+        XCTAssertEqual(
+            t.established(3, peer: bob, side: .init(direction: .inbound, remoteBootID: restarted)),
+            [.closeDuplicate(1), .activate(3)])
         // The replaced session's close changes nothing.
         XCTAssertEqual(t.closed(1, peer: bob, peerKeptAnother: false, stopping: false, now: clock.now), [])
         XCTAssertTrue(t.isOnline(bob))
@@ -78,7 +84,8 @@ final class SessionTableTests: XCTestCase {
         let a = t.closed(1, peer: bob, peerKeptAnother: true, stopping: false, now: clock.now)
         XCTAssertEqual(a, [.scheduleOfflineCheck(bob, at: clock.now + .seconds(2))])
         // The other session arrives within the debounce: no online/offline pair at all.
-        XCTAssertEqual(t.established(2, peer: bob, side: .init(direction: .outbound, remoteBootID: boot)), [.activate(2)])
+        XCTAssertEqual(
+            t.established(2, peer: bob, side: .init(direction: .outbound, remoteBootID: boot)), [.activate(2)])
         clock.advance(.seconds(2))
         XCTAssertEqual(t.offlineCheckDue(peer: bob, now: clock.now), [])
         XCTAssertTrue(t.isOnline(bob))
@@ -98,11 +105,13 @@ final class SessionTableTests: XCTestCase {
     func testPlainCloseIsOfflineAtOnceAndALocalShutdownReportsNoPresence() {
         var t = SessionTable<Int>(me: me)
         _ = t.established(1, peer: bob, side: .init(direction: .inbound, remoteBootID: boot))
-        XCTAssertEqual(t.closed(1, peer: bob, peerKeptAnother: true, stopping: true, now: clock.now), [],
-                       "our own shutdown is not the peer going offline")
+        XCTAssertEqual(
+            t.closed(1, peer: bob, peerKeptAnother: true, stopping: true, now: clock.now), [],
+            "our own shutdown is not the peer going offline")
         XCTAssertEqual(t.count, 0)
         _ = t.established(2, peer: bob, side: .init(direction: .inbound, remoteBootID: boot))
-        XCTAssertEqual(t.closed(2, peer: bob, peerKeptAnother: false, stopping: false, now: clock.now), [.peerOffline(bob)])
+        XCTAssertEqual(
+            t.closed(2, peer: bob, peerKeptAnother: false, stopping: false, now: clock.now), [.peerOffline(bob)])
         XCTAssertEqual(t.closed(2, peer: nil, peerKeptAnother: false, stopping: false, now: clock.now), [])
     }
 
@@ -111,11 +120,13 @@ final class SessionTableTests: XCTestCase {
         _ = t.established(1, peer: identity(2), side: .init(direction: .inbound, remoteBootID: boot))
         _ = t.established(2, peer: identity(3), side: .init(direction: .inbound, remoteBootID: boot))
         XCTAssertFalse(t.hasRoom(for: identity(4)))
-        XCTAssertEqual(t.established(3, peer: identity(4), side: .init(direction: .inbound, remoteBootID: boot)), [.refuseFull(3)])
+        XCTAssertEqual(
+            t.established(3, peer: identity(4), side: .init(direction: .inbound, remoteBootID: boot)), [.refuseFull(3)])
         XCTAssertTrue(t.hasRoom(for: identity(3)), "a peer already online may replace its session")
         let other = [UInt8](repeating: 9, count: 16)
-        XCTAssertEqual(t.established(4, peer: identity(3), side: .init(direction: .inbound, remoteBootID: other)),
-                       [.closeDuplicate(2), .activate(4)])
+        XCTAssertEqual(
+            t.established(4, peer: identity(3), side: .init(direction: .inbound, remoteBootID: other)),
+            [.closeDuplicate(2), .activate(4)])
     }
 }
 
@@ -129,9 +140,11 @@ final class KeepalivePolicyTests: XCTestCase {
         clock.advance(.seconds(5))
         XCTAssertEqual(p.check(lastReceived: start, lastSent: start, now: clock.now), .ping)
         XCTAssertEqual(p.check(lastReceived: clock.now, lastSent: start, now: clock.now), .ping, "we were quiet: ping")
-        XCTAssertEqual(p.check(lastReceived: start, lastSent: clock.now, now: clock.now), .ping, "they were quiet: ping")
+        XCTAssertEqual(
+            p.check(lastReceived: start, lastSent: clock.now, now: clock.now), .ping, "they were quiet: ping")
         clock.advance(.seconds(10))
-        XCTAssertEqual(p.check(lastReceived: start, lastSent: clock.now, now: clock.now), .ping, "15 s is not past 15 s")
+        XCTAssertEqual(
+            p.check(lastReceived: start, lastSent: clock.now, now: clock.now), .ping, "15 s is not past 15 s")
         clock.advance(.milliseconds(1))
         XCTAssertEqual(p.check(lastReceived: start, lastSent: clock.now, now: clock.now), .dead)
     }

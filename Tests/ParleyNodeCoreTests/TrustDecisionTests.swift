@@ -7,39 +7,48 @@ final class TrustDecisionTests: XCTestCase {
     let bobKey = IdentityKeyPair.generate()
     let noise = NoiseStaticKeyPair.generate()
 
-    func card(_ key: IdentityKeyPair, name: String = "bob", sequence: UInt64 = 1, issuedAt: UInt64 = 1_700_000_000) -> Card {
-        try! Card.issue(identity: key, noiseKey: noise.publicKey, displayName: name, hostName: "host",
-                        issuedAt: issuedAt, sequence: sequence)
+    func card(_ key: IdentityKeyPair, name: String = "bob", sequence: UInt64 = 1, issuedAt: UInt64 = 1_700_000_000)
+        -> Card
+    {
+        try! Card.issue(
+            identity: key, noiseKey: noise.publicKey, displayName: name, hostName: "host",
+            issuedAt: issuedAt, sequence: sequence)
     }
 
     func known(_ c: Card, standing: KnownPeer.Standing = .trusted) -> KnownPeer {
-        KnownPeer(identity: c.identityKey, displayName: c.displayName, cardSequence: c.sequence, card: c.encoded(),
-                  standing: standing)
+        KnownPeer(
+            identity: c.identityKey, displayName: c.displayName, cardSequence: c.sequence, card: c.encoded(),
+            standing: standing)
     }
 
     func testTheSameCardKeepsTheSession() {
         let c = card(bobKey)
         XCTAssertEqual(TrustDecision.known(known(c), card: c), .keep)
-        XCTAssertEqual(TrustDecision.known(known(c, standing: .awaitingApproval), card: c), .refuse(.awaitingApproval),
-                       "held until a person accepts it")
+        XCTAssertEqual(
+            TrustDecision.known(known(c, standing: .awaitingApproval), card: c), .refuse(.awaitingApproval),
+            "held until a person accepts it")
     }
 
     func testANewerCardIsPinned() {
         let old = card(bobKey)
-        XCTAssertEqual(TrustDecision.known(known(old), card: card(bobKey, name: "robert", sequence: 2)), .keepAndUpdateCard)
+        XCTAssertEqual(
+            TrustDecision.known(known(old), card: card(bobKey, name: "robert", sequence: 2)), .keepAndUpdateCard)
     }
 
     func testStaleAndConflictingCardsAreRefused() {
         let pinned = card(bobKey, sequence: 5)
-        XCTAssertEqual(TrustDecision.known(known(pinned), card: card(bobKey, sequence: 4)),
-                       .refuse(.staleCard(presented: 4, pinned: 5)))
-        XCTAssertEqual(TrustDecision.known(known(pinned), card: card(bobKey, name: "eve", sequence: 5)),
-                       .refuse(.conflictingCard))
+        XCTAssertEqual(
+            TrustDecision.known(known(pinned), card: card(bobKey, sequence: 4)),
+            .refuse(.staleCard(presented: 4, pinned: 5)))
+        XCTAssertEqual(
+            TrustDecision.known(known(pinned), card: card(bobKey, name: "eve", sequence: 5)),
+            .refuse(.conflictingCard))
     }
 
     func testBlockedAndReplacedIdentitiesAreRefusedWhateverTheyPresent() {
         let c = card(bobKey)
-        XCTAssertEqual(TrustDecision.known(known(c, standing: .blocked), card: card(bobKey, sequence: 9)), .refuse(.blocked))
+        XCTAssertEqual(
+            TrustDecision.known(known(c, standing: .blocked), card: card(bobKey, sequence: 9)), .refuse(.blocked))
         XCTAssertEqual(TrustDecision.known(known(c, standing: .replaced), card: c), .refuse(.replaced))
     }
 
@@ -62,22 +71,35 @@ final class TrustDecisionTests: XCTestCase {
     func testCardUpdates() {
         let now: UInt64 = 1_700_000_100
         let pinned = known(card(bobKey, sequence: 3))
-        XCTAssertEqual(TrustDecision.cardUpdate(card(bobKey, sequence: 4), sessionIdentity: bobKey.publicKey, pinned: pinned, nowSeconds: now), .pin)
-        XCTAssertEqual(TrustDecision.cardUpdate(card(bobKey, sequence: 3), sessionIdentity: bobKey.publicKey, pinned: pinned, nowSeconds: now), .ignore)
-        XCTAssertEqual(TrustDecision.cardUpdate(card(bobKey, sequence: 2), sessionIdentity: bobKey.publicKey, pinned: pinned, nowSeconds: now), .ignore)
+        XCTAssertEqual(
+            TrustDecision.cardUpdate(
+                card(bobKey, sequence: 4), sessionIdentity: bobKey.publicKey, pinned: pinned, nowSeconds: now), .pin)
+        XCTAssertEqual(
+            TrustDecision.cardUpdate(
+                card(bobKey, sequence: 3), sessionIdentity: bobKey.publicKey, pinned: pinned, nowSeconds: now), .ignore)
+        XCTAssertEqual(
+            TrustDecision.cardUpdate(
+                card(bobKey, sequence: 2), sessionIdentity: bobKey.publicKey, pinned: pinned, nowSeconds: now), .ignore)
         let other = card(IdentityKeyPair.generate(), sequence: 9)
-        XCTAssertEqual(TrustDecision.cardUpdate(other, sessionIdentity: bobKey.publicKey, pinned: pinned, nowSeconds: now), .otherIdentity)
+        XCTAssertEqual(
+            TrustDecision.cardUpdate(other, sessionIdentity: bobKey.publicKey, pinned: pinned, nowSeconds: now),
+            .otherIdentity)
     }
 
     /// Issue 16 item 3: an expired update is not pinned, however high its sequence.
     func testAnExpiredCardUpdateIsNotPinned() throws {
         let pinned = known(card(bobKey, sequence: 3))
-        let expired = try Card.issue(identity: bobKey, noiseKey: noise.publicKey, displayName: "bob", hostName: "host",
-                                     issuedAt: 1_700_000_000, sequence: 9, expiresAt: 1_700_000_050)
-        XCTAssertEqual(TrustDecision.cardUpdate(expired, sessionIdentity: bobKey.publicKey, pinned: pinned,
-                                                nowSeconds: 1_700_000_050), .expired)
-        XCTAssertEqual(TrustDecision.cardUpdate(expired, sessionIdentity: bobKey.publicKey, pinned: pinned,
-                                                nowSeconds: 1_700_000_049), .pin, "a second before it expires")
+        let expired = try Card.issue(
+            identity: bobKey, noiseKey: noise.publicKey, displayName: "bob", hostName: "host",
+            issuedAt: 1_700_000_000, sequence: 9, expiresAt: 1_700_000_050)
+        XCTAssertEqual(
+            TrustDecision.cardUpdate(
+                expired, sessionIdentity: bobKey.publicKey, pinned: pinned,
+                nowSeconds: 1_700_000_050), .expired)
+        XCTAssertEqual(
+            TrustDecision.cardUpdate(
+                expired, sessionIdentity: bobKey.publicKey, pinned: pinned,
+                nowSeconds: 1_700_000_049), .pin, "a second before it expires")
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import ParleyStore
 
 /// The event journal's storage: ids, paging, bounds and pruning, on a real SQLite file.
@@ -8,9 +9,11 @@ final class EventJournalStoreTests: XCTestCase {
     private let bob = String(repeating: "b0", count: 32)
 
     override func setUpWithError() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-events-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false,
-                                                attributes: [.posixPermissions: 0o700])
+        directory =
+            FileManager.default.temporaryDirectory.appendingPathComponent("parley-events-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: false,
+            attributes: [.posixPermissions: 0o700])
     }
 
     override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: directory) }
@@ -18,7 +21,8 @@ final class EventJournalStoreTests: XCTestCase {
     private func event(_ n: Int, at: Int64 = 1_000) -> NewJournalEvent {
         n.isMultiple(of: 2)
             ? NewJournalEvent(at: at, method: "message.received", peer: bob, messageRowID: Int64(n), params: nil)
-            : NewJournalEvent(at: at, method: "peer.online", peer: nil, messageRowID: nil, params: Array("{\"n\":\(n)}".utf8))
+            : NewJournalEvent(
+                at: at, method: "peer.online", peer: nil, messageRowID: nil, params: Array("{\"n\":\(n)}".utf8))
     }
 
     func testIdsAreConsecutiveAndSurviveReopening() throws {
@@ -45,9 +49,11 @@ final class EventJournalStoreTests: XCTestCase {
         let store = try Store(directory: directory)
         let room = String(repeating: "5a", count: 16)
         let roomMessage = NewJournalEvent(at: 1, method: "message.received", peer: room, messageRowID: 7, params: nil)
-        let roomUpdate = NewJournalEvent(at: 1, method: "room.updated", peer: room, messageRowID: nil, params: Array("{}".utf8))
+        let roomUpdate = NewJournalEvent(
+            at: 1, method: "room.updated", peer: room, messageRowID: nil, params: Array("{}".utf8))
         XCTAssertEqual(try store.appendEvents([roomMessage, event(2), roomUpdate]), [1, 2, 3])
-        XCTAssertEqual(try store.events(after: 0, through: 3, limit: 10).map(\.event), [roomMessage, event(2), roomUpdate])
+        XCTAssertEqual(
+            try store.events(after: 0, through: 3, limit: 10).map(\.event), [roomMessage, event(2), roomUpdate])
     }
 
     func testMalformedEventsAreRefused() throws {
@@ -55,11 +61,14 @@ final class EventJournalStoreTests: XCTestCase {
         let both = NewJournalEvent(at: 1, method: "x", peer: nil, messageRowID: 1, params: [1])
         let neither = NewJournalEvent(at: 1, method: "x", peer: nil, messageRowID: nil, params: nil)
         let badPeer = NewJournalEvent(at: 1, method: "x", peer: "zz", messageRowID: 1, params: nil)
-        let upperRoom = NewJournalEvent(at: 1, method: "x", peer: String(repeating: "A", count: 32), messageRowID: 1, params: nil)
-        let shortPeer = NewJournalEvent(at: 1, method: "x", peer: String(repeating: "a", count: 40), messageRowID: 1, params: nil)
+        let upperRoom = NewJournalEvent(
+            at: 1, method: "x", peer: String(repeating: "A", count: 32), messageRowID: 1, params: nil)
+        let shortPeer = NewJournalEvent(
+            at: 1, method: "x", peer: String(repeating: "a", count: 40), messageRowID: 1, params: nil)
         let noMethod = NewJournalEvent(at: 1, method: "", peer: nil, messageRowID: 1, params: nil)
-        let huge = NewJournalEvent(at: 1, method: "x", peer: nil, messageRowID: nil,
-                                   params: [UInt8](repeating: 0x20, count: JournalLimits.maxParamsBytes + 1))
+        let huge = NewJournalEvent(
+            at: 1, method: "x", peer: nil, messageRowID: nil,
+            params: [UInt8](repeating: 0x20, count: JournalLimits.maxParamsBytes + 1))
         for e in [both, neither, badPeer, upperRoom, shortPeer, noMethod, huge] {
             XCTAssertThrowsError(try store.appendEvents([event(1), e])) { XCTAssertTrue($0 is StoreError) }
         }

@@ -1,10 +1,12 @@
-import XCTest
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import ParleyCore
+import XCTest
+
 @testable import ParleyStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 final class KeyFilesTests: XCTestCase {
     var base = ""
@@ -171,7 +173,7 @@ final class KeyFilesTests: XCTestCase {
             ("wrong header", Data(("parley-noise-v1\n" + String(repeating: "ab", count: 34) + "\n").utf8)),
             ("short", Data((header + "abcd\n").utf8)),
             ("empty", Data()),
-            ("no final newline", Data((header + String(repeating: "ab", count: 32) + "x").utf8)),
+            ("no final newline", Data((header + String(repeating: "ab", count: 32) + "x").utf8))
         ]
         for (label, bytes) in corruptions {
             try overwrite(identityPath, with: bytes)
@@ -186,7 +188,8 @@ final class KeyFilesTests: XCTestCase {
 
     func testSwappedFilesRefused() throws {
         _ = try KeyFiles.loadOrCreate(stateDirectory: stateDir)
-        let identity = try contents(identityPath), noise = try contents(noisePath)
+        let identity = try contents(identityPath)
+        let noise = try contents(noisePath)
         try overwrite(identityPath, with: noise)
         try overwrite(noisePath, with: identity)
         assertLoadFails { error in
@@ -209,7 +212,9 @@ final class KeyFilesTests: XCTestCase {
     func testIdentityNotRecreatedWhenOnlyNoiseKeyExists() throws {
         _ = try KeyFiles.loadOrCreate(stateDirectory: stateDir)
         XCTAssertEqual(unlink(identityPath), 0)
-        assertLoadFails { XCTAssertEqual($0, .identityMissing(identityPath: self.identityPath, noisePath: self.noisePath)) }
+        assertLoadFails {
+            XCTAssertEqual($0, .identityMissing(identityPath: self.identityPath, noisePath: self.noisePath))
+        }
         XCTAssertEqual(try directoryEntries(), ["noise.key"])
     }
 
@@ -234,8 +239,11 @@ final class KeyFilesTests: XCTestCase {
         // The no-replace write used for identity.key fails if the file appeared meanwhile.
         _ = try KeyFiles.loadOrCreate(stateDirectory: stateDir)
         let before = try contents(identityPath)
-        XCTAssertThrowsError(try KeyFiles.writeAtomically(IdentityKeyPair.generate().seed, kind: .identity,
-                                                          directory: stateDir, replace: false)) { error in
+        XCTAssertThrowsError(
+            try KeyFiles.writeAtomically(
+                IdentityKeyPair.generate().seed, kind: .identity,
+                directory: stateDir, replace: false)
+        ) { error in
             guard case let .io(_, path, code) = error as? KeyFileError ?? .io(operation: "", path: "", errno: 0) else {
                 return XCTFail("\(error)")
             }

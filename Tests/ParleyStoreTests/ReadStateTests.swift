@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import XCTest
+
 @testable import ParleyStore
 
 /// Read state and read receipts, on a real SQLite file.
@@ -11,9 +12,11 @@ final class ReadStateTests: XCTestCase {
     private let bob = String(repeating: "b0", count: 32)
 
     override func setUpWithError() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-read-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false,
-                                                attributes: [.posixPermissions: 0o700])
+        directory =
+            FileManager.default.temporaryDirectory.appendingPathComponent("parley-read-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: false,
+            attributes: [.posixPermissions: 0o700])
     }
 
     override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: directory) }
@@ -21,9 +24,12 @@ final class ReadStateTests: XCTestCase {
     private func id(_ n: Int) -> String { String(format: "%032x", n) }
 
     private func receive(_ store: Store, _ ns: ClosedRange<Int>, from sender: String) throws -> [StoredMessage] {
-        try store.storeIncoming(ns.map {
-            IncomingMessage(id: id($0), sender: sender, recipient: me, sequence: Int64($0), createdAt: 1, body: "m\($0)")
-        }, at: 5).map(\.message)
+        try store.storeIncoming(
+            ns.map {
+                IncomingMessage(
+                    id: id($0), sender: sender, recipient: me, sequence: Int64($0), createdAt: 1, body: "m\($0)")
+            }, at: 5
+        ).map(\.message)
     }
 
     func testMarkingReadCountsUnreadAndQueuesReceipts() throws {
@@ -37,8 +43,9 @@ final class ReadStateTests: XCTestCase {
         XCTAssertEqual(try store.unreadCounts(), [alice: 2, bob: 2])
         XCTAssertEqual(try store.message(id: id(2), sender: alice)?.readAt, 100)
         XCTAssertNil(try store.message(id: id(4), sender: alice)?.readAt)
-        XCTAssertEqual(try store.markIncomingRead(from: alice, upTo: fromAlice[2].rowID, at: 200, queueReceipts: true), [],
-                       "reading again changes nothing")
+        XCTAssertEqual(
+            try store.markIncomingRead(from: alice, upTo: fromAlice[2].rowID, at: 200, queueReceipts: true), [],
+            "reading again changes nothing")
         XCTAssertEqual(try store.message(id: id(2), sender: alice)?.readAt, 100, "the first read time is kept")
 
         XCTAssertEqual(try store.pendingReadReceipts(to: alice, limit: 10), [id(1), id(2), id(3)])
@@ -57,11 +64,14 @@ final class ReadStateTests: XCTestCase {
 
     func testReceiptsFromTheRecipientMarkOnlyItsDeliveredMessages() throws {
         let store = try Store(directory: directory)
-        let sent = try store.enqueue((1...3).map { NewOutgoingMessage(id: id($0), recipient: bob, body: "o\($0)", createdAt: 1) },
-                                     sender: me)
+        let sent = try store.enqueue(
+            (1...3).map { NewOutgoingMessage(id: id($0), recipient: bob, body: "o\($0)", createdAt: 1) },
+            sender: me)
         _ = try store.markDelivered(ids: [id(1), id(2)], by: bob, at: 50)
-        XCTAssertEqual(try store.markReadByRecipient(ids: [id(1)], by: alice, at: 60), [], "alice cannot read bob's mail")
-        XCTAssertEqual(try store.markReadByRecipient(ids: [id(3)], by: bob, at: 60), [], "still queued: the ack comes first")
+        XCTAssertEqual(
+            try store.markReadByRecipient(ids: [id(1)], by: alice, at: 60), [], "alice cannot read bob's mail")
+        XCTAssertEqual(
+            try store.markReadByRecipient(ids: [id(3)], by: bob, at: 60), [], "still queued: the ack comes first")
         let read = try store.markReadByRecipient(ids: [id(1), id(2), "not-an-id"], by: bob, at: 60)
         XCTAssertEqual(read.map(\.id), [id(1), id(2)])
         XCTAssertEqual(read.map(\.readAt), [60, 60])
@@ -77,10 +87,11 @@ final class ReadStateTests: XCTestCase {
         let queue = try DatabaseQueue(path: path)
         try Schema.migrator.migrate(queue, upTo: "v1")
         try queue.write { db in
-            try db.execute(sql: """
-                INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, body, state, received_at)
-                VALUES (?, 'incoming', ?, ?, ?, 1, 1, x'6869', 'received', 2)
-                """, arguments: [id(1), alice, me, alice])
+            try db.execute(
+                sql: """
+                    INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, body, state, received_at)
+                    VALUES (?, 'incoming', ?, ?, ?, 1, 1, x'6869', 'received', 2)
+                    """, arguments: [id(1), alice, me, alice])
         }
         try queue.close()
         let store = try Store(directory: directory)

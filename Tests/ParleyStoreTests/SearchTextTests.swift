@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import ParleyStore
 
 final class SearchTextTests: XCTestCase {

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import XCTest
+
 @testable import ParleyStore
 
 /// History pages (newest first by default) and full-text search, on real SQLite files.
@@ -8,7 +9,8 @@ final class StoreHistoryAndSearchTests: XCTestCase {
     private var directory: String!
 
     override func setUpWithError() throws {
-        directory = FileManager.default.temporaryDirectory
+        directory =
+            FileManager.default.temporaryDirectory
             .appendingPathComponent("parley-history-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(
             atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
@@ -28,14 +30,17 @@ final class StoreHistoryAndSearchTests: XCTestCase {
 
     /// `count` messages with alice (odd n incoming, even outgoing) with these bodies.
     @discardableResult
-    private func conversation(_ store: Store, bodies: [String], firstID: Int = 1, with peer: String? = nil) throws -> [Int64] {
+    private func conversation(_ store: Store, bodies: [String], firstID: Int = 1, with peer: String? = nil) throws
+        -> [Int64]
+    {
         let peer = peer ?? alice
         var rows: [Int64] = []
         for (i, body) in bodies.enumerated() {
             let n = firstID + i
             if n % 2 == 1 {
-                let m = IncomingMessage(id: messageID(n), sender: peer, recipient: me, sequence: Int64(n),
-                                        createdAt: Int64(n), body: body)
+                let m = IncomingMessage(
+                    id: messageID(n), sender: peer, recipient: me, sequence: Int64(n),
+                    createdAt: Int64(n), body: body)
                 rows.append(try store.storeIncoming([m], at: Int64(n))[0].message.rowID)
             } else {
                 let m = NewOutgoingMessage(id: messageID(n), recipient: peer, body: body, createdAt: Int64(n))
@@ -94,40 +99,49 @@ final class StoreHistoryAndSearchTests: XCTestCase {
 
     func testSearchIgnoresCaseAndAccentsMatchesPrefixesAndRanks() throws {
         let store = try open()
-        try conversation(store, bodies: [
-            "Meet at the Café tomorrow", "lunch?", "the cafe cafe cafe is closed", "Résumé attached",
-            "nothing here", "meeting notes",
-        ])
+        try conversation(
+            store,
+            bodies: [
+                "Meet at the Café tomorrow", "lunch?", "the cafe cafe cafe is closed", "Résumé attached",
+                "nothing here", "meeting notes"
+            ])
         let cafe = try store.search("cafe", scope: .everything, limit: 10)
         XCTAssertEqual(Set(cafe.map(\.message.body)), ["Meet at the Café tomorrow", "the cafe cafe cafe is closed"])
         XCTAssertEqual(cafe.first?.message.body, "the cafe cafe cafe is closed", "more occurrences rank first")
-        XCTAssertEqual(try store.search("RESUME", scope: .everything, limit: 10).map(\.message.body), ["Résumé attached"])
-        XCTAssertEqual(Set(try store.search("meet", scope: .everything, limit: 10).map(\.message.body)),
-                       ["Meet at the Café tomorrow", "meeting notes"], "a word is also a prefix")
-        XCTAssertEqual(try store.search("cafe tomorrow", scope: .everything, limit: 10).map(\.message.body),
-                       ["Meet at the Café tomorrow"], "every word must appear")
+        XCTAssertEqual(
+            try store.search("RESUME", scope: .everything, limit: 10).map(\.message.body), ["Résumé attached"])
+        XCTAssertEqual(
+            Set(try store.search("meet", scope: .everything, limit: 10).map(\.message.body)),
+            ["Meet at the Café tomorrow", "meeting notes"], "a word is also a prefix")
+        XCTAssertEqual(
+            try store.search("cafe tomorrow", scope: .everything, limit: 10).map(\.message.body),
+            ["Meet at the Café tomorrow"], "every word must appear")
         XCTAssertEqual(try store.search("zebra", scope: .everything, limit: 10), [])
-        XCTAssertEqual(try store.search("\" OR * NEAR(", scope: .everything, limit: 10), [],
-                       "FTS5 syntax in a query is plain text, not an error")
+        XCTAssertEqual(
+            try store.search("\" OR * NEAR(", scope: .everything, limit: 10), [],
+            "FTS5 syntax in a query is plain text, not an error")
         XCTAssertEqual(try store.search("!!!", scope: .everything, limit: 10), [])
     }
 
     func testSearchFindsChineseAndJapaneseWordsInsideSentences() throws {
         let store = try open()
         try conversation(store, bodies: ["我们明天在东京见面", "東京タワーに行きました", "京都は静かです", "서울에서 만나요"])
-        XCTAssertEqual(Set(try store.search("东京", scope: .everything, limit: 10).map(\.message.body)),
-                       ["我们明天在东京见面"])
+        XCTAssertEqual(
+            Set(try store.search("东京", scope: .everything, limit: 10).map(\.message.body)),
+            ["我们明天在东京见面"])
         XCTAssertEqual(try store.search("東京", scope: .everything, limit: 10).map(\.message.body), ["東京タワーに行きました"])
         XCTAssertEqual(try store.search("タワー", scope: .everything, limit: 10).map(\.message.body), ["東京タワーに行きました"])
-        XCTAssertEqual(try store.search("京都", scope: .everything, limit: 10).map(\.message.body), ["京都は静かです"],
-                       "京 alone is in several; 京都 only in one")
+        XCTAssertEqual(
+            try store.search("京都", scope: .everything, limit: 10).map(\.message.body), ["京都は静かです"],
+            "京 alone is in several; 京都 only in one")
         XCTAssertEqual(try store.search("서울", scope: .everything, limit: 10).map(\.message.body), ["서울에서 만나요"])
     }
 
     func testSearchKeepsToTheScopeAndGivesASnippet() throws {
         let store = try open()
-        let long = String(repeating: "filler words here ", count: 20) + "the secret is pineapple " +
-            String(repeating: "more filler ", count: 20)
+        let long =
+            String(repeating: "filler words here ", count: 20) + "the secret is pineapple "
+            + String(repeating: "more filler ", count: 20)
         try conversation(store, bodies: [long])
         try conversation(store, bodies: ["pineapple for bob"], firstID: 101, with: bob)
         let hits = try store.search("pineapple", scope: .peer(alice), limit: 10)
@@ -135,7 +149,8 @@ final class StoreHistoryAndSearchTests: XCTestCase {
         XCTAssertTrue(hits[0].snippet.contains("the secret is pineapple"), hits[0].snippet)
         XCTAssertTrue(hits[0].snippet.hasPrefix("…") && hits[0].snippet.hasSuffix("…"), hits[0].snippet)
         XCTAssertLessThanOrEqual(hits[0].snippet.count, 82)
-        XCTAssertEqual(try store.search("pineapple", scope: .peer(bob), limit: 10).map(\.snippet), ["pineapple for bob"])
+        XCTAssertEqual(
+            try store.search("pineapple", scope: .peer(bob), limit: 10).map(\.snippet), ["pineapple for bob"])
     }
 
     func testTheMigrationIndexesMessagesStoredBeforeIt() throws {
@@ -147,24 +162,28 @@ final class StoreHistoryAndSearchTests: XCTestCase {
         }
         let queue = try DatabaseQueue(path: directory + "/parley.sqlite")
         try queue.write { db in
-            try db.execute(sql: """
-                DROP TRIGGER message_search_insert; DROP TRIGGER message_search_delete;
-                DROP TRIGGER message_search_update; DROP TABLE message_search;
-                DELETE FROM grdb_migrations WHERE identifier = 'message-search-v1';
-                """)
+            try db.execute(
+                sql: """
+                    DROP TRIGGER message_search_insert; DROP TRIGGER message_search_delete;
+                    DROP TRIGGER message_search_update; DROP TABLE message_search;
+                    DELETE FROM grdb_migrations WHERE identifier = 'message-search-v1';
+                    """)
         }
         try queue.close()
         let reopened = try open()
-        XCTAssertEqual(try reopened.search("existed", scope: .everything, limit: 5).map(\.message.body),
-                       ["stored before search existed"])
+        XCTAssertEqual(
+            try reopened.search("existed", scope: .everything, limit: 5).map(\.message.body),
+            ["stored before search existed"])
     }
 
     /// The performance issue's history size: 100,000 messages, searched for a rare word,
     /// a common one and a prefix. Prints the times; fails only if a query takes seconds.
     func testSearchOnAHundredThousandMessages() throws {
         let store = try open()
-        let words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
-                     "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango"]
+        let words = [
+            "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
+            "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango"
+        ]
         let total = 100_000
         let batch = 5_000
         let started = Date()

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import XCTest
+
 @testable import ParleyStore
 
 /// Rooms in the store, on a real SQLite file: operations and their outbox, resolved state,
@@ -9,7 +10,8 @@ final class StoreRoomsTests: XCTestCase {
     private var directory: String!
 
     override func setUpWithError() throws {
-        directory = FileManager.default.temporaryDirectory
+        directory =
+            FileManager.default.temporaryDirectory
             .appendingPathComponent("parley-store-rooms-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(
             atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
@@ -35,8 +37,9 @@ final class StoreRoomsTests: XCTestCase {
     private func open() throws -> Store { try Store(directory: directory, durability: .normal) }
 
     private func send(_ store: Store, _ n: Int, to members: [String]) throws -> StoredMessage {
-        try store.enqueueRoomMessage(id: messageID(n), room: room, body: "room \(n)", createdAt: 100 + Int64(n),
-                                     sender: me, members: members)
+        try store.enqueueRoomMessage(
+            id: messageID(n), room: room, body: "room \(n)", createdAt: 100 + Int64(n),
+            sender: me, members: members)
     }
 
     // MARK: - Room messages
@@ -53,7 +56,8 @@ final class StoreRoomsTests: XCTestCase {
 
         XCTAssertEqual(try store.markRoomDeliveries(ids: [m.id], by: bob, at: 500), [])
         XCTAssertEqual(try store.pendingRoomMessages(to: bob, limit: 10), [])
-        XCTAssertEqual(try store.markRoomDeliveries(ids: [m.id], by: bob, at: 501), [], "a repeated ack changes nothing")
+        XCTAssertEqual(
+            try store.markRoomDeliveries(ids: [m.id], by: bob, at: 501), [], "a repeated ack changes nothing")
         let done = try store.markRoomDeliveries(ids: [m.id], by: carol, at: 600)
         XCTAssertEqual(done.map(\.id), [m.id])
         XCTAssertEqual(done.first?.state, .delivered)
@@ -81,25 +85,33 @@ final class StoreRoomsTests: XCTestCase {
 
     func testPendingRoomMessagesComeInSequenceOrderAfterDirectOnesShareTheCounter() throws {
         let store = try open()
-        let direct = try store.enqueue([NewOutgoingMessage(id: messageID(9), recipient: bob, body: "direct", createdAt: 1)], sender: me)
+        let direct = try store.enqueue(
+            [NewOutgoingMessage(id: messageID(9), recipient: bob, body: "direct", createdAt: 1)], sender: me)
         let a = try send(store, 1, to: [bob])
         let b = try send(store, 2, to: [bob])
         XCTAssertLessThan(direct[0].sequence, a.sequence)
         XCTAssertLessThan(a.sequence, b.sequence)
         XCTAssertEqual(try store.pendingRoomMessages(to: bob, limit: 10).map(\.id), [a.id, b.id])
         XCTAssertEqual(try store.pendingRoomMessages(to: bob, limit: 1).map(\.id), [a.id])
-        XCTAssertEqual(try store.pendingOutgoing(to: bob, limit: 10).map(\.id), [direct[0].id], "room messages are not in the direct outbox")
+        XCTAssertEqual(
+            try store.pendingOutgoing(to: bob, limit: 10).map(\.id), [direct[0].id],
+            "room messages are not in the direct outbox")
     }
 
     func testIncomingRoomMessagesAreDeduplicatedAndKeptOutOfDirectHistory() throws {
         let store = try open()
-        let incoming = IncomingMessage(id: messageID(1), sender: bob, recipient: me, sequence: 3, createdAt: 4, body: "hi room")
+        let incoming = IncomingMessage(
+            id: messageID(1), sender: bob, recipient: me, sequence: 3, createdAt: 4, body: "hi room")
         let first = try store.storeIncomingRoomMessages([incoming], room: room, at: 10)
         XCTAssertEqual(first.map(\.isNew), [true])
         XCTAssertEqual(first[0].message.room, room)
         XCTAssertEqual(try store.storeIncomingRoomMessages([incoming], room: room, at: 11).map(\.isNew), [false])
-        _ = try store.storeIncoming([IncomingMessage(id: messageID(2), sender: bob, recipient: me, sequence: 5,
-                                                     createdAt: 6, body: "direct")], at: 12)
+        _ = try store.storeIncoming(
+            [
+                IncomingMessage(
+                    id: messageID(2), sender: bob, recipient: me, sequence: 5,
+                    createdAt: 6, body: "direct")
+            ], at: 12)
         XCTAssertEqual(try store.roomMessages(room: room, after: nil, limit: 10).map(\.body), ["hi room"])
         XCTAssertEqual(try store.messages(peer: bob, after: nil, limit: 10).map(\.body), ["direct"])
         XCTAssertEqual(try store.messages(peer: nil, after: nil, limit: 10).map(\.body), ["hi room", "direct"])
@@ -119,9 +131,15 @@ final class StoreRoomsTests: XCTestCase {
 
     func testOperationsAreStoredOnceAndListedInSequenceOrder() throws {
         let store = try open()
-        XCTAssertTrue(try store.insertRoomOperation(StoredRoomOperation(hash: opHash(2), room: room, sequence: 2, encoded: [2]), at: 1))
-        XCTAssertTrue(try store.insertRoomOperation(StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [1]), at: 1))
-        XCTAssertFalse(try store.insertRoomOperation(StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [9]), at: 2))
+        XCTAssertTrue(
+            try store.insertRoomOperation(
+                StoredRoomOperation(hash: opHash(2), room: room, sequence: 2, encoded: [2]), at: 1))
+        XCTAssertTrue(
+            try store.insertRoomOperation(
+                StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [1]), at: 1))
+        XCTAssertFalse(
+            try store.insertRoomOperation(
+                StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [9]), at: 2))
         XCTAssertEqual(try store.roomOperations(room: room).map(\.encoded), [[1], [2]])
         XCTAssertEqual(try store.roomOperationCount(room: room), 2)
         XCTAssertEqual(try store.roomsWithOperationsCount(), 1)
@@ -143,7 +161,8 @@ final class StoreRoomsTests: XCTestCase {
         try store.checkRoomOutboxesEmpty()
         XCTAssertFalse(store.roomOutboxesMayHaveWork)
 
-        _ = try store.insertRoomOperation(StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [1]), at: 1)
+        _ = try store.insertRoomOperation(
+            StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [1]), at: 1)
         XCTAssertFalse(store.roomOutboxesMayHaveWork, "storing an operation queues nothing by itself")
         try store.queueRoomOperations([opHash(1)], for: [carol], at: 3)
         XCTAssertTrue(store.roomOutboxesMayHaveWork, "a queued operation")
@@ -161,7 +180,8 @@ final class StoreRoomsTests: XCTestCase {
     func testOperationOutboxIsPerMemberAndClearedByAckID() throws {
         let store = try open()
         for n in [1, 2] {
-            _ = try store.insertRoomOperation(StoredRoomOperation(hash: opHash(n), room: room, sequence: Int64(n), encoded: [UInt8(n)]), at: 1)
+            _ = try store.insertRoomOperation(
+                StoredRoomOperation(hash: opHash(n), room: room, sequence: Int64(n), encoded: [UInt8(n)]), at: 1)
         }
         try store.queueRoomOperations([opHash(2), opHash(1)], for: [bob, carol], at: 5)
         try store.queueRoomOperations([opHash(1)], for: [bob], at: 6)  // idempotent
@@ -179,10 +199,11 @@ final class StoreRoomsTests: XCTestCase {
 
     func testRoomStateIsReplacedWhole() throws {
         let store = try open()
-        var record = RoomRecord(id: room, root: opHash(1), name: "lab", creator: me, createdAt: 1, version: 1,
-                                members: [me, bob, carol], status: .joined,
-                                roles: [me: .owner, bob: .admin, carol: .member], joined: [me, bob],
-                                onlyAdminsAdd: true, updatedAt: 2)
+        var record = RoomRecord(
+            id: room, root: opHash(1), name: "lab", creator: me, createdAt: 1, version: 1,
+            members: [me, bob, carol], status: .joined,
+            roles: [me: .owner, bob: .admin, carol: .member], joined: [me, bob],
+            onlyAdminsAdd: true, updatedAt: 2)
         try store.saveRoom(record)
         XCTAssertEqual(try store.room(id: room), record)
         record.members = [me, bob]
@@ -198,11 +219,14 @@ final class StoreRoomsTests: XCTestCase {
 
     func testInvitationsAreCountedPerInviterAndForgottenWhole() throws {
         let store = try open()
-        let invited = RoomRecord(id: room, root: opHash(1), name: "fake", creator: bob, createdAt: 1, version: 1,
-                                 members: [me, bob], status: .invited, roles: [me: .member, bob: .owner], joined: [bob],
-                                 inviter: bob, updatedAt: 2)
+        let invited = RoomRecord(
+            id: room, root: opHash(1), name: "fake", creator: bob, createdAt: 1, version: 1,
+            members: [me, bob], status: .invited, roles: [me: .member, bob: .owner], joined: [bob],
+            inviter: bob, updatedAt: 2)
         try store.saveRoom(invited)
-        XCTAssertTrue(try store.insertRoomOperation(StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [1]), at: 1))
+        XCTAssertTrue(
+            try store.insertRoomOperation(
+                StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [1]), at: 1))
         XCTAssertEqual(try store.invitationCount(from: bob), 1)
         XCTAssertEqual(try store.invitationCount(from: carol), 0)
         XCTAssertEqual(try store.room(id: room)?.inviter, bob)
@@ -216,8 +240,10 @@ final class StoreRoomsTests: XCTestCase {
         let store = try open()
         let fresh = hex(0xab, 16)
         for (id, at) in [(room, Int64(10)), (fresh, Int64(1_000))] {
-            try store.saveRoom(RoomRecord(id: id, root: opHash(1), name: "x", creator: bob, createdAt: 1, version: 1,
-                                          members: [me, bob], status: .invited, inviter: bob, updatedAt: at))
+            try store.saveRoom(
+                RoomRecord(
+                    id: id, root: opHash(1), name: "x", creator: bob, createdAt: 1, version: 1,
+                    members: [me, bob], status: .invited, inviter: bob, updatedAt: at))
         }
         XCTAssertEqual(try store.forgetInvitations(before: 500), [room])
         XCTAssertNil(try store.room(id: room))
@@ -228,10 +254,13 @@ final class StoreRoomsTests: XCTestCase {
 
     func testForgettingNeverTouchesAJoinedRoom() throws {
         let store = try open()
-        let joined = RoomRecord(id: room, root: opHash(1), name: "lab", creator: me, createdAt: 1, version: 1,
-                                members: [me], status: .joined, roles: [me: .owner], joined: [me], updatedAt: 2)
+        let joined = RoomRecord(
+            id: room, root: opHash(1), name: "lab", creator: me, createdAt: 1, version: 1,
+            members: [me], status: .joined, roles: [me: .owner], joined: [me], updatedAt: 2)
         try store.saveRoom(joined)
-        XCTAssertTrue(try store.insertRoomOperation(StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [1]), at: 1))
+        XCTAssertTrue(
+            try store.insertRoomOperation(
+                StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [1]), at: 1))
         try store.forgetInvitation(room: room)
         XCTAssertEqual(try store.room(id: room), joined)
         XCTAssertEqual(try store.roomOperations(room: room).count, 1)
@@ -243,18 +272,22 @@ final class StoreRoomsTests: XCTestCase {
         let queue = try DatabaseQueue(path: directory + "/parley.sqlite")
         try Schema.migrator.migrate(queue, upTo: "trust-v2")
         try queue.write { db in
-            try db.execute(sql: """
-                INSERT INTO room (id, root, name, creator, created_at, version, is_member, updated_at)
-                VALUES (?, ?, 'lab', ?, 1, 3, 1, 2)
-                """, arguments: [room, opHash(1), me])
-            try db.execute(sql: "INSERT INTO room_member (room, identity) VALUES (?, ?), (?, ?)",
-                           arguments: [room, me, room, bob])
-            try db.execute(sql: """
-                INSERT INTO room_operation (hash, room, sequence, encoded, received_at) VALUES (?, ?, 1, x'01', 1)
-                """, arguments: [opHash(1), room])
-            try db.execute(sql: """
-                INSERT INTO room_operation_outbox (operation, member, ack_id, queued_at) VALUES (?, ?, ?, 1)
-                """, arguments: [opHash(1), bob, String(opHash(1).prefix(32))])
+            try db.execute(
+                sql: """
+                    INSERT INTO room (id, root, name, creator, created_at, version, is_member, updated_at)
+                    VALUES (?, ?, 'lab', ?, 1, 3, 1, 2)
+                    """, arguments: [room, opHash(1), me])
+            try db.execute(
+                sql: "INSERT INTO room_member (room, identity) VALUES (?, ?), (?, ?)",
+                arguments: [room, me, room, bob])
+            try db.execute(
+                sql: """
+                    INSERT INTO room_operation (hash, room, sequence, encoded, received_at) VALUES (?, ?, 1, x'01', 1)
+                    """, arguments: [opHash(1), room])
+            try db.execute(
+                sql: """
+                    INSERT INTO room_operation_outbox (operation, member, ack_id, queued_at) VALUES (?, ?, ?, 1)
+                    """, arguments: [opHash(1), bob, String(opHash(1).prefix(32))])
         }
         try queue.close()
         let store = try open()
@@ -269,9 +302,12 @@ final class StoreRoomsTests: XCTestCase {
     func testMalformedInputIsRefused() throws {
         let store = try open()
         XCTAssertThrowsError(try store.room(id: "not-hex"))
-        XCTAssertThrowsError(try store.insertRoomOperation(StoredRoomOperation(hash: "00", room: room, sequence: 1, encoded: []), at: 1))
-        XCTAssertThrowsError(try store.enqueueRoomMessage(id: messageID(1), room: room, body: "x", createdAt: 1, sender: me,
-                                                          members: ["BOB"]))
+        XCTAssertThrowsError(
+            try store.insertRoomOperation(StoredRoomOperation(hash: "00", room: room, sequence: 1, encoded: []), at: 1))
+        XCTAssertThrowsError(
+            try store.enqueueRoomMessage(
+                id: messageID(1), room: room, body: "x", createdAt: 1, sender: me,
+                members: ["BOB"]))
         XCTAssertEqual(try store.counts().queued, 0, "nothing was written")
     }
 }

@@ -1,15 +1,17 @@
 import Foundation
-import XCTest
-@testable import ParleyStore
 import GRDB
 import ParleyCore
+import XCTest
+
+@testable import ParleyStore
 
 /// Every test runs against a real SQLite file in its own temporary directory.
 final class StoreTests: XCTestCase {
     private var directory: String!
 
     override func setUpWithError() throws {
-        directory = FileManager.default.temporaryDirectory
+        directory =
+            FileManager.default.temporaryDirectory
             .appendingPathComponent("parley-store-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(
             atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
@@ -39,22 +41,27 @@ final class StoreTests: XCTestCase {
     }
 
     private func outgoing(_ n: Int, to recipient: String, body: String? = nil) -> NewOutgoingMessage {
-        NewOutgoingMessage(id: messageID(n), recipient: recipient, body: body ?? "message \(n)", createdAt: 1_000 + Int64(n))
+        NewOutgoingMessage(
+            id: messageID(n), recipient: recipient, body: body ?? "message \(n)", createdAt: 1_000 + Int64(n))
     }
 
     private func incoming(_ n: Int, from sender: String, sequence: Int64 = 1, body: String? = nil) -> IncomingMessage {
-        IncomingMessage(id: messageID(n), sender: sender, recipient: me, sequence: sequence,
-                        createdAt: 2_000 + Int64(n), body: body ?? "incoming \(n)")
+        IncomingMessage(
+            id: messageID(n), sender: sender, recipient: me, sequence: sequence,
+            createdAt: 2_000 + Int64(n), body: body ?? "incoming \(n)")
     }
 
     private func peerRecord(_ identity: String, name: String, address: String? = nil, seen: Int64 = 10) -> PeerRecord {
-        PeerRecord(identity: identity, displayName: name, hostName: "\(name)-host", card: [1, 2, 3, 0, 255],
-                   cardSequence: 1, noiseKey: Self.identity(0x55), trust: .pinned, firstSeen: seen, lastSeen: seen,
-                   lastAddress: address)
+        PeerRecord(
+            identity: identity, displayName: name, hostName: "\(name)-host", card: [1, 2, 3, 0, 255],
+            cardSequence: 1, noiseKey: Self.identity(0x55), trust: .pinned, firstSeen: seen, lastSeen: seen,
+            lastAddress: address)
     }
 
-    private func assertStoreError(_ expression: @autoclosure () throws -> some Any, _ expected: StoreError,
-                                  file: StaticString = #filePath, line: UInt = #line) {
+    private func assertStoreError(
+        _ expression: @autoclosure () throws -> some Any, _ expected: StoreError,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         XCTAssertThrowsError(try expression(), file: file, line: line) { error in
             XCTAssertEqual(error as? StoreError, expected, file: file, line: line)
         }
@@ -86,8 +93,9 @@ final class StoreTests: XCTestCase {
         let crashDirectory = directory + "/crashed"
         try FileManager.default.createDirectory(atPath: crashDirectory, withIntermediateDirectories: false)
         for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: databasePath + suffix) {
-            try FileManager.default.copyItem(atPath: databasePath + suffix,
-                                             toPath: crashDirectory + "/parley.sqlite" + suffix)
+            try FileManager.default.copyItem(
+                atPath: databasePath + suffix,
+                toPath: crashDirectory + "/parley.sqlite" + suffix)
         }
 
         let recovered = try Store(directory: crashDirectory)
@@ -98,8 +106,9 @@ final class StoreTests: XCTestCase {
 
     func testSequenceCountMustBePositive() throws {
         let store = try open()
-        assertStoreError(try store.nextSequenceNumbers(count: 0),
-                         .invalidArgument("sequence number count must be positive, got 0"))
+        assertStoreError(
+            try store.nextSequenceNumbers(count: 0),
+            .invalidArgument("sequence number count must be positive, got 0"))
         XCTAssertEqual(try store.nextSequenceNumbers(count: 1), 1...1)
     }
 
@@ -169,15 +178,19 @@ final class StoreTests: XCTestCase {
 
     func testIncomingUsageCountsMessagesAndBodyBytesPerSenderAndInTotal() throws {
         let store = try open()
-        _ = try store.storeIncoming([incoming(1, from: alice, body: "abc"), incoming(2, from: alice, body: "defgh"),
-                                     incoming(3, from: bob, body: "z")], at: 10)
+        _ = try store.storeIncoming(
+            [
+                incoming(1, from: alice, body: "abc"), incoming(2, from: alice, body: "defgh"),
+                incoming(3, from: bob, body: "z")
+            ], at: 10)
         _ = try store.enqueue([outgoing(4, to: alice, body: "outgoing does not count")], sender: me)
         XCTAssertEqual(try store.incomingUsage(from: alice).messages, 2)
         XCTAssertEqual(try store.incomingUsage(from: alice).bytes, 8)
         XCTAssertEqual(try store.incomingUsage(from: carol).messages, 0)
         XCTAssertEqual(try store.incomingUsageTotal().messages, 3)
         XCTAssertEqual(try store.incomingUsageTotal().bytes, 9)
-        XCTAssertEqual(try store.storedIncomingIDs([messageID(1), messageID(3), messageID(9)], from: alice), [messageID(1)])
+        XCTAssertEqual(
+            try store.storedIncomingIDs([messageID(1), messageID(3), messageID(9)], from: alice), [messageID(1)])
     }
 
     func testDeletingAConversationRemovesBothDirectionsAndKeepsTheCounts() throws {
@@ -195,10 +208,12 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual([counts.queued, counts.delivered, counts.received], [1, 0, 1])
         try store.close()
         let orphans = try DatabaseQueue(path: databasePath).read { db in
-            try Int.fetchOne(db, sql: """
-                SELECT (SELECT count(*) FROM message_body WHERE row_id NOT IN (SELECT row_id FROM message))
-                     + (SELECT count(*) FROM message_refusal WHERE row_id NOT IN (SELECT row_id FROM message))
-                """)
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT (SELECT count(*) FROM message_body WHERE row_id NOT IN (SELECT row_id FROM message))
+                         + (SELECT count(*) FROM message_refusal WHERE row_id NOT IN (SELECT row_id FROM message))
+                    """)
         }
         XCTAssertEqual(orphans, 0, "no body or refusal is left behind")
     }
@@ -217,9 +232,11 @@ final class StoreTests: XCTestCase {
 
     func testUnusedFirstSeenIdentitiesExpireAndEveryOtherPeerStays() throws {
         let store = try open()
-        let dave = Self.identity(0xd4), erin = Self.identity(0xe7), frank = Self.identity(0xf0)
-        try store.upsertPeer(peerRecord(alice, name: "alice", seen: 10))   // pinned, unused, old: expires
-        try store.upsertPeer(peerRecord(bob, name: "bob", seen: 10))       // a message exchanged
+        let dave = Self.identity(0xd4)
+        let erin = Self.identity(0xe7)
+        let frank = Self.identity(0xf0)
+        try store.upsertPeer(peerRecord(alice, name: "alice", seen: 10))  // pinned, unused, old: expires
+        try store.upsertPeer(peerRecord(bob, name: "bob", seen: 10))  // a message exchanged
         try store.upsertPeer(peerRecord(carol, name: "carol", seen: 500))  // seen recently
         var verified = peerRecord(dave, name: "dave", seen: 10)
         verified.trust = .verified
@@ -227,7 +244,7 @@ final class StoreTests: XCTestCase {
         var blocked = peerRecord(erin, name: "erin", seen: 10)
         blocked.trust = .blocked
         try store.upsertPeer(blocked)
-        try store.upsertPeer(peerRecord(frank, name: "frank", seen: 10))   // online now (kept by the caller)
+        try store.upsertPeer(peerRecord(frank, name: "frank", seen: 10))  // online now (kept by the caller)
         _ = try store.storeIncoming([incoming(1, from: bob)], at: 10)
         let expired = try store.expireUnusedPeers(lastSeenBefore: 100, keep: [frank])
         XCTAssertEqual(expired, [alice])
@@ -241,8 +258,9 @@ final class StoreTests: XCTestCase {
 
     func testStoreIncomingDeduplicatesBySenderAndID() throws {
         let store = try open()
-        let first = try store.storeIncoming([incoming(1, from: alice, sequence: 1), incoming(1, from: alice, sequence: 1)],
-                                            at: 500)
+        let first = try store.storeIncoming(
+            [incoming(1, from: alice, sequence: 1), incoming(1, from: alice, sequence: 1)],
+            at: 500)
         XCTAssertEqual(first.map(\.isNew), [true, false])
         XCTAssertEqual(first[0].message, first[1].message)
         XCTAssertEqual(first[0].message.state, .received)
@@ -267,8 +285,9 @@ final class StoreTests: XCTestCase {
         let store = try open()
         var bad = incoming(2, from: alice)
         bad.sender = String(alice.uppercased())
-        assertStoreError(try store.storeIncoming([incoming(1, from: alice), bad], at: 1),
-                         .invalidArgument("sender must be lowercase hex"))
+        assertStoreError(
+            try store.storeIncoming([incoming(1, from: alice), bad], at: 1),
+            .invalidArgument("sender must be lowercase hex"))
         XCTAssertNil(try store.message(id: messageID(1)))
     }
 
@@ -293,19 +312,23 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(try store.messages(peer: nil, after: rows[5], limit: 2), [])
 
         // Backward: the LAST `limit` rows before, still ascending.
-        XCTAssertEqual(try store.messages(peer: nil, after: nil, before: rows[4], limit: 2).map(\.rowID),
-                       Array(rows[2...3]))
-        XCTAssertEqual(try store.messages(peer: nil, after: nil, before: Int64.max, limit: 3).map(\.rowID),
-                       Array(rows[3...5]))
-        XCTAssertEqual(try store.messages(peer: nil, after: rows[1], before: rows[4], limit: 10).map(\.rowID),
-                       Array(rows[2...3]))
+        XCTAssertEqual(
+            try store.messages(peer: nil, after: nil, before: rows[4], limit: 2).map(\.rowID),
+            Array(rows[2...3]))
+        XCTAssertEqual(
+            try store.messages(peer: nil, after: nil, before: Int64.max, limit: 3).map(\.rowID),
+            Array(rows[3...5]))
+        XCTAssertEqual(
+            try store.messages(peer: nil, after: rows[1], before: rows[4], limit: 10).map(\.rowID),
+            Array(rows[2...3]))
 
         // Peer filter: both directions with that peer.
         XCTAssertEqual(try store.messages(peer: alice, after: nil, limit: 100).map(\.id), [1, 2, 4, 6].map(messageID))
         XCTAssertEqual(try store.messages(peer: bob, after: nil, limit: 100).map(\.id), [3, 5].map(messageID))
         XCTAssertEqual(try store.messages(peer: alice, after: rows[1], limit: 1).map(\.id), [messageID(4)])
-        XCTAssertEqual(try store.messages(peer: alice, after: nil, before: rows[5], limit: 2).map(\.id),
-                       [2, 4].map(messageID))
+        XCTAssertEqual(
+            try store.messages(peer: alice, after: nil, before: rows[5], limit: 2).map(\.id),
+            [2, 4].map(messageID))
         XCTAssertEqual(try store.messages(peer: carol, after: nil, limit: 100), [])
     }
 
@@ -315,7 +338,8 @@ final class StoreTests: XCTestCase {
         let store = try open()
         try store.upsertPeer(peerRecord(alice, name: "alice", address: "10.0.0.1:7000", seen: 100))
         try store.upsertPeer(peerRecord(bob, name: "bob", address: "10.0.0.2:7000", seen: 100))
-        XCTAssertEqual(try store.peer(identity: alice), peerRecord(alice, name: "alice", address: "10.0.0.1:7000", seen: 100))
+        XCTAssertEqual(
+            try store.peer(identity: alice), peerRecord(alice, name: "alice", address: "10.0.0.1:7000", seen: 100))
         XCTAssertNil(try store.peer(identity: carol))
 
         // Upsert overwrites, but the earliest firstSeen is kept.
@@ -349,8 +373,9 @@ final class StoreTests: XCTestCase {
         assertStoreError(try store.touchPeer(identity: carol, at: 1, address: nil), .notFound("peer \(carol)"))
         var dangling = peerRecord(bob, name: "bob")
         dangling.replacedBy = carol
-        assertStoreError(try store.upsertPeer(dangling),
-                         .conflict("peer \(bob) is marked replaced by unknown peer \(carol)"))
+        assertStoreError(
+            try store.upsertPeer(dangling),
+            .conflict("peer \(bob) is marked replaced by unknown peer \(carol)"))
         var badKey = peerRecord(carol, name: "carol")
         badKey.noiseKey = "zz"
         XCTAssertThrowsError(try store.upsertPeer(badKey))
@@ -371,11 +396,13 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(try store.peer(identity: carol)?.trust, .verified, "a person compared the new key")
         XCTAssertEqual(try store.pendingOutgoing(to: carol, limit: 10).map(\.id), [messageID(2), messageID(3)])
         XCTAssertEqual(try store.pendingOutgoing(to: alice, limit: 10), [])
-        XCTAssertEqual(try store.message(id: messageID(1))?.recipient, alice, "delivered history stays with the old key")
+        XCTAssertEqual(
+            try store.message(id: messageID(1))?.recipient, alice, "delivered history stays with the old key")
         XCTAssertEqual(try store.previousKeys(of: carol).map(\.identity), [alice])
         XCTAssertEqual(try store.keyChanges(involving: carol).map(\.oldIdentity), [alice])
-        assertStoreError(try store.replacePeer(old: alice, new: carol, at: 40),
-                         .conflict("peer \(alice) was already replaced by \(carol)"))
+        assertStoreError(
+            try store.replacePeer(old: alice, new: carol, at: 40),
+            .conflict("peer \(alice) was already replaced by \(carol)"))
         assertStoreError(try store.replacePeer(old: carol, new: bob, at: 40), .notFound("peer \(bob)"))
     }
 
@@ -455,7 +482,9 @@ final class StoreTests: XCTestCase {
         let garbage = Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
         try garbage.write(to: URL(fileURLWithPath: databasePath))
         XCTAssertThrowsError(try open()) { error in
-            guard case let .corrupt(path, _)? = error as? StoreError else { return XCTFail("expected corrupt, got \(error)") }
+            guard case let .corrupt(path, _)? = error as? StoreError else {
+                return XCTFail("expected corrupt, got \(error)")
+            }
             XCTAssertEqual(path, databasePath)
             XCTAssertTrue(String(describing: error).contains(databasePath))
         }
@@ -470,7 +499,9 @@ final class StoreTests: XCTestCase {
         handle.write(Data(repeating: 0x41, count: 16))
         handle.closeFile()
         XCTAssertThrowsError(try open()) { error in
-            guard case let .corrupt(path, _)? = error as? StoreError else { return XCTFail("expected corrupt, got \(error)") }
+            guard case let .corrupt(path, _)? = error as? StoreError else {
+                return XCTFail("expected corrupt, got \(error)")
+            }
             XCTAssertEqual(path, databasePath)
         }
     }
@@ -496,8 +527,10 @@ final class StoreTests: XCTestCase {
     func testMalformedIdentifiersAreRefused() throws {
         let store = try open()
         XCTAssertThrowsError(try store.enqueue([outgoing(1, to: "alice")], sender: me))
-        XCTAssertThrowsError(try store.enqueue([NewOutgoingMessage(id: "short", recipient: alice, body: "", createdAt: 0)],
-                                               sender: me))
+        XCTAssertThrowsError(
+            try store.enqueue(
+                [NewOutgoingMessage(id: "short", recipient: alice, body: "", createdAt: 0)],
+                sender: me))
         XCTAssertThrowsError(try store.pendingOutgoing(to: alice + "\0", limit: 1))
         XCTAssertThrowsError(try store.peers(named: "a\0b"))
         XCTAssertEqual(try store.counts().queued, 0)
@@ -528,10 +561,11 @@ final class StoreTests: XCTestCase {
         let queue = try DatabaseQueue(path: databasePath)
         try Schema.migrator.migrate(queue, upTo: "rooms-v1")
         try queue.write { db in
-            try db.execute(sql: """
-                INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, body, state)
-                VALUES (?, 'outgoing', ?, ?, ?, 1, 1, x'6f6c64', 'queued')
-                """, arguments: [messageID(1), me, bob, bob])
+            try db.execute(
+                sql: """
+                    INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, body, state)
+                    VALUES (?, 'outgoing', ?, ?, ?, 1, 1, x'6f6c64', 'queued')
+                    """, arguments: [messageID(1), me, bob, bob])
         }
         try queue.close()
         let store = try open()
@@ -547,22 +581,25 @@ final class StoreTests: XCTestCase {
     /// its own awaiting approval, and the old peer gets back the trust it had.
     func testPendingKeyChangesBecomePeersAwaitingApprovalOnUpgrade() throws {
         let newKey = IdentityKeyPair.generate()
-        let card = try Card.issue(identity: newKey, noiseKey: NoiseStaticKeyPair.generate().publicKey, displayName: "alice",
-                                  hostName: "h", issuedAt: 5, sequence: 3)
+        let card = try Card.issue(
+            identity: newKey, noiseKey: NoiseStaticKeyPair.generate().publicKey, displayName: "alice",
+            hostName: "h", issuedAt: 5, sequence: 3)
         let newID = newKey.publicKey.hex
         let queue = try DatabaseQueue(path: databasePath)
         try Schema.migrator.migrate(queue, upTo: "message-bodies-v1")
         try queue.write { db in
-            try db.execute(sql: """
-                INSERT INTO peer (identity, display_name, host_name, card, card_sequence, noise_key, trust,
-                                  first_seen, last_seen, last_address, replaced_by)
-                VALUES (?, 'alice', '', x'00', 1, ?, 'changed', 1, 2, '10.0.0.1:7', NULL)
-                """, arguments: [alice, String(repeating: "ab", count: 32)])
-            try db.execute(sql: """
-                INSERT INTO key_change (display_name, old_identity, new_identity, new_card, address, detected_at,
-                                        status, prior_trust)
-                VALUES ('alice', ?, ?, ?, '10.0.0.1:7', 9, 'pending', 'verified')
-                """, arguments: [alice, newID, Data(card.encoded())])
+            try db.execute(
+                sql: """
+                    INSERT INTO peer (identity, display_name, host_name, card, card_sequence, noise_key, trust,
+                                      first_seen, last_seen, last_address, replaced_by)
+                    VALUES (?, 'alice', '', x'00', 1, ?, 'changed', 1, 2, '10.0.0.1:7', NULL)
+                    """, arguments: [alice, String(repeating: "ab", count: 32)])
+            try db.execute(
+                sql: """
+                    INSERT INTO key_change (display_name, old_identity, new_identity, new_card, address, detected_at,
+                                            status, prior_trust)
+                    VALUES ('alice', ?, ?, ?, '10.0.0.1:7', 9, 'pending', 'verified')
+                    """, arguments: [alice, newID, Data(card.encoded())])
         }
         try queue.close()
         let store = try open()
@@ -577,7 +614,8 @@ final class StoreTests: XCTestCase {
 
     func testAnEmptyIncomingBodyIsStoredAsEmpty() throws {
         let store = try open()
-        let stored = try store.storeIncoming([incoming(1, from: alice, body: ""), incoming(2, from: alice, sequence: 2)], at: 5)
+        let stored = try store.storeIncoming(
+            [incoming(1, from: alice, body: ""), incoming(2, from: alice, sequence: 2)], at: 5)
         XCTAssertEqual(stored.map(\.isNew), [true, true])
         XCTAssertEqual(try store.message(id: messageID(1), sender: alice)?.body, "")
         XCTAssertEqual(try store.message(id: messageID(2), sender: alice)?.body, "incoming 2")

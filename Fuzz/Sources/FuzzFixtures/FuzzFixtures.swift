@@ -30,28 +30,33 @@ public enum FuzzFixtures {
         }
     }
 
-    public static let responder = party(seed: 0x00, name: "Rita", host: "rita-desktop.local",
-                                        bootID: responderBootID)
-    public static let initiator = party(seed: 0x80, name: "Ian", host: "ian-laptop.local",
-                                        bootID: initiatorBootID)
+    public static let responder = party(
+        seed: 0x00, name: "Rita", host: "rita-desktop.local",
+        bootID: responderBootID)
+    public static let initiator = party(
+        seed: 0x80, name: "Ian", host: "ian-laptop.local",
+        bootID: initiatorBootID)
 
     /// The responder the fuzz target attacks.
     public static func responderHandshake() -> SessionHandshake {
-        SessionHandshake(role: .responder, localCard: responder.card, staticKey: responder.staticKey,
-                         bootID: responder.bootID, now: now, ephemeralKey: responder.ephemeralKey())
+        SessionHandshake(
+            role: .responder, localCard: responder.card, staticKey: responder.staticKey,
+            bootID: responder.bootID, now: now, ephemeralKey: responder.ephemeralKey())
     }
 
     /// An honest initiator, to produce real messages 1 and 3.
     public static func initiatorHandshake() -> SessionHandshake {
-        SessionHandshake(role: .initiator, localCard: initiator.card, staticKey: initiator.staticKey,
-                         bootID: initiator.bootID, now: now, ephemeralKey: initiator.ephemeralKey())
+        SessionHandshake(
+            role: .initiator, localCard: initiator.card, staticKey: initiator.staticKey,
+            bootID: initiator.bootID, now: now, ephemeralKey: initiator.ephemeralKey())
     }
 
     /// The initiator's raw Noise state, for sending a message 3 with an arbitrary payload.
     public static func initiatorNoise() -> HandshakeState<NoiseSHA256> {
-        HandshakeState<NoiseSHA256>(role: .initiator, prologue: ProtocolVersion.prologue,
-                                    staticKey: initiator.staticKey, ephemeralKey: initiator.ephemeralKey(),
-                                    presharedKey: nil)
+        HandshakeState<NoiseSHA256>(
+            role: .initiator, prologue: ProtocolVersion.prologue,
+            staticKey: initiator.staticKey, ephemeralKey: initiator.ephemeralKey(),
+            presharedKey: nil)
     }
 
     static func party(seed: UInt8, name: String, host: String, bootID: [UInt8]) -> Party {
@@ -59,10 +64,12 @@ public enum FuzzFixtures {
         // a failure here is a bug in these constants, found on the first run.
         let identity = try! IdentityKeyPair(seed: secret(from: seed))
         let staticKey = try! NoiseStaticKeyPair(privateKey: secret(from: seed &+ 0x20))
-        let card = try! Card.issue(identity: identity, noiseKey: staticKey.publicKey, displayName: name,
-                                   hostName: host, issuedAt: issuedAt, sequence: 1, expiresAt: expiresAt)
-        return Party(identity: identity, staticKey: staticKey, card: card,
-                     ephemeralSeed: seed &+ 0x40, bootID: bootID)
+        let card = try! Card.issue(
+            identity: identity, noiseKey: staticKey.publicKey, displayName: name,
+            hostName: host, issuedAt: issuedAt, sequence: 1, expiresAt: expiresAt)
+        return Party(
+            identity: identity, staticKey: staticKey, card: card,
+            ephemeralSeed: seed &+ 0x40, bootID: bootID)
     }
 
     static func secret(from first: UInt8) -> SecretBytes {

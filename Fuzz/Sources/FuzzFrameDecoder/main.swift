@@ -24,7 +24,10 @@ public func fuzzFrameDecoder(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt
         offset += length
         let result = drain(&split)
         frames += result.frames
-        if let error = result.error { failed = error; break }
+        if let error = result.error {
+            failed = error
+            break
+        }
     }
     if failed == nil { frames += drain(&split).frames }
 
@@ -38,8 +41,9 @@ public func fuzzFrameDecoder(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt
     }
     precondition(failed == expected.error, "errors differ between one read and split reads")
     // The documented bound once drained: at most one incomplete frame is buffered.
-    precondition(expected.error != nil
-                 || whole.bufferedByteCount <= Frame.headerLength + Frame.maxPayloadLength - 1)
+    precondition(
+        expected.error != nil
+            || whole.bufferedByteCount <= Frame.headerLength + Frame.maxPayloadLength - 1)
     return 0
 }
 
@@ -53,7 +57,10 @@ private func drain(_ decoder: inout FrameDecoder) -> (frames: [[UInt8]], error: 
         return (frames, nil)
     } catch {
         // Errors are sticky: the next call must throw the same error.
-        do { _ = try decoder.next(); preconditionFailure("error was not sticky") } catch let again {
+        do {
+            _ = try decoder.next()
+            preconditionFailure("error was not sticky")
+        } catch let again {
             precondition(again == error)
         }
         return (frames, error)

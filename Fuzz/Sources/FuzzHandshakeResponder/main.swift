@@ -36,8 +36,9 @@ private func asMessage3(_ bytes: [UInt8]) {
             preconditionFailure("a responder did not finish on message 3")
         }
         precondition(final == nil)
-        precondition(session.remoteCard == FuzzFixtures.initiator.card,
-                     "established with a card other than the initiator's")
+        precondition(
+            session.remoteCard == FuzzFixtures.initiator.card,
+            "established with a card other than the initiator's")
     } catch {
         refusesFurtherMessages(&responder, bytes)
     }

@@ -70,8 +70,9 @@ private func handle(line: [UInt8]) {
         guard let reply = try? ControlJSON.line(response) else {
             preconditionFailure("the answer to a rejected line could not be encoded")
         }
-        precondition(reply.firstIndex(of: UInt8(ascii: "\n")) == reply.count - 1,
-                     "a response line contains a raw newline")
+        precondition(
+            reply.firstIndex(of: UInt8(ascii: "\n")) == reply.count - 1,
+            "a response line contains a raw newline")
         guard case .success(.response(let back)) = ControlServerMessage.parse(line: Array(reply.dropLast())) else {
             preconditionFailure("the answer to a rejected line is not a valid response line")
         }

@@ -36,7 +36,8 @@ public struct IdentityPublicKey: Hashable, Sendable {
         return signature.withUnsafeBufferPointer { sig in
             message.withUnsafeBufferPointer { msg in
                 bytes.withUnsafeBufferPointer { pk in
-                    crypto_sign_verify_detached(sig.baseAddress!, msg.baseAddress, UInt64(msg.count), pk.baseAddress!) == 0
+                    crypto_sign_verify_detached(sig.baseAddress!, msg.baseAddress, UInt64(msg.count), pk.baseAddress!)
+                        == 0
                 }
             }
         }
@@ -162,7 +163,7 @@ public final class NoiseStaticKeyPair: DHKeyPair {
     public var privateKey: SecretBytes { inner.privateKey }
 
     public static func generate() -> NoiseStaticKeyPair {
-        try! NoiseStaticKeyPair(privateKey: .random(X25519Secret.length)) // length correct by construction
+        try! NoiseStaticKeyPair(privateKey: .random(X25519Secret.length))  // length correct by construction
     }
     public init(privateKey: SecretBytes) throws(KeyError) { inner = try X25519Secret(privateKey: privateKey) }
     public func dh(_ remote: NoisePublicKey) throws(KeyError) -> SecretBytes { try inner.dh(remote) }
@@ -174,7 +175,7 @@ public final class NoiseEphemeralKeyPair: DHKeyPair {
     public var publicKey: NoisePublicKey { inner.publicKey }
 
     public static func generate() -> NoiseEphemeralKeyPair {
-        try! NoiseEphemeralKeyPair(privateKey: .random(X25519Secret.length)) // length correct by construction
+        try! NoiseEphemeralKeyPair(privateKey: .random(X25519Secret.length))  // length correct by construction
     }
     /// Fixed ephemeral key: only test vectors should need this.
     public init(privateKey: SecretBytes) throws(KeyError) { inner = try X25519Secret(privateKey: privateKey) }

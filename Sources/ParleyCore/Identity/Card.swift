@@ -40,8 +40,10 @@ public struct Card: Hashable, Sendable {
     public let expiresAt: UInt64?
     public let signature: [UInt8]
 
-    private init(identityKey: IdentityPublicKey, noiseKey: NoisePublicKey, displayName: String,
-                 hostName: String, issuedAt: UInt64, sequence: UInt64, expiresAt: UInt64?, signature: [UInt8]) {
+    private init(
+        identityKey: IdentityPublicKey, noiseKey: NoisePublicKey, displayName: String,
+        hostName: String, issuedAt: UInt64, sequence: UInt64, expiresAt: UInt64?, signature: [UInt8]
+    ) {
         self.version = Self.currentVersion
         self.identityKey = identityKey
         self.noiseKey = noiseKey
@@ -54,27 +56,32 @@ public struct Card: Hashable, Sendable {
     }
 
     /// Creates and signs a card. Throws if a field would make peers reject it.
-    public static func issue(identity: IdentityKeyPair, noiseKey: NoisePublicKey, displayName: String,
-                             hostName: String, issuedAt: UInt64, sequence: UInt64,
-                             expiresAt: UInt64? = nil) throws(CardError) -> Card {
+    public static func issue(
+        identity: IdentityKeyPair, noiseKey: NoisePublicKey, displayName: String,
+        hostName: String, issuedAt: UInt64, sequence: UInt64,
+        expiresAt: UInt64? = nil
+    ) throws(CardError) -> Card {
         // A name typed in another normalization form is the same name: sign its NFC form.
         let name = try CardFieldRules.displayName(utf8: Array(CardFieldRules.nfc(displayName).utf8))
         let host = try CardFieldRules.hostName(bytes: Array(hostName.utf8))
         try CardFieldRules.checkExpiry(issuedAt: issuedAt, expiresAt: expiresAt)
-        let unsigned = Card(identityKey: identity.publicKey, noiseKey: noiseKey, displayName: name,
-                            hostName: host, issuedAt: issuedAt, sequence: sequence,
-                            expiresAt: expiresAt, signature: [])
+        let unsigned = Card(
+            identityKey: identity.publicKey, noiseKey: noiseKey, displayName: name,
+            hostName: host, issuedAt: issuedAt, sequence: sequence,
+            expiresAt: expiresAt, signature: [])
         let signature = identity.sign(signatureDomain + unsigned.signedBytes())
-        return Card(identityKey: identity.publicKey, noiseKey: noiseKey, displayName: name,
-                    hostName: host, issuedAt: issuedAt, sequence: sequence,
-                    expiresAt: expiresAt, signature: signature)
+        return Card(
+            identityKey: identity.publicKey, noiseKey: noiseKey, displayName: name,
+            hostName: host, issuedAt: issuedAt, sequence: sequence,
+            expiresAt: expiresAt, signature: signature)
     }
 
     /// Everything before the signature, in wire order.
     func signedBytes() -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(Self.maxEncodedLength)
-        let name = Array(displayName.utf8), host = Array(hostName.utf8)
+        let name = Array(displayName.utf8)
+        let host = Array(hostName.utf8)
         out.append(version)
         out += identityKey.bytes
         out += noiseKey.bytes
@@ -117,8 +124,9 @@ public struct Card: Hashable, Sendable {
         guard identityKey.verify(signature: signature, message: signatureDomain + bytes[..<signedEnd]) else {
             throw .badSignature
         }
-        return Card(identityKey: identityKey, noiseKey: noiseKey, displayName: name, hostName: host,
-                    issuedAt: issuedAt, sequence: sequence, expiresAt: expiresAt, signature: signature)
+        return Card(
+            identityKey: identityKey, noiseKey: noiseKey, displayName: name, hostName: host,
+            issuedAt: issuedAt, sequence: sequence, expiresAt: expiresAt, signature: signature)
     }
 
     /// True once `now` (unix seconds) has reached the expiry time.

@@ -36,7 +36,8 @@ public enum CardError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .trailingBytes(count):
             return "card has \(count) unexpected byte(s) after the signature"
         case let .unsupportedVersion(v):
-            return "card format version \(v) is not supported (this build knows version \(Card.currentVersion)); upgrade Parley"
+            return
+                "card format version \(v) is not supported (this build knows version \(Card.currentVersion)); upgrade Parley"
         case .emptyDisplayName:
             return "display name must not be empty"
         case let .displayNameTooLong(bytes):
@@ -45,7 +46,8 @@ public enum CardError: Error, Equatable, Sendable, CustomStringConvertible {
             return "display name is not valid UTF-8"
         case let .displayNameForbiddenCharacter(cp):
             let hex = String(cp, radix: 16, uppercase: true)
-            return "display name contains the forbidden character U+\(String(repeating: "0", count: max(0, 4 - hex.count)) + hex) (control, format, invisible, line break or bidi character)"
+            return
+                "display name contains the forbidden character U+\(String(repeating: "0", count: max(0, 4 - hex.count)) + hex) (control, format, invisible, line break or bidi character)"
         case .displayNameNotNormalized:
             return "display name is not in Unicode Normalization Form C"
         case let .displayNameTooManyCombiningMarks(limit):

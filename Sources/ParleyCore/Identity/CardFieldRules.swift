@@ -61,12 +61,15 @@ enum CardFieldRules {
         guard bytes.count <= Card.maxHostNameLength else { throw .hostNameTooLong(bytes: bytes.count) }
         if bytes.isEmpty { return "" }
         for label in bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false) {
-            guard !label.isEmpty else { throw .invalidHostName(reason: "empty label (leading, trailing or doubled '.')") }
+            guard !label.isEmpty else {
+                throw .invalidHostName(reason: "empty label (leading, trailing or doubled '.')")
+            }
             guard label.count <= Card.maxHostLabelLength else {
                 throw .invalidHostName(reason: "label longer than \(Card.maxHostLabelLength) characters")
             }
             for c in label where !isLDH(c) {
-                throw .invalidHostName(reason: "byte 0x\(String(c, radix: 16)) is not an ASCII letter, digit, '-' or '.'")
+                throw .invalidHostName(
+                    reason: "byte 0x\(String(c, radix: 16)) is not an ASCII letter, digit, '-' or '.'")
             }
             guard label.first != UInt8(ascii: "-"), label.last != UInt8(ascii: "-") else {
                 throw .invalidHostName(reason: "a label starts or ends with '-'")
@@ -79,7 +82,7 @@ enum CardFieldRules {
     private static func isLDH(_ c: UInt8) -> Bool {
         switch c {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"):
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"):
             return true
         default:
             return false

@@ -18,8 +18,9 @@ public struct CipherState: Sendable {
     /// Keys come from HKDF inside this module or from tests, never from the wire, so a
     /// wrong length is a programming error and traps.
     public init(key: SecretBytes) {
-        precondition(key.count == NoiseConstants.keyLength,
-                     "CipherState key must be \(NoiseConstants.keyLength) bytes, got \(key.count)")
+        precondition(
+            key.count == NoiseConstants.keyLength,
+            "CipherState key must be \(NoiseConstants.keyLength) bytes, got \(key.count)")
         self.key = key
     }
 
@@ -66,8 +67,9 @@ public struct CipherState: Sendable {
     /// (spec §4.2 default). The nonce is kept, as the spec says. No-op without a key.
     public mutating func rekey() {
         guard let key else { return }
-        var block = Self.seal(key: key, nonce: NoiseConstants.reservedNonce, ad: [],
-                              plaintext: [UInt8](repeating: 0, count: NoiseConstants.keyLength))
+        var block = Self.seal(
+            key: key, nonce: NoiseConstants.reservedNonce, ad: [],
+            plaintext: [UInt8](repeating: 0, count: NoiseConstants.keyLength))
         self.key = SecretBytes(count: NoiseConstants.keyLength) { dst in
             for i in 0..<NoiseConstants.keyLength { dst[i] = block[i] }
         }

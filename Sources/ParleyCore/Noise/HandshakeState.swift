@@ -45,7 +45,6 @@ public struct HandshakeState<H: NoiseHash>: Sendable {
     /// static key, the responder's included, is encrypted under a psk-dependent key.
     private static var xxpsk0: [[Token]] { [[.psk, .e], [.e, .ee, .s, .es], [.s, .se]] }
 
-
     private enum Phase: Sendable { case running, aborted, split }
 
     public let role: Role
@@ -68,15 +67,23 @@ public struct HandshakeState<H: NoiseHash>: Sendable {
     ///   - presharedKey: non-nil selects XXpsk3 (or XXpsk0, see `presharedKeyPlacement`).
     ///     It must be 32 bytes; if it is not, the first `writeMessage`/`readMessage`
     ///     throws `.invalidPresharedKeyLength`.
-    public init(role: Role, prologue: [UInt8], staticKey: NoiseStaticKeyPair,
-                ephemeralKey: NoiseEphemeralKeyPair? = nil,
-                presharedKey: SecretBytes? = nil,
-                presharedKeyPlacement: NoisePresharedKeyPlacement = .three) {
+    public init(
+        role: Role, prologue: [UInt8], staticKey: NoiseStaticKeyPair,
+        ephemeralKey: NoiseEphemeralKeyPair? = nil,
+        presharedKey: SecretBytes? = nil,
+        presharedKeyPlacement: NoisePresharedKeyPlacement = .three
+    ) {
         let patternName: String
         switch (presharedKey, presharedKeyPlacement) {
-        case (nil, _): patternName = "XX"; self.messagePatterns = Self.xx
-        case (_, .three): patternName = "XXpsk3"; self.messagePatterns = Self.xxpsk3
-        case (_, .zero): patternName = "XXpsk0"; self.messagePatterns = Self.xxpsk0
+        case (nil, _):
+            patternName = "XX"
+            self.messagePatterns = Self.xx
+        case (_, .three):
+            patternName = "XXpsk3"
+            self.messagePatterns = Self.xxpsk3
+        case (_, .zero):
+            patternName = "XXpsk0"
+            self.messagePatterns = Self.xxpsk0
         }
         self.role = role
         self.protocolName = "Noise_\(patternName)_25519_ChaChaPoly_\(H.name)"
@@ -155,11 +162,13 @@ public struct HandshakeState<H: NoiseHash>: Sendable {
         let keys: TransportKeys
         switch role {
         case .initiator:
-            keys = TransportKeys(send: initiatorToResponder, receive: responderToInitiator,
-                                 handshakeHash: symmetric.handshakeHash)
+            keys = TransportKeys(
+                send: initiatorToResponder, receive: responderToInitiator,
+                handshakeHash: symmetric.handshakeHash)
         case .responder:
-            keys = TransportKeys(send: responderToInitiator, receive: initiatorToResponder,
-                                 handshakeHash: symmetric.handshakeHash)
+            keys = TransportKeys(
+                send: responderToInitiator, receive: initiatorToResponder,
+                handshakeHash: symmetric.handshakeHash)
         }
         phase = .split
         symmetric.discardSecrets()
@@ -274,8 +283,10 @@ public struct HandshakeState<H: NoiseHash>: Sendable {
         let shared: SecretBytes
         switch token {
         case .ee: shared = try Self.dh(ephemeralKey, remoteEphemeralKey)
-        case .es: shared = initiator ? try Self.dh(ephemeralKey, remoteStaticKey) : try Self.dh(staticKey, remoteEphemeralKey)
-        case .se: shared = initiator ? try Self.dh(staticKey, remoteEphemeralKey) : try Self.dh(ephemeralKey, remoteStaticKey)
+        case .es:
+            shared = initiator ? try Self.dh(ephemeralKey, remoteStaticKey) : try Self.dh(staticKey, remoteEphemeralKey)
+        case .se:
+            shared = initiator ? try Self.dh(staticKey, remoteEphemeralKey) : try Self.dh(ephemeralKey, remoteStaticKey)
         case .ss: shared = try Self.dh(staticKey, remoteStaticKey)
         case .psk:
             // checkCanProcess guarantees psk mode reaches here with a 32-byte key, and only

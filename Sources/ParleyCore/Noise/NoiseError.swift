@@ -32,11 +32,13 @@ public enum NoiseError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .decryptionFailed:
-            return "Noise decryption failed: the message was altered or the peer uses different keys, prologue or pre-shared key"
+            return
+                "Noise decryption failed: the message was altered or the peer uses different keys, prologue or pre-shared key"
         case .nonceExhausted:
             return "Noise cipher nonce exhausted (2^64-1 messages): start a new session"
         case let .messageTooLong(n):
-            return "Noise message of \(n) bytes exceeds the \(NoiseConstants.maxMessageLength)-byte limit: send a smaller payload"
+            return
+                "Noise message of \(n) bytes exceeds the \(NoiseConstants.maxMessageLength)-byte limit: send a smaller payload"
         case .messageTooShort:
             return "Noise message is truncated: it is shorter than its handshake step requires"
         case .handshakeNotComplete:

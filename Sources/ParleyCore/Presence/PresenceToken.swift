@@ -19,7 +19,8 @@ public enum PresenceToken {
 
     public static func epoch(atUnixSeconds seconds: UInt64) -> UInt64 { seconds / epochSeconds }
 
-    public static func make(identity: IdentityPublicKey, networkKey: [UInt8]?, epoch: UInt64, nonce: [UInt8]) -> [UInt8] {
+    public static func make(identity: IdentityPublicKey, networkKey: [UInt8]?, epoch: UInt64, nonce: [UInt8]) -> [UInt8]
+    {
         Sodium.ensureInitialized()
         var key = Sodium.sha256(Array("parley presence v1".utf8), identity.bytes, networkKey ?? [])
         defer { Sodium.wipe(&key) }
@@ -38,11 +39,15 @@ public enum PresenceToken {
     }
 
     /// Whether `token` (with its `nonce`) was made by `identity` in an epoch next to `epoch`.
-    public static func matches(_ token: [UInt8], nonce: [UInt8], identity: IdentityPublicKey, networkKey: [UInt8]?,
-                               epoch: UInt64) -> Bool {
+    public static func matches(
+        _ token: [UInt8], nonce: [UInt8], identity: IdentityPublicKey, networkKey: [UInt8]?,
+        epoch: UInt64
+    ) -> Bool {
         guard token.count == tokenLength, nonce.count == nonceLength else { return false }
-        for e in [epoch, epoch &+ 1, epoch &- 1] where Sodium.constantTimeEqual(
-            make(identity: identity, networkKey: networkKey, epoch: e, nonce: nonce), token) {
+        for e in [epoch, epoch &+ 1, epoch &- 1]
+        where Sodium.constantTimeEqual(
+            make(identity: identity, networkKey: networkKey, epoch: e, nonce: nonce), token)
+        {
             return true
         }
         return false

@@ -78,9 +78,11 @@ public struct RoomOperation: Hashable, Sendable {
     /// version, kind, room field, sequence, createdAt, actor, parent count.
     static let fixedLength = 1 + 1 + RoomID.length + 8 + 8 + IdentityPublicKey.length + 1
     /// Name length, name, flags, member count, members.
-    static let maxCreateBodyLength = 1 + RoomLimits.maxNameBytes + 1 + 2 + RoomLimits.maxMembers * IdentityPublicKey.length
+    static let maxCreateBodyLength =
+        1 + RoomLimits.maxNameBytes + 1 + 2 + RoomLimits.maxMembers * IdentityPublicKey.length
     /// Parents and the largest change body (a rename: length and name).
-    static let maxChangeBodyLength = RoomLimits.maxParents * RoomOperationHash.length
+    static let maxChangeBodyLength =
+        RoomLimits.maxParents * RoomOperationHash.length
         + max(IdentityPublicKey.length + 1, 1 + RoomLimits.maxNameBytes)
     /// The largest valid operation (a create with the longest name and most members,
     /// 2,247 bytes): bounds what a receiver parses.
@@ -106,8 +108,10 @@ public struct RoomOperation: Hashable, Sendable {
     /// SHA-256 of the domain and the signed bytes: the operation's name.
     public let hash: RoomOperationHash
 
-    private init(roomField: RoomID, sequence: UInt64, parents: [RoomOperationHash], createdAt: UInt64,
-                 actor: IdentityPublicKey, change: Change, signature: [UInt8]) {
+    private init(
+        roomField: RoomID, sequence: UInt64, parents: [RoomOperationHash], createdAt: UInt64,
+        actor: IdentityPublicKey, change: Change, signature: [UInt8]
+    ) {
         self.roomField = roomField
         self.sequence = sequence
         self.parents = parents
@@ -115,8 +119,9 @@ public struct RoomOperation: Hashable, Sendable {
         self.actor = actor
         self.change = change
         self.signature = signature
-        let signed = Self.signedBytes(roomField: roomField, sequence: sequence, parents: parents,
-                                      createdAt: createdAt, actor: actor, change: change)
+        let signed = Self.signedBytes(
+            roomField: roomField, sequence: sequence, parents: parents,
+            createdAt: createdAt, actor: actor, change: change)
         let hash = RoomOperationHash(exactly: Sodium.sha256(Self.hashDomain, signed))
         self.hash = hash
         if case .create = change { roomID = RoomID(committingTo: hash) } else { roomID = roomField }
@@ -138,24 +143,31 @@ public struct RoomOperation: Hashable, Sendable {
     /// Signs a create operation for a new room. `members` may or may not include the
     /// creator; it is added, sorted and de-duplicated here. The room id is derived from the
     /// result (`roomID`); `nonce` is random unless a test fixes it.
-    public static func create(name: String, members: [IdentityPublicKey], policy: Policy = Policy(),
-                              by identity: IdentityKeyPair, createdAt: UInt64,
-                              nonce: RoomID = .random()) throws(RoomOperationError) -> RoomOperation {
+    public static func create(
+        name: String, members: [IdentityPublicKey], policy: Policy = Policy(),
+        by identity: IdentityKeyPair, createdAt: UInt64,
+        nonce: RoomID = .random()
+    ) throws(RoomOperationError) -> RoomOperation {
         let all = Array(Set(members + [identity.publicKey])).sorted()
-        return try sign(.create(name: name, members: all, policy: policy), roomField: nonce, parents: [],
-                        by: identity, createdAt: createdAt)
+        return try sign(
+            .create(name: name, members: all, policy: policy), roomField: nonce, parents: [],
+            by: identity, createdAt: createdAt)
     }
 
     /// Signs any other change following `parents` (the room's current heads; see
     /// `RoomState.heads`). The sequence is derived from them.
-    public static func change(_ change: Change, roomID: RoomID, after parents: [RoomOperation],
-                              by identity: IdentityKeyPair, createdAt: UInt64) throws(RoomOperationError) -> RoomOperation {
+    public static func change(
+        _ change: Change, roomID: RoomID, after parents: [RoomOperation],
+        by identity: IdentityKeyPair, createdAt: UInt64
+    ) throws(RoomOperationError) -> RoomOperation {
         if case .create = change { throw .invalidParents("a create has no parents; use RoomOperation.create") }
         return try sign(change, roomField: roomID, parents: parents, by: identity, createdAt: createdAt)
     }
 
-    private static func sign(_ change: Change, roomField: RoomID, parents: [RoomOperation],
-                             by identity: IdentityKeyPair, createdAt: UInt64) throws(RoomOperationError) -> RoomOperation {
+    private static func sign(
+        _ change: Change, roomField: RoomID, parents: [RoomOperation],
+        by identity: IdentityKeyPair, createdAt: UInt64
+    ) throws(RoomOperationError) -> RoomOperation {
         let hashes = Array(Set(parents.map(\.hash))).sorted()
         let sequence: UInt64
         if case .create = change {
@@ -168,16 +180,20 @@ public struct RoomOperation: Hashable, Sendable {
         }
         let actor = identity.publicKey
         try validate(change: change, actor: actor, parents: hashes, sequence: sequence)
-        let signed = signedBytes(roomField: roomField, sequence: sequence, parents: hashes,
-                                 createdAt: createdAt, actor: actor, change: change)
+        let signed = signedBytes(
+            roomField: roomField, sequence: sequence, parents: hashes,
+            createdAt: createdAt, actor: actor, change: change)
         let signature = identity.sign(signatureDomain + signed)
-        return RoomOperation(roomField: roomField, sequence: sequence, parents: hashes, createdAt: createdAt,
-                             actor: actor, change: change, signature: signature)
+        return RoomOperation(
+            roomField: roomField, sequence: sequence, parents: hashes, createdAt: createdAt,
+            actor: actor, change: change, signature: signature)
     }
 
     /// The structural rules shared by `sign` and `decode`.
-    private static func validate(change: Change, actor: IdentityPublicKey, parents: [RoomOperationHash],
-                                 sequence: UInt64) throws(RoomOperationError) {
+    private static func validate(
+        change: Change, actor: IdentityPublicKey, parents: [RoomOperationHash],
+        sequence: UInt64
+    ) throws(RoomOperationError) {
         for (a, b) in zip(parents, parents.dropFirst()) where !(a < b) {
             throw .invalidParents("parent hashes must be strictly ascending")
         }
@@ -211,8 +227,10 @@ public struct RoomOperation: Hashable, Sendable {
 
     // MARK: Encoding
 
-    static func signedBytes(roomField: RoomID, sequence: UInt64, parents: [RoomOperationHash], createdAt: UInt64,
-                            actor: IdentityPublicKey, change: Change) -> [UInt8] {
+    static func signedBytes(
+        roomField: RoomID, sequence: UInt64, parents: [RoomOperationHash], createdAt: UInt64,
+        actor: IdentityPublicKey, change: Change
+    ) -> [UInt8] {
         var out: [UInt8] = [currentVersion, change.kind.rawValue]
         out.reserveCapacity(maxEncodedLength)
         out += roomField.bytes
@@ -225,7 +243,7 @@ public struct RoomOperation: Hashable, Sendable {
         switch change {
         case let .create(name, members, policy):
             let n = Array(name.utf8)
-            out.append(UInt8(n.count))   // at most 64, checked
+            out.append(UInt8(n.count))  // at most 64, checked
             out += n
             out.append(policy.flags)
             out.appendUInt16(UInt16(members.count))  // at most 64, checked
@@ -249,8 +267,9 @@ public struct RoomOperation: Hashable, Sendable {
 
     /// The canonical wire form: signed bytes, then the signature.
     public func encoded() -> [UInt8] {
-        Self.signedBytes(roomField: roomField, sequence: sequence, parents: parents, createdAt: createdAt,
-                         actor: actor, change: change) + signature
+        Self.signedBytes(
+            roomField: roomField, sequence: sequence, parents: parents, createdAt: createdAt,
+            actor: actor, change: change) + signature
     }
 
     /// Parses and verifies one operation: exactly these bytes, a valid structure and a
@@ -272,7 +291,9 @@ public struct RoomOperation: Hashable, Sendable {
         func name() throws(RoomOperationError) -> String {
             let nameLength = Int(try take(1, "name length")[0])
             let nameBytes = try take(nameLength, "name")
-            do { return try CardFieldRules.displayName(utf8: nameBytes) } catch { throw .invalidName(error.description) }
+            do { return try CardFieldRules.displayName(utf8: nameBytes) } catch {
+                throw .invalidName(error.description)
+            }
         }
         func policy() throws(RoomOperationError) -> Policy {
             let flags = try take(1, "flags")[0]
@@ -333,7 +354,8 @@ public struct RoomOperation: Hashable, Sendable {
         guard actor.verify(signature: signature, message: signatureDomain + bytes[..<signedEnd]) else {
             throw .badSignature
         }
-        return RoomOperation(roomField: roomField, sequence: sequence, parents: parents, createdAt: createdAt,
-                             actor: actor, change: change, signature: signature)
+        return RoomOperation(
+            roomField: roomField, sequence: sequence, parents: parents, createdAt: createdAt,
+            actor: actor, change: change, signature: signature)
     }
 }

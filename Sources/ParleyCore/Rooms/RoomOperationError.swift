@@ -31,7 +31,9 @@ public enum RoomOperationError: Error, Equatable, Sendable, CustomStringConverti
         switch self {
         case .truncated(let f): return "room operation truncated in \(f)"
         case .trailingBytes(let n): return "room operation followed by \(n) extra bytes"
-        case .unsupportedVersion(let v): return "room operation version \(v) is not supported (this build reads version \(RoomOperation.currentVersion))"
+        case .unsupportedVersion(let v):
+            return
+                "room operation version \(v) is not supported (this build reads version \(RoomOperation.currentVersion))"
         case .unknownKind(let k): return "unknown room operation kind \(k)"
         case .invalidName(let why): return "invalid room name: \(why)"
         case .invalidMembers(let why): return "invalid member list: \(why)"

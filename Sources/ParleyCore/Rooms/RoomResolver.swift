@@ -102,7 +102,10 @@ public enum RoomResolver {
         var rejected: [RoomOperationHash: RoomOperationRejection] = [:]
         var byHash: [RoomOperationHash: RoomOperation] = [root.hash: root]
         for op in operations {
-            if op.roomID != root.roomID { rejected[op.hash] = .otherRoom; continue }
+            if op.roomID != root.roomID {
+                rejected[op.hash] = .otherRoom
+                continue
+            }
             byHash[op.hash] = op
         }
         let ordered = byHash.values.sorted(by: precedes)
@@ -134,16 +137,30 @@ public enum RoomResolver {
                     ancestors.insert(i)
                     highest = max(highest, graph[i].sequence)
                 } else if let p = byHash[parent] {
-                    if !precedes(p, op) { verdict = .badSequence }        // a "parent" that comes later
-                    else if waiting.contains(parent) { missing = true }
-                    else if verdict == nil { verdict = .rejectedAncestor }
+                    if !precedes(p, op) {
+                        verdict = .badSequence
+                    }  // a "parent" that comes later
+                    else if waiting.contains(parent) {
+                        missing = true
+                    } else if verdict == nil {
+                        verdict = .rejectedAncestor
+                    }
                 } else {
                     missing = true
                 }
             }
-            if let verdict { rejected[op.hash] = verdict; continue }
-            if missing { waiting.insert(op.hash); continue }
-            guard op.sequence == highest + 1 else { rejected[op.hash] = .badSequence; continue }
+            if let verdict {
+                rejected[op.hash] = verdict
+                continue
+            }
+            if missing {
+                waiting.insert(op.hash)
+                continue
+            }
+            guard op.sequence == highest + 1 else {
+                rejected[op.hash] = .badSequence
+                continue
+            }
             position[op.hash] = graph.count
             graph.append(op)
             past.append(ancestors)
@@ -172,7 +189,10 @@ public enum RoomResolver {
         var authorized = [Bool](repeating: false, count: graph.count)
         var lowering: [(index: Int, target: IdentityPublicKey, rank: RoomRole, isRemoval: Bool)] = []
         for i in graph.indices {
-            if graph[i].hash == root.hash { authorized[i] = true; continue }
+            if graph[i].hash == root.hash {
+                authorized[i] = true
+                continue
+            }
             let state = fold(upTo: i) { past[i].contains($0) && authorized[$0] }
             guard RoomAuthority.check(graph[i], in: state) == nil else { continue }
             authorized[i] = true
@@ -191,17 +211,25 @@ public enum RoomResolver {
         var applied = [Bool](repeating: false, count: graph.count)
         for i in graph.indices {
             let op = graph[i]
-            if op.hash == root.hash { applied[i] = true; continue }
+            if op.hash == root.hash {
+                applied[i] = true
+                continue
+            }
             let state = fold(upTo: i) { past[i].contains($0) && applied[$0] }
-            if let why = RoomAuthority.check(op, in: state) { rejected[op.hash] = why; continue }
-            if lowering.contains(where: { $0.target == op.actor && concurrent($0.index, i) && !seen(i, by: $0.index) }) {
+            if let why = RoomAuthority.check(op, in: state) {
+                rejected[op.hash] = why
+                continue
+            }
+            if lowering.contains(where: { $0.target == op.actor && concurrent($0.index, i) && !seen(i, by: $0.index) })
+            {
                 rejected[op.hash] = .removedConcurrently
                 continue
             }
             if case .add(let k) = op.change {
                 let adderRank = state.roles[op.actor] ?? .member
                 if lowering.contains(where: {
-                    $0.isRemoval && $0.target == k && $0.rank >= adderRank && concurrent($0.index, i) && !seen(i, by: $0.index)
+                    $0.isRemoval && $0.target == k && $0.rank >= adderRank && concurrent($0.index, i)
+                        && !seen(i, by: $0.index)
                 }) {
                     rejected[op.hash] = .overruled
                     continue
@@ -221,13 +249,14 @@ public enum RoomResolver {
         let heads = appliedOps.filter { !followed.contains($0.hash) }
             .sorted { precedes($1, $0) }
             .prefix(RoomLimits.maxParents)
-        return RoomState(roomID: root.roomID, name: final.name, policy: final.policy, creator: root.actor,
-                         createdAt: root.createdAt, root: root.hash, members: final.roles.keys.sorted(),
-                         roles: final.roles, joined: final.joined.sorted(),
-                         version: appliedOps.map(\.sequence).max() ?? 1,
-                         applied: appliedOps.map(\.hash), rejected: rejected,
-                         waiting: ordered.filter { waiting.contains($0.hash) }.map(\.hash),
-                         heads: Array(heads))
+        return RoomState(
+            roomID: root.roomID, name: final.name, policy: final.policy, creator: root.actor,
+            createdAt: root.createdAt, root: root.hash, members: final.roles.keys.sorted(),
+            roles: final.roles, joined: final.joined.sorted(),
+            version: appliedOps.map(\.sequence).max() ?? 1,
+            applied: appliedOps.map(\.hash), rejected: rejected,
+            waiting: ordered.filter { waiting.contains($0.hash) }.map(\.hash),
+            heads: Array(heads))
     }
 
     /// The total order of operations: (sequence, hash), ascending.

@@ -47,7 +47,8 @@ public struct ByteReader {
 /// Big-endian appends, the mirror of `ByteReader`.
 extension Array where Element == UInt8 {
     @inlinable mutating func appendUInt16(_ v: UInt16) {
-        append(UInt8(truncatingIfNeeded: v >> 8)); append(UInt8(truncatingIfNeeded: v))
+        append(UInt8(truncatingIfNeeded: v >> 8))
+        append(UInt8(truncatingIfNeeded: v))
     }
     @inlinable mutating func appendUInt32(_ v: UInt32) {
         for shift in stride(from: 24, through: 0, by: -8) { append(UInt8(truncatingIfNeeded: v >> UInt32(shift))) }

@@ -1,4 +1,5 @@
 import ParleyControlProtocol
+
 /// A place in a config file, printed as "parleyd.toml:7".
 public struct ConfigLocation: Equatable, Sendable, CustomStringConvertible {
     public let file: String

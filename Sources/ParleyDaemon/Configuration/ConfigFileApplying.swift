@@ -1,6 +1,7 @@
-import ParleyNodeCore
 import ParleyControlProtocol
+import ParleyNodeCore
 import ParleyStore
+
 /// Turning parsed entries into option values: the key must exist and the value must
 /// have the right type and make sense; errors point at the line.
 extension ConfigFile {
@@ -15,7 +16,8 @@ extension ConfigFile {
     private func apply(_ entry: Entry, to configuration: inout DaemonConfiguration) throws(ConfigError) {
         let reader = ValueReader(entry: entry, location: ConfigLocation(file: fileName, line: entry.line))
         guard let key = ConfigKey(rawValue: entry.key) else {
-            throw .unknownKey(reader.location, key: entry.key, suggestion: ConfigKey.suggestion(for: entry.key)?.rawValue)
+            throw .unknownKey(
+                reader.location, key: entry.key, suggestion: ConfigKey.suggestion(for: entry.key)?.rawValue)
         }
         switch key {
         case .stateDir:
@@ -128,7 +130,7 @@ private struct ValueReader {
     }
 
     func choice<Choice: RawRepresentable & CaseIterable>(_ type: Choice.Type) throws(ConfigError) -> Choice
-        where Choice.RawValue == String {
+    where Choice.RawValue == String {
         let expected = "one of " + Choice.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
         guard case .string(let text) = entry.value, let choice = Choice(rawValue: text) else {
             throw mismatch(expected)

@@ -35,8 +35,9 @@ public enum ConfigKey: String, CaseIterable, Sendable {
         case .name, .peers, .logLevel, .notifyCommand, .notifyIncludeBody, .readReceipts:
             true
         case .stateDir, .hostName, .listen, .socket, .mdns, .networkKey, .durability, .newIdentities,
-             .handshakeTimeoutMs, .pingIntervalMs, .deadAfterMs,
-             .quotaPeerMessages, .quotaPeerMib, .quotaVerifiedPeerMessages, .quotaVerifiedPeerMib, .quotaTotalMessages, .quotaTotalMib, .diskFloorMib, .maxSessions:
+            .handshakeTimeoutMs, .pingIntervalMs, .deadAfterMs,
+            .quotaPeerMessages, .quotaPeerMib, .quotaVerifiedPeerMessages, .quotaVerifiedPeerMib, .quotaTotalMessages,
+            .quotaTotalMib, .diskFloorMib, .maxSessions:
             false
         }
     }

@@ -1,4 +1,5 @@
 import ParleyControlProtocol
+
 /// Reads one line of the config file: the TOML subset parleyd understands.
 ///
 /// A line is blank, a comment, the `[parleyd]` header, or `key = value` with an
@@ -145,11 +146,13 @@ struct ConfigLineParser {
             throw syntax("only decimal integers are supported, got \(TextEscaping.quoted(token))")
         }
         if digits.contains(where: { $0 == "." || $0 == "e" || $0 == "E" || $0 == ":" })
-            || digits == "inf" || digits == "nan" {
+            || digits == "inf" || digits == "nan"
+        {
             throw syntax("only integers are supported (no floats or dates), got \(TextEscaping.quoted(token))")
         }
         // TOML: no leading zeros, '_' only between digits.
-        let valid = !digits.isEmpty
+        let valid =
+            !digits.isEmpty
             && digits.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "_") })
             && digits.first != "_" && digits.last != "_" && !digits.contains("__")
             && !(digits.count > 1 && digits.first == "0")
@@ -245,7 +248,9 @@ struct ConfigLineParser {
         case UInt8(ascii: "u"): out.append(contentsOf: try parseUnicodeEscape(digits: 4))
         case UInt8(ascii: "U"): out.append(contentsOf: try parseUnicodeEscape(digits: 8))
         default:
-            throw syntax("unknown escape '\\\(TextEscaping.escaped(String(decoding: [escape], as: UTF8.self), escapeQuotes: false, maxScalars: 1))' in string (use \\\\ for a backslash)")
+            throw syntax(
+                "unknown escape '\\\(TextEscaping.escaped(String(decoding: [escape], as: UTF8.self), escapeQuotes: false, maxScalars: 1))' in string (use \\\\ for a backslash)"
+            )
         }
     }
 
@@ -299,8 +304,9 @@ struct ConfigLineParser {
     private mutating func takeToken() -> String {
         let start = index
         while let byte = peek(),
-              byte != UInt8(ascii: " "), byte != UInt8(ascii: "\t"), byte != UInt8(ascii: "#"),
-              byte != UInt8(ascii: ","), byte != UInt8(ascii: "]") {
+            byte != UInt8(ascii: " "), byte != UInt8(ascii: "\t"), byte != UInt8(ascii: "#"),
+            byte != UInt8(ascii: ","), byte != UInt8(ascii: "]")
+        {
             index += 1
         }
         return String(decoding: bytes[start..<index], as: UTF8.self)
@@ -329,7 +335,7 @@ struct ConfigLineParser {
     static func isBareKeyByte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"):
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"):
             true
         default:
             false

@@ -1,6 +1,7 @@
-import ParleyNodeCore
 import ParleyControlProtocol
+import ParleyNodeCore
 import ParleyStore
+
 /// Options given on the command line: every field optional, nil meaning "not given".
 /// The daemon's argument parser fills one of these; `DaemonConfiguration.merged`
 /// layers it over the config file, so flags win.
@@ -50,7 +51,9 @@ public struct ConfigOverrides: Equatable, Sendable {
         if let readReceipts { configuration.readReceipts = readReceipts }
         if let newIdentities { configuration.newIdentities = newIdentities }
         if let durability { configuration.durability = durability }
-        if let handshakeTimeoutMilliseconds { configuration.handshakeTimeoutMilliseconds = handshakeTimeoutMilliseconds }
+        if let handshakeTimeoutMilliseconds {
+            configuration.handshakeTimeoutMilliseconds = handshakeTimeoutMilliseconds
+        }
         if let pingIntervalMilliseconds { configuration.pingIntervalMilliseconds = pingIntervalMilliseconds }
         if let deadAfterMilliseconds { configuration.deadAfterMilliseconds = deadAfterMilliseconds }
         if let receiveQuota { configuration.receiveQuota = receiveQuota }
@@ -63,7 +66,8 @@ extension DaemonConfiguration {
     /// win), validated as a whole. When neither file nor flags set `name`, it follows
     /// the final host name, so `--host-name bob` alone also names the node "bob".
     public static func merged(defaults: DaemonConfiguration, file: ConfigFile?, flags: ConfigOverrides)
-        throws(ConfigError) -> DaemonConfiguration {
+        throws(ConfigError) -> DaemonConfiguration
+    {
         var configuration = defaults
         try file?.apply(to: &configuration)
         flags.apply(to: &configuration)

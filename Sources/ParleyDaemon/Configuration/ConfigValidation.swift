@@ -1,4 +1,5 @@
 import ParleyControlProtocol
+
 /// Checks on single option values, shared by the config file (which reports the line)
 /// and by `validate()` (which also covers values that came from flags). Each returns a
 /// human-readable problem, or nil when the value is fine.
@@ -68,7 +69,7 @@ extension DaemonConfiguration {
             (.notifyCommand, notifyCommand.flatMap(Self.problem(withNotifyCommand:))),
             (.handshakeTimeoutMs, Self.problem(withTimerMilliseconds: handshakeTimeoutMilliseconds)),
             (.pingIntervalMs, Self.problem(withTimerMilliseconds: pingIntervalMilliseconds)),
-            (.deadAfterMs, Self.problem(withTimerMilliseconds: deadAfterMilliseconds)),
+            (.deadAfterMs, Self.problem(withTimerMilliseconds: deadAfterMilliseconds))
         ]
         for (key, problem) in checks {
             if let problem { throw .invalidSetting(key: key.rawValue, reason: problem) }
@@ -77,7 +78,8 @@ extension DaemonConfiguration {
         guard deadAfterMilliseconds > pingIntervalMilliseconds else {
             throw .invalidSetting(
                 key: ConfigKey.deadAfterMs.rawValue,
-                reason: "must be greater than ping_interval_ms (\(deadAfterMilliseconds) <= \(pingIntervalMilliseconds))")
+                reason:
+                    "must be greater than ping_interval_ms (\(deadAfterMilliseconds) <= \(pingIntervalMilliseconds))")
         }
     }
 }

@@ -1,4 +1,5 @@
 import ParleyControlProtocol
+
 /// A value as written in the config file, before it is checked against its key.
 public enum ConfigValue: Equatable, Sendable, CustomStringConvertible {
     case string(String)

@@ -1,12 +1,12 @@
-import ParleyNodeCore
-import ParleyControlProtocol
-import ParleyStore
 import Foundation
+import ParleyControlProtocol
+import ParleyNodeCore
+import ParleyStore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Every option of parleyd with its effective value. Built once from defaults, the
@@ -103,7 +103,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// $STATE_DIRECTORY (set by systemd's StateDirectory=), else $XDG_STATE_HOME/parley,
     /// else ~/.local/state/parley.
     public static func defaults(environment: [String: String], hostName: String, homeDirectory: String?)
-        -> DaemonConfiguration {
+        -> DaemonConfiguration
+    {
         let stateDirectory: String
         if let systemd = firstAbsolutePath(in: environment["STATE_DIRECTORY"]) {
             stateDirectory = systemd
@@ -123,14 +124,16 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public static func systemDefaults(
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> DaemonConfiguration {
-        defaults(environment: environment, hostName: currentHostName(),
-                 homeDirectory: homeDirectory(environment: environment))
+        defaults(
+            environment: environment, hostName: currentHostName(),
+            homeDirectory: homeDirectory(environment: environment))
     }
 
     /// The options a running daemon can pick up on reload vs those that differ from
     /// `other` but need a restart, as config keys in declaration order.
     public func reloadableDifferences(from other: DaemonConfiguration)
-        -> (reloadable: [String], needsRestart: [String]) {
+        -> (reloadable: [String], needsRestart: [String])
+    {
         var reloadable: [String] = []
         var needsRestart: [String] = []
         for key in ConfigKey.allCases where differs(from: other, in: key) {
@@ -158,7 +161,9 @@ public struct DaemonConfiguration: Equatable, Sendable {
         case .handshakeTimeoutMs: handshakeTimeoutMilliseconds != other.handshakeTimeoutMilliseconds
         case .pingIntervalMs: pingIntervalMilliseconds != other.pingIntervalMilliseconds
         case .deadAfterMs: deadAfterMilliseconds != other.deadAfterMilliseconds
-        case .quotaPeerMessages, .quotaPeerMib, .quotaVerifiedPeerMessages, .quotaVerifiedPeerMib, .quotaTotalMessages, .quotaTotalMib, .diskFloorMib: receiveQuota != other.receiveQuota
+        case .quotaPeerMessages, .quotaPeerMib, .quotaVerifiedPeerMessages, .quotaVerifiedPeerMib, .quotaTotalMessages,
+            .quotaTotalMib, .diskFloorMib:
+            receiveQuota != other.receiveQuota
         case .maxSessions: maxSessions != other.maxSessions
         }
     }
@@ -167,7 +172,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
 
     /// "alice-laptop.example.org" -> "alice-laptop": what people call the machine.
     public static func displayName(fromHostName hostName: String) -> String {
-        let label = hostName.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        let label =
+            hostName.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
         guard !label.isEmpty, problem(withName: label) == nil else { return fallbackName }
         return label
     }
@@ -194,7 +200,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 4096)
         guard getpwuid_r(getuid(), &entry, &buffer, buffer.count, &result) == 0, result != nil,
-              let directory = entry.pw_dir else { return nil }
+            let directory = entry.pw_dir
+        else { return nil }
         return String(cString: directory)
     }
 }

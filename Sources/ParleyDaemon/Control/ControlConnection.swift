@@ -56,8 +56,13 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
 
     private func armIdleTimer() {
         idleTimer?.cancel()
-        guard !subscribed, waiters.isEmpty, pendingDials == 0, let context else { idleTimer = nil; return }
-        idleTimer = context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(Int64(ControlLimits.idleLineTimeoutSeconds))) { [weak self] in
+        guard !subscribed, waiters.isEmpty, pendingDials == 0, let context else {
+            idleTimer = nil
+            return
+        }
+        idleTimer = context.eventLoop.assumeIsolated().scheduleTask(
+            in: .seconds(Int64(ControlLimits.idleLineTimeoutSeconds))
+        ) { [weak self] in
             guard let self, !self.subscribed, self.waiters.isEmpty, self.pendingDials == 0 else { return }
             self.fail(with: .idleTimeout())
         }
@@ -71,14 +76,20 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
         var overflow = false
         while true {
             let line: [UInt8]?
-            do { line = try lines.popLine() } catch { overflow = true; break }
+            do { line = try lines.popLine() } catch {
+                overflow = true
+                break
+            }
             guard let line else { break }
             if line.isEmpty || line.allSatisfy({ $0 == 0x20 || $0 == 0x0d || $0 == 0x09 }) { continue }
             requests.append(line)
         }
         if !requests.isEmpty { armIdleTimer() }
         handleLines(requests)
-        if overflow { fail(with: .lineTooLong()); return }
+        if overflow {
+            fail(with: .lineTooLong())
+            return
+        }
         context.flush()
         // A client that sends requests but does not read the answers: stop reading its
         // requests until it has taken what is queued, so its answers cannot pile up in
@@ -108,7 +119,8 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
             var sends: [(id: JSONRPCID?, params: MessagesSendParams)] = []
             var j = i
             while j < requests.count, case .success(let r) = requests[j], !r.request.isNotification,
-                  let p = r.call.immediateSend {
+                let p = r.call.immediateSend
+            {
                 sends.append((r.request.id, p))
                 j += 1
             }
@@ -139,7 +151,9 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
     private static func decode(_ line: [UInt8]) -> Result<DecodedRequest, DecodeFailure> {
         switch ControlRequestParser.parse(line: line) {
         case .failure(let error):
-            return .failure(DecodeFailure(id: ControlRequestParser.requestID(inRejectedLine: line), error: error, isNotification: false))
+            return .failure(
+                DecodeFailure(
+                    id: ControlRequestParser.requestID(inRejectedLine: line), error: error, isNotification: false))
         case .success(let request):
             switch ControlCall.decode(request) {
             case .success(let call): return .success(DecodedRequest(request: request, call: call))
@@ -188,7 +202,8 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
     /// sent twice at the boundary.
     private func subscribe(filter: String?, since: Int?, requestID: JSONRPCID?) -> JSONRPCResponse {
         if replay != nil {
-            return JSONRPCResponse(id: requestID, error: .invalidRequest("a replay of stored events is still in progress"))
+            return JSONRPCResponse(
+                id: requestID, error: .invalidRequest("a replay of stored events is still in progress"))
         }
         if let since, let problem = journal.resumeProblem(since: since) {
             return JSONRPCResponse(id: requestID, error: problem)
@@ -210,8 +225,10 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
         guard var r = replay, let context, !closing else { return }
         // Pruned while replaying (the client was far behind and slow): say so rather than skip.
         guard journal.prunedThrough <= r.next else {
-            closeSubscription(code: .eventsExpired, message: "events after \(r.next) were pruned during the replay; "
-                + "catch up with messages.list and subscribe again")
+            closeSubscription(
+                code: .eventsExpired,
+                message: "events after \(r.next) were pruned during the replay; "
+                    + "catch up with messages.list and subscribe again")
             return
         }
         let page: (items: [(line: [UInt8], peer: String?)], scannedThrough: Int64)
@@ -247,11 +264,15 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
     private func waitForDelivery(_ messageID: String, timeoutMs: Int, requestID: JSONRPCID?) {
         guard let context else { return }
         node.addObserver(self)
-        let timer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(timeoutMs))) { [weak self] in
+        let timer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(timeoutMs))) {
+            [weak self] in
             guard let self, let w = self.waiters.removeValue(forKey: messageID) else { return }
             self.write(JSONRPCResponse(id: w.0, error: .sendTimeout(id: messageID, timeoutMs: timeoutMs)))
             self.context?.flush()
-            if self.waiters.isEmpty { self.node.removeObserver(self); self.armIdleTimer() }
+            if self.waiters.isEmpty {
+                self.node.removeObserver(self)
+                self.armIdleTimer()
+            }
         }
         waiters[messageID] = (requestID, timer)
         idleTimer?.cancel()
@@ -265,11 +286,13 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
         idleTimer?.cancel()
         var answered = false
         var token = 0
-        let timer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(timeoutMs))) { [weak self] in
+        let timer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(timeoutMs))) {
+            [weak self] in
             guard let self, !answered else { return }
             answered = true
             self.node.cancelDialWatch(key, token: token)
-            self.answerDial(JSONRPCResponse(id: requestID, error: .connectTimeout(address: address, timeoutMs: timeoutMs)))
+            self.answerDial(
+                JSONRPCResponse(id: requestID, error: .connectTimeout(address: address, timeoutMs: timeoutMs)))
         }
         token = node.watchDial(key) { [weak self] outcome in
             guard let self, !answered else { return }
@@ -278,10 +301,13 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
             switch outcome {
             case .connected(let identity):
                 let peer = (try? self.node.store.peer(identity: identity)).flatMap { $0 }.map { self.node.peerInfo($0) }
-                self.answerDial(.success(id: requestID, result: PeersConnectResult(address: address, status: .connected, peer: peer)))
+                self.answerDial(
+                    .success(
+                        id: requestID, result: PeersConnectResult(address: address, status: .connected, peer: peer)))
             case .failed(let reason):
                 self.node.forgetDialTarget(key)
-                self.answerDial(JSONRPCResponse(id: requestID, error: JSONRPCError(.connectFailed, reason + "; not retried")))
+                self.answerDial(
+                    JSONRPCResponse(id: requestID, error: JSONRPCError(.connectFailed, reason + "; not retried")))
             }
         }
     }
@@ -300,14 +326,20 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
             // Waiting longer would only end in a timeout: say why now (issue 15).
             w.1.cancel()
             write(JSONRPCResponse(id: w.0, error: .sendRefused(id: m.id, reason: reason.description)))
-            if waiters.isEmpty { node.removeObserver(self); armIdleTimer() }
+            if waiters.isEmpty {
+                node.removeObserver(self)
+                armIdleTimer()
+            }
             context?.flush()
             return
         }
         guard case .messageDelivered(let m) = event, let w = waiters.removeValue(forKey: m.id) else { return }
         w.1.cancel()
         write(.success(id: w.0, result: MessagesSendResult(message: node.messageInfo(m))))
-        if waiters.isEmpty { node.removeObserver(self); armIdleTimer() }
+        if waiters.isEmpty {
+            node.removeObserver(self)
+            armIdleTimer()
+        }
         context?.flush()
     }
 
@@ -334,8 +366,9 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
         guard let context, !closing else { return }
         // A subscriber that stopped reading must not make the daemon grow.
         if !context.channel.isWritable,
-           backlogCount + 1 > ControlLimits.maxSubscriptionBacklogNotifications
-            || backlogBytes + data.count > ControlLimits.maxSubscriptionBacklogBytes {
+            backlogCount + 1 > ControlLimits.maxSubscriptionBacklogNotifications
+                || backlogBytes + data.count > ControlLimits.maxSubscriptionBacklogBytes
+        {
             cutOffSlowSubscriber()
             return
         }

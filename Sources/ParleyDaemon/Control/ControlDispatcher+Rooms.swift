@@ -60,7 +60,8 @@ extension ControlDispatcher {
         let (identity, name) = try memberToRemove(p.peer, room: room)
         guard room.members.contains(identity) else { throw RoomError.notAMember(room: room.name, peer: name) }
         guard let role = RoomRole(name: p.role) else { throw JSONRPCError.invalidParams("unknown role \(p.role)") }
-        let updated = try node.changeRoom(room, .setRole(try IdentityPublicKey(bytes: Sodium.fromHex(identity) ?? []), role))
+        let updated = try node.changeRoom(
+            room, .setRole(try IdentityPublicKey(bytes: Sodium.fromHex(identity) ?? []), role))
         return .typed(id: id, result: RoomResult(room: node.roomInfo(updated)))
     }
 

@@ -132,8 +132,11 @@ struct ControlDispatcher {
         case .messagesForget(let p):
             let peer = try node.resolvePeer(p.peer)
             let deleted = try node.forgetMessages(with: peer)
-            return .typed(id: id, result: MessagesForgetResult(fingerprint: Node.fingerprint(ofHex: peer.identity),
-                                                               deleted: deleted))
+            return .typed(
+                id: id,
+                result: MessagesForgetResult(
+                    fingerprint: Node.fingerprint(ofHex: peer.identity),
+                    deleted: deleted))
         case .peersNickname(let p):
             let peer = try node.resolvePeer(p.peer)
             return .typed(id: id, result: TrustPeerResult(peer: node.peerInfo(try node.setNickname(peer, p.nickname))))

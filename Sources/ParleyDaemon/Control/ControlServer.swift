@@ -2,8 +2,9 @@ import Foundation
 import NIOCore
 import NIOPosix
 import ParleyControlProtocol
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The Unix-socket control server. Who may connect: the daemon's own user, root,
@@ -31,7 +32,8 @@ final class ControlServer: @unchecked Sendable {
         var description: String {
             switch self {
             case let .socketDirectory(p, why): return "cannot prepare the control socket directory \(p): \(why)"
-            case .alreadyRunning(let p): return "another parleyd is already answering on \(p); stop it first or pass --socket"
+            case .alreadyRunning(let p):
+                return "another parleyd is already answering on \(p); stop it first or pass --socket"
             }
         }
     }
@@ -71,8 +73,11 @@ final class ControlServer: @unchecked Sendable {
     private func admit(_ channel: Channel) throws {
         let ok = Self.peerAllowed(channel)
         if !ok || clients.count >= ControlLimits.maxClients {
-            let err: JSONRPCError = ok ? .tooManyClients()
-                : JSONRPCError(.notPermitted, ControlAccess.refusal(groupName: Self.daemonGroupName(), daemonGID: getgid()))
+            let err: JSONRPCError =
+                ok
+                ? .tooManyClients()
+                : JSONRPCError(
+                    .notPermitted, ControlAccess.refusal(groupName: Self.daemonGroupName(), daemonGID: getgid()))
             if let data = try? JSONEncoder().encode(JSONRPCResponse(id: nil, error: err)) {
                 var buf = channel.allocator.buffer(capacity: data.count + 1)
                 buf.writeBytes(data)
@@ -151,7 +156,9 @@ final class ControlServer: @unchecked Sendable {
             for (i, b) in bytes.enumerated() { p[i] = b }
         }
         let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         return rc == 0
     }
@@ -162,7 +169,10 @@ final class ControlServer: @unchecked Sendable {
         return loop.flatSubmit { [self] in
             for c in clients.values { c.close() }
             let f = channel?.close() ?? loop.makeSucceededVoidFuture()
-            return f.recover { _ in }.map { unlink(self.path); return () }
+            return f.recover { _ in }.map {
+                unlink(self.path)
+                return ()
+            }
         }
     }
 }

@@ -7,16 +7,18 @@ extension Node {
     func roomInfo(_ r: RoomRecord) -> RoomInfo {
         let joined = Set(r.joined)
         let members = r.members.map { m in
-            RoomMemberInfo(name: displayName(of: m), fingerprint: Node.fingerprint(ofHex: m), you: m == myIdentity,
-                           role: (r.roles[m] ?? .member).description, joined: joined.contains(m))
+            RoomMemberInfo(
+                name: displayName(of: m), fingerprint: Node.fingerprint(ofHex: m), you: m == myIdentity,
+                role: (r.roles[m] ?? .member).description, joined: joined.contains(m))
         }
-        return RoomInfo(id: r.id, name: r.name, members: members, member: r.isMember,
-                        creator: Node.fingerprint(ofHex: r.creator), creatorName: displayName(of: r.creator),
-                        createdAt: Int(r.createdAt), version: Int(r.version),
-                        queued: (try? store.queuedRoomMessageCount(room: r.id)) ?? 0,
-                        unread: (try? store.roomUnreadCount(room: r.id)) ?? 0,
-                        status: r.status.rawValue, role: r.roles[myIdentity]?.description,
-                        invitedBy: r.inviter.map(Node.fingerprint(ofHex:)), onlyAdminsAdd: r.onlyAdminsAdd)
+        return RoomInfo(
+            id: r.id, name: r.name, members: members, member: r.isMember,
+            creator: Node.fingerprint(ofHex: r.creator), creatorName: displayName(of: r.creator),
+            createdAt: Int(r.createdAt), version: Int(r.version),
+            queued: (try? store.queuedRoomMessageCount(room: r.id)) ?? 0,
+            unread: (try? store.roomUnreadCount(room: r.id)) ?? 0,
+            status: r.status.rawValue, role: r.roles[myIdentity]?.description,
+            invitedBy: r.inviter.map(Node.fingerprint(ofHex:)), onlyAdminsAdd: r.onlyAdminsAdd)
     }
 
     /// A room's name as this node resolved it (the id's first 8 digits if unknown).

@@ -207,8 +207,9 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
             // From the store, so a replay shows the refusal as recorded.
             guard let r = try? node.store.refusal(ofMessageRow: m.rowID) else { return nil }
             let reason = RefusalReason(rawValue: UInt8(clamping: r.reason)) ?? .unknown
-            return MessageRefusedEvent(id: m.id, to: Node.fingerprint(ofHex: m.recipient), reason: "\(reason)",
-                                       text: reason.description, refusedAt: Int(r.at))
+            return MessageRefusedEvent(
+                id: m.id, to: Node.fingerprint(ofHex: m.recipient), reason: "\(reason)",
+                text: reason.description, refusedAt: Int(r.at))
         case ControlEvent.messageUpdated:
             // Rendered from the message as it is now: a replayed edit event after a delete
             // shows the tombstone, never the erased text.

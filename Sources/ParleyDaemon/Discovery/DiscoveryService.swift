@@ -23,21 +23,27 @@ final class DiscoveryService: @unchecked Sendable {
     /// Private presence (docs/PROTOCOL.md "Discovery"): a random instance name and a
     /// rotating token only contacts (and, with a network key, only members) recognise; no
     /// fingerprint, no display name, no host name.
-    static func advertisement(for card: Card, port: UInt16, networkKey: [UInt8]?, unixSeconds: UInt64,
-                              nonce: [UInt8] = Sodium.randomBytes(PresenceToken.nonceLength)) -> ServiceAdvertisement {
-        let token = PresenceToken.make(identity: card.identityKey, networkKey: networkKey,
-                                       epoch: PresenceToken.epoch(atUnixSeconds: unixSeconds), nonce: nonce)
+    static func advertisement(
+        for card: Card, port: UInt16, networkKey: [UInt8]?, unixSeconds: UInt64,
+        nonce: [UInt8] = Sodium.randomBytes(PresenceToken.nonceLength)
+    ) -> ServiceAdvertisement {
+        let token = PresenceToken.make(
+            identity: card.identityKey, networkKey: networkKey,
+            epoch: PresenceToken.epoch(atUnixSeconds: unixSeconds), nonce: nonce)
         let label = Sodium.hex(Sodium.randomBytes(5))
-        return ServiceAdvertisement(instanceName: ParleyTXT.anonymousInstancePrefix + label, port: port, txt: [
-            ParleyTXT.versionKey: ParleyTXT.protocolVersion,
-            ParleyTXT.nonceKey: Sodium.hex(nonce),
-            ParleyTXT.tokenKey: Sodium.hex(token),
-        ])
+        return ServiceAdvertisement(
+            instanceName: ParleyTXT.anonymousInstancePrefix + label, port: port,
+            txt: [
+                ParleyTXT.versionKey: ParleyTXT.protocolVersion,
+                ParleyTXT.nonceKey: Sodium.hex(nonce),
+                ParleyTXT.tokenKey: Sodium.hex(token)
+            ])
     }
 
     private func currentAdvertisement(card: Card) -> ServiceAdvertisement {
-        Self.advertisement(for: card, port: port, networkKey: node.networkKey?.copyBytes(),
-                           unixSeconds: UInt64(max(0, Node.nowMs() / 1000)))
+        Self.advertisement(
+            for: card, port: port, networkKey: node.networkKey?.copyBytes(),
+            unixSeconds: UInt64(max(0, Node.nowMs() / 1000)))
     }
 
     /// A new token (and instance name) every epoch, so an advertisement cannot be linked to
@@ -80,9 +86,10 @@ final class DiscoveryService: @unchecked Sendable {
                     let presence = peer.txt[ParleyTXT.nonceKey].flatMap(Sodium.fromHex).flatMap { nonce in
                         peer.txt[ParleyTXT.tokenKey].flatMap(Sodium.fromHex).map { (nonce: nonce, token: $0) }
                     }
-                    node.discovered(instance: peer.instanceName, addresses: peer.addresses, port: peer.port,
-                                    fingerprintHint: peer.txt[ParleyTXT.fingerprintKey], presence: presence,
-                                    version: peer.txt[ParleyTXT.versionKey])
+                    node.discovered(
+                        instance: peer.instanceName, addresses: peer.addresses, port: peer.port,
+                        fingerprintHint: peer.txt[ParleyTXT.fingerprintKey], presence: presence,
+                        version: peer.txt[ParleyTXT.versionKey])
                 case .lost(let name):
                     node.discoveryLost(instance: name)
                 case let .addressLookupFailed(host, reason):

@@ -1,7 +1,8 @@
 import Foundation
 import ParleyCore
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The optional office network key: 32 random bytes shared by every node allowed
@@ -24,9 +25,11 @@ enum NetworkKeyFile {
             case .unreadable(let why): return "cannot read: \(why)"
             case let .insecure(path, mode):
                 // The same wording as the key files (KeyFileError.insecurePermissions), like ssh.
-                return "permissions \(Self.octal(mode)) for '\(path)' are too open; the network key must not be accessible by others. Run: chmod 600 '\(path)'"
+                return
+                    "permissions \(Self.octal(mode)) for '\(path)' are too open; the network key must not be accessible by others. Run: chmod 600 '\(path)'"
             case .malformed:
-                return "must contain exactly 64 hex digits (32 bytes); spaces and line breaks are ignored, nothing else is allowed"
+                return
+                    "must contain exactly 64 hex digits (32 bytes); spaces and line breaks are ignored, nothing else is allowed"
             }
         }
 
@@ -52,7 +55,9 @@ enum NetworkKeyFile {
     static func parse(_ data: inout [UInt8]) throws -> SecretBytes {
         var text = data.filter { !($0 == 0x0a || $0 == 0x0d || $0 == 0x20) }
         defer { Sodium.wipe(&text) }
-        guard text.count == 64, var bytes = Sodium.fromHex(String(decoding: text, as: UTF8.self)) else { throw Error.malformed }
+        guard text.count == 64, var bytes = Sodium.fromHex(String(decoding: text, as: UTF8.self)) else {
+            throw Error.malformed
+        }
         return SecretBytes(consuming: &bytes)
     }
 }

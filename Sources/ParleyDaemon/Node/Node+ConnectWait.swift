@@ -61,7 +61,8 @@ extension Node {
         }
         if conn.established == nil {
             let detail = error.map { ": \($0)" } ?? ""
-            return "the handshake with \(address) failed\(detail) (is it a parleyd of the same network key and version?)"
+            return
+                "the handshake with \(address) failed\(detail) (is it a parleyd of the same network key and version?)"
         }
         return "the session with \(address) closed before it was kept\(error.map { ": \($0)" } ?? "")"
     }

@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import NIOCore
 import NIOPosix
 import ParleyControlProtocol
 import ParleyCore
 import ParleyNodeCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Dialling: performs what `DialPlanner` decides (open a connection, arm or cancel a
 /// target's redial timer) and feeds it the outcomes.
@@ -16,7 +17,7 @@ extension Node {
             isConnected: { [unowned self] in self.sessions.isOnline($0) },
             online: { [unowned self] hint in
                 guard let peer = self.sessions.peers.first(where: { Fingerprint($0).compact == hint }),
-                      let conn = self.activeConnection(for: peer)
+                    let conn = self.activeConnection(for: peer)
                 else { return nil }
                 return (identity: peer, host: conn.remoteAddress.hostPart)
             })
@@ -51,7 +52,8 @@ extension Node {
         if let c = activeConnection(for: key) { out.append(c.remoteAddress) }
         for t in dialPlanner.targets(of: key) {
             // A remembered peer's target is named by its identity: show its addresses.
-            let shown = dialPlanner.targets[t]?.source == .remembered
+            let shown =
+                dialPlanner.targets[t]?.source == .remembered
                 ? (dialPlanner.targets[t]?.candidates.map(\.description) ?? []) : [t.rawValue]
             for a in shown where !out.contains(a) { out.append(a) }
         }
@@ -67,7 +69,8 @@ extension Node {
                 redialTimers[key] = loop.scheduleTask(in: delay.timeAmount) { [weak self] in
                     guard let self else { return }
                     self.redialTimers[key] = nil
-                    self.perform(self.dialPlanner.redialDue(key, sessions: self.sessionView, now: self.clock.monotonicNow()))
+                    self.perform(
+                        self.dialPlanner.redialDue(key, sessions: self.sessionView, now: self.clock.monotonicNow()))
                 }
             case .cancelRedial(let key):
                 redialTimers.removeValue(forKey: key)?.cancel()

@@ -6,8 +6,10 @@ import ParleyNodeCore
 /// Dial targets found by mDNS. Discovery says where a node might be; the
 /// handshake says who it is.
 extension Node {
-    func discovered(instance: String, addresses: [String], port: UInt16, fingerprintHint: String?,
-                    presence: (nonce: [UInt8], token: [UInt8])? = nil, version: String?) {
+    func discovered(
+        instance: String, addresses: [String], port: UInt16, fingerprintHint: String?,
+        presence: (nonce: [UInt8], token: [UInt8])? = nil, version: String?
+    ) {
         loop.preconditionInEventLoop()
         if instance == ownInstanceName { return }
         if let hint = fingerprintHint, hint == fingerprint.compact { return }
@@ -29,11 +31,14 @@ extension Node {
         let known = fingerprintHint.map(isKnownPeer(compactFingerprint:)) ?? false
         let before = dialPlanner.discoveredCount
         let key = DialTargetKey(mdnsInstance: instance)
-        perform(dialPlanner.addDiscovered(key, candidates: candidates, fingerprintHint: fingerprintHint, known: known,
-                                          sessions: sessionView, now: clock.monotonicNow()))
+        perform(
+            dialPlanner.addDiscovered(
+                key, candidates: candidates, fingerprintHint: fingerprintHint, known: known,
+                sessions: sessionView, now: clock.monotonicNow()))
         if dialPlanner.targets[key] == nil, before >= dialPlanner.maxDiscovered {
-            attackLog.log(key: "adverts-full", "too many advertised peers; ignoring new unknown ones",
-                          ["limit": "\(dialPlanner.maxDiscovered)"])
+            attackLog.log(
+                key: "adverts-full", "too many advertised peers; ignoring new unknown ones",
+                ["limit": "\(dialPlanner.maxDiscovered)"])
         }
     }
 
@@ -48,14 +53,16 @@ extension Node {
     }
 
     private func recognises(_ presence: (nonce: [UInt8], token: [UInt8]), as key: IdentityPublicKey) -> Bool {
-        PresenceToken.matches(presence.token, nonce: presence.nonce, identity: key, networkKey: networkKey?.copyBytes(),
-                              epoch: PresenceToken.epoch(atUnixSeconds: UInt64(max(0, nowMs / 1000))))
+        PresenceToken.matches(
+            presence.token, nonce: presence.nonce, identity: key, networkKey: networkKey?.copyBytes(),
+            epoch: PresenceToken.epoch(atUnixSeconds: UInt64(max(0, nowMs / 1000))))
     }
 
     /// Whether a pinned or verified peer has this compact fingerprint.
     func isKnownPeer(compactFingerprint: String) -> Bool {
         ((try? allPeers()) ?? []).contains {
-            $0.trust != .blocked && IdentityPublicKey(hex: $0.identity).map { Fingerprint($0).compact } == compactFingerprint
+            $0.trust != .blocked
+                && IdentityPublicKey(hex: $0.identity).map { Fingerprint($0).compact } == compactFingerprint
         }
     }
 

@@ -13,9 +13,11 @@ extension Node {
         do { all = try allPeers() } catch { throw .storage(error) }
         let live = all.filter { $0.replacedBy == nil }
         if let exact = live.first(where: { $0.identity == query.lowercased() }) { return exact }
-        for matches in [{ (p: PeerRecord) in p.nickname == query },
-                        { (p: PeerRecord) in p.nickname == nil && p.displayName == query },
-                        { (p: PeerRecord) in p.label.lowercased() == query.lowercased() }] {
+        for matches in [
+            { (p: PeerRecord) in p.nickname == query },
+            { (p: PeerRecord) in p.nickname == nil && p.displayName == query },
+            { (p: PeerRecord) in p.label.lowercased() == query.lowercased() }
+        ] {
             let found = live.filter(matches)
             if found.count == 1 { return found[0] }
             if found.count > 1 { throw .peerAmbiguous(query, found) }
@@ -31,7 +33,9 @@ extension Node {
     /// The whole fingerprint `given` names, or why it cannot: a prefix is not enough where
     /// a person vouches for a key (verify, replace), since another key could share it.
     private func requireWholeFingerprint(_ given: String, of expected: String? = nil) throws(NodeError) -> String {
-        guard let g = Fingerprint.normalize(given) else { throw .fingerprintMismatch(expected: expected ?? "?", given: given) }
+        guard let g = Fingerprint.normalize(given) else {
+            throw .fingerprintMismatch(expected: expected ?? "?", given: given)
+        }
         let wholeLength = Fingerprint.normalize(card.fingerprint.description)?.count ?? 32
         if g.count < wholeLength {
             if let expected, let e = Fingerprint.normalize(expected), !e.hasPrefix(g) {
@@ -65,18 +69,25 @@ extension Node {
             throw .notApplicable("\(given) is already \(old.label)'s key: nothing to replace")
         }
         if let by = new.replacedBy {
-            throw .notApplicable("\(given) was itself replaced by \(Node.fingerprint(ofHex: by)): it cannot stand for \(old.label)")
+            throw .notApplicable(
+                "\(given) was itself replaced by \(Node.fingerprint(ofHex: by)): it cannot stand for \(old.label)")
         }
         if let by = old.replacedBy { throw .peerReplaced(old, by: by) }
         let moved: Int
         do {
             moved = try store.replacePeer(old: old.identity, new: new.identity, at: nowMs)
-            if let nickname = old.nickname, new.nickname == nil { try store.setNickname(identity: new.identity, nickname) }
+            if let nickname = old.nickname, new.nickname == nil {
+                try store.setNickname(identity: new.identity, nickname)
+            }
         } catch { throw .storage(error) }
         peerCache = nil
         outbox.forgetAll()  // messages moved to another recipient: count and query again
-        log.warning("a person replaced a contact's key",
-                    ["name": old.label, "old": Node.fingerprint(ofHex: old.identity), "new": Node.fingerprint(ofHex: new.identity)])
+        log.warning(
+            "a person replaced a contact's key",
+            [
+                "name": old.label, "old": Node.fingerprint(ofHex: old.identity),
+                "new": Node.fingerprint(ofHex: new.identity)
+            ])
         if let oldKey = IdentityPublicKey(hex: old.identity), let newKey = IdentityPublicKey(hex: new.identity) {
             activeConnection(for: oldKey)?.close(reason: .notTrusted, text: "key was replaced")
             perform(dialPlanner.redirect(from: oldKey, to: newKey, sessions: sessionView))
@@ -93,7 +104,8 @@ extension Node {
         }
         let updated = try setTrustAndReload(peer, .pinned)
         if let key = IdentityPublicKey(hex: peer.identity),
-           let addresses = try? store.rememberedAddresses()[peer.identity] {
+            let addresses = try? store.rememberedAddresses()[peer.identity]
+        {
             rememberAddresses(of: key, addresses)
         }
         redialNow(peer)
@@ -105,7 +117,8 @@ extension Node {
         let updated = try setTrustAndReload(peer, .blocked)
         activeConnection(for: peer.identity)?.close(reason: .notTrusted, text: "blocked")
         stopDialingRemembered(peer.identity)
-        log.info("peer blocked by a person", ["peer": peer.label, "fingerprint": Node.fingerprint(ofHex: peer.identity)])
+        log.info(
+            "peer blocked by a person", ["peer": peer.label, "fingerprint": Node.fingerprint(ofHex: peer.identity)])
         return updated
     }
 

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import ParleyCore
 import ParleyNodeCore
 import ParleyStore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// What the node keeps from peers (issue 15): incoming chats are judged by `ReceiveQuota`
 /// before they are stored; the ones over a quota, or arriving while the disk is under its
@@ -42,20 +43,23 @@ extension Node {
             (peerUsage, totalUsage) = try quotaUsage(of: sender)
         } catch {
             // Not measurable: store them (the store's own errors still refuse with no ack).
-            log.error("could not count what is stored from a peer; its messages are taken unchecked", ["error": "\(error)"])
+            log.error(
+                "could not count what is stored from a peer; its messages are taken unchecked", ["error": "\(error)"])
             return ([RefusalReason?](repeating: nil, count: chats.count), [])
         }
         let verified = peerRecord(sender.hex)?.trust == .verified
         let free = freeDiskBytes()
-        var verdicts = options.quota.decide(bodySizes: chats.map(\.size), peer: peerUsage,
-                                            total: totalUsage, peerIsVerified: verified, freeDiskBytes: free)
+        var verdicts = options.quota.decide(
+            bodySizes: chats.map(\.size), peer: peerUsage,
+            total: totalUsage, peerIsVerified: verified, freeDiskBytes: free)
         if verdicts.contains(where: { $0 != nil }) {
             // Refuse only what we do not already have: a resent stored message is acked.
             let known = (try? store.storedIncomingIDs(chats.map(\.id.hex), from: sender.hex)) ?? []
             if !known.isEmpty {
                 let fresh = chats.indices.filter { !known.contains(chats[$0].id.hex) }
-                let again = options.quota.decide(bodySizes: fresh.map { chats[$0].size }, peer: peerUsage,
-                                                 total: totalUsage, peerIsVerified: verified, freeDiskBytes: free)
+                let again = options.quota.decide(
+                    bodySizes: fresh.map { chats[$0].size }, peer: peerUsage,
+                    total: totalUsage, peerIsVerified: verified, freeDiskBytes: free)
                 verdicts = [RefusalReason?](repeating: nil, count: chats.count)
                 for (k, i) in fresh.enumerated() { verdicts[i] = again[k] }
             }
@@ -65,8 +69,9 @@ extension Node {
             if let reason = verdict { refused[reason, default: []].append(chat.id) }
         }
         for (reason, ids) in refused {
-            attackLog.log(key: "quota:" + sender.hex, "incoming messages refused: over the receive quota",
-                          ["peer": displayName(of: sender.hex), "reason": "\(reason)", "count": "\(ids.count)"])
+            attackLog.log(
+                key: "quota:" + sender.hex, "incoming messages refused: over the receive quota",
+                ["peer": displayName(of: sender.hex), "reason": "\(reason)", "count": "\(ids.count)"])
         }
         return (verdicts, refused.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key, $0.value) })
     }
@@ -128,13 +133,17 @@ extension Node {
         guard let peer = activePeer(of: conn) else { return }
         _ = links[ObjectIdentifier(conn)]?.window.acknowledge(ids)
         do {
-            let refusedMessages = try store.recordRefusal(ids: ids.map(\.hex), by: peer.hex, reason: Int(reason.rawValue),
-                                                          at: nowMs)
+            let refusedMessages = try store.recordRefusal(
+                ids: ids.map(\.hex), by: peer.hex, reason: Int(reason.rawValue),
+                at: nowMs)
             for m in refusedMessages { emit(.messageRefused(m, reason)) }
             if !refusedMessages.isEmpty {
-                log.warning("a peer refused to store our messages; they stay queued",
-                            ["peer": displayName(of: peer.hex), "reason": reason.description,
-                             "count": "\(refusedMessages.count)"])
+                log.warning(
+                    "a peer refused to store our messages; they stay queued",
+                    [
+                        "peer": displayName(of: peer.hex), "reason": reason.description,
+                        "count": "\(refusedMessages.count)"
+                    ])
             }
         } catch {
             log.error("could not record a refusal", ["error": "\(error)"])

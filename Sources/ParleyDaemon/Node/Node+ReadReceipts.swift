@@ -17,8 +17,9 @@ extension Node {
         let ids: [String]
         let unread: Int
         do {
-            ids = try store.markIncomingRead(from: peer.identity, upTo: upTo, at: nowMs,
-                                             queueReceipts: sendsReadReceipts)
+            ids = try store.markIncomingRead(
+                from: peer.identity, upTo: upTo, at: nowMs,
+                queueReceipts: sendsReadReceipts)
             unread = try store.unreadCounts()[peer.identity] ?? 0
         } catch {
             throw .storage(error)
@@ -40,8 +41,9 @@ extension Node {
                 conn.send(.readReceipt(ids.compactMap(MessageID.init(hex:))))
                 try store.clearPendingReadReceipts(ids: ids, from: peer)
             } catch {
-                log.error("could not read or update owed read receipts; they are sent with the next session",
-                          ["error": "\(error)"])
+                log.error(
+                    "could not read or update owed read receipts; they are sent with the next session",
+                    ["error": "\(error)"])
                 return
             }
             if ids.count < WireLimits.maxAcksPerRecord { return }

@@ -91,8 +91,9 @@ extension Node {
         let standing = sessionStanding(of: peer)
         guard sessions.wouldAdmit(peer, source: source, standing: standing) else {
             // Before the trust decision: a refused stranger's key is not pinned.
-            attackLog.log(key: "sessions-full:" + (source?.network ?? "all"), "session limit reached; refusing",
-                          ["limit": "\(sessions.maxSessions)", "source": source?.address ?? "-"])
+            attackLog.log(
+                key: "sessions-full:" + (source?.network ?? "all"), "session limit reached; refusing",
+                ["limit": "\(sessions.maxSessions)", "source": source?.address ?? "-"])
             conn.close(reason: .normal, text: "too many sessions")
             return
         }
@@ -121,7 +122,8 @@ extension Node {
             case .refuseFull(let h), .refuseSourceFull(let h):
                 links[h]?.connection.close(reason: .normal, text: "too many sessions")
             case let .evict(h, stranger):
-                log.info("session of a stranger closed to make room for a known peer", ["peer": stranger.fingerprintText])
+                log.info(
+                    "session of a stranger closed to make room for a known peer", ["peer": stranger.fingerprintText])
                 links[h]?.connection.close(reason: .normal, text: "making room")
             case .peerOffline(let p): emit(.peerOffline(identity: p.hex))
             case .closeDuplicate(let h):

@@ -24,8 +24,9 @@ extension Node {
         } else {
             standing = .trusted
         }
-        return KnownPeer(identity: identity, displayName: rec.displayName,
-                         cardSequence: UInt64(max(0, rec.cardSequence)), card: rec.card, standing: standing)
+        return KnownPeer(
+            identity: identity, displayName: rec.displayName,
+            cardSequence: UInt64(max(0, rec.cardSequence)), card: rec.card, standing: standing)
     }
 
     func admitTrust(of remote: Card, connection conn: PeerConnection, dialTarget: DialTargetKey?) -> TrustOutcome {
@@ -42,8 +43,10 @@ extension Node {
         }
     }
 
-    private func apply(_ verdict: TrustDecision.Verdict, card remote: Card, record: PeerRecord?,
-                       connection conn: PeerConnection) throws(StoreError) -> TrustOutcome {
+    private func apply(
+        _ verdict: TrustDecision.Verdict, card remote: Card, record: PeerRecord?,
+        connection conn: PeerConnection
+    ) throws(StoreError) -> TrustOutcome {
         let id = remote.identityKey.hex
         let now = nowMs
         let address = links[ObjectIdentifier(conn)]?.dialTarget?.rawValue
@@ -57,16 +60,19 @@ extension Node {
             return .keep
         case .pinNewPeer, .holdNewPeer:
             let held = verdict == .holdNewPeer
-            let rec = PeerRecord(identity: id, displayName: remote.displayName, hostName: remote.hostName,
-                                 card: remote.encoded(), cardSequence: Int64(clamping: remote.sequence),
-                                 noiseKey: remote.noiseKey.hex, trust: held ? .pending : .pinned, firstSeen: now,
-                                 lastSeen: now, lastAddress: address, replacedBy: nil)
+            let rec = PeerRecord(
+                identity: id, displayName: remote.displayName, hostName: remote.hostName,
+                card: remote.encoded(), cardSequence: Int64(clamping: remote.sequence),
+                noiseKey: remote.noiseKey.hex, trust: held ? .pending : .pinned, firstSeen: now,
+                lastSeen: now, lastAddress: address, replacedBy: nil)
             try upsertPeer(rec)
             var fields = ["peer": remote.displayName, "fingerprint": remote.fingerprint.description]
             if let clash = nameClash(of: remote.identityKey) {
                 fields["name_also_used_by"] = clash.with.map(\.fingerprintText).joined(separator: ",")
-                log.warning(held ? "new key held for approval; its name looks like another peer's"
-                                 : "new peer pinned; its name looks like another peer's: it is a different key", fields)
+                log.warning(
+                    held
+                        ? "new key held for approval; its name looks like another peer's"
+                        : "new peer pinned; its name looks like another peer's: it is a different key", fields)
             } else {
                 log.info(held ? "new key held for approval" : "new peer pinned", fields)
             }
@@ -79,17 +85,22 @@ extension Node {
             case .awaitingApproval:
                 return .refuse(.notTrusted, "awaiting approval")
             case .replaced:
-                attackLog.log(key: id, "a key a person replaced tried to connect",
-                              ["fingerprint": remote.fingerprint.description, "address": conn.remoteAddress])
+                attackLog.log(
+                    key: id, "a key a person replaced tried to connect",
+                    ["fingerprint": remote.fingerprint.description, "address": conn.remoteAddress])
                 return .refuse(.notTrusted, "key was replaced")
             case .staleCard(let presented, let pinned):
-                attackLog.log(key: id, "peer presented an older card than the one pinned; refused",
-                              ["peer": record?.displayName ?? remote.displayName, "presented": "\(presented)",
-                               "pinned": "\(pinned)"])
+                attackLog.log(
+                    key: id, "peer presented an older card than the one pinned; refused",
+                    [
+                        "peer": record?.displayName ?? remote.displayName, "presented": "\(presented)",
+                        "pinned": "\(pinned)"
+                    ])
                 return .refuse(.notTrusted, "stale card")
             case .conflictingCard:
-                attackLog.log(key: id, "two different cards with the same sequence; refused",
-                              ["peer": record?.displayName ?? remote.displayName])
+                attackLog.log(
+                    key: id, "two different cards with the same sequence; refused",
+                    ["peer": record?.displayName ?? remote.displayName])
                 return .refuse(.notTrusted, "conflicting card")
             }
         }
@@ -134,21 +145,27 @@ extension Node {
             do { newCard = try Card.decode(bytes) } catch {
                 // A cardUpdate that does not decode and verify is a malformed record
                 // (docs/PROTOCOL.md "Record types"), answered like any other.
-                attackLog.log(key: conn.remoteAddress, "undecodable card update; closing",
-                              ["address": conn.remoteAddress, "error": "\(error)"])
+                attackLog.log(
+                    key: conn.remoteAddress, "undecodable card update; closing",
+                    ["address": conn.remoteAddress, "error": "\(error)"])
                 conn.close(reason: .protocolError, text: "card update: \(error)")
                 return
             }
             let rec = try store.peer(identity: peer.hex)
-            switch TrustDecision.cardUpdate(newCard, sessionIdentity: peer, pinned: rec.flatMap(Self.knownPeer),
-                                            nowSeconds: UInt64(max(0, nowMs / 1000))) {
+            switch TrustDecision.cardUpdate(
+                newCard, sessionIdentity: peer, pinned: rec.flatMap(Self.knownPeer),
+                nowSeconds: UInt64(max(0, nowMs / 1000)))
+            {
             case .otherIdentity:
-                attackLog.log(key: conn.remoteAddress, "card update for another identity refused", ["address": conn.remoteAddress])
+                attackLog.log(
+                    key: conn.remoteAddress, "card update for another identity refused", ["address": conn.remoteAddress]
+                )
                 conn.close(reason: .protocolError, text: "card update for another identity")
             case .ignore:
                 break
             case .expired:
-                log.warning("expired card update ignored", ["peer": peer.fingerprintText, "sequence": "\(newCard.sequence)"])
+                log.warning(
+                    "expired card update ignored", ["peer": peer.fingerprintText, "sequence": "\(newCard.sequence)"])
             case .pin:
                 guard let rec else { return }
                 try pin(newCard, over: rec)

@@ -34,7 +34,8 @@ enum NodeError: Error, CustomStringConvertible {
             return "no peer named '\(q)' (use a display name or a fingerprint prefix; see `parley peers`)"
         case let .peerAmbiguous(q, c):
             return "'\(q)' matches \(c.count) peers: "
-                + c.map { "\($0.label) (\(Node.fingerprint(ofHex: $0.identity)), \($0.trust.rawValue))" }.joined(separator: ", ")
+                + c.map { "\($0.label) (\(Node.fingerprint(ofHex: $0.identity)), \($0.trust.rawValue))" }.joined(
+                    separator: ", ")
                 + "; names are labels a peer chooses: use a fingerprint prefix, or give one a nickname with "
                 + "`parley trust nickname FINGERPRINT NAME`"
         case .peerBlocked(let p):
@@ -54,9 +55,11 @@ enum NodeError: Error, CustomStringConvertible {
         case .storage(let e):
             return "could not store the message, nothing was accepted: \(e)"
         case let .fingerprintMismatch(expected, given):
-            return "fingerprint \(given) does not match the pinned key \(expected): do NOT trust this peer until you find out why"
+            return
+                "fingerprint \(given) does not match the pinned key \(expected): do NOT trust this peer until you find out why"
         case let .fingerprintTooShort(given, needed):
-            return "'\(given)' is only part of a fingerprint: give all \(needed) characters (as `parley trust show PEER` "
+            return
+                "'\(given)' is only part of a fingerprint: give all \(needed) characters (as `parley trust show PEER` "
                 + "prints them), so that no other key can match"
         case .newKeyNotFound(let fp):
             return "no known peer has the key \(fp): the new key must have connected once (see `parley peers`), "
@@ -64,7 +67,8 @@ enum NodeError: Error, CustomStringConvertible {
         case .notApplicable(let why):
             return why
         case let .queueFull(p, n):
-            return "\(n) messages are already queued for \(p.displayName); nothing more is accepted until some are delivered"
+            return
+                "\(n) messages are already queued for \(p.displayName); nothing more is accepted until some are delivered"
         case .noStateDirectory:
             return "this daemon has no state directory to write a new key to; restart parleyd with --state-dir"
         case .invalidAddress(let a):

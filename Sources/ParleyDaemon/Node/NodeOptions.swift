@@ -20,5 +20,7 @@ struct NodeOptions: Sendable {
     /// Established sessions in total (`max_sessions`).
     var maxSessions = NodeLimits.maxSessions
 
-    var keepalive: KeepalivePolicy { KeepalivePolicy(pingInterval: pingInterval.duration, deadAfter: deadAfter.duration) }
+    var keepalive: KeepalivePolicy {
+        KeepalivePolicy(pingInterval: pingInterval.duration, deadAfter: deadAfter.duration)
+    }
 }

@@ -17,18 +17,21 @@ enum OwnCard {
         max(previous.map { $0 == .max ? .max : $0 + 1 } ?? 1, now)
     }
 
-    static func current(keys: NodeKeys, displayName: String, hostName: String, store: Store, now: UInt64) throws -> Card {
+    static func current(keys: NodeKeys, displayName: String, hostName: String, store: Store, now: UInt64) throws -> Card
+    {
         var previous: Card?
         if let hex = try store.setting(settingKey), let bytes = Sodium.fromHex(hex) {
             previous = try? Card.decode(bytes)
         }
         if let p = previous, p.identityKey == keys.identity.publicKey, p.noiseKey == keys.noiseStatic.publicKey,
-           p.displayName == displayName, p.hostName == hostName {
+            p.displayName == displayName, p.hostName == hostName
+        {
             return p
         }
-        let card = try Card.issue(identity: keys.identity, noiseKey: keys.noiseStatic.publicKey,
-                                  displayName: displayName, hostName: hostName, issuedAt: now,
-                                  sequence: nextSequence(after: previous?.sequence, now: now))
+        let card = try Card.issue(
+            identity: keys.identity, noiseKey: keys.noiseStatic.publicKey,
+            displayName: displayName, hostName: hostName, issuedAt: now,
+            sequence: nextSequence(after: previous?.sequence, now: now))
         try store.setSetting(settingKey, Sodium.hex(card.encoded()))
         return card
     }

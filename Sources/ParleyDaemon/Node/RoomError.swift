@@ -25,9 +25,11 @@ enum RoomError: Error, CustomStringConvertible {
         switch why {
         case .notPermitted:
             switch change {
-            case .add: return "only admins may add members to this room (ask an admin, or an owner to change the policy)"
+            case .add:
+                return "only admins may add members to this room (ask an admin, or an owner to change the policy)"
             case .remove: return "only an admin or owner may remove others, and only members ranked below them"
-            case .setRole: return "only an admin or owner may change roles, of members ranked below them, up to their own rank"
+            case .setRole:
+                return "only an admin or owner may change roles, of members ranked below them, up to their own rank"
             case .rename, .setPolicy: return "only an admin or owner may do this"
             default: return "not permitted by your role"
             }
@@ -41,12 +43,15 @@ enum RoomError: Error, CustomStringConvertible {
     var description: String {
         switch self {
         case .notFound(let q):
-            return "no room matches '\(q)' (use #NAME or an id prefix of at least \(RoomDaemonLimits.minIDPrefix) hex digits; see `parley rooms`)"
+            return
+                "no room matches '\(q)' (use #NAME or an id prefix of at least \(RoomDaemonLimits.minIDPrefix) hex digits; see `parley rooms`)"
         case let .ambiguous(q, c):
-            return "'\(q)' matches \(c.count) rooms: " + c.map { "#\($0.name) (\($0.id.prefix(8)))" }.joined(separator: ", ")
+            return "'\(q)' matches \(c.count) rooms: "
+                + c.map { "#\($0.name) (\($0.id.prefix(8)))" }.joined(separator: ", ")
                 + "; use an id prefix"
         case .notMember(let r) where r.status == .retired:
-            return "#\(r.name) is a room of protocol version 1, kept as history; create it again with `parley room create`"
+            return
+                "#\(r.name) is a room of protocol version 1, kept as history; create it again with `parley room create`"
         case .notMember(let r):
             return "you are not a member of #\(r.name); a member has to add you again"
         case .notJoined(let r):
@@ -66,7 +71,8 @@ enum RoomError: Error, CustomStringConvertible {
         case .tooManyOperations(let r):
             return "#\(r.name) has reached \(RoomLimits.maxOperationsPerRoom) membership changes; create a new room"
         case let .queueFull(r, n):
-            return "\(n) messages to #\(r.name) are still undelivered; nothing more is accepted until some are delivered"
+            return
+                "\(n) messages to #\(r.name) are still undelivered; nothing more is accepted until some are delivered"
         }
     }
 }

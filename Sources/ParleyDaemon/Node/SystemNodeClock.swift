@@ -2,7 +2,7 @@ import NIOCore
 import ParleyNodeCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The real clocks: NIO's monotonic deadline (CLOCK_MONOTONIC, the clock NIO's timers

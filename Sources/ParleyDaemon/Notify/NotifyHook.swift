@@ -1,7 +1,8 @@
 import NIOCore
 import ParleyStore
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs `notify_command` for every incoming message (so a desktop user can wire
@@ -65,17 +66,19 @@ final class NotifyHook: NodeObserver, @unchecked Sendable {
         guard case .messageReceived(let m) = event, command != nil else { return }
         let env = NotifyHookEnvironment.make(
             base: baseEnvironment,
-            message: .init(fromName: node.displayName(of: m.sender), fromFingerprint: Node.fingerprint(ofHex: m.sender),
-                           id: m.id, receivedAt: m.receivedAt ?? Node.nowMs(), body: m.body,
-                           room: m.room.map { "#" + node.roomDisplayName(ofHex: $0) }),
+            message: .init(
+                fromName: node.displayName(of: m.sender), fromFingerprint: Node.fingerprint(ofHex: m.sender),
+                id: m.id, receivedAt: m.receivedAt ?? Node.nowMs(), body: m.body,
+                room: m.room.map { "#" + node.roomDisplayName(ofHex: $0) }),
             includeBody: includeBody)
         if running.count < Self.maxRunning {
             start(env)
         } else if waiting.count < Self.maxWaiting {
             waiting.append(env)
         } else {
-            problems.log(key: "full", "notify_command: too many hooks pending; skipping notifications",
-                         ["running": "\(running.count)", "waiting": "\(waiting.count)"])
+            problems.log(
+                key: "full", "notify_command: too many hooks pending; skipping notifications",
+                ["running": "\(running.count)", "waiting": "\(waiting.count)"])
         }
     }
 
@@ -85,7 +88,8 @@ final class NotifyHook: NodeObserver, @unchecked Sendable {
             let pid = try HookProcess.spawn(command, environment: env)
             running[pid] = Running(started: .now())
             if reaper == nil {
-                reaper = loop.scheduleRepeatedTask(initialDelay: Self.reapInterval, delay: Self.reapInterval) { [weak self] _ in
+                reaper = loop.scheduleRepeatedTask(initialDelay: Self.reapInterval, delay: Self.reapInterval) {
+                    [weak self] _ in
                     self?.reap()
                 }
             }
@@ -108,8 +112,9 @@ final class NotifyHook: NodeObserver, @unchecked Sendable {
             if age > Self.timeout + Self.killGrace {
                 kill(-pid, SIGKILL)
             } else if age > Self.timeout && !r.terminated {
-                problems.log(key: "timeout", "notify_command ran too long; stopping it",
-                             ["pid": "\(pid)", "timeout_s": "\(Self.timeout.nanoseconds / 1_000_000_000)"])
+                problems.log(
+                    key: "timeout", "notify_command ran too long; stopping it",
+                    ["pid": "\(pid)", "timeout_s": "\(Self.timeout.nanoseconds / 1_000_000_000)"])
                 kill(-pid, SIGTERM)
                 running[pid]?.terminated = true
             }

@@ -4,7 +4,7 @@ enum NotifyHookEnvironment {
     /// Variables that address the daemon's service manager or sockets: a hook that kept
     /// NOTIFY_SOCKET could tell systemd the daemon is stopping, or ping its watchdog.
     static let removedVariables: Set<String> = [
-        "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES",
+        "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"
     ]
 
     static let from = "PARLEY_FROM"

@@ -1,10 +1,10 @@
-import ParleyControlProtocol
 import Foundation
+import ParleyControlProtocol
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// sd_notify(3) without libsystemd: one datagram of newline-separated "KEY=VALUE"
@@ -34,7 +34,8 @@ public struct SystemdNotifier: Sendable {
     public init?(socketPath path: String) {
         guard path.hasPrefix("/") || (path.hasPrefix("@") && path.utf8.count > 1) else { return nil }
         guard path.utf8.count <= Self.maxSocketPathBytes - (path.hasPrefix("/") ? 1 : 0),
-              !path.utf8.contains(0) else { return nil }
+            !path.utf8.contains(0)
+        else { return nil }
         self.socketPath = path
     }
 
@@ -48,7 +49,9 @@ public struct SystemdNotifier: Sendable {
         }
         let message = Array(state.joined(separator: "\n").utf8)
         guard !message.isEmpty else { return .failure(.invalidAssignment("(empty)")) }
-        guard message.count <= Self.maxMessageBytes else { return .failure(.messageTooLarge(limit: Self.maxMessageBytes)) }
+        guard message.count <= Self.maxMessageBytes else {
+            return .failure(.messageTooLarge(limit: Self.maxMessageBytes))
+        }
         return send(message)
     }
 
@@ -75,7 +78,8 @@ public struct SystemdNotifier: Sendable {
     /// when the reload is done.
     @discardableResult
     public func reloading(monotonicMicroseconds: UInt64 = SystemdNotifier.monotonicMicroseconds())
-        -> Result<Void, SystemdNotifyError> {
+        -> Result<Void, SystemdNotifyError>
+    {
         notify(["RELOADING=1", "MONOTONIC_USEC=\(monotonicMicroseconds)"])
     }
 
@@ -92,9 +96,9 @@ public struct SystemdNotifier: Sendable {
 
     private func send(_ message: [UInt8]) -> Result<Void, SystemdNotifyError> {
         #if os(Linux)
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         #else
-        let fd = socket(AF_UNIX, SOCK_DGRAM, 0)
+            let fd = socket(AF_UNIX, SOCK_DGRAM, 0)
         #endif
         guard fd >= 0 else { return .failure(.socketFailed(errno: errno)) }
         defer { close(fd) }
@@ -107,7 +111,8 @@ public struct SystemdNotifier: Sendable {
         // the address length says where they end.
         if abstract { pathBytes[0] = 0 }
         // sun_path is a stored field of sockaddr_un, so its offset always exists.
-        let addressLength = MemoryLayout<sockaddr_un>.offset(of: \sockaddr_un.sun_path)! + pathBytes.count
+        let addressLength =
+            MemoryLayout<sockaddr_un>.offset(of: \sockaddr_un.sun_path)! + pathBytes.count
             + (abstract ? 0 : 1)
         withUnsafeMutableBytes(of: &address.sun_path) { sunPath in
             sunPath.copyBytes(from: pathBytes)  // init ensured it fits
@@ -116,8 +121,9 @@ public struct SystemdNotifier: Sendable {
         let sent = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
                 message.withUnsafeBytes { body in
-                    sendto(fd, body.baseAddress, body.count, Int32(MSG_NOSIGNAL), socketAddress,
-                           socklen_t(addressLength))
+                    sendto(
+                        fd, body.baseAddress, body.count, Int32(MSG_NOSIGNAL), socketAddress,
+                        socklen_t(addressLength))
                 }
             }
         }

@@ -1,4 +1,5 @@
 import ParleyControlProtocol
+
 /// The systemd watchdog as configured for this process (WatchdogSec= in the unit):
 /// systemd sets $WATCHDOG_USEC, and $WATCHDOG_PID to say which process must ping.
 public struct WatchdogSettings: Equatable, Sendable {
@@ -23,7 +24,8 @@ public struct WatchdogSettings: Equatable, Sendable {
     /// another process (WATCHDOG_PID names a different pid: e.g. we are a child that
     /// inherited the environment). Malformed values throw, so they can be logged.
     public static func from(environment: [String: String], pid: Int32) throws(WatchdogSettingsError)
-        -> WatchdogSettings? {
+        -> WatchdogSettings?
+    {
         guard let usecText = environment["WATCHDOG_USEC"] else { return nil }
         if let pidText = environment["WATCHDOG_PID"] {
             guard let target = parseDecimal(pidText), target > 0, target <= UInt64(Int32.max) else {
@@ -40,7 +42,7 @@ public struct WatchdogSettings: Equatable, Sendable {
     /// Plain decimal digits only: no sign, no spaces, bounded length.
     private static func parseDecimal(_ text: String) -> UInt64? {
         guard !text.isEmpty, text.utf8.count <= 19,
-              text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+            text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
         else { return nil }
         return UInt64(text)
     }

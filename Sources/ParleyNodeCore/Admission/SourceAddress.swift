@@ -32,7 +32,8 @@ public struct SourceAddress: Hashable, Sendable, CustomStringConvertible {
     static func expand(_ text: Substring) -> [UInt16]? {
         let gaps = text.ranges(of: "::")
         guard gaps.count <= 1 else { return nil }
-        let halves = gaps.first.map { [String(text[..<$0.lowerBound]), String(text[$0.upperBound...])] } ?? [String(text)]
+        let halves =
+            gaps.first.map { [String(text[..<$0.lowerBound]), String(text[$0.upperBound...])] } ?? [String(text)]
         func groups(_ part: String) -> [UInt16]? {
             if part.isEmpty { return [] }
             var out: [UInt16] = []

@@ -62,8 +62,10 @@ public struct DialPlanner: Sendable {
         /// comes from.
         public var online: (_ fingerprintCompact: String) -> (identity: IdentityPublicKey, host: String)?
 
-        public init(isConnected: @escaping (IdentityPublicKey) -> Bool,
-                    online: @escaping (String) -> (identity: IdentityPublicKey, host: String)?) {
+        public init(
+            isConnected: @escaping (IdentityPublicKey) -> Bool,
+            online: @escaping (String) -> (identity: IdentityPublicKey, host: String)?
+        ) {
             self.isConnected = isConnected
             self.online = online
         }
@@ -80,8 +82,10 @@ public struct DialPlanner: Sendable {
     public private(set) var dialRate: DialRateLimit
     private var nextSerial: UInt64 = 0
 
-    public init(backoff: RedialBackoff, maxDiscovered: Int = NodeLimits.maxDiscoveredTargets,
-                dialRate: DialRateLimit = DialRateLimit()) {
+    public init(
+        backoff: RedialBackoff, maxDiscovered: Int = NodeLimits.maxDiscoveredTargets,
+        dialRate: DialRateLimit = DialRateLimit()
+    ) {
         self.backoff = backoff
         self.maxDiscovered = maxDiscovered
         self.dialRate = dialRate
@@ -116,8 +120,10 @@ public struct DialPlanner: Sendable {
     /// `known`: the advertisement names a peer we know (the driver recognised it). When
     /// `maxDiscovered` targets exist, a known one replaces the oldest unknown one; an
     /// unknown one is ignored.
-    public mutating func addDiscovered(_ key: DialTargetKey, candidates: [DialAddress], fingerprintHint: String?,
-                                       known: Bool = false, sessions: SessionView, now: MonotonicInstant? = nil) -> [Action] {
+    public mutating func addDiscovered(
+        _ key: DialTargetKey, candidates: [DialAddress], fingerprintHint: String?,
+        known: Bool = false, sessions: SessionView, now: MonotonicInstant? = nil
+    ) -> [Action] {
         var actions: [Action] = []
         if var t = targets[key] {
             if t.candidates != candidates || t.fingerprintHint != fingerprintHint { t.spoofed = false }
@@ -128,8 +134,9 @@ public struct DialPlanner: Sendable {
             targets[key] = t
         } else {
             if discoveredCount >= maxDiscovered {
-                guard known, let victim = targets.filter({ $0.value.source == .discovered && !$0.value.known })
-                    .min(by: { $0.value.serial < $1.value.serial })?.key
+                guard known,
+                    let victim = targets.filter({ $0.value.source == .discovered && !$0.value.known })
+                        .min(by: { $0.value.serial < $1.value.serial })?.key
                 else { return [] }
                 targets[victim] = nil
                 actions.append(.cancelRedial(victim))
@@ -149,12 +156,15 @@ public struct DialPlanner: Sendable {
     /// (`listenPorts`) on the host its session came from. Its target is created or its
     /// candidates updated (the new ones first, at most `maxRememberedAddresses`) and
     /// dialled unless a session with it is up.
-    public mutating func remember(_ identity: IdentityPublicKey, addresses: [DialAddress],
-                                  sessions: SessionView) -> [Action] {
+    public mutating func remember(
+        _ identity: IdentityPublicKey, addresses: [DialAddress],
+        sessions: SessionView
+    ) -> [Action] {
         let key = DialTargetKey(rememberedPeer: identity)
         // An address a configured or discovered target of the same peer already dials is
         // not dialled twice.
-        let elsewhere = Set(targets.filter { $0.key != key && $0.value.identity == identity }.flatMap(\.value.candidates))
+        let elsewhere = Set(
+            targets.filter { $0.key != key && $0.value.identity == identity }.flatMap(\.value.candidates))
         let fresh = addresses.filter { !elsewhere.contains($0) }
         guard !fresh.isEmpty else { return [] }
         var t = targets[key] ?? Target(candidates: [], source: .remembered)
@@ -200,7 +210,8 @@ public struct DialPlanner: Sendable {
         if let id = t.identity, sessions.isConnected(id) { return actions }  // maybe they dialled us
         if t.spoofed { return actions }
         if let hint = t.fingerprintHint, let (id, host) = sessions.online(hint),
-           t.candidates.contains(where: { $0.host == host }) {
+            t.candidates.contains(where: { $0.host == host })
+        {
             // Already connected to that identity at an address this advertisement lists.
             // (One claiming it from elsewhere is dialled: the handshake shows whether it is
             // the same node or a spoof.)
@@ -224,7 +235,9 @@ public struct DialPlanner: Sendable {
     }
 
     /// The target's timer fired.
-    public mutating func redialDue(_ key: DialTargetKey, sessions: SessionView, now: MonotonicInstant? = nil) -> [Action] {
+    public mutating func redialDue(_ key: DialTargetKey, sessions: SessionView, now: MonotonicInstant? = nil)
+        -> [Action]
+    {
         targets[key]?.redialArmed = false
         return dial(key, sessions: sessions, now: now)
     }
@@ -256,8 +269,10 @@ public struct DialPlanner: Sendable {
     /// For a remembered peer's target, another identity at that address (the address was
     /// reused) counts as a failed attempt for it: its next address is tried after backoff.
     @discardableResult
-    public mutating func provedIdentity(_ key: DialTargetKey, identity: IdentityPublicKey,
-                                        random: some RandomSource) -> [Action] {
+    public mutating func provedIdentity(
+        _ key: DialTargetKey, identity: IdentityPublicKey,
+        random: some RandomSource
+    ) -> [Action] {
         guard var t = targets[key] else { return [] }
         guard t.source == .remembered else {
             targets[key]?.identity = identity
@@ -291,8 +306,10 @@ public struct DialPlanner: Sendable {
 
     /// A person accepted `new` as the replacement of `old`: targets that reached `old`
     /// now mean `new`, and are dialled at once rather than after their backoff.
-    public mutating func redirect(from old: IdentityPublicKey, to new: IdentityPublicKey,
-                                  sessions: SessionView) -> [Action] {
+    public mutating func redirect(
+        from old: IdentityPublicKey, to new: IdentityPublicKey,
+        sessions: SessionView
+    ) -> [Action] {
         let keys = targets.filter { $0.value.identity == old || $0.value.identity == new }.map(\.key)
             .sorted { $0.rawValue < $1.rawValue }
         var actions: [Action] = []

@@ -16,8 +16,10 @@ public struct DialRateLimit: Sendable, Equatable {
     private var buckets: [String: Bucket] = [:]
     private var order: [String] = []
 
-    public init(burst: Int = NodeLimits.advertisedDialBurst, interval: Duration = NodeLimits.advertisedDialInterval,
-                maxHosts: Int = NodeLimits.trackedSources) {
+    public init(
+        burst: Int = NodeLimits.advertisedDialBurst, interval: Duration = NodeLimits.advertisedDialInterval,
+        maxHosts: Int = NodeLimits.trackedSources
+    ) {
         self.burst = burst
         self.interval = interval
         self.maxHosts = maxHosts

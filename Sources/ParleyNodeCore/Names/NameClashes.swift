@@ -54,10 +54,12 @@ public enum NameClashes {
             let others = (byName[skeleton] ?? []).filter { $0.identity != e.identity }
             let resemblesMe = mySkeleton == skeleton
             guard !others.isEmpty || resemblesMe else { continue }
-            let exact = others.contains { $0.label == e.label || $0.selfAssertedName == e.label }
+            let exact =
+                others.contains { $0.label == e.label || $0.selfAssertedName == e.label }
                 || (resemblesMe && myName == e.label)
-            result[e.identity] = Clash(kind: exact ? .sameName : .confusable,
-                                       with: others.map(\.identity).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) })
+            result[e.identity] = Clash(
+                kind: exact ? .sameName : .confusable,
+                with: others.map(\.identity).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) })
         }
         return result
     }

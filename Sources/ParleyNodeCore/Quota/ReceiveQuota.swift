@@ -13,7 +13,10 @@ public struct ReceiveQuota: Sendable, Equatable {
     public struct Usage: Sendable, Equatable {
         public var messages: Int
         public var bytes: Int
-        public init(messages: Int = 0, bytes: Int = 0) { self.messages = messages; self.bytes = bytes }
+        public init(messages: Int = 0, bytes: Int = 0) {
+            self.messages = messages
+            self.bytes = bytes
+        }
 
         public static func + (a: Usage, b: Usage) -> Usage {
             Usage(messages: a.messages + b.messages, bytes: a.bytes + b.bytes)
@@ -24,7 +27,10 @@ public struct ReceiveQuota: Sendable, Equatable {
     public struct Allowance: Sendable, Equatable {
         public var messages: Int
         public var bytes: Int
-        public init(messages: Int, bytes: Int) { self.messages = messages; self.bytes = bytes }
+        public init(messages: Int, bytes: Int) {
+            self.messages = messages
+            self.bytes = bytes
+        }
     }
 
     /// Any peer we have not verified (pinned on first use, pending): what a stranger's

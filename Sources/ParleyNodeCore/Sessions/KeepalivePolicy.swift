@@ -24,8 +24,10 @@ public struct KeepalivePolicy: Sendable, Equatable {
     public var tickInterval: Duration { max(pingInterval / 5, .milliseconds(100)) }
 
     /// - `lastPing`: when the driver last sent a ping on this session (nil: never).
-    public func check(lastReceived: MonotonicInstant, lastSent: MonotonicInstant, now: MonotonicInstant,
-                      lastPing: MonotonicInstant? = nil) -> Verdict {
+    public func check(
+        lastReceived: MonotonicInstant, lastSent: MonotonicInstant, now: MonotonicInstant,
+        lastPing: MonotonicInstant? = nil
+    ) -> Verdict {
         if now - lastReceived > deadAfter { return .dead }
         // One ping per interval while the peer is silent (docs/PROTOCOL.md "Liveness"): the
         // tick runs five times per interval, and pinging on every tick once the silence

@@ -65,8 +65,10 @@ public struct SessionTable<Handle: Hashable & Sendable>: Sendable {
     private var perNetwork: [String: Int] = [:]
     private var nextSerial: UInt64 = 0
 
-    public init(me: IdentityPublicKey, maxSessions: Int = 1_024, maxPerAddress: Int = NodeLimits.maxSessionsPerAddress,
-                maxPerNetwork: Int = NodeLimits.maxSessionsPerNetwork, offlineDebounce: Duration = .seconds(2)) {
+    public init(
+        me: IdentityPublicKey, maxSessions: Int = 1_024, maxPerAddress: Int = NodeLimits.maxSessionsPerAddress,
+        maxPerNetwork: Int = NodeLimits.maxSessionsPerNetwork, offlineDebounce: Duration = .seconds(2)
+    ) {
         self.me = me
         self.maxSessions = maxSessions
         self.maxPerAddress = maxPerAddress
@@ -116,8 +118,10 @@ public struct SessionTable<Handle: Hashable & Sendable>: Sendable {
     /// is known and a stranger's session in the same scope can make room: the oldest such
     /// is evicted. So known peers keep their sessions, and get one, however many fresh
     /// identities fill the table.
-    public mutating func established(_ handle: Handle, peer: IdentityPublicKey, side: SessionTieBreak.Side,
-                                     source: SourceAddress? = nil, standing: Standing = .known) -> [Action] {
+    public mutating func established(
+        _ handle: Handle, peer: IdentityPublicKey, side: SessionTieBreak.Side,
+        source: SourceAddress? = nil, standing: Standing = .known
+    ) -> [Action] {
         var actions: [Action] = []
         if let existing = sessions[peer], existing.handle != handle {
             guard SessionTieBreak.keepNew(side, over: existing.side, me: me, peer: peer) else {
@@ -126,8 +130,10 @@ public struct SessionTable<Handle: Hashable & Sendable>: Sendable {
             actions.append(.closeDuplicate(existing.handle))
             remove(peer)
             // The peer keeps its standing (a promotion is not lost to a reconnect).
-            return actions + admit(handle, peer: peer, side: side, source: source,
-                                   standing: existing.standing == .known ? .known : standing, wasOnline: true)
+            return actions
+                + admit(
+                    handle, peer: peer, side: side, source: source,
+                    standing: existing.standing == .known ? .known : standing, wasOnline: true)
         }
         if sessions[peer] == nil {
             // The caps, widest first; each either finds room or refuses.
@@ -139,13 +145,17 @@ public struct SessionTable<Handle: Hashable & Sendable>: Sendable {
             }
             if let source {
                 if perNetwork[source.network, default: 0] >= maxPerNetwork {
-                    guard standing == .known, let victim = oldestStranger(where: { $0.source?.network == source.network }) else {
+                    guard standing == .known,
+                        let victim = oldestStranger(where: { $0.source?.network == source.network })
+                    else {
                         return [.refuseSourceFull(handle)]
                     }
                     actions += evict(victim)
                 }
                 if perAddress[source.address, default: 0] >= maxPerAddress {
-                    guard standing == .known, let victim = oldestStranger(where: { $0.source?.address == source.address }) else {
+                    guard standing == .known,
+                        let victim = oldestStranger(where: { $0.source?.address == source.address })
+                    else {
                         return [.refuseSourceFull(handle)]
                     }
                     actions += evict(victim)
@@ -157,8 +167,10 @@ public struct SessionTable<Handle: Hashable & Sendable>: Sendable {
         return actions + admit(handle, peer: peer, side: side, source: source, standing: standing, wasOnline: wasOnline)
     }
 
-    private mutating func admit(_ handle: Handle, peer: IdentityPublicKey, side: SessionTieBreak.Side,
-                                source: SourceAddress?, standing: Standing, wasOnline: Bool) -> [Action] {
+    private mutating func admit(
+        _ handle: Handle, peer: IdentityPublicKey, side: SessionTieBreak.Side,
+        source: SourceAddress?, standing: Standing, wasOnline: Bool
+    ) -> [Action] {
         nextSerial += 1
         sessions[peer] = Session(handle: handle, side: side, source: source, standing: standing, serial: nextSerial)
         if let source {
@@ -195,8 +207,10 @@ public struct SessionTable<Handle: Hashable & Sendable>: Sendable {
     /// A connection closed. Only the active session of a peer changes presence.
     /// `peerKeptAnother`: the peer's close record said `duplicate`. `stopping`: this node
     /// is shutting down (no presence change is reported).
-    public mutating func closed(_ handle: Handle, peer: IdentityPublicKey?, peerKeptAnother: Bool,
-                                stopping: Bool, now: MonotonicInstant) -> [Action] {
+    public mutating func closed(
+        _ handle: Handle, peer: IdentityPublicKey?, peerKeptAnother: Bool,
+        stopping: Bool, now: MonotonicInstant
+    ) -> [Action] {
         guard let peer, sessions[peer]?.handle == handle else { return [] }
         remove(peer)
         // This node is shutting down: the peer did not go offline, we did. Saying so would

@@ -21,8 +21,10 @@ public struct KnownPeer: Sendable, Equatable {
     public var card: [UInt8]
     public var standing: Standing
 
-    public init(identity: IdentityPublicKey, displayName: String, cardSequence: UInt64, card: [UInt8],
-                standing: Standing) {
+    public init(
+        identity: IdentityPublicKey, displayName: String, cardSequence: UInt64, card: [UInt8],
+        standing: Standing
+    ) {
         self.identity = identity
         self.displayName = displayName
         self.cardSequence = cardSequence

@@ -83,8 +83,10 @@ public enum TrustDecision {
     }
 
     /// - `nowSeconds`: the wall clock, Unix seconds (card expiry is wall-clock time).
-    public static func cardUpdate(_ card: Card, sessionIdentity: IdentityPublicKey, pinned: KnownPeer?,
-                                  nowSeconds: UInt64) -> CardUpdateVerdict {
+    public static func cardUpdate(
+        _ card: Card, sessionIdentity: IdentityPublicKey, pinned: KnownPeer?,
+        nowSeconds: UInt64
+    ) -> CardUpdateVerdict {
         guard card.identityKey == sessionIdentity else { return .otherIdentity }
         guard !card.isExpired(now: nowSeconds) else { return .expired }
         guard let pinned, card.sequence > pinned.cardSequence else { return .ignore }

@@ -105,8 +105,10 @@ enum ChatLayout {
 
     /// The whole screen. `scroll` is how many message lines the view is moved up from the
     /// bottom (Page Up); it is clamped, and the clamped value is what the caller keeps.
-    static func screen(lines: [String], status: String, editor: LineEditor, width: Int, height: Int,
-                       scroll: inout Int) -> Screen {
+    static func screen(
+        lines: [String], status: String, editor: LineEditor, width: Int, height: Int,
+        scroll: inout Int
+    ) -> Screen {
         let input = editor.visible(width: max(width - DisplayWidth.of(prompt), 1))
         let promptRow = prompt + input.text
         guard height >= minimumRows, width >= minimumColumns else {

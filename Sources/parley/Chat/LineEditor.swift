@@ -45,8 +45,12 @@ struct LineEditor {
         case .delete:
             guard cursor < characters.count else { return .ignored }
             characters.remove(at: cursor)
-        case .left: guard cursor > 0 else { return .ignored }; cursor -= 1
-        case .right: guard cursor < characters.count else { return .ignored }; cursor += 1
+        case .left:
+            guard cursor > 0 else { return .ignored }
+            cursor -= 1
+        case .right:
+            guard cursor < characters.count else { return .ignored }
+            cursor += 1
         case .home: cursor = 0
         case .end: cursor = characters.count
         case .eraseLine: clear()

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// The controlling terminal in raw mode for `parley chat`: no echo, no line buffering,
@@ -64,7 +64,8 @@ final class RawTerminal {
     func restore() {
         guard !restored else { return }
         restored = true
-        RawTerminal.write(Self.resetAttributes + Self.showCursor + Self.disableBracketedPaste + Self.leaveAlternateScreen)
+        RawTerminal.write(
+            Self.resetAttributes + Self.showCursor + Self.disableBracketedPaste + Self.leaveAlternateScreen)
         var original = savedTerminalState
         _ = tcsetattr(0, TCSAFLUSH, &original)
         terminalIsRaw = false
@@ -97,7 +98,8 @@ final class RawTerminal {
         let bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { raw in Glibc.write(1, raw.baseAddress! + offset, raw.count - offset) }  // non-empty: loop condition
+            // Force-unwrap safe: the loop runs only while bytes is non-empty.
+            let n = bytes.withUnsafeBytes { raw in Glibc.write(1, raw.baseAddress! + offset, raw.count - offset) }
             if n < 0 {
                 if errno == EINTR { continue }
                 return

@@ -107,22 +107,49 @@ struct TerminalKeyDecoder {
                     i += length
                     if Self.isPasteStart(pending, from: i - length, length: length) { paste = PasteBuffer() }
                 }
-            case 0x0D, 0x0A: emit(.enter); i += 1
-            case 0x7F, 0x08: emit(.backspace); i += 1
-            case 0x03: emit(.interrupt); i += 1
-            case 0x04: emit(.endOfInput); i += 1
-            case 0x15: emit(.eraseLine); i += 1
-            case 0x17: emit(.eraseWord); i += 1
-            case 0x0C: emit(.redraw); i += 1
-            case 0x01: emit(.home); i += 1
-            case 0x05: emit(.end); i += 1
-            case 0x02: emit(.left); i += 1
-            case 0x06: emit(.right); i += 1
-            case 0x09: emit(.text(" ")); i += 1
+            case 0x0D, 0x0A:
+                emit(.enter)
+                i += 1
+            case 0x7F, 0x08:
+                emit(.backspace)
+                i += 1
+            case 0x03:
+                emit(.interrupt)
+                i += 1
+            case 0x04:
+                emit(.endOfInput)
+                i += 1
+            case 0x15:
+                emit(.eraseLine)
+                i += 1
+            case 0x17:
+                emit(.eraseWord)
+                i += 1
+            case 0x0C:
+                emit(.redraw)
+                i += 1
+            case 0x01:
+                emit(.home)
+                i += 1
+            case 0x05:
+                emit(.end)
+                i += 1
+            case 0x02:
+                emit(.left)
+                i += 1
+            case 0x06:
+                emit(.right)
+                i += 1
+            case 0x09:
+                emit(.text(" "))
+                i += 1
             case 0x00..<0x20: i += 1  // other control bytes mean nothing here
             default:
                 let length = Self.utf8Length(lead: b)
-                guard length > 0 else { i += 1; continue }  // stray continuation or invalid byte
+                guard length > 0 else {
+                    i += 1
+                    continue
+                }  // stray continuation or invalid byte
                 guard i + length <= pending.count else { break parsing }
                 if let s = String(validating: pending[i..<(i + length)], as: UTF8.self) {
                     emit(.text(s))

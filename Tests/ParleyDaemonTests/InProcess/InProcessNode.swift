@@ -34,14 +34,17 @@ final class InProcessNode: NodeObserver {
 
     init(name: String, loop: EmbeddedEventLoop, clock: LoopClock, options: NodeOptions = NodeOptions()) throws {
         directory = NSTemporaryDirectory() + "parley-inprocess-\(name)-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         let (keys, _) = try KeyFiles.loadOrCreate(stateDirectory: directory)
         let store = try Store(directory: directory)
-        let card = try Card.issue(identity: keys.identity, noiseKey: keys.noiseStatic.publicKey, displayName: name,
-                                  hostName: name + "-host", issuedAt: UInt64(clock.wallMilliseconds() / 1000), sequence: 1)
-        node = Node(loop: loop, store: store, keys: keys, card: card, options: options, log: testLogger(),
-                    networkKey: nil, clock: clock, random: LowestRandom())
+        let card = try Card.issue(
+            identity: keys.identity, noiseKey: keys.noiseStatic.publicKey, displayName: name,
+            hostName: name + "-host", issuedAt: UInt64(clock.wallMilliseconds() / 1000), sequence: 1)
+        node = Node(
+            loop: loop, store: store, keys: keys, card: card, options: options, log: testLogger(),
+            networkKey: nil, clock: clock, random: LowestRandom())
         node.stateDirectory = directory
         node.addObserver(self)
     }
@@ -56,7 +59,9 @@ final class InProcessNode: NodeObserver {
 /// The one place the tests build a daemon logger: quiet unless a test wants the lines.
 func testLogger() -> Logger {
     let level = SharedLogLevel(.error)
-    return Logger(label: "test") { _ in ParleyLogHandler(format: .human, level: level, output: LogOutput(sink: { _ in })) }
+    return Logger(label: "test") { _ in
+        ParleyLogHandler(format: .human, level: level, output: LogOutput(sink: { _ in }))
+    }
 }
 
 /// Two nodes joined by a pair of `EmbeddedChannel`s: bytes written by one side are handed

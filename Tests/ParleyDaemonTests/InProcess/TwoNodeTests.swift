@@ -48,7 +48,8 @@ final class TwoNodeTests: XCTestCase {
         XCTAssertTrue(bob.node.sessions.isOnline(alice.identity))
         XCTAssertEqual(try alice.node.store.peer(identity: bob.identity.hex)?.trust, .pinned)
         XCTAssertEqual(try bob.node.store.peer(identity: alice.identity.hex)?.displayName, "alice")
-        XCTAssertTrue(alice.events.contains { if case .peerOnline(bob.identity.hex) = $0 { return true } else { return false } })
+        XCTAssertTrue(
+            alice.events.contains { if case .peerOnline(bob.identity.hex) = $0 { return true } else { return false } })
     }
 
     func testAMessageIsStoredAcknowledgedAndMarkedDelivered() throws {
@@ -58,7 +59,10 @@ final class TwoNodeTests: XCTestCase {
         let received = try bob.node.store.message(id: sent.id, sender: alice.identity.hex)
         XCTAssertEqual(received?.body, "lunch at noon?")
         XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .delivered)
-        XCTAssertTrue(alice.events.contains { if case .messageDelivered(let m) = $0 { return m.id == sent.id } else { return false } })
+        XCTAssertTrue(
+            alice.events.contains {
+                if case .messageDelivered(let m) = $0 { return m.id == sent.id } else { return false }
+            })
     }
 
     func testTheWindowHoldsBackWhatDoesNotFitUntilAcksArrive() throws {
@@ -70,7 +74,9 @@ final class TwoNodeTests: XCTestCase {
         func arrived() throws -> Int {
             try sent.filter { try bob.node.store.message(id: $0.id, sender: alice.identity.hex) != nil }.count
         }
-        func delivered() throws -> Int { try sent.filter { try alice.node.store.message(id: $0.id)?.state == .delivered }.count }
+        func delivered() throws -> Int {
+            try sent.filter { try alice.node.store.message(id: $0.id)?.state == .delivered }.count
+        }
         XCTAssertEqual(try arrived(), 4, "a window of 4 sends 4 before the first ack")
         XCTAssertEqual(try delivered(), 0)
         try link.exchange()  // the acks arrive, the window opens, the rest follows
@@ -101,7 +107,8 @@ final class TwoNodeTests: XCTestCase {
         XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .delivered)
         let atBob = try bob.node.store.messages(peer: alice.identity.hex, after: nil, limit: 10)
         XCTAssertEqual(atBob.map(\.id), [sent.id], "the second copy was de-duplicated")
-        XCTAssertEqual(bob.events.filter { if case .messageReceived = $0 { return true } else { return false } }.count, 1)
+        XCTAssertEqual(
+            bob.events.filter { if case .messageReceived = $0 { return true } else { return false } }.count, 1)
     }
 
     func testWithoutTheTimeoutNothingIsSentTwice() throws {
@@ -126,7 +133,8 @@ final class TwoNodeTests: XCTestCase {
         alice.node.keepaliveTick()
         try link.exchange(.initiatorToResponder)
         XCTAssertFalse(alice.node.sessions.isOnline(bob.identity))
-        XCTAssertTrue(alice.events.contains { if case .peerOffline(bob.identity.hex) = $0 { return true } else { return false } })
+        XCTAssertTrue(
+            alice.events.contains { if case .peerOffline(bob.identity.hex) = $0 { return true } else { return false } })
     }
 
     func testASecondConnectionOfTheSamePairIsClosedByTheTieBreak() throws {
