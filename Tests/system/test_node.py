@@ -288,6 +288,8 @@ def test_pipelined_sends_are_answered_in_order_after_storing(cluster):
 
 def test_a_subscriber_that_never_reads_is_cut_off_with_a_notice(cluster):
     alice, bob = pair(cluster)
+    # 12,000 messages from one peer: more than an unverified peer's receive quota (10,000).
+    bob.call("trust.verify", {"peer": "alice", "fingerprint": alice.whoami()["fingerprint"]})
     lazy = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     lazy.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     lazy.connect(str(bob.socket))
