@@ -12,6 +12,13 @@ public enum ControlEvent {
     /// A key never seen before connected (pinned, or held for approval).
     public static let peerNew = "peer.new"
     public static let roomUpdated = "room.updated"
+    /// File transfers (`FileEvent`): an offer arrived or was made, progress (at most twice a
+    /// second), completed, failed, cancelled or rejected.
+    public static let fileOffered = "file.offered"
+    public static let fileProgress = "file.progress"
+    public static let fileCompleted = "file.completed"
+    public static let fileFailed = "file.failed"
+    public static let fileCancelled = "file.cancelled"
     /// The last notification before the daemon ends a subscription (and the connection).
     public static let subscriptionClosed = "subscription.closed"
 
@@ -21,7 +28,8 @@ public enum ControlEvent {
 
     public static let all: [String] = [
         messageReceived, messageDelivered, messageRead, peerOnline, peerOffline, peerNew, subscriptionClosed,
-        roomUpdated, messageRefused, messageUpdated, peerStatus
+        roomUpdated, messageRefused, messageUpdated, peerStatus,
+        fileOffered, fileProgress, fileCompleted, fileFailed, fileCancelled,
     ]
 }
 

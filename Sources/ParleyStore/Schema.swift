@@ -174,6 +174,7 @@ enum Schema {
         registerRoomsV2Migration(&migrator)
         registerQuotaMigration(&migrator)
         registerConversationMigration(&migrator)
+        registerFilesMigration(&migrator)
         return migrator
     }
 }

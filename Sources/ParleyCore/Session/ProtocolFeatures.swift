@@ -10,8 +10,11 @@ public struct ProtocolFeatures: OptionSet, Hashable, Sendable {
     /// room variants (0x12-0x15).
     public static let conversation = ProtocolFeatures(rawValue: 1 << 0)
 
+    /// File transfer: records 0x30-0x35 (docs/PROTOCOL.md "Files").
+    public static let files = ProtocolFeatures(rawValue: 1 << 1)
+
     /// What this version understands.
-    public static let supported: ProtocolFeatures = [.conversation]
+    public static let supported: ProtocolFeatures = [.conversation, .files]
 }
 
 extension AppRecord.RecordType {
@@ -22,6 +25,8 @@ extension AppRecord.RecordType {
         switch self {
         case .reply, .edit, .delete, .reaction, .status, .roomReply, .roomEdit, .roomDelete, .roomReaction:
             return .conversation
+        case .fileOffer, .fileWant, .fileHashes, .fileChunk, .fileHave, .fileEnd:
+            return .files
         case .chat, .ack, .cardUpdate, .ping, .pong, .close, .refused, .readReceipt, .roomOperation, .roomChat,
             .listenPorts:
             return nil

@@ -38,6 +38,9 @@ public enum AppRecord: Equatable, Sendable {
     /// receiver dials the address it sees the session come from at these ports when it
     /// needs a session again (after either side restarts), without mDNS.
     case listenPorts([UInt16])
+    /// A file record (0x30-0x35, docs/PROTOCOL.md "Files"). Sent only to peers whose
+    /// handshake announced `ProtocolFeatures.files`.
+    case file(FileRecord)
     /// A record type this version does not know: skipped, for forward compatibility.
     case unknown(type: UInt8, length: Int)
 
@@ -53,6 +56,8 @@ public enum AppRecord: Equatable, Sendable {
         /// Edit, delete and reaction of a room message: the room id, then the direct layout.
         case roomEdit = 0x13, roomDelete = 0x14, roomReaction = 0x15
         case listenPorts = 0x20
+        case fileOffer = 0x30, fileWant = 0x31, fileHashes = 0x32, fileChunk = 0x33, fileHave = 0x34
+        case fileEnd = 0x35
     }
 
     public static let headerLength = 5
@@ -183,6 +188,8 @@ extension AppRecord {
             var p = [UInt8]([UInt8(truncatingIfNeeded: ports.count)])
             for port in ports { p.appendUInt16(port) }
             put(.listenPorts, p)
+        case .file(let f):
+            put(f.recordType, f.payload())
         case .unknown:
             break  // never sent
         }
@@ -274,6 +281,8 @@ extension AppRecord {
                     ports.append(port)
                 }
                 return .listenPorts(ports)
+            case .fileOffer, .fileWant, .fileHashes, .fileChunk, .fileHave, .fileEnd:
+                return .file(try FileRecord.decode(known, &r))
             case .roomChat, .roomReply:
                 let id = MessageID(exactly: try r.readBytes(MessageID.length))
                 let room = RoomID(exactly: try r.readBytes(RoomID.length))

@@ -186,6 +186,13 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
                 if !request.isNotification { writeSuccess(id: id, result: result) }
             case .deferred:
                 break
+            case .later(let future):
+                let isNotification = request.isNotification
+                future.whenComplete { [weak self] result in
+                    guard let self, !isNotification, case .success(let response) = result else { return }
+                    self.write(response)
+                    self.context?.flush()
+                }
             case let .awaitDial(key, address, timeoutMs):
                 waitForDial(key, address: address, timeoutMs: timeoutMs, requestID: request.id)
             case let .subscribe(filter, since):

@@ -154,11 +154,13 @@ extension Node {
         announceStatus(on: conn)
         pump(conn)
         sendPendingReadReceipts(conn)
+        filesSessionStarted(conn)
     }
 
     func connectionClosed(_ conn: PeerConnection, error: Error?) {
         let handle = ObjectIdentifier(conn)
         releaseAdmission(conn)
+        if activePeer(of: conn) != nil { filesSessionEnded(conn) }
         let link = links.removeValue(forKey: handle)
         if let error, conn.established == nil {
             // A failed handshake: log once per source address, never per packet.

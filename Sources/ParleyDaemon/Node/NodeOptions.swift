@@ -17,6 +17,10 @@ struct NodeOptions: Sendable {
     var redial = RedialBackoff(initial: .milliseconds(500), maximum: .seconds(30))
     /// What the node keeps from peers, and its disk floor (`quota_*`, `disk_floor_mib`).
     var quota = ReceiveQuota.standard
+    /// Where received files go (`download_dir`); nil: `<state-dir>/files`.
+    var downloadDirectory: String?
+    /// Offers taken without asking (`file_auto_accept_mib`, from verified peers only).
+    var fileAutoAcceptBytes = FileAcceptPolicy.defaultAutoAcceptBytes
     /// Established sessions in total (`max_sessions`).
     var maxSessions = NodeLimits.maxSessions
 
