@@ -230,14 +230,7 @@ extension Node {
             throw .wrongState(id: rec.transfer, state: rec.state.rawValue, wanted: "an incoming offer")
         }
         activeConnection(for: key.peer)?.send(.file(.end(key.transfer, .rejected, "")))
-        if let f = incomingFile(key, rec) {
-            finishIncoming(f, key, .rejected, error: nil)
-        } else {
-            try? store.setTransferState(rowID: rec.rowID, .rejected, at: nowMs)
-            var r = rec
-            r.state = .rejected
-            emitFile(r, .cancelled)
-        }
+        endIncoming(rec, key, .rejected, error: nil)
         return (try? findTransfer(rec.transfer)) ?? rec
     }
 }

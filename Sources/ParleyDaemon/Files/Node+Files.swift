@@ -110,10 +110,13 @@ extension Node {
             finishOutgoing(f, key, state, error: outcome == .completed ? nil : Self.peerText(outcome, text))
             return
         }
-        if let f = incomingFile(key), !f.record.state.isFinal {
-            let state: FileTransferRecord.State = outcome == .cancelled ? .cancelled : .failed
-            finishIncoming(f, key, state, error: Self.peerText(outcome, text))
-        }
+        guard
+            let rec = files.incoming[key]?.record
+                ?? (try? store.transfer(peer: key.peer.hex, transfer: key.transfer.hex, direction: .incoming)),
+            !rec.state.isFinal
+        else { return }
+        let state: FileTransferRecord.State = outcome == .cancelled ? .cancelled : .failed
+        endIncoming(rec, key, state, error: Self.peerText(outcome, text))
     }
 
     static func peerText(_ outcome: FileEndOutcome, _ text: String) -> String {
@@ -171,12 +174,23 @@ extension Node {
         activeConnection(for: key.peer)?.send(.file(.end(key.transfer, .cancelled, "")))
         switch rec.direction {
         case .outgoing: if let f = outgoingFile(key, rec) { finishOutgoing(f, key, .cancelled, error: nil) }
-        case .incoming:
-            if let f = incomingFile(key, rec) { finishIncoming(f, key, .cancelled, error: nil) } else {
-                try? store.setTransferState(rowID: rec.rowID, .cancelled, at: nowMs)
-            }
+        case .incoming: endIncoming(rec, key, .cancelled, error: nil)
         }
         return currentRecord(try findTransfer(rec.transfer)).0
+    }
+
+    /// Ends an incoming transfer whether it is running (partial file, runtime) or only offered.
+    func endIncoming(_ rec: FileTransferRecord, _ key: FileKey, _ state: FileTransferRecord.State, error: String?) {
+        if let f = incomingFile(key, rec) {
+            finishIncoming(f, key, state, error: error)
+            return
+        }
+        try? store.setTransferState(rowID: rec.rowID, state, error: error, at: nowMs)
+        var r = rec
+        r.state = state
+        r.error = error
+        r.updatedAt = nowMs
+        emitFile(r, state == .failed ? .failed : .cancelled)
     }
 
     // MARK: Events
