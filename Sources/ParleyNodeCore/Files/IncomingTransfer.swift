@@ -31,6 +31,9 @@ public struct IncomingTransfer: Sendable {
     /// Chunks known durable (fsynced and recorded).
     public private(set) var durable: UInt64
     public private(set) var corruptChunks = 0
+    /// The last checkpoint asked for (not yet confirmed, perhaps): the next one is due
+    /// `checkpointChunks` after it, not after every chunk while the driver is busy.
+    private var checkpointAsked: UInt64 = 0
     /// True once `finish` or `fail` was returned: later records change nothing.
     public private(set) var isOver = false
 
@@ -60,6 +63,7 @@ public struct IncomingTransfer: Sendable {
     public mutating func start() -> [Action] {
         guard !isOver else { return [] }
         nextIndex = durable
+        checkpointAsked = durable
         if listVerified && nextIndex == chunkCount {
             isOver = true
             return [.finish]
@@ -104,7 +108,8 @@ public struct IncomingTransfer: Sendable {
         if nextIndex == chunkCount {
             isOver = true
             actions.append(.finish)
-        } else if nextIndex - durable >= FileLimits.checkpointChunks {
+        } else if nextIndex - max(durable, checkpointAsked) >= FileLimits.checkpointChunks {
+            checkpointAsked = nextIndex
             actions.append(.checkpoint(verified: nextIndex))
         }
         return actions
