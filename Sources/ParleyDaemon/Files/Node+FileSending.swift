@@ -12,9 +12,6 @@ extension Node {
     /// Chunks put on one connection per event-loop turn: 256 KiB, so a chat written
     /// meanwhile waits behind at most that (plus what the socket holds), never behind a file.
     static let fileChunksPerTurn = 4
-    /// Files up to this size are hashed on the event loop; larger ones on NIO's thread pool
-    /// (1 GiB takes about a second to hash, which must not stall chat).
-    static let inlineDigestBytes: UInt64 = 4 << 20
 
     /// `files.send`: checks the recipients and the file now (errors are thrown at once), then
     /// hashes the file and stores and offers one transfer per recipient.
@@ -46,7 +43,7 @@ extension Node {
         let chunkSize = FileLimits.preferredChunkSize
         let box = SourceBox(source)
         let digest: EventLoopFuture<SourceFile.Digest>
-        if source.size <= Self.inlineDigestBytes {
+        if source.size <= options.fileInlineDigestBytes {
             digest = loop.makeCompletedFuture { try box.source.digest(chunkSize: chunkSize) }
         } else {
             digest = NIOThreadPool.singleton.runIfActive(eventLoop: loop) { try box.source.digest(chunkSize: chunkSize) }
