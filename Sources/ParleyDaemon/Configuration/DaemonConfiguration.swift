@@ -53,6 +53,10 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var receiveQuota: ReceiveQuota = .standard
     /// `max_sessions`: established sessions in total (`NodeLimits.maxSessions`).
     public var maxSessions: Int = NodeLimits.maxSessions
+    /// `download_dir`: where received files go (nil: `<state_dir>/files`).
+    public var downloadDirectory: String?
+    /// `file_auto_accept_mib`: files from verified peers up to this size arrive without asking.
+    public var fileAutoAcceptBytes: UInt64 = FileAcceptPolicy.defaultAutoAcceptBytes
 
     /// The IANA-unassigned port parleyd uses when none is given.
     public static let defaultPort: UInt16 = 7744
@@ -165,6 +169,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
             .quotaTotalMib, .diskFloorMib:
             receiveQuota != other.receiveQuota
         case .maxSessions: maxSessions != other.maxSessions
+        case .downloadDir: downloadDirectory != other.downloadDirectory
+        case .fileAutoAcceptMib: fileAutoAcceptBytes != other.fileAutoAcceptBytes
         }
     }
 
