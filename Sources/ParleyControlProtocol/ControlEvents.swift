@@ -195,6 +195,9 @@ public enum ControlEventPayload: Sendable, Hashable {
     case roomUpdated(RoomUpdatedEvent)
     case messageUpdated(MessageUpdatedEvent)
     case peerStatus(PeerStatusEvent)
+    /// `file.offered`, `file.progress`, `file.completed`, `file.failed`, `file.cancelled`:
+    /// the method and the transfer as it is now.
+    case file(method: String, FileTransferInfo)
     /// A method this version does not know (a newer daemon): kept, not fatal.
     case unknown(JSONRPCNotification)
 
@@ -214,6 +217,9 @@ public enum ControlEventPayload: Sendable, Hashable {
         case ControlEvent.roomUpdated: self = .roomUpdated(try params.decode(as: RoomUpdatedEvent.self))
         case ControlEvent.messageUpdated: self = .messageUpdated(try params.decode(as: MessageUpdatedEvent.self))
         case ControlEvent.peerStatus: self = .peerStatus(try params.decode(as: PeerStatusEvent.self))
+        case ControlEvent.fileOffered, ControlEvent.fileProgress, ControlEvent.fileCompleted, ControlEvent.fileFailed,
+            ControlEvent.fileCancelled:
+            self = .file(method: notification.method, try params.decode(as: FileOfferedEvent.self).transfer)
         default: self = .unknown(notification)
         }
     }
