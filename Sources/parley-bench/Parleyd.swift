@@ -12,7 +12,7 @@ final class Parleyd: @unchecked Sendable {
 
     init(
         binary: String, workDir: String, name: String, peers: [String] = [],
-        durability: String = "full"
+        durability: String = "full", extraArguments: [String] = []
     ) throws(BenchError) {
         self.name = name
         let state = workDir + "/\(name)-state"
@@ -22,6 +22,7 @@ final class Parleyd: @unchecked Sendable {
             "--listen", "127.0.0.1:0", "--log-level", "warning", "--durability", durability
         ]
         for p in peers { args += ["--peer", p] }
+        args += extraArguments
         var env = ProcessInfo.processInfo.environment
         env["NOTIFY_SOCKET"] = nil
         child = try ChildProcess(
@@ -71,12 +72,15 @@ final class Parleyd: @unchecked Sendable {
 /// Two daemons that know each other (B dials A) with a session up.
 func startPair(
     binary: String, workDir: String, names: (String, String) = ("alice", "bob"),
-    durability: String
+    durability: String, extraArguments: [String] = []
 ) throws(BenchError) -> (Parleyd, Parleyd) {
-    let a = try Parleyd(binary: binary, workDir: workDir, name: names.0, durability: durability)
+    let a = try Parleyd(
+        binary: binary, workDir: workDir, name: names.0, durability: durability, extraArguments: extraArguments)
     let b: Parleyd
     do {
-        b = try Parleyd(binary: binary, workDir: workDir, name: names.1, peers: [a.address], durability: durability)
+        b = try Parleyd(
+            binary: binary, workDir: workDir, name: names.1, peers: [a.address], durability: durability,
+            extraArguments: extraArguments)
     } catch {
         a.stop()
         throw error
