@@ -3,6 +3,7 @@ room; resume after kill -9 of either side; reject and cancel from either side; c
 prompt while a large file moves. The hostile sender is in test_files_hostile.py."""
 import hashlib
 import os
+import subprocess
 import time
 
 import pytest
@@ -262,3 +263,41 @@ def test_unverified_sender_over_its_quota_is_refused_and_told(cluster):
     small = make_file(cluster, "small.txt", 1000)
     [t] = send(alice, "bob", small)
     assert offered_to(bob, t["id"])["state"] == "offered"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a small tmpfs (CI runs as root)")
+def test_disk_full_at_the_receiver_is_a_clear_error_and_the_sender_keeps_its_file(cluster):
+    from test_everyday import config_file
+    downloads = cluster.dir / "downloads"
+    downloads.mkdir(mode=0o700)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", str(downloads)], check=True)
+    try:
+        # No disk floor: the offer is taken, then the 8 MiB file system fills mid-transfer.
+        conf = config_file(cluster, "bob", f'[parleyd]\ndownload_dir = "{downloads}"\ndisk_floor_mib = 0\n')
+        alice = cluster.node("alice").start()
+        bob = cluster.node("bob", peers=[alice.address], extra_args=conf).start()
+        wait_until(lambda: alice.online("bob") and bob.online("alice"), what="online")
+        verify(bob, alice)
+        src = make_file(cluster, "too-big.bin", 20 << 20)
+        before = digest(src)
+        [t] = send(alice, "bob", src)
+        done = final(bob, t["id"], timeout=60)
+        assert done["state"] == "failed", done
+        out = final(alice, t["id"], timeout=30)
+        assert out["state"] == "failed" and "disk is full" in out["error"], out
+        assert os.listdir(downloads) == [], "the partial file is removed"
+        assert digest(src) == before, "the sender's file is untouched"
+        assert bob.call("node.status")["name"] == "bob"
+        # With the default floor (256 MiB) the free-space check refuses the offer before a byte moves.
+        bob.stop()
+        conf = config_file(cluster, "bob2", f'[parleyd]\ndownload_dir = "{downloads}"\n')
+        bob.extra_args = conf
+        bob.start()
+        wait_until(lambda: alice.online("bob"), timeout=30, what="bob back")
+        [t] = send(alice, "bob", make_file(cluster, "small.bin", 1 << 20))
+        out = final(alice, t["id"], timeout=30)
+        assert out["state"] == "failed" and "disk space" in out["error"], out
+    finally:
+        for n in cluster.nodes:
+            n.stop()
+        subprocess.run(["umount", "-l", str(downloads)])

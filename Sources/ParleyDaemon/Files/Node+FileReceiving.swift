@@ -60,10 +60,8 @@ extension Node {
     private func refusal(of offer: FileOffer, from peer: IdentityPublicKey) -> String? {
         if let problem = FileOffer.limitViolation(size: offer.size, chunkSize: offer.chunkSize) { return problem }
         if let room = offer.room {
-            let rooms = (try? store.rooms()) ?? []
-            guard let r = rooms.first(where: { $0.id == room.hex }), r.isMember, r.members.contains(peer.hex) else {
-                return "not a member of that room"
-            }
+            let joined = ((try? store.rooms()) ?? []).first { $0.id == room.hex }?.isMember ?? false
+            guard joined, isRoomMember(peer, room: room.hex) else { return "not a member of that room" }
         }
         let waiting = ((try? store.unfinishedTransfers(with: peer.hex)) ?? []).filter {
             $0.direction == .incoming && $0.state == .offered

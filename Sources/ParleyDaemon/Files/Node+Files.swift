@@ -50,12 +50,24 @@ extension Node {
             case .outgoing:
                 guard let f = outgoingFile(key, rec) else { continue }
                 f.machine.sessionEnded()
-                if rec.state == .offered, let offer = rec.offer { conn.send(.file(.offer(offer))) }
+                guard rec.state == .offered, let offer = rec.offer else { continue }
+                if let room = rec.room, !isRoomMember(peer, room: room) {
+                    // Removed before it answered: a file sent to the room is no longer for it.
+                    conn.send(.file(.end(key.transfer, .cancelled, "no longer a member of the room")))
+                    finishOutgoing(f, key, .cancelled, error: "no longer a member of the room")
+                    continue
+                }
+                conn.send(.file(.offer(offer)))
             case .incoming:
                 guard rec.state == .transferring, let f = incomingFile(key, rec) else { continue }
                 performIncoming(f.machine.start(), f, on: conn)
             }
         }
+    }
+
+    /// Whether `peer` is (still) a member of the room `room` (hex id) as this node resolved it.
+    func isRoomMember(_ peer: IdentityPublicKey, room: String) -> Bool {
+        ((try? store.rooms()) ?? []).first { $0.id == room }?.members.contains(peer.hex) ?? false
     }
 
     /// A session ended: nothing more is sent until the next `fileWant`.
