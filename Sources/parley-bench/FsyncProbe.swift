@@ -11,8 +11,8 @@ enum FsyncProbe {
     /// What one durable chat record costs to append: a 64-byte body.
     static let recordBytes = 64
 
-    /// `count` appends of `recordBytes` bytes, each followed by `fdatasync`.
-    static func measure(directory: String, count: Int) throws(BenchError) -> Samples {
+    /// `count` appends of `bytes` bytes, each followed by `fdatasync`: one sample each.
+    static func measure(directory: String, count: Int, bytes: Int = recordBytes) throws(BenchError) -> Samples {
         let path = directory + "/fsync-probe-\(getpid())"
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw BenchError.io("open \(path): \(Socket.errorText())") }
@@ -20,7 +20,7 @@ enum FsyncProbe {
             close(fd)
             unlink(path)
         }
-        let chunk = [UInt8](repeating: 0x78, count: recordBytes)
+        let chunk = [UInt8](repeating: 0x78, count: bytes)
         var disk = Samples()
         for _ in 0..<count {
             let t0 = Clock.nowNs()
