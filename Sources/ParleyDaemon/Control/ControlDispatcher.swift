@@ -195,7 +195,7 @@ struct ControlDispatcher {
                 scope, after: p.after.map { Int64($0) }, before: p.before.map { Int64($0) }, limit: p.effectiveLimit)
         } catch { throw ControlFailure.storeRead(what: "the messages", error) }
         return MessagesListResult(
-            messages: page.messages.map { node.messageInfo($0) }, hasOlder: page.hasOlder, hasNewer: page.hasNewer,
+            messages: node.messageInfos(page.messages), hasOlder: page.hasOlder, hasNewer: page.hasNewer,
             pagedForward: p.pagesForward, requestedAfter: p.after, requestedBefore: p.before)
     }
 
@@ -216,7 +216,9 @@ struct ControlDispatcher {
         }
         let took = ContinuousClock.now - started
         return MessagesSearchResult(
-            hits: hits.map { MessagesSearchHit(message: node.messageInfo($0.message), snippet: $0.snippet) },
+            hits: zip(node.messageInfos(hits.map(\.message)), hits).map {
+                MessagesSearchHit(message: $0, snippet: $1.snippet)
+            },
             tookMs: Int(took.components.seconds * 1000 + took.components.attoseconds / 1_000_000_000_000_000))
     }
 
