@@ -29,7 +29,7 @@ public enum ControlEvent {
     public static let all: [String] = [
         messageReceived, messageDelivered, messageRead, peerOnline, peerOffline, peerNew, subscriptionClosed,
         roomUpdated, messageRefused, messageUpdated, peerStatus,
-        fileOffered, fileProgress, fileCompleted, fileFailed, fileCancelled,
+        fileOffered, fileProgress, fileCompleted, fileFailed, fileCancelled
     ]
 }
 

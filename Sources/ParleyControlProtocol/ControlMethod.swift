@@ -45,7 +45,7 @@ public enum ControlMethod {
         trustUnblock, trustForget, nodeRotateKey, roomsList, roomsCreate, roomsAdd, roomsRemove, roomsLeave,
         roomsAccept, roomsDecline, roomsSetRole, roomsRename, roomsSetPolicy,
         messagesForget, messagesReply, messagesEdit, messagesDelete, messagesReact, nodeSetStatus,
-        filesSend, filesList, filesAccept, filesReject, filesCancel,
+        filesSend, filesList, filesAccept, filesReject, filesCancel
     ]
 }
 

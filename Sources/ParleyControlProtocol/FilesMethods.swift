@@ -85,8 +85,7 @@ public struct FilesSendParams: ControlCallParams {
             throw .invalidParams("\"path\" is longer than \(ControlLimits.maxPathBytes) bytes or contains NUL")
         }
         if let caption, caption.utf8.count > 4_096 { throw .invalidParams("\"caption\" is longer than 4096 bytes") }
-        if let mediaType, mediaType.utf8.count > 127 || !mediaType.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
-        {
+        if let mediaType, mediaType.utf8.count > 127 || !mediaType.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
             throw .invalidParams("\"mediaType\" must be at most 127 printable ASCII characters")
         }
     }
@@ -162,7 +161,8 @@ public struct FileTransferResult: Codable, Sendable, Hashable {
 
 enum FileIDCheck {
     static func check(_ id: String) throws(JSONRPCError) {
-        guard (4...32).contains(id.utf8.count), id.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
+        guard (4...32).contains(id.utf8.count),
+            id.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
         else { throw .invalidParams("\"id\" must be 4 to 32 lowercase hex digits (a transfer id or its prefix)") }
     }
 }
@@ -200,4 +200,3 @@ public struct FileCancelledEvent: ControlEventParams {
     public var transfer: FileTransferInfo
     public init(transfer: FileTransferInfo) { self.transfer = transfer }
 }
-

@@ -11,7 +11,8 @@ extension Store {
 
     /// Stores a new transfer; returns it with its row id. A transfer already stored under the
     /// same (peer, transfer, direction) is returned unchanged (a repeated offer).
-    public func insertTransfer(_ t: FileTransferRecord) throws(StoreError) -> (record: FileTransferRecord, isNew: Bool) {
+    public func insertTransfer(_ t: FileTransferRecord) throws(StoreError) -> (record: FileTransferRecord, isNew: Bool)
+    {
         try InputValidation.requireIdentity(t.peer, "peer")
         try InputValidation.requireNoNUL(t.name, "name")
         return try write { db in
@@ -29,7 +30,7 @@ extension Store {
                     t.transfer, t.peer, t.direction.rawValue, t.room, t.name, t.size, t.mediaType, t.caption,
                     t.thumbnail.isEmpty ? nil : Data(t.thumbnail), t.chunkSize, Data(t.contentHash),
                     Data(t.listHash), t.chunkHashes.map { Data($0) }, t.state.rawValue, t.verified, t.sourcePath,
-                    t.sourceSize, t.sourceMtime, t.savedPath, t.error, t.createdAt, t.updatedAt,
+                    t.sourceSize, t.sourceMtime, t.savedPath, t.error, t.createdAt, t.updatedAt
                 ])
             var stored = t
             stored.rowID = db.lastInsertedRowID

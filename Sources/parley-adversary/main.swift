@@ -838,7 +838,7 @@ func runFileAttack(_ attack: String, host: String, port: UInt16) {
     var contentHash = FileHash.of(content)
     if attack == "lying-hash" { contentHash[0] ^= 1 }
     let names = [
-        "traversal": "../../etc/passwd", "control": "\u{1B}[31mred\nline\u{202E}txt.exe/CON.txt",
+        "traversal": "../../etc/passwd", "control": "\u{1B}[31mred\nline\u{202E}txt.exe/CON.txt"
     ]
     let transfer = TransferID.random()
     let offer = FileOffer(

@@ -29,8 +29,10 @@ struct FileTransferBench {
         // A file of 1 GiB is over the default verified quota once a chat is stored; the
         // bench raises it (and the auto-accept size) so nothing waits for a person.
         let config = dir + "/parleyd.toml"
-        try Data("[parleyd]\nquota_verified_peer_mib = 8192\nquota_total_mib = 16384\nfile_auto_accept_mib = 8192\n".utf8)
-            .write(to: URL(fileURLWithPath: config))
+        try Data(
+            "[parleyd]\nquota_verified_peer_mib = 8192\nquota_total_mib = 16384\nfile_auto_accept_mib = 8192\n".utf8
+        )
+        .write(to: URL(fileURLWithPath: config))
         let (a, b) = try startPair(
             binary: binary, workDir: dir, names: ("fa", "fb"), durability: "full", extraArguments: ["--config", config])
         defer {
@@ -90,7 +92,7 @@ struct FileTransferBench {
             BenchRow(
                 id: "10c", measure: "Peak RSS during the transfer, sender / receiver", unit: "MiB",
                 parley: Double(peakA) / 1024, reference: Double(peakB) / 1024, referenceName: "receiver",
-                goal: .none, note: "VmRSS sampled every 50 ms; the file is \(size >> 20) MiB"),
+                goal: .none, note: "VmRSS sampled every 50 ms; the file is \(size >> 20) MiB")
         ]
     }
 

@@ -153,7 +153,8 @@ struct ParleyBench: ParsableCommand {
 
         if wanted.contains(10) {
             progress("row 10: a file A → B (log: \(work)/files-bench)")
-            do { add(try FileTransferBench(scale: scale, binary: parleyd, workDir: work).run(aead64k: aead64k)) } catch {
+            do { add(try FileTransferBench(scale: scale, binary: parleyd, workDir: work).run(aead64k: aead64k)) } catch
+            {
                 add([
                     .skipped(
                         id: "10a", measure: "File A → B, loopback, durable", unit: "MB/s",

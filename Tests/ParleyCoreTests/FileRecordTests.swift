@@ -26,13 +26,17 @@ final class FileRecordTests: XCTestCase {
     func testEveryRecordRoundTrips() throws {
         let t = TransferID.random()
         let records: [AppRecord] = [
-            .file(.offer(offer())), .file(.offer(FileOffer(
-                transfer: t, size: 0, chunkSize: 65_536, contentHash: FileHash.of([]), listHash: FileHash.listHash([]),
-                name: "empty"))),
+            .file(.offer(offer())),
+            .file(
+                .offer(
+                    FileOffer(
+                        transfer: t, size: 0, chunkSize: 65_536, contentHash: FileHash.of([]),
+                        listHash: FileHash.listHash([]),
+                        name: "empty"))),
             .file(.want(t, from: 5, needList: true)), .file(.want(t, from: 0, needList: false)),
             .file(.hashes(t, first: 2, hashes: [Array(repeating: 9, count: 32), Array(repeating: 8, count: 32)])),
             .file(.chunk(t, index: 3, data: [1, 2, 3])), .file(.have(t, verified: 64)),
-            .file(.end(t, .completed, "")), .file(.end(t, .failed, "the source file changed")),
+            .file(.end(t, .completed, "")), .file(.end(t, .failed, "the source file changed"))
         ]
         for r in records { XCTAssertEqual(try roundTrip(r), r) }
     }
@@ -122,7 +126,8 @@ final class FileRecordTests: XCTestCase {
     func testTheChunkCountAndLengths() {
         let o = offer(size: 10_000, chunkSize: 4_096)
         XCTAssertEqual(o.chunkCount, 3)
-        XCTAssertEqual([o.chunkLength(0), o.chunkLength(1), o.chunkLength(2), o.chunkLength(3)], [4_096, 4_096, 1_808, 0])
+        XCTAssertEqual(
+            [o.chunkLength(0), o.chunkLength(1), o.chunkLength(2), o.chunkLength(3)], [4_096, 4_096, 1_808, 0])
         XCTAssertEqual(offer(size: 8_192).chunkCount, 2)
         XCTAssertEqual(offer(size: 0).chunkCount, 0)
     }

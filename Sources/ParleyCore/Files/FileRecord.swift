@@ -93,7 +93,9 @@ public enum FileRecord: Equatable, Sendable {
             let t = TransferID(exactly: try r.readBytes(TransferID.length))
             let index = try r.readUInt64()
             guard index < FileLimits.maxChunks else { throw fail("chunk index \(index) beyond the chunk limit") }
-            guard (1...FileLimits.maxChunkSize).contains(r.remaining) else { throw fail("chunk of \(r.remaining) bytes") }
+            guard (1...FileLimits.maxChunkSize).contains(r.remaining) else {
+                throw fail("chunk of \(r.remaining) bytes")
+            }
             return .chunk(t, index: index, data: try r.readBytes(r.remaining))
         case .fileHave:
             let t = TransferID(exactly: try r.readBytes(TransferID.length))

@@ -89,7 +89,7 @@ enum ControlCall: Sendable {
             ControlRoute.route(FilesListParams.self, ControlCall.filesList),
             ControlRoute.route(FilesAcceptParams.self, ControlCall.filesAccept),
             ControlRoute.route(FilesRejectParams.self, ControlCall.filesReject),
-            ControlRoute.route(FilesCancelParams.self, ControlCall.filesCancel),
+            ControlRoute.route(FilesCancelParams.self, ControlCall.filesCancel)
         ].map { ($0.method, $0) })
 
     /// Looks the method up and decodes its params: `methodNotFound` for an unknown method,

@@ -24,7 +24,8 @@ enum FileError: Error, CustomStringConvertible {
         case let .ambiguous(q, n): return "'\(q)' is the start of \(n) transfer ids; give more of the id"
         case let .notSendable(path, reason): return "cannot send \(path): \(reason)"
         case let .tooLarge(path, size):
-            return "cannot send \(path): \(size) bytes is over the \(FileLimits.maxFileBytes >> 30) GiB limit of a transfer"
+            return
+                "cannot send \(path): \(size) bytes is over the \(FileLimits.maxFileBytes >> 30) GiB limit of a transfer"
         case .insideStateDirectory(let path):
             return "cannot send \(path): it is in parleyd's state directory (keys and database are never sent)"
         case .peerLacksFiles(let name):

@@ -6,7 +6,7 @@ enum MediaType {
         "svg": "image/svg+xml", "pdf": "application/pdf", "txt": "text/plain", "md": "text/markdown",
         "zip": "application/zip", "gz": "application/gzip", "tar": "application/x-tar", "mp4": "video/mp4",
         "mp3": "audio/mpeg", "ogg": "audio/ogg", "json": "application/json", "csv": "text/csv",
-        "html": "text/html",
+        "html": "text/html"
     ]
 
     static func guess(_ name: String) -> String {

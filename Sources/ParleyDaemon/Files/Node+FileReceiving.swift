@@ -139,10 +139,11 @@ extension Node {
                 }
             }
         } catch {
-            let reason = (error as? FileError).map { e -> String in
-                if case let .io(_, _, code) = e, code == ENOSPC { return "the recipient's disk is full" }
-                return "the recipient could not write the file"
-            } ?? "the recipient could not write the file"
+            let reason =
+                (error as? FileError).map { e -> String in
+                    if case let .io(_, _, code) = e, code == ENOSPC { return "the recipient's disk is full" }
+                    return "the recipient could not write the file"
+                } ?? "the recipient could not write the file"
             log.error("file transfer failed", ["error": "\(error)"])
             conn?.send(.file(.end(key.transfer, .failed, reason)))
             finishIncoming(f, key, .failed, error: "\(error)")
@@ -191,7 +192,8 @@ extension Node {
         f.record.state = state
         f.record.error = error
         f.record.updatedAt = nowMs
-        try? store.setTransferState(rowID: f.record.rowID, state, error: error, savedPath: f.record.savedPath, at: nowMs)
+        try? store.setTransferState(
+            rowID: f.record.rowID, state, error: error, savedPath: f.record.savedPath, at: nowMs)
         files.incoming[key] = nil
         emitFile(f.record, state == .completed ? .completed : state == .failed ? .failed : .cancelled)
         log.info("file transfer ended", ["state": state.rawValue, "peer": key.peer.fingerprintText])

@@ -46,7 +46,9 @@ extension Node {
         if source.size <= options.fileInlineDigestBytes {
             digest = loop.makeCompletedFuture { try box.source.digest(chunkSize: chunkSize) }
         } else {
-            digest = NIOThreadPool.singleton.runIfActive(eventLoop: loop) { try box.source.digest(chunkSize: chunkSize) }
+            digest = NIOThreadPool.singleton.runIfActive(eventLoop: loop) {
+                try box.source.digest(chunkSize: chunkSize)
+            }
         }
         return digest.flatMapThrowing { d in
             try self.storeOffers(
@@ -88,7 +90,9 @@ extension Node {
             guard let key = stored.key else { continue }
             files.outgoing[key] = OutgoingFile(record: stored)
             emitFile(stored, .offered)
-            if let conn = activeConnection(for: key.peer), conn.remoteFeatures.contains(.files), let offer = stored.offer {
+            if let conn = activeConnection(for: key.peer), conn.remoteFeatures.contains(.files),
+                let offer = stored.offer
+            {
                 conn.send(.file(.offer(offer)))
             }
         }
@@ -177,7 +181,8 @@ extension Node {
             }
             for index in f.machine.take(budget: budget) {
                 budget -= 1
-                guard let data = readChunk(f, index), Int(index) < f.hashes.count, FileHash.of(data) == f.hashes[Int(index)]
+                guard let data = readChunk(f, index), Int(index) < f.hashes.count,
+                    FileHash.of(data) == f.hashes[Int(index)]
                 else {
                     failOutgoing(f, key, "the source file changed while it was being sent; send it again", on: conn)
                     break

@@ -132,7 +132,8 @@ extension Node {
     }
 
     static func peerText(_ outcome: FileEndOutcome, _ text: String) -> String {
-        let cleaned = String(String.UnicodeScalarView(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }))
+        let cleaned = String(
+            String.UnicodeScalarView(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }))
         switch outcome {
         case .completed: return "completed"
         case .rejected: return "the recipient declined the file"
@@ -167,7 +168,9 @@ extension Node {
         guard let key = rec.key else { return (rec, nil) }
         switch rec.direction {
         case .outgoing:
-            if let f = files.outgoing[key] { return (f.record, f.record.state == .transferring ? f.rate.bytesPerSecond : nil) }
+            if let f = files.outgoing[key] {
+                return (f.record, f.record.state == .transferring ? f.rate.bytesPerSecond : nil)
+            }
         case .incoming:
             if let f = files.incoming[key] {
                 var r = f.record
@@ -215,7 +218,9 @@ extension Node {
     func outgoingFile(_ key: FileKey, _ rec: FileTransferRecord? = nil) -> OutgoingFile? {
         if let f = files.outgoing[key] { return f }
         let record: FileTransferRecord?
-        if let rec { record = rec } else {
+        if let rec {
+            record = rec
+        } else {
             record = try? store.transfer(peer: key.peer.hex, transfer: key.transfer.hex, direction: .outgoing)
         }
         guard let record, record.direction == .outgoing else { return nil }
@@ -228,7 +233,9 @@ extension Node {
     func incomingFile(_ key: FileKey, _ rec: FileTransferRecord? = nil) -> IncomingFile? {
         if let f = files.incoming[key] { return f }
         let record: FileTransferRecord?
-        if let rec { record = rec } else {
+        if let rec {
+            record = rec
+        } else {
             record = try? store.transfer(peer: key.peer.hex, transfer: key.transfer.hex, direction: .incoming)
         }
         guard let record, record.direction == .incoming, record.state == .transferring, let offer = record.offer

@@ -24,7 +24,7 @@ enum NotifyHookEnvironment {
     /// Every variable the hook contract defines. Values the daemon itself inherited under
     /// these names are dropped, so a hook never sees a stale or forged one.
     static let hookVariables: Set<String> = [
-        from, fromFingerprint, messageID, receivedAt, body, room, fileName, fileSize, fileEvent,
+        from, fromFingerprint, messageID, receivedAt, body, room, fileName, fileSize, fileEvent
     ]
 
     /// What the hook is told about one incoming message.

@@ -324,7 +324,8 @@ private struct ChatView {
             model.update(try client.call(MessagesReactParams(message: id, reaction: reaction)).message)
         case .attach(let path):
             let absolute =
-                path.hasPrefix("/") ? path : (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(path)
+                path.hasPrefix("/")
+                ? path : (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(path)
             do {
                 for t in try client.call(FilesSendParams(to: peer, path: absolute)).transfers {
                     model.notice(ChatAttachment.line(t), at: now)
@@ -382,7 +383,9 @@ private struct ChatView {
                         : "you are no longer a member of #\(e.room.name)", at: Self.nowMs())
             case let .file(method, t):
                 // The attachment line: name, size, state (progress only when it changes the state).
-                if method == ControlEvent.fileProgress { changed = false } else {
+                if method == ControlEvent.fileProgress {
+                    changed = false
+                } else {
                     model.notice(ChatAttachment.line(t), at: Self.nowMs())
                 }
             case .subscriptionClosed(let e):

@@ -33,7 +33,15 @@ final class FileTransferInProcessTests: XCTestCase {
         alice.node.stop()
         bob.node.stop()
         _ = try? loop.syncShutdownGracefully()
+        // XCTest keeps test case objects alive: delete the state and source directories here.
+        for dir in [alice.directory, bob.directory] + sourceDirectories {
+            try? FileManager.default.removeItem(atPath: dir)
+        }
+        alice = nil
+        bob = nil
     }
+
+    private var sourceDirectories: [String] = []
 
     private func sourceFile(bytes: Int) throws -> (String, [UInt8]) {
         var content = [UInt8](repeating: 0, count: bytes)
@@ -42,6 +50,7 @@ final class FileTransferInProcessTests: XCTestCase {
         // Outside alice's state directory (files there are never sent).
         let dir = NSTemporaryDirectory() + "parley-files-source-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        sourceDirectories.append(dir)
         let path = dir + "/source.bin"
         try Data(content).write(to: URL(fileURLWithPath: path))
         return (path, content)
@@ -73,7 +82,8 @@ final class FileTransferInProcessTests: XCTestCase {
         let done = try incoming(sent.transfer)
         XCTAssertEqual(done.state, .completed)
         XCTAssertEqual(done.savedPath, bob.directory + "/files/source.bin")
-        XCTAssertEqual(try [UInt8](Data(contentsOf: URL(fileURLWithPath: bob.directory + "/files/source.bin"))), content)
+        XCTAssertEqual(
+            try [UInt8](Data(contentsOf: URL(fileURLWithPath: bob.directory + "/files/source.bin"))), content)
         XCTAssertEqual(try alice.node.store.transfers(idPrefix: sent.transfer, limit: 1).first?.state, .completed)
         let kinds = bob.events.compactMap { e -> FileEventKind? in
             if case let .file(_, kind, _) = e { return kind } else { return nil }
