@@ -272,20 +272,26 @@ def test_disk_full_at_the_receiver_is_a_clear_error_and_the_sender_keeps_its_fil
     downloads.mkdir(mode=0o700)
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", str(downloads)], check=True)
     try:
-        # No disk floor: the offer is taken, then the 8 MiB file system fills mid-transfer.
+        # No disk floor, and the space is taken only after bob accepted (alice offline
+        # meanwhile): the 8 MiB file system fills mid-transfer.
         conf = config_file(cluster, "bob", f'[parleyd]\ndownload_dir = "{downloads}"\ndisk_floor_mib = 0\n')
         alice = cluster.node("alice").start()
         bob = cluster.node("bob", peers=[alice.address], extra_args=conf).start()
         wait_until(lambda: alice.online("bob") and bob.online("alice"), what="online")
-        verify(bob, alice)
-        src = make_file(cluster, "too-big.bin", 20 << 20)
+        src = make_file(cluster, "too-big.bin", 6 << 20)
         before = digest(src)
         [t] = send(alice, "bob", src)
+        offered_to(bob, t["id"])
+        alice.stop()
+        bob.call("files.accept", {"id": t["id"]})
+        with open(downloads / "filler", "wb") as f:
+            f.write(b"\0" * (5 << 20))
+        alice.start()
         done = final(bob, t["id"], timeout=60)
         assert done["state"] == "failed", done
         out = final(alice, t["id"], timeout=30)
         assert out["state"] == "failed" and "disk is full" in out["error"], out
-        assert os.listdir(downloads) == [], "the partial file is removed"
+        assert os.listdir(downloads) == ["filler"], "the partial file is removed"
         assert digest(src) == before, "the sender's file is untouched"
         assert bob.call("node.status")["name"] == "bob"
         # With the default floor (256 MiB) the free-space check refuses the offer before a byte moves.
