@@ -98,7 +98,9 @@ def test_large_file_arrives_byte_identical_while_chat_stays_prompt(cluster):
         if transfer(bob, t["id"])["state"] == "transferring":
             during += 1
     assert during >= 1, "the transfer ended before chat was measured; raise PARLEY_FILES_MB"
-    assert max(latencies) < 2.0, latencies
+    # Two acknowledged messages per sample, debug build, a CI machine shared with others:
+    # "usable" is seconds at worst here; row 10b of the benchmark measures the real ratio.
+    assert max(latencies) < 5.0, latencies
 
     done = final(bob, t["id"])
     assert done["state"] == "completed", done
