@@ -20,6 +20,9 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // `parley web` only (the ParleyWeb target): the local HTTP + WebSocket server.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
     ],
     targets: [
         // C libraries from Debian: libsodium-dev, libavahi-compat-libdnssd-dev.
@@ -65,8 +68,18 @@ let package = Package(
         ]),
         // A hostile peer for the adversarial system tests (not installed).
         .executableTarget(name: "parley-adversary", dependencies: ["ParleyCore"]),
+        // `parley web`: the browser chat, a client of the control socket (docs/WEB.md). Its
+        // static assets are compiled in (WebAssets+Generated.swift, scripts/gen-web-assets.py).
+        .target(name: "ParleyWeb", dependencies: [
+            "ParleyControlProtocol", "CSodium",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+        ], exclude: ["Assets"]),
         .executableTarget(name: "parley", dependencies: [
-            "ParleyControlProtocol",
+            "ParleyControlProtocol", "ParleyWeb",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -86,6 +99,8 @@ let package = Package(
             "ParleyStore", "ParleyCore", .product(name: "GRDB", package: "GRDB.swift")]),
         // Pure pieces of the CLI (chat view, export format).
         .testTarget(name: "ParleyCLITests", dependencies: ["parley"]),
+        // The web client's pure parts: token, Host/Origin/cookie checks, method policy, headers.
+        .testTarget(name: "ParleyWebTests", dependencies: ["ParleyWeb", "ParleyControlProtocol"]),
         .testTarget(name: "ParleyDaemonTests", dependencies: [
             "ParleyDaemon", "ParleyCore", "ParleyNodeCore", "ParleyStore", "ParleyControlProtocol", "ParleyDiscovery",
             .product(name: "NIOCore", package: "swift-nio"),

@@ -1,0 +1,458 @@
+"""Issue 20: `parley web`, the chat in a browser. Real parleyd processes on loopback, a real
+`parley web`, and a real headless Chromium driven by Selenium (Debian's chromium,
+chromium-driver and python3-selenium; scripts/install-deps.sh test).
+
+One browser and one `parley web` serve the whole module (starting Chromium is the slow
+part); the tests run in file order and build on each other's peers. Every wait is on a
+condition with a bounded timeout, never a fixed sleep.
+
+Attacks: hostile names and bodies (HTML, <script>, <img onerror>, javascript: links, bidi
+and zero-width characters) must show as text and run nothing; requests without the cookie,
+with a foreign Host or Origin, a reused sign-in link, a state-changing GET and another
+local user are refused."""
+import base64
+import http.client
+import json
+import os
+import pwd
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from parley_harness import PARLEY, Cluster, wait_until
+
+selenium = pytest.importorskip("selenium", reason="python3-selenium missing: scripts/install-deps.sh test")
+from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+
+HOSTILE_BODIES = [
+    "<script>window.__pwned=1</script>",
+    '<img src=x onerror="window.__pwned=1;alert(1)">',
+    '<a href="javascript:window.__pwned=1">click me</a>',
+    "<b>bold</b> &amp; <i>it</i> <iframe srcdoc='<script>parent.__pwned=1</script>'></iframe>",
+    "bidi \u202egnp.exe\u202c and zero\u200bwidth\u200d joiners \u2066iso\u2069",
+    "<svg onload=window.__pwned=1></svg><style>body{display:none}</style>",
+]
+HOSTILE_NAME = "<img src=x onerror=window.__pwned=1>"
+
+
+def chromium_paths():
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver") or ("/usr/bin/chromedriver" if os.path.exists("/usr/bin/chromedriver") else None)
+    return browser, driver
+
+
+@pytest.fixture(scope="module")
+def web():
+    """alice (the person at the browser), bob and carol connected to her, `parley web`
+    for alice, one headless Chromium."""
+    browser, driver_path = chromium_paths()
+    if not browser or not driver_path:
+        pytest.fail("chromium and chromium-driver are needed: scripts/install-deps.sh test")
+    cluster = Cluster()
+    env = {}
+    try:
+        alice = cluster.node("alice").start()
+        bob = cluster.node("bob", peers=[alice.address]).start()
+        carol = cluster.node("carol", peers=[alice.address]).start()
+        wait_until(lambda: alice.online("bob") and alice.online("carol"), timeout=20, what="bob and carol online")
+        open_file = cluster.dir / "web-open.html"
+        proc = subprocess.Popen(
+            [PARLEY, "web", "--no-open", "--socket", str(alice.socket), "--open-file", str(open_file)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        url = None
+        deadline = time.monotonic() + 20
+        lines = []
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            m = re.search(r"Sign in: (http://127\.0\.0\.1:(\d+)/login\?token=([0-9a-f]{64}))", line)
+            if m:
+                url, port, token = m.group(1), int(m.group(2)), m.group(3)
+                break
+        assert url, f"parley web printed no sign-in link: {lines} {proc.stderr.read() if proc.poll() is not None else ''}"
+        wait_until(lambda: open_file.exists(), what="the open file")
+
+        options = webdriver.ChromeOptions()
+        options.binary_location = browser
+        for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--window-size=1200,800", f"--user-data-dir={cluster.dir / 'chrome'}"]:
+            options.add_argument(arg)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        service = webdriver.ChromeService(executable_path=driver_path)
+        driver = webdriver.Chrome(service=service, options=options)
+        driver.set_script_timeout(15)
+        env = dict(cluster=cluster, alice=alice, bob=bob, carol=carol, proc=proc, url=url, port=port,
+                   token=token, open_file=open_file, driver=driver)
+        yield env
+    finally:
+        if env.get("driver"):
+            env["driver"].quit()
+        if env.get("proc"):
+            env["proc"].terminate()
+            try:
+                env["proc"].wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                env["proc"].kill()
+        cluster.close()
+
+
+# ---- helpers ---------------------------------------------------------------------------
+
+def wait_for(driver, predicate, timeout=15, what="condition"):
+    return wait_until(lambda: predicate(driver), timeout=timeout, interval=0.05, what=what)
+
+
+def fp(node):
+    return node.whoami()["fingerprint"]
+
+
+def conv_item(driver, key):
+    items = driver.find_elements(By.CSS_SELECTOR, f'#conversations li[data-key="{key}"]')
+    return items[0] if items else None
+
+
+def open_conv(driver, key):
+    item = wait_for(driver, lambda d: conv_item(d, key), what=f"{key} in the conversations list")
+    item.click()
+    wait_for(driver, lambda d: d.execute_script(
+        "return document.querySelector('#conversations li[aria-selected=\"true\"]')?.dataset.key") == key,
+        what=f"{key} open")
+
+
+def message_texts(driver):
+    return driver.execute_script(
+        "return [...document.querySelectorAll('#messages li.msg .body')].map(e => e.textContent)")
+
+
+def type_and_send(driver, text):
+    box = driver.find_element(By.ID, "composer-input")
+    wait_for(driver, lambda d: box.is_enabled(), what="the composer enabled")
+    box.send_keys(text)
+    box.send_keys(Keys.ENTER)
+
+
+def assert_nothing_ran(driver):
+    assert driver.execute_script("return window.__pwned === undefined"), "injected script ran"
+    try:
+        alert = driver.switch_to.alert
+        text = alert.text
+        alert.dismiss()
+        pytest.fail(f"an alert opened: {text}")
+    except NoAlertPresentException:
+        pass
+
+
+def http_get(port, path, headers=None, method="GET"):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request(method, path, headers=headers or {})
+    r = conn.getresponse()
+    body = r.read()
+    conn.close()
+    return r.status, dict(r.getheaders()), body
+
+
+def sign_in_from_open_file(env):
+    """Python's own session: the open file's link, exchanged for a cookie (as a browser would)."""
+    def attempt():
+        # The file's token may just have been used (by the browser); it is replaced within
+        # a fraction of a second, so read it again until a sign-in works.
+        url = re.search(r'url=(http://[^"]+)"', env["open_file"].read_text()).group(1)
+        path = url.split(f":{env['port']}", 1)[1]
+        status, headers, _ = http_get(env["port"], path)
+        return headers if status == 303 else None
+    headers = wait_until(attempt, timeout=10, what="a sign-in through the open file")
+    cookie = headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
+    return cookie.split(";", 1)[0], None
+
+
+def ws_handshake(port, cookie, origin, host=None):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    lines = [f"GET /ws HTTP/1.1", f"Host: {host or f'127.0.0.1:{port}'}", "Upgrade: websocket",
+             "Connection: Upgrade", f"Sec-WebSocket-Key: {key}", "Sec-WebSocket-Version: 13"]
+    if origin:
+        lines.append(f"Origin: {origin}")
+    if cookie:
+        lines.append(f"Cookie: {cookie}")
+    s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    return int(data.split(b" ", 2)[1]) if data else 0
+
+
+# ---- the page ---------------------------------------------------------------------------
+
+def test_sign_in_link_opens_the_page_and_shows_the_peers(web):
+    d = web["driver"]
+    d.get(web["url"])
+    wait_for(d, lambda d: d.execute_script("return document.body.dataset.ready === 'true'"), what="the page ready")
+    assert d.current_url == f"http://127.0.0.1:{web['port']}/", "the token left the address bar"
+    assert d.find_element(By.ID, "me-name").text == "alice"
+    for node in (web["bob"], web["carol"]):
+        item = wait_for(d, lambda d: conv_item(d, f"peer:{fp(node)}"), what=f"{node.name} listed")
+        assert node.name in item.text
+        assert "online" in item.find_element(By.CSS_SELECTOR, ".dot").get_attribute("class")
+    # The link worked once: used again, it is refused.
+    status, _, body = http_get(web["port"], f"/login?token={web['token']}")
+    assert status == 403 and b"already used" in body
+
+
+def test_a_message_typed_in_the_page_arrives_at_the_other_daemon(web):
+    d, bob, alice = web["driver"], web["bob"], web["alice"]
+    open_conv(d, f"peer:{fp(bob)}")
+    type_and_send(d, "hello from the browser\nsecond line")
+    wait_until(lambda: any(m["body"] == "hello from the browser\nsecond line" for m in bob.messages(fp(alice))),
+               what="bob's daemon has the message")
+    # Enter sent it; the composer is empty again and the message shows with its tick.
+    wait_for(d, lambda d: "hello from the browser\nsecond line" in message_texts(d), what="the message shown")
+    assert d.find_element(By.ID, "composer-input").get_attribute("value") == ""
+    wait_for(d, lambda d: d.execute_script(
+        "return [...document.querySelectorAll('#messages li.out .tick')].some(t => t.textContent === '✓' || t.textContent === '✓✓')"),
+        what="a delivery tick")
+
+
+def test_a_message_from_a_peer_shows_up_live(web):
+    d, bob, alice = web["driver"], web["bob"], web["alice"]
+    open_conv(d, f"peer:{fp(bob)}")
+    bob.call("messages.send", {"to": "alice", "body": "live from bob"})
+    wait_for(d, lambda d: "live from bob" in message_texts(d), what="bob's message live in the page")
+    # The page marked it read (it is open), so bob gets a read tick.
+    wait_until(lambda: any(m["body"] == "live from bob" and m["readAt"] for m in bob.messages(fp(alice))),
+               what="bob sees it read")
+
+
+def test_a_long_history_opens_at_the_newest_and_loads_older_on_scroll(web):
+    d, carol = web["driver"], web["carol"]
+    total = 130
+    r = carol.rpc(timeout=30)
+    try:
+        for i in range(total):
+            r.call("messages.send", {"to": "alice", "body": f"history {i:03d}"})
+    finally:
+        r.close()
+    wait_until(lambda: len([m for m in web["alice"].messages(fp(carol)) if m["direction"] == "in"]) == total,
+               timeout=30, what="alice has carol's history")
+    open_conv(d, f"peer:{fp(carol)}")
+    wait_for(d, lambda d: "history 129" in message_texts(d), what="the newest page")
+    first_page = message_texts(d)
+    assert len(first_page) == 50 and "history 000" not in first_page
+    assert d.execute_script("const l = document.getElementById('messages'); return l.scrollHeight - l.scrollTop - l.clientHeight < 5"), \
+        "the conversation opens at the bottom (the newest)"
+    # Scrolling to the top loads older pages until the first message is there.
+    def scrolled_to_everything(d):
+        d.execute_script("document.getElementById('messages').scrollTop = 0")
+        return "history 000" in message_texts(d)
+    wait_for(d, scrolled_to_everything, what="older pages loaded on scroll")
+    texts = message_texts(d)
+    assert texts == [f"history {i:03d}" for i in range(total)], "every message once, in order"
+
+
+def test_create_a_room_and_chat_in_it(web):
+    d, bob, alice = web["driver"], web["bob"], web["alice"]
+    d.find_element(By.ID, "new-room").click()
+    d.find_element(By.ID, "dialog-name").send_keys("lunch")
+    d.find_element(By.CSS_SELECTOR, f'#dialog input[type=checkbox][value="{fp(bob)}"]').click()
+    d.find_element(By.ID, "dialog-ok").click()
+    room = wait_until(lambda: next((r for r in alice.call("rooms.list")["rooms"] if r["name"] == "lunch"), None),
+                      what="the room created at alice's daemon")
+    wait_for(d, lambda d: conv_item(d, f"room:{room['id']}"), what="the room in the list")
+    wait_until(lambda: any(r["id"] == room["id"] for r in bob.call("rooms.list")["rooms"]), what="bob invited")
+    bob.call("rooms.accept", {"room": f"#{room['id']}"})
+    open_conv(d, f"room:{room['id']}")
+    wait_for(d, lambda d: "2 members" in d.find_element(By.ID, "conv-sub").text and
+             "invited" not in d.find_element(By.ID, "room-panel").text, what="bob joined, seen live")
+    type_and_send(d, "who is hungry?")
+    wait_until(lambda: any(m["body"] == "who is hungry?" for m in bob.messages(f"#{room['id']}")), what="bob got the room message")
+    bob.call("messages.send", {"to": f"#{room['id']}", "body": "me!"})
+    wait_for(d, lambda d: "me!" in message_texts(d), what="bob's room message live")
+    # Remove bob from the room (alice owns it) with the member's × button.
+    d.find_element(By.CSS_SELECTOR, '#room-panel button[aria-label="Remove bob"]').click()
+    wait_until(lambda: not next(r for r in bob.call("rooms.list")["rooms"] if r["id"] == room["id"])["member"],
+               what="bob removed")
+
+
+def test_hostile_names_and_bodies_show_as_text_and_run_nothing(web):
+    d, cluster, alice = web["driver"], web["cluster"], web["alice"]
+    # A peer whose chosen name is markup (the daemon allows <, > and = in names).
+    mallory = cluster.node(HOSTILE_NAME, peers=[alice.address]).start()
+    m_fp = fp(mallory)
+    for body in HOSTILE_BODIES:
+        mallory.call("messages.send", {"to": fp(alice), "body": body})
+    mallory.call("node.set_status", {"status": "<img src=x onerror=window.__pwned=1>"})
+    item = wait_for(d, lambda d: conv_item(d, f"peer:{m_fp}"), what="mallory listed")
+    assert HOSTILE_NAME in item.text, "the name is shown literally"
+    open_conv(d, f"peer:{m_fp}")
+    wait_for(d, lambda d: len(message_texts(d)) == len(HOSTILE_BODIES), what="mallory's messages")
+    assert message_texts(d) == HOSTILE_BODIES, "every body is its literal text"
+    assert d.find_element(By.ID, "conv-name").text == HOSTILE_NAME
+    # None of it became markup.
+    counts = d.execute_script("""
+        const m = document.getElementById('messages');
+        return [m.querySelectorAll('script,img,a,iframe,svg,style,b,i').length,
+                document.querySelectorAll('img').length, document.querySelectorAll('script:not([src])').length]""")
+    assert counts == [0, 0, 0], counts
+    assert_nothing_ran(d)
+    logs = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+    assert not logs, logs
+
+
+def test_a_key_change_shows_a_clash_warning_and_the_verification_flow(web):
+    d, cluster, alice, bob = web["driver"], web["cluster"], web["alice"], web["bob"]
+    # bob "reinstalled": a new key that calls itself bob.
+    new_bob = cluster.node("bob", state_dir=cluster.dir / "bob2-state", peers=[alice.address])
+    new_bob.socket = cluster.dir / "bob2.sock"
+    new_bob.log_path = cluster.dir / "bob2.log"
+    new_bob.start()
+    new_fp = fp(new_bob)
+    wait_until(lambda: any(p["fingerprint"] == new_fp and p["online"] for p in alice.call("peers.list")["peers"]),
+               what="the new key connected")
+    item = wait_for(d, lambda d: conv_item(d, f"peer:{new_fp}"), what="the new key listed")
+    wait_for(d, lambda d: "⚠" in conv_item(d, f"peer:{new_fp}").text and "⚠" in conv_item(d, f"peer:{fp(bob)}").text,
+             what="clash markers on both bobs")
+    open_conv(d, f"peer:{new_fp}")
+    warning = d.find_element(By.ID, "warning")
+    wait_for(d, lambda d: warning.is_displayed() and "Name clash" in warning.text, what="the clash warning")
+    assert fp(bob).split("-")[0] in warning.text, "the warning names the other key"
+    warning.find_element(By.TAG_NAME, "button").click()
+    shown = alice.call("trust.show", {"peer": new_fp})
+    wait_for(d, lambda d: d.find_element(By.ID, "safety-number").text == shown["peer"]["safetyNumber"],
+             what="the safety number")
+    # A wrong fingerprint is refused, the right one verifies.
+    d.find_element(By.ID, "verify-input").send_keys(fp(bob))
+    d.find_element(By.ID, "verify-confirm").click()
+    wait_for(d, lambda d: "fingerprint" in d.find_element(By.CSS_SELECTOR, "#verify-panel .error").text.lower(),
+             what="the mismatch shown")
+    assert next(p for p in alice.call("peers.list")["peers"] if p["fingerprint"] == new_fp)["trust"] == "pinned"
+    box = d.find_element(By.ID, "verify-input")
+    box.clear()
+    box.send_keys(new_fp)
+    d.find_element(By.ID, "verify-confirm").click()
+    wait_until(lambda: next(p for p in alice.call("peers.list")["peers"] if p["fingerprint"] == new_fp)["trust"] == "verified",
+               what="verified at the daemon")
+    wait_for(d, lambda d: d.find_element(By.ID, "conv-trust").text == "verified", what="verified in the page")
+
+
+def test_the_page_cannot_call_methods_left_out_for_the_browser(web):
+    d = web["driver"]
+    before = web["alice"].whoami()["noiseKey"]
+    answer = d.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const ws = new WebSocket(`ws://${location.host}/ws`);
+        ws.onopen = () => ws.send(JSON.stringify({jsonrpc: "2.0", id: 1, method: "node.rotate_key"}));
+        ws.onmessage = (e) => { ws.close(); done(JSON.parse(e.data)); };
+        ws.onerror = () => done(null);""")
+    assert answer["id"] == 1 and answer["error"]["code"] == -32006 and "terminal" in answer["error"]["message"]
+    assert web["alice"].whoami()["noiseKey"] == before
+
+
+def test_the_open_file_signs_in_and_keeps_no_token_on_any_command_line(web):
+    d, env = web["driver"], web
+    assert (os.stat(env["open_file"]).st_mode & 0o777) == 0o600
+    token_in_file = re.search(r"token=([0-9a-f]{64})", env["open_file"].read_text()).group(1)
+    # What xdg-open would do: open the file; it redirects to a fresh link.
+    d.delete_all_cookies()
+    d.get(f"file://{env['open_file']}")
+    wait_for(d, lambda d: d.current_url == f"http://127.0.0.1:{env['port']}/" and
+             d.execute_script("return document.body.dataset.ready === 'true'"), what="signed in through the open file")
+    # Its token is used now; the file gets a new one.
+    wait_until(lambda: token_in_file not in env["open_file"].read_text(), what="the open file refreshed")
+    cmdline = Path(f"/proc/{env['proc'].pid}/cmdline").read_bytes()
+    assert env["token"].encode() not in cmdline and token_in_file.encode() not in cmdline
+
+
+# ---- attacks over plain HTTP --------------------------------------------------------------
+
+def test_requests_without_the_cookie_or_with_a_foreign_host_are_refused(web):
+    port = web["port"]
+    for path in ["/", "/index.html", "/app.js", "/style.css", "/ws"]:
+        status, headers, body = http_get(port, path)
+        assert status == 403, (path, status)
+        assert b"<script" not in body
+        assert "default-src 'none'" in headers["Content-Security-Policy"]
+    cookie, _ = sign_in_from_open_file(web)
+    status, headers, body = http_get(port, "/", {"Cookie": cookie})
+    assert status == 200 and b"<title>Parley</title>" in body, "control: the cookie opens the page"
+    for name, value in [("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"), ("X-Frame-Options", "DENY")]:
+        assert headers[name] == value
+    assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+    # DNS rebinding: the browser would send the attacker's host name.
+    for host in ["evil.example", f"evil.example:{port}", f"127.0.0.1:{port}.evil.example", "127.0.0.1"]:
+        status, _, _ = http_get(port, "/", {"Cookie": cookie, "Host": host})
+        assert status == 421, (host, status)
+    # Another site's fetch (the browser says so).
+    status, _, _ = http_get(port, "/", {"Cookie": cookie, "Origin": "http://evil.example"})
+    assert status == 403
+    status, _, _ = http_get(port, "/", {"Cookie": cookie, "Sec-Fetch-Site": "cross-site"})
+    assert status == 403
+
+
+def test_a_websocket_from_a_foreign_origin_is_refused(web):
+    port = web["port"]
+    cookie, _ = sign_in_from_open_file(web)
+    assert ws_handshake(port, cookie, f"http://127.0.0.1:{port}") == 101, "control: our own origin upgrades"
+    for origin in ["http://evil.example", "null", f"http://localhost:{port + 1}", None]:
+        assert ws_handshake(port, cookie, origin) != 101, origin
+    assert ws_handshake(port, None, f"http://127.0.0.1:{port}") != 101, "no cookie"
+    assert ws_handshake(port, cookie, f"http://127.0.0.1:{port}", host="evil.example") != 101, "rebinding"
+
+
+def test_no_get_changes_state(web):
+    port, alice, bob = web["port"], web["alice"], web["bob"]
+    cookie, _ = sign_in_from_open_file(web)
+    before = len(bob.messages(fp(alice)))
+    rooms_before = len(alice.call("rooms.list")["rooms"])
+    for path in ["/ws?method=messages.send&to=bob&body=x", "/?method=messages.send",
+                 "/messages.send?to=bob&body=x", "/rooms.create?name=x"]:
+        status, _, _ = http_get(port, path, {"Cookie": cookie})
+        assert status in (200, 404), (path, status)
+    for method in ["POST", "PUT", "DELETE"]:
+        status, _, _ = http_get(port, "/", {"Cookie": cookie}, method=method)
+        assert status == 405
+    # The daemon saw nothing: no message, no room.
+    alice.call("node.status")
+    assert len(bob.messages(fp(alice))) == before
+    assert len(alice.call("rooms.list")["rooms"]) == rooms_before
+
+
+def test_another_local_user_cannot_use_it(web):
+    port = web["port"]
+    try:
+        other = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no user nobody")
+    if os.getuid() != 0:
+        pytest.skip("needs root to act as another user")
+    def as_nobody(code):
+        return subprocess.run(["setpriv", f"--reuid={other.pw_uid}", f"--regid={other.pw_gid}", "--clear-groups",
+                               "python3", "-c", code], capture_output=True, text=True, timeout=20)
+    # Loopback is shared, but without the cookie the server refuses.
+    r = as_nobody(f"import urllib.request,urllib.error\ntry:\n urllib.request.urlopen('http://127.0.0.1:{port}/')\n"
+                  f" print(200)\nexcept urllib.error.HTTPError as e:\n print(e.code)")
+    assert r.stdout.strip() == "403", r
+    # The open file, and the token in it, are not theirs to read.
+    r = as_nobody(f"open({str(web['open_file'])!r}).read()")
+    assert r.returncode != 0 and "Permission denied" in r.stderr
+    # Nor is the token on the command line of any process.
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        assert web["token"].encode() not in cmdline
