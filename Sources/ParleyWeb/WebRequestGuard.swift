@@ -9,12 +9,15 @@ public struct WebRequestFacts: Sendable {
     public var host: Substring?
     public var origin: Substring?
     public var fetchSite: Substring?
+    /// `Sec-Fetch-Mode`: `navigate` for a page the person opens.
+    public var fetchMode: Substring?
     public var cookieHeader: Substring?
     public var isWebSocketUpgrade: Bool
 
     public init(
         method: String, path: Substring, query: Substring? = nil, host: Substring?, origin: Substring? = nil,
-        fetchSite: Substring? = nil, cookieHeader: Substring? = nil, isWebSocketUpgrade: Bool = false
+        fetchSite: Substring? = nil, fetchMode: Substring? = nil, cookieHeader: Substring? = nil,
+        isWebSocketUpgrade: Bool = false
     ) {
         self.method = method
         self.path = path
@@ -22,6 +25,7 @@ public struct WebRequestFacts: Sendable {
         self.host = host
         self.origin = origin
         self.fetchSite = fetchSite
+        self.fetchMode = fetchMode
         self.cookieHeader = cookieHeader
         self.isWebSocketUpgrade = isWebSocketUpgrade
     }
@@ -86,15 +90,21 @@ public enum WebRequestGuard {
         if let origin = request.origin, !WebOriginCheck.isAllowedOrigin(origin, port: port) {
             return .refuse(.crossSite)
         }
-        guard WebOriginCheck.isAllowedFetchSite(request.fetchSite) else { return .refuse(.crossSite) }
         // GET and HEAD only: nothing here changes state over HTTP (the login only swaps a
         // one-time token for a cookie in this process's memory).
         guard request.method == "GET" || request.method == "HEAD" else { return .refuse(.methodNotAllowed) }
 
         if request.path == Substring(loginPath) {
+            // The sign-in link is opened from outside: the terminal, or the open file
+            // (file:// is another site to the browser). So a top-level navigation from
+            // elsewhere is taken here, but no fetch, frame or image: only the token's
+            // secrecy matters, and a page that knew a token could only sign the browser in
+            // to the person's own chat.
+            guard request.fetchMode == nil || request.fetchMode == "navigate" else { return .refuse(.crossSite) }
             guard let token = queryValue("token", in: request.query) else { return .refuse(.linkUsedOrExpired) }
             return .redeem(token: token)
         }
+        guard WebOriginCheck.isAllowedFetchSite(request.fetchSite) else { return .refuse(.crossSite) }
 
         let signedIn = request.cookieHeader.map { header in
             WebCookie.sessionValues(inCookieHeader: header).contains(where: isSession)

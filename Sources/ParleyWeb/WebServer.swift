@@ -88,12 +88,14 @@ public final class WebServer: Sendable {
             host: head.authority.map { Substring($0) },
             origin: head.headerFields[.origin].map { Substring($0) },
             fetchSite: head.headerFields[Self.secFetchSite].map { Substring($0) },
+            fetchMode: head.headerFields[Self.secFetchMode].map { Substring($0) },
             cookieHeader: head.headerFields[values: .cookie].isEmpty
                 ? nil : Substring(head.headerFields[values: .cookie].joined(separator: "; ")),
             isWebSocketUpgrade: isUpgrade)
     }
 
     static let secFetchSite = HTTPField.Name("Sec-Fetch-Site")!
+    static let secFetchMode = HTTPField.Name("Sec-Fetch-Mode")!
 
     func decide(_ facts: WebRequestFacts) -> WebRequestDecision {
         state.withLockedValue { state in
@@ -106,11 +108,15 @@ public final class WebServer: Sendable {
         case .redeem(let token):
             guard let session = state.withLockedValue({ $0.sessions.redeem(launchToken: token, now: WebClock.now()) })
             else { return refusal(.linkUsedOrExpired) }
-            // 303 to the page: the token leaves the address bar and history at once.
+            // A page that moves on to `/` by itself rather than a redirect: a redirect would
+            // keep the sign-in's initiator (the terminal or the open file, another site to
+            // the browser), and a SameSite=Strict cookie is not sent on such a navigation.
+            // The meta refresh starts from this page, our own origin.
             var headers = Self.baseHeaders()
-            headers[.location] = "/"
+            headers[.contentType] = "text/html; charset=utf-8"
             headers[.setCookie] = WebCookie.setCookieValue(for: session)
-            return Response(status: .seeOther, headers: headers)
+            return Response(
+                status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: Self.signedInPage)))
         case .serve(let asset):
             var headers = Self.baseHeaders()
             headers[.contentType] = asset.contentType
@@ -123,6 +129,12 @@ public final class WebServer: Sendable {
             return refusal(why)
         }
     }
+
+    static let signedInPage = """
+        <!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=/">\
+        <title>Parley</title><p>Signed in. <a href="/">Open Parley</a></p>
+
+        """
 
     func refusal(_ why: WebRefusal) -> Response {
         var headers = Self.baseHeaders()

@@ -54,7 +54,7 @@ final class WebRelayTests: XCTestCase {
         XCTAssertEqual(answer(WebRelay.decide(message: [0xff, 0xfe], rateAllows: true))?.error?.code, -32700)
         let noMethod = answer(WebRelay.decide(message: bytes(#"{"jsonrpc":"2.0","id":3}"#), rateAllows: true))
         XCTAssertEqual(noMethod?.error?.code, -32600)
-        XCTAssertEqual(noMethod?.id, .int(3))
+        XCTAssertEqual(noMethod?.id, .number(3))
     }
 
     func testOversizedMessagesAreRefused() {
@@ -67,7 +67,7 @@ final class WebRelayTests: XCTestCase {
     func testOverTheRateAnAllowedRequestIsAnsweredHere() {
         let line = bytes(#"{"jsonrpc":"2.0","id":9,"method":"peers.list"}"#)
         let response = answer(WebRelay.decide(message: line, rateAllows: false))
-        XCTAssertEqual(response?.id, .int(9))
+        XCTAssertEqual(response?.id, .number(9))
         XCTAssertEqual(response?.error?.code, ControlErrorCode.notPermitted.rawValue)
     }
 

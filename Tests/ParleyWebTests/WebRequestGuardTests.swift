@@ -8,11 +8,12 @@ final class WebRequestGuardTests: XCTestCase {
 
     func facts(
         _ path: Substring = "/", method: String = "GET", query: Substring? = nil, host: Substring? = "127.0.0.1:43210",
-        origin: Substring? = nil, fetchSite: Substring? = nil, cookie: Substring? = nil, upgrade: Bool = false
+        origin: Substring? = nil, fetchSite: Substring? = nil, fetchMode: Substring? = nil, cookie: Substring? = nil,
+        upgrade: Bool = false
     ) -> WebRequestFacts {
         WebRequestFacts(
             method: method, path: path, query: query, host: host, origin: origin, fetchSite: fetchSite,
-            cookieHeader: cookie, isWebSocketUpgrade: upgrade)
+            fetchMode: fetchMode, cookieHeader: cookie, isWebSocketUpgrade: upgrade)
     }
 
     var cookie: Substring { Substring("\(WebCookie.name)=\(good.text)") }
@@ -69,7 +70,7 @@ final class WebRequestGuardTests: XCTestCase {
         XCTAssertEqual(
             decide(facts("/ws", origin: "http://127.0.0.1:43210", cookie: cookie, upgrade: true)), .upgrade)
         XCTAssertEqual(
-            decide(facts("/ws", origin: "http://localhost:43210", host: "localhost:43210", cookie: cookie, upgrade: true)),
+            decide(facts("/ws", host: "localhost:43210", origin: "http://localhost:43210", cookie: cookie, upgrade: true)),
             .upgrade)
         XCTAssertEqual(
             decide(facts("/ws", origin: "http://127.0.0.1:43210", upgrade: true)), .refuse(.notSignedIn))
@@ -86,6 +87,18 @@ final class WebRequestGuardTests: XCTestCase {
         XCTAssertEqual(
             decide(facts("/login", query: "token=abc", origin: "http://evil.example")), .refuse(.crossSite),
             "another site cannot sign the browser in (login CSRF)")
+        // Opened from the terminal or the open file (file:// is cross-site): a navigation.
+        XCTAssertEqual(
+            decide(facts("/login", query: "token=abc", fetchSite: "cross-site", fetchMode: "navigate")),
+            .redeem(token: "abc"))
+        for mode: Substring in ["cors", "no-cors", "same-origin", "websocket"] {
+            XCTAssertEqual(
+                decide(facts("/login", query: "token=abc", fetchSite: "cross-site", fetchMode: mode)), .refuse(.crossSite),
+                "a fetch or image from another page cannot spend a token")
+        }
+        // Everywhere else a cross-site navigation is refused (SameSite=Strict would drop the
+        // cookie anyway).
+        XCTAssertEqual(decide(facts(fetchSite: "cross-site", fetchMode: "navigate", cookie: cookie)), .refuse(.crossSite))
     }
 
     func testOnlyGetAndHead() {

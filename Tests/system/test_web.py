@@ -30,6 +30,7 @@ from parley_harness import PARLEY, Cluster, wait_until
 selenium = pytest.importorskip("selenium", reason="python3-selenium missing: scripts/install-deps.sh test")
 from selenium import webdriver  # noqa: E402
 from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.webdriver.chrome.service import Service as ChromeService  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
@@ -89,7 +90,7 @@ def web():
                     "--window-size=1200,800", f"--user-data-dir={cluster.dir / 'chrome'}"]:
             options.add_argument(arg)
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        service = webdriver.ChromeService(executable_path=driver_path)
+        service = ChromeService(executable_path=driver_path)
         driver = webdriver.Chrome(service=service, options=options)
         driver.set_script_timeout(15)
         env = dict(cluster=cluster, alice=alice, bob=bob, carol=carol, proc=proc, url=url, port=port,
@@ -138,7 +139,12 @@ def message_texts(driver):
 def type_and_send(driver, text):
     box = driver.find_element(By.ID, "composer-input")
     wait_for(driver, lambda d: box.is_enabled(), what="the composer enabled")
-    box.send_keys(text)
+    # Shift+Enter makes a new line in the message; Enter sends.
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        box.send_keys(line)
+        if i < len(lines) - 1:
+            box.send_keys(Keys.SHIFT, Keys.ENTER, Keys.NULL)
     box.send_keys(Keys.ENTER)
 
 
@@ -170,7 +176,7 @@ def sign_in_from_open_file(env):
         url = re.search(r'url=(http://[^"]+)"', env["open_file"].read_text()).group(1)
         path = url.split(f":{env['port']}", 1)[1]
         status, headers, _ = http_get(env["port"], path)
-        return headers if status == 303 else None
+        return headers if status == 200 and "Set-Cookie" in headers else None
     headers = wait_until(attempt, timeout=10, what="a sign-in through the open file")
     cookie = headers["Set-Cookie"]
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
@@ -441,7 +447,7 @@ def test_another_local_user_cannot_use_it(web):
         pytest.skip("needs root to act as another user")
     def as_nobody(code):
         return subprocess.run(["setpriv", f"--reuid={other.pw_uid}", f"--regid={other.pw_gid}", "--clear-groups",
-                               "python3", "-c", code], capture_output=True, text=True, timeout=20)
+                               "/usr/bin/python3", "-c", code], capture_output=True, text=True, timeout=20)
     # Loopback is shared, but without the cookie the server refuses.
     r = as_nobody(f"import urllib.request,urllib.error\ntry:\n urllib.request.urlopen('http://127.0.0.1:{port}/')\n"
                   f" print(200)\nexcept urllib.error.HTTPError as e:\n print(e.code)")
