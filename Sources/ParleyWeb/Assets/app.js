@@ -34,7 +34,10 @@ function convOfMessage(m) {
 }
 
 function renderConversations() {
-  const list = clear($("conversations"));
+  const list = $("conversations");
+  // Rebuilt on every change: keep keyboard focus on the entry that had it.
+  const focused = list.contains(document.activeElement) ? document.activeElement.dataset.key : null;
+  clear(list);
   const peers = [...state.peers.values()].sort((a, b) =>
     (b.online - a.online) || peerLabel(a).localeCompare(peerLabel(b)));
   const rooms = [...state.rooms.values()].filter((r) => r.status !== "retired")
@@ -56,6 +59,7 @@ function renderConversations() {
         el("span", { class: "conv-meta", text: meta || p.fingerprint })),
       p.unread));
   }
+  if (focused) list.querySelector(`li[data-key="${CSS.escape(focused)}"]`)?.focus();
 }
 
 function convItem(conv, dot, label, unread) {
