@@ -135,6 +135,14 @@ def open_conv(driver, key):
         what=f"{key} open")
 
 
+def click_in_room_panel(driver, text, by_label=False):
+    """Clicks a room panel button in one script (the panel is rebuilt on room events)."""
+    wait_for(driver, lambda d: d.execute_script(
+        "const b = [...document.querySelectorAll('#room-panel button')].find(b => "
+        "(arguments[1] ? b.getAttribute('aria-label') : b.textContent) === arguments[0]);"
+        "if (!b) return false; b.click(); return true", text, by_label), what=f"the {text} button")
+
+
 def message_texts(driver):
     return driver.execute_script(
         "return [...document.querySelectorAll('#messages li.msg .body')].map(e => e.textContent)")
@@ -150,6 +158,13 @@ def type_and_send(driver, text):
         if i < len(lines) - 1:
             box.send_keys(Keys.SHIFT, Keys.ENTER, Keys.NULL)
     box.send_keys(Keys.ENTER)
+
+
+def screenshot(driver, name):
+    """PARLEY_WEB_SCREENSHOTS=docs saves the main views (the README shows them)."""
+    target = os.environ.get("PARLEY_WEB_SCREENSHOTS")
+    if target:
+        driver.save_screenshot(str(Path(target) / f"{name}.png"))
 
 
 def assert_nothing_ran(driver):
@@ -248,6 +263,7 @@ def test_a_message_from_a_peer_shows_up_live(web):
     # The page marked it read (it is open), so bob gets a read tick.
     wait_until(lambda: any(m["body"] == "live from bob" and m["readAt"] for m in bob.messages(fp(alice))),
                what="bob sees it read")
+    screenshot(d, "web-conversation")
 
 
 def test_a_long_history_opens_at_the_newest_and_loads_older_on_scroll(web):
@@ -294,10 +310,61 @@ def test_create_a_room_and_chat_in_it(web):
     wait_until(lambda: any(m["body"] == "who is hungry?" for m in bob.messages(f"#{room['id']}")), what="bob got the room message")
     bob.call("messages.send", {"to": f"#{room['id']}", "body": "me!"})
     wait_for(d, lambda d: "me!" in message_texts(d), what="bob's room message live")
+    screenshot(d, "web-room")
     # Remove bob from the room (alice owns it) with the member's × button.
-    d.find_element(By.CSS_SELECTOR, '#room-panel button[aria-label="Remove bob"]').click()
+    click_in_room_panel(d, "Remove bob", by_label=True)
     wait_until(lambda: not next(r for r in bob.call("rooms.list")["rooms"] if r["id"] == room["id"])["member"],
                what="bob removed")
+    # Add carol (she is invited), then leave.
+    carol = web["carol"]
+    wait_for(d, lambda d: d.execute_script(
+        "const s = document.getElementById('room-add-select'); if (!s) return false;"
+        "s.value = arguments[0]; return s.value === arguments[0]", fp(carol)), what="carol offered to add")
+    click_in_room_panel(d, "Add")
+    wait_until(lambda: any(r["id"] == room["id"] and r["status"] == "invited" for r in carol.call("rooms.list")["rooms"]),
+               what="carol invited")
+    click_in_room_panel(d, "Leave room")
+    wait_until(lambda: not next(r for r in alice.call("rooms.list")["rooms"] if r["id"] == room["id"])["member"],
+               what="alice left")
+    wait_for(d, lambda d: "left" in (conv_text(d, f"room:{room['id']}") or ""), what="the room shown as left")
+
+
+def test_search_finds_a_message_and_opens_its_conversation(web):
+    d, carol = web["driver"], web["carol"]
+    box = d.find_element(By.ID, "search-input")
+    box.clear()
+    box.send_keys("history 042", Keys.ENTER)
+    wait_for(d, lambda d: d.execute_script(
+        "return [...document.querySelectorAll('#search-hits li')].some(li => li.textContent.includes('history 042'))"),
+        what="the hit")
+    d.execute_script("[...document.querySelectorAll('#search-hits li')].find(li => li.textContent.includes('history 042')).click()")
+    wait_for(d, lambda d: d.execute_script(
+        "return document.querySelector('#conversations li[aria-selected=\"true\"]')?.dataset.key") == f"peer:{fp(carol)}",
+        what="carol's conversation open")
+    d.find_element(By.ID, "search-close").click()
+
+
+def test_keyboard_and_narrow_window(web):
+    d, bob = web["driver"], web["bob"]
+    key = f"peer:{fp(bob)}"
+    # Enter on a focused entry opens it.
+    d.execute_script("document.querySelector(`#conversations li[data-key=\"${arguments[0]}\"]`).focus()", key)
+    d.switch_to.active_element.send_keys(Keys.ENTER)
+    wait_for(d, lambda d: d.execute_script(
+        "return document.querySelector('#conversations li[aria-selected=\"true\"]')?.dataset.key") == key,
+        what="opened with Enter")
+    wait_for(d, lambda d: d.switch_to.active_element.get_attribute("id") == "composer-input", what="focus in the composer")
+    d.set_window_size(420, 800)
+    try:
+        # Narrow: the conversation alone, with a way back to the list.
+        wait_for(d, lambda d: not d.find_element(By.ID, "sidebar").is_displayed()
+                 and d.find_element(By.ID, "back").is_displayed(), what="narrow conversation view")
+        screenshot(d, "web-narrow")
+        d.find_element(By.ID, "back").click()
+        wait_for(d, lambda d: d.find_element(By.ID, "sidebar").is_displayed()
+                 and not d.find_element(By.ID, "conversation").is_displayed(), what="narrow list view")
+    finally:
+        d.set_window_size(1200, 800)
 
 
 def test_hostile_names_and_bodies_show_as_text_and_run_nothing(web):
@@ -339,18 +406,19 @@ def test_a_key_change_shows_a_clash_warning_and_the_verification_flow(web):
     wait_for(d, lambda d: "⚠" in (conv_text(d, f"peer:{new_fp}") or "") and "⚠" in (conv_text(d, f"peer:{bob_fp}") or ""),
              what="clash markers on both bobs")
     open_conv(d, f"peer:{new_fp}")
-    warning = d.find_element(By.ID, "warning")
-    wait_for(d, lambda d: warning.is_displayed() and "Name clash" in warning.text, what="the clash warning")
-    assert fp(bob).split("-")[0] in warning.text, "the warning names the other key"
-    warning.find_element(By.TAG_NAME, "button").click()
+    warning_text = "const w = document.getElementById('warning'); return w.hidden ? '' : w.textContent"
+    wait_for(d, lambda d: "Name clash" in d.execute_script(warning_text), what="the clash warning")
+    assert bob_fp.split("-")[0] in d.execute_script(warning_text), "the warning names the other key"
+    d.execute_script("document.querySelector('#warning button').click()")
     shown = alice.call("trust.show", {"peer": new_fp})
-    wait_for(d, lambda d: d.find_element(By.ID, "safety-number").text == shown["peer"]["safetyNumber"],
-             what="the safety number")
+    wait_for(d, lambda d: d.execute_script("return document.getElementById('safety-number')?.textContent")
+             == shown["peer"]["safetyNumber"], what="the safety number")
+    screenshot(d, "web-key-change")
     # A wrong fingerprint is refused, the right one verifies.
     d.find_element(By.ID, "verify-input").send_keys(fp(bob))
     d.find_element(By.ID, "verify-confirm").click()
-    wait_for(d, lambda d: "fingerprint" in d.find_element(By.CSS_SELECTOR, "#verify-panel .error").text.lower(),
-             what="the mismatch shown")
+    wait_for(d, lambda d: "fingerprint" in (d.execute_script(
+        "return document.querySelector('#verify-panel .error')?.textContent") or "").lower(), what="the mismatch shown")
     assert next(p for p in alice.call("peers.list")["peers"] if p["fingerprint"] == new_fp)["trust"] == "pinned"
     box = d.find_element(By.ID, "verify-input")
     box.clear()
@@ -358,7 +426,8 @@ def test_a_key_change_shows_a_clash_warning_and_the_verification_flow(web):
     d.find_element(By.ID, "verify-confirm").click()
     wait_until(lambda: next(p for p in alice.call("peers.list")["peers"] if p["fingerprint"] == new_fp)["trust"] == "verified",
                what="verified at the daemon")
-    wait_for(d, lambda d: d.find_element(By.ID, "conv-trust").text == "verified", what="verified in the page")
+    wait_for(d, lambda d: d.execute_script("return document.getElementById('conv-trust').textContent") == "verified",
+             what="verified in the page")
 
 
 def test_the_page_cannot_call_methods_left_out_for_the_browser(web):

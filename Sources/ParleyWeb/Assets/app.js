@@ -22,6 +22,7 @@ const rpc = new RPC({ onEvent, onState });
 
 // ---- conversations ---------------------------------------------------------------
 
+function plural(n, word) { return `${n} ${word}${n === 1 ? "" : "s"}`; }
 function peerLabel(p) { return p.nickname || p.name; }
 function shortFp(fp) { return String(fp).split("-")[0]; }
 function keyOf(conv) { return conv.kind === "peer" ? `peer:${conv.fp}` : `room:${conv.id}`; }
@@ -44,7 +45,7 @@ function renderConversations() {
     .sort((a, b) => a.name.localeCompare(b.name));
   for (const r of rooms) {
     const conv = { kind: "room", id: r.id };
-    const meta = r.status === "invited" ? "invitation" : r.member ? `${r.members.length} members` : "left";
+    const meta = r.status === "invited" ? "invitation" : r.member ? plural(r.members.length, "member") : "left";
     list.append(convItem(conv, el("span", { class: "dot room", "aria-hidden": "true" }),
       el("span", { class: "conv-label" }, `#${r.name}`, el("span", { class: "conv-meta", text: meta })), r.unread));
   }
@@ -237,7 +238,7 @@ function renderHeader() {
     const trust = $("conv-trust");
     trust.textContent = r.status;
     trust.className = "badge";
-    $("conv-sub").textContent = `${r.members.length} members${r.role ? ` · you are ${r.role}` : ""}`;
+    $("conv-sub").textContent = `${plural(r.members.length, "member")}${r.role ? ` · you are ${r.role}` : ""}`;
     renderRoomPanel(r);
     canSend = r.status === "joined";
   }
