@@ -18,6 +18,8 @@ public enum WebAssets {
             let asset = WebAsset(path: entry.path, contentType: entry.contentType, bytes: bytes)
             table[entry.path] = asset
             if entry.path == "/index.html" { table["/"] = asset }
+            // Browsers ask for /favicon.ico on pages without an icon link (the sign-in page).
+            if entry.path == "/icon.svg" { table["/favicon.ico"] = asset }
         }
         return table
     }()

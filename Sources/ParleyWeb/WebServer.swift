@@ -132,6 +132,7 @@ public final class WebServer: Sendable {
 
     static let signedInPage = """
         <!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=/">\
+        <link rel="icon" href="/icon.svg" type="image/svg+xml">\
         <title>Parley</title><p>Signed in. <a href="/">Open Parley</a></p>
 
         """
