@@ -37,7 +37,9 @@ public enum WebLauncher {
             let printed = server.issueLaunchToken()
             say("Parley web is running at http://127.0.0.1:\(port)/ (Ctrl-C stops it).")
             say("Sign in: \(server.loginURL(printed))")
-            say("  That link works once, for \(WebLimits.launchTokenLifetimeSeconds / 60) minutes. For a new one at any time, open")
+            say(
+                "  That link works once, for \(WebLimits.launchTokenLifetimeSeconds / 60) minutes. For a new one at any time, open"
+            )
             say("  file://\(file.path)")
             if options.openBrowser { openBrowser(file: file.path, say: say) }
             group.addTask {

@@ -26,7 +26,7 @@ public enum WebMethodPolicy {
         ControlMethod.trustBlock, ControlMethod.trustUnblock,
         ControlMethod.roomsList, ControlMethod.roomsCreate, ControlMethod.roomsAdd, ControlMethod.roomsRemove,
         ControlMethod.roomsLeave, ControlMethod.roomsAccept, ControlMethod.roomsDecline,
-        ControlMethod.roomsSetRole, ControlMethod.roomsRename, ControlMethod.roomsSetPolicy,
+        ControlMethod.roomsSetRole, ControlMethod.roomsRename, ControlMethod.roomsSetPolicy
     ]
 
     public static func isAllowed(_ method: String) -> Bool { allowed.contains(method) }

@@ -66,9 +66,11 @@ public enum WebRefusal: Sendable, Equatable {
         case .crossSite:
             return "Refused: the request came from another site."
         case .notSignedIn:
-            return "Not signed in. Open the URL that `parley web` printed (each link works once; run `parley web` again for a new one)."
+            return
+                "Not signed in. Open the URL that `parley web` printed (each link works once; run `parley web` again for a new one)."
         case .linkUsedOrExpired:
-            return "This link was already used or has expired (each works once, for 10 minutes). Run `parley web` again for a new one."
+            return
+                "This link was already used or has expired (each works once, for 10 minutes). Run `parley web` again for a new one."
         case .methodNotAllowed:
             return "Only GET is served here; everything else goes over the page's WebSocket."
         case .notFound:
@@ -106,9 +108,10 @@ public enum WebRequestGuard {
         }
         guard WebOriginCheck.isAllowedFetchSite(request.fetchSite) else { return .refuse(.crossSite) }
 
-        let signedIn = request.cookieHeader.map { header in
-            WebCookie.sessionValues(inCookieHeader: header).contains(where: isSession)
-        } ?? false
+        let signedIn =
+            request.cookieHeader.map { header in
+                WebCookie.sessionValues(inCookieHeader: header).contains(where: isSession)
+            } ?? false
         guard signedIn else { return .refuse(.notSignedIn) }
 
         if request.path == Substring(webSocketPath) {

@@ -21,6 +21,6 @@ public enum WebSecurityHeaders {
         ("Cache-Control", "no-store"),
         ("Cross-Origin-Opener-Policy", "same-origin"),
         ("Cross-Origin-Resource-Policy", "same-origin"),
-        ("Permissions-Policy", "camera=(), microphone=(), geolocation=(), usb=(), serial=()"),
+        ("Permissions-Policy", "camera=(), microphone=(), geolocation=(), usb=(), serial=()")
     ]
 }

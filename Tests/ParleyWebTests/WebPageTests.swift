@@ -43,7 +43,7 @@ final class WebPageTests: XCTestCase {
                 .joined(separator: "\n")
             for sink in [
                 "innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function",
-                "setTimeout(\"", "createContextualFragment", "srcdoc", "DOMParser",
+                "setTimeout(\"", "createContextualFragment", "srcdoc", "DOMParser"
             ] {
                 XCTAssertFalse(code.contains(sink), "\(path) uses \(sink)")
             }
@@ -54,13 +54,17 @@ final class WebPageTests: XCTestCase {
         let csp = WebSecurityHeaders.contentSecurityPolicy
         for directive in [
             "default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "img-src 'self' data:",
-            "frame-ancestors 'none'", "base-uri 'none'", "form-action 'none'",
+            "frame-ancestors 'none'", "base-uri 'none'", "form-action 'none'"
         ] {
             XCTAssertTrue(csp.contains(directive), directive)
         }
-        for loose in ["unsafe-inline", "unsafe-eval", "*", "http:", "ws:"] { XCTAssertFalse(csp.contains(loose), loose) }
+        for loose in ["unsafe-inline", "unsafe-eval", "*", "http:", "ws:"] {
+            XCTAssertFalse(csp.contains(loose), loose)
+        }
         let names = Set(WebSecurityHeaders.all.map(\.name))
-        for name in ["Content-Security-Policy", "X-Content-Type-Options", "Referrer-Policy", "X-Frame-Options", "Cache-Control"] {
+        for name in [
+            "Content-Security-Policy", "X-Content-Type-Options", "Referrer-Policy", "X-Frame-Options", "Cache-Control"
+        ] {
             XCTAssertTrue(names.contains(name), name)
         }
         XCTAssertEqual(WebSecurityHeaders.all.first { $0.name == "Referrer-Policy" }?.value, "no-referrer")
@@ -88,7 +92,8 @@ final class WebPageTests: XCTestCase {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("parley-web-open-\(getpid())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        try FileManager.default.createDirectory(at: dir.appendingPathComponent("parley"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: dir.appendingPathComponent("parley"), withIntermediateDirectories: true)
         chmod(dir.appendingPathComponent("parley").path, 0o755)
         XCTAssertThrowsError(try WebOpenFile.defaultPath(port: 1, environment: ["XDG_RUNTIME_DIR": dir.path]))
         chmod(dir.appendingPathComponent("parley").path, 0o700)

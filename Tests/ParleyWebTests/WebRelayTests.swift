@@ -17,7 +17,9 @@ final class WebRelayTests: XCTestCase {
     }
 
     func testDangerousMethodsAreAnsweredHereNotForwarded() {
-        for method in ["node.rotate_key", "trust.forget", "messages.forget", "trust.replace", "peers.connect", "files.save_as"] {
+        for method in [
+            "node.rotate_key", "trust.forget", "messages.forget", "trust.replace", "peers.connect", "files.save_as"
+        ] {
             let line = bytes(#"{"jsonrpc":"2.0","id":"x","method":"\#(method)"}"#)
             guard let response = answer(WebRelay.decide(message: line, rateAllows: true)) else {
                 return XCTFail("\(method) must not be forwarded")
@@ -31,7 +33,8 @@ final class WebRelayTests: XCTestCase {
     func testALineFeedCannotSmuggleASecondRequest() {
         // One WebSocket message, two control lines: the first allowed, the second not.
         let smuggled = bytes(
-            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"node.status\"}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"node.rotate_key\"}")
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"node.status\"}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"node.rotate_key\"}"
+        )
         XCTAssertNotNil(answer(WebRelay.decide(message: smuggled, rateAllows: true)))
         // JSON whitespace line feeds inside one object would also split it at the daemon.
         let spread = bytes("{\"jsonrpc\":\"2.0\",\n\"id\":1,\"method\":\"node.status\"}")
@@ -45,7 +48,8 @@ final class WebRelayTests: XCTestCase {
 
     func testDuplicateMethodMembersAreRefusedLikeTheDaemonDoes() {
         let line = bytes(#"{"jsonrpc":"2.0","id":1,"method":"node.status","method":"node.rotate_key"}"#)
-        XCTAssertEqual(answer(WebRelay.decide(message: line, rateAllows: true))?.error?.code, ControlErrorCode.parseError.rawValue)
+        XCTAssertEqual(
+            answer(WebRelay.decide(message: line, rateAllows: true))?.error?.code, ControlErrorCode.parseError.rawValue)
     }
 
     func testMalformedMessagesGetTheControlProtocolsErrors() {
@@ -61,7 +65,8 @@ final class WebRelayTests: XCTestCase {
         var big = bytes(#"{"jsonrpc":"2.0","id":1,"method":"messages.send","params":{"to":"b","body":""#)
         big += [UInt8](repeating: 0x61, count: WebLimits.maxWebSocketMessageBytes)
         big += bytes(#""}}"#)
-        XCTAssertEqual(answer(WebRelay.decide(message: big, rateAllows: true))?.error?.code, ControlErrorCode.lineTooLong.rawValue)
+        XCTAssertEqual(
+            answer(WebRelay.decide(message: big, rateAllows: true))?.error?.code, ControlErrorCode.lineTooLong.rawValue)
     }
 
     func testOverTheRateAnAllowedRequestIsAnsweredHere() {
@@ -74,13 +79,16 @@ final class WebRelayTests: XCTestCase {
     func testThePolicyNamesOnlyRealMethodsAndLeavesOutTheDangerousOnes() {
         for method in WebMethodPolicy.allowed { XCTAssertTrue(ControlMethod.all.contains(method), method) }
         for method in [
-            ControlMethod.nodeRotateKey, ControlMethod.trustForget, ControlMethod.messagesForget, ControlMethod.trustReplace,
-            ControlMethod.peersConnect,
+            ControlMethod.nodeRotateKey, ControlMethod.trustForget, ControlMethod.messagesForget,
+            ControlMethod.trustReplace,
+            ControlMethod.peersConnect
         ] {
             XCTAssertFalse(WebMethodPolicy.isAllowed(method), method)
         }
         // What the page needs.
-        for method in ["messages.send", "messages.list", "messages.subscribe", "trust.verify", "rooms.create", "messages.search"] {
+        for method in [
+            "messages.send", "messages.list", "messages.subscribe", "trust.verify", "rooms.create", "messages.search"
+        ] {
             XCTAssertTrue(WebMethodPolicy.isAllowed(method), method)
         }
     }

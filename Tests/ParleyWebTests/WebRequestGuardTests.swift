@@ -45,9 +45,10 @@ final class WebRequestGuardTests: XCTestCase {
     func testDNSRebindingHostsAreRefused() {
         for host: Substring? in [
             nil, "", "evil.example:43210", "127.0.0.1", "127.0.0.1:1", "127.0.0.1:43210.evil.example",
-            "localhost.evil.example:43210", "[::1]:43210", "127.1:43210", "0.0.0.0:43210", "127.0.0.1:043210",
+            "localhost.evil.example:43210", "[::1]:43210", "127.1:43210", "0.0.0.0:43210", "127.0.0.1:043210"
         ] {
-            XCTAssertEqual(decide(facts(host: host, cookie: cookie)), .refuse(.wrongHost), "\(String(describing: host))")
+            XCTAssertEqual(
+                decide(facts(host: host, cookie: cookie)), .refuse(.wrongHost), "\(String(describing: host))")
         }
         // Host names are case-insensitive.
         guard case .serve = decide(facts(host: "LOCALHOST:43210", cookie: cookie)) else { return XCTFail() }
@@ -56,11 +57,12 @@ final class WebRequestGuardTests: XCTestCase {
     func testForeignOriginsAreRefusedEverywhere() {
         for origin: Substring in [
             "http://evil.example", "null", "http://127.0.0.1:1", "https://127.0.0.1:43210", "http://127.0.0.1:43210/x",
-            "http://127.0.0.1:43210.evil.example",
+            "http://127.0.0.1:43210.evil.example"
         ] {
             XCTAssertEqual(decide(facts(origin: origin, cookie: cookie)), .refuse(.crossSite), String(origin))
             XCTAssertEqual(
-                decide(facts("/ws", origin: origin, cookie: cookie, upgrade: true)), .refuse(.crossSite), String(origin))
+                decide(facts("/ws", origin: origin, cookie: cookie, upgrade: true)), .refuse(.crossSite), String(origin)
+            )
         }
         XCTAssertEqual(decide(facts(fetchSite: "cross-site", cookie: cookie)), .refuse(.crossSite))
         XCTAssertEqual(decide(facts(fetchSite: "same-site", cookie: cookie)), .refuse(.crossSite))
@@ -70,7 +72,8 @@ final class WebRequestGuardTests: XCTestCase {
         XCTAssertEqual(
             decide(facts("/ws", origin: "http://127.0.0.1:43210", cookie: cookie, upgrade: true)), .upgrade)
         XCTAssertEqual(
-            decide(facts("/ws", host: "localhost:43210", origin: "http://localhost:43210", cookie: cookie, upgrade: true)),
+            decide(
+                facts("/ws", host: "localhost:43210", origin: "http://localhost:43210", cookie: cookie, upgrade: true)),
             .upgrade)
         XCTAssertEqual(
             decide(facts("/ws", origin: "http://127.0.0.1:43210", upgrade: true)), .refuse(.notSignedIn))
@@ -93,12 +96,14 @@ final class WebRequestGuardTests: XCTestCase {
             .redeem(token: "abc"))
         for mode: Substring in ["cors", "no-cors", "same-origin", "websocket"] {
             XCTAssertEqual(
-                decide(facts("/login", query: "token=abc", fetchSite: "cross-site", fetchMode: mode)), .refuse(.crossSite),
+                decide(facts("/login", query: "token=abc", fetchSite: "cross-site", fetchMode: mode)),
+                .refuse(.crossSite),
                 "a fetch or image from another page cannot spend a token")
         }
         // Everywhere else a cross-site navigation is refused (SameSite=Strict would drop the
         // cookie anyway).
-        XCTAssertEqual(decide(facts(fetchSite: "cross-site", fetchMode: "navigate", cookie: cookie)), .refuse(.crossSite))
+        XCTAssertEqual(
+            decide(facts(fetchSite: "cross-site", fetchMode: "navigate", cookie: cookie)), .refuse(.crossSite))
     }
 
     func testOnlyGetAndHead() {
@@ -124,7 +129,9 @@ final class WebRequestGuardTests: XCTestCase {
     func testSetCookieAttributes() {
         let value = WebCookie.setCookieValue(for: good)
         XCTAssertTrue(value.hasPrefix("\(WebCookie.name)=\(good.text);"))
-        for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] { XCTAssertTrue(value.contains(attribute), attribute) }
+        for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+            XCTAssertTrue(value.contains(attribute), attribute)
+        }
         XCTAssertFalse(value.contains("Domain"), "host-only cookie")
     }
 }
