@@ -32,7 +32,12 @@ public enum WebLimits {
     /// launch token creates one, so this only bounds memory.
     public static let maxSessions = 16
 
-    /// Request bodies: the page never sends one (everything goes over the WebSocket), so any
-    /// body is refused unread beyond this.
-    public static let maxRequestBodyBytes = 0
+    /// An HTTP connection that sends or receives nothing for this long is closed, so a
+    /// local process cannot hold connections open for free. (WebSockets are kept alive by
+    /// pings instead.)
+    public static let httpIdleTimeoutSeconds: Int64 = 30
+
+    /// Request headers, all together: the page's requests carry one cookie and a few short
+    /// headers; the library's default (80 KiB) is far more than they need.
+    public static let maxRequestHeaderBytes = 16 * 1024
 }

@@ -61,7 +61,13 @@ public final class WebServer: Sendable {
                 server.respond(to: request)
             },
             server: .http1WebSocketUpgrade(
-                configuration: .init(ws: .init(maxFrameSize: WebLimits.maxWebSocketMessageBytes))
+                configuration: .init(
+                    http1: .init(
+                        idleTimeout: .seconds(WebLimits.httpIdleTimeoutSeconds),
+                        httpDecoderConfiguration: .init(
+                            maxHeaderFieldSize: WebLimits.maxRequestHeaderBytes,
+                            maxHeaderListSize: WebLimits.maxRequestHeaderBytes)),
+                    ws: .init(maxFrameSize: WebLimits.maxWebSocketMessageBytes))
             ) { head, _, _ in
                 server.shouldUpgrade(head)
             },

@@ -43,6 +43,9 @@ HOSTILE_BODIES = [
     "<svg onload=window.__pwned=1></svg><style>body{display:none}</style>",
 ]
 HOSTILE_NAME = "<img src=x onerror=window.__pwned=1>"
+HOSTILE_STATUS = "<img src=x onerror=alert(2)> \"'&lt;"
+HOSTILE_ROOM = "<b onmouseover=alert(3)>room</b>"
+HOSTILE_REACTION = "<i>x</i>"
 
 
 def chromium_paths():
@@ -277,6 +280,10 @@ def test_a_long_history_opens_at_the_newest_and_loads_older_on_scroll(web):
         r.close()
     wait_until(lambda: len([m for m in web["alice"].messages(fp(carol)) if m["direction"] == "in"]) == total,
                timeout=30, what="alice has carol's history")
+    # The unread count, live.
+    wait_for(d, lambda d: d.execute_script(
+        "return document.querySelector(`#conversations li[data-key=\"${arguments[0]}\"] .unread`)?.textContent",
+        f"peer:{fp(carol)}") == str(total), what="carol's unread count")
     open_conv(d, f"peer:{fp(carol)}")
     wait_for(d, lambda d: "history 129" in message_texts(d), what="the newest page")
     first_page = message_texts(d)
@@ -374,11 +381,22 @@ def test_hostile_names_and_bodies_show_as_text_and_run_nothing(web):
     m_fp = fp(mallory)
     for body in HOSTILE_BODIES:
         mallory.call("messages.send", {"to": fp(alice), "body": body})
-    mallory.call("node.set_status", {"status": "<img src=x onerror=window.__pwned=1>"})
+    mallory.call("node.set_status", {"status": HOSTILE_STATUS})
+    # A room with a name that is markup, and a reaction that is markup (8 characters).
+    mallory.call("rooms.create", {"name": HOSTILE_ROOM, "members": [fp(alice)]})
+    last = mallory.call("messages.list", {"peer": fp(alice), "limit": 1})["messages"][0]
     wait_for(d, lambda d: conv_text(d, f"peer:{m_fp}"), what="mallory listed")
     assert HOSTILE_NAME in conv_text(d, f"peer:{m_fp}"), "the name is shown literally"
+    wait_for(d, lambda d: HOSTILE_STATUS in (conv_text(d, f"peer:{m_fp}") or ""), what="the status shown literally")
+    room = wait_until(lambda: next((r for r in alice.call("rooms.list")["rooms"] if r["name"] == HOSTILE_ROOM), None),
+                      what="the invitation")
+    wait_for(d, lambda d: f"#{HOSTILE_ROOM}" in (conv_text(d, f"room:{room['id']}") or ""), what="the room name literally")
     open_conv(d, f"peer:{m_fp}")
     wait_for(d, lambda d: len(message_texts(d)) == len(HOSTILE_BODIES), what="mallory's messages")
+    mallory.call("messages.react", {"message": last["id"], "reaction": HOSTILE_REACTION})
+    wait_for(d, lambda d: d.execute_script(
+        "return [...document.querySelectorAll('#messages .reactions button')].map(b => b.textContent).join('|')")
+        == f"{HOSTILE_REACTION} 1", what="the reaction shown literally")
     assert message_texts(d) == HOSTILE_BODIES, "every body is its literal text"
     assert d.find_element(By.ID, "conv-name").text == HOSTILE_NAME
     # None of it became markup.
@@ -441,6 +459,21 @@ def test_the_page_cannot_call_methods_left_out_for_the_browser(web):
         ws.onerror = () => done(null);""")
     assert answer["id"] == 1 and answer["error"]["code"] == -32006 and "terminal" in answer["error"]["message"]
     assert web["alice"].whoami()["noiseKey"] == before
+
+
+def test_a_flooding_page_is_slowed_not_served(web):
+    d = web["driver"]
+    answers = d.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const ws = new WebSocket(`ws://${location.host}/ws`);
+        const answers = [];
+        ws.onopen = () => { for (let i = 1; i <= 150; i++) ws.send(JSON.stringify({jsonrpc: "2.0", id: i, method: "node.status"})); };
+        ws.onmessage = (e) => { answers.push(JSON.parse(e.data)); if (answers.length === 150) { ws.close(); done(answers); } };
+        ws.onerror = () => done(answers);""")
+    assert len(answers) == 150, "every request is answered"
+    limited = [a for a in answers if "error" in a]
+    assert limited and all("too many requests" in a["error"]["message"] for a in limited)
+    assert 150 - len(limited) >= 60, "the burst goes through"
 
 
 def test_the_open_file_signs_in_and_keeps_no_token_on_any_command_line(web):
