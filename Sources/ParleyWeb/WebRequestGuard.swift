@@ -49,6 +49,7 @@ public enum WebRefusal: Sendable, Equatable {
     case linkUsedOrExpired
     case methodNotAllowed
     case notFound
+    case tooManyWebSockets
 
     public var status: Int {
         switch self {
@@ -56,6 +57,7 @@ public enum WebRefusal: Sendable, Equatable {
         case .crossSite, .notSignedIn, .linkUsedOrExpired: return 403
         case .methodNotAllowed: return 405
         case .notFound: return 404
+        case .tooManyWebSockets: return 503
         }
     }
 
@@ -75,6 +77,8 @@ public enum WebRefusal: Sendable, Equatable {
             return "Only GET is served here; everything else goes over the page's WebSocket."
         case .notFound:
             return "Not found."
+        case .tooManyWebSockets:
+            return "Too many Parley tabs are open (at most \(WebLimits.maxWebSockets)); close one and reload."
         }
     }
 }

@@ -129,8 +129,9 @@ public final class WebServer: Sendable {
             let body = request.method == .head ? ByteBuffer() : ByteBuffer(bytes: asset.bytes)
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: body))
         case .upgrade:
-            // Reaches here only if the upgrade itself was refused (too many sockets).
-            return refusal(.notFound)
+            // An upgrade the guard allowed reaches HTTP only when `shouldUpgrade` refused
+            // it for the WebSocket limit.
+            return refusal(.tooManyWebSockets)
         case .refuse(let why):
             return refusal(why)
         }

@@ -476,6 +476,25 @@ def test_a_flooding_page_is_slowed_not_served(web):
     assert 150 - len(limited) >= 60, "the burst goes through"
 
 
+def test_open_websockets_are_bounded(web):
+    d = web["driver"]
+    result = d.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const sockets = [];
+        let opened = 0, failed = 0;
+        const settle = () => { if (opened + failed === 10) { sockets.forEach(s => s.close()); done([opened, failed]); } };
+        for (let i = 0; i < 10; i++) {
+          const ws = new WebSocket(`ws://${location.host}/ws`);
+          sockets.push(ws);
+          ws.onopen = () => { opened++; settle(); };
+          ws.onerror = () => { failed++; settle(); };
+        }""")
+    opened, failed = result
+    assert opened <= 8 - 1 and failed >= 3, result  # the page itself holds one of the 8
+    # The page's own connection still works.
+    wait_for(d, lambda d: d.execute_script("return document.body.dataset.connection") == "open", what="the page connected")
+
+
 def test_the_open_file_signs_in_and_keeps_no_token_on_any_command_line(web):
     d, env = web["driver"], web
     assert (os.stat(env["open_file"]).st_mode & 0o777) == 0o600
@@ -489,6 +508,40 @@ def test_the_open_file_signs_in_and_keeps_no_token_on_any_command_line(web):
     wait_until(lambda: token_in_file not in env["open_file"].read_text(), what="the open file refreshed")
     cmdline = Path(f"/proc/{env['proc'].pid}/cmdline").read_bytes()
     assert env["token"].encode() not in cmdline and token_in_file.encode() not in cmdline
+
+
+def test_the_browser_is_started_on_the_open_file_not_on_the_link(web, tmp_path):
+    """Without --no-open, parley web runs xdg-open (here a stand-in on PATH that records
+    its arguments): it gets the open file's path, never a token."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    record = tmp_path / "xdg-open-args"
+    (fake / "xdg-open").write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {record}\n")
+    (fake / "xdg-open").chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}", XDG_RUNTIME_DIR=str(tmp_path / "run"))
+    (tmp_path / "run").mkdir(mode=0o700)
+    proc = subprocess.Popen([PARLEY, "web", "--socket", str(web["alice"].socket)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        printed = ""
+        while "Sign in:" not in printed:
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read()
+            printed += line
+        port = re.search(r"127\.0\.0\.1:(\d+)/login", printed).group(1)
+        wait_until(lambda: record.exists() and record.read_text().strip(), what="xdg-open started")
+        args = record.read_text().split()
+        open_file = tmp_path / "run" / "parley" / f"web-{port}.html"
+        assert args == [f"file://{open_file}"], args
+        assert "token" not in record.read_text()
+        assert (os.stat(open_file).st_mode & 0o777) == 0o600
+        assert (os.stat(open_file.parent).st_mode & 0o777) == 0o700
+        assert re.search(r"token=[0-9a-f]{64}", open_file.read_text())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    # Stopped: the open file is gone with it.
+    assert not (tmp_path / "run" / "parley" / f"web-{port}.html").exists()
 
 
 # ---- attacks over plain HTTP --------------------------------------------------------------
