@@ -430,7 +430,15 @@ def test_keyboard_and_narrow_window(web):
         # Narrow: the conversation alone, with a way back to the list.
         wait_for(d, lambda d: not d.find_element(By.ID, "sidebar").is_displayed()
                  and d.find_element(By.ID, "back").is_displayed(), what="narrow conversation view")
-        screenshot(d, "web-narrow")
+        # Dark, from the system's preference.
+        background = "return getComputedStyle(document.body).backgroundColor"
+        light = d.execute_script(background)
+        d.execute_cdp_cmd("Emulation.setEmulatedMedia",
+                          {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+        wait_for(d, lambda d: d.execute_script(background) != light, what="dark colours")
+        assert d.execute_script(background) == "rgb(23, 25, 28)"
+        screenshot(d, "web-narrow-dark")
+        d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
         d.find_element(By.ID, "back").click()
         wait_for(d, lambda d: d.find_element(By.ID, "sidebar").is_displayed()
                  and not d.find_element(By.ID, "conversation").is_displayed(), what="narrow list view")
