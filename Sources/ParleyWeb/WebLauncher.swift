@@ -1,4 +1,22 @@
 import Foundation
+import NIOCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Why `parley web` could not start, with what to do.
+public enum WebLaunchError: Error, CustomStringConvertible {
+    case portInUse(Int)
+
+    public var description: String {
+        switch self {
+        case .portInUse(let port):
+            return
+                "port \(port) on 127.0.0.1 is in use (another parley web?): pick another with --port, or leave it out for any free port"
+        }
+    }
+}
 
 /// `parley web` from start to Ctrl-C: serve, write the open file, print the link, start the
 /// browser on the open file, keep the open file's token fresh.
@@ -25,10 +43,20 @@ public enum WebLauncher {
         let (ready, readyContinuation) = AsyncStream.makeStream(of: Int.self)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
-                try await server.run { port in readyContinuation.yield(port) }
+                // Ends the wait for the port if the server never starts.
+                defer { readyContinuation.finish() }
+                do {
+                    try await server.run { port in readyContinuation.yield(port) }
+                } catch let error as IOError where error.errnoCode == EADDRINUSE {
+                    throw WebLaunchError.portInUse(options.port)
+                }
             }
             var iterator = ready.makeAsyncIterator()
-            guard let port = await iterator.next() else { return }
+            guard let port = await iterator.next() else {
+                // The server ended before it was listening: its error is the answer.
+                try await group.next()
+                return
+            }
             let file = WebOpenFile(
                 path: try options.openFilePath
                     ?? WebOpenFile.defaultPath(port: port, environment: ProcessInfo.processInfo.environment))
