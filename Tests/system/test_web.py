@@ -616,6 +616,12 @@ def test_the_browser_is_started_on_the_open_file_not_on_the_link(web, tmp_path):
     assert not (tmp_path / "run" / "parley" / f"web-{port}.html").exists()
 
 
+def test_a_port_in_use_is_a_clear_error(web):
+    r = subprocess.run([PARLEY, "web", "--no-open", "--port", str(web["port"]), "--socket", str(web["alice"].socket),
+                        "--open-file", str(web["cluster"].dir / "second.html")], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 1 and "in use" in r.stderr and "--port" in r.stderr, r
+
+
 # ---- attacks over plain HTTP --------------------------------------------------------------
 
 def test_requests_without_the_cookie_or_with_a_foreign_host_are_refused(web):
