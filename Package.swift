@@ -13,6 +13,8 @@ let package = Package(
         // For the fuzz package (Fuzz/), which can only reach this package through products.
         .library(name: "ParleyControlProtocol", targets: ["ParleyControlProtocol"]),
         .library(name: "ParleyDaemon", targets: ["ParleyDaemon"]),
+        // For the fuzz package: the web client's request and relay decisions.
+        .library(name: "ParleyWebCore", targets: ["ParleyWebCore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
@@ -68,16 +70,19 @@ let package = Package(
         ]),
         // A hostile peer for the adversarial system tests (not installed).
         .executableTarget(name: "parley-adversary", dependencies: ["ParleyCore"]),
-        // `parley web`: the browser chat, a client of the control socket (docs/WEB.md). Its
-        // static assets are compiled in (WebAssets+Generated.swift, scripts/gen-web-assets.py).
+        // `parley web`'s decisions (docs/WEB.md): tokens, Host/Origin/cookie checks, what a
+        // WebSocket message may do, headers; and the page's assets, compiled in
+        // (WebAssets+Generated.swift, scripts/gen-web-assets.py). Pure: no NIO, no clock read.
+        .target(name: "ParleyWebCore", dependencies: ["ParleyControlProtocol", "CSodium"], exclude: ["Assets"]),
+        // `parley web`: the browser chat's server (Hummingbird), a client of the control socket.
         .target(name: "ParleyWeb", dependencies: [
-            "ParleyControlProtocol", "CSodium",
+            "ParleyWebCore", "ParleyControlProtocol",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-        ], exclude: ["Assets"]),
+        ]),
         .executableTarget(name: "parley", dependencies: [
             "ParleyControlProtocol", "ParleyWeb",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -100,7 +105,7 @@ let package = Package(
         // Pure pieces of the CLI (chat view, export format).
         .testTarget(name: "ParleyCLITests", dependencies: ["parley"]),
         // The web client's pure parts: token, Host/Origin/cookie checks, method policy, headers.
-        .testTarget(name: "ParleyWebTests", dependencies: ["ParleyWeb", "ParleyControlProtocol"]),
+        .testTarget(name: "ParleyWebTests", dependencies: ["ParleyWebCore", "ParleyWeb", "ParleyControlProtocol"]),
         .testTarget(name: "ParleyDaemonTests", dependencies: [
             "ParleyDaemon", "ParleyCore", "ParleyNodeCore", "ParleyStore", "ParleyControlProtocol", "ParleyDiscovery",
             .product(name: "NIOCore", package: "swift-nio"),

@@ -3,6 +3,7 @@ import HummingbirdWebSocket
 import NIOCore
 import NIOPosix
 import ParleyControlProtocol
+import ParleyWebCore
 
 /// One WebSocket's relay to the daemon: its own connection to the control socket, requests
 /// from the page checked by `WebRelay` and written as lines, every line the daemon sends

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import ParleyWebCore
 
 #if canImport(Glibc)
     import Glibc

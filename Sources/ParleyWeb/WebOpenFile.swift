@@ -1,4 +1,5 @@
 import Foundation
+import ParleyWebCore
 
 #if canImport(Glibc)
     import Glibc

@@ -5,6 +5,7 @@ import HummingbirdWebSocket
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import ParleyWebCore
 
 /// `parley web`'s HTTP and WebSocket server on 127.0.0.1: the driver of the pure decisions
 /// (`WebRequestGuard`, `WebSessions`, `WebRelay`). It holds no state of the chat: every

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import ParleyControlProtocol
 import ParleyWeb
+import ParleyWebCore
 
 /// `parley web`: the chat in a browser tab. A client of the control socket like every other
 /// subcommand (it runs with the person's own permissions on it); the server listens on

@@ -2,12 +2,13 @@ import Foundation
 import XCTest
 
 @testable import ParleyWeb
+@testable import ParleyWebCore
 
 /// The page's files and headers: what makes injected text inert even if a bug let some in.
 final class WebPageTests: XCTestCase {
     static let assetsDirectory = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Sources/ParleyWeb/Assets")
+        .appendingPathComponent("Sources/ParleyWebCore/Assets")
 
     func testGeneratedAssetsMatchTheSourceFiles() throws {
         let files = try FileManager.default.contentsOfDirectory(atPath: Self.assetsDirectory.path).sorted()

@@ -1,7 +1,7 @@
 import ParleyControlProtocol
 import XCTest
 
-@testable import ParleyWeb
+@testable import ParleyWebCore
 
 final class WebRelayTests: XCTestCase {
     func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }

@@ -1,6 +1,6 @@
 import XCTest
 
-@testable import ParleyWeb
+@testable import ParleyWebCore
 
 final class WebRequestGuardTests: XCTestCase {
     let port = 43210

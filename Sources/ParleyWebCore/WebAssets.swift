@@ -1,7 +1,7 @@
 import Foundation
 
 /// One static file of the page, compiled into the binary (`WebAssets+Generated.swift`,
-/// written by `scripts/gen-web-assets.py` from `Sources/ParleyWeb/Assets/`), so the
+/// written by `scripts/gen-web-assets.py` from `Sources/ParleyWebCore/Assets/`), so the
 /// installed `parley` needs no files beside it and nothing can be swapped under it.
 public struct WebAsset: Sendable, Equatable {
     public var path: String
