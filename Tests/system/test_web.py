@@ -701,3 +701,20 @@ def test_another_local_user_cannot_use_it(web):
         except OSError:
             continue
         assert web["token"].encode() not in cmdline
+
+
+def test_the_page_reconnects_after_the_daemon_restarts_and_misses_nothing(web):
+    """Last: it restarts alice's daemon. The relay's control connection ends, the page
+    reconnects and resubscribes with `since` (the last eventId it saw)."""
+    d, alice, bob = web["driver"], web["alice"], web["bob"]
+    d.get(f"http://127.0.0.1:{web['port']}/")
+    wait_for(d, lambda d: d.execute_script("return document.body.dataset.ready === 'true'"), what="the page ready")
+    open_conv(d, f"peer:{fp(bob)}")
+    alice.stop()
+    wait_for(d, lambda d: d.execute_script("return document.body.dataset.connection") != "open", what="the page sees the loss")
+    alice.start()
+    wait_until(lambda: alice.online("bob"), timeout=20, what="bob back")
+    wait_for(d, lambda d: d.execute_script("return document.body.dataset.connection") == "open", timeout=20,
+             what="the page reconnected")
+    bob.call("messages.send", {"to": "alice", "body": "after the restart"})
+    wait_for(d, lambda d: "after the restart" in message_texts(d), what="a message after the restart, live")
