@@ -62,6 +62,15 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var nextDialWatchToken = 0
     /// The TCP ports this node listens on, announced to every peer (`listenPorts` record).
     var listenPorts: [UInt16] = []
+    /// The addresses the listeners are bound to ("host:port"), for our signed address record.
+    var listenAddresses: [String] = []
+    /// Address gossip among contacts (Node+Gossip.swift).
+    var gossip: AddressGossip
+    var ownRecordCache: SignedAddressRecord?
+    /// Dial-back probes answered, per requesting host (`GossipLimits.dialBack*`).
+    var dialBackLimit = DialRateLimit(burst: GossipLimits.dialBackBurst, interval: GossipLimits.dialBackInterval)
+    /// Our own dial-back probes waiting for their answer, by nonce.
+    var dialBackWaiters: [UInt64: (timeout: Scheduled<Void>, report: (DialBackResult.Outcome?) -> Void)] = [:]
     var offlineTimers: [IdentityPublicKey: Scheduled<Void>] = [:]
     private var tick: RepeatedTask?
     var stopping = false
@@ -120,6 +129,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         self.startedAt = clock.monotonicNow()
         self.sessions = SessionTable(me: keys.identity.publicKey, maxSessions: options.maxSessions)
         self.dialPlanner = DialPlanner(backoff: options.redial)
+        self.gossip = AddressGossip(own: keys.identity.publicKey)
         self.attackLog = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60))
     }
 
