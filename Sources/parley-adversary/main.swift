@@ -176,6 +176,10 @@ guard args.count >= 2 else {
                                           then the join to ALICE (HOST:PORT) only; print
                                           "acked-after-join" once the target acknowledges
                                 print what it sent, then "acked K" (operations acknowledged)
+          forge-address T VICTIM ADDR  as a new peer announcing address gossip, send a signed
+                                address record naming VICTIM (identity, 64 hex digits) at ADDR
+                                (HOST:PORT) but signed with its own key; then a ping; print
+                                "closed" if the target ended the session, else "alive"
           old-peer T SECS       a peer that predates conversation records (no features in its
                                 handshake): send a chat, then for SECS seconds acknowledge
                                 every chat and print "chat BODY" for each, and "record 0xNN"
@@ -799,6 +803,45 @@ case "forge-action":
     }
     emit("acked \(acked.count)")
     emit(ponged ? "alive" : "closed")
+case "forge-address":
+    guard args.count > 3, let victimBytes = Sodium.fromHex(args[2]), victimBytes.count == 32 else {
+        fail("VICTIM: 64 hex digits")
+    }
+    let (vHost, vPort) = parseTarget(args[3])
+    guard let c = Conn(host, port, timeoutMs: 10_000) else { fail("connect") }
+    let id = IdentityKeyPair.generate()
+    let st = NoiseStaticKeyPair.generate()
+    guard
+        var est = handshake(
+            c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: "mallory"),
+            features: .supported)
+    else { fail("handshake refused") }
+    let now = UInt64(Date().timeIntervalSince1970 * 1000)
+    guard let endpoint = SignedAddressRecord.Endpoint(host: vHost, port: vPort) else { fail("ADDR: an IP literal") }
+    // Mallory signs, then swaps in the victim's identity: the relay of a "record" that
+    // would send the target's dials for the victim to Mallory's choice of host.
+    var forged = try! SignedAddressRecord(signing: [endpoint], issuedAt: now, with: id).encoded()
+    forged.replaceSubrange(1..<33, with: victimBytes)
+    var stream: [UInt8] = [AppRecord.RecordType.addressRecord.rawValue]
+    stream.appendUInt32BE(UInt32(forged.count))
+    stream += forged
+    stream += AppRecord.ping(9).encoded()
+    guard let sealed = try? est.transport.seal(stream), c.sendFrame(sealed) else {
+        emit("closed")
+        exit(0)
+    }
+    var decoder = RecordStreamDecoder()
+    while let f = c.recvFrame() {
+        guard let p = try? est.transport.open(f) else { break }
+        decoder.append(p)
+        while let r = try? decoder.next() {
+            if case .pong(9) = r {
+                emit("alive")
+                exit(0)
+            }
+        }
+    }
+    emit("closed")
 default:
     fail("unknown mode \(mode)")
 }
@@ -905,5 +948,12 @@ struct RoomMember {
             }
         }
         return Set(ids).intersection(acked).count
+    }
+}
+
+
+extension Array where Element == UInt8 {
+    mutating func appendUInt32BE(_ v: UInt32) {
+        append(contentsOf: [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)])
     }
 }

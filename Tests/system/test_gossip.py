@@ -1,0 +1,52 @@
+"""Issue 19 on loopback: address gossip among contacts (no mDNS, no --peer after a move)
+and the refusal of a relayed address its owner did not sign. The routed lab tests are in
+test_lab_subnets.py."""
+
+import re
+
+from parley_harness import wait_until
+from test_rooms import mesh
+
+
+def moved(node):
+    """Restart `node` on a new port with no --peer: its contacts' memories are stale."""
+    node.peers = []
+    node.listen_arg, node.fixed_listen = "127.0.0.1:0", False
+
+
+def test_a_contact_who_moved_is_found_through_a_common_contact(cluster):
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    old = {"bob": bob.port, "carol": carol.port}
+    bob.stop()
+    carol.stop()
+    wait_until(lambda: not alice.online("bob") and not alice.online("carol"), what="both gone")
+    moved(carol)
+    moved(bob)
+    carol.start()
+    wait_until(lambda: alice.online("carol"), what="carol redials alice from memory", timeout=30)
+    bob.start()
+    assert bob.port != old["bob"] and carol.port != old["carol"]
+    wait_until(lambda: bob.online("alice"), what="bob redials alice from memory", timeout=30)
+    # Neither knows where the other is now; alice, their common contact, relays the
+    # records each signed for itself.
+    wait_until(lambda: bob.online("carol") and carol.online("bob"), what="bob and carol through alice", timeout=30)
+    assert f"127.0.0.1:{carol.port}" in bob.peer_info("carol")["addresses"] or \
+        f"127.0.0.1:{bob.port}" in carol.peer_info("bob")["addresses"]
+    # The address came from alice (the relay), not from carol's own session.
+    relayed = [m for node, other in ((bob, carol), (carol, bob))
+               for m in re.finditer(r"learned addresses addresses=(\S+) from=(\S+) peer=(\S+)",
+                                    node.log_path.read_text(errors="replace"))
+               if m.group(2) != m.group(3) and f":{other.port}" in m.group(1)]
+    assert relayed, "bob or carol learned the other's new address from a relay"
+
+
+def test_a_relayed_address_not_signed_by_its_owner_is_refused(cluster):
+    from test_hostile import attack
+    n = mesh(cluster, "alice", "bob")
+    alice, bob = n["alice"], n["bob"]
+    victim = alice.whoami()["identityKey"]
+    out = attack(bob, "forge-address", victim, "127.0.0.1:9")
+    assert out == "closed", out
+    assert "127.0.0.1:9" not in (bob.peer_info("alice")["addresses"] or [])
+    assert bob.online("alice"), "the honest session is untouched"
