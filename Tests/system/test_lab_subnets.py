@@ -1,0 +1,97 @@
+"""Issue 19 in the routed lab: two subnets joined by a router (lanlab up-routed). One lab
+for the module; the tests run in order and build on each other (contacts made in the
+first are the ones gossip and redialling find again later).
+
+    subnet A 10.79.0.0/24: h1 alice, h2 carol      router r      subnet B 10.79.1.0/24: h3 bob
+"""
+import re
+import sqlite3
+import time
+
+import pytest
+
+import lab as lab_module
+from parley_harness import Node, wait_until
+
+FAST = ["--ping-interval-ms", "1000", "--dead-after-ms", "3000"]
+NAMES = {"h1": "alice", "h2": "carol", "h3": "bob"}
+
+
+@pytest.fixture(scope="module")
+def routed():
+    reason = lab_module.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with lab_module.Lab(hosts=3, routed=2) as the_lab:
+        the_lab.nodes = {}
+        for h, name in NAMES.items():
+            n = Node(name, the_lab.dir, launcher=[str(lab_module.LANLAB), "exec", h], mdns=True,
+                     listen="0.0.0.0:7744", extra_args=FAST, env=the_lab.env,
+                     state_dir=the_lab.dir / f"{h}-state")
+            n.socket = the_lab.dir / f"{h}.sock"
+            n.host = h
+            the_lab.nodes[name] = n
+        yield the_lab
+        for n in the_lab.nodes.values():
+            print(f"--- log of {n.name} ---\n{n.log_tail(40)}")
+            n.stop()
+
+
+def forget_addresses(node, keep=()):
+    """Deletes the stopped node's remembered addresses except those of `keep` (identities)."""
+    c = sqlite3.connect(node.state_dir / "parley.sqlite")
+    try:
+        marks = ",".join("?" * len(keep))
+        c.execute(f"DELETE FROM peer_address WHERE identity NOT IN ({marks})", list(keep))
+        c.commit()
+    finally:
+        c.close()
+
+
+def test_with_the_reflector_nodes_on_both_subnets_find_each_other(routed):
+    routed.lanlab("reflector", "on")
+    n = routed.nodes
+    t0 = time.monotonic()
+    for node in n.values():
+        node.start()
+    for a in n:
+        for b in n:
+            if a != b:
+                wait_until(lambda: n[a].online(b), timeout=40, what=f"{a} finds {b} by mDNS across the router")
+    lab_module.record("routed lab, reflector: start -> every pair online", time.monotonic() - t0)
+    # They found each other by mDNS alone: nobody was given an address.
+    assert all(not node.peers for node in n.values())
+
+
+def test_without_multicast_a_moved_contact_is_reached_through_gossip(routed):
+    routed.lanlab("reflector", "off")
+    routed.lanlab("drop-mdns", "r", "on")
+    n = routed.nodes
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    alice_id = alice.whoami()["identityKey"]
+    bob.stop()
+    wait_until(lambda: not carol.online("bob") and not alice.online("bob"), timeout=15, what="bob gone")
+    # Bob comes back on another port, remembering only alice: carol's memory of bob is
+    # stale and bob knows nothing of carol's address; mDNS does not cross the router.
+    forget_addresses(bob, keep=[alice_id])
+    bob.listen_arg = "0.0.0.0:7745"
+    bob.start()
+    wait_until(lambda: bob.online("alice"), timeout=30, what="bob redials alice from memory")
+    wait_until(lambda: bob.online("carol") and carol.online("bob"), timeout=30,
+               what="bob and carol through alice's relay")
+    relayed = [m for node in (bob, carol)
+               for m in re.finditer(r"learned addresses addresses=(\S+) from=(\S+) peer=(\S+)",
+                                    node.log_path.read_text(errors="replace"))
+               if m.group(2) != m.group(3)]
+    assert relayed, "an address came through a relay"
+
+
+def test_a_restarted_node_is_redialled_by_its_peers_without_peer(routed):
+    n = routed.nodes
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    bob.stop()
+    wait_until(lambda: not carol.online("bob") and not alice.online("bob"), timeout=15, what="bob gone")
+    forget_addresses(bob)  # bob remembers nobody: only his peers' memories can bring him back
+    bob.start()
+    wait_until(lambda: bob.online("alice") and bob.online("carol"), timeout=40,
+               what="alice and carol redial bob across the router")
