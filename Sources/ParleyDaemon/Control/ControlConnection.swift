@@ -188,6 +188,12 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
                 break
             case let .awaitDial(key, address, timeoutMs):
                 waitForDial(key, address: address, timeoutMs: timeoutMs, requestID: request.id)
+            case .later(let start):
+                let rid = request.id
+                let answers = !request.isNotification
+                start { [weak self] result in
+                    if answers { self?.writeSuccess(id: rid, result: result) }
+                }
             case let .subscribe(filter, since):
                 let response = subscribe(filter: filter, since: since, requestID: request.id)
                 if !request.isNotification { write(response) }

@@ -176,3 +176,33 @@ extension Node {
         return true
     }
 }
+
+// MARK: - Doctor facts
+
+extension Node {
+    struct DoctorFacts {
+        var ownAdvertisementSeen: Bool
+        var advertisements: Int
+        var unreachable: Int
+        var staticPeers: Int
+    }
+
+    func doctorFacts() -> DoctorFacts {
+        let discovered = dialPlanner.targets.values.filter { $0.source == .discovered }
+        let unreachable = discovered.filter { t in
+            t.failures > 0 && !(t.identity.map { sessions.isOnline($0) } ?? false)
+        }.count
+        return DoctorFacts(
+            ownAdvertisementSeen: ownAdvertisementSeen, advertisements: discovered.count, unreachable: unreachable,
+            staticPeers: dialPlanner.targets.values.filter { $0.source == .configured }.count)
+    }
+
+    /// A connected peer that understands the dial-back probe, and its name.
+    func dialBackCandidate() -> (IdentityPublicKey, String)? {
+        for peer in sessions.peers.sorted(by: { $0.hex < $1.hex }) {
+            guard let conn = activeConnection(for: peer), conn.remoteFeatures.contains(.addressGossip) else { continue }
+            return (peer, peerRecord(peer.hex)?.displayName ?? peer.fingerprintText)
+        }
+        return nil
+    }
+}

@@ -90,6 +90,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     private var peerIndex: [String: PeerRecord]?
     /// Our own mDNS instance name (Avahi may rename it on a conflict).
     var ownInstanceName: String?
+    /// Our own advertisement came back through our browser (`parley doctor`).
+    var ownAdvertisementSeen = false
     /// Called after this node re-issued its card (the daemon re-advertises).
     var onCardChanged: ((Card) -> Void)?
     /// `read_receipts`: tell senders when the local user read their messages.
