@@ -191,8 +191,14 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
             case .later(let start):
                 let rid = request.id
                 let answers = !request.isNotification
+                pendingDials += 1  // keeps the idle timer off while the answer is outstanding
+                idleTimer?.cancel()
                 start { [weak self] result in
-                    if answers { self?.writeSuccess(id: rid, result: result) }
+                    guard let self else { return }
+                    self.pendingDials -= 1
+                    if answers { self.writeSuccess(id: rid, result: result) }
+                    self.context?.flush()
+                    self.armIdleTimer()
                 }
             case let .subscribe(filter, since):
                 let response = subscribe(filter: filter, since: since, requestID: request.id)

@@ -131,6 +131,7 @@ extension Node {
     func connection(_ conn: PeerConnection, receivedDialBackRequest request: DialBackRequest) {
         guard activePeer(of: conn) != nil else { return }
         let host = conn.remoteAddress.hostPart
+        log.debug("dial-back requested", ["host": host, "port": "\(request.port)"])
         if dialBackLimit.take(host: host, now: clock.monotonicNow()) != nil {
             conn.send(.dialBackResult(DialBackResult(nonce: request.nonce, outcome: .refused)))
             return
@@ -172,6 +173,7 @@ extension Node {
             w.report(nil)
         }
         dialBackWaiters[nonce] = (timeout: task, report: report)
+        log.debug("dial-back asked", ["peer": peer.fingerprintText, "port": "\(port)"])
         conn.send(.dialBackRequest(request))
         return true
     }
