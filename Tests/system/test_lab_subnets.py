@@ -95,3 +95,64 @@ def test_a_restarted_node_is_redialled_by_its_peers_without_peer(routed):
     bob.start()
     wait_until(lambda: bob.online("alice") and bob.online("carol"), timeout=40,
                what="alice and carol redial bob across the router")
+
+
+def doctor(lab, node, *extra):
+    """`parley doctor --json` run on the node's host: {check: finding}, and the exit status."""
+    import json
+    p = lab.exec(node.host, [lab_module.binary("parley"), "doctor", "--json", "--socket", str(node.socket), *extra],
+                 timeout=40)
+    findings = json.loads(p.stdout)
+    return {f["check"]: f for f in findings}, p.returncode
+
+
+def failed(findings):
+    return [c for c, f in findings.items() if f["status"] == "fail"]
+
+
+def test_doctor_names_the_cause_of_each_broken_setup(routed):
+    n = routed.nodes
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    wait_until(lambda: bob.online("alice"), timeout=30, what="bob and alice in session")
+
+    # nss-mdns missing on h1.
+    routed.lanlab("nss-mdns", "h1", "off")
+    try:
+        f, code = doctor(routed, alice, "--no-dial-back")
+        assert code == 1 and "nss-mdns" in failed(f), f
+    finally:
+        routed.lanlab("nss-mdns", "h1", "on")
+    f, _ = doctor(routed, alice, "--no-dial-back")
+    assert f["nss-mdns"]["status"] == "ok" and f["avahi"]["status"] == "ok", f
+
+    # avahi stopped on h2.
+    routed.lanlab("stop-avahi", "h2")
+    try:
+        f, code = doctor(routed, carol, "--no-dial-back")
+        assert code == 1 and failed(f)[0] == "avahi", f
+        assert "avahi-daemon" in f["avahi"]["fix"]
+    finally:
+        routed.lanlab("start-avahi", "h2")
+
+    # Bob's port blocked on h3 (new connections only: the sessions stay up): alice's
+    # dial-back fails and the nftables rule is named.
+    port = bob.listen_arg.rsplit(":", 1)[1]
+    routed.lanlab("block-port", "h3", port, "on")
+    try:
+        f, code = doctor(routed, bob)
+        assert code == 1 and f["tcp port"]["status"] == "fail", f
+        assert f["firewall"]["status"] == "fail" and "our port" in f["firewall"]["detail"], f
+    finally:
+        routed.lanlab("block-port", "h3", port, "off")
+
+    # Multicast dropped on h3: bob's peers are online (from memory) but no mDNS answer
+    # reaches him; doctor says so and suggests static peers or the reflector.
+    routed.lanlab("drop-mdns", "h3", "on")
+    routed.lanlab("restart-avahi", "h3")  # forget what the reflector brought earlier
+    bob.stop()
+    bob.start()
+    wait_until(lambda: bob.online("alice"), timeout=30, what="bob back from memory")
+    f, code = doctor(routed, bob, "--no-dial-back")
+    assert code == 1 and f["multicast"]["status"] == "fail", f
+    assert "reflector" in f["multicast"]["fix"] and "static peers" in f["multicast"]["fix"]
+    assert f["firewall"]["status"] == "fail" and "mDNS" in f["firewall"]["detail"], f
