@@ -180,6 +180,9 @@ guard args.count >= 2 else {
                                 address record naming VICTIM (identity, 64 hex digits) at ADDR
                                 (HOST:PORT) but signed with its own key; then a ping; print
                                 "closed" if the target ended the session, else "alive"
+          dial-back T PORT N    as a new peer announcing address gossip, ask N times to be dialled
+                                back at PORT (of the adversary's own host: the request has no host);
+                                print the outcomes in order ("connected", "failed", "refused")
           old-peer T SECS       a peer that predates conversation records (no features in its
                                 handshake): send a chat, then for SECS seconds acknowledge
                                 every chat and print "chat BODY" for each, and "record 0xNN"
@@ -803,6 +806,33 @@ case "forge-action":
     }
     emit("acked \(acked.count)")
     emit(ponged ? "alive" : "closed")
+case "dial-back":
+    guard args.count > 3, let backPort = UInt16(args[2]), let count = Int(args[3]), (1...20).contains(count) else {
+        fail("PORT N (1...20)")
+    }
+    guard let c = Conn(host, port, timeoutMs: 15_000) else { fail("connect") }
+    let id = IdentityKeyPair.generate()
+    let st = NoiseStaticKeyPair.generate()
+    guard
+        var est = handshake(
+            c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: "mallory"),
+            features: .supported)
+    else { fail("handshake refused") }
+    var encoder = RecordStreamEncoder()
+    for n in 1...count { encoder.append(.dialBackRequest(DialBackRequest(nonce: UInt64(n), port: backPort)!)) }
+    for chunk in encoder.drainChunks() {
+        guard let sealed = try? est.transport.seal(chunk), c.sendFrame(sealed) else { fail("closed") }
+    }
+    var outcomes: [UInt64: String] = [:]
+    var decoder = RecordStreamDecoder()
+    while outcomes.count < count, let f = c.recvFrame() {
+        guard let p = try? est.transport.open(f) else { break }
+        decoder.append(p)
+        while let r = try? decoder.next() {
+            if case .dialBackResult(let result) = r { outcomes[result.nonce] = "\(result.outcome)" }
+        }
+    }
+    emit((1...count).map { outcomes[UInt64($0)] ?? "none" }.joined(separator: " "))
 case "forge-address":
     guard args.count > 3, let victimBytes = Sodium.fromHex(args[2]), victimBytes.count == 32 else {
         fail("VICTIM: 64 hex digits")
@@ -950,7 +980,6 @@ struct RoomMember {
         return Set(ids).intersection(acked).count
     }
 }
-
 
 extension Array where Element == UInt8 {
     mutating func appendUInt32BE(_ v: UInt32) {

@@ -24,8 +24,10 @@ final class DoctorDiagnosisTests: XCTestCase {
         let f = DoctorDiagnosis.evaluate(daemon: .success(report()), host: healthyHost)
         XCTAssertEqual(
             f.map(\.check),
-            ["daemon", "avahi", "nss-mdns", "advertisement", "peers seen", "multicast", "tcp port", "firewall",
-             "addresses", "client isolation"])
+            [
+                "daemon", "avahi", "nss-mdns", "advertisement", "peers seen", "multicast", "tcp port", "firewall",
+                "addresses", "client isolation"
+            ])
         XCTAssertEqual(failing(f), [])
         XCTAssertTrue(f.allSatisfy { $0.status == .ok })
     }

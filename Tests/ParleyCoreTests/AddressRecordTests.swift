@@ -26,7 +26,9 @@ final class AddressRecordTests: XCTestCase {
         let forged = try SignedAddressRecord(signing: [endpoint("10.6.6.6")], issuedAt: 1, with: mallory)
         var bytes = forged.encoded()
         bytes.replaceSubrange(1..<33, with: alice.publicKey.bytes)  // claim to be alice
-        XCTAssertThrowsError(try SignedAddressRecord.decode(bytes)) { XCTAssertEqual($0 as? AddressRecordError, .badSignature) }
+        XCTAssertThrowsError(try SignedAddressRecord.decode(bytes)) {
+            XCTAssertEqual($0 as? AddressRecordError, .badSignature)
+        }
     }
 
     func testChangingAnAddressPortOrDateOfAliceRecordBreaksItsSignature() throws {
@@ -93,7 +95,9 @@ final class AddressRecordTests: XCTestCase {
 
     func testIPAddressTextParsesAndPrintsCanonically() {
         XCTAssertEqual(IPAddressText.parse("192.168.1.20"), [192, 168, 1, 20])
-        for bad in ["1.2.3", "1.2.3.4.5", "256.1.1.1", "01.2.3.4", "a.b.c.d", "1::2::3", "12345::", "[::1]", "fe80::1%eth0", ""] {
+        for bad in [
+            "1.2.3", "1.2.3.4.5", "256.1.1.1", "01.2.3.4", "a.b.c.d", "1::2::3", "12345::", "[::1]", "fe80::1%eth0", ""
+        ] {
             XCTAssertNil(IPAddressText.parse(bad), bad)
         }
         for text in ["::1", "2001:db8::5", "fe80::1:2", "::", "1:2:3:4:5:6:7:8", "::ffff:10.0.0.1"] {

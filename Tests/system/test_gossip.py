@@ -50,3 +50,33 @@ def test_a_relayed_address_not_signed_by_its_owner_is_refused(cluster):
     assert out == "closed", out
     assert "127.0.0.1:9" not in (bob.peer_info("alice")["addresses"] or [])
     assert bob.online("alice"), "the honest session is untouched"
+
+
+def test_dial_back_reaches_only_the_requester_and_is_rate_limited(cluster):
+    """A peer can only make the node dial the peer's own host (the request has no host
+    field), once per minute: three requests give one connection to our listener."""
+    import socket
+    import threading
+    from test_hostile import attack
+    bob = cluster.node("bob").start()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(20)
+    accepted = []
+
+    def accept():
+        try:
+            while True:
+                conn, _ = listener.accept()
+                accepted.append(conn)
+        except OSError:
+            pass
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    out = attack(bob, "dial-back", listener.getsockname()[1], 3)
+    listener.close()
+    t.join(5)
+    assert out == "connected refused refused", out
+    assert len(accepted) == 1, accepted

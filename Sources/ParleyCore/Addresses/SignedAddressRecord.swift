@@ -109,7 +109,8 @@ public struct SignedAddressRecord: Equatable, Sendable {
             guard identity.verify(signature: signature, message: signatureDomain + Array(bytes[0..<signed])) else {
                 throw AddressRecordError.badSignature
             }
-            return SignedAddressRecord(identity: identity, issuedAt: issuedAt, endpoints: endpoints, signature: signature)
+            return SignedAddressRecord(
+                identity: identity, issuedAt: issuedAt, endpoints: endpoints, signature: signature)
         } catch let e as AddressRecordError {
             throw e
         } catch {
@@ -141,7 +142,8 @@ public enum AddressRecordError: Error, Equatable, Sendable, CustomStringConverti
         case .truncated: return "address record is truncated"
         case .trailingBytes: return "address record has trailing bytes"
         case .unsupportedVersion(let v): return "address record version \(v) is not supported"
-        case .endpointCount(let n): return "address record lists \(n) addresses (1 to \(WireLimits.maxAddressesPerRecord))"
+        case .endpointCount(let n):
+            return "address record lists \(n) addresses (1 to \(WireLimits.maxAddressesPerRecord))"
         case .badEndpoint(let why): return "address record: \(why)"
         case .badSignature: return "address record is not signed by the identity it names"
         }

@@ -43,7 +43,7 @@ extension Node {
             "learned addresses",
             [
                 "peer": record.identity.fingerprintText, "from": peer.fingerprintText,
-                "addresses": record.endpoints.map(\.description).joined(separator: ","),
+                "addresses": record.endpoints.map(\.description).joined(separator: ",")
             ])
         // Every address in a record is the signer's claim (it may name any host): dialled
         // under the rate limit of unknown advertisements until one reaches the peer.
@@ -64,7 +64,9 @@ extension Node {
 
     /// Sends every record some session peer is now entitled to.
     func relayAddressRecords() {
-        let peers = sessions.peers.filter { activeConnection(for: $0)?.remoteFeatures.contains(.addressGossip) ?? false }
+        let peers = sessions.peers.filter {
+            activeConnection(for: $0)?.remoteFeatures.contains(.addressGossip) ?? false
+        }
         let due = gossip.deliveries(
             sessions: Array(peers), isContact: { [unowned self] in self.isContact($0) },
             nowMs: UInt64(max(0, nowMs)))

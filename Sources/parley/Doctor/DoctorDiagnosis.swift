@@ -76,7 +76,8 @@ enum DoctorDiagnosis {
                 add("nss-mdns", .ok, "nsswitch resolves .local names (\(hosts.trimmingSpaces))")
             } else {
                 add(
-                    "nss-mdns", .fail, "/etc/nsswitch.conf does not resolve .local names: discovered peers cannot be dialled",
+                    "nss-mdns", .fail,
+                    "/etc/nsswitch.conf does not resolve .local names: discovered peers cannot be dialled",
                     fix: "sudo apt-get install libnss-mdns (or add mdns4_minimal [NOTFOUND=return] to the hosts: line)")
             }
         } else {
@@ -125,7 +126,9 @@ enum DoctorDiagnosis {
         } else {
             add(
                 "multicast", .warn, "no mDNS answer from anyone (no peer known to compare with)",
-                fix: "if a colleague runs Parley: parley connect THEIR-HOST:PORT; on a routed network see README \"When peers do not appear\"")
+                fix:
+                    "if a colleague runs Parley: parley connect THEIR-HOST:PORT; on a routed network see README \"When peers do not appear\""
+            )
         }
 
         // TCP reachable from a peer
@@ -135,8 +138,11 @@ enum DoctorDiagnosis {
             case .failed:
                 add(
                     "tcp port", .fail, "\(d.peer ?? "a peer") could not connect to our port: it is blocked",
-                    fix: "open TCP port \(Self.port(r) ?? "7744") in the firewall (e.g. sudo ufw allow \(Self.port(r) ?? "7744")/tcp)")
-            case .refused: add("tcp port", .skip, "\(d.peer ?? "the peer") refused a probe (one per minute); try again later")
+                    fix:
+                        "open TCP port \(Self.port(r) ?? "7744") in the firewall (e.g. sudo ufw allow \(Self.port(r) ?? "7744")/tcp)"
+                )
+            case .refused:
+                add("tcp port", .skip, "\(d.peer ?? "the peer") refused a probe (one per minute); try again later")
             case .timeout: add("tcp port", .warn, "\(d.peer ?? "the peer") did not answer the probe in time")
             case .noPeer: add("tcp port", .skip, "no connected peer to ask for a dial-back")
             }
@@ -163,29 +169,39 @@ enum DoctorDiagnosis {
         if !drops.isEmpty {
             out.append(
                 DoctorFinding(
-                    check: "firewall", status: .fail, detail: "rules drop Parley's traffic: " + drops.joined(separator: "; "),
-                    fix: "allow UDP 5353 (mDNS) and TCP \(port ?? "7744") in, e.g. sudo ufw allow 5353/udp; sudo ufw allow \(port ?? "7744")/tcp"))
+                    check: "firewall", status: .fail,
+                    detail: "rules drop Parley's traffic: " + drops.joined(separator: "; "),
+                    fix:
+                        "allow UDP 5353 (mDNS) and TCP \(port ?? "7744") in, e.g. sudo ufw allow 5353/udp; sudo ufw allow \(port ?? "7744")/tcp"
+                ))
         } else if host.firewallRules.isEmpty {
-            let why = host.firewallUnreadable.isEmpty
-                ? "no firewall tool found" : "cannot read \(host.firewallUnreadable.joined(separator: ", ")) (run as root to check)"
+            let why =
+                host.firewallUnreadable.isEmpty
+                ? "no firewall tool found"
+                : "cannot read \(host.firewallUnreadable.joined(separator: ", ")) (run as root to check)"
             out.append(DoctorFinding(check: "firewall", status: .skip, detail: why, fix: nil))
         } else {
             out.append(
                 DoctorFinding(
                     check: "firewall", status: .ok,
-                    detail: "no rule drops 5353/udp or our port (\(host.firewallRules.map(\.tool).joined(separator: ", ")))",
+                    detail:
+                        "no rule drops 5353/udp or our port (\(host.firewallRules.map(\.tool).joined(separator: ", ")))",
                     fix: nil))
         }
         // IPv6 link-local only
         let v4 = host.interfaceAddresses.filter { !$0.contains(":") }
         let v6global = host.interfaceAddresses.filter { $0.contains(":") && !$0.lowercased().hasPrefix("fe80") }
         if host.interfaceAddresses.isEmpty {
-            out.append(DoctorFinding(check: "addresses", status: .fail, detail: "no network address but loopback", fix: "connect to a network"))
+            out.append(
+                DoctorFinding(
+                    check: "addresses", status: .fail, detail: "no network address but loopback",
+                    fix: "connect to a network"))
         } else if v4.isEmpty && v6global.isEmpty {
             out.append(
                 DoctorFinding(
                     check: "addresses", status: .warn,
-                    detail: "only IPv6 link-local addresses: peers need the interface scope, and nss-mdns' mdns4 resolves IPv4 only",
+                    detail:
+                        "only IPv6 link-local addresses: peers need the interface scope, and nss-mdns' mdns4 resolves IPv4 only",
                     fix: "get an IPv4 address (DHCP), or use mdns (not mdns4_minimal) in /etc/nsswitch.conf"))
         } else {
             out.append(
@@ -198,8 +214,11 @@ enum DoctorDiagnosis {
                 out.append(
                     DoctorFinding(
                         check: "client isolation", status: .fail,
-                        detail: "\(r.advertisementsUnreachable) peer(s) advertise but TCP to them fails: the network isolates clients (guest Wi-Fi, AP isolation) or their firewall blocks the port",
-                        fix: "use a network without client isolation, or ask the admin to allow traffic between clients; check the peers' firewalls"))
+                        detail:
+                            "\(r.advertisementsUnreachable) peer(s) advertise but TCP to them fails: the network isolates clients (guest Wi-Fi, AP isolation) or their firewall blocks the port",
+                        fix:
+                            "use a network without client isolation, or ask the admin to allow traffic between clients; check the peers' firewalls"
+                    ))
             } else {
                 out.append(DoctorFinding(check: "client isolation", status: .ok, detail: "no sign of it", fix: nil))
             }
