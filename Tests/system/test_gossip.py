@@ -14,8 +14,18 @@ def moved(node):
     node.listen_arg, node.fixed_listen = "127.0.0.1:0", False
 
 
+def acquainted(n):
+    """One message per pair: a key pinned by a handshake alone is a stranger to gossip;
+    a contact is verified or has exchanged messages (docs/PROTOCOL.md "Address gossip")."""
+    names = list(n)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            n[a].cli("send", b, f"hello {b}", "--wait")
+
+
 def test_a_contact_who_moved_is_found_through_a_common_contact(cluster):
     n = mesh(cluster, "alice", "bob", "carol")
+    acquainted(n)
     alice, bob, carol = n["alice"], n["bob"], n["carol"]
     old = {"bob": bob.port, "carol": carol.port}
     bob.stop()

@@ -61,6 +61,9 @@ def test_with_the_reflector_nodes_on_both_subnets_find_each_other(routed):
     lab_module.record("routed lab, reflector: start -> every pair online", time.monotonic() - t0)
     # They found each other by mDNS alone: nobody was given an address.
     assert all(not node.peers for node in n.values())
+    # A message per pair makes them contacts (a handshake alone pins a stranger).
+    from test_gossip import acquainted
+    acquainted(n)
 
 
 def test_without_multicast_a_moved_contact_is_reached_through_gossip(routed):

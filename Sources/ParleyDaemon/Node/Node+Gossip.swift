@@ -11,11 +11,24 @@ extension Node {
     /// stay well inside `GossipLimits.maxRecordAgeMs` wherever it is relayed).
     static let ownRecordLifetimeMs: Int64 = 3600 * 1000
 
-    /// A trusted peer (pinned or verified; not blocked, held or replaced): the only
-    /// identities whose addresses we keep or relay, and the only peers we relay to.
+    /// A contact (docs/PROTOCOL.md "Address gossip"): trusted (not blocked, held or
+    /// replaced) and either verified by a person or with messages exchanged. A key pinned
+    /// by a mere handshake is a stranger (as in `sessionStanding`): anyone on the LAN can
+    /// complete one. The only identities whose addresses we keep or relay, and the only
+    /// peers we relay to.
     func isContact(_ identity: IdentityPublicKey) -> Bool {
-        guard let rec = peerRecord(identity.hex), let known = Self.knownPeer(rec) else { return false }
-        return known.standing == .trusted
+        guard let rec = peerRecord(identity.hex), let known = Self.knownPeer(rec), known.standing == .trusted else {
+            return false
+        }
+        if rec.trust == .verified || talkedWith.contains(identity) { return true }
+        // One indexed lookup; a yes is kept (messages make a peer known for good).
+        guard (try? store.hasMessages(with: identity.hex)) == true else { return false }
+        talkedWith.insert(identity)
+        return true
+    }
+
+    func contactSet() -> Set<IdentityPublicKey> {
+        Set(((try? allPeers()) ?? []).compactMap { IdentityPublicKey(hex: $0.identity) }.filter(isContact))
     }
 
     /// The session with `peer` is up on `conn`: give it our record and our tags, and what
@@ -23,8 +36,7 @@ extension Node {
     func startGossip(on conn: PeerConnection, peer: IdentityPublicKey) {
         guard conn.remoteFeatures.contains(.addressGossip), isContact(peer) else { return }
         if let own = ownAddressRecord() { conn.send(.addressRecord(own)) }
-        let contacts = ((try? allPeers()) ?? []).compactMap(Self.knownPeer)
-            .filter { $0.standing == .trusted && $0.identity != peer }.map(\.identity)
+        let contacts = contactSet().filter { $0 != peer }.sorted { $0.hex < $1.hex }
         conn.send(.contactTags(ContactTags(salt: Sodium.randomBytes(ContactTags.saltLength), identities: contacts)))
     }
 

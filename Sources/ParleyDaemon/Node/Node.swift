@@ -67,6 +67,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// Address gossip among contacts (Node+Gossip.swift).
     var gossip: AddressGossip
     var ownRecordCache: SignedAddressRecord?
+    /// Peers known to have messages with us (address gossip's contacts, Node+Gossip.swift).
+    var talkedWith = Set<IdentityPublicKey>()
     /// Dial-back probes answered, per requesting host (`GossipLimits.dialBack*`).
     var dialBackLimit = DialRateLimit(burst: GossipLimits.dialBackBurst, interval: GossipLimits.dialBackInterval)
     /// Our own dial-back probes waiting for their answer, by nonce.
