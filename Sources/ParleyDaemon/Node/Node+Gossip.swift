@@ -57,6 +57,8 @@ extension Node {
                 "peer": record.identity.fingerprintText, "from": peer.fingerprintText,
                 "addresses": record.endpoints.map(\.description).joined(separator: ",")
             ])
+        try? store.saveAddressRecord(
+            record.encoded(), of: record.identity.hex, issuedAt: Int64(clamping: record.issuedAt))
         // Every address in a record is the signer's claim (it may name any host): dialled
         // under the rate limit of unknown advertisements until one reaches the peer.
         let addresses = record.endpoints.map { DialAddress(host: $0.host, port: $0.port) }
@@ -66,6 +68,20 @@ extension Node {
                 record.identity, addresses: addresses, sessions: sessionView, gossiped: true,
                 now: clock.monotonicNow()))
         relayAddressRecords()
+    }
+
+    /// At start: the contacts' records kept from earlier runs, so they can be relayed
+    /// before their subjects are back. Each is verified again (the store is not trusted
+    /// more than the wire) and judged like a first-hand record.
+    func restoreAddressRecords() {
+        guard let stored = try? store.addressRecords() else { return }
+        for bytes in stored {
+            guard let record = try? SignedAddressRecord.decode(bytes) else { continue }
+            _ = gossip.received(
+                record, from: record.identity, isContact: { [unowned self] in self.isContact($0) },
+                nowMs: UInt64(max(0, nowMs)))
+            gossip.sessionEnded(record.identity)  // the restore is no session of theirs
+        }
     }
 
     func connection(_ conn: PeerConnection, receivedContactTags tags: ContactTags) {

@@ -171,6 +171,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         tick = loop.scheduleRepeatedTask(initialDelay: period, delay: period) { [weak self] _ in
             self?.keepaliveTick()
         }
+        restoreAddressRecords()
         redialRememberedPeers()
     }
 
