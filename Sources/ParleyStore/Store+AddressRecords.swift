@@ -25,6 +25,16 @@ extension Store {
         }
     }
 
+    /// Whether the local user has written to `peer` (address gossip's test of a contact:
+    /// a message *from* someone proves nothing, anyone can send one).
+    public func hasSentMessages(to peer: String) throws(StoreError) -> Bool {
+        try read { db in
+            try Bool.fetchOne(
+                db, sql: "SELECT 1 FROM message WHERE peer = ? AND direction = 'outgoing' LIMIT 1", arguments: [peer])
+                != nil
+        }
+    }
+
     /// Every stored record of a peer that is neither blocked nor replaced.
     public func addressRecords() throws(StoreError) -> [[UInt8]] {
         try read { db in

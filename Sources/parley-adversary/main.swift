@@ -183,6 +183,10 @@ guard args.count >= 2 else {
           dial-back T PORT N    as a new peer announcing address gossip, ask N times to be dialled
                                 back at PORT (of the adversary's own host: the request has no host);
                                 print the outcomes in order ("connected", "failed", "refused")
+          tags-probe T VICTIM   as a new peer announcing address gossip, send a chat, then contact
+                                tags naming VICTIM (identity, 64 hex digits), then a ping; print
+                                "record" if an address record about VICTIM came before the pong,
+                                else "nothing"
           old-peer T SECS       a peer that predates conversation records (no features in its
                                 handshake): send a chat, then for SECS seconds acknowledge
                                 every chat and print "chat BODY" for each, and "record 0xNN"
@@ -833,6 +837,49 @@ case "dial-back":
         }
     }
     emit((1...count).map { outcomes[UInt64($0)] ?? "none" }.joined(separator: " "))
+case "tags-probe":
+    guard args.count > 2, let victimBytes = Sodium.fromHex(args[2]),
+        let victim = try? IdentityPublicKey(bytes: victimBytes)
+    else { fail("VICTIM: 64 hex digits") }
+    guard let c = Conn(host, port, timeoutMs: 15_000) else { fail("connect") }
+    let id = IdentityKeyPair.generate()
+    let st = NoiseStaticKeyPair.generate()
+    guard
+        var est = handshake(
+            c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: "mallory"),
+            features: .supported)
+    else { fail("handshake refused") }
+    // The chat first, and its acknowledgement awaited: it is stored before the tags come
+    // (a node that counted any message as a contact would now count Mallory).
+    var decoder = RecordStreamDecoder()
+    func send(_ records: [AppRecord]) {
+        var encoder = RecordStreamEncoder()
+        records.forEach { encoder.append($0) }
+        for chunk in encoder.drainChunks() {
+            guard let sealed = try? est.transport.seal(chunk), c.sendFrame(sealed) else { fail("closed") }
+        }
+    }
+    let chatID = MessageID.random()
+    let now = UInt64(Date().timeIntervalSince1970 * 1000)
+    send([.chat(ChatRecord(id: chatID, sequence: 1, createdAt: now, body: "hi, we met before"))])
+    var told = false
+    acked: while let f = c.recvFrame() {
+        guard let p = try? est.transport.open(f) else { fail("closed") }
+        decoder.append(p)
+        while let r = try? decoder.next() {
+            if case .ack(let ids) = r, ids.contains(chatID) { break acked }
+        }
+    }
+    send([.contactTags(ContactTags(salt: Sodium.randomBytes(ContactTags.saltLength), identities: [victim])), .ping(11)])
+    reading: while let f = c.recvFrame() {
+        guard let p = try? est.transport.open(f) else { break }
+        decoder.append(p)
+        while let r = try? decoder.next() {
+            if case .addressRecord(let rec) = r, rec.identity == victim { told = true }
+            if case .pong(11) = r { break reading }
+        }
+    }
+    emit(told ? "record" : "nothing")
 case "forge-address":
     guard args.count > 3, let victimBytes = Sodium.fromHex(args[2]), victimBytes.count == 32 else {
         fail("VICTIM: 64 hex digits")

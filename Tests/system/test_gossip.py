@@ -15,12 +15,12 @@ def moved(node):
 
 
 def acquainted(n):
-    """One message per pair: a key pinned by a handshake alone is a stranger to gossip;
-    a contact is verified or has exchanged messages (docs/PROTOCOL.md "Address gossip")."""
-    names = list(n)
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            n[a].cli("send", b, f"hello {b}", "--wait")
+    """A message each way per pair: a key pinned by a handshake alone is a stranger to
+    gossip; a contact is verified or was written to (docs/PROTOCOL.md "Address gossip")."""
+    for a in n:
+        for b in n:
+            if a != b:
+                n[a].cli("send", b, f"hello {b}", "--wait")
 
 
 def test_a_contact_who_moved_is_found_through_a_common_contact(cluster):
@@ -90,3 +90,20 @@ def test_dial_back_reaches_only_the_requester_and_is_rate_limited(cluster):
     t.join(5)
     assert out == "connected refused refused", out
     assert len(accepted) == 1, accepted
+
+
+def test_a_stranger_who_knows_a_key_and_sends_a_chat_is_told_no_address(cluster):
+    """Mallory completes a handshake with bob (pinned on first use), sends him a chat, and
+    claims with contact tags to hold alice's key: bob holds alice's record but tells a
+    stranger nothing (the pong comes back, no address record before it)."""
+    from test_hostile import attack
+    n = mesh(cluster, "alice", "bob")
+    acquainted(n)
+    alice, bob = n["alice"], n["bob"]
+    bob.stop()
+    bob.start()  # a new session: alice's record reaches bob again, now as a contact's
+    wait_until(lambda: bob.online("alice"), what="alice and bob back", timeout=30)
+    wait_until(lambda: "learned addresses" in bob.log_path.read_text(errors="replace").split("shutting down")[-1],
+               what="bob holds alice's record")
+    out = attack(bob, "tags-probe", alice.whoami()["identityKey"])
+    assert out == "nothing", out

@@ -12,17 +12,17 @@ extension Node {
     static let ownRecordLifetimeMs: Int64 = 3600 * 1000
 
     /// A contact (docs/PROTOCOL.md "Address gossip"): trusted (not blocked, held or
-    /// replaced) and either verified by a person or with messages exchanged. A key pinned
-    /// by a mere handshake is a stranger (as in `sessionStanding`): anyone on the LAN can
-    /// complete one. The only identities whose addresses we keep or relay, and the only
+    /// replaced) and either verified by a person or written to by the local user. A key
+    /// pinned by a mere handshake is a stranger: anyone on the LAN can complete one, and
+    /// send a chat too, so a message *from* it proves nothing. The only identities whose addresses we keep or relay, and the only
     /// peers we relay to.
     func isContact(_ identity: IdentityPublicKey) -> Bool {
         guard let rec = peerRecord(identity.hex), let known = Self.knownPeer(rec), known.standing == .trusted else {
             return false
         }
         if rec.trust == .verified || talkedWith.contains(identity) { return true }
-        // One indexed lookup; a yes is kept (messages make a peer known for good).
-        guard (try? store.hasMessages(with: identity.hex)) == true else { return false }
+        // One lookup; a yes is kept (having written to someone stays true).
+        guard (try? store.hasSentMessages(to: identity.hex)) == true else { return false }
         talkedWith.insert(identity)
         return true
     }

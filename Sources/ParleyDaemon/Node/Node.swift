@@ -67,7 +67,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// Address gossip among contacts (Node+Gossip.swift).
     var gossip: AddressGossip
     var ownRecordCache: SignedAddressRecord?
-    /// Peers known to have messages with us (address gossip's contacts, Node+Gossip.swift).
+    /// Peers the local user has written to (address gossip's contacts, Node+Gossip.swift).
     var talkedWith = Set<IdentityPublicKey>()
     /// Dial-back probes answered, per requesting host (`GossipLimits.dialBack*`).
     var dialBackLimit = DialRateLimit(burst: GossipLimits.dialBackBurst, interval: GossipLimits.dialBackInterval)
