@@ -14,7 +14,8 @@ build_pkgs=(pkg-config libsodium-dev libavahi-compat-libdnssd-dev libavahi-commo
 # The lab (scripts/lanlab) needs iproute2, util-linux (nsenter, unshare, setsid), mount, dbus,
 # avahi-daemon, and libnss-mdns (its postinst adds mdns4_minimal to /etc/nsswitch.conf);
 # avahi-utils' avahi-browse and avahi-publish observe and publish in it.
-lab_pkgs=(avahi-daemon avahi-utils libnss-mdns dbus iproute2 util-linux mount)
+# nftables: the routed lab drops mDNS or a port on its router or a host (issue 19).
+lab_pkgs=(avahi-daemon avahi-utils libnss-mdns dbus iproute2 util-linux mount nftables)
 # The web client's browser tests (Tests/system/test_web.py): headless Chromium driven by
 # Debian's Selenium through chromedriver, all from Debian (no pip, no downloaded drivers).
 web_test_pkgs=(chromium chromium-driver python3-selenium)

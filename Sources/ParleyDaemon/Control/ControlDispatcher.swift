@@ -28,6 +28,9 @@ struct ControlDispatcher {
         /// `peers.connect` with `wait`: the connection answers when the dial of this target
         /// ends or after `timeoutMs`.
         case awaitDial(DialTargetKey, address: String, timeoutMs: Int)
+        /// The typed result comes later: `start` is called with the function that answers
+        /// (on the event loop), e.g. `doctor.report` waiting for a dial-back.
+        case later(start: (@escaping (any Encodable & Sendable) -> Void) -> Void)
         /// The connection becomes a subscriber (resuming after `since`); it answers itself.
         case subscribe(filterIdentity: String?, since: Int?)
     }
@@ -87,7 +90,10 @@ struct ControlDispatcher {
                 deliveryWaiter(stored.id, p.effectiveTimeoutMs, id)
                 return .deferred
             }
-            return .typed(id: id, result: MessagesSendResult(message: node.messageInfo(stored), peerOnline: peerOnline))
+            return .typed(
+                id: id,
+                result: MessagesSendResult(
+                    message: node.messageInfo(stored, justStored: true), peerOnline: peerOnline))
         case .messagesList(let p):
             if let selector = p.peer, Self.namesRoom(selector) { return try listRoomMessages(selector, p, id: id) }
             let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
@@ -164,7 +170,7 @@ struct ControlDispatcher {
             return try changeRoom(p.room, .setPolicy(.init(onlyAdminsAdd: p.onlyAdminsAdd)), id: id)
         case .messagesReply(let p):
             let stored = try node.reply(to: try node.resolveMessage(p.message), body: p.body)
-            return .typed(id: id, result: MessagesSendResult(message: node.messageInfo(stored)))
+            return .typed(id: id, result: MessagesSendResult(message: node.messageInfo(stored, justStored: true)))
         case .messagesEdit(let p):
             let updated = try node.perform(.edit(body: p.body), on: try node.resolveMessage(p.message))
             return .typed(id: id, result: MessageChangeResult(message: node.messageInfo(updated)))
@@ -178,6 +184,8 @@ struct ControlDispatcher {
                 .reaction(reaction, added: !(p.remove ?? false)),
                 on: try node.resolveMessage(p.message))
             return .typed(id: id, result: MessageChangeResult(message: node.messageInfo(updated)))
+        case .doctorReport(let p):
+            return doctorReport(p, id: id)
         case .nodeSetStatus(let p):
             let (status, told) = try node.setStatus(p.status)
             return .typed(id: id, result: NodeSetStatusResult(status: status.text, peersNotified: told))
@@ -192,7 +200,7 @@ struct ControlDispatcher {
                 scope, after: p.after.map { Int64($0) }, before: p.before.map { Int64($0) }, limit: p.effectiveLimit)
         } catch { throw ControlFailure.storeRead(what: "the messages", error) }
         return MessagesListResult(
-            messages: page.messages.map(node.messageInfo), hasOlder: page.hasOlder, hasNewer: page.hasNewer,
+            messages: node.messageInfos(page.messages), hasOlder: page.hasOlder, hasNewer: page.hasNewer,
             pagedForward: p.pagesForward, requestedAfter: p.after, requestedBefore: p.before)
     }
 
@@ -213,7 +221,9 @@ struct ControlDispatcher {
         }
         let took = ContinuousClock.now - started
         return MessagesSearchResult(
-            hits: hits.map { MessagesSearchHit(message: node.messageInfo($0.message), snippet: $0.snippet) },
+            hits: zip(node.messageInfos(hits.map(\.message)), hits).map {
+                MessagesSearchHit(message: $0, snippet: $1.snippet)
+            },
             tookMs: Int(took.components.seconds * 1000 + took.components.attoseconds / 1_000_000_000_000_000))
     }
 
@@ -291,7 +301,8 @@ struct ControlDispatcher {
             let online = m.room == nil ? node.isOnline(m.recipient) : nil
             return .sent(
                 JSONRPCTypedSuccess(
-                    id: id, result: MessagesSendResult(message: node.messageInfo(m), peerOnline: online)))
+                    id: id,
+                    result: MessagesSendResult(message: node.messageInfo(m, justStored: true), peerOnline: online)))
         case .failure(let e):
             return .failed(JSONRPCResponse(id: id, error: Self.rpcError(e, node: node)))
         }
@@ -341,6 +352,43 @@ struct ControlDispatcher {
         case .invalidAddress: return JSONRPCError(.invalidAddress, e.description)
         case .queueFull: return JSONRPCError(.storageFailed, e.description)
         case .noStateDirectory: return JSONRPCError(.storageFailed, e.description)
+        }
+    }
+}
+
+extension ControlDispatcher {
+    /// `doctor.report`: the node's discovery and reachability facts, and optionally the
+    /// dial-back probe through one connected peer.
+    func doctorReport(_ p: DoctorReportParams, id: JSONRPCID?) -> Reply {
+        let node = self.node
+        let facts = node.doctorFacts()
+        let info = self.info
+        let online = node.sessions.count
+        let result = { (dialBack: DoctorDialBack?) in
+            DoctorReportResult(
+                listen: info.listenAddresses, mdns: info.mdns, ownAdvertisementSeen: facts.ownAdvertisementSeen,
+                advertisementsSeen: facts.advertisements, advertisementsUnreachable: facts.unreachable,
+                peersOnline: online, staticPeers: facts.staticPeers, dialBack: dialBack)
+        }
+        guard p.dialBack ?? false else { return .typed(id: id, result: result(nil)) }
+        return .later { answer in
+            guard let (peer, name) = node.dialBackCandidate() else {
+                answer(result(DoctorDialBack(peer: nil, outcome: .noPeer)))
+                return
+            }
+            let asked = node.requestDialBack(
+                from: peer, timeout: .milliseconds(Int64(ControlLimits.doctorDialBackTimeoutMs))
+            ) { outcome in
+                let o: DoctorDialBack.Outcome
+                switch outcome {
+                case .connected?: o = .connected
+                case .failed?: o = .failed
+                case .refused?: o = .refused
+                case nil: o = .timeout
+                }
+                answer(result(DoctorDialBack(peer: name, outcome: o)))
+            }
+            if !asked { answer(result(DoctorDialBack(peer: nil, outcome: .noPeer))) }
         }
     }
 }
