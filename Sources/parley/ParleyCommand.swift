@@ -22,7 +22,7 @@ struct ParleyCommand: ParsableCommand {
             ForgetMessagesCommand.self,
             SearchCommand.self,
             ReplyCommand.self, EditCommand.self, DeleteCommand.self, ReactCommand.self, PresenceCommand.self,
-            DoctorCommand.self
+            DoctorCommand.self, WebCommand.self
         ])
 
     /// `parley sned`: the message for a subcommand that does not exist, with the closest
