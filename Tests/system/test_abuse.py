@@ -31,7 +31,7 @@ def start_attack(target, mode, *args, source=None):
 def finish(attack, timeout=120):
     out, err = attack.communicate(timeout=timeout)
     assert attack.returncode == 0, err
-    return out.strip()
+    return out.strip().splitlines()[-1]  # the result (identities prints a progress line first)
 
 
 @pytest.fixture
