@@ -461,9 +461,10 @@ final class ConfigFileTests: XCTestCase {
         flags.deadAfterMilliseconds = 13
         flags.newIdentities = .hold
         flags.receiveQuota = ReceiveQuota(
-            unverified: .init(messages: 1, bytes: 2), verified: .init(messages: 3, bytes: 4),
+            stranger: .init(messages: 1, bytes: 2), correspondent: .init(messages: 3, bytes: 4),
             total: .init(messages: 5, bytes: 6), diskFloorBytes: 7)
         flags.maxSessions = 8
+        flags.unusedIdentityLifetimeSeconds = 9
         let merged = try DaemonConfiguration.merged(defaults: base, file: nil, flags: flags)
         // Every option differs from the defaults, so every key shows up as changed.
         let differences = merged.reloadableDifferences(from: base)
