@@ -13,7 +13,9 @@ final class ReceiveQuotaTests: XCTestCase {
         _ sizes: [Int], peer: ReceiveQuota.Usage = .init(), total: ReceiveQuota.Usage = .init(),
         verified: Bool = false, free: Int? = 1_000_000
     ) -> [RefusalReason?] {
-        quota.decide(bodySizes: sizes, peer: peer, total: total, sender: verified ? .correspondent : .stranger, freeDiskBytes: free)
+        quota.decide(
+            bodySizes: sizes, peer: peer, total: total, sender: verified ? .correspondent : .stranger,
+            freeDiskBytes: free)
     }
 
     func testAnUnverifiedPeerIsRefusedPastItsMessageCount() {

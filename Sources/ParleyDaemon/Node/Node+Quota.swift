@@ -73,7 +73,7 @@ extension Node {
                 key: "quota:" + sender.hex, "incoming messages refused: over the receive quota",
                 [
                     "peer": displayName(of: sender.hex), "reason": "\(reason)", "count": "\(ids.count)",
-                    "next": Self.remedy(for: reason, standing: standing, peer: displayName(of: sender.hex)),
+                    "next": Self.remedy(for: reason, standing: standing, peer: displayName(of: sender.hex))
                 ])
         }
         return (verdicts, refused.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key, $0.value) })
