@@ -1,5 +1,8 @@
 """pytest setup for the system tests: the loopback cluster and lab fixtures, and a
 summary of measured times."""
+import os
+import signal
+
 import pytest
 
 import lab as lab_module
@@ -28,6 +31,33 @@ def cluster(request):
         for n in c.nodes:
             print(f"--- log of {n.name} ---\n{n.log_tail(80)}")
     c.close()
+    leaked = _kill_processes_mentioning(str(c.dir))
+    if leaked:
+        LEAKS.append((request.node.nodeid, leaked))
+
+
+# Daemons a test started that outlived its cluster: each would keep ports, CPU and
+# sockets busy for the rest of the run. Killed at once and listed at the end.
+LEAKS = []
+
+
+def _kill_processes_mentioning(text):
+    leaked = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if any(text.encode() in a for a in argv):
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+            leaked.append(" ".join(a.decode(errors="replace") for a in argv if a))
+    return leaked
 
 
 @pytest.fixture
@@ -44,6 +74,11 @@ def lab(request):
 
 
 def pytest_terminal_summary(terminalreporter):
+    if LEAKS:
+        terminalreporter.section("processes that outlived their test (killed)")
+        for test, commands in LEAKS:
+            for command in commands:
+                terminalreporter.write_line(f"{test}: {command}")
     if lab_module.MEASUREMENTS:
         terminalreporter.section("measured")
         for name, seconds in lab_module.MEASUREMENTS:

@@ -217,12 +217,23 @@ class Node:
             self._signal(sig)
             self.proc.wait(timeout=20)
 
+    def _group_alive(self):
+        """Behind a launcher, whether any process of the daemon's group is left: the
+        launcher may exit before the daemon it started."""
+        try:
+            os.killpg(self.proc.pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+
     def stop(self):
-        if self.proc and self.proc.poll() is None:
+        if self.proc and (self.proc.poll() is None or (self.launcher and self._group_alive())):
             self._signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
+                if self.launcher:
+                    wait_until(lambda: not self._group_alive(), timeout=10, what=f"{self.name}'s daemon to exit")
+            except (subprocess.TimeoutExpired, AssertionError):
                 self._signal(signal.SIGKILL)
                 self.proc.wait()
         if getattr(self, "logf", None):
