@@ -471,6 +471,17 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(Set(differences.reloadable + differences.needsRestart), Set(ConfigKey.allCases.map(\.rawValue)))
     }
 
+    func testUnusedIdentityLifetimeIsSecondsFromOneUpToTenYears() throws {
+        var configuration = base
+        try ConfigFile.parse("unused_identity_lifetime_s = 2").apply(to: &configuration)
+        XCTAssertEqual(configuration.unusedIdentityLifetimeSeconds, 2)
+        for bad in ["0", "-1", "315360001", "\"86400\"", "1.5"] {
+            var c = base
+            XCTAssertThrowsError(
+                try ConfigFile.parse("unused_identity_lifetime_s = \(bad)").apply(to: &c), "refuses \(bad)")
+        }
+    }
+
     func testNameFollowsHostNameUnlessSet() throws {
         var flags = ConfigOverrides()
         flags.hostName = "bob-box.lan"
@@ -585,6 +596,8 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(configuration.deadAfterMilliseconds, base.deadAfterMilliseconds)
         XCTAssertEqual(configuration.receiveQuota, base.receiveQuota)
         XCTAssertEqual(configuration.maxSessions, base.maxSessions)
+        XCTAssertEqual(configuration.unusedIdentityLifetimeSeconds, base.unusedIdentityLifetimeSeconds)
+        XCTAssertEqual(configuration.unusedIdentityLifetimeSeconds, 86_400, "a day")
         XCTAssertEqual(configuration.stateDirectory, "/var/lib/parley")
     }
 }
