@@ -146,7 +146,7 @@ def test_two_thousand_fresh_identities_from_many_lab_addresses_fill_only_free_sl
     peak = online_count(h1)
     print(f"sybils connected from h3, h4: {connected}; peak sessions at h1: {peak}")
     assert peak == 64, "the sybils filled the table, and no more"
-    assert sum(connected) >= 63, "the sybils did take every free slot"
+    assert "session limit reached" in h1.log_path.read_text(), "the rest were refused at the cap"
     assert h1.online("h2") and h2.online("h1"), "the known peer kept its session"
     h2.cli("send", "h1", "while the table is full", "--wait", timeout=30)
     assert "while the table is full" in [m["body"] for m in h1.messages("h2")]
