@@ -17,7 +17,9 @@ lab_pkgs=(avahi-daemon avahi-utils libnss-mdns dbus iproute2 util-linux mount)
 test_pkgs=(python3 python3-pytest python3-nacl "${lab_pkgs[@]}" tmux faketime sqlite3)
 # The references `make bench` measures Parley against (docs/BENCHMARKS.md); row 8 runs in
 # the lab, driven by scripts/bench-discovery.py.
-bench_pkgs=(ngircd openssl python3 "${lab_pkgs[@]}")
+# valgrind counts instructions per message (rows 3i, 4i); objcopy (binutils) strips the DWARF 5
+# debug info valgrind 3.19 cannot read, and cc builds its sigsuspend shim (CallgrindBench.swift).
+bench_pkgs=(ngircd openssl python3 valgrind binutils gcc "${lab_pkgs[@]}")
 
 pkgs=("${build_pkgs[@]}")
 [ "$want" = test ] && pkgs+=("${test_pkgs[@]}")

@@ -14,6 +14,10 @@ import Foundation
 public enum SearchText {
     /// The text the index gets for a message body.
     public static func indexText(_ body: String) -> String {
+        // SQLite calls this for every message stored. Every CJK scalar (U+1100 and above)
+        // is encoded with a UTF-8 lead byte of 0xE1 or more; text without such a byte
+        // (most chat, in most scripts) is indexed as it is, without a scalar-by-scalar copy.
+        if !body.utf8.contains(where: { $0 >= 0xE1 }) { return body }
         var out = String.UnicodeScalarView()
         out.reserveCapacity(body.unicodeScalars.count)
         for scalar in body.unicodeScalars {

@@ -440,6 +440,11 @@ extension Store {
         }
     }
 
+    /// The longest list of messages whose reactions query is kept compiled: a page of
+    /// history (ControlLimits' default page is 50). Bounds the statement cache at this many
+    /// entries for this query.
+    static let cachedReactionListLength = 64
+
     /// The reactions present on each of these messages (by row id).
     public func reactions(onRows rows: [Int64]) throws(StoreError) -> [Int64: [StoredReaction]] {
         guard !rows.isEmpty else { return [:] }
@@ -449,12 +454,17 @@ extension Store {
             for start in stride(from: 0, to: rows.count, by: 500) {
                 let chunk = Array(rows[start..<min(start + 500, rows.count)])
                 let marks = chunk.map { _ in "?" }.joined(separator: ",")
-                let cursor = try Row.fetchCursor(
-                    db,
-                    sql: """
-                        SELECT message_row, reactor, reaction FROM reaction
-                        WHERE present = 1 AND message_row IN (\(marks)) ORDER BY message_row, sequence
-                        """, arguments: StatementArguments(chunk))
+                let sql = """
+                    SELECT message_row, reactor, reaction FROM reaction
+                    WHERE present = 1 AND message_row IN (\(marks)) ORDER BY message_row, sequence
+                    """
+                // Every message shown or sent asks this, mostly for one row or a page: those
+                // statements are compiled once (cached by their text, one per list length
+                // up to a page), larger lists each time.
+                let statement =
+                    chunk.count <= Self.cachedReactionListLength
+                    ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
+                let cursor = try Row.fetchCursor(statement, arguments: StatementArguments(chunk))
                 while let row = try cursor.next() {
                     out[try row.int64(0), default: []].append(
                         StoredReaction(reactor: try row.text(1), reaction: try row.text(2)))

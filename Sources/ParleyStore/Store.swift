@@ -130,7 +130,29 @@ public final class Store: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard !isClosed else { throw .closed(path: path) }
-        do { return try database.write(body) } catch { throw StoreError.translating(error, path: path) }
+        do {
+            return try database.writeWithoutTransaction { db in try Self.inTransaction(db, body) }
+        } catch {
+            throw StoreError.translating(error, path: path)
+        }
+    }
+
+    /// One transaction around `body`: committed if it returns, rolled back if it throws.
+    /// Not GRDB's `inTransaction`: that executes `BEGIN` and `COMMIT` from SQL text each
+    /// time, and SQLite compiles a statement from text on every call (two compilations per
+    /// transaction, 14 per message on the sender in callgrind: 14 % of its instructions).
+    /// Cached statements are compiled once per connection.
+    private static func inTransaction<T>(_ db: Database, _ body: (Database) throws -> T) throws -> T {
+        try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
+        do {
+            let result = try body(db)
+            try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+            return result
+        } catch {
+            // SQLite may already have rolled back by itself (a full disk, an I/O error).
+            if db.isInsideTransaction { try? db.cachedStatement(sql: "ROLLBACK TRANSACTION").execute() }
+            throw error
+        }
     }
 
     /// A write whose loss in a power cut is harmless because it is re-derived: delivery
@@ -147,13 +169,7 @@ public final class Store: @unchecked Sendable {
             return try database.writeWithoutTransaction { db in
                 try db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").execute()
                 defer { try? db.cachedStatement(sql: "PRAGMA synchronous = \(durability.synchronousPragma)").execute() }
-                var result: T?
-                try db.inTransaction(.immediate) {
-                    result = try body(db)
-                    return .commit
-                }
-                // Force-unwrap safe: inTransaction returns only after the body ran and committed.
-                return result!
+                return try Self.inTransaction(db, body)
             }
         } catch {
             throw StoreError.translating(error, path: path)

@@ -14,9 +14,14 @@ struct BenchScale: Sendable {
     let tlsSeconds: Int
     /// Messages with one in flight (row 3).
     let latencyMessages: Int
-    /// Pipelined 64-byte messages (row 4) and how many sends may await their answer.
+    /// Pipelined 64-byte messages (row 4), run once per window: how many sends may await
+    /// their answer. Each side is reported at its best window, so neither is judged at a
+    /// window that suits only the other.
     let throughputMessages: Int
-    let throughputWindow: Int
+    let throughputWindows: [Int]
+    /// Messages each daemon runs under callgrind, one in flight (row 3i) and pipelined (4i).
+    let callgrindLatencyMessages: Int
+    let callgrindPipelinedMessages: Int
     /// Pipelined 64 KiB messages (row 5).
     let bulkMessages: Int
     let bulkWindow: Int
@@ -28,17 +33,19 @@ struct BenchScale: Sendable {
     /// Idle window of the same daemon before any peer connected (row 7's reference).
     let baselineIdleSeconds: Int
     /// Upper bound on any one measurement loop: every loop stops by itself.
-    let rowSeconds: Double
+    var rowSeconds: Double
 
     static let full = BenchScale(
         smoke: false, cryptoOps: 2_000, aeadBytes: 64 << 20, handshakes: 2_000, loopbackHandshakes: 1_000,
-        tlsSeconds: 10, latencyMessages: 1_000, throughputMessages: 10_000, throughputWindow: 256,
+        tlsSeconds: 10, latencyMessages: 1_000, throughputMessages: 10_000, throughputWindows: [32, 256, 1_000],
+        callgrindLatencyMessages: 200, callgrindPipelinedMessages: 2_000,
         bulkMessages: 400, bulkWindow: 16, controlCalls: 5_000, scaleClients: 200, idleSeconds: 30,
         baselineIdleSeconds: 10, rowSeconds: 60)
 
     static let smokeTest = BenchScale(
         smoke: true, cryptoOps: 100, aeadBytes: 2 << 20, handshakes: 50, loopbackHandshakes: 30,
-        tlsSeconds: 1, latencyMessages: 30, throughputMessages: 500, throughputWindow: 64,
+        tlsSeconds: 1, latencyMessages: 30, throughputMessages: 500, throughputWindows: [16, 64],
+        callgrindLatencyMessages: 5, callgrindPipelinedMessages: 50,
         bulkMessages: 10, bulkWindow: 4, controlCalls: 200, scaleClients: 20, idleSeconds: 3,
         baselineIdleSeconds: 1, rowSeconds: 8)
 }

@@ -44,21 +44,8 @@ struct DiskBandwidthProbe {
     /// MB/s of 64 KiB write + fdatasync.
     func diskRate() throws -> Double {
         let n = smoke ? 10 : 200
-        let path = workDir + "/disk-probe"
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw BenchError.io("open \(path): \(Socket.errorText())") }
-        defer {
-            close(fd)
-            unlink(path)
-        }
-        let chunk = [UInt8](repeating: 0x78, count: Self.chunkBytes)
-        let t0 = Clock.nowNs()
-        for _ in 0..<n {
-            guard write(fd, chunk, chunk.count) == chunk.count, fdatasync(fd) == 0 else {
-                throw BenchError.io("write/fdatasync: \(Socket.errorText())")
-            }
-        }
-        let seconds = Double(Clock.nowNs() - t0) / 1e9
+        let samples = try FsyncProbe.measure(directory: workDir, count: n, bytes: Self.chunkBytes)
+        let seconds = samples.mean * Double(samples.count) / 1e9
         return seconds > 0 ? Double(n * Self.chunkBytes) / seconds / 1e6 : 0
     }
 }

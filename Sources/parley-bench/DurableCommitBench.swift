@@ -38,22 +38,7 @@ struct DurableCommitBench {
             batched.add((Clock.nowNs() - t0) / UInt64(Self.batch))
         }
         // The bare disk: append 64 bytes, fdatasync.
-        let path = workDir + "/fsync-probe"
-        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw BenchError.io("open \(path): \(Socket.errorText())") }
-        defer {
-            close(fd)
-            unlink(path)
-        }
-        let chunk = [UInt8](repeating: 0x78, count: 64)
-        var disk = Samples()
-        for _ in 0..<n {
-            let t0 = Clock.nowNs()
-            guard write(fd, chunk, chunk.count) == chunk.count, fdatasync(fd) == 0 else {
-                throw BenchError.io("write/fdatasync: \(Socket.errorText())")
-            }
-            disk.add(Clock.nowNs() - t0)
-        }
+        let disk = try FsyncProbe.measure(directory: workDir, count: n)
         return [
             BenchRow(
                 id: "1g", measure: "Durable commit, 1 message per transaction", unit: "µs",

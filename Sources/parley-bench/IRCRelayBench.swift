@@ -5,10 +5,12 @@ import Foundation
 #endif
 
 /// The reference for rows 3, 4 and 6: the same path through an IRC relay, ngircd from
-/// Debian on loopback, with two scripted clients. Flood control is lifted for the sender:
-/// ngircd exempts clients with user mode +F ("relaxed flood protection") from its command
-/// penalty, and only an IRC operator may set it, so the sender OPERs up and sets +F.
-/// MaxConnectionsIP = 0 removes the per-address connection limit.
+/// Debian on loopback, with two scripted clients, configured for its best: penalties off
+/// (`MaxPenaltyTime = 0`, ngircd.conf(5): "0 to disable penalties altogether"; with the
+/// default -1 every command costs the sender penalty time and the relay throttles itself
+/// to a third of its rate), and the sender an operator with user mode +F ("relaxed flood
+/// protection"), which lifts the per-client flood limit too. MaxConnectionsIP = 0
+/// removes the per-address connection limit. Clients use TCP_NODELAY (Socket.tcp).
 final class IRCRelay: @unchecked Sendable {
     let server: ChildProcess
     let port: Int
@@ -33,6 +35,7 @@ final class IRCRelay: @unchecked Sendable {
             \tServerGID = \(getgid())
             \tPidFile = \(workDir)/ngircd.pid
             [Limits]
+            \tMaxPenaltyTime = 0
             \tMaxConnectionsIP = 0
             \tMaxConnections = 0
             \tPingTimeout = 600
@@ -185,9 +188,10 @@ struct IRCRelayBench {
 
     /// Row 4 reference: `count` PRIVMSGs of 64-byte texts pipelined; the sender stays at most
     /// `window` messages ahead of what bob has read (the same bound Parley's client keeps).
+    /// Each window gets its own nicknames: the previous run's may not have left the server yet.
     func throughput(count: Int, window: Int) throws -> (rate: Double, received: Int, latency: Samples) {
-        let alice = try relay.client(nick: "alice2", relaxedFlood: true)
-        let bob = try relay.client(nick: "bob2", relaxedFlood: false)
+        let alice = try relay.client(nick: "tpa\(window)", relaxedFlood: true)
+        let bob = try relay.client(nick: "tpb\(window)", relaxedFlood: false)
         defer {
             alice.close()
             bob.close()
@@ -220,7 +224,7 @@ struct IRCRelayBench {
             }
             var batch: [UInt8] = []
             for k in 0..<room {
-                batch += Array("PRIVMSG bob2 :\(ParleyChatBench.body("tp-", sent + k, size: 64))\r\n".utf8)
+                batch += Array("PRIVMSG \(bob.nick) :\(ParleyChatBench.body("tp-", sent + k, size: 64))\r\n".utf8)
             }
             let t = Clock.nowNs()
             try alice.sendBytes(batch, deadline: deadline)

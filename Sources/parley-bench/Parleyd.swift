@@ -10,9 +10,11 @@ final class Parleyd: @unchecked Sendable {
     /// How long a fresh daemon may take to answer on its control socket.
     static let startTimeoutSeconds = 20.0
 
+    /// `launcher` runs the daemon under another program (valgrind for the instruction
+    /// counts), which must exec it in the same process so `pid` stays the daemon's.
     init(
         binary: String, workDir: String, name: String, peers: [String] = [],
-        durability: String = "full"
+        durability: String = "full", launcher: [String] = [], extraEnvironment: [String: String] = [:]
     ) throws(BenchError) {
         self.name = name
         let state = workDir + "/\(name)-state"
@@ -24,17 +26,20 @@ final class Parleyd: @unchecked Sendable {
         for p in peers { args += ["--peer", p] }
         var env = ProcessInfo.processInfo.environment
         env["NOTIFY_SOCKET"] = nil
+        env.merge(extraEnvironment) { _, new in new }
         child = try ChildProcess(
-            label: "parleyd \(name)", executable: binary, arguments: args,
+            label: "parleyd \(name)", executable: launcher.first ?? binary,
+            arguments: launcher.dropFirst() + (launcher.isEmpty ? [] : [binary]) + args,
             logPath: workDir + "/\(name).log", environment: env)
-        try waitReady()
+        // Under valgrind a daemon starts tens of times slower.
+        try waitReady(seconds: launcher.isEmpty ? Self.startTimeoutSeconds : Self.startTimeoutSeconds * 6)
     }
 
     var address: String { "127.0.0.1:\(port)" }
     var pid: Int32 { child.pid }
 
-    private func waitReady() throws(BenchError) {
-        let deadline = Deadline(seconds: Self.startTimeoutSeconds)
+    private func waitReady(seconds: Double) throws(BenchError) {
+        let deadline = Deadline(seconds: seconds)
         while !deadline.passed {
             guard child.isRunning else { throw .process("parleyd \(name) exited: \(child.logTail())") }
             if let status = try? call("node.status"),
@@ -71,17 +76,21 @@ final class Parleyd: @unchecked Sendable {
 /// Two daemons that know each other (B dials A) with a session up.
 func startPair(
     binary: String, workDir: String, names: (String, String) = ("alice", "bob"),
-    durability: String
+    durability: String, launcher: [String] = [], extraEnvironment: [String: String] = [:]
 ) throws(BenchError) -> (Parleyd, Parleyd) {
-    let a = try Parleyd(binary: binary, workDir: workDir, name: names.0, durability: durability)
+    let a = try Parleyd(
+        binary: binary, workDir: workDir, name: names.0, durability: durability, launcher: launcher,
+        extraEnvironment: extraEnvironment)
     let b: Parleyd
     do {
-        b = try Parleyd(binary: binary, workDir: workDir, name: names.1, peers: [a.address], durability: durability)
+        b = try Parleyd(
+            binary: binary, workDir: workDir, name: names.1, peers: [a.address], durability: durability,
+            launcher: launcher, extraEnvironment: extraEnvironment)
     } catch {
         a.stop()
         throw error
     }
-    let deadline = Deadline(seconds: 20)
+    let deadline = Deadline(seconds: launcher.isEmpty ? 20 : 120)
     while !(a.isOnline(peer: names.1) && b.isOnline(peer: names.0)) {
         if deadline.passed {
             a.stop()

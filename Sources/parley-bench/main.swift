@@ -138,6 +138,10 @@ struct ParleyBench: ParsableCommand {
                 add(controlRows(chat: chat, irc: irc, relayError: relayError, scale: scale))
             }
         }
+        if wanted.contains(3) || wanted.contains(4) {
+            progress("rows 3i, 4i: instructions per message, both daemons under callgrind")
+            add(CallgrindBench(scale: scale, parleyd: parleyd, workDir: work).run())
+        }
         if wanted.contains(7) {
             progress("row 7: \(scale.scaleClients) sessions on one daemon")
             add(ScaleBench(scale: scale, binary: parleyd, workDir: work).run())
@@ -163,122 +167,6 @@ struct ParleyBench: ParsableCommand {
     }
 
     // MARK: Rows 3–6
-
-    /// The goals for one message in flight: median and p99 against the IRC relay.
-    static let latencyMedianRatio = 1.5
-    static let latencyP99Ratio = 2.0
-
-    func latencyRows(
-        chat: ParleyChatBench, irc: IRCRelayBench?, relayError: String, scale: BenchScale,
-        parleyd: String, work: String
-    ) -> [BenchRow] {
-        var ref: Samples?
-        var refNote = relayError
-        if let irc {
-            do { ref = try irc.latency(count: scale.latencyMessages) } catch { refNote = "IRC: \(error)" }
-        }
-        let refName = "ngircd, 2 clients"
-        do {
-            let run = try chat.latency(count: scale.latencyMessages)
-            let p = run.samples
-            let cpu = "daemon CPU per message: A \(fmt(run.cpuA)) µs, B \(fmt(run.cpuB)) µs"
-            var rows = [
-                BenchRow(
-                    id: "3a", measure: "Chat latency one-way, median (durability full)", unit: "µs",
-                    parley: p.median / 1000, reference: ref.map { $0.median / 1000 }, referenceName: refName,
-                    goal: .ratioAtMost(Self.latencyMedianRatio),
-                    note:
-                        "\(p.count) messages, one in flight; control A → parleyd A → parleyd B → subscriber on B; \(cpu)"
-                        + (refNote.isEmpty ? "" : "; \(refNote)")),
-                BenchRow(
-                    id: "3b", measure: "Chat latency one-way, p99 (durability full)", unit: "µs",
-                    parley: p.p99 / 1000, reference: ref.map { $0.p99 / 1000 }, referenceName: refName,
-                    goal: .ratioAtMost(Self.latencyP99Ratio))
-            ]
-            // The same path with durability normal (no fsync per commit) shows what the disk costs.
-            if let (na, nb) = try? startPair(
-                binary: parleyd, workDir: work, names: ("carol", "dave"), durability: "normal")
-            {
-                defer {
-                    na.stop()
-                    nb.stop()
-                }
-                if let r = try? ParleyChatBench(scale: scale, a: na, b: nb).latency(count: scale.latencyMessages) {
-                    let q = r.samples
-                    rows.append(
-                        BenchRow(
-                            id: "3c", measure: "Chat latency one-way, median (durability normal)", unit: "µs",
-                            parley: q.median / 1000, reference: ref.map { $0.median / 1000 }, referenceName: refName,
-                            goal: .none,
-                            note: "same path, SQLite synchronous=NORMAL; p99 \(fmt(q.p99 / 1000)) µs; "
-                                + "daemon CPU per message: A \(fmt(r.cpuA)) µs, B \(fmt(r.cpuB)) µs"))
-                }
-            }
-            return rows
-        } catch {
-            return [
-                .skipped(
-                    id: "3a", measure: "Chat latency one-way, median", unit: "µs", referenceName: refName,
-                    goal: .ratioAtMost(Self.latencyMedianRatio), why: "\(error)"),
-                .skipped(
-                    id: "3b", measure: "Chat latency one-way, p99", unit: "µs", referenceName: refName,
-                    goal: .ratioAtMost(Self.latencyP99Ratio), why: "\(error)")
-            ]
-        }
-    }
-
-    /// The throughput goals: 64-byte texts, durability on.
-    static let throughputGoal = 100_000.0
-    static let underLoadP99GoalMs = 5.0
-
-    func throughputRows(chat: ParleyChatBench, irc: IRCRelayBench?, relayError: String, scale: BenchScale) -> [BenchRow]
-    {
-        var refRate: Double?
-        var refP99: Double?
-        var refNote = relayError
-        if let irc {
-            do {
-                let r = try irc.throughput(count: scale.throughputMessages, window: scale.throughputWindow)
-                refRate = r.rate
-                refP99 = r.latency.p99 / 1e6
-                if r.received < scale.throughputMessages {
-                    refNote = "IRC: only \(r.received) of \(scale.throughputMessages) arrived in time"
-                }
-            } catch { refNote = "IRC: \(error)" }
-        }
-        do {
-            let r = try chat.pipelined(
-                count: scale.throughputMessages, size: 64, window: scale.throughputWindow, prefix: "tp-")
-            let rate = r.elapsedDeliveredNs > 0 ? Double(r.delivered) / (Double(r.elapsedDeliveredNs) / 1e9) : 0
-            var note =
-                "\(r.sent) sends, ≤ \(scale.throughputWindow) unanswered; counted when A saw message.delivered (B stored + acked); "
-                + "daemon CPU per message: A \(fmt(r.cpuA / Double(max(r.sent, 1)) * 1e6)) µs, B \(fmt(r.cpuB / Double(max(r.sent, 1)) * 1e6)) µs"
-            if !r.completed {
-                note += "; INCOMPLETE: \(r.received) received, \(r.delivered) delivered before the time limit"
-            }
-            if !refNote.isEmpty { note += "; \(refNote)" }
-            return [
-                BenchRow(
-                    id: "4a", measure: "Chat throughput, 64 B texts, pipelined (durability full)", unit: "msg/s",
-                    parley: rate, reference: refRate, referenceName: "ngircd pipelined PRIVMSG",
-                    goal: .valueAtLeast(Self.throughputGoal), note: note),
-                BenchRow(
-                    id: "4b", measure: "Latency p99 under that load", unit: "ms", parley: r.latency.p99 / 1e6,
-                    reference: refP99, referenceName: "ngircd p99 under its load",
-                    goal: .valueAtMost(Self.underLoadP99GoalMs),
-                    note: "send written → message.received on B; median \(fmt(r.latency.median / 1e6)) ms")
-            ]
-        } catch {
-            return [
-                .skipped(
-                    id: "4a", measure: "Chat throughput, 64 B texts", unit: "msg/s", referenceName: "ngircd",
-                    goal: .valueAtLeast(Self.throughputGoal), why: "\(error)"),
-                .skipped(
-                    id: "4b", measure: "Latency p99 under load", unit: "ms", referenceName: "ngircd",
-                    goal: .valueAtMost(Self.underLoadP99GoalMs), why: "\(error)")
-            ]
-        }
-    }
 
     /// Bulk goal: at least this fraction of libsodium's single-core AEAD rate.
     static let bulkGoalRatio = 0.4

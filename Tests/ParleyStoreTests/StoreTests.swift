@@ -104,6 +104,29 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(try recovered.counts().queued, 5)
     }
 
+    /// Store's own transactions (cached BEGIN/COMMIT statements, not GRDB's): a body that
+    /// throws leaves nothing behind, in both kinds of write, and the store goes on working.
+    func testAWriteThatThrowsIsRolledBackAndTheNextOneCommits() throws {
+        struct Abort: Error {}
+        for durability in [Durability.full, .normal] {
+            try? FileManager.default.removeItem(atPath: directory)
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+            let store = try open(durability)
+            let message = NewOutgoingMessage(id: messageID(1), recipient: bob, body: "x", createdAt: 0)
+            for write in [store.write, store.relaxedWrite] as [((Database) throws -> Void) throws -> Void] {
+                XCTAssertThrowsError(
+                    try write { db in
+                        try db.execute(sql: "CREATE TABLE scratch (x)")
+                        throw Abort()
+                    })
+                XCTAssertFalse(try store.read { db in try db.tableExists("scratch") })
+            }
+            _ = try store.enqueue([message], sender: me)
+            XCTAssertEqual(try store.pendingOutgoing(to: bob, limit: 10).map(\.id), [messageID(1)])
+            try store.close()
+        }
+    }
+
     func testSequenceCountMustBePositive() throws {
         let store = try open()
         assertStoreError(

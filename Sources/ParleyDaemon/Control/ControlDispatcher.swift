@@ -87,7 +87,10 @@ struct ControlDispatcher {
                 deliveryWaiter(stored.id, p.effectiveTimeoutMs, id)
                 return .deferred
             }
-            return .typed(id: id, result: MessagesSendResult(message: node.messageInfo(stored), peerOnline: peerOnline))
+            return .typed(
+                id: id,
+                result: MessagesSendResult(
+                    message: node.messageInfo(stored, justStored: true), peerOnline: peerOnline))
         case .messagesList(let p):
             if let selector = p.peer, Self.namesRoom(selector) { return try listRoomMessages(selector, p, id: id) }
             let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
@@ -164,7 +167,7 @@ struct ControlDispatcher {
             return try changeRoom(p.room, .setPolicy(.init(onlyAdminsAdd: p.onlyAdminsAdd)), id: id)
         case .messagesReply(let p):
             let stored = try node.reply(to: try node.resolveMessage(p.message), body: p.body)
-            return .typed(id: id, result: MessagesSendResult(message: node.messageInfo(stored)))
+            return .typed(id: id, result: MessagesSendResult(message: node.messageInfo(stored, justStored: true)))
         case .messagesEdit(let p):
             let updated = try node.perform(.edit(body: p.body), on: try node.resolveMessage(p.message))
             return .typed(id: id, result: MessageChangeResult(message: node.messageInfo(updated)))
@@ -192,7 +195,7 @@ struct ControlDispatcher {
                 scope, after: p.after.map { Int64($0) }, before: p.before.map { Int64($0) }, limit: p.effectiveLimit)
         } catch { throw ControlFailure.storeRead(what: "the messages", error) }
         return MessagesListResult(
-            messages: page.messages.map(node.messageInfo), hasOlder: page.hasOlder, hasNewer: page.hasNewer,
+            messages: node.messageInfos(page.messages), hasOlder: page.hasOlder, hasNewer: page.hasNewer,
             pagedForward: p.pagesForward, requestedAfter: p.after, requestedBefore: p.before)
     }
 
@@ -213,7 +216,9 @@ struct ControlDispatcher {
         }
         let took = ContinuousClock.now - started
         return MessagesSearchResult(
-            hits: hits.map { MessagesSearchHit(message: node.messageInfo($0.message), snippet: $0.snippet) },
+            hits: zip(node.messageInfos(hits.map(\.message)), hits).map {
+                MessagesSearchHit(message: $0, snippet: $1.snippet)
+            },
             tookMs: Int(took.components.seconds * 1000 + took.components.attoseconds / 1_000_000_000_000_000))
     }
 
@@ -291,7 +296,8 @@ struct ControlDispatcher {
             let online = m.room == nil ? node.isOnline(m.recipient) : nil
             return .sent(
                 JSONRPCTypedSuccess(
-                    id: id, result: MessagesSendResult(message: node.messageInfo(m), peerOnline: online)))
+                    id: id,
+                    result: MessagesSendResult(message: node.messageInfo(m, justStored: true), peerOnline: online)))
         case .failure(let e):
             return .failed(JSONRPCResponse(id: id, error: Self.rpcError(e, node: node)))
         }

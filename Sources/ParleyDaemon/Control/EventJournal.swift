@@ -147,7 +147,7 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
     private func render(_ event: NodeEvent) -> Rendered? {
         switch event {
         case .messageReceived(let m):
-            return messageEvent(ControlEvent.messageReceived, m)
+            return messageEvent(ControlEvent.messageReceived, m, justStored: true)
         case .messageDelivered(let m):
             return messageEvent(ControlEvent.messageDelivered, m)
         case .messageRead(let m):
@@ -185,19 +185,21 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
         }
     }
 
-    private func messageEvent(_ method: String, _ m: StoredMessage) -> Rendered? {
-        guard let params = messageParams(method, m) else { return nil }
+    private func messageEvent(_ method: String, _ m: StoredMessage, justStored: Bool = false) -> Rendered? {
+        guard let params = messageParams(method, m, justStored: justStored) else { return nil }
         // A room message concerns its room (what "#room" filters on), not the direct
         // conversation with its author.
         return Rendered(method: method, peer: m.room ?? m.peer, messageRowID: m.rowID, params: params)
     }
 
     /// The params of a message event, from the message as stored: the same for a live
-    /// event and its replay (except what changed since, e.g. `readAt`).
-    private func messageParams(_ method: String, _ m: StoredMessage) -> (any ControlEventParams)? {
+    /// event and its replay (except what changed since, e.g. `readAt` or reactions).
+    private func messageParams(_ method: String, _ m: StoredMessage, justStored: Bool = false)
+        -> (any ControlEventParams)?
+    {
         switch method {
         case ControlEvent.messageReceived:
-            return MessageReceivedEvent(message: node.messageInfo(m))
+            return MessageReceivedEvent(message: node.messageInfo(m, justStored: justStored))
         case ControlEvent.messageDelivered:
             return MessageDeliveredEvent(
                 id: m.id, to: Node.fingerprint(ofHex: m.recipient), deliveredAt: Int(m.deliveredAt ?? 0))
