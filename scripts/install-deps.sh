@@ -13,7 +13,8 @@ build_pkgs=(pkg-config libsodium-dev libavahi-compat-libdnssd-dev libavahi-commo
 # The lab (scripts/lanlab) needs iproute2, util-linux (nsenter, unshare, setsid), mount, dbus,
 # avahi-daemon, and libnss-mdns (its postinst adds mdns4_minimal to /etc/nsswitch.conf);
 # avahi-utils' avahi-browse and avahi-publish observe and publish in it.
-lab_pkgs=(avahi-daemon avahi-utils libnss-mdns dbus iproute2 util-linux mount)
+# nftables: the routed lab drops mDNS or a port on its router or a host (issue 19).
+lab_pkgs=(avahi-daemon avahi-utils libnss-mdns dbus iproute2 util-linux mount nftables)
 test_pkgs=(python3 python3-pytest python3-nacl "${lab_pkgs[@]}" tmux faketime sqlite3)
 # The references `make bench` measures Parley against (docs/BENCHMARKS.md); row 8 runs in
 # the lab, driven by scripts/bench-discovery.py.

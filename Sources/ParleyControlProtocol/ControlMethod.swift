@@ -31,6 +31,7 @@ public enum ControlMethod {
     public static let roomsSetRole = "rooms.set_role"
     public static let roomsRename = "rooms.rename"
     public static let roomsSetPolicy = "rooms.set_policy"
+    public static let doctorReport = "doctor.report"
 
     /// Every method, for dispatch tables and tests.
     public static let all: [String] = [
@@ -39,7 +40,8 @@ public enum ControlMethod {
         trustBlock,
         trustUnblock, trustForget, nodeRotateKey, roomsList, roomsCreate, roomsAdd, roomsRemove, roomsLeave,
         roomsAccept, roomsDecline, roomsSetRole, roomsRename, roomsSetPolicy,
-        messagesForget, messagesReply, messagesEdit, messagesDelete, messagesReact, nodeSetStatus
+        messagesForget, messagesReply, messagesEdit, messagesDelete, messagesReact, nodeSetStatus,
+        doctorReport
     ]
 }
 

@@ -169,6 +169,7 @@ public final class Daemon: Service, @unchecked Sendable {
         try await loop.submit {
             info.listenAddresses = boundAddresses
             // Announced to peers (`listenPorts`) so they can dial us back without mDNS.
+            node.listenAddresses = boundAddresses
             node.listenPorts = boundAddresses.compactMap { UInt16($0.split(separator: ":").last ?? "") }
             info.mdns = mdns ? .unavailable : .off
             node.sendsReadReceipts = readReceipts

@@ -196,6 +196,17 @@ guard args.count >= 2 else {
                                           then the join to ALICE (HOST:PORT) only; print
                                           "acked-after-join" once the target acknowledges
                                 print what it sent, then "acked K" (operations acknowledged)
+          forge-address T VICTIM ADDR  as a new peer announcing address gossip, send a signed
+                                address record naming VICTIM (identity, 64 hex digits) at ADDR
+                                (HOST:PORT) but signed with its own key; then a ping; print
+                                "closed" if the target ended the session, else "alive"
+          dial-back T PORT N    as a new peer announcing address gossip, ask N times to be dialled
+                                back at PORT (of the adversary's own host: the request has no host);
+                                print the outcomes in order ("connected", "failed", "refused")
+          tags-probe T VICTIM   as a new peer announcing address gossip, send a chat, then contact
+                                tags naming VICTIM (identity, 64 hex digits), then a ping; print
+                                "record" if an address record about VICTIM came before the pong,
+                                else "nothing"
           old-peer T SECS       a peer that predates conversation records (no features in its
                                 handshake): send a chat, then for SECS seconds acknowledge
                                 every chat and print "chat BODY" for each, and "record 0xNN"
@@ -830,6 +841,115 @@ case "forge-action":
     }
     emit("acked \(acked.count)")
     emit(ponged ? "alive" : "closed")
+case "dial-back":
+    guard args.count > 3, let backPort = UInt16(args[2]), let count = Int(args[3]), (1...20).contains(count) else {
+        fail("PORT N (1...20)")
+    }
+    guard let c = Conn(host, port, timeoutMs: 15_000) else { fail("connect") }
+    let id = IdentityKeyPair.generate()
+    let st = NoiseStaticKeyPair.generate()
+    guard
+        var est = handshake(
+            c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: "mallory"),
+            features: .supported)
+    else { fail("handshake refused") }
+    var encoder = RecordStreamEncoder()
+    for n in 1...count { encoder.append(.dialBackRequest(DialBackRequest(nonce: UInt64(n), port: backPort)!)) }
+    for chunk in encoder.drainChunks() {
+        guard let sealed = try? est.transport.seal(chunk), c.sendFrame(sealed) else { fail("closed") }
+    }
+    var outcomes: [UInt64: String] = [:]
+    var decoder = RecordStreamDecoder()
+    while outcomes.count < count, let f = c.recvFrame() {
+        guard let p = try? est.transport.open(f) else { break }
+        decoder.append(p)
+        while let r = try? decoder.next() {
+            if case .dialBackResult(let result) = r { outcomes[result.nonce] = "\(result.outcome)" }
+        }
+    }
+    emit((1...count).map { outcomes[UInt64($0)] ?? "none" }.joined(separator: " "))
+case "tags-probe":
+    guard args.count > 2, let victimBytes = Sodium.fromHex(args[2]),
+        let victim = try? IdentityPublicKey(bytes: victimBytes)
+    else { fail("VICTIM: 64 hex digits") }
+    guard let c = Conn(host, port, timeoutMs: 15_000) else { fail("connect") }
+    let id = IdentityKeyPair.generate()
+    let st = NoiseStaticKeyPair.generate()
+    guard
+        var est = handshake(
+            c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: "mallory"),
+            features: .supported)
+    else { fail("handshake refused") }
+    // The chat first, and its acknowledgement awaited: it is stored before the tags come
+    // (a node that counted any message as a contact would now count Mallory).
+    var decoder = RecordStreamDecoder()
+    func send(_ records: [AppRecord]) {
+        var encoder = RecordStreamEncoder()
+        records.forEach { encoder.append($0) }
+        for chunk in encoder.drainChunks() {
+            guard let sealed = try? est.transport.seal(chunk), c.sendFrame(sealed) else { fail("closed") }
+        }
+    }
+    let chatID = MessageID.random()
+    let now = UInt64(Date().timeIntervalSince1970 * 1000)
+    send([.chat(ChatRecord(id: chatID, sequence: 1, createdAt: now, body: "hi, we met before"))])
+    var told = false
+    acked: while let f = c.recvFrame() {
+        guard let p = try? est.transport.open(f) else { fail("closed") }
+        decoder.append(p)
+        while let r = try? decoder.next() {
+            if case .ack(let ids) = r, ids.contains(chatID) { break acked }
+        }
+    }
+    send([.contactTags(ContactTags(salt: Sodium.randomBytes(ContactTags.saltLength), identities: [victim])), .ping(11)])
+    reading: while let f = c.recvFrame() {
+        guard let p = try? est.transport.open(f) else { break }
+        decoder.append(p)
+        while let r = try? decoder.next() {
+            if case .addressRecord(let rec) = r, rec.identity == victim { told = true }
+            if case .pong(11) = r { break reading }
+        }
+    }
+    emit(told ? "record" : "nothing")
+case "forge-address":
+    guard args.count > 3, let victimBytes = Sodium.fromHex(args[2]), victimBytes.count == 32 else {
+        fail("VICTIM: 64 hex digits")
+    }
+    let (vHost, vPort) = parseTarget(args[3])
+    guard let c = Conn(host, port, timeoutMs: 10_000) else { fail("connect") }
+    let id = IdentityKeyPair.generate()
+    let st = NoiseStaticKeyPair.generate()
+    guard
+        var est = handshake(
+            c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: "mallory"),
+            features: .supported)
+    else { fail("handshake refused") }
+    let now = UInt64(Date().timeIntervalSince1970 * 1000)
+    guard let endpoint = SignedAddressRecord.Endpoint(host: vHost, port: vPort) else { fail("ADDR: an IP literal") }
+    // Mallory signs, then swaps in the victim's identity: the relay of a "record" that
+    // would send the target's dials for the victim to Mallory's choice of host.
+    var forged = try! SignedAddressRecord(signing: [endpoint], issuedAt: now, with: id).encoded()
+    forged.replaceSubrange(1..<33, with: victimBytes)
+    var stream: [UInt8] = [AppRecord.RecordType.addressRecord.rawValue]
+    stream.appendUInt32BE(UInt32(forged.count))
+    stream += forged
+    stream += AppRecord.ping(9).encoded()
+    guard let sealed = try? est.transport.seal(stream), c.sendFrame(sealed) else {
+        emit("closed")
+        exit(0)
+    }
+    var decoder = RecordStreamDecoder()
+    while let f = c.recvFrame() {
+        guard let p = try? est.transport.open(f) else { break }
+        decoder.append(p)
+        while let r = try? decoder.next() {
+            if case .pong(9) = r {
+                emit("alive")
+                exit(0)
+            }
+        }
+    }
+    emit("closed")
 default:
     fail("unknown mode \(mode)")
 }
@@ -936,5 +1056,11 @@ struct RoomMember {
             }
         }
         return Set(ids).intersection(acked).count
+    }
+}
+
+extension Array where Element == UInt8 {
+    mutating func appendUInt32BE(_ v: UInt32) {
+        append(contentsOf: [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)])
     }
 }

@@ -21,7 +21,8 @@ struct ParleyCommand: ParsableCommand {
             RotateKeyCommand.self, ChatCommand.self, ExportCommand.self, RoomsCommand.self, RoomCommand.self,
             ForgetMessagesCommand.self,
             SearchCommand.self,
-            ReplyCommand.self, EditCommand.self, DeleteCommand.self, ReactCommand.self, PresenceCommand.self
+            ReplyCommand.self, EditCommand.self, DeleteCommand.self, ReactCommand.self, PresenceCommand.self,
+            DoctorCommand.self
         ])
 
     /// `parley sned`: the message for a subcommand that does not exist, with the closest

@@ -61,7 +61,7 @@ private func checkRoundTrip(_ record: AppRecord) {
     case .unknown, .close:
         return
     case .chat, .ack, .cardUpdate, .ping, .pong, .readReceipt, .roomOperation, .roomChat, .listenPorts, .refused,
-        .messageAction, .status:
+        .messageAction, .status, .addressRecord, .contactTags, .dialBackRequest, .dialBackResult:
         var decoder = RecordStreamDecoder()
         decoder.append(record.encoded())
         let again = try? decoder.next()

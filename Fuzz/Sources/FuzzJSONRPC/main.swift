@@ -84,6 +84,7 @@ private func handle(line: [UInt8]) {
 private func decodeParams(of request: JSONRPCRequest) {
     switch request.method {
     case ControlMethod.nodeStatus: _ = try? request.decodeParams(NodeStatusParams.self)
+    case ControlMethod.doctorReport: _ = try? request.decodeParams(DoctorReportParams.self)
     case ControlMethod.nodeWhoami: _ = try? request.decodeParams(NodeWhoamiParams.self)
     case ControlMethod.peersList: _ = try? request.decodeParams(PeersListParams.self)
     case ControlMethod.peersConnect: _ = try? request.decodeParams(PeersConnectParams.self)

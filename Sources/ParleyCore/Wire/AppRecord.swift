@@ -38,6 +38,14 @@ public enum AppRecord: Equatable, Sendable {
     /// receiver dials the address it sees the session come from at these ports when it
     /// needs a session again (after either side restarts), without mDNS.
     case listenPorts([UInt16])
+    /// Where a node can be reached, signed by that node (0x21): its own, or a contact's
+    /// relayed by gossip. Optional: `ProtocolFeatures.addressGossip`.
+    case addressRecord(SignedAddressRecord)
+    /// The identities the sender already knows, blinded (0x22): what it may be told about.
+    case contactTags(ContactTags)
+    /// `parley doctor`'s reachability probe (0x23) and its answer (0x24).
+    case dialBackRequest(DialBackRequest)
+    case dialBackResult(DialBackResult)
     /// A record type this version does not know: skipped, for forward compatibility.
     case unknown(type: UInt8, length: Int)
 
@@ -53,6 +61,8 @@ public enum AppRecord: Equatable, Sendable {
         /// Edit, delete and reaction of a room message: the room id, then the direct layout.
         case roomEdit = 0x13, roomDelete = 0x14, roomReaction = 0x15
         case listenPorts = 0x20
+        /// Address gossip and the dial-back probe (issue 19; 0x25-0x2F reserved for it).
+        case addressRecord = 0x21, contactTags = 0x22, dialBackRequest = 0x23, dialBackResult = 0x24
     }
 
     public static let headerLength = 5
@@ -183,6 +193,14 @@ extension AppRecord {
             var p = [UInt8]([UInt8(truncatingIfNeeded: ports.count)])
             for port in ports { p.appendUInt16(port) }
             put(.listenPorts, p)
+        case .addressRecord(let record):
+            put(.addressRecord, record.encoded())
+        case .contactTags(let tags):
+            put(.contactTags, tags.encoded())
+        case .dialBackRequest(let request):
+            put(.dialBackRequest, request.encoded())
+        case .dialBackResult(let result):
+            put(.dialBackResult, result.encoded())
         case .unknown:
             break  // never sent
         }
@@ -274,6 +292,26 @@ extension AppRecord {
                     ports.append(port)
                 }
                 return .listenPorts(ports)
+            case .addressRecord:
+                do { return .addressRecord(try SignedAddressRecord.decode(payload)) } catch {
+                    throw AppRecordError.malformed(type: type, reason: error.description)
+                }
+            case .contactTags:
+                do { return .contactTags(try ContactTags.decode(payload)) } catch {
+                    throw AppRecordError.malformed(type: type, reason: error.description)
+                }
+            case .dialBackRequest:
+                let nonce = try r.readUInt64()
+                guard let request = DialBackRequest(nonce: nonce, port: try r.readUInt16()), r.isAtEnd else {
+                    throw AppRecordError.malformed(type: type, reason: "dial-back request")
+                }
+                return .dialBackRequest(request)
+            case .dialBackResult:
+                let nonce = try r.readUInt64()
+                guard let outcome = DialBackResult.Outcome(rawValue: try r.readUInt8()), r.isAtEnd else {
+                    throw AppRecordError.malformed(type: type, reason: "dial-back result")
+                }
+                return .dialBackResult(DialBackResult(nonce: nonce, outcome: outcome))
             case .roomChat, .roomReply:
                 let id = MessageID(exactly: try r.readBytes(MessageID.length))
                 let room = RoomID(exactly: try r.readBytes(RoomID.length))

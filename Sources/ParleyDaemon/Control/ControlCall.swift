@@ -39,6 +39,7 @@ enum ControlCall: Sendable {
     case messagesDelete(MessagesDeleteParams)
     case messagesReact(MessagesReactParams)
     case nodeSetStatus(NodeSetStatusParams)
+    case doctorReport(DoctorReportParams)
 
     /// The route table: method name → how its params are decoded. Each entry is keyed by
     /// its params type's own `method`, so a name and its params cannot drift apart; what
@@ -79,7 +80,8 @@ enum ControlCall: Sendable {
             ControlRoute.route(MessagesEditParams.self, ControlCall.messagesEdit),
             ControlRoute.route(MessagesDeleteParams.self, ControlCall.messagesDelete),
             ControlRoute.route(MessagesReactParams.self, ControlCall.messagesReact),
-            ControlRoute.route(NodeSetStatusParams.self, ControlCall.nodeSetStatus)
+            ControlRoute.route(NodeSetStatusParams.self, ControlCall.nodeSetStatus),
+            ControlRoute.route(DoctorReportParams.self, ControlCall.doctorReport)
         ].map { ($0.method, $0) })
 
     /// Looks the method up and decodes its params: `methodNotFound` for an unknown method,

@@ -152,6 +152,7 @@ extension Node {
             }
         }
         announceStatus(on: conn)
+        startGossip(on: conn, peer: peer)
         pump(conn)
         sendPendingReadReceipts(conn)
     }
@@ -186,6 +187,7 @@ extension Node {
         log.info("session down", ["peer": peer.fingerprintText])
         perform(actions)
         perform(dialPlanner.sessionDown(peer, random: random))
+        gossip.sessionEnded(peer)
     }
 
     /// Performs the session table's actions that are not part of establishing a session.
