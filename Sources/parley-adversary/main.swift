@@ -35,17 +35,12 @@ final class Conn {
         // Before connect, so the window advertised from the start is this small.
         if var rcv = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, socklen_t(MemoryLayout<Int32>.size)) }
         // PARLEY_ADVERSARY_BIND=127.0.0.2 makes the attack come from another source
-        // address than the honest peers' (loopback is a whole /8).
-        if let src = bindAddress ?? ProcessInfo.processInfo.environment["PARLEY_ADVERSARY_BIND"],
-            ai.pointee.ai_family == AF_INET
-        {
-            var sin = sockaddr_in()
-            sin.sin_family = sa_family_t(AF_INET)
-            inet_pton(AF_INET, src, &sin.sin_addr)
-            _ = withUnsafePointer(to: &sin) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
+        // address than the honest peers' (loopback is a whole /8); in the LAN lab, one of
+        // the many IPv4 or IPv6 addresses the attacking host was given.
+        if let src = bindAddress ?? ProcessInfo.processInfo.environment["PARLEY_ADVERSARY_BIND"] {
+            guard Self.bind(fd, to: src, family: ai.pointee.ai_family) else {
+                Glibc.close(fd)
+                return nil
             }
         }
         guard connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) == 0 else {
@@ -54,6 +49,28 @@ final class Conn {
         }
     }
     deinit { Glibc.close(fd) }
+    /// Binds `fd` to the source address `src` (of the target's family); false if it is not
+    /// an address of that family or not one of this host's.
+    static func bind(_ fd: Int32, to src: String, family: Int32) -> Bool {
+        if family == AF_INET {
+            var sin = sockaddr_in()
+            sin.sin_family = sa_family_t(AF_INET)
+            guard inet_pton(AF_INET, src, &sin.sin_addr) == 1 else { return false }
+            return withUnsafePointer(to: &sin) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+        }
+        var sin6 = sockaddr_in6()
+        sin6.sin6_family = sa_family_t(AF_INET6)
+        guard family == AF_INET6, inet_pton(AF_INET6, src, &sin6.sin6_addr) == 1 else { return false }
+        return withUnsafePointer(to: &sin6) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) == 0
+            }
+        }
+    }
     @discardableResult
     func send(_ b: [UInt8]) -> Bool {
         var off = 0
@@ -151,8 +168,11 @@ guard args.count >= 2 else {
                                 reasons X,Y" once every chat is answered (or 120 s passed)
           identities T N SOURCES [HOLD]  N connections, each a fresh identity completing the handshake,
                                 from 127.0.1.1 ... 127.0.1.SOURCES in turn (SOURCES 0: from the
-                                usual address); all are held HOLD seconds (default 1) after the
-                                last; print "established E refused R failed F" (E: still open)
+                                usual address), or from the addresses of SOURCES in turn when it
+                                is a comma-separated list (the lab host's own IPv4/IPv6 addresses);
+                                all are held HOLD seconds (default 1) after the last; print
+                                "connected C failed F" once all were tried, then "established E
+                                refused R failed F" (E: still open after HOLD)
           ping-flood T SECS     as a new peer with a 4 KiB receive buffer that never reads, send
                                 frames of ~5,000 pings each for SECS seconds; print the MiB the
                                 victim took and whether it closed the session
@@ -393,14 +413,22 @@ case "chat-flood":
         "acked \(acked.count) refused \(refused.count) reasons \(reasons.sorted().joined(separator: ","))"
             + (closed ? " closed" : ""))
 case "identities":
-    let sources = args.count > 3 ? Int(args[3]) ?? 0 : 0
-    guard n >= 1, n <= 10_000, sources >= 0, sources <= 250 else { fail("N 1...10000, SOURCES 0...250") }
+    let sourceArgument = args.count > 3 ? args[3] : "0"
+    let sourceList: [String]
+    if let count = Int(sourceArgument) {
+        guard count >= 0, count <= 250 else { fail("SOURCES 0...250 or a list of addresses") }
+        sourceList = (0..<count).map { "127.0.1.\(1 + $0)" }
+    } else {
+        sourceList = sourceArgument.split(separator: ",").map(String.init)
+        guard (1...4_096).contains(sourceList.count) else { fail("SOURCES: 1...4096 addresses") }
+    }
+    guard n >= 1, n <= 10_000 else { fail("N 1...10000") }
     var held: [Conn] = []
     var failed = 0
     let start = Date()
     for i in 0..<n {
         if Date().timeIntervalSince(start) > 150 { break }
-        let bind = sources > 0 ? "127.0.1.\(1 + i % sources)" : nil
+        let bind = sourceList.isEmpty ? nil : sourceList[i % sourceList.count]
         guard let c = Conn(host, port, timeoutMs: 3000, bindAddress: bind) else {
             failed += 1
             continue
@@ -416,6 +444,9 @@ case "identities":
         held.append(c)
     }
     let hold = args.count > 4 ? Double(args[4]) ?? 1 : 1
+    // A progress line for tests that act while the sessions are held (the last line stays
+    // the result).
+    emit("connected \(held.count) failed \(failed)")
     // The daemon's refusals (close, then EOF) arrive meanwhile; the rest hold their slots.
     Thread.sleep(forTimeInterval: max(1, min(hold, 60)))
     let closed = held.filter { $0.closedNow() }.count

@@ -213,6 +213,14 @@ class Lab:
     def ip(self, host: str) -> str:
         return self.lanlab("ip", host).strip()
 
+    def ip6(self, host: str) -> str:
+        """The host's IPv6 address (fd79::I; only TCP uses it, avahi is IPv4 only)."""
+        return self.lanlab("ip6", host).strip()
+
+    def add_addresses(self, host: str, addresses: List[str]) -> None:
+        """Gives `host` more IPv4 (10.79.0.x) or IPv6 addresses, usable at once."""
+        self.lanlab("addr", host, *addresses)
+
     def exec(self, host: str, args: List[str], background: bool = False,
              timeout: float = COMMAND_TIMEOUT, stdin_pipe: bool = False):
         """Runs `args` on `host`. In the foreground returns the CompletedProcess; with

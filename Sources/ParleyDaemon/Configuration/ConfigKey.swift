@@ -27,6 +27,9 @@ public enum ConfigKey: String, CaseIterable, Sendable {
     case quotaTotalMib = "quota_total_mib"
     case diskFloorMib = "disk_floor_mib"
     case maxSessions = "max_sessions"
+    /// How long an identity that never exchanged a message is remembered after it was last
+    /// seen (`NodeLimits.unusedIdentityLifetime`).
+    case unusedIdentityLifetimeS = "unused_identity_lifetime_s"
 
     /// Options a running daemon can adopt on SIGHUP. The rest shape sockets, files and
     /// the identity the daemon announces, so changing them needs a restart.
@@ -37,7 +40,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
         case .stateDir, .hostName, .listen, .socket, .mdns, .networkKey, .durability, .newIdentities,
             .handshakeTimeoutMs, .pingIntervalMs, .deadAfterMs,
             .quotaPeerMessages, .quotaPeerMib, .quotaVerifiedPeerMessages, .quotaVerifiedPeerMib, .quotaTotalMessages,
-            .quotaTotalMib, .diskFloorMib, .maxSessions:
+            .quotaTotalMib, .diskFloorMib, .maxSessions, .unusedIdentityLifetimeS:
             false
         }
     }

@@ -32,6 +32,8 @@ public struct ConfigOverrides: Equatable, Sendable {
     public var receiveQuota: ReceiveQuota?
     /// `max_sessions` (no flag).
     public var maxSessions: Int?
+    /// `unused_identity_lifetime_s` (no flag).
+    public var unusedIdentityLifetimeSeconds: Int?
 
     public init() {}
 
@@ -58,6 +60,9 @@ public struct ConfigOverrides: Equatable, Sendable {
         if let deadAfterMilliseconds { configuration.deadAfterMilliseconds = deadAfterMilliseconds }
         if let receiveQuota { configuration.receiveQuota = receiveQuota }
         if let maxSessions { configuration.maxSessions = maxSessions }
+        if let unusedIdentityLifetimeSeconds {
+            configuration.unusedIdentityLifetimeSeconds = unusedIdentityLifetimeSeconds
+        }
     }
 }
 

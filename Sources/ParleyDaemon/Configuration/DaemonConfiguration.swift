@@ -53,6 +53,9 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var receiveQuota: ReceiveQuota = .standard
     /// `max_sessions`: established sessions in total (`NodeLimits.maxSessions`).
     public var maxSessions: Int = NodeLimits.maxSessions
+    /// `unused_identity_lifetime_s`: how long a key that never exchanged a message is kept
+    /// after it was last seen (`NodeLimits.unusedIdentityLifetime`, a day).
+    public var unusedIdentityLifetimeSeconds: Int = Int(NodeLimits.unusedIdentityLifetime.components.seconds)
 
     /// The IANA-unassigned port parleyd uses when none is given.
     public static let defaultPort: UInt16 = 7744
@@ -165,6 +168,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
             .quotaTotalMib, .diskFloorMib:
             receiveQuota != other.receiveQuota
         case .maxSessions: maxSessions != other.maxSessions
+        case .unusedIdentityLifetimeS: unusedIdentityLifetimeSeconds != other.unusedIdentityLifetimeSeconds
         }
     }
 

@@ -211,9 +211,9 @@ extension Node {
     }
 
     /// Forgets keys pinned on first use (or held) that never exchanged a message and were
-    /// not seen for `NodeLimits.unusedIdentityLifetime` (Store.expireUnusedPeers).
+    /// not seen for `options.unusedIdentityLifetime` (Store.expireUnusedPeers).
     func expireUnusedIdentities() {
-        let before = nowMs - NodeLimits.unusedIdentityLifetime.wholeMilliseconds
+        let before = nowMs - options.unusedIdentityLifetime.wholeMilliseconds
         do {
             let expired = try store.expireUnusedPeers(lastSeenBefore: before, keep: Set(sessions.peers.map(\.hex)))
             guard !expired.isEmpty else { return }
@@ -238,7 +238,7 @@ extension Node {
     /// ack-timeout resend of every send window.
     func keepaliveTick() {
         let now = clock.monotonicNow()
-        if lastIdentityExpiry.map({ now - $0 >= NodeLimits.unusedIdentityCheckInterval }) ?? true {
+        if lastIdentityExpiry.map({ now - $0 >= options.unusedIdentityCheckInterval }) ?? true {
             lastIdentityExpiry = now
             expireUnusedIdentities()
         }
