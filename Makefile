@@ -11,6 +11,8 @@ BINDIR ?= $(PREFIX)/bin
 # /usr/local/lib, so these follow PREFIX for the two usual prefixes. With any other
 # PREFIX set them to /etc/systemd/system, /etc/sysusers.d and /etc/tmpfiles.d.
 UNITDIR ?= $(PREFIX)/lib/systemd/system
+# systemd user units (parley web, docs/WEB.md).
+USERUNITDIR ?= $(PREFIX)/lib/systemd/user
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 # The config lives in /etc whatever the prefix: it is what the unit's
@@ -30,6 +32,7 @@ INSTALL ?= install
 # Every file `make install` creates, so `make uninstall` removes exactly these.
 INSTALLED_BINS = $(DESTDIR)$(BINDIR)/parleyd $(DESTDIR)$(BINDIR)/parley $(DESTDIR)$(BINDIR)/parley-mdns
 INSTALLED_SYSTEMD = $(DESTDIR)$(UNITDIR)/parleyd.service \
+	$(DESTDIR)$(USERUNITDIR)/parley-web.service \
 	$(DESTDIR)$(SYSUSERSDIR)/parley.conf \
 	$(DESTDIR)$(TMPFILESDIR)/parley.conf
 INSTALLED_CONFIG = $(DESTDIR)$(SYSCONFDIR)/parley/parleyd.toml.example
@@ -114,6 +117,10 @@ install-systemd:
 	chmod 0644 $(DESTDIR)$(UNITDIR)/parleyd.service
 	$(INSTALL) -m 0644 systemd/parley.sysusers.conf $(DESTDIR)$(SYSUSERSDIR)/parley.conf
 	$(INSTALL) -m 0644 systemd/parley.tmpfiles.conf $(DESTDIR)$(TMPFILESDIR)/parley.conf
+	$(INSTALL) -d $(DESTDIR)$(USERUNITDIR)
+	sed 's|@BINDIR@|$(BINDIR)|g' systemd/parley-web.service.in > $(DESTDIR)$(USERUNITDIR)/parley-web.service.tmp
+	mv $(DESTDIR)$(USERUNITDIR)/parley-web.service.tmp $(DESTDIR)$(USERUNITDIR)/parley-web.service
+	chmod 0644 $(DESTDIR)$(USERUNITDIR)/parley-web.service
 
 # Only the example is installed: an administrator's parleyd.toml is never touched.
 install-config:

@@ -13,6 +13,8 @@ let package = Package(
         // For the fuzz package (Fuzz/), which can only reach this package through products.
         .library(name: "ParleyControlProtocol", targets: ["ParleyControlProtocol"]),
         .library(name: "ParleyDaemon", targets: ["ParleyDaemon"]),
+        // For the fuzz package: the web client's request and relay decisions.
+        .library(name: "ParleyWebCore", targets: ["ParleyWebCore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
@@ -20,6 +22,9 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // `parley web` only (the ParleyWeb target): the local HTTP + WebSocket server.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
     ],
     targets: [
         // C libraries from Debian: libsodium-dev, libavahi-compat-libdnssd-dev.
@@ -65,8 +70,21 @@ let package = Package(
         ]),
         // A hostile peer for the adversarial system tests (not installed).
         .executableTarget(name: "parley-adversary", dependencies: ["ParleyCore"]),
+        // `parley web`'s decisions (docs/WEB.md): tokens, Host/Origin/cookie checks, what a
+        // WebSocket message may do, headers; and the page's assets, compiled in
+        // (WebAssets+Generated.swift, scripts/gen-web-assets.py). Pure: no NIO, no clock read.
+        .target(name: "ParleyWebCore", dependencies: ["ParleyControlProtocol", "CSodium"], exclude: ["Assets"]),
+        // `parley web`: the browser chat's server (Hummingbird), a client of the control socket.
+        .target(name: "ParleyWeb", dependencies: [
+            "ParleyWebCore", "ParleyControlProtocol",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+        ]),
         .executableTarget(name: "parley", dependencies: [
-            "ParleyControlProtocol",
+            "ParleyControlProtocol", "ParleyWeb",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -86,6 +104,8 @@ let package = Package(
             "ParleyStore", "ParleyCore", .product(name: "GRDB", package: "GRDB.swift")]),
         // Pure pieces of the CLI (chat view, export format).
         .testTarget(name: "ParleyCLITests", dependencies: ["parley"]),
+        // The web client's pure parts: token, Host/Origin/cookie checks, method policy, headers.
+        .testTarget(name: "ParleyWebTests", dependencies: ["ParleyWebCore", "ParleyWeb", "ParleyControlProtocol"]),
         .testTarget(name: "ParleyDaemonTests", dependencies: [
             "ParleyDaemon", "ParleyCore", "ParleyNodeCore", "ParleyStore", "ParleyControlProtocol", "ParleyDiscovery",
             .product(name: "NIOCore", package: "swift-nio"),

@@ -35,6 +35,11 @@ let package = Package(
         .executableTarget(name: "FuzzJSONRPC", dependencies: [
             .product(name: "ParleyControlProtocol", package: "Parley"),
         ]),
+        // parley web: a WebSocket message and an HTTP request's facts (docs/WEB.md).
+        .executableTarget(name: "FuzzWebRelay", dependencies: [
+            .product(name: "ParleyControlProtocol", package: "Parley"),
+            .product(name: "ParleyWebCore", package: "Parley"),
+        ]),
         .executableTarget(name: "FuzzConfigFile", dependencies: [
             .product(name: "ParleyDaemon", package: "Parley"),
         ]),

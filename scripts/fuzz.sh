@@ -18,7 +18,7 @@ ROOT=$PWD
 SWIFT=${SWIFT:-swift}
 FUZZ_DIR=$ROOT/Fuzz
 WORK=$FUZZ_DIR/.build/fuzz
-ALL_TARGETS="FuzzFrameDecoder FuzzHandshakeResponder FuzzCardDecoder FuzzAppRecord FuzzJSONRPC FuzzConfigFile"
+ALL_TARGETS="FuzzFrameDecoder FuzzHandshakeResponder FuzzCardDecoder FuzzAppRecord FuzzJSONRPC FuzzConfigFile FuzzWebRelay"
 TARGETS=${FUZZ_TARGETS:-$ALL_TARGETS}
 # swift-protobuf's FuzzTesting builds the same way: the fuzz entry point lives in main.swift,
 # so main.swift must be parsed as a library (libFuzzer's runtime provides main()).

@@ -2,7 +2,8 @@
 # Installs the Debian packages Parley needs, only those that are missing.
 #   scripts/install-deps.sh build   # to build and run parleyd/parley
 #   scripts/install-deps.sh test    # also what the test suite needs (avahi, lab tools, pytest,
-#                                   # python3-nacl for the conformance client in Tests/conformance)
+#                                   # python3-nacl for the conformance client in Tests/conformance,
+#                                   # chromium + chromedriver + selenium for the web client's tests)
 #   scripts/install-deps.sh bench   # also the benchmark's references (ngircd, openssl) and
 #                                   # the LAN lab its row 8 runs in
 set -euo pipefail
@@ -13,8 +14,12 @@ build_pkgs=(pkg-config libsodium-dev libavahi-compat-libdnssd-dev libavahi-commo
 # The lab (scripts/lanlab) needs iproute2, util-linux (nsenter, unshare, setsid), mount, dbus,
 # avahi-daemon, and libnss-mdns (its postinst adds mdns4_minimal to /etc/nsswitch.conf);
 # avahi-utils' avahi-browse and avahi-publish observe and publish in it.
-lab_pkgs=(avahi-daemon avahi-utils libnss-mdns dbus iproute2 util-linux mount)
-test_pkgs=(python3 python3-pytest python3-nacl "${lab_pkgs[@]}" tmux faketime sqlite3)
+# nftables: the routed lab drops mDNS or a port on its router or a host (issue 19).
+lab_pkgs=(avahi-daemon avahi-utils libnss-mdns dbus iproute2 util-linux mount nftables)
+# The web client's browser tests (Tests/system/test_web.py): headless Chromium driven by
+# Debian's Selenium through chromedriver, all from Debian (no pip, no downloaded drivers).
+web_test_pkgs=(chromium chromium-driver python3-selenium)
+test_pkgs=(python3 python3-pytest python3-nacl "${lab_pkgs[@]}" tmux faketime sqlite3 "${web_test_pkgs[@]}")
 # The references `make bench` measures Parley against (docs/BENCHMARKS.md); row 8 runs in
 # the lab, driven by scripts/bench-discovery.py.
 # valgrind counts instructions per message (rows 3i, 4i); objcopy (binutils) strips the DWARF 5

@@ -1,6 +1,10 @@
 /// Every bound the control protocol enforces, in one place so the daemon, the CLI, the
 /// tests and docs/CONTROL.md agree. Each constant says why it has the value it has.
 public enum ControlLimits {
+    /// How long `doctor.report` waits for a peer's dial-back answer: the peer's connect
+    /// timeout (3 s) plus a round trip, so a blocked port reads as `failed`, not `timeout`.
+    public static let doctorDialBackTimeoutMs = 5_000
+
     /// Longest accepted line, in bytes, without its `\n`. The largest legitimate line is a
     /// `messages.send` carrying a maximal message body (64 KiB): escaped as JSON that is at
     /// most 6 bytes per input byte (`\u00XX`), ~384 KiB, so 1 MiB leaves ample margin while

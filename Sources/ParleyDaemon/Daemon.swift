@@ -141,6 +141,7 @@ public final class Daemon: Service, @unchecked Sendable {
         options.maxSessions = config.maxSessions
         options.downloadDirectory = config.downloadDirectory
         options.fileAutoAcceptBytes = config.fileAutoAcceptBytes
+        options.unusedIdentityLifetime = .seconds(config.unusedIdentityLifetimeSeconds)
         let node = Node(loop: loop, store: store, keys: keys, card: card, options: options, log: log, networkKey: psk)
         node.stateDirectory = config.stateDirectory
         self.node = node
@@ -170,6 +171,7 @@ public final class Daemon: Service, @unchecked Sendable {
         try await loop.submit {
             info.listenAddresses = boundAddresses
             // Announced to peers (`listenPorts`) so they can dial us back without mDNS.
+            node.listenAddresses = boundAddresses
             node.listenPorts = boundAddresses.compactMap { UInt16($0.split(separator: ":").last ?? "") }
             info.mdns = mdns ? .unavailable : .off
             node.sendsReadReceipts = readReceipts

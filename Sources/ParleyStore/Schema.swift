@@ -175,6 +175,7 @@ enum Schema {
         registerQuotaMigration(&migrator)
         registerConversationMigration(&migrator)
         registerFilesMigration(&migrator)
+        registerAddressRecordsMigration(&migrator)
         return migrator
     }
 }

@@ -34,6 +34,17 @@ extension Store {
         }
     }
 
+    /// Whether the user ever wrote `peer` a direct message (kept now): the receive quota's
+    /// correspondent, whom a fresh key cannot become on its own.
+    public func hasWritten(to peer: String) throws(StoreError) -> Bool {
+        try InputValidation.requireIdentity(peer, "peer")
+        return try read { db in
+            try Bool.fetchOne(
+                db, sql: "SELECT 1 FROM message WHERE peer = ? AND direction = 'outgoing' LIMIT 1", arguments: [peer])
+                != nil
+        }
+    }
+
     /// Whether any message (either direction, direct or room) was exchanged with `peer`:
     /// a peer that never exchanged one is a stranger when the session table is full.
     public func hasMessages(with peer: String) throws(StoreError) -> Bool {

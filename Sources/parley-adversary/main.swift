@@ -35,17 +35,12 @@ final class Conn {
         // Before connect, so the window advertised from the start is this small.
         if var rcv = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, socklen_t(MemoryLayout<Int32>.size)) }
         // PARLEY_ADVERSARY_BIND=127.0.0.2 makes the attack come from another source
-        // address than the honest peers' (loopback is a whole /8).
-        if let src = bindAddress ?? ProcessInfo.processInfo.environment["PARLEY_ADVERSARY_BIND"],
-            ai.pointee.ai_family == AF_INET
-        {
-            var sin = sockaddr_in()
-            sin.sin_family = sa_family_t(AF_INET)
-            inet_pton(AF_INET, src, &sin.sin_addr)
-            _ = withUnsafePointer(to: &sin) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
+        // address than the honest peers' (loopback is a whole /8); in the LAN lab, one of
+        // the many IPv4 or IPv6 addresses the attacking host was given.
+        if let src = bindAddress ?? ProcessInfo.processInfo.environment["PARLEY_ADVERSARY_BIND"] {
+            guard Self.bind(fd, to: src, family: ai.pointee.ai_family) else {
+                Glibc.close(fd)
+                return nil
             }
         }
         guard connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) == 0 else {
@@ -54,6 +49,28 @@ final class Conn {
         }
     }
     deinit { Glibc.close(fd) }
+    /// Binds `fd` to the source address `src` (of the target's family); false if it is not
+    /// an address of that family or not one of this host's.
+    static func bind(_ fd: Int32, to src: String, family: Int32) -> Bool {
+        if family == AF_INET {
+            var sin = sockaddr_in()
+            sin.sin_family = sa_family_t(AF_INET)
+            guard inet_pton(AF_INET, src, &sin.sin_addr) == 1 else { return false }
+            return withUnsafePointer(to: &sin) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+        }
+        var sin6 = sockaddr_in6()
+        sin6.sin6_family = sa_family_t(AF_INET6)
+        guard family == AF_INET6, inet_pton(AF_INET6, src, &sin6.sin6_addr) == 1 else { return false }
+        return withUnsafePointer(to: &sin6) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) == 0
+            }
+        }
+    }
     @discardableResult
     func send(_ b: [UInt8]) -> Bool {
         var off = 0
@@ -151,8 +168,11 @@ guard args.count >= 2 else {
                                 reasons X,Y" once every chat is answered (or 120 s passed)
           identities T N SOURCES [HOLD]  N connections, each a fresh identity completing the handshake,
                                 from 127.0.1.1 ... 127.0.1.SOURCES in turn (SOURCES 0: from the
-                                usual address); all are held HOLD seconds (default 1) after the
-                                last; print "established E refused R failed F" (E: still open)
+                                usual address), or from the addresses of SOURCES in turn when it
+                                is a comma-separated list (the lab host's own IPv4/IPv6 addresses);
+                                all are held HOLD seconds (default 1) after the last; print
+                                "connected C failed F" once all were tried, then "established E
+                                refused R failed F" (E: still open after HOLD)
           ping-flood T SECS     as a new peer with a 4 KiB receive buffer that never reads, send
                                 frames of ~5,000 pings each for SECS seconds; print the MiB the
                                 victim took and whether it closed the session
@@ -176,6 +196,17 @@ guard args.count >= 2 else {
                                           then the join to ALICE (HOST:PORT) only; print
                                           "acked-after-join" once the target acknowledges
                                 print what it sent, then "acked K" (operations acknowledged)
+          forge-address T VICTIM ADDR  as a new peer announcing address gossip, send a signed
+                                address record naming VICTIM (identity, 64 hex digits) at ADDR
+                                (HOST:PORT) but signed with its own key; then a ping; print
+                                "closed" if the target ended the session, else "alive"
+          dial-back T PORT N    as a new peer announcing address gossip, ask N times to be dialled
+                                back at PORT (of the adversary's own host: the request has no host);
+                                print the outcomes in order ("connected", "failed", "refused")
+          tags-probe T VICTIM   as a new peer announcing address gossip, send a chat, then contact
+                                tags naming VICTIM (identity, 64 hex digits), then a ping; print
+                                "record" if an address record about VICTIM came before the pong,
+                                else "nothing"
           old-peer T SECS       a peer that predates conversation records (no features in its
                                 handshake): send a chat, then for SECS seconds acknowledge
                                 every chat and print "chat BODY" for each, and "record 0xNN"
@@ -395,14 +426,22 @@ case "chat-flood":
         "acked \(acked.count) refused \(refused.count) reasons \(reasons.sorted().joined(separator: ","))"
             + (closed ? " closed" : ""))
 case "identities":
-    let sources = args.count > 3 ? Int(args[3]) ?? 0 : 0
-    guard n >= 1, n <= 10_000, sources >= 0, sources <= 250 else { fail("N 1...10000, SOURCES 0...250") }
+    let sourceArgument = args.count > 3 ? args[3] : "0"
+    let sourceList: [String]
+    if let count = Int(sourceArgument) {
+        guard count >= 0, count <= 250 else { fail("SOURCES 0...250 or a list of addresses") }
+        sourceList = (0..<count).map { "127.0.1.\(1 + $0)" }
+    } else {
+        sourceList = sourceArgument.split(separator: ",").map(String.init)
+        guard (1...4_096).contains(sourceList.count) else { fail("SOURCES: 1...4096 addresses") }
+    }
+    guard n >= 1, n <= 10_000 else { fail("N 1...10000") }
     var held: [Conn] = []
     var failed = 0
     let start = Date()
     for i in 0..<n {
         if Date().timeIntervalSince(start) > 150 { break }
-        let bind = sources > 0 ? "127.0.1.\(1 + i % sources)" : nil
+        let bind = sourceList.isEmpty ? nil : sourceList[i % sourceList.count]
         guard let c = Conn(host, port, timeoutMs: 3000, bindAddress: bind) else {
             failed += 1
             continue
@@ -418,6 +457,9 @@ case "identities":
         held.append(c)
     }
     let hold = args.count > 4 ? Double(args[4]) ?? 1 : 1
+    // A progress line for tests that act while the sessions are held (the last line stays
+    // the result).
+    emit("connected \(held.count) failed \(failed)")
     // The daemon's refusals (close, then EOF) arrive meanwhile; the rest hold their slots.
     Thread.sleep(forTimeInterval: max(1, min(hold, 60)))
     let closed = held.filter { $0.closedNow() }.count
@@ -815,6 +857,115 @@ case "forge-action":
 case "file":
     guard args.count > 2 else { fail("ATTACK") }
     runFileAttack(args[2], host: host, port: port)
+case "dial-back":
+    guard args.count > 3, let backPort = UInt16(args[2]), let count = Int(args[3]), (1...20).contains(count) else {
+        fail("PORT N (1...20)")
+    }
+    guard let c = Conn(host, port, timeoutMs: 15_000) else { fail("connect") }
+    let id = IdentityKeyPair.generate()
+    let st = NoiseStaticKeyPair.generate()
+    guard
+        var est = handshake(
+            c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: "mallory"),
+            features: .supported)
+    else { fail("handshake refused") }
+    var encoder = RecordStreamEncoder()
+    for n in 1...count { encoder.append(.dialBackRequest(DialBackRequest(nonce: UInt64(n), port: backPort)!)) }
+    for chunk in encoder.drainChunks() {
+        guard let sealed = try? est.transport.seal(chunk), c.sendFrame(sealed) else { fail("closed") }
+    }
+    var outcomes: [UInt64: String] = [:]
+    var decoder = RecordStreamDecoder()
+    while outcomes.count < count, let f = c.recvFrame() {
+        guard let p = try? est.transport.open(f) else { break }
+        decoder.append(p)
+        while let r = try? decoder.next() {
+            if case .dialBackResult(let result) = r { outcomes[result.nonce] = "\(result.outcome)" }
+        }
+    }
+    emit((1...count).map { outcomes[UInt64($0)] ?? "none" }.joined(separator: " "))
+case "tags-probe":
+    guard args.count > 2, let victimBytes = Sodium.fromHex(args[2]),
+        let victim = try? IdentityPublicKey(bytes: victimBytes)
+    else { fail("VICTIM: 64 hex digits") }
+    guard let c = Conn(host, port, timeoutMs: 15_000) else { fail("connect") }
+    let id = IdentityKeyPair.generate()
+    let st = NoiseStaticKeyPair.generate()
+    guard
+        var est = handshake(
+            c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: "mallory"),
+            features: .supported)
+    else { fail("handshake refused") }
+    // The chat first, and its acknowledgement awaited: it is stored before the tags come
+    // (a node that counted any message as a contact would now count Mallory).
+    var decoder = RecordStreamDecoder()
+    func send(_ records: [AppRecord]) {
+        var encoder = RecordStreamEncoder()
+        records.forEach { encoder.append($0) }
+        for chunk in encoder.drainChunks() {
+            guard let sealed = try? est.transport.seal(chunk), c.sendFrame(sealed) else { fail("closed") }
+        }
+    }
+    let chatID = MessageID.random()
+    let now = UInt64(Date().timeIntervalSince1970 * 1000)
+    send([.chat(ChatRecord(id: chatID, sequence: 1, createdAt: now, body: "hi, we met before"))])
+    var told = false
+    acked: while let f = c.recvFrame() {
+        guard let p = try? est.transport.open(f) else { fail("closed") }
+        decoder.append(p)
+        while let r = try? decoder.next() {
+            if case .ack(let ids) = r, ids.contains(chatID) { break acked }
+        }
+    }
+    send([.contactTags(ContactTags(salt: Sodium.randomBytes(ContactTags.saltLength), identities: [victim])), .ping(11)])
+    reading: while let f = c.recvFrame() {
+        guard let p = try? est.transport.open(f) else { break }
+        decoder.append(p)
+        while let r = try? decoder.next() {
+            if case .addressRecord(let rec) = r, rec.identity == victim { told = true }
+            if case .pong(11) = r { break reading }
+        }
+    }
+    emit(told ? "record" : "nothing")
+case "forge-address":
+    guard args.count > 3, let victimBytes = Sodium.fromHex(args[2]), victimBytes.count == 32 else {
+        fail("VICTIM: 64 hex digits")
+    }
+    let (vHost, vPort) = parseTarget(args[3])
+    guard let c = Conn(host, port, timeoutMs: 10_000) else { fail("connect") }
+    let id = IdentityKeyPair.generate()
+    let st = NoiseStaticKeyPair.generate()
+    guard
+        var est = handshake(
+            c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: "mallory"),
+            features: .supported)
+    else { fail("handshake refused") }
+    let now = UInt64(Date().timeIntervalSince1970 * 1000)
+    guard let endpoint = SignedAddressRecord.Endpoint(host: vHost, port: vPort) else { fail("ADDR: an IP literal") }
+    // Mallory signs, then swaps in the victim's identity: the relay of a "record" that
+    // would send the target's dials for the victim to Mallory's choice of host.
+    var forged = try! SignedAddressRecord(signing: [endpoint], issuedAt: now, with: id).encoded()
+    forged.replaceSubrange(1..<33, with: victimBytes)
+    var stream: [UInt8] = [AppRecord.RecordType.addressRecord.rawValue]
+    stream.appendUInt32BE(UInt32(forged.count))
+    stream += forged
+    stream += AppRecord.ping(9).encoded()
+    guard let sealed = try? est.transport.seal(stream), c.sendFrame(sealed) else {
+        emit("closed")
+        exit(0)
+    }
+    var decoder = RecordStreamDecoder()
+    while let f = c.recvFrame() {
+        guard let p = try? est.transport.open(f) else { break }
+        decoder.append(p)
+        while let r = try? decoder.next() {
+            if case .pong(9) = r {
+                emit("alive")
+                exit(0)
+            }
+        }
+    }
+    emit("closed")
 default:
     fail("unknown mode \(mode)")
 }
@@ -1002,5 +1153,11 @@ struct RoomMember {
             }
         }
         return Set(ids).intersection(acked).count
+    }
+}
+
+extension Array where Element == UInt8 {
+    mutating func appendUInt32BE(_ v: UInt32) {
+        append(contentsOf: [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)])
     }
 }

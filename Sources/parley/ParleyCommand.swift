@@ -22,7 +22,8 @@ struct ParleyCommand: ParsableCommand {
             ForgetMessagesCommand.self,
             SearchCommand.self,
             ReplyCommand.self, EditCommand.self, DeleteCommand.self, ReactCommand.self, PresenceCommand.self,
-            FilesCommand.self, GetCommand.self
+            FilesCommand.self, GetCommand.self,
+            DoctorCommand.self, WebCommand.self
         ])
 
     /// `parley sned`: the message for a subcommand that does not exist, with the closest

@@ -461,15 +461,27 @@ final class ConfigFileTests: XCTestCase {
         flags.deadAfterMilliseconds = 13
         flags.newIdentities = .hold
         flags.receiveQuota = ReceiveQuota(
-            unverified: .init(messages: 1, bytes: 2), verified: .init(messages: 3, bytes: 4),
+            stranger: .init(messages: 1, bytes: 2), correspondent: .init(messages: 3, bytes: 4),
             total: .init(messages: 5, bytes: 6), diskFloorBytes: 7)
         flags.maxSessions = 8
         flags.downloadDirectory = "/d"
         flags.fileAutoAcceptBytes = 9
+        flags.unusedIdentityLifetimeSeconds = 9
         let merged = try DaemonConfiguration.merged(defaults: base, file: nil, flags: flags)
         // Every option differs from the defaults, so every key shows up as changed.
         let differences = merged.reloadableDifferences(from: base)
         XCTAssertEqual(Set(differences.reloadable + differences.needsRestart), Set(ConfigKey.allCases.map(\.rawValue)))
+    }
+
+    func testUnusedIdentityLifetimeIsSecondsFromOneUpToTenYears() throws {
+        var configuration = base
+        try ConfigFile.parse("unused_identity_lifetime_s = 2").apply(to: &configuration)
+        XCTAssertEqual(configuration.unusedIdentityLifetimeSeconds, 2)
+        for bad in ["0", "-1", "315360001", "\"86400\"", "1.5"] {
+            var c = base
+            XCTAssertThrowsError(
+                try ConfigFile.parse("unused_identity_lifetime_s = \(bad)").apply(to: &c), "refuses \(bad)")
+        }
     }
 
     func testNameFollowsHostNameUnlessSet() throws {
@@ -586,6 +598,8 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(configuration.deadAfterMilliseconds, base.deadAfterMilliseconds)
         XCTAssertEqual(configuration.receiveQuota, base.receiveQuota)
         XCTAssertEqual(configuration.maxSessions, base.maxSessions)
+        XCTAssertEqual(configuration.unusedIdentityLifetimeSeconds, base.unusedIdentityLifetimeSeconds)
+        XCTAssertEqual(configuration.unusedIdentityLifetimeSeconds, 86_400, "a day")
         XCTAssertEqual(configuration.stateDirectory, "/var/lib/parley")
     }
 }

@@ -174,7 +174,7 @@ final class FileTransferTests: XCTestCase {
     // MARK: Policy
 
     private let quota = ReceiveQuota(
-        unverified: .init(messages: 10, bytes: 1_000), verified: .init(messages: 10, bytes: 100_000),
+        stranger: .init(messages: 10, bytes: 1_000), correspondent: .init(messages: 10, bytes: 100_000),
         total: .init(messages: 100, bytes: 150_000), diskFloorBytes: 10_000)
 
     private func decide(
@@ -182,7 +182,8 @@ final class FileTransferTests: XCTestCase {
         free: Int? = 1_000_000
     ) -> FileAcceptPolicy.Verdict {
         FileAcceptPolicy(autoAcceptBytes: 5_000, quota: quota).decide(
-            size: size, senderVerified: verified, userAccepted: accepted,
+            size: size, senderVerified: verified, standing: verified ? .correspondent : .stranger,
+            userAccepted: accepted,
             peerUsage: .init(messages: 0, bytes: peer), totalUsage: .init(messages: 0, bytes: total),
             freeDiskBytes: free)
     }

@@ -4,8 +4,8 @@ import XCTest
 
 final class ReceiveQuotaTests: XCTestCase {
     private let quota = ReceiveQuota(
-        unverified: .init(messages: 3, bytes: 1_000),
-        verified: .init(messages: 10, bytes: 10_000),
+        stranger: .init(messages: 3, bytes: 1_000),
+        correspondent: .init(messages: 10, bytes: 10_000),
         total: .init(messages: 12, bytes: 20_000),
         diskFloorBytes: 5_000)
 
@@ -13,7 +13,9 @@ final class ReceiveQuotaTests: XCTestCase {
         _ sizes: [Int], peer: ReceiveQuota.Usage = .init(), total: ReceiveQuota.Usage = .init(),
         verified: Bool = false, free: Int? = 1_000_000
     ) -> [RefusalReason?] {
-        quota.decide(bodySizes: sizes, peer: peer, total: total, peerIsVerified: verified, freeDiskBytes: free)
+        quota.decide(
+            bodySizes: sizes, peer: peer, total: total, sender: verified ? .correspondent : .stranger,
+            freeDiskBytes: free)
     }
 
     func testAnUnverifiedPeerIsRefusedPastItsMessageCount() {
@@ -56,9 +58,26 @@ final class ReceiveQuotaTests: XCTestCase {
 
     func testTheStandardAllowancesAreOrdered() {
         let s = ReceiveQuota.standard
-        XCTAssertLessThan(s.unverified.messages, s.verified.messages)
-        XCTAssertLessThan(s.unverified.bytes, s.verified.bytes)
-        XCTAssertLessThanOrEqual(s.verified.bytes, s.total.bytes)
+        XCTAssertLessThan(s.stranger.messages, s.correspondent.messages)
+        XCTAssertLessThan(s.stranger.bytes, s.correspondent.bytes)
+        XCTAssertLessThanOrEqual(s.correspondent.bytes, s.total.bytes)
+    }
+
+    func testAYearOfABusyConversationFitsACorrespondentButNotAStranger() {
+        // 300 messages a day of ~200 bytes for a year: what a real conversation reaches,
+        // far past the 10,000 messages a stranger may leave.
+        let year = ReceiveQuota.Usage(messages: 300 * 365, bytes: 300 * 365 * 200)
+        let s = ReceiveQuota.standard
+        XCTAssertEqual(
+            s.decide(bodySizes: [200], peer: year, total: year, sender: .correspondent, freeDiskBytes: 1 << 40), [nil])
+        XCTAssertEqual(
+            s.decide(bodySizes: [200], peer: year, total: year, sender: .stranger, freeDiskBytes: 1 << 40),
+            [.peerQuota])
+    }
+
+    func testACorrespondentIsStillBoundedByTheTotalAndTheDiskFloor() {
+        XCTAssertEqual(decide([10], total: .init(messages: 12, bytes: 120), verified: true), [.nodeQuota])
+        XCTAssertEqual(decide([10], verified: true, free: 5_001), [.diskFull])
     }
 
     func testRefusalCodesAreTheProtocolsAndDistinct() {

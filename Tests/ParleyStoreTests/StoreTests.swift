@@ -216,6 +216,17 @@ final class StoreTests: XCTestCase {
             try store.storedIncomingIDs([messageID(1), messageID(3), messageID(9)], from: alice), [messageID(1)])
     }
 
+    func testACorrespondentIsAPeerTheUserWroteToNotOneThatOnlyWroteToUs() throws {
+        let store = try open()
+        _ = try store.storeIncoming([incoming(1, from: alice), incoming(2, from: bob)], at: 10)
+        XCTAssertFalse(try store.hasWritten(to: alice), "a stream of incoming messages makes nobody a correspondent")
+        _ = try store.enqueue([outgoing(3, to: alice)], sender: me)
+        XCTAssertTrue(try store.hasWritten(to: alice), "queued already counts: the user chose to write")
+        XCTAssertFalse(try store.hasWritten(to: bob))
+        _ = try store.deleteConversation(with: alice)
+        XCTAssertFalse(try store.hasWritten(to: alice), "deleting the conversation forgets it")
+    }
+
     func testDeletingAConversationRemovesBothDirectionsAndKeepsTheCounts() throws {
         let store = try open()
         _ = try store.storeIncoming([incoming(1, from: alice), incoming(2, from: bob)], at: 10)

@@ -161,10 +161,13 @@ class BackgroundProcess:
 
 
 class Lab:
-    """A lab of `hosts` hosts (h1..hN), built on enter and torn down on exit."""
+    """A lab of `hosts` hosts (h1..hN), built on enter and torn down on exit. With
+    `routed=K`: two subnets joined by a router "r" (lanlab up-routed): h1..hK on
+    10.79.0.0/24, the rest on 10.79.1.0/24."""
 
-    def __init__(self, hosts: int = 2):
+    def __init__(self, hosts: int = 2, routed: Optional[int] = None):
         self.hosts = hosts
+        self.routed = routed
         # Unique per lab: pid + random, within lanlab's 20-character limit.
         self.prefix = f"pl{os.getpid() % 100000}_{secrets.token_hex(3)}"
         self.dir = Path(tempfile.mkdtemp(prefix="parley-lab-"))
@@ -173,7 +176,10 @@ class Lab:
 
     def __enter__(self) -> "Lab":
         try:
-            self.lanlab("up", str(self.hosts), timeout=LAB_UP_TIMEOUT)
+            if self.routed:
+                self.lanlab("up-routed", str(self.hosts), str(self.routed), timeout=LAB_UP_TIMEOUT)
+            else:
+                self.lanlab("up", str(self.hosts), timeout=LAB_UP_TIMEOUT)
         except BaseException:
             self._down(failed=True)
             raise
@@ -193,7 +199,7 @@ class Lab:
 
     def dump_logs(self) -> None:
         """Prints the lab's daemon logs (pytest shows them for a failed test)."""
-        for log in sorted(self.dir.glob("h*/avahi*.log")):
+        for log in sorted([*self.dir.glob("h*/avahi*.log"), *self.dir.glob("r/avahi*.log")]):
             print(f"--- {log.relative_to(self.dir)}", file=sys.stderr)
             print(log.read_text(errors="replace")[-4000:], file=sys.stderr)
 
@@ -206,6 +212,14 @@ class Lab:
 
     def ip(self, host: str) -> str:
         return self.lanlab("ip", host).strip()
+
+    def ip6(self, host: str) -> str:
+        """The host's IPv6 address (fd79::I; only TCP uses it, avahi is IPv4 only)."""
+        return self.lanlab("ip6", host).strip()
+
+    def add_addresses(self, host: str, addresses: List[str]) -> None:
+        """Gives `host` more IPv4 (10.79.0.x) or IPv6 addresses, usable at once."""
+        self.lanlab("addr", host, *addresses)
 
     def exec(self, host: str, args: List[str], background: bool = False,
              timeout: float = COMMAND_TIMEOUT, stdin_pipe: bool = False):

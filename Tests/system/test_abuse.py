@@ -31,7 +31,7 @@ def start_attack(target, mode, *args, source=None):
 def finish(attack, timeout=120):
     out, err = attack.communicate(timeout=timeout)
     assert attack.returncode == 0, err
-    return out.strip()
+    return out.strip().splitlines()[-1]  # the result (identities prints a progress line first)
 
 
 @pytest.fixture
@@ -257,3 +257,53 @@ def test_room_messages_count_against_their_authors_quota(cluster):
     assert [m["body"] for m in alice.messages("#lab")] == ["room 0", "room 1", "room 2"]
     assert "over the receive quota" in alice.log_path.read_text()
     assert alice.proc.poll() is None and bob.proc.poll() is None
+
+
+def refused_send(node, to, text):
+    """`parley send --wait` of a message the recipient refuses: it fails saying why, and
+    the message stays queued at the sender."""
+    waited = node.cli("send", to, text, "--wait", "--timeout", "20", check=False)
+    assert waited.returncode != 0 and "stays queued" in waited.stderr and "quota" in waited.stderr, waited.stderr
+    return waited.stderr
+
+
+def test_a_verified_peer_and_one_written_to_may_leave_more_than_a_stranger(cluster):
+    """Issue 15's allowances with real daemons and small quotas: alice keeps 3 messages
+    from a stranger and 6 from a correspondent. bob (verified by alice) and carol (alice
+    wrote to her) leave 6 each; dave (a stranger) 3, and is told how to get more room."""
+    cfg = write_config(cluster, "alice", "quota_peer_messages = 3\nquota_verified_peer_messages = 6\n")
+    alice = cluster.node("alice", extra_args=cfg).start()
+    others = {name: cluster.node(name, peers=[alice.address]).start() for name in ("bob", "carol", "dave")}
+    wait_until(lambda: all(alice.online(n) and o.online("alice") for n, o in others.items()), what="three sessions")
+    alice.cli("trust", "verify", "bob", "--fingerprint", others["bob"].whoami()["fingerprint"])
+    alice.cli("send", "carol", "hello carol", "--wait", timeout=30)
+    for name in ("bob", "carol"):
+        for i in range(6):
+            others[name].cli("send", "alice", f"{name} {i}", "--wait", timeout=30)
+        refused_send(others[name], "alice", f"{name}: one too many")
+    for i in range(3):
+        others["dave"].cli("send", "alice", f"dave {i}", "--wait", timeout=30)
+    why = refused_send(others["dave"], "alice", "dave: one too many")
+    assert "verifies you or writes to you" in why, why
+    kept = {name: [m["body"] for m in alice.messages(name) if m["direction"] == "in"] for name in others}
+    assert kept == {"bob": [f"bob {i}" for i in range(6)], "carol": [f"carol {i}" for i in range(6)],
+                    "dave": [f"dave {i}" for i in range(3)]}, kept
+    log = alice.log_path.read_text()
+    assert "parley trust verify dave" in log and "parley forget-messages dave" in log, "alice is told what to do"
+
+
+def test_an_identity_that_never_exchanged_a_message_is_forgotten_after_its_lifetime(cluster):
+    """unused_identity_lifetime_s = 2 (a day by default): a fresh key that completed a
+    handshake and left is forgotten once it was not seen for 2 s; bob, who exchanged a
+    message with alice and went offline at the same time, is kept."""
+    cfg = write_config(cluster, "alice", "unused_identity_lifetime_s = 2\n")
+    alice = cluster.node("alice", extra_args=cfg).start()
+    bob = cluster.node("bob", peers=[alice.address]).start()
+    wait_until(lambda: alice.online("bob") and bob.online("alice"), what="session")
+    honest_still_flows(alice, bob, "a message makes bob a peer worth keeping")
+    assert finish(start_attack(alice, "honest", "passer-by"), timeout=30).startswith("OK")
+    assert alice.peer_info("passer-by") is not None, "pinned on first use"
+    bob.stop()
+    wait_until(lambda: alice.peer_info("passer-by") is None, timeout=20, what="the unused identity forgotten")
+    assert alice.peer_info("bob") is not None, "a peer that exchanged messages is kept"
+    assert "forgot identities that were never used" in alice.log_path.read_text()

@@ -11,7 +11,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 TARGETS = ["FuzzFrameDecoder", "FuzzHandshakeResponder", "FuzzCardDecoder",
-           "FuzzAppRecord", "FuzzJSONRPC", "FuzzConfigFile"]
+           "FuzzAppRecord", "FuzzJSONRPC", "FuzzConfigFile", "FuzzWebRelay"]
 # scripts/fuzz.sh's exit status when the toolchain has no libFuzzer (automake's "skip").
 SKIPPED = 77
 # A cold build of the fuzz package (every module, sanitized) on a slow 2-core machine.

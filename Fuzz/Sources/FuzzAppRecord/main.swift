@@ -63,7 +63,7 @@ private func checkRoundTrip(_ record: AppRecord) {
     case .unknown, .close, .file(.end):
         return
     case .chat, .ack, .cardUpdate, .ping, .pong, .readReceipt, .roomOperation, .roomChat, .listenPorts, .refused,
-        .messageAction, .status, .file:
+        .messageAction, .status, .file, .addressRecord, .contactTags, .dialBackRequest, .dialBackResult:
         var decoder = RecordStreamDecoder()
         decoder.append(record.encoded())
         let again = try? decoder.next()

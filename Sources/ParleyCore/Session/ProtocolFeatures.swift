@@ -13,8 +13,12 @@ public struct ProtocolFeatures: OptionSet, Hashable, Sendable {
     /// File transfer: records 0x30-0x35 (docs/PROTOCOL.md "Files").
     public static let files = ProtocolFeatures(rawValue: 1 << 1)
 
+    /// Signed address records (0x21), contact tags (0x22) and the dial-back probe
+    /// (0x23, 0x24): address gossip among contacts (docs/PROTOCOL.md "Address gossip").
+    public static let addressGossip = ProtocolFeatures(rawValue: 1 << 2)
+
     /// What this version understands.
-    public static let supported: ProtocolFeatures = [.conversation, .files]
+    public static let supported: ProtocolFeatures = [.conversation, .files, .addressGossip]
 }
 
 extension AppRecord.RecordType {
@@ -27,6 +31,8 @@ extension AppRecord.RecordType {
             return .conversation
         case .fileOffer, .fileWant, .fileHashes, .fileChunk, .fileHave, .fileEnd:
             return .files
+        case .addressRecord, .contactTags, .dialBackRequest, .dialBackResult:
+            return .addressGossip
         case .chat, .ack, .cardUpdate, .ping, .pong, .close, .refused, .readReceipt, .roomOperation, .roomChat,
             .listenPorts:
             return nil

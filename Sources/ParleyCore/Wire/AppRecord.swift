@@ -41,6 +41,14 @@ public enum AppRecord: Equatable, Sendable {
     /// A file record (0x30-0x35, docs/PROTOCOL.md "Files"). Sent only to peers whose
     /// handshake announced `ProtocolFeatures.files`.
     case file(FileRecord)
+    /// Where a node can be reached, signed by that node (0x21): its own, or a contact's
+    /// relayed by gossip. Optional: `ProtocolFeatures.addressGossip`.
+    case addressRecord(SignedAddressRecord)
+    /// The identities the sender already knows, blinded (0x22): what it may be told about.
+    case contactTags(ContactTags)
+    /// `parley doctor`'s reachability probe (0x23) and its answer (0x24).
+    case dialBackRequest(DialBackRequest)
+    case dialBackResult(DialBackResult)
     /// A record type this version does not know: skipped, for forward compatibility.
     case unknown(type: UInt8, length: Int)
 
@@ -58,6 +66,8 @@ public enum AppRecord: Equatable, Sendable {
         case listenPorts = 0x20
         case fileOffer = 0x30, fileWant = 0x31, fileHashes = 0x32, fileChunk = 0x33, fileHave = 0x34
         case fileEnd = 0x35
+        /// Address gossip and the dial-back probe (issue 19; 0x25-0x2F reserved for it).
+        case addressRecord = 0x21, contactTags = 0x22, dialBackRequest = 0x23, dialBackResult = 0x24
     }
 
     public static let headerLength = 5
@@ -190,6 +200,14 @@ extension AppRecord {
             put(.listenPorts, p)
         case .file(let f):
             put(f.recordType, f.payload())
+        case .addressRecord(let record):
+            put(.addressRecord, record.encoded())
+        case .contactTags(let tags):
+            put(.contactTags, tags.encoded())
+        case .dialBackRequest(let request):
+            put(.dialBackRequest, request.encoded())
+        case .dialBackResult(let result):
+            put(.dialBackResult, result.encoded())
         case .unknown:
             break  // never sent
         }
@@ -283,6 +301,26 @@ extension AppRecord {
                 return .listenPorts(ports)
             case .fileOffer, .fileWant, .fileHashes, .fileChunk, .fileHave, .fileEnd:
                 return .file(try FileRecord.decode(known, &r))
+            case .addressRecord:
+                do { return .addressRecord(try SignedAddressRecord.decode(payload)) } catch {
+                    throw AppRecordError.malformed(type: type, reason: error.description)
+                }
+            case .contactTags:
+                do { return .contactTags(try ContactTags.decode(payload)) } catch {
+                    throw AppRecordError.malformed(type: type, reason: error.description)
+                }
+            case .dialBackRequest:
+                let nonce = try r.readUInt64()
+                guard let request = DialBackRequest(nonce: nonce, port: try r.readUInt16()), r.isAtEnd else {
+                    throw AppRecordError.malformed(type: type, reason: "dial-back request")
+                }
+                return .dialBackRequest(request)
+            case .dialBackResult:
+                let nonce = try r.readUInt64()
+                guard let outcome = DialBackResult.Outcome(rawValue: try r.readUInt8()), r.isAtEnd else {
+                    throw AppRecordError.malformed(type: type, reason: "dial-back result")
+                }
+                return .dialBackResult(DialBackResult(nonce: nonce, outcome: outcome))
             case .roomChat, .roomReply:
                 let id = MessageID(exactly: try r.readBytes(MessageID.length))
                 let room = RoomID(exactly: try r.readBytes(RoomID.length))

@@ -3,7 +3,8 @@
 /// at the next session.
 public enum RefusalReason: UInt8, Sendable, Equatable, CaseIterable {
     /// The receiver keeps as much from this sender as it allows one peer (more once the
-    /// receiver's user verified the sender, or deleted some of the conversation).
+    /// receiver's user verified the sender or wrote to it; room again once the receiver's
+    /// user deleted some of the conversation).
     case peerQuota = 1
     /// The receiver keeps as much as it allows from all peers together.
     case nodeQuota = 2
@@ -15,8 +16,12 @@ public enum RefusalReason: UInt8, Sendable, Equatable, CaseIterable {
     /// What the sender's user is told.
     public var description: String {
         switch self {
-        case .peerQuota: return "the recipient keeps no more messages from you for now (its quota for you is full)"
-        case .nodeQuota: return "the recipient keeps no more messages from anyone for now (its storage quota is full)"
+        case .peerQuota:
+            return "the recipient keeps no more messages from you for now (its quota for you is full: "
+                + "it takes more once its user verifies you or writes to you, or deletes old messages)"
+        case .nodeQuota:
+            return "the recipient keeps no more messages from anyone for now (its storage quota is full "
+                + "until its user deletes old conversations)"
         case .diskFull: return "the recipient's disk is nearly full"
         case .unknown: return "the recipient refused to store it"
         }

@@ -23,6 +23,16 @@ public enum WireLimits {
     /// at most; 8 leaves room and bounds what a peer can make us remember.
     public static let maxListenPorts = 8
 
+    /// Addresses in one signed address record (0x21): a host's few interfaces times its
+    /// one or two listening ports; bounds what one record can make a receiver dial.
+    public static let maxAddressesPerRecord = 8
+    /// Bytes of one address record: header 42 + 8 × 19 + signature 64 = 258.
+    public static let maxAddressRecordBytes = 1 + 32 + 8 + 1 + maxAddressesPerRecord * 19 + 64
+    /// Tags in one contactTags record (0x22): as many as the contacts a person keeps;
+    /// 1,024 × 16 bytes is 16 KiB, and a receiver hashes each of its contacts once per
+    /// record, not each tag.
+    public static let maxContactTags = 1_024
+
     /// Transport messages per direction after which both sides rekey that direction
     /// (Noise `Rekey()`). Counting messages, not bytes, lets both sides rekey at the
     /// same point without signalling: 2^16 messages of at most 64 KiB is ≤ 4 GiB per key.

@@ -59,13 +59,13 @@ extension ConfigFile {
         case .deadAfterMs:
             configuration.deadAfterMilliseconds = try reader.milliseconds()
         case .quotaPeerMessages:
-            configuration.receiveQuota.unverified.messages = try reader.quotaCount()
+            configuration.receiveQuota.stranger.messages = try reader.quotaCount()
         case .quotaPeerMib:
-            configuration.receiveQuota.unverified.bytes = try reader.mebibytes()
+            configuration.receiveQuota.stranger.bytes = try reader.mebibytes()
         case .quotaVerifiedPeerMessages:
-            configuration.receiveQuota.verified.messages = try reader.quotaCount()
+            configuration.receiveQuota.correspondent.messages = try reader.quotaCount()
         case .quotaVerifiedPeerMib:
-            configuration.receiveQuota.verified.bytes = try reader.mebibytes()
+            configuration.receiveQuota.correspondent.bytes = try reader.mebibytes()
         case .quotaTotalMessages:
             configuration.receiveQuota.total.messages = try reader.quotaCount()
         case .quotaTotalMib:
@@ -81,6 +81,8 @@ extension ConfigFile {
             configuration.downloadDirectory = try reader.string(check: DaemonConfiguration.problem(withPath:))
         case .fileAutoAcceptMib:
             configuration.fileAutoAcceptBytes = UInt64(try reader.mebibytes())
+        case .unusedIdentityLifetimeS:
+            configuration.unusedIdentityLifetimeSeconds = try reader.seconds()
         }
     }
 }
@@ -114,6 +116,15 @@ private struct ValueReader {
     func quotaCount() throws(ConfigError) -> Int {
         let expected = "an integer from 1 to 100000000"
         guard case .integer(let value) = entry.value, let n = Int(exactly: value), (1...100_000_000).contains(n) else {
+            throw mismatch(expected)
+        }
+        return n
+    }
+
+    /// A duration in seconds: 1 s (tests) to about ten years.
+    func seconds() throws(ConfigError) -> Int {
+        let expected = "an integer number of seconds from 1 to 315360000"
+        guard case .integer(let value) = entry.value, let n = Int(exactly: value), (1...315_360_000).contains(n) else {
             throw mismatch(expected)
         }
         return n

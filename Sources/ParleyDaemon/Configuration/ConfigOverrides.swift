@@ -35,6 +35,8 @@ public struct ConfigOverrides: Equatable, Sendable {
     /// `download_dir` and `file_auto_accept_mib` (no flags: set in the file).
     public var downloadDirectory: String?
     public var fileAutoAcceptBytes: UInt64?
+    /// `unused_identity_lifetime_s` (no flag).
+    public var unusedIdentityLifetimeSeconds: Int?
 
     public init() {}
 
@@ -63,6 +65,9 @@ public struct ConfigOverrides: Equatable, Sendable {
         if let maxSessions { configuration.maxSessions = maxSessions }
         if let downloadDirectory { configuration.downloadDirectory = downloadDirectory }
         if let fileAutoAcceptBytes { configuration.fileAutoAcceptBytes = fileAutoAcceptBytes }
+        if let unusedIdentityLifetimeSeconds {
+            configuration.unusedIdentityLifetimeSeconds = unusedIdentityLifetimeSeconds
+        }
     }
 }
 

@@ -57,6 +57,9 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var downloadDirectory: String?
     /// `file_auto_accept_mib`: files from verified peers up to this size arrive without asking.
     public var fileAutoAcceptBytes: UInt64 = FileAcceptPolicy.defaultAutoAcceptBytes
+    /// `unused_identity_lifetime_s`: how long a key that never exchanged a message is kept
+    /// after it was last seen (`NodeLimits.unusedIdentityLifetime`, a day).
+    public var unusedIdentityLifetimeSeconds: Int = Int(NodeLimits.unusedIdentityLifetime.components.seconds)
 
     /// The IANA-unassigned port parleyd uses when none is given.
     public static let defaultPort: UInt16 = 7744
@@ -171,6 +174,7 @@ public struct DaemonConfiguration: Equatable, Sendable {
         case .maxSessions: maxSessions != other.maxSessions
         case .downloadDir: downloadDirectory != other.downloadDirectory
         case .fileAutoAcceptMib: fileAutoAcceptBytes != other.fileAutoAcceptBytes
+        case .unusedIdentityLifetimeS: unusedIdentityLifetimeSeconds != other.unusedIdentityLifetimeSeconds
         }
     }
 

@@ -195,6 +195,18 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
                 }
             case let .awaitDial(key, address, timeoutMs):
                 waitForDial(key, address: address, timeoutMs: timeoutMs, requestID: request.id)
+            case .later(let start):
+                let rid = request.id
+                let answers = !request.isNotification
+                pendingDials += 1  // keeps the idle timer off while the answer is outstanding
+                idleTimer?.cancel()
+                start { [weak self] result in
+                    guard let self else { return }
+                    self.pendingDials -= 1
+                    if answers { self.writeSuccess(id: rid, result: result) }
+                    self.context?.flush()
+                    self.armIdleTimer()
+                }
             case let .subscribe(filter, since):
                 let response = subscribe(filter: filter, since: since, requestID: request.id)
                 if !request.isNotification { write(response) }

@@ -28,6 +28,9 @@ struct ControlDispatcher {
         /// `peers.connect` with `wait`: the connection answers when the dial of this target
         /// ends or after `timeoutMs`.
         case awaitDial(DialTargetKey, address: String, timeoutMs: Int)
+        /// The typed result comes later: `start` is called with the function that answers
+        /// (on the event loop), e.g. `doctor.report` waiting for a dial-back.
+        case later(start: (@escaping (any Encodable & Sendable) -> Void) -> Void)
         /// The connection becomes a subscriber (resuming after `since`); it answers itself.
         case subscribe(filterIdentity: String?, since: Int?)
         /// The answer is computed off the request's turn (`files.send` hashes the file first).
@@ -183,6 +186,8 @@ struct ControlDispatcher {
                 .reaction(reaction, added: !(p.remove ?? false)),
                 on: try node.resolveMessage(p.message))
             return .typed(id: id, result: MessageChangeResult(message: node.messageInfo(updated)))
+        case .doctorReport(let p):
+            return doctorReport(p, id: id)
         case .nodeSetStatus(let p):
             let (status, told) = try node.setStatus(p.status)
             return .typed(id: id, result: NodeSetStatusResult(status: status.text, peersNotified: told))
@@ -378,6 +383,43 @@ struct ControlDispatcher {
         case .invalidAddress: return JSONRPCError(.invalidAddress, e.description)
         case .queueFull: return JSONRPCError(.storageFailed, e.description)
         case .noStateDirectory: return JSONRPCError(.storageFailed, e.description)
+        }
+    }
+}
+
+extension ControlDispatcher {
+    /// `doctor.report`: the node's discovery and reachability facts, and optionally the
+    /// dial-back probe through one connected peer.
+    func doctorReport(_ p: DoctorReportParams, id: JSONRPCID?) -> Reply {
+        let node = self.node
+        let facts = node.doctorFacts()
+        let info = self.info
+        let online = node.sessions.count
+        let result = { (dialBack: DoctorDialBack?) in
+            DoctorReportResult(
+                listen: info.listenAddresses, mdns: info.mdns, ownAdvertisementSeen: facts.ownAdvertisementSeen,
+                advertisementsSeen: facts.advertisements, advertisementsUnreachable: facts.unreachable,
+                peersOnline: online, staticPeers: facts.staticPeers, dialBack: dialBack)
+        }
+        guard p.dialBack ?? false else { return .typed(id: id, result: result(nil)) }
+        return .later { answer in
+            guard let (peer, name) = node.dialBackCandidate() else {
+                answer(result(DoctorDialBack(peer: nil, outcome: .noPeer)))
+                return
+            }
+            let asked = node.requestDialBack(
+                from: peer, timeout: .milliseconds(Int64(ControlLimits.doctorDialBackTimeoutMs))
+            ) { outcome in
+                let o: DoctorDialBack.Outcome
+                switch outcome {
+                case .connected?: o = .connected
+                case .failed?: o = .failed
+                case .refused?: o = .refused
+                case nil: o = .timeout
+                }
+                answer(result(DoctorDialBack(peer: name, outcome: o)))
+            }
+            if !asked { answer(result(DoctorDialBack(peer: nil, outcome: .noPeer))) }
         }
     }
 }

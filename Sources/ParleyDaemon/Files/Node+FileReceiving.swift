@@ -78,7 +78,7 @@ extension Node {
         let peerFiles = (try? store.incomingFileBytes(from: peer.hex)) ?? 0
         let allFiles = (try? store.incomingFileBytes(from: nil)) ?? 0
         return fileAcceptPolicy.decide(
-            size: size, senderVerified: verified, userAccepted: userAccepted,
+            size: size, senderVerified: verified, standing: quotaStanding(of: peer), userAccepted: userAccepted,
             peerUsage: ReceiveQuota.Usage(messages: peerMessages.0, bytes: peerMessages.1 + peerFiles),
             totalUsage: ReceiveQuota.Usage(messages: allMessages.0, bytes: allMessages.1 + allFiles),
             freeDiskBytes: freeBytes(at: downloadDirectory))

@@ -17,6 +17,11 @@ protocol PeerConnectionDelegate: AnyObject {
     func connection(_ connection: PeerConnection, receivedCard card: [UInt8])
     /// The peer's `listenPorts` record: where it can be dialled back.
     func connection(_ connection: PeerConnection, announcedListenPorts ports: [UInt16])
+    /// Address gossip (0x21, 0x22) and the dial-back probe (0x23, 0x24).
+    func connection(_ connection: PeerConnection, receivedAddressRecord record: SignedAddressRecord)
+    func connection(_ connection: PeerConnection, receivedContactTags tags: ContactTags)
+    func connection(_ connection: PeerConnection, receivedDialBackRequest request: DialBackRequest)
+    func connection(_ connection: PeerConnection, receivedDialBackResult result: DialBackResult)
     /// Room operations and room chats of one read, in arrival order.
     func connection(_ connection: PeerConnection, receivedRoomTraffic records: [RoomTraffic])
     /// Edits, deletes and reactions of one read, after its chats.
@@ -207,6 +212,10 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         case .status(let s): delegate?.connection(self, receivedStatus: s)
         case .listenPorts(let ports): delegate?.connection(self, announcedListenPorts: ports)
         case .file(let record): delegate?.connection(self, receivedFile: record)
+        case .addressRecord(let r): delegate?.connection(self, receivedAddressRecord: r)
+        case .contactTags(let t): delegate?.connection(self, receivedContactTags: t)
+        case .dialBackRequest(let r): delegate?.connection(self, receivedDialBackRequest: r)
+        case .dialBackResult(let r): delegate?.connection(self, receivedDialBackResult: r)
         case .unknown: break
         }
     }
@@ -399,4 +408,12 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         case .unixDomainSocket: return "unix"
         }
     }
+}
+
+extension PeerConnectionDelegate {
+    // Gossip and dial-back are optional for a delegate (the unit tests' recorders).
+    func connection(_ connection: PeerConnection, receivedAddressRecord record: SignedAddressRecord) {}
+    func connection(_ connection: PeerConnection, receivedContactTags tags: ContactTags) {}
+    func connection(_ connection: PeerConnection, receivedDialBackRequest request: DialBackRequest) {}
+    func connection(_ connection: PeerConnection, receivedDialBackResult result: DialBackResult) {}
 }

@@ -138,6 +138,7 @@ extension Node {
     func stopDialingRemembered(_ identityHex: String) {
         guard let key = IdentityPublicKey(hex: identityHex) else { return }
         perform(dialPlanner.remove(DialTargetKey(rememberedPeer: key)))
+        gossip.forget(key)
     }
 
     /// `peer` can be reached at these "host:port" addresses: store them and tell the planner.

@@ -11,13 +11,19 @@ extension Node {
         presence: (nonce: [UInt8], token: [UInt8])? = nil, version: String?
     ) {
         loop.preconditionInEventLoop()
-        if instance == ownInstanceName { return }
+        if instance == ownInstanceName {
+            ownAdvertisementSeen = true
+            return
+        }
         if let hint = fingerprintHint, hint == fingerprint.compact { return }
         // Private presence: the token names a contact only to us; a match becomes the
         // fingerprint the handshake must prove (the spoof check), like a legacy `fp`.
         var fingerprintHint = fingerprintHint
         if fingerprintHint == nil, let presence {
-            if recognises(presence, as: myIdentityKey) { return }  // our own advertisement
+            if recognises(presence, as: myIdentityKey) {  // our own advertisement
+                ownAdvertisementSeen = true
+                return
+            }
             fingerprintHint = contact(presentedBy: presence).map { Fingerprint($0).compact }
         }
         if let version, version != "1" {

@@ -47,11 +47,11 @@ extension Node {
                 "could not count what is stored from a peer; its messages are taken unchecked", ["error": "\(error)"])
             return ([RefusalReason?](repeating: nil, count: chats.count), [])
         }
-        let verified = peerRecord(sender.hex)?.trust == .verified
+        let standing = quotaStanding(of: sender)
         let free = freeDiskBytes()
         var verdicts = options.quota.decide(
             bodySizes: chats.map(\.size), peer: peerUsage,
-            total: totalUsage, peerIsVerified: verified, freeDiskBytes: free)
+            total: totalUsage, sender: standing, freeDiskBytes: free)
         if verdicts.contains(where: { $0 != nil }) {
             // Refuse only what we do not already have: a resent stored message is acked.
             let known = (try? store.storedIncomingIDs(chats.map(\.id.hex), from: sender.hex)) ?? []
@@ -59,7 +59,7 @@ extension Node {
                 let fresh = chats.indices.filter { !known.contains(chats[$0].id.hex) }
                 let again = options.quota.decide(
                     bodySizes: fresh.map { chats[$0].size }, peer: peerUsage,
-                    total: totalUsage, peerIsVerified: verified, freeDiskBytes: free)
+                    total: totalUsage, sender: standing, freeDiskBytes: free)
                 verdicts = [RefusalReason?](repeating: nil, count: chats.count)
                 for (k, i) in fresh.enumerated() { verdicts[i] = again[k] }
             }
@@ -71,9 +71,46 @@ extension Node {
         for (reason, ids) in refused {
             attackLog.log(
                 key: "quota:" + sender.hex, "incoming messages refused: over the receive quota",
-                ["peer": displayName(of: sender.hex), "reason": "\(reason)", "count": "\(ids.count)"])
+                [
+                    "peer": displayName(of: sender.hex), "reason": "\(reason)", "count": "\(ids.count)",
+                    "next": Self.remedy(for: reason, standing: standing, peer: displayName(of: sender.hex))
+                ])
         }
         return (verdicts, refused.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key, $0.value) })
+    }
+
+    /// A stranger, or a correspondent (verified, or written to by the user). Once one, a
+    /// peer stays one in the cache until the user deletes messages (`quotaCountsChanged`).
+    func quotaStanding(of sender: IdentityPublicKey) -> ReceiveQuota.Standing {
+        if quotaCache.correspondents.contains(sender) { return .correspondent }
+        let isCorrespondent =
+            peerRecord(sender.hex)?.trust == .verified || ((try? store.hasWritten(to: sender.hex)) ?? false)
+        guard isCorrespondent else { return .stranger }
+        if quotaCache.correspondents.count >= NodeLimits.maxSessions { quotaCache.correspondents.removeAll() }
+        quotaCache.correspondents.insert(sender)
+        return .correspondent
+    }
+
+    /// What the user can do to take in what was refused, each safe: verifying or writing
+    /// to a stranger makes it a correspondent (a larger allowance, still under the total
+    /// and the disk floor); deleting messages frees their place (the sender still has the
+    /// refused ones queued, and acknowledged ones are never sent again); a raised limit is
+    /// bounded by the config's ranges and the disk floor stays.
+    static func remedy(for reason: RefusalReason, standing: ReceiveQuota.Standing, peer: String) -> String {
+        switch reason {
+        case .peerQuota where standing == .stranger:
+            "verify the peer (parley trust verify \(peer)) or write to it for the larger allowance, "
+                + "delete its messages (parley forget-messages \(peer)), or raise quota_peer_messages / "
+                + "quota_peer_mib in parleyd.toml"
+        case .peerQuota, .unknown:
+            "delete old messages with the peer (parley export, then parley forget-messages \(peer)) or raise "
+                + "quota_verified_peer_messages / quota_verified_peer_mib in parleyd.toml"
+        case .nodeQuota:
+            "delete old conversations (parley export, then parley forget-messages PEER) or raise "
+                + "quota_total_messages / quota_total_mib in parleyd.toml"
+        case .diskFull:
+            "free disk space on the state directory's file system (or lower disk_floor_mib in parleyd.toml)"
+        }
     }
 
     /// Counts newly stored messages against the cached usage.
@@ -155,5 +192,8 @@ extension Node {
 /// The stored usage the quota needs, cached per peer (the counts are queries).
 struct QuotaCache {
     var perPeer: [IdentityPublicKey: ReceiveQuota.Usage] = [:]
+    /// Senders known to be correspondents (the larger allowance); strangers are looked up
+    /// again each time, so the user's first message to one counts at once.
+    var correspondents: Set<IdentityPublicKey> = []
     var total: ReceiveQuota.Usage?
 }

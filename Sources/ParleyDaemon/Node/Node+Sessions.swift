@@ -152,6 +152,7 @@ extension Node {
             }
         }
         announceStatus(on: conn)
+        startGossip(on: conn, peer: peer)
         pump(conn)
         sendPendingReadReceipts(conn)
         filesSessionStarted(conn)
@@ -188,6 +189,7 @@ extension Node {
         log.info("session down", ["peer": peer.fingerprintText])
         perform(actions)
         perform(dialPlanner.sessionDown(peer, random: random))
+        gossip.sessionEnded(peer)
     }
 
     /// Performs the session table's actions that are not part of establishing a session.
@@ -211,9 +213,9 @@ extension Node {
     }
 
     /// Forgets keys pinned on first use (or held) that never exchanged a message and were
-    /// not seen for `NodeLimits.unusedIdentityLifetime` (Store.expireUnusedPeers).
+    /// not seen for `options.unusedIdentityLifetime` (Store.expireUnusedPeers).
     func expireUnusedIdentities() {
-        let before = nowMs - NodeLimits.unusedIdentityLifetime.wholeMilliseconds
+        let before = nowMs - options.unusedIdentityLifetime.wholeMilliseconds
         do {
             let expired = try store.expireUnusedPeers(lastSeenBefore: before, keep: Set(sessions.peers.map(\.hex)))
             guard !expired.isEmpty else { return }
@@ -238,7 +240,7 @@ extension Node {
     /// ack-timeout resend of every send window.
     func keepaliveTick() {
         let now = clock.monotonicNow()
-        if lastIdentityExpiry.map({ now - $0 >= NodeLimits.unusedIdentityCheckInterval }) ?? true {
+        if lastIdentityExpiry.map({ now - $0 >= options.unusedIdentityCheckInterval }) ?? true {
             lastIdentityExpiry = now
             expireUnusedIdentities()
         }

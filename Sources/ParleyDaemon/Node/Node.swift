@@ -62,6 +62,17 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var nextDialWatchToken = 0
     /// The TCP ports this node listens on, announced to every peer (`listenPorts` record).
     var listenPorts: [UInt16] = []
+    /// The addresses the listeners are bound to ("host:port"), for our signed address record.
+    var listenAddresses: [String] = []
+    /// Address gossip among contacts (Node+Gossip.swift).
+    var gossip: AddressGossip
+    var ownRecordCache: SignedAddressRecord?
+    /// Peers the local user has written to (address gossip's contacts, Node+Gossip.swift).
+    var talkedWith = Set<IdentityPublicKey>()
+    /// Dial-back probes answered, per requesting host (`GossipLimits.dialBack*`).
+    var dialBackLimit = DialRateLimit(burst: GossipLimits.dialBackBurst, interval: GossipLimits.dialBackInterval)
+    /// Our own dial-back probes waiting for their answer, by nonce.
+    var dialBackWaiters: [UInt64: (timeout: Scheduled<Void>, report: (DialBackResult.Outcome?) -> Void)] = [:]
     var offlineTimers: [IdentityPublicKey: Scheduled<Void>] = [:]
     private var tick: RepeatedTask?
     var stopping = false
@@ -81,6 +92,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     private var peerIndex: [String: PeerRecord]?
     /// Our own mDNS instance name (Avahi may rename it on a conflict).
     var ownInstanceName: String?
+    /// Our own advertisement came back through our browser (`parley doctor`).
+    var ownAdvertisementSeen = false
     /// Called after this node re-issued its card (the daemon re-advertises).
     var onCardChanged: ((Card) -> Void)?
     /// `read_receipts`: tell senders when the local user read their messages.
@@ -122,6 +135,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         self.startedAt = clock.monotonicNow()
         self.sessions = SessionTable(me: keys.identity.publicKey, maxSessions: options.maxSessions)
         self.dialPlanner = DialPlanner(backoff: options.redial)
+        self.gossip = AddressGossip(own: keys.identity.publicKey)
         self.attackLog = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60))
     }
 
@@ -159,6 +173,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         tick = loop.scheduleRepeatedTask(initialDelay: period, delay: period) { [weak self] _ in
             self?.keepaliveTick()
         }
+        restoreAddressRecords()
         redialRememberedPeers()
     }
 

@@ -27,6 +27,15 @@ struct NodeOptions: Sendable {
     var fileInlineDigestBytes: UInt64 = 4 << 20
     /// Established sessions in total (`max_sessions`).
     var maxSessions = NodeLimits.maxSessions
+    /// How long a key that never exchanged a message is kept after it was last seen
+    /// (`unused_identity_lifetime_s`).
+    var unusedIdentityLifetime = NodeLimits.unusedIdentityLifetime
+
+    /// How often the node looks for such keys: hourly, or more often for a shorter
+    /// lifetime, so a key is forgotten at most half a lifetime late.
+    var unusedIdentityCheckInterval: Duration {
+        min(NodeLimits.unusedIdentityCheckInterval, unusedIdentityLifetime / 2)
+    }
 
     var keepalive: KeepalivePolicy {
         KeepalivePolicy(pingInterval: pingInterval.duration, deadAfter: deadAfter.duration)

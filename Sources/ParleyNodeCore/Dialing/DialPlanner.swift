@@ -37,6 +37,10 @@ public struct DialPlanner: Sendable {
         /// For advertisements: it claims (or proved) a peer we know. Known targets are
         /// kept first when the table of discovered targets is full.
         public var known = false
+        /// Candidates learned from gossip (a contact's signed record relayed by another):
+        /// dialled at the rate of unknown advertisements until one of them reaches the
+        /// peer, since the signer may list any address.
+        public var rateLimitedCandidates: Set<DialAddress> = []
         /// When this target was added (the oldest unknown one makes room first).
         var serial: UInt64 = 0
 
@@ -156,9 +160,11 @@ public struct DialPlanner: Sendable {
     /// (`listenPorts`) on the host its session came from. Its target is created or its
     /// candidates updated (the new ones first, at most `maxRememberedAddresses`) and
     /// dialled unless a session with it is up.
+    /// `gossiped`: the addresses come from a signed address record (`AddressGossip`);
+    /// they are dialled under `dialRate` (pass `now`).
     public mutating func remember(
         _ identity: IdentityPublicKey, addresses: [DialAddress],
-        sessions: SessionView
+        sessions: SessionView, gossiped: Bool = false, now: MonotonicInstant? = nil
     ) -> [Action] {
         let key = DialTargetKey(rememberedPeer: identity)
         // An address a configured or discovered target of the same peer already dials is
@@ -171,10 +177,16 @@ public struct DialPlanner: Sendable {
         var merged: [DialAddress] = []
         for a in fresh + t.candidates where !merged.contains(a) { merged.append(a) }
         t.candidates = Array(merged.prefix(Self.maxRememberedAddresses))
+        if gossiped {
+            t.rateLimitedCandidates.formUnion(fresh)
+        } else {
+            t.rateLimitedCandidates.subtract(fresh)
+        }
+        t.rateLimitedCandidates.formIntersection(t.candidates)
         t.next = 0
         t.identity = identity
         targets[key] = t
-        return dial(key, sessions: sessions)
+        return dial(key, sessions: sessions, now: now)
     }
 
     public mutating func remove(_ key: DialTargetKey) -> [Action] {
@@ -220,7 +232,7 @@ public struct DialPlanner: Sendable {
         }
         guard !t.candidates.isEmpty else { return actions }
         let address = t.candidates[t.next % t.candidates.count]
-        if t.source == .discovered, !t.known, let now {
+        if (t.source == .discovered && !t.known) || t.rateLimitedCandidates.contains(address), let now {
             // An advertisement of someone we do not know: its address gets a few dials,
             // then one per interval, from this node whatever the advertisements say.
             if let wait = dialRate.take(host: address.host, now: now) {
@@ -258,6 +270,8 @@ public struct DialPlanner: Sendable {
         // A remembered peer's target stays that peer's: another node now at one of its
         // old addresses is a session of its own, not a new meaning for the target.
         if t.source != .remembered { t.identity = identity }
+        // The address reached the peer: no longer a mere claim.
+        if !t.candidates.isEmpty { t.rateLimitedCandidates.remove(t.candidates[t.next % t.candidates.count]) }
         t.known = true  // a session was kept: its redials are no longer rate-limited
         t.connecting = false
         t.failures = 0

@@ -24,10 +24,12 @@ public struct FileAcceptPolicy: Sendable, Equatable {
         self.quota = quota
     }
 
-    /// `userAccepted`: the local user said yes (then only the hard limits apply).
+    /// `userAccepted`: the local user said yes (then only the hard limits apply). `standing`
+    /// chooses the receive quota's allowance (a correspondent's or a stranger's);
+    /// `senderVerified` alone allows taking a file without asking.
     public func decide(
-        size: UInt64, senderVerified: Bool, userAccepted: Bool, peerUsage: ReceiveQuota.Usage,
-        totalUsage: ReceiveQuota.Usage, freeDiskBytes: Int?
+        size: UInt64, senderVerified: Bool, standing: ReceiveQuota.Standing, userAccepted: Bool,
+        peerUsage: ReceiveQuota.Usage, totalUsage: ReceiveQuota.Usage, freeDiskBytes: Int?
     ) -> Verdict {
         guard size <= FileLimits.maxFileBytes else {
             return .refuse("the file is larger than \(FileLimits.maxFileBytes >> 30) GiB")
@@ -36,11 +38,12 @@ public struct FileAcceptPolicy: Sendable, Equatable {
         if let free = freeDiskBytes, free - bytes < quota.diskFloorBytes {
             return .refuse("not enough disk space at the recipient")
         }
-        let allowance = senderVerified ? quota.verified : quota.unverified
+        let allowance = standing == .correspondent ? quota.correspondent : quota.stranger
         if peerUsage.bytes + bytes > allowance.bytes {
             return .refuse(
-                senderVerified
-                    ? "over the recipient's quota for you" : "over the recipient's quota for an unverified sender")
+                standing == .correspondent
+                    ? "over the recipient's quota for you"
+                    : "over the recipient's quota for a sender it does not know (ask them to verify you or write to you)")
         }
         if totalUsage.bytes + bytes > quota.total.bytes { return .refuse("over the recipient's storage quota") }
         if userAccepted { return .accept }

@@ -4,8 +4,8 @@ import ParleyCore
 /// the free disk space it never goes below (issue 15: a freshly generated identity could
 /// stream 64 KiB chats until the disk was full, each stored and acknowledged).
 ///
-/// Pure: the driver passes what is stored (`ReceiveQuota.Usage`), whether the sender is
-/// verified, and the free space it measured; the decision says, chat by chat, whether to
+/// Pure: the driver passes what is stored (`ReceiveQuota.Usage`), who the sender is to us
+/// (`Standing`: a stranger, or a correspondent the user verified or wrote to), and the free space it measured; the decision says, chat by chat, whether to
 /// store it or refuse it with a `RefusalReason` the sender records (its message stays queued
 /// there). Tested in `ReceiveQuotaTests`.
 public struct ReceiveQuota: Sendable, Equatable {
@@ -33,15 +33,26 @@ public struct ReceiveQuota: Sendable, Equatable {
         }
     }
 
-    /// Any peer we have not verified (pinned on first use, pending): what a stranger's
-    /// freshly generated key can make us keep. 10,000 messages / 64 MiB is years of an
-    /// ordinary conversation and a fraction of any disk.
-    public var unverified: Allowance
-    /// A peer whose fingerprint the user verified: a person, not just a key, so a larger
-    /// allowance (100,000 messages / 1 GiB).
-    public var verified: Allowance
+    /// Who a sender is to this node, for its allowance.
+    public enum Standing: Sendable, Equatable {
+        /// Not verified, and the user never wrote to it: all a freshly generated key is.
+        case stranger
+        /// Verified by the user, or written to by the user (a direct message): someone the
+        /// user talks with. An attacker can mint keys, not make the user verify or answer
+        /// them; and a real conversation must not be cut off after a few weeks.
+        case correspondent
+    }
+
+    /// A stranger: what a freshly generated key can make us keep. 10,000 messages / 64 MiB
+    /// is far more than an unanswered peer needs, and a fraction of any disk.
+    public var stranger: Allowance
+    /// A correspondent: 1,000,000 messages / 4 GiB, decades of a busy conversation
+    /// (100 messages a day is 36,500 a year); what bounds it in practice is the total and
+    /// the disk floor.
+    public var correspondent: Allowance
     /// All peers together: many fresh identities each within their own allowance must
-    /// still not fill the disk (500,000 messages / 4 GiB).
+    /// still not fill the disk, and a whole history stays within a known size
+    /// (2,000,000 messages / 16 GiB: years of 1,000 messages a day).
     public var total: Allowance
     /// Free bytes on the store's file system below which nothing more is taken in (the
     /// node keeps serving what it has: reading, sending, acknowledging what it already has).
@@ -49,14 +60,14 @@ public struct ReceiveQuota: Sendable, Equatable {
     public var diskFloorBytes: Int
 
     public static let standard = ReceiveQuota(
-        unverified: Allowance(messages: 10_000, bytes: 64 << 20),
-        verified: Allowance(messages: 100_000, bytes: 1 << 30),
-        total: Allowance(messages: 500_000, bytes: 4 << 30),
+        stranger: Allowance(messages: 10_000, bytes: 64 << 20),
+        correspondent: Allowance(messages: 1_000_000, bytes: 4 << 30),
+        total: Allowance(messages: 2_000_000, bytes: 16 << 30),
         diskFloorBytes: 256 << 20)
 
-    public init(unverified: Allowance, verified: Allowance, total: Allowance, diskFloorBytes: Int) {
-        self.unverified = unverified
-        self.verified = verified
+    public init(stranger: Allowance, correspondent: Allowance, total: Allowance, diskFloorBytes: Int) {
+        self.stranger = stranger
+        self.correspondent = correspondent
         self.total = total
         self.diskFloorBytes = diskFloorBytes
     }
@@ -66,9 +77,9 @@ public struct ReceiveQuota: Sendable, Equatable {
     /// a refused one does not, so a smaller message after a refused large one may still fit.
     /// `freeDiskBytes` nil means the driver could not measure it (the floor is not applied).
     public func decide(
-        bodySizes: [Int], peer: Usage, total: Usage, peerIsVerified: Bool, freeDiskBytes: Int?
+        bodySizes: [Int], peer: Usage, total: Usage, sender: Standing, freeDiskBytes: Int?
     ) -> [RefusalReason?] {
-        let allowance = peerIsVerified ? verified : unverified
+        let allowance = sender == .correspondent ? correspondent : stranger
         var peerUsed = peer
         var totalUsed = total
         var free = freeDiskBytes

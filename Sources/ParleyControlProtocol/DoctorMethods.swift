@@ -1,0 +1,68 @@
+/// `doctor.report`: what the daemon knows about discovery and reachability, for
+/// `parley doctor` (docs/CONTROL.md). With `dialBack`, it first asks one connected peer to
+/// open a TCP connection back to our listening port (docs/PROTOCOL.md, dialBackRequest)
+/// and waits for the answer, at most `ControlLimits.doctorDialBackTimeoutMs`.
+public struct DoctorReportParams: ControlCallParams {
+    public typealias ResultType = DoctorReportResult
+    public static let method = ControlMethod.doctorReport
+    public static let fieldNames = ["dialBack"]
+    public var dialBack: Bool?
+
+    public init(dialBack: Bool? = nil) { self.dialBack = dialBack }
+}
+
+public struct DoctorReportResult: Codable, Sendable, Hashable {
+    /// Addresses the peer listener is bound to, as `host:port`.
+    public var listen: [String]
+    public var mdns: MDNSState
+    /// Our own advertisement came back through our own browser (avahi publishes and
+    /// resolves for us).
+    public var ownAdvertisementSeen: Bool
+    /// Advertisements of other Parley nodes currently known (dial targets from mDNS).
+    public var advertisementsSeen: Int
+    /// Of those, the ones dialled without a session (attempts failed): adverts arrive but
+    /// TCP does not (client isolation, a firewall).
+    public var advertisementsUnreachable: Int
+    public var peersOnline: Int
+    /// Configured peers (`--peer`, the configuration).
+    public var staticPeers: Int
+    /// The dial-back probe, when asked for.
+    public var dialBack: DoctorDialBack?
+
+    public init(
+        listen: [String], mdns: MDNSState, ownAdvertisementSeen: Bool, advertisementsSeen: Int,
+        advertisementsUnreachable: Int, peersOnline: Int, staticPeers: Int, dialBack: DoctorDialBack?
+    ) {
+        self.listen = listen
+        self.mdns = mdns
+        self.ownAdvertisementSeen = ownAdvertisementSeen
+        self.advertisementsSeen = advertisementsSeen
+        self.advertisementsUnreachable = advertisementsUnreachable
+        self.peersOnline = peersOnline
+        self.staticPeers = staticPeers
+        self.dialBack = dialBack
+    }
+}
+
+public struct DoctorDialBack: Codable, Sendable, Hashable {
+    public enum Outcome: String, Codable, Sendable {
+        /// The peer reached our port.
+        case connected
+        /// The peer tried and could not connect: the port is blocked somewhere.
+        case failed
+        /// The peer's rate limit (one probe per minute).
+        case refused
+        /// No answer in time.
+        case timeout
+        /// No connected peer understands the probe (or none is connected).
+        case noPeer
+    }
+    /// The peer asked (its name), nil with `noPeer`.
+    public var peer: String?
+    public var outcome: Outcome
+
+    public init(peer: String?, outcome: Outcome) {
+        self.peer = peer
+        self.outcome = outcome
+    }
+}

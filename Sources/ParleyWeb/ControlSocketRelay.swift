@@ -1,0 +1,69 @@
+import Foundation
+import HummingbirdWebSocket
+import NIOCore
+import NIOPosix
+import ParleyControlProtocol
+import ParleyWebCore
+
+/// One WebSocket's relay to the daemon: its own connection to the control socket, requests
+/// from the page checked by `WebRelay` and written as lines, every line the daemon sends
+/// (answers and notifications) passed to the page as one text message. Either side closing
+/// ends both.
+struct ControlSocketRelay {
+    let controlSocketPath: String
+
+    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
+        let daemon: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+        do {
+            daemon = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connect(unixDomainSocketPath: controlSocketPath) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    }
+                }
+        } catch {
+            // The page shows the close reason (at most 123 bytes in a close frame).
+            try? await outbound.close(.unexpectedServerError, reason: "cannot reach parleyd: is it running?")
+            return
+        }
+        do {
+            try await daemon.executeThenClose { daemonIn, daemonOut in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        var lines = LineBuffer(maxLineBytes: WebLimits.maxDaemonLineBytes)
+                        for try await buffer in daemonIn {
+                            lines.append(buffer.readableBytesView)
+                            while let line = try lines.popLine() {
+                                try await outbound.write(.text(String(decoding: line, as: UTF8.self)))
+                            }
+                        }
+                    }
+                    group.addTask {
+                        var rate = WebRateLimit(now: WebClock.now())
+                        var messages = inbound.messages(maxSize: WebLimits.maxWebSocketMessageBytes).makeAsyncIterator()
+                        while let message = try await messages.next() {
+                            let bytes: [UInt8]
+                            switch message {
+                            case .text(let text): bytes = Array(text.utf8)
+                            // JSON-RPC is text; a binary message is read as its bytes, so it
+                            // gets the same parse error a bad text would.
+                            case .binary(let buffer): bytes = Array(buffer.readableBytesView)
+                            }
+                            switch WebRelay.decide(message: bytes, rateAllows: rate.take(now: WebClock.now())) {
+                            case .forward(let line):
+                                try await daemonOut.write(ByteBuffer(bytes: line + [0x0A]))
+                            case .answer(let line):
+                                try await outbound.write(.text(String(decoding: line, as: UTF8.self)))
+                            }
+                        }
+                    }
+                    // Whichever side ends first (the page closed, the daemon went away) ends both.
+                    try await group.next()
+                    group.cancelAll()
+                }
+            }
+        } catch {
+            try? await outbound.close(.unexpectedServerError, reason: "connection to parleyd ended")
+        }
+    }
+}

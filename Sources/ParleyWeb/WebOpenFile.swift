@@ -1,0 +1,84 @@
+import Foundation
+import ParleyWebCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The "open me" file: a tiny HTML page, mode 0600 in a 0700 directory, that redirects the
+/// browser to a login URL with a fresh one-time token. `parley web` hands the browser this
+/// file's *path* (`xdg-open FILE`), never the URL: a process's arguments are readable by
+/// every local user (`/proc/PID/cmdline`, `ps`), so a token passed to xdg-open or to the
+/// browser on its command line would be theirs too. The file is rewritten with a new token
+/// whenever its token is used or half its lifetime has passed, so it can be opened again
+/// at any time while `parley web` runs (the systemd user unit relies on this).
+public struct WebOpenFile: Sendable {
+    public let path: String
+
+    /// `$XDG_RUNTIME_DIR/parley/web-PORT.html` (the directory created 0700 if missing), else
+    /// a fresh private directory under the temporary directory.
+    public static func defaultPath(port: Int, environment: [String: String]) throws -> String {
+        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
+            let dir = runtime + "/parley"
+            if mkdir(dir, 0o700) != 0 && errno != EEXIST { throw WebOpenFileError.cannotCreate(dir, errno) }
+            try checkPrivate(dir)
+            return dir + "/web-\(port).html"
+        }
+        var template = Array((NSTemporaryDirectory() + "/parley-web-XXXXXX").utf8CString)
+        guard mkdtemp(&template) != nil else { throw WebOpenFileError.cannotCreate("temporary directory", errno) }
+        return String(cString: template) + "/web-\(port).html"
+    }
+
+    /// Refuses a directory others could write to or read from: the file's token would be
+    /// theirs.
+    static func checkPrivate(_ dir: String) throws {
+        var st = stat()
+        guard lstat(dir, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, st.st_uid == geteuid(),
+            st.st_mode & 0o077 == 0
+        else { throw WebOpenFileError.notPrivate(dir) }
+    }
+
+    public init(path: String) { self.path = path }
+
+    /// The page's text for `url` (hex token, digits: nothing to escape, checked anyway).
+    static func html(redirectingTo url: String) -> String {
+        precondition(url.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || ":/.?=_-".contains($0)) })
+        return """
+            <!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer">\
+            <meta http-equiv="refresh" content="0;url=\(url)"><title>Parley</title>\
+            <p>Opening Parley… <a href="\(url)">continue</a></p>
+
+            """
+    }
+
+    /// Writes the file atomically: a new 0600 file beside it, renamed over the old one.
+    public func write(url: String) throws {
+        let temporary = path + ".new"
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw WebOpenFileError.cannotCreate(temporary, errno) }
+        let bytes = Array(Self.html(redirectingTo: url).utf8)
+        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        guard written == bytes.count, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw WebOpenFileError.cannotCreate(path, errno)
+        }
+    }
+
+    public func remove() { unlink(path) }
+}
+
+public enum WebOpenFileError: Error, CustomStringConvertible {
+    case cannotCreate(String, Int32)
+    case notPrivate(String)
+
+    public var description: String {
+        switch self {
+        case .cannotCreate(let path, let code):
+            return "cannot write \(path): \(String(cString: strerror(code)))"
+        case .notPrivate(let dir):
+            return "\(dir) is not a private directory of yours (it must be mode 0700): fix it with chmod 700 \(dir)"
+        }
+    }
+}

@@ -1,0 +1,552 @@
+// Parley in the browser: the conversations list, one conversation, the composer, rooms,
+// trust and search, all through the control protocol (rpc.js). Every string from the
+// daemon goes into the page as text (dom.js), never as HTML.
+import { RPC } from "./rpc.js";
+import { el, clear, time } from "./dom.js";
+
+const PAGE_SIZE = 50;
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  me: null,
+  peers: new Map(),   // fingerprint -> PeerInfo
+  rooms: new Map(),   // id -> RoomInfo
+  current: null,      // {kind: "peer", fp} | {kind: "room", id}
+  olderCursor: null,
+  loadingOlder: false,
+  replyTo: null,      // MessageInfo being answered
+  notify: false,
+};
+
+const rpc = new RPC({ onEvent, onState });
+
+// ---- conversations ---------------------------------------------------------------
+
+function plural(n, word) { return `${n} ${word}${n === 1 ? "" : "s"}`; }
+function peerLabel(p) { return p.nickname || p.name; }
+function shortFp(fp) { return String(fp).split("-")[0]; }
+function keyOf(conv) { return conv.kind === "peer" ? `peer:${conv.fp}` : `room:${conv.id}`; }
+function selector(conv) { return conv.kind === "peer" ? conv.fp : `#${conv.id}`; }
+function sameConv(a, b) { return a && b && keyOf(a) === keyOf(b); }
+
+function convOfMessage(m) {
+  if (m.room) return { kind: "room", id: m.room.id };
+  return { kind: "peer", fp: m.direction === "in" ? m.from : m.to };
+}
+
+function renderConversations() {
+  const list = $("conversations");
+  // Rebuilt on every change: keep keyboard focus on the entry that had it.
+  const focused = list.contains(document.activeElement) ? document.activeElement.dataset.key : null;
+  clear(list);
+  const peers = [...state.peers.values()].sort((a, b) =>
+    (b.online - a.online) || peerLabel(a).localeCompare(peerLabel(b)));
+  const rooms = [...state.rooms.values()].filter((r) => r.status !== "retired")
+    .sort((a, b) => a.name.localeCompare(b.name));
+  for (const r of rooms) {
+    const conv = { kind: "room", id: r.id };
+    const meta = r.status === "invited" ? "invitation" : r.member ? plural(r.members.length, "member") : "left";
+    list.append(convItem(conv, el("span", { class: "dot room", "aria-hidden": "true" }),
+      el("span", { class: "conv-label" }, `#${r.name}`, el("span", { class: "conv-meta", text: meta })), r.unread));
+  }
+  for (const p of peers) {
+    const conv = { kind: "peer", fp: p.fingerprint };
+    const meta = [p.trust !== "pinned" ? p.trust : null, p.status].filter(Boolean).join(" · ");
+    list.append(convItem(conv,
+      el("span", { class: `dot${p.online ? " online" : ""}`, title: p.online ? "online" : "offline", "aria-label": p.online ? "online" : "offline" }),
+      el("span", { class: "conv-label" },
+        p.nameClash ? el("span", { class: "clash", title: "another key uses a name like this one", text: `⚠ ` }) : null,
+        peerLabel(p), p.nameClash ? ` (${shortFp(p.fingerprint)})` : "",
+        el("span", { class: "conv-meta", text: meta || p.fingerprint })),
+      p.unread));
+  }
+  if (focused) list.querySelector(`li[data-key="${CSS.escape(focused)}"]`)?.focus();
+}
+
+function convItem(conv, dot, label, unread) {
+  return el("li", {
+    role: "option", tabindex: "0", class: "conv", "aria-selected": sameConv(conv, state.current) ? "true" : "false",
+    dataset: { key: keyOf(conv) },
+    onclick: () => openConversation(conv),
+    onkeydown: (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); openConversation(conv); } },
+  }, dot, label, unread > 0 ? el("span", { class: "unread", text: String(unread) }) : el("span"));
+}
+
+async function refreshPeers() {
+  const r = await rpc.call("peers.list");
+  state.peers = new Map(r.peers.map((p) => [p.fingerprint, p]));
+  renderConversations();
+  renderHeader();
+}
+
+async function refreshRooms() {
+  const r = await rpc.call("rooms.list");
+  state.rooms = new Map(r.rooms.map((room) => [room.id, room]));
+  renderConversations();
+  renderHeader();
+}
+
+// ---- one conversation ---------------------------------------------------------------
+
+async function openConversation(conv) {
+  state.current = conv;
+  state.olderCursor = null;
+  state.replyTo = null;
+  $("app").classList.add("in-conversation");
+  $("reply-to").hidden = true;
+  $("verify-panel").hidden = true;
+  renderConversations();
+  renderHeader();
+  const list = clear($("messages"));
+  const page = await rpc.call("messages.list", { peer: selector(conv), limit: PAGE_SIZE });
+  if (!sameConv(conv, state.current)) return;
+  for (const m of page.messages) list.append(renderMessage(m));
+  state.olderCursor = page.olderCursor;
+  list.scrollTop = list.scrollHeight;
+  $("composer-input").focus();
+  markRead();
+}
+
+async function loadOlder() {
+  const conv = state.current;
+  if (!conv || state.loadingOlder || state.olderCursor === null) return;
+  state.loadingOlder = true;
+  try {
+    const list = $("messages");
+    const page = await rpc.call("messages.list", { peer: selector(conv), before: state.olderCursor, limit: PAGE_SIZE });
+    if (!sameConv(conv, state.current)) return;
+    const before = list.scrollHeight;
+    const first = list.firstChild;
+    for (const m of page.messages) list.insertBefore(renderMessage(m), first);
+    // Keep what the person was reading where it was.
+    list.scrollTop += list.scrollHeight - before;
+    state.olderCursor = page.olderCursor;
+  } finally {
+    state.loadingOlder = false;
+  }
+}
+
+function markRead() {
+  const conv = state.current;
+  if (!conv || document.hidden) return;
+  const unread = conv.kind === "peer" ? state.peers.get(conv.fp)?.unread : state.rooms.get(conv.id)?.unread;
+  rpc.call("messages.mark_read", { peer: selector(conv) }).then(() => {
+    if (conv.kind === "peer" && state.peers.has(conv.fp)) state.peers.get(conv.fp).unread = 0;
+    if (conv.kind === "room" && state.rooms.has(conv.id)) state.rooms.get(conv.id).unread = 0;
+    if (unread) renderConversations();
+  }).catch(() => {});
+}
+
+function tick(m) {
+  if (m.direction !== "out") return null;
+  if (m.readAt) return el("span", { class: "tick read", title: `read ${time(m.readAt)}`, text: "✓✓" });
+  if (m.state === "delivered") return el("span", { class: "tick delivered", title: "delivered", text: "✓" });
+  return el("span", { class: "tick queued", title: "queued", text: "🕓" });
+}
+
+function renderMessage(m) {
+  const mine = m.direction === "out";
+  const body = m.deletedAt
+    ? el("div", { class: "body deleted", text: "message deleted" })
+    : el("div", { class: "body", text: m.body });
+  const quote = m.replyTo ? el("div", { class: "quote" },
+    m.replyTo.fromName ? `${m.replyTo.fromName}: ` : "", m.replyTo.deleted ? "(deleted)" : (m.replyTo.excerpt ?? "(not here)")) : null;
+  const reactions = (m.reactions || []).length ? el("div", { class: "reactions" },
+    m.reactions.map((r) => el("button", {
+      type: "button", class: r.mine ? "mine" : "", title: r.fromNames.join(", "),
+      onclick: () => react(m, r.reaction, r.mine),
+    }, r.reaction, ` ${r.fromNames.length}`))) : null;
+  const actions = m.deletedAt ? null : el("div", { class: "actions" },
+    el("button", { type: "button", onclick: () => startReply(m), text: "Reply" }),
+    el("button", { type: "button", onclick: () => askReaction(m), text: "React" }),
+    mine ? el("button", { type: "button", onclick: () => edit(m), text: "Edit" }) : null,
+    mine ? el("button", { type: "button", onclick: () => remove(m), text: "Delete" }) : null);
+  return el("li", { class: `msg ${mine ? "out" : "in"}`, dataset: { id: m.id, cursor: m.cursor } },
+    !mine ? el("div", { class: "author", text: m.fromName }) : null,
+    quote, body, reactions,
+    el("div", { class: "meta" }, time(m.createdAt), m.editedAt ? " · edited" : "", " ", tick(m)),
+    actions);
+}
+
+function replaceMessage(m) {
+  const old = $("messages").querySelector(`li[data-id="${CSS.escape(m.id)}"]`);
+  if (old) old.replaceWith(renderMessage(m));
+}
+
+function appendMessage(m) {
+  const list = $("messages");
+  if (list.querySelector(`li[data-id="${CSS.escape(m.id)}"]`)) return replaceMessage(m);
+  const nearBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+  list.append(renderMessage(m));
+  if (nearBottom || m.direction === "out") list.scrollTop = list.scrollHeight;
+}
+
+// ---- header, warnings, verification, rooms --------------------------------------------
+
+function renderHeader() {
+  const conv = state.current;
+  const actions = clear($("conv-actions"));
+  const warning = $("warning");
+  const roomPanel = $("room-panel");
+  warning.hidden = true;
+  clear(warning);
+  roomPanel.hidden = true;
+  const input = $("composer-input");
+  if (!conv) return;
+  let canSend = true;
+  if (conv.kind === "peer") {
+    const p = state.peers.get(conv.fp);
+    if (!p) return;
+    $("conv-name").textContent = peerLabel(p);
+    const trust = $("conv-trust");
+    trust.textContent = p.trust;
+    trust.className = `badge ${p.trust}`;
+    $("conv-sub").textContent = [p.online ? "online" : "offline", p.status, p.fingerprint].filter(Boolean).join(" · ");
+    actions.append(el("button", { type: "button", id: "verify", onclick: () => showVerify(p), text: p.trust === "verified" ? "Safety number" : "Verify" }));
+    if (p.nameClash) {
+      const others = (p.nameClash.with || []).map((w) => `${w.name} (${shortFp(w.fingerprint)}, ${w.trust})`).join(", ");
+      warning.append(
+        el("strong", { text: "⚠ Name clash: " }),
+        p.nameClash.kind === "sameName"
+          ? `another key also calls itself “${p.name}”`
+          : `“${p.name}” looks like another name`,
+        others ? ` — ${others}` : " — your own name",
+        ". It may be someone else, or the same person with a new key (a key change). Compare the safety number in person before you trust it.",
+        el("button", { type: "button", onclick: () => showVerify(p), text: "Compare safety number" }));
+      warning.hidden = false;
+    } else if (p.trust === "pending" || p.trust === "blocked" || p.trust === "new") {
+      warning.append(el("strong", { text: "⚠ " }),
+        p.trust === "pending" ? "This key is waiting for your approval: nothing is exchanged until you accept it."
+          : p.trust === "blocked" ? "You blocked this key." : "This key has not connected yet.");
+      warning.hidden = false;
+    }
+    if (p.trust === "pending") {
+      warning.append(el("button", { type: "button", onclick: () => trustCall("trust.accept", p), text: "Accept" }),
+        el("button", { type: "button", onclick: () => trustCall("trust.block", p), text: "Block" }));
+      canSend = false;
+    }
+    if (p.trust === "blocked") {
+      warning.append(el("button", { type: "button", onclick: () => trustCall("trust.unblock", p), text: "Unblock" }));
+      canSend = false;
+    } else if (p.trust !== "pending") {
+      actions.append(el("button", { type: "button", onclick: () => trustCall("trust.block", p), text: "Block" }));
+    }
+  } else {
+    const r = state.rooms.get(conv.id);
+    if (!r) return;
+    $("conv-name").textContent = `#${r.name}`;
+    const trust = $("conv-trust");
+    trust.textContent = r.status;
+    trust.className = "badge";
+    $("conv-sub").textContent = `${plural(r.members.length, "member")}${r.role ? ` · you are ${r.role}` : ""}`;
+    renderRoomPanel(r);
+    canSend = r.status === "joined";
+  }
+  input.disabled = !canSend;
+  $("send").disabled = !canSend;
+}
+
+function renderRoomPanel(r) {
+  const panel = clear($("room-panel"));
+  panel.hidden = false;
+  if (r.status === "invited") {
+    panel.append(`You are invited to #${r.name}.`, " ",
+      el("button", { type: "button", id: "room-accept", onclick: () => roomCall("rooms.accept", { room: `#${r.id}` }), text: "Accept" }), " ",
+      el("button", { type: "button", onclick: () => roomCall("rooms.decline", { room: `#${r.id}` }), text: "Decline" }));
+    return;
+  }
+  const canRemove = r.role === "owner" || r.role === "admin";
+  panel.append(el("ul", { class: "members", "aria-label": "Members" }, r.members.map((m) =>
+    el("li", {}, m.you ? `${m.name} (you)` : m.name, m.joined ? "" : " · invited", ` · ${m.role}`,
+      canRemove && !m.you ? el("button", { type: "button", title: `Remove ${m.name}`, "aria-label": `Remove ${m.name}`,
+        onclick: () => roomCall("rooms.remove", { room: `#${r.id}`, peer: m.fingerprint }), text: "×" }) : null))));
+  if (!r.member) return;
+  const memberFps = new Set(r.members.map((m) => m.fingerprint));
+  const candidates = [...state.peers.values()].filter((p) => !memberFps.has(p.fingerprint) && p.trust !== "blocked");
+  const select = el("select", { id: "room-add-select", "aria-label": "Peer to add" },
+    candidates.map((p) => el("option", { value: p.fingerprint, text: `${peerLabel(p)} (${shortFp(p.fingerprint)})` })));
+  panel.append(select, " ",
+    el("button", { type: "button", disabled: candidates.length === 0, onclick: () => roomCall("rooms.add", { room: `#${r.id}`, peer: select.value }), text: "Add" }), " ",
+    el("button", { type: "button", onclick: () => roomCall("rooms.leave", { room: `#${r.id}` }), text: "Leave room" }));
+}
+
+async function roomCall(method, params) {
+  try {
+    const res = await rpc.call(method, params);
+    state.rooms.set(res.room.id, res.room);
+    renderConversations();
+    renderHeader();
+  } catch (e) { showError(e); }
+}
+
+async function trustCall(method, p) {
+  try {
+    const res = await rpc.call(method, { peer: p.fingerprint });
+    state.peers.set(res.peer.fingerprint, res.peer);
+    renderConversations();
+    renderHeader();
+  } catch (e) { showError(e); }
+}
+
+async function showVerify(p) {
+  const panel = clear($("verify-panel"));
+  panel.hidden = false;
+  let shown;
+  try { shown = await rpc.call("trust.show", { peer: p.fingerprint }); } catch (e) { return showError(e); }
+  const input = el("input", { id: "verify-input", placeholder: "Type the fingerprint they read out to you", size: 44, autocomplete: "off" });
+  const result = el("div", { class: "error", role: "status" });
+  panel.append(
+    el("div", {}, "Safety number with ", el("strong", { text: peerLabel(shown.peer) }), ", the same on both devices:"),
+    el("div", { class: "safety", id: "safety-number", text: shown.peer.safetyNumber }),
+    el("div", {}, "Their fingerprint: ", el("code", { text: shown.peer.fingerprint })),
+    el("div", {}, "Yours: ", el("code", { text: shown.yourFingerprint })),
+    shown.peer.trust === "verified" ? el("div", { text: "✓ You verified this key." }) : el("div", {},
+      input, " ",
+      el("button", { type: "button", id: "verify-confirm", onclick: async () => {
+        try {
+          const res = await rpc.call("trust.verify", { peer: p.fingerprint, fingerprint: input.value });
+          state.peers.set(res.peer.fingerprint, res.peer);
+          result.textContent = "✓ Verified.";
+          renderConversations();
+          renderHeader();
+        } catch (e) { result.textContent = e.message; }
+      }, text: "Verify" })),
+    result,
+    el("button", { type: "button", onclick: () => { panel.hidden = true; }, text: "Close" }));
+}
+
+// ---- composer and message actions -----------------------------------------------------
+
+async function send() {
+  const input = $("composer-input");
+  const body = input.value;
+  const conv = state.current;
+  if (!conv || body.trim() === "") return;
+  try {
+    const res = state.replyTo
+      ? await rpc.call("messages.reply", { message: state.replyTo.id, body })
+      : await rpc.call("messages.send", { to: selector(conv), body });
+    input.value = "";
+    state.replyTo = null;
+    $("reply-to").hidden = true;
+    if (sameConv(convOfMessage(res.message), state.current)) appendMessage(res.message);
+  } catch (e) { showError(e); }
+}
+
+function startReply(m) {
+  state.replyTo = m;
+  const box = clear($("reply-to"));
+  box.append(`Replying to ${m.direction === "out" ? "yourself" : m.fromName}: `, m.body.slice(0, 80), " ",
+    el("button", { type: "button", onclick: () => { state.replyTo = null; box.hidden = true; }, text: "Cancel" }));
+  box.hidden = false;
+  $("composer-input").focus();
+}
+
+async function react(m, reaction, remove) {
+  try { replaceMessage((await rpc.call("messages.react", { message: m.id, reaction, remove: !!remove })).message); }
+  catch (e) { showError(e); }
+}
+
+async function askReaction(m) {
+  const values = await ask("React", [{ name: "reaction", label: "Reaction (an emoji)", value: "👍" }]);
+  if (values) react(m, values.reaction, false);
+}
+
+async function edit(m) {
+  const values = await ask("Edit message", [{ name: "body", label: "Text", value: m.body, multiline: true }]);
+  if (!values) return;
+  try { replaceMessage((await rpc.call("messages.edit", { message: m.id, body: values.body })).message); }
+  catch (e) { showError(e); }
+}
+
+async function remove(m) {
+  const values = await ask("Delete this message for everyone?", []);
+  if (!values) return;
+  try { replaceMessage((await rpc.call("messages.delete", { message: m.id })).message); }
+  catch (e) { showError(e); }
+}
+
+// A small modal form (the <dialog> element: focus is trapped, Escape cancels).
+function ask(title, fields, extra) {
+  const dialog = $("dialog");
+  const form = clear($("dialog-form"));
+  const inputs = {};
+  form.append(el("strong", { text: title }));
+  for (const f of fields) {
+    const input = f.multiline ? el("textarea", { rows: 4, name: f.name }) : el("input", { name: f.name, autocomplete: "off", id: `dialog-${f.name}` });
+    input.value = f.value || "";
+    inputs[f.name] = input;
+    form.append(el("label", {}, f.label, el("br"), input));
+  }
+  if (extra) form.append(extra);
+  form.append(el("div", { class: "row" },
+    el("button", { value: "cancel", type: "submit", formnovalidate: true, text: "Cancel" }),
+    el("button", { value: "ok", type: "submit", id: "dialog-ok", text: "OK" })));
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => {
+      if (dialog.returnValue !== "ok") return resolve(null);
+      const values = {};
+      for (const [k, input] of Object.entries(inputs)) values[k] = input.value;
+      resolve(values);
+    }, { once: true });
+    dialog.returnValue = "";
+    dialog.showModal();
+  });
+}
+
+async function newRoom() {
+  const boxes = [...state.peers.values()].filter((p) => p.trust !== "blocked" && p.trust !== "pending").map((p) => {
+    const box = el("input", { type: "checkbox", value: p.fingerprint });
+    return { box, label: el("label", {}, box, ` ${peerLabel(p)} (${shortFp(p.fingerprint)})`) };
+  });
+  const values = await ask("New room", [{ name: "name", label: "Name" }],
+    el("fieldset", {}, el("legend", { text: "Invite" }), boxes.map((b) => el("div", {}, b.label))));
+  if (!values || !values.name.trim()) return;
+  try {
+    const res = await rpc.call("rooms.create", { name: values.name.trim(), members: boxes.filter((b) => b.box.checked).map((b) => b.box.value) });
+    state.rooms.set(res.room.id, res.room);
+    renderConversations();
+    openConversation({ kind: "room", id: res.room.id });
+  } catch (e) { showError(e); }
+}
+
+function showError(e) {
+  const warning = $("warning");
+  clear(warning).append(el("strong", { text: "Error: " }), e.message || String(e));
+  warning.hidden = false;
+}
+
+// ---- search -----------------------------------------------------------------------------
+
+async function search(query) {
+  const box = $("search-results");
+  const hits = clear($("search-hits"));
+  box.hidden = false;
+  try {
+    const res = await rpc.call("messages.search", { query, limit: 50 });
+    $("search-summary").textContent = `${res.hits.length} found`;
+    for (const h of res.hits) {
+      const m = h.message;
+      hits.append(el("li", { tabindex: "0", onclick: () => openConversation(convOfMessage(m)),
+        onkeydown: (e) => { if (e.key === "Enter") openConversation(convOfMessage(m)); } },
+        el("span", { class: "conv-meta", text: `${m.fromName} → ${m.toName} · ${time(m.createdAt)}` }),
+        el("span", { text: h.snippet })));
+    }
+  } catch (e) { $("search-summary").textContent = e.message; }
+}
+
+// ---- live events ------------------------------------------------------------------------
+
+function onEvent(method, params) {
+  switch (method) {
+    case "message.received": {
+      const m = params.message;
+      const conv = convOfMessage(m);
+      if (sameConv(conv, state.current)) {
+        appendMessage(m);
+        markRead();
+      } else if (m.room && state.rooms.has(m.room.id)) {
+        state.rooms.get(m.room.id).unread += 1;
+      } else if (!m.room && state.peers.has(m.from)) {
+        state.peers.get(m.from).unread += 1;
+      }
+      renderConversations();
+      if (state.notify && (document.hidden || !sameConv(conv, state.current))) {
+        const n = new Notification(m.room ? `${m.fromName} in #${m.room.name}` : m.fromName, { body: m.body.slice(0, 200), tag: m.id });
+        n.onclick = () => { window.focus(); openConversation(conv); };
+      }
+      break;
+    }
+    case "message.updated":
+      if (sameConv(convOfMessage(params.message), state.current)) replaceMessage(params.message);
+      break;
+    case "message.delivered":
+    case "message.read": {
+      const li = $("messages").querySelector(`li[data-id="${CSS.escape(String(params.id))}"] .tick`);
+      if (li) {
+        const read = method === "message.read";
+        li.className = `tick ${read ? "read" : "delivered"}`;
+        li.textContent = read ? "✓✓" : "✓";
+        li.title = read ? `read ${time(params.readAt)}` : "delivered";
+      }
+      break;
+    }
+    case "peer.online":
+    case "peer.offline":
+      state.peers.set(params.peer.fingerprint, params.peer);
+      renderConversations();
+      renderHeader();
+      break;
+    case "peer.new":
+      refreshPeers().catch(() => {});
+      break;
+    case "peer.status": {
+      const p = state.peers.get(params.fingerprint);
+      if (p) { p.status = params.status || null; renderConversations(); renderHeader(); }
+      break;
+    }
+    case "room.updated":
+      state.rooms.set(params.room.id, params.room);
+      renderConversations();
+      renderHeader();
+      break;
+    default:
+      // Unknown notifications are ignored (docs/CONTROL.md). file.* events (issue 18) go here.
+      break;
+  }
+}
+
+async function onState(s, reason) {
+  $("connection").textContent = s === "open" ? "connected" : s === "connecting" ? "connecting…" : `disconnected${reason ? `: ${reason}` : ""} — retrying`;
+  document.body.dataset.connection = s;
+  if (s !== "open") return;
+  try {
+    try {
+      await rpc.call("messages.subscribe", rpc.lastEventId !== null ? { since: rpc.lastEventId } : {});
+    } catch (e) {
+      await rpc.call("messages.subscribe", {});
+    }
+    state.me = await rpc.call("node.whoami");
+    $("me-name").textContent = state.me.name;
+    $("me-name").title = state.me.fingerprint;
+    await Promise.all([refreshPeers(), refreshRooms()]);
+    if (state.current) openConversation(state.current);
+    document.body.dataset.ready = "true";
+  } catch (e) { showError(e); }
+}
+
+// ---- wiring -------------------------------------------------------------------------------
+
+$("composer").addEventListener("submit", (e) => { e.preventDefault(); send(); });
+$("composer-input").addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
+});
+$("messages").addEventListener("scroll", () => { if ($("messages").scrollTop < 60) loadOlder(); });
+$("search-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const q = $("search-input").value.trim();
+  if (q) search(q);
+});
+$("search-close").addEventListener("click", () => { $("search-results").hidden = true; });
+$("status-input").addEventListener("keydown", async (e) => {
+  if (e.key !== "Enter") return;
+  try { await rpc.call("node.set_status", { status: $("status-input").value }); } catch (err) { showError(err); }
+});
+$("new-room").addEventListener("click", newRoom);
+$("back").addEventListener("click", () => { $("app").classList.remove("in-conversation"); });
+$("enable-notifications").addEventListener("click", async () => {
+  if (!("Notification" in window)) return;
+  state.notify = (await Notification.requestPermission()) === "granted";
+  $("enable-notifications").textContent = state.notify ? "Notifications on" : "Notifications blocked";
+});
+if ("Notification" in window && Notification.permission === "granted") state.notify = true;
+document.addEventListener("visibilitychange", () => { if (!document.hidden) markRead(); });
+document.addEventListener("keydown", (e) => {
+  // Ctrl+K / "/" focus search; Escape leaves a conversation on a narrow window.
+  if ((e.ctrlKey && e.key === "k") || (e.key === "/" && !/INPUT|TEXTAREA/.test(document.activeElement.tagName))) {
+    e.preventDefault();
+    $("search-input").focus();
+  }
+});
+
+rpc.connect();

@@ -1,0 +1,39 @@
+import ParleyControlProtocol
+
+/// Which control methods the page may call. An allow-list: a method added to the daemon
+/// later (e.g. the files issue's `files.*`) reaches the browser only once someone has
+/// thought about it and added it here (docs/WEB.md, "Methods").
+///
+/// Left out, and why: the page shows text from remote peers, so it is the part of Parley
+/// most exposed to injection; if a script ever ran in it, what it could do should be
+/// what a person does while chatting, nothing that cannot be undone or that reaches past
+/// the conversation:
+/// - `node.rotate_key`: replaces this node's key; a terminal action.
+/// - `trust.forget`, `messages.forget`: erase trust or a whole history at once.
+/// - `trust.replace`: moves a contact to another key; done after comparing safety numbers in
+///   person, with `parley trust replace`.
+/// - `peers.connect`: makes the daemon dial any address a script chooses (scanning the LAN
+///   from a browser tab).
+public enum WebMethodPolicy {
+    public static let allowed: Set<String> = [
+        ControlMethod.nodeStatus, ControlMethod.nodeWhoami, ControlMethod.nodeSetStatus,
+        ControlMethod.peersList, ControlMethod.peersNickname,
+        ControlMethod.messagesSend, ControlMethod.messagesList, ControlMethod.messagesSubscribe,
+        ControlMethod.messagesMarkRead, ControlMethod.messagesSearch,
+        ControlMethod.messagesReply, ControlMethod.messagesEdit, ControlMethod.messagesDelete,
+        ControlMethod.messagesReact,
+        ControlMethod.trustShow, ControlMethod.trustVerify, ControlMethod.trustAccept,
+        ControlMethod.trustBlock, ControlMethod.trustUnblock,
+        ControlMethod.roomsList, ControlMethod.roomsCreate, ControlMethod.roomsAdd, ControlMethod.roomsRemove,
+        ControlMethod.roomsLeave, ControlMethod.roomsAccept, ControlMethod.roomsDecline,
+        ControlMethod.roomsSetRole, ControlMethod.roomsRename, ControlMethod.roomsSetPolicy
+    ]
+
+    public static func isAllowed(_ method: String) -> Bool { allowed.contains(method) }
+
+    public static func refusal(_ method: String) -> JSONRPCError {
+        JSONRPCError(
+            .notPermitted,
+            "\(method) is not available from the browser; use `parley` in a terminal (docs/WEB.md, \"Methods\")")
+    }
+}

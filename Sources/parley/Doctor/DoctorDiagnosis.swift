@@ -1,0 +1,242 @@
+import ParleyControlProtocol
+
+/// What the host looks like, gathered by `HostProbes` (or a test). nil: could not tell.
+struct HostFacts: Equatable {
+    /// avahi-daemon runs (`avahi-daemon --check`); nil when avahi is not installed.
+    var avahiRunning: Bool?
+    /// `allow-interfaces` of avahi-daemon.conf, nil when unset (every interface).
+    var avahiInterfaces: String?
+    /// The `hosts:` line of /etc/nsswitch.conf, nil when unreadable.
+    var nsswitchHosts: String?
+    /// Firewall rule listings that could be read: (tool, text). Empty: none readable.
+    var firewallRules: [(tool: String, text: String)]
+    /// Firewalls present but not readable (not permitted): their names.
+    var firewallUnreadable: [String]
+    /// Unicast addresses of the host's interfaces (no loopback).
+    var interfaceAddresses: [String]
+
+    static func == (a: HostFacts, b: HostFacts) -> Bool {
+        a.avahiRunning == b.avahiRunning && a.avahiInterfaces == b.avahiInterfaces
+            && a.nsswitchHosts == b.nsswitchHosts && a.firewallRules.map(\.tool) == b.firewallRules.map(\.tool)
+            && a.firewallRules.map(\.text) == b.firewallRules.map(\.text)
+            && a.firewallUnreadable == b.firewallUnreadable && a.interfaceAddresses == b.interfaceAddresses
+    }
+}
+
+/// One line of `parley doctor`.
+struct DoctorFinding: Codable, Equatable {
+    enum Status: String, Codable { case ok, warn, fail, skip }
+    /// A stable name for scripts (`--json`).
+    var check: String
+    var status: Status
+    var detail: String
+    /// What to do about it (nil when fine).
+    var fix: String?
+}
+
+/// The checks of `parley doctor`, in order, from the facts: pure, so each broken setup is a
+/// unit test. The order is the order of dependence: no daemon, nothing else can be asked;
+/// no avahi, no advertisement; no multicast, no peers seen; ...
+enum DoctorDiagnosis {
+    static func evaluate(daemon: Result<DoctorReportResult, DaemonUnreachable>, host: HostFacts) -> [DoctorFinding] {
+        var out: [DoctorFinding] = []
+        func add(_ check: String, _ status: DoctorFinding.Status, _ detail: String, fix: String? = nil) {
+            out.append(DoctorFinding(check: check, status: status, detail: detail, fix: fix))
+        }
+        let report: DoctorReportResult?
+        switch daemon {
+        case .success(let r):
+            report = r
+            add("daemon", .ok, "parleyd answers; listening on \(r.listen.joined(separator: ", "))")
+        case .failure(let e):
+            report = nil
+            add(
+                "daemon", .fail, "cannot reach parleyd: \(e.message)",
+                fix: "start it: systemctl --user start parleyd (or run parleyd), or pass --socket")
+        }
+
+        // avahi
+        let mdnsOff = report?.mdns == .off
+        switch host.avahiRunning {
+        case true?:
+            add("avahi", .ok, "avahi-daemon is running on \(host.avahiInterfaces ?? "every interface")")
+        case false?:
+            add(
+                "avahi", mdnsOff ? .skip : .fail, "avahi-daemon is not running",
+                fix: "sudo systemctl enable --now avahi-daemon")
+        case nil:
+            add(
+                "avahi", mdnsOff ? .skip : .fail, "avahi-daemon is not installed",
+                fix: "sudo apt-get install avahi-daemon libnss-mdns")
+        }
+
+        // nss-mdns
+        if let hosts = host.nsswitchHosts {
+            if hosts.contains("mdns") {
+                add("nss-mdns", .ok, "nsswitch resolves .local names (\(hosts.trimmingSpaces))")
+            } else {
+                add(
+                    "nss-mdns", .fail,
+                    "/etc/nsswitch.conf does not resolve .local names: discovered peers cannot be dialled",
+                    fix: "sudo apt-get install libnss-mdns (or add mdns4_minimal [NOTFOUND=return] to the hosts: line)")
+            }
+        } else {
+            add("nss-mdns", .skip, "cannot read /etc/nsswitch.conf")
+        }
+
+        guard let r = report else { return out + tail(host: host, report: nil) }
+
+        // Our advertisement
+        if mdnsOff {
+            add("advertisement", .skip, "mDNS is off in parleyd (--no-mdns or mdns = false)")
+        } else if r.ownAdvertisementSeen {
+            add("advertisement", .ok, "our advertisement is visible to our own browser")
+        } else {
+            add(
+                "advertisement", .fail, "our advertisement is not visible (mDNS: \(r.mdns.rawValue))",
+                fix: host.avahiRunning == true
+                    ? "restart parleyd; check avahi-daemon's log (journalctl -u avahi-daemon)"
+                    : "start avahi-daemon, then restart parleyd")
+        }
+
+        // Other nodes
+        let multicastSeen = r.advertisementsSeen > 0
+        if mdnsOff {
+            add("peers seen", .skip, "mDNS is off")
+        } else if multicastSeen {
+            add("peers seen", .ok, "\(r.advertisementsSeen) other Parley node(s) advertised")
+        } else {
+            add(
+                "peers seen", .warn, "no other Parley node's advertisement seen",
+                fix: "are other nodes on this subnet running? If they are elsewhere, see the multicast line")
+        }
+
+        // Multicast crossing
+        if mdnsOff {
+            add("multicast", .skip, "mDNS is off")
+        } else if multicastSeen {
+            add("multicast", .ok, "our mDNS query was answered by a peer")
+        } else if r.peersOnline > 0 || r.staticPeers > 0 {
+            add(
+                "multicast", .fail,
+                "peers are reachable but none answered mDNS: multicast does not cross this network",
+                fix:
+                    "add static peers (peers = [\"host:port\"] in parleyd's config, or parley connect HOST:PORT), or enable avahi's reflector on the router (enable-reflector=yes)"
+            )
+        } else {
+            add(
+                "multicast", .warn, "no mDNS answer from anyone (no peer known to compare with)",
+                fix:
+                    "if a colleague runs Parley: parley connect THEIR-HOST:PORT; on a routed network see README \"When peers do not appear\""
+            )
+        }
+
+        // TCP reachable from a peer
+        if let d = r.dialBack {
+            switch d.outcome {
+            case .connected: add("tcp port", .ok, "\(d.peer ?? "a peer") reached our port")
+            case .failed:
+                add(
+                    "tcp port", .fail, "\(d.peer ?? "a peer") could not connect to our port: it is blocked",
+                    fix:
+                        "open TCP port \(Self.port(r) ?? "7744") in the firewall (e.g. sudo ufw allow \(Self.port(r) ?? "7744")/tcp)"
+                )
+            case .refused:
+                add("tcp port", .skip, "\(d.peer ?? "the peer") refused a probe (one per minute); try again later")
+            case .timeout: add("tcp port", .warn, "\(d.peer ?? "the peer") did not answer the probe in time")
+            case .noPeer: add("tcp port", .skip, "no connected peer to ask for a dial-back")
+            }
+        } else {
+            add("tcp port", .skip, "not probed")
+        }
+        return out + tail(host: host, report: r)
+    }
+
+    /// Firewall, IPv6 link-local only, client isolation, and the routed-network advice.
+    static func tail(host: HostFacts, report r: DoctorReportResult?) -> [DoctorFinding] {
+        var out: [DoctorFinding] = []
+        let port = r.flatMap(Self.port)
+        // Firewall
+        var drops: [String] = []
+        for (tool, text) in host.firewallRules {
+            for line in text.split(separator: "\n") {
+                let l = line.lowercased()
+                guard l.contains("drop") || l.contains("reject") || l.contains("deny") else { continue }
+                if l.contains("5353") { drops.append("\(tool): \(line.trimmingSpaces) (mDNS)") }
+                if let port, l.contains(port) { drops.append("\(tool): \(line.trimmingSpaces) (our port)") }
+            }
+        }
+        if !drops.isEmpty {
+            out.append(
+                DoctorFinding(
+                    check: "firewall", status: .fail,
+                    detail: "rules drop Parley's traffic: " + drops.joined(separator: "; "),
+                    fix:
+                        "allow UDP 5353 (mDNS) and TCP \(port ?? "7744") in, e.g. sudo ufw allow 5353/udp; sudo ufw allow \(port ?? "7744")/tcp"
+                ))
+        } else if host.firewallRules.isEmpty {
+            let why =
+                host.firewallUnreadable.isEmpty
+                ? "no firewall tool found"
+                : "cannot read \(host.firewallUnreadable.joined(separator: ", ")) (run as root to check)"
+            out.append(DoctorFinding(check: "firewall", status: .skip, detail: why, fix: nil))
+        } else {
+            out.append(
+                DoctorFinding(
+                    check: "firewall", status: .ok,
+                    detail:
+                        "no rule drops 5353/udp or our port (\(host.firewallRules.map(\.tool).joined(separator: ", ")))",
+                    fix: nil))
+        }
+        // IPv6 link-local only
+        let v4 = host.interfaceAddresses.filter { !$0.contains(":") }
+        let v6global = host.interfaceAddresses.filter { $0.contains(":") && !$0.lowercased().hasPrefix("fe80") }
+        if host.interfaceAddresses.isEmpty {
+            out.append(
+                DoctorFinding(
+                    check: "addresses", status: .fail, detail: "no network address but loopback",
+                    fix: "connect to a network"))
+        } else if v4.isEmpty && v6global.isEmpty {
+            out.append(
+                DoctorFinding(
+                    check: "addresses", status: .warn,
+                    detail:
+                        "only IPv6 link-local addresses: peers need the interface scope, and nss-mdns' mdns4 resolves IPv4 only",
+                    fix: "get an IPv4 address (DHCP), or use mdns (not mdns4_minimal) in /etc/nsswitch.conf"))
+        } else {
+            out.append(
+                DoctorFinding(
+                    check: "addresses", status: .ok, detail: host.interfaceAddresses.joined(separator: ", "), fix: nil))
+        }
+        // Client isolation
+        if let r {
+            if r.advertisementsUnreachable > 0 && r.peersOnline == 0 {
+                out.append(
+                    DoctorFinding(
+                        check: "client isolation", status: .fail,
+                        detail:
+                            "\(r.advertisementsUnreachable) peer(s) advertise but TCP to them fails: the network isolates clients (guest Wi-Fi, AP isolation) or their firewall blocks the port",
+                        fix:
+                            "use a network without client isolation, or ask the admin to allow traffic between clients; check the peers' firewalls"
+                    ))
+            } else {
+                out.append(DoctorFinding(check: "client isolation", status: .ok, detail: "no sign of it", fix: nil))
+            }
+        }
+        return out
+    }
+
+    static func port(_ r: DoctorReportResult) -> String? {
+        r.listen.first.flatMap { $0.split(separator: ":").last.map(String.init) }
+    }
+}
+
+struct DaemonUnreachable: Error, Equatable {
+    var message: String
+}
+
+extension StringProtocol {
+    var trimmingSpaces: String {
+        String(drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
+    }
+}

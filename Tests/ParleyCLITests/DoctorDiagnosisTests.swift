@@ -1,0 +1,94 @@
+import ParleyControlProtocol
+import XCTest
+
+@testable import parley
+
+final class DoctorDiagnosisTests: XCTestCase {
+    let healthyHost = HostFacts(
+        avahiRunning: true, avahiInterfaces: nil, nsswitchHosts: "hosts: files mdns4_minimal [NOTFOUND=return] dns",
+        firewallRules: [(tool: "nft", text: "table inet filter {\n chain input {\n tcp dport 22 accept\n }\n}")],
+        firewallUnreadable: [], interfaceAddresses: ["10.0.0.5"])
+
+    func report(
+        seen: Int = 2, unreachable: Int = 0, online: Int = 1, staticPeers: Int = 0, own: Bool = true,
+        mdns: MDNSState = .on, dialBack: DoctorDialBack? = DoctorDialBack(peer: "alice", outcome: .connected)
+    ) -> DoctorReportResult {
+        DoctorReportResult(
+            listen: ["0.0.0.0:7744"], mdns: mdns, ownAdvertisementSeen: own, advertisementsSeen: seen,
+            advertisementsUnreachable: unreachable, peersOnline: online, staticPeers: staticPeers, dialBack: dialBack)
+    }
+
+    func failing(_ f: [DoctorFinding]) -> [String] { f.filter { $0.status == .fail }.map(\.check) }
+
+    func testAHealthyNodePassesEveryCheckInOrder() {
+        let f = DoctorDiagnosis.evaluate(daemon: .success(report()), host: healthyHost)
+        XCTAssertEqual(
+            f.map(\.check),
+            [
+                "daemon", "avahi", "nss-mdns", "advertisement", "peers seen", "multicast", "tcp port", "firewall",
+                "addresses", "client isolation"
+            ])
+        XCTAssertEqual(failing(f), [])
+        XCTAssertTrue(f.allSatisfy { $0.status == .ok })
+    }
+
+    func testNoDaemonIsTheFirstFailureAndHostChecksStillRun() {
+        let f = DoctorDiagnosis.evaluate(daemon: .failure(DaemonUnreachable(message: "no socket")), host: healthyHost)
+        XCTAssertEqual(f.first?.check, "daemon")
+        XCTAssertEqual(f.first?.status, .fail)
+        XCTAssertNotNil(f.first?.fix)
+        XCTAssertTrue(f.contains { $0.check == "avahi" && $0.status == .ok })
+    }
+
+    func testAvahiStoppedNamesAvahiWithItsFix() {
+        var host = healthyHost
+        host.avahiRunning = false
+        let f = DoctorDiagnosis.evaluate(daemon: .success(report(seen: 0, own: false, mdns: .unavailable)), host: host)
+        XCTAssertEqual(failing(f).first, "avahi")
+        XCTAssertTrue(f.first { $0.check == "avahi" }!.fix!.contains("avahi-daemon"))
+    }
+
+    func testMissingNssMdnsIsNamed() {
+        var host = healthyHost
+        host.nsswitchHosts = "hosts: files dns"
+        XCTAssertEqual(failing(DoctorDiagnosis.evaluate(daemon: .success(report()), host: host)), ["nss-mdns"])
+    }
+
+    func testMulticastThatDoesNotCrossSuggestsStaticPeersOrTheReflector() {
+        let f = DoctorDiagnosis.evaluate(daemon: .success(report(seen: 0, online: 1)), host: healthyHost)
+        XCTAssertEqual(failing(f), ["multicast"])
+        let fix = f.first { $0.check == "multicast" }!.fix!
+        XCTAssertTrue(fix.contains("static peers") && fix.contains("enable-reflector"), fix)
+        // Nobody to compare with: a warning, not a verdict.
+        let alone = DoctorDiagnosis.evaluate(daemon: .success(report(seen: 0, online: 0)), host: healthyHost)
+        XCTAssertEqual(alone.first { $0.check == "multicast" }?.status, .warn)
+    }
+
+    func testABlockedPortFailsTheDialBackAndAFirewallRuleIsNamed() {
+        let blocked = report(dialBack: DoctorDialBack(peer: "alice", outcome: .failed))
+        XCTAssertEqual(failing(DoctorDiagnosis.evaluate(daemon: .success(blocked), host: healthyHost)), ["tcp port"])
+        var host = healthyHost
+        host.firewallRules = [(tool: "nft", text: "chain input {\n udp dport 5353 drop\n tcp dport 7744 drop\n}")]
+        let f = DoctorDiagnosis.evaluate(daemon: .success(blocked), host: host)
+        XCTAssertEqual(failing(f), ["tcp port", "firewall"])
+        let detail = f.first { $0.check == "firewall" }!.detail
+        XCTAssertTrue(detail.contains("(mDNS)") && detail.contains("(our port)"), detail)
+    }
+
+    func testUnreadableFirewallIsSkippedNotFailed() {
+        var host = healthyHost
+        host.firewallRules = []
+        host.firewallUnreadable = ["nft", "iptables"]
+        let fw = DoctorDiagnosis.evaluate(daemon: .success(report()), host: host).first { $0.check == "firewall" }!
+        XCTAssertEqual(fw.status, .skip)
+        XCTAssertTrue(fw.detail.contains("nft, iptables"))
+    }
+
+    func testIPv6LinkLocalOnlyAndClientIsolation() {
+        var host = healthyHost
+        host.interfaceAddresses = ["fe80::1"]
+        let f = DoctorDiagnosis.evaluate(daemon: .success(report(seen: 3, unreachable: 3, online: 0)), host: host)
+        XCTAssertEqual(f.first { $0.check == "addresses" }?.status, .warn)
+        XCTAssertEqual(failing(f), ["client isolation"])
+    }
+}

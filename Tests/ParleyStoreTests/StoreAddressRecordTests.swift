@@ -1,0 +1,44 @@
+import Foundation
+import XCTest
+
+@testable import ParleyStore
+
+final class StoreAddressRecordTests: XCTestCase {
+    private var directory: String!
+
+    override func setUpWithError() throws {
+        directory =
+            FileManager.default.temporaryDirectory
+            .appendingPathComponent("parley-store-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private let alice = String(repeating: "a1", count: 32)
+
+    private func peer(_ id: String) -> PeerRecord {
+        PeerRecord(
+            identity: id, displayName: "alice", hostName: "h", card: [1], cardSequence: 1,
+            noiseKey: String(repeating: "55", count: 32), trust: .pinned, firstSeen: 1, lastSeen: 1, lastAddress: nil)
+    }
+
+    func testTheNewestRecordIsKeptAndGoesWithThePeerAndSurvivesAReopen() throws {
+        var store: Store? = try Store(directory: directory)
+        try store!.upsertPeer(peer(alice))
+        try store!.saveAddressRecord([1, 2, 3], of: alice, issuedAt: 100)
+        try store!.saveAddressRecord([9], of: alice, issuedAt: 50)  // older: ignored
+        XCTAssertEqual(try store!.addressRecords(), [[1, 2, 3]])
+        try store!.saveAddressRecord([4, 5], of: alice, issuedAt: 200)
+        store = nil
+        store = try Store(directory: directory)
+        XCTAssertEqual(try store!.addressRecords(), [[4, 5]], "kept across a restart")
+        XCTAssertThrowsError(try store!.saveAddressRecord([UInt8](repeating: 0, count: 259), of: alice, issuedAt: 300))
+        XCTAssertThrowsError(try store!.saveAddressRecord([], of: alice, issuedAt: 300))
+        try store!.forgetPeer(identity: alice)
+        XCTAssertEqual(try store!.addressRecords(), [], "a forgotten peer's record goes with it")
+    }
+}

@@ -1,0 +1,161 @@
+"""Issue 19 in the routed lab: two subnets joined by a router (lanlab up-routed). One lab
+for the module; the tests run in order and build on each other (contacts made in the
+first are the ones gossip and redialling find again later).
+
+    subnet A 10.79.0.0/24: h1 alice, h2 carol      router r      subnet B 10.79.1.0/24: h3 bob
+"""
+import re
+import sqlite3
+import time
+
+import pytest
+
+import lab as lab_module
+from parley_harness import Node, wait_until
+
+FAST = ["--ping-interval-ms", "1000", "--dead-after-ms", "3000"]
+NAMES = {"h1": "alice", "h2": "carol", "h3": "bob"}
+
+
+@pytest.fixture(scope="module")
+def routed():
+    reason = lab_module.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with lab_module.Lab(hosts=3, routed=2) as the_lab:
+        the_lab.nodes = {}
+        for h, name in NAMES.items():
+            n = Node(name, the_lab.dir, launcher=[str(lab_module.LANLAB), "exec", h], mdns=True,
+                     listen="0.0.0.0:7744", extra_args=FAST, env=the_lab.env,
+                     state_dir=the_lab.dir / f"{h}-state")
+            n.socket = the_lab.dir / f"{h}.sock"
+            n.host = h
+            the_lab.nodes[name] = n
+        yield the_lab
+        for n in the_lab.nodes.values():
+            print(f"--- log of {n.name} ---\n{n.log_tail(40)}")
+            n.stop()
+
+
+def forget_addresses(node, keep=()):
+    """Deletes the stopped node's remembered addresses except those of `keep` (identities)."""
+    c = sqlite3.connect(node.state_dir / "parley.sqlite")
+    try:
+        marks = ",".join("?" * len(keep))
+        c.execute(f"DELETE FROM peer_address WHERE identity NOT IN ({marks})", list(keep))
+        c.commit()
+    finally:
+        c.close()
+
+
+def test_with_the_reflector_nodes_on_both_subnets_find_each_other(routed):
+    routed.lanlab("reflector", "on")
+    n = routed.nodes
+    t0 = time.monotonic()
+    for node in n.values():
+        node.start()
+    for a in n:
+        for b in n:
+            if a != b:
+                wait_until(lambda: n[a].online(b), timeout=40, what=f"{a} finds {b} by mDNS across the router")
+    lab_module.record("routed lab, reflector: start -> every pair online", time.monotonic() - t0)
+    # They found each other by mDNS alone: nobody was given an address.
+    assert all(not node.peers for node in n.values())
+    # A message per pair makes them contacts (a handshake alone pins a stranger).
+    from test_gossip import acquainted
+    acquainted(n)
+
+
+def test_without_multicast_a_moved_contact_is_reached_through_gossip(routed):
+    routed.lanlab("reflector", "off")
+    routed.lanlab("drop-mdns", "r", "on")
+    n = routed.nodes
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    alice_id = alice.whoami()["identityKey"]
+    bob.stop()
+    wait_until(lambda: not carol.online("bob") and not alice.online("bob"), timeout=15, what="bob gone")
+    # Bob comes back on another port, remembering only alice: carol's memory of bob is
+    # stale and bob knows nothing of carol's address; mDNS does not cross the router.
+    forget_addresses(bob, keep=[alice_id])
+    bob.listen_arg = "0.0.0.0:7745"
+    bob.start()
+    wait_until(lambda: bob.online("alice"), timeout=30, what="bob redials alice from memory")
+    wait_until(lambda: bob.online("carol") and carol.online("bob"), timeout=30,
+               what="bob and carol through alice's relay")
+    relayed = [m for node in (bob, carol)
+               for m in re.finditer(r"learned addresses addresses=(\S+) from=(\S+) peer=(\S+)",
+                                    node.log_path.read_text(errors="replace"))
+               if m.group(2) != m.group(3)]
+    assert relayed, "an address came through a relay"
+
+
+def test_a_restarted_node_is_redialled_by_its_peers_without_peer(routed):
+    n = routed.nodes
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    bob.stop()
+    wait_until(lambda: not carol.online("bob") and not alice.online("bob"), timeout=15, what="bob gone")
+    forget_addresses(bob)  # bob remembers nobody: only his peers' memories can bring him back
+    bob.start()
+    wait_until(lambda: bob.online("alice") and bob.online("carol"), timeout=40,
+               what="alice and carol redial bob across the router")
+
+
+def doctor(lab, node, *extra):
+    """`parley doctor --json` run on the node's host: {check: finding}, and the exit status."""
+    import json
+    p = lab.exec(node.host, [lab_module.binary("parley"), "doctor", "--json", "--socket", str(node.socket), *extra],
+                 timeout=40)
+    findings = json.loads(p.stdout)
+    return {f["check"]: f for f in findings}, p.returncode
+
+
+def failed(findings):
+    return [c for c, f in findings.items() if f["status"] == "fail"]
+
+
+def test_doctor_names_the_cause_of_each_broken_setup(routed):
+    n = routed.nodes
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    wait_until(lambda: bob.online("alice"), timeout=30, what="bob and alice in session")
+
+    # nss-mdns missing on h1.
+    routed.lanlab("nss-mdns", "h1", "off")
+    try:
+        f, code = doctor(routed, alice, "--no-dial-back")
+        assert code == 1 and "nss-mdns" in failed(f), f
+    finally:
+        routed.lanlab("nss-mdns", "h1", "on")
+    f, _ = doctor(routed, alice, "--no-dial-back")
+    assert f["nss-mdns"]["status"] == "ok" and f["avahi"]["status"] == "ok", f
+
+    # avahi stopped on h2.
+    routed.lanlab("stop-avahi", "h2")
+    try:
+        f, code = doctor(routed, carol, "--no-dial-back")
+        assert code == 1 and failed(f)[0] == "avahi", f
+        assert "avahi-daemon" in f["avahi"]["fix"]
+    finally:
+        routed.lanlab("start-avahi", "h2")
+
+    # Bob's port blocked on h3 (new connections only: the sessions stay up): alice's
+    # dial-back fails and the nftables rule is named.
+    port = bob.listen_arg.rsplit(":", 1)[1]
+    routed.lanlab("block-port", "h3", port, "on")
+    try:
+        f, code = doctor(routed, bob)
+        assert code == 1 and f["tcp port"]["status"] == "fail", f
+        assert f["firewall"]["status"] == "fail" and "our port" in f["firewall"]["detail"], f
+    finally:
+        routed.lanlab("block-port", "h3", port, "off")
+
+    # Multicast dropped on h3: bob's peers are online (from memory) but no mDNS answer
+    # reaches him; doctor says so and suggests static peers or the reflector.
+    routed.lanlab("drop-mdns", "h3", "on")
+    routed.lanlab("restart-avahi", "h3")  # forget what the reflector brought earlier
+    bob.stop()
+    bob.start()
+    wait_until(lambda: bob.online("alice"), timeout=30, what="bob back from memory")
+    f, code = doctor(routed, bob, "--no-dial-back")
+    assert code == 1 and f["multicast"]["status"] == "fail", f
+    assert "reflector" in f["multicast"]["fix"] and "static peers" in f["multicast"]["fix"]
+    assert f["firewall"]["status"] == "fail" and "mDNS" in f["firewall"]["detail"], f

@@ -1,0 +1,720 @@
+"""Issue 20: `parley web`, the chat in a browser. Real parleyd processes on loopback, a real
+`parley web`, and a real headless Chromium driven by Selenium (Debian's chromium,
+chromium-driver and python3-selenium; scripts/install-deps.sh test).
+
+One browser and one `parley web` serve the whole module (starting Chromium is the slow
+part); the tests run in file order and build on each other's peers. Every wait is on a
+condition with a bounded timeout, never a fixed sleep.
+
+Attacks: hostile names and bodies (HTML, <script>, <img onerror>, javascript: links, bidi
+and zero-width characters) must show as text and run nothing; requests without the cookie,
+with a foreign Host or Origin, a reused sign-in link, a state-changing GET and another
+local user are refused."""
+import base64
+import http.client
+import json
+import os
+import pwd
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from parley_harness import PARLEY, Cluster, wait_until
+
+selenium = pytest.importorskip("selenium", reason="python3-selenium missing: scripts/install-deps.sh test")
+from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.webdriver.chrome.service import Service as ChromeService  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+
+HOSTILE_BODIES = [
+    "<script>window.__pwned=1</script>",
+    '<img src=x onerror="window.__pwned=1;alert(1)">',
+    '<a href="javascript:window.__pwned=1">click me</a>',
+    "<b>bold</b> &amp; <i>it</i> <iframe srcdoc='<script>parent.__pwned=1</script>'></iframe>",
+    "bidi \u202egnp.exe\u202c and zero\u200bwidth\u200d joiners \u2066iso\u2069",
+    "<svg onload=window.__pwned=1></svg><style>body{display:none}</style>",
+]
+HOSTILE_NAME = "<img src=x onerror=window.__pwned=1>"
+HOSTILE_STATUS = "<img src=x onerror=alert(2)> \"'&lt;"
+HOSTILE_ROOM = "<b onmouseover=alert(3)>room</b>"
+HOSTILE_REACTION = "<i>x</i>"
+
+
+def chromium_paths():
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver") or ("/usr/bin/chromedriver" if os.path.exists("/usr/bin/chromedriver") else None)
+    return browser, driver
+
+
+@pytest.fixture(scope="module")
+def web():
+    """alice (the person at the browser), bob and carol connected to her, `parley web`
+    for alice, one headless Chromium."""
+    browser, driver_path = chromium_paths()
+    if not browser or not driver_path:
+        pytest.fail("chromium and chromium-driver are needed: scripts/install-deps.sh test")
+    cluster = Cluster()
+    env = {}
+    try:
+        alice = cluster.node("alice").start()
+        bob = cluster.node("bob", peers=[alice.address]).start()
+        carol = cluster.node("carol", peers=[alice.address]).start()
+        wait_until(lambda: alice.online("bob") and alice.online("carol"), timeout=20, what="bob and carol online")
+        open_file = cluster.dir / "web-open.html"
+        proc = subprocess.Popen(
+            [PARLEY, "web", "--no-open", "--socket", str(alice.socket), "--open-file", str(open_file)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        url = None
+        deadline = time.monotonic() + 20
+        lines = []
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            m = re.search(r"Sign in: (http://127\.0\.0\.1:(\d+)/login\?token=([0-9a-f]{64}))", line)
+            if m:
+                url, port, token = m.group(1), int(m.group(2)), m.group(3)
+                break
+        assert url, f"parley web printed no sign-in link: {lines} {proc.stderr.read() if proc.poll() is not None else ''}"
+        wait_until(lambda: open_file.exists(), what="the open file")
+
+        options = webdriver.ChromeOptions()
+        options.binary_location = browser
+        for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--window-size=1200,800", f"--user-data-dir={cluster.dir / 'chrome'}"]:
+            options.add_argument(arg)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        service = ChromeService(executable_path=driver_path)
+        driver = webdriver.Chrome(service=service, options=options)
+        driver.set_script_timeout(15)
+        env = dict(cluster=cluster, alice=alice, bob=bob, carol=carol, proc=proc, url=url, port=port,
+                   token=token, open_file=open_file, driver=driver)
+        yield env
+    finally:
+        if env.get("driver"):
+            env["driver"].quit()
+        if env.get("proc"):
+            env["proc"].terminate()
+            try:
+                env["proc"].wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                env["proc"].kill()
+        cluster.close()
+
+
+# ---- helpers ---------------------------------------------------------------------------
+
+def wait_for(driver, predicate, timeout=15, what="condition"):
+    return wait_until(lambda: predicate(driver), timeout=timeout, interval=0.05, what=what)
+
+
+def fp(node):
+    return node.whoami()["fingerprint"]
+
+
+def conv_text(driver, key):
+    """The list entry's text, or None. Read in one script: the list is rebuilt on events,
+    so an element found earlier may be gone."""
+    return driver.execute_script(
+        "const e = document.querySelector(`#conversations li[data-key=\"${arguments[0]}\"]`); return e ? e.textContent : null",
+        key)
+
+
+def open_conv(driver, key):
+    wait_for(driver, lambda d: d.execute_script(
+        "const e = document.querySelector(`#conversations li[data-key=\"${arguments[0]}\"]`); if (!e) return false; e.click(); return true",
+        key), what=f"{key} in the conversations list")
+    wait_for(driver, lambda d: d.execute_script(
+        "return document.querySelector('#conversations li[aria-selected=\"true\"]')?.dataset.key") == key,
+        what=f"{key} open")
+
+
+def click_in_room_panel(driver, text, by_label=False):
+    """Clicks a room panel button in one script (the panel is rebuilt on room events)."""
+    wait_for(driver, lambda d: d.execute_script(
+        "const b = [...document.querySelectorAll('#room-panel button')].find(b => "
+        "(arguments[1] ? b.getAttribute('aria-label') : b.textContent) === arguments[0]);"
+        "if (!b) return false; b.click(); return true", text, by_label), what=f"the {text} button")
+
+
+def message_texts(driver):
+    return driver.execute_script(
+        "return [...document.querySelectorAll('#messages li.msg .body')].map(e => e.textContent)")
+
+
+def type_and_send(driver, text):
+    box = driver.find_element(By.ID, "composer-input")
+    wait_for(driver, lambda d: box.is_enabled(), what="the composer enabled")
+    # Shift+Enter makes a new line in the message; Enter sends.
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        box.send_keys(line)
+        if i < len(lines) - 1:
+            box.send_keys(Keys.SHIFT, Keys.ENTER, Keys.NULL)
+    box.send_keys(Keys.ENTER)
+
+
+def screenshot(driver, name):
+    """PARLEY_WEB_SCREENSHOTS=docs saves the main views (the README shows them)."""
+    target = os.environ.get("PARLEY_WEB_SCREENSHOTS")
+    if target:
+        driver.save_screenshot(str(Path(target) / f"{name}.png"))
+
+
+def assert_nothing_ran(driver):
+    assert driver.execute_script("return window.__pwned === undefined"), "injected script ran"
+    try:
+        alert = driver.switch_to.alert
+        text = alert.text
+        alert.dismiss()
+        pytest.fail(f"an alert opened: {text}")
+    except NoAlertPresentException:
+        pass
+
+
+def http_get(port, path, headers=None, method="GET"):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request(method, path, headers=headers or {})
+    r = conn.getresponse()
+    body = r.read()
+    conn.close()
+    return r.status, dict(r.getheaders()), body
+
+
+def sign_in_from_open_file(env):
+    """Python's own session: the open file's link, exchanged for a cookie (as a browser would)."""
+    def attempt():
+        # The file's token may just have been used (by the browser); it is replaced within
+        # a fraction of a second, so read it again until a sign-in works.
+        url = re.search(r'url=(http://[^"]+)"', env["open_file"].read_text()).group(1)
+        path = url.split(f":{env['port']}", 1)[1]
+        status, headers, _ = http_get(env["port"], path)
+        return headers if status == 200 and "Set-Cookie" in headers else None
+    headers = wait_until(attempt, timeout=10, what="a sign-in through the open file")
+    cookie = headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
+    return cookie.split(";", 1)[0], None
+
+
+def ws_handshake(port, cookie, origin, host=None):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    lines = [f"GET /ws HTTP/1.1", f"Host: {host or f'127.0.0.1:{port}'}", "Upgrade: websocket",
+             "Connection: Upgrade", f"Sec-WebSocket-Key: {key}", "Sec-WebSocket-Version: 13"]
+    if origin:
+        lines.append(f"Origin: {origin}")
+    if cookie:
+        lines.append(f"Cookie: {cookie}")
+    s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    return int(data.split(b" ", 2)[1]) if data else 0
+
+
+# ---- the page ---------------------------------------------------------------------------
+
+def test_sign_in_link_opens_the_page_and_shows_the_peers(web):
+    d = web["driver"]
+    d.get(web["url"])
+    wait_for(d, lambda d: d.execute_script("return document.body.dataset.ready === 'true'"), what="the page ready")
+    assert d.current_url == f"http://127.0.0.1:{web['port']}/", "the token left the address bar"
+    assert d.find_element(By.ID, "me-name").text == "alice"
+    for node in (web["bob"], web["carol"]):
+        key = f"peer:{fp(node)}"
+        wait_for(d, lambda d: conv_text(d, key), what=f"{node.name} listed")
+        assert node.name in conv_text(d, key)
+        assert d.execute_script(
+            "return document.querySelector(`#conversations li[data-key=\"${arguments[0]}\"] .dot`).classList.contains('online')", key)
+    # The link worked once: used again, it is refused.
+    status, _, body = http_get(web["port"], f"/login?token={web['token']}")
+    assert status == 403 and b"already used" in body
+
+
+def test_a_message_typed_in_the_page_arrives_at_the_other_daemon(web):
+    d, bob, alice = web["driver"], web["bob"], web["alice"]
+    open_conv(d, f"peer:{fp(bob)}")
+    type_and_send(d, "hello from the browser\nsecond line")
+    wait_until(lambda: any(m["body"] == "hello from the browser\nsecond line" for m in bob.messages(fp(alice))),
+               what="bob's daemon has the message")
+    # Enter sent it; the composer is empty again and the message shows with its tick.
+    wait_for(d, lambda d: "hello from the browser\nsecond line" in message_texts(d), what="the message shown")
+    assert d.find_element(By.ID, "composer-input").get_attribute("value") == ""
+    wait_for(d, lambda d: d.execute_script(
+        "return [...document.querySelectorAll('#messages li.out .tick')].some(t => t.textContent === '✓' || t.textContent === '✓✓')"),
+        what="a delivery tick")
+
+
+def test_a_message_from_a_peer_shows_up_live(web):
+    d, bob, alice = web["driver"], web["bob"], web["alice"]
+    open_conv(d, f"peer:{fp(bob)}")
+    bob.call("messages.send", {"to": "alice", "body": "live from bob"})
+    wait_for(d, lambda d: "live from bob" in message_texts(d), what="bob's message live in the page")
+    # The page marked it read (it is open), so bob gets a read tick.
+    wait_until(lambda: any(m["body"] == "live from bob" and m["readAt"] for m in bob.messages(fp(alice))),
+               what="bob sees it read")
+    screenshot(d, "web-conversation")
+
+
+def message_action(driver, body, action):
+    """Clicks a message's action button (shown on hover or focus) in one script."""
+    wait_for(driver, lambda d: d.execute_script(
+        "const li = [...document.querySelectorAll('#messages li.msg')].find(li => li.querySelector('.body')?.textContent === arguments[0]);"
+        "const b = li && [...li.querySelectorAll('.actions button')].find(b => b.textContent === arguments[1]);"
+        "if (!b) return false; b.click(); return true", body, action), what=f"{action} on {body!r}")
+
+
+def dialog_ok(driver, field=None, text=None):
+    if field:
+        box = wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f'#dialog [name="{field}"]'), what="the dialog")[0]
+        box.clear()
+        box.send_keys(text)
+    driver.find_element(By.ID, "dialog-ok").click()
+
+
+def test_reply_react_edit_and_delete_from_the_page(web):
+    d, bob, alice = web["driver"], web["bob"], web["alice"]
+    open_conv(d, f"peer:{fp(bob)}")
+    wait_for(d, lambda d: "live from bob" in message_texts(d), what="bob's message")
+    # Reply to bob's message.
+    message_action(d, "live from bob", "Reply")
+    wait_for(d, lambda d: d.find_element(By.ID, "reply-to").is_displayed(), what="the reply bar")
+    type_and_send(d, "a reply")
+    def bobs(body):
+        return next((m for m in bob.messages(fp(alice)) if m["body"] == body), None)
+    reply = wait_until(lambda: bobs("a reply"), what="the reply at bob")
+    assert reply["replyTo"]["excerpt"] == "live from bob"
+    # React to it, edit it, delete it: each arrives at bob.
+    message_action(d, "a reply", "React")
+    dialog_ok(d)  # the default 👍
+    wait_until(lambda: [r["reaction"] for r in (bobs("a reply") or {}).get("reactions", [])] == ["👍"], what="the reaction at bob")
+    message_action(d, "a reply", "Edit")
+    dialog_ok(d, "body", "an edited reply")
+    wait_until(lambda: bobs("an edited reply") and bobs("an edited reply")["editedAt"], what="the edit at bob")
+    wait_for(d, lambda d: "an edited reply" in message_texts(d), what="the edit in the page")
+    message_action(d, "an edited reply", "Delete")
+    dialog_ok(d)
+    wait_until(lambda: any(m["id"] == reply["id"] and m["deletedAt"] for m in bob.messages(fp(alice))), what="deleted at bob")
+    wait_for(d, lambda d: "message deleted" in message_texts(d), what="shown deleted")
+
+
+def test_desktop_notification_for_a_message_in_another_conversation(web):
+    d, bob, carol = web["driver"], web["bob"], web["carol"]
+    d.execute_cdp_cmd("Browser.grantPermissions",
+                      {"permissions": ["notifications"], "origin": f"http://127.0.0.1:{web['port']}"})
+    # Record what the page shows (headless Chromium has no notification centre to look at).
+    d.execute_script("""
+        window.__notified = [];
+        const Real = window.Notification;
+        window.Notification = function (title, options) { window.__notified.push([title, options.body]); return new Real(title, options); };
+        window.Notification.requestPermission = () => Real.requestPermission();
+        Object.defineProperty(window.Notification, 'permission', { get: () => Real.permission });""")
+    d.find_element(By.ID, "enable-notifications").click()
+    wait_for(d, lambda d: d.find_element(By.ID, "enable-notifications").text == "Notifications on", what="notifications on")
+    open_conv(d, f"peer:{fp(bob)}")
+    carol.call("messages.send", {"to": "alice", "body": "ping from carol"})
+    wait_for(d, lambda d: d.execute_script("return window.__notified") == [["carol", "ping from carol"]],
+             what="a notification for carol's message")
+
+
+def test_a_long_history_opens_at_the_newest_and_loads_older_on_scroll(web):
+    d, carol = web["driver"], web["carol"]
+    total = 130
+    r = carol.rpc(timeout=30)
+    try:
+        for i in range(total):
+            r.call("messages.send", {"to": "alice", "body": f"history {i:03d}"})
+    finally:
+        r.close()
+    wait_until(lambda: len([m for m in web["alice"].messages(fp(carol)) if m["body"].startswith("history ")]) == total,
+               timeout=30, what="alice has carol's history")
+    unread = web["alice"].peer_info("carol")["unread"]
+    assert unread >= total
+    # The unread count, live.
+    wait_for(d, lambda d: d.execute_script(
+        "return document.querySelector(`#conversations li[data-key=\"${arguments[0]}\"] .unread`)?.textContent",
+        f"peer:{fp(carol)}") == str(unread), what="carol's unread count")
+    open_conv(d, f"peer:{fp(carol)}")
+    wait_for(d, lambda d: "history 129" in message_texts(d), what="the newest page")
+    first_page = message_texts(d)
+    assert len(first_page) == 50 and "history 000" not in first_page
+    assert d.execute_script("const l = document.getElementById('messages'); return l.scrollHeight - l.scrollTop - l.clientHeight < 5"), \
+        "the conversation opens at the bottom (the newest)"
+    # Scrolling to the top loads older pages until the first message is there.
+    def scrolled_to_everything(d):
+        d.execute_script("document.getElementById('messages').scrollTop = 0")
+        return "history 000" in message_texts(d)
+    wait_for(d, scrolled_to_everything, what="older pages loaded on scroll")
+    texts = message_texts(d)
+    assert [t for t in texts if t.startswith("history ")] == [f"history {i:03d}" for i in range(total)], \
+        "every message once, in order"
+
+
+def test_create_a_room_and_chat_in_it(web):
+    d, bob, alice = web["driver"], web["bob"], web["alice"]
+    d.find_element(By.ID, "new-room").click()
+    d.find_element(By.ID, "dialog-name").send_keys("lunch")
+    d.find_element(By.CSS_SELECTOR, f'#dialog input[type=checkbox][value="{fp(bob)}"]').click()
+    d.find_element(By.ID, "dialog-ok").click()
+    room = wait_until(lambda: next((r for r in alice.call("rooms.list")["rooms"] if r["name"] == "lunch"), None),
+                      what="the room created at alice's daemon")
+    wait_for(d, lambda d: conv_text(d, f"room:{room['id']}"), what="the room in the list")
+    wait_until(lambda: any(r["id"] == room["id"] for r in bob.call("rooms.list")["rooms"]), what="bob invited")
+    bob.call("rooms.accept", {"room": f"#{room['id']}"})
+    open_conv(d, f"room:{room['id']}")
+    wait_for(d, lambda d: "2 members" in d.find_element(By.ID, "conv-sub").text and
+             "invited" not in d.find_element(By.ID, "room-panel").text, what="bob joined, seen live")
+    type_and_send(d, "who is hungry?")
+    wait_until(lambda: any(m["body"] == "who is hungry?" for m in bob.messages(f"#{room['id']}")), what="bob got the room message")
+    bob.call("messages.send", {"to": f"#{room['id']}", "body": "me!"})
+    wait_for(d, lambda d: "me!" in message_texts(d), what="bob's room message live")
+    screenshot(d, "web-room")
+    # Remove bob from the room (alice owns it) with the member's × button.
+    click_in_room_panel(d, "Remove bob", by_label=True)
+    wait_until(lambda: not next(r for r in bob.call("rooms.list")["rooms"] if r["id"] == room["id"])["member"],
+               what="bob removed")
+    # Add carol (she is invited), then leave.
+    carol = web["carol"]
+    wait_for(d, lambda d: d.execute_script(
+        "const s = document.getElementById('room-add-select'); if (!s) return false;"
+        "s.value = arguments[0]; return s.value === arguments[0]", fp(carol)), what="carol offered to add")
+    click_in_room_panel(d, "Add")
+    wait_until(lambda: any(r["id"] == room["id"] and r["status"] == "invited" for r in carol.call("rooms.list")["rooms"]),
+               what="carol invited")
+    click_in_room_panel(d, "Leave room")
+    wait_until(lambda: not next(r for r in alice.call("rooms.list")["rooms"] if r["id"] == room["id"])["member"],
+               what="alice left")
+    wait_for(d, lambda d: "left" in (conv_text(d, f"room:{room['id']}") or ""), what="the room shown as left")
+
+
+def test_search_finds_a_message_and_opens_its_conversation(web):
+    d, carol = web["driver"], web["carol"]
+    box = d.find_element(By.ID, "search-input")
+    box.clear()
+    box.send_keys("history 042", Keys.ENTER)
+    wait_for(d, lambda d: d.execute_script(
+        "return [...document.querySelectorAll('#search-hits li')].some(li => li.textContent.includes('history 042'))"),
+        what="the hit")
+    d.execute_script("[...document.querySelectorAll('#search-hits li')].find(li => li.textContent.includes('history 042')).click()")
+    wait_for(d, lambda d: d.execute_script(
+        "return document.querySelector('#conversations li[aria-selected=\"true\"]')?.dataset.key") == f"peer:{fp(carol)}",
+        what="carol's conversation open")
+    d.find_element(By.ID, "search-close").click()
+
+
+def test_keyboard_and_narrow_window(web):
+    d, bob = web["driver"], web["bob"]
+    key = f"peer:{fp(bob)}"
+    # Enter on a focused entry opens it.
+    d.execute_script("document.querySelector(`#conversations li[data-key=\"${arguments[0]}\"]`).focus()", key)
+    d.switch_to.active_element.send_keys(Keys.ENTER)
+    wait_for(d, lambda d: d.execute_script(
+        "return document.querySelector('#conversations li[aria-selected=\"true\"]')?.dataset.key") == key,
+        what="opened with Enter")
+    wait_for(d, lambda d: d.switch_to.active_element.get_attribute("id") == "composer-input", what="focus in the composer")
+    d.set_window_size(420, 800)
+    try:
+        # Narrow: the conversation alone, with a way back to the list.
+        wait_for(d, lambda d: not d.find_element(By.ID, "sidebar").is_displayed()
+                 and d.find_element(By.ID, "back").is_displayed(), what="narrow conversation view")
+        # Dark, from the system's preference.
+        background = "return getComputedStyle(document.body).backgroundColor"
+        light = d.execute_script(background)
+        d.execute_cdp_cmd("Emulation.setEmulatedMedia",
+                          {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+        wait_for(d, lambda d: d.execute_script(background) != light, what="dark colours")
+        assert d.execute_script(background) == "rgb(23, 25, 28)"
+        screenshot(d, "web-narrow-dark")
+        d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+        d.find_element(By.ID, "back").click()
+        wait_for(d, lambda d: d.find_element(By.ID, "sidebar").is_displayed()
+                 and not d.find_element(By.ID, "conversation").is_displayed(), what="narrow list view")
+    finally:
+        d.set_window_size(1200, 800)
+
+
+def test_hostile_names_and_bodies_show_as_text_and_run_nothing(web):
+    d, cluster, alice = web["driver"], web["cluster"], web["alice"]
+    # A peer whose chosen name is markup (the daemon allows <, > and = in names).
+    mallory = cluster.node(HOSTILE_NAME, peers=[alice.address]).start()
+    m_fp = fp(mallory)
+    for body in HOSTILE_BODIES:
+        mallory.call("messages.send", {"to": fp(alice), "body": body})
+    mallory.call("node.set_status", {"status": HOSTILE_STATUS})
+    # A room with a name that is markup, and a reaction that is markup (8 characters).
+    mallory.call("rooms.create", {"name": HOSTILE_ROOM, "members": [fp(alice)]})
+    last = mallory.call("messages.list", {"peer": fp(alice), "limit": 1})["messages"][0]
+    wait_for(d, lambda d: conv_text(d, f"peer:{m_fp}"), what="mallory listed")
+    assert HOSTILE_NAME in conv_text(d, f"peer:{m_fp}"), "the name is shown literally"
+    wait_for(d, lambda d: HOSTILE_STATUS in (conv_text(d, f"peer:{m_fp}") or ""), what="the status shown literally")
+    room = wait_until(lambda: next((r for r in alice.call("rooms.list")["rooms"] if r["name"] == HOSTILE_ROOM), None),
+                      what="the invitation")
+    wait_for(d, lambda d: f"#{HOSTILE_ROOM}" in (conv_text(d, f"room:{room['id']}") or ""), what="the room name literally")
+    open_conv(d, f"peer:{m_fp}")
+    wait_for(d, lambda d: len(message_texts(d)) == len(HOSTILE_BODIES), what="mallory's messages")
+    mallory.call("messages.react", {"message": last["id"], "reaction": HOSTILE_REACTION})
+    wait_for(d, lambda d: d.execute_script(
+        "return [...document.querySelectorAll('#messages .reactions button')].map(b => b.textContent).join('|')")
+        == f"{HOSTILE_REACTION} 1", what="the reaction shown literally")
+    assert message_texts(d) == HOSTILE_BODIES, "every body is its literal text"
+    assert d.find_element(By.ID, "conv-name").text == HOSTILE_NAME
+    # None of it became markup.
+    counts = d.execute_script("""
+        const m = document.getElementById('messages');
+        return [m.querySelectorAll('script,img,a,iframe,svg,style,b,i').length,
+                document.querySelectorAll('img').length, document.querySelectorAll('script:not([src])').length]""")
+    assert counts == [0, 0, 0], counts
+    assert_nothing_ran(d)
+    logs = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+    assert not logs, logs
+
+
+def test_a_key_change_shows_a_clash_warning_and_the_verification_flow(web):
+    d, cluster, alice, bob = web["driver"], web["cluster"], web["alice"], web["bob"]
+    # bob "reinstalled": a new key that calls itself bob.
+    new_bob = cluster.node("bob", state_dir=cluster.dir / "bob2-state", peers=[alice.address])
+    new_bob.socket = cluster.dir / "bob2.sock"
+    new_bob.log_path = cluster.dir / "bob2.log"
+    new_bob.start()
+    new_fp = fp(new_bob)
+    wait_until(lambda: any(p["fingerprint"] == new_fp and p["online"] for p in alice.call("peers.list")["peers"]),
+               what="the new key connected")
+    bob_fp = fp(bob)
+    wait_for(d, lambda d: "⚠" in (conv_text(d, f"peer:{new_fp}") or "") and "⚠" in (conv_text(d, f"peer:{bob_fp}") or ""),
+             what="clash markers on both bobs")
+    open_conv(d, f"peer:{new_fp}")
+    warning_text = "const w = document.getElementById('warning'); return w.hidden ? '' : w.textContent"
+    wait_for(d, lambda d: "Name clash" in d.execute_script(warning_text), what="the clash warning")
+    assert bob_fp.split("-")[0] in d.execute_script(warning_text), "the warning names the other key"
+    d.execute_script("document.querySelector('#warning button').click()")
+    shown = alice.call("trust.show", {"peer": new_fp})
+    wait_for(d, lambda d: d.execute_script("return document.getElementById('safety-number')?.textContent")
+             == shown["peer"]["safetyNumber"], what="the safety number")
+    screenshot(d, "web-key-change")
+    # A wrong fingerprint is refused, the right one verifies.
+    d.find_element(By.ID, "verify-input").send_keys(fp(bob))
+    d.find_element(By.ID, "verify-confirm").click()
+    wait_for(d, lambda d: "fingerprint" in (d.execute_script(
+        "return document.querySelector('#verify-panel .error')?.textContent") or "").lower(), what="the mismatch shown")
+    assert next(p for p in alice.call("peers.list")["peers"] if p["fingerprint"] == new_fp)["trust"] == "pinned"
+    box = d.find_element(By.ID, "verify-input")
+    box.clear()
+    box.send_keys(new_fp)
+    d.find_element(By.ID, "verify-confirm").click()
+    wait_until(lambda: next(p for p in alice.call("peers.list")["peers"] if p["fingerprint"] == new_fp)["trust"] == "verified",
+               what="verified at the daemon")
+    wait_for(d, lambda d: d.execute_script("return document.getElementById('conv-trust').textContent") == "verified",
+             what="verified in the page")
+
+
+def test_the_page_cannot_call_methods_left_out_for_the_browser(web):
+    d = web["driver"]
+    before = web["alice"].whoami()["noiseKey"]
+    answer = d.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const ws = new WebSocket(`ws://${location.host}/ws`);
+        ws.onopen = () => ws.send(JSON.stringify({jsonrpc: "2.0", id: 1, method: "node.rotate_key"}));
+        ws.onmessage = (e) => { ws.close(); done(JSON.parse(e.data)); };
+        ws.onerror = () => done(null);""")
+    assert answer["id"] == 1 and answer["error"]["code"] == -32006 and "terminal" in answer["error"]["message"]
+    assert web["alice"].whoami()["noiseKey"] == before
+
+
+def test_a_flooding_page_is_slowed_not_served(web):
+    d = web["driver"]
+    answers = d.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const ws = new WebSocket(`ws://${location.host}/ws`);
+        const answers = [];
+        ws.onopen = () => { for (let i = 1; i <= 150; i++) ws.send(JSON.stringify({jsonrpc: "2.0", id: i, method: "node.status"})); };
+        ws.onmessage = (e) => { answers.push(JSON.parse(e.data)); if (answers.length === 150) { ws.close(); done(answers); } };
+        ws.onerror = () => done(answers);""")
+    assert len(answers) == 150, "every request is answered"
+    limited = [a for a in answers if "error" in a]
+    assert limited and all("too many requests" in a["error"]["message"] for a in limited)
+    assert 150 - len(limited) >= 60, "the burst goes through"
+
+
+def test_open_websockets_are_bounded(web):
+    d = web["driver"]
+    result = d.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const sockets = [];
+        let opened = 0, failed = 0;
+        const settle = () => { if (opened + failed === 10) { sockets.forEach(s => s.close()); done([opened, failed]); } };
+        for (let i = 0; i < 10; i++) {
+          const ws = new WebSocket(`ws://${location.host}/ws`);
+          sockets.push(ws);
+          ws.onopen = () => { opened++; settle(); };
+          ws.onerror = () => { failed++; settle(); };
+        }""")
+    opened, failed = result
+    assert opened <= 8 - 1 and failed >= 3, result  # the page itself holds one of the 8
+    # The page's own connection still works.
+    wait_for(d, lambda d: d.execute_script("return document.body.dataset.connection") == "open", what="the page connected")
+
+
+def test_the_open_file_signs_in_and_keeps_no_token_on_any_command_line(web):
+    d, env = web["driver"], web
+    assert (os.stat(env["open_file"]).st_mode & 0o777) == 0o600
+    token_in_file = re.search(r"token=([0-9a-f]{64})", env["open_file"].read_text()).group(1)
+    # What xdg-open would do: open the file; it redirects to a fresh link.
+    d.delete_all_cookies()
+    d.get(f"file://{env['open_file']}")
+    wait_for(d, lambda d: d.current_url == f"http://127.0.0.1:{env['port']}/" and
+             d.execute_script("return document.body.dataset.ready === 'true'"), what="signed in through the open file")
+    # Its token is used now; the file gets a new one.
+    wait_until(lambda: token_in_file not in env["open_file"].read_text(), what="the open file refreshed")
+    cmdline = Path(f"/proc/{env['proc'].pid}/cmdline").read_bytes()
+    assert env["token"].encode() not in cmdline and token_in_file.encode() not in cmdline
+
+
+def test_the_browser_is_started_on_the_open_file_not_on_the_link(web, tmp_path):
+    """Without --no-open, parley web runs xdg-open (here a stand-in on PATH that records
+    its arguments): it gets the open file's path, never a token."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    record = tmp_path / "xdg-open-args"
+    (fake / "xdg-open").write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {record}\n")
+    (fake / "xdg-open").chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}", XDG_RUNTIME_DIR=str(tmp_path / "run"))
+    (tmp_path / "run").mkdir(mode=0o700)
+    proc = subprocess.Popen([PARLEY, "web", "--socket", str(web["alice"].socket)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        printed = ""
+        while "Sign in:" not in printed:
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read()
+            printed += line
+        port = re.search(r"127\.0\.0\.1:(\d+)/login", printed).group(1)
+        wait_until(lambda: record.exists() and record.read_text().strip(), what="xdg-open started")
+        args = record.read_text().split()
+        open_file = tmp_path / "run" / "parley" / f"web-{port}.html"
+        assert args == [f"file://{open_file}"], args
+        assert "token" not in record.read_text()
+        assert (os.stat(open_file).st_mode & 0o777) == 0o600
+        assert (os.stat(open_file.parent).st_mode & 0o777) == 0o700
+        assert re.search(r"token=[0-9a-f]{64}", open_file.read_text())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    # Stopped: the open file is gone with it.
+    assert not (tmp_path / "run" / "parley" / f"web-{port}.html").exists()
+
+
+def test_a_port_in_use_is_a_clear_error(web):
+    r = subprocess.run([PARLEY, "web", "--no-open", "--port", str(web["port"]), "--socket", str(web["alice"].socket),
+                        "--open-file", str(web["cluster"].dir / "second.html")], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 1 and "in use" in r.stderr and "--port" in r.stderr, r
+
+
+# ---- attacks over plain HTTP --------------------------------------------------------------
+
+def test_requests_without_the_cookie_or_with_a_foreign_host_are_refused(web):
+    port = web["port"]
+    for path in ["/", "/index.html", "/app.js", "/style.css", "/ws"]:
+        status, headers, body = http_get(port, path)
+        assert status == 403, (path, status)
+        assert b"<script" not in body
+        assert "default-src 'none'" in headers["Content-Security-Policy"]
+    cookie, _ = sign_in_from_open_file(web)
+    status, headers, body = http_get(port, "/", {"Cookie": cookie})
+    assert status == 200 and b"<title>Parley</title>" in body, "control: the cookie opens the page"
+    for name, value in [("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"), ("X-Frame-Options", "DENY")]:
+        assert headers[name] == value
+    assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+    # DNS rebinding: the browser would send the attacker's host name.
+    for host in ["evil.example", f"evil.example:{port}", f"127.0.0.1:{port}.evil.example", "127.0.0.1"]:
+        status, _, _ = http_get(port, "/", {"Cookie": cookie, "Host": host})
+        assert status == 421, (host, status)
+    # Another site's fetch (the browser says so).
+    status, _, _ = http_get(port, "/", {"Cookie": cookie, "Origin": "http://evil.example"})
+    assert status == 403
+    status, _, _ = http_get(port, "/", {"Cookie": cookie, "Sec-Fetch-Site": "cross-site"})
+    assert status == 403
+
+
+def test_a_websocket_from_a_foreign_origin_is_refused(web):
+    port = web["port"]
+    cookie, _ = sign_in_from_open_file(web)
+    assert ws_handshake(port, cookie, f"http://127.0.0.1:{port}") == 101, "control: our own origin upgrades"
+    for origin in ["http://evil.example", "null", f"http://localhost:{port + 1}", None]:
+        assert ws_handshake(port, cookie, origin) != 101, origin
+    assert ws_handshake(port, None, f"http://127.0.0.1:{port}") != 101, "no cookie"
+    assert ws_handshake(port, cookie, f"http://127.0.0.1:{port}", host="evil.example") != 101, "rebinding"
+
+
+def test_no_get_changes_state(web):
+    port, alice, bob = web["port"], web["alice"], web["bob"]
+    cookie, _ = sign_in_from_open_file(web)
+    before = len(bob.messages(fp(alice)))
+    rooms_before = len(alice.call("rooms.list")["rooms"])
+    for path in ["/ws?method=messages.send&to=bob&body=x", "/?method=messages.send",
+                 "/messages.send?to=bob&body=x", "/rooms.create?name=x"]:
+        status, _, _ = http_get(port, path, {"Cookie": cookie})
+        assert status in (200, 404), (path, status)
+    for method in ["POST", "PUT", "DELETE"]:
+        status, _, _ = http_get(port, "/", {"Cookie": cookie}, method=method)
+        assert status == 405
+    # The daemon saw nothing: no message, no room.
+    alice.call("node.status")
+    assert len(bob.messages(fp(alice))) == before
+    assert len(alice.call("rooms.list")["rooms"]) == rooms_before
+
+
+def test_another_local_user_cannot_use_it(web):
+    port = web["port"]
+    try:
+        other = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("no user nobody")
+    if os.getuid() != 0:
+        pytest.skip("needs root to act as another user")
+    def as_nobody(code):
+        return subprocess.run(["setpriv", f"--reuid={other.pw_uid}", f"--regid={other.pw_gid}", "--clear-groups",
+                               "/usr/bin/python3", "-c", code], capture_output=True, text=True, timeout=20)
+    # Loopback is shared, but without the cookie the server refuses.
+    r = as_nobody(f"import urllib.request,urllib.error\ntry:\n urllib.request.urlopen('http://127.0.0.1:{port}/')\n"
+                  f" print(200)\nexcept urllib.error.HTTPError as e:\n print(e.code)")
+    assert r.stdout.strip() == "403", r
+    # The open file, and the token in it, are not theirs to read.
+    r = as_nobody(f"open({str(web['open_file'])!r}).read()")
+    assert r.returncode != 0 and "Permission denied" in r.stderr
+    # Nor is the token on the command line of any process.
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        assert web["token"].encode() not in cmdline
+
+
+def test_the_page_reconnects_after_the_daemon_restarts_and_misses_nothing(web):
+    """Last: it restarts alice's daemon. The relay's control connection ends, the page
+    reconnects and resubscribes with `since` (the last eventId it saw)."""
+    d, alice, bob = web["driver"], web["alice"], web["bob"]
+    d.get(f"http://127.0.0.1:{web['port']}/")
+    wait_for(d, lambda d: d.execute_script("return document.body.dataset.ready === 'true'"), what="the page ready")
+    open_conv(d, f"peer:{fp(bob)}")
+    alice.stop()
+    wait_for(d, lambda d: d.execute_script("return document.body.dataset.connection") != "open", what="the page sees the loss")
+    alice.start()
+    wait_until(lambda: alice.online("bob"), timeout=20, what="bob back")
+    wait_for(d, lambda d: d.execute_script("return document.body.dataset.connection") == "open", timeout=20,
+             what="the page reconnected")
+    bob.call("messages.send", {"to": "alice", "body": "after the restart"})
+    wait_for(d, lambda d: "after the restart" in message_texts(d), what="a message after the restart, live")
