@@ -186,12 +186,16 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
                 if !request.isNotification { writeSuccess(id: id, result: result) }
             case .deferred:
                 break
-            case .later(let future):
+            case .future(let future):
                 let isNotification = request.isNotification
+                pendingDials += 1  // keeps the idle timer off while the answer is outstanding
+                idleTimer?.cancel()
                 future.whenComplete { [weak self] result in
-                    guard let self, !isNotification, case .success(let response) = result else { return }
-                    self.write(response)
+                    guard let self else { return }
+                    self.pendingDials -= 1
+                    if !isNotification, case .success(let response) = result { self.write(response) }
                     self.context?.flush()
+                    self.armIdleTimer()
                 }
             case let .awaitDial(key, address, timeoutMs):
                 waitForDial(key, address: address, timeoutMs: timeoutMs, requestID: request.id)

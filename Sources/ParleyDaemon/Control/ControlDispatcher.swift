@@ -34,7 +34,7 @@ struct ControlDispatcher {
         /// The connection becomes a subscriber (resuming after `since`); it answers itself.
         case subscribe(filterIdentity: String?, since: Int?)
         /// The answer is computed off the request's turn (`files.send` hashes the file first).
-        case later(EventLoopFuture<JSONRPCResponse>)
+        case future(EventLoopFuture<JSONRPCResponse>)
     }
 
     /// What `messages.send` with `wait` asks of the connection: (message id, timeout in
@@ -194,7 +194,7 @@ struct ControlDispatcher {
         case .filesSend(let p):
             let node = self.node
             let future = try node.sendFile(to: p.to, path: p.path, caption: p.caption, mediaType: p.mediaType)
-            return .later(
+            return .future(
                 future.map { records in
                     JSONRPCResponse.success(
                         id: id, result: FilesSendResult(transfers: records.map { node.fileInfo($0) }))
