@@ -114,7 +114,8 @@ final class ChatConversationTests: XCTestCase {
         XCTAssertEqual(
             ChatAttachment.line(t("in", "offered")),
             "bob\u{FFFD}[2J sends 📎 report.pdf (3.0 MiB): offered — parley get 01234567 to accept")
-        XCTAssertEqual(ChatAttachment.line(t("out", "transferring")), "📎 report.pdf (3.0 MiB) to bob\u{FFFD}[2J: transferring")
+        XCTAssertEqual(
+            ChatAttachment.line(t("out", "transferring")), "📎 report.pdf (3.0 MiB) to bob\u{FFFD}[2J: transferring")
         XCTAssertTrue(
             ChatAttachment.line(t("in", "completed", path: "/d/report.pdf")).hasSuffix("completed → /d/report.pdf"))
         XCTAssertTrue(ChatAttachment.line(t("out", "failed", error: "disk full")).hasSuffix("failed (disk full)"))

@@ -43,7 +43,8 @@ public struct FileAcceptPolicy: Sendable, Equatable {
             return .refuse(
                 standing == .correspondent
                     ? "over the recipient's quota for you"
-                    : "over the recipient's quota for a sender it does not know (ask them to verify you or write to you)")
+                    : "over the recipient's quota for a sender it does not know (ask them to verify you or write to you)"
+            )
         }
         if totalUsage.bytes + bytes > quota.total.bytes { return .refuse("over the recipient's storage quota") }
         if userAccepted { return .accept }
