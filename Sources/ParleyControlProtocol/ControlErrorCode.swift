@@ -51,4 +51,11 @@ public enum ControlErrorCode: Int, Sendable, CaseIterable, Codable {
     /// `peers.connect` with `wait`: no session came of the dial (refused, unreachable,
     /// handshake failed, the peer's trust refused us); the message says which.
     case connectFailed = -32030
+    /// No file transfer has the id (or id prefix) given, or the prefix names several.
+    case transferNotFound = -32040
+    /// `files.send`: the file cannot be sent (not a regular file, unreadable, too large, in
+    /// the daemon's state directory); the message says which.
+    case fileNotSendable = -32041
+    /// The transfer is not in a state that allows this (accepting a completed one).
+    case transferState = -32042
 }

@@ -12,6 +12,13 @@ public enum ControlEvent {
     /// A key never seen before connected (pinned, or held for approval).
     public static let peerNew = "peer.new"
     public static let roomUpdated = "room.updated"
+    /// File transfers (`FileEvent`): an offer arrived or was made, progress (at most twice a
+    /// second), completed, failed, cancelled or rejected.
+    public static let fileOffered = "file.offered"
+    public static let fileProgress = "file.progress"
+    public static let fileCompleted = "file.completed"
+    public static let fileFailed = "file.failed"
+    public static let fileCancelled = "file.cancelled"
     /// The last notification before the daemon ends a subscription (and the connection).
     public static let subscriptionClosed = "subscription.closed"
 
@@ -21,7 +28,8 @@ public enum ControlEvent {
 
     public static let all: [String] = [
         messageReceived, messageDelivered, messageRead, peerOnline, peerOffline, peerNew, subscriptionClosed,
-        roomUpdated, messageRefused, messageUpdated, peerStatus
+        roomUpdated, messageRefused, messageUpdated, peerStatus,
+        fileOffered, fileProgress, fileCompleted, fileFailed, fileCancelled
     ]
 }
 
@@ -187,6 +195,9 @@ public enum ControlEventPayload: Sendable, Hashable {
     case roomUpdated(RoomUpdatedEvent)
     case messageUpdated(MessageUpdatedEvent)
     case peerStatus(PeerStatusEvent)
+    /// `file.offered`, `file.progress`, `file.completed`, `file.failed`, `file.cancelled`:
+    /// the method and the transfer as it is now.
+    case file(method: String, FileTransferInfo)
     /// A method this version does not know (a newer daemon): kept, not fatal.
     case unknown(JSONRPCNotification)
 
@@ -206,6 +217,9 @@ public enum ControlEventPayload: Sendable, Hashable {
         case ControlEvent.roomUpdated: self = .roomUpdated(try params.decode(as: RoomUpdatedEvent.self))
         case ControlEvent.messageUpdated: self = .messageUpdated(try params.decode(as: MessageUpdatedEvent.self))
         case ControlEvent.peerStatus: self = .peerStatus(try params.decode(as: PeerStatusEvent.self))
+        case ControlEvent.fileOffered, ControlEvent.fileProgress, ControlEvent.fileCompleted, ControlEvent.fileFailed,
+            ControlEvent.fileCancelled:
+            self = .file(method: notification.method, try params.decode(as: FileOfferedEvent.self).transfer)
         default: self = .unknown(notification)
         }
     }

@@ -67,4 +67,7 @@ public enum ControlLimits {
     /// Longest peer selector (`to`, `peer`): display names and fingerprints are far shorter;
     /// anything longer is a mistake and is rejected before the daemon searches for it.
     public static let maxPeerSelectorBytes = 256
+
+    /// Longest file path in `files.send`: Linux's PATH_MAX.
+    public static let maxPathBytes = 4_096
 }

@@ -31,6 +31,11 @@ public enum ControlMethod {
     public static let roomsSetRole = "rooms.set_role"
     public static let roomsRename = "rooms.rename"
     public static let roomsSetPolicy = "rooms.set_policy"
+    public static let filesSend = "files.send"
+    public static let filesList = "files.list"
+    public static let filesAccept = "files.accept"
+    public static let filesReject = "files.reject"
+    public static let filesCancel = "files.cancel"
     public static let doctorReport = "doctor.report"
 
     /// Every method, for dispatch tables and tests.
@@ -41,7 +46,7 @@ public enum ControlMethod {
         trustUnblock, trustForget, nodeRotateKey, roomsList, roomsCreate, roomsAdd, roomsRemove, roomsLeave,
         roomsAccept, roomsDecline, roomsSetRole, roomsRename, roomsSetPolicy,
         messagesForget, messagesReply, messagesEdit, messagesDelete, messagesReact, nodeSetStatus,
-        doctorReport
+        filesSend, filesList, filesAccept, filesReject, filesCancel, doctorReport
     ]
 }
 

@@ -139,6 +139,8 @@ public final class Daemon: Service, @unchecked Sendable {
         options.newIdentities = config.newIdentities
         options.quota = config.receiveQuota
         options.maxSessions = config.maxSessions
+        options.downloadDirectory = config.downloadDirectory
+        options.fileAutoAcceptBytes = config.fileAutoAcceptBytes
         options.unusedIdentityLifetime = .seconds(config.unusedIdentityLifetimeSeconds)
         let node = Node(loop: loop, store: store, keys: keys, card: card, options: options, log: log, networkKey: psk)
         node.stateDirectory = config.stateDirectory

@@ -174,6 +174,7 @@ enum Schema {
         registerRoomsV2Migration(&migrator)
         registerQuotaMigration(&migrator)
         registerConversationMigration(&migrator)
+        registerFilesMigration(&migrator)
         registerAddressRecordsMigration(&migrator)
         return migrator
     }

@@ -217,6 +217,19 @@ guard args.count >= 2 else {
                                 chat; with ROOMID also a room edit, delete and reaction of
                                 MSGID in that room (of which it is not a member); ping; print
                                 "acked N" (acks for the records) and "alive"
+          file T ATTACK         as a new (pinned) peer announcing files, offer a 3-chunk file
+                                and serve the target's fileWants (accept it within 60 s):
+                                  honest      the real thing
+                                  traversal   named "../../etc/passwd"
+                                  control     a name with escape, newline, bidi controls and
+                                              a Windows device name ("CON.txt" after them)
+                                  huge        an offer of 2^63 bytes (answered at once)
+                                  corrupt-once  chunk 1 wrong the first time, right when re-fetched
+                                  corrupt     chunk 1 wrong every time
+                                  bigger      chunk 0 longer than the chunk size
+                                  lying-hash  every chunk matches its hash, the whole-file hash is wrong
+                                print "offered ID", "want FROM" for each want, then "end OUTCOME
+                                TEXT" or "closed"
         """)
     exit(2)
 }
@@ -841,6 +854,9 @@ case "forge-action":
     }
     emit("acked \(acked.count)")
     emit(ponged ? "alive" : "closed")
+case "file":
+    guard args.count > 2 else { fail("ATTACK") }
+    runFileAttack(args[2], host: host, port: port)
 case "dial-back":
     guard args.count > 3, let backPort = UInt16(args[2]), let count = Int(args[3]), (1...20).contains(count) else {
         fail("PORT N (1...20)")
@@ -952,6 +968,87 @@ case "forge-address":
     emit("closed")
 default:
     fail("unknown mode \(mode)")
+}
+
+/// `file T ATTACK`: a hostile (or, with `honest`, a correct) file sender.
+func runFileAttack(_ attack: String, host: String, port: UInt16) {
+    guard let c = Conn(host, port, timeoutMs: 60_000) else { fail("connect") }
+    let id = IdentityKeyPair.generate()
+    let st = NoiseStaticKeyPair.generate()
+    guard
+        var est = handshake(
+            c, identity: id, staticKey: st, card: issue(id, noise: st.publicKey, name: "mallory"),
+            features: .supported)
+    else { fail("handshake refused") }
+    let chunkSize = 4_096
+    var content = Sodium.randomBytes(chunkSize * 2 + 1_000)
+    let chunks = stride(from: 0, to: content.count, by: chunkSize).map {
+        Array(content[$0..<min($0 + chunkSize, content.count)])
+    }
+    let hashes = chunks.map { FileHash.of($0) }
+    var contentHash = FileHash.of(content)
+    if attack == "lying-hash" { contentHash[0] ^= 1 }
+    let names = [
+        "traversal": "../../etc/passwd", "control": "\u{1B}[31mred\nline\u{202E}txt.exe/CON.txt"
+    ]
+    let transfer = TransferID.random()
+    let offer = FileOffer(
+        transfer: transfer, size: attack == "huge" ? 1 << 63 : UInt64(content.count), chunkSize: UInt32(chunkSize),
+        contentHash: contentHash, listHash: FileHash.listHash(hashes), name: names[attack] ?? "honest.bin",
+        mediaType: "application/octet-stream")
+    content.removeAll()
+    func send(_ records: [AppRecord]) {
+        var encoder = RecordStreamEncoder()
+        records.forEach { encoder.append($0) }
+        for chunk in encoder.drainChunks() {
+            guard let sealed = try? est.transport.seal(chunk), c.sendFrame(sealed) else {
+                emit("closed")
+                exit(0)
+            }
+        }
+    }
+    send([.file(.offer(offer))])
+    emit("offered \(transfer.hex)")
+    var decoder = RecordStreamDecoder()
+    var corruptSent = 0
+    let deadline = Date().addingTimeInterval(60)
+    while Date() < deadline {
+        guard let f = c.recvFrame() else {
+            emit("closed")
+            exit(0)
+        }
+        guard let p = try? est.transport.open(f) else { fail("transport") }
+        decoder.append(p)
+        while let r = try? decoder.next() {
+            switch r {
+            case .ping(let v):
+                send([.pong(v)])
+            case .close:
+                emit("closed")
+                exit(0)
+            case let .file(.want(_, from, needList)):
+                emit("want \(from)")
+                var out: [AppRecord] = []
+                if needList { out.append(.file(.hashes(transfer, first: 0, hashes: hashes))) }
+                for i in Int(from)..<chunks.count {
+                    var data = chunks[i]
+                    if i == 1 && (attack == "corrupt" || (attack == "corrupt-once" && corruptSent == 0)) {
+                        data[0] ^= 0xFF
+                        corruptSent += 1
+                    }
+                    if i == 0 && attack == "bigger" { data += [0, 0, 0] }
+                    out.append(.file(.chunk(transfer, index: UInt64(i), data: data)))
+                }
+                send(out)
+            case let .file(.end(_, outcome, text)):
+                emit("end \(outcome) \(text)")
+                exit(0)
+            default:
+                break
+            }
+        }
+    }
+    emit("timeout")
 }
 
 /// A room member speaking the real protocol: handshake with a fixed identity, every

@@ -14,7 +14,8 @@ final class Parleyd: @unchecked Sendable {
     /// counts), which must exec it in the same process so `pid` stays the daemon's.
     init(
         binary: String, workDir: String, name: String, peers: [String] = [],
-        durability: String = "full", launcher: [String] = [], extraEnvironment: [String: String] = [:]
+        durability: String = "full", launcher: [String] = [], extraEnvironment: [String: String] = [:],
+        extraArguments: [String] = []
     ) throws(BenchError) {
         self.name = name
         let state = workDir + "/\(name)-state"
@@ -24,6 +25,7 @@ final class Parleyd: @unchecked Sendable {
             "--listen", "127.0.0.1:0", "--log-level", "warning", "--durability", durability
         ]
         for p in peers { args += ["--peer", p] }
+        args += extraArguments
         var env = ProcessInfo.processInfo.environment
         env["NOTIFY_SOCKET"] = nil
         env.merge(extraEnvironment) { _, new in new }
@@ -76,16 +78,17 @@ final class Parleyd: @unchecked Sendable {
 /// Two daemons that know each other (B dials A) with a session up.
 func startPair(
     binary: String, workDir: String, names: (String, String) = ("alice", "bob"),
-    durability: String, launcher: [String] = [], extraEnvironment: [String: String] = [:]
+    durability: String, launcher: [String] = [], extraEnvironment: [String: String] = [:],
+    extraArguments: [String] = []
 ) throws(BenchError) -> (Parleyd, Parleyd) {
     let a = try Parleyd(
         binary: binary, workDir: workDir, name: names.0, durability: durability, launcher: launcher,
-        extraEnvironment: extraEnvironment)
+        extraEnvironment: extraEnvironment, extraArguments: extraArguments)
     let b: Parleyd
     do {
         b = try Parleyd(
             binary: binary, workDir: workDir, name: names.1, peers: [a.address], durability: durability,
-            launcher: launcher, extraEnvironment: extraEnvironment)
+            launcher: launcher, extraEnvironment: extraEnvironment, extraArguments: extraArguments)
     } catch {
         a.stop()
         throw error

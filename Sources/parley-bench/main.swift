@@ -44,7 +44,7 @@ struct ParleyBench: ParsableCommand {
         guard FileManager.default.isExecutableFile(atPath: parleyd) else {
             throw ValidationError("no parleyd in \(bin); build it or pass --bin-dir")
         }
-        let wanted = Set((rows ?? "1,2,3,4,5,6,7,8").split(separator: ",").compactMap { Int($0) })
+        let wanted = Set((rows ?? "1,2,3,4,5,6,7,8,10").split(separator: ",").compactMap { Int($0) })
         let work = NSTemporaryDirectory() + "parley-bench-\(getpid())"
         try FileManager.default.createDirectory(
             atPath: work, withIntermediateDirectories: true,
@@ -73,7 +73,7 @@ struct ParleyBench: ParsableCommand {
         if wanted.contains(1) || wanted.contains(5) {
             disk64k = try diskProbe.diskRate()
         }
-        if wanted.contains(1) || wanted.contains(2) || wanted.contains(5) {
+        if wanted.contains(1) || wanted.contains(2) || wanted.contains(5) || wanted.contains(10) {
             progress("row 1: crypto floor")
             let r = try CryptoFloorBench(scale: scale).run()
             floor = r.floor
@@ -151,6 +151,18 @@ struct ParleyBench: ParsableCommand {
             add(DiscoveryBench(smoke: scale.smoke, parleyd: parleyd, workDir: work).run())
         }
 
+        if wanted.contains(10) {
+            progress("row 10: a file A → B (log: \(work)/files-bench)")
+            do { add(try FileTransferBench(scale: scale, binary: parleyd, workDir: work).run(aead64k: aead64k)) } catch
+            {
+                add([
+                    .skipped(
+                        id: "10a", measure: "File A → B, loopback, durable", unit: "MB/s",
+                        referenceName: "min(AEAD 1 core, disk write+fdatasync)",
+                        goal: .ratioAtLeast(FileTransferBench.throughputGoalRatio), why: "\(error)")
+                ])
+            }
+        }
         let formatter = ISO8601DateFormatter()
         let report = Report(
             mode: smoke ? "smoke" : "full",

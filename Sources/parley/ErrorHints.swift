@@ -83,6 +83,10 @@ enum ErrorHints {
         case .connectFailed:
             return "Check the address and that parleyd runs there (`parley status` on that machine shows its "
                 + "listen addresses), then run `parley connect` again."
+        case .transferNotFound:
+            return "Run `parley files` to list transfers and their ids; any 4 or more of their first digits will do."
+        case .fileNotSendable, .transferState:
+            return nil  // the daemon's message says what is wrong with the file or the transfer
         case .methodNotFound:
             return "This parleyd does not know the command; are parley and parleyd the same version?"
         case .parseError, .invalidRequest, .invalidParams, .internalError, .notPermitted,

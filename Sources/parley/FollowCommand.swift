@@ -147,6 +147,9 @@ struct FollowCommand: ParsableCommand {
             Console.out(
                 "[\(now)] \(Terminal.line(e.name))"
                     + (e.status.isEmpty ? " cleared their status" : " is \"\(Terminal.line(e.status))\""))
+        case let .file(method, t):
+            // Progress is for bars (`parley get`), not for a log of what happened.
+            if method != ControlEvent.fileProgress { Console.out("[\(now)] \(method): " + FileLines.summary(t)) }
         case .unknown:
             break  // an event from a newer daemon: nothing to show in this version
         }

@@ -22,6 +22,7 @@ struct ParleyCommand: ParsableCommand {
             ForgetMessagesCommand.self,
             SearchCommand.self,
             ReplyCommand.self, EditCommand.self, DeleteCommand.self, ReactCommand.self, PresenceCommand.self,
+            FilesCommand.self, GetCommand.self,
             DoctorCommand.self, WebCommand.self
         ])
 

@@ -33,7 +33,14 @@ struct SendCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Send the contents of this file (UTF-8 text).", valueName: "path"))
     var file: String?
 
-    @Flag(name: .long, help: "Wait until the peer acknowledges delivery.")
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Send this file too (repeatable). The daemon reads it in place: leave it unchanged until sent.",
+            valueName: "path"))
+    var attach: [String] = []
+
+    @Flag(name: .long, help: "Wait until the peer acknowledges delivery (with --attach: until every file arrived).")
     var wait = false
 
     @Option(
@@ -55,13 +62,50 @@ struct SendCommand: ParsableCommand {
                 "--timeout must be between 1 and \(ControlLimits.maxSendWaitMilliseconds / 1000) seconds")
         }
         if file != nil && text != nil { throw ValidationError("give the text or --file, not both") }
-        if text == nil && file == nil && isatty(0) == 1 {
+        if text == nil && file == nil && isatty(0) == 1 && attach.isEmpty {
             throw ValidationError("no message text: give it as an argument, `-` to read standard input, or --file PATH")
         }
         if let text, text != MessageText.standardInputMarker { try validateForCommandLine(params(body: text)) }
+        if !attach.isEmpty && (timeout != nil) { throw ValidationError("--timeout does not apply to --attach") }
     }
 
     func run() throws {
+        if !attach.isEmpty {
+            if text != nil || file != nil { try sendText() }
+            return try sendFiles()
+        }
+        try sendText()
+    }
+
+    /// `--attach`: one `files.send` per file (per member for a room), then with `--wait` the
+    /// progress until every transfer ended.
+    func sendFiles() throws {
+        let cwd = FileManager.default.currentDirectoryPath
+        var transfers: [FileTransferInfo] = []
+        try Session.run(options, peer: peer, callTimeout: .seconds(600)) { client in
+            for path in attach {
+                let absolute = path.hasPrefix("/") ? path : (cwd as NSString).appendingPathComponent(path)
+                let params = FilesSendParams(to: peer, path: absolute)
+                do { try params.validate() } catch let error as JSONRPCError {
+                    Console.err("parley: \(error.message)")
+                    throw ExitCode(CLIExitCode.usage)
+                }
+                let r = try client.call(params)
+                transfers += r.transfers
+                if !options.json && !wait {
+                    for t in r.transfers { Console.out("→ offered " + FileLines.summary(t)) }
+                }
+            }
+            if wait {
+                transfers = try FileWait.untilFinal(client, transfers, progress: !options.json && isatty(1) == 1)
+            }
+        }
+        if options.json { return Console.json(FilesSendResult(transfers: transfers)) }
+        if wait { for t in transfers { Console.out(FileLines.summary(t)) } }
+        if wait && transfers.contains(where: { $0.state != "completed" }) { throw ExitCode(CLIExitCode.daemonError) }
+    }
+
+    func sendText() throws {
         let body: String
         do {
             body = try MessageText.resolve(argument: text, file: file)

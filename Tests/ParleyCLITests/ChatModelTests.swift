@@ -72,6 +72,8 @@ final class ChatConversationTests: XCTestCase {
         XCTAssertEqual(ChatSlashCommand.parse("/reply sure thing"), .reply("sure thing"))
         XCTAssertEqual(ChatSlashCommand.parse("/edit  fixed "), .edit("fixed"))
         XCTAssertEqual(ChatSlashCommand.parse("/delete"), .delete)
+        XCTAssertEqual(ChatSlashCommand.parse("/attach ~/Pictures/cat one.png"), .attach("~/Pictures/cat one.png"))
+        XCTAssertEqual(ChatSlashCommand.parse("/attach"), .unknown("attach"), "a path is needed")
         XCTAssertEqual(ChatSlashCommand.parse("/react 👍"), .react("👍"))
         XCTAssertEqual(ChatSlashCommand.parse("/reply"), .unknown("reply"), "a reply needs text")
         XCTAssertEqual(ChatSlashCommand.parse("/frobnicate"), .unknown("frobnicate"))
@@ -99,5 +101,23 @@ final class ChatConversationTests: XCTestCase {
         edited.reactions = [MessageReaction(reaction: "👍", fromNames: ["bob"], mine: false)]
         model.update(edited)
         XCTAssertEqual(model.entries[1].body, "↳ bob: question\nbetter answer (edited)\n👍 1")
+    }
+
+    func testTheAttachmentLineShowsNameSizeAndState() {
+        func t(_ direction: String, _ state: String, path: String? = nil, error: String? = nil) -> FileTransferInfo {
+            FileTransferInfo(
+                id: "0123456789abcdef0123456789abcdef", direction: direction, peer: "fp", peerName: "bob\u{1B}[2J",
+                room: nil, name: "report.pdf", size: 3 << 20, mediaType: "application/pdf", caption: nil,
+                state: state, bytesDone: 0, rate: nil, path: path, error: error, contentHash: "", createdAt: 0,
+                updatedAt: 0)
+        }
+        XCTAssertEqual(
+            ChatAttachment.line(t("in", "offered")),
+            "bob\u{FFFD}[2J sends 📎 report.pdf (3.0 MiB): offered — parley get 01234567 to accept")
+        XCTAssertEqual(
+            ChatAttachment.line(t("out", "transferring")), "📎 report.pdf (3.0 MiB) to bob\u{FFFD}[2J: transferring")
+        XCTAssertTrue(
+            ChatAttachment.line(t("in", "completed", path: "/d/report.pdf")).hasSuffix("completed → /d/report.pdf"))
+        XCTAssertTrue(ChatAttachment.line(t("out", "failed", error: "disk full")).hasSuffix("failed (disk full)"))
     }
 }

@@ -464,6 +464,8 @@ final class ConfigFileTests: XCTestCase {
             stranger: .init(messages: 1, bytes: 2), correspondent: .init(messages: 3, bytes: 4),
             total: .init(messages: 5, bytes: 6), diskFloorBytes: 7)
         flags.maxSessions = 8
+        flags.downloadDirectory = "/d"
+        flags.fileAutoAcceptBytes = 9
         flags.unusedIdentityLifetimeSeconds = 9
         let merged = try DaemonConfiguration.merged(defaults: base, file: nil, flags: flags)
         // Every option differs from the defaults, so every key shows up as changed.

@@ -306,7 +306,7 @@ final class ControlProtocolTests: XCTestCase {
             .timeout: -32008, .fingerprintMismatch: -32009, .invalidAddress: -32010, .tooManyClients: -32011,
             .subscriberTooSlow: -32012, .eventsExpired: -32020, .roomNotFound: -32021, .roomAmbiguous: -32022,
             .messageNotFound: -32023,
-            .connectFailed: -32030
+            .connectFailed: -32030, .transferNotFound: -32040, .fileNotSendable: -32041, .transferState: -32042
         ]
         XCTAssertEqual(expected.count, ControlErrorCode.allCases.count)
         for code in ControlErrorCode.allCases { XCTAssertEqual(code.rawValue, expected[code], "\(code)") }

@@ -51,6 +51,20 @@ final class NotifyHookTests: XCTestCase {
 
     /// A real child: environment exactly as given, no inherited descriptors, its own
     /// process group, default signal dispositions.
+    func testFileEventsCarryTheFileNameAndSizeAndForgedOnesAreDropped() {
+        var offered = message
+        offered.file = ("report\u{0}.pdf", 3_145_728, "offered")
+        let vars = parse(
+            NotifyHookEnvironment.make(
+                base: ["PARLEY_FILE_NAME": "forged", "PARLEY_FILE_SIZE": "1"], message: offered, includeBody: false))
+        XCTAssertEqual(vars["PARLEY_FILE_NAME"], "report\u{FFFD}.pdf")
+        XCTAssertEqual(vars["PARLEY_FILE_SIZE"], "3145728")
+        XCTAssertEqual(vars["PARLEY_FILE_EVENT"], "offered")
+        let plain = parse(
+            NotifyHookEnvironment.make(base: ["PARLEY_FILE_NAME": "forged"], message: message, includeBody: false))
+        XCTAssertNil(plain["PARLEY_FILE_NAME"], "a message sets no file variables, and inherited ones are dropped")
+    }
+
     func testSpawnedHookGetsACleanProcess() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("parley-hook-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

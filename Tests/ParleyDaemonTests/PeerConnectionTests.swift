@@ -23,6 +23,7 @@ private final class RecordingDelegate: PeerConnectionDelegate {
     func connection(_ connection: PeerConnection, refused ids: [MessageID], reason: RefusalReason) {}
     func connection(_ connection: PeerConnection, receivedActions actions: [MessageActionRecord]) {}
     func connection(_ connection: PeerConnection, receivedStatus status: PresenceStatus) {}
+    func connection(_ connection: PeerConnection, receivedFile record: FileRecord) {}
     func connectionBecameWritable(_ connection: PeerConnection) {}
     func connectionClosed(_ connection: PeerConnection, error: Error?) { closed.append(error) }
 }

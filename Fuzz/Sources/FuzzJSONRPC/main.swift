@@ -84,6 +84,11 @@ private func handle(line: [UInt8]) {
 private func decodeParams(of request: JSONRPCRequest) {
     switch request.method {
     case ControlMethod.nodeStatus: _ = try? request.decodeParams(NodeStatusParams.self)
+    case ControlMethod.filesSend: _ = try? request.decodeParams(FilesSendParams.self)
+    case ControlMethod.filesList: _ = try? request.decodeParams(FilesListParams.self)
+    case ControlMethod.filesAccept: _ = try? request.decodeParams(FilesAcceptParams.self)
+    case ControlMethod.filesReject: _ = try? request.decodeParams(FilesRejectParams.self)
+    case ControlMethod.filesCancel: _ = try? request.decodeParams(FilesCancelParams.self)
     case ControlMethod.doctorReport: _ = try? request.decodeParams(DoctorReportParams.self)
     case ControlMethod.nodeWhoami: _ = try? request.decodeParams(NodeWhoamiParams.self)
     case ControlMethod.peersList: _ = try? request.decodeParams(PeersListParams.self)

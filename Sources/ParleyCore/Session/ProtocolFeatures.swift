@@ -10,13 +10,15 @@ public struct ProtocolFeatures: OptionSet, Hashable, Sendable {
     /// room variants (0x12-0x15).
     public static let conversation = ProtocolFeatures(rawValue: 1 << 0)
 
-    /// Bit 1 is file transfer (issue 18).
+    /// File transfer: records 0x30-0x35 (docs/PROTOCOL.md "Files").
+    public static let files = ProtocolFeatures(rawValue: 1 << 1)
+
     /// Signed address records (0x21), contact tags (0x22) and the dial-back probe
     /// (0x23, 0x24): address gossip among contacts (docs/PROTOCOL.md "Address gossip").
     public static let addressGossip = ProtocolFeatures(rawValue: 1 << 2)
 
     /// What this version understands.
-    public static let supported: ProtocolFeatures = [.conversation, .addressGossip]
+    public static let supported: ProtocolFeatures = [.conversation, .files, .addressGossip]
 }
 
 extension AppRecord.RecordType {
@@ -27,6 +29,8 @@ extension AppRecord.RecordType {
         switch self {
         case .reply, .edit, .delete, .reaction, .status, .roomReply, .roomEdit, .roomDelete, .roomReaction:
             return .conversation
+        case .fileOffer, .fileWant, .fileHashes, .fileChunk, .fileHave, .fileEnd:
+            return .files
         case .addressRecord, .contactTags, .dialBackRequest, .dialBackResult:
             return .addressGossip
         case .chat, .ack, .cardUpdate, .ping, .pong, .close, .refused, .readReceipt, .roomOperation, .roomChat,

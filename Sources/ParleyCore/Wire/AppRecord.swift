@@ -38,6 +38,9 @@ public enum AppRecord: Equatable, Sendable {
     /// receiver dials the address it sees the session come from at these ports when it
     /// needs a session again (after either side restarts), without mDNS.
     case listenPorts([UInt16])
+    /// A file record (0x30-0x35, docs/PROTOCOL.md "Files"). Sent only to peers whose
+    /// handshake announced `ProtocolFeatures.files`.
+    case file(FileRecord)
     /// Where a node can be reached, signed by that node (0x21): its own, or a contact's
     /// relayed by gossip. Optional: `ProtocolFeatures.addressGossip`.
     case addressRecord(SignedAddressRecord)
@@ -61,6 +64,8 @@ public enum AppRecord: Equatable, Sendable {
         /// Edit, delete and reaction of a room message: the room id, then the direct layout.
         case roomEdit = 0x13, roomDelete = 0x14, roomReaction = 0x15
         case listenPorts = 0x20
+        case fileOffer = 0x30, fileWant = 0x31, fileHashes = 0x32, fileChunk = 0x33, fileHave = 0x34
+        case fileEnd = 0x35
         /// Address gossip and the dial-back probe (issue 19; 0x25-0x2F reserved for it).
         case addressRecord = 0x21, contactTags = 0x22, dialBackRequest = 0x23, dialBackResult = 0x24
     }
@@ -193,6 +198,8 @@ extension AppRecord {
             var p = [UInt8]([UInt8(truncatingIfNeeded: ports.count)])
             for port in ports { p.appendUInt16(port) }
             put(.listenPorts, p)
+        case .file(let f):
+            put(f.recordType, f.payload())
         case .addressRecord(let record):
             put(.addressRecord, record.encoded())
         case .contactTags(let tags):
@@ -292,6 +299,8 @@ extension AppRecord {
                     ports.append(port)
                 }
                 return .listenPorts(ports)
+            case .fileOffer, .fileWant, .fileHashes, .fileChunk, .fileHave, .fileEnd:
+                return .file(try FileRecord.decode(known, &r))
             case .addressRecord:
                 do { return .addressRecord(try SignedAddressRecord.decode(payload)) } catch {
                     throw AppRecordError.malformed(type: type, reason: error.description)

@@ -77,6 +77,10 @@ extension ConfigFile {
             }
         case .diskFloorMib:
             configuration.receiveQuota.diskFloorBytes = try reader.mebibytes()
+        case .downloadDir:
+            configuration.downloadDirectory = try reader.string(check: DaemonConfiguration.problem(withPath:))
+        case .fileAutoAcceptMib:
+            configuration.fileAutoAcceptBytes = UInt64(try reader.mebibytes())
         case .unusedIdentityLifetimeS:
             configuration.unusedIdentityLifetimeSeconds = try reader.seconds()
         }

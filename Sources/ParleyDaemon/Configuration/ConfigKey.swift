@@ -27,6 +27,9 @@ public enum ConfigKey: String, CaseIterable, Sendable {
     case quotaTotalMib = "quota_total_mib"
     case diskFloorMib = "disk_floor_mib"
     case maxSessions = "max_sessions"
+    // Files (issue 18; docs/PROTOCOL.md "Files").
+    case downloadDir = "download_dir"
+    case fileAutoAcceptMib = "file_auto_accept_mib"
     /// How long an identity that never exchanged a message is remembered after it was last
     /// seen (`NodeLimits.unusedIdentityLifetime`).
     case unusedIdentityLifetimeS = "unused_identity_lifetime_s"
@@ -40,7 +43,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
         case .stateDir, .hostName, .listen, .socket, .mdns, .networkKey, .durability, .newIdentities,
             .handshakeTimeoutMs, .pingIntervalMs, .deadAfterMs,
             .quotaPeerMessages, .quotaPeerMib, .quotaVerifiedPeerMessages, .quotaVerifiedPeerMib, .quotaTotalMessages,
-            .quotaTotalMib, .diskFloorMib, .maxSessions, .unusedIdentityLifetimeS:
+            .quotaTotalMib, .diskFloorMib, .maxSessions, .downloadDir, .fileAutoAcceptMib, .unusedIdentityLifetimeS:
             false
         }
     }

@@ -32,6 +32,9 @@ public struct ConfigOverrides: Equatable, Sendable {
     public var receiveQuota: ReceiveQuota?
     /// `max_sessions` (no flag).
     public var maxSessions: Int?
+    /// `download_dir` and `file_auto_accept_mib` (no flags: set in the file).
+    public var downloadDirectory: String?
+    public var fileAutoAcceptBytes: UInt64?
     /// `unused_identity_lifetime_s` (no flag).
     public var unusedIdentityLifetimeSeconds: Int?
 
@@ -60,6 +63,8 @@ public struct ConfigOverrides: Equatable, Sendable {
         if let deadAfterMilliseconds { configuration.deadAfterMilliseconds = deadAfterMilliseconds }
         if let receiveQuota { configuration.receiveQuota = receiveQuota }
         if let maxSessions { configuration.maxSessions = maxSessions }
+        if let downloadDirectory { configuration.downloadDirectory = downloadDirectory }
+        if let fileAutoAcceptBytes { configuration.fileAutoAcceptBytes = fileAutoAcceptBytes }
         if let unusedIdentityLifetimeSeconds {
             configuration.unusedIdentityLifetimeSeconds = unusedIdentityLifetimeSeconds
         }

@@ -53,6 +53,10 @@ public struct DaemonConfiguration: Equatable, Sendable {
     public var receiveQuota: ReceiveQuota = .standard
     /// `max_sessions`: established sessions in total (`NodeLimits.maxSessions`).
     public var maxSessions: Int = NodeLimits.maxSessions
+    /// `download_dir`: where received files go (nil: `<state_dir>/files`).
+    public var downloadDirectory: String?
+    /// `file_auto_accept_mib`: files from verified peers up to this size arrive without asking.
+    public var fileAutoAcceptBytes: UInt64 = FileAcceptPolicy.defaultAutoAcceptBytes
     /// `unused_identity_lifetime_s`: how long a key that never exchanged a message is kept
     /// after it was last seen (`NodeLimits.unusedIdentityLifetime`, a day).
     public var unusedIdentityLifetimeSeconds: Int = Int(NodeLimits.unusedIdentityLifetime.components.seconds)
@@ -168,6 +172,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
             .quotaTotalMib, .diskFloorMib:
             receiveQuota != other.receiveQuota
         case .maxSessions: maxSessions != other.maxSessions
+        case .downloadDir: downloadDirectory != other.downloadDirectory
+        case .fileAutoAcceptMib: fileAutoAcceptBytes != other.fileAutoAcceptBytes
         case .unusedIdentityLifetimeS: unusedIdentityLifetimeSeconds != other.unusedIdentityLifetimeSeconds
         }
     }

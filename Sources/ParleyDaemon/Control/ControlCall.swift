@@ -39,6 +39,11 @@ enum ControlCall: Sendable {
     case messagesDelete(MessagesDeleteParams)
     case messagesReact(MessagesReactParams)
     case nodeSetStatus(NodeSetStatusParams)
+    case filesSend(FilesSendParams)
+    case filesList(FilesListParams)
+    case filesAccept(FilesAcceptParams)
+    case filesReject(FilesRejectParams)
+    case filesCancel(FilesCancelParams)
     case doctorReport(DoctorReportParams)
 
     /// The route table: method name → how its params are decoded. Each entry is keyed by
@@ -81,6 +86,11 @@ enum ControlCall: Sendable {
             ControlRoute.route(MessagesDeleteParams.self, ControlCall.messagesDelete),
             ControlRoute.route(MessagesReactParams.self, ControlCall.messagesReact),
             ControlRoute.route(NodeSetStatusParams.self, ControlCall.nodeSetStatus),
+            ControlRoute.route(FilesSendParams.self, ControlCall.filesSend),
+            ControlRoute.route(FilesListParams.self, ControlCall.filesList),
+            ControlRoute.route(FilesAcceptParams.self, ControlCall.filesAccept),
+            ControlRoute.route(FilesRejectParams.self, ControlCall.filesReject),
+            ControlRoute.route(FilesCancelParams.self, ControlCall.filesCancel),
             ControlRoute.route(DoctorReportParams.self, ControlCall.doctorReport)
         ].map { ($0.method, $0) })
 

@@ -186,6 +186,17 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
                 if !request.isNotification { writeSuccess(id: id, result: result) }
             case .deferred:
                 break
+            case .future(let future):
+                let isNotification = request.isNotification
+                pendingDials += 1  // keeps the idle timer off while the answer is outstanding
+                idleTimer?.cancel()
+                future.whenComplete { [weak self] result in
+                    guard let self else { return }
+                    self.pendingDials -= 1
+                    if !isNotification, case .success(let response) = result { self.write(response) }
+                    self.context?.flush()
+                    self.armIdleTimer()
+                }
             case let .awaitDial(key, address, timeoutMs):
                 waitForDial(key, address: address, timeoutMs: timeoutMs, requestID: request.id)
             case .later(let start):

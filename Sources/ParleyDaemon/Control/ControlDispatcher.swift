@@ -33,6 +33,8 @@ struct ControlDispatcher {
         case later(start: (@escaping (any Encodable & Sendable) -> Void) -> Void)
         /// The connection becomes a subscriber (resuming after `since`); it answers itself.
         case subscribe(filterIdentity: String?, since: Int?)
+        /// The answer is computed off the request's turn (`files.send` hashes the file first).
+        case future(EventLoopFuture<JSONRPCResponse>)
     }
 
     /// What `messages.send` with `wait` asks of the connection: (message id, timeout in
@@ -189,6 +191,34 @@ struct ControlDispatcher {
         case .nodeSetStatus(let p):
             let (status, told) = try node.setStatus(p.status)
             return .typed(id: id, result: NodeSetStatusResult(status: status.text, peersNotified: told))
+        case .filesSend(let p):
+            let node = self.node
+            let future = try node.sendFile(to: p.to, path: p.path, caption: p.caption, mediaType: p.mediaType)
+            return .future(
+                future.map { records in
+                    JSONRPCResponse.success(
+                        id: id, result: FilesSendResult(transfers: records.map { node.fileInfo($0) }))
+                }.recover { error in JSONRPCResponse(id: id, error: Self.rpcError(error, node: node)) })
+        case .filesList(let p):
+            let records: [FileTransferRecord]
+            let limit = p.limit ?? 50
+            do {
+                if let prefix = p.id {
+                    records = try node.store.transfers(idPrefix: prefix, limit: limit)
+                } else {
+                    records = try node.store.recentTransfers(limit: limit)
+                }
+            } catch { throw ControlFailure.storeRead(what: "the file transfers", error) }
+            return .typed(
+                id: id,
+                result: FilesListResult(
+                    transfers: records.map { node.fileInfo($0) }, directory: node.downloadDirectory))
+        case .filesAccept(let p):
+            return .typed(id: id, result: FileTransferResult(transfer: node.fileInfo(try node.acceptFile(p.id))))
+        case .filesReject(let p):
+            return .typed(id: id, result: FileTransferResult(transfer: node.fileInfo(try node.rejectFile(p.id))))
+        case .filesCancel(let p):
+            return .typed(id: id, result: FileTransferResult(transfer: node.fileInfo(try node.cancelFile(p.id))))
         }
     }
 
@@ -326,6 +356,7 @@ struct ControlDispatcher {
         case let e as RoomError: return rpcError(e)
         case let e as ControlFailure: return JSONRPCError(.storageFailed, e.description)
         case let e as ConversationError: return e.rpcError
+        case let e as FileError: return e.rpcError
         default: return .internalError("\(error)")
         }
     }

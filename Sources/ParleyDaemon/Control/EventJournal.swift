@@ -182,6 +182,19 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
             return Rendered(
                 method: ControlEvent.roomUpdated, peer: room.id, messageRowID: nil,
                 params: RoomUpdatedEvent(room: node.roomInfo(room)))
+        case let .file(rec, kind, rate):
+            let info = node.fileInfo(rec, rate: rate)
+            let params: any ControlEventParams
+            switch kind {
+            case .offered: params = FileOfferedEvent(transfer: info)
+            case .progress: params = FileProgressEvent(transfer: info)
+            case .completed: params = FileCompletedEvent(transfer: info)
+            case .failed: params = FileFailedEvent(transfer: info)
+            case .cancelled: params = FileCancelledEvent(transfer: info)
+            }
+            // Filtered like messages: by the peer, or by the room a room file was sent to.
+            return Rendered(
+                method: type(of: params).method, peer: rec.room ?? rec.peer, messageRowID: nil, params: params)
         }
     }
 

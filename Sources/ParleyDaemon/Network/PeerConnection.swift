@@ -27,6 +27,8 @@ protocol PeerConnectionDelegate: AnyObject {
     /// Edits, deletes and reactions of one read, after its chats.
     func connection(_ connection: PeerConnection, receivedActions actions: [MessageActionRecord])
     func connection(_ connection: PeerConnection, receivedStatus status: PresenceStatus)
+    /// A file record (docs/PROTOCOL.md "Files"), as it arrives: chunks are written as they come.
+    func connection(_ connection: PeerConnection, receivedFile record: FileRecord)
     func connectionBecameWritable(_ connection: PeerConnection)
     func connectionClosed(_ connection: PeerConnection, error: Error?)
 }
@@ -209,6 +211,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         case .messageAction(let a): pendingActions.append(a)
         case .status(let s): delegate?.connection(self, receivedStatus: s)
         case .listenPorts(let ports): delegate?.connection(self, announcedListenPorts: ports)
+        case .file(let record): delegate?.connection(self, receivedFile: record)
         case .addressRecord(let r): delegate?.connection(self, receivedAddressRecord: r)
         case .contactTags(let t): delegate?.connection(self, receivedContactTags: t)
         case .dialBackRequest(let r): delegate?.connection(self, receivedDialBackRequest: r)

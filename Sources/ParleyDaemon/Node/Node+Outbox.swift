@@ -53,7 +53,10 @@ extension Node {
         }
     }
 
-    func connectionBecameWritable(_ conn: PeerConnection) { pump(conn) }
+    func connectionBecameWritable(_ conn: PeerConnection) {
+        pump(conn)
+        pumpFiles(conn)
+    }
 
     // MARK: Local sends
 

@@ -81,7 +81,7 @@ extension Node {
 
     /// A stranger, or a correspondent (verified, or written to by the user). Once one, a
     /// peer stays one in the cache until the user deletes messages (`quotaCountsChanged`).
-    private func quotaStanding(of sender: IdentityPublicKey) -> ReceiveQuota.Standing {
+    func quotaStanding(of sender: IdentityPublicKey) -> ReceiveQuota.Standing {
         if quotaCache.correspondents.contains(sender) { return .correspondent }
         let isCorrespondent =
             peerRecord(sender.hex)?.trust == .verified || ((try? store.hasWritten(to: sender.hex)) ?? false)

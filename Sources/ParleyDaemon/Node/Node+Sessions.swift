@@ -155,11 +155,13 @@ extension Node {
         startGossip(on: conn, peer: peer)
         pump(conn)
         sendPendingReadReceipts(conn)
+        filesSessionStarted(conn)
     }
 
     func connectionClosed(_ conn: PeerConnection, error: Error?) {
         let handle = ObjectIdentifier(conn)
         releaseAdmission(conn)
+        if activePeer(of: conn) != nil { filesSessionEnded(conn) }
         let link = links.removeValue(forKey: handle)
         if let error, conn.established == nil {
             // A failed handshake: log once per source address, never per packet.

@@ -111,6 +111,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var statusThrottle = StatusThrottle<IdentityPublicKey>()
     /// When the words of deleted messages are purged from the search index.
     var erasurePurge = ErasurePurgeSchedule()
+    /// File transfers in memory (Files/Node+Files*.swift).
+    var files = FileBook()
 
     var myIdentityKey: IdentityPublicKey { keys.identity.publicKey }
     var myIdentity: String { keys.identity.publicKey.hex }

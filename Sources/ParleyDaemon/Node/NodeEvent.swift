@@ -21,6 +21,13 @@ enum NodeEvent {
     case newPeer(PeerRecord, address: String?)
     /// A room's name, members or version changed (or this node learned of the room).
     case roomUpdated(RoomRecord)
+    /// A file transfer was offered (by us or to us), moved on, or ended (Files/).
+    case file(FileTransferRecord, FileEventKind, rate: UInt64?)
+}
+
+/// Which `file.*` event a transfer change is.
+enum FileEventKind: Sendable {
+    case offered, progress, completed, failed, cancelled
 }
 
 protocol NodeObserver: AnyObject {

@@ -17,6 +17,14 @@ struct NodeOptions: Sendable {
     var redial = RedialBackoff(initial: .milliseconds(500), maximum: .seconds(30))
     /// What the node keeps from peers, and its disk floor (`quota_*`, `disk_floor_mib`).
     var quota = ReceiveQuota.standard
+    /// Where received files go (`download_dir`); nil: `<state-dir>/files`.
+    var downloadDirectory: String?
+    /// Offers taken without asking (`file_auto_accept_mib`, from verified peers only).
+    var fileAutoAcceptBytes = FileAcceptPolicy.defaultAutoAcceptBytes
+    /// Files up to this size are hashed on the event loop when offered, larger ones on NIO's
+    /// thread pool (1 GiB takes about a second, which must not stall chat). The in-process
+    /// tests raise it: their embedded loop has no thread to come back from.
+    var fileInlineDigestBytes: UInt64 = 4 << 20
     /// Established sessions in total (`max_sessions`).
     var maxSessions = NodeLimits.maxSessions
     /// How long a key that never exchanged a message is kept after it was last seen

@@ -63,7 +63,20 @@ final class NotifyHook: NodeObserver, @unchecked Sendable {
     }
 
     func node(_ node: Node, didEmit event: NodeEvent) {
-        guard case .messageReceived(let m) = event, command != nil else { return }
+        guard command != nil else { return }
+        if case let .file(rec, kind, _) = event, rec.direction == .incoming, kind == .offered || kind == .completed {
+            let env = NotifyHookEnvironment.make(
+                base: baseEnvironment,
+                message: .init(
+                    fromName: node.displayName(of: rec.peer), fromFingerprint: Node.fingerprint(ofHex: rec.peer),
+                    id: rec.transfer, receivedAt: rec.updatedAt, body: rec.caption,
+                    room: rec.room.map { "#" + node.roomDisplayName(ofHex: $0) },
+                    file: (rec.name, rec.size, kind == .offered ? "offered" : "completed")),
+                includeBody: includeBody)
+            run(env)
+            return
+        }
+        guard case .messageReceived(let m) = event else { return }
         let env = NotifyHookEnvironment.make(
             base: baseEnvironment,
             message: .init(
@@ -71,6 +84,10 @@ final class NotifyHook: NodeObserver, @unchecked Sendable {
                 id: m.id, receivedAt: m.receivedAt ?? Node.nowMs(), body: m.body,
                 room: m.room.map { "#" + node.roomDisplayName(ofHex: $0) }),
             includeBody: includeBody)
+        run(env)
+    }
+
+    private func run(_ env: [String]) {
         if running.count < Self.maxRunning {
             start(env)
         } else if waiting.count < Self.maxWaiting {

@@ -15,10 +15,17 @@ enum NotifyHookEnvironment {
     /// `#name` of the room a room message was sent to; unset for a direct message, and
     /// never inherited from the daemon's environment.
     static let room = "PARLEY_ROOM"
+    /// For a file offered to us or received: its (sanitized) name and size in bytes, and
+    /// `offered` or `completed`; unset for a message.
+    static let fileName = "PARLEY_FILE_NAME"
+    static let fileSize = "PARLEY_FILE_SIZE"
+    static let fileEvent = "PARLEY_FILE_EVENT"
 
     /// Every variable the hook contract defines. Values the daemon itself inherited under
     /// these names are dropped, so a hook never sees a stale or forged one.
-    static let hookVariables: Set<String> = [from, fromFingerprint, messageID, receivedAt, body, room]
+    static let hookVariables: Set<String> = [
+        from, fromFingerprint, messageID, receivedAt, body, room, fileName, fileSize, fileEvent
+    ]
 
     /// What the hook is told about one incoming message.
     struct Message: Equatable {
@@ -30,6 +37,14 @@ enum NotifyHookEnvironment {
         var receivedAt: Int64
         var body: String
         var room: String?
+        /// A file event: the file's name and size, and `offered` or `completed`.
+        var file: (name: String, size: Int64, event: String)? = nil
+
+        static func == (a: Message, b: Message) -> Bool {
+            a.fromName == b.fromName && a.fromFingerprint == b.fromFingerprint && a.id == b.id
+                && a.receivedAt == b.receivedAt && a.body == b.body && a.room == b.room
+                && a.file?.name == b.file?.name && a.file?.size == b.file?.size && a.file?.event == b.file?.event
+        }
     }
 
     /// `KEY=VALUE` strings for execve, sorted by key. The body is included only when
@@ -44,6 +59,11 @@ enum NotifyHookEnvironment {
         env[messageID] = message.id
         env[receivedAt] = String(message.receivedAt)
         if let room = message.room { env[Self.room] = withoutNUL(room) }
+        if let file = message.file {
+            env[fileName] = withoutNUL(file.name)
+            env[fileSize] = String(file.size)
+            env[fileEvent] = file.event
+        }
         if includeBody { env[body] = withoutNUL(message.body) }
         return env.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
     }

@@ -322,6 +322,17 @@ private struct ChatView {
         case .react(let reaction):
             guard let id = model.newestIncomingID else { return model.notice("nothing to react to yet", at: now) }
             model.update(try client.call(MessagesReactParams(message: id, reaction: reaction)).message)
+        case .attach(let path):
+            let absolute =
+                path.hasPrefix("/")
+                ? path : (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(path)
+            do {
+                for t in try client.call(FilesSendParams(to: peer, path: absolute)).transfers {
+                    model.notice(ChatAttachment.line(t), at: now)
+                }
+            } catch .remote(let e) {
+                model.notice("cannot attach \(path): \(e.message)", at: now)
+            }
         case .unknown(let name):
             model.notice("unknown command /\(name): \(ChatSlashCommand.help)", at: now)
         }
@@ -370,6 +381,13 @@ private struct ChatView {
                     e.room.member
                         ? "#\(e.room.name) members: \(HumanFormat.roomMembers(e.room))"
                         : "you are no longer a member of #\(e.room.name)", at: Self.nowMs())
+            case let .file(method, t):
+                // The attachment line: name, size, state (progress only when it changes the state).
+                if method == ControlEvent.fileProgress {
+                    changed = false
+                } else {
+                    model.notice(ChatAttachment.line(t), at: Self.nowMs())
+                }
             case .subscriptionClosed(let e):
                 throw ControlClientError.remote(JSONRPCError(code: e.code, message: e.message))
             case .unknown:

@@ -10,10 +10,13 @@ enum ChatSlashCommand: Equatable {
     case delete
     /// React to the peer's newest message.
     case react(String)
+    /// Send a file (a path, relative to where `parley chat` runs) to the peer or room.
+    case attach(String)
     /// A line starting with "/" that is none of these: the view says what it knows.
     case unknown(String)
 
-    static let help = "/reply TEXT, /edit TEXT, /delete, /react EMOJI (on the newest message); //text sends /text"
+    static let help =
+        "/reply TEXT, /edit TEXT, /delete, /react EMOJI (on the newest message); /attach PATH sends a file; //text sends /text"
 
     /// Nil for an ordinary message (including "//…", returned with one "/" removed by `messageText`).
     static func parse(_ line: String) -> ChatSlashCommand? {
@@ -26,6 +29,7 @@ enum ChatSlashCommand: Equatable {
         case ("edit", false), ("e", false): return .edit(rest)
         case ("delete", true), ("del", true): return .delete
         case ("react", false): return .react(rest)
+        case ("attach", false), ("a", false): return .attach(rest)
         default: return .unknown(name)
         }
     }

@@ -1,0 +1,236 @@
+import Foundation
+import NIOCore
+import ParleyCore
+import ParleyNodeCore
+import ParleyStore
+
+/// Receiving files: offers judged by `FileAcceptPolicy`, chunks judged by
+/// `IncomingTransfer`, and what it says performed on the partial file and the store.
+extension Node {
+    /// Offers from one peer waiting for the local user: more are refused, so a peer cannot
+    /// fill the store with offers nobody answers.
+    static let maxWaitingOffersPerPeer = 64
+
+    func receivedOffer(_ offer: FileOffer, key: FileKey, on conn: PeerConnection) {
+        // Ids are unique per pair in both directions: an offer reusing one of ours is a
+        // confused or hostile sender; ignored, so `fileEnd` stays unambiguous.
+        if files.outgoing[key] != nil
+            || (try? store.transfer(peer: key.peer.hex, transfer: key.transfer.hex, direction: .outgoing)) != nil
+        {
+            return
+        }
+        if let existing = try? store.transfer(peer: key.peer.hex, transfer: key.transfer.hex, direction: .incoming) {
+            switch existing.state {
+            case .offered: break
+            case .transferring:
+                if let f = incomingFile(key, existing) { performIncoming(f.machine.start(), f, on: conn) }
+            default: conn.send(Self.endRecord(key.transfer, existing))
+            }
+            return
+        }
+        if let reason = refusal(of: offer, from: key.peer) {
+            conn.send(.file(.end(key.transfer, .failed, reason)))
+            return
+        }
+        let verdict = judge(size: offer.size, from: key.peer, userAccepted: false)
+        if case .refuse(let reason) = verdict {
+            conn.send(.file(.end(key.transfer, .failed, reason)))
+            return
+        }
+        let now = nowMs
+        let rec = FileTransferRecord(
+            transfer: key.transfer.hex, peer: key.peer.hex, direction: .incoming, room: offer.room?.hex,
+            name: FileName.sanitize(offer.name), size: Int64(offer.size), mediaType: offer.mediaType,
+            caption: offer.caption, thumbnail: offer.thumbnail, chunkSize: Int64(offer.chunkSize),
+            contentHash: offer.contentHash, listHash: offer.listHash, chunkHashes: nil,
+            state: verdict == .accept ? .transferring : .offered, createdAt: now, updatedAt: now)
+        let stored: FileTransferRecord
+        do { stored = try store.insertTransfer(rec).record } catch {
+            log.error("could not store a file offer", ["error": "\(error)"])
+            return
+        }
+        emitFile(stored, .offered)
+        log.info(
+            "file offered to us",
+            ["peer": key.peer.fingerprintText, "size": "\(offer.size)", "accepted": "\(verdict == .accept)"])
+        if verdict == .accept, let f = incomingFile(key, stored) { performIncoming(f.machine.start(), f, on: conn) }
+    }
+
+    /// Why a well-formed offer is refused before policy: limits, room membership, flood.
+    private func refusal(of offer: FileOffer, from peer: IdentityPublicKey) -> String? {
+        if let problem = FileOffer.limitViolation(size: offer.size, chunkSize: offer.chunkSize) { return problem }
+        if let room = offer.room {
+            let joined = ((try? store.rooms()) ?? []).first { $0.id == room.hex }?.isMember ?? false
+            guard joined, isRoomMember(peer, room: room.hex) else { return "not a member of that room" }
+        }
+        let waiting = ((try? store.unfinishedTransfers(with: peer.hex)) ?? []).filter {
+            $0.direction == .incoming && $0.state == .offered
+        }
+        if waiting.count >= Self.maxWaitingOffersPerPeer { return "too many of your offers wait for an answer" }
+        return nil
+    }
+
+    /// The policy's verdict with what is stored from the sender and the free space now.
+    func judge(size: UInt64, from peer: IdentityPublicKey, userAccepted: Bool) -> FileAcceptPolicy.Verdict {
+        let verified = peerRecord(peer.hex)?.trust == .verified
+        let peerMessages = (try? store.incomingUsage(from: peer.hex)) ?? (0, 0)
+        let allMessages = (try? store.incomingUsageTotal()) ?? (0, 0)
+        let peerFiles = (try? store.incomingFileBytes(from: peer.hex)) ?? 0
+        let allFiles = (try? store.incomingFileBytes(from: nil)) ?? 0
+        return fileAcceptPolicy.decide(
+            size: size, senderVerified: verified, standing: quotaStanding(of: peer), userAccepted: userAccepted,
+            peerUsage: ReceiveQuota.Usage(messages: peerMessages.0, bytes: peerMessages.1 + peerFiles),
+            totalUsage: ReceiveQuota.Usage(messages: allMessages.0, bytes: allMessages.1 + allFiles),
+            freeDiskBytes: freeBytes(at: downloadDirectory))
+    }
+
+    func freeBytes(at directory: String) -> Int? {
+        var s = statvfs()
+        var dir = directory
+        // The download directory may not exist yet: measure the nearest existing parent.
+        while statvfs(dir, &s) != 0 {
+            guard let slash = dir.lastIndex(of: "/"), slash != dir.startIndex else { return freeDiskBytes() }
+            dir = String(dir[..<slash])
+        }
+        return Int(clamping: UInt64(s.f_bavail) &* UInt64(s.f_frsize))
+    }
+
+    // MARK: Performing the state machine's actions
+
+    func performIncoming(_ actions: [IncomingTransfer.Action], _ f: IncomingFile, on conn: PeerConnection?) {
+        guard let key = f.record.key else { return }
+        do {
+            for action in actions {
+                switch action {
+                case let .want(from, needList):
+                    conn?.send(.file(.want(key.transfer, from: from, needList: needList)))
+                case .keepHashList(let hashes):
+                    let all = hashes.flatMap { $0 }
+                    try? store.setTransferChunkHashes(rowID: f.record.rowID, all)
+                    f.record.chunkHashes = all
+                case let .write(offset, data):
+                    let partial = try openPartial(f, key)
+                    let index = offset / UInt64(f.record.chunkSize)
+                    if f.wholeHash == nil || f.hashedChunks != index {
+                        // After a restart or a resume below what was hashed: hash what is on disk.
+                        f.wholeHash = try partial.hash(through: offset)
+                        f.hashedChunks = index
+                    }
+                    try partial.write(data, at: offset)
+                    f.wholeHash?.update(data)
+                    f.hashedChunks = index + 1
+                    if f.rate.due(bytes: f.machine.verifiedBytes, now: clock.monotonicNow()) {
+                        var r = f.record
+                        r.verified = Int64(f.machine.nextIndex)
+                        emitFile(r, .progress, rate: f.rate.bytesPerSecond)
+                    }
+                case .checkpoint(let verified):
+                    // Data first, then the count: a count never runs ahead of the disk.
+                    try openPartial(f, key).sync()
+                    try? store.setTransferVerified(rowID: f.record.rowID, Int64(verified), at: nowMs)
+                    f.record.verified = Int64(verified)
+                    f.machine.checkpointed(verified)
+                    conn?.send(.file(.have(key.transfer, verified: verified)))
+                case .finish:
+                    try finishReceiving(f, key, on: conn)
+                case .fail(let reason):
+                    conn?.send(.file(.end(key.transfer, .failed, reason)))
+                    finishIncoming(f, key, .failed, error: reason)
+                }
+            }
+        } catch {
+            let reason =
+                (error as? FileError).map { e -> String in
+                    if case let .io(_, _, code) = e, code == ENOSPC { return "the recipient's disk is full" }
+                    return "the recipient could not write the file"
+                } ?? "the recipient could not write the file"
+            log.error("file transfer failed", ["error": "\(error)"])
+            conn?.send(.file(.end(key.transfer, .failed, reason)))
+            finishIncoming(f, key, .failed, error: "\(error)")
+        }
+    }
+
+    private func openPartial(_ f: IncomingFile, _ key: FileKey) throws(FileError) -> PartialFile {
+        if let p = f.partial { return p }
+        try ensureDownloadDirectory()
+        let p = try PartialFile(directory: downloadDirectory, transfer: key.transfer)
+        f.partial = p
+        return p
+    }
+
+    /// Every chunk is verified: compare the whole-file hash, move the file into place, tell
+    /// the sender.
+    private func finishReceiving(_ f: IncomingFile, _ key: FileKey, on conn: PeerConnection?) throws {
+        let partial = try openPartial(f, key)
+        let count = f.machine.chunkCount
+        let size = UInt64(max(0, f.record.size))
+        if f.wholeHash == nil || f.hashedChunks != count {
+            f.wholeHash = try partial.hash(through: size)
+            f.hashedChunks = count
+        }
+        guard let h = f.wholeHash, h.finish() == f.record.contentHash else {
+            let reason = "the file's hash does not match the offer"
+            conn?.send(.file(.end(key.transfer, .failed, reason)))
+            finishIncoming(f, key, .failed, error: reason)
+            return
+        }
+        let path = try partial.moveIntoPlace(name: f.record.name)
+        f.partial = nil
+        try? store.setTransferVerified(rowID: f.record.rowID, Int64(count), at: nowMs)
+        f.record.verified = Int64(count)
+        f.record.savedPath = path
+        conn?.send(.file(.end(key.transfer, .completed, "")))
+        finishIncoming(f, key, .completed, error: nil)
+    }
+
+    /// Records the end of an incoming transfer; a partial file left is deleted.
+    func finishIncoming(_ f: IncomingFile, _ key: FileKey, _ state: FileTransferRecord.State, error: String?) {
+        f.machine.end()
+        f.partial?.discard()
+        f.partial = nil
+        if state != .completed { unlink(downloadDirectory + "/" + PartialFile.name(for: key.transfer)) }
+        f.record.state = state
+        f.record.error = error
+        f.record.updatedAt = nowMs
+        try? store.setTransferState(
+            rowID: f.record.rowID, state, error: error, savedPath: f.record.savedPath, at: nowMs)
+        files.incoming[key] = nil
+        emitFile(f.record, state == .completed ? .completed : state == .failed ? .failed : .cancelled)
+        log.info("file transfer ended", ["state": state.rawValue, "peer": key.peer.fingerprintText])
+    }
+
+    // MARK: Local answers
+
+    func acceptFile(_ prefix: String) throws(FileError) -> FileTransferRecord {
+        let rec = try findTransfer(prefix)
+        guard rec.direction == .incoming, rec.state == .offered, let key = rec.key else {
+            throw .wrongState(id: rec.transfer, state: rec.state.rawValue, wanted: "an incoming offer")
+        }
+        if case .refuse(let reason) = judge(size: UInt64(max(0, rec.size)), from: key.peer, userAccepted: true) {
+            activeConnection(for: key.peer)?.send(.file(.end(key.transfer, .failed, reason)))
+            try? store.setTransferState(rowID: rec.rowID, .failed, error: reason, at: nowMs)
+            var failed = rec
+            failed.state = .failed
+            failed.error = reason
+            emitFile(failed, .failed)
+            return failed
+        }
+        do { try store.setTransferState(rowID: rec.rowID, .transferring, at: nowMs) } catch { throw .storage(error) }
+        var accepted = rec
+        accepted.state = .transferring
+        if let f = incomingFile(key, accepted), let conn = activeConnection(for: key.peer) {
+            performIncoming(f.machine.start(), f, on: conn)
+        }
+        return accepted
+    }
+
+    func rejectFile(_ prefix: String) throws(FileError) -> FileTransferRecord {
+        let rec = try findTransfer(prefix)
+        guard rec.direction == .incoming, !rec.state.isFinal, let key = rec.key else {
+            throw .wrongState(id: rec.transfer, state: rec.state.rawValue, wanted: "an incoming offer")
+        }
+        activeConnection(for: key.peer)?.send(.file(.end(key.transfer, .rejected, "")))
+        endIncoming(rec, key, .rejected, error: nil)
+        return (try? findTransfer(rec.transfer)) ?? rec
+    }
+}

@@ -1,0 +1,229 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import ParleyCore
+import ParleyNodeCore
+import ParleyStore
+
+/// Sending files: `files.send` (hash the source once, store one transfer per recipient,
+/// offer it), then serving the receiver's `fileWant`s: the hash list, then chunks read
+/// from the source in place, each checked against its hash, paced by `pumpFiles`.
+extension Node {
+    /// Chunks put on one connection per event-loop turn: 256 KiB, so a chat written
+    /// meanwhile waits behind at most that (plus what the socket holds), never behind a file.
+    static let fileChunksPerTurn = 4
+
+    /// `files.send`: checks the recipients and the file now (errors are thrown at once), then
+    /// hashes the file and stores and offers one transfer per recipient.
+    func sendFile(to selector: String, path: String, caption: String?, mediaType: String?) throws
+        -> EventLoopFuture<[FileTransferRecord]>
+    {
+        loop.preconditionInEventLoop()
+        var recipients: [String] = []
+        var room: String?
+        if selector.hasPrefix("#") {
+            let r = try resolveRoom(selector)
+            guard r.isMember else { throw RoomError.notMember(r) }
+            recipients = r.joined.filter { $0 != myIdentity }
+            guard !recipients.isEmpty else { throw FileError.noRecipients(selector) }
+            room = r.id
+        } else {
+            let peer = try resolvePeer(selector)
+            if let refusal = sendRefusal(peer) { throw refusal }
+            if let conn = activeConnection(for: peer.identity), !conn.remoteFeatures.contains(.files) {
+                throw FileError.peerLacksFiles(displayName(of: peer.identity))
+            }
+            recipients = [peer.identity]
+        }
+        let resolved = try Self.resolveSourcePath(path, stateDirectory: stateDirectory)
+        let source = try SourceFile(path: resolved)
+        guard source.size <= FileLimits.maxFileBytes else { throw FileError.tooLarge(path: path, size: source.size) }
+        let name = (path as NSString).lastPathComponent
+        let type = mediaType ?? MediaType.guess(name)
+        let chunkSize = FileLimits.preferredChunkSize
+        let box = SourceBox(source)
+        let digest: EventLoopFuture<SourceFile.Digest>
+        if source.size <= options.fileInlineDigestBytes {
+            digest = loop.makeCompletedFuture { try box.source.digest(chunkSize: chunkSize) }
+        } else {
+            digest = NIOThreadPool.singleton.runIfActive(eventLoop: loop) {
+                try box.source.digest(chunkSize: chunkSize)
+            }
+        }
+        return digest.flatMapThrowing { d in
+            try self.storeOffers(
+                d, name: name, mediaType: type, caption: caption ?? "", path: resolved, room: room,
+                recipients: recipients, chunkSize: chunkSize)
+        }
+    }
+
+    /// Refuses what must never be sent: anything in the state directory (keys, database),
+    /// and anything that is not a regular file. Returns the real path.
+    static func resolveSourcePath(_ path: String, stateDirectory: String?) throws(FileError) -> String {
+        guard let real = realpath(path, nil) else { throw .io(path: path, operation: "cannot open", errno: errno) }
+        defer { free(real) }
+        let resolved = String(cString: real)
+        if let state = stateDirectory, let rs = realpath(state, nil) {
+            defer { free(rs) }
+            let stateReal = String(cString: rs)
+            if resolved == stateReal || resolved.hasPrefix(stateReal + "/") { throw .insideStateDirectory(path) }
+        }
+        return resolved
+    }
+
+    private func storeOffers(
+        _ d: SourceFile.Digest, name: String, mediaType: String, caption: String, path: String, room: String?,
+        recipients: [String], chunkSize: Int
+    ) throws -> [FileTransferRecord] {
+        let now = nowMs
+        var out: [FileTransferRecord] = []
+        for peer in recipients {
+            let rec = FileTransferRecord(
+                transfer: TransferID.random().hex, peer: peer, direction: .outgoing, room: room, name: name,
+                size: Int64(d.size), mediaType: mediaType, caption: caption, thumbnail: [],
+                chunkSize: Int64(chunkSize), contentHash: d.contentHash, listHash: d.listHash,
+                chunkHashes: d.chunkHashes.flatMap { $0 }, state: .offered, sourcePath: path,
+                sourceSize: Int64(d.size), sourceMtime: d.modified, createdAt: now, updatedAt: now)
+            let stored: FileTransferRecord
+            do { stored = try store.insertTransfer(rec).record } catch { throw FileError.storage(error) }
+            out.append(stored)
+            guard let key = stored.key else { continue }
+            files.outgoing[key] = OutgoingFile(record: stored)
+            emitFile(stored, .offered)
+            if let conn = activeConnection(for: key.peer), conn.remoteFeatures.contains(.files),
+                let offer = stored.offer
+            {
+                conn.send(.file(.offer(offer)))
+            }
+        }
+        log.info("file offered", ["size": "\(d.size)", "recipients": "\(recipients.count)"])
+        return out
+    }
+
+    // MARK: Serving
+
+    /// The receiver's `fileWant`: accept, resume or re-fetch from `from`.
+    func receivedWant(_ key: FileKey, from: UInt64, needList: Bool, on conn: PeerConnection) {
+        guard let f = outgoingFile(key) else {
+            conn.send(.file(.end(key.transfer, .failed, "unknown transfer")))
+            return
+        }
+        guard !f.record.state.isFinal else {
+            conn.send(Self.endRecord(key.transfer, f.record))
+            return
+        }
+        do { try f.machine.want(from: from, needList: needList) } catch {
+            conn.close(reason: .protocolError, text: "fileWant from \(from) is past the end of the file")
+            return
+        }
+        if f.source == nil {
+            let source = try? SourceFile(path: f.record.sourcePath ?? "")
+            guard let source, source.unchanged(size: f.record.sourceSize, modified: f.record.sourceMtime) else {
+                failOutgoing(f, key, "the source file changed or is gone; send it again", on: conn)
+                return
+            }
+            f.source = source
+        }
+        if f.record.state == .offered {
+            f.record.state = .transferring
+            try? store.setTransferState(rowID: f.record.rowID, .transferring, at: nowMs)
+        }
+        schedulePumpFiles(conn)
+    }
+
+    func receivedHave(_ key: FileKey, verified: UInt64, on conn: PeerConnection) {
+        guard let f = files.outgoing[key] else { return }
+        f.machine.have(verified)
+        let confirmed = Int64(f.machine.confirmed)
+        if confirmed > f.record.verified {
+            f.record.verified = confirmed
+            try? store.setTransferVerified(rowID: f.record.rowID, confirmed, at: nowMs)
+            let bytes = min(UInt64(f.record.size), f.machine.confirmed * UInt64(f.record.chunkSize))
+            if f.rate.due(bytes: bytes, now: clock.monotonicNow()) {
+                emitFile(f.record, .progress, rate: f.rate.bytesPerSecond)
+            }
+        }
+        schedulePumpFiles(conn)
+    }
+
+    /// Runs `pumpFiles` on the next loop turn (after this turn's flush), once per connection.
+    func schedulePumpFiles(_ conn: PeerConnection) {
+        let handle = ObjectIdentifier(conn)
+        guard !files.pumpQueued.contains(handle) else { return }
+        files.pumpQueued.insert(handle)
+        loop.execute { [weak self, weak conn] in
+            guard let self, let conn else { return }
+            self.files.pumpQueued.remove(handle)
+            self.pumpFiles(conn)
+        }
+    }
+
+    /// Puts up to `fileChunksPerTurn` chunks on the connection while it is writable, then
+    /// yields the loop (reads, chat) and comes back; `connectionBecameWritable` restarts it
+    /// after the socket drained.
+    func pumpFiles(_ conn: PeerConnection) {
+        guard conn.isWritable, let peer = activePeer(of: conn) else { return }
+        var budget = Self.fileChunksPerTurn
+        var more = false
+        for (key, f) in files.outgoing where key.peer == peer && f.machine.next != nil {
+            guard budget > 0 else {
+                more = true
+                break
+            }
+            if f.machine.listOwed {
+                var first = 0
+                while first < f.hashes.count {
+                    let end = min(first + FileLimits.maxHashesPerRecord, f.hashes.count)
+                    conn.send(.file(.hashes(key.transfer, first: UInt64(first), hashes: Array(f.hashes[first..<end]))))
+                    first = end
+                }
+                f.machine.listSent()
+            }
+            for index in f.machine.take(budget: budget) {
+                budget -= 1
+                guard let data = readChunk(f, index), Int(index) < f.hashes.count,
+                    FileHash.of(data) == f.hashes[Int(index)]
+                else {
+                    failOutgoing(f, key, "the source file changed while it was being sent; send it again", on: conn)
+                    break
+                }
+                conn.send(.file(.chunk(key.transfer, index: index, data: data)))
+            }
+            if f.machine.canSend { more = true }
+        }
+        if more { schedulePumpFiles(conn) }
+    }
+
+    private func readChunk(_ f: OutgoingFile, _ index: UInt64) -> [UInt8]? {
+        guard let source = f.source else { return nil }
+        let length = f.record.offer?.chunkLength(index) ?? 0
+        guard let data = try? source.read(offset: index * UInt64(f.record.chunkSize), length: length),
+            data.count == length
+        else { return nil }
+        return data
+    }
+
+    /// Our side cannot go on: tell the receiver why, record it.
+    func failOutgoing(_ f: OutgoingFile, _ key: FileKey, _ reason: String, on conn: PeerConnection?) {
+        conn?.send(.file(.end(key.transfer, .failed, reason)))
+        finishOutgoing(f, key, .failed, error: reason)
+    }
+
+    func finishOutgoing(_ f: OutgoingFile, _ key: FileKey, _ state: FileTransferRecord.State, error: String?) {
+        f.record.state = state
+        f.record.error = error
+        f.record.updatedAt = nowMs
+        try? store.setTransferState(rowID: f.record.rowID, state, error: error, at: nowMs)
+        f.source = nil
+        f.machine.sessionEnded()
+        files.outgoing[key] = nil
+        emitFile(f.record, state == .completed ? .completed : state == .failed ? .failed : .cancelled)
+        log.info("file transfer ended", ["state": state.rawValue, "peer": key.peer.fingerprintText])
+    }
+}
+
+/// Hands the source file to NIO's thread pool for hashing (used by one thread at a time).
+private final class SourceBox: @unchecked Sendable {
+    let source: SourceFile
+    init(_ source: SourceFile) { self.source = source }
+}

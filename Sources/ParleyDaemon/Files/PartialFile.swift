@@ -1,0 +1,93 @@
+import Foundation
+import ParleyCore
+
+/// The receiver's partial file (`.parley-<transfer>.part` in the download directory, mode
+/// 0600): chunks are written at their offset with `pwrite`, made durable with `fdatasync`
+/// at checkpoints, and the file is moved to its final name only after its whole-file hash
+/// matched, with `link` (which never replaces an existing file) and `unlink`.
+final class PartialFile {
+    let directory: String
+    let path: String
+    private var fd: Int32
+
+    static func name(for transfer: TransferID) -> String { ".parley-\(transfer.hex).part" }
+
+    init(directory: String, transfer: TransferID) throws(FileError) {
+        self.directory = directory
+        path = directory + "/" + Self.name(for: transfer)
+        // O_NOFOLLOW: a symlink planted under this name cannot redirect our writes.
+        fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw .io(path: path, operation: "cannot create", errno: errno) }
+        fchmod(fd, 0o600)
+    }
+
+    deinit { if fd >= 0 { Glibc.close(fd) } }
+
+    func write(_ data: [UInt8], at offset: UInt64) throws(FileError) {
+        var done = 0
+        while done < data.count {
+            let n = data.withUnsafeBytes { b in
+                pwrite(fd, b.baseAddress! + done, data.count - done, off_t(offset) + off_t(done))
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .io(path: path, operation: "cannot write", errno: errno)
+            }
+            done += n
+        }
+    }
+
+    func sync() throws(FileError) {
+        guard fdatasync(fd) == 0 else { throw .io(path: path, operation: "cannot sync", errno: errno) }
+    }
+
+    /// The hash state over the first `bytes` bytes (read back after a restart, to go on
+    /// hashing the whole file as chunks arrive).
+    func hash(through bytes: UInt64) throws(FileError) -> FileHash {
+        let h = FileHash()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset: UInt64 = 0
+        while offset < bytes {
+            let want = Int(min(UInt64(buffer.count), bytes - offset))
+            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, want, off_t(offset)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw .io(path: path, operation: "cannot read back", errno: n < 0 ? errno : EIO) }
+            buffer.withUnsafeBytes { h.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            offset += UInt64(n)
+        }
+        return h
+    }
+
+    /// Gives the finished file its name in the directory: `name`, else `name (1)`, ...;
+    /// never replaces a file. Returns the final path.
+    func moveIntoPlace(name: String) throws(FileError) -> String {
+        try sync()
+        for n in 0..<10_000 {
+            let candidate = directory + "/" + FileName.numbered(name, n)
+            if link(path, candidate) == 0 {
+                unlink(path)
+                syncDirectory()
+                return candidate
+            }
+            if errno != EEXIST { throw .io(path: candidate, operation: "cannot create", errno: errno) }
+        }
+        throw .io(path: directory + "/" + name, operation: "cannot find a free name like", errno: EEXIST)
+    }
+
+    /// Closes and deletes the partial file.
+    func discard() {
+        if fd >= 0 {
+            Glibc.close(fd)
+            fd = -1
+        }
+        unlink(path)
+    }
+
+    private func syncDirectory() {
+        let d = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if d >= 0 {
+            fsync(d)
+            Glibc.close(d)
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import ParleyCore
+
+/// The sender's source file, read in place (never copied): opened read-only, checked
+/// against the size and modification time recorded when it was offered, read chunk by
+/// chunk with `pread`.
+final class SourceFile {
+    let path: String
+    private var fd: Int32
+    let size: UInt64
+    /// Modification time in nanoseconds since the epoch.
+    let modified: Int64
+
+    init(path: String) throws(FileError) {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .io(path: path, operation: "cannot open", errno: errno) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            let e = errno
+            Glibc.close(fd)
+            throw .io(path: path, operation: "cannot stat", errno: e)
+        }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            Glibc.close(fd)
+            throw .notSendable(path: path, reason: "not a regular file")
+        }
+        self.path = path
+        self.fd = fd
+        self.size = UInt64(st.st_size)
+        self.modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+    }
+
+    deinit { if fd >= 0 { Glibc.close(fd) } }
+
+    /// Whether the file on disk is still the one offered (same size and modification time).
+    func unchanged(size: Int64?, modified: Int64?) -> Bool {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return false }
+        let m = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+        return Int64(st.st_size) == size && m == modified
+    }
+
+    /// `length` bytes at `offset`; fewer only if the file shrank (the caller's hash check fails).
+    func read(offset: UInt64, length: Int) throws(FileError) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: length)
+        var done = 0
+        while done < length {
+            let n = out.withUnsafeMutableBytes { b in
+                pread(fd, b.baseAddress! + done, length - done, off_t(offset) + off_t(done))
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .io(path: path, operation: "cannot read", errno: errno)
+            }
+            if n == 0 { break }
+            done += n
+        }
+        if done < length { out.removeLast(length - done) }
+        return out
+    }
+
+    /// What an offer needs: the chunk hashes, the hash of the list and of the whole file.
+    /// Reads the whole file once; run off the event loop for large files.
+    struct Digest: Sendable {
+        var size: UInt64
+        var modified: Int64
+        var chunkHashes: [[UInt8]]
+        var contentHash: [UInt8]
+        var listHash: [UInt8]
+    }
+
+    func digest(chunkSize: Int) throws(FileError) -> Digest {
+        let whole = FileHash()
+        var hashes: [[UInt8]] = []
+        hashes.reserveCapacity(Int(FileOffer.chunkCount(size: size, chunkSize: UInt64(chunkSize))))
+        var offset: UInt64 = 0
+        while offset < size {
+            let length = Int(min(UInt64(chunkSize), size - offset))
+            let chunk = try read(offset: offset, length: length)
+            guard chunk.count == length else { throw .notSendable(path: path, reason: "it changed while being read") }
+            chunk.withUnsafeBytes { b in
+                whole.update(b)
+                hashes.append(FileHash.of(b))
+            }
+            offset += UInt64(length)
+        }
+        return Digest(
+            size: size, modified: modified, chunkHashes: hashes, contentHash: whole.finish(),
+            listHash: FileHash.listHash(hashes))
+    }
+}

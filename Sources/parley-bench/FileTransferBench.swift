@@ -1,0 +1,144 @@
+import CSodium
+import Foundation
+
+/// Row 10 (issue 18): a file A → B over loopback between two real daemons (verified peers,
+/// durability full), against the same run's ceilings: libsodium's ChaCha20-Poly1305 on one
+/// core (row 1e) and the disk's durable write rate for the same size on the same file
+/// system (write + one fdatasync). Also chat latency while the file moves, against the
+/// same pair idle, and the daemons' peak RSS during the transfer.
+struct FileTransferBench {
+    let scale: BenchScale
+    let binary: String
+    let workDir: String
+
+    /// ≥ 0.8 × the lower ceiling (issue 18).
+    static let throughputGoalRatio = 0.8
+    /// Chat latency during the transfer ≤ 2 × idle (issue 18).
+    static let latencyGoalRatio = 2.0
+
+    var size: Int { scale.smoke ? 32 << 20 : 1 << 30 }
+
+    func run(aead64k: Double) throws -> [BenchRow] {
+        let dir = workDir + "/files-bench"
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let source = dir + "/source.bin"
+        try writeSource(source)
+        defer { unlink(source) }
+        let disk = try durableWriteRate(dir + "/disk-ceiling.bin")
+
+        // A file of 1 GiB is over the default verified quota once a chat is stored; the
+        // bench raises it (and the auto-accept size) so nothing waits for a person.
+        let config = dir + "/parleyd.toml"
+        try Data(
+            "[parleyd]\nquota_verified_peer_mib = 8192\nquota_total_mib = 16384\nfile_auto_accept_mib = 8192\n".utf8
+        )
+        .write(to: URL(fileURLWithPath: config))
+        let (a, b) = try startPair(
+            binary: binary, workDir: dir, names: ("fa", "fb"), durability: "full", extraArguments: ["--config", config])
+        defer {
+            a.stop()
+            b.stop()
+        }
+        for (x, y) in [(a, b), (b, a)] {
+            let fp = (try y.call("node.whoami"))["fingerprint"] as? String ?? ""
+            _ = try x.call("trust.verify", params: "{\"peer\":\"\(y.name)\",\"fingerprint\":\"\(fp)\"}")
+        }
+        let chat = ParleyChatBench(scale: scale, a: a, b: b)
+        let idle = try chat.latency(count: scale.latencyMessages)
+
+        let t0 = Clock.nowNs()
+        let sent = try a.call("files.send", params: "{\"to\":\"\(b.name)\",\"path\":\"\(source)\"}")
+        guard let id = ((sent["transfers"] as? [[String: Any]])?.first)?["id"] as? String else {
+            throw BenchError.protocolError("files.send: \(sent)")
+        }
+        let hashed = Clock.nowNs()
+        // Chat while the file moves: the same latency run as row 3, then wait for the end.
+        let busy = try chat.latency(count: scale.latencyMessages)
+        let chatEnded = Clock.nowNs()
+        var peakA = 0
+        var peakB = 0
+        var state = "transferring"
+        var ended = chatEnded
+        let deadline = Deadline(seconds: scale.smoke ? 60 : 900)
+        while !deadline.passed {
+            peakA = max(peakA, Self.rssKiB(a.pid))
+            peakB = max(peakB, Self.rssKiB(b.pid))
+            let list = try b.call("files.list", params: "{\"id\":\"\(id)\"}")
+            state = ((list["transfers"] as? [[String: Any]])?.first)?["state"] as? String ?? "missing"
+            if state != "transferring" && state != "offered" {
+                ended = Clock.nowNs()
+                break
+            }
+            Clock.sleep(milliseconds: 50)
+        }
+        let seconds = Double(ended - hashed) / 1e9
+        let mbps = state == "completed" ? Double(size) / seconds / 1e6 : 0
+        let ceiling = min(aead64k > 0 ? aead64k : .infinity, disk)
+        let chatDuring = chatEnded <= ended
+        return [
+            BenchRow(
+                id: "10a", measure: "File \(size >> 20) MiB A → B, loopback, durable", unit: "MB/s",
+                parley: mbps, reference: ceiling.isFinite ? ceiling : nil,
+                referenceName: "min(AEAD 1 core, disk write+fdatasync)", goal: .ratioAtLeast(Self.throughputGoalRatio),
+                note: "state \(state); from offer hashed to verified and renamed at B; ceilings: AEAD 64 KiB "
+                    + "\(fmt(aead64k)) MB/s, disk \(fmt(disk)) MB/s; hashing the source took "
+                    + "\(fmt(Double(hashed - t0) / 1e6)) ms"),
+            BenchRow(
+                id: "10b", measure: "Chat latency one-way during the transfer, median", unit: "µs",
+                parley: busy.samples.median / 1000, reference: idle.samples.median / 1000,
+                referenceName: "the same pair idle (row 3's measure)", goal: .ratioAtMost(Self.latencyGoalRatio),
+                note: "p99 \(fmt(busy.samples.p99 / 1000)) µs vs idle \(fmt(idle.samples.p99 / 1000)) µs; "
+                    + (chatDuring ? "all samples taken while the file moved" : "the file ended before the chat run")),
+            BenchRow(
+                id: "10c", measure: "Peak RSS during the transfer, sender / receiver", unit: "MiB",
+                parley: Double(peakA) / 1024, reference: Double(peakB) / 1024, referenceName: "receiver",
+                goal: .none, note: "VmRSS sampled every 50 ms; the file is \(size >> 20) MiB")
+        ]
+    }
+
+    private func writeSource(_ path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw BenchError.io("cannot create \(path)") }
+        defer { close(fd) }
+        var block = [UInt8](repeating: 0, count: 4 << 20)
+        var written = 0
+        while written < size {
+            randombytes_buf(&block, block.count)
+            let n = min(block.count, size - written)
+            guard block.withUnsafeBytes({ write(fd, $0.baseAddress!, n) }) == n else {
+                throw BenchError.io("cannot write \(path)")
+            }
+            written += n
+        }
+    }
+
+    /// The disk's durable write rate for a file of the same size: write it, then fdatasync.
+    private func durableWriteRate(_ path: String) throws -> Double {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw BenchError.io("cannot create \(path)") }
+        defer {
+            close(fd)
+            unlink(path)
+        }
+        let block = [UInt8](repeating: 0x5A, count: 4 << 20)
+        let t0 = Clock.nowNs()
+        var written = 0
+        while written < size {
+            let n = min(block.count, size - written)
+            guard block.withUnsafeBytes({ write(fd, $0.baseAddress!, n) }) == n else {
+                throw BenchError.io("cannot write \(path)")
+            }
+            written += n
+        }
+        fdatasync(fd)
+        return Double(size) / (Double(Clock.nowNs() - t0) / 1e9) / 1e6
+    }
+
+    static func rssKiB(_ pid: Int32) -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+        for line in text.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+        }
+        return 0
+    }
+}

@@ -1,0 +1,238 @@
+import ArgumentParser
+import Foundation
+import ParleyControlProtocol
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `parley files`: transfers in both directions, and answering them.
+struct FilesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "files",
+        abstract: "List file transfers (incoming and outgoing), or accept, reject or cancel one.",
+        discussion: """
+            Incoming files from a verified peer up to file_auto_accept_mib (64 MiB) arrive by themselves; \
+            others wait for `parley files accept ID` (or `parley get ID`). IDs: any unique start of 4 or \
+            more hex digits, as listed.
+            """,
+        subcommands: [FilesList.self, FilesAccept.self, FilesReject.self, FilesCancel.self, FilesOpenDir.self],
+        defaultSubcommand: FilesList.self)
+}
+
+struct FilesList: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List transfers, newest first.")
+    @OptionGroup var options: ConnectionOptions
+    @Option(name: .long, help: "At most this many (default 50).") var limit: Int?
+    func validate() throws { try validateForCommandLine(FilesListParams(limit: limit)) }
+    func run() throws {
+        try Session.run(options) { client in
+            let r = try client.call(FilesListParams(limit: limit))
+            if options.json { return Console.json(r) }
+            if r.transfers.isEmpty { return Console.out("no file transfers (received files go to \(r.directory))") }
+            for t in r.transfers { Console.out(FileLines.summary(t)) }
+        }
+    }
+}
+
+struct FilesAccept: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "accept", abstract: "Accept an offered file (it is saved in the download directory).")
+    @OptionGroup var options: ConnectionOptions
+    @Argument(help: "The transfer id (or its first 4+ digits).") var id: String
+    func validate() throws { try validateForCommandLine(FilesAcceptParams(id: id)) }
+    func run() throws {
+        try Session.run(options) { client in
+            let r = try client.call(FilesAcceptParams(id: id))
+            if options.json { return Console.json(r) }
+            Console.out(FileLines.summary(r.transfer))
+        }
+    }
+}
+
+struct FilesReject: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "reject", abstract: "Decline an offered file.")
+    @OptionGroup var options: ConnectionOptions
+    @Argument(help: "The transfer id (or its first 4+ digits).") var id: String
+    func validate() throws { try validateForCommandLine(FilesRejectParams(id: id)) }
+    func run() throws {
+        try Session.run(options) { client in
+            let r = try client.call(FilesRejectParams(id: id))
+            if options.json { return Console.json(r) }
+            Console.out(FileLines.summary(r.transfer))
+        }
+    }
+}
+
+struct FilesCancel: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cancel", abstract: "Stop a transfer in either direction (the other side is told).")
+    @OptionGroup var options: ConnectionOptions
+    @Argument(help: "The transfer id (or its first 4+ digits).") var id: String
+    func validate() throws { try validateForCommandLine(FilesCancelParams(id: id)) }
+    func run() throws {
+        try Session.run(options) { client in
+            let r = try client.call(FilesCancelParams(id: id))
+            if options.json { return Console.json(r) }
+            Console.out(FileLines.summary(r.transfer))
+        }
+    }
+}
+
+struct FilesOpenDir: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "open-dir", abstract: "Print the download directory (open it with xdg-open when asked).")
+    @OptionGroup var options: ConnectionOptions
+    @Flag(name: .long, help: "Open it in the desktop's file manager (xdg-open).") var open = false
+    func run() throws {
+        try Session.run(options) { client in
+            let r = try client.call(FilesListParams(limit: 1))
+            if options.json { return Console.json(["directory": r.directory]) }
+            Console.out(r.directory)
+            if open {
+                let p = Process()
+                p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                p.arguments = ["xdg-open", r.directory]
+                try? p.run()
+            }
+        }
+    }
+}
+
+/// `parley get ID [--to DIR]`: accept an offered file if needed, wait for it, and move it.
+struct GetCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "get",
+        abstract: "Receive an offered file: accept it, wait until it is complete, optionally move it to DIR.",
+        discussion: """
+            Shows a progress bar with rate and time left on a terminal (not with --json or when piped). \
+            With --to the finished file is moved (by this command, with your permissions) into DIR, never \
+            replacing a file there: `report.pdf` becomes `report (1).pdf`.
+            """)
+    @OptionGroup var options: ConnectionOptions
+    @Argument(help: "The transfer id (or its first 4+ digits).") var id: String
+    @Option(name: .long, help: ArgumentHelp("Move the finished file into this directory.", valueName: "dir"))
+    var to: String?
+    func validate() throws { try validateForCommandLine(FilesAcceptParams(id: id)) }
+    func run() throws {
+        var final: FileTransferInfo?
+        try Session.run(options) { client in
+            var t = try FileWait.one(client, id: id)
+            if t.direction == "in" && t.state == "offered" { t = try client.call(FilesAcceptParams(id: id)).transfer }
+            final = try FileWait.untilFinal(client, [t], progress: !options.json && isatty(1) == 1)[0]
+        }
+        guard var t = final else { return }
+        if t.state == "completed", let to, let path = t.path {
+            t.path = try FileMove.move(path, into: to)
+        }
+        if options.json { return Console.json(t) }
+        Console.out(FileLines.summary(t))
+        if t.state != "completed" { throw ExitCode(CLIExitCode.daemonError) }
+    }
+}
+
+/// Waiting for transfers by asking the daemon twice a second (the progress bar's pace).
+enum FileWait {
+    static func one(_ client: ControlClient, id: String) throws -> FileTransferInfo {
+        let found = try client.call(FilesListParams(limit: 2, id: id)).transfers
+        guard let first = found.first, found.count == 1 || first.id == id else {
+            throw ControlClientError.remote(
+                JSONRPCError(
+                    .transferNotFound,
+                    found.isEmpty ? "no file transfer with id '\(id)'" : "'\(id)' names several transfers"))
+        }
+        return first
+    }
+
+    static func untilFinal(_ client: ControlClient, _ transfers: [FileTransferInfo], progress: Bool) throws
+        -> [FileTransferInfo]
+    {
+        var current = transfers
+        let bar = progress ? ProgressBar() : nil
+        while current.contains(where: { !$0.isFinal }) {
+            usleep(250_000)
+            current = try current.map { t in t.isFinal ? t : try one(client, id: t.id) }
+            bar?.draw(current)
+        }
+        bar?.finish()
+        return current
+    }
+}
+
+/// One line per transfer, and the progress bar.
+enum FileLines {
+    static func size(_ n: Int) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var v = Double(n)
+        var u = 0
+        while v >= 1024 && u < units.count - 1 {
+            v /= 1024
+            u += 1
+        }
+        return u == 0 ? "\(n) B" : String(format: "%.1f %@", v, units[u])
+    }
+
+    static func summary(_ t: FileTransferInfo) -> String {
+        let arrow = t.direction == "in" ? "←" : "→"
+        var line =
+            "\(t.id.prefix(8))  \(arrow) \(Terminal.line(t.peerName))  \(Terminal.line(t.name))  \(size(t.size))  \(t.state)"
+        if t.state == "transferring" && t.size > 0 { line += " \(t.bytesDone * 100 / t.size)%" }
+        if let p = t.path { line += "  \(Terminal.line(p))" }
+        if let e = t.error { line += "  (\(Terminal.line(e)))" }
+        return line
+    }
+}
+
+final class ProgressBar {
+    private var drawn = false
+
+    func draw(_ ts: [FileTransferInfo]) {
+        let total = ts.reduce(0) { $0 + $1.size }
+        let done = ts.reduce(0) { $0 + ($1.state == "completed" ? $1.size : $1.bytesDone) }
+        let rate = ts.reduce(0) { $0 + ($1.rate ?? 0) }
+        let fraction = total > 0 ? Double(done) / Double(total) : 1
+        let width = 30
+        let filled = Int(fraction * Double(width))
+        var line = "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
+        line += String(format: "%3d%% ", Int(fraction * 100)) + FileLines.size(done) + " / " + FileLines.size(total)
+        if rate > 0 {
+            line += "  " + FileLines.size(rate) + "/s"
+            line += "  ETA \(max(0, total - done) / rate)s"
+        }
+        FileHandle.standardError.write(Data(("\r\u{1B}[K" + line).utf8))
+        drawn = true
+    }
+
+    func finish() { if drawn { FileHandle.standardError.write(Data("\n".utf8)) } }
+}
+
+/// `--to DIR`: the finished file moves into DIR under its name, never replacing one there.
+enum FileMove {
+    static func move(_ path: String, into dir: String) throws -> String {
+        let name = (path as NSString).lastPathComponent
+        let (stem, ext) = split(name)
+        for n in 0..<10_000 {
+            let candidate = (dir as NSString).appendingPathComponent(n == 0 ? name : "\(stem) (\(n))\(ext)")
+            if link(path, candidate) == 0 {
+                unlink(path)
+                return candidate
+            }
+            if errno == EEXIST { continue }
+            if errno == EXDEV {
+                // Another file system: copy (exclusive create), then remove the original.
+                guard !FileManager.default.fileExists(atPath: candidate) else { continue }
+                try FileManager.default.copyItem(atPath: path, toPath: candidate)
+                unlink(path)
+                return candidate
+            }
+            Console.err("parley: cannot move \(path) to \(candidate): \(String(cString: strerror(errno)))")
+            throw ExitCode(CLIExitCode.daemonError)
+        }
+        throw ExitCode(CLIExitCode.daemonError)
+    }
+
+    static func split(_ name: String) -> (String, String) {
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return (name, "") }
+        return (String(name[..<dot]), String(name[dot...]))
+    }
+}

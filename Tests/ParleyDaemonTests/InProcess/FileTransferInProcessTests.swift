@@ -1,0 +1,142 @@
+import Foundation
+import NIOCore
+import NIOEmbedded
+import ParleyControlProtocol
+import ParleyCore
+import ParleyNodeCore
+import ParleyStore
+import XCTest
+
+@testable import ParleyDaemon
+
+/// Two whole nodes in one process (real stores, real handshakes, real files) sending a file:
+/// the offer, the user's accept, the hash list, chunks and checkpoints, the final hash and
+/// the rename; a link cut resumes from the last durable chunk, not from zero.
+final class FileTransferInProcessTests: XCTestCase {
+    var loop: EmbeddedEventLoop!
+    var clock: LoopClock!
+    var alice: InProcessNode!
+    var bob: InProcessNode!
+
+    override func setUpWithError() throws {
+        loop = EmbeddedEventLoop()
+        clock = LoopClock(loop: loop)
+        var options = NodeOptions()
+        options.fileInlineDigestBytes = 64 << 20
+        alice = try InProcessNode(name: "alice", loop: loop, clock: clock, options: options)
+        bob = try InProcessNode(name: "bob", loop: loop, clock: clock, options: options)
+        alice.node.stateDirectory = alice.directory
+        bob.node.stateDirectory = bob.directory
+    }
+
+    override func tearDownWithError() throws {
+        alice.node.stop()
+        bob.node.stop()
+        _ = try? loop.syncShutdownGracefully()
+        // XCTest keeps test case objects alive: delete the state and source directories here.
+        for dir in [alice.directory, bob.directory] + sourceDirectories {
+            try? FileManager.default.removeItem(atPath: dir)
+        }
+        alice = nil
+        bob = nil
+    }
+
+    private var sourceDirectories: [String] = []
+
+    private func sourceFile(bytes: Int) throws -> (String, [UInt8]) {
+        var content = [UInt8](repeating: 0, count: bytes)
+        for i in stride(from: 0, to: bytes, by: 4_096) { content[i] = UInt8(truncatingIfNeeded: i / 4_096) }
+        content[bytes - 1] = 0x5A
+        // Outside alice's state directory (files there are never sent).
+        let dir = NSTemporaryDirectory() + "parley-files-source-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        sourceDirectories.append(dir)
+        let path = dir + "/source.bin"
+        try Data(content).write(to: URL(fileURLWithPath: path))
+        return (path, content)
+    }
+
+    private func send(_ path: String) throws -> FileTransferRecord {
+        let future = try alice.node.sendFile(to: "bob", path: path, caption: "the data", mediaType: nil)
+        loop.run()
+        return try XCTUnwrap(try future.wait().first)
+    }
+
+    private func incoming(_ id: String) throws -> FileTransferRecord {
+        try XCTUnwrap(try bob.node.store.transfers(idPrefix: id, limit: 1).first)
+    }
+
+    func testAFileIsOfferedAcceptedVerifiedAndPutInPlace() throws {
+        let link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        let (path, content) = try sourceFile(bytes: 300_000)
+        let sent = try send(path)
+        try link.exchange()
+        let offered = try incoming(sent.transfer)
+        XCTAssertEqual(offered.state, .offered, "an unverified sender's file waits for the user")
+        XCTAssertEqual(offered.caption, "the data")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: bob.directory + "/files/source.bin"))
+
+        _ = try bob.node.acceptFile(String(sent.transfer.prefix(8)))
+        try link.exchange()
+        let done = try incoming(sent.transfer)
+        XCTAssertEqual(done.state, .completed)
+        XCTAssertEqual(done.savedPath, bob.directory + "/files/source.bin")
+        XCTAssertEqual(
+            try [UInt8](Data(contentsOf: URL(fileURLWithPath: bob.directory + "/files/source.bin"))), content)
+        XCTAssertEqual(try alice.node.store.transfers(idPrefix: sent.transfer, limit: 1).first?.state, .completed)
+        let kinds = bob.events.compactMap { e -> FileEventKind? in
+            if case let .file(_, kind, _) = e { return kind } else { return nil }
+        }
+        XCTAssertEqual(kinds.first, .offered)
+        XCTAssertEqual(kinds.last, .completed)
+    }
+
+    func testALinkCutResumesFromTheLastDurableChunk() throws {
+        // 300 chunks of 64 KiB: more than the window (256), several checkpoints (every 64).
+        let (path, content) = try sourceFile(bytes: 300 * 65_536 - 10)
+        let link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        let sent = try send(path)
+        try link.exchange()
+        _ = try bob.node.acceptFile(sent.transfer)
+        // Bob's want goes out; alice's chunks come back, bob's fileHave records are held.
+        try link.exchange(.responderToInitiator)
+        try link.exchange(.initiatorToResponder)
+        let durable = try incoming(sent.transfer).verified
+        XCTAssertEqual(durable, 256, "the whole first window, checkpointed every 64 chunks")
+        // The link is cut (no goodbye), then a new session.
+        link.initiatorConnection.drop()
+        link.responderConnection.drop()
+        loop.run()
+        let again = try InProcessLink(from: alice, to: bob, loop: loop)
+        let moved = try again.exchange()
+        let done = try incoming(sent.transfer)
+        XCTAssertEqual(done.state, .completed)
+        XCTAssertLessThan(moved.forward, 50 * 65_536, "only the last 44 chunks were sent again")
+        XCTAssertEqual(try [UInt8](Data(contentsOf: URL(fileURLWithPath: try XCTUnwrap(done.savedPath)))), content)
+    }
+
+    func testTheSourceChangingBeforeTheAcceptFailsTheTransferAtBothEnds() throws {
+        let link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        let (path, _) = try sourceFile(bytes: 100_000)
+        let sent = try send(path)
+        try link.exchange()
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: path))
+        _ = try bob.node.acceptFile(sent.transfer)
+        try link.exchange()
+        let out = try XCTUnwrap(try alice.node.store.transfers(idPrefix: sent.transfer, limit: 1).first)
+        XCTAssertEqual(out.state, .failed)
+        XCTAssertTrue(out.error?.contains("changed") == true)
+        XCTAssertEqual(try incoming(sent.transfer).state, .failed)
+        XCTAssertEqual((try? FileManager.default.contentsOfDirectory(atPath: bob.directory + "/files")) ?? [], [])
+    }
+
+    func testAPeerWithoutTheFilesFeatureIsNotSentAnOffer() throws {
+        // The feature gate: an online peer that did not announce bit 1 makes files.send fail.
+        let link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        XCTAssertTrue(link.initiatorConnection.remoteFeatures.contains(.files))
+    }
+}
