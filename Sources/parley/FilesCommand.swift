@@ -35,19 +35,23 @@ struct FilesList: ParsableCommand {
     }
 }
 
+/// accept, reject and cancel: one transfer id in; out, the transfer as it is now.
+private func runTransferAction<P: ControlCallParams>(_ params: P, _ options: ConnectionOptions) throws
+where P.ResultType == FileTransferResult {
+    try Session.run(options) { client in
+        let r = try client.call(params)
+        if options.json { return Console.json(r) }
+        Console.out(FileLines.summary(r.transfer))
+    }
+}
+
 struct FilesAccept: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "accept", abstract: "Accept an offered file (it is saved in the download directory).")
     @OptionGroup var options: ConnectionOptions
     @Argument(help: "The transfer id (or its first 4+ digits).") var id: String
     func validate() throws { try validateForCommandLine(FilesAcceptParams(id: id)) }
-    func run() throws {
-        try Session.run(options) { client in
-            let r = try client.call(FilesAcceptParams(id: id))
-            if options.json { return Console.json(r) }
-            Console.out(FileLines.summary(r.transfer))
-        }
-    }
+    func run() throws { try runTransferAction(FilesAcceptParams(id: id), options) }
 }
 
 struct FilesReject: ParsableCommand {
@@ -55,13 +59,7 @@ struct FilesReject: ParsableCommand {
     @OptionGroup var options: ConnectionOptions
     @Argument(help: "The transfer id (or its first 4+ digits).") var id: String
     func validate() throws { try validateForCommandLine(FilesRejectParams(id: id)) }
-    func run() throws {
-        try Session.run(options) { client in
-            let r = try client.call(FilesRejectParams(id: id))
-            if options.json { return Console.json(r) }
-            Console.out(FileLines.summary(r.transfer))
-        }
-    }
+    func run() throws { try runTransferAction(FilesRejectParams(id: id), options) }
 }
 
 struct FilesCancel: ParsableCommand {
@@ -70,13 +68,7 @@ struct FilesCancel: ParsableCommand {
     @OptionGroup var options: ConnectionOptions
     @Argument(help: "The transfer id (or its first 4+ digits).") var id: String
     func validate() throws { try validateForCommandLine(FilesCancelParams(id: id)) }
-    func run() throws {
-        try Session.run(options) { client in
-            let r = try client.call(FilesCancelParams(id: id))
-            if options.json { return Console.json(r) }
-            Console.out(FileLines.summary(r.transfer))
-        }
-    }
+    func run() throws { try runTransferAction(FilesCancelParams(id: id), options) }
 }
 
 struct FilesOpenDir: ParsableCommand {
