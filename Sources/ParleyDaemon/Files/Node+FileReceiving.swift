@@ -28,13 +28,15 @@ extension Node {
             }
             return
         }
+        var verdict: FileAcceptPolicy.Verdict
         if let reason = refusal(of: offer, from: key.peer) {
-            conn.send(.file(.end(key.transfer, .failed, reason)))
-            return
+            verdict = .refuse(reason)
+        } else {
+            verdict = judge(size: offer.size, from: key.peer, userAccepted: false)
         }
-        let verdict = judge(size: offer.size, from: key.peer, userAccepted: false)
         if case .refuse(let reason) = verdict {
             conn.send(.file(.end(key.transfer, .failed, reason)))
+            recordRefusedOffer(offer, key: key, reason: reason)
             return
         }
         let now = nowMs
@@ -54,6 +56,33 @@ extension Node {
             "file offered to us",
             ["peer": key.peer.fingerprintText, "size": "\(offer.size)", "accepted": "\(verdict == .accept)"])
         if verdict == .accept, let f = incomingFile(key, stored) { performIncoming(f.machine.start(), f, on: conn) }
+    }
+
+    /// Refused offers kept per peer for the local user to see (`files.list`, `file.failed`):
+    /// enough to explain what a real sender tried; a peer that keeps offering cannot grow
+    /// the store past it (the oldest are deleted).
+    static let maxRefusedOffersKeptPerPeer = 32
+
+    /// An offer refused at once (limits, room, flood, quota, disk floor) is listed at the
+    /// receiver too, `failed` with the reason, so the local user learns what was not taken
+    /// and why. Never a thumbnail or a caption from it: only what names the file.
+    private func recordRefusedOffer(_ offer: FileOffer, key: FileKey, reason: String) {
+        let now = nowMs
+        let rec = FileTransferRecord(
+            transfer: key.transfer.hex, peer: key.peer.hex, direction: .incoming, room: offer.room?.hex,
+            name: FileName.sanitize(offer.name), size: Int64(clamping: offer.size), mediaType: offer.mediaType,
+            caption: "", thumbnail: [], chunkSize: Int64(offer.chunkSize), contentHash: offer.contentHash,
+            listHash: offer.listHash, chunkHashes: nil, state: .failed, error: reason, createdAt: now,
+            updatedAt: now)
+        do {
+            let stored = try store.insertTransfer(rec)
+            guard stored.isNew else { return }
+            try store.pruneRefusedOffers(from: key.peer.hex, keep: Self.maxRefusedOffersKeptPerPeer)
+            emitFile(stored.record, .failed)
+        } catch {
+            log.error("could not record a refused file offer", ["error": "\(error)"])
+        }
+        log.info("file offer refused", ["peer": key.peer.fingerprintText, "reason": reason])
     }
 
     /// Why a well-formed offer is refused before policy: limits, room membership, flood.
