@@ -162,6 +162,8 @@ struct ParleyBench: ParsableCommand {
                         goal: .ratioAtLeast(FileTransferBench.throughputGoalRatio), why: "\(error)")
                 ])
             }
+            progress("row 10i: instructions per MiB of file, both daemons under callgrind")
+            add([FileTransferBench(scale: scale, binary: parleyd, workDir: work).instructionsPerMiB()])
         }
         let formatter = ISO8601DateFormatter()
         let report = Report(

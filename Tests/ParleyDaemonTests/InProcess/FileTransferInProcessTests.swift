@@ -23,6 +23,7 @@ final class FileTransferInProcessTests: XCTestCase {
         clock = LoopClock(loop: loop)
         var options = NodeOptions()
         options.fileInlineDigestBytes = 64 << 20
+        options.fileDiskWorkInline = true
         alice = try InProcessNode(name: "alice", loop: loop, clock: clock, options: options)
         bob = try InProcessNode(name: "bob", loop: loop, clock: clock, options: options)
         alice.node.stateDirectory = alice.directory
@@ -49,6 +50,7 @@ final class FileTransferInProcessTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: bob.directory)
         var options = NodeOptions()
         options.fileInlineDigestBytes = 64 << 20
+        options.fileDiskWorkInline = true
         options.quota.stranger.bytes = strangerQuotaBytes
         bob = try InProcessNode(name: "bob", loop: loop, clock: clock, options: options)
         bob.node.stateDirectory = bob.directory
@@ -141,7 +143,8 @@ final class FileTransferInProcessTests: XCTestCase {
         XCTAssertTrue(out.error?.contains("quota") == true, out.error ?? "no error")
         let refused = try incoming(sent.transfer)
         XCTAssertEqual(refused.state, .failed, "the receiver lists what it refused")
-        XCTAssertEqual(refused.error, out.error, "with the reason the sender was told")
+        XCTAssertEqual(
+            out.error, "the other side says: " + (refused.error ?? "-"), "the receiver lists the reason it gave")
         XCTAssertEqual(refused.name, "source.bin")
         XCTAssertEqual(refused.caption, "", "nothing shown from a refused offer but its name")
         let failedEvents = bob.events.filter { e in
