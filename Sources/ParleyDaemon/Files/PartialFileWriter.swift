@@ -60,6 +60,7 @@ final class PartialFileWriter: @unchecked Sendable {
                     hashedChunks = index
                 }
                 try partial.write(data, at: offset)
+                partial.startWriteback(offset: offset, length: data.count)
                 wholeHash?.update(data)
                 hashedChunks = index + 1
             } catch {
