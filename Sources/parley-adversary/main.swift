@@ -200,6 +200,8 @@ guard args.count >= 2 else {
                                 address record naming VICTIM (identity, 64 hex digits) at ADDR
                                 (HOST:PORT) but signed with its own key; then a ping; print
                                 "closed" if the target ended the session, else "alive"
+          sign-address KEYFILE MS ADDR  no target: print (hex) an address record of the identity in
+                                KEYFILE (an identity.key) at ADDR (HOST:PORT), dated MS (Unix ms)
           dial-back T PORT N    as a new peer announcing address gossip, ask N times to be dialled
                                 back at PORT (of the adversary's own host: the request has no host);
                                 print the outcomes in order ("connected", "failed", "refused")
@@ -234,6 +236,20 @@ guard args.count >= 2 else {
     exit(2)
 }
 let mode = args[0]
+if mode == "sign-address" {
+    // Not an attack on a daemon: a record as its owner would sign it, dated ISSUED_MS (a test
+    // plants a stale one in a relay's store to see it is not passed on).
+    guard args.count == 4, let issued = UInt64(args[2]),
+        let file = FileManager.default.contents(atPath: args[1]).map({ [UInt8]($0) }),
+        let newline = file.firstIndex(of: UInt8(ascii: "\n")),
+        let seed = SecretBytes(hex: file[(newline + 1)..<max(newline + 1, file.count - 1)], count: 32),
+        let identity = try? IdentityKeyPair(seed: seed)
+    else { fail("usage: sign-address IDENTITY-KEY-FILE ISSUED_MS HOST:PORT") }
+    let (h, p) = parseTarget(args[3])
+    guard let endpoint = SignedAddressRecord.Endpoint(host: h, port: p) else { fail("HOST: an IP literal") }
+    print(Sodium.hex(try! SignedAddressRecord(signing: [endpoint], issuedAt: issued, with: identity).encoded()))
+    exit(0)
+}
 let (host, port) = parseTarget(args[1])
 let n = args.count > 2 ? Int(args[2]) ?? 0 : 0
 
