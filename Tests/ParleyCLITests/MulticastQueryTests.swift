@@ -62,7 +62,10 @@ final class MulticastQueryTests: XCTestCase {
         for _ in 0..<20_000 {
             let n = Int.random(in: 0...80, using: &rng)
             var p = (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) }
-            if n >= 2 && Bool.random(using: &rng) { p[0] = 0xBE; p[1] = 0xEF }
+            if n >= 2 && Bool.random(using: &rng) {
+                p[0] = 0xBE
+                p[1] = 0xEF
+            }
             if MulticastQuery.judge(p, id: id) == nil { accepted += 1 }
         }
         XCTAssertEqual(accepted, 0)
