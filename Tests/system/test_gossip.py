@@ -147,8 +147,8 @@ def test_a_relay_passes_on_a_kept_record_after_its_own_restart_but_not_a_stale_o
     # Expiry: a record carol signed 25 h ago (with carol's own key, so only its age is
     # wrong) replaces the good one in alice's store; after alice's restart bob gets nothing.
     stale_ms = int(time.time() * 1000) - 25 * 3600 * 1000
-    stale = subprocess.run([ADVERSARY, "sign-address", str(carol.state_dir / "identity.key"), str(stale_ms),
-                            "127.0.0.1:9"], capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    stale = subprocess.run([ADVERSARY, "sign-address", "127.0.0.1:9", str(carol.state_dir / "identity.key"),
+                            str(stale_ms)], capture_output=True, text=True, timeout=30, check=True).stdout.strip()
     alice.stop()
     bob.stop()
     c = sqlite3.connect(alice.state_dir / "parley.sqlite")
