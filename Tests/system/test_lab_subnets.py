@@ -175,6 +175,7 @@ def test_doctor_asks_its_own_mdns_question_and_a_peer_answers(routed):
     f, _ = doctor(routed, alice, "--no-dial-back")
     took = time.monotonic() - t0
     assert f["multicast"]["status"] == "ok", f
+    assert f["advertisement"]["status"] == "ok", f  # our own browser saw our advertisement
     # Carol's avahi (h2) answered; never alice's own host alone.
     assert carol_ip in f["multicast"]["detail"], f["multicast"]
     assert took < 15, took
