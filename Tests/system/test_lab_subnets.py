@@ -157,6 +157,8 @@ def test_doctor_names_the_cause_of_each_broken_setup(routed):
     wait_until(lambda: bob.online("alice"), timeout=30, what="bob back from memory")
     f, code = doctor(routed, bob, "--no-dial-back")
     assert code == 1 and f["multicast"]["status"] == "fail", f
+    # h3's own firewall refuses the query on its way out: named as such.
+    assert "refused to send" in f["multicast"]["detail"] and "5353" in f["multicast"]["detail"], f
     assert "reflector" in f["multicast"]["fix"] and "static peers" in f["multicast"]["fix"]
     assert f["firewall"]["status"] == "fail" and "mDNS" in f["firewall"]["detail"], f
 
@@ -183,6 +185,13 @@ def test_doctor_asks_its_own_mdns_question_and_a_peer_answers(routed):
     # --no-multicast-query: nothing sent, the line is skipped.
     f, _ = doctor(routed, alice, "--no-dial-back", "--no-multicast-query")
     assert f["multicast"]["status"] == "skip", f
+
+    # Bob's host lets the query out now, but the router does not pass it on and nobody
+    # else is on subnet B: his online peers did not answer, so multicast does not reach them.
+    f, code = doctor(routed, bob, "--no-dial-back")
+    assert code == 1 and f["multicast"]["status"] == "fail", f
+    assert "no peer answered" in f["multicast"]["detail"], f
+    assert "reflector" in f["multicast"]["fix"], f
 
     # Subnet B without bob: a fresh node there knows nobody and only its own avahi can
     # answer (multicast does not cross the router): a warning that says so, no failure.
