@@ -55,6 +55,9 @@ let usage = """
                             address record naming VICTIM (identity, 64 hex digits) at ADDR
                             (HOST:PORT) but signed with its own key; then a ping; print
                             "closed" if the target ended the session, else "alive"
+      sign-address ADDR KEYFILE MS  no connection: print (hex) an address record of ADDR
+                            (HOST:PORT) as the identity in KEYFILE (an identity.key) signs it,
+                            dated MS (Unix ms; a test plants a stale one in a relay's store)
       dial-back T PORT N    as a new peer announcing address gossip, ask N times to be dialled
                             back at PORT (of the adversary's own host: the request has no host);
                             print the outcomes in order ("connected", "failed", "refused")
@@ -107,7 +110,8 @@ let modes: [String: (ModeArguments) -> Void] = [
     "file": runFileAttack,
     "dial-back": runDialBack,
     "tags-probe": runTagsProbe,
-    "forge-address": runForgeAddress
+    "forge-address": runForgeAddress,
+    "sign-address": runSignAddress
 ]
 
 let arguments = Array(CommandLine.arguments.dropFirst())

@@ -76,3 +76,20 @@ func runForgeAddress(_ a: ModeArguments) {
     }
     emit(peer.read(until: { $0 == .pong(9) }) ? "alive" : "closed")
 }
+
+/// `sign-address ADDR KEYFILE MS`: not an attack on a daemon (ADDR is only the address in
+/// the record): the record the owner of KEYFILE (an identity.key: a header line, 64 hex
+/// digits, a newline) would sign, dated MS, printed in hex.
+func runSignAddress(_ a: ModeArguments) {
+    guard let path = a.string(2), let issued = a.string(3).flatMap({ UInt64($0) }),
+        let file = FileManager.default.contents(atPath: path).map({ [UInt8]($0) }),
+        let newline = file.firstIndex(of: UInt8(ascii: "\n")), file.count > newline + 1,
+        let seed = SecretBytes(hex: file[(newline + 1)..<(file.count - 1)], count: 32),
+        let identity = try? IdentityKeyPair(seed: seed)
+    else { fail("usage: sign-address HOST:PORT IDENTITY-KEY-FILE ISSUED_MS") }
+    guard let endpoint = SignedAddressRecord.Endpoint(host: a.host, port: a.port) else {
+        fail("HOST: an IP literal")
+    }
+    // Force-try: a valid endpoint and key.
+    emit(Sodium.hex(try! SignedAddressRecord(signing: [endpoint], issuedAt: issued, with: identity).encoded()))
+}
