@@ -82,7 +82,8 @@ extension Node {
         } catch {
             log.error("could not record a refused file offer", ["error": "\(error)"])
         }
-        log.info("file offer refused", ["peer": key.peer.fingerprintText, "reason": reason])
+        // Debug level: a peer can offer as often as it likes (the listing above is bounded).
+        log.debug("file offer refused", ["peer": key.peer.fingerprintText, "reason": reason])
     }
 
     /// Why a well-formed offer is refused before policy: limits, room membership, flood.

@@ -120,7 +120,9 @@ extension Node {
             conn.close(reason: .protocolError, text: "fileWant from \(from) is past the end of the file")
             return
         }
-        log.info("file requested", ["from": "\(from)", "list": "\(needList)", "peer": key.peer.fingerprintText])
+        // Debug level: a receiver decides how often it asks, so an info line per want would
+        // let a peer write the log at will.
+        log.debug("file requested", ["from": "\(from)", "list": "\(needList)", "peer": key.peer.fingerprintText])
         if f.source == nil {
             let source = try? SourceFile(path: f.record.sourcePath ?? "")
             guard let source, source.unchanged(size: f.record.sourceSize, modified: f.record.sourceMtime) else {
