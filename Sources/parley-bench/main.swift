@@ -44,7 +44,7 @@ struct ParleyBench: ParsableCommand {
         guard FileManager.default.isExecutableFile(atPath: parleyd) else {
             throw ValidationError("no parleyd in \(bin); build it or pass --bin-dir")
         }
-        let wanted = Set((rows ?? "1,2,3,4,5,6,7,8,10").split(separator: ",").compactMap { Int($0) })
+        let wanted = Set((rows ?? "1,2,3,4,5,6,7,8,10,11,12,13").split(separator: ",").compactMap { Int($0) })
         let work = NSTemporaryDirectory() + "parley-bench-\(getpid())"
         try FileManager.default.createDirectory(
             atPath: work, withIntermediateDirectories: true,
@@ -162,6 +162,20 @@ struct ParleyBench: ParsableCommand {
                         goal: .ratioAtLeast(FileTransferBench.throughputGoalRatio), why: "\(error)")
                 ])
             }
+        }
+        // 11–13: the rows an office feels (issue 21 part 2), each on daemons of its own.
+        let office = smoke ? OfficeScale.smokeTest : OfficeScale.full
+        if wanted.contains(11) {
+            progress("row 11: room fan-out, sizes \(office.roomSizes)")
+            add(RoomFanOutBench(scale: office, binary: parleyd, workDir: work).run())
+        }
+        if wanted.contains(12) {
+            progress("row 12: a history of \(office.historyMessages) messages")
+            add(LargeHistoryBench(scale: office, parleyd: parleyd, parley: bin + "/parley", workDir: work).run())
+        }
+        if wanted.contains(13) {
+            progress("row 13: reconnect storm of \(office.stormPeers) peers")
+            add(ReconnectStormBench(scale: office, binary: parleyd, workDir: work).run())
         }
         let formatter = ISO8601DateFormatter()
         let report = Report(
