@@ -51,7 +51,7 @@ struct RoomFanOutBench {
                         id: cpuID, measure: cpuMeasure, unit: "µs", parley: r.roomCPUPerMember,
                         reference: r.directCPUPerMember,
                         referenceName: "the same \(size - 1) sent as direct messages", goal: .none,
-                        note: "sender daemon's CPU (all threads, /proc/PID/task/*/schedstat) over \(rounds) ÷ members"))
+                        note: "sender daemon's CPU (all threads, /proc/PID/task/*/schedstat) over the \(r.room.count) rounds ÷ members"))
             } catch {
                 rows.append(
                     .skipped(
