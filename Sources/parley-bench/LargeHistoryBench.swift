@@ -119,7 +119,8 @@ struct LargeHistoryBench {
                 note:
                     "messages.search for a word in ~\(fmt(book.commonWordShare * 100)) % of the messages "
                     + "(default 20 hits, bm25), \(n) calls, p99 \(fmt(measured.search.p99 / 1e6)) ms; "
-                    + "a word in ~\(fmt(book.rareWordShare * 100)) %: median \(fmt(measured.rareSearch.median / 1e6)) ms"),
+                    + "a word in ~\(fmt(book.rareWordShare * 100)) %: median \(fmt(measured.rareSearch.median / 1e6)) ms"
+            ),
             BenchRow(
                 id: "12e", measure: "Large history: peers.list with unread counts, median", unit: "ms",
                 parley: measured.peersList.median / 1e6, reference: reference.peersList.median / 1e6,

@@ -1,8 +1,9 @@
+import Foundation
+import ParleyCore
+
 #if canImport(Glibc)
     import Glibc
 #endif
-import Foundation
-import ParleyCore
 
 /// Many in-process Parley peers (rows 11 and 13), each with its own identity and card and
 /// one session with the daemon under test, served by one thread that waits on all their

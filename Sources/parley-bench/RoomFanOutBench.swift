@@ -51,7 +51,9 @@ struct RoomFanOutBench {
                         id: cpuID, measure: cpuMeasure, unit: "µs", parley: r.roomCPUPerMember,
                         reference: r.directCPUPerMember,
                         referenceName: "the same \(size - 1) sent as direct messages", goal: .none,
-                        note: "sender daemon's CPU (all threads, /proc/PID/task/*/schedstat) over the \(r.room.count) rounds ÷ members"))
+                        note:
+                            "sender daemon's CPU (all threads, /proc/PID/task/*/schedstat) over the \(r.room.count) rounds ÷ members"
+                    ))
             } catch {
                 rows.append(
                     .skipped(
@@ -101,9 +103,11 @@ struct RoomFanOutBench {
         for round in 0...scale.fanOutRounds {
             guard !deadline.passed else { throw BenchError.timedOut("only \(round) fan-out rounds") }
             let (t, c) = try timed(daemon: daemon, watcher: watcher, deliveries: 1, sender: sender) {
-                [sender.requestLine(
-                    method: "messages.send",
-                    params: ParleyChatBench.sendParams(to: "#" + Self.roomName, body: "room \(round)"))]
+                [
+                    sender.requestLine(
+                        method: "messages.send",
+                        params: ParleyChatBench.sendParams(to: "#" + Self.roomName, body: "room \(round)"))
+                ]
             }
             let (td, cd) = try timed(daemon: daemon, watcher: watcher, deliveries: peers, sender: sender) {
                 identities.map {
