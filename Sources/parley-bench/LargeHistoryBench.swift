@@ -63,7 +63,7 @@ struct LargeHistoryBench {
         let store = try Store(directory: stateDir, durability: .normal)
         try book.addPeersAndRooms(to: store)
         try store.close()
-        let reference = try measureDaemon(book: book, withHistory: false)
+        let reference = try measureDaemon(book: book)
 
         // 3. The history.
         let buildStart = Clock.nowNs()
@@ -84,7 +84,7 @@ struct LargeHistoryBench {
         try full.close()
         let dbBytes = fileBytes(stateDir)
 
-        let measured = try measureDaemon(book: book, withHistory: true)
+        let measured = try measureDaemon(book: book)
         let (exported, exportSeconds) = try export()
         let exportRate = Double(exported) / exportSeconds
 
@@ -140,7 +140,7 @@ struct LargeHistoryBench {
     }
 
     /// Starts the daemon on the prepared store and times the everyday calls.
-    private func measureDaemon(book: HistoryBook, withHistory: Bool) throws -> Calls {
+    private func measureDaemon(book: HistoryBook) throws -> Calls {
         var c = Calls()
         let t0 = Clock.nowNs()
         let d = try Parleyd(binary: parleyd, workDir: workDir, name: Self.name)
@@ -157,9 +157,6 @@ struct LargeHistoryBench {
             c.peersList.add(try timedCall(line, "peers.list", nil))
         }
         c.rssMiB = Double(d.child.rssKiB() ?? 0) / 1024
-        if withHistory {
-            // Stays up for the export, started below on a fresh daemon of the same store.
-        }
         return c
     }
 
