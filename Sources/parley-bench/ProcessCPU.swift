@@ -1,21 +1,25 @@
 import Foundation
 
-/// CPU time a process has used, in nanoseconds: the sum over its threads of the first
-/// field of /proc/PID/task/TID/schedstat (time on a CPU, user and system, the same time
-/// utime + stime count but in ns rather than 10 ms ticks). Rows 11 and 13 divide a few
-/// milliseconds of CPU among tens of members, below the tick's resolution.
-/// Threads that exited are no longer counted; parleyd's threads live as long as it does.
+/// CPU time a process has used (utime + stime of /proc/PID/stat, every thread including
+/// those that have exited), in nanoseconds. The resolution is one clock tick (10 ms), so
+/// rows 11 and 13 add it up over whole runs (tens of ticks), never per message.
+/// (Summing /proc/PID/task/*/schedstat would give ns, but loses the time of threads that
+/// exit between two readings: parleyd's worker threads come and go, and the sum can
+/// even go down.)
 enum ProcessCPU {
     static func nanoseconds(pid: Int32) -> UInt64? {
-        let dir = "/proc/\(pid)/task"
-        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: dir) else { return nil }
-        var total: UInt64 = 0
-        for t in tasks {
-            guard let text = try? String(contentsOfFile: "\(dir)/\(t)/schedstat", encoding: .utf8),
-                let first = text.split(separator: " ").first, let ns = UInt64(first)
-            else { continue }
-            total += ns
-        }
-        return total
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
+        else { return nil }
+        // Fields after the command name start at field 3 (state); utime, stime are 14, 15.
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let u = UInt64(fields[11]), let s = UInt64(fields[12]) else { return nil }
+        return (u + s) * UInt64(1e9 / ChildProcess.ticksPerSecond)
+    }
+
+    /// CPU used between two readings; 0 if a reading failed.
+    static func since(_ start: UInt64?, pid: Int32) -> UInt64 {
+        guard let start, let now = nanoseconds(pid: pid), now >= start else { return 0 }
+        return now - start
     }
 }

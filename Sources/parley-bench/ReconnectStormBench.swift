@@ -90,13 +90,13 @@ struct ReconnectStormBench {
         let storm = PeerSwarm()
         storm.start()
         defer { storm.stopAndClose() }
-        let cpu0 = ProcessCPU.nanoseconds(pid: daemon.pid) ?? 0
+        let cpu0 = ProcessCPU.nanoseconds(pid: daemon.pid)
         t0 = Clock.nowNs()
         try storm.connect(port: daemon.port, identities: identities, parallel: scale.stormDialers, deadline: deadline)
         f.stormSessionsMs = Double(Clock.nowNs() - t0) / 1e6
         let done = try watcher.waitFor(target, deadline: deadline)
         f.stormDeliveredMs = Double(done - t0) / 1e6
-        f.stormCPUMs = Double((ProcessCPU.nanoseconds(pid: daemon.pid) ?? 0) &- cpu0) / 1e6
+        f.stormCPUMs = Double(ProcessCPU.since(cpu0, pid: daemon.pid)) / 1e6
         if storm.chats.get() < p * k {
             throw BenchError.protocolError("peers received \(storm.chats.get()) of \(p * k) queued messages")
         }

@@ -52,7 +52,7 @@ struct RoomFanOutBench {
                         reference: r.directCPUPerMember,
                         referenceName: "the same \(size - 1) sent as direct messages", goal: .none,
                         note:
-                            "sender daemon's CPU (all threads, /proc/PID/task/*/schedstat) over the \(r.room.count) rounds ÷ members"
+                            "sender daemon's utime + stime (/proc/PID/stat, 10 ms ticks, summed) over the \(r.room.count) rounds ÷ members"
                     ))
             } catch {
                 rows.append(
@@ -139,18 +139,18 @@ struct RoomFanOutBench {
         let lines = requests()
         let deadline = Deadline(seconds: scale.rowSeconds)
         let target = watcher.delivered + deliveries
-        let cpu0 = ProcessCPU.nanoseconds(pid: daemon.pid) ?? 0
+        let cpu0 = ProcessCPU.nanoseconds(pid: daemon.pid)
         let t0 = Clock.nowNs()
         try sender.write(lines.flatMap { $0 }, deadline: deadline)
         let t1 = try watcher.waitFor(target, deadline: deadline)
-        let cpu1 = ProcessCPU.nanoseconds(pid: daemon.pid) ?? 0
+        let cpu = ProcessCPU.since(cpu0, pid: daemon.pid)
         for _ in lines {
             let answer = try sender.nextLine(deadline: deadline)
             if ByteScan.contains(Array("\"error\"".utf8), in: answer) {
                 throw BenchError.protocolError("messages.send: \(String(decoding: answer, as: UTF8.self))")
             }
         }
-        return (t1 - t0, cpu1 &- cpu0)
+        return (t1 - t0, cpu)
     }
 
     private func joinedCount(_ daemon: Parleyd) -> Int {
