@@ -146,9 +146,9 @@ final class PeerSwarm: @unchecked Sendable {
         }
     }
 
-    /// Opens `names.count` sessions to the daemon on `port`, `parallel` at a time (each
+    /// Opens a session per identity to the daemon on `port`, `parallel` at a time (each
     /// connection its own loopback source address, as in row 7), and adds them.
-    /// Returns the identities in `names` order.
+    /// Returns how many opened; throws if any failed (the first failure in the message).
     @discardableResult
     func connect(
         port: Int, identities: [BenchIdentity], parallel: Int, deadline: Deadline
