@@ -184,10 +184,12 @@ final class StoreHistoryAndSearchTests: XCTestCase {
         // The oldest 30 matches would rank first (the word four times), but are older than
         // the window of matches to alice; bob's newer matches must not use up her window.
         var messages: [NewOutgoingMessage] = (0..<30).map {
-            NewOutgoingMessage(id: messageID($0 + 1), recipient: alice, body: "old apple apple apple apple", createdAt: 0)
+            NewOutgoingMessage(
+                id: messageID($0 + 1), recipient: alice, body: "old apple apple apple apple", createdAt: 0)
         }
         messages += (0..<window).map {
-            NewOutgoingMessage(id: messageID($0 + 100), recipient: alice, body: "new apple and more words", createdAt: 1)
+            NewOutgoingMessage(
+                id: messageID($0 + 100), recipient: alice, body: "new apple and more words", createdAt: 1)
         }
         messages += (0..<50).map {
             NewOutgoingMessage(
