@@ -88,6 +88,24 @@ extension Store {
         }
     }
 
+    /// Deletes all but the newest `keep` incoming transfers from `peer` that failed before
+    /// any chunk was taken (offers refused at once): a peer offering again and again cannot
+    /// grow the table. Returns how many were deleted.
+    @discardableResult
+    public func pruneRefusedOffers(from peer: String, keep: Int) throws(StoreError) -> Int {
+        try write { db in
+            try db.execute(
+                sql: """
+                    DELETE FROM file_transfer WHERE row_id IN (
+                        SELECT row_id FROM file_transfer
+                        WHERE peer = ? AND direction = 'in' AND state = 'failed' AND verified = 0
+                            AND saved_path IS NULL
+                        ORDER BY row_id DESC LIMIT -1 OFFSET ?)
+                    """, arguments: [peer, max(0, keep)])
+            return db.changesCount
+        }
+    }
+
     /// Sets a transfer's state (and error text, and where the file was saved).
     public func setTransferState(
         rowID: Int64, _ state: FileTransferRecord.State, error: String? = nil, savedPath: String? = nil, at: Int64

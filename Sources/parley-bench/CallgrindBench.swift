@@ -68,7 +68,7 @@ struct CallgrindBench {
 
     /// Instructions per message of each daemon (A, B) over `body`, which returns how many
     /// messages it sent.
-    private func counted(_ daemons: [Parleyd], control: String, _ body: () throws -> Int) throws -> (
+    func counted(_ daemons: [Parleyd], control: String, _ body: () throws -> Int) throws -> (
         a: Double, b: Double, messages: Int
     ) {
         for d in daemons { try callgrindControl(control, "--zero", d) }
@@ -92,7 +92,7 @@ struct CallgrindBench {
 
     /// A copy of the daemon without its DWARF sections: Debian 12's valgrind (3.19) gives
     /// up on the DWARF 5 forms Swift 6 emits. The code, and so every count, is the same.
-    private func debugInfoStripped(_ binary: String) throws -> String {
+    func debugInfoStripped(_ binary: String) throws -> String {
         guard let objcopy = findExecutable("objcopy") else {
             throw BenchError.unavailable("objcopy not installed (binutils), needed to strip debug info for valgrind")
         }
@@ -123,7 +123,7 @@ struct CallgrindBench {
 
         """
 
-    private func sigsuspendShim() throws -> String {
+    func sigsuspendShim() throws -> String {
         guard let cc = ["cc", "gcc", "clang"].lazy.compactMap({ findExecutable($0) }).first else {
             throw BenchError.unavailable("no C compiler (cc) to build valgrind's sigsuspend shim")
         }
@@ -141,7 +141,7 @@ struct CallgrindBench {
         return library
     }
 
-    private func callgrindControl(_ control: String, _ command: String, _ d: Parleyd) throws {
+    func callgrindControl(_ control: String, _ command: String, _ d: Parleyd) throws {
         let p = try ChildProcess(
             label: "callgrind_control", executable: control, arguments: [command, "\(d.pid)"],
             logPath: workDir + "/callgrind_control.log")
@@ -151,7 +151,7 @@ struct CallgrindBench {
     }
 
     /// Dump files of one daemon: `callgrind.PID.N`, one per `--dump`.
-    private func dumps(of d: Parleyd) -> Set<String> {
+    func dumps(of d: Parleyd) -> Set<String> {
         let prefix = "callgrind.\(d.pid)."
         let names = (try? FileManager.default.contentsOfDirectory(atPath: workDir)) ?? []
         return Set(names.filter { $0.hasPrefix(prefix) }.map { workDir + "/" + $0 })

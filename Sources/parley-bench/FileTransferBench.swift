@@ -16,13 +16,21 @@ struct FileTransferBench {
     /// Chat latency during the transfer ≤ 2 × idle (issue 18).
     static let latencyGoalRatio = 2.0
 
-    var size: Int { scale.smoke ? 32 << 20 : 1 << 30 }
+    /// `PARLEY_BENCH_FILE_MIB` sets another size (a profile of a shorter run).
+    var size: Int {
+        if let mib = ProcessInfo.processInfo.environment["PARLEY_BENCH_FILE_MIB"].flatMap({ Int($0) }), mib > 0 {
+            return mib << 20
+        }
+        return scale.smoke ? 32 << 20 : 1 << 30
+    }
+    /// The file of row 10i, under callgrind (20 to 100 times slower than native).
+    var callgrindSize: Int { scale.smoke ? 4 << 20 : 64 << 20 }
 
     func run(aead64k: Double) throws -> [BenchRow] {
         let dir = workDir + "/files-bench"
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let source = dir + "/source.bin"
-        try writeSource(source)
+        try writeSource(source, size: size)
         defer { unlink(source) }
         let disk = try durableWriteRate(dir + "/disk-ceiling.bin")
 
@@ -96,7 +104,7 @@ struct FileTransferBench {
         ]
     }
 
-    private func writeSource(_ path: String) throws {
+    private func writeSource(_ path: String, size: Int) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw BenchError.io("cannot create \(path)") }
         defer { close(fd) }
@@ -109,6 +117,73 @@ struct FileTransferBench {
                 throw BenchError.io("cannot write \(path)")
             }
             written += n
+        }
+    }
+
+    /// Row 10i: instructions per MiB of file on each daemon (every thread: the receiver's
+    /// disk queue too), counted by callgrind as rows 3i/4i are: a fresh verified pair under
+    /// callgrind, counters zeroed after the trust is set up, one file sent and completed,
+    /// counters dumped. Wall-clock MB/s on a shared 2-core VM moves by tens of percent;
+    /// this is what a change to the per-byte cost is judged by.
+    func instructionsPerMiB() -> BenchRow {
+        let id = "10i"
+        let measure = "Instructions per MiB of file, sender + receiver daemons"
+        guard let valgrind = findExecutable("valgrind"), let control = findExecutable("callgrind_control") else {
+            return .skipped(
+                id: id, measure: measure, unit: "instr", referenceName: "—", goal: .none,
+                why: "valgrind not installed (scripts/install-deps.sh bench)")
+        }
+        let dir = workDir + "/files-callgrind"
+        do {
+            try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            let source = dir + "/source.bin"
+            try writeSource(source, size: callgrindSize)
+            defer { unlink(source) }
+            let config = dir + "/parleyd.toml"
+            try Data("[parleyd]\nfile_auto_accept_mib = 8192\nquota_verified_peer_mib = 8192\n".utf8)
+                .write(to: URL(fileURLWithPath: config))
+            let cg = CallgrindBench(scale: scale, parleyd: binary, workDir: dir)
+            let launcher = [
+                valgrind, "--tool=callgrind", "--callgrind-out-file=\(dir)/callgrind.%p", "--dump-instr=no",
+                "--compress-strings=no"
+            ]
+            let (a, b) = try startPair(
+                binary: try cg.debugInfoStripped(binary), workDir: dir, names: ("fca", "fcb"), durability: "full",
+                launcher: launcher, extraEnvironment: ["LD_PRELOAD": try cg.sigsuspendShim()],
+                extraArguments: ["--config", config])
+            defer {
+                a.stop()
+                b.stop()
+            }
+            for (x, y) in [(a, b), (b, a)] {
+                let fp = (try y.call("node.whoami"))["fingerprint"] as? String ?? ""
+                _ = try x.call("trust.verify", params: "{\"peer\":\"\(y.name)\",\"fingerprint\":\"\(fp)\"}")
+            }
+            let mib = callgrindSize >> 20
+            let r = try cg.counted([a, b], control: control) {
+                let sent = try a.call("files.send", params: "{\"to\":\"\(b.name)\",\"path\":\"\(source)\"}")
+                guard let tid = ((sent["transfers"] as? [[String: Any]])?.first)?["id"] as? String else {
+                    throw BenchError.protocolError("files.send: \(sent)")
+                }
+                let deadline = Deadline(seconds: 900)
+                while !deadline.passed {
+                    let list = try b.call("files.list", params: "{\"id\":\"\(tid)\"}")
+                    let state = ((list["transfers"] as? [[String: Any]])?.first)?["state"] as? String ?? "missing"
+                    if state == "completed" { return mib }
+                    if state != "transferring" && state != "offered" && state != "missing" {
+                        throw BenchError.protocolError("the file ended \(state) under callgrind")
+                    }
+                    Clock.sleep(milliseconds: 200)
+                }
+                throw BenchError.timedOut("the file did not complete under callgrind")
+            }
+            return BenchRow(
+                id: id, measure: measure, unit: "instr", parley: r.a + r.b, reference: nil, referenceName: "—",
+                goal: .none,
+                note: "sender \(fmt(r.a)), receiver \(fmt(r.b)) instructions per MiB; a \(mib) MiB file, "
+                    + "from files.send (the sender's hashing included) to completed, every thread")
+        } catch {
+            return .skipped(id: id, measure: measure, unit: "instr", referenceName: "—", goal: .none, why: "\(error)")
         }
     }
 

@@ -162,6 +162,8 @@ struct ParleyBench: ParsableCommand {
                         goal: .ratioAtLeast(FileTransferBench.throughputGoalRatio), why: "\(error)")
                 ])
             }
+            progress("row 10i: instructions per MiB of file, both daemons under callgrind")
+            add([FileTransferBench(scale: scale, binary: parleyd, workDir: work).instructionsPerMiB()])
         }
         // 11–13: the rows an office feels (issue 21 part 2), each on daemons of its own.
         let office = smoke ? OfficeScale.smokeTest : OfficeScale.full

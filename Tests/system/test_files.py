@@ -260,7 +260,11 @@ def test_unverified_sender_over_its_quota_is_refused_and_told(cluster):
     [t] = send(alice, "bob", src)
     done = final(alice, t["id"], timeout=20)
     assert done["state"] == "failed" and "quota" in done["error"], done
-    assert transfers(bob) == []
+    # Bob's side lists the refusal too (docs/CONTROL.md "Files"), with the same reason.
+    refused = wait_until(lambda: transfer(bob, t["id"]), timeout=10, what="the refusal listed at bob")
+    assert (refused["direction"], refused["state"], refused["bytesDone"]) == ("in", "failed", 0), refused
+    assert refused["error"] == done["error"].removeprefix("the other side says: "), (refused, done)
+    assert no_partials(bob)
     # A small one from the same unverified sender is offered, and waits for bob.
     small = make_file(cluster, "small.txt", 1000)
     [t] = send(alice, "bob", small)

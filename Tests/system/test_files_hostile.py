@@ -66,7 +66,10 @@ def test_an_offer_of_two_to_the_63_bytes_is_refused_at_once(victim):
     p = start_attack(victim, "huge")
     lines = outcome(p)
     assert lines[-1].startswith("end failed") and "exceeds" in lines[-1], lines
-    assert incoming(victim) == []
+    # Listed at the receiver too, failed with the reason the sender was told; nothing kept.
+    listed = incoming(victim)
+    assert [(t["state"], t["bytesDone"]) for t in listed] == [("failed", 0)], listed
+    assert "exceeds" in listed[0]["error"]
     assert files_dir(victim) == []
 
 

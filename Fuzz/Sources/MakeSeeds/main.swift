@@ -118,7 +118,31 @@ let records: [(String, AppRecord)] = [
                 room: RoomID(exactly: Array(repeating: 0xa0, count: 16))))
     )
 ]
+
+// File records (docs/PROTOCOL.md "Files"): a small picture offered to a room, the
+// receiver's want, the hash list, a short last chunk, the checkpoint and the end.
+let fileTransfer = TransferID(exactly: Array(repeating: 0xf1, count: TransferID.length))
+let fileChunks: [[UInt8]] = [Array(repeating: 0x42, count: 4_096), Array("the last, short chunk".utf8)]
+let fileChunkHashes = fileChunks.map { FileHash.of($0) }
+let fileRecords: [(String, AppRecord)] = [
+    (
+        "file-offer",
+        .file(
+            .offer(
+                FileOffer(
+                    transfer: fileTransfer, size: UInt64(fileChunks.joined().count), chunkSize: 4_096,
+                    contentHash: FileHash.of(Array(fileChunks.joined())), listHash: FileHash.listHash(fileChunkHashes),
+                    room: RoomID(exactly: Array(repeating: 0xa0, count: 16)), name: "photo (1).png",
+                    mediaType: "image/png", caption: "the whiteboard 🖊", thumbnail: [0x89, 0x50, 0x4E, 0x47])))
+    ),
+    ("file-want", .file(.want(fileTransfer, from: 0, needList: true))),
+    ("file-hashes", .file(.hashes(fileTransfer, first: 0, hashes: fileChunkHashes))),
+    ("file-chunk", .file(.chunk(fileTransfer, index: 1, data: fileChunks[1]))),
+    ("file-have", .file(.have(fileTransfer, verified: 1))),
+    ("file-end", .file(.end(fileTransfer, .failed, "not enough disk space at the recipient")))
+]
 var stream = RecordStreamEncoder()
+for (name, record) in fileRecords { try write("FuzzAppRecord", name, record.encoded()) }
 for (name, record) in records {
     try write("FuzzAppRecord", name, record.encoded())
     stream.append(record)
@@ -187,6 +211,12 @@ try request(
 try request("trust-accept", id: 9, TrustAcceptParams(peer: "bob"))
 try request("messages-edit", id: 10, MessagesEditParams(message: "0123456789abcdef", body: "fixed"))
 try request("messages-react", id: 11, MessagesReactParams(message: "01234567", reaction: "👍", remove: true))
+try request(
+    "files-send", id: 12, FilesSendParams(to: "#team", path: "/tmp/photo.png", caption: "hi", mediaType: "image/png"))
+try request("files-list", id: 13, FilesListParams(limit: 20, id: "abcd"))
+try request("files-accept", id: 14, FilesAcceptParams(id: "f1f1f1f1"))
+try request("files-reject", id: 15, FilesRejectParams(id: "f1f1"))
+try request("files-cancel", id: 16, FilesCancelParams(id: "f1f1f1"))
 // Several requests on one connection, the way LineBuffer sees them.
 let session = try [
     ControlJSON.line(JSONRPCRequest(id: .string("a"), call: NodeStatusParams())),

@@ -17,6 +17,9 @@ final class OutgoingFile {
     let hashes: [[UInt8]]
     var source: SourceFile?
     var rate = TransferRate()
+    /// A chunk the receiver asked for again (it failed its hash there): checked against
+    /// its hash when it is read back, before it is sent again.
+    var recheckChunk: UInt64?
 
     init(record: FileTransferRecord) {
         self.record = record
@@ -27,15 +30,12 @@ final class OutgoingFile {
     }
 }
 
-/// An incoming transfer being received: its state machine, the partial file, and the
-/// whole-file hash fed as chunks are written in order.
+/// An incoming transfer being received: its state machine and, from the first chunk, the
+/// writer of its partial file (which also keeps the whole-file hash).
 final class IncomingFile {
     var record: FileTransferRecord
     var machine: IncomingTransfer
-    var partial: PartialFile?
-    var wholeHash: FileHash?
-    /// Chunks fed to `wholeHash` (from 0, in order).
-    var hashedChunks: UInt64 = 0
+    var writer: PartialFileWriter?
     var rate = TransferRate()
 
     init(record: FileTransferRecord, offer: FileOffer) {

@@ -28,13 +28,15 @@ extension Node {
             }
             return
         }
+        var verdict: FileAcceptPolicy.Verdict
         if let reason = refusal(of: offer, from: key.peer) {
-            conn.send(.file(.end(key.transfer, .failed, reason)))
-            return
+            verdict = .refuse(reason)
+        } else {
+            verdict = judge(size: offer.size, from: key.peer, userAccepted: false)
         }
-        let verdict = judge(size: offer.size, from: key.peer, userAccepted: false)
         if case .refuse(let reason) = verdict {
             conn.send(.file(.end(key.transfer, .failed, reason)))
+            recordRefusedOffer(offer, key: key, reason: reason)
             return
         }
         let now = nowMs
@@ -54,6 +56,34 @@ extension Node {
             "file offered to us",
             ["peer": key.peer.fingerprintText, "size": "\(offer.size)", "accepted": "\(verdict == .accept)"])
         if verdict == .accept, let f = incomingFile(key, stored) { performIncoming(f.machine.start(), f, on: conn) }
+    }
+
+    /// Refused offers kept per peer for the local user to see (`files.list`, `file.failed`):
+    /// enough to explain what a real sender tried; a peer that keeps offering cannot grow
+    /// the store past it (the oldest are deleted).
+    static let maxRefusedOffersKeptPerPeer = 32
+
+    /// An offer refused at once (limits, room, flood, quota, disk floor) is listed at the
+    /// receiver too, `failed` with the reason, so the local user learns what was not taken
+    /// and why. Never a thumbnail or a caption from it: only what names the file.
+    private func recordRefusedOffer(_ offer: FileOffer, key: FileKey, reason: String) {
+        let now = nowMs
+        let rec = FileTransferRecord(
+            transfer: key.transfer.hex, peer: key.peer.hex, direction: .incoming, room: offer.room?.hex,
+            name: FileName.sanitize(offer.name), size: Int64(clamping: offer.size), mediaType: offer.mediaType,
+            caption: "", thumbnail: [], chunkSize: Int64(offer.chunkSize), contentHash: offer.contentHash,
+            listHash: offer.listHash, chunkHashes: nil, state: .failed, error: reason, createdAt: now,
+            updatedAt: now)
+        do {
+            let stored = try store.insertTransfer(rec)
+            guard stored.isNew else { return }
+            try store.pruneRefusedOffers(from: key.peer.hex, keep: Self.maxRefusedOffersKeptPerPeer)
+            emitFile(stored.record, .failed)
+        } catch {
+            log.error("could not record a refused file offer", ["error": "\(error)"])
+        }
+        // Debug level: a peer can offer as often as it likes (the listing above is bounded).
+        log.debug("file offer refused", ["peer": key.peer.fingerprintText, "reason": reason])
     }
 
     /// Why a well-formed offer is refused before policy: limits, room membership, flood.
@@ -99,7 +129,7 @@ extension Node {
 
     func performIncoming(_ actions: [IncomingTransfer.Action], _ f: IncomingFile, on conn: PeerConnection?) {
         guard let key = f.record.key else { return }
-        do {
+        do throws(FileError) {
             for action in actions {
                 switch action {
                 case let .want(from, needList):
@@ -109,85 +139,101 @@ extension Node {
                     try? store.setTransferChunkHashes(rowID: f.record.rowID, all)
                     f.record.chunkHashes = all
                 case let .write(offset, data):
-                    let partial = try openPartial(f, key)
-                    let index = offset / UInt64(f.record.chunkSize)
-                    if f.wholeHash == nil || f.hashedChunks != index {
-                        // After a restart or a resume below what was hashed: hash what is on disk.
-                        f.wholeHash = try partial.hash(through: offset)
-                        f.hashedChunks = index
-                    }
-                    try partial.write(data, at: offset)
-                    f.wholeHash?.update(data)
-                    f.hashedChunks = index + 1
+                    try writer(f, key).write(data, index: offset / UInt64(f.record.chunkSize))
                     if f.rate.due(bytes: f.machine.verifiedBytes, now: clock.monotonicNow()) {
                         var r = f.record
                         r.verified = Int64(f.machine.nextIndex)
                         emitFile(r, .progress, rate: f.rate.bytesPerSecond)
                     }
                 case .checkpoint(let verified):
-                    // Data first, then the count: a count never runs ahead of the disk.
-                    try openPartial(f, key).sync()
-                    try? store.setTransferVerified(rowID: f.record.rowID, Int64(verified), at: nowMs)
-                    f.record.verified = Int64(verified)
-                    f.machine.checkpointed(verified)
-                    conn?.send(.file(.have(key.transfer, verified: verified)))
+                    // Data first (the writer's sync, after every write before it), then the
+                    // count: a count never runs ahead of the disk.
+                    try writer(f, key).sync { [weak self] error in
+                        self?.checkpointDurable(key, verified: verified, error: error)
+                    }
                 case .finish:
-                    try finishReceiving(f, key, on: conn)
+                    let count = f.machine.chunkCount
+                    try writer(f, key).finish(
+                        size: UInt64(max(0, f.record.size)), count: count, expected: f.record.contentHash,
+                        name: f.record.name
+                    ) { [weak self] outcome in
+                        self?.finishedWriting(key, count: count, outcome)
+                    }
                 case .fail(let reason):
                     conn?.send(.file(.end(key.transfer, .failed, reason)))
                     finishIncoming(f, key, .failed, error: reason)
                 }
             }
         } catch {
-            let reason =
-                (error as? FileError).map { e -> String in
-                    if case let .io(_, _, code) = e, code == ENOSPC { return "the recipient's disk is full" }
-                    return "the recipient could not write the file"
-                } ?? "the recipient could not write the file"
-            log.error("file transfer failed", ["error": "\(error)"])
-            conn?.send(.file(.end(key.transfer, .failed, reason)))
-            finishIncoming(f, key, .failed, error: "\(error)")
+            failIncoming(f, key, error, on: conn)
         }
     }
 
-    private func openPartial(_ f: IncomingFile, _ key: FileKey) throws(FileError) -> PartialFile {
-        if let p = f.partial { return p }
+    /// The receiver could not write or sync: the sender is told (disk full or not), the
+    /// transfer ends failed with the local error.
+    private func failIncoming(_ f: IncomingFile, _ key: FileKey, _ error: FileError, on conn: PeerConnection?) {
+        let reason: String
+        if case let .io(_, _, code) = error, code == ENOSPC {
+            reason = "the recipient's disk is full"
+        } else {
+            reason = "the recipient could not write the file"
+        }
+        log.error("file transfer failed", ["error": "\(error)"])
+        conn?.send(.file(.end(key.transfer, .failed, reason)))
+        finishIncoming(f, key, .failed, error: "\(error)")
+    }
+
+    /// The partial file and its writer, created on the first chunk.
+    private func writer(_ f: IncomingFile, _ key: FileKey) throws(FileError) -> PartialFileWriter {
+        if let w = f.writer { return w }
         try ensureDownloadDirectory()
         let p = try PartialFile(directory: downloadDirectory, transfer: key.transfer)
-        f.partial = p
-        return p
+        let w = PartialFileWriter(
+            partial: p, chunkSize: UInt64(f.record.chunkSize), loop: loop, inline: options.fileDiskWorkInline)
+        f.writer = w
+        return w
     }
 
-    /// Every chunk is verified: compare the whole-file hash, move the file into place, tell
-    /// the sender.
-    private func finishReceiving(_ f: IncomingFile, _ key: FileKey, on conn: PeerConnection?) throws {
-        let partial = try openPartial(f, key)
-        let count = f.machine.chunkCount
-        let size = UInt64(max(0, f.record.size))
-        if f.wholeHash == nil || f.hashedChunks != count {
-            f.wholeHash = try partial.hash(through: size)
-            f.hashedChunks = count
+    /// A checkpoint's sync is done: record the count, tell the sender (on the session up now).
+    private func checkpointDurable(_ key: FileKey, verified: UInt64, error: FileError?) {
+        guard let f = files.incoming[key] else { return }
+        if let error {
+            failIncoming(f, key, error, on: activeConnection(for: key.peer))
+            return
         }
-        guard let h = f.wholeHash, h.finish() == f.record.contentHash else {
+        try? store.setTransferVerified(rowID: f.record.rowID, Int64(verified), at: nowMs)
+        f.record.verified = max(f.record.verified, Int64(verified))
+        f.machine.checkpointed(verified)
+        activeConnection(for: key.peer)?.send(.file(.have(key.transfer, verified: verified)))
+    }
+
+    /// Every chunk was verified and written: the writer compared the whole-file hash and,
+    /// if it matched, moved the file into place. Tell the sender.
+    private func finishedWriting(_ key: FileKey, count: UInt64, _ outcome: PartialFileWriter.Outcome) {
+        guard let f = files.incoming[key] else { return }
+        let conn = activeConnection(for: key.peer)
+        switch outcome {
+        case .saved(let path):
+            f.writer = nil  // the partial file is now the saved file: nothing to discard
+            try? store.setTransferVerified(rowID: f.record.rowID, Int64(count), at: nowMs)
+            f.record.verified = Int64(count)
+            f.record.savedPath = path
+            conn?.send(.file(.end(key.transfer, .completed, "")))
+            finishIncoming(f, key, .completed, error: nil)
+        case .hashMismatch:
             let reason = "the file's hash does not match the offer"
             conn?.send(.file(.end(key.transfer, .failed, reason)))
             finishIncoming(f, key, .failed, error: reason)
-            return
+        case .failed(let error):
+            failIncoming(f, key, error, on: conn)
         }
-        let path = try partial.moveIntoPlace(name: f.record.name)
-        f.partial = nil
-        try? store.setTransferVerified(rowID: f.record.rowID, Int64(count), at: nowMs)
-        f.record.verified = Int64(count)
-        f.record.savedPath = path
-        conn?.send(.file(.end(key.transfer, .completed, "")))
-        finishIncoming(f, key, .completed, error: nil)
     }
 
     /// Records the end of an incoming transfer; a partial file left is deleted.
     func finishIncoming(_ f: IncomingFile, _ key: FileKey, _ state: FileTransferRecord.State, error: String?) {
         f.machine.end()
-        f.partial?.discard()
-        f.partial = nil
+        if state != .completed { f.writer?.discard() }
+        f.writer = nil
         if state != .completed { unlink(downloadDirectory + "/" + PartialFile.name(for: key.transfer)) }
         f.record.state = state
         f.record.error = error

@@ -112,10 +112,17 @@ extension Node {
             conn.send(Self.endRecord(key.transfer, f.record))
             return
         }
+        // A want below what this session already sent is a re-fetch: the receiver found that
+        // chunk bad. Read back from the source, it is checked against its hash before it goes
+        // out again (the normal path checks the source's size and mtime instead, `pumpFiles`).
+        if let sent = f.machine.next, from < sent { f.recheckChunk = from }
         do { try f.machine.want(from: from, needList: needList) } catch {
             conn.close(reason: .protocolError, text: "fileWant from \(from) is past the end of the file")
             return
         }
+        // Debug level: a receiver decides how often it asks, so an info line per want would
+        // let a peer write the log at will.
+        log.debug("file requested", ["from": "\(from)", "list": "\(needList)", "peer": key.peer.fingerprintText])
         if f.source == nil {
             let source = try? SourceFile(path: f.record.sourcePath ?? "")
             guard let source, source.unchanged(size: f.record.sourceSize, modified: f.record.sourceMtime) else {
@@ -179,14 +186,21 @@ extension Node {
                 }
                 f.machine.listSent()
             }
+            // One fstat per batch instead of a hash per chunk: the receiver verifies every
+            // chunk against the list anyway; this only spares it a file that changed.
+            guard f.source?.unchanged(size: f.record.sourceSize, modified: f.record.sourceMtime) == true else {
+                failOutgoing(f, key, "the source file changed while it was being sent; send it again", on: conn)
+                continue
+            }
             for index in f.machine.take(budget: budget) {
                 budget -= 1
                 guard let data = readChunk(f, index), Int(index) < f.hashes.count,
-                    FileHash.of(data) == f.hashes[Int(index)]
+                    f.recheckChunk != index || FileHash.of(data) == f.hashes[Int(index)]
                 else {
                     failOutgoing(f, key, "the source file changed while it was being sent; send it again", on: conn)
                     break
                 }
+                if f.recheckChunk == index { f.recheckChunk = nil }
                 conn.send(.file(.chunk(key.transfer, index: index, data: data)))
             }
             if f.machine.canSend { more = true }

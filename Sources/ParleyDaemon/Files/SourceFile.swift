@@ -42,20 +42,24 @@ final class SourceFile {
 
     /// `length` bytes at `offset`; fewer only if the file shrank (the caller's hash check fails).
     func read(offset: UInt64, length: Int) throws(FileError) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: length)
-        var done = 0
-        while done < length {
-            let n = out.withUnsafeMutableBytes { b in
-                pread(fd, b.baseAddress! + done, length - done, off_t(offset) + off_t(done))
+        // Read straight into the array's storage: no zero-fill first (a pass over every
+        // byte sent, twice per byte counting the offer's hashing).
+        var failure: Int32 = 0
+        let out = [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
+            var done = 0
+            while done < length {
+                let n = pread(fd, buffer.baseAddress! + done, length - done, off_t(offset) + off_t(done))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    break
+                }
+                if n == 0 { break }
+                done += n
             }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .io(path: path, operation: "cannot read", errno: errno)
-            }
-            if n == 0 { break }
-            done += n
+            initialized = done
         }
-        if done < length { out.removeLast(length - done) }
+        if failure != 0 { throw .io(path: path, operation: "cannot read", errno: failure) }
         return out
     }
 

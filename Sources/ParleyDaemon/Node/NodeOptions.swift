@@ -25,6 +25,10 @@ struct NodeOptions: Sendable {
     /// thread pool (1 GiB takes about a second, which must not stall chat). The in-process
     /// tests raise it: their embedded loop has no thread to come back from.
     var fileInlineDigestBytes: UInt64 = 4 << 20
+    /// Run a receiver's disk work (writes, whole-file hash, syncs, the rename) at once on
+    /// the event loop's thread instead of a queue of its own: for unit tests on an
+    /// EmbeddedEventLoop.
+    var fileDiskWorkInline = false
     /// Established sessions in total (`max_sessions`).
     var maxSessions = NodeLimits.maxSessions
     /// How long a key that never exchanged a message is kept after it was last seen

@@ -23,6 +23,7 @@ final class FileTransferInProcessTests: XCTestCase {
         clock = LoopClock(loop: loop)
         var options = NodeOptions()
         options.fileInlineDigestBytes = 64 << 20
+        options.fileDiskWorkInline = true
         alice = try InProcessNode(name: "alice", loop: loop, clock: clock, options: options)
         bob = try InProcessNode(name: "bob", loop: loop, clock: clock, options: options)
         alice.node.stateDirectory = alice.directory
@@ -42,6 +43,18 @@ final class FileTransferInProcessTests: XCTestCase {
     }
 
     private var sourceDirectories: [String] = []
+
+    /// A bob with a receive quota for strangers of `strangerQuotaBytes`.
+    private func replaceBob(strangerQuotaBytes: Int) throws {
+        bob.node.stop()
+        try? FileManager.default.removeItem(atPath: bob.directory)
+        var options = NodeOptions()
+        options.fileInlineDigestBytes = 64 << 20
+        options.fileDiskWorkInline = true
+        options.quota.stranger.bytes = strangerQuotaBytes
+        bob = try InProcessNode(name: "bob", loop: loop, clock: clock, options: options)
+        bob.node.stateDirectory = bob.directory
+    }
 
     private func sourceFile(bytes: Int) throws -> (String, [UInt8]) {
         var content = [UInt8](repeating: 0, count: bytes)
@@ -115,6 +128,58 @@ final class FileTransferInProcessTests: XCTestCase {
         XCTAssertEqual(done.state, .completed)
         XCTAssertLessThan(moved.forward, 50 * 65_536, "only the last 44 chunks were sent again")
         XCTAssertEqual(try [UInt8](Data(contentsOf: URL(fileURLWithPath: try XCTUnwrap(done.savedPath)))), content)
+    }
+
+    func testAnOfferRefusedAtOnceIsListedAtTheReceiverWithTheReason() throws {
+        // Bob takes at most 100 kB from a stranger: alice's 200 kB file is refused on arrival.
+        try replaceBob(strangerQuotaBytes: 100_000)
+        let link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        let (path, _) = try sourceFile(bytes: 200_000)
+        let sent = try send(path)
+        try link.exchange()
+        let out = try XCTUnwrap(try alice.node.store.transfers(idPrefix: sent.transfer, limit: 1).first)
+        XCTAssertEqual(out.state, .failed)
+        XCTAssertTrue(out.error?.contains("quota") == true, out.error ?? "no error")
+        let refused = try incoming(sent.transfer)
+        XCTAssertEqual(refused.state, .failed, "the receiver lists what it refused")
+        XCTAssertEqual(
+            out.error, "the other side says: " + (refused.error ?? "-"), "the receiver lists the reason it gave")
+        XCTAssertEqual(refused.name, "source.bin")
+        XCTAssertEqual(refused.caption, "", "nothing shown from a refused offer but its name")
+        let failedEvents = bob.events.filter { e in
+            if case let .file(_, kind, _) = e { return kind == .failed } else { return false }
+        }
+        XCTAssertEqual(failedEvents.count, 1, "one file.failed event at the receiver")
+        XCTAssertEqual((try? FileManager.default.contentsOfDirectory(atPath: bob.directory + "/files")) ?? [], [])
+
+        // The same offer again (a sender that did not hear the answer): one row, one event.
+        bob.node.connection(link.responderConnection, receivedFile: .offer(try XCTUnwrap(out.offer)))
+        try link.exchange()
+        XCTAssertEqual(try bob.node.store.transfers(idPrefix: sent.transfer, limit: 5).count, 1)
+        XCTAssertEqual(try incoming(sent.transfer).state, .failed)
+        let failedAgain = bob.events.filter { e in
+            if case let .file(_, kind, _) = e { return kind == .failed } else { return false }
+        }
+        XCTAssertEqual(failedAgain.count, 1, "no second event for the same refused offer")
+    }
+
+    func testRefusedOffersKeptPerPeerAreBounded() throws {
+        try replaceBob(strangerQuotaBytes: 1_000)
+        let link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        let (path, _) = try sourceFile(bytes: 5_000)
+        let extra = 5
+        for _ in 0..<(Node.maxRefusedOffersKeptPerPeer + extra) {
+            _ = try send(path)
+            try link.exchange()
+        }
+        let kept = try bob.node.store.recentTransfers(limit: 1_000).filter { $0.direction == .incoming }
+        XCTAssertEqual(kept.count, Node.maxRefusedOffersKeptPerPeer, "the oldest refused offers are deleted")
+        XCTAssertTrue(kept.allSatisfy { $0.state == .failed })
+        let sentOut = try alice.node.store.recentTransfers(limit: 1_000).filter { $0.direction == .outgoing }
+        XCTAssertEqual(sentOut.count, Node.maxRefusedOffersKeptPerPeer + extra)
+        XCTAssertTrue(sentOut.allSatisfy { $0.state == .failed }, "every sender's transfer heard the refusal")
     }
 
     func testTheSourceChangingBeforeTheAcceptFailsTheTransferAtBothEnds() throws {
