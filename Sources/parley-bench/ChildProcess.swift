@@ -77,6 +77,24 @@ final class ChildProcess: @unchecked Sendable {
         return u + s
     }
 
+    /// Context switches (voluntary + involuntary) summed over every thread of the process
+    /// (/proc/PID/task/*/status): each is a thread waking up or being put to sleep, so
+    /// their rate over an idle window is the daemon's wake-ups (issue 21).
+    func contextSwitches() -> Int? {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return nil }
+        var total = 0
+        for task in tasks {
+            // A thread may end between the listing and the read: it no longer counts.
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)
+            else { continue }
+            for line in text.split(separator: "\n")
+            where line.hasPrefix("voluntary_ctxt_switches:") || line.hasPrefix("nonvoluntary_ctxt_switches:") {
+                total += Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).last ?? "") ?? 0
+            }
+        }
+        return total
+    }
+
     static var ticksPerSecond: Double { Double(sysconf(Int32(_SC_CLK_TCK))) }
 }
 
