@@ -28,9 +28,9 @@ enum SessionSocketOptions {
         return [
             Setting(option: .init(level: tcp, name: .tcp_nodelay), value: 1),
             Setting(option: .init(level: .socket, name: .so_keepalive), value: 1),
-            Setting(option: .init(level: tcp, name: .init(rawValue: TCP_KEEPIDLE)), value: k.idleSeconds),
-            Setting(option: .init(level: tcp, name: .init(rawValue: TCP_KEEPINTVL)), value: k.intervalSeconds),
-            Setting(option: .init(level: tcp, name: .init(rawValue: TCP_KEEPCNT)), value: k.probeCount),
+            Setting(option: .init(level: tcp, name: .init(rawValue: TCP_KEEPIDLE)), value: SocketOptionValue(k.idleSeconds)),
+            Setting(option: .init(level: tcp, name: .init(rawValue: TCP_KEEPINTVL)), value: SocketOptionValue(k.intervalSeconds)),
+            Setting(option: .init(level: tcp, name: .init(rawValue: TCP_KEEPCNT)), value: SocketOptionValue(k.probeCount)),
             Setting(
                 option: .init(level: tcp, name: .init(rawValue: TCP_USER_TIMEOUT)),
                 value: SocketOptionValue(clamping: k.userTimeoutMilliseconds))

@@ -53,7 +53,7 @@ public struct KeepalivePolicy: Sendable, Equatable {
         public var lastReceived: MonotonicInstant
         /// When the tick last pinged this session (nil: never).
         public var lastPing: MonotonicInstant?
-        /// The first ping sent after `lastReceived` (nil or earlier than `lastReceived`:
+        /// The first ping sent after `lastReceived` (nil, or not later than `lastReceived`:
         /// no ping is waiting for its answer).
         public var unansweredSince: MonotonicInstant?
 
@@ -67,13 +67,15 @@ public struct KeepalivePolicy: Sendable, Equatable {
 
         /// The bookkeeping after a ping sent at `now`: the first unanswered ping keeps its time.
         public mutating func pinged(at now: MonotonicInstant) {
-            if unansweredSince.map({ $0 < lastReceived }) ?? true { unansweredSince = now }
+            if unansweredSince.map({ $0 <= lastReceived }) ?? true { unansweredSince = now }
             lastPing = now
         }
     }
 
     public func check(_ s: SessionLiveness, now: MonotonicInstant) -> Verdict {
-        if let since = s.unansweredSince, since >= s.lastReceived, now - since > deadAfter { return .dead }
+        // A ping goes out only after a silence, so it is always later than the last receipt;
+        // anything received at or after it answers it.
+        if let since = s.unansweredSince, since > s.lastReceived, now - since > deadAfter { return .dead }
         // One ping per interval while the peer is silent, not one per tick.
         let pingedRecently = s.lastPing.map { now - $0 < pingInterval } ?? false
         if now - s.lastReceived >= pingInterval && !pingedRecently { return .ping }
