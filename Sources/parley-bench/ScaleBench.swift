@@ -102,18 +102,19 @@ struct ScaleBench {
     /// poll every 100 ms, far inside the daemon's dead-after limit).
     private func idle(daemon: Parleyd, clients: [NoiseClient], seconds: Int) -> Idle {
         let t0 = daemon.child.cpuTicks() ?? 0
-        let w0 = daemon.child.contextSwitches() ?? 0
+        var wakeups = ContextSwitchMeter(daemon.child)
         let start = Clock.nowNs()
         let end = Deadline(seconds: Double(seconds))
         while !end.passed {
             for c in clients { _ = try? c.answerPings() }
+            wakeups.sample()
             Clock.sleep(milliseconds: 100)
         }
+        wakeups.sample()
         let t1 = daemon.child.cpuTicks() ?? 0
-        let w1 = daemon.child.contextSwitches() ?? 0
         let wall = Double(Clock.nowNs() - start) / 1e9
         return Idle(
             cpuPercent: Double(t1 - t0) / ChildProcess.ticksPerSecond / wall * 100,
-            wakeupsPerSecond: Double(w1 - w0) / wall)
+            wakeupsPerSecond: Double(wakeups.total) / wall)
     }
 }
