@@ -30,5 +30,6 @@ for p in python3 /usr/bin/python3; do
   if "$p" -c 'import pytest, selenium' >/dev/null 2>&1; then WPY=$p; break; fi
 done
 [ -n "$WPY" ] || { echo "pytest or python3-selenium not found: run scripts/install-deps.sh test" >&2; exit 1; }
-PARLEY_BIN_DIR="$(swift build --show-bin-path)" "$PY" -m pytest -q Tests/system --ignore=Tests/system/test_web.py
+# --durations: the slowest system tests in the CI log, to keep the suite's time in view.
+PARLEY_BIN_DIR="$(swift build --show-bin-path)" "$PY" -m pytest -q --durations=20 Tests/system --ignore=Tests/system/test_web.py
 PARLEY_BIN_DIR="$(swift build --show-bin-path)" "$WPY" -m pytest -q Tests/system/test_web.py

@@ -4,6 +4,9 @@ public enum DiscoveryEvent: Sendable, Equatable {
     /// from the requested name after a conflict. Sent again after every re-registration
     /// (avahi restarted, advertisement updated, renamed on a later conflict).
     case registered(instanceName: String)
+    /// Our own advertisement came back through our own browser (`parley doctor`'s
+    /// "advertisement" check: avahi publishes it on the link). Never reported as `.found`.
+    case ownAdvertisementBrowsed(instanceName: String)
     /// A peer was resolved, or its addresses, TXT, port or host changed.
     case found(DiscoveredPeer)
     /// A peer that was reported by `.found` has withdrawn its advertisement (or, after an

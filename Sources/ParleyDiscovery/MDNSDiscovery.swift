@@ -361,6 +361,7 @@ public final class MDNSDiscovery: @unchecked Sendable {
     private func reconcileOwnName() {
         for name in presence.names {
             if isOwn(name) {
+                emit(.ownAdvertisementBrowsed(instanceName: name))
                 forget(name)
                 if emitted.removeValue(forKey: name) != nil { emit(.lost(instanceName: name)) }
             } else if resolvers[name] == nil {
@@ -402,7 +403,9 @@ public final class MDNSDiscovery: @unchecked Sendable {
         }
         guard let name, !name.isEmpty else { return }
         if flags & DNSServiceFlags(kDNSServiceFlagsAdd) != 0 {
-            if presence.add(name, interface: interface), !isOwn(name) { startResolve(name) }
+            if presence.add(name, interface: interface) {
+                if isOwn(name) { emit(.ownAdvertisementBrowsed(instanceName: name)) } else { startResolve(name) }
+            }
         } else if presence.remove(name, interface: interface) {
             forget(name)
             if emitted.removeValue(forKey: name) != nil { emit(.lost(instanceName: name)) }

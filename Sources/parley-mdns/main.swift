@@ -28,6 +28,7 @@ let usage = """
     Output, one line per event:
       registered NAME                      advertised under NAME (avahi renames on conflict)
       found NAME HOST PORT ADDR,... K=V... a node, with its addresses and TXT entries
+      own NAME                             our own advertisement came back through our browser
       lost NAME                            that node withdrew
       unavailable REASON                   avahi-daemon is not reachable; retrying
       available                            it is again
@@ -129,6 +130,8 @@ func line(for event: DiscoveryEvent) -> String {
         let txt = peer.txt.keys.sorted().map { "\(escaped($0))=\(escaped(peer.txt[$0] ?? ""))" }
         return (["found", escaped(peer.instanceName), escaped(peer.hostTarget), String(peer.port), addresses] + txt)
             .joined(separator: " ")
+    case .ownAdvertisementBrowsed(let name):
+        return "own \(escaped(name))"
     case .lost(let name):
         return "lost \(escaped(name))"
     case .unavailable(let reason):

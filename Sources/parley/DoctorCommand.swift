@@ -13,6 +13,11 @@ struct DoctorCommand: ParsableCommand {
     @Flag(name: .customLong("no-dial-back"), help: "Do not ask a connected peer to dial our port back.")
     var noDialBack = false
 
+    @Flag(
+        name: .customLong("no-multicast-query"),
+        help: "Do not send our own mDNS query (one multicast packet per interface) to see whether a peer answers.")
+    var noMulticastQuery = false
+
     func run() throws {
         let daemon: Result<DoctorReportResult, DaemonUnreachable>
         do {
@@ -23,7 +28,11 @@ struct DoctorCommand: ParsableCommand {
         } catch {
             daemon = .failure(DaemonUnreachable(message: "\(error)"))
         }
-        let findings = DoctorDiagnosis.evaluate(daemon: daemon, host: HostProbes.gather())
+        // Only judged with a daemon whose mDNS is on (its facts say who could answer); else
+        // the packet is not sent at all.
+        let mdnsOn = (try? daemon.get()).map { $0.mdns != .off } ?? false
+        let findings = DoctorDiagnosis.evaluate(
+            daemon: daemon, host: HostProbes.gather(multicastQuery: !noMulticastQuery && mdnsOn))
         if options.json {
             Console.json(findings)
         } else {

@@ -7,7 +7,7 @@ final class DoctorDiagnosisTests: XCTestCase {
     let healthyHost = HostFacts(
         avahiRunning: true, avahiInterfaces: nil, nsswitchHosts: "hosts: files mdns4_minimal [NOTFOUND=return] dns",
         firewallRules: [(tool: "nft", text: "table inet filter {\n chain input {\n tcp dport 22 accept\n }\n}")],
-        firewallUnreadable: [], interfaceAddresses: ["10.0.0.5"])
+        firewallUnreadable: [], interfaceAddresses: ["10.0.0.5"], multicastQuery: .answered(by: ["10.0.0.6"]))
 
     func report(
         seen: Int = 2, unreachable: Int = 0, online: Int = 1, staticPeers: Int = 0, own: Bool = true,
@@ -55,13 +55,47 @@ final class DoctorDiagnosisTests: XCTestCase {
     }
 
     func testMulticastThatDoesNotCrossSuggestsStaticPeersOrTheReflector() {
-        let f = DoctorDiagnosis.evaluate(daemon: .success(report(seen: 0, online: 1)), host: healthyHost)
+        var host = healthyHost
+        host.multicastQuery = .unanswered(ownAnswered: true, interfaces: ["eth0"])
+        let f = DoctorDiagnosis.evaluate(daemon: .success(report(seen: 0, online: 1)), host: host)
         XCTAssertEqual(failing(f), ["multicast"])
-        let fix = f.first { $0.check == "multicast" }!.fix!
-        XCTAssertTrue(fix.contains("static peers") && fix.contains("enable-reflector"), fix)
-        // Nobody to compare with: a warning, not a verdict.
-        let alone = DoctorDiagnosis.evaluate(daemon: .success(report(seen: 0, online: 0)), host: healthyHost)
-        XCTAssertEqual(alone.first { $0.check == "multicast" }?.status, .warn)
+        let line = f.first { $0.check == "multicast" }!
+        XCTAssertTrue(line.fix!.contains("static peers") && line.fix!.contains("enable-reflector"), line.fix!)
+        XCTAssertTrue(line.detail.contains("eth0") && line.detail.contains("own avahi"), line.detail)
+        // Nobody to compare with: "no peer to answer", a warning, not a verdict.
+        let alone = DoctorDiagnosis.evaluate(daemon: .success(report(seen: 0, online: 0)), host: host)
+        let m = alone.first { $0.check == "multicast" }!
+        XCTAssertEqual(m.status, .warn)
+        XCTAssertTrue(m.detail.contains("no peer to answer"), m.detail)
+    }
+
+    func testMulticastIsJudgedByOurOwnQueryNotByUnaskedAdverts() {
+        // Adverts seen (peers send them unasked) but nobody answered our query: our
+        // multicast does not leave (e.g. outgoing 5353 dropped here).
+        var host = healthyHost
+        host.multicastQuery = .unanswered(ownAnswered: false, interfaces: ["wlan0"])
+        let f = DoctorDiagnosis.evaluate(daemon: .success(report(seen: 2, online: 0)), host: host)
+        XCTAssertEqual(failing(f), ["multicast"])
+        // Answered although no advert was seen yet: fine.
+        host.multicastQuery = .answered(by: ["10.0.0.9"])
+        let g = DoctorDiagnosis.evaluate(daemon: .success(report(seen: 0, online: 0)), host: host)
+        let m = g.first { $0.check == "multicast" }!
+        XCTAssertEqual(m.status, .ok)
+        XCTAssertTrue(m.detail.contains("10.0.0.9"))
+        // Refused by this host's own firewall: a failure even with nobody to compare with.
+        host.multicastQuery = .refusedHere(interfaces: ["eth0"])
+        let r = DoctorDiagnosis.evaluate(daemon: .success(report(seen: 0, online: 0)), host: host)
+        XCTAssertEqual(failing(r), ["multicast"])
+        XCTAssertTrue(r.first { $0.check == "multicast" }!.fix!.contains("5353/udp"))
+        // Not sent: a warning with the reason; not asked (flag or mDNS off): skipped.
+        host.multicastQuery = .notSent("no up interface")
+        XCTAssertEqual(
+            DoctorDiagnosis.evaluate(daemon: .success(report()), host: host).first { $0.check == "multicast" }?.status,
+            .warn)
+        host.multicastQuery = nil
+        XCTAssertEqual(
+            DoctorDiagnosis.evaluate(daemon: .success(report()), host: host).first { $0.check == "multicast" }?.status,
+            .skip)
     }
 
     func testABlockedPortFailsTheDialBackAndAFirewallRuleIsNamed() {

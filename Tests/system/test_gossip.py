@@ -107,3 +107,64 @@ def test_a_stranger_who_knows_a_key_and_sends_a_chat_is_told_no_address(cluster)
                what="bob holds alice's record")
     out = attack(bob, "tags-probe", alice.whoami()["identityKey"])
     assert out == "nothing", out
+
+
+def learned(node, since=0):
+    """(addresses, from, peer) of each "learned addresses" line of node's log after `since`."""
+    text = node.log_path.read_text(errors="replace")[since:]
+    return [m.groups() for m in re.finditer(r"learned addresses addresses=(\S+) from=(\S+) peer=(\S+)", text)]
+
+
+def test_a_relay_passes_on_a_kept_record_after_its_own_restart_but_not_a_stale_one(cluster):
+    """Alice (the relay) holds carol's signed record in her store. Alice restarts while
+    carol is away; bob comes back: alice passes carol's record on from her store (carol is
+    not running, so nobody else can have told him). A record older than 24 h
+    (docs/PROTOCOL.md "Address gossip") planted in alice's store is not passed on."""
+    import sqlite3
+    import subprocess
+    import time
+    from test_hostile import ADVERSARY
+    n = mesh(cluster, "alice", "bob", "carol")
+    acquainted(n)
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    carol_id = carol.whoami()["identityKey"]
+    bob.stop()
+    carol.stop()
+    moved(carol)
+    carol.start()  # a new port: only alice (whom carol redials from memory) learns it
+    wait_until(lambda: alice.online("carol"), what="carol redials alice", timeout=30)
+    wait_until(lambda: any(f":{carol.port}" in a for a, _, _ in learned(alice)), what="alice holds carol's record")
+    carol.stop()
+    alice.stop()
+    alice.start()  # same port; carol's record only in alice's store now
+    mark = len(bob.log_path.read_text(errors="replace")) if bob.log_path.exists() else 0
+    bob.start()
+    wait_until(lambda: bob.online("alice"), what="bob redials alice", timeout=30)
+    wait_until(lambda: any(f":{carol.port}" in a and f != p for a, f, p in learned(bob, mark)),
+               what="bob learns carol's new address from alice's kept record", timeout=20)
+    assert f"127.0.0.1:{carol.port}" in bob.peer_info("carol")["addresses"]
+
+    # Expiry: a record carol signed 25 h ago (with carol's own key, so only its age is
+    # wrong) replaces the good one in alice's store; after alice's restart bob gets nothing.
+    stale_ms = int(time.time() * 1000) - 25 * 3600 * 1000
+    stale = subprocess.run([ADVERSARY, "sign-address", "127.0.0.1:9", str(carol.state_dir / "identity.key"),
+                            str(stale_ms)], capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    alice.stop()
+    bob.stop()
+    c = sqlite3.connect(alice.state_dir / "parley.sqlite")
+    try:
+        changed = c.execute("UPDATE address_record SET record = ?, issued_at = ? WHERE identity = ?",
+                            (bytes.fromhex(stale), stale_ms, carol_id)).rowcount
+        c.commit()
+    finally:
+        c.close()
+    assert changed == 1
+    alice.start()
+    mark = len(bob.log_path.read_text(errors="replace"))
+    bob.start()
+    wait_until(lambda: bob.online("alice"), what="bob redials alice", timeout=30)
+    # In-order delivery: alice relays on bob's contact tags, which precede this chat on the
+    # session, so once alice has acknowledged it any relayed record has reached bob.
+    bob.cli("send", "alice", "after the restart", "--wait")
+    assert not any("127.0.0.1:9" in a for a, _, _ in learned(bob, mark)), learned(bob, mark)
+    assert "127.0.0.1:9" not in (bob.peer_info("carol")["addresses"] or [])

@@ -157,5 +157,97 @@ def test_doctor_names_the_cause_of_each_broken_setup(routed):
     wait_until(lambda: bob.online("alice"), timeout=30, what="bob back from memory")
     f, code = doctor(routed, bob, "--no-dial-back")
     assert code == 1 and f["multicast"]["status"] == "fail", f
+    # h3's own firewall refuses the query on its way out: named as such.
+    assert "refused to send" in f["multicast"]["detail"] and "5353" in f["multicast"]["detail"], f
     assert "reflector" in f["multicast"]["fix"] and "static peers" in f["multicast"]["fix"]
     assert f["firewall"]["status"] == "fail" and "mDNS" in f["firewall"]["detail"], f
+
+
+def test_doctor_asks_its_own_mdns_question_and_a_peer_answers(routed):
+    """`parley doctor` sends a one-shot mDNS query of its own (RFC 6762 §5.1) and needs an
+    answer from another host: adverts that peers send unasked prove nothing about our own
+    multicast leaving. Under drop-mdns the previous test saw it fail; here it passes, and
+    a node with nobody to answer gets "no peer to answer", not a false failure."""
+    routed.lanlab("drop-mdns", "h3", "off")
+    routed.lanlab("drop-mdns", "r", "on")
+    n = routed.nodes
+    alice, bob = n["alice"], n["bob"]
+    carol_ip = routed.lanlab("ip", "h2").strip()
+    t0 = time.monotonic()
+    f, _ = doctor(routed, alice, "--no-dial-back")
+    took = time.monotonic() - t0
+    assert f["multicast"]["status"] == "ok", f
+    assert f["advertisement"]["status"] == "ok", f  # our own browser saw our advertisement
+    # Carol's avahi (h2) answered; never alice's own host alone.
+    assert carol_ip in f["multicast"]["detail"], f["multicast"]
+    assert took < 15, took
+
+    # --no-multicast-query: nothing sent, the line is skipped.
+    f, _ = doctor(routed, alice, "--no-dial-back", "--no-multicast-query")
+    assert f["multicast"]["status"] == "skip", f
+
+    # Bob's host lets the query out now, but the router does not pass it on and nobody
+    # else is on subnet B: his online peers did not answer, so multicast does not reach them.
+    f, code = doctor(routed, bob, "--no-dial-back")
+    assert code == 1 and f["multicast"]["status"] == "fail", f
+    assert "no peer answered" in f["multicast"]["detail"], f
+    assert "reflector" in f["multicast"]["fix"], f
+
+    # Subnet B without bob: a fresh node there knows nobody and only its own avahi can
+    # answer (multicast does not cross the router): a warning that says so, no failure.
+    bob.stop()
+    dave = Node("dave", routed.dir, launcher=[str(lab_module.LANLAB), "exec", "h3"], mdns=True,
+                listen="0.0.0.0:7746", extra_args=FAST, env=routed.env, state_dir=routed.dir / "h3-dave")
+    dave.socket = routed.dir / "h3-dave.sock"
+    dave.host = "h3"
+    try:
+        dave.start()
+        wait_until(lambda: doctor(routed, dave, "--no-dial-back")[0]["advertisement"]["status"] == "ok",
+                   timeout=20, what="dave's advertisement published")
+        f, code = doctor(routed, dave, "--no-dial-back")
+        m = f["multicast"]
+        assert m["status"] == "warn" and "no peer to answer" in m["detail"], m
+        assert "only this host's own avahi answered" in m["detail"], m
+        assert "multicast" not in failed(f), f
+    finally:
+        dave.stop()
+        bob.start()
+    wait_until(lambda: bob.online("alice"), timeout=30, what="bob back from memory")
+
+
+def test_doctor_names_client_isolation_when_adverts_pass_but_tcp_does_not(routed):
+    """The lab's switch drops carol's TCP (`lanlab isolate`), as a guest Wi-Fi does: mDNS
+    still works (carol's own query is answered, alice's advert is seen) but no session
+    comes up. Nothing on carol's host blocks anything, so only doctor's reasoning can
+    name it."""
+    n = routed.nodes
+    alice, carol = n["alice"], n["carol"]
+    alice_ip = routed.lanlab("ip", "h1").strip()
+    wait_until(lambda: carol.online("alice"), timeout=30, what="carol and alice in session")
+    routed.lanlab("isolate", "h2", "on")
+    try:
+        wait_until(lambda: not carol.online("alice") and not carol.online("bob"), timeout=20,
+                   what="carol's sessions die behind the isolating switch")
+
+        def isolated():
+            f, _ = doctor(routed, carol, "--no-dial-back")
+            return f if f["client isolation"]["status"] == "fail" else None
+
+        f = wait_until(isolated, timeout=60, what="carol's redial of alice's advert fails")
+        assert "client isolation" in f["client isolation"]["detail"] or "isolates clients" in f["client isolation"]["detail"]
+        assert "allow traffic between clients" in f["client isolation"]["fix"], f
+        assert f["multicast"]["status"] == "ok" and alice_ip in f["multicast"]["detail"], f
+        assert f["firewall"]["status"] != "fail", f  # carol's host has no rule: the switch does it
+    finally:
+        routed.lanlab("isolate", "h2", "off")
+    wait_until(lambda: carol.online("alice"), timeout=40, what="carol back once the switch lets TCP through")
+
+
+def test_doctor_warns_of_an_ipv6_link_local_only_host(routed):
+    """Last in the module: it takes carol's IPv4 address away for good."""
+    carol = routed.nodes["carol"]
+    routed.lanlab("linklocal-only", "h2")
+    f, _ = doctor(routed, carol, "--no-dial-back")
+    a = f["addresses"]
+    assert a["status"] == "warn" and "link-local" in a["detail"], a
+    assert a["fix"], a

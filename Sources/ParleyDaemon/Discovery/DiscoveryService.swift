@@ -82,6 +82,8 @@ final class DiscoveryService: @unchecked Sendable {
                 case .unavailable(let reason):
                     info.mdns = .unavailable
                     log.warning("mDNS discovery unavailable (static peers still work); retrying", ["reason": reason])
+                case .ownAdvertisementBrowsed(let name):
+                    if name == node.ownInstanceName { node.ownAdvertisementSeen = true }
                 case .found(let peer):
                     let presence = peer.txt[ParleyTXT.nonceKey].flatMap(Sodium.fromHex).flatMap { nonce in
                         peer.txt[ParleyTXT.tokenKey].flatMap(Sodium.fromHex).map { (nonce: nonce, token: $0) }

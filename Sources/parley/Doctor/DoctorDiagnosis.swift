@@ -14,13 +14,30 @@ struct HostFacts: Equatable {
     var firewallUnreadable: [String]
     /// Unicast addresses of the host's interfaces (no loopback).
     var interfaceAddresses: [String]
+    /// What came of our own mDNS query (`MulticastQuery`); nil: not sent (mDNS off, or
+    /// `--no-multicast-query`).
+    var multicastQuery: MulticastQueryOutcome?
 
     static func == (a: HostFacts, b: HostFacts) -> Bool {
         a.avahiRunning == b.avahiRunning && a.avahiInterfaces == b.avahiInterfaces
             && a.nsswitchHosts == b.nsswitchHosts && a.firewallRules.map(\.tool) == b.firewallRules.map(\.tool)
             && a.firewallRules.map(\.text) == b.firewallRules.map(\.text)
             && a.firewallUnreadable == b.firewallUnreadable && a.interfaceAddresses == b.interfaceAddresses
+            && a.multicastQuery == b.multicastQuery
     }
+}
+
+/// The outcome of `parley doctor`'s own mDNS query (`MulticastQuery`).
+enum MulticastQueryOutcome: Equatable {
+    /// Hosts other than this one answered: our multicast left the host and was heard.
+    case answered(by: [String])
+    /// No other host answered in time; `ownAnswered`: this host's own responder did (the
+    /// query was well formed and avahi here is alive), on `interfaces`.
+    case unanswered(ownAnswered: Bool, interfaces: [String])
+    /// This host refused to send it (EPERM: a local firewall drops outgoing mDNS).
+    case refusedHere(interfaces: [String])
+    /// The query could not be sent (why).
+    case notSent(String)
 }
 
 /// One line of `parley doctor`.
@@ -111,24 +128,38 @@ enum DoctorDiagnosis {
                 fix: "are other nodes on this subnet running? If they are elsewhere, see the multicast line")
         }
 
-        // Multicast crossing
-        if mdnsOff {
-            add("multicast", .skip, "mDNS is off")
-        } else if multicastSeen {
-            add("multicast", .ok, "our mDNS query was answered by a peer")
-        } else if r.peersOnline > 0 || r.staticPeers > 0 {
+        // Multicast leaving: our own query, answered by a peer (not the unasked adverts above).
+        let peersKnown = r.peersOnline + r.staticPeers + r.advertisementsSeen
+        let crossFix =
+            "if peers are on another subnet or multicast is filtered (guest Wi-Fi, VLANs, a firewall dropping 5353/udp): add static peers (peers = [\"host:port\"] in parleyd's config, or parley connect HOST:PORT), or enable avahi's reflector on the router (enable-reflector=yes)"
+        switch (mdnsOff, host.multicastQuery) {
+        case (true, _): add("multicast", .skip, "mDNS is off")
+        case (false, nil): add("multicast", .skip, "our own mDNS query was not sent (--no-multicast-query)")
+        case (false, .answered(let by)?):
+            add("multicast", .ok, "our mDNS query was answered by a peer (\(by.prefix(4).joined(separator: ", ")))")
+        case (false, .refusedHere(let interfaces)?):
             add(
                 "multicast", .fail,
-                "peers are reachable but none answered mDNS: multicast does not cross this network",
-                fix:
-                    "add static peers (peers = [\"host:port\"] in parleyd's config, or parley connect HOST:PORT), or enable avahi's reflector on the router (enable-reflector=yes)"
-            )
-        } else {
-            add(
-                "multicast", .warn, "no mDNS answer from anyone (no peer known to compare with)",
-                fix:
-                    "if a colleague runs Parley: parley connect THEIR-HOST:PORT; on a routed network see README \"When peers do not appear\""
-            )
+                "this host refused to send our mDNS query on \(interfaces.joined(separator: ", ")): a local firewall drops outgoing 5353/udp",
+                fix: "allow UDP 5353 in and out (e.g. sudo ufw allow 5353/udp); " + crossFix)
+        case (false, .notSent(let why)?):
+            add("multicast", .warn, "could not send our mDNS query: \(why)", fix: "check the network interface is up")
+        case (false, .unanswered(let ownAnswered, let interfaces)?):
+            let on = interfaces.joined(separator: ", ")
+            let own = ownAnswered ? " (only this host's own avahi answered)" : ""
+            if peersKnown > 0 {
+                add(
+                    "multicast", .fail,
+                    "no peer answered our mDNS query on \(on)\(own), though \(r.peersOnline) peer(s) are online, \(r.staticPeers) configured and \(r.advertisementsSeen) advertised: multicast does not leave this host or does not reach them",
+                    fix: crossFix)
+            } else {
+                add(
+                    "multicast", .warn,
+                    "no peer to answer our mDNS query on \(on)\(own): no other Parley node is known",
+                    fix:
+                        "if a colleague runs Parley: parley connect THEIR-HOST:PORT; on a routed network see README \"When peers do not appear\""
+                )
+            }
         }
 
         // TCP reachable from a peer

@@ -11,9 +11,11 @@ enum HostProbes {
     /// Seconds a probe command may take.
     static let commandTimeout: TimeInterval = 5
 
-    static func gather(nsswitchPath: String = "/etc/nsswitch.conf", avahiConf: String = "/etc/avahi/avahi-daemon.conf")
-        -> HostFacts
-    {
+    /// `multicastQuery`: also send `MulticastQuery` (a multicast packet per interface).
+    static func gather(
+        multicastQuery: Bool, nsswitchPath: String = "/etc/nsswitch.conf",
+        avahiConf: String = "/etc/avahi/avahi-daemon.conf"
+    ) -> HostFacts {
         var facts = HostFacts(
             avahiRunning: nil, avahiInterfaces: nil, nsswitchHosts: nil, firewallRules: [], firewallUnreadable: [],
             interfaceAddresses: interfaceAddresses())
@@ -36,6 +38,10 @@ enum HostProbes {
             } else {
                 facts.firewallUnreadable.append(tool)
             }
+        }
+        if multicastQuery {
+            // Loopback is ours too (a responder may answer from it).
+            facts.multicastQuery = queryMulticast(ownAddresses: facts.interfaceAddresses + ["127.0.0.1", "::1"])
         }
         return facts
     }

@@ -1,0 +1,67 @@
+// `file T ATTACK`: a hostile (or, with `honest`, a correct) file sender (docs/PROTOCOL.md,
+// "Files"): names that attack the file system, a size no disk has, and chunks or hashes
+// that lie.
+import Foundation
+import ParleyCore
+
+func runFileAttack(_ a: ModeArguments) {
+    guard let attack = a.string(2) else { fail("ATTACK") }
+    var peer = HostilePeer.connect(a.host, a.port, timeoutMs: 60_000, name: "mallory", features: .supported)
+    let chunkSize = 4_096
+    var content = Sodium.randomBytes(chunkSize * 2 + 1_000)
+    let chunks = stride(from: 0, to: content.count, by: chunkSize).map {
+        Array(content[$0..<min($0 + chunkSize, content.count)])
+    }
+    let hashes = chunks.map { FileHash.of($0) }
+    var contentHash = FileHash.of(content)
+    if attack == "lying-hash" { contentHash[0] ^= 1 }
+    let names = [
+        "traversal": "../../etc/passwd", "control": "\u{1B}[31mred\nline\u{202E}txt.exe/CON.txt"
+    ]
+    let transfer = TransferID.random()
+    let offer = FileOffer(
+        transfer: transfer, size: attack == "huge" ? 1 << 63 : UInt64(content.count), chunkSize: UInt32(chunkSize),
+        contentHash: contentHash, listHash: FileHash.listHash(hashes), name: names[attack] ?? "honest.bin",
+        mediaType: "application/octet-stream")
+    content.removeAll()
+    peer.sendOrReportClosed([.file(.offer(offer))])
+    emit("offered \(transfer.hex)")
+    var corruptSent = 0
+    let deadline = Date().addingTimeInterval(60)
+    while Date() < deadline {
+        guard let f = peer.conn.recvFrame() else {
+            emit("closed")
+            exit(0)
+        }
+        guard let records = peer.open(f) else { fail("transport") }
+        for r in records {
+            switch r {
+            case .ping(let v):
+                peer.sendOrReportClosed([.pong(v)])
+            case .close:
+                emit("closed")
+                exit(0)
+            case let .file(.want(_, from, needList)):
+                emit("want \(from)")
+                var out: [AppRecord] = []
+                if needList { out.append(.file(.hashes(transfer, first: 0, hashes: hashes))) }
+                for i in Int(from)..<chunks.count {
+                    var data = chunks[i]
+                    if i == 1 && (attack == "corrupt" || (attack == "corrupt-once" && corruptSent == 0)) {
+                        data[0] ^= 0xFF
+                        corruptSent += 1
+                    }
+                    if i == 0 && attack == "bigger" { data += [0, 0, 0] }
+                    out.append(.file(.chunk(transfer, index: UInt64(i), data: data)))
+                }
+                peer.sendOrReportClosed(out)
+            case let .file(.end(_, outcome, text)):
+                emit("end \(outcome) \(text)")
+                exit(0)
+            default:
+                break
+            }
+        }
+    }
+    emit("timeout")
+}
