@@ -499,7 +499,8 @@ final class ConfigFileTests: XCTestCase {
         var flags = ConfigOverrides()
         // A ping interval longer than dead-after is the default now (docs/PROTOCOL.md "Liveness").
         flags.pingIntervalMilliseconds = 20_000
-        XCTAssertEqual(try DaemonConfiguration.merged(defaults: base, file: nil, flags: flags).pingIntervalMilliseconds, 20_000)
+        XCTAssertEqual(
+            try DaemonConfiguration.merged(defaults: base, file: nil, flags: flags).pingIntervalMilliseconds, 20_000)
         flags.pingIntervalMilliseconds = 5
         XCTAssertThrowsError(try DaemonConfiguration.merged(defaults: base, file: nil, flags: flags))
         flags = ConfigOverrides()

@@ -71,7 +71,8 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// Ping a peer only after ten minutes of silence (`KeepalivePolicy.defaultPingInterval`):
     /// a cut link is the kernel keepalive's to report, and 1,000 idle sessions must not
     /// wake a laptop more than twice a second (issue 21).
-    public static let defaultPingIntervalMilliseconds = Int(KeepalivePolicy.defaultPingInterval.components.seconds) * 1_000
+    public static let defaultPingIntervalMilliseconds =
+        Int(KeepalivePolicy.defaultPingInterval.components.seconds) * 1_000
     /// A ping unanswered, or a cut link seen by the kernel's three probes, for this long
     /// ends the session: one lost probe or a brief stall does not.
     public static let defaultDeadAfterMilliseconds = Int(KeepalivePolicy.defaultDeadAfter.components.seconds) * 1_000

@@ -1,10 +1,11 @@
+import NIOCore
+import ParleyNodeCore
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
     import Musl
 #endif
-import NIOCore
-import ParleyNodeCore
 
 /// The socket options of every peer connection, inbound and outbound, set in this one
 /// place (docs/PROTOCOL.md "Liveness").
@@ -28,9 +29,13 @@ enum SessionSocketOptions {
         return [
             Setting(option: .init(level: tcp, name: .tcp_nodelay), value: 1),
             Setting(option: .init(level: .socket, name: .so_keepalive), value: 1),
-            Setting(option: .init(level: tcp, name: .init(rawValue: TCP_KEEPIDLE)), value: SocketOptionValue(k.idleSeconds)),
-            Setting(option: .init(level: tcp, name: .init(rawValue: TCP_KEEPINTVL)), value: SocketOptionValue(k.intervalSeconds)),
-            Setting(option: .init(level: tcp, name: .init(rawValue: TCP_KEEPCNT)), value: SocketOptionValue(k.probeCount)),
+            Setting(
+                option: .init(level: tcp, name: .init(rawValue: TCP_KEEPIDLE)), value: SocketOptionValue(k.idleSeconds)),
+            Setting(
+                option: .init(level: tcp, name: .init(rawValue: TCP_KEEPINTVL)),
+                value: SocketOptionValue(k.intervalSeconds)),
+            Setting(
+                option: .init(level: tcp, name: .init(rawValue: TCP_KEEPCNT)), value: SocketOptionValue(k.probeCount)),
             Setting(
                 option: .init(level: tcp, name: .init(rawValue: TCP_USER_TIMEOUT)),
                 value: SocketOptionValue(clamping: k.userTimeoutMilliseconds))

@@ -36,7 +36,10 @@ public struct KernelKeepalive: Sendable, Equatable {
     /// The longest a cut link can go unnoticed while the session is idle: the kernel gives
     /// up at the first probe whose silence reaches the user timeout.
     public var worstDetection: Duration {
-        let probesNeeded = max(0, (Int64(userTimeoutMilliseconds) - Int64(idleSeconds) * 1000 + Int64(intervalSeconds) * 1000 - 1) / (Int64(intervalSeconds) * 1000))
+        let probesNeeded = max(
+            0,
+            (Int64(userTimeoutMilliseconds) - Int64(idleSeconds) * 1000 + Int64(intervalSeconds) * 1000 - 1)
+                / (Int64(intervalSeconds) * 1000))
         return .seconds(Int64(idleSeconds) + probesNeeded * Int64(intervalSeconds))
     }
 }
