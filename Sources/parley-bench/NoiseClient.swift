@@ -98,6 +98,33 @@ final class NoiseClient: @unchecked Sendable {
         return true
     }
 
+    /// Reads what has arrived (without waiting), hands each record to `reply` and sends
+    /// back, in one Noise message, the records it returns. What a peer serving many
+    /// sessions from one thread needs (`PeerSwarm`). Returns false once the daemon closed.
+    func serveArrived(_ reply: (AppRecord) -> [AppRecord]) throws(BenchError) -> Bool {
+        var out: [AppRecord] = []
+        var open = true
+        while socket.readable(withinMilliseconds: 0) {
+            let n = try socket.receive(into: &inbound, deadline: Deadline(seconds: 1))
+            if n == 0 {
+                open = false
+                break
+            }
+            while let message = try Self.takeFrame(&inbound) {
+                do { records.append(try transport.open(message)) } catch { throw .protocolError("open: \(error)") }
+            }
+            while true {
+                let r: AppRecord?
+                do { r = try records.next() } catch { throw .protocolError("record: \(error)") }
+                guard let r else { break }
+                if case .close = r { open = false }
+                out += reply(r)
+            }
+        }
+        if !out.isEmpty && open { try send(out, deadline: Deadline(seconds: 5)) }
+        return open
+    }
+
     func close() { socket.close() }
 
     // MARK: Framing

@@ -44,7 +44,7 @@ struct ParleyBench: ParsableCommand {
         guard FileManager.default.isExecutableFile(atPath: parleyd) else {
             throw ValidationError("no parleyd in \(bin); build it or pass --bin-dir")
         }
-        let wanted = Set((rows ?? "1,2,3,4,5,6,7,8,10").split(separator: ",").compactMap { Int($0) })
+        let wanted = Set((rows ?? "1,2,3,4,5,6,7,8,10,11,12,13").split(separator: ",").compactMap { Int($0) })
         let work = NSTemporaryDirectory() + "parley-bench-\(getpid())"
         try FileManager.default.createDirectory(
             atPath: work, withIntermediateDirectories: true,
@@ -163,6 +163,20 @@ struct ParleyBench: ParsableCommand {
                 ])
             }
         }
+        // 11–13: the rows an office feels (issue 21 part 2), each on daemons of its own.
+        let office = smoke ? OfficeScale.smokeTest : OfficeScale.full
+        if wanted.contains(11) {
+            progress("row 11: room fan-out, sizes \(office.roomSizes)")
+            add(RoomFanOutBench(scale: office, binary: parleyd, workDir: work).run())
+        }
+        if wanted.contains(12) {
+            progress("row 12: a history of \(office.historyMessages) messages")
+            add(LargeHistoryBench(scale: office, parleyd: parleyd, parley: bin + "/parley", workDir: work).run())
+        }
+        if wanted.contains(13) {
+            progress("row 13: reconnect storm of \(office.stormPeers) peers")
+            add(ReconnectStormBench(scale: office, binary: parleyd, workDir: work).run())
+        }
         let formatter = ISO8601DateFormatter()
         let report = Report(
             mode: smoke ? "smoke" : "full",
@@ -180,8 +194,11 @@ struct ParleyBench: ParsableCommand {
 
     // MARK: Rows 3–6
 
-    /// Bulk goal: at least this fraction of libsodium's single-core AEAD rate.
-    static let bulkGoalRatio = 0.4
+    /// Bulk goal, judged on 5b: at least this fraction of the disk's durable ceiling. Row 1i
+    /// measures the store alone taking 64 KiB bodies at ~0.7× the bare disk (page and WAL
+    /// frame overhead, the checkpoint); the network and the crypto are far faster than the
+    /// disk (1e: > 1 GB/s), so a path that adds only them should keep that share.
+    static let bulkGoalRatio = 0.7
 
     func bulkRows(chat: ParleyChatBench, aead64k: Double, disk64k: Double?, scale: BenchScale) -> [BenchRow] {
         let size = 65_536
@@ -197,7 +214,8 @@ struct ParleyBench: ParsableCommand {
                 BenchRow(
                     id: "5", measure: "Bulk 64 KiB messages A → B", unit: "MB/s", parley: mbps,
                     reference: aead64k > 0 ? aead64k : nil, referenceName: "libsodium AEAD 64 KiB, 1 core (1e)",
-                    goal: .ratioAtLeast(Self.bulkGoalRatio), note: note)
+                    goal: .none,
+                    note: note + "; not the bound on a durable path (the disk is, 5b), kept for context")
             ]
             if let disk64k {
                 let ceiling = disk64k / Double(DiskBandwidthProbe.writesPerBulkBody)
@@ -206,7 +224,7 @@ struct ParleyBench: ParsableCommand {
                         id: "5b", measure: "Bulk ÷ the disk's durable ceiling", unit: "MB/s", parley: mbps,
                         reference: ceiling,
                         referenceName: "64 KiB + fdatasync (1i) ÷ \(DiskBandwidthProbe.writesPerBulkBody)",
-                        goal: .none,
+                        goal: .ratioAtLeast(Self.bulkGoalRatio),
                         note:
                             "each body reaches the disk \(DiskBandwidthProbe.writesPerBulkBody) times (WAL, then checkpoint, "
                             + "on sender and receiver); no durable design beats this ceiling on this disk"))
@@ -216,6 +234,10 @@ struct ParleyBench: ParsableCommand {
             return [
                 .skipped(
                     id: "5", measure: "Bulk 64 KiB messages A → B", unit: "MB/s", referenceName: "libsodium AEAD",
+                    goal: .none, why: "\(error)"),
+                .skipped(
+                    id: "5b", measure: "Bulk ÷ the disk's durable ceiling", unit: "MB/s",
+                    referenceName: "64 KiB + fdatasync (1i) ÷ \(DiskBandwidthProbe.writesPerBulkBody)",
                     goal: .ratioAtLeast(Self.bulkGoalRatio), why: "\(error)")
             ]
         }

@@ -178,6 +178,35 @@ final class StoreHistoryAndSearchTests: XCTestCase {
 
     /// The performance issue's history size: 100,000 messages, searched for a rare word,
     /// a common one and a prefix. Prints the times; fails only if a query takes seconds.
+    func testSearchRanksOnlyTheNewestMatchesOfItsScope() throws {
+        let store = try open()
+        let window = Store.searchRankingWindow
+        // The oldest 30 matches would rank first (the word four times), but are older than
+        // the window of matches to alice; bob's newer matches must not use up her window.
+        var messages: [NewOutgoingMessage] = (0..<30).map {
+            NewOutgoingMessage(
+                id: messageID($0 + 1), recipient: alice, body: "old apple apple apple apple", createdAt: 0)
+        }
+        messages += (0..<window).map {
+            NewOutgoingMessage(
+                id: messageID($0 + 100), recipient: alice, body: "new apple and more words", createdAt: 1)
+        }
+        messages += (0..<50).map {
+            NewOutgoingMessage(
+                id: messageID($0 + 100 + window), recipient: bob, body: "bob apple apple apple apple", createdAt: 2)
+        }
+        _ = try store.enqueue(messages, sender: me)
+        let hits = try store.search("apple", scope: .peer(alice), limit: 10)
+        XCTAssertEqual(hits.count, 10)
+        XCTAssertEqual(Set(hits.map(\.message.body)), ["new apple and more words"], "older than the window: not ranked")
+        XCTAssertEqual(
+            Set(try store.search("apple", scope: .everything, limit: 10).map(\.message.body)),
+            ["bob apple apple apple apple"], "the best match of the newest, across conversations")
+        XCTAssertEqual(
+            try store.search("old apple", scope: .peer(alice), limit: 50).count, 30,
+            "a query naming more of an old message's words still finds it")
+    }
+
     func testSearchOnAHundredThousandMessages() throws {
         let store = try open()
         let words = [
