@@ -199,8 +199,6 @@ public final class Daemon: Service, @unchecked Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .childChannelOption(.socketOption(.so_keepalive), value: 1)
             .childChannelOption(.writeBufferWaterMark, value: PeerConnection.outboundWaterMark)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -208,6 +206,7 @@ public final class Daemon: Service, @unchecked Sendable {
                         channel.close(promise: nil)
                         return
                     }
+                    try SessionSocketOptions.apply(to: channel, deadAfter: node.options.deadAfter.duration)
                     let conn = node.makeConnection(direction: .inbound, dialedAddress: nil)
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(NoiseFrameDecoder()))
                     try channel.pipeline.syncOperations.addHandler(conn)
@@ -264,11 +263,20 @@ public final class Daemon: Service, @unchecked Sendable {
                 _ = notifier.watchdog()
             }
         }
-        loop.scheduleRepeatedTask(initialDelay: .seconds(5), delay: .seconds(5)) { [weak self] _ in
-            guard let self, let node = self.node else { return }
-            let q = (try? node.store.counts().queued) ?? 0
-            let n = node.sessions.count
-            _ = notifier.status("\(n) peer\(n == 1 ? "" : "s") online, \(q) message\(q == 1 ? "" : "s") queued")
+        // The status line rides on the node's keepalive tick instead of a timer of its own
+        // (one wake-up fewer every 5 s for an idle daemon, issue 21), and is sent only
+        // when it changed.
+        guard let node else { return }
+        loop.execute {
+            var lastStatus: String?
+            node.onTick = {
+                let q = (try? node.store.counts().queued) ?? 0
+                let n = node.sessions.count
+                let status = "\(n) peer\(n == 1 ? "" : "s") online, \(q) message\(q == 1 ? "" : "s") queued"
+                guard status != lastStatus else { return }
+                lastStatus = status
+                _ = notifier.status(status)
+            }
         }
     }
 

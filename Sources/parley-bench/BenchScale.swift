@@ -39,8 +39,8 @@ struct BenchScale: Sendable {
         smoke: false, cryptoOps: 2_000, aeadBytes: 64 << 20, handshakes: 2_000, loopbackHandshakes: 1_000,
         tlsSeconds: 10, latencyMessages: 1_000, throughputMessages: 10_000, throughputWindows: [32, 256, 1_000],
         callgrindLatencyMessages: 200, callgrindPipelinedMessages: 2_000,
-        bulkMessages: 400, bulkWindow: 16, controlCalls: 5_000, scaleClients: 200, idleSeconds: 30,
-        baselineIdleSeconds: 10, rowSeconds: 60)
+        bulkMessages: 400, bulkWindow: 16, controlCalls: 5_000, scaleClients: 1_000, idleSeconds: 60,
+        baselineIdleSeconds: 20, rowSeconds: 60)
 
     static let smokeTest = BenchScale(
         smoke: true, cryptoOps: 100, aeadBytes: 2 << 20, handshakes: 50, loopbackHandshakes: 30,

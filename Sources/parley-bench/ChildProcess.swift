@@ -77,6 +77,26 @@ final class ChildProcess: @unchecked Sendable {
         return u + s
     }
 
+    /// Context switches (voluntary + involuntary) of each thread of the process, by thread
+    /// id (/proc/PID/task/*/status): each is a thread waking up or being put to sleep, so
+    /// their rate over an idle window is the daemon's wake-ups (issue 21).
+    func contextSwitchesByThread() -> [String: Int] {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return [:] }
+        var counts: [String: Int] = [:]
+        for task in tasks {
+            // A thread may end between the listing and the read: it no longer counts.
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)
+            else { continue }
+            var total = 0
+            for line in text.split(separator: "\n")
+            where line.hasPrefix("voluntary_ctxt_switches:") || line.hasPrefix("nonvoluntary_ctxt_switches:") {
+                total += Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).last ?? "") ?? 0
+            }
+            counts[task] = total
+        }
+        return counts
+    }
+
     static var ticksPerSecond: Double { Double(sysconf(Int32(_SC_CLK_TCK))) }
 }
 
@@ -130,4 +150,30 @@ func findExecutable(_ name: String) -> String? {
         if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
     }
     return nil
+}
+
+/// Wake-ups of a process over a window, from its threads' context switches. Threads come
+/// and go (libdispatch ends a worker idle for a few seconds), and an ended thread's counts
+/// vanish from /proc: so each thread's count is sampled often, counted from its first
+/// sample (or from 0 for a thread born in the window), and kept at its last value seen.
+struct ContextSwitchMeter {
+    private let child: ChildProcess
+    private var first: [String: Int]
+    private var last: [String: Int]
+
+    init(_ child: ChildProcess) {
+        self.child = child
+        first = child.contextSwitchesByThread()
+        last = first
+    }
+
+    mutating func sample() {
+        for (tid, n) in child.contextSwitchesByThread() {
+            if first[tid] == nil { first[tid] = 0 }
+            last[tid] = n
+        }
+    }
+
+    /// Context switches since the meter started (call `sample` last).
+    var total: Int { last.reduce(0) { $0 + max(0, $1.value - (first[$1.key] ?? 0)) } }
 }

@@ -152,9 +152,11 @@ struct DiscoveryBench {
                     goal: .valueAtMost(Self.cleanOfflineGoalMs), why: r.error("session")))
         }
 
-        let interval = r.pingIntervalMs ?? 0
+        // The heartbeat is the kernel keepalive's probe interval (a third of dead-after) or
+        // the application ping, whichever is shorter (docs/PROTOCOL.md "Liveness").
+        let interval = min(r.pingIntervalMs ?? 0, (r.deadAfterMs ?? 0) / 3)
         let heartbeat =
-            "\(fmt(Self.crashOfflineIntervals)) heartbeat intervals (ping \(fmt(interval)) ms, dead after \(fmt(r.deadAfterMs ?? 0)) ms)"
+            "\(fmt(Self.crashOfflineIntervals)) heartbeat intervals (kernel keepalive every \(fmt(interval)) ms: ping \(fmt(r.pingIntervalMs ?? 0)) ms, dead after \(fmt(r.deadAfterMs ?? 0)) ms)"
         if let k = r.crash, !k.isEmpty {
             var note =
                 "lanlab cut h1 → peer.offline on h2 (no FIN, no goodbye: only the heartbeat tells); \(rounds(k.count)), median \(fmt(median(k))) ms"

@@ -86,12 +86,14 @@ struct ParleydCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("ping-interval-ms"),
-        help: ArgumentHelp("Ping a peer after this much silence.", valueName: "ms"))
+        help: ArgumentHelp("Ping a peer after this much silence (default 600000).", valueName: "ms"))
     var pingIntervalMs: Int?
 
     @Option(
         name: .customLong("dead-after-ms"),
-        help: ArgumentHelp("Consider a peer gone after this much silence.", valueName: "ms"))
+        help: ArgumentHelp(
+            "Consider a peer gone when a ping, or the kernel's keepalive probes, go unanswered this long (default 15000).",
+            valueName: "ms"))
     var deadAfterMs: Int?
 
     @Flag(

@@ -48,7 +48,7 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertTrue(base.readReceipts)
         XCTAssertEqual(base.durability, .full)
         XCTAssertEqual(base.handshakeTimeoutMilliseconds, 5_000)
-        XCTAssertEqual(base.pingIntervalMilliseconds, 5_000)
+        XCTAssertEqual(base.pingIntervalMilliseconds, 600_000)
         XCTAssertEqual(base.deadAfterMilliseconds, 15_000)
         XCTAssertNoThrow(try base.validate())
     }
@@ -497,12 +497,12 @@ final class ConfigFileTests: XCTestCase {
 
     func testMergedValidatesFlagsAndCombinations() throws {
         var flags = ConfigOverrides()
+        // A ping interval longer than dead-after is the default now (docs/PROTOCOL.md "Liveness").
         flags.pingIntervalMilliseconds = 20_000
-        XCTAssertThrowsError(try DaemonConfiguration.merged(defaults: base, file: nil, flags: flags)) {
-            XCTAssertEqual(
-                ($0 as? ConfigError)?.description,
-                "'dead_after_ms': must be greater than ping_interval_ms (15000 <= 20000)")
-        }
+        XCTAssertEqual(
+            try DaemonConfiguration.merged(defaults: base, file: nil, flags: flags).pingIntervalMilliseconds, 20_000)
+        flags.pingIntervalMilliseconds = 5
+        XCTAssertThrowsError(try DaemonConfiguration.merged(defaults: base, file: nil, flags: flags))
         flags = ConfigOverrides()
         flags.listen = []
         XCTAssertThrowsError(try DaemonConfiguration.merged(defaults: base, file: nil, flags: flags)) {
@@ -513,8 +513,8 @@ final class ConfigFileTests: XCTestCase {
         flags = ConfigOverrides()
         flags.socketPath = "relative.sock"
         XCTAssertThrowsError(try DaemonConfiguration.merged(defaults: base, file: nil, flags: flags))
-        // A file can also break the combination.
-        let file = try ConfigFile.parse("dead_after_ms = 4000")
+        // A file is checked the same way.
+        let file = try ConfigFile.parse("dead_after_ms = 4")
         XCTAssertThrowsError(try DaemonConfiguration.merged(defaults: base, file: file, flags: ConfigOverrides()))
     }
 

@@ -129,28 +129,3 @@ final class SessionTableTests: XCTestCase {
             [.closeDuplicate(2), .activate(4)])
     }
 }
-
-final class KeepalivePolicyTests: XCTestCase {
-    let clock = ManualNodeClock()
-
-    func testPingsWhenQuietAndDeclaresDeathAfterSilence() {
-        let p = KeepalivePolicy(pingInterval: .seconds(5), deadAfter: .seconds(15))
-        let start = clock.now
-        XCTAssertEqual(p.check(lastReceived: start, lastSent: start, now: clock.now), .healthy)
-        clock.advance(.seconds(5))
-        XCTAssertEqual(p.check(lastReceived: start, lastSent: start, now: clock.now), .ping)
-        XCTAssertEqual(p.check(lastReceived: clock.now, lastSent: start, now: clock.now), .ping, "we were quiet: ping")
-        XCTAssertEqual(
-            p.check(lastReceived: start, lastSent: clock.now, now: clock.now), .ping, "they were quiet: ping")
-        clock.advance(.seconds(10))
-        XCTAssertEqual(
-            p.check(lastReceived: start, lastSent: clock.now, now: clock.now), .ping, "15 s is not past 15 s")
-        clock.advance(.milliseconds(1))
-        XCTAssertEqual(p.check(lastReceived: start, lastSent: clock.now, now: clock.now), .dead)
-    }
-
-    func testTickIsAFifthOfTheIntervalButNotBusy() {
-        XCTAssertEqual(KeepalivePolicy(pingInterval: .seconds(5)).tickInterval, .seconds(1))
-        XCTAssertEqual(KeepalivePolicy(pingInterval: .milliseconds(200)).tickInterval, .milliseconds(100))
-    }
-}

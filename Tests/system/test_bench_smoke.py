@@ -21,6 +21,8 @@ EXPECTED_ROWS = ["1a", "1b", "1c", "1d", "1e", "1f", "1g", "1h", "1i", "2a", "2b
                  # Issue 21 part 2, the rows an office feels: room fan-out (a smoke run has one
                  # room size), a large history, a reconnect storm.
                  "11a", "11b", "12a", "12b", "12c", "12d", "12e", "12f", "13a", "13b"]
+# Issue 21 (1,000 sessions): wake-ups per second of the idle daemon.
+EXPECTED_ROWS += ["7d"]
 # Instruction counts need valgrind (and a C compiler for its sigsuspend shim).
 NEEDS_VALGRIND = {"3i", "4i"}
 HAVE_VALGRIND = all(shutil.which(t) for t in ("valgrind", "callgrind_control", "objcopy", "cc"))

@@ -68,10 +68,14 @@ public struct DaemonConfiguration: Equatable, Sendable {
     /// Three messages over a LAN take milliseconds; 5 s tolerates a loaded machine and
     /// still frees a half-open connection soon.
     public static let defaultHandshakeTimeoutMilliseconds = 5_000
-    /// Ping often enough that a vanished peer shows as offline within seconds.
-    public static let defaultPingIntervalMilliseconds = 5_000
-    /// Three missed pings: one lost packet or a brief stall does not drop the session.
-    public static let defaultDeadAfterMilliseconds = 15_000
+    /// Ping a peer only after ten minutes of silence (`KeepalivePolicy.defaultPingInterval`):
+    /// a cut link is the kernel keepalive's to report, and 1,000 idle sessions must not
+    /// wake a laptop more than twice a second (issue 21).
+    public static let defaultPingIntervalMilliseconds =
+        Int(KeepalivePolicy.defaultPingInterval.components.seconds) * 1_000
+    /// A ping unanswered, or a cut link seen by the kernel's three probes, for this long
+    /// ends the session: one lost probe or a brief stall does not.
+    public static let defaultDeadAfterMilliseconds = Int(KeepalivePolicy.defaultDeadAfter.components.seconds) * 1_000
     /// Timer options must lie in this range: 10 ms lets tests run fast, an hour is
     /// beyond any sane setting and keeps arithmetic on them far from overflow.
     public static let timerRangeMilliseconds = 10...3_600_000

@@ -83,13 +83,14 @@ extension Node {
         let conn = makeConnection(direction: .outbound, dialedAddress: key, expectedFingerprint: expectedFingerprint)
         // The handler is created here, on the loop, and only ever used on it.
         let bound = NIOLoopBound(conn, eventLoop: loop)
+        let deadAfter = options.deadAfter.duration
         ClientBootstrap(group: loop)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
-            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelOption(.writeBufferWaterMark, value: PeerConnection.outboundWaterMark)
             .connectTimeout(options.handshakeTimeout)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try SessionSocketOptions.apply(to: channel, deadAfter: deadAfter)
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(NoiseFrameDecoder()))
                     try channel.pipeline.syncOperations.addHandler(bound.value)
                 }

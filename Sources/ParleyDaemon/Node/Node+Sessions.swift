@@ -236,8 +236,10 @@ extension Node {
 
     // MARK: Keepalive
 
-    /// The periodic tick: liveness of every session (`KeepalivePolicy`) and the
-    /// ack-timeout resend of every send window.
+    /// The daemon-wide periodic tick (every `KeepalivePolicy.tickInterval`, 5 s by
+    /// default): liveness of every session (`KeepalivePolicy.sweep`), the ack-timeout
+    /// resend of every send window, and the hourly expiry of unused identities. One timer
+    /// for all of them, so an idle daemon wakes once per tick whatever it holds.
     func keepaliveTick() {
         let now = clock.monotonicNow()
         if lastIdentityExpiry.map({ now - $0 >= options.unusedIdentityCheckInterval }) ?? true {
@@ -250,26 +252,32 @@ extension Node {
                 log.error("could not check the room outboxes", ["error": "\(error)"])
             }
         }
+        // One sweep over every session per tick: all pings due now leave in this wake-up.
         let policy = options.keepalive
-        for peer in Array(sessions.peers) {
+        var due: [(IdentityPublicKey, KeepalivePolicy.SessionLiveness)] = []
+        due.reserveCapacity(sessions.count)
+        for peer in sessions.peers {
+            guard let handle = sessions.handle(for: peer), let link = links[handle] else { continue }
+            due.append((peer, link.liveness))
+        }
+        let sweep = policy.sweep(due, now: now)
+        for peer in sweep.dead {
+            guard let conn = activeConnection(for: peer) else { continue }
+            // No close record (docs/PROTOCOL.md "Liveness"): a peer that is in fact
+            // alive must see a lost connection, which it redials, not a goodbye.
+            log.info("peer silent; dropping the connection", ["peer": peer.fingerprintText])
+            conn.drop()
+        }
+        for peer in sweep.ping {
             guard let handle = sessions.handle(for: peer), let conn = links[handle]?.connection else { continue }
-            switch policy.check(
-                lastReceived: MonotonicInstant(conn.lastReceived), lastSent: MonotonicInstant(conn.lastSent),
-                now: now, lastPing: links[handle]?.lastPingSent)
-            {
-            case .dead:
-                // No close record (docs/PROTOCOL.md "Liveness"): a peer that is in fact
-                // alive must see a lost connection, which it redials, not a goodbye.
-                log.info("peer silent; dropping the connection", ["peer": peer.fingerprintText])
-                conn.drop()
-                continue
-            case .ping:
-                links[handle]?.lastPingSent = now
-                conn.send(.ping(now.nanoseconds))
-            case .healthy: break
-            }
+            links[handle]?.pinged(at: now)
+            conn.send(.ping(now.nanoseconds))
+        }
+        for peer in sessions.peers {
+            guard let handle = sessions.handle(for: peer), let conn = links[handle]?.connection else { continue }
             if links[handle]?.window.resetIfAckTimedOut(now: now) == true { pump(conn) }
         }
+        onTick?()
     }
 }
 

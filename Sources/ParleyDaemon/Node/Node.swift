@@ -94,6 +94,9 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var ownInstanceName: String?
     /// Our own advertisement came back through our browser (`parley doctor`).
     var ownAdvertisementSeen = false
+    /// Called at the end of every keepalive tick, on the loop: the daemon's periodic chores
+    /// (the systemd status line) share the node's one timer instead of waking on their own.
+    var onTick: (() -> Void)?
     /// Called after this node re-issued its card (the daemon re-advertises).
     var onCardChanged: ((Card) -> Void)?
     /// `read_receipts`: tell senders when the local user read their messages.

@@ -13,7 +13,26 @@ struct NodeLink {
     var holdsAdmission: Bool
     /// The send window of the session this connection carries, once it is kept.
     var window: SendWindow
-    /// When the keepalive tick last pinged on this connection (`KeepalivePolicy`: one
-    /// ping per interval while the peer is silent).
+    /// When the keepalive tick last pinged on this connection, and the first of its pings
+    /// still unanswered (`KeepalivePolicy.SessionLiveness`; the time of the last receipt
+    /// is the connection's own).
     var lastPingSent: MonotonicInstant? = nil
+    var unansweredPingSince: MonotonicInstant? = nil
+}
+
+extension NodeLink {
+    /// What the keepalive tick decides on (`KeepalivePolicy.check`).
+    var liveness: KeepalivePolicy.SessionLiveness {
+        KeepalivePolicy.SessionLiveness(
+            lastReceived: MonotonicInstant(connection.lastReceived), lastPing: lastPingSent,
+            unansweredSince: unansweredPingSince)
+    }
+
+    /// Records a ping sent now (the first unanswered one keeps its time).
+    mutating func pinged(at now: MonotonicInstant) {
+        var next = liveness
+        next.pinged(at: now)
+        lastPingSent = next.lastPing
+        unansweredPingSince = next.unansweredSince
+    }
 }

@@ -5,10 +5,11 @@ import ParleyNodeCore
 struct NodeOptions: Sendable {
     /// How long a handshake may take before the connection is dropped.
     var handshakeTimeout: TimeAmount = .seconds(5)
-    /// Send a ping when nothing was sent for this long.
-    var pingInterval: TimeAmount = .seconds(5)
-    /// A session that received nothing for this long is dead (3 missed pings).
-    var deadAfter: TimeAmount = .seconds(15)
+    /// Ping a session after this much silence from the peer (`KeepalivePolicy`).
+    var pingInterval: TimeAmount = KeepalivePolicy.defaultPingInterval.timeAmount
+    /// A ping unanswered for this long ends the session; also the kernel keepalive's
+    /// bound for a cut link (`KernelKeepalive`, `SessionSocketOptions`).
+    var deadAfter: TimeAmount = KeepalivePolicy.defaultDeadAfter.timeAmount
     /// The send window of each session (count, bytes, ack timeout); see `SendWindowLimits`.
     var window = SendWindowLimits()
     /// What to do with identities never seen before (`new_identities`).

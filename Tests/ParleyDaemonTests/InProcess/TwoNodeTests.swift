@@ -22,6 +22,8 @@ final class TwoNodeTests: XCTestCase {
         clock = LoopClock(loop: loop)
         var options = NodeOptions()
         options.window = SendWindowLimits(maxCount: 4, maxBytes: 1_048_576, ackTimeout: .seconds(30))
+        // Pings after 5 s of silence (the default is ten minutes) so the tests below see some.
+        options.pingInterval = .seconds(5)
         alice = try InProcessNode(name: "alice", loop: loop, clock: clock, options: options)
         // Bob tolerates a long stall of alice's frames (the ack-timeout test holds them).
         options.deadAfter = .seconds(120)
@@ -131,10 +133,13 @@ final class TwoNodeTests: XCTestCase {
 
     func testASilentPeerIsClosedAfterDeadAfterAndGoesOffline() throws {
         let link = try connect()
+        link.advance(.seconds(5))
+        alice.node.keepaliveTick()  // 5 s of silence: alice pings
+        try link.exchange(.initiatorToResponder)  // alice's ping reaches bob; bob's pong stalls
         link.advance(.seconds(15))
         alice.node.keepaliveTick()
-        XCTAssertTrue(alice.node.sessions.isOnline(bob.identity), "15 s of silence is not yet past deadAfter")
-        try link.exchange(.initiatorToResponder)  // alice's ping reaches bob; bob's pong stalls
+        XCTAssertTrue(alice.node.sessions.isOnline(bob.identity), "unanswered for 15 s is not yet past deadAfter")
+        try link.exchange(.initiatorToResponder)
         link.advance(.milliseconds(1))
         alice.node.keepaliveTick()
         try link.exchange(.initiatorToResponder)
