@@ -178,6 +178,10 @@ def test_wall_clock_jumps_under_a_running_daemon_break_nothing(cluster):
     bob = cluster.node("bob")  # a handle on the same socket and log, to talk to him
     bob.proc = proc
     try:
+        # bob dials his configured peer before his control socket listens (a few ms), so
+        # alice can see him online while bob.sock does not exist yet: wait for it first (the
+        # harness's start() does this for the nodes it starts; bob is started by hand).
+        wait_until(bob_socket.exists, timeout=20, what="bob's control socket")
         wait_until(lambda: alice.online("bob") and bob.online("alice"), timeout=20, what="session")
 
         def sent_at(body):
