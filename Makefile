@@ -90,6 +90,7 @@ BENCH_CMD = .build/release/parley-bench --json bench-results.json --update-doc d
 bench: bench-deps
 	$(SWIFT) build -c release --product parleyd
 	$(SWIFT) build -c release --product parley-bench
+	$(SWIFT) build -c release --product parley
 	$(BENCH_CMD) --command "make bench"
 
 # The seconds-long version CI runs (Tests/system/test_bench_smoke.py does the same).

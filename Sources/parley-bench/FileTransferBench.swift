@@ -47,10 +47,6 @@ struct FileTransferBench {
             a.stop()
             b.stop()
         }
-        for (x, y) in [(a, b), (b, a)] {
-            let fp = (try y.call("node.whoami"))["fingerprint"] as? String ?? ""
-            _ = try x.call("trust.verify", params: "{\"peer\":\"\(y.name)\",\"fingerprint\":\"\(fp)\"}")
-        }
         let chat = ParleyChatBench(scale: scale, a: a, b: b)
         let idle = try chat.latency(count: scale.latencyMessages)
 
@@ -154,10 +150,6 @@ struct FileTransferBench {
             defer {
                 a.stop()
                 b.stop()
-            }
-            for (x, y) in [(a, b), (b, a)] {
-                let fp = (try y.call("node.whoami"))["fingerprint"] as? String ?? ""
-                _ = try x.call("trust.verify", params: "{\"peer\":\"\(y.name)\",\"fingerprint\":\"\(fp)\"}")
             }
             let mib = callgrindSize >> 20
             let r = try cg.counted([a, b], control: control) {
