@@ -100,19 +100,9 @@ extension HostProbes {
     /// Up, multicast-capable, non-loopback interfaces with their addresses.
     static func multicastInterfaces() -> [MulticastInterface] {
         var out: [MulticastInterface] = []
-        var ifap: UnsafeMutablePointer<ifaddrs>?
-        guard getifaddrs(&ifap) == 0, let first = ifap else { return [] }
-        defer { freeifaddrs(ifap) }
-        var cursor: UnsafeMutablePointer<ifaddrs>? = first
-        while let ifa = cursor {
-            defer { cursor = ifa.pointee.ifa_next }
-            let flags = ifa.pointee.ifa_flags
-            guard flags & UInt32(IFF_UP) != 0, flags & UInt32(IFF_MULTICAST) != 0,
-                flags & UInt32(IFF_LOOPBACK) == 0, let sa = ifa.pointee.ifa_addr
-            else { continue }
-            let name = String(cString: ifa.pointee.ifa_name)
-            let family = Int32(sa.pointee.sa_family)
-            guard family == AF_INET || family == AF_INET6 else { continue }
+        forEachInterfaceAddress { name, flags, sa, family in
+            guard flags & UInt32(IFF_UP) != 0, flags & UInt32(IFF_MULTICAST) != 0, flags & UInt32(IFF_LOOPBACK) == 0
+            else { return }
             var entry =
                 out.first { $0.name == name }
                 ?? MulticastInterface(name: name, index: if_nametoindex(name), v4: [], hasV6: false)

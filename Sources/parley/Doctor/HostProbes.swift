@@ -74,10 +74,13 @@ enum HostProbes {
         return (p.terminationStatus, String(decoding: data.prefix(1 << 20), as: UTF8.self))
     }
 
-    static func interfaceAddresses() -> [String] {
-        var out: [String] = []
+    /// Calls `body` with every IPv4 and IPv6 address of this host's interfaces (getifaddrs),
+    /// with the interface's name and flags and the address's family.
+    static func forEachInterfaceAddress(
+        _ body: (_ name: String, _ flags: UInt32, _ address: UnsafeMutablePointer<sockaddr>, _ family: Int32) -> Void
+    ) {
         var ifap: UnsafeMutablePointer<ifaddrs>?
-        guard getifaddrs(&ifap) == 0, let first = ifap else { return [] }
+        guard getifaddrs(&ifap) == 0, let first = ifap else { return }
         defer { freeifaddrs(ifap) }
         var cursor: UnsafeMutablePointer<ifaddrs>? = first
         while let ifa = cursor {
@@ -85,12 +88,19 @@ enum HostProbes {
             guard let sa = ifa.pointee.ifa_addr else { continue }
             let family = Int32(sa.pointee.sa_family)
             guard family == AF_INET || family == AF_INET6 else { continue }
+            body(String(cString: ifa.pointee.ifa_name), ifa.pointee.ifa_flags, sa, family)
+        }
+    }
+
+    static func interfaceAddresses() -> [String] {
+        var out: [String] = []
+        forEachInterfaceAddress { _, _, sa, family in
             var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
             let len = socklen_t(family == AF_INET ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size)
-            guard getnameinfo(sa, len, &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST) == 0 else { continue }
+            guard getnameinfo(sa, len, &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST) == 0 else { return }
             var text = String(cString: host)
             if let pct = text.firstIndex(of: "%") { text = String(text[..<pct]) }
-            if text.hasPrefix("127.") || text == "::1" { continue }
+            if text.hasPrefix("127.") || text == "::1" { return }
             if !out.contains(text) { out.append(text) }
         }
         return out
