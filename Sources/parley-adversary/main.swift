@@ -88,6 +88,10 @@ let usage = """
                               lying-hash  every chunk matches its hash, the whole-file hash is wrong
                             print "offered ID", "want FROM" for each want, then "end OUTCOME
                             TEXT" or "closed"
+      offer-flood T COUNT   as a new (pinned) peer announcing files, stream COUNT offers of
+                            2^63 bytes (refused at once), reading the answers; print "ended E"
+                            (fileEnd answers), then send a chat and print "chat acked" or
+                            "chat lost"
     """
 
 let modes: [String: (ModeArguments) -> Void] = [
@@ -108,6 +112,7 @@ let modes: [String: (ModeArguments) -> Void] = [
     "old-peer": runOldPeer,
     "forge-action": runForgeAction,
     "file": runFileAttack,
+    "offer-flood": runOfferFlood,
     "dial-back": runDialBack,
     "tags-probe": runTagsProbe,
     "forge-address": runForgeAddress,
