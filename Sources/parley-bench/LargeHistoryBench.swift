@@ -175,7 +175,7 @@ struct LargeHistoryBench {
                     "\(scale.historyPeers) peers; the last \(String(LargeHistoryBench.buildBatch).withThousands) messages unread, "
                     + "the rest read; \(n) calls, p99 "
                     + "\(fmt(measured.peersList.p99 / 1e6)) ms"),
-            exportRow,
+            exportRow
         ]
     }
 

@@ -166,7 +166,6 @@ final class ControlProtocolTests: XCTestCase {
 
     // MARK: - Parser: garbage never crashes
 
-
     private static let seeds: [String] = [
         #"{"jsonrpc":"2.0","id":1,"method":"messages.send","params":{"to":"bob","body":"hi \"there\" \\ \u00e9","wait":true,"timeoutMs":500}}"#,
         #"{"jsonrpc":"2.0","id":"x","method":"messages.list","params":{"peer":"abcd-efgh","after":3,"limit":10}}"#,

@@ -36,6 +36,7 @@ def test_a_flood_of_refused_offers_is_answered_but_listed_only_at_the_bound(clus
     refused = [t for t in victim.call("files.list", {"limit": 1000})["transfers"]
                if t["direction"] == "in" and t["state"] == "failed"]
     bound = BURST + int(took // INTERVAL_SECONDS) + 1
+    print(f"{OFFERS} refused offers answered in {took:.2f} s: {len(refused)} listed (bound {bound})")
     assert 1 <= len(refused) <= bound, (len(refused), bound, took)
     # The bound is the rate limit's, not the per-peer row cap's.
     assert bound < KEPT_PER_PEER, f"the flood took {took:.1f} s: too slow to tell the two bounds apart"
