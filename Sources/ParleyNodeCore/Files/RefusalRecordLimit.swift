@@ -37,12 +37,12 @@ public struct RefusalRecordLimit: Sendable {
     public let interval: Duration
     public let maxSenders: Int
 
-    private struct Bucket: Sendable {
-        var tokens: Double
-        var last: MonotonicInstant
+    private struct Sender: Sendable {
+        var bucket: TokenBucket
+        /// Refusals are being dropped (the log line was asked for).
         var dropping: Bool
     }
-    private var buckets: [IdentityPublicKey: Bucket] = [:]
+    private var senders: [IdentityPublicKey: Sender] = [:]
     /// Senders, least recently seen first (for forgetting the oldest).
     private var order: [IdentityPublicKey] = []
 
@@ -58,29 +58,25 @@ public struct RefusalRecordLimit: Sendable {
 
     /// A refusal of an offer from `sender` at `now`: is it stored?
     public mutating func refused(from sender: IdentityPublicKey, now: MonotonicInstant) -> Decision {
-        var b: Bucket
-        if let known = buckets[sender] {
-            b = known
+        var s: Sender
+        if let known = senders[sender] {
+            s = known
             order.removeAll { $0 == sender }
         } else {
-            b = Bucket(tokens: Double(burst), last: now, dropping: false)
+            s = Sender(bucket: TokenBucket(burst: burst, now: now), dropping: false)
         }
         order.append(sender)
-        if order.count > maxSenders { buckets[order.removeFirst()] = nil }
-        let elapsed = Double(max(0, (now - b.last).wholeNanoseconds))
-        b.tokens = min(Double(burst), b.tokens + elapsed / Double(interval.wholeNanoseconds))
-        b.last = max(b.last, now)
-        defer { buckets[sender] = b }
-        if b.tokens >= 1 {
-            b.tokens -= 1
-            b.dropping = false
+        if order.count > maxSenders { senders[order.removeFirst()] = nil }
+        defer { senders[sender] = s }
+        if s.bucket.take(burst: burst, interval: interval, now: now) == nil {
+            s.dropping = false
             return .record
         }
-        if b.dropping { return .drop }
-        b.dropping = true
+        if s.dropping { return .drop }
+        s.dropping = true
         return .dropFirst
     }
 
     /// Senders remembered now (at most `maxSenders`).
-    public var trackedSenders: Int { buckets.count }
+    public var trackedSenders: Int { senders.count }
 }
