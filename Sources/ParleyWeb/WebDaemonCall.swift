@@ -22,7 +22,7 @@ enum WebDaemonCall {
         path: String, upload: WebUploadRequest, socketPath: String
     ) async -> Result<[FileTransferInfo], WebUploadError> {
         await onThread {
-            do {
+            do throws(ControlClientError) {
                 let client = try ControlClient.connect(path: socketPath, callTimeout: sendTimeout)
                 defer { client.close() }
                 let result = try client.call(FilesSendParams(to: upload.to, path: path, caption: upload.caption))

@@ -102,11 +102,8 @@ final class WebUploadStaging: Sendable {
             return .failure(.stagingFailed("cannot read the free space of \(root): \(String(cString: strerror(errno)))"))
         }
         let free = Int64(fs.f_bavail) * Int64(fs.f_frsize)
-        var random = [UInt8](repeating: 0, count: 8)
-        guard getrandom(&random, random.count, 0) == random.count else {
-            return .failure(.stagingFailed("no randomness"))
-        }
-        let key = random.map { String(format: "%02x", $0) }.joined()
+        // 64 random bits (libsodium): a name no one can guess or make collide.
+        let key = String(WebSecret.random().text.prefix(16))
         let directory = root + "/" + key
         return entries.withLockedValue { all -> Result<Ticket, WebUploadError> in
             let staged = all.values.reduce(0) { $0 + $1.bytes }

@@ -168,7 +168,7 @@ final class WebUploadTests: XCTestCase {
         XCTAssertEqual(WebStagingCleanup.decide(e, states: ["a": "completed"], nowMs: now), .keep, "b not asked")
         XCTAssertEqual(WebStagingCleanup.decide(e, states: [:], nowMs: now), .keep, "daemon unreachable")
         XCTAssertEqual(
-            WebStagingCleanup.decide(e, states: ["a": .some(nil), "b": .some(nil)], nowMs: now), .remove(.transfersEnded),
+            WebStagingCleanup.decide(e, states: ["a": String?.none, "b": String?.none], nowMs: now), .remove(.transfersEnded),
             "forgotten by the daemon")
     }
 
@@ -224,7 +224,7 @@ final class WebUploadTests: XCTestCase {
         // Cut short, and longer than declared: an error, and abandon removes all of it.
         for chunks in [[[UInt8](repeating: 0, count: 3)], [[UInt8](repeating: 0, count: 7)]] {
             let t = try staging.begin(upload, nowMs: 0).get()
-            do {
+            do throws(WebUploadError) {
                 try await staging.write(body(chunks), size: 6, to: t)
                 XCTFail("accepted \(chunks[0].count) bytes for 6")
             } catch {

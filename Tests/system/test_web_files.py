@@ -136,6 +136,14 @@ def watch_for_progress(driver, tid):
     """, tid)
 
 
+def attach(driver, path, caption=None):
+    """Picks a file with the page's file input (as the 📎 button's picker would) and
+    confirms the dialog that asks for a caption."""
+    driver.find_element(By.ID, "file-input").send_keys(str(path))
+    wait_for(driver, lambda d: d.execute_script("return document.getElementById('dialog').open"), what="the send dialog")
+    dialog_ok(driver, "caption" if caption else None, caption)
+
+
 def staged_files(env):
     root = env["staging"]
     if not root.exists():
@@ -220,8 +228,7 @@ def test_reject_and_cancel_buttons(web):
     # A file from the page that bob has not accepted (alice is not verified by bob: no
     # auto-accept) can be cancelled while it waits.
     path = make_file(web["cluster"].dir, "to-cancel.bin", 2000)
-    d.find_element(By.ID, "file-input").send_keys(str(path))
-    dialog_ok(d)
+    attach(d, path)
     oid = wait_for(d, lambda d: d.execute_script(
         "return [...document.querySelectorAll('#messages li.file.out')].find(li => li.querySelector('.file-name').textContent === 'to-cancel.bin')?.dataset.transfer"),
         what="the outgoing file shown")
@@ -238,8 +245,7 @@ def test_a_file_sent_from_the_page_arrives_byte_identical(web):
     d, alice, bob = web["driver"], web["alice"], web["bob"]
     open_conv(d, f"peer:{fp(bob)}")
     src = make_file(web["cluster"].dir, "from page ü.bin", 3 << 20)
-    d.find_element(By.ID, "file-input").send_keys(str(src))
-    dialog_ok(d, "caption", "see <i>this</i>")
+    attach(d, src, "see <i>this</i>")
     tid = wait_for(d, lambda d: d.execute_script(
         "return [...document.querySelectorAll('#messages li.file.out')].find(li => li.querySelector('.file-name').textContent === 'from page ü.bin')?.dataset.transfer"),
         timeout=30, what="the outgoing file shown")
