@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from parley_harness import PARLEY, Cluster, wait_until
-from test_web import (assert_nothing_ran, chromium_paths, dialog_ok, fp, open_conv, sign_in_from_open_file,
-                      wait_for)
+from test_rooms import accept, joined_names, room
+from test_web import (assert_nothing_ran, chromium_paths, dialog_ok, fp, open_conv, screenshot,
+                      sign_in_from_open_file, wait_for)
 
 selenium = pytest.importorskip("selenium", reason="python3-selenium missing: scripts/install-deps.sh test")
 from selenium import webdriver  # noqa: E402
@@ -68,6 +69,7 @@ def web():
         for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                     "--window-size=1200,800", f"--user-data-dir={cluster.dir / 'chrome'}"]:
             options.add_argument(arg)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         driver = webdriver.Chrome(service=ChromeService(executable_path=driver_path), options=options)
         driver.set_script_timeout(15)
         env = dict(cluster=cluster, alice=alice, bob=bob, proc=proc, url=url, port=port, open_file=open_file,
@@ -210,9 +212,13 @@ def test_an_offered_file_shows_with_accept_and_arrives_with_its_path(web):
     assert info["path"] == saved and Path(saved).read_bytes() == src.read_bytes()
     # The path is text: nothing on the page links to or serves the file.
     assert d.execute_script("return document.querySelectorAll('#messages a').length") == 0
+    screenshot(d, "web-files")
     click_file_button(d, hid, "Reject")
     wait_until(lambda: state_of(bob, hid) == "rejected", timeout=20, what="bob sees the hostile file rejected")
     assert_nothing_ran(d)
+    # No script error, no CSP violation.
+    logs = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+    assert not logs, logs
 
 
 def test_reject_and_cancel_buttons(web):
@@ -262,6 +268,26 @@ def test_a_file_sent_from_the_page_arrives_byte_identical(web):
     assert Path(done["path"]).read_bytes() == src.read_bytes()
     wait_for(d, lambda d: (line_info(d, tid) or {}).get("state") == "sent", timeout=20, what="shown sent")
     wait_until(lambda: staged_files(web) == [], timeout=10, what="the staged copy removed after completion")
+    logs = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+    assert not logs, logs
+
+
+def test_a_file_sent_to_a_room_shows_in_the_room(web):
+    d, alice, bob = web["driver"], web["alice"], web["bob"]
+    alice.call("rooms.create", {"name": "filesroom", "members": [fp(bob)]})
+    accept([bob], "filesroom")
+    wait_until(lambda: joined_names(alice, "filesroom") == ["alice", "bob"], timeout=20, what="bob joined")
+    room_id = room(alice, "filesroom")["id"]
+    src = make_file(web["cluster"].dir, "for-the-room.txt", 300)
+    tid = bob.call("files.send", {"to": "#filesroom", "path": str(src), "caption": "for all"})["transfers"][0]["id"]
+    open_conv(d, f"room:{room_id}")
+    info = wait_for(d, lambda d: line_info(d, tid), what="the room's file shown in the room")
+    assert info["name"] == "for-the-room.txt" and info["caption"] == "for all" and "Accept" in info["buttons"]
+    assert d.execute_script(
+        "return document.querySelector(`#messages li[data-transfer=\"${arguments[0]}\"] .author`).textContent", tid) == "bob"
+    # Not in the direct conversation with bob.
+    open_conv(d, f"peer:{fp(bob)}")
+    assert line_info(d, tid) is None
 
 
 def test_a_thumbnail_that_is_not_an_image_is_not_shown(web):

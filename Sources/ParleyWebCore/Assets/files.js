@@ -83,7 +83,6 @@ export function renderTransfer(t, { actions, thumbnail, inRoom }) {
     who ? el("div", { class: "author", text: who }) : null,
     thumbnail ? el("img", { class: "thumb", src: thumbnail, alt: `preview of ${t.name}` }) : null,
     el("div", { class: "file-head" },
-      el("span", { class: "file-icon", "aria-hidden": "true", text: "📎" }),
       el("span", { class: "file-name", text: t.name }),
       el("span", { class: "file-size", text: formatBytes(t.size) })),
     el("div", { class: "file-state", text: stateText(t) }),
