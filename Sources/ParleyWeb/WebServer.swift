@@ -39,7 +39,8 @@ public final class WebServer: Sendable {
     public init(options: Options) {
         self.options = options
         staging = Result { () throws(WebUploadError) in
-            try WebUploadStaging(root: try WebUploadStaging.defaultRoot(environment: ProcessInfo.processInfo.environment))
+            try WebUploadStaging(
+                root: try WebUploadStaging.defaultRoot(environment: ProcessInfo.processInfo.environment))
         }
     }
 

@@ -56,7 +56,8 @@ final class WebUploadStaging: Sendable {
         var st = stat()
         guard lstat(root, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, st.st_uid == geteuid(), st.st_mode & 0o077 == 0
         else {
-            throw .stagingFailed("\(root) must be a directory of yours that only you can enter: fix it with chmod 700 \(root)")
+            throw .stagingFailed(
+                "\(root) must be a directory of yours that only you can enter: fix it with chmod 700 \(root)")
         }
         adoptLeftovers()
     }
@@ -99,7 +100,8 @@ final class WebUploadStaging: Sendable {
     func begin(_ upload: WebUploadRequest, nowMs: Int64) -> Result<Ticket, WebUploadError> {
         var fs = statvfs()
         guard statvfs(root, &fs) == 0 else {
-            return .failure(.stagingFailed("cannot read the free space of \(root): \(String(cString: strerror(errno)))"))
+            return .failure(
+                .stagingFailed("cannot read the free space of \(root): \(String(cString: strerror(errno)))"))
         }
         let free = Int64(fs.f_bavail) * Int64(fs.f_frsize)
         // 64 random bits (libsodium): a name no one can guess or make collide.
@@ -128,7 +130,9 @@ final class WebUploadStaging: Sendable {
     func write<Body: AsyncSequence>(_ body: Body, size: Int64, to ticket: Ticket) async throws(WebUploadError)
     where Body.Element == ByteBuffer {
         let fd = open(ticket.file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .stagingFailed("cannot create the staged file: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw .stagingFailed("cannot create the staged file: \(String(cString: strerror(errno)))")
+        }
         defer { close(fd) }
         var received: Int64 = 0
         do {

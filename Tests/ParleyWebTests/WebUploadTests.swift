@@ -27,7 +27,8 @@ final class WebUploadTests: XCTestCase {
         XCTAssertEqual(WebUploadName.sanitize("a\u{0}b\nc\u{1B}[31md\u{7F}e\u{85}.txt"), "abc[31mde.txt")
         XCTAssertEqual(WebUploadName.sanitize("photo\u{202E}gnp.exe"), "photognp.exe")
         XCTAssertEqual(WebUploadName.sanitize("zero\u{200B}width\u{FEFF}\u{2066}.png"), "zerowidth.png")
-        XCTAssertEqual(WebUploadName.sanitize("<img src=x onerror=alert(1)>.png"), "<img src=x onerror=alert(1)>.png",
+        XCTAssertEqual(
+            WebUploadName.sanitize("<img src=x onerror=alert(1)>.png"), "<img src=x onerror=alert(1)>.png",
             "HTML is the page's business (shown as text), not the file system's")
     }
 
@@ -72,7 +73,8 @@ final class WebUploadTests: XCTestCase {
         XCTAssertNotNil(refusal("to=bob&name=a%00b", 1))
         let caption = String(repeating: "c", count: WebLimits.maxUploadCaptionBytes + 1)
         XCTAssertNotNil(refusal(Substring("to=bob&name=a&caption=\(caption)"), 1))
-        XCTAssertNotNil(refusal(Substring("to=bob&name=" + String(repeating: "a", count: WebLimits.maxUploadQueryBytes)), 1))
+        XCTAssertNotNil(
+            refusal(Substring("to=bob&name=" + String(repeating: "a", count: WebLimits.maxUploadQueryBytes)), 1))
     }
 
     func testAdmissionChecksEveryLimit() {
@@ -83,15 +85,20 @@ final class WebUploadTests: XCTestCase {
                 size: 10, activeUploads: WebLimits.maxConcurrentUploads, stagedBytes: 0, freeBytes: 10 * gib),
             .tooManyUploads)
         XCTAssertEqual(
-            WebUploadAdmission.check(size: gib, activeUploads: 0, stagedBytes: WebLimits.maxStagingBytes - gib + 1, freeBytes: 100 * gib),
+            WebUploadAdmission.check(
+                size: gib, activeUploads: 0, stagedBytes: WebLimits.maxStagingBytes - gib + 1, freeBytes: 100 * gib),
             .stagingFull(staged: WebLimits.maxStagingBytes - gib + 1))
         XCTAssertNil(
-            WebUploadAdmission.check(size: gib, activeUploads: 0, stagedBytes: WebLimits.maxStagingBytes - gib, freeBytes: 100 * gib))
+            WebUploadAdmission.check(
+                size: gib, activeUploads: 0, stagedBytes: WebLimits.maxStagingBytes - gib, freeBytes: 100 * gib))
         let free = WebLimits.minFreeBytesAfterUpload + 99
-        XCTAssertEqual(WebUploadAdmission.check(size: 100, activeUploads: 0, stagedBytes: 0, freeBytes: free), .diskFull(free: free))
+        XCTAssertEqual(
+            WebUploadAdmission.check(size: 100, activeUploads: 0, stagedBytes: 0, freeBytes: free),
+            .diskFull(free: free))
         XCTAssertNil(WebUploadAdmission.check(size: 99, activeUploads: 0, stagedBytes: 0, freeBytes: free))
         XCTAssertEqual(
-            WebUploadAdmission.check(size: gib + 1, activeUploads: 0, stagedBytes: 0, freeBytes: 100 * gib), .tooLarge(size: gib + 1))
+            WebUploadAdmission.check(size: gib + 1, activeUploads: 0, stagedBytes: 0, freeBytes: 100 * gib),
+            .tooLarge(size: gib + 1))
     }
 
     func testEveryErrorHasAStatusAndASentenceThatSaysWhatToDo() {
@@ -117,8 +124,10 @@ final class WebUploadTests: XCTestCase {
     let good = WebSecret.random()
     var cookie: Substring { Substring("\(WebCookie.name)=\(good.text)") }
 
-    func decide(method: String = "POST", path: Substring = "/upload", origin: Substring?, cookie: Substring?,
-        fetchSite: Substring? = "same-origin") -> WebRequestDecision {
+    func decide(
+        method: String = "POST", path: Substring = "/upload", origin: Substring?, cookie: Substring?,
+        fetchSite: Substring? = "same-origin"
+    ) -> WebRequestDecision {
         WebRequestGuard.decide(
             WebRequestFacts(
                 method: method, path: path, query: "to=bob&name=a", host: "127.0.0.1:43210", origin: origin,
@@ -132,7 +141,8 @@ final class WebUploadTests: XCTestCase {
         XCTAssertEqual(decide(origin: ours, cookie: cookie), .upload(query: "to=bob&name=a"))
         XCTAssertEqual(decide(origin: ours, cookie: nil), .refuse(.notSignedIn), "another local user: no cookie")
         XCTAssertEqual(
-            decide(origin: ours, cookie: Substring("\(WebCookie.name)=\(WebSecret.random().text)")), .refuse(.notSignedIn))
+            decide(origin: ours, cookie: Substring("\(WebCookie.name)=\(WebSecret.random().text)")),
+            .refuse(.notSignedIn))
         XCTAssertEqual(decide(origin: "http://evil.example", cookie: cookie), .refuse(.crossSite), "CSRF")
         XCTAssertEqual(decide(origin: "null", cookie: cookie), .refuse(.crossSite))
         XCTAssertEqual(decide(origin: nil, cookie: cookie), .refuse(.crossSite), "no Origin: not our page")
@@ -161,14 +171,16 @@ final class WebUploadTests: XCTestCase {
         let (e, now) = entry(ageSeconds: 10, ids: ["a", "b"])
         for final in ["completed", "failed", "cancelled", "rejected"] {
             XCTAssertEqual(
-                WebStagingCleanup.decide(e, states: ["a": final, "b": "completed"], nowMs: now), .remove(.transfersEnded))
+                WebStagingCleanup.decide(e, states: ["a": final, "b": "completed"], nowMs: now),
+                .remove(.transfersEnded))
         }
         XCTAssertEqual(WebStagingCleanup.decide(e, states: ["a": "completed", "b": "transferring"], nowMs: now), .keep)
         XCTAssertEqual(WebStagingCleanup.decide(e, states: ["a": "offered", "b": "completed"], nowMs: now), .keep)
         XCTAssertEqual(WebStagingCleanup.decide(e, states: ["a": "completed"], nowMs: now), .keep, "b not asked")
         XCTAssertEqual(WebStagingCleanup.decide(e, states: [:], nowMs: now), .keep, "daemon unreachable")
         XCTAssertEqual(
-            WebStagingCleanup.decide(e, states: ["a": String?.none, "b": String?.none], nowMs: now), .remove(.transfersEnded),
+            WebStagingCleanup.decide(e, states: ["a": String?.none, "b": String?.none], nowMs: now),
+            .remove(.transfersEnded),
             "forgotten by the daemon")
     }
 
@@ -179,9 +191,11 @@ final class WebUploadTests: XCTestCase {
             XCTAssertEqual(WebStagingCleanup.decide(e, states: ["a": "transferring"], nowMs: now), .remove(.tooOld))
         }
         let (running, now) = entry(ageSeconds: WebLimits.orphanGraceSeconds + 10, ids: nil, uploading: true)
-        XCTAssertEqual(WebStagingCleanup.decide(running, states: [:], nowMs: now), .keep, "a slow upload is not an orphan")
+        XCTAssertEqual(
+            WebStagingCleanup.decide(running, states: [:], nowMs: now), .keep, "a slow upload is not an orphan")
         let (young, _) = entry(ageSeconds: 5, ids: nil)
-        XCTAssertEqual(WebStagingCleanup.decide(young, states: [:], nowMs: now), .keep, "maybe another parley web's upload")
+        XCTAssertEqual(
+            WebStagingCleanup.decide(young, states: [:], nowMs: now), .keep, "maybe another parley web's upload")
         let (orphan, _) = entry(ageSeconds: WebLimits.orphanGraceSeconds + 1, ids: nil)
         XCTAssertEqual(WebStagingCleanup.decide(orphan, states: [:], nowMs: now), .remove(.orphan))
     }

@@ -12,6 +12,7 @@ import base64
 import http.client
 import json
 import os
+import pwd
 import re
 import subprocess
 import time
@@ -349,6 +350,21 @@ def test_an_upload_without_the_cookie_or_from_another_site_is_refused_and_writes
         status, body = post_upload(web, query, b"x" * 100, headers)
         assert status in (403, 421), (headers, status, body)
     assert staged_files(web) == before
+    # Really another user (root in CI): refused, and the staged copies are not theirs to read.
+    try:
+        other = pwd.getpwnam("nobody")
+    except KeyError:
+        other = None
+    if other and os.getuid() == 0:
+        code = (f"import urllib.request,urllib.error\n"
+                f"r = urllib.request.Request('http://127.0.0.1:{web['port']}/upload?{query}', data=b'x' * 100,"
+                f" headers={{'Origin': '{our_origin(web)}'}})\n"
+                f"try:\n urllib.request.urlopen(r)\n print(200)\nexcept urllib.error.HTTPError as e:\n print(e.code)\n"
+                f"import os\ntry:\n os.listdir({str(web['staging'])!r})\n print('listed')\nexcept PermissionError:\n print('denied')")
+        r = subprocess.run(["setpriv", f"--reuid={other.pw_uid}", f"--regid={other.pw_gid}", "--clear-groups",
+                            "/usr/bin/python3", "-c", code], capture_output=True, text=True, timeout=20)
+        assert r.stdout.split() == ["403", "denied"], r
+        assert staged_files(web) == before
     # Control: the same request with the cookie and our origin is taken.
     status, body = post_upload(web, query, b"x" * 100, {"Cookie": cookie, "Origin": our_origin(web)})
     assert status == 200, body
