@@ -16,7 +16,9 @@ struct FilesCommand: ParsableCommand {
             others wait for `parley files accept ID` (or `parley get ID`). IDs: any unique start of 4 or \
             more hex digits, as listed.
             """,
-        subcommands: [FilesList.self, FilesAccept.self, FilesReject.self, FilesCancel.self, FilesOpenDir.self],
+        subcommands: [
+            FilesList.self, FilesAccept.self, FilesReject.self, FilesCancel.self, FilesOpenDir.self, FilesHash.self
+        ],
         defaultSubcommand: FilesList.self)
 }
 
