@@ -87,25 +87,10 @@ public final class WebServer: Sendable {
             },
             logger: logger
         )
-        let janitor = Task { await server.sweepStagingUntilCancelled() }
-        defer { janitor.cancel() }
-        try await app.runService()
-    }
-
-    /// Removes staged uploads whose transfers ended (or that are too old), checking every
-    /// `WebLimits.stagingSweepIntervalMilliseconds` while any are staged.
-    func sweepStagingUntilCancelled() async {
-        guard case .success(let staging) = staging else { return }
-        while !Task.isCancelled {
-            if !staging.isEmpty {
-                let ids = staging.transferIDsToCheck
-                let states =
-                    ids.isEmpty
-                    ? [:] : await WebDaemonCall.states(of: ids, socketPath: options.controlSocketPath)
-                staging.sweep(states: states, nowMs: Self.wallClockMs())
-            }
-            try? await Task.sleep(for: .milliseconds(WebLimits.stagingSweepIntervalMilliseconds))
+        if case .success(let staging) = staging {
+            WebStagingJanitor(staging: staging, socketPath: options.controlSocketPath).start()
         }
+        try await app.runService()
     }
 
     static func wallClockMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
@@ -198,6 +183,14 @@ public final class WebServer: Sendable {
             return uploadRefusal(error)
         case .success(let transfers):
             staging.sent(ticket, transferIDs: transfers.map(\.id))
+            // The transfers may have ended before they were recorded (a small file to a
+            // peer that accepts at once): their events are past, so look once now.
+            let ids = transfers.map(\.id)
+            let socketPath = options.controlSocketPath
+            Task {
+                let states = await WebDaemonCall.states(of: ids, socketPath: socketPath)
+                staging.sweep(states: states, nowMs: Self.wallClockMs())
+            }
             var headers = Self.baseHeaders()
             headers[.contentType] = "application/json"
             let body = (try? JSONEncoder().encode(FilesSendResult(transfers: transfers))) ?? Data("{}".utf8)

@@ -71,9 +71,14 @@ public enum WebLimits {
     /// `parley web` of the same user is never taken for a leftover.
     public static let orphanGraceSeconds: Int64 = 3600
 
-    /// How often staged files are checked against their transfers' states while there are
-    /// any: a finished transfer's copy is gone within this.
-    public static let stagingSweepIntervalMilliseconds = 1_000
+    /// Staged files are checked when a `file.*` event says a transfer ended; without one,
+    /// this often anyway: it applies the age bound, and catches an end the watcher missed
+    /// while it reconnected. Rare, so an idle `parley web` does not wake the daemon.
+    public static let stagingSweepIntervalSeconds: Int64 = 600
+
+    /// The staging watcher's wait before it connects again when the daemon went away (a
+    /// restart takes about this long).
+    public static let stagingReconnectSeconds = 2
 
     /// The uploaded file's name (after sanitizing, in UTF-8 bytes): a file system's limit is
     /// 255; some room is left for the daemon's " (1)" on a name clash at the receiver.

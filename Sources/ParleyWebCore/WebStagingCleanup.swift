@@ -1,3 +1,5 @@
+import ParleyControlProtocol
+
 /// When a staged upload (a copy the daemon reads in place while it sends) is deleted.
 /// Pure: the entry's facts, its transfers' states as the daemon reports them, and the time
 /// are given. `WebUploadStaging` in ParleyWeb asks this for every entry on each sweep.
@@ -32,6 +34,11 @@ public enum WebStagingCleanup {
         /// No transfer was ever made for it and it is past `WebLimits.orphanGraceSeconds`.
         case orphan
     }
+
+    /// The events after which a sweep may find something to remove: a transfer ended.
+    public static let sweepingEvents: Set<String> = [
+        ControlEvent.fileCompleted, ControlEvent.fileFailed, ControlEvent.fileCancelled
+    ]
 
     /// The transfer states in which the daemon no longer reads the file.
     public static let finalStates: Set<String> = ["completed", "rejected", "cancelled", "failed"]

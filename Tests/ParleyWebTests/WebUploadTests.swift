@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import ParleyControlProtocol
 import XCTest
 
 @testable import ParleyWeb
@@ -182,6 +183,13 @@ final class WebUploadTests: XCTestCase {
             WebStagingCleanup.decide(e, states: ["a": String?.none, "b": String?.none], nowMs: now),
             .remove(.transfersEnded),
             "forgotten by the daemon")
+    }
+
+    func testOnlyEventsThatEndATransferWakeTheSweep() {
+        XCTAssertEqual(WebStagingCleanup.sweepingEvents, ["file.completed", "file.failed", "file.cancelled"])
+        for event in WebStagingCleanup.sweepingEvents {
+            XCTAssertTrue(ControlEvent.all.contains(event), event)
+        }
     }
 
     func testAgeBoundsEverything() {
