@@ -273,6 +273,24 @@ def test_a_file_sent_from_the_page_arrives_byte_identical(web):
     assert not logs, logs
 
 
+def test_a_file_too_large_for_the_page_is_refused_before_it_is_read(web):
+    d, bob = web["driver"], web["bob"]
+    open_conv(d, f"peer:{fp(bob)}")
+    big = web["cluster"].dir / "huge.iso"
+    with open(big, "wb") as f:
+        f.truncate((1 << 30) + 1)  # sparse: instant, and the page never reads it
+    before = staged_files(web)
+    d.find_element(By.ID, "file-input").send_keys(str(big))
+    text = wait_for(d, lambda d: d.execute_script(
+        "const e = document.querySelector('#attachments .upload.error'); return e && !e.closest('[hidden]') ? e.textContent : null"),
+        what="the error under the messages")
+    assert "huge.iso" in text and "too large" in text and "parley send" in text, text
+    assert not d.execute_script("return document.getElementById('dialog').open")
+    assert staged_files(web) == before
+    d.execute_script("document.querySelector('#attachments .upload.error button').click()")
+    wait_for(d, lambda d: d.execute_script("return document.getElementById('attachments').hidden"), what="dismissed")
+
+
 def test_a_file_sent_to_a_room_shows_in_the_room(web):
     d, alice, bob = web["driver"], web["alice"], web["bob"]
     alice.call("rooms.create", {"name": "filesroom", "members": [fp(bob)]})
