@@ -86,6 +86,8 @@ let usage = """
                               corrupt     chunk 1 wrong every time
                               bigger      chunk 0 longer than the chunk size
                               lying-hash  every chunk matches its hash, the whole-file hash is wrong
+                              garbage-thumbnail  an "image/jpeg" offer whose thumbnail is 32 KiB
+                                          of random bytes (neither JPEG nor PNG)
                             print "offered ID", "want FROM" for each want, then "end OUTCOME
                             TEXT" or "closed"
     """

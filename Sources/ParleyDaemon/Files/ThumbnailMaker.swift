@@ -1,0 +1,203 @@
+import Foundation
+import NIOCore
+import ParleyNodeCore
+
+/// Makes the thumbnail of a picture the user sends (issue 18): `vipsheader` then
+/// `vipsthumbnail` in a child process (`ThumbnailSandbox`: rlimits, bubblewrap where it
+/// works), off the event loop, at most `ThumbnailLimits.concurrent` at a time, each offer
+/// waiting at most `ThumbnailLimits.timeout` from the moment it asked. Any failure is an
+/// offer without a thumbnail, never a failed send. Only the sender runs this, and only on
+/// the user's own outgoing file; a receiver never decodes a thumbnail.
+final class ThumbnailMaker: @unchecked Sendable {
+    enum Outcome: Sendable {
+        case made([UInt8])
+        /// Why there is none, for a debug line.
+        case none(String)
+    }
+
+    /// The daemon's maker, from parleyd's PATH at first use (a PATH without `vipsthumbnail`
+    /// turns thumbnails off).
+    static let shared = ThumbnailMaker(sandbox: ThumbnailSandbox.find(path: ProcessInfo.processInfo.environment["PATH"]))
+
+    private let queue: OperationQueue
+    private let lock = NSLock()
+    /// Nil: no tools. Its `bwrap` is cleared by the first probe if bubblewrap does not work.
+    private var sandbox: ThumbnailSandbox?
+    private var probed = false
+    /// Said once in the log: thumbnails run without bubblewrap, or not at all.
+    private var announcement: String?
+
+    init(sandbox: ThumbnailSandbox?) {
+        self.sandbox = sandbox
+        queue = OperationQueue()
+        queue.name = "parleyd.thumbnails"
+        queue.maxConcurrentOperationCount = ThumbnailLimits.concurrent
+        if sandbox == nil {
+            announcement = "no thumbnails for pictures sent: vipsthumbnail, vipsheader or prlimit is not on PATH"
+        }
+    }
+
+    /// The note to log once (nil after it was taken).
+    func takeAnnouncement() -> String? {
+        lock.withLock {
+            defer { announcement = nil }
+            return announcement
+        }
+    }
+
+    /// The thumbnail of the file at `path` (already resolved, the user's own), on `loop`.
+    func make(path: String, on loop: EventLoop) -> EventLoopFuture<Outcome> {
+        let promise = loop.makePromise(of: Outcome.self)
+        let deadline = ContinuousClock.now + ThumbnailLimits.timeout
+        queue.addOperation { [self] in
+            promise.succeed(run(path: path, deadline: deadline))
+        }
+        return promise.futureResult
+    }
+
+    private func run(path: String, deadline: ContinuousClock.Instant) -> Outcome {
+        guard ContinuousClock.now < deadline else { return .none("waited too long behind other pictures") }
+        guard let sandbox = probe(deadline: deadline) else { return .none("no thumbnail tools") }
+        if sandbox.bwrap == nil, path.contains("[") {
+            // Without bubblewrap the real name reaches libvips, which reads `name[options]`.
+            return .none("a file name with '[' is not given to libvips outside bubblewrap")
+        }
+        let header = ChildRun.run(sandbox.headerCommand(input: path), deadline: deadline, maxOutput: ThumbnailLimits.maxHeaderBytes)
+        guard header.status == 0, !header.killed else { return .none("vipsheader: \(header.summary)") }
+        guard let (w, h) = ThumbnailPolicy.dimensions(fromHeaderLine: String(decoding: header.output, as: UTF8.self))
+        else { return .none("vipsheader printed no dimensions") }
+        guard ThumbnailPolicy.mayDecode(width: w, height: h) else {
+            return .none("\(w)x\(h) pixels is over the \(ThumbnailLimits.maxSourcePixels) decoded for a thumbnail")
+        }
+        for quality in ThumbnailLimits.qualities {
+            let r = ChildRun.run(
+                sandbox.thumbnailCommand(input: path, quality: quality), deadline: deadline,
+                maxOutput: ThumbnailLimits.maxOutputBytes)
+            if r.overflowed { continue }  // over the bound: the lower quality, or none
+            guard r.status == 0, !r.killed else { return .none("vipsthumbnail: \(r.summary)") }
+            switch ThumbnailPolicy.judge(output: r.output) {
+            case .use: return .made(r.output)
+            case .notJPEG: return .none("vipsthumbnail's output is not a JPEG")
+            case .tooLarge: continue
+            }
+        }
+        return .none("the thumbnail is over \(FileLimits.maxThumbnailBytes) bytes even at the lower quality")
+    }
+
+    /// The sandbox, after checking once that bubblewrap works here.
+    private func probe(deadline: ContinuousClock.Instant) -> ThumbnailSandbox? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard var s = sandbox else { return nil }
+        guard !probed else { return s }
+        probed = true
+        if s.bwrap != nil {
+            let r = ChildRun.run(
+                s.command(tool: s.vipsheader, input: nil) { _ in ["--version"] }, deadline: deadline,
+                maxOutput: ThumbnailLimits.maxHeaderBytes)
+            if r.status != 0 || r.killed {
+                s.bwrap = nil
+                announcement = "bubblewrap (bwrap) does not work here (\(r.summary)): thumbnails are made with rlimits only"
+            }
+        } else {
+            announcement = "bubblewrap (bwrap) is not installed under /usr: thumbnails are made with rlimits only"
+        }
+        sandbox = s
+        return s
+    }
+}
+
+/// One child process, bounded: stdin /dev/null, the environment `ThumbnailSandbox.environment`
+/// only, stdout read up to a bound (more kills it), stderr kept up to a bound and drained,
+/// killed with SIGKILL at the deadline.
+struct ChildRun {
+    var status: Int32 = -1
+    var killed = false
+    /// It wrote more than the bound (and was killed for it).
+    var overflowed = false
+    var output: [UInt8] = []
+    var errorText = ""
+
+    var summary: String {
+        killed ? "killed (timeout or too much output)" : "exit \(status) \(errorText)".trimmingCharacters(in: .whitespaces)
+    }
+
+    static func run(_ command: (String, [String]), deadline: ContinuousClock.Instant, maxOutput: Int) -> ChildRun {
+        var result = ChildRun()
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: command.0)
+        p.arguments = command.1
+        p.environment = ThumbnailSandbox.environment
+        p.currentDirectoryURL = URL(fileURLWithPath: "/")
+        let out = Pipe()
+        let err = Pipe()
+        p.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+        p.standardOutput = out
+        p.standardError = err
+        do { try p.run() } catch {
+            result.errorText = "cannot start: \(error)"
+            return result
+        }
+        let state = KillSwitch(pid: p.processIdentifier)
+        let remaining = deadline - ContinuousClock.now
+        let ms = max(0, Int(remaining.components.seconds * 1_000 + remaining.components.attoseconds / 1_000_000_000_000_000))
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(ms)) { state.kill() }
+        // stderr on another thread so a child filling it cannot block on a full pipe.
+        let errorBytes = ErrorCollector()
+        let group = DispatchGroup()
+        DispatchQueue.global().async(group: group) {
+            errorBytes.bytes = Self.readBounded(err.fileHandleForReading.fileDescriptor, max: ThumbnailLimits.maxErrorBytes, drain: true)
+        }
+        let bytes = readBounded(out.fileHandleForReading.fileDescriptor, max: maxOutput, drain: false)
+        if bytes.count >= maxOutput {
+            result.overflowed = true
+            state.kill()
+        }
+        p.waitUntilExit()
+        state.exited()
+        group.wait()
+        try? out.fileHandleForReading.close()
+        try? err.fileHandleForReading.close()
+        result.status = p.terminationReason == .exit ? p.terminationStatus : -1
+        result.killed = state.didKill
+        result.output = bytes
+        result.errorText = String(decoding: errorBytes.bytes, as: UTF8.self).filter { !$0.isNewline && $0.isASCII }
+        return result
+    }
+
+    /// Reads up to `max` bytes (stopping there unless `drain`, which reads on to EOF and
+    /// throws the rest away).
+    static func readBounded(_ fd: Int32, max: Int, drain: Bool) -> [UInt8] {
+        var kept: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let n = buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            if kept.count < max { kept += buf[0..<min(n, max - kept.count)] }
+            if kept.count >= max && !drain { break }
+        }
+        return kept
+    }
+}
+
+/// Kills the child at most once, and never after it was reaped (its pid may be reused).
+private final class KillSwitch: @unchecked Sendable {
+    private let lock = NSLock()
+    private let pid: Int32
+    private var done = false
+    private(set) var didKill = false
+    init(pid: Int32) { self.pid = pid }
+    func kill() {
+        lock.withLock {
+            guard !done, !didKill else { return }
+            didKill = true
+            _ = Glibc.kill(pid, SIGKILL)
+        }
+    }
+    func exited() { lock.withLock { done = true } }
+}
+
+private final class ErrorCollector: @unchecked Sendable {
+    var bytes: [UInt8] = []
+}
