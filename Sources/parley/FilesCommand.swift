@@ -18,7 +18,7 @@ struct FilesCommand: ParsableCommand {
             """,
         subcommands: [
             FilesList.self, FilesAccept.self, FilesReject.self, FilesCancel.self, FilesOpenDir.self,
-            FilesThumbnail.self,
+            FilesThumbnail.self
         ],
         defaultSubcommand: FilesList.self)
 }

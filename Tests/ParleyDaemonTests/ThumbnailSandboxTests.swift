@@ -20,11 +20,13 @@ final class ThumbnailSandboxTests: XCTestCase {
             Array(args[..<dashes]),
             [
                 "--cpu=\(ThumbnailLimits.cpuSeconds)", "--as=\(ThumbnailLimits.addressSpaceBytes)",
-                "--fsize=\(ThumbnailLimits.fileSizeBytes)", "--nofile=\(ThumbnailLimits.openFiles)", "--core=0",
+                "--fsize=\(ThumbnailLimits.fileSizeBytes)", "--nofile=\(ThumbnailLimits.openFiles)", "--core=0"
             ])
         XCTAssertEqual(args[dashes + 1], "/usr/bin/bwrap")
         let bwrap = Array(args[(dashes + 2)...])
-        for flag in ["--unshare-all", "--die-with-parent", "--new-session"] { XCTAssertTrue(bwrap.contains(flag), flag) }
+        for flag in ["--unshare-all", "--die-with-parent", "--new-session"] {
+            XCTAssertTrue(bwrap.contains(flag), flag)
+        }
         XCTAssertTrue(bwrap.contains(["--cap-drop", "ALL"]))
         XCTAssertTrue(bwrap.contains(["--ro-bind", "/usr", "/usr"]))
         XCTAssertTrue(bwrap.contains(["--symlink", "usr/lib", "/lib"]))
@@ -36,7 +38,8 @@ final class ThumbnailSandboxTests: XCTestCase {
         XCTAssertEqual(bwrap.filter { $0 == "--ro-bind" || $0 == "--ro-bind-try" }.count, 4)
         let tool = try! XCTUnwrap(bwrap.lastIndex(of: "--"))
         XCTAssertEqual(
-            Array(bwrap[(tool + 1)...]), ["/usr/bin/vipsthumbnail", "/input", "--size", "160x160", "-o", ".jpg[Q=70,strip]"])
+            Array(bwrap[(tool + 1)...]),
+            ["/usr/bin/vipsthumbnail", "/input", "--size", "160x160", "-o", ".jpg[Q=70,strip]"])
     }
 
     func testWithoutBubblewrapTheToolRunsUnderRlimitsOnTheRealPath() {
@@ -52,7 +55,9 @@ final class ThumbnailSandboxTests: XCTestCase {
         XCTAssertEqual(ThumbnailSandbox.environment["VIPS_CONCURRENCY"], "1")
         XCTAssertEqual(ThumbnailSandbox.environment["VIPS_BLOCK_UNTRUSTED"], "1")
         XCTAssertNil(ThumbnailSandbox.environment["HOME"])
-        XCTAssertEqual(Set(ThumbnailSandbox.environment.keys).subtracting(["PATH", "LANG"]).allSatisfy { $0.hasPrefix("VIPS_") }, true)
+        XCTAssertEqual(
+            Set(ThumbnailSandbox.environment.keys).subtracting(["PATH", "LANG"]).allSatisfy { $0.hasPrefix("VIPS_") },
+            true)
     }
 
     func testMissingToolsMeanNoThumbnails() {
@@ -116,5 +121,24 @@ final class ThumbnailSandboxTests: XCTestCase {
             maxOutput: 4_096)
         let text = String(decoding: net.output, as: UTF8.self)
         XCTAssertFalse(text.contains("eth"), text)
+    }
+}
+
+/// The child inherits no descriptor of parleyd's (its database, sockets, keys): only
+/// stdin, stdout and stderr, even for a descriptor opened without O_CLOEXEC.
+final class ThumbnailChildDescriptorTests: XCTestCase {
+    func testTheChildInheritsOnlyItsThreeStandardDescriptors() {
+        // No O_CLOEXEC, on purpose; at a number ls would not take for its own directory.
+        let opened = open("/etc/hostname", O_RDONLY)
+        let leaky = dup2(opened, 77)
+        close(opened)
+        XCTAssertEqual(leaky, 77)
+        defer { close(leaky) }
+        let r = ChildRun.run(("/bin/ls", ["/proc/self/fd"]), deadline: .now + .seconds(10), maxOutput: 4_096)
+        XCTAssertEqual(r.status, 0)
+        let fds = String(decoding: r.output, as: UTF8.self).split(separator: "\n").compactMap { Int($0) }
+        // 0, 1, 2 and the one ls opened to read the directory.
+        XCTAssertFalse(fds.contains(Int(leaky)), "\(fds)")
+        XCTAssertLessThanOrEqual(fds.count, 4, "\(fds)")
     }
 }

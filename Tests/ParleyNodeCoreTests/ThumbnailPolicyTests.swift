@@ -35,7 +35,7 @@ final class ThumbnailPolicyTests: XCTestCase {
         for line in [
             "", "\n", "garbage", "/input: uchar, 3 bands", "/input: x480 uchar", "/input: 640x uchar",
             "/input: 640x480x3", "/input: -640x480", "/input: ６４０x480",
-            "/input: 99999999999999999999999x1 uchar", String(repeating: "a", count: ThumbnailLimits.maxHeaderBytes + 1),
+            "/input: 99999999999999999999999x1 uchar", String(repeating: "a", count: ThumbnailLimits.maxHeaderBytes + 1)
         ] {
             let d = ThumbnailPolicy.dimensions(fromHeaderLine: line)
             XCTAssertTrue(d == nil || !ThumbnailPolicy.mayDecode(width: d!.width, height: d!.height), line)
@@ -73,7 +73,7 @@ final class ThumbnailPolicyTests: XCTestCase {
         XCTAssertEqual(ThumbnailImageType.png.mediaType, "image/png")
         for bytes: [UInt8] in [
             [], [0xFF], [0xFF, 0xD8], [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A], Array("GIF89a".utf8),
-            Array("<svg xmlns=".utf8), Array("RIFF\0\0\0\0WEBP".utf8), [0x00, 0xFF, 0xD8, 0xFF],
+            Array("<svg xmlns=".utf8), Array("RIFF\0\0\0\0WEBP".utf8), [0x00, 0xFF, 0xD8, 0xFF]
         ] {
             XCTAssertNil(ThumbnailImageType.sniff(bytes), "\(bytes)")
         }

@@ -93,7 +93,7 @@ enum ControlCall: Sendable {
             ControlRoute.route(FilesRejectParams.self, ControlCall.filesReject),
             ControlRoute.route(FilesCancelParams.self, ControlCall.filesCancel),
             ControlRoute.route(DoctorReportParams.self, ControlCall.doctorReport),
-            ControlRoute.route(FilesThumbnailParams.self, ControlCall.filesThumbnail),
+            ControlRoute.route(FilesThumbnailParams.self, ControlCall.filesThumbnail)
         ].map { ($0.method, $0) })
 
     /// Looks the method up and decodes its params: `methodNotFound` for an unknown method,

@@ -17,7 +17,8 @@ final class ThumbnailMaker: @unchecked Sendable {
 
     /// The daemon's maker, from parleyd's PATH at first use (a PATH without `vipsthumbnail`
     /// turns thumbnails off).
-    static let shared = ThumbnailMaker(sandbox: ThumbnailSandbox.find(path: ProcessInfo.processInfo.environment["PATH"]))
+    static let shared = ThumbnailMaker(
+        sandbox: ThumbnailSandbox.find(path: ProcessInfo.processInfo.environment["PATH"]))
 
     private let queue: OperationQueue
     private let lock = NSLock()
@@ -62,7 +63,8 @@ final class ThumbnailMaker: @unchecked Sendable {
             // Without bubblewrap the real name reaches libvips, which reads `name[options]`.
             return .none("a file name with '[' is not given to libvips outside bubblewrap")
         }
-        let header = ChildRun.run(sandbox.headerCommand(input: path), deadline: deadline, maxOutput: ThumbnailLimits.maxHeaderBytes)
+        let header = ChildRun.run(
+            sandbox.headerCommand(input: path), deadline: deadline, maxOutput: ThumbnailLimits.maxHeaderBytes)
         guard header.status == 0, !header.killed else { return .none("vipsheader: \(header.summary)") }
         guard let (w, h) = ThumbnailPolicy.dimensions(fromHeaderLine: String(decoding: header.output, as: UTF8.self))
         else { return .none("vipsheader printed no dimensions") }
@@ -97,7 +99,8 @@ final class ThumbnailMaker: @unchecked Sendable {
                 maxOutput: ThumbnailLimits.maxHeaderBytes)
             if r.status != 0 || r.killed {
                 s.bwrap = nil
-                announcement = "bubblewrap (bwrap) does not work here (\(r.summary)): thumbnails are made with rlimits only"
+                announcement =
+                    "bubblewrap (bwrap) does not work here (\(r.summary)): thumbnails are made with rlimits only"
             }
         } else {
             announcement = "bubblewrap (bwrap) is not installed under /usr: thumbnails are made with rlimits only"
@@ -119,7 +122,8 @@ struct ChildRun {
     var errorText = ""
 
     var summary: String {
-        killed ? "killed (timeout or too much output)" : "exit \(status) \(errorText)".trimmingCharacters(in: .whitespaces)
+        killed
+            ? "killed (timeout or too much output)" : "exit \(status) \(errorText)".trimmingCharacters(in: .whitespaces)
     }
 
     static func run(_ command: (String, [String]), deadline: ContinuousClock.Instant, maxOutput: Int) -> ChildRun {
@@ -140,13 +144,15 @@ struct ChildRun {
         }
         let state = KillSwitch(pid: p.processIdentifier)
         let remaining = deadline - ContinuousClock.now
-        let ms = max(0, Int(remaining.components.seconds * 1_000 + remaining.components.attoseconds / 1_000_000_000_000_000))
+        let ms = max(
+            0, Int(remaining.components.seconds * 1_000 + remaining.components.attoseconds / 1_000_000_000_000_000))
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(ms)) { state.kill() }
         // stderr on another thread so a child filling it cannot block on a full pipe.
         let errorBytes = ErrorCollector()
         let group = DispatchGroup()
         DispatchQueue.global().async(group: group) {
-            errorBytes.bytes = Self.readBounded(err.fileHandleForReading.fileDescriptor, max: ThumbnailLimits.maxErrorBytes, drain: true)
+            errorBytes.bytes = Self.readBounded(
+                err.fileHandleForReading.fileDescriptor, max: ThumbnailLimits.maxErrorBytes, drain: true)
         }
         let bytes = readBounded(out.fileHandleForReading.fileDescriptor, max: maxOutput, drain: false)
         if bytes.count >= maxOutput {

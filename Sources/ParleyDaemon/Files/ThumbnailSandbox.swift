@@ -40,14 +40,14 @@ struct ThumbnailSandbox: Sendable, Equatable {
         "VIPS_CONCURRENCY": "1",
         "VIPS_DISC_THRESHOLD": "4g",
         "VIPS_BLOCK_UNTRUSTED": "1",
-        "VIPS_WARNING": "0",
+        "VIPS_WARNING": "0"
     ]
 
     /// The rlimits, as `prlimit` options (RLIMIT_CPU, AS, FSIZE, NOFILE, CORE).
     static var rlimitArguments: [String] {
         [
             "--cpu=\(ThumbnailLimits.cpuSeconds)", "--as=\(ThumbnailLimits.addressSpaceBytes)",
-            "--fsize=\(ThumbnailLimits.fileSizeBytes)", "--nofile=\(ThumbnailLimits.openFiles)", "--core=0",
+            "--fsize=\(ThumbnailLimits.fileSizeBytes)", "--nofile=\(ThumbnailLimits.openFiles)", "--core=0"
         ]
     }
 
@@ -55,7 +55,7 @@ struct ThumbnailSandbox: Sendable, Equatable {
     func bwrapArguments(input: String?) -> [String] {
         var a = [
             "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--ro-bind", "/usr", "/usr",
+            "--ro-bind", "/usr", "/usr"
         ]
         for link in rootLinks {
             if let target = link.symlinkTarget {
