@@ -134,11 +134,17 @@ final class ThumbnailChildDescriptorTests: XCTestCase {
         close(opened)
         XCTAssertEqual(leaky, 77)
         defer { close(leaky) }
-        let r = ChildRun.run(("/bin/ls", ["/proc/self/fd"]), deadline: .now + .seconds(10), maxOutput: 4_096)
+        let r = ChildRun.run(("/usr/bin/find", ["/proc/self/fd", "-mindepth", "1", "-printf", "%f %l\\n"]), deadline: .now + .seconds(10), maxOutput: 4_096)
         XCTAssertEqual(r.status, 0)
-        let fds = String(decoding: r.output, as: UTF8.self).split(separator: "\n").compactMap { Int($0) }
-        // 0, 1, 2 and the one ls opened to read the directory.
-        XCTAssertFalse(fds.contains(Int(leaky)), "\(fds)")
-        XCTAssertLessThanOrEqual(fds.count, 4, "\(fds)")
+        let text = String(decoding: r.output, as: UTF8.self)
+        let fds = text.split(separator: "\n").compactMap { Int($0.split(separator: " ").first ?? "") }
+        // 0, 1, 2 and the ones find opened itself: the directory it reads, its working directory.
+        XCTAssertFalse(fds.contains(Int(leaky)), text)
+        XCTAssertEqual(Array(fds.prefix(3)), [0, 1, 2], text)
+        XCTAssertTrue(text.contains("0 /dev/null"), text)
+        for line in text.split(separator: "\n").dropFirst(3) {
+            let cwd = " " + FileManager.default.currentDirectoryPath
+            XCTAssertTrue(line.contains(" /proc/") || line.hasSuffix(" /") || line.hasSuffix(cwd), "inherited: \(line)")
+        }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import ParleyCore
 import ParleyNodeCore
 
 /// Makes the thumbnail of a picture the user sends (issue 18): `vipsheader` then
@@ -128,21 +129,31 @@ struct ChildRun {
 
     static func run(_ command: (String, [String]), deadline: ContinuousClock.Instant, maxOutput: Int) -> ChildRun {
         var result = ChildRun()
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: command.0)
-        p.arguments = command.1
-        p.environment = ThumbnailSandbox.environment
-        p.currentDirectoryURL = URL(fileURLWithPath: "/")
-        let out = Pipe()
-        let err = Pipe()
-        p.standardInput = FileHandle(forReadingAtPath: "/dev/null")
-        p.standardOutput = out
-        p.standardError = err
-        do { try p.run() } catch {
-            result.errorText = "cannot start: \(error)"
+        var outPipe: [Int32] = [-1, -1]
+        var errPipe: [Int32] = [-1, -1]
+        guard Self.pipeCloseOnExec(&outPipe) else {
+            result.errorText = "cannot make a pipe"
             return result
         }
-        let state = KillSwitch(pid: p.processIdentifier)
+        guard Self.pipeCloseOnExec(&errPipe) else {
+            close(outPipe[0])
+            close(outPipe[1])
+            result.errorText = "cannot make a pipe"
+            return result
+        }
+        let spawned = ChildSpawn.spawn(command.0, command.1, environment: ThumbnailSandbox.environment,
+            stdout: outPipe[1], stderr: errPipe[1])
+        close(outPipe[1])
+        close(errPipe[1])
+        defer {
+            close(outPipe[0])
+            close(errPipe[0])
+        }
+        guard let pid = spawned else {
+            result.errorText = "cannot start \(command.0): \(String(cString: strerror(errno)))"
+            return result
+        }
+        let state = KillSwitch(pid: pid)
         let remaining = deadline - ContinuousClock.now
         let ms = max(
             0, Int(remaining.components.seconds * 1_000 + remaining.components.attoseconds / 1_000_000_000_000_000))
@@ -150,25 +161,33 @@ struct ChildRun {
         // stderr on another thread so a child filling it cannot block on a full pipe.
         let errorBytes = ErrorCollector()
         let group = DispatchGroup()
+        let errFD = errPipe[0]
         DispatchQueue.global().async(group: group) {
-            errorBytes.bytes = Self.readBounded(
-                err.fileHandleForReading.fileDescriptor, max: ThumbnailLimits.maxErrorBytes, drain: true)
+            errorBytes.bytes = Self.readBounded(errFD, max: ThumbnailLimits.maxErrorBytes, drain: true)
         }
-        let bytes = readBounded(out.fileHandleForReading.fileDescriptor, max: maxOutput, drain: false)
+        let bytes = readBounded(outPipe[0], max: maxOutput, drain: false)
         if bytes.count >= maxOutput {
             result.overflowed = true
             state.kill()
         }
-        p.waitUntilExit()
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         state.exited()
         group.wait()
-        try? out.fileHandleForReading.close()
-        try? err.fileHandleForReading.close()
-        result.status = p.terminationReason == .exit ? p.terminationStatus : -1
+        // Exited normally: the low 7 bits are 0 and the code is in the next byte.
+        result.status = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : -1
         result.killed = state.didKill
         result.output = bytes
         result.errorText = String(decoding: errorBytes.bytes, as: UTF8.self).filter { !$0.isNewline && $0.isASCII }
         return result
+    }
+
+    /// A pipe whose ends another child (the notify hook's) does not inherit; `pipe2` is not
+    /// in Swift's Glibc module, so the flag is set right after.
+    static func pipeCloseOnExec(_ fds: inout [Int32]) -> Bool {
+        guard pipe(&fds) == 0 else { return false }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        return true
     }
 
     /// Reads up to `max` bytes (stopping there unless `drain`, which reads on to EOF and
@@ -184,6 +203,53 @@ struct ChildRun {
             if kept.count >= max && !drain { break }
         }
         return kept
+    }
+}
+
+/// `posix_spawn` with stdin `/dev/null`, the two pipes as stdout and stderr, and every
+/// other descriptor closed in the child (`posix_spawn_file_actions_addclosefrom_np`, glibc
+/// 2.34, looked up at run time because Swift's Glibc module does not declare it; without it,
+/// each descriptor open now is closed by name): a descriptor of parleyd's opened without
+/// O_CLOEXEC (a library's) must not reach a decoder of hostile bytes. Foundation's
+/// `Process` leaves such descriptors open in the child.
+enum ChildSpawn {
+    private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    private static let closeFrom: CloseFrom? = {
+        guard let f = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
+        else { return nil }
+        return unsafeBitCast(f, to: CloseFrom.self)
+    }()
+
+    static func spawn(
+        _ program: String, _ arguments: [String], environment: [String: String], stdout: Int32, stderr: Int32
+    ) -> pid_t? {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, stdout, 1)
+        posix_spawn_file_actions_adddup2(&actions, stderr, 2)
+        if let closeFrom {
+            _ = closeFrom(&actions, 3)
+        } else {
+            let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+            for fd in open.compactMap({ Int32($0) }) where fd > 2 {
+                posix_spawn_file_actions_addclose(&actions, fd)
+            }
+        }
+        let argv = ([program] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, program, &actions, nil, argv, envp)
+        guard rc == 0 else {
+            errno = rc
+            return nil
+        }
+        return pid
     }
 }
 
