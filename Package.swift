@@ -84,7 +84,7 @@ let package = Package(
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
         ]),
         .executableTarget(name: "parley", dependencies: [
-            "ParleyControlProtocol", "ParleyWeb",
+            "ParleyControlProtocol", "ParleyCore", "ParleyWeb",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 

@@ -5,6 +5,7 @@ import HummingbirdWebSocket
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import ParleyControlProtocol
 import ParleyWebCore
 
 /// `parley web`'s HTTP and WebSocket server on 127.0.0.1: the driver of the pure decisions
@@ -32,9 +33,15 @@ public final class WebServer: Sendable {
 
     let options: Options
     let state = NIOLockedValueBox(State())
+    /// Where uploads are staged, or why uploads cannot work (chat still does).
+    let staging: Result<WebUploadStaging, WebUploadError>
 
     public init(options: Options) {
         self.options = options
+        staging = Result { () throws(WebUploadError) in
+            try WebUploadStaging(
+                root: try WebUploadStaging.defaultRoot(environment: ProcessInfo.processInfo.environment))
+        }
     }
 
     /// A new one-time launch token (for a URL to print or to open).
@@ -59,7 +66,7 @@ public final class WebServer: Sendable {
         let server = self
         let app = Application(
             responder: CallbackResponder<BasicRequestContext> { request, _ in
-                server.respond(to: request)
+                await server.respond(to: request)
             },
             server: .http1WebSocketUpgrade(
                 configuration: .init(
@@ -80,8 +87,13 @@ public final class WebServer: Sendable {
             },
             logger: logger
         )
+        if case .success(let staging) = staging {
+            WebStagingJanitor(staging: staging, socketPath: options.controlSocketPath).start()
+        }
         try await app.runService()
     }
+
+    static func wallClockMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     // MARK: HTTP
 
@@ -110,8 +122,10 @@ public final class WebServer: Sendable {
         }
     }
 
-    func respond(to request: Request) -> Response {
+    func respond(to request: Request) async -> Response {
         switch decide(facts(request.head, isUpgrade: false)) {
+        case .upload(let query):
+            return await upload(request, query: query)
         case .redeem(let token):
             guard let session = state.withLockedValue({ $0.sessions.redeem(launchToken: token, now: WebClock.now()) })
             else { return refusal(.linkUsedOrExpired) }
@@ -136,6 +150,73 @@ public final class WebServer: Sendable {
         case .refuse(let why):
             return refusal(why)
         }
+    }
+
+    /// `POST /upload`: checks the limits before reading the body, streams it to a staged
+    /// file, offers it with `files.send`, answers `{transfers: [...]}` or
+    /// `{error: {status, message}}`. Every failure removes what was staged.
+    func upload(_ request: Request, query: Substring?) async -> Response {
+        guard case .success(let staging) = staging else {
+            if case .failure(let error) = staging { return uploadRefusal(error) }
+            return uploadRefusal(.stagingFailed("no staging directory"))
+        }
+        let length = request.headers[.contentLength].flatMap { Int64($0) }
+        let upload: WebUploadRequest
+        switch WebUploadRequest.parse(query: query, contentLength: length) {
+        case .failure(let error): return uploadRefusal(error)
+        case .success(let parsed): upload = parsed
+        }
+        let ticket: WebUploadStaging.Ticket
+        switch staging.begin(upload, nowMs: Self.wallClockMs()) {
+        case .failure(let error): return uploadRefusal(error)
+        case .success(let admitted): ticket = admitted
+        }
+        do {
+            try await staging.write(request.body, size: upload.size, to: ticket)
+        } catch {
+            staging.abandon(ticket)
+            return uploadRefusal(error)
+        }
+        switch await WebDaemonCall.send(path: ticket.file, upload: upload, socketPath: options.controlSocketPath) {
+        case .failure(let error):
+            staging.abandon(ticket)
+            return uploadRefusal(error)
+        case .success(let transfers):
+            staging.sent(ticket, transferIDs: transfers.map(\.id))
+            // The transfers may have ended before they were recorded (a small file to a
+            // peer that accepts at once): their events are past, so look once now.
+            let ids = transfers.map(\.id)
+            let socketPath = options.controlSocketPath
+            Task {
+                let states = await WebDaemonCall.states(of: ids, socketPath: socketPath)
+                staging.sweep(states: states, nowMs: Self.wallClockMs())
+            }
+            var headers = Self.baseHeaders()
+            headers[.contentType] = "application/json"
+            let body = (try? JSONEncoder().encode(FilesSendResult(transfers: transfers))) ?? Data("{}".utf8)
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+        }
+    }
+
+    /// The refusal as JSON for the page. `Connection: close`: a body not read (refused
+    /// before it) is not drained, the connection just ends.
+    func uploadRefusal(_ error: WebUploadError) -> Response {
+        var headers = Self.baseHeaders()
+        headers[.contentType] = "application/json"
+        headers[.connection] = "close"
+        struct Refusal: Encodable {
+            struct Detail: Encodable {
+                var status: Int
+                var message: String
+            }
+            var error: Detail
+        }
+        let body =
+            (try? JSONEncoder().encode(Refusal(error: .init(status: error.status, message: error.message))))
+            ?? Data()
+        return Response(
+            status: HTTPResponse.Status(code: error.status), headers: headers,
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
     }
 
     static let signedInPage = """

@@ -40,4 +40,56 @@ public enum WebLimits {
     /// Request headers, all together: the page's requests carry one cookie and a few short
     /// headers; the library's default (80 KiB) is far more than they need.
     public static let maxRequestHeaderBytes = 16 * 1024
+
+    // MARK: Attachments uploaded from the page (`POST /upload`, WebUpload*)
+
+    /// One uploaded file. A browser holds nothing back (the file streams to disk), so this
+    /// bounds the disk a page, or a script in it, can fill with one request; files larger
+    /// than this are sent with `parley send --attach`, which reads them in place.
+    public static let maxUploadBytes = 1 << 30
+
+    /// Uploads in progress at once. A person drops a few files; each holds an open file and
+    /// a connection, and the disk's bandwidth is shared, so more would only be slower.
+    public static let maxConcurrentUploads = 2
+
+    /// Bytes held in the staging directory at once (files waiting for their transfer to
+    /// end, plus uploads in progress, counted at their declared size). Staged files are
+    /// copies: this bounds what the page can keep on the person's disk in all.
+    public static let maxStagingBytes: Int64 = 4 << 30
+
+    /// Free space that must remain on the staging file system after an upload: a full
+    /// home directory breaks everything else the person runs.
+    public static let minFreeBytesAfterUpload: Int64 = 512 << 20
+
+    /// A staged file whose transfer has not ended after this long is deleted anyway (its
+    /// transfer then fails: "the source file changed"). A file to a peer who stays away
+    /// waits this long; a forgotten one does not hold the disk for ever.
+    public static let maxStagedAgeSeconds: Int64 = 7 * 24 * 3600
+
+    /// A staging entry with no transfer (an upload cut off, `files.send` refused, a crash)
+    /// is deleted once it is this old: long enough that an upload still running in another
+    /// `parley web` of the same user is never taken for a leftover.
+    public static let orphanGraceSeconds: Int64 = 3600
+
+    /// Staged files are checked when a `file.*` event says a transfer ended; without one,
+    /// this often anyway: it applies the age bound, and catches an end the watcher missed
+    /// while it reconnected. Rare, so an idle `parley web` does not wake the daemon.
+    public static let stagingSweepIntervalSeconds: Int64 = 600
+
+    /// The staging watcher's wait before it connects again when the daemon went away (a
+    /// restart takes about this long).
+    public static let stagingReconnectSeconds = 2
+
+    /// The uploaded file's name (after sanitizing, in UTF-8 bytes): a file system's limit is
+    /// 255; some room is left for the daemon's " (1)" on a name clash at the receiver.
+    public static let maxUploadNameBytes = 200
+
+    /// The caption sent with an upload. It travels percent-encoded in the request's URL,
+    /// which must fit `maxRequestHeaderBytes` with the cookie; 1 KiB is a long caption (the
+    /// daemon would take 4 KiB, `parley send --attach` can send those).
+    public static let maxUploadCaptionBytes = 1_024
+
+    /// The upload's query string (`to`, `name`, `caption`, percent-encoded: up to 3 bytes
+    /// per byte of text; the name as the browser gives it may be longer than what is kept).
+    public static let maxUploadQueryBytes = 3 * (maxUploadCaptionBytes + 4 * 255 + 256)
 }

@@ -14,7 +14,18 @@ import ParleyControlProtocol
 ///   person, with `parley trust replace`.
 /// - `peers.connect`: makes the daemon dial any address a script chooses (scanning the LAN
 ///   from a browser tab).
+/// - `files.send`: takes any path the daemon can read; a script could send the person's
+///   `~/.ssh/id_ed25519` to a peer. The page sends files by uploading them
+///   (`POST /upload`), and the server calls `files.send` with the staged copy's path only.
+///   The other `files.*` methods act on transfers that exist (accept, reject, cancel, list,
+///   a thumbnail's bytes); accepting saves into the daemon's download directory under a
+///   sanitized name, never where a script says.
 public enum WebMethodPolicy {
+    /// `files.thumbnail` (issue 18's thumbnails, `FilesThumbnailParams`): named here until
+    /// `ControlMethod.filesThumbnail` is on this branch; the daemon answers `methodNotFound`
+    /// before then, and the page then shows no thumbnail.
+    public static let filesThumbnail = "files.thumbnail"
+
     public static let allowed: Set<String> = [
         ControlMethod.nodeStatus, ControlMethod.nodeWhoami, ControlMethod.nodeSetStatus,
         ControlMethod.peersList, ControlMethod.peersNickname,
@@ -26,7 +37,9 @@ public enum WebMethodPolicy {
         ControlMethod.trustBlock, ControlMethod.trustUnblock,
         ControlMethod.roomsList, ControlMethod.roomsCreate, ControlMethod.roomsAdd, ControlMethod.roomsRemove,
         ControlMethod.roomsLeave, ControlMethod.roomsAccept, ControlMethod.roomsDecline,
-        ControlMethod.roomsSetRole, ControlMethod.roomsRename, ControlMethod.roomsSetPolicy
+        ControlMethod.roomsSetRole, ControlMethod.roomsRename, ControlMethod.roomsSetPolicy,
+        ControlMethod.filesList, ControlMethod.filesAccept, ControlMethod.filesReject, ControlMethod.filesCancel,
+        filesThumbnail
     ]
 
     public static func isAllowed(_ method: String) -> Bool { allowed.contains(method) }

@@ -38,6 +38,8 @@ public enum WebRequestDecision: Sendable, Equatable {
     case serve(WebAsset)
     /// Upgrade to the WebSocket relay.
     case upgrade
+    /// `POST /upload?…`: stage the body and offer it (`WebUploadRequest`, `WebUploadStaging`).
+    case upload(query: Substring?)
     case refuse(WebRefusal)
 }
 
@@ -74,7 +76,8 @@ public enum WebRefusal: Sendable, Equatable {
             return
                 "This link was already used or has expired (each works once, for 10 minutes). Run `parley web` again for a new one."
         case .methodNotAllowed:
-            return "Only GET is served here; everything else goes over the page's WebSocket."
+            return
+                "Only GET is served here (and POST to /upload from the page); everything else goes over the page's WebSocket."
         case .notFound:
             return "Not found."
         case .tooManyWebSockets:
@@ -86,6 +89,7 @@ public enum WebRefusal: Sendable, Equatable {
 public enum WebRequestGuard {
     public static let loginPath = "/login"
     public static let webSocketPath = "/ws"
+    public static let uploadPath = "/upload"
 
     /// Decides. `isSession` says whether a cookie value is a live session.
     public static func decide(
@@ -96,9 +100,14 @@ public enum WebRequestGuard {
         if let origin = request.origin, !WebOriginCheck.isAllowedOrigin(origin, port: port) {
             return .refuse(.crossSite)
         }
-        // GET and HEAD only: nothing here changes state over HTTP (the login only swaps a
-        // one-time token for a cookie in this process's memory).
-        guard request.method == "GET" || request.method == "HEAD" else { return .refuse(.methodNotAllowed) }
+        // GET and HEAD only, but for the upload: nothing else here changes state over HTTP
+        // (the login only swaps a one-time token for a cookie in this process's memory).
+        let isUpload = request.path == Substring(uploadPath)
+        if isUpload {
+            guard request.method == "POST" else { return .refuse(.methodNotAllowed) }
+        } else {
+            guard request.method == "GET" || request.method == "HEAD" else { return .refuse(.methodNotAllowed) }
+        }
 
         if request.path == Substring(loginPath) {
             // The sign-in link is opened from outside: the terminal, or the open file
@@ -118,6 +127,13 @@ public enum WebRequestGuard {
             } ?? false
         guard signedIn else { return .refuse(.notSignedIn) }
 
+        if isUpload {
+            // A POST is what another site's form can make a browser send (with no cookie,
+            // thanks to SameSite=Strict, but the Origin check does not rely on that): the
+            // page's own fetch always carries our Origin, so a missing one is refused too.
+            guard request.origin != nil else { return .refuse(.crossSite) }
+            return .upload(query: request.query)
+        }
         if request.path == Substring(webSocketPath) {
             // A WebSocket must say where it comes from: browsers always send Origin on an
             // upgrade, so a missing one is not a browser of ours.

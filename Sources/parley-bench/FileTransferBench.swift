@@ -51,6 +51,7 @@ struct FileTransferBench {
         let idle = try chat.latency(count: scale.latencyMessages)
 
         let t0 = Clock.nowNs()
+        let cpuBefore = (Self.cpuSeconds(a.pid), Self.cpuSeconds(b.pid))
         let sent = try a.call("files.send", params: "{\"to\":\"\(b.name)\",\"path\":\"\(source)\"}")
         guard let id = ((sent["transfers"] as? [[String: Any]])?.first)?["id"] as? String else {
             throw BenchError.protocolError("files.send: \(sent)")
@@ -75,6 +76,8 @@ struct FileTransferBench {
             }
             Clock.sleep(milliseconds: 50)
         }
+        let cpuSender = Self.cpuSeconds(a.pid) - cpuBefore.0
+        let cpuReceiver = Self.cpuSeconds(b.pid) - cpuBefore.1
         let seconds = Double(ended - hashed) / 1e9
         let mbps = state == "completed" ? Double(size) / seconds / 1e6 : 0
         let ceiling = min(aead64k > 0 ? aead64k : .infinity, disk)
@@ -93,6 +96,13 @@ struct FileTransferBench {
                 referenceName: "the same pair idle (row 3's measure)", goal: .ratioAtMost(Self.latencyGoalRatio),
                 note: "p99 \(fmt(busy.samples.p99 / 1000)) µs vs idle \(fmt(idle.samples.p99 / 1000)) µs; "
                     + (chatDuring ? "all samples taken while the file moved" : "the file ended before the chat run")),
+            BenchRow(
+                id: "10d", measure: "Daemons' CPU time per MiB of file, sender / receiver", unit: "ms",
+                parley: cpuSender * 1000 / Double(size >> 20), reference: cpuReceiver * 1000 / Double(size >> 20),
+                referenceName: "receiver", goal: .none,
+                note: "user + system time of every thread of each daemon from files.send to completed (the "
+                    + "sender's hashing and 10b's chat included); kernel work the daemons cause on other "
+                    + "threads (writeback) is not counted. Less sensitive to other load than 10a's wall clock"),
             BenchRow(
                 id: "10c", measure: "Peak RSS during the transfer, sender / receiver", unit: "MiB",
                 parley: Double(peakA) / 1024, reference: Double(peakB) / 1024, referenceName: "receiver",
@@ -199,6 +209,17 @@ struct FileTransferBench {
         }
         fdatasync(fd)
         return Double(size) / (Double(Clock.nowNs() - t0) / 1e9) / 1e6
+    }
+
+    /// User + system CPU time of every thread of `pid` so far (/proc/PID/stat fields 14, 15).
+    static func cpuSeconds(_ pid: Int32) -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
+        else { return 0 }
+        // Fields after the command name (which may hold spaces), from field 3 on.
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     static func rssKiB(_ pid: Int32) -> Int {

@@ -17,7 +17,7 @@ struct FilesCommand: ParsableCommand {
             more hex digits, as listed.
             """,
         subcommands: [
-            FilesList.self, FilesAccept.self, FilesReject.self, FilesCancel.self, FilesOpenDir.self,
+            FilesList.self, FilesAccept.self, FilesReject.self, FilesCancel.self, FilesOpenDir.self, FilesHash.self,
             FilesThumbnail.self
         ],
         defaultSubcommand: FilesList.self)

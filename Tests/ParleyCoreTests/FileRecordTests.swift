@@ -30,7 +30,7 @@ final class FileRecordTests: XCTestCase {
             .file(
                 .offer(
                     FileOffer(
-                        transfer: t, size: 0, chunkSize: 65_536, contentHash: FileHash.of([]),
+                        transfer: t, size: 0, chunkSize: 65_536, contentHash: FileHash.listHash([]),
                         listHash: FileHash.listHash([]),
                         name: "empty"))),
             .file(.want(t, from: 5, needList: true)), .file(.want(t, from: 0, needList: false)),
@@ -179,5 +179,37 @@ final class FileRecordTests: XCTestCase {
         XCTAssertEqual(FileName.numbered("report.pdf", 1), "report (1).pdf")
         XCTAssertEqual(FileName.numbered("archive", 2), "archive (2)")
         XCTAssertEqual(FileName.numbered("report.pdf", 0), "report.pdf")
+    }
+
+    // MARK: The file's hash
+
+    /// The file's hash is the hash of its chunk hashes (docs/PROTOCOL.md "Files"): the same
+    /// value from `ofFile` whatever the reader hands back per call, and not BLAKE2b of the
+    /// whole file (which an older Parley sent, and `hashViolation` refuses).
+    func testTheFileHashIsTheHashOfTheChunkHashList() throws {
+        let data = (0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let chunks = stride(from: 0, to: data.count, by: 4_096).map { Array(data[$0..<min($0 + 4_096, data.count)]) }
+        let expected = FileHash.listHash(chunks.map { FileHash.of($0) })
+        // A reader that returns at most 1,000 bytes per call: the loop must fill each chunk.
+        let tree = try XCTUnwrap(
+            FileHash.ofFile(size: UInt64(data.count), chunkSize: 4_096) { buffer, offset in
+                let n = min(buffer.count, 1_000, data.count - Int(offset))
+                for i in 0..<n { buffer[i] = data[Int(offset) + i] }
+                return n
+            })
+        XCTAssertEqual(tree.fileHash, expected)
+        XCTAssertEqual(tree.chunkHashes.count, 3)
+        XCTAssertNotEqual(tree.fileHash, FileHash.of(data))
+        // A file that ends early (the reader returns 0) has no hash.
+        XCTAssertNil(FileHash.ofFile(size: 20_000, chunkSize: 4_096) { _, offset in offset < 10_000 ? 1 : 0 })
+        XCTAssertEqual(FileHash.ofFile(size: 0, chunkSize: 4_096) { _, _ in 0 }?.fileHash, FileHash.listHash([]))
+    }
+
+    func testAnOfferWhoseFileHashIsNotItsListHashIsRefused() {
+        var o = offer()
+        XCTAssertNotNil(o.hashViolation)
+        XCTAssertTrue(o.hashViolation?.contains("update") == true)
+        o.contentHash = o.listHash
+        XCTAssertNil(o.hashViolation)
     }
 }

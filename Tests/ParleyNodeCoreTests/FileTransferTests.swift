@@ -14,7 +14,7 @@ final class FileTransferTests: XCTestCase {
         let hashes = chunks.map { FileHash.of($0) }
         let offer = FileOffer(
             transfer: .random(), size: UInt64(count * chunkSize + 100), chunkSize: UInt32(chunkSize),
-            contentHash: FileHash.of(chunks.flatMap { $0 }), listHash: FileHash.listHash(hashes), name: "f")
+            contentHash: FileHash.listHash(hashes), listHash: FileHash.listHash(hashes), name: "f")
         return (offer, chunks, hashes)
     }
 
@@ -132,7 +132,7 @@ final class FileTransferTests: XCTestCase {
 
     func testAnEmptyFileFinishesAtOnce() {
         let offer = FileOffer(
-            transfer: .random(), size: 0, chunkSize: 65_536, contentHash: FileHash.of([]),
+            transfer: .random(), size: 0, chunkSize: 65_536, contentHash: FileHash.listHash([]),
             listHash: FileHash.listHash([]), name: "empty")
         var t = IncomingTransfer(offer: offer)
         XCTAssertEqual(t.start(), [.finish])

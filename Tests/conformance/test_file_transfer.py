@@ -27,15 +27,19 @@ def chunks_of(data: bytes, size: int):
     return [data[i:i + size] for i in range(0, len(data), size)]
 
 
+def file_hash(data: bytes, chunk_size: int) -> bytes:
+    """The file's hash (contentHash, equal to listHash): BLAKE2b-256 of its chunk hashes."""
+    return blake(b"".join(blake(c) for c in chunks_of(data, chunk_size)))
+
+
 def file_session(address, identity, card):
     return Session.established(address, identity, card=card,
                                extra_fields=[(FEATURES_FIELD, struct.pack(">I", FILES_BIT))])
 
 
 def offer_record(transfer, data, chunk_size, name, media_type=b"", caption=b"", thumbnail=b"", room=bytes(16)):
-    hashes = [blake(c) for c in chunks_of(data, chunk_size)]
-    return record(FILE_OFFER, transfer + struct.pack(">QI", len(data), chunk_size) + blake(data)
-                  + blake(b"".join(hashes)) + room + struct.pack(">H", len(name)) + name
+    return record(FILE_OFFER, transfer + struct.pack(">QI", len(data), chunk_size) + file_hash(data, chunk_size)
+                  + file_hash(data, chunk_size) + room + struct.pack(">H", len(name)) + name
                   + bytes([len(media_type)]) + media_type + struct.pack(">H", len(caption)) + caption
                   + struct.pack(">H", len(thumbnail)) + thumbnail)
 
@@ -104,7 +108,7 @@ def test_a_file_sent_to_parleyd_is_accepted_verified_and_saved(daemon):
     # A stranger's file waits for the local user.
     t = wait_until(lambda: listed(daemon, transfer.hex()), what="the offer listed")
     assert (t["direction"], t["state"], t["name"], t["size"]) == ("in", "offered", "conformance.bin", len(data))
-    assert t["contentHash"] == blake(data).hex()
+    assert t["contentHash"] == file_hash(data, chunk_size).hex()
     daemon.call("files.accept", {"id": transfer.hex()})
 
     got = []
@@ -163,7 +167,7 @@ def test_a_file_from_parleyd_is_received_and_resumed_after_a_cut(daemon, workdir
     assert o["transfer"].hex() == tid
     assert (o["size"], o["name"], o["caption"], o["room"]) == (len(data), b"from-parleyd.bin", b"for python", bytes(16))
     assert o["chunkSize"] & (o["chunkSize"] - 1) == 0 and 4096 <= o["chunkSize"] <= 65536
-    assert o["contentHash"] == blake(data)
+    assert o["contentHash"] == o["listHash"] == file_hash(data, o["chunkSize"])
     count = -(-o["size"] // o["chunkSize"])
     transfer = o["transfer"]
 
@@ -203,7 +207,7 @@ def test_a_file_from_parleyd_is_received_and_resumed_after_a_cut(daemon, workdir
                 if index % CHECKPOINT == CHECKPOINT - 1:
                     s.send_records(have(transfer, index + 1))
     whole = b"".join(chunks[i] for i in range(count))
-    assert blake(whole) == o["contentHash"] and whole == data
+    assert file_hash(whole, o["chunkSize"]) == o["contentHash"] and whole == data
     s.send_records(have(transfer, count), end(transfer, COMPLETED))
     done = wait_until(lambda: (x := listed(daemon, tid)) and x["state"] == "completed" and x,
                       what="completed at the sender")

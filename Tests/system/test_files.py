@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from parley_harness import wait_until
+from parley_harness import PARLEY, wait_until
 from test_everyday import pair
 from test_rooms import accept, mesh
 
@@ -232,6 +232,13 @@ def test_verified_peer_small_file_is_auto_accepted_and_cli_waits(cluster):
     assert digest(t["path"]) == digest(src)
     listing = bob.cli("files").stdout
     assert "photo.png" in listing and "completed" in listing
+    # Both sides show the file's hash, and `parley files hash` computes it from the bytes
+    # alone (no daemon): what two people compare out of band.
+    [out_t] = [t for t in transfers(alice) if t["direction"] == "out"]
+    assert t["contentHash"] == out_t["contentHash"]
+    for path in (t["path"], str(src)):
+        out = subprocess.run([PARLEY, "files", "hash", path], capture_output=True, text=True, check=True).stdout
+        assert out.split() == [t["contentHash"], path]
     # parley get --to moves it, without replacing an existing file.
     dest = cluster.dir / "inbox"
     dest.mkdir()

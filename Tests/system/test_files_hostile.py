@@ -1,6 +1,7 @@
 """Issue 18: a hostile file sender (parley-adversary `file` mode) against a real parleyd.
 Path traversal and control characters in names, a 2^63-byte offer, corrupted chunks (re-
-fetched once, refused when repeated), a chunk bigger than offered, a lying whole-file hash:
+fetched once, refused when repeated), a chunk bigger than offered, a lying file hash, an
+offer in an older format (its file hash BLAKE2b of the whole file):
 each refused or sanitized, nothing written outside the download directory, no partial file
 left and none renamed into place unless it matched."""
 import os
@@ -101,10 +102,21 @@ def test_a_chunk_bigger_than_offered_closes_the_session(victim):
     assert victim.call("node.status")["name"] == "victim"
 
 
-def test_a_lying_whole_file_hash_is_refused_and_not_renamed(victim):
+def test_a_lying_file_hash_is_refused_and_not_renamed(victim):
     p = start_attack(victim, "lying-hash")
     accept_when_offered(victim)
     lines = outcome(p)
     assert lines[-1].startswith("end failed") and "hash" in lines[-1], lines
     assert files_dir(victim) == []
     assert incoming(victim)[0]["state"] == "failed"
+
+
+def test_an_offer_whose_file_hash_is_not_its_list_hash_is_refused_at_once(victim):
+    # An older Parley's offer: contentHash = BLAKE2b(whole file), which this receiver never
+    # computes. Refused before anything is asked or written, with the next step to take.
+    p = start_attack(victim, "old-format")
+    lines = outcome(p)
+    assert lines[-1].startswith("end failed") and "update" in lines[-1], lines
+    t = wait_until(lambda: (incoming(victim) or [None])[0], timeout=10, what="the refused offer listed")
+    assert t["state"] == "failed" and "update" in t["error"], t
+    assert files_dir(victim) == []

@@ -43,10 +43,17 @@ public func fuzzWebRelay(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         isWebSocketUpgrade: (bytes.first ?? 0) & 1 == 1)
     let decision = WebRequestGuard.decide(facts, port: port) { session.matches($0) }
     switch decision {
-    case .serve, .upgrade:
+    case .serve, .upgrade, .upload:
         precondition(WebOriginCheck.isAllowedHost(facts.host, port: port), "served to a foreign Host")
         let values = facts.cookieHeader.map(WebCookie.sessionValues(inCookieHeader:)) ?? []
         precondition(values.contains { session.matches($0) }, "served without the session cookie")
+        if case .upload(let query) = decision {
+            precondition(WebOriginCheck.isAllowedOrigin(facts.origin, port: port), "an upload from another origin")
+            // Whatever the query, parsing it never traps and never yields a path.
+            if case .success(let upload) = WebUploadRequest.parse(query: query, contentLength: 1) {
+                precondition(!upload.name.contains("/") && upload.name != ".." && !upload.name.isEmpty)
+            }
+        }
     case .redeem, .refuse:
         break
     }

@@ -1,7 +1,8 @@
 import CSodium
 
-/// BLAKE2b-256 (libsodium `crypto_generichash`, no key), the hash of the file protocol:
-/// per chunk, over the chunk hash list, and over the whole file, fed piece by piece.
+/// BLAKE2b-256 (libsodium `crypto_generichash`, no key), the hash of the file protocol: per
+/// chunk, and over the chunk hash list, whose hash is the file's hash (a two-level hash
+/// tree, docs/PROTOCOL.md "Files"), fed piece by piece.
 ///
 /// A class: libsodium's state wants 64-byte alignment (`CRYPTO_ALIGN(64)`), which a Swift
 /// stored property of the imported struct does not promise, so it lives in its own
@@ -51,6 +52,31 @@ public final class FileHash {
     }
 
     public static func of(_ bytes: [UInt8]) -> [UInt8] { bytes.withUnsafeBytes { of($0) } }
+
+    /// The file's hash (`contentHash`, which is `listHash`) of the data `read` gives: `read`
+    /// fills the buffer from the offset and returns how many bytes it wrote (0 at the end).
+    /// `parley files hash` and the sender compute the same value.
+    public static func ofFile(
+        size: UInt64, chunkSize: Int, read: (UnsafeMutableRawBufferPointer, UInt64) throws -> Int
+    ) rethrows -> (chunkHashes: [[UInt8]], fileHash: [UInt8])? {
+        var hashes: [[UInt8]] = []
+        var buffer = [UInt8](repeating: 0, count: chunkSize)
+        var offset: UInt64 = 0
+        while offset < size {
+            let length = Int(min(UInt64(chunkSize), size - offset))
+            var filled = 0
+            while filled < length {
+                let n = try buffer.withUnsafeMutableBytes {
+                    try read(UnsafeMutableRawBufferPointer(rebasing: $0[filled..<length]), offset + UInt64(filled))
+                }
+                guard n > 0 else { return nil }
+                filled += n
+            }
+            hashes.append(buffer.withUnsafeBytes { of(UnsafeRawBufferPointer(rebasing: $0[0..<length])) })
+            offset += UInt64(length)
+        }
+        return (hashes, listHash(hashes))
+    }
 
     /// `listHash`: the hash of the concatenated chunk hashes.
     public static func listHash(_ chunkHashes: [[UInt8]]) -> [UInt8] {

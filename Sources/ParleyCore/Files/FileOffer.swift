@@ -59,6 +59,15 @@ public struct FileOffer: Equatable, Sendable {
         return nil
     }
 
+    /// Why a well-formed offer's hashes cannot be taken: the file's hash (`contentHash`) is
+    /// the root of its hash tree, `listHash` (docs/PROTOCOL.md "Files"). A sender that puts
+    /// another hash there (an older Parley put BLAKE2b of the whole file) would have its
+    /// file checked against a hash the receiver never computes; refused, with the next step.
+    public var hashViolation: String? {
+        guard contentHash != listHash else { return nil }
+        return "the sender's file hash is not the hash of its chunk list (an older Parley?); update it and send again"
+    }
+
     func encoded() -> [UInt8] {
         var p = [UInt8]()
         p.append(contentsOf: transfer.bytes)

@@ -29,6 +29,9 @@ public enum FileRecord: Equatable, Sendable {
         }
     }
 
+    /// A chunk's fields before its data: transfer id (16) and index (8).
+    static let chunkHeaderLength = TransferID.length + 8
+
     /// The record's payload (without the 5-byte record header).
     func payload() -> [UInt8] {
         var p = [UInt8]()
@@ -45,7 +48,7 @@ public enum FileRecord: Equatable, Sendable {
             p.appendUInt64(first)
             for h in hashes { p.append(contentsOf: h) }
         case let .chunk(t, index, data):
-            p.reserveCapacity(24 + data.count)
+            p.reserveCapacity(Self.chunkHeaderLength + data.count)
             p.append(contentsOf: t.bytes)
             p.appendUInt64(index)
             p.append(contentsOf: data)

@@ -63,6 +63,53 @@ public struct CipherState: Sendable {
         return plaintext
     }
 
+    /// EncryptWithAd straight into `out`, which must be `plaintext.count + 16` bytes (a
+    /// socket buffer): transport messages are sealed where they will be sent, with no
+    /// ciphertext array of their own. Same rules, errors and nonce step as `encrypt`; on an
+    /// error nothing is written and the nonce is unchanged.
+    public mutating func encrypt(
+        ad: [UInt8], plaintext: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer
+    ) throws(NoiseError) {
+        guard let key else {
+            guard plaintext.count <= NoiseConstants.maxMessageLength else {
+                throw .messageTooLong(plaintext.count)
+            }
+            precondition(out.count == plaintext.count, "output must be as long as the plaintext without a key")
+            if plaintext.count > 0 { out.copyMemory(from: plaintext) }
+            return
+        }
+        let length = plaintext.count + NoiseConstants.tagLength
+        guard length <= NoiseConstants.maxMessageLength else { throw .messageTooLong(length) }
+        guard nonce != NoiseConstants.reservedNonce else { throw .nonceExhausted }
+        precondition(out.count == length, "output must be the plaintext plus the 16-byte tag")
+        Self.seal(key: key, nonce: nonce, ad: ad, plaintext: plaintext, into: out)
+        nonce += 1  // cannot overflow: nonce < UInt64.max was checked above
+    }
+
+    /// DecryptWithAd straight into `out`, which must be `ciphertext.count - 16` bytes (the
+    /// record stream's buffer). Same rules and errors as `decrypt`; the nonce advances only
+    /// when authentication succeeds, and then `out` holds the plaintext (on a failure its
+    /// contents mean nothing: the caller drops them).
+    public mutating func decrypt(
+        ad: [UInt8], ciphertext: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer
+    ) throws(NoiseError) {
+        guard ciphertext.count <= NoiseConstants.maxMessageLength else {
+            throw .messageTooLong(ciphertext.count)
+        }
+        guard let key else {
+            precondition(out.count == ciphertext.count, "output must be as long as the input without a key")
+            if ciphertext.count > 0 { out.copyMemory(from: ciphertext) }
+            return
+        }
+        guard ciphertext.count >= NoiseConstants.tagLength else { throw .messageTooShort }
+        guard nonce != NoiseConstants.reservedNonce else { throw .nonceExhausted }
+        precondition(out.count == ciphertext.count - NoiseConstants.tagLength, "output must be the input less the tag")
+        guard Self.open(key: key, nonce: nonce, ad: ad, ciphertext: ciphertext, into: out) else {
+            throw .decryptionFailed
+        }
+        nonce += 1
+    }
+
     /// Spec Rekey: k = REKEY(k), the first 32 bytes of ENCRYPT(k, 2^64-1, zerolen, zeros[32])
     /// (spec §4.2 default). The nonce is kept, as the spec says. No-op without a key.
     public mutating func rekey() {
@@ -87,42 +134,61 @@ public struct CipherState: Sendable {
 
     /// ENCRYPT(k, n, ad, plaintext) for any nonce, including the reserved one REKEY uses.
     private static func seal(key: SecretBytes, nonce: UInt64, ad: [UInt8], plaintext: [UInt8]) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: plaintext.count + NoiseConstants.tagLength)
+        // Uninitialized: the cipher writes every byte (no zero-fill pass first).
+        [UInt8](unsafeUninitializedCapacity: plaintext.count + NoiseConstants.tagLength) { o, initialized in
+            plaintext.withUnsafeBytes { p in
+                seal(key: key, nonce: nonce, ad: ad, plaintext: p, into: UnsafeMutableRawBufferPointer(o))
+            }
+            initialized = o.count
+        }
+    }
+
+    private static func seal(
+        key: SecretBytes, nonce: UInt64, ad: [UInt8], plaintext: UnsafeRawBufferPointer,
+        into out: UnsafeMutableRawBufferPointer
+    ) {
         let npub = nonceBytes(nonce)
-        out.withUnsafeMutableBufferPointer { o in
-            plaintext.withUnsafeBufferPointer { p in
-                ad.withUnsafeBufferPointer { a in
-                    npub.withUnsafeBufferPointer { np in
-                        key.withPointer { k in
-                            // Cannot fail for inputs below the library's 2^38-byte limit.
-                            _ = crypto_aead_chacha20poly1305_ietf_encrypt(
-                                o.baseAddress!, nil, p.baseAddress, UInt64(p.count),
-                                a.baseAddress, UInt64(a.count), nil, np.baseAddress!, k)
-                        }
-                    }
+        ad.withUnsafeBufferPointer { a in
+            npub.withUnsafeBufferPointer { np in
+                key.withPointer { k in
+                    // Cannot fail for inputs below the library's 2^38-byte limit.
+                    _ = crypto_aead_chacha20poly1305_ietf_encrypt(
+                        out.baseAddress!.assumingMemoryBound(to: UInt8.self), nil,
+                        plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(plaintext.count),
+                        a.baseAddress, UInt64(a.count), nil, np.baseAddress!, k)
                 }
             }
         }
-        return out
     }
 
     /// DECRYPT(k, n, ad, ciphertext); nil when authentication fails.
     private static func open(key: SecretBytes, nonce: UInt64, ad: [UInt8], ciphertext: [UInt8]) -> [UInt8]? {
-        var out = [UInt8](repeating: 0, count: ciphertext.count - NoiseConstants.tagLength)
+        var ok = false
+        let out = [UInt8](unsafeUninitializedCapacity: ciphertext.count - NoiseConstants.tagLength) { o, initialized in
+            ciphertext.withUnsafeBytes { c in
+                ok = open(key: key, nonce: nonce, ad: ad, ciphertext: c, into: UnsafeMutableRawBufferPointer(o))
+            }
+            // libsodium writes every byte (the plaintext, or zeros when authentication fails).
+            initialized = o.count
+        }
+        return ok ? out : nil
+    }
+
+    private static func open(
+        key: SecretBytes, nonce: UInt64, ad: [UInt8], ciphertext: UnsafeRawBufferPointer,
+        into out: UnsafeMutableRawBufferPointer
+    ) -> Bool {
         let npub = nonceBytes(nonce)
-        let rc = out.withUnsafeMutableBufferPointer { o in
-            ciphertext.withUnsafeBufferPointer { c in
-                ad.withUnsafeBufferPointer { a in
-                    npub.withUnsafeBufferPointer { np in
-                        key.withPointer { k in
-                            crypto_aead_chacha20poly1305_ietf_decrypt(
-                                o.baseAddress, nil, nil, c.baseAddress!, UInt64(c.count),
-                                a.baseAddress, UInt64(a.count), np.baseAddress!, k)
-                        }
-                    }
+        let rc = ad.withUnsafeBufferPointer { a in
+            npub.withUnsafeBufferPointer { np in
+                key.withPointer { k in
+                    crypto_aead_chacha20poly1305_ietf_decrypt(
+                        out.baseAddress?.assumingMemoryBound(to: UInt8.self), nil, nil,
+                        ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(ciphertext.count),
+                        a.baseAddress, UInt64(a.count), np.baseAddress!, k)
                 }
             }
         }
-        return rc == 0 ? out : nil
+        return rc == 0
     }
 }

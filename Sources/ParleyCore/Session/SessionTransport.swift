@@ -22,6 +22,32 @@ public struct SessionTransport: Sendable {
         return out
     }
 
+    /// Seals one chunk straight into `out` (`plaintext.count + 16` bytes: where the message
+    /// will be sent from), with no ciphertext array of its own.
+    public mutating func seal(_ plaintext: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer)
+        throws(NoiseError)
+    {
+        try sender.encrypt(ad: [], plaintext: plaintext, into: out)
+        messagesSent &+= 1
+        if messagesSent % WireLimits.rekeyEveryMessages == 0 { sender.rekey() }
+    }
+
+    /// Opens one transport message straight into the record stream's buffer (no plaintext
+    /// array, no second copy). A failure leaves `decoder` as it was, and means tampering,
+    /// replay or reordering: the caller must close the session.
+    public mutating func open(_ message: UnsafeRawBufferPointer, into decoder: inout RecordStreamDecoder)
+        throws(NoiseError)
+    {
+        guard message.count <= NoiseConstants.maxMessageLength else { throw .messageTooLong(message.count) }
+        guard message.count >= NoiseConstants.tagLength else { throw .messageTooShort }
+        try decoder.append(count: message.count - NoiseConstants.tagLength, placeholder: message) {
+            out throws(NoiseError) in
+            try receiver.decrypt(ad: [], ciphertext: message, into: out)
+        }
+        messagesReceived &+= 1
+        if messagesReceived % WireLimits.rekeyEveryMessages == 0 { receiver.rekey() }
+    }
+
     /// Decrypts one transport message. A failure means tampering, replay or
     /// reordering: the caller must close the session.
     public mutating func open(_ message: [UInt8]) throws(NoiseError) -> [UInt8] {

@@ -140,6 +140,14 @@ extension AppRecord {
             out.append(contentsOf: payload)
         }
         switch self {
+        case let .file(.chunk(t, index, data)):
+            // The bulk record: header and fields straight into `out`, the data copied once
+            // (no payload array of its own first). The same bytes as `FileRecord.payload`.
+            out.append(RecordType.fileChunk.rawValue)
+            out.appendUInt32(UInt32(FileRecord.chunkHeaderLength + data.count))
+            out.append(contentsOf: t.bytes)
+            out.appendUInt64(index)
+            out.append(contentsOf: data)
         case .chat(let c):
             var p = [UInt8]()
             let body = Array(c.body.utf8)
@@ -239,6 +247,23 @@ extension AppRecord {
         var out = [UInt8]()
         encode(into: &out)
         return out
+    }
+
+    /// Decodes one record's payload where it lies (in the record stream's buffer). A file
+    /// chunk, the one bulk record, is read from the slice, so its data is copied once; any
+    /// other record is decoded from a copy of its payload (small, and some keep it whole).
+    public static func decode(type: UInt8, payload: ArraySlice<UInt8>) throws(AppRecordError) -> AppRecord {
+        guard type == RecordType.fileChunk.rawValue else { return try decode(type: type, payload: Array(payload)) }
+        var r = ByteReader(payload)
+        do {
+            return .file(try FileRecord.decode(.fileChunk, &r))
+        } catch let e as ByteReader.Error {
+            throw .malformed(type: type, reason: "\(e)")
+        } catch let e as AppRecordError {
+            throw e
+        } catch {
+            throw .malformed(type: type, reason: "\(error)")
+        }
     }
 
     /// Decodes one record's payload, given its type byte.

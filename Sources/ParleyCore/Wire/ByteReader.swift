@@ -5,10 +5,16 @@ public struct ByteReader {
         case truncated(needed: Int, available: Int)
     }
 
-    private let bytes: [UInt8]
+    /// A slice, so a record can be read where it lies in the record stream's buffer (no
+    /// copy of the payload first); `offset` counts from the slice's start.
+    private let bytes: ArraySlice<UInt8>
     public private(set) var offset: Int
 
     public init(_ bytes: [UInt8], offset: Int = 0) {
+        self.init(bytes[...], offset: offset)
+    }
+
+    public init(_ bytes: ArraySlice<UInt8>, offset: Int = 0) {
         self.bytes = bytes
         self.offset = offset
     }
@@ -19,13 +25,14 @@ public struct ByteReader {
     public mutating func readBytes(_ n: Int) throws(Error) -> [UInt8] {
         guard n >= 0, n <= remaining else { throw .truncated(needed: n, available: remaining) }
         defer { offset += n }
-        return Array(bytes[offset..<offset + n])
+        let start = bytes.startIndex + offset
+        return Array(bytes[start..<start + n])
     }
 
     public mutating func readUInt8() throws(Error) -> UInt8 {
         guard remaining >= 1 else { throw .truncated(needed: 1, available: remaining) }
         defer { offset += 1 }
-        return bytes[offset]
+        return bytes[bytes.startIndex + offset]
     }
 
     public mutating func readUInt16() throws(Error) -> UInt16 {

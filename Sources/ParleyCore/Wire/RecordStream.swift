@@ -17,6 +17,27 @@ public struct RecordStreamEncoder: Sendable {
         record.encode(into: &pending)
     }
 
+    /// Capacity kept between flushes: a flush of a few file chunks (the node puts 4 per loop
+    /// turn, 256 KiB) reuses its buffer instead of growing a new one from nothing each time;
+    /// a larger burst (a long room history) gives its memory back.
+    public static let keptCapacity = 512 * 1024
+
+    /// Hands the pending plaintext to `seal` in pieces of at most
+    /// `WireLimits.maxPlaintextPerMessage` bytes, in order, each read where it lies (no copy
+    /// per piece), then empties the buffer, also when `seal` throws (the session is over).
+    public mutating func drain(_ seal: (UnsafeRawBufferPointer) throws -> Void) rethrows {
+        guard !pending.isEmpty else { return }
+        defer { pending.removeAll(keepingCapacity: pending.capacity <= Self.keptCapacity) }
+        try pending.withUnsafeBytes { all in
+            var start = 0
+            while start < all.count {
+                let end = Swift.min(start + WireLimits.maxPlaintextPerMessage, all.count)
+                try seal(UnsafeRawBufferPointer(rebasing: all[start..<end]))
+                start = end
+            }
+        }
+    }
+
     /// Plaintext chunks ready to encrypt, in order. Empties the buffer.
     public mutating func drainChunks() -> [[UInt8]] {
         guard !pending.isEmpty else { return [] }
@@ -59,6 +80,33 @@ public struct RecordStreamDecoder: Sendable {
         buffer.append(contentsOf: plaintext)
     }
 
+    /// Appends `count` bytes that `fill` writes in place over a copy of `placeholder`'s
+    /// first `count` bytes (Array has no uninitialized append; a memcpy of one message, in
+    /// cache, is the cheapest way to make room): a transport message is decrypted straight
+    /// into the buffer, with no plaintext array of its own. If `fill` throws, the buffer is
+    /// as it was.
+    public mutating func append<E: Error>(
+        count: Int, placeholder: UnsafeRawBufferPointer, _ fill: (UnsafeMutableRawBufferPointer) throws(E) -> Void
+    ) throws(E) {
+        precondition(placeholder.count >= count, "the placeholder must cover the bytes appended")
+        if readIndex > 0 && readIndex == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            readIndex = 0
+        }
+        let old = buffer.count
+        buffer.append(
+            contentsOf: UnsafeBufferPointer(
+                start: placeholder.baseAddress?.assumingMemoryBound(to: UInt8.self), count: count))
+        var failure: E?
+        buffer.withUnsafeMutableBytes { all in
+            do throws(E) { try fill(UnsafeMutableRawBufferPointer(rebasing: all[old...])) } catch { failure = error }
+        }
+        if let failure {
+            buffer.removeSubrange(old...)
+            throw failure
+        }
+    }
+
     /// The next complete record, nil if more bytes are needed.
     public mutating func next() throws(AppRecordError) -> AppRecord? {
         let available = buffer.count - readIndex
@@ -78,16 +126,23 @@ public struct RecordStreamDecoder: Sendable {
             return nil
         }
         let start = readIndex + AppRecord.headerLength
-        let payload = Array(buffer[start..<start + length])
         readIndex = start + length
         if let feature = AppRecord.RecordType(rawValue: type)?.feature, !peerFeatures.contains(feature) {
             return .unknown(type: type, length: length)
         }
-        return try AppRecord.decode(type: type, payload: payload)
+        // Decoded where it lies: the slice lives only during the decode, so the next append
+        // does not copy the buffer.
+        return try AppRecord.decode(type: type, payload: buffer[start..<start + length])
     }
 
+    /// Consumed bytes are dropped (the rest moved to the front) only once this many have
+    /// piled up, not after every record: a file chunk's record spans two transport messages,
+    /// and moving its first part after each message copied nearly every byte once more.
+    /// The buffer then holds at most this plus one record plus one message.
+    public static let compactAfterBytes = 256 * 1024
+
     private mutating func compact() {
-        if readIndex > 0 {
+        if readIndex >= Self.compactAfterBytes || (readIndex > 0 && readIndex == buffer.count) {
             buffer.removeFirst(readIndex)
             readIndex = 0
         }

@@ -89,6 +89,7 @@ extension Node {
     /// Why a well-formed offer is refused before policy: limits, room membership, flood.
     private func refusal(of offer: FileOffer, from peer: IdentityPublicKey) -> String? {
         if let problem = FileOffer.limitViolation(size: offer.size, chunkSize: offer.chunkSize) { return problem }
+        if let problem = offer.hashViolation { return problem }
         if let room = offer.room {
             let joined = ((try? store.rooms()) ?? []).first { $0.id == room.hex }?.isMember ?? false
             guard joined, isRoomMember(peer, room: room.hex) else { return "not a member of that room" }
@@ -153,10 +154,7 @@ extension Node {
                     }
                 case .finish:
                     let count = f.machine.chunkCount
-                    try writer(f, key).finish(
-                        size: UInt64(max(0, f.record.size)), count: count, expected: f.record.contentHash,
-                        name: f.record.name
-                    ) { [weak self] outcome in
+                    try writer(f, key).finish(name: f.record.name) { [weak self] outcome in
                         self?.finishedWriting(key, count: count, outcome)
                     }
                 case .fail(let reason):
@@ -207,8 +205,8 @@ extension Node {
         activeConnection(for: key.peer)?.send(.file(.have(key.transfer, verified: verified)))
     }
 
-    /// Every chunk was verified and written: the writer compared the whole-file hash and,
-    /// if it matched, moved the file into place. Tell the sender.
+    /// Every chunk was verified and written: the writer made the file durable and moved it
+    /// into place. Tell the sender.
     private func finishedWriting(_ key: FileKey, count: UInt64, _ outcome: PartialFileWriter.Outcome) {
         guard let f = files.incoming[key] else { return }
         let conn = activeConnection(for: key.peer)
@@ -220,10 +218,6 @@ extension Node {
             f.record.savedPath = path
             conn?.send(.file(.end(key.transfer, .completed, "")))
             finishIncoming(f, key, .completed, error: nil)
-        case .hashMismatch:
-            let reason = "the file's hash does not match the offer"
-            conn?.send(.file(.end(key.transfer, .failed, reason)))
-            finishIncoming(f, key, .failed, error: reason)
         case .failed(let error):
             failIncoming(f, key, error, on: conn)
         }

@@ -3,8 +3,8 @@ import ParleyCore
 
 /// The receiver's partial file (`.parley-<transfer>.part` in the download directory, mode
 /// 0600): chunks are written at their offset with `pwrite`, made durable with `fdatasync`
-/// at checkpoints, and the file is moved to its final name only after its whole-file hash
-/// matched, with `link` (which never replaces an existing file) and `unlink`.
+/// at checkpoints, and the file is moved to its final name once every chunk was verified,
+/// with `link` (which never replaces an existing file) and `unlink`.
 final class PartialFile {
     let directory: String
     let path: String
@@ -58,23 +58,6 @@ final class PartialFile {
 
     func sync() throws(FileError) {
         guard fdatasync(fd) == 0 else { throw .io(path: path, operation: "cannot sync", errno: errno) }
-    }
-
-    /// The hash state over the first `bytes` bytes (read back after a restart, to go on
-    /// hashing the whole file as chunks arrive).
-    func hash(through bytes: UInt64) throws(FileError) -> FileHash {
-        let h = FileHash()
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        var offset: UInt64 = 0
-        while offset < bytes {
-            let want = Int(min(UInt64(buffer.count), bytes - offset))
-            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, want, off_t(offset)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw .io(path: path, operation: "cannot read back", errno: n < 0 ? errno : EIO) }
-            buffer.withUnsafeBytes { h.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-            offset += UInt64(n)
-        }
-        return h
     }
 
     /// Gives the finished file its name in the directory: `name`, else `name (1)`, ...;

@@ -63,33 +63,30 @@ final class SourceFile {
         return out
     }
 
-    /// What an offer needs: the chunk hashes, the hash of the list and of the whole file.
+    /// What an offer needs: the chunk hashes and the hash of their list, which is the file's
+    /// hash (docs/PROTOCOL.md "Files": one hash pass over the data, on each side).
     /// Reads the whole file once; run off the event loop for large files.
     struct Digest: Sendable {
         var size: UInt64
         var modified: Int64
         var chunkHashes: [[UInt8]]
-        var contentHash: [UInt8]
         var listHash: [UInt8]
+        /// The file's hash in the offer: the root of its hash tree, `listHash`.
+        var contentHash: [UInt8] { listHash }
     }
 
     func digest(chunkSize: Int) throws(FileError) -> Digest {
-        let whole = FileHash()
-        var hashes: [[UInt8]] = []
-        hashes.reserveCapacity(Int(FileOffer.chunkCount(size: size, chunkSize: UInt64(chunkSize))))
-        var offset: UInt64 = 0
-        while offset < size {
-            let length = Int(min(UInt64(chunkSize), size - offset))
-            let chunk = try read(offset: offset, length: length)
-            guard chunk.count == length else { throw .notSendable(path: path, reason: "it changed while being read") }
-            chunk.withUnsafeBytes { b in
-                whole.update(b)
-                hashes.append(FileHash.of(b))
+        var failure: Int32 = 0
+        let tree = FileHash.ofFile(size: size, chunkSize: chunkSize) { buffer, offset in
+            while true {
+                let n = pread(fd, buffer.baseAddress!, buffer.count, off_t(offset))
+                if n < 0 && errno == EINTR { continue }
+                if n < 0 { failure = errno }
+                return max(n, 0)
             }
-            offset += UInt64(length)
         }
-        return Digest(
-            size: size, modified: modified, chunkHashes: hashes, contentHash: whole.finish(),
-            listHash: FileHash.listHash(hashes))
+        if failure != 0 { throw .io(path: path, operation: "cannot read", errno: failure) }
+        guard let tree else { throw .notSendable(path: path, reason: "it changed while being read") }
+        return Digest(size: size, modified: modified, chunkHashes: tree.chunkHashes, listHash: tree.fileHash)
     }
 }

@@ -170,9 +170,9 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
                 fail(error)
             }
         case .established(var transport):
-            let plaintext: [UInt8]
             do {
-                plaintext = try transport.open(message)
+                // Decrypted straight into the record stream's buffer.
+                try message.withUnsafeBytes { m in try transport.open(m, into: &decoder) }
             } catch {
                 // Tampered, replayed or reordered: the session cannot continue. No close
                 // record: these bytes may not come from the peer at all (anyone on the
@@ -182,7 +182,6 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
                 return
             }
             state = .established(transport)
-            decoder.append(plaintext)
             do {
                 // After the peer's close nothing more is read (docs/PROTOCOL.md, "Closing").
                 while remoteCloseReason == nil, let record = try decoder.next() { handle(record) }
@@ -322,13 +321,23 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     func flushNow() {
         flushScheduled = false
         guard let context, case .established(var transport) = state else { return }
-        let chunks = encoder.drainChunks()
-        guard !chunks.isEmpty else { return }
+        let plaintext = encoder.pendingByteCount
+        guard plaintext > 0 else { return }
+        // One buffer for every frame of this flush, each message sealed where it is sent
+        // from: no per-message plaintext piece, ciphertext array or copy into NIO's buffer.
+        let messages = (plaintext + WireLimits.maxPlaintextPerMessage - 1) / WireLimits.maxPlaintextPerMessage
+        let overhead = Frame.headerLength + NoiseConstants.tagLength
+        var out = context.channel.allocator.buffer(capacity: plaintext + messages * overhead)
         do {
-            for chunk in chunks {
-                let sealed = try transport.seal(chunk)
-                writeFrame(sealed, context: context)
+            try encoder.drain { piece in
+                let length = piece.count + NoiseConstants.tagLength
+                out.writeInteger(UInt16(length))
+                try out.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { free in
+                    try transport.seal(piece, into: UnsafeMutableRawBufferPointer(rebasing: free[0..<length]))
+                    return length
+                }
             }
+            context.write(wrapOutboundOut(out), promise: nil)
             state = .established(transport)
             lastSent = now()
             context.flush()

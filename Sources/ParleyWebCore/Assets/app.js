@@ -3,8 +3,12 @@
 // daemon goes into the page as text (dom.js), never as HTML.
 import { RPC } from "./rpc.js";
 import { el, clear, time } from "./dom.js";
+import { renderTransfer, thumbnailURL, convOfTransfer, formatBytes, upload, MAX_UPLOAD_BYTES } from "./files.js";
 
 const PAGE_SIZE = 50;
+// Transfers asked for when a conversation opens (files.list is newest first, all
+// conversations together); later ones arrive as file.* events.
+const TRANSFERS_PAGE = 500;
 const $ = (id) => document.getElementById(id);
 
 const state = {
@@ -16,6 +20,8 @@ const state = {
   loadingOlder: false,
   replyTo: null,      // MessageInfo being answered
   notify: false,
+  transfers: new Map(), // id -> FileTransferInfo
+  thumbnails: new Map(), // transfer id -> data: URL, or null (none, or not an image)
 };
 
 const rpc = new RPC({ onEvent, onState });
@@ -98,10 +104,20 @@ async function openConversation(conv) {
   renderConversations();
   renderHeader();
   const list = clear($("messages"));
-  const page = await rpc.call("messages.list", { peer: selector(conv), limit: PAGE_SIZE });
+  const [page, files] = await Promise.all([
+    rpc.call("messages.list", { peer: selector(conv), limit: PAGE_SIZE }),
+    rpc.call("files.list", { limit: TRANSFERS_PAGE }).catch(() => ({ transfers: [] })),
+  ]);
   if (!sameConv(conv, state.current)) return;
   for (const m of page.messages) list.append(renderMessage(m));
   state.olderCursor = page.olderCursor;
+  for (const t of files.transfers) state.transfers.set(t.id, t);
+  // Transfers of this conversation from the oldest message shown on (all of them once the
+  // whole history is shown), each in its place by time.
+  const oldest = page.messages.length && page.olderCursor !== null ? page.messages[0].createdAt : -Infinity;
+  for (const t of files.transfers) {
+    if (sameConv(convOfTransfer(t), conv) && t.createdAt >= oldest) placeTransfer(t);
+  }
   list.scrollTop = list.scrollHeight;
   $("composer-input").focus();
   markRead();
@@ -116,8 +132,13 @@ async function loadOlder() {
     const page = await rpc.call("messages.list", { peer: selector(conv), before: state.olderCursor, limit: PAGE_SIZE });
     if (!sameConv(conv, state.current)) return;
     const before = list.scrollHeight;
-    const first = list.firstChild;
+    const first = list.querySelector("li.msg:not(.file)") || list.firstChild;
+    const previousOldest = Number(first?.dataset.time ?? Infinity);
     for (const m of page.messages) list.insertBefore(renderMessage(m), first);
+    const newOldest = page.messages.length && page.olderCursor !== null ? page.messages[0].createdAt : -Infinity;
+    for (const t of state.transfers.values()) {
+      if (sameConv(convOfTransfer(t), conv) && t.createdAt >= newOldest && t.createdAt < previousOldest) placeTransfer(t);
+    }
     // Keep what the person was reading where it was.
     list.scrollTop += list.scrollHeight - before;
     state.olderCursor = page.olderCursor;
@@ -161,7 +182,7 @@ function renderMessage(m) {
     el("button", { type: "button", onclick: () => askReaction(m), text: "React" }),
     mine ? el("button", { type: "button", onclick: () => edit(m), text: "Edit" }) : null,
     mine ? el("button", { type: "button", onclick: () => remove(m), text: "Delete" }) : null);
-  return el("li", { class: `msg ${mine ? "out" : "in"}`, dataset: { id: m.id, cursor: m.cursor } },
+  return el("li", { class: `msg ${mine ? "out" : "in"}`, dataset: { id: m.id, cursor: m.cursor, time: String(m.createdAt) } },
     !mine ? el("div", { class: "author", text: m.fromName }) : null,
     quote, body, reactions,
     el("div", { class: "meta" }, time(m.createdAt), m.editedAt ? " · edited" : "", " ", tick(m)),
@@ -179,6 +200,107 @@ function appendMessage(m) {
   const nearBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
   list.append(renderMessage(m));
   if (nearBottom || m.direction === "out") list.scrollTop = list.scrollHeight;
+}
+
+// ---- attachments (file transfers) --------------------------------------------------------
+
+function transferLine(t) {
+  return renderTransfer(t, {
+    actions: { accept: (x) => fileCall("files.accept", x), reject: (x) => fileCall("files.reject", x), cancel: (x) => fileCall("files.cancel", x) },
+    thumbnail: state.thumbnails.get(t.id) || null,
+    inRoom: !!t.room,
+  });
+}
+
+// Shows a transfer of the current conversation: replaces its line, or puts a new one
+// where its time puts it among the messages.
+function placeTransfer(t) {
+  const list = $("messages");
+  const line = transferLine(t);
+  const old = list.querySelector(`li[data-transfer="${CSS.escape(t.id)}"]`);
+  if (old) { old.replaceWith(line); return; }
+  const nearBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+  let after = list.lastElementChild;
+  while (after && Number(after.dataset.time) > t.createdAt) after = after.previousElementSibling;
+  list.insertBefore(line, after ? after.nextSibling : list.firstChild);
+  if (line === list.lastElementChild && (nearBottom || t.direction === "out")) list.scrollTop = list.scrollHeight;
+  loadThumbnail(t);
+}
+
+// A transfer with a thumbnail: its bytes once (files.thumbnail), shown only if they are
+// a JPEG or PNG (files.js thumbnailURL); anything else is remembered as "none".
+async function loadThumbnail(t) {
+  if (!t.thumbnailBytes || state.thumbnails.has(t.id)) return;
+  state.thumbnails.set(t.id, null);
+  let url = null;
+  try { url = thumbnailURL(await rpc.call("files.thumbnail", { id: t.id })); } catch { url = null; }
+  if (!url) return;
+  state.thumbnails.set(t.id, url);
+  const current = state.transfers.get(t.id);
+  if (current && sameConv(convOfTransfer(current), state.current)) placeTransfer(current);
+}
+
+async function fileCall(method, t) {
+  try {
+    const res = await rpc.call(method, { id: t.id });
+    onTransfer(res.transfer);
+  } catch (e) { showError(e); }
+}
+
+function onTransfer(t) {
+  const known = state.transfers.get(t.id);
+  // Events and answers can cross: never go back from a later state to an earlier one.
+  if (known && known.updatedAt > t.updatedAt) return;
+  state.transfers.set(t.id, t);
+  if (sameConv(convOfTransfer(t), state.current)) placeTransfer(t);
+}
+
+// Files chosen or dropped: each is confirmed with an optional caption, then uploaded with
+// a progress line under the messages; the transfer's own line appears when the daemon
+// offered it.
+async function attachFiles(files) {
+  const conv = state.current;
+  if (!conv || $("send").disabled) return;
+  for (const file of files) {
+    if (file.size > MAX_UPLOAD_BYTES) {
+      showUploadError(file.name, `The file is too large to send from the browser (${formatBytes(file.size)}; at most ${formatBytes(MAX_UPLOAD_BYTES)}). Send it with \`parley send PEER --attach FILE\` instead.`);
+      continue;
+    }
+    const values = await ask(`Send ${file.name} (${formatBytes(file.size)})`, [{ name: "caption", label: "Caption (optional)" }]);
+    if (!values) continue;
+    startUpload(file, conv, values.caption.trim());
+  }
+}
+
+function startUpload(file, conv, caption) {
+  const box = $("attachments");
+  const bar = el("progress", { max: String(Math.max(file.size, 1)), value: "0" });
+  const label = el("span", { class: "progress-text", text: "0%" });
+  let job = null;
+  const line = el("div", { class: "upload" }, el("span", { class: "file-name", text: file.name }), " ", bar, " ", label, " ",
+    el("button", { type: "button", class: "upload-cancel", onclick: () => job && job.abort(), text: "Cancel" }));
+  box.append(line);
+  box.hidden = false;
+  job = upload(file, selector(conv), caption, (sent, total) => {
+    bar.value = sent;
+    label.textContent = `${total ? Math.floor((100 * sent) / total) : 0}% of ${formatBytes(total)}`;
+  });
+  job.done.then((res) => {
+    for (const t of res.transfers) onTransfer(t);
+  }).catch((e) => {
+    if (!e.aborted) showUploadError(file.name, e.message);
+  }).finally(() => {
+    line.remove();
+    box.hidden = box.childElementCount === 0;
+  });
+}
+
+function showUploadError(name, message) {
+  const box = $("attachments");
+  const line = el("div", { class: "upload error", role: "alert" }, el("strong", { text: `${name}: ` }), message, " ",
+    el("button", { type: "button", onclick: () => { line.remove(); box.hidden = box.childElementCount === 0; }, text: "Dismiss" }));
+  box.append(line);
+  box.hidden = false;
 }
 
 // ---- header, warnings, verification, rooms --------------------------------------------
@@ -244,6 +366,7 @@ function renderHeader() {
   }
   input.disabled = !canSend;
   $("send").disabled = !canSend;
+  $("attach").disabled = !canSend;
 }
 
 function renderRoomPanel(r) {
@@ -490,8 +613,22 @@ function onEvent(method, params) {
       renderConversations();
       renderHeader();
       break;
+    case "file.offered":
+    case "file.progress":
+    case "file.completed":
+    case "file.failed":
+    case "file.cancelled": {
+      const t = params.transfer;
+      if (!t || typeof t.id !== "string") break;
+      onTransfer(t);
+      if (method === "file.offered" && t.direction === "in" && state.notify && (document.hidden || !sameConv(convOfTransfer(t), state.current))) {
+        const n = new Notification(`${t.peerName} offers a file`, { body: `${t.name} (${formatBytes(t.size)})`, tag: t.id });
+        n.onclick = () => { window.focus(); openConversation(convOfTransfer(t)); };
+      }
+      break;
+    }
     default:
-      // Unknown notifications are ignored (docs/CONTROL.md). file.* events (issue 18) go here.
+      // Unknown notifications are ignored (docs/CONTROL.md).
       break;
   }
 }
@@ -533,6 +670,27 @@ $("status-input").addEventListener("keydown", async (e) => {
   try { await rpc.call("node.set_status", { status: $("status-input").value }); } catch (err) { showError(err); }
 });
 $("new-room").addEventListener("click", newRoom);
+$("attach").addEventListener("click", () => $("file-input").click());
+$("file-input").addEventListener("change", (e) => {
+  const files = [...e.target.files];
+  e.target.value = "";
+  attachFiles(files);
+});
+// Dropping files anywhere on the conversation attaches them.
+$("conversation").addEventListener("dragover", (e) => {
+  if (!state.current || ![...(e.dataTransfer?.types || [])].includes("Files")) return;
+  e.preventDefault();
+  $("conversation").classList.add("dropping");
+});
+$("conversation").addEventListener("dragleave", (e) => {
+  if (e.target === $("conversation")) $("conversation").classList.remove("dropping");
+});
+$("conversation").addEventListener("drop", (e) => {
+  $("conversation").classList.remove("dropping");
+  if (!state.current || !e.dataTransfer?.files?.length) return;
+  e.preventDefault();
+  attachFiles([...e.dataTransfer.files]);
+});
 $("back").addEventListener("click", () => { $("app").classList.remove("in-conversation"); });
 $("enable-notifications").addEventListener("click", async () => {
   if (!("Notification" in window)) return;

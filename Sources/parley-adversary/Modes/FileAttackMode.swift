@@ -13,15 +13,19 @@ func runFileAttack(_ a: ModeArguments) {
         Array(content[$0..<min($0 + chunkSize, content.count)])
     }
     let hashes = chunks.map { FileHash.of($0) }
-    var contentHash = FileHash.of(content)
-    if attack == "lying-hash" { contentHash[0] ^= 1 }
+    // The file's hash is the hash of the chunk list (docs/PROTOCOL.md "Files"). `lying-hash`
+    // offers another one (its list then fails the check); `old-format` offers BLAKE2b of
+    // the whole file in `contentHash`, as an older Parley did.
+    var listHash = FileHash.listHash(hashes)
+    if attack == "lying-hash" { listHash[0] ^= 1 }
+    let contentHash = attack == "old-format" ? FileHash.of(content) : listHash
     let names = [
         "traversal": "../../etc/passwd", "control": "\u{1B}[31mred\nline\u{202E}txt.exe/CON.txt"
     ]
     let transfer = TransferID.random()
     let offer = FileOffer(
         transfer: transfer, size: attack == "huge" ? 1 << 63 : UInt64(content.count), chunkSize: UInt32(chunkSize),
-        contentHash: contentHash, listHash: FileHash.listHash(hashes), name: names[attack] ?? "honest.bin",
+        contentHash: contentHash, listHash: listHash, name: names[attack] ?? "honest.bin",
         mediaType: attack == "garbage-thumbnail" ? "image/jpeg" : "application/octet-stream",
         thumbnail: attack == "garbage-thumbnail" ? garbageThumbnail() : [])
     content.removeAll()

@@ -1,0 +1,55 @@
+import Foundation
+import ParleyControlProtocol
+import ParleyWebCore
+
+/// The few calls `parley web` makes to the daemon itself rather than relaying the page's:
+/// `files.send` for a staged upload, and `files.list` to learn when staged files may go.
+/// `ControlClient` blocks, so each call runs on a thread of its own and the server's tasks
+/// are never held by it.
+enum WebDaemonCall {
+    /// Hashing a 1 GiB file before the daemon answers takes seconds on a slow disk.
+    static let sendTimeout: Duration = .seconds(120)
+    static let listTimeout: Duration = .seconds(5)
+
+    static func onThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: work()) }.start()
+        }
+    }
+
+    /// `files.send` of the staged file: the transfers, or why not (the daemon's own words).
+    static func send(
+        path: String, upload: WebUploadRequest, socketPath: String
+    ) async -> Result<[FileTransferInfo], WebUploadError> {
+        await onThread {
+            do throws(ControlClientError) {
+                let client = try ControlClient.connect(path: socketPath, callTimeout: sendTimeout)
+                defer { client.close() }
+                let result = try client.call(FilesSendParams(to: upload.to, path: path, caption: upload.caption))
+                return .success(result.transfers)
+            } catch {
+                if case .remote(let remote) = error {
+                    return .failure(.sendRefused(code: remote.code, message: remote.message))
+                }
+                return .failure(.daemonUnavailable(error.description))
+            }
+        }
+    }
+
+    /// Each id's state (nil: the daemon does not know it). Ids the daemon could not be
+    /// asked about are left out, so their files are kept.
+    static func states(of ids: [String], socketPath: String) async -> [String: String?] {
+        await onThread {
+            var states: [String: String?] = [:]
+            guard let client = try? ControlClient.connect(path: socketPath, callTimeout: listTimeout) else {
+                return states
+            }
+            defer { client.close() }
+            for id in ids {
+                guard let result = try? client.call(FilesListParams(limit: 1, id: id)) else { continue }
+                states[id] = .some(result.transfers.first(where: { $0.id == id })?.state)
+            }
+            return states
+        }
+    }
+}

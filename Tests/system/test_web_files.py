@@ -1,0 +1,412 @@
+"""Issue 18 in `parley web`: files in the browser. Real parleyd processes on loopback, a
+real `parley web`, a real headless Chromium (the fixtures and helpers of test_web.py).
+
+What a person does: sees an offered file among the messages and accepts it (progress,
+then where it was saved), rejects one, cancels one, sends one from the page (file picker)
+and it arrives byte-identical. What an attacker tries: a hostile file name and caption
+(shown as text, nothing runs), another local user or another site posting an upload
+(refused, nothing written), a too-large upload (a clear error, nothing left on disk), an
+upload cut short, path tricks in the uploaded name, a thumbnail that is not an image (not
+shown). Every wait is on a condition with a bounded timeout."""
+import base64
+import http.client
+import json
+import os
+import pwd
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from parley_harness import PARLEY, Cluster, wait_until
+from test_rooms import accept, joined_names, room
+from test_web import (assert_nothing_ran, chromium_paths, dialog_ok, fp, open_conv, screenshot,
+                      sign_in_from_open_file, wait_for)
+
+selenium = pytest.importorskip("selenium", reason="python3-selenium missing: scripts/install-deps.sh test")
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service as ChromeService  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+
+HOSTILE_FILE_NAME = "<img src=x onerror=window.__pwned=1>.txt"
+HOSTILE_CAPTION = "<script>window.__pwned=1</script><b>bold</b>"
+
+
+@pytest.fixture(scope="module")
+def web():
+    """alice (at the browser) and bob connected; `parley web` for alice staging uploads in
+    the cluster's directory (XDG_CACHE_HOME); one headless Chromium, signed in."""
+    browser, driver_path = chromium_paths()
+    if not browser or not driver_path:
+        pytest.fail("chromium and chromium-driver are needed: scripts/install-deps.sh test")
+    cluster = Cluster()
+    env = {}
+    try:
+        alice = cluster.node("alice").start()
+        bob = cluster.node("bob", peers=[alice.address]).start()
+        wait_until(lambda: alice.online("bob"), timeout=20, what="bob online")
+        open_file = cluster.dir / "web-open.html"
+        cache = cluster.dir / "cache"
+        proc = subprocess.Popen(
+            [PARLEY, "web", "--no-open", "--socket", str(alice.socket), "--open-file", str(open_file)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=dict(os.environ, XDG_CACHE_HOME=str(cache)))
+        url = port = None
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            m = re.search(r"Sign in: (http://127\.0\.0\.1:(\d+)/login\?token=[0-9a-f]{64})", line)
+            if m:
+                url, port = m.group(1), int(m.group(2))
+                break
+        assert url, f"parley web printed no sign-in link: {proc.stderr.read() if proc.poll() is not None else ''}"
+        wait_until(lambda: open_file.exists(), what="the open file")
+        options = webdriver.ChromeOptions()
+        options.binary_location = browser
+        for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--window-size=1200,800", f"--user-data-dir={cluster.dir / 'chrome'}"]:
+            options.add_argument(arg)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        driver = webdriver.Chrome(service=ChromeService(executable_path=driver_path), options=options)
+        driver.set_script_timeout(15)
+        env = dict(cluster=cluster, alice=alice, bob=bob, proc=proc, url=url, port=port, open_file=open_file,
+                   driver=driver, staging=cache / "parley" / "web-uploads")
+        driver.get(url)
+        wait_for(driver, lambda d: d.execute_script("return document.body.dataset.ready === 'true'"), what="the page ready")
+        yield env
+    finally:
+        if env.get("driver"):
+            env["driver"].quit()
+        if env.get("proc"):
+            env["proc"].terminate()
+            try:
+                env["proc"].wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                env["proc"].kill()
+        cluster.close()
+
+
+# ---- helpers ---------------------------------------------------------------------------
+
+def transfer(node, tid):
+    found = [t for t in node.call("files.list", {"limit": 200})["transfers"] if t["id"] == tid]
+    return found[0] if found else None
+
+
+def state_of(node, tid):
+    t = transfer(node, tid)
+    return t["state"] if t else None
+
+
+def make_file(directory, name, size):
+    path = Path(directory) / name
+    path.write_bytes(os.urandom(size))
+    return path
+
+
+def line_info(driver, tid):
+    """The attachment line's parts, read in one script (lines are replaced on events)."""
+    return driver.execute_script("""
+        const li = document.querySelector(`#messages li[data-transfer="${arguments[0]}"]`);
+        if (!li) return null;
+        const q = (s) => li.querySelector(s)?.textContent ?? null;
+        return {name: q('.file-name'), state: q('.file-state'), caption: q('.caption'), path: q('.file-path code'),
+                buttons: [...li.querySelectorAll('.file-actions button')].map(b => b.textContent),
+                progress: !!li.querySelector('progress'), imgs: li.querySelectorAll('img').length,
+                elements: [...li.querySelectorAll('*')].map(e => e.tagName.toLowerCase())};
+    """, tid)
+
+
+def click_file_button(driver, tid, text):
+    wait_for(driver, lambda d: d.execute_script(
+        "const li = document.querySelector(`#messages li[data-transfer=\"${arguments[0]}\"]`);"
+        "const b = li && [...li.querySelectorAll('.file-actions button')].find(b => b.textContent === arguments[1]);"
+        "if (!b) return false; b.click(); return true", tid, text), what=f"the {text} button of {tid[:8]}")
+
+
+def watch_for_progress(driver, tid):
+    """Records whether the transfer's line ever shows a progress bar (it may pass quickly)."""
+    driver.execute_script("""
+        window.__sawProgress = false;
+        new MutationObserver(() => {
+          const li = document.querySelector(`#messages li[data-transfer="${arguments[0]}"]`);
+          if (li && li.querySelector('progress')) window.__sawProgress = true;
+        }).observe(document.getElementById('messages'), {childList: true, subtree: true});
+    """, tid)
+
+
+def attach(driver, path, caption=None):
+    """Picks a file with the page's file input (as the 📎 button's picker would) and
+    confirms the dialog that asks for a caption."""
+    driver.find_element(By.ID, "file-input").send_keys(str(path))
+    wait_for(driver, lambda d: d.execute_script("return document.getElementById('dialog').open"), what="the send dialog")
+    dialog_ok(driver, "caption" if caption else None, caption)
+
+
+def staged_files(env):
+    root = env["staging"]
+    if not root.exists():
+        return []
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def post_upload(env, query, body=b"", headers=None, length=None, cut=False):
+    """A raw POST /upload: returns (status, body). `cut` closes the connection mid-body."""
+    conn = http.client.HTTPConnection("127.0.0.1", env["port"], timeout=15)
+    conn.putrequest("POST", f"/upload?{query}", skip_host=True, skip_accept_encoding=True)
+    h = {"Host": f"127.0.0.1:{env['port']}", "Content-Type": "application/octet-stream",
+         "Content-Length": str(len(body) if length is None else length)}
+    h.update(headers or {})
+    for k, v in h.items():
+        if v is not None:
+            conn.putheader(k, v)
+    conn.endheaders()
+    try:
+        conn.send(body)
+        if cut:
+            conn.sock.close()
+            return None, b""
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
+
+
+def our_origin(env):
+    return f"http://127.0.0.1:{env['port']}"
+
+
+# ---- the page -----------------------------------------------------------------------------
+
+def test_an_offered_file_shows_with_accept_and_arrives_with_its_path(web):
+    """Also the hostile sender: its file name and caption are shown as text, nothing runs."""
+    d, alice, bob = web["driver"], web["alice"], web["bob"]
+    open_conv(d, f"peer:{fp(bob)}")
+    src = make_file(web["cluster"].dir, "bob-src.bin", 6 << 20)
+    hostile = web["cluster"].dir / "hostile-src"
+    hostile.mkdir()
+    (hostile / HOSTILE_FILE_NAME).write_bytes(b"hello")
+    tid = bob.call("files.send", {"to": fp(alice), "path": str(src), "caption": "the report"})["transfers"][0]["id"]
+    hid = bob.call("files.send", {"to": fp(alice), "path": str(hostile / HOSTILE_FILE_NAME),
+                                  "caption": HOSTILE_CAPTION})["transfers"][0]["id"]
+    info = wait_for(d, lambda d: (lambda i: i if i and "Accept" in i["buttons"] else None)(line_info(d, tid)),
+                    what="the offer with Accept")
+    assert info["name"] == "bob-src.bin" and info["caption"] == "the report"
+    assert info["buttons"] == ["Accept", "Reject"] and info["state"] == "waiting for you"
+    hinfo = wait_for(d, lambda d: line_info(d, hid), what="the hostile offer")
+    assert hinfo["caption"] == HOSTILE_CAPTION, "the caption is shown as text, exactly"
+    assert "onerror" in hinfo["name"] and hinfo["imgs"] == 0, hinfo
+    assert not {"script", "b", "img", "iframe"} & set(hinfo["elements"]), hinfo["elements"]
+    assert_nothing_ran(d)
+
+    watch_for_progress(d, tid)
+    click_file_button(d, tid, "Accept")
+    info = wait_for(d, lambda d: (lambda i: i if i and i["path"] else None)(line_info(d, tid)), timeout=60,
+                    what="the file received, with its path")
+    assert info["state"] == "received" and info["buttons"] == []
+    assert d.execute_script("return window.__sawProgress"), "no progress bar while it moved"
+    saved = transfer(alice, tid)["path"]
+    assert info["path"] == saved and Path(saved).read_bytes() == src.read_bytes()
+    # The path is text: nothing on the page links to or serves the file.
+    assert d.execute_script("return document.querySelectorAll('#messages a').length") == 0
+    screenshot(d, "web-files")
+    click_file_button(d, hid, "Reject")
+    wait_until(lambda: state_of(bob, hid) == "rejected", timeout=20, what="bob sees the hostile file rejected")
+    assert_nothing_ran(d)
+    # No script error, no CSP violation.
+    logs = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+    assert not logs, logs
+
+
+def test_reject_and_cancel_buttons(web):
+    d, alice, bob = web["driver"], web["alice"], web["bob"]
+    open_conv(d, f"peer:{fp(bob)}")
+    src = make_file(web["cluster"].dir, "unwanted.bin", 1000)
+    tid = bob.call("files.send", {"to": fp(alice), "path": str(src)})["transfers"][0]["id"]
+    click_file_button(d, tid, "Reject")
+    wait_until(lambda: state_of(bob, tid) == "rejected", timeout=20, what="bob told of the rejection")
+    wait_for(d, lambda d: (line_info(d, tid) or {}).get("state") == "rejected", what="shown rejected")
+    assert line_info(d, tid)["buttons"] == []
+
+    # A file from the page that bob has not accepted (alice is not verified by bob: no
+    # auto-accept) can be cancelled while it waits.
+    path = make_file(web["cluster"].dir, "to-cancel.bin", 2000)
+    attach(d, path)
+    oid = wait_for(d, lambda d: d.execute_script(
+        "return [...document.querySelectorAll('#messages li.file.out')].find(li => li.querySelector('.file-name').textContent === 'to-cancel.bin')?.dataset.transfer"),
+        what="the outgoing file shown")
+    wait_until(lambda: state_of(bob, oid) == "offered", timeout=20, what="bob sees the offer")
+    assert len(staged_files(web)) > 0
+    click_file_button(d, oid, "Cancel")
+    wait_until(lambda: state_of(bob, oid) == "cancelled", timeout=20, what="bob sees it cancelled")
+    wait_for(d, lambda d: (line_info(d, oid) or {}).get("state") == "cancelled", what="shown cancelled")
+    # Its staged copy goes once the transfer ended.
+    wait_until(lambda: staged_files(web) == [], timeout=10, what="the staged copy removed")
+
+
+def test_a_file_sent_from_the_page_arrives_byte_identical(web):
+    d, alice, bob = web["driver"], web["alice"], web["bob"]
+    open_conv(d, f"peer:{fp(bob)}")
+    src = make_file(web["cluster"].dir, "from page ü.bin", 3 << 20)
+    attach(d, src, "see <i>this</i>")
+    tid = wait_for(d, lambda d: d.execute_script(
+        "return [...document.querySelectorAll('#messages li.file.out')].find(li => li.querySelector('.file-name').textContent === 'from page ü.bin')?.dataset.transfer"),
+        timeout=30, what="the outgoing file shown")
+    offer = wait_until(lambda: transfer(bob, tid), timeout=20, what="bob sees the offer")
+    assert offer["name"] == "from page ü.bin" and offer["caption"] == "see <i>this</i>"
+    # Staged in a private directory outside the daemon's state.
+    staged = [p for p in web["staging"].rglob("from page ü.bin")]
+    assert len(staged) == 1 and oct(staged[0].stat().st_mode & 0o777) == "0o600"
+    assert oct(staged[0].parent.stat().st_mode & 0o777) == "0o700"
+    assert oct(web["staging"].stat().st_mode & 0o777) == "0o700"
+    bob.call("files.accept", {"id": tid})
+    done = wait_until(lambda: (lambda t: t if t and t["state"] == "completed" else None)(transfer(bob, tid)),
+                      timeout=60, what="bob has the file")
+    assert Path(done["path"]).read_bytes() == src.read_bytes()
+    wait_for(d, lambda d: (line_info(d, tid) or {}).get("state") == "sent", timeout=20, what="shown sent")
+    wait_until(lambda: staged_files(web) == [], timeout=10, what="the staged copy removed after completion")
+    logs = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+    assert not logs, logs
+
+
+def test_a_file_too_large_for_the_page_is_refused_before_it_is_read(web):
+    d, bob = web["driver"], web["bob"]
+    open_conv(d, f"peer:{fp(bob)}")
+    big = web["cluster"].dir / "huge.iso"
+    with open(big, "wb") as f:
+        f.truncate((1 << 30) + 1)  # sparse: instant, and the page never reads it
+    before = staged_files(web)
+    d.find_element(By.ID, "file-input").send_keys(str(big))
+    text = wait_for(d, lambda d: d.execute_script(
+        "const e = document.querySelector('#attachments .upload.error'); return e && !e.closest('[hidden]') ? e.textContent : null"),
+        what="the error under the messages")
+    assert "huge.iso" in text and "too large" in text and "parley send" in text, text
+    assert not d.execute_script("return document.getElementById('dialog').open")
+    assert staged_files(web) == before
+    d.execute_script("document.querySelector('#attachments .upload.error button').click()")
+    wait_for(d, lambda d: d.execute_script("return document.getElementById('attachments').hidden"), what="dismissed")
+
+
+def test_a_file_sent_to_a_room_shows_in_the_room(web):
+    d, alice, bob = web["driver"], web["alice"], web["bob"]
+    alice.call("rooms.create", {"name": "filesroom", "members": [fp(bob)]})
+    accept([bob], "filesroom")
+    wait_until(lambda: joined_names(alice, "filesroom") == ["alice", "bob"], timeout=20, what="bob joined")
+    room_id = room(alice, "filesroom")["id"]
+    src = make_file(web["cluster"].dir, "for-the-room.txt", 300)
+    tid = bob.call("files.send", {"to": "#filesroom", "path": str(src), "caption": "for all"})["transfers"][0]["id"]
+    open_conv(d, f"room:{room_id}")
+    info = wait_for(d, lambda d: line_info(d, tid), what="the room's file shown in the room")
+    assert info["name"] == "for-the-room.txt" and info["caption"] == "for all" and "Accept" in info["buttons"]
+    assert d.execute_script(
+        "return document.querySelector(`#messages li[data-transfer=\"${arguments[0]}\"] .author`).textContent", tid) == "bob"
+    # Not in the direct conversation with bob.
+    open_conv(d, f"peer:{fp(bob)}")
+    assert line_info(d, tid) is None
+
+
+def test_a_thumbnail_that_is_not_an_image_is_not_shown(web):
+    d = web["driver"]
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 16).decode()
+    jpeg = base64.b64encode(b"\xff\xd8\xff\xe0" + b"\0" * 16).decode()
+    svg = base64.b64encode(b"<svg onload=alert(1)></svg>").decode()
+    results = d.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        import('/files.js').then((m) => done([
+          m.thumbnailURL({mediaType: 'image/png', data: arguments[0]}),
+          m.thumbnailURL({mediaType: 'image/jpeg', data: arguments[1]}),
+          m.thumbnailURL({mediaType: 'image/png', data: arguments[2]}),
+          m.thumbnailURL({mediaType: 'image/svg+xml', data: arguments[2]}),
+          m.thumbnailURL({mediaType: 'text/html', data: arguments[0]}),
+          m.thumbnailURL({mediaType: 'image/jpeg', data: arguments[0]}),
+          m.thumbnailURL({mediaType: 'image/png', data: 'not base64!'}),
+          m.thumbnailURL({mediaType: 'image/png', data: 'A'.repeat(200000)}),
+          m.thumbnailURL({mediaType: '__proto__', data: arguments[0]}),
+          m.thumbnailURL(null),
+        ])).catch((e) => done(String(e)));
+    """, png, jpeg, svg)
+    assert results[0] == f"data:image/png;base64,{png}" and results[1] == f"data:image/jpeg;base64,{jpeg}", results
+    assert results[2:] == [None] * 8, results
+    # files.thumbnail passes the page's allow-list (the daemon decides: a real thumbnail,
+    # or an error the page shows as "no thumbnail"); files.send does not.
+    codes = d.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const ws = new WebSocket(`ws://${location.host}/ws`);
+        const out = {};
+        ws.onopen = () => {
+          ws.send(JSON.stringify({jsonrpc: '2.0', id: 1, method: 'files.thumbnail', params: {id: 'abcd'}}));
+          ws.send(JSON.stringify({jsonrpc: '2.0', id: 2, method: 'files.send', params: {to: 'bob', path: '/etc/passwd'}}));
+        };
+        ws.onmessage = (e) => {
+          const m = JSON.parse(e.data);
+          if (m.id) out[m.id] = m.error ? m.error.message : 'ok';
+          if (out[1] && out[2]) { ws.close(); done(out); }
+        };
+    """)
+    assert "not available from the browser" not in codes["1"], codes
+    assert "not available from the browser" in codes["2"], codes
+
+
+# ---- attacks on POST /upload ------------------------------------------------------------
+
+def test_an_upload_without_the_cookie_or_from_another_site_is_refused_and_writes_nothing(web):
+    cookie, _ = sign_in_from_open_file(web)
+    query = f"to={fp(web['bob'])}&name=x.bin"
+    before = staged_files(web)
+    # Another local user has no cookie; another site's page has a foreign Origin (and the
+    # browser would send no cookie: SameSite=Strict) or none.
+    for headers in [{"Origin": our_origin(web)}, {},
+                    {"Cookie": cookie, "Origin": "http://evil.example"},
+                    {"Cookie": cookie, "Origin": "null"},
+                    {"Cookie": cookie},
+                    {"Cookie": cookie, "Origin": our_origin(web), "Sec-Fetch-Site": "cross-site"},
+                    {"Cookie": cookie, "Origin": our_origin(web), "Host": "evil.example"}]:
+        status, body = post_upload(web, query, b"x" * 100, headers)
+        assert status in (403, 421), (headers, status, body)
+    assert staged_files(web) == before
+    # Really another user (root in CI): refused, and the staged copies are not theirs to read.
+    try:
+        other = pwd.getpwnam("nobody")
+    except KeyError:
+        other = None
+    if other and os.getuid() == 0:
+        code = (f"import urllib.request,urllib.error\n"
+                f"r = urllib.request.Request('http://127.0.0.1:{web['port']}/upload?{query}', data=b'x' * 100,"
+                f" headers={{'Origin': '{our_origin(web)}'}})\n"
+                f"try:\n urllib.request.urlopen(r)\n print(200)\nexcept urllib.error.HTTPError as e:\n print(e.code)\n"
+                f"import os\ntry:\n os.listdir({str(web['staging'])!r})\n print('listed')\nexcept PermissionError:\n print('denied')")
+        r = subprocess.run(["setpriv", f"--reuid={other.pw_uid}", f"--regid={other.pw_gid}", "--clear-groups",
+                            "/usr/bin/python3", "-c", code], capture_output=True, text=True, timeout=20)
+        assert r.stdout.split() == ["403", "denied"], r
+        assert staged_files(web) == before
+    # Control: the same request with the cookie and our origin is taken.
+    status, body = post_upload(web, query, b"x" * 100, {"Cookie": cookie, "Origin": our_origin(web)})
+    assert status == 200, body
+    web["alice"].call("files.cancel", {"id": json.loads(body)["transfers"][0]["id"]})
+
+
+def test_too_large_cut_short_refused_and_path_tricks_leave_nothing_behind(web):
+    cookie, _ = sign_in_from_open_file(web)
+    ok = {"Cookie": cookie, "Origin": our_origin(web)}
+    bob = web["bob"]
+    before = staged_files(web)
+    status, body = post_upload(web, f"to={fp(bob)}&name=big.bin", b"", ok, length=(1 << 30) + 1)
+    assert status == 413 and b"too large" in body and b"parley send" in body, body
+    # Cut off after a few bytes of a declared 1 MiB.
+    post_upload(web, f"to={fp(bob)}&name=cut.bin", b"y" * 1000, ok, length=1 << 20, cut=True)
+    # The daemon refuses the recipient: its own words come back, the staged copy goes.
+    status, body = post_upload(web, "to=nobody-like-this&name=lost.bin", b"z" * 10, ok)
+    assert status == 422 and b"nobody-like-this" in body, body
+    wait_until(lambda: staged_files(web) == before, timeout=10, what="nothing left of the refused uploads")
+    # Path tricks: the name keeps one harmless component, the file stays in its directory.
+    status, body = post_upload(web, f"to={fp(bob)}&name=..%2F..%2F..%2Fescaped.txt", b"tricky", ok)
+    assert status == 200, body
+    tid = json.loads(body)["transfers"][0]["id"]
+    assert transfer(web["alice"], tid)["name"] == "escaped.txt"
+    assert not (web["staging"].parent / "escaped.txt").exists() and not (web["cluster"].dir / "escaped.txt").exists()
+    assert [p for p in staged_files(web) if p.endswith("escaped.txt")][0].count("/") == 1
+    web["alice"].call("files.cancel", {"id": tid})
