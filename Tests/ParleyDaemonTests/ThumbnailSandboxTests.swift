@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import NIOPosix
 import ParleyNodeCore
 import XCTest
 
@@ -134,7 +136,9 @@ final class ThumbnailChildDescriptorTests: XCTestCase {
         close(opened)
         XCTAssertEqual(leaky, 77)
         defer { close(leaky) }
-        let r = ChildRun.run(("/usr/bin/find", ["/proc/self/fd", "-mindepth", "1", "-printf", "%f %l\\n"]), deadline: .now + .seconds(10), maxOutput: 4_096)
+        let r = ChildRun.run(
+            ("/usr/bin/find", ["/proc/self/fd", "-mindepth", "1", "-printf", "%f %l\\n"]),
+            deadline: .now + .seconds(10), maxOutput: 4_096)
         XCTAssertEqual(r.status, 0)
         let text = String(decoding: r.output, as: UTF8.self)
         let fds = text.split(separator: "\n").compactMap { Int($0.split(separator: " ").first ?? "") }
@@ -146,5 +150,44 @@ final class ThumbnailChildDescriptorTests: XCTestCase {
             let cwd = " " + FileManager.default.currentDirectoryPath
             XCTAssertTrue(line.contains(" /proc/") || line.hasSuffix(" /") || line.hasSuffix(cwd), "inherited: \(line)")
         }
+    }
+}
+
+/// `ThumbnailMaker` runs at most `ThumbnailLimits.concurrent` children at a time, however
+/// many pictures are offered at once, and a failing tool means an offer without one.
+final class ThumbnailMakerTests: XCTestCase {
+    func testManyPicturesAtOnceRunAtMostTwoChildrenAndEachEndsWithoutAThumbnail() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("thumbs-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // Stands in for prlimit: notes how many run now, takes a while, fails.
+        let tool = dir + "/tool"
+        try """
+        #!/bin/sh
+        mkdir "\(dir)/run.$$"
+        ls -d "\(dir)"/run.* | wc -l >> "\(dir)/counts"
+        sleep 0.2
+        rmdir "\(dir)/run.$$"
+        exit 1
+        """.write(toFile: tool, atomically: true, encoding: .utf8)
+        chmod(tool, 0o755)
+        let maker = ThumbnailMaker(
+            sandbox: ThumbnailSandbox(prlimit: tool, vipsthumbnail: "/usr/bin/false", vipsheader: "/usr/bin/false"))
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let loop = group.next()
+        let outcomes = try EventLoopFuture.whenAllSucceed(
+            (0..<6).map { _ in maker.make(path: "/nonexistent.png", on: loop) }, on: loop
+        ).wait()
+        for outcome in outcomes {
+            guard case .none(let why) = outcome else { return XCTFail("a thumbnail from a failing tool") }
+            XCTAssertTrue(why.contains("vipsheader"), why)
+        }
+        let counts = try String(contentsOfFile: dir + "/counts", encoding: .utf8)
+            .split(separator: "\n").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        XCTAssertEqual(counts.count, 6)
+        XCTAssertLessThanOrEqual(counts.max() ?? 0, ThumbnailLimits.concurrent, "\(counts)")
+        XCTAssertNotNil(maker.takeAnnouncement())  // no bwrap: said once
+        XCTAssertNil(maker.takeAnnouncement())
     }
 }

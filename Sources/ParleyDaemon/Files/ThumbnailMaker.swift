@@ -141,7 +141,8 @@ struct ChildRun {
             result.errorText = "cannot make a pipe"
             return result
         }
-        let spawned = ChildSpawn.spawn(command.0, command.1, environment: ThumbnailSandbox.environment,
+        let spawned = ChildSpawn.spawn(
+            command.0, command.1, environment: ThumbnailSandbox.environment,
             stdout: outPipe[1], stderr: errPipe[1])
         close(outPipe[1])
         close(errPipe[1])
