@@ -139,6 +139,25 @@ def test_without_vipsthumbnail_on_path_offers_go_out_without_thumbnails(cluster)
     assert "no thumbnails for pictures sent" in alice.log_path.read_text()
 
 
+def test_without_bubblewrap_thumbnails_are_still_made_under_rlimits(cluster):
+    # The tools reached through links outside /usr, and no bwrap: the child runs with its
+    # rlimits and cleared environment only, and the log says so once.
+    tools = cluster.dir / "tools"
+    tools.mkdir()
+    for name in ("prlimit", "vipsthumbnail", "vipsheader"):
+        (tools / name).symlink_to(f"/usr/bin/{name}")
+    alice = cluster.node("alice", env={"PATH": str(tools)}).start()
+    bob = cluster.node("bob", peers=[alice.address]).start()
+    wait_until(lambda: alice.online("bob") and bob.online("alice"), what="alice and bob online")
+    picture = png(cluster.dir / "wide.png", 320, 80, lambda y: bytes(range(256))[: 3 * 80] * 4)
+    [t] = send(alice, "bob", picture)
+    assert t["thumbnailBytes"] > 0
+    offered_to(bob, t["id"])
+    media, data = thumbnail(bob, t["id"])
+    assert media == "image/jpeg" and jpeg_size(data) == (160, 40)
+    assert alice.log_path.read_text().count("made with rlimits only") == 1
+
+
 def test_a_peers_garbage_thumbnail_is_stored_but_never_handed_on_as_a_picture(cluster):
     victim = cluster.node("victim").start()
     p = subprocess.Popen([ADVERSARY, "file", victim.address, "garbage-thumbnail"], stdout=subprocess.PIPE, text=True)

@@ -104,7 +104,8 @@ final class ThumbnailMaker: @unchecked Sendable {
                     "bubblewrap (bwrap) does not work here (\(r.summary)): thumbnails are made with rlimits only"
             }
         } else {
-            announcement = "bubblewrap (bwrap) is not installed under /usr: thumbnails are made with rlimits only"
+            announcement =
+                "bubblewrap (bwrap) is not on PATH, or the vips tools are not under /usr: thumbnails are made with rlimits only"
         }
         sandbox = s
         return s
