@@ -145,14 +145,13 @@ struct ChildRun {
         let spawned = ChildSpawn.spawn(
             command.0, command.1, environment: ThumbnailSandbox.environment,
             stdout: outPipe[1], stderr: errPipe[1])
+        let spawnError = errno
         close(outPipe[1])
         close(errPipe[1])
-        defer {
-            close(outPipe[0])
-            close(errPipe[0])
-        }
+        defer { close(outPipe[0]) }
         guard let pid = spawned else {
-            result.errorText = "cannot start \(command.0): \(String(cString: strerror(errno)))"
+            close(errPipe[0])
+            result.errorText = "cannot start \(command.0): \(String(cString: strerror(spawnError)))"
             return result
         }
         let state = KillSwitch(pid: pid)
@@ -166,6 +165,7 @@ struct ChildRun {
         let errFD = errPipe[0]
         DispatchQueue.global().async(group: group) {
             errorBytes.bytes = Self.readBounded(errFD, max: ThumbnailLimits.maxErrorBytes, drain: true)
+            close(errFD)  // here, not by the caller, which may stop waiting for this reader
         }
         let bytes = readBounded(outPipe[0], max: maxOutput, drain: false)
         if bytes.count >= maxOutput {
@@ -175,12 +175,18 @@ struct ChildRun {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         state.exited()
-        group.wait()
+        // The child is gone; its stderr ends with it unless something it left holds it open:
+        // then the reader is left behind (it ends at that holder's exit) and the text dropped.
+        let stderrDone = group.wait(timeout: .now() + .seconds(1)) == .success
         // Exited normally: the low 7 bits are 0 and the code is in the next byte.
         result.status = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : -1
         result.killed = state.didKill
         result.output = bytes
-        result.errorText = String(decoding: errorBytes.bytes, as: UTF8.self).filter { !$0.isNewline && $0.isASCII }
+        if stderrDone {
+            result.errorText = String(decoding: errorBytes.bytes, as: UTF8.self).filter {
+                !$0.isNewline && $0.isASCII
+            }
+        }
         return result
     }
 
