@@ -11,6 +11,10 @@ want=${1:-build}
 
 # libavahi-common-dev: CDNSSD installs avahi's zeroing allocator (avahi-common/malloc.h).
 build_pkgs=(pkg-config libsodium-dev libavahi-compat-libdnssd-dev libavahi-common-dev libsqlite3-dev)
+# Thumbnails of pictures the user sends (issue 18): parleyd runs vipsthumbnail (libvips-tools)
+# in a child process under bubblewrap (bwrap). Both are optional at run time (without them an
+# offer simply has no thumbnail, or the child runs with rlimits only), but wanted by default.
+build_pkgs+=(libvips-tools bubblewrap)
 # The lab (scripts/lanlab) needs iproute2, util-linux (nsenter, unshare, setsid), mount, dbus,
 # avahi-daemon, and libnss-mdns (its postinst adds mdns4_minimal to /etc/nsswitch.conf);
 # avahi-utils' avahi-browse and avahi-publish observe and publish in it.

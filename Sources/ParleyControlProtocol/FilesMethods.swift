@@ -30,11 +30,14 @@ public struct FileTransferInfo: Codable, Sendable, Hashable {
     public var contentHash: String
     public var createdAt: Int
     public var updatedAt: Int
+    /// Size of the offer's thumbnail in bytes (absent when the offer had none); the bytes
+    /// come from `files.thumbnail`.
+    public var thumbnailBytes: Int?
 
     public init(
         id: String, direction: String, peer: String, peerName: String, room: String?, name: String, size: Int,
         mediaType: String, caption: String?, state: String, bytesDone: Int, rate: Int?, path: String?,
-        error: String?, contentHash: String, createdAt: Int, updatedAt: Int
+        error: String?, contentHash: String, createdAt: Int, updatedAt: Int, thumbnailBytes: Int? = nil
     ) {
         self.id = id
         self.direction = direction
@@ -53,6 +56,7 @@ public struct FileTransferInfo: Codable, Sendable, Hashable {
         self.contentHash = contentHash
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.thumbnailBytes = thumbnailBytes
     }
 
     public var isFinal: Bool { !["offered", "transferring"].contains(state) }
@@ -152,6 +156,31 @@ public struct FilesCancelParams: ControlCallParams {
     public var id: String
     public init(id: String) { self.id = id }
     public func validate() throws(JSONRPCError) { try FileIDCheck.check(id) }
+}
+
+/// `files.thumbnail`: the thumbnail of an offer (incoming: the peer's; outgoing: ours).
+public struct FilesThumbnailParams: ControlCallParams {
+    public typealias ResultType = FilesThumbnailResult
+    public static let method = ControlMethod.filesThumbnail
+    public static let fieldNames = ["id"]
+    public var id: String
+    public init(id: String) { self.id = id }
+    public func validate() throws(JSONRPCError) { try FileIDCheck.check(id) }
+}
+
+public struct FilesThumbnailResult: Codable, Sendable, Hashable {
+    /// The whole transfer id.
+    public var id: String
+    /// "image/jpeg" or "image/png", from the bytes' magic numbers only (the daemon never
+    /// decodes a thumbnail; a client that shows it decodes a peer's bytes).
+    public var mediaType: String
+    /// Base64 of the thumbnail (at most 32,768 bytes before encoding).
+    public var data: String
+    public init(id: String, mediaType: String, data: String) {
+        self.id = id
+        self.mediaType = mediaType
+        self.data = data
+    }
 }
 
 public struct FileTransferResult: Codable, Sendable, Hashable {

@@ -87,6 +87,8 @@ let usage = """
                               bigger      chunk 0 longer than the chunk size
                               lying-hash  every chunk matches its hash, the offer's list hash is wrong
                               old-format  the offer's file hash is BLAKE2b of the whole file (an older Parley)
+                              garbage-thumbnail  an "image/jpeg" offer whose thumbnail is 32 KiB
+                                          of random bytes (neither JPEG nor PNG)
                             print "offered ID", "want FROM" for each want, then "end OUTCOME
                             TEXT" or "closed"
       offer-flood T COUNT   as a new (pinned) peer announcing files, stream COUNT offers of

@@ -17,7 +17,8 @@ struct FilesCommand: ParsableCommand {
             more hex digits, as listed.
             """,
         subcommands: [
-            FilesList.self, FilesAccept.self, FilesReject.self, FilesCancel.self, FilesOpenDir.self, FilesHash.self
+            FilesList.self, FilesAccept.self, FilesReject.self, FilesCancel.self, FilesOpenDir.self, FilesHash.self,
+            FilesThumbnail.self
         ],
         defaultSubcommand: FilesList.self)
 }
@@ -44,6 +45,57 @@ where P.ResultType == FileTransferResult {
         let r = try client.call(params)
         if options.json { return Console.json(r) }
         Console.out(FileLines.summary(r.transfer))
+    }
+}
+
+/// `parley files thumbnail ID --to FILE`: the offer's thumbnail (a peer's bytes, or ours)
+/// written out as it is, for a viewer; the daemon says whether it is a JPEG or a PNG.
+struct FilesThumbnail: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "thumbnail",
+        abstract: "Write a transfer's thumbnail (JPEG or PNG) to a new file (mode 0600, never overwriting).")
+    @OptionGroup var options: ConnectionOptions
+    @Argument(help: "The transfer id (a unique start of 4 or more hex digits).") var id: String
+    @Option(name: .long, help: "The file to create; it must not exist.") var to: String
+    func validate() throws { try validateForCommandLine(FilesThumbnailParams(id: id)) }
+    func run() throws {
+        try Session.run(options) { client in
+            let r = try client.call(FilesThumbnailParams(id: id))
+            guard let data = Data(base64Encoded: r.data) else {
+                Console.err("parley: the daemon sent a thumbnail that is not base64")
+                throw ExitCode(CLIExitCode.daemonError)
+            }
+            try ThumbnailFile.write(data, to: to)
+            if options.json { return Console.json(r) }
+            Console.out("\(r.mediaType), \(FileLines.size(data.count)) written to \(Terminal.line(to))")
+        }
+    }
+}
+
+/// Creates the thumbnail's file: exclusive (an existing file or link is never replaced or
+/// followed), 0600 (it is a picture of a private file).
+enum ThumbnailFile {
+    static func write(_ data: Data, to path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            Console.err("parley: cannot create \(path): \(String(cString: strerror(errno))) (it must not exist yet)")
+            throw ExitCode(CLIExitCode.usage)
+        }
+        defer { close(fd) }
+        let ok = data.withUnsafeBytes { raw -> Bool in
+            var off = 0
+            while off < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress! + off, raw.count - off)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return false }
+                off += n
+            }
+            return true
+        }
+        guard ok else {
+            Console.err("parley: cannot write \(path): \(String(cString: strerror(errno)))")
+            throw ExitCode(CLIExitCode.daemonError)
+        }
     }
 }
 
@@ -171,6 +223,7 @@ enum FileLines {
         var line =
             "\(t.id.prefix(8))  \(arrow) \(Terminal.line(t.peerName))  \(Terminal.line(t.name))  \(size(t.size))  \(t.state)"
         if t.state == "transferring" && t.size > 0 { line += " \(t.bytesDone * 100 / t.size)%" }
+        if let n = t.thumbnailBytes { line += "  thumbnail \(size(n))" }
         if let p = t.path { line += "  \(Terminal.line(p))" }
         if let e = t.error { line += "  (\(Terminal.line(e)))" }
         return line

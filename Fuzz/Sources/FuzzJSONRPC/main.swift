@@ -89,6 +89,7 @@ private func decodeParams(of request: JSONRPCRequest) {
     case ControlMethod.filesAccept: _ = try? request.decodeParams(FilesAcceptParams.self)
     case ControlMethod.filesReject: _ = try? request.decodeParams(FilesRejectParams.self)
     case ControlMethod.filesCancel: _ = try? request.decodeParams(FilesCancelParams.self)
+    case ControlMethod.filesThumbnail: _ = try? request.decodeParams(FilesThumbnailParams.self)
     case ControlMethod.doctorReport: _ = try? request.decodeParams(DoctorReportParams.self)
     case ControlMethod.nodeWhoami: _ = try? request.decodeParams(NodeWhoamiParams.self)
     case ControlMethod.peersList: _ = try? request.decodeParams(PeersListParams.self)

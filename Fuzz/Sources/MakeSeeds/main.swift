@@ -217,6 +217,7 @@ try request("files-list", id: 13, FilesListParams(limit: 20, id: "abcd"))
 try request("files-accept", id: 14, FilesAcceptParams(id: "f1f1f1f1"))
 try request("files-reject", id: 15, FilesRejectParams(id: "f1f1"))
 try request("files-cancel", id: 16, FilesCancelParams(id: "f1f1f1"))
+try request("files-thumbnail", id: 17, FilesThumbnailParams(id: "f1f1f1f1"))
 // Several requests on one connection, the way LineBuffer sees them.
 let session = try [
     ControlJSON.line(JSONRPCRequest(id: .string("a"), call: NodeStatusParams())),

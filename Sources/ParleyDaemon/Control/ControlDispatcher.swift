@@ -219,6 +219,12 @@ struct ControlDispatcher {
             return .typed(id: id, result: FileTransferResult(transfer: node.fileInfo(try node.rejectFile(p.id))))
         case .filesCancel(let p):
             return .typed(id: id, result: FileTransferResult(transfer: node.fileInfo(try node.cancelFile(p.id))))
+        case .filesThumbnail(let p):
+            let t = try node.fileThumbnail(p.id)
+            return .typed(
+                id: id,
+                result: FilesThumbnailResult(
+                    id: t.id, mediaType: t.type.mediaType, data: Data(t.bytes).base64EncodedString()))
         }
     }
 

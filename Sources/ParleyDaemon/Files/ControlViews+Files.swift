@@ -14,6 +14,7 @@ extension Node {
             caption: rec.caption.isEmpty ? nil : rec.caption,
             state: rec.state.rawValue, bytesDone: Int(rec.state == .completed ? rec.size : done),
             rate: (rate ?? liveRate).map { Int(clamping: $0) }, path: rec.savedPath, error: rec.error,
-            contentHash: Sodium.hex(rec.contentHash), createdAt: Int(rec.createdAt), updatedAt: Int(rec.updatedAt))
+            contentHash: Sodium.hex(rec.contentHash), createdAt: Int(rec.createdAt), updatedAt: Int(rec.updatedAt),
+            thumbnailBytes: rec.thumbnail.isEmpty ? nil : rec.thumbnail.count)
     }
 }

@@ -17,6 +17,10 @@ enum FileError: Error, CustomStringConvertible {
     case noRecipients(String)
     case io(path: String, operation: String, errno: Int32)
     case storage(StoreError)
+    /// `files.thumbnail`: the offer came without a thumbnail.
+    case noThumbnail(String)
+    /// `files.thumbnail`: the offer's thumbnail (a peer's bytes) is neither JPEG nor PNG.
+    case thumbnailNotImage(String)
 
     var description: String {
         switch self {
@@ -35,12 +39,17 @@ enum FileError: Error, CustomStringConvertible {
         case .noRecipients(let room): return "nobody else in \(room) has joined yet; nothing was sent"
         case let .io(path, operation, e): return "\(operation) \(path): \(String(cString: strerror(e)))"
         case .storage(let e): return e.description
+        case .noThumbnail(let id):
+            return "transfer \(id.prefix(8)) has no thumbnail (only pictures the sender's Parley could read have one)"
+        case .thumbnailNotImage(let id):
+            return "the offer's thumbnail is not a JPEG or PNG (transfer \(id.prefix(8))); it is not shown"
         }
     }
 
     var rpcError: JSONRPCError {
         switch self {
-        case .notFound, .ambiguous: return JSONRPCError(.transferNotFound, description)
+        case .notFound, .ambiguous, .noThumbnail, .thumbnailNotImage:
+            return JSONRPCError(.transferNotFound, description)
         case .notSendable, .tooLarge, .insideStateDirectory, .io: return JSONRPCError(.fileNotSendable, description)
         case .peerLacksFiles, .noRecipients: return JSONRPCError(.notPermitted, description)
         case .wrongState: return JSONRPCError(.transferState, description)

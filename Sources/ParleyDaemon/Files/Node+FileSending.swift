@@ -50,10 +50,12 @@ extension Node {
                 try box.source.digest(chunkSize: chunkSize)
             }
         }
-        return digest.flatMapThrowing { d in
-            try self.storeOffers(
-                d, name: name, mediaType: type, caption: caption ?? "", path: resolved, room: room,
-                recipients: recipients, chunkSize: chunkSize)
+        let thumbnail = makeThumbnail(path: resolved, mediaType: type, size: source.size)
+        return digest.and(thumbnail).flatMapThrowing { pair in
+            let (d, thumbnail) = pair
+            return try self.storeOffers(
+                d, name: name, mediaType: type, caption: caption ?? "", thumbnail: thumbnail, path: resolved,
+                room: room, recipients: recipients, chunkSize: chunkSize)
         }
     }
 
@@ -72,7 +74,8 @@ extension Node {
     }
 
     private func storeOffers(
-        _ d: SourceFile.Digest, name: String, mediaType: String, caption: String, path: String, room: String?,
+        _ d: SourceFile.Digest, name: String, mediaType: String, caption: String, thumbnail: [UInt8], path: String,
+        room: String?,
         recipients: [String], chunkSize: Int
     ) throws -> [FileTransferRecord] {
         let now = nowMs
@@ -80,7 +83,7 @@ extension Node {
         for peer in recipients {
             let rec = FileTransferRecord(
                 transfer: TransferID.random().hex, peer: peer, direction: .outgoing, room: room, name: name,
-                size: Int64(d.size), mediaType: mediaType, caption: caption, thumbnail: [],
+                size: Int64(d.size), mediaType: mediaType, caption: caption, thumbnail: thumbnail,
                 chunkSize: Int64(chunkSize), contentHash: d.contentHash, listHash: d.listHash,
                 chunkHashes: d.chunkHashes.flatMap { $0 }, state: .offered, sourcePath: path,
                 sourceSize: Int64(d.size), sourceMtime: d.modified, createdAt: now, updatedAt: now)

@@ -26,7 +26,8 @@ func runFileAttack(_ a: ModeArguments) {
     let offer = FileOffer(
         transfer: transfer, size: attack == "huge" ? 1 << 63 : UInt64(content.count), chunkSize: UInt32(chunkSize),
         contentHash: contentHash, listHash: listHash, name: names[attack] ?? "honest.bin",
-        mediaType: "application/octet-stream")
+        mediaType: attack == "garbage-thumbnail" ? "image/jpeg" : "application/octet-stream",
+        thumbnail: attack == "garbage-thumbnail" ? garbageThumbnail() : [])
     content.removeAll()
     peer.sendOrReportClosed([.file(.offer(offer))])
     emit("offered \(transfer.hex)")
@@ -68,4 +69,12 @@ func runFileAttack(_ a: ModeArguments) {
         }
     }
     emit("timeout")
+}
+
+/// The largest thumbnail an offer may carry, of random bytes that start like neither a JPEG
+/// nor a PNG: a receiver must store it and never decode it or hand it on as a picture.
+private func garbageThumbnail() -> [UInt8] {
+    var bytes = Sodium.randomBytes(FileLimits.maxThumbnailBytes)
+    bytes[0] = 0x00
+    return bytes
 }
