@@ -21,11 +21,6 @@ import ParleyControlProtocol
 ///   a thumbnail's bytes); accepting saves into the daemon's download directory under a
 ///   sanitized name, never where a script says.
 public enum WebMethodPolicy {
-    /// `files.thumbnail` (issue 18's thumbnails, `FilesThumbnailParams`): named here until
-    /// `ControlMethod.filesThumbnail` is on this branch; the daemon answers `methodNotFound`
-    /// before then, and the page then shows no thumbnail.
-    public static let filesThumbnail = "files.thumbnail"
-
     public static let allowed: Set<String> = [
         ControlMethod.nodeStatus, ControlMethod.nodeWhoami, ControlMethod.nodeSetStatus,
         ControlMethod.peersList, ControlMethod.peersNickname,
@@ -39,7 +34,7 @@ public enum WebMethodPolicy {
         ControlMethod.roomsLeave, ControlMethod.roomsAccept, ControlMethod.roomsDecline,
         ControlMethod.roomsSetRole, ControlMethod.roomsRename, ControlMethod.roomsSetPolicy,
         ControlMethod.filesList, ControlMethod.filesAccept, ControlMethod.filesReject, ControlMethod.filesCancel,
-        filesThumbnail
+        ControlMethod.filesThumbnail
     ]
 
     public static func isAllowed(_ method: String) -> Bool { allowed.contains(method) }

@@ -77,8 +77,7 @@ final class WebRelayTests: XCTestCase {
     }
 
     func testThePolicyNamesOnlyRealMethodsAndLeavesOutTheDangerousOnes() {
-        // files.thumbnail is the thumbnails work's method, named by the policy until it is merged.
-        for method in WebMethodPolicy.allowed where method != WebMethodPolicy.filesThumbnail {
+        for method in WebMethodPolicy.allowed {
             XCTAssertTrue(ControlMethod.all.contains(method), method)
         }
         for method in [

@@ -351,6 +351,25 @@ def test_a_thumbnail_that_is_not_an_image_is_not_shown(web):
     assert "not available from the browser" in codes["2"], codes
 
 
+def test_a_picture_from_a_peer_shows_its_thumbnail(web):
+    """End to end: bob's daemon makes the thumbnail (a sandboxed child), alice's stores it
+    undecoded, her page fetches it with files.thumbnail and the browser decodes it."""
+    from test_files_thumbnails import png
+    d, alice, bob = web["driver"], web["alice"], web["bob"]
+    open_conv(d, f"peer:{fp(bob)}")
+    noise = os.urandom(400 * 3)
+    picture = png(web["cluster"].dir / "view.png", 400, 300, lambda y: noise[y % 5:] + noise[:y % 5])
+    tid = bob.call("files.send", {"to": fp(alice), "path": str(picture)})["transfers"][0]["id"]
+    shown = wait_for(d, lambda d: d.execute_script("""
+        const img = document.querySelector(`#messages li[data-transfer="${arguments[0]}"] img.thumb`);
+        return img && img.complete && img.naturalWidth > 0
+          ? {src: img.src.slice(0, 23), w: img.naturalWidth, h: img.naturalHeight} : null;
+    """, tid), timeout=30, what="the thumbnail decoded by the browser")
+    assert shown["src"] == "data:image/jpeg;base64,", shown
+    assert 0 < shown["w"] <= 160 and 0 < shown["h"] <= 160, shown
+    assert_nothing_ran(d)
+
+
 # ---- attacks on POST /upload ------------------------------------------------------------
 
 def test_an_upload_without_the_cookie_or_from_another_site_is_refused_and_writes_nothing(web):
