@@ -12,7 +12,8 @@ let package = Package(
         .library(name: "ParleyCore", targets: ["ParleyCore"]),
         // For the fuzz package (Fuzz/), which can only reach this package through products.
         .library(name: "ParleyControlProtocol", targets: ["ParleyControlProtocol"]),
-        .library(name: "ParleyDaemon", targets: ["ParleyDaemon"]),
+        // For the fuzz package: parleyd.toml's parser and the configuration it fills.
+        .library(name: "ParleyConfiguration", targets: ["ParleyConfiguration"]),
         // For the fuzz package: the web client's request and relay decisions.
         .library(name: "ParleyWebCore", targets: ["ParleyWebCore"]),
     ],
@@ -52,9 +53,17 @@ let package = Package(
         .target(name: "ParleyControlProtocol"),
         // mDNS/DNS-SD through avahi's dns_sd compat library.
         .target(name: "ParleyDiscovery", dependencies: ["CDNSSD", "ParleyCore"]),
-        // The daemon: peer sessions, control server, configuration.
+        // parleyd's options: defaults, parleyd.toml (parsed by hand, bounded), flags, and
+        // their validation. No I/O but reading the file; no NIO, so the fuzz package's
+        // FuzzConfigFile builds without the daemon's networking stack.
+        .target(name: "ParleyConfiguration", dependencies: [
+            "ParleyControlProtocol", "ParleyNodeCore", "ParleyStore",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The daemon: peer sessions, control server.
         .target(name: "ParleyDaemon", dependencies: [
             "ParleyCore", "ParleyNodeCore", "ParleyStore", "ParleyControlProtocol", "ParleyDiscovery",
+            "ParleyConfiguration",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -63,7 +72,7 @@ let package = Package(
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "parleyd", dependencies: [
-            "ParleyDaemon", "ParleyNodeCore", "ParleyStore",
+            "ParleyDaemon", "ParleyConfiguration", "ParleyNodeCore", "ParleyStore",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -91,13 +100,17 @@ let package = Package(
         // Operator and lab tool: "is discovery working on this host?"
         .executableTarget(name: "parley-mdns", dependencies: ["ParleyDiscovery"]),
 
+        // A seeded generator (SplitMix64) for reproducible tests and benchmark data; no
+        // product target depends on it.
+        .target(name: "SeededRandom"),
+
         // `make bench`: Parley's figures beside their references (docs/BENCHMARKS.md).
         .executableTarget(name: "parley-bench", dependencies: [
-            "ParleyCore", "ParleyStore", "CSodium",
+            "ParleyCore", "ParleyStore", "CSodium", "SeededRandom",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
-        .testTarget(name: "ParleyCoreTests", dependencies: ["ParleyCore"],
+        .testTarget(name: "ParleyCoreTests", dependencies: ["ParleyCore", "SeededRandom"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "ParleyNodeCoreTests", dependencies: ["ParleyNodeCore", "ParleyCore"]),
         .testTarget(name: "ParleyStoreTests", dependencies: [
@@ -107,7 +120,8 @@ let package = Package(
         // The web client's pure parts: token, Host/Origin/cookie checks, method policy, headers.
         .testTarget(name: "ParleyWebTests", dependencies: ["ParleyWebCore", "ParleyWeb", "ParleyControlProtocol"]),
         .testTarget(name: "ParleyDaemonTests", dependencies: [
-            "ParleyDaemon", "ParleyCore", "ParleyNodeCore", "ParleyStore", "ParleyControlProtocol", "ParleyDiscovery",
+            "ParleyDaemon", "ParleyConfiguration", "ParleyCore", "ParleyNodeCore", "ParleyStore",
+            "ParleyControlProtocol", "ParleyDiscovery", "SeededRandom",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),

@@ -41,7 +41,7 @@ let package = Package(
             .product(name: "ParleyWebCore", package: "Parley"),
         ]),
         .executableTarget(name: "FuzzConfigFile", dependencies: [
-            .product(name: "ParleyDaemon", package: "Parley"),
+            .product(name: "ParleyConfiguration", package: "Parley"),
         ]),
         // Fixed keys and cards shared by the handshake target and the seed generator.
         .target(name: "FuzzFixtures", dependencies: [

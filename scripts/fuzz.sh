@@ -8,6 +8,7 @@
 #   scripts/fuzz.sh [SECONDS]        default 60; `make fuzz FUZZ_SECONDS=N`
 #   scripts/fuzz.sh --seeds          regenerate Fuzz/Corpus from real encoders and exit
 #   FUZZ_TARGETS="FuzzCardDecoder"   run only these targets (space-separated)
+#   FUZZ_JOBS=N                      targets fuzzed at once (default: the CPU count)
 #
 # New inputs the fuzzer finds go to Fuzz/.build/fuzz/corpus/<Target> (not committed);
 # crashing inputs to Fuzz/.build/fuzz/artifacts/<Target>/, and their paths are printed.
@@ -73,22 +74,24 @@ BIN=$("$SWIFT" build --package-path "$FUZZ_DIR" -c debug "${FUZZ_FLAGS[@]}" --sh
 # a second, confusing error; libFuzzer prints the stack of a trap itself.
 export SWIFT_BACKTRACE=${SWIFT_BACKTRACE:-enable=no}
 
-failed=0
-summary=()
-for target in $TARGETS; do
-  corpus=$WORK/corpus/$target
-  artifacts=$WORK/artifacts/$target
-  log=$WORK/logs/$target.log
+# Runs one target for SECONDS_PER_TARGET and writes its summary line to
+# $WORK/logs/<Target>.result (the first word "FAILED" if it crashed), its complaint to stderr.
+run_target() {
+  local target=$1
+  local corpus=$WORK/corpus/$target
+  local artifacts=$WORK/artifacts/$target
+  local log=$WORK/logs/$target.log
   mkdir -p "$corpus" "$artifacts"
   touch "$log.start"  # artifacts newer than this are this run's
   echo "fuzz: running $target for ${SECONDS_PER_TARGET}s (log: ${log#$ROOT/})"
   # The first directory receives new inputs; the committed seeds are only read.
-  status=0
+  local status=0
   "$BIN/$target" "$corpus" "$FUZZ_DIR/Corpus/$target" \
     -max_total_time="$SECONDS_PER_TARGET" -timeout="$PER_INPUT_TIMEOUT" \
     -artifact_prefix="$artifacts/" -print_final_stats=1 >"$log" 2>&1 || status=$?
   # libFuzzer's last status line ("#N DONE cov: C ft: F ..." or, after a crash, the last
   # pulse line) and its final stats.
+  local last execs cov ft crashes line
   last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   [ -n "$execs" ] || execs=$(echo "$last" | sed -n 's/^#\([0-9]*\).*/\1/p')
@@ -99,13 +102,41 @@ for target in $TARGETS; do
   if [ "$status" -ne 0 ] && [ "$crashes" -eq 0 ]; then crashes=1; fi
   line=$(printf '%-24s execs: %-10s cov: %-6s ft: %-6s crashes: %s' \
          "$target" "${execs:-?}" "${cov:-?}" "${ft:-?}" "$crashes")
-  summary+=("$line")
   if [ "$crashes" -ne 0 ]; then
-    failed=1
-    echo "fuzz: $target FAILED (exit $status); last lines of its log:" >&2
-    grep -E 'ERROR|Fatal error|/Sources/|Test unit written|SUMMARY' "$log" | head -30 >&2 || tail -20 "$log" >&2
-    echo "fuzz: reproduce with: ${BIN#$ROOT/}/$target <artifact above>" >&2
+    {
+      echo "fuzz: $target FAILED (exit $status); last lines of its log:"
+      grep -E 'ERROR|Fatal error|/Sources/|Test unit written|SUMMARY' "$log" | head -30 || tail -20 "$log"
+      echo "fuzz: reproduce with: ${BIN#$ROOT/}/$target <artifact above>"
+    } >&2
+    echo "FAILED $line" >"$WORK/logs/$target.result"
+  else
+    echo "$line" >"$WORK/logs/$target.result"
   fi
+}
+
+# The targets share nothing (each its own corpus, artifacts and log), so they run
+# FUZZ_JOBS at a time (default: one per CPU): each still fuzzes SECONDS_PER_TARGET, and
+# on CI's two cores the run takes half as long. A target is single-threaded.
+JOBS=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+case $JOBS in ''|*[!0-9]*|0) JOBS=1 ;; esac
+running=0
+for target in $TARGETS; do
+  rm -f "$WORK/logs/$target.result"
+  if [ "$running" -ge "$JOBS" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  run_target "$target" &
+  running=$((running + 1))
+done
+wait
+
+failed=0
+summary=()
+for target in $TARGETS; do
+  line=$(cat "$WORK/logs/$target.result" 2>/dev/null || echo "FAILED $target: no result (the run died)")
+  case $line in FAILED\ *) failed=1; line=${line#FAILED } ;; esac
+  summary+=("$line")
 done
 
 echo

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import ParleyConfiguration
 import ParleyControlProtocol
 import ParleyCore
 import ParleyStore

@@ -124,6 +124,20 @@ struct HostilePeer {
         return records
     }
 
+    /// The records that have arrived, waiting up to `waitMs` for the first of them (0: only
+    /// what is there already); `ended` once the connection closed or a frame did not open.
+    mutating func available(waitMs: Int32) -> (records: [AppRecord], ended: Bool) {
+        var pfd = pollfd(fd: conn.fd, events: Int16(POLLIN), revents: 0)
+        var timeout = waitMs
+        var all: [AppRecord] = []
+        while poll(&pfd, 1, timeout) > 0 {
+            timeout = 0
+            guard let records = receive() else { return (all, true) }
+            all += records
+        }
+        return (all, false)
+    }
+
     /// Reads until `done` says so for a record (true) or the connection ends (false).
     mutating func read(until done: (AppRecord) -> Bool) -> Bool {
         while let records = receive() {

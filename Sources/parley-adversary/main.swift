@@ -91,6 +91,10 @@ let usage = """
                                           of random bytes (neither JPEG nor PNG)
                             print "offered ID", "want FROM" for each want, then "end OUTCOME
                             TEXT" or "closed"
+      offer-flood T COUNT   as a new (pinned) peer announcing files, stream COUNT offers of
+                            2^63 bytes (refused at once), reading the answers; print "ended E"
+                            (fileEnd answers), then send a chat and print "chat acked" or
+                            "chat lost"
     """
 
 let modes: [String: (ModeArguments) -> Void] = [
@@ -111,6 +115,7 @@ let modes: [String: (ModeArguments) -> Void] = [
     "old-peer": runOldPeer,
     "forge-action": runForgeAction,
     "file": runFileAttack,
+    "offer-flood": runOfferFlood,
     "dial-back": runDialBack,
     "tags-probe": runTagsProbe,
     "forge-address": runForgeAddress,

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyCore
 import ParleyStore
+import SeededRandom
 
 /// Row 12: a daemon whose store holds a large history (1,000,000 messages over 200 peers
 /// and 20 rooms in the full run). The history is written straight into the daemon's
@@ -10,7 +11,7 @@ import ParleyStore
 /// started on it and timed on what a person does first: start, open a conversation, search.
 /// The reference is the same daemon on the same peers and rooms with an empty history.
 struct LargeHistoryBench {
-    let scale: OfficeScale
+    let scale: BenchScale
     let parleyd: String
     let parley: String
     let workDir: String
@@ -26,14 +27,62 @@ struct LargeHistoryBench {
     static let pageSize = 50
     static let name = "history"
 
+    /// What each row measures: one place for the titles of the measured and the skipped rows.
+    enum Row: String, CaseIterable {
+        case ready = "12a", rss = "12b", page = "12c", search = "12d", peersList = "12e", export = "12f"
+
+        var measure: String {
+            switch self {
+            case .ready: "Large history: daemon start → control socket answers"
+            case .rss: "Large history: daemon RSS after ready"
+            case .page: "Large history: newest page of a conversation, median"
+            case .search: "Large history: search, median"
+            case .peersList: "Large history: peers.list with unread counts, median"
+            case .export: "Large history: export, whole history"
+            }
+        }
+        var unit: String {
+            switch self {
+            case .ready, .page, .search, .peersList: "ms"
+            case .rss: "MiB"
+            case .export: "msg/s"
+            }
+        }
+        var goal: BenchRow.Goal {
+            switch self {
+            case .ready: .valueAtMost(LargeHistoryBench.goalReadyMs)
+            case .rss: .valueAtMost(LargeHistoryBench.goalRSSMiB)
+            case .page: .valueAtMost(LargeHistoryBench.goalPageMs)
+            case .search: .valueAtMost(LargeHistoryBench.goalSearchMs)
+            case .peersList, .export: .none
+            }
+        }
+        var referenceName: String {
+            switch self {
+            case .ready: "same daemon, same peers and rooms, empty history"
+            case .rss: "same daemon, empty history"
+            case .page, .peersList: "same call, empty history"
+            case .search: "same query, empty history"
+            case .export: "ParleyStore paging the same history in process"
+            }
+        }
+
+        func measured(parley: Double, reference: Double, note: String) -> BenchRow {
+            BenchRow(
+                id: rawValue, measure: measure, unit: unit, parley: parley, reference: reference,
+                referenceName: referenceName, goal: goal, note: note)
+        }
+        func skipped(why: String) -> BenchRow {
+            .skipped(id: rawValue, measure: measure, unit: unit, referenceName: referenceName, goal: goal, why: why)
+        }
+    }
+
+    /// Rows 12a–12f. A failure while building the history or timing the daemon skips them
+    /// all with its reason; a failed export (it alone needs the `parley` binary) skips 12f
+    /// only, and 12a–12e keep their figures.
     func run() -> [BenchRow] {
         do { return try measureAll() } catch {
-            return [
-                .skipped(
-                    id: "12a", measure: "Large history: daemon start → control socket answers", unit: "ms",
-                    referenceName: "same daemon, empty history", goal: .valueAtMost(Self.goalReadyMs),
-                    why: "\(error)")
-            ]
+            return Row.allCases.map { $0.skipped(why: "\(error)") }
         }
     }
 
@@ -85,8 +134,16 @@ struct LargeHistoryBench {
         let dbBytes = fileBytes(stateDir)
 
         let measured = try measureDaemon(book: book)
-        let (exported, exportSeconds) = try export()
-        let exportRate = Double(exported) / exportSeconds
+        let exportRow: BenchRow
+        do {
+            let (exported, exportSeconds) = try export()
+            exportRow = Row.export.measured(
+                parley: Double(exported) / exportSeconds, reference: pagingRate,
+                note: "`parley export --format json` (pages of 1,000 through messages.list) → a pipe; "
+                    + "\(String(exported).withThousands) lines in \(fmt(exportSeconds)) s")
+        } catch {
+            exportRow = Row.export.skipped(why: "\(error)")
+        }
 
         let size =
             "\(String(scale.historyMessages).withThousands) messages, \(scale.historyPeers) peers, \(scale.historyRooms) rooms"
@@ -95,47 +152,30 @@ struct LargeHistoryBench {
             + "store \(fmt(Double(dbBytes) / 1_048_576)) MiB"
         let n = measured.page.count
         return [
-            BenchRow(
-                id: "12a", measure: "Large history: daemon start → control socket answers", unit: "ms",
+            Row.ready.measured(
                 parley: measured.readyMs, reference: reference.readyMs,
-                referenceName: "same daemon, same peers and rooms, empty history",
-                goal: .valueAtMost(Self.goalReadyMs),
                 note: "\(size); \(built); process spawn → first node.status answer (polled every 20 ms)"),
-            BenchRow(
-                id: "12b", measure: "Large history: daemon RSS after ready", unit: "MiB", parley: measured.rssMiB,
-                reference: reference.rssMiB, referenceName: "same daemon, empty history",
-                goal: .valueAtMost(Self.goalRSSMiB), note: "VmRSS after the calls of 12c–12e"),
-            BenchRow(
-                id: "12c", measure: "Large history: newest page of a conversation, median", unit: "ms",
+            Row.rss.measured(
+                parley: measured.rssMiB, reference: reference.rssMiB, note: "VmRSS after the calls of 12c–12e"),
+            Row.page.measured(
                 parley: measured.page.median / 1e6, reference: reference.page.median / 1e6,
-                referenceName: "same call, empty history", goal: .valueAtMost(Self.goalPageMs),
                 note:
                     "messages.list {peer, limit \(Self.pageSize)} on one control connection, \(n) calls over "
                     + "as many conversations (peers and rooms), p99 \(fmt(measured.page.p99 / 1e6)) ms"),
-            BenchRow(
-                id: "12d", measure: "Large history: search, median", unit: "ms",
+            Row.search.measured(
                 parley: measured.search.median / 1e6, reference: reference.search.median / 1e6,
-                referenceName: "same query, empty history", goal: .valueAtMost(Self.goalSearchMs),
                 note:
                     "messages.search for a word in ~\(fmt(book.commonWordShare * 100)) % of the messages "
                     + "(default 20 hits, bm25), \(n) calls, p99 \(fmt(measured.search.p99 / 1e6)) ms; "
                     + "a word in ~\(fmt(book.rareWordShare * 100)) %: median \(fmt(measured.rareSearch.median / 1e6)) ms"
             ),
-            BenchRow(
-                id: "12e", measure: "Large history: peers.list with unread counts, median", unit: "ms",
+            Row.peersList.measured(
                 parley: measured.peersList.median / 1e6, reference: reference.peersList.median / 1e6,
-                referenceName: "same call, empty history", goal: .none,
                 note:
                     "\(scale.historyPeers) peers; the last \(String(LargeHistoryBench.buildBatch).withThousands) messages unread, "
                     + "the rest read; \(n) calls, p99 "
                     + "\(fmt(measured.peersList.p99 / 1e6)) ms"),
-            BenchRow(
-                id: "12f", measure: "Large history: export, whole history", unit: "msg/s", parley: exportRate,
-                reference: pagingRate, referenceName: "ParleyStore paging the same history in process",
-                goal: .none,
-                note:
-                    "`parley export --format json` (pages of 1,000 through messages.list) → a pipe; "
-                    + "\(String(exported).withThousands) lines in \(fmt(exportSeconds)) s")
+            exportRow
         ]
     }
 
@@ -162,18 +202,21 @@ struct LargeHistoryBench {
 
     private func timedCall(_ line: ControlLine, _ method: String, _ params: String?) throws -> UInt64 {
         let t0 = Clock.nowNs()
-        _ = try line.call(method, params: params, timeout: scale.rowSeconds)
+        _ = try line.call(method, params: params, timeout: scale.officeRowSeconds)
         return Clock.nowNs() - t0
     }
 
     /// `parley export --format json` of the whole history into `wc -l`; bounded in time.
     private func export() throws -> (Int, Double) {
+        guard FileManager.default.isExecutableFile(atPath: parley) else {
+            throw BenchError.unavailable("\(parley) not found: build it with `swift build --product parley`")
+        }
         let d = try Parleyd(binary: parleyd, workDir: workDir, name: Self.name)
         defer { d.stop() }
         let t0 = Clock.nowNs()
         let (status, out) = try runToCompletion(
             "/bin/bash", ["-c", "set -o pipefail; '\(parley)' export --socket '\(d.socketPath)' --format json | wc -l"],
-            timeout: scale.rowSeconds * 3)
+            timeout: scale.officeRowSeconds * 3)
         let seconds = Double(Clock.nowNs() - t0) / 1e9
         guard status == 0, let lines = Int(out.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw BenchError.process("parley export failed (\(status)): \(out.suffix(300))")
@@ -195,7 +238,7 @@ struct LargeHistoryBench {
 /// a few words are everywhere, most are rare. Deterministic (a fixed seed), so every run
 /// searches the same text.
 struct HistoryBook {
-    let scale: OfficeScale
+    let scale: BenchScale
     let me: String
     let peers: [BenchIdentity]
     let peerNames: [String]
@@ -206,13 +249,13 @@ struct HistoryBook {
     static let commonRank = 40
     static let vocabularySize = 5_000
 
-    init(scale: OfficeScale, me: String) throws {
+    init(scale: BenchScale, me: String) throws {
         self.scale = scale
         self.me = me
         peerNames = (0..<scale.historyPeers).map { String(format: "hist-%03d", $0) }
         peers = try peerNames.map { try BenchIdentity(name: $0) }
         roomNames = (0..<scale.historyRooms).map { String(format: "room-%02d", $0) }
-        var rng = SplitMix(seed: 21)
+        var rng = SplitMix64(seed: 21)
         roomIDs = roomNames.map { _ in (0..<2).map { _ in String(format: "%016llx", rng.next()) }.joined() }
         let syllables = [
             "ka", "lo", "mi", "ne", "ru", "sa", "te", "vo", "zi", "pa", "do", "fe", "gu", "ha", "ji", "ko", "le", "mu",
@@ -234,7 +277,7 @@ struct HistoryBook {
 
     /// Rank r is drawn with probability ∝ 1/(r+1) (Zipf, s = 1) by inverting its
     /// cumulative sum ≈ ln(r+1) / ln(V+1).
-    private func draw(_ rng: inout SplitMix) -> Int {
+    private func draw(_ rng: inout SplitMix64) -> Int {
         let u = Double(rng.next() >> 11) / Double(1 << 53)
         let r = Int(exp(u * log(Double(Self.vocabularySize + 1)))) - 1
         return min(max(r, 0), Self.vocabularySize - 1)
@@ -271,7 +314,7 @@ struct HistoryBook {
 
     /// Round-robin over the conversations (every peer and every room), in batches.
     func addMessages(to store: Store) throws {
-        var rng = SplitMix(seed: 1_000_003)
+        var rng = SplitMix64(seed: 1_000_003)
         let conversations = scale.historyPeers + scale.historyRooms
         let start = Int64(BenchIdentity.unixSeconds()) * 1000 - Int64(scale.historyMessages) * 1000
         var sequences = [Int64](repeating: 0, count: scale.historyPeers)
@@ -314,18 +357,5 @@ struct HistoryBook {
             for (r, list) in rooms { _ = try store.storeIncomingRoomMessages(list, room: roomIDs[r], at: at) }
             i = end
         }
-    }
-}
-
-/// A small deterministic generator (SplitMix64): the history is the same in every run.
-struct SplitMix {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

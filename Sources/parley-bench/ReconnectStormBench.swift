@@ -9,7 +9,7 @@ import Foundation
 /// same run and daemon: the first, cold connection of the same peers with the same
 /// dialers, and the same number of messages sent while every session is up.
 struct ReconnectStormBench {
-    let scale: OfficeScale
+    let scale: BenchScale
     let binary: String
     let workDir: String
 
@@ -54,7 +54,7 @@ struct ReconnectStormBench {
     private func measure() throws -> Figures {
         let p = scale.stormPeers
         let k = scale.stormQueuedPerPeer
-        let deadline = Deadline(seconds: scale.rowSeconds * 2)
+        let deadline = Deadline(seconds: scale.officeRowSeconds * 2)
         let daemon = try Parleyd(binary: binary, workDir: workDir, name: "storm")
         defer { daemon.stop() }
         let identities = try (0..<p).map { try BenchIdentity(name: String(format: "storm-%03d", $0)) }

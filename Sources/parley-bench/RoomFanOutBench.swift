@@ -9,7 +9,7 @@ import ParleyCore
 /// it (for a room message the daemon sends that once every member acknowledged, i.e.
 /// stored, it). CPU: the sender daemon's, from /proc, over the same span, per member.
 struct RoomFanOutBench {
-    let scale: OfficeScale
+    let scale: BenchScale
     let binary: String
     let workDir: String
 
@@ -78,7 +78,7 @@ struct RoomFanOutBench {
         let swarm = PeerSwarm()
         swarm.start()
         defer { swarm.stopAndClose() }
-        let deadline = Deadline(seconds: scale.rowSeconds)
+        let deadline = Deadline(seconds: scale.officeRowSeconds)
         let identities = try (0..<peers).map { try BenchIdentity(name: String(format: "fan%d-%03d", size, $0)) }
         try swarm.connect(port: daemon.port, identities: identities, parallel: 4, deadline: deadline)
         try waitUntil(deadline, "\(peers) sessions online") { daemon.peersOnline() >= peers }
@@ -137,7 +137,7 @@ struct RoomFanOutBench {
         _ requests: () -> [[UInt8]]
     ) throws -> (UInt64, UInt64) {
         let lines = requests()
-        let deadline = Deadline(seconds: scale.rowSeconds)
+        let deadline = Deadline(seconds: scale.officeRowSeconds)
         let target = watcher.delivered + deliveries
         let cpu0 = ProcessCPU.nanoseconds(pid: daemon.pid)
         let t0 = Clock.nowNs()

@@ -166,18 +166,17 @@ struct ParleyBench: ParsableCommand {
             add([FileTransferBench(scale: scale, binary: parleyd, workDir: work).instructionsPerMiB()])
         }
         // 11–13: the rows an office feels (issue 21 part 2), each on daemons of its own.
-        let office = smoke ? OfficeScale.smokeTest : OfficeScale.full
         if wanted.contains(11) {
-            progress("row 11: room fan-out, sizes \(office.roomSizes)")
-            add(RoomFanOutBench(scale: office, binary: parleyd, workDir: work).run())
+            progress("row 11: room fan-out, sizes \(scale.roomSizes)")
+            add(RoomFanOutBench(scale: scale, binary: parleyd, workDir: work).run())
         }
         if wanted.contains(12) {
-            progress("row 12: a history of \(office.historyMessages) messages")
-            add(LargeHistoryBench(scale: office, parleyd: parleyd, parley: bin + "/parley", workDir: work).run())
+            progress("row 12: a history of \(scale.historyMessages) messages")
+            add(LargeHistoryBench(scale: scale, parleyd: parleyd, parley: bin + "/parley", workDir: work).run())
         }
         if wanted.contains(13) {
-            progress("row 13: reconnect storm of \(office.stormPeers) peers")
-            add(ReconnectStormBench(scale: office, binary: parleyd, workDir: work).run())
+            progress("row 13: reconnect storm of \(scale.stormPeers) peers")
+            add(ReconnectStormBench(scale: scale, binary: parleyd, workDir: work).run())
         }
         let formatter = ISO8601DateFormatter()
         let report = Report(

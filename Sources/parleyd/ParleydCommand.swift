@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import ParleyConfiguration
 import ParleyControlProtocol
 import ParleyCore
 import ParleyDaemon

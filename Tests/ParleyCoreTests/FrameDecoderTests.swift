@@ -1,4 +1,5 @@
 import ParleyCore
+import SeededRandom
 import XCTest
 
 final class FrameDecoderTests: XCTestCase {
@@ -64,7 +65,7 @@ final class FrameDecoderTests: XCTestCase {
         let payloads = samplePayloads()
         let stream = try payloads.flatMap { try Frame.encode($0) }
         for seed in UInt64(1)...40 {
-            var rng = SeededGenerator(state: seed)
+            var rng = SplitMix64(seed: seed)
             var decoder = FrameDecoder()
             var received: [[UInt8]] = []
             var offset = 0

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyControlProtocol
+import SeededRandom
 import XCTest
 
 /// The hand-written JSON encoder and parser must be indistinguishable from Foundation's

@@ -1,8 +1,10 @@
 import Foundation
 import ParleyControlProtocol
 import ParleyNodeCore
+import SeededRandom
 import XCTest
 
+@testable import ParleyConfiguration
 @testable import ParleyDaemon
 
 final class ConfigFileTests: XCTestCase {

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyControlProtocol
+import SeededRandom
 import XCTest
 
 /// The control protocol's pure parts: request parsing, line splitting, the typed
@@ -165,8 +166,6 @@ final class ControlProtocolTests: XCTestCase {
 
     // MARK: - Parser: garbage never crashes
 
-    /// SplitMix64: a deterministic generator, so a failure reproduces exactly.
-
     private static let seeds: [String] = [
         #"{"jsonrpc":"2.0","id":1,"method":"messages.send","params":{"to":"bob","body":"hi \"there\" \\ \u00e9","wait":true,"timeoutMs":500}}"#,
         #"{"jsonrpc":"2.0","id":"x","method":"messages.list","params":{"peer":"abcd-efgh","after":3,"limit":10}}"#,
@@ -192,7 +191,7 @@ final class ControlProtocolTests: XCTestCase {
     }
 
     func testParserSurvivesRandomBytes() {
-        var rng = SplitMix64(state: 0x5EED_0001)
+        var rng = SplitMix64(seed: 0x5EED_0001)
         for _ in 0..<2_000 {
             let length = Int.random(in: 0...200, using: &rng)
             let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
@@ -201,7 +200,7 @@ final class ControlProtocolTests: XCTestCase {
     }
 
     func testParserSurvivesMutatedRequests() {
-        var rng = SplitMix64(state: 0x5EED_0002)
+        var rng = SplitMix64(seed: 0x5EED_0002)
         var accepted = 0
         for _ in 0..<3_000 {
             var bytes = Array(Self.seeds.randomElement(using: &rng)!.utf8)  // seeds is non-empty

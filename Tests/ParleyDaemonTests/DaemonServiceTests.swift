@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ParleyConfiguration
 import ParleyControlProtocol
 import ServiceLifecycle
 import ServiceLifecycleTestKit

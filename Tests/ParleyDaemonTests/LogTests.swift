@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ParleyConfiguration
 import XCTest
 
 @testable import ParleyDaemon

@@ -173,6 +173,20 @@ class Lab:
         self.dir = Path(tempfile.mkdtemp(prefix="parley-lab-"))
         self.env = dict(os.environ, PARLEY_LAB_PREFIX=self.prefix, LANLAB_DIR=str(self.dir))
         self._background: List[BackgroundProcess] = []
+        # parleyd nodes made by node(): lab_for_test stops them.
+        self.nodes: list = []
+
+    def node(self, host: str, name: Optional[str] = None, state: Optional[Path] = None,
+             env: Optional[dict] = None, extra_args=()):
+        """A parleyd (parley_harness.Node, not started) on `host` with mDNS, listening on
+        0.0.0.0:7744, its state in <lab>/<host>-state unless `state` says otherwise."""
+        from parley_harness import Node
+        n = Node(name or host, self.dir, launcher=[str(LANLAB), "exec", host], mdns=True,
+                 listen="0.0.0.0:7744", extra_args=extra_args, env=dict(self.env, **(env or {})),
+                 state_dir=state or self.dir / f"{host}-state")
+        n.socket = self.dir / f"{host}-{name or host}.sock"
+        self.nodes.append(n)
+        return n
 
     def __enter__(self) -> "Lab":
         try:
@@ -233,6 +247,24 @@ class Lab:
         p = BackgroundProcess(argv, self.env, label=f"{host}: {' '.join(args)}", stdin_pipe=stdin_pipe)
         self._background.append(p)
         return p
+
+
+def lab_for_test(request, hosts: int, log_lines: int = 60):
+    """A pytest fixture's body (`yield from lab_for_test(request, 3)`): a Lab of `hosts`
+    hosts for one test, skipped with the reason where no lab can be built here; at the
+    end its nodes (Lab.node) are stopped, and their log tails printed if the test failed
+    (conftest.py records the outcome as request.node.report_call)."""
+    import pytest
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with Lab(hosts=hosts) as the_lab:
+        yield the_lab
+        failed = getattr(request.node, "report_call", None)
+        for n in the_lab.nodes:
+            if failed is not None and failed.failed:
+                print(f"--- log of {n.name} ---\n{n.log_tail(log_lines)}")
+            n.stop()
 
 
 def parse_found(line: str) -> dict:

@@ -9,7 +9,7 @@ import time
 import pytest
 
 import lab as lab_module
-from parley_harness import Node, wait_until
+from parley_harness import wait_until
 
 # Fast liveness so both sides notice the cut within seconds: ping after 1 s, dead after 3 s.
 FAST = ["--ping-interval-ms", "1000", "--dead-after-ms", "3000"]
@@ -24,25 +24,11 @@ CHUNK = 65536
 
 @pytest.fixture
 def lab2(request):
-    reason = lab_module.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    with lab_module.Lab(hosts=2) as the_lab:
-        the_lab.nodes = []
-        yield the_lab
-        failed = getattr(request.node, "report_call", None)
-        for n in the_lab.nodes:
-            if failed is not None and failed.failed:
-                print(f"--- log of {n.name} ---\n{n.log_tail(80)}")
-            n.stop()
+    yield from lab_module.lab_for_test(request, hosts=2, log_lines=80)
 
 
 def lab_node(lab, host):
-    n = Node(host, lab.dir, launcher=[str(lab_module.LANLAB), "exec", host], mdns=True,
-             listen="0.0.0.0:7744", extra_args=FAST, env=dict(lab.env), state_dir=lab.dir / f"{host}-state")
-    n.socket = lab.dir / f"{host}.sock"
-    lab.nodes.append(n)
-    return n
+    return lab.node(host, extra_args=FAST)
 
 
 def transfer(node, tid):

@@ -1,6 +1,6 @@
 """libFuzzer over Parley's parsers of untrusted input (scripts/fuzz.sh, Fuzz/): each
 target runs PARLEY_FUZZ_SECONDS (default 30) from the committed seeds in Fuzz/Corpus,
-and none may crash, hang or trip a sanitizer. Skipped, with the reason, when this
+one per CPU at a time (FUZZ_JOBS), and none may crash, hang or trip a sanitizer. Skipped, with the reason, when this
 toolchain cannot link libFuzzer (clang's fuzzer runtime is missing)."""
 import os
 import re
@@ -14,9 +14,11 @@ TARGETS = ["FuzzFrameDecoder", "FuzzHandshakeResponder", "FuzzCardDecoder",
            "FuzzAppRecord", "FuzzJSONRPC", "FuzzConfigFile", "FuzzWebRelay"]
 # scripts/fuzz.sh's exit status when the toolchain has no libFuzzer (automake's "skip").
 SKIPPED = 77
-# A cold build of the fuzz package (every module, sanitized) on a slow 2-core machine.
+# A cold build of the fuzz package (ParleyCore, ParleyControlProtocol, ParleyWebCore,
+# ParleyConfiguration and what they need, sanitized) on a slow 2-core machine.
 BUILD_ALLOWANCE_SECONDS = 1800
 # Per target on top of its fuzzing time: start-up, loading the corpus, the final stats.
+# (An upper bound as if they ran one at a time; side by side they take about half.)
 PER_TARGET_OVERHEAD_SECONDS = 60
 
 

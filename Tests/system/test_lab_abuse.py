@@ -34,25 +34,11 @@ while True:
 
 @pytest.fixture
 def lab3(request):
-    reason = lab_module.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    with lab_module.Lab(hosts=3) as the_lab:
-        the_lab.nodes = []
-        yield the_lab
-        failed = getattr(request.node, "report_call", None)
-        for n in the_lab.nodes:
-            if failed is not None and failed.failed:
-                print(f"--- log of {n.name} ---\n{n.log_tail(60)}")
-            n.stop()
+    yield from lab_module.lab_for_test(request, hosts=3)
 
 
 def lab_node(lab, host):
-    n = Node(host, lab.dir, launcher=[str(lab_module.LANLAB), "exec", host], mdns=True, listen="0.0.0.0:7744",
-             env=lab.env, state_dir=lab.dir / f"{host}-state")
-    n.socket = lab.dir / f"{host}-{host}.sock"
-    lab.nodes.append(n)
-    return n
+    return lab.node(host)
 
 
 def fds_and_threads(node):
@@ -107,14 +93,7 @@ def result_of(attack, timeout=120):
 
 @pytest.fixture
 def lab4(request):
-    reason = lab_module.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    with lab_module.Lab(hosts=4) as the_lab:
-        the_lab.nodes = []
-        yield the_lab
-        for n in the_lab.nodes:
-            n.stop()
+    yield from lab_module.lab_for_test(request, hosts=4)
 
 
 # The victim keeps silent sybils as long as the attack runs: no ping for 60 s, dead after

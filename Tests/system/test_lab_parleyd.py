@@ -17,27 +17,11 @@ FAST = ["--dead-after-ms", "3000"]
 
 @pytest.fixture
 def lab3(request):
-    reason = lab_module.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    with lab_module.Lab(hosts=3) as the_lab:
-        nodes = []
-        the_lab.nodes = nodes
-        yield the_lab
-        failed = getattr(request.node, "report_call", None)
-        for n in nodes:
-            if failed is not None and failed.failed:
-                print(f"--- log of {n.name} ---\n{n.log_tail(60)}")
-            n.stop()
+    yield from lab_module.lab_for_test(request, hosts=3)
 
 
 def lab_node(lab, host, name=None, state=None, env=None):
-    n = Node(name or host, lab.dir, launcher=[str(lab_module.LANLAB), "exec", host], mdns=True,
-             listen="0.0.0.0:7744", extra_args=FAST, env=dict(lab.env, **(env or {})),
-             state_dir=state or lab.dir / f"{host}-state")
-    n.socket = lab.dir / f"{host}-{name or host}.sock"
-    lab.nodes.append(n)
-    return n
+    return lab.node(host, name=name, state=state, env=env, extra_args=FAST)
 
 
 def bodies_in(node, peer):

@@ -1,6 +1,8 @@
 """Issue 19 in the routed lab: two subnets joined by a router (lanlab up-routed). One lab
-for the module; the tests run in order and build on each other (contacts made in the
-first are the ones gossip and redialling find again later).
+for the module, and its three nodes become contacts once (the first test, or the
+`contacts` fixture when `-k` left the first test out); every later test starts from
+`contacts`: all three running and in session, the reflector off, the router dropping
+mDNS. So each test can run alone, and in file order they reuse what came before.
 
     subnet A 10.79.0.0/24: h1 alice, h2 carol      router r      subnet B 10.79.1.0/24: h3 bob
 """
@@ -24,6 +26,8 @@ def routed():
         pytest.skip(reason)
     with lab_module.Lab(hosts=3, routed=2) as the_lab:
         the_lab.nodes = {}
+        # Set once the three have found each other and exchanged a message per pair.
+        the_lab.contacts_made = False
         for h, name in NAMES.items():
             n = Node(name, the_lab.dir, launcher=[str(lab_module.LANLAB), "exec", h], mdns=True,
                      listen="0.0.0.0:7744", extra_args=FAST, env=the_lab.env,
@@ -35,6 +39,53 @@ def routed():
         for n in the_lab.nodes.values():
             print(f"--- log of {n.name} ---\n{n.log_tail(40)}")
             n.stop()
+
+
+def every_pair_online(n, how):
+    """Waits until each node sees each other online; `how` names what is awaited ({b})."""
+    for a in n:
+        for b in n:
+            if a != b:
+                wait_until(lambda: n[a].online(b), timeout=40, what=f"{a} " + how.format(b=b))
+
+
+def make_contacts(lab):
+    """Starts whichever nodes are not running and, with the reflector on, waits until
+    every pair is online by mDNS, then a message per pair makes them contacts (a
+    handshake alone pins a stranger). Returns the seconds from start to every pair online."""
+    lab.lanlab("reflector", "on")
+    n = lab.nodes
+    t0 = time.monotonic()
+    for node in n.values():
+        if node.proc is None or node.proc.poll() is not None:
+            node.start()
+    every_pair_online(n, "finds {b} by mDNS across the router")
+    took = time.monotonic() - t0
+    from test_gossip import acquainted
+    acquainted(n)
+    lab.contacts_made = True
+    return took
+
+
+@pytest.fixture
+def contacts(routed):
+    """The state every test after the first starts from, whichever tests ran before it
+    (`pytest -k` may select any of them): the three nodes contacts of each other and all
+    running, the reflector off, mDNS dropped by the router and let through by the hosts."""
+    if not routed.contacts_made:
+        make_contacts(routed)
+    routed.lanlab("reflector", "off")
+    routed.lanlab("drop-mdns", "r", "on")
+    for h in NAMES:
+        routed.lanlab("drop-mdns", h, "off")
+    n = routed.nodes
+    for node in n.values():
+        if node.proc is None or node.proc.poll() is not None:
+            node.start()
+    # Sessions stay up without mDNS (they are TCP); a node just restarted redials its
+    # contacts from memory.
+    every_pair_online(n, "in session with {b}")
+    return routed
 
 
 def forget_addresses(node, keep=()):
@@ -49,23 +100,15 @@ def forget_addresses(node, keep=()):
 
 
 def test_with_the_reflector_nodes_on_both_subnets_find_each_other(routed):
-    routed.lanlab("reflector", "on")
-    n = routed.nodes
-    t0 = time.monotonic()
-    for node in n.values():
-        node.start()
-    for a in n:
-        for b in n:
-            if a != b:
-                wait_until(lambda: n[a].online(b), timeout=40, what=f"{a} finds {b} by mDNS across the router")
-    lab_module.record("routed lab, reflector: start -> every pair online", time.monotonic() - t0)
+    # First in the module, so no node is running yet: they start here.
+    assert not any(node.proc for node in routed.nodes.values())
+    took = make_contacts(routed)
+    lab_module.record("routed lab, reflector: start -> every pair online", took)
     # They found each other by mDNS alone: nobody was given an address.
-    assert all(not node.peers for node in n.values())
-    # A message per pair makes them contacts (a handshake alone pins a stranger).
-    from test_gossip import acquainted
-    acquainted(n)
+    assert all(not node.peers for node in routed.nodes.values())
 
 
+@pytest.mark.usefixtures("contacts")
 def test_without_multicast_a_moved_contact_is_reached_through_gossip(routed):
     routed.lanlab("reflector", "off")
     routed.lanlab("drop-mdns", "r", "on")
@@ -89,6 +132,7 @@ def test_without_multicast_a_moved_contact_is_reached_through_gossip(routed):
     assert relayed, "an address came through a relay"
 
 
+@pytest.mark.usefixtures("contacts")
 def test_a_restarted_node_is_redialled_by_its_peers_without_peer(routed):
     n = routed.nodes
     alice, bob, carol = n["alice"], n["bob"], n["carol"]
@@ -113,6 +157,7 @@ def failed(findings):
     return [c for c, f in findings.items() if f["status"] == "fail"]
 
 
+@pytest.mark.usefixtures("contacts")
 def test_doctor_names_the_cause_of_each_broken_setup(routed):
     n = routed.nodes
     alice, bob, carol = n["alice"], n["bob"], n["carol"]
@@ -163,6 +208,7 @@ def test_doctor_names_the_cause_of_each_broken_setup(routed):
     assert f["firewall"]["status"] == "fail" and "mDNS" in f["firewall"]["detail"], f
 
 
+@pytest.mark.usefixtures("contacts")
 def test_doctor_asks_its_own_mdns_question_and_a_peer_answers(routed):
     """`parley doctor` sends a one-shot mDNS query of its own (RFC 6762 §5.1) and needs an
     answer from another host: adverts that peers send unasked prove nothing about our own
@@ -215,6 +261,7 @@ def test_doctor_asks_its_own_mdns_question_and_a_peer_answers(routed):
     wait_until(lambda: bob.online("alice"), timeout=30, what="bob back from memory")
 
 
+@pytest.mark.usefixtures("contacts")
 def test_doctor_names_client_isolation_when_adverts_pass_but_tcp_does_not(routed):
     """The lab's switch drops carol's TCP (`lanlab isolate`), as a guest Wi-Fi does: mDNS
     still works (carol's own query is answered, alice's advert is seen) but no session
@@ -243,6 +290,7 @@ def test_doctor_names_client_isolation_when_adverts_pass_but_tcp_does_not(routed
     wait_until(lambda: carol.online("alice"), timeout=40, what="carol back once the switch lets TCP through")
 
 
+@pytest.mark.usefixtures("contacts")
 def test_doctor_warns_of_an_ipv6_link_local_only_host(routed):
     """Last in the module: it takes carol's IPv4 address away for good."""
     carol = routed.nodes["carol"]

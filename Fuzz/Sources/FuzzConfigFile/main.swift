@@ -1,4 +1,4 @@
-import ParleyDaemon
+import ParleyConfiguration
 
 /// Arbitrary bytes as parleyd.toml: parsed (invalid UTF-8 is repaired first, as any
 /// String the parser can be handed) and, when it parses, applied to a configuration

@@ -67,6 +67,17 @@ extension Node {
     /// receiver too, `failed` with the reason, so the local user learns what was not taken
     /// and why. Never a thumbnail or a caption from it: only what names the file.
     private func recordRefusedOffer(_ offer: FileOffer, key: FileKey, reason: String) {
+        // Bounded in time as well as in rows: a flood of refused offers is answered
+        // (`fileEnd` above) but listed only at `RefusalRecordLimit`'s rate.
+        switch refusalRecordLimit.refused(from: key.peer, now: clock.monotonicNow()) {
+        case .record: break
+        case .dropFirst:
+            log.warning(
+                "refused file offers from this peer arrive too fast: further refusals are answered but not listed",
+                ["peer": key.peer.fingerprintText, "reason": reason])
+            return
+        case .drop: return
+        }
         let now = nowMs
         let rec = FileTransferRecord(
             transfer: key.transfer.hex, peer: key.peer.hex, direction: .incoming, room: offer.room?.hex,

@@ -116,6 +116,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var erasurePurge = ErasurePurgeSchedule()
     /// File transfers in memory (Files/Node+Files*.swift).
     var files = FileBook()
+    /// Refused offers listed per sender in time (Files/Node+FileReceiving.swift).
+    var refusalRecordLimit = RefusalRecordLimit()
 
     var myIdentityKey: IdentityPublicKey { keys.identity.publicKey }
     var myIdentity: String { keys.identity.publicKey.hex }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ParleyConfiguration
 
 /// parleyd's swift-log handler: one line per event, journald's "<N>" priority prefix or
 /// a human format with a timestamp (`LogFormat`), metadata as sorted key=value pairs,

@@ -1,5 +1,6 @@
 import Logging
 import NIOConcurrencyHelpers
+import ParleyConfiguration
 
 /// The daemon's log level, one box shared by every `ParleyLogHandler` made with it, so
 /// that a SIGHUP reload sets it once and every component's copy of the logger follows.

@@ -9,11 +9,7 @@ public struct DialRateLimit: Sendable, Equatable {
     /// Hosts remembered; the oldest is forgotten beyond this (bounded memory).
     public let maxHosts: Int
 
-    private struct Bucket: Sendable, Equatable {
-        var tokens: Double
-        var last: MonotonicInstant
-    }
-    private var buckets: [String: Bucket] = [:]
+    private var buckets: [String: TokenBucket] = [:]
     private var order: [String] = []
 
     public init(
@@ -27,21 +23,13 @@ public struct DialRateLimit: Sendable, Equatable {
 
     /// Takes a dial for `host` now: nil if allowed, else how long until one is.
     public mutating func take(host: String, now: MonotonicInstant) -> Duration? {
-        var b = buckets[host] ?? Bucket(tokens: Double(burst), last: now)
+        var b = buckets[host] ?? TokenBucket(burst: burst, now: now)
         if buckets[host] == nil {
             order.append(host)
             if order.count > maxHosts { buckets[order.removeFirst()] = nil }
         }
-        let perToken = Double(interval.wholeNanoseconds)
-        let elapsed = Double(max(0, (now - b.last).wholeNanoseconds))
-        b.tokens = min(Double(burst), b.tokens + elapsed / perToken)
-        b.last = now
         defer { buckets[host] = b }
-        guard b.tokens >= 1 else {
-            return .nanoseconds(Int64(((1 - b.tokens) * perToken).rounded(.up)))
-        }
-        b.tokens -= 1
-        return nil
+        return b.take(burst: burst, interval: interval, now: now)
     }
 
     public var trackedHosts: Int { buckets.count }

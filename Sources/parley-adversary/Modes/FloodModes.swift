@@ -24,23 +24,17 @@ func runChatFlood(_ a: ModeArguments) {
     var closed = false
     /// Reads what has arrived; waits up to `waitMs` for the first of it.
     func drain(waitMs: Int32) {
-        var pfd = pollfd(fd: peer.conn.fd, events: Int16(POLLIN), revents: 0)
-        var timeout = waitMs
-        while !closed, poll(&pfd, 1, timeout) > 0 {
-            timeout = 0
-            guard let records = peer.receive() else {
-                closed = true
-                return
-            }
-            for r in records {
-                switch r {
-                case .ack(let ids): for i in ids { acked.insert(i.bytes) }
-                case let .refused(reason, ids):
-                    reasons.insert("\(reason)")
-                    for i in ids { refused.insert(i.bytes) }
-                case .close: closed = true
-                default: break
-                }
+        guard !closed else { return }
+        let (records, ended) = peer.available(waitMs: waitMs)
+        if ended { closed = true }
+        for r in records {
+            switch r {
+            case .ack(let ids): for i in ids { acked.insert(i.bytes) }
+            case let .refused(reason, ids):
+                reasons.insert("\(reason)")
+                for i in ids { refused.insert(i.bytes) }
+            case .close: closed = true
+            default: break
             }
         }
     }

@@ -173,6 +173,9 @@ final class FileTransferInProcessTests: XCTestCase {
         for _ in 0..<(Node.maxRefusedOffersKeptPerPeer + extra) {
             _ = try send(path)
             try link.exchange()
+            // One offer per RefusalRecordLimit interval, so every refusal is listed: the
+            // bound under test here is the row cap (the rate has its own test below).
+            loop.advanceTime(by: .nanoseconds(RefusalRecordLimit.defaultInterval.wholeNanoseconds))
         }
         let kept = try bob.node.store.recentTransfers(limit: 1_000).filter { $0.direction == .incoming }
         XCTAssertEqual(kept.count, Node.maxRefusedOffersKeptPerPeer, "the oldest refused offers are deleted")
@@ -180,6 +183,37 @@ final class FileTransferInProcessTests: XCTestCase {
         let sentOut = try alice.node.store.recentTransfers(limit: 1_000).filter { $0.direction == .outgoing }
         XCTAssertEqual(sentOut.count, Node.maxRefusedOffersKeptPerPeer + extra)
         XCTAssertTrue(sentOut.allSatisfy { $0.state == .failed }, "every sender's transfer heard the refusal")
+    }
+
+    /// Refusals faster than RefusalRecordLimit allows: each answered (the sender's transfer
+    /// fails with the reason), but only the burst is stored and announced.
+    func testRefusalsFasterThanTheRateAreAnsweredButNotListed() throws {
+        try replaceBob(strangerQuotaBytes: 1_000)
+        let link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        let (path, _) = try sourceFile(bytes: 5_000)
+        let offers = RefusalRecordLimit.defaultBurst + 12
+        for _ in 0..<offers {
+            _ = try send(path)
+            try link.exchange()
+        }
+        let kept = try bob.node.store.recentTransfers(limit: 1_000).filter { $0.direction == .incoming }
+        XCTAssertEqual(kept.count, RefusalRecordLimit.defaultBurst)
+        let failedEvents = bob.events.filter { e in
+            if case let .file(_, kind, _) = e { return kind == .failed } else { return false }
+        }
+        XCTAssertEqual(failedEvents.count, RefusalRecordLimit.defaultBurst, "no event for an unlisted refusal")
+        let sentOut = try alice.node.store.recentTransfers(limit: 1_000).filter { $0.direction == .outgoing }
+        XCTAssertEqual(sentOut.count, offers)
+        XCTAssertTrue(sentOut.allSatisfy { $0.state == .failed }, "every refusal was answered")
+
+        // An interval later, the next refusal is listed again.
+        loop.advanceTime(by: .nanoseconds(RefusalRecordLimit.defaultInterval.wholeNanoseconds))
+        _ = try send(path)
+        try link.exchange()
+        XCTAssertEqual(
+            try bob.node.store.recentTransfers(limit: 1_000).filter { $0.direction == .incoming }.count,
+            RefusalRecordLimit.defaultBurst + 1)
     }
 
     func testTheSourceChangingBeforeTheAcceptFailsTheTransferAtBothEnds() throws {

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOEmbedded
+import ParleyConfiguration
 import ParleyCore
 import ParleyNodeCore
 import ParleyStore
