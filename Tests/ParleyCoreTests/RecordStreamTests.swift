@@ -78,15 +78,7 @@ final class RecordStreamTests: XCTestCase {
 
     func testChunksTravelThroughARealSession() throws {
         // Every chunk the encoder makes fits one Noise transport message.
-        var i = HandshakeState<NoiseSHA256>(
-            role: .initiator, prologue: ProtocolVersion.prologue, staticKey: .generate())
-        var r = HandshakeState<NoiseSHA256>(
-            role: .responder, prologue: ProtocolVersion.prologue, staticKey: .generate())
-        _ = try r.readMessage(try i.writeMessage(payload: []))
-        _ = try i.readMessage(try r.writeMessage(payload: []))
-        _ = try r.readMessage(try i.writeMessage(payload: []))
-        var sender = SessionTransport(keys: try i.split())
-        var receiver = SessionTransport(keys: try r.split())
+        var (sender, receiver) = try transportPair()
 
         var encoder = RecordStreamEncoder()
         let records: [AppRecord] = [

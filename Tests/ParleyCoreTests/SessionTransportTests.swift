@@ -3,16 +3,7 @@ import XCTest
 
 final class SessionTransportTests: XCTestCase {
     /// Transport keys for both sides of a fresh XX handshake.
-    func keys() throws -> (initiator: TransportKeys, responder: TransportKeys) {
-        var i = HandshakeState<NoiseSHA256>(
-            role: .initiator, prologue: ProtocolVersion.prologue, staticKey: .generate())
-        var r = HandshakeState<NoiseSHA256>(
-            role: .responder, prologue: ProtocolVersion.prologue, staticKey: .generate())
-        _ = try r.readMessage(try i.writeMessage(payload: []))
-        _ = try i.readMessage(try r.writeMessage(payload: []))
-        _ = try r.readMessage(try i.writeMessage(payload: []))
-        return (try i.split(), try r.split())
-    }
+    func keys() throws -> (initiator: TransportKeys, responder: TransportKeys) { try transportKeys() }
 
     func pair() throws -> (SessionTransport, SessionTransport) {
         let (ik, rk) = try keys()

@@ -7,16 +7,7 @@ import XCTest
 /// the record stream's buffer, file chunks decoded where they lie. Each must give exactly the
 /// bytes and the failures of the array path beside it.
 final class TransportInPlaceTests: XCTestCase {
-    private func pair() throws -> (SessionTransport, SessionTransport) {
-        var i = HandshakeState<NoiseSHA256>(
-            role: .initiator, prologue: ProtocolVersion.prologue, staticKey: .generate())
-        var r = HandshakeState<NoiseSHA256>(
-            role: .responder, prologue: ProtocolVersion.prologue, staticKey: .generate())
-        _ = try r.readMessage(try i.writeMessage(payload: []))
-        _ = try i.readMessage(try r.writeMessage(payload: []))
-        _ = try r.readMessage(try i.writeMessage(payload: []))
-        return (SessionTransport(keys: try i.split()), SessionTransport(keys: try r.split()))
-    }
+    private func pair() throws -> (SessionTransport, SessionTransport) { try transportPair() }
 
     private func key() -> SecretBytes {
         var k = Sodium.randomBytes(32)

@@ -255,14 +255,16 @@ extension AppRecord {
     public static func decode(type: UInt8, payload: ArraySlice<UInt8>) throws(AppRecordError) -> AppRecord {
         guard type == RecordType.fileChunk.rawValue else { return try decode(type: type, payload: Array(payload)) }
         var r = ByteReader(payload)
-        do {
-            return .file(try FileRecord.decode(.fileChunk, &r))
-        } catch let e as ByteReader.Error {
-            throw .malformed(type: type, reason: "\(e)")
-        } catch let e as AppRecordError {
-            throw e
-        } catch {
-            throw .malformed(type: type, reason: "\(error)")
+        do { return .file(try FileRecord.decode(.fileChunk, &r)) } catch { throw decodingError(error, type: type) }
+    }
+
+    /// What a decoder's error means for a record of `type`: a truncation or any other
+    /// failure is a malformed record; a record error stays what it is.
+    private static func decodingError(_ error: any Error, type: UInt8) -> AppRecordError {
+        switch error {
+        case let e as AppRecordError: return e
+        case let e as ByteReader.Error: return .malformed(type: type, reason: "\(e)")
+        default: return .malformed(type: type, reason: "\(error)")
         }
     }
 
@@ -360,12 +362,8 @@ extension AppRecord {
                         id: id, roomID: room, sequence: seq, createdAt: created, body: text,
                         replyTo: replyTo))
             }
-        } catch let e as ByteReader.Error {
-            throw .malformed(type: type, reason: "\(e)")
-        } catch let e as AppRecordError {
-            throw e
         } catch {
-            throw .malformed(type: type, reason: "\(error)")
+            throw decodingError(error, type: type)
         }
     }
 }
