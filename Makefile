@@ -32,6 +32,7 @@ INSTALL ?= install
 # Every file `make install` creates, so `make uninstall` removes exactly these.
 INSTALLED_BINS = $(DESTDIR)$(BINDIR)/parleyd $(DESTDIR)$(BINDIR)/parley $(DESTDIR)$(BINDIR)/parley-mdns
 INSTALLED_SYSTEMD = $(DESTDIR)$(UNITDIR)/parleyd.service \
+	$(DESTDIR)$(UNITDIR)/parleyd@.service \
 	$(DESTDIR)$(USERUNITDIR)/parley-web.service \
 	$(DESTDIR)$(SYSUSERSDIR)/parley.conf \
 	$(DESTDIR)$(TMPFILESDIR)/parley.conf
@@ -116,6 +117,9 @@ install-systemd:
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/parleyd.service.in > $(DESTDIR)$(UNITDIR)/parleyd.service.tmp
 	mv $(DESTDIR)$(UNITDIR)/parleyd.service.tmp $(DESTDIR)$(UNITDIR)/parleyd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/parleyd.service
+	sed 's|@BINDIR@|$(BINDIR)|g' systemd/parleyd@.service.in > $(DESTDIR)$(UNITDIR)/parleyd@.service.tmp
+	mv $(DESTDIR)$(UNITDIR)/parleyd@.service.tmp $(DESTDIR)$(UNITDIR)/parleyd@.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/parleyd@.service
 	$(INSTALL) -m 0644 systemd/parley.sysusers.conf $(DESTDIR)$(SYSUSERSDIR)/parley.conf
 	$(INSTALL) -m 0644 systemd/parley.tmpfiles.conf $(DESTDIR)$(TMPFILESDIR)/parley.conf
 	$(INSTALL) -d $(DESTDIR)$(USERUNITDIR)

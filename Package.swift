@@ -106,7 +106,7 @@ let package = Package(
 
         // `make bench`: Parley's figures beside their references (docs/BENCHMARKS.md).
         .executableTarget(name: "parley-bench", dependencies: [
-            "ParleyCore", "ParleyStore", "CSodium", "SeededRandom",
+            "ParleyCore", "ParleyStore", "ParleyControlProtocol", "CSodium", "SeededRandom",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 

@@ -7,18 +7,19 @@
 #   3. `systemd-sysusers --dry-run` must accept parley.sysusers.conf;
 #   4. `systemd-analyze security --offline=true`: the overall exposure score must
 #      be at most MAX_EXPOSURE (default 1.5, lower is better); the score is printed.
+# For parleyd.service and for an instance of the per-person template parleyd@.service.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MAX_EXPOSURE=${MAX_EXPOSURE:-1.5}
 PREFIX=${PREFIX:-/usr/local}
-unit=parleyd.service
+units="parleyd.service parleyd@checkuser.service"
 
 command -v systemd-analyze >/dev/null || { echo "check-systemd: systemd-analyze not found" >&2; exit 2; }
 
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 make -s install-systemd DESTDIR="$root" PREFIX="$PREFIX" >/dev/null
-unit_file=$root$PREFIX/lib/systemd/system/$unit
+unit_dir=$root$PREFIX/lib/systemd/system
 
 # verify --root resolves everything inside the root: it needs the targets our unit
 # and its default dependencies refer to (copied from the host) and executables at
@@ -27,7 +28,7 @@ mkdir -p "$root/usr/lib/systemd/system"
 for dir in /usr/lib/systemd/system /lib/systemd/system; do
   [ -d "$dir" ] && cp -L "$dir"/*.target "$root/usr/lib/systemd/system/" 2>/dev/null || true
 done
-grep -E '^Exec[A-Za-z]*=' "$unit_file" | while IFS='=' read -r _ command; do
+cat "$unit_dir/parleyd.service" "$unit_dir/parleyd@.service" | grep -E '^Exec[A-Za-z]*=' | while IFS='=' read -r _ command; do
   path=${command%% *}
   path=${path#[-@:+!]}
   path=${path#[-@:+!]}
@@ -39,6 +40,7 @@ grep -E '^Exec[A-Za-z]*=' "$unit_file" | while IFS='=' read -r _ command; do
 done
 
 status=0
+for unit in $units; do
 echo "== systemd-analyze verify $unit"
 if ! out=$(systemd-analyze verify --man=no --root="$root" "$unit" 2>&1) || [ -n "$out" ]; then
   echo "$out"
@@ -47,6 +49,7 @@ if ! out=$(systemd-analyze verify --man=no --root="$root" "$unit" 2>&1) || [ -n 
 else
   echo "ok"
 fi
+done
 
 echo "== systemd-sysusers --dry-run parley.conf"
 if command -v systemd-sysusers >/dev/null; then
@@ -61,6 +64,7 @@ else
   echo "skipped (systemd-sysusers not found)"
 fi
 
+for unit in $units; do
 echo "== systemd-analyze security --offline=true $unit"
 report=$(systemd-analyze security --offline=true --root="$root" "$unit" 2>&1) || true
 score=$(printf '%s\n' "$report" | sed -n 's/.*Overall exposure level for [^:]*: \([0-9][0-9.]*\).*/\1/p' | tail -1)
@@ -76,4 +80,5 @@ if awk -v s="$score" -v m="$MAX_EXPOSURE" 'BEGIN { exit !(s > m) }'; then
   echo "check-systemd: FAIL: exposure $score is above $MAX_EXPOSURE" >&2
   status=1
 fi
+done
 exit $status

@@ -19,8 +19,12 @@ public final class ControlClient {
     private var pendingNotifications: [JSONRPCNotification] = []
     private var nextID = 1
 
-    private init(socket: UnixSocketConnection, callTimeout: Duration) {
+    /// The control socket's path: the descriptor socket is next to it.
+    public let path: String
+
+    private init(socket: UnixSocketConnection, path: String, callTimeout: Duration) {
         self.socket = socket
+        self.path = path
         self.callTimeout = callTimeout
     }
 
@@ -28,7 +32,79 @@ public final class ControlClient {
         path: String, callTimeout: Duration = defaultCallTimeout
     ) throws(ControlClientError) -> ControlClient {
         let socket = try UnixSocketConnection.connect(path: path, timeout: callTimeout)
-        return ControlClient(socket: socket, callTimeout: callTimeout)
+        return ControlClient(socket: socket, path: path, callTimeout: callTimeout)
+    }
+
+    /// Calls a method on the descriptor socket (`files.send`, `files.open`): a connection of
+    /// its own for this one request, with `descriptors` attached to the request line
+    /// (SCM_RIGHTS, docs/CONTROL.md "Descriptor socket"). Returns the result and the
+    /// descriptors attached to the answer, which the caller then owns (and must close).
+    /// The caller's descriptors stay open here.
+    public func call<P: ControlCallParams>(
+        _ params: P, passing descriptors: [Int32], timeout: Duration? = nil
+    ) throws(ControlClientError) -> (result: P.ResultType, descriptors: [Int32]) {
+        try Self.callPassing(
+            params, descriptors: descriptors, controlPath: path, timeout: timeout ?? callTimeout)
+    }
+
+    /// `call(_:passing:)` without a control connection (one connection to the descriptor
+    /// socket that goes with the control socket at `controlPath`).
+    public static func callPassing<P: ControlCallParams>(
+        _ params: P, descriptors: [Int32], controlPath: String, timeout: Duration
+    ) throws(ControlClientError) -> (result: P.ResultType, descriptors: [Int32]) {
+        guard descriptors.count <= DescriptorRights.maxDescriptorsPerMessage else {
+            throw .protocolViolation("more than \(DescriptorRights.maxDescriptorsPerMessage) descriptors in one call")
+        }
+        let socketPath = ControlSocketPath.descriptorSocket(forControl: controlPath)
+        let socket = try UnixSocketConnection.connect(path: socketPath, timeout: timeout)
+        defer { socket.close() }
+        let line: [UInt8]
+        do {
+            guard case .object(let members) = try JSONValue(encoding: params) else {
+                throw ControlClientError.protocolViolation("\(P.self) is not an object")
+            }
+            line = try ControlJSON.line(JSONRPCRequest(id: .number(1), method: P.method, params: members))
+        } catch {
+            throw .protocolViolation("cannot encode \(P.method) params")
+        }
+        let deadline = SocketDeadline(after: timeout)
+        try socket.send(line, passing: descriptors, deadline: deadline)
+        var lines = LineBuffer()
+        var received: [Int32] = []
+        do throws(ControlClientError) {
+            while true {
+                let popped: [UInt8]?
+                do { popped = try lines.popLine() } catch {
+                    throw ControlClientError.protocolViolation("a line longer than \(ControlLimits.maxLineBytes) bytes")
+                }
+                if let answer = popped {
+                    switch ControlServerMessage.parse(line: answer) {
+                    case .failure(let error): throw ControlClientError.protocolViolation(error.message)
+                    case .success(.notification): continue
+                    case .success(.response(let response)):
+                        switch response.outcome {
+                        case .error(let error): throw ControlClientError.remote(error)
+                        case .result(let value):
+                            do {
+                                return (try value.decode(as: P.ResultType.self), received)
+                            } catch {
+                                throw ControlClientError.protocolViolation(
+                                    "\(P.method) result does not match the protocol")
+                            }
+                        }
+                    }
+                }
+                let chunk = try socket.receivePassing(
+                    maxBytes: receiveChunkBytes, maxDescriptors: DescriptorRights.maxDescriptorsPerMessage,
+                    deadline: deadline)
+                received += chunk.descriptors
+                guard !chunk.bytes.isEmpty || !chunk.descriptors.isEmpty else { throw .connectionClosed }
+                lines.append(chunk.bytes)
+            }
+        } catch {
+            DescriptorMessage.closeAll(received)
+            throw error
+        }
     }
 
     /// Calls a typed method and decodes its result. A daemon error is thrown as `.remote`.

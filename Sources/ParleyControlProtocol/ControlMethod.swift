@@ -37,6 +37,7 @@ public enum ControlMethod {
     public static let filesReject = "files.reject"
     public static let filesCancel = "files.cancel"
     public static let filesThumbnail = "files.thumbnail"
+    public static let filesOpen = "files.open"
     public static let doctorReport = "doctor.report"
 
     /// Every method, for dispatch tables and tests.
@@ -47,7 +48,8 @@ public enum ControlMethod {
         trustUnblock, trustForget, nodeRotateKey, roomsList, roomsCreate, roomsAdd, roomsRemove, roomsLeave,
         roomsAccept, roomsDecline, roomsSetRole, roomsRename, roomsSetPolicy,
         messagesForget, messagesReply, messagesEdit, messagesDelete, messagesReact, nodeSetStatus,
-        filesSend, filesList, filesAccept, filesReject, filesCancel, doctorReport, filesThumbnail
+        filesSend, filesList, filesAccept, filesReject, filesCancel, doctorReport, filesThumbnail,
+        filesOpen
     ]
 }
 

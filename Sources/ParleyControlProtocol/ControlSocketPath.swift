@@ -12,11 +12,44 @@ public enum ControlSocketPath {
     /// members of group parley may use.
     public static let systemService = "/run/parley/control.sock"
 
+    /// Suffix of the descriptor socket's path (docs/CONTROL.md "Descriptor socket").
+    public static let descriptorSocketSuffix = ".fds"
+
+    /// The descriptor socket that goes with the control socket at `controlPath`: the same
+    /// path with `.fds` appended, so it lives in the same (private) directory and two
+    /// daemons with different control sockets never share one.
+    public static func descriptorSocket(forControl controlPath: String) -> String {
+        controlPath + descriptorSocketSuffix
+    }
+
+    /// Where a person's own system-managed instance (`parleyd@NAME.service`,
+    /// `RuntimeDirectory=parley-user/%i`) puts its control socket.
+    public static let personalInstanceDirectory = "/run/parley-user"
+
+    public static func personalInstance(userName: String) -> String {
+        join(join(personalInstanceDirectory, userName), socketFileName)
+    }
+
     /// Where a client looks, in order, when neither `--socket` nor `$PARLEY_SOCKET` says:
-    /// the user's own parleyd (`default`), then the system service.
-    public static func clientCandidates(environment: [String: String]) -> [String] {
-        let own = self.default(environment: environment)
-        return own == systemService ? [own] : [own, systemService]
+    /// the user's own parleyd in their session (`default`), then the person's own instance
+    /// (`parleyd@NAME`, `userName` from the password database, not the environment), then
+    /// the system service.
+    public static func clientCandidates(environment: [String: String], userName: String? = currentUserName())
+        -> [String]
+    {
+        var candidates = [self.default(environment: environment)]
+        if let userName, !userName.isEmpty, !userName.contains("/") {
+            candidates.append(personalInstance(userName: userName))
+        }
+        candidates.append(systemService)
+        var seen = Set<String>()
+        return candidates.filter { seen.insert($0).inserted }
+    }
+
+    /// The calling user's login name (getpwuid of the real uid), nil if it has none.
+    public static func currentUserName() -> String? {
+        guard let entry = getpwuid(getuid()) else { return nil }
+        return String(cString: entry.pointee.pw_name)
     }
 
     /// The first candidate that `exists` (something is there, even if this user may not

@@ -62,36 +62,83 @@ public struct FileTransferInfo: Codable, Sendable, Hashable {
     public var isFinal: Bool { !["offered", "transferring"].contains(state) }
 }
 
-/// Offers a file to a peer or to every member of a `#room`.
+/// Offers files to a peer or to every member of a `#room`. Only on the descriptor socket
+/// (docs/CONTROL.md "Descriptor socket"): the request line carries one open descriptor per
+/// entry of `files`, in order, which the client opened with its own rights. The daemon
+/// never opens a path a client names (issue 28: a caller could make it read what only the
+/// daemon may read). All or nothing: every descriptor is checked and copied into the
+/// daemon's state before any offer is stored.
 public struct FilesSendParams: ControlCallParams {
     public typealias ResultType = FilesSendResult
     public static let method = ControlMethod.filesSend
-    public static let fieldNames = ["to", "path", "caption", "mediaType"]
+    public static let fieldNames = ["to", "files", "caption"]
 
     public var to: String
-    /// Absolute path of the file, read by the daemon in place (it must stay unchanged until
-    /// the transfer completes).
-    public var path: String
+    /// One entry per descriptor, in the order the descriptors were attached.
+    public var files: [FileAttachment]
     public var caption: String?
-    public var mediaType: String?
 
-    public init(to: String, path: String, caption: String? = nil, mediaType: String? = nil) {
+    public init(to: String, files: [FileAttachment], caption: String? = nil) {
         self.to = to
-        self.path = path
+        self.files = files
         self.caption = caption
-        self.mediaType = mediaType
     }
 
     public func validate() throws(JSONRPCError) {
         try ParamCheck.peerSelector(to, field: "to")
-        guard path.hasPrefix("/") else { throw .invalidParams("\"path\" must be an absolute path") }
-        guard path.utf8.count <= ControlLimits.maxPathBytes, !path.utf8.contains(0) else {
-            throw .invalidParams("\"path\" is longer than \(ControlLimits.maxPathBytes) bytes or contains NUL")
+        guard (1...DescriptorRights.maxDescriptorsPerMessage).contains(files.count) else {
+            throw .invalidParams("\"files\" must list 1 to \(DescriptorRights.maxDescriptorsPerMessage) files")
         }
+        for file in files { try file.validate() }
         if let caption, caption.utf8.count > 4_096 { throw .invalidParams("\"caption\" is longer than 4096 bytes") }
+    }
+}
+
+/// What the daemon is told about one attached descriptor: the name to offer it under (the
+/// file's own name, without its directory) and optionally its media type.
+public struct FileAttachment: Codable, Sendable, Hashable {
+    public var name: String
+    public var mediaType: String?
+
+    public init(name: String, mediaType: String? = nil) {
+        self.name = name
+        self.mediaType = mediaType
+    }
+
+    /// Longest name: a file name on Linux (NAME_MAX).
+    public static let maxNameBytes = 255
+
+    public func validate() throws(JSONRPCError) {
+        guard !name.isEmpty, name.utf8.count <= Self.maxNameBytes, !name.utf8.contains(0), !name.contains("/") else {
+            throw .invalidParams(
+                "a file's \"name\" must be 1 to \(Self.maxNameBytes) bytes, without \"/\" or NUL (the name, not a path)")
+        }
         if let mediaType, mediaType.utf8.count > 127 || !mediaType.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
             throw .invalidParams("\"mediaType\" must be at most 127 printable ASCII characters")
         }
+    }
+}
+
+/// `files.open`: a received file, handed over as a read-only descriptor attached to the
+/// answer (descriptor socket only). The client writes it where the person wants, with the
+/// person's own rights; the daemon never writes outside its own state.
+public struct FilesOpenParams: ControlCallParams {
+    public typealias ResultType = FilesOpenResult
+    public static let method = ControlMethod.filesOpen
+    public static let fieldNames = ["id"]
+    public var id: String
+    public init(id: String) { self.id = id }
+    public func validate() throws(JSONRPCError) { try FileIDCheck.check(id) }
+}
+
+public struct FilesOpenResult: Codable, Sendable, Hashable {
+    /// The completed incoming transfer; its file is the one descriptor attached to the answer.
+    public var transfer: FileTransferInfo
+    /// The file's size when it was opened (equal to `transfer.size`).
+    public var size: Int
+    public init(transfer: FileTransferInfo, size: Int) {
+        self.transfer = transfer
+        self.size = size
     }
 }
 

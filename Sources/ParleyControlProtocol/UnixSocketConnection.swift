@@ -95,6 +95,50 @@ final class UnixSocketConnection {
         }
     }
 
+    /// Sends all of `bytes`, with `descriptors` attached to the first of them (SCM_RIGHTS);
+    /// the descriptors stay open here (the kernel gave the receiver its own copies).
+    func send(_ bytes: [UInt8], passing descriptors: [Int32], deadline: SocketDeadline?) throws(ControlClientError) {
+        var offset = 0
+        var attached = descriptors
+        while offset < bytes.count {
+            try wait(for: Int16(POLLOUT), deadline: deadline)
+            let sent = DescriptorMessage.send(
+                socket: fd, bytes: bytes[offset...], descriptors: attached, flags: Self.sendFlags)
+            if sent < 0 {
+                let code = errno
+                if code == EAGAIN || code == EWOULDBLOCK || code == EINTR { continue }
+                if code == EPIPE || code == ECONNRESET { throw .connectionClosed }
+                throw .io(operation: "send", reason: Self.errorText(code))
+            }
+            attached = []
+            offset += sent
+        }
+    }
+
+    /// Receives up to `maxBytes` and the descriptors that came with them; empty bytes and no
+    /// descriptors mean the peer closed. Descriptors the kernel had to drop throw.
+    func receivePassing(maxBytes: Int, maxDescriptors: Int, deadline: SocketDeadline?) throws(ControlClientError)
+        -> DescriptorMessage.Received
+    {
+        while true {
+            try wait(for: Int16(POLLIN), deadline: deadline)
+            guard
+                let received = DescriptorMessage.receive(
+                    socket: fd, maxBytes: maxBytes, maxDescriptors: maxDescriptors, flags: Self.receiveFlags)
+            else {
+                let code = errno
+                if code == EAGAIN || code == EWOULDBLOCK || code == EINTR { continue }
+                if code == ECONNRESET { throw .connectionClosed }
+                throw .io(operation: "receive", reason: Self.errorText(code))
+            }
+            if received.descriptorsLost {
+                DescriptorMessage.closeAll(received.descriptors)
+                throw .protocolViolation("the daemon sent more descriptors than asked for, or malformed ones")
+            }
+            return received
+        }
+    }
+
     /// The descriptor, for callers that multiplex with poll(2); -1 once closed.
     var descriptor: Int32 { fd }
 

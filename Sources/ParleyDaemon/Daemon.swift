@@ -29,6 +29,7 @@ public final class Daemon: Service, @unchecked Sendable {
         case listen(String, String)
         case control(String)
         case networkKey(String, String)
+        case downloadDirectory(String)
 
         public var description: String {
             switch self {
@@ -38,6 +39,7 @@ public final class Daemon: Service, @unchecked Sendable {
             case let .listen(addr, why): return "cannot listen on \(addr): \(why)"
             case .control(let why): return "cannot open the control socket: \(why)"
             case let .networkKey(path, why): return "network key \(path): \(why)"
+            case .downloadDirectory(let why): return why
             }
         }
     }
@@ -133,6 +135,9 @@ public final class Daemon: Service, @unchecked Sendable {
         self.store = store
         if created { log.info("created a new identity", ["state_dir": config.stateDirectory]) }
         let psk = try loadNetworkKey()
+        if let dir = config.downloadDirectory, let problem = DownloadDirectory.problem(dir) {
+            throw StartError.downloadDirectory(problem)
+        }
         var options = NodeOptions()
         options.handshakeTimeout = .milliseconds(Int64(config.handshakeTimeoutMilliseconds))
         options.pingInterval = .milliseconds(Int64(config.pingIntervalMilliseconds))
@@ -155,10 +160,25 @@ public final class Daemon: Service, @unchecked Sendable {
 
         // TCP listeners.
         var bound: [String] = []
+        let remembered = RememberedListenPort(stateDirectory: config.stateDirectory)
+        var chosen = remembered.load()
         for address in config.listen {
-            let channel = try await bindListener(address, node: node)
+            var channel: Channel?
+            // Port 0: the port this state directory listened on before, if it is still free.
+            if address.port == 0, let port = chosen, let wanted = try? HostPort(host: address.host, port: port) {
+                channel = try? await bindListener(wanted, node: node)
+                if channel == nil { log.warning("the remembered port is taken; choosing another", ["port": "\(port)"]) }
+            }
+            if channel == nil { channel = try await bindListener(address, node: node) }
+            guard let channel else { continue }
             listeners.append(channel)
-            if let a = channel.localAddress { bound.append(PeerConnection.describe(a)) }
+            if let a = channel.localAddress {
+                bound.append(PeerConnection.describe(a))
+                if address.port == 0, let port = a.port, let p = UInt16(exactly: port) {
+                    chosen = p
+                    remembered.save(p)
+                }
+            }
         }
         let peers = config.peers
         let mdns = config.mdnsEnabled

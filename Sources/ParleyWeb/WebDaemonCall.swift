@@ -23,9 +23,18 @@ enum WebDaemonCall {
     ) async -> Result<[FileTransferInfo], WebUploadError> {
         await onThread {
             do throws(ControlClientError) {
-                let client = try ControlClient.connect(path: socketPath, callTimeout: sendTimeout)
-                defer { client.close() }
-                let result = try client.call(FilesSendParams(to: upload.to, path: path, caption: upload.caption))
+                // Opened here, as the person (`parley web` runs as them), and passed as a
+                // descriptor: the daemon keeps its own copy and never opens this path.
+                let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+                guard fd >= 0 else {
+                    return .failure(.daemonUnavailable("cannot open the staged upload: \(String(cString: strerror(errno)))"))
+                }
+                defer { close(fd) }
+                let name = upload.name
+                let (result, extra) = try ControlClient.callPassing(
+                    FilesSendParams(to: upload.to, files: [FileAttachment(name: name)], caption: upload.caption),
+                    descriptors: [fd], controlPath: socketPath, timeout: sendTimeout)
+                DescriptorMessage.closeAll(extra)
                 return .success(result.transfers)
             } catch {
                 if case .remote(let remote) = error {

@@ -57,10 +57,7 @@ struct FileTransferBench {
 
         let t0 = Clock.nowNs()
         let cpuBefore = (Self.cpuSeconds(a.pid), Self.cpuSeconds(b.pid))
-        let sent = try a.call("files.send", params: "{\"to\":\"\(b.name)\",\"path\":\"\(source)\"}")
-        guard let id = ((sent["transfers"] as? [[String: Any]])?.first)?["id"] as? String else {
-            throw BenchError.protocolError("files.send: \(sent)")
-        }
+        let id = try a.sendFile(to: b.name, path: source)
         let hashed = Clock.nowNs()
         // Chat while the file moves: the same latency run as row 3, then wait for the end.
         let busy = try chat.latency(count: scale.latencyMessages)
@@ -173,10 +170,7 @@ struct FileTransferBench {
             }
             let mib = callgrindSize >> 20
             let r = try cg.counted([a, b], control: control) {
-                let sent = try a.call("files.send", params: "{\"to\":\"\(b.name)\",\"path\":\"\(source)\"}")
-                guard let tid = ((sent["transfers"] as? [[String: Any]])?.first)?["id"] as? String else {
-                    throw BenchError.protocolError("files.send: \(sent)")
-                }
+                let tid = try a.sendFile(to: b.name, path: source)
                 let deadline = Deadline(seconds: 900)
                 while !deadline.passed {
                     let list = try b.call("files.list", params: "{\"id\":\"\(tid)\"}")

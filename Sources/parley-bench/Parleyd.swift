@@ -1,3 +1,4 @@
+import ParleyControlProtocol
 import Foundation
 
 /// One real parleyd process on loopback: own state directory and control socket, mDNS
@@ -61,6 +62,27 @@ final class Parleyd: @unchecked Sendable {
         let c = try ControlLine(path: socketPath)
         defer { c.close() }
         return try c.call(method, params: params)
+    }
+
+    /// `files.send` of `path` (opened here, passed as a descriptor): the first transfer's id.
+    /// The daemon copies the file before it answers, so that copy is part of the timed span,
+    /// as a person's `parley send --attach` would see it.
+    func sendFile(to peer: String, path: String) throws(BenchError) -> String {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .io("cannot open \(path)") }
+        defer { close(fd) }
+        do {
+            let (result, extra) = try ControlClient.callPassing(
+                FilesSendParams(to: peer, files: [FileAttachment(name: (path as NSString).lastPathComponent)]),
+                descriptors: [fd], controlPath: socketPath, timeout: .seconds(900))
+            DescriptorMessage.closeAll(extra)
+            guard let id = result.transfers.first?.id else { throw BenchError.protocolError("files.send: no transfer") }
+            return id
+        } catch let error as BenchError {
+            throw error
+        } catch {
+            throw .protocolError("files.send: \(error)")
+        }
     }
 
     func isOnline(peer: String) -> Bool {

@@ -145,32 +145,49 @@ struct FilesOpenDir: ParsableCommand {
     }
 }
 
-/// `parley get ID [--to DIR]`: accept an offered file if needed, wait for it, and move it.
+/// `parley get ID [--to DIR|FILE]`: accept an offered file if needed, wait for it, and
+/// write it out as you (`files.open` hands over the daemon's copy as a descriptor).
 struct GetCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "get",
-        abstract: "Receive an offered file: accept it, wait until it is complete, optionally move it to DIR.",
+        abstract: "Receive an offered file: accept it, wait until it is complete, write it where you say.",
         discussion: """
             Shows a progress bar with rate and time left on a terminal (not with --json or when piped). \
-            With --to the finished file is moved (by this command, with your permissions) into DIR, never \
-            replacing a file there: `report.pdf` becomes `report (1).pdf`.
+            The file is written by this command, with your permissions (owner you, mode from your umask), \
+            into DIR under its own name, or as FILE; never replacing a file: in a directory `report.pdf` \
+            becomes `report (1).pdf`, an existing FILE is an error. Without --to: the current directory.
             """)
     @OptionGroup var options: ConnectionOptions
     @Argument(help: "The transfer id (or its first 4+ digits).") var id: String
-    @Option(name: .long, help: ArgumentHelp("Move the finished file into this directory.", valueName: "dir"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Write the file into this directory, or as this new file.", valueName: "dir|file"))
     var to: String?
     func validate() throws { try validateForCommandLine(FilesAcceptParams(id: id)) }
     func run() throws {
         var final: FileTransferInfo?
+        let target = to ?? FileManager.default.currentDirectoryPath
         try Session.run(options) { client in
             var t = try FileWait.one(client, id: id)
             if t.direction == "in" && t.state == "offered" { t = try client.call(FilesAcceptParams(id: id)).transfer }
-            final = try FileWait.untilFinal(client, [t], progress: !options.json && isatty(1) == 1)[0]
+            var done = try FileWait.untilFinal(client, [t], progress: !options.json && isatty(1) == 1)[0]
+            if done.direction == "in" && done.state == "completed" {
+                let (opened, fds) = try client.call(FilesOpenParams(id: done.id), passing: [], timeout: .seconds(30))
+                defer { DescriptorMessage.closeAll(fds) }
+                guard let fd = fds.first, fds.count == 1 else {
+                    throw ControlClientError.protocolViolation("files.open answered without exactly one descriptor")
+                }
+                do {
+                    done.path = try ReceivedFileWriter.write(
+                        from: fd, size: opened.size, name: opened.transfer.name, to: target)
+                } catch {
+                    Console.err("parley: \(error)")
+                    throw ExitCode(CLIExitCode.daemonError)
+                }
+            }
+            final = done
         }
-        guard var t = final else { return }
-        if t.state == "completed", let to, let path = t.path {
-            t.path = try FileMove.move(path, into: to)
-        }
+        guard let t = final else { return }
         if options.json { return Console.json(t) }
         Console.out(FileLines.summary(t))
         if t.state != "completed" { throw ExitCode(CLIExitCode.daemonError) }
@@ -253,31 +270,8 @@ final class ProgressBar {
     func finish() { if drawn { FileHandle.standardError.write(Data("\n".utf8)) } }
 }
 
-/// `--to DIR`: the finished file moves into DIR under its name, never replacing one there.
+/// Splitting a file name for "name (1).ext".
 enum FileMove {
-    static func move(_ path: String, into dir: String) throws -> String {
-        let name = (path as NSString).lastPathComponent
-        let (stem, ext) = split(name)
-        for n in 0..<10_000 {
-            let candidate = (dir as NSString).appendingPathComponent(n == 0 ? name : "\(stem) (\(n))\(ext)")
-            if link(path, candidate) == 0 {
-                unlink(path)
-                return candidate
-            }
-            if errno == EEXIST { continue }
-            if errno == EXDEV {
-                // Another file system: copy (exclusive create), then remove the original.
-                guard !FileManager.default.fileExists(atPath: candidate) else { continue }
-                try FileManager.default.copyItem(atPath: path, toPath: candidate)
-                unlink(path)
-                return candidate
-            }
-            Console.err("parley: cannot move \(path) to \(candidate): \(String(cString: strerror(errno)))")
-            throw ExitCode(CLIExitCode.daemonError)
-        }
-        throw ExitCode(CLIExitCode.daemonError)
-    }
-
     static func split(_ name: String) -> (String, String) {
         guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return (name, "") }
         return (String(name[..<dot]), String(name[dot...]))

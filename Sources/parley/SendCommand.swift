@@ -36,7 +36,7 @@ struct SendCommand: ParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Send this file too (repeatable). The daemon reads it in place: leave it unchanged until sent.",
+            "Send this file too (repeatable). Opened by this command with your rights; parleyd keeps its own copy until it is sent.",
             valueName: "path"))
     var attach: [String] = []
 
@@ -80,21 +80,18 @@ struct SendCommand: ParsableCommand {
     /// `--attach`: one `files.send` per file (per member for a room), then with `--wait` the
     /// progress until every transfer ended.
     func sendFiles() throws {
-        let cwd = FileManager.default.currentDirectoryPath
         var transfers: [FileTransferInfo] = []
+        // Every file is opened (as you) before anything is sent: all or nothing.
+        let opened: OpenedFiles
+        do { opened = try OpenedFiles.open(attach) } catch {
+            Console.err("parley: \(error)")
+            throw ExitCode(CLIExitCode.usage)
+        }
         try Session.run(options, peer: peer, callTimeout: .seconds(600)) { client in
-            for path in attach {
-                let absolute = path.hasPrefix("/") ? path : (cwd as NSString).appendingPathComponent(path)
-                let params = FilesSendParams(to: peer, path: absolute)
-                do { try params.validate() } catch let error as JSONRPCError {
-                    Console.err("parley: \(error.message)")
-                    throw ExitCode(CLIExitCode.usage)
-                }
-                let r = try client.call(params)
-                transfers += r.transfers
-                if !options.json && !wait {
-                    for t in r.transfers { Console.out("→ offered " + FileLines.summary(t)) }
-                }
+            let r = try opened.send(client, to: peer)
+            transfers = r.transfers
+            if !options.json && !wait {
+                for t in r.transfers { Console.out("→ offered " + FileLines.summary(t)) }
             }
             if wait {
                 transfers = try FileWait.untilFinal(client, transfers, progress: !options.json && isatty(1) == 1)

@@ -37,3 +37,18 @@ final class ControlAccessTests: XCTestCase {
         XCTAssertTrue(ControlAccess.refusal(groupName: nil, daemonGID: 990).contains("group 990"))
     }
 }
+
+/// A person's own instance (socket directory 0700): its group is not let in.
+final class OwnerOnlyControlAccessTests: XCTestCase {
+    func testOnlyTheOwnerAndRootMayConnectWhenTheGroupIsNotLetIn() {
+        let rule = ControlAccess.Rule(daemonUID: 1001, daemonGID: 100, groupMayConnect: false)
+        XCTAssertTrue(ControlAccess.allows(.init(uid: 1001, gid: 100, groups: []), rule: rule))
+        XCTAssertTrue(ControlAccess.allows(.init(uid: 0, gid: 0, groups: []), rule: rule))
+        XCTAssertFalse(
+            ControlAccess.allows(.init(uid: 1002, gid: 100, groups: [100]), rule: rule),
+            "another person who shares the primary group (e.g. users)")
+        var open = rule
+        open.groupMayConnect = true
+        XCTAssertTrue(ControlAccess.allows(.init(uid: 1002, gid: 100, groups: [100]), rule: open))
+    }
+}

@@ -106,6 +106,34 @@ class Daemon:
         finally:
             s.close()
 
+    def send_file(self, to, path, caption=None):
+        """files.send on the descriptor socket (control socket + ".fds"): the file opened
+        here and passed as a descriptor with the request line (SCM_RIGHTS)."""
+        params = {"to": to, "files": [{"name": os.path.basename(str(path))}]}
+        if caption is not None:
+            params["caption"] = caption
+        fd = os.open(str(path), os.O_RDONLY | os.O_CLOEXEC)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(60)
+        try:
+            s.connect(str(self.sock_path) + ".fds")
+            line = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "files.send", "params": params}) + "\n").encode()
+            sent = socket.send_fds(s, [line], [fd])
+            s.sendall(line[sent:])
+            buf = b""
+            while b"\n" not in buf:
+                chunk = s.recv(65536)
+                if not chunk:
+                    raise OSError("descriptor socket closed")
+                buf += chunk
+            msg = json.loads(buf.split(b"\n", 1)[0])
+        finally:
+            s.close()
+            os.close(fd)
+        if "error" in msg:
+            raise RuntimeError(f"files.send: {msg['error']}")
+        return msg["result"]
+
     def peers(self):
         return self.call("peers.list")["peers"]
 

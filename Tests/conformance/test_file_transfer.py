@@ -157,7 +157,7 @@ def test_a_file_from_parleyd_is_received_and_resumed_after_a_cut(daemon, workdir
     data = os.urandom(5 * 65536 * 100 // 10 + 777)   # 51 chunks of 64 KiB
     src = workdir / "from-parleyd.bin"
     src.write_bytes(data)
-    sent = daemon.call("files.send", {"to": "pyfilereceiver", "path": str(src), "caption": "for python"})
+    sent = daemon.send_file("pyfilereceiver", src, caption="for python")
     tid = sent["transfers"][0]["id"]
 
     offers = []

@@ -102,6 +102,35 @@ class RPCError(Exception):
         self.error = err
 
 
+def descriptor_call(control_socket, method, params, fds=(), timeout=60.0):
+    """One request on the descriptor socket (control socket path + ".fds"): the request
+    line with `fds` attached (SCM_RIGHTS) to the same sendmsg; returns (result, fds of the
+    answer). Raises RPCError for an error answer (any descriptors that came are closed)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(str(control_socket) + ".fds")
+        line = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}) + "\n").encode()
+        sent = socket.send_fds(sock, [line], list(fds))
+        if sent < len(line):
+            sock.sendall(line[sent:])
+        buf, got = b"", []
+        while b"\n" not in buf:
+            data, more, _flags, _addr = socket.recv_fds(sock, 65536, 16)
+            got += more
+            if not data:
+                raise ConnectionError("descriptor socket closed before an answer")
+            buf += data
+        msg = json.loads(buf.split(b"\n", 1)[0])
+    finally:
+        sock.close()
+    if "error" in msg:
+        for fd in got:
+            os.close(fd)
+        raise RPCError(msg["error"])
+    return msg["result"], got
+
+
 class Node:
     def __init__(self, name, workdir: Path, extra_args=(), peers=(), state_dir=None, env=None,
                  launcher=(), mdns=False, listen="127.0.0.1:0"):
@@ -187,6 +216,27 @@ class Node:
 
     def whoami(self):
         return self.call("node.whoami")
+
+    def send_files(self, to, paths, caption=None, timeout=120.0):
+        """files.send of `paths`, opened here (as the test's user) and passed as descriptors."""
+        fds = [os.open(str(p), os.O_RDONLY | os.O_CLOEXEC) for p in paths]
+        try:
+            params = {"to": to, "files": [{"name": os.path.basename(str(p))} for p in paths]}
+            if caption is not None:
+                params["caption"] = caption
+            result, extra = descriptor_call(self.socket, "files.send", params, fds, timeout=timeout)
+            for fd in extra:
+                os.close(fd)
+            return result
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def open_received(self, tid, timeout=30.0):
+        """files.open: (result, the read-only descriptor of the received file)."""
+        result, fds = descriptor_call(self.socket, "files.open", {"id": tid}, timeout=timeout)
+        assert len(fds) == 1, fds
+        return result, fds[0]
 
     def daemon_pid(self):
         """The parleyd process itself: behind a launcher, the member of its process group

@@ -67,7 +67,7 @@ def final(node, tid, timeout=90):
 
 
 def send(node, to, path):
-    return node.call("files.send", {"to": to, "path": str(path)})["transfers"]
+    return node.send_files(to, [path])["transfers"]
 
 
 def no_partials(node):
@@ -239,7 +239,8 @@ def test_verified_peer_small_file_is_auto_accepted_and_cli_waits(cluster):
     for path in (t["path"], str(src)):
         out = subprocess.run([PARLEY, "files", "hash", path], capture_output=True, text=True, check=True).stdout
         assert out.split() == [t["contentHash"], path]
-    # parley get --to moves it, without replacing an existing file.
+    # parley get --to writes it out (as the caller, from the descriptor files.open hands
+    # over), without replacing an existing file.
     dest = cluster.dir / "inbox"
     dest.mkdir()
     (dest / "photo.png").write_bytes(b"mine")
@@ -249,16 +250,35 @@ def test_verified_peer_small_file_is_auto_accepted_and_cli_waits(cluster):
     assert digest(dest / "photo (1).png") == digest(src)
 
 
-def test_files_in_the_state_directory_are_never_sent(cluster):
+def test_the_daemon_never_opens_a_path_a_client_names(cluster):
+    """Issue 28 (confused deputy): files.send with a path is refused on the control socket,
+    whatever the path; only descriptors the client opened are sent, and only regular files."""
     alice, bob = pair(cluster)
     from parley_harness import RPCError
-    with pytest.raises(RPCError) as e:
-        alice.call("files.send", {"to": "bob", "path": str(alice.state_dir / "identity.key")})
-    assert e.value.code == -32041 and "state directory" in str(e.value)
-    with pytest.raises(RPCError) as e:
-        alice.call("files.send", {"to": "bob", "path": str(cluster.dir)})
-    assert e.value.code == -32041
-    assert transfers(bob) == []
+    for params in ({"to": "bob", "path": str(alice.state_dir / "identity.key")},
+                   {"to": "bob", "files": [{"name": "identity.key"}]}):
+        with pytest.raises(RPCError) as e:
+            alice.call("files.send", params)
+        assert e.value.code == -32600 and "descriptor socket" in str(e.value)
+    # A directory passed as a descriptor is not a file.
+    fd = os.open(str(cluster.dir), os.O_RDONLY)
+    try:
+        from parley_harness import descriptor_call
+        with pytest.raises(RPCError) as e:
+            descriptor_call(alice.socket, "files.send", {"to": "bob", "files": [{"name": "d"}]}, [fd])
+        assert e.value.code == -32041 and "not a regular file" in str(e.value)
+    finally:
+        os.close(fd)
+    # A count of descriptors that does not match the list is refused, nothing sent.
+    src = make_file(cluster, "two.bin", 1000)
+    fd = os.open(str(src), os.O_RDONLY)
+    try:
+        with pytest.raises(RPCError) as e:
+            descriptor_call(alice.socket, "files.send", {"to": "bob", "files": [{"name": "a"}, {"name": "b"}]}, [fd])
+        assert e.value.code == -32602
+    finally:
+        os.close(fd)
+    assert transfers(bob) == [] and transfers(alice) == []
 
 
 def test_unverified_sender_over_its_quota_is_refused_and_told(cluster):

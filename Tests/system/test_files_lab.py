@@ -56,7 +56,7 @@ def test_link_cut_mid_transfer_resumes_from_a_verified_chunk_and_completes(lab2)
         f.write(os.urandom(SIZE))
     lab2.exec("h1", ["tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", RATE, "burst", "64kb",
                      "latency", "100ms"])
-    tid = h1.call("files.send", {"to": "h2", "path": str(src)})["transfers"][0]["id"]
+    tid = h1.send_files("h2", [src])["transfers"][0]["id"]
 
     wait_until(lambda: ((transfer(h2, tid) or {}).get("bytesDone") or 0) >= CUT_AFTER, timeout=30,
                interval=0.02, what="h2 has verified a few checkpoints")

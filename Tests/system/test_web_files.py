@@ -197,9 +197,8 @@ def test_an_offered_file_shows_with_accept_and_arrives_with_its_path(web):
     hostile = web["cluster"].dir / "hostile-src"
     hostile.mkdir()
     (hostile / HOSTILE_FILE_NAME).write_bytes(b"hello")
-    tid = bob.call("files.send", {"to": fp(alice), "path": str(src), "caption": "the report"})["transfers"][0]["id"]
-    hid = bob.call("files.send", {"to": fp(alice), "path": str(hostile / HOSTILE_FILE_NAME),
-                                  "caption": HOSTILE_CAPTION})["transfers"][0]["id"]
+    tid = bob.send_files(fp(alice), [src], caption="the report")["transfers"][0]["id"]
+    hid = bob.send_files(fp(alice), [hostile / HOSTILE_FILE_NAME], caption=HOSTILE_CAPTION)["transfers"][0]["id"]
     info = wait_for(d, lambda d: (lambda i: i if i and "Accept" in i["buttons"] else None)(line_info(d, tid)),
                     what="the offer with Accept")
     assert info["name"] == "bob-src.bin" and info["caption"] == "the report"
@@ -233,7 +232,7 @@ def test_reject_and_cancel_buttons(web):
     d, alice, bob = web["driver"], web["alice"], web["bob"]
     open_conv(d, f"peer:{fp(bob)}")
     src = make_file(web["cluster"].dir, "unwanted.bin", 1000)
-    tid = bob.call("files.send", {"to": fp(alice), "path": str(src)})["transfers"][0]["id"]
+    tid = bob.send_files(fp(alice), [src])["transfers"][0]["id"]
     click_file_button(d, tid, "Reject")
     wait_until(lambda: state_of(bob, tid) == "rejected", timeout=20, what="bob told of the rejection")
     wait_for(d, lambda d: (line_info(d, tid) or {}).get("state") == "rejected", what="shown rejected")
@@ -305,7 +304,7 @@ def test_a_file_sent_to_a_room_shows_in_the_room(web):
     wait_until(lambda: joined_names(alice, "filesroom") == ["alice", "bob"], timeout=20, what="bob joined")
     room_id = room(alice, "filesroom")["id"]
     src = make_file(web["cluster"].dir, "for-the-room.txt", 300)
-    tid = bob.call("files.send", {"to": "#filesroom", "path": str(src), "caption": "for all"})["transfers"][0]["id"]
+    tid = bob.send_files("#filesroom", [src], caption="for all")["transfers"][0]["id"]
     open_conv(d, f"room:{room_id}")
     info = wait_for(d, lambda d: line_info(d, tid), what="the room's file shown in the room")
     assert info["name"] == "for-the-room.txt" and info["caption"] == "for all" and "Accept" in info["buttons"]
@@ -366,7 +365,7 @@ def test_a_picture_from_a_peer_shows_its_thumbnail(web):
     open_conv(d, f"peer:{fp(bob)}")
     noise = os.urandom(400 * 3)
     picture = png(web["cluster"].dir / "view.png", 400, 300, lambda y: noise[y % 5:] + noise[:y % 5])
-    tid = bob.call("files.send", {"to": fp(alice), "path": str(picture)})["transfers"][0]["id"]
+    tid = bob.send_files(fp(alice), [picture])["transfers"][0]["id"]
     shown = wait_for(d, lambda d: d.execute_script("""
         const img = document.querySelector(`#messages li[data-transfer="${arguments[0]}"] img.thumb`);
         return img && img.complete && img.naturalWidth > 0

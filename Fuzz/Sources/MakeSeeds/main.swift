@@ -212,7 +212,8 @@ try request("trust-accept", id: 9, TrustAcceptParams(peer: "bob"))
 try request("messages-edit", id: 10, MessagesEditParams(message: "0123456789abcdef", body: "fixed"))
 try request("messages-react", id: 11, MessagesReactParams(message: "01234567", reaction: "👍", remove: true))
 try request(
-    "files-send", id: 12, FilesSendParams(to: "#team", path: "/tmp/photo.png", caption: "hi", mediaType: "image/png"))
+    "files-send", id: 12,
+    FilesSendParams(to: "#team", files: [FileAttachment(name: "photo.png", mediaType: "image/png")], caption: "hi"))
 try request("files-list", id: 13, FilesListParams(limit: 20, id: "abcd"))
 try request("files-accept", id: 14, FilesAcceptParams(id: "f1f1f1f1"))
 try request("files-reject", id: 15, FilesRejectParams(id: "f1f1"))

@@ -14,12 +14,32 @@ enum ControlAccess {
         var groups: [UInt32]?
     }
 
-    /// root, the daemon's own user, or a process holding the daemon's group (primary or
-    /// supplementary).
+    /// Whom a daemon serves.
+    struct Rule: Equatable, Sendable {
+        var daemonUID: UInt32
+        var daemonGID: UInt32
+        /// False for a person's own instance (its socket directory is 0700): then only that
+        /// person (and root) may connect, even when others share the person's primary group.
+        var groupMayConnect: Bool
+    }
+
+    /// root, the daemon's own user, or (when the rule lets the group in) a process holding
+    /// the daemon's group (primary or supplementary).
+    static func allows(_ caller: Caller, rule: Rule) -> Bool {
+        if caller.uid == 0 || caller.uid == rule.daemonUID { return true }
+        guard rule.groupMayConnect else { return false }
+        if caller.gid == rule.daemonGID { return true }
+        return caller.groups?.contains(rule.daemonGID) ?? false
+    }
+
     static func allows(_ caller: Caller, daemonUID: UInt32, daemonGID: UInt32) -> Bool {
-        if caller.uid == 0 || caller.uid == daemonUID { return true }
-        if caller.gid == daemonGID { return true }
-        return caller.groups?.contains(daemonGID) ?? false
+        allows(caller, rule: Rule(daemonUID: daemonUID, daemonGID: daemonGID, groupMayConnect: true))
+    }
+
+    /// What another user is told by a person's own instance.
+    static func ownerOnlyRefusal(ownerName: String?) -> String {
+        "not permitted: this parleyd belongs to \(ownerName ?? "another user") and serves nobody else; "
+            + "use your own (`sudo systemctl enable --now parleyd@$USER`)"
     }
 
     /// The supplementary groups in the text of `/proc/PID/status`; nil if there is no

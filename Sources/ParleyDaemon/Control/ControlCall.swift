@@ -46,6 +46,7 @@ enum ControlCall: Sendable {
     case filesCancel(FilesCancelParams)
     case doctorReport(DoctorReportParams)
     case filesThumbnail(FilesThumbnailParams)
+    case filesOpen(FilesOpenParams)
 
     /// The route table: method name → how its params are decoded. Each entry is keyed by
     /// its params type's own `method`, so a name and its params cannot drift apart; what
@@ -93,7 +94,8 @@ enum ControlCall: Sendable {
             ControlRoute.route(FilesRejectParams.self, ControlCall.filesReject),
             ControlRoute.route(FilesCancelParams.self, ControlCall.filesCancel),
             ControlRoute.route(DoctorReportParams.self, ControlCall.doctorReport),
-            ControlRoute.route(FilesThumbnailParams.self, ControlCall.filesThumbnail)
+            ControlRoute.route(FilesThumbnailParams.self, ControlCall.filesThumbnail),
+            ControlRoute.route(FilesOpenParams.self, ControlCall.filesOpen)
         ].map { ($0.method, $0) })
 
     /// Looks the method up and decodes its params: `methodNotFound` for an unknown method,

@@ -191,14 +191,16 @@ struct ControlDispatcher {
         case .nodeSetStatus(let p):
             let (status, told) = try node.setStatus(p.status)
             return .typed(id: id, result: NodeSetStatusResult(status: status.text, peersNotified: told))
-        case .filesSend(let p):
-            let node = self.node
-            let future = try node.sendFile(to: p.to, path: p.path, caption: p.caption, mediaType: p.mediaType)
-            return .future(
-                future.map { records in
-                    JSONRPCResponse.success(
-                        id: id, result: FilesSendResult(transfers: records.map { node.fileInfo($0) }))
-                }.recover { error in JSONRPCResponse(id: id, error: Self.rpcError(error, node: node)) })
+        case .filesSend, .filesOpen:
+            // Files travel as descriptors (issue 28): the daemon never opens a path a client names.
+            return .now(
+                JSONRPCResponse(
+                    id: id,
+                    error: JSONRPCError(
+                        .invalidRequest,
+                        "files.send and files.open pass open files and are served on the descriptor socket "
+                            + ControlSocketPath.descriptorSocket(forControl: "<control socket>")
+                            + " (docs/CONTROL.md \"Descriptor socket\"); `parley send --attach` and `parley get` use it")))
         case .filesList(let p):
             let records: [FileTransferRecord]
             let limit = p.limit ?? 50

@@ -9,12 +9,19 @@ import ParleyControlProtocol
 
 /// The Unix-socket control server. Who may connect: the daemon's own user, root,
 /// and processes that hold the daemon's group (checked with SO_PEERCRED and the caller's
-/// real groups on every connection, `ControlAccess`, on top of the socket file's 0660 mode).
+/// real groups on every connection, `ControlAccess`, on top of the socket file's 0660 mode)
+/// when the socket's directory lets the group through; a person's own instance
+/// (parleyd@.service, directory 0700) is for that person alone. Next to it, the descriptor
+/// socket (`DescriptorServer`) for the calls that pass files, with the same rule.
 final class ControlServer: @unchecked Sendable {
     private let node: Node
     private let info: DaemonRuntimeInfo
     let path: String
     private var channel: Channel?
+    private var descriptors: DescriptorServer?
+    /// Whether members of the daemon's group may connect: decided at start from the socket
+    /// directory's mode (group search bit), so the check repeats what the file system says.
+    private var groupMayConnect = true
     private var clients: [ObjectIdentifier: ControlConnection] = [:]
     /// Numbers and keeps every notification, for subscribers that resume.
     let journal: EventJournal
@@ -66,18 +73,36 @@ final class ControlServer: @unchecked Sendable {
         // Created 0660: umask 0117 while binding, so the file is never briefly wider.
         let old = umask(0o117)
         defer { umask(old) }
+        groupMayConnect = Self.directoryLetsGroupIn(dir)
+        let rule = ControlAccess.Rule(daemonUID: getuid(), daemonGID: getgid(), groupMayConnect: groupMayConnect)
         channel = try bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).wait()
         chmod(path, 0o660)
+        let descriptors = DescriptorServer(
+            path: ControlSocketPath.descriptorSocket(forControl: path), node: node,
+            allows: { Self.allows($0, rule: rule) })
+        try descriptors.start()
+        self.descriptors = descriptors
+    }
+
+    /// Whether the directory's group may search it (so group members can reach the socket).
+    static func directoryLetsGroupIn(_ dir: String) -> Bool {
+        var st = stat()
+        guard stat(dir, &st) == 0 else { return false }
+        return st.st_mode & S_IXGRP != 0
     }
 
     private func admit(_ channel: Channel) throws {
-        let ok = Self.peerAllowed(channel)
+        let ok = Self.peerAllowed(
+            channel, rule: ControlAccess.Rule(daemonUID: getuid(), daemonGID: getgid(), groupMayConnect: groupMayConnect))
         if !ok || clients.count >= ControlLimits.maxClients {
             let err: JSONRPCError =
                 ok
                 ? .tooManyClients()
                 : JSONRPCError(
-                    .notPermitted, ControlAccess.refusal(groupName: Self.daemonGroupName(), daemonGID: getgid()))
+                    .notPermitted,
+                    groupMayConnect
+                        ? ControlAccess.refusal(groupName: Self.daemonGroupName(), daemonGID: getgid())
+                        : ControlAccess.ownerOnlyRefusal(ownerName: Self.daemonUserName()))
             if let data = try? JSONEncoder().encode(JSONRPCResponse(id: nil, error: err)) {
                 var buf = channel.allocator.buffer(capacity: data.count + 1)
                 buf.writeBytes(data)
@@ -98,7 +123,7 @@ final class ControlServer: @unchecked Sendable {
 
     /// SO_PEERCRED: the connecting process's uid, gid and pid, from the kernel; its
     /// supplementary groups from /proc (`ControlAccess`).
-    private static func peerAllowed(_ channel: Channel) -> Bool {
+    private static func peerAllowed(_ channel: Channel, rule: ControlAccess.Rule) -> Bool {
         guard let provider = channel as? SocketOptionProvider else { return false }
         let future: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
             level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
@@ -107,17 +132,28 @@ final class ControlServer: @unchecked Sendable {
         let box = CredentialBox()
         future.whenSuccess { box.value = $0 }
         guard let cred = box.value else { return false }
+        return allows(cred, rule: rule)
+    }
+
+    /// The access rule for credentials the kernel gave (control and descriptor sockets).
+    static func allows(_ cred: PeerCredentials, rule: ControlAccess.Rule) -> Bool {
         var caller = ControlAccess.Caller(uid: cred.uid, gid: cred.gid, groups: nil)
-        if !ControlAccess.allows(caller, daemonUID: getuid(), daemonGID: getgid()), cred.pid > 0 {
+        if !ControlAccess.allows(caller, rule: rule), rule.groupMayConnect, cred.pid > 0 {
             caller.groups = supplementaryGroups(pid: cred.pid)
         }
-        return ControlAccess.allows(caller, daemonUID: getuid(), daemonGID: getgid())
+        return ControlAccess.allows(caller, rule: rule)
     }
 
     /// The groups process `pid` holds now ("Groups:" of /proc/PID/status); nil if gone.
     private static func supplementaryGroups(pid: Int32) -> [UInt32]? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
         return ControlAccess.supplementaryGroups(procStatus: text)
+    }
+
+    /// The name of the daemon's user, for the refusal message.
+    private static func daemonUserName() -> String? {
+        guard let pw = getpwuid(getuid()) else { return nil }
+        return String(cString: pw.pointee.pw_name)
     }
 
     /// The name of the daemon's group, for the refusal message.
@@ -166,6 +202,7 @@ final class ControlServer: @unchecked Sendable {
     /// Closes the listener and every client.
     func stop() -> EventLoopFuture<Void> {
         let loop = node.loop
+        descriptors?.stop()
         return loop.flatSubmit { [self] in
             for c in clients.values { c.close() }
             let f = channel?.close() ?? loop.makeSucceededVoidFuture()

@@ -10,13 +10,14 @@ enum FileError: Error, CustomStringConvertible {
     case ambiguous(String, Int)
     case notSendable(path: String, reason: String)
     case tooLarge(path: String, size: UInt64)
-    case insideStateDirectory(String)
     /// The recipient is online and its Parley does not take files (feature bit 1 not announced).
     case peerLacksFiles(String)
     case wrongState(id: String, state: String, wanted: String)
     case noRecipients(String)
     case io(path: String, operation: String, errno: Int32)
     case storage(StoreError)
+    /// `download_dir` is not the daemon's own private directory (`DownloadDirectoryCheck`).
+    case unsafeDownloadDirectory(String)
     /// `files.thumbnail`: the offer came without a thumbnail.
     case noThumbnail(String)
     /// `files.thumbnail`: the offer's thumbnail (a peer's bytes) is neither JPEG nor PNG.
@@ -30,8 +31,6 @@ enum FileError: Error, CustomStringConvertible {
         case let .tooLarge(path, size):
             return
                 "cannot send \(path): \(size) bytes is over the \(FileLimits.maxFileBytes >> 30) GiB limit of a transfer"
-        case .insideStateDirectory(let path):
-            return "cannot send \(path): it is in parleyd's state directory (keys and database are never sent)"
         case .peerLacksFiles(let name):
             return "\(name)'s Parley does not take files (it is an older version); ask them to update, then send again"
         case let .wrongState(id, state, wanted):
@@ -39,6 +38,7 @@ enum FileError: Error, CustomStringConvertible {
         case .noRecipients(let room): return "nobody else in \(room) has joined yet; nothing was sent"
         case let .io(path, operation, e): return "\(operation) \(path): \(String(cString: strerror(e)))"
         case .storage(let e): return e.description
+        case .unsafeDownloadDirectory(let why): return why
         case .noThumbnail(let id):
             return "transfer \(id.prefix(8)) has no thumbnail (only pictures the sender's Parley could read have one)"
         case .thumbnailNotImage(let id):
@@ -50,10 +50,10 @@ enum FileError: Error, CustomStringConvertible {
         switch self {
         case .notFound, .ambiguous, .noThumbnail, .thumbnailNotImage:
             return JSONRPCError(.transferNotFound, description)
-        case .notSendable, .tooLarge, .insideStateDirectory, .io: return JSONRPCError(.fileNotSendable, description)
+        case .notSendable, .tooLarge, .io: return JSONRPCError(.fileNotSendable, description)
         case .peerLacksFiles, .noRecipients: return JSONRPCError(.notPermitted, description)
         case .wrongState: return JSONRPCError(.transferState, description)
-        case .storage: return JSONRPCError(.storageFailed, description)
+        case .storage, .unsafeDownloadDirectory: return JSONRPCError(.storageFailed, description)
         }
     }
 }

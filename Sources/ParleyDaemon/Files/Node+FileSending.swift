@@ -13,74 +13,90 @@ extension Node {
     /// meanwhile waits behind at most that (plus what the socket holds), never behind a file.
     static let fileChunksPerTurn = 4
 
-    /// `files.send`: checks the recipients and the file now (errors are thrown at once), then
-    /// hashes the file and stores and offers one transfer per recipient.
-    func sendFile(to selector: String, path: String, caption: String?, mediaType: String?) throws
+    /// One file to offer: the daemon's own copy (`OutgoingCopies`) and what to call it.
+    struct StagedFile: Sendable {
+        var copy: String
+        var name: String
+        var mediaType: String?
+    }
+
+    /// `files.send` (descriptor socket): checks the recipients now (errors are thrown at
+    /// once), then hashes every staged copy and stores and offers one transfer per file and
+    /// recipient: all of them, or, if any file fails, none (and every copy is removed).
+    func sendFiles(to selector: String, staged: [StagedFile], caption: String?) throws
         -> EventLoopFuture<[FileTransferRecord]>
     {
         loop.preconditionInEventLoop()
+        let copies = OutgoingCopies(stateDirectory: stateDirectory)
         var recipients: [String] = []
         var room: String?
-        if selector.hasPrefix("#") {
-            let r = try resolveRoom(selector)
-            guard r.isMember else { throw RoomError.notMember(r) }
-            recipients = r.joined.filter { $0 != myIdentity }
-            guard !recipients.isEmpty else { throw FileError.noRecipients(selector) }
-            room = r.id
-        } else {
-            let peer = try resolvePeer(selector)
-            if let refusal = sendRefusal(peer) { throw refusal }
-            if let conn = activeConnection(for: peer.identity), !conn.remoteFeatures.contains(.files) {
-                throw FileError.peerLacksFiles(displayName(of: peer.identity))
+        do {
+            if selector.hasPrefix("#") {
+                let r = try resolveRoom(selector)
+                guard r.isMember else { throw RoomError.notMember(r) }
+                recipients = r.joined.filter { $0 != myIdentity }
+                guard !recipients.isEmpty else { throw FileError.noRecipients(selector) }
+                room = r.id
+            } else {
+                let peer = try resolvePeer(selector)
+                if let refusal = sendRefusal(peer) { throw refusal }
+                if let conn = activeConnection(for: peer.identity), !conn.remoteFeatures.contains(.files) {
+                    throw FileError.peerLacksFiles(displayName(of: peer.identity))
+                }
+                recipients = [peer.identity]
             }
-            recipients = [peer.identity]
+        } catch {
+            for file in staged { copies.remove(file.copy) }
+            throw error
         }
-        let resolved = try Self.resolveSourcePath(path, stateDirectory: stateDirectory)
-        let source = try SourceFile(path: resolved)
-        guard source.size <= FileLimits.maxFileBytes else { throw FileError.tooLarge(path: path, size: source.size) }
-        let name = (path as NSString).lastPathComponent
-        let type = mediaType ?? MediaType.guess(name)
         let chunkSize = FileLimits.preferredChunkSize
-        let box = SourceBox(source)
-        let digest: EventLoopFuture<SourceFile.Digest>
-        if source.size <= options.fileInlineDigestBytes {
-            digest = loop.makeCompletedFuture { try box.source.digest(chunkSize: chunkSize) }
-        } else {
-            digest = NIOThreadPool.singleton.runIfActive(eventLoop: loop) {
-                try box.source.digest(chunkSize: chunkSize)
+        var prepared: [EventLoopFuture<(StagedFile, SourceFile.Digest, [UInt8])>] = []
+        for file in staged {
+            let source: SourceFile
+            do { source = try SourceFile(path: file.copy) } catch {
+                for file in staged { copies.remove(file.copy) }
+                throw error
             }
+            let type = file.mediaType ?? MediaType.guess(file.name)
+            let box = SourceBox(source)
+            let digest: EventLoopFuture<SourceFile.Digest>
+            if source.size <= options.fileInlineDigestBytes {
+                digest = loop.makeCompletedFuture { try box.source.digest(chunkSize: chunkSize) }
+            } else {
+                digest = NIOThreadPool.singleton.runIfActive(eventLoop: loop) {
+                    try box.source.digest(chunkSize: chunkSize)
+                }
+            }
+            let thumbnail = makeThumbnail(path: file.copy, mediaType: type, size: source.size)
+            var typed = file
+            typed.mediaType = type
+            prepared.append(digest.and(thumbnail).map { (typed, $0.0, $0.1) })
         }
-        let thumbnail = makeThumbnail(path: resolved, mediaType: type, size: source.size)
-        return digest.and(thumbnail).flatMapThrowing { pair in
-            let (d, thumbnail) = pair
-            return try self.storeOffers(
-                d, name: name, mediaType: type, caption: caption ?? "", thumbnail: thumbnail, path: resolved,
-                room: room, recipients: recipients, chunkSize: chunkSize)
+        return EventLoopFuture.whenAllSucceed(prepared, on: loop).flatMapErrorThrowing { error in
+            for file in staged { copies.remove(file.copy) }
+            throw error
+        }.flatMapThrowing { files in
+            var out: [FileTransferRecord] = []
+            for (file, digest, thumbnail) in files {
+                // One name per recipient, so each transfer removes its own when it ends.
+                var paths = [file.copy]
+                for _ in recipients.dropFirst() { paths.append(try copies.link(file.copy)) }
+                out += try self.storeOffers(
+                    digest, name: file.name, mediaType: file.mediaType ?? "application/octet-stream",
+                    caption: caption ?? "", thumbnail: thumbnail, paths: paths, room: room,
+                    recipients: recipients, chunkSize: chunkSize)
+            }
+            return out
         }
-    }
-
-    /// Refuses what must never be sent: anything in the state directory (keys, database),
-    /// and anything that is not a regular file. Returns the real path.
-    static func resolveSourcePath(_ path: String, stateDirectory: String?) throws(FileError) -> String {
-        guard let real = realpath(path, nil) else { throw .io(path: path, operation: "cannot open", errno: errno) }
-        defer { free(real) }
-        let resolved = String(cString: real)
-        if let state = stateDirectory, let rs = realpath(state, nil) {
-            defer { free(rs) }
-            let stateReal = String(cString: rs)
-            if resolved == stateReal || resolved.hasPrefix(stateReal + "/") { throw .insideStateDirectory(path) }
-        }
-        return resolved
     }
 
     private func storeOffers(
-        _ d: SourceFile.Digest, name: String, mediaType: String, caption: String, thumbnail: [UInt8], path: String,
-        room: String?,
-        recipients: [String], chunkSize: Int
+        _ d: SourceFile.Digest, name: String, mediaType: String, caption: String, thumbnail: [UInt8],
+        paths: [String], room: String?, recipients: [String], chunkSize: Int
     ) throws -> [FileTransferRecord] {
         let now = nowMs
         var out: [FileTransferRecord] = []
-        for peer in recipients {
+        for (peer, path) in zip(recipients, paths) {
             let rec = FileTransferRecord(
                 transfer: TransferID.random().hex, peer: peer, direction: .outgoing, room: room, name: name,
                 size: Int64(d.size), mediaType: mediaType, caption: caption, thumbnail: thumbnail,
@@ -127,7 +143,10 @@ extension Node {
         // let a peer write the log at will.
         log.debug("file requested", ["from": "\(from)", "list": "\(needList)", "peer": key.peer.fingerprintText])
         if f.source == nil {
-            let source = try? SourceFile(path: f.record.sourcePath ?? "")
+            // Only the daemon's own copy is ever opened (transfers stored by a version that
+            // read a client's path in place are not served: the client sends them again).
+            let path = f.record.sourcePath ?? ""
+            let source = OutgoingCopies(stateDirectory: stateDirectory).holds(path) ? try? SourceFile(path: path) : nil
             guard let source, source.unchanged(size: f.record.sourceSize, modified: f.record.sourceMtime) else {
                 failOutgoing(f, key, "the source file changed or is gone; send it again", on: conn)
                 return
@@ -234,6 +253,8 @@ extension Node {
         f.source = nil
         f.machine.sessionEnded()
         files.outgoing[key] = nil
+        // The daemon's copy of a file a client passed is not needed once this transfer ended.
+        if let path = f.record.sourcePath { OutgoingCopies(stateDirectory: stateDirectory).remove(path) }
         emitFile(f.record, state == .completed ? .completed : state == .failed ? .failed : .cancelled)
         log.info("file transfer ended", ["state": state.rawValue, "peer": key.peer.fingerprintText])
     }

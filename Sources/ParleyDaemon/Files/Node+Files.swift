@@ -20,6 +20,9 @@ extension Node {
     func ensureDownloadDirectory() throws(FileError) {
         guard !files.directoryReady else { return }
         let dir = downloadDirectory
+        if let problem = DownloadDirectory.problem(dir) {
+            throw .unsafeDownloadDirectory(problem)
+        }
         do {
             try FileManager.default.createDirectory(
                 atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

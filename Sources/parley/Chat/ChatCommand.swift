@@ -323,11 +323,12 @@ private struct ChatView {
             guard let id = model.newestIncomingID else { return model.notice("nothing to react to yet", at: now) }
             model.update(try client.call(MessagesReactParams(message: id, reaction: reaction)).message)
         case .attach(let path):
-            let absolute =
-                path.hasPrefix("/")
-                ? path : (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(path)
+            let opened: OpenedFiles
+            do { opened = try OpenedFiles.open([path]) } catch {
+                return model.notice(error.description, at: now)
+            }
             do {
-                for t in try client.call(FilesSendParams(to: peer, path: absolute)).transfers {
+                for t in try opened.send(client, to: peer).transfers {
                     model.notice(ChatAttachment.line(t), at: now)
                 }
             } catch .remote(let e) {

@@ -1,0 +1,28 @@
+import Foundation
+import ParleyStore
+
+/// `files.open` (descriptor socket): a completed incoming file, opened read-only by the
+/// daemon from its own download directory and handed to the asking client, which writes
+/// it where the person wants with the person's rights (issue 28: under the hardened unit
+/// the daemon cannot write into a home, and must not write where a client says).
+extension Node {
+    func openReceivedFile(_ prefix: String) throws(FileError) -> (FileTransferRecord, Int32, Int) {
+        let rec = currentRecord(try findTransfer(prefix)).0
+        guard rec.direction == .incoming else {
+            throw .wrongState(id: rec.transfer, state: "outgoing", wanted: "an incoming transfer")
+        }
+        guard rec.state == .completed, let path = rec.savedPath else {
+            throw .wrongState(id: rec.transfer, state: rec.state.rawValue, wanted: "completed")
+        }
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+        guard fd >= 0 else {
+            throw .io(path: path, operation: "cannot open the received file (was it moved or deleted?)", errno: errno)
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, Int64(st.st_size) == rec.size else {
+            close(fd)
+            throw .notSendable(path: path, reason: "the received file changed on disk since it arrived")
+        }
+        return (rec, fd, Int(st.st_size))
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import ParleyCore
+
+/// The daemon's own copies of files a local client sent (`files.send` on the descriptor
+/// socket): `<state-dir>/outgoing/<random>`, mode 0600. The client passes an open
+/// descriptor (it opened the file with its own rights); the daemon copies the bytes here at
+/// once, so the file can be served after a restart and after the client is gone, and the
+/// daemon never opens a path a client chose. One hard link per recipient, removed when that
+/// transfer ends (`Node.finishOutgoing`), so a room's members share the bytes on disk.
+struct OutgoingCopies: Sendable {
+    let directory: String
+
+    /// Free space kept after a copy: the daemon's own database and logs must still fit.
+    static let keepFreeBytes: UInt64 = 64 << 20
+    /// Copy buffer: large enough for few system calls, small enough per handler thread.
+    static let copyBufferBytes = 1 << 20
+
+    init(stateDirectory: String?) {
+        directory = (stateDirectory ?? NSTemporaryDirectory() + "parley-\(getuid())") + "/outgoing"
+    }
+
+    /// Whether `path` is one of these copies (so it is removed when its transfer ends).
+    func holds(_ path: String) -> Bool { path.hasPrefix(directory + "/") }
+
+    /// Checks the descriptor (a regular file open for reading, within the size limit) and
+    /// copies it; returns the copy's path. `name` is only for error messages.
+    func copy(descriptor fd: Int32, name: String) throws(FileError) -> String {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw .io(path: name, operation: "cannot inspect", errno: errno) }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            throw .notSendable(path: name, reason: "not a regular file (only files can be sent, not directories or devices)")
+        }
+        let size = UInt64(st.st_size)
+        guard size <= FileLimits.maxFileBytes else { throw .tooLarge(path: name, size: size) }
+        let mode = fcntl(fd, F_GETFL)
+        guard mode >= 0, mode & O_ACCMODE != O_WRONLY else {
+            throw .notSendable(path: name, reason: "the descriptor passed is not open for reading")
+        }
+        try prepareDirectory()
+        var vfs = statvfs()
+        if statvfs(directory, &vfs) == 0 {
+            let free = UInt64(vfs.f_bavail) &* UInt64(vfs.f_frsize)
+            guard free >= size &+ Self.keepFreeBytes else {
+                throw .notSendable(
+                    path: name,
+                    reason: "parleyd's disk has \(free >> 20) MiB free, too little to keep a copy until it is sent")
+            }
+        }
+        let path = directory + "/" + TransferID.random().hex
+        let out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard out >= 0 else { throw .io(path: directory, operation: "cannot create a copy in", errno: errno) }
+        var done = false
+        defer {
+            close(out)
+            if !done { unlink(path) }
+        }
+        var buffer = [UInt8](repeating: 0, count: Self.copyBufferBytes)
+        var offset: UInt64 = 0
+        while true {
+            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(offset)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .io(path: name, operation: "cannot read", errno: errno)
+            }
+            if n == 0 { break }
+            offset += UInt64(n)
+            guard offset <= FileLimits.maxFileBytes else { throw .tooLarge(path: name, size: offset) }
+            var written = 0
+            while written < n {
+                let w = buffer.withUnsafeBytes { write(out, $0.baseAddress! + written, n - written) }
+                if w < 0 {
+                    if errno == EINTR { continue }
+                    throw .io(path: directory, operation: "cannot write a copy in", errno: errno)
+                }
+                written += w
+            }
+        }
+        guard fsync(out) == 0 else { throw .io(path: directory, operation: "cannot write a copy in", errno: errno) }
+        done = true
+        return path
+    }
+
+    /// A second name for the copy, one per further recipient.
+    func link(_ path: String) throws(FileError) -> String {
+        let other = directory + "/" + TransferID.random().hex
+        guard Foundation.link(path, other) == 0 else {
+            throw .io(path: directory, operation: "cannot link a copy in", errno: errno)
+        }
+        return other
+    }
+
+    func remove(_ path: String) {
+        if holds(path) { unlink(path) }
+    }
+
+    /// Creates the directory 0700; refuses one that is not the daemon's own and private.
+    func prepareDirectory() throws(FileError) {
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+            throw .io(path: directory, operation: "cannot create", errno: errno)
+        }
+        var st = stat()
+        guard lstat(directory, &st) == 0 else { throw .io(path: directory, operation: "cannot inspect", errno: errno) }
+        guard (st.st_mode & S_IFMT) == S_IFDIR, st.st_uid == getuid(), st.st_mode & 0o077 == 0 else {
+            throw .notSendable(
+                path: directory, reason: "parleyd's copy directory must be its own, mode 0700: remove it and retry")
+        }
+    }
+}
