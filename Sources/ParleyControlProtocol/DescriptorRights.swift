@@ -53,6 +53,11 @@ public enum DescriptorRights {
         /// Bytes that are not a well-formed sequence of headers: the message is refused
         /// (the descriptors found before the damage are still listed, to be closed).
         public var malformed: Bool
+
+        public init(descriptors: [Int32], malformed: Bool) {
+            self.descriptors = descriptors
+            self.malformed = malformed
+        }
     }
 
     /// Decodes the first `length` control bytes of a `recvmsg`. Messages of other types

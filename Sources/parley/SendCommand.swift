@@ -71,22 +71,28 @@ struct SendCommand: ParsableCommand {
 
     func run() throws {
         if !attach.isEmpty {
-            if text != nil || file != nil { try sendText() }
-            return try sendFiles()
+            // Every file is opened (as you) before anything is sent, the text included:
+            // one file that cannot be sent and nothing goes.
+            let opened: OpenedFiles
+            do { opened = try OpenedFiles.open(attach) } catch {
+                Console.err("parley: \(error)")
+                throw ExitCode(CLIExitCode.usage)
+            }
+            if text != nil || file != nil {
+                do { try sendText() } catch {
+                    opened.close()
+                    throw error
+                }
+            }
+            return try sendFiles(opened)
         }
         try sendText()
     }
 
-    /// `--attach`: one `files.send` per file (per member for a room), then with `--wait` the
-    /// progress until every transfer ended.
-    func sendFiles() throws {
+    /// `--attach`: one `files.send` with every file's descriptor (one transfer per file and
+    /// recipient, all or none), then with `--wait` the progress until every transfer ended.
+    func sendFiles(_ opened: OpenedFiles) throws {
         var transfers: [FileTransferInfo] = []
-        // Every file is opened (as you) before anything is sent: all or nothing.
-        let opened: OpenedFiles
-        do { opened = try OpenedFiles.open(attach) } catch {
-            Console.err("parley: \(error)")
-            throw ExitCode(CLIExitCode.usage)
-        }
         try Session.run(options, peer: peer, callTimeout: .seconds(600)) { client in
             let r = try opened.send(client, to: peer)
             transfers = r.transfers

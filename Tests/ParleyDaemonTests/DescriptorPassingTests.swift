@@ -65,7 +65,7 @@ final class DescriptorPassingTests: XCTestCase {
 
     func testOtherControlMessagesAreSkipped() {
         var other = DescriptorRights.encode([1, 2, 3])
-        other.withUnsafeMutableBytes { $0.storeBytes(of: Int32(SCM_CREDENTIALS), toByteOffset: 12, as: Int32.self) }
+        other.withUnsafeMutableBytes { $0.storeBytes(of: Int32(2) /* SCM_CREDENTIALS */, toByteOffset: 12, as: Int32.self) }
         let both = other + DescriptorRights.encode([42])
         XCTAssertEqual(DescriptorRights.decode(both), .init(descriptors: [42], malformed: false))
     }
@@ -109,7 +109,8 @@ final class DescriptorPassingTests: XCTestCase {
         XCTAssertEqual(DescriptorMessage.send(socket: a, bytes: [1][...], descriptors: many, flags: 0), 1)
         let got = try XCTUnwrap(DescriptorMessage.receive(socket: b, maxBytes: 10, maxDescriptors: 4, flags: 0))
         XCTAssertTrue(got.descriptorsLost)
-        XCTAssertEqual(got.descriptors.count, 5, "one more than allowed fits, so the excess is seen")
+        // Room is kept for one more than allowed (rounded up to the word): the excess is seen.
+        XCTAssertGreaterThan(got.descriptors.count, 4)
         DescriptorMessage.closeAll(got.descriptors)
     }
 

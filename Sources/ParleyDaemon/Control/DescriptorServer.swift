@@ -99,7 +99,10 @@ final class DescriptorServer: @unchecked Sendable {
 
     private func acceptLoop(_ fd: Int32) {
         while true {
-            let conn = accept4(fd, nil, nil, Int32(SOCK_CLOEXEC.rawValue))
+            // accept4 is not visible from Swift's Glibc; children are spawned with only
+            // 0-2 open (ThumbnailMaker), so the moment before FD_CLOEXEC leaks nothing.
+            let conn = accept(fd, nil, nil)
+            if conn >= 0 { _ = fcntl(conn, F_SETFD, FD_CLOEXEC) }
             if conn < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
                 if errno == EMFILE || errno == ENFILE {
@@ -193,7 +196,7 @@ final class DescriptorServer: @unchecked Sendable {
                             mediaType: file.mediaType))
                 } catch {
                     for s in staged { copies.remove(s.copy) }
-                    return (JSONRPCResponse(id: id, error: error.rpcError), [])
+                    return (JSONRPCResponse(id: id, error: ControlDispatcher.rpcError(error, node: node)), [])
                 }
             }
             let future = node.loop.flatSubmit {

@@ -68,8 +68,7 @@ extension Node {
                 }
             }
             let thumbnail = makeThumbnail(path: file.copy, mediaType: type, size: source.size)
-            var typed = file
-            typed.mediaType = type
+            let typed = StagedFile(copy: file.copy, name: file.name, mediaType: type)
             prepared.append(digest.and(thumbnail).map { (typed, $0.0, $0.1) })
         }
         return EventLoopFuture.whenAllSucceed(prepared, on: loop).flatMapErrorThrowing { error in

@@ -83,7 +83,7 @@ struct OutgoingCopies: Sendable {
     /// A second name for the copy, one per further recipient.
     func link(_ path: String) throws(FileError) -> String {
         let other = directory + "/" + TransferID.random().hex
-        guard Foundation.link(path, other) == 0 else {
+        guard Glibc.link(path, other) == 0 else {
             throw .io(path: directory, operation: "cannot link a copy in", errno: errno)
         }
         return other

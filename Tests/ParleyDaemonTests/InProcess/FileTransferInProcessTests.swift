@@ -69,8 +69,16 @@ final class FileTransferInProcessTests: XCTestCase {
         return (path, content)
     }
 
+    /// What the descriptor socket does with a `files.send`: the file opened as the caller,
+    /// copied into alice's state from the descriptor, the copy offered.
     private func send(_ path: String) throws -> FileTransferRecord {
-        let future = try alice.node.sendFile(to: "bob", path: path, caption: "the data", mediaType: nil)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        defer { close(fd) }
+        let copy = try OutgoingCopies(stateDirectory: alice.node.stateDirectory).copy(descriptor: fd, name: "source.bin")
+        let future = try alice.node.sendFiles(
+            to: "bob", staged: [.init(copy: copy, name: (path as NSString).lastPathComponent, mediaType: nil)],
+            caption: "the data")
         loop.run()
         return try XCTUnwrap(try future.wait().first)
     }
@@ -216,13 +224,15 @@ final class FileTransferInProcessTests: XCTestCase {
             RefusalRecordLimit.defaultBurst + 1)
     }
 
-    func testTheSourceChangingBeforeTheAcceptFailsTheTransferAtBothEnds() throws {
+    func testTheDaemonsCopyChangingBeforeTheAcceptFailsTheTransferAtBothEnds() throws {
         let link = try InProcessLink(from: alice, to: bob, loop: loop)
         try link.exchange()
         let (path, _) = try sourceFile(bytes: 100_000)
         let sent = try send(path)
         try link.exchange()
-        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: path))
+        let copy = try XCTUnwrap(sent.sourcePath)
+        XCTAssertTrue(copy.hasPrefix(alice.directory + "/outgoing/"), copy)
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: copy))
         _ = try bob.node.acceptFile(sent.transfer)
         try link.exchange()
         let out = try XCTUnwrap(try alice.node.store.transfers(idPrefix: sent.transfer, limit: 1).first)
@@ -230,6 +240,48 @@ final class FileTransferInProcessTests: XCTestCase {
         XCTAssertTrue(out.error?.contains("changed") == true)
         XCTAssertEqual(try incoming(sent.transfer).state, .failed)
         XCTAssertEqual((try? FileManager.default.contentsOfDirectory(atPath: bob.directory + "/files")) ?? [], [])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: copy), "the copy goes when its transfer ends")
+    }
+
+    /// Issue 28: the daemon works from its own copy, so the person may change or delete the
+    /// original as soon as `files.send` answered, and a restart does not need it either.
+    func testTheOriginalMayChangeOnceSentAndTheCopyGoesWhenTheTransferEnds() throws {
+        let link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        let (path, content) = try sourceFile(bytes: 200_000)
+        let sent = try send(path)
+        try FileManager.default.removeItem(atPath: path)
+        try link.exchange()
+        _ = try bob.node.acceptFile(sent.transfer)
+        try link.exchange()
+        XCTAssertEqual(try incoming(sent.transfer).state, .completed)
+        XCTAssertEqual(
+            try [UInt8](Data(contentsOf: URL(fileURLWithPath: bob.directory + "/files/source.bin"))), content)
+        XCTAssertEqual(
+            (try? FileManager.default.contentsOfDirectory(atPath: alice.directory + "/outgoing")) ?? [], [],
+            "the copy is removed once the transfer completed")
+    }
+
+    /// files.open: the completed file, read-only; anything else is refused with the state.
+    func testOpeningAReceivedFileGivesAReadOnlyDescriptorOfTheCompletedFileOnly() throws {
+        let link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        let (path, content) = try sourceFile(bytes: 70_000)
+        let sent = try send(path)
+        try link.exchange()
+        XCTAssertThrowsError(try bob.node.openReceivedFile(sent.transfer), "still an offer")
+        XCTAssertThrowsError(try alice.node.openReceivedFile(sent.transfer), "outgoing")
+        _ = try bob.node.acceptFile(sent.transfer)
+        try link.exchange()
+        let (record, fd, size) = try bob.node.openReceivedFile(String(sent.transfer.prefix(8)))
+        defer { close(fd) }
+        XCTAssertEqual(record.transfer, sent.transfer)
+        XCTAssertEqual(size, content.count)
+        XCTAssertEqual(fcntl(fd, F_GETFL) & O_ACCMODE, O_RDONLY)
+        var back = [UInt8](repeating: 0, count: size)
+        XCTAssertEqual(back.withUnsafeMutableBytes { pread(fd, $0.baseAddress, size, 0) }, size)
+        XCTAssertEqual(back, content)
+        XCTAssertEqual(write(fd, "x", 1), -1, "read-only")
     }
 
     func testAPeerWithoutTheFilesFeatureIsNotSentAnOffer() throws {

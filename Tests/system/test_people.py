@@ -1,0 +1,292 @@
+"""Issue 28: several people on one host, each with their own parleyd (as parleyd@NAME
+runs it: as the person, state and sockets in directories only the person may enter), and
+files that travel by descriptor both ways.
+
+Real local users (useradd, removed at the end) who share one primary group (`users`, as
+on many shared hosts), real daemons and clients run as those users with setpriv. The
+threat model: another local user cannot connect to a person's sockets, cannot make a
+daemon read a path it chose (a send of a file the sender cannot read fails in the client
+with a clear error and nothing is sent; a send with attachments is all or nothing), and
+cannot read received files or the daemon's copies."""
+import hashlib
+import os
+import secrets
+import shutil
+import socket
+import stat
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from parley_harness import PARLEY, Node, RPCError, wait_until
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="creates local users: run as root (CI does)"),
+    pytest.mark.skipif(shutil.which("setpriv") is None or shutil.which("useradd") is None,
+                       reason="setpriv/useradd (util-linux, passwd) missing"),
+]
+
+SHARED_GROUP = "users"
+
+
+class Person:
+    def __init__(self, base: Path, name: str):
+        self.name = name
+        self.home = base / name
+        self.pw = None
+
+    def run(self, *args, umask=0o022, check=False, timeout=120, cwd=None):
+        """A command as this person: their uid, the shared primary group, no other groups."""
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(self.home), "LANG": "C.UTF-8"}
+        cmd = ["setpriv", f"--reuid={self.name}", f"--regid={SHARED_GROUP}", "--clear-groups",
+               "sh", "-c", f'umask {umask:03o}; exec "$@"', "sh", *args]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout,
+                           cwd=str(cwd or self.home))
+        if check and p.returncode != 0:
+            raise AssertionError(f"{' '.join(map(str, args))} as {self.name} failed ({p.returncode}): {p.stderr}")
+        return p
+
+    def parley(self, node, *args, **kw):
+        return self.run(PARLEY, *args, "--socket", str(node.socket), **kw)
+
+
+@pytest.fixture
+def people():
+    """Three people (alice, bob, carol), homes 0700 under a fresh base directory."""
+    tag = secrets.token_hex(3)
+    base = Path(tempfile.mkdtemp(prefix="parley-people-", dir="/var/tmp"))
+    os.chmod(base, 0o755)
+    made = []
+    nodes = []
+    try:
+        out = {}
+        for role in ("alice", "bob", "carol"):
+            name = f"{role[0]}{tag}"
+            p = Person(base, name)
+            subprocess.run(["useradd", "--no-create-home", "--home-dir", str(p.home), "--gid", SHARED_GROUP,
+                            "--shell", "/usr/sbin/nologin", name], check=True)
+            made.append(name)
+            p.home.mkdir(mode=0o700)
+            shutil.chown(p.home, name, SHARED_GROUP)
+            out[role] = p
+        out["base"] = base
+        out["nodes"] = nodes
+        yield out
+    finally:
+        for n in nodes:
+            n.stop()
+        shutil.rmtree(base, ignore_errors=True)
+        for name in made:
+            subprocess.run(["userdel", name], capture_output=True)
+
+
+def own_daemon(people, person, peers=(), extra_args=()):
+    """The person's own parleyd, run as them: state and sockets inside their 0700 home
+    (as parleyd@NAME's /var/lib/parley-user/NAME and /run/parley-user/NAME)."""
+    n = Node(person.name, people["base"], peers=peers, state_dir=person.home / "state",
+             launcher=["setpriv", f"--reuid={person.name}", f"--regid={SHARED_GROUP}", "--clear-groups"],
+             extra_args=extra_args)
+    run = person.home / "run"
+    run.mkdir(mode=0o700, exist_ok=True)
+    shutil.chown(run, person.name, SHARED_GROUP)
+    n.socket = run / "control.sock"
+    people["nodes"].append(n)
+    return n.start()
+
+
+def digest(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_random(path, size, owner):
+    with open(path, "wb") as f:
+        left = size
+        while left:
+            n = min(left, 4 << 20)
+            f.write(os.urandom(n))
+            left -= n
+    shutil.chown(path, owner, SHARED_GROUP)
+    return path
+
+
+def transfers(node):
+    return node.call("files.list", {"limit": 100})["transfers"]
+
+
+def two_people(people):
+    alice = own_daemon(people, people["alice"])
+    bob = own_daemon(people, people["bob"], peers=[alice.address])
+    wait_until(lambda: alice.online(people["bob"].name) and bob.online(people["alice"].name),
+               what="alice's and bob's instances online")
+    return alice, bob
+
+
+def test_two_people_on_one_host_have_their_own_identity_and_exchange_a_file_as_themselves(people):
+    pa, pb, pc = people["alice"], people["bob"], people["carol"]
+    alice, bob = two_people(people)
+    # Each person's `parley whoami` shows their own identity.
+    fa = pa.parley(alice, "whoami", "--json", check=True).stdout
+    fb = pb.parley(bob, "whoami", "--json", check=True).stdout
+    assert alice.whoami()["fingerprint"] in fa and bob.whoami()["fingerprint"] in fb
+    assert alice.whoami()["fingerprint"] != bob.whoami()["fingerprint"]
+    # They chat.
+    pa.parley(alice, "send", pb.name, "hello bob", "--wait", check=True)
+    # Alice sends a file from her home (the daemon could not open that path itself).
+    report = write_random(pa.home / "report.bin", 8 << 20, pa.name)
+    out = pa.parley(alice, "send", pb.name, "--attach", "report.bin", cwd=pa.home, check=True).stdout
+    assert "offered" in out and "report.bin" in out
+    [t] = [t for t in transfers(bob) if t["direction"] == "in"]
+    # Bob gets it into ~/in, written by his own parley: his file, his umask, byte-identical.
+    inbox = pb.home / "in"
+    pb.run("mkdir", str(inbox), check=True)
+    got = pb.parley(bob, "get", t["id"][:8], "--to", str(inbox), umask=0o027, check=True).stdout
+    saved = inbox / "report.bin"
+    assert str(saved) in got, got
+    st = os.stat(saved)
+    assert st.st_uid == pwd_uid(pb.name) and stat.S_IMODE(st.st_mode) == 0o640
+    assert digest(saved) == digest(report)
+    # Never overwritten: a second get into the same directory makes "report (1).bin"; into
+    # an existing file it refuses.
+    again = pb.parley(bob, "get", t["id"][:8], "--to", str(inbox), check=True).stdout
+    assert str(inbox / "report (1).bin") in again
+    refused = pb.parley(bob, "get", t["id"][:8], "--to", str(saved))
+    assert refused.returncode != 0 and "never overwritten" in refused.stderr
+    assert digest(saved) == digest(report)
+    # The daemons' copies and received files are theirs alone: carol cannot read them.
+    [done] = [x for x in transfers(bob) if x["id"] == t["id"]]
+    received = Path(done["path"])
+    assert received.is_file()
+    for path in (received, pa.home / "state" / "outgoing", received.parent):
+        p = pc.run("ls", "-l", str(path))
+        assert p.returncode != 0 and "Permission denied" in p.stderr, (path, p.stdout, p.stderr)
+    p = pc.run("cat", str(received))
+    assert p.returncode != 0 and "Permission denied" in p.stderr
+
+
+def pwd_uid(name):
+    import pwd
+    return pwd.getpwnam(name).pw_uid
+
+
+def test_another_person_cannot_connect_to_a_persons_sockets(people):
+    pa, pb = people["alice"], people["bob"]
+    alice = own_daemon(people, pa)
+    # Bob shares alice's primary group; her socket directory is hers alone.
+    for path in (alice.socket, str(alice.socket) + ".fds"):
+        p = pb.run("python3", "-c", f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(path)!r})")
+        assert p.returncode != 0 and "Permission denied" in p.stderr, p.stderr
+    p = pb.parley(alice, "status")
+    assert p.returncode != 0 and "ermission denied" in p.stderr
+    # Alice herself can, with the same command.
+    assert pa.parley(alice, "status").returncode == 0
+
+
+def test_the_daemon_only_sends_what_the_sender_could_open_and_all_or_nothing(people):
+    """The confused deputy of issue 28, as on a host with the system service: the daemon
+    runs as its own user, a member of its group sends. A file only the daemon's user may
+    read (its network key, say) cannot be sent by the member: the member's parley cannot
+    open it, and there is no way to hand the daemon a path."""
+    tag = secrets.token_hex(3)
+    group = f"pg{tag}"
+    subprocess.run(["groupadd", group], check=True)
+    try:
+        pa, pb = people["alice"], people["bob"]  # alice runs the service, bob is a member
+        base = people["base"] / "service"
+        base.mkdir(mode=0o750)
+        shutil.chown(base, pa.name, group)
+        service = Node("service", people["base"], state_dir=base / "state",
+                       launcher=["setpriv", f"--reuid={pa.name}", f"--regid={group}", "--clear-groups"])
+        service.socket = base / "control.sock"
+        people["nodes"].append(service)
+        service.start()
+        peer = Node("peer", people["base"], peers=[service.address])
+        people["nodes"].append(peer)
+        peer.start()
+        wait_until(lambda: service.online("peer"), what="the service sees its peer")
+        secret = base / "office.key"
+        secret.write_bytes(b"the office network key")
+        shutil.chown(secret, pa.name, group)
+        os.chmod(secret, 0o600)
+        readable = base / "notes.txt"
+        readable.write_text("fine to send")
+        shutil.chown(readable, pa.name, group)
+        os.chmod(readable, 0o644)
+
+        def member(*args):
+            env = {"PATH": "/usr/bin:/bin", "HOME": str(pb.home)}
+            return subprocess.run(["setpriv", f"--reuid={pb.name}", f"--regid={SHARED_GROUP}", f"--groups={group}",
+                                   PARLEY, *args, "--socket", str(service.socket)],
+                                  capture_output=True, text=True, env=env, timeout=60)
+
+        assert member("status").returncode == 0, "the member reaches the service"
+        p = member("send", "peer", "--attach", str(secret))
+        assert p.returncode != 0 and f"cannot open {secret}: Permission denied; nothing was sent" in p.stderr, p.stderr
+        # One readable file and one that is not: nothing at all is offered.
+        p = member("send", "peer", "--attach", str(readable), "--attach", str(secret))
+        assert p.returncode != 0 and "nothing was sent" in p.stderr
+        assert transfers(service) == [] and transfers(peer) == []
+        # The path form is gone: a raw files.send naming the key is refused by the daemon.
+        with pytest.raises(RPCError) as e:
+            service.call("files.send", {"to": "peer", "path": str(secret)})
+        assert "descriptor socket" in str(e.value)
+        # And the readable file alone goes.
+        assert member("send", "peer", "--attach", str(readable)).returncode == 0
+        wait_until(lambda: [t for t in transfers(peer) if t["name"] == "notes.txt"], what="the offer at the peer")
+        assert not [t for t in transfers(peer) if t["name"] == "office.key"]
+    finally:
+        subprocess.run(["groupdel", group], capture_output=True)
+
+
+def test_instances_get_their_own_port_and_keep_it_across_restarts(people):
+    a = Node("ports-a", people["base"], state_dir=people["base"] / "ports-a-state")
+    b = Node("ports-b", people["base"], state_dir=people["base"] / "ports-b-state")
+    people["nodes"] += [a, b]
+    a.start()
+    b.start()
+    assert a.port != b.port
+    first = a.port
+    assert (a.state_dir / "listen-port").read_text().strip() == str(first)
+    a.stop()
+    a.listen_arg = "127.0.0.1:0"  # as the unit says: any port, the remembered one first
+    a.start()
+    assert a.port == first
+    # Taken by someone else meanwhile: another free port, remembered from then on.
+    a.stop()
+    squatter = socket.socket()
+    squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    squatter.bind(("127.0.0.1", first))
+    squatter.listen()
+    try:
+        a.listen_arg = "127.0.0.1:0"
+        a.start()
+        assert a.port != first
+        assert (a.state_dir / "listen-port").read_text().strip() == str(a.port)
+    finally:
+        squatter.close()
+
+
+@pytest.mark.parametrize("problem", ["others-may-write", "someone-elses"])
+def test_a_download_dir_that_is_not_the_daemons_own_private_directory_is_refused(people, problem):
+    downloads = people["base"] / f"downloads-{problem}"
+    downloads.mkdir()
+    if problem == "others-may-write":
+        os.chmod(downloads, 0o777)
+        hint = "chmod go-w"
+    else:
+        shutil.chown(downloads, people["carol"].name, SHARED_GROUP)
+        os.chmod(downloads, 0o755)
+        hint = "sudo chown root"
+    conf = people["base"] / f"{problem}.toml"
+    conf.write_text(f'[parleyd]\ndownload_dir = "{downloads}"\n')
+    n = Node(f"dl-{problem}", people["base"], extra_args=["--config", str(conf)])
+    people["nodes"].append(n)
+    n.start(wait=False)
+    assert n.proc.wait(timeout=30) != 0
+    log = n.log_path.read_text()
+    assert f"download_dir {downloads}" in log and hint in log, log[-2000:]
