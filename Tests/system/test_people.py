@@ -82,12 +82,21 @@ def people():
             subprocess.run(["userdel", name], capture_output=True)
 
 
+def person_env(person):
+    """The environment of a process of the person's (no root's HOME or XDG directories)."""
+    env = {"HOME": str(person.home)}
+    for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "RUNTIME_DIRECTORY", "STATE_DIRECTORY",
+                 "CONFIGURATION_DIRECTORY", "PARLEY_SOCKET"):
+        env[name] = ""
+    return env
+
+
 def own_daemon(people, person, peers=(), extra_args=()):
     """The person's own parleyd, run as them: state and sockets inside their 0700 home
     (as parleyd@NAME's /var/lib/parley-user/NAME and /run/parley-user/NAME)."""
     n = Node(person.name, people["base"], peers=peers, state_dir=person.home / "state",
              launcher=["setpriv", f"--reuid={person.name}", f"--regid={SHARED_GROUP}", "--clear-groups"],
-             extra_args=extra_args)
+             extra_args=extra_args, env=person_env(person))
     run = person.home / "run"
     run.mkdir(mode=0o700, exist_ok=True)
     shutil.chown(run, person.name, SHARED_GROUP)
@@ -201,7 +210,8 @@ def test_the_daemon_only_sends_what_the_sender_could_open_and_all_or_nothing(peo
         base.mkdir(mode=0o750)
         shutil.chown(base, pa.name, group)
         service = Node("service", people["base"], state_dir=base / "state",
-                       launcher=["setpriv", f"--reuid={pa.name}", f"--regid={group}", "--clear-groups"])
+                       launcher=["setpriv", f"--reuid={pa.name}", f"--regid={group}", "--clear-groups"],
+                       env=person_env(pa))
         service.socket = base / "control.sock"
         people["nodes"].append(service)
         service.start()

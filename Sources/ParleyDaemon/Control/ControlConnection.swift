@@ -155,6 +155,12 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
                 DecodeFailure(
                     id: ControlRequestParser.requestID(inRejectedLine: line), error: error, isNotification: false))
         case .success(let request):
+            if request.method == ControlMethod.filesSend || request.method == ControlMethod.filesOpen {
+                return .failure(
+                    DecodeFailure(
+                        id: request.id, error: ControlDispatcher.descriptorSocketOnly(),
+                        isNotification: request.isNotification))
+            }
             switch ControlCall.decode(request) {
             case .success(let call): return .success(DecodedRequest(request: request, call: call))
             case .failure(let error):

@@ -192,15 +192,8 @@ struct ControlDispatcher {
             let (status, told) = try node.setStatus(p.status)
             return .typed(id: id, result: NodeSetStatusResult(status: status.text, peersNotified: told))
         case .filesSend, .filesOpen:
-            // Files travel as descriptors (issue 28): the daemon never opens a path a client names.
-            return .now(
-                JSONRPCResponse(
-                    id: id,
-                    error: JSONRPCError(
-                        .invalidRequest,
-                        "files.send and files.open pass open files and are served on the descriptor socket "
-                            + ControlSocketPath.descriptorSocket(forControl: "<control socket>")
-                            + " (docs/CONTROL.md \"Descriptor socket\"); `parley send --attach` and `parley get` use it")))
+            // Normally refused before the params are decoded (ControlConnection); kept exhaustive.
+            return .now(JSONRPCResponse(id: id, error: Self.descriptorSocketOnly()))
         case .filesList(let p):
             let records: [FileTransferRecord]
             let limit = p.limit ?? 50
@@ -357,6 +350,16 @@ struct ControlDispatcher {
     /// Every error a method can end in, as the JSON-RPC error the client sees. Each keeps
     /// its own message (which says what to do next); only an error nobody anticipated is
     /// an `internalError`, and it still carries its description.
+    /// `files.send` / `files.open` on the control socket: files travel as descriptors (issue
+    /// 28), so the daemon never opens a path a client names.
+    static func descriptorSocketOnly() -> JSONRPCError {
+        JSONRPCError(
+            .invalidRequest,
+            "files.send and files.open pass open files and are served on the descriptor socket (the control "
+                + "socket's path + \"\(ControlSocketPath.descriptorSocketSuffix)\", docs/CONTROL.md \"Descriptor socket\"); "
+                + "parleyd never opens a path a client names. `parley send --attach` and `parley get` use it")
+    }
+
     static func rpcError(_ error: Error, node: Node) -> JSONRPCError {
         switch error {
         case let e as JSONRPCError: return e
