@@ -199,11 +199,10 @@ final class DescriptorServer: @unchecked Sendable {
                     return (JSONRPCResponse(id: id, error: ControlDispatcher.rpcError(error, node: node)), [])
                 }
             }
+            let files = staged
             let future = node.loop.flatSubmit {
-                do {
-                    return try node.sendFiles(to: p.to, staged: staged, caption: p.caption)
-                } catch {
-                    for s in staged { OutgoingCopies(stateDirectory: node.stateDirectory).remove(s.copy) }
+                // sendFiles removes the copies itself when it refuses.
+                do { return try node.sendFiles(to: p.to, staged: files, caption: p.caption) } catch {
                     return node.loop.makeFailedFuture(error)
                 }
             }.map { records in
