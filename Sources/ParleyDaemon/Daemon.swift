@@ -151,6 +151,10 @@ public final class Daemon: Service, @unchecked Sendable {
         let node = Node(loop: loop, store: store, keys: keys, card: card, options: options, log: log, networkKey: psk)
         node.stateDirectory = config.stateDirectory
         self.node = node
+        if let needed = try? store.unfinishedOutgoingSourcePaths() {
+            let swept = OutgoingCopies(stateDirectory: config.stateDirectory).sweep(keeping: needed)
+            if swept > 0 { log.info("removed copies of files no transfer needs", ["count": "\(swept)"]) }
+        }
         log.info(
             "identity",
             [

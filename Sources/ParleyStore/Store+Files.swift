@@ -88,6 +88,20 @@ extension Store {
         }
     }
 
+    /// The source paths of every unfinished outgoing transfer: the daemon's copies still
+    /// needed (the others are removed at start, `OutgoingCopies.sweep`).
+    public func unfinishedOutgoingSourcePaths() throws(StoreError) -> Set<String> {
+        try read { db in
+            Set(
+                try String.fetchAll(
+                    db,
+                    sql: """
+                        SELECT source_path FROM file_transfer
+                        WHERE direction = 'out' AND state IN ('offered', 'transferring') AND source_path IS NOT NULL
+                        """))
+        }
+    }
+
     /// Deletes all but the newest `keep` incoming transfers from `peer` that failed before
     /// any chunk was taken (offers refused at once): a peer offering again and again cannot
     /// grow the table. Returns how many were deleted.

@@ -300,3 +300,51 @@ def test_a_download_dir_that_is_not_the_daemons_own_private_directory_is_refused
     assert n.proc.wait(timeout=30) != 0
     log = n.log_path.read_text()
     assert f"download_dir {downloads}" in log and hint in log, log[-2000:]
+
+
+def test_the_owner_only_rule_holds_even_for_a_process_that_gets_past_the_directory(people):
+    """Defence in depth: bob shares alice's primary group; a process of his that can get
+    past file permissions (CAP_DAC_OVERRIDE, no root uid) still is not served, because
+    alice's socket directory does not let the group in, so her daemon serves only her."""
+    pa, pb = people["alice"], people["bob"]
+    alice = own_daemon(people, pa)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(pb.home)}
+    p = subprocess.run(["setpriv", f"--reuid={pb.name}", f"--regid={SHARED_GROUP}", "--clear-groups",
+                        "--inh-caps=+dac_override", "--ambient-caps=+dac_override",
+                        PARLEY, "status", "--socket", str(alice.socket)],
+                       capture_output=True, text=True, env=env, timeout=30)
+    assert p.returncode != 0, p.stdout
+    assert f"this parleyd belongs to {pa.name} and serves nobody else" in p.stderr, p.stderr
+    # The descriptor socket says the same.
+    code = ("import socket, json; s = socket.socket(socket.AF_UNIX); s.connect(%r); "
+            "s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"files.open\",\"params\":{\"id\":\"abcd\"}}\\n'); "
+            "print(s.recv(4096).decode())") % (str(alice.socket) + ".fds")
+    p = subprocess.run(["setpriv", f"--reuid={pb.name}", f"--regid={SHARED_GROUP}", "--clear-groups",
+                        "--inh-caps=+dac_override", "--ambient-caps=+dac_override", "python3", "-c", code],
+                       capture_output=True, text=True, env=env, timeout=30)
+    assert "not permitted" in p.stdout, (p.stdout, p.stderr)
+
+
+def test_copies_no_transfer_needs_are_removed_at_start_and_a_copy_goes_when_sent(people):
+    a = Node("copies-a", people["base"], state_dir=people["base"] / "copies-a-state")
+    people["nodes"].append(a)
+    a.start()
+    b = Node("copies-b", people["base"], state_dir=people["base"] / "copies-b-state", peers=[a.address])
+    people["nodes"].append(b)
+    b.start()
+    wait_until(lambda: a.online("copies-b") and b.online("copies-a"), what="a and b online")
+    src = people["base"] / "copied.bin"
+    src.write_bytes(os.urandom(300_000))
+    [t] = a.send_files("copies-b", [src])["transfers"]
+    outgoing = a.state_dir / "outgoing"
+    [copy] = list(outgoing.iterdir())
+    src.unlink()  # the person may delete the original at once
+    a.stop()
+    (outgoing / "stray").write_bytes(b"left by a crash between the copy and the offer")
+    a.start()
+    assert [p.name for p in outgoing.iterdir()] == [copy.name], "the stray went, the pending copy stayed"
+    wait_until(lambda: b.online("copies-a"), what="b sees a again")
+    b.call("files.accept", {"id": t["id"]})
+    wait_until(lambda: [x for x in transfers(b) if x["id"] == t["id"] and x["state"] == "completed"],
+               what="the file at b")
+    wait_until(lambda: not list(outgoing.iterdir()), what="a's copy removed once the transfer completed")

@@ -16,4 +16,19 @@ def test_unit_verifies_and_is_hardened():
                             capture_output=True, text=True, timeout=120)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
-    assert "exposure score:" in output, output
+    assert output.count("exposure score:") == 2, output
+    # Issue 28: the per-person template is checked and scored as strictly as the system unit.
+    assert "security --offline=true parleyd@checkuser.service" in output, output
+
+
+def test_the_per_person_unit_runs_as_the_person_in_directories_only_they_may_enter():
+    unit = (REPO / "systemd/parleyd@.service.in").read_text()
+    lines = {line.split("=", 1)[0]: line.split("=", 1)[1] for line in unit.splitlines()
+             if "=" in line and not line.startswith("#")}
+    assert lines["User"] == "%i" and "Group" not in lines
+    assert lines["StateDirectory"] == "parley-user/%i" and lines["StateDirectoryMode"] == "0700"
+    assert lines["RuntimeDirectory"] == "parley-user/%i" and lines["RuntimeDirectoryMode"] == "0700"
+    assert lines["ProtectHome"] == "yes" and lines["UMask"] == "0077"
+    assert "--listen [::]:0" in lines["ExecStart"]
+    makefile = (REPO / "Makefile").read_text()
+    assert "systemd/parleyd@.service.in" in makefile and "$(DESTDIR)$(UNITDIR)/parleyd@.service" in makefile

@@ -93,6 +93,19 @@ struct OutgoingCopies: Sendable {
         if holds(path) { unlink(path) }
     }
 
+    /// At start: removes copies no unfinished transfer needs (the daemon stopped between a
+    /// copy and its offer, or between a transfer's end and the copy's removal). Returns how
+    /// many went.
+    @discardableResult
+    func sweep(keeping needed: Set<String>) -> Int {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return 0 }
+        var removed = 0
+        for name in names where !needed.contains(directory + "/" + name) {
+            if unlink(directory + "/" + name) == 0 { removed += 1 }
+        }
+        return removed
+    }
+
     /// Creates the directory 0700; refuses one that is not the daemon's own and private.
     func prepareDirectory() throws(FileError) {
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
