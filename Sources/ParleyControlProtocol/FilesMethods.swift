@@ -111,7 +111,8 @@ public struct FileAttachment: Codable, Sendable, Hashable {
     public func validate() throws(JSONRPCError) {
         guard !name.isEmpty, name.utf8.count <= Self.maxNameBytes, !name.utf8.contains(0), !name.contains("/") else {
             throw .invalidParams(
-                "a file's \"name\" must be 1 to \(Self.maxNameBytes) bytes, without \"/\" or NUL (the name, not a path)")
+                "a file's \"name\" must be 1 to \(Self.maxNameBytes) bytes, without \"/\" or NUL (the name, not a path)"
+            )
         }
         if let mediaType, mediaType.utf8.count > 127 || !mediaType.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
             throw .invalidParams("\"mediaType\" must be at most 127 printable ASCII characters")

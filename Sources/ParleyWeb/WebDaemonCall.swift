@@ -27,7 +27,8 @@ enum WebDaemonCall {
                 // descriptor: the daemon keeps its own copy and never opens this path.
                 let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
                 guard fd >= 0 else {
-                    return .failure(.daemonUnavailable("cannot open the staged upload: \(String(cString: strerror(errno)))"))
+                    return .failure(
+                        .daemonUnavailable("cannot open the staged upload: \(String(cString: strerror(errno)))"))
                 }
                 defer { close(fd) }
                 let name = upload.name

@@ -1,5 +1,5 @@
-import ParleyControlProtocol
 import Foundation
+import ParleyControlProtocol
 
 /// One real parleyd process on loopback: own state directory and control socket, mDNS
 /// off, TCP on 127.0.0.1 with a port chosen by the kernel (read back through node.status).

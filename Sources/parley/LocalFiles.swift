@@ -47,7 +47,8 @@ struct OpenedFiles {
     func close() { DescriptorMessage.closeAll(descriptors) }
 
     /// `files.send` of these files to `to`; the descriptors are closed afterwards.
-    func send(_ client: ControlClient, to: String, caption: String? = nil) throws(ControlClientError) -> FilesSendResult {
+    func send(_ client: ControlClient, to: String, caption: String? = nil) throws(ControlClientError) -> FilesSendResult
+    {
         defer { close() }
         let (result, extra) = try client.call(
             FilesSendParams(to: to, files: attachments, caption: caption), passing: descriptors)
@@ -86,7 +87,9 @@ enum ReceivedFileWriter {
         }
         let out = Glibc.open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o666)
         guard out >= 0 else {
-            let why = errno == EEXIST ? "it exists (never overwritten): give a directory or a new name" : String(cString: strerror(errno))
+            let why =
+                errno == EEXIST
+                ? "it exists (never overwritten): give a directory or a new name" : String(cString: strerror(errno))
             throw Failure(description: "cannot create \(target): \(why)")
         }
         try copy(from: fd, to: out, size: size, path: target)
@@ -111,21 +114,30 @@ enum ReceivedFileWriter {
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset = 0
         while offset < size {
-            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, min($0.count, size - offset), off_t(offset)) }
+            let n = buffer.withUnsafeMutableBytes {
+                pread(fd, $0.baseAddress, min($0.count, size - offset), off_t(offset))
+            }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else {
-                throw Failure(description: "cannot read the received file: \(n < 0 ? String(cString: strerror(errno)) : "it is shorter than expected")")
+                throw Failure(
+                    description:
+                        "cannot read the received file: \(n < 0 ? String(cString: strerror(errno)) : "it is shorter than expected")"
+                )
             }
             var written = 0
             while written < n {
                 let w = buffer.withUnsafeBytes { Glibc.write(out, $0.baseAddress! + written, n - written) }
                 if w < 0 && errno == EINTR { continue }
-                guard w > 0 else { throw Failure(description: "cannot write \(path): \(String(cString: strerror(errno)))") }
+                guard w > 0 else {
+                    throw Failure(description: "cannot write \(path): \(String(cString: strerror(errno)))")
+                }
                 written += w
             }
             offset += n
         }
-        guard fsync(out) == 0 else { throw Failure(description: "cannot write \(path): \(String(cString: strerror(errno)))") }
+        guard fsync(out) == 0 else {
+            throw Failure(description: "cannot write \(path): \(String(cString: strerror(errno)))")
+        }
         ok = true
     }
 }

@@ -65,7 +65,9 @@ final class DescriptorPassingTests: XCTestCase {
 
     func testOtherControlMessagesAreSkipped() {
         var other = DescriptorRights.encode([1, 2, 3])
-        other.withUnsafeMutableBytes { $0.storeBytes(of: Int32(2) /* SCM_CREDENTIALS */, toByteOffset: 12, as: Int32.self) }
+        other.withUnsafeMutableBytes {
+            $0.storeBytes(of: Int32(2) /* SCM_CREDENTIALS */, toByteOffset: 12, as: Int32.self)
+        }
         let both = other + DescriptorRights.encode([42])
         XCTAssertEqual(DescriptorRights.decode(both), .init(descriptors: [42], malformed: false))
     }
@@ -80,7 +82,8 @@ final class DescriptorPassingTests: XCTestCase {
         let (readEnd, writeEnd) = pipePair()
         defer { close(readEnd) }
         let line = Array("hello\n".utf8)
-        XCTAssertEqual(DescriptorMessage.send(socket: a, bytes: line[...], descriptors: [writeEnd], flags: 0), line.count)
+        XCTAssertEqual(
+            DescriptorMessage.send(socket: a, bytes: line[...], descriptors: [writeEnd], flags: 0), line.count)
         close(writeEnd)
         let got = try XCTUnwrap(DescriptorMessage.receive(socket: b, maxBytes: 100, maxDescriptors: 4, flags: 0))
         XCTAssertEqual(got.bytes, line)
@@ -125,10 +128,12 @@ final class DescriptorPassingTests: XCTestCase {
             close(readEnd)
             close(writeEnd)
         }
-        XCTAssertEqual(DescriptorMessage.send(socket: a, bytes: Array("{\"a\":".utf8)[...], descriptors: [readEnd], flags: 0), 5)
+        XCTAssertEqual(
+            DescriptorMessage.send(socket: a, bytes: Array("{\"a\":".utf8)[...], descriptors: [readEnd], flags: 0), 5)
         var reader = DescriptorRequestReader()
         // The first read takes the descriptor; the rest of the line comes with another one.
-        XCTAssertEqual(DescriptorMessage.send(socket: a, bytes: Array("1}\n".utf8)[...], descriptors: [writeEnd], flags: 0), 3)
+        XCTAssertEqual(
+            DescriptorMessage.send(socket: a, bytes: Array("1}\n".utf8)[...], descriptors: [writeEnd], flags: 0), 3)
         // Stream sockets do not merge segments that carry descriptors, so the reader sees two.
         guard case .failure(let error) = reader.read(b) else { return XCTFail("a late descriptor was accepted") }
         XCTAssertTrue(error.message.contains("first bytes"), error.message)
@@ -148,7 +153,8 @@ final class DescriptorPassingTests: XCTestCase {
             close(writeEnd)
         }
         let line = Array("{\"x\":1}\n".utf8)
-        XCTAssertEqual(DescriptorMessage.send(socket: a, bytes: line[...], descriptors: [readEnd, writeEnd], flags: 0), line.count)
+        XCTAssertEqual(
+            DescriptorMessage.send(socket: a, bytes: line[...], descriptors: [readEnd, writeEnd], flags: 0), line.count)
         var reader = DescriptorRequestReader()
         XCTAssertEqual(try reader.read(b).get(), Array("{\"x\":1}".utf8))
         XCTAssertEqual(reader.descriptors.count, 2)
@@ -166,7 +172,9 @@ final class DescriptorPassingTests: XCTestCase {
             for _ in 0..<((DescriptorServer.maxRequestBytes / chunk.count) + 2) {
                 var off = 0
                 while off < chunk.count {
-                    let n = chunk.withUnsafeBytes { send(a, $0.baseAddress! + off, chunk.count - off, Int32(MSG_NOSIGNAL)) }
+                    let n = chunk.withUnsafeBytes {
+                        send(a, $0.baseAddress! + off, chunk.count - off, Int32(MSG_NOSIGNAL))
+                    }
                     if n <= 0 { return }
                     off += n
                 }

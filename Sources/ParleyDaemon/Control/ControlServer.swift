@@ -93,7 +93,8 @@ final class ControlServer: @unchecked Sendable {
 
     private func admit(_ channel: Channel) throws {
         let ok = Self.peerAllowed(
-            channel, rule: ControlAccess.Rule(daemonUID: getuid(), daemonGID: getgid(), groupMayConnect: groupMayConnect))
+            channel,
+            rule: ControlAccess.Rule(daemonUID: getuid(), daemonGID: getgid(), groupMayConnect: groupMayConnect))
         if !ok || clients.count >= ControlLimits.maxClients {
             let err: JSONRPCError =
                 ok

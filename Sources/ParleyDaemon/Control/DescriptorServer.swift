@@ -162,7 +162,9 @@ final class DescriptorServer: @unchecked Sendable {
         let parsed: JSONRPCRequest
         switch ControlRequestParser.parse(line: line) {
         case .failure(let error):
-            answer(fd, JSONRPCResponse(id: ControlRequestParser.requestID(inRejectedLine: line), error: error), descriptors: [])
+            answer(
+                fd, JSONRPCResponse(id: ControlRequestParser.requestID(inRejectedLine: line), error: error),
+                descriptors: [])
             return
         case .success(let r): parsed = r
         }
@@ -192,7 +194,8 @@ final class DescriptorServer: @unchecked Sendable {
             for (file, fd) in zip(p.files, descriptors) {
                 do {
                     staged.append(
-                        Node.StagedFile(copy: try copies.copy(descriptor: fd, name: file.name), name: file.name,
+                        Node.StagedFile(
+                            copy: try copies.copy(descriptor: fd, name: file.name), name: file.name,
                             mediaType: file.mediaType))
                 } catch {
                     for s in staged { copies.remove(s.copy) }
@@ -210,7 +213,9 @@ final class DescriptorServer: @unchecked Sendable {
             }.flatMapErrorThrowing { error in
                 JSONRPCResponse(id: id, error: ControlDispatcher.rpcError(error, node: node))
             }
-            return ((try? future.wait()) ?? JSONRPCResponse(id: id, error: .internalError("the daemon is stopping")), [])
+            return (
+                (try? future.wait()) ?? JSONRPCResponse(id: id, error: .internalError("the daemon is stopping")), []
+            )
         case .success(.filesOpen(let p)):
             guard descriptors.isEmpty else {
                 return (JSONRPCResponse(id: id, error: .invalidParams("files.open takes no descriptors")), [])
@@ -225,7 +230,9 @@ final class DescriptorServer: @unchecked Sendable {
                     return (JSONRPCResponse(id: id, error: ControlDispatcher.rpcError(error, node: node)), [])
                 }
             }
-            return (try? future.wait()) ?? (JSONRPCResponse(id: id, error: .internalError("the daemon is stopping")), [])
+            return (try? future.wait()) ?? (
+                JSONRPCResponse(id: id, error: .internalError("the daemon is stopping")), []
+            )
         case .success:
             return (
                 JSONRPCResponse(
@@ -280,13 +287,16 @@ struct DescriptorRequestReader {
             if got.descriptorsLost {
                 return .failure(
                     .invalidRequest(
-                        "more than \(DescriptorRights.maxDescriptorsPerMessage) descriptors, or malformed control data"))
+                        "more than \(DescriptorRights.maxDescriptorsPerMessage) descriptors, or malformed control data")
+                )
             }
             if !first && !got.descriptors.isEmpty {
                 return .failure(.invalidRequest("descriptors must be attached to the first bytes of the request line"))
             }
             first = false
-            if got.bytes.isEmpty { return .failure(.invalidRequest("the connection closed before a whole request line")) }
+            if got.bytes.isEmpty {
+                return .failure(.invalidRequest("the connection closed before a whole request line"))
+            }
             if let newline = got.bytes.firstIndex(of: UInt8(ascii: "\n")) {
                 buffer += got.bytes[..<newline]
                 guard buffer.count <= DescriptorServer.maxRequestBytes else { return .failure(.lineTooLong()) }

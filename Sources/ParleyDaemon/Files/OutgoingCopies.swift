@@ -28,7 +28,8 @@ struct OutgoingCopies: Sendable {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw .io(path: name, operation: "cannot inspect", errno: errno) }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
-            throw .notSendable(path: name, reason: "not a regular file (only files can be sent, not directories or devices)")
+            throw .notSendable(
+                path: name, reason: "not a regular file (only files can be sent, not directories or devices)")
         }
         let size = UInt64(st.st_size)
         guard size <= FileLimits.maxFileBytes else { throw .tooLarge(path: name, size: size) }

@@ -75,7 +75,8 @@ final class FileTransferInProcessTests: XCTestCase {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         XCTAssertGreaterThanOrEqual(fd, 0)
         defer { close(fd) }
-        let copy = try OutgoingCopies(stateDirectory: alice.node.stateDirectory).copy(descriptor: fd, name: "source.bin")
+        let copy = try OutgoingCopies(stateDirectory: alice.node.stateDirectory).copy(
+            descriptor: fd, name: "source.bin")
         let future = try alice.node.sendFiles(
             to: "bob", staged: [.init(copy: copy, name: (path as NSString).lastPathComponent, mediaType: nil)],
             caption: "the data")
