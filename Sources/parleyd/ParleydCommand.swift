@@ -82,7 +82,8 @@ struct ParleydCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("handshake-timeout-ms"),
-        help: ArgumentHelp("Drop a connection whose handshake takes longer (10...3600000, default 5000).", valueName: "ms"))
+        help: ArgumentHelp(
+            "Drop a connection whose handshake takes longer (10...3600000, default 5000).", valueName: "ms"))
     var handshakeTimeoutMs: Int?
 
     @Option(

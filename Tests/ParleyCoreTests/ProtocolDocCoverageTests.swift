@@ -19,9 +19,10 @@ final class ProtocolDocCoverageTests: XCTestCase {
     /// The names the tests of this directory pass to `ProtocolDoc.example`, `hexExample` or
     /// an `assertExample` helper.
     func checkedExamples() throws -> Set<String> {
-        let call = try NSRegularExpression(pattern: #"[eE]xample\("([A-Za-z0-9-]+)""#)
+        let call = try NSRegularExpression(pattern: #"[eE]xample\(\s*"([A-Za-z0-9-]+)""#)
         var names = Set<String>()
-        let files = try FileManager.default.contentsOfDirectory(at: Self.testsDirectory, includingPropertiesForKeys: nil)
+        let files = try FileManager.default.contentsOfDirectory(
+            at: Self.testsDirectory, includingPropertiesForKeys: nil)
         for file in files where file.pathExtension == "swift" && file.lastPathComponent != "ProtocolDoc.swift" {
             let text = try String(contentsOf: file, encoding: .utf8)
             for m in call.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
@@ -34,9 +35,10 @@ final class ProtocolDocCoverageTests: XCTestCase {
     func testEveryExampleBlockIsCheckedAgainstTheCode() throws {
         let documented = try documentedExamples()
         XCTAssertEqual(documented.count, Set(documented).count, "an example name appears twice")
-        XCTAssertGreaterThanOrEqual(documented.count, 42)
+        XCTAssertGreaterThanOrEqual(documented.count, 40)
         let checked = try checkedExamples()
-        XCTAssertEqual(Set(documented).subtracting(checked).sorted(), [], "example blocks no test compares with the code")
+        XCTAssertEqual(
+            Set(documented).subtracting(checked).sorted(), [], "example blocks no test compares with the code")
         XCTAssertEqual(checked.subtracting(documented).sorted(), [], "tests name example blocks the document lacks")
     }
 }

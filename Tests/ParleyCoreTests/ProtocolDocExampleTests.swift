@@ -36,21 +36,19 @@ final class ProtocolDocExampleTests: XCTestCase {
             name: "lab", members: [Self.bob.publicKey], by: Self.alice, createdAt: Self.t0Ms,
             nonce: RoomID(bytes: Array(0xa0...0xaf))!)  // 16 bytes by construction
         try assertExample("room-create", create.encoded())
-        let steps: [(String, IdentityKeyPair, RoomOperation.Change)] = [
-            ("room-join", Self.bob, .join),
-            ("room-add", Self.alice, .add(Self.carol.publicKey)),
-            ("room-set-role", Self.alice, .setRole(Self.bob.publicKey, .admin)),
-            ("room-remove", Self.bob, .remove(Self.carol.publicKey)),
-            ("room-leave", Self.bob, .remove(Self.bob.publicKey))
-        ]
         var history = [create]
-        for (i, (name, actor, change)) in steps.enumerated() {
+        func next(_ change: RoomOperation.Change, by actor: IdentityKeyPair) throws -> [UInt8] {
             let op = try RoomOperation.change(
-                change, roomID: create.roomID, after: [history.last!], by: actor,
-                createdAt: Self.t0Ms + UInt64(i + 1) * Self.minuteMs)
-            try assertExample(name, op.encoded())
+                change, roomID: create.roomID, after: Array(history.suffix(1)), by: actor,
+                createdAt: Self.t0Ms + UInt64(history.count) * Self.minuteMs)
             history.append(op)
+            return op.encoded()
         }
+        try assertExample("room-join", try next(.join, by: Self.bob))
+        try assertExample("room-add", try next(.add(Self.carol.publicKey), by: Self.alice))
+        try assertExample("room-set-role", try next(.setRole(Self.bob.publicKey, .admin), by: Self.alice))
+        try assertExample("room-remove", try next(.remove(Self.carol.publicKey), by: Self.bob))
+        try assertExample("room-leave", try next(.remove(Self.bob.publicKey), by: Self.bob))
         let state = try XCTUnwrap(RoomResolver.resolve(root: create, operations: history))
         XCTAssertEqual(state.applied.count, 6, "every example operation is valid: \(state.rejected)")
         XCTAssertEqual(state.members, [Self.alice.publicKey])
@@ -85,8 +83,8 @@ final class ProtocolDocExampleTests: XCTestCase {
         let tags = ContactTags(salt: Array(0xb0...0xbf), identities: [Self.bob.publicKey, Self.carol.publicKey])
         try assertExample("contact-tags-record", AppRecord.contactTags(tags).encoded())
         let nonce: UInt64 = 0x0102_0304_0506_0708
-        try assertExample(
-            "dial-back-request-record", AppRecord.dialBackRequest(DialBackRequest(nonce: nonce, port: 7744)!).encoded())
+        let request = try XCTUnwrap(DialBackRequest(nonce: nonce, port: 7744))
+        try assertExample("dial-back-request-record", AppRecord.dialBackRequest(request).encoded())
         try assertExample(
             "dial-back-result-record",
             AppRecord.dialBackResult(DialBackResult(nonce: nonce, outcome: .connected)).encoded())
