@@ -101,7 +101,8 @@ enum ThumbnailFile {
 
 struct FilesAccept: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "accept", abstract: "Accept an offered file (it is saved in the download directory).")
+        commandName: "accept",
+        abstract: "Accept an offered file (parleyd keeps it; `parley get ID --to DIR` writes it out as you).")
     @OptionGroup var options: ConnectionOptions
     @Argument(help: "The transfer id (or its first 4+ digits).") var id: String
     func validate() throws { try validateForCommandLine(FilesAcceptParams(id: id)) }
@@ -127,7 +128,12 @@ struct FilesCancel: ParsableCommand {
 
 struct FilesOpenDir: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "open-dir", abstract: "Print the download directory (open it with xdg-open when asked).")
+        commandName: "open-dir",
+        abstract: "Print where parleyd keeps received files (open it with xdg-open when asked).",
+        discussion: """
+            Under the shipped units that directory is parleyd's own (you cannot open it): \
+            `parley get ID --to DIR` writes a received file out, as you.
+            """)
     @OptionGroup var options: ConnectionOptions
     @Flag(name: .long, help: "Open it in the desktop's file manager (xdg-open).") var open = false
     func run() throws {
