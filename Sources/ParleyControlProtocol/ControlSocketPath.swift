@@ -38,7 +38,7 @@ public enum ControlSocketPath {
         -> [String]
     {
         var candidates = [self.default(environment: environment)]
-        if let userName, !userName.isEmpty, !userName.contains("/") {
+        if let userName, !userName.isEmpty, !userName.contains("/"), !userName.hasPrefix(".") {
             candidates.append(personalInstance(userName: userName))
         }
         candidates.append(systemService)
@@ -55,8 +55,10 @@ public enum ControlSocketPath {
     /// The first candidate that `exists` (something is there, even if this user may not
     /// reach it: the error then says why), else the first: its "no such file" error is
     /// the one to show.
-    public static func forClient(environment: [String: String], exists: (String) -> Bool) -> String {
-        let candidates = clientCandidates(environment: environment)
+    public static func forClient(
+        environment: [String: String], userName: String? = currentUserName(), exists: (String) -> Bool
+    ) -> String {
+        let candidates = clientCandidates(environment: environment, userName: userName)
         return candidates.first(where: exists) ?? candidates[0]
     }
 

@@ -240,7 +240,11 @@ def test_the_daemon_only_sends_what_the_sender_could_open_and_all_or_nothing(peo
         # One readable file and one that is not: nothing at all is offered.
         p = member("send", "peer", "--attach", str(readable), "--attach", str(secret))
         assert p.returncode != 0 and "nothing was sent" in p.stderr
+        # Nor the text that came with them.
+        p = member("send", "peer", "the key, as asked", "--attach", str(secret))
+        assert p.returncode != 0 and "nothing was sent" in p.stderr
         assert transfers(service) == [] and transfers(peer) == []
+        assert service.call("messages.list", {"peer": "peer"})["messages"] == []
         # The path form is gone: a raw files.send naming the key is refused by the daemon.
         with pytest.raises(RPCError) as e:
             service.call("files.send", {"to": "peer", "path": str(secret)})
