@@ -12,6 +12,9 @@ def moved(node):
     """Restart `node` on a new port with no --peer: its contacts' memories are stale."""
     node.peers = []
     node.listen_arg, node.fixed_listen = "127.0.0.1:0", False
+    # A daemon listening on port 0 asks for the port it had before (listen-port in its
+    # state): forgetting it is what moves it.
+    (node.state_dir / "listen-port").unlink(missing_ok=True)
 
 
 def acquainted(n):

@@ -378,6 +378,7 @@ def test_a_node_restarted_without_peer_is_redialled_and_its_queue_delivered(clus
     wait_until(lambda: not bob.online("alice"), what="alice gone")
     bob.cli("send", "alice", "back again?")
     alice.listen_arg, alice.fixed_listen = "127.0.0.1:0", False
+    (alice.state_dir / "listen-port").unlink(missing_ok=True)  # else port 0 means her old port
     alice.start()
     wait_until(lambda: alice.online("bob"), what="alice dials bob from what he taught her", timeout=30)
     wait_until(lambda: "back again?" in bodies_at(alice, "bob"), what="bob's queue delivered")
