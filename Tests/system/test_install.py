@@ -50,6 +50,7 @@ EXPECTED = {
     "usr/local/bin/parley",
     "usr/local/bin/parley-mdns",  # issue 17: the discovery check is installed too
     "usr/local/lib/systemd/system/parleyd.service",
+    "usr/local/lib/systemd/system/parleyd@.service",
     "usr/local/lib/systemd/user/parley-web.service",  # issue 20: parley web as a user unit
     "usr/local/lib/sysusers.d/parley.conf",
     "usr/local/lib/tmpfiles.d/parley.conf",
@@ -75,6 +76,9 @@ def test_install_then_uninstall(tmp_path: Path, release_bin: Path):
     unit = (destdir / "usr/local/lib/systemd/system/parleyd.service").read_text()
     assert "ExecStart=/usr/local/bin/parleyd\n" in unit
     assert "@BINDIR@" not in unit
+    template = (destdir / "usr/local/lib/systemd/system/parleyd@.service").read_text()
+    assert "ExecStart=/usr/local/bin/parleyd --name %i --listen [::]:0\n" in template
+    assert "@BINDIR@" not in template
     assert config.read_text() == "name = \"mine\"\n", "an existing parleyd.toml is never overwritten"
     assert os.access(destdir / "usr/local/bin/parleyd", os.X_OK)
     assert "complete -F _parley parley" in (destdir / "usr/local/share/bash-completion/completions/parley").read_text()
