@@ -17,8 +17,8 @@ struct FilesCommand: ParsableCommand {
             more hex digits, as listed.
             """,
         subcommands: [
-            FilesList.self, FilesAccept.self, FilesReject.self, FilesCancel.self, FilesOpenDir.self, FilesHash.self,
-            FilesThumbnail.self
+            FilesList.self, FilesSend.self, FilesAccept.self, FilesReject.self, FilesCancel.self, FilesOpenDir.self,
+            FilesHash.self, FilesThumbnail.self
         ],
         defaultSubcommand: FilesList.self)
 }
@@ -34,6 +34,36 @@ struct FilesList: ParsableCommand {
             if options.json { return Console.json(r) }
             if r.transfers.isEmpty { return Console.out("no file transfers (received files go to \(r.directory))") }
             for t in r.transfers { Console.out(FileLines.summary(t)) }
+        }
+    }
+}
+
+/// `parley files send PEER|#ROOM FILE...`: the files alone (`parley send --attach` with
+/// no text), opened here as you and passed by descriptor, all or none.
+struct FilesSend: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "send",
+        abstract: "Offer files to a peer or a room (opened by this command with your rights; all or none).")
+    @OptionGroup var options: ConnectionOptions
+    @Argument(help: "The peer, or #ROOM.") var to: String
+    @Argument(help: "The files (at most 16).") var files: [String]
+    @Option(name: .long, help: "A caption for every file.") var caption: String?
+    func validate() throws {
+        guard !files.isEmpty else { throw ValidationError("give at least one file") }
+        guard files.count <= DescriptorRights.maxDescriptorsPerMessage else {
+            throw ValidationError("at most \(DescriptorRights.maxDescriptorsPerMessage) files at once")
+        }
+    }
+    func run() throws {
+        let opened: OpenedFiles
+        do { opened = try OpenedFiles.open(files) } catch {
+            Console.err("parley: \(error)")
+            throw ExitCode(CLIExitCode.usage)
+        }
+        try Session.run(options, peer: to, callTimeout: .seconds(600)) { client in
+            let r = try opened.send(client, to: to, caption: caption)
+            if options.json { return Console.json(r) }
+            for t in r.transfers { Console.out("→ offered " + FileLines.summary(t)) }
         }
     }
 }

@@ -340,3 +340,19 @@ def test_disk_full_at_the_receiver_is_a_clear_error_and_the_sender_keeps_its_fil
         for n in cluster.nodes:
             n.stop()
         subprocess.run(["umount", "-l", str(downloads)])
+
+
+def test_files_send_offers_several_files_in_one_call_or_none(cluster):
+    """`parley files send` passes every file's descriptor in one files.send: one transfer
+    per file; a missing file among them and nothing is offered."""
+    alice, bob = pair(cluster)
+    one, two = make_file(cluster, "one.txt", 1000), make_file(cluster, "two.bin", 70_000)
+    p = alice.cli("files", "send", "bob", str(one), str(cluster.dir / "missing.bin"), check=False)
+    assert p.returncode != 0 and "missing.bin" in p.stderr and "nothing was sent" in p.stderr
+    assert transfers(alice) == []
+    out = alice.cli("files", "send", "bob", str(one), str(two), "--caption", "both").stdout
+    assert out.count("→ offered") == 2
+    names = wait_until(lambda: (lambda n: n if len(n) == 2 else None)(
+        sorted(t["name"] for t in transfers(bob) if t["direction"] == "in")), what="both offers at bob")
+    assert names == ["one.txt", "two.bin"]
+    assert {t["caption"] for t in transfers(bob)} == {"both"}
