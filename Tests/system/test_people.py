@@ -352,3 +352,42 @@ def test_copies_no_transfer_needs_are_removed_at_start_and_a_copy_goes_when_sent
     wait_until(lambda: [x for x in transfers(b) if x["id"] == t["id"] and x["state"] == "completed"],
                what="the file at b")
     wait_until(lambda: not list(outgoing.iterdir()), what="a's copy removed once the transfer completed")
+
+
+def test_a_group_member_is_served_when_the_daemon_cannot_see_other_users_processes(people):
+    """Under the shipped unit (ProtectProc=invisible) parleyd cannot read another user's
+    /proc/PID/status, so a member of its group was refused; the groups now come from the
+    socket (SO_PEERGROUPS). Here the daemon runs with a /proc mounted hidepid=2."""
+    tag = secrets.token_hex(3)
+    group = f"pg{tag}"
+    subprocess.run(["groupadd", group], check=True)
+    try:
+        pa, pb, pc = people["alice"], people["bob"], people["carol"]  # alice runs the service
+        base = people["base"] / "hidden"
+        base.mkdir(mode=0o750)
+        shutil.chown(base, pa.name, group)
+        service = Node("hidden", people["base"], state_dir=base / "state", env=person_env(pa),
+                       launcher=["unshare", "--mount", "sh", "-c",
+                                 'mount -t proc -o hidepid=2 proc /proc && exec "$@"', "sh",
+                                 "setpriv", f"--reuid={pa.name}", f"--regid={group}", "--clear-groups"])
+        service.socket = base / "control.sock"
+        people["nodes"].append(service)
+        service.start()
+
+        def run(person, groups):
+            env = {"PATH": "/usr/bin:/bin", "HOME": str(person.home)}
+            return subprocess.run(["setpriv", f"--reuid={person.name}", f"--regid={SHARED_GROUP}", f"--groups={groups}",
+                                   PARLEY, "status", "--socket", str(service.socket)],
+                                  capture_output=True, text=True, env=env, timeout=30)
+
+        ok = run(pb, group)
+        assert ok.returncode == 0, ok.stderr
+        # Not a member: the socket's mode stops them; past it (CAP_DAC_OVERRIDE), the daemon does.
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(pc.home)}
+        refused = subprocess.run(["setpriv", f"--reuid={pc.name}", f"--regid={SHARED_GROUP}", "--clear-groups",
+                                  "--inh-caps=+dac_override", "--ambient-caps=+dac_override",
+                                  PARLEY, "status", "--socket", str(service.socket)],
+                                 capture_output=True, text=True, env=env, timeout=30)
+        assert refused.returncode != 0 and f"you are not in group {group}" in refused.stderr, refused.stderr
+    finally:
+        subprocess.run(["groupdel", group], capture_output=True)

@@ -79,7 +79,7 @@ final class ControlServer: @unchecked Sendable {
         chmod(path, 0o660)
         let descriptors = DescriptorServer(
             path: ControlSocketPath.descriptorSocket(forControl: path), node: node,
-            allows: { Self.allows($0, rule: rule) })
+            allows: { cred, fd in Self.allows(cred, rule: rule) { PeerGroups.of(socket: fd) } })
         try descriptors.start()
         self.descriptors = descriptors
     }
@@ -133,14 +133,24 @@ final class ControlServer: @unchecked Sendable {
         let box = CredentialBox()
         future.whenSuccess { box.value = $0 }
         guard let cred = box.value else { return false }
-        return allows(cred, rule: rule)
+        return allows(cred, rule: rule) {
+            let groups: EventLoopFuture<PeerGroups.Buffer> = provider.unsafeGetSocketOption(
+                level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(PeerGroups.option))
+            let got = GroupsBox()
+            groups.whenSuccess { got.value = $0.groups }
+            return got.value
+        }
     }
 
     /// The access rule for credentials the kernel gave (control and descriptor sockets).
-    static func allows(_ cred: PeerCredentials, rule: ControlAccess.Rule) -> Bool {
+    /// `socketGroups`: the caller's supplementary groups as the socket reports them
+    /// (SO_PEERGROUPS), nil if it cannot; then /proc/PID/status is asked.
+    static func allows(_ cred: PeerCredentials, rule: ControlAccess.Rule, socketGroups: () -> [UInt32]?) -> Bool {
         var caller = ControlAccess.Caller(uid: cred.uid, gid: cred.gid, groups: nil)
-        if !ControlAccess.allows(caller, rule: rule), rule.groupMayConnect, cred.pid > 0 {
-            caller.groups = supplementaryGroups(pid: cred.pid)
+        if !ControlAccess.allows(caller, rule: rule), rule.groupMayConnect {
+            // Slots the kernel did not fill read as 0, so gid 0 cannot be told from "none".
+            if rule.daemonGID != 0 { caller.groups = socketGroups() }
+            if caller.groups == nil && cred.pid > 0 { caller.groups = supplementaryGroups(pid: cred.pid) }
         }
         return ControlAccess.allows(caller, rule: rule)
     }
@@ -216,6 +226,7 @@ final class ControlServer: @unchecked Sendable {
 }
 
 private final class CredentialBox: @unchecked Sendable { var value: PeerCredentials? }
+private final class GroupsBox: @unchecked Sendable { var value: [UInt32]? }
 
 /// Same layout as `struct ucred` (pid_t, uid_t, gid_t), Sendable for NIO.
 struct PeerCredentials: Sendable {

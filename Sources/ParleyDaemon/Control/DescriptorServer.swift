@@ -26,14 +26,14 @@ final class DescriptorServer: @unchecked Sendable {
     let path: String
     private let node: Node
     private let copies: OutgoingCopies
-    private let allows: @Sendable (PeerCredentials) -> Bool
+    private let allows: @Sendable (PeerCredentials, Int32) -> Bool
     private let lock = NSLock()
     private var listener: Int32 = -1
     private var active = 0
     private var stopped = false
     private var acceptThread: Thread?
 
-    init(path: String, node: Node, allows: @escaping @Sendable (PeerCredentials) -> Bool) {
+    init(path: String, node: Node, allows: @escaping @Sendable (PeerCredentials, Int32) -> Bool) {
         self.path = path
         self.node = node
         self.copies = OutgoingCopies(stateDirectory: node.stateDirectory)
@@ -143,7 +143,7 @@ final class DescriptorServer: @unchecked Sendable {
         setTimeouts(fd)
         var cred = PeerCredentials()
         var length = socklen_t(MemoryLayout<PeerCredentials>.size)
-        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) == 0, allows(cred) else {
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) == 0, allows(cred, fd) else {
             node.log.warning("descriptor socket connection refused: peer credentials not allowed", [:])
             answer(fd, JSONRPCResponse(id: nil, error: JSONRPCError(.notPermitted, "not permitted")), descriptors: [])
             return
