@@ -1,8 +1,9 @@
 /// Who may use the control socket, decided from the caller's real credentials. Pure.
 ///
-/// The kernel tells us the connecting process's uid, gid and pid (SO_PEERCRED); its
-/// supplementary groups come from `/proc/PID/status` ("Groups:"), which is what the
-/// process actually holds: `setpriv --groups parley` counts, and a user added to the group
+/// The kernel tells us the connecting process's uid, gid and pid (SO_PEERCRED) and its
+/// supplementary groups (SO_PEERGROUPS, `PeerGroups`; `/proc/PID/status` "Groups:" only
+/// where the socket cannot say, as parleyd under `ProtectProc=invisible` cannot read other
+/// users' processes): what the process actually holds: `setpriv --groups parley` counts, and a user added to the group
 /// in /etc/group who has not logged in again does not (their processes do not have it yet,
 /// and the file's 0660 mode would refuse them anyway). The old check read /etc/group and
 /// got both wrong.
