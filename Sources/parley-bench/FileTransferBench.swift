@@ -104,7 +104,7 @@ struct FileTransferBench {
                 referenceName: "the protocol's crypto per MiB, one core (seal + open + 2 BLAKE2b)", goal: .none,
                 note: "sender \(fmt(cpuSender * 1000 / Double(size >> 20))) ms, receiver "
                     + "\(fmt(cpuReceiver * 1000 / Double(size >> 20))) ms per MiB: user + system time of every "
-                    + "thread from files.send to completed (the sender's hashing of the source and 10b's chat "
+                    + "thread from files.send to completed (the sender's copy and hashing of the source and 10b's chat "
                     + "included; writeback on kernel threads not); both daemons share this machine's "
                     + "\(ProcessInfo.processInfo.activeProcessorCount) cores"),
             BenchRow(
@@ -187,7 +187,7 @@ struct FileTransferBench {
                 id: id, measure: measure, unit: "instr", parley: r.a + r.b, reference: nil, referenceName: "—",
                 goal: .none,
                 note: "sender \(fmt(r.a)), receiver \(fmt(r.b)) instructions per MiB; a \(mib) MiB file, "
-                    + "from files.send (the sender's hashing included) to completed, every thread")
+                    + "from files.send (the sender's copy and hashing included) to completed, every thread")
         } catch {
             return .skipped(id: id, measure: measure, unit: "instr", referenceName: "—", goal: .none, why: "\(error)")
         }
