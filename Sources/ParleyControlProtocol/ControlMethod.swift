@@ -38,6 +38,7 @@ public enum ControlMethod {
     public static let filesCancel = "files.cancel"
     public static let filesThumbnail = "files.thumbnail"
     public static let doctorReport = "doctor.report"
+    public static let doctorPeer = "doctor.peer"
 
     /// Every method, for dispatch tables and tests.
     public static let all: [String] = [
@@ -47,7 +48,7 @@ public enum ControlMethod {
         trustUnblock, trustForget, nodeRotateKey, roomsList, roomsCreate, roomsAdd, roomsRemove, roomsLeave,
         roomsAccept, roomsDecline, roomsSetRole, roomsRename, roomsSetPolicy,
         messagesForget, messagesReply, messagesEdit, messagesDelete, messagesReact, nodeSetStatus,
-        filesSend, filesList, filesAccept, filesReject, filesCancel, doctorReport, filesThumbnail
+        filesSend, filesList, filesAccept, filesReject, filesCancel, doctorReport, filesThumbnail, doctorPeer
     ]
 }
 

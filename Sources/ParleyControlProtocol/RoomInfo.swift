@@ -35,6 +35,9 @@ public struct RoomInfo: Codable, Sendable, Hashable {
     public var role: String?
     /// Fingerprint of the peer that delivered the invitation (status `invited`).
     public var invitedBy: String?
+    /// That peer's display name (your nickname for it, else the name it chose), for showing
+    /// beside `invitedBy`: a name alone proves nothing.
+    public var invitedByName: String?
     /// Only admins and owners may add members.
     public var onlyAdminsAdd: Bool
     public var creator: String
@@ -51,8 +54,10 @@ public struct RoomInfo: Codable, Sendable, Hashable {
     public init(
         id: String, name: String, members: [RoomMemberInfo], member: Bool, creator: String,
         creatorName: String, createdAt: Int, version: Int, queued: Int, unread: Int = 0,
-        status: String? = nil, role: String? = nil, invitedBy: String? = nil, onlyAdminsAdd: Bool = false
+        status: String? = nil, role: String? = nil, invitedBy: String? = nil, onlyAdminsAdd: Bool = false,
+        invitedByName: String? = nil
     ) {
+        self.invitedByName = invitedByName
         self.status = status ?? (member ? "joined" : "left")
         self.role = role
         self.invitedBy = invitedBy

@@ -169,7 +169,7 @@ struct GetCommand: ParsableCommand {
         }
         guard var t = final else { return }
         if t.state == "completed", let to, let path = t.path {
-            t.path = try FileMove.move(path, into: to)
+            t.path = try FileMove.move(path, into: to, name: t.name)
         }
         if options.json { return Console.json(t) }
         Console.out(FileLines.summary(t))
@@ -253,10 +253,12 @@ final class ProgressBar {
     func finish() { if drawn { FileHandle.standardError.write(Data("\n".utf8)) } }
 }
 
-/// `--to DIR`: the finished file moves into DIR under its name, never replacing one there.
+/// `--to DIR`: the finished file moves into DIR under the name it was offered with (not
+/// the name it got in the download directory, which is `big50 (1).bin` when a `big50.bin`
+/// was already there), never replacing a file in DIR.
 enum FileMove {
-    static func move(_ path: String, into dir: String) throws -> String {
-        let name = (path as NSString).lastPathComponent
+    static func move(_ path: String, into dir: String, name offered: String) throws -> String {
+        let name = targetName(offered: offered, saved: path)
         let (stem, ext) = split(name)
         for n in 0..<10_000 {
             let candidate = (dir as NSString).appendingPathComponent(n == 0 ? name : "\(stem) (\(n))\(ext)")
@@ -276,6 +278,15 @@ enum FileMove {
             throw ExitCode(CLIExitCode.daemonError)
         }
         throw ExitCode(CLIExitCode.daemonError)
+    }
+
+    /// The offered name (the daemon already sanitised it) when it is a plain file name,
+    /// else the saved file's own name.
+    static func targetName(offered: String, saved: String) -> String {
+        let plain =
+            !offered.isEmpty && offered != "." && offered != ".." && !offered.contains("/")
+            && !offered.utf8.contains(0)
+        return plain ? offered : (saved as NSString).lastPathComponent
     }
 
     static func split(_ name: String) -> (String, String) {

@@ -45,6 +45,7 @@ enum ControlCall: Sendable {
     case filesReject(FilesRejectParams)
     case filesCancel(FilesCancelParams)
     case doctorReport(DoctorReportParams)
+    case doctorPeer(DoctorPeerParams)
     case filesThumbnail(FilesThumbnailParams)
 
     /// The route table: method name → how its params are decoded. Each entry is keyed by
@@ -93,7 +94,8 @@ enum ControlCall: Sendable {
             ControlRoute.route(FilesRejectParams.self, ControlCall.filesReject),
             ControlRoute.route(FilesCancelParams.self, ControlCall.filesCancel),
             ControlRoute.route(DoctorReportParams.self, ControlCall.doctorReport),
-            ControlRoute.route(FilesThumbnailParams.self, ControlCall.filesThumbnail)
+            ControlRoute.route(FilesThumbnailParams.self, ControlCall.filesThumbnail),
+            ControlRoute.route(DoctorPeerParams.self, ControlCall.doctorPeer)
         ].map { ($0.method, $0) })
 
     /// Looks the method up and decodes its params: `methodNotFound` for an unknown method,
