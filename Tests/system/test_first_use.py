@@ -4,7 +4,9 @@ import os
 import re
 import shlex
 import shutil
+import socket
 import subprocess
+import time
 
 import pytest
 
@@ -115,6 +117,34 @@ def test_peers_shows_presence_search_says_what_to_do_and_read_shows_attachments(
     alice.cli("send", "bob", "--attach", str(doc), "the notes")
     read = alice.cli("read", "bob").stdout
     assert "📎 notes.txt" in read and "the notes" in read, read
+
+
+def complete(sock, words):
+    """What the shell gets for `parley send --socket SOCK <words>`: argument-parser's
+    ---completion call, as the generated bash script makes it."""
+    line = ["parley", "send", "--socket", str(sock), *words]
+    return subprocess.run([PARLEY, "---completion", "send", "--", "positional@0", str(len(line) - 1),
+                           str(len(words[-1])), *line], capture_output=True, text=True, timeout=20)
+
+
+def test_completion_offers_peer_and_room_names_and_never_hangs_the_shell(cluster):
+    alice, bob = pair(cluster)
+    alice.cli("room", "create", "lab", "bob")
+    p = complete(alice.socket, [""])
+    assert p.returncode == 0 and p.stdout.split() == ["bob", "#lab"], (p.stdout, p.stderr)
+    assert complete(alice.socket, ["b"]).stdout.split() == ["bob"]
+    # A daemon that accepts and never answers: the completion gives up, bounded.
+    mute = cluster.dir / "mute.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(mute))
+    server.listen(4)
+    try:
+        t0 = time.monotonic()
+        p = complete(mute, [""])
+        assert p.returncode == 0 and p.stdout.strip() == "", p.stdout
+        assert time.monotonic() - t0 < 5, "completion waits at most 1.5 s for the daemon"
+    finally:
+        server.close()
 
 
 # ---------------------------------------------------------------- parley chat
