@@ -22,7 +22,8 @@ build_pkgs+=(libvips-tools bubblewrap)
 lab_pkgs=(avahi-daemon avahi-utils libnss-mdns dbus iproute2 util-linux mount nftables)
 # The web client's browser tests (Tests/system/test_web.py): headless Chromium driven by
 # Debian's Selenium through chromedriver, all from Debian (no pip, no downloaded drivers).
-web_test_pkgs=(chromium chromium-driver python3-selenium)
+# fonts-noto-color-emoji: emoji in the page (and its screenshots) instead of empty boxes.
+web_test_pkgs=(chromium chromium-driver python3-selenium fonts-noto-color-emoji)
 test_pkgs=(python3 python3-pytest python3-nacl "${lab_pkgs[@]}" tmux faketime sqlite3 "${web_test_pkgs[@]}")
 # The references `make bench` measures Parley against (docs/BENCHMARKS.md); row 8 runs in
 # the lab, driven by scripts/bench-discovery.py.
