@@ -23,7 +23,22 @@ lab_pkgs=(avahi-daemon avahi-utils libnss-mdns dbus iproute2 util-linux mount nf
 # The web client's browser tests (Tests/system/test_web.py): headless Chromium driven by
 # Debian's Selenium through chromedriver, all from Debian (no pip, no downloaded drivers).
 # fonts-noto-color-emoji: emoji in the page (and its screenshots) instead of empty boxes.
-web_test_pkgs=(chromium chromium-driver python3-selenium fonts-noto-color-emoji)
+web_test_pkgs=(chromium chromium-driver python3-selenium fonts-noto-color-emoji python3-pip)
+# axe-core, for test_web.py's accessibility audit: no Debian package carries it (`apt-cache
+# search axe` finds none), so the axe.min.js that PyPI's axe-playwright-python ships is used,
+# installed for Debian's python3 without its dependencies (only the file is read, and
+# injected into the page by Selenium; Playwright is not needed).
+pip_test_pkgs=("axe-playwright-python==0.1.8")
+pip_test_module=axe_playwright_python
+install_pip_test_pkgs() {
+  [ "$want" = test ] || return 0
+  /usr/bin/python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('$pip_test_module') is None)" \
+    2>/dev/null && return 0
+  echo "install-deps: installing from PyPI for /usr/bin/python3: ${pip_test_pkgs[*]}" >&2
+  local sudo=""
+  [ "$(id -u)" != 0 ] && sudo=sudo
+  $sudo /usr/bin/python3 -m pip install -q --no-deps --break-system-packages "${pip_test_pkgs[@]}"
+}
 test_pkgs=(python3 python3-pytest python3-nacl "${lab_pkgs[@]}" tmux faketime sqlite3 "${web_test_pkgs[@]}")
 # The references `make bench` measures Parley against (docs/BENCHMARKS.md); row 8 runs in
 # the lab, driven by scripts/bench-discovery.py.
@@ -39,7 +54,10 @@ missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+  install_pip_test_pkgs
+  exit 0
+fi
 
 echo "install-deps: installing missing Debian packages: ${missing[*]}" >&2
 SUDO=""
@@ -58,3 +76,4 @@ trap '[ "$created_policy" = yes ] && $SUDO rm -f "$policy"' EXIT
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq || true
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_pip_test_pkgs

@@ -768,9 +768,12 @@ def test_sidebar_previews_recent_first_title_and_announcements(web):
     carol.call("messages.send", {"to": "alice", "body": "and carol"})
     wait_for(d, lambda d: first_entry(d) == f"peer:{fp(carol)}", what="carol first again")
     # A picture that loads after the list was scrolled to its end keeps the end in view.
-    d.execute_script("""
+    d.execute_async_script("""
+        const done = arguments[arguments.length - 1];
         const l = document.getElementById('messages'); l.scrollTop = l.scrollHeight;
-        l.dispatchEvent(new Event('scroll'));
+        requestAnimationFrame(() => requestAnimationFrame(done));""")
+    d.execute_script("""
+        const l = document.getElementById('messages');
         const img = document.createElement('img');
         img.src = 'data:image/svg+xml,' + encodeURIComponent('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="400"/>');
         l.lastElementChild.append(img);""")
@@ -778,3 +781,66 @@ def test_sidebar_previews_recent_first_title_and_announcements(web):
         "const i = document.querySelector('#messages img:last-of-type'); const l = document.getElementById('messages');"
         "return i.complete && l.scrollHeight - l.scrollTop - l.clientHeight < 5"), what="the newest still in view")
 
+
+
+def axe_source():
+    """axe-core's axe.min.js, from PyPI's axe-playwright-python (scripts/install-deps.sh
+    test installs it for Debian's python3; no Debian package carries axe-core)."""
+    import importlib.util
+    spec = importlib.util.find_spec("axe_playwright_python")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.fail("axe-core is needed for the accessibility audit: scripts/install-deps.sh test")
+    return (Path(list(spec.submodule_search_locations)[0]) / "axe.min.js").read_text()
+
+
+def axe_serious(driver):
+    """Serious and critical violations axe-core finds in the page as it is now."""
+    driver.execute_script(axe_source())
+    result = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "axe.run(document, {resultTypes: ['violations']}).then(r => done(r.violations.map("
+        "  v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)}))),"
+        "  e => done([{id: 'axe-error', impact: 'critical', help: String(e), nodes: []}]))")
+    return [v for v in result if v["impact"] in ("serious", "critical")]
+
+
+def test_an_accessibility_audit_of_the_main_screens_finds_nothing_serious(web):
+    """axe-core (the engine behind Chrome's Lighthouse accessibility audit) over the list,
+    a conversation with messages, the verification panel, a room, the search results, a
+    dialog, and the narrow dark layout."""
+    d, bob, alice = web["driver"], web["bob"], web["alice"]
+    d.set_script_timeout(60)
+    screens = {}
+    bob.call("messages.send", {"to": "alice", "body": "audit: a message with an emoji 🎉"})
+    if not any(r["name"] == "audit" for r in alice.call("rooms.list")["rooms"]):
+        alice.call("rooms.create", {"name": "audit", "members": [fp(bob)]})
+    open_conv(d, f"peer:{fp(bob)}")
+    wait_for(d, lambda d: len(message_texts(d)) > 0, what="bob's conversation")
+    screens["conversation"] = axe_serious(d)
+    d.find_element(By.ID, "verify").click()
+    wait_for(d, lambda d: d.execute_script("return document.getElementById('safety-number')?.textContent"),
+             what="the verification panel")
+    screens["verification"] = axe_serious(d)
+    room = next(r for r in alice.call("rooms.list")["rooms"] if r["name"] == "audit")
+    open_conv(d, f"room:{room['id']}")
+    wait_for(d, lambda d: d.find_element(By.ID, "room-panel").is_displayed(), what="the room panel")
+    screens["room"] = axe_serious(d)
+    box = d.find_element(By.ID, "search-input")
+    box.clear()
+    box.send_keys("audit", Keys.ENTER)
+    wait_for(d, lambda d: d.execute_script("return document.querySelectorAll('#search-hits li').length > 0"),
+             what="search hits")
+    screens["search"] = axe_serious(d)
+    d.find_element(By.ID, "search-close").click()
+    d.find_element(By.ID, "new-room").click()
+    screens["dialog"] = axe_serious(d)
+    d.execute_script("document.getElementById('dialog').close()")
+    d.set_window_size(420, 800)
+    d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    try:
+        screens["narrow dark"] = axe_serious(d)
+    finally:
+        d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+        d.set_window_size(1200, 800)
+    serious = {name: v for name, v in screens.items() if v}
+    assert not serious, json.dumps(serious, indent=1, ensure_ascii=False)

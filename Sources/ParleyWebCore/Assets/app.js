@@ -655,7 +655,7 @@ async function search(query) {
     $("search-summary").textContent = `${res.hits.length} found`;
     for (const h of res.hits) {
       const m = h.message;
-      hits.append(el("li", { tabindex: "0", role: "button", onclick: () => openConversation(convOfMessage(m), m),
+      hits.append(el("li", { tabindex: "0", onclick: () => openConversation(convOfMessage(m), m),
         onkeydown: (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); openConversation(convOfMessage(m), m); } } },
         el("span", { class: "conv-meta", text: `${m.fromName} → ${m.toName} · ${time(m.createdAt)}` }),
         el("span", { text: h.snippet })));
@@ -772,8 +772,16 @@ $("messages").addEventListener("scroll", () => {
 });
 // A picture that finishes loading after the scroll (a thumbnail) keeps the newest
 // message in view when the list was at its end. (load does not bubble: capture it.)
+// (A scroll event can come after the picture grew the list: "at the end before it grew"
+// also counts.)
 $("messages").addEventListener("load", (e) => {
-  if (e.target.tagName === "IMG" && state.atBottom) $("messages").scrollTop = $("messages").scrollHeight;
+  if (e.target.tagName !== "IMG") return;
+  const list = $("messages");
+  const gap = list.scrollHeight - list.scrollTop - list.clientHeight;
+  if (state.atBottom || gap - e.target.offsetHeight < NEAR_BOTTOM_PX) {
+    list.scrollTop = list.scrollHeight;
+    state.atBottom = true;
+  }
 }, true);
 $("newer").addEventListener("click", () => { if (state.current) openConversation(state.current); });
 $("search-form").addEventListener("submit", (e) => {
