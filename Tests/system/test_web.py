@@ -441,6 +441,21 @@ def test_keyboard_and_narrow_window(web):
         "return document.querySelector('#conversations li[aria-selected=\"true\"]')?.dataset.key") == key,
         what="opened with Enter")
     wait_for(d, lambda d: d.switch_to.active_element.get_attribute("id") == "composer-input", what="focus in the composer")
+    # The message list by keyboard: Up reaches the newest message, which shows its
+    # actions; Tab reaches them; Enter on Reply starts a reply.
+    bob.call("messages.send", {"to": "alice", "body": "keyboard test"})
+    wait_for(d, lambda d: "keyboard test" in message_texts(d), what="bob's message")
+    d.execute_script("document.getElementById('messages').focus()")
+    d.switch_to.active_element.send_keys(Keys.ARROW_UP)
+    wait_for(d, lambda d: d.execute_script(
+        "return document.activeElement.matches('#messages > li.msg') && document.activeElement.textContent.includes('keyboard test')"),
+        what="the newest message focused")
+    assert d.execute_script("return getComputedStyle(document.activeElement.querySelector('.actions')).display") == "flex"
+    d.switch_to.active_element.send_keys(Keys.TAB)
+    assert d.execute_script("return document.activeElement.textContent") == "Reply"
+    d.switch_to.active_element.send_keys(Keys.ENTER)
+    wait_for(d, lambda d: not d.find_element(By.ID, "reply-to").get_attribute("hidden"), what="replying")
+    d.execute_script("document.querySelector('#reply-to button').click()")
     d.set_window_size(420, 800)
     try:
         # Narrow: the conversation alone, with a way back to the list.

@@ -261,7 +261,7 @@ function renderMessage(m) {
     el("button", { type: "button", onclick: () => askReaction(m), text: "React" }),
     mine ? el("button", { type: "button", onclick: () => edit(m), text: "Edit" }) : null,
     mine ? el("button", { type: "button", onclick: () => remove(m), text: "Delete" }) : null);
-  return el("li", { class: `msg ${mine ? "out" : "in"}`, dataset: { id: m.id, cursor: m.cursor, time: String(m.createdAt) } },
+  return el("li", { class: `msg ${mine ? "out" : "in"}`, tabindex: "-1", dataset: { id: m.id, cursor: m.cursor, time: String(m.createdAt) } },
     !mine ? el("div", { class: "author", text: m.fromName }) : null,
     quote, body, reactions,
     el("div", { class: "meta" }, time(m.createdAt), m.editedAt ? " · edited" : "", " ", tick(m)),
@@ -783,6 +783,23 @@ $("messages").addEventListener("load", (e) => {
     state.atBottom = true;
   }
 }, true);
+// Keyboard: in the message list, Up / Down move between messages (the newest first from
+// the list itself), Home / End to the first / last; a focused message shows its actions,
+// which Tab then reaches.
+$("messages").addEventListener("keydown", (e) => {
+  if (!["ArrowUp", "ArrowDown", "Home", "End"].includes(e.key)) return;
+  const items = [...$("messages").querySelectorAll(":scope > li.msg")];
+  if (!items.length) return;
+  const at = items.indexOf(document.activeElement);
+  let next;
+  if (e.key === "Home") next = 0;
+  else if (e.key === "End") next = items.length - 1;
+  else if (at < 0) next = items.length - 1;
+  else next = Math.max(0, Math.min(items.length - 1, at + (e.key === "ArrowUp" ? -1 : 1)));
+  e.preventDefault();
+  if (!items[next].hasAttribute("tabindex")) items[next].setAttribute("tabindex", "-1");
+  items[next].focus();
+});
 $("newer").addEventListener("click", () => { if (state.current) openConversation(state.current); });
 $("search-form").addEventListener("submit", (e) => {
   e.preventDefault();
