@@ -5,28 +5,49 @@ import ParleyWebCore
     import Glibc
 #endif
 
-/// The "open me" file: a tiny HTML page, mode 0600 in a 0700 directory, that redirects the
-/// browser to a login URL with a fresh one-time token. `parley web` hands the browser this
-/// file's *path* (`xdg-open FILE`), never the URL: a process's arguments are readable by
-/// every local user (`/proc/PID/cmdline`, `ps`), so a token passed to xdg-open or to the
-/// browser on its command line would be theirs too. The file is rewritten with a new token
-/// whenever its token is used or half its lifetime has passed, so it can be opened again
-/// at any time while `parley web` runs (the systemd user unit relies on this).
+/// The sign-in file: a tiny HTML page, mode 0600 in a 0700 directory, that sends the
+/// browser on to the sign-in link (the secret in its fragment). `parley web` hands the
+/// browser this file's *path* (`xdg-open FILE`), never the link: a process's arguments are
+/// readable by every local user (`/proc/PID/cmdline`, `ps`). It exists only while its
+/// `parley web` runs (`Claim`), so it can be opened at any time then (the systemd user
+/// unit relies on this) and never points at a port after its server is gone.
 public struct WebOpenFile: Sendable {
     public let path: String
 
-    /// `$XDG_RUNTIME_DIR/parley/web-PORT.html` (the directory created 0700 if missing), else
-    /// a fresh private directory under the temporary directory.
-    public static func defaultPath(port: Int, environment: [String: String]) throws -> String {
+    /// `$XDG_RUNTIME_DIR/parley/web.html` (the directory created 0700 if missing, refused
+    /// unless private): one name whatever the port, so the person always knows where to
+    /// look. Without a runtime directory, a fresh private directory under the temporary one.
+    public static func defaultPath(environment: [String: String]) throws -> String {
         if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
             let dir = runtime + "/parley"
             if mkdir(dir, 0o700) != 0 && errno != EEXIST { throw WebOpenFileError.cannotCreate(dir, errno) }
             try checkPrivate(dir)
-            return dir + "/web-\(port).html"
+            return dir + "/web.html"
         }
         var template = Array((NSTemporaryDirectory() + "/parley-web-XXXXXX").utf8CString)
         guard mkdtemp(&template) != nil else { throw WebOpenFileError.cannotCreate("temporary directory", errno) }
-        return String(cString: template) + "/web-\(port).html"
+        return String(cString: template) + "/web.html"
+    }
+
+    /// The claim on a sign-in file: an exclusive `flock` on `FILE.lock`, held while its
+    /// `parley web` runs and dropped by the kernel when it dies however it dies. A second
+    /// `parley web` for the same file is refused; a file found without the claim held is
+    /// stale.
+    public final class Claim: Sendable {
+        let fd: Int32
+
+        /// Nil when another process holds it.
+        public init?(_ file: WebOpenFile) {
+            let fd = open(file.path + ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { return nil }
+            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+                close(fd)
+                return nil
+            }
+            self.fd = fd
+        }
+
+        public func release() { close(fd) }
     }
 
     /// Refuses a directory others could write to or read from: the file's token would be
@@ -40,9 +61,10 @@ public struct WebOpenFile: Sendable {
 
     public init(path: String) { self.path = path }
 
-    /// The page's text for `url` (hex token, digits: nothing to escape, checked anyway).
+    /// The page's text for `url` (hex secret, digits: nothing to escape, checked anyway). A
+    /// meta refresh keeps the fragment; the browser sends only the path to the server.
     static func html(redirectingTo url: String) -> String {
-        precondition(url.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || ":/.?=_-".contains($0)) })
+        precondition(url.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || ":/.?=_-#".contains($0)) })
         return """
             <!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer">\
             <meta http-equiv="refresh" content="0;url=\(url)"><title>Parley</title>\

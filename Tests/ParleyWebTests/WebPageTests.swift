@@ -77,7 +77,7 @@ final class WebPageTests: XCTestCase {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let file = WebOpenFile(path: dir.appendingPathComponent("web-1.html").path)
-        let url = "http://127.0.0.1:1/login?token=\(WebSecret.random().text)"
+        let url = "http://127.0.0.1:1/#k=\(WebSecret.random().text)"
         try file.write(url: url)
         let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
         XCTAssertEqual((attributes[.posixPermissions] as? NSNumber)?.intValue, 0o600)
@@ -96,10 +96,22 @@ final class WebPageTests: XCTestCase {
         try FileManager.default.createDirectory(
             at: dir.appendingPathComponent("parley"), withIntermediateDirectories: true)
         chmod(dir.appendingPathComponent("parley").path, 0o755)
-        XCTAssertThrowsError(try WebOpenFile.defaultPath(port: 1, environment: ["XDG_RUNTIME_DIR": dir.path]))
+        XCTAssertThrowsError(try WebOpenFile.defaultPath(environment: ["XDG_RUNTIME_DIR": dir.path]))
         chmod(dir.appendingPathComponent("parley").path, 0o700)
         XCTAssertEqual(
-            try WebOpenFile.defaultPath(port: 5, environment: ["XDG_RUNTIME_DIR": dir.path]),
-            dir.path + "/parley/web-5.html")
+            try WebOpenFile.defaultPath(environment: ["XDG_RUNTIME_DIR": dir.path]), dir.path + "/parley/web.html",
+            "one name whatever the port")
+    }
+
+    func testASignInFileIsClaimedByOneParleyWebAtATime() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("parley-web-claim-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = WebOpenFile(path: dir.appendingPathComponent("web.html").path)
+        let first = try XCTUnwrap(WebOpenFile.Claim(file))
+        XCTAssertNil(WebOpenFile.Claim(file), "a second parley web of the same person is refused")
+        first.release()
+        let again = try XCTUnwrap(WebOpenFile.Claim(file), "released (or its process died): free again")
+        again.release()
     }
 }

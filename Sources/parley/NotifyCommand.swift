@@ -1,0 +1,174 @@
+import ArgumentParser
+import Foundation
+import ParleyControlProtocol
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `parley notify`: the person's desktop notifications. A small agent in the desktop
+/// session (the systemd user unit `parley-notify.service`) that follows the person's own
+/// parleyd over the control socket, as `parley follow` does, and shows each new message or
+/// file offer through the desktop's notification service (org.freedesktop.Notifications on
+/// the session bus). What and when: `NotificationPlanner` (a hostile peer's flood becomes
+/// one summary at a time); what it says: `NotificationText` (no markup from peers, names
+/// with their fingerprint unless verified). The daemon's `notify_command` hook is separate
+/// and unchanged: it runs as the daemon, and cannot reach a person's desktop session.
+struct NotifyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "notify",
+        abstract: "Show desktop notifications for new messages and files (runs in your desktop session).",
+        discussion: """
+            Follows your parleyd and shows a notification through the desktop's notification \
+            service (D-Bus, org.freedesktop.Notifications) for each new message or file offer; \
+            a burst of messages becomes one summary. Runs until stopped; reconnects when \
+            parleyd restarts. Usually run by the systemd user unit: \
+            systemctl --user enable --now parley-notify
+            """)
+
+    /// Peers' trust is looked up again after this long, so a verification shows soon.
+    static let trustRefreshSeconds = 10.0
+
+    @OptionGroup var options: ConnectionOptions
+
+    func run() throws {
+        let notifier: DesktopNotifier
+        do {
+            notifier = try DesktopNotifier(address: ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"])
+        } catch {
+            Console.err("parley: notify: \(error)")
+            throw ExitCode(CLIExitCode.daemonError)
+        }
+        let start = ContinuousClock.now
+        func now() -> Double {
+            let elapsed = ContinuousClock.now - start
+            return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        }
+        var planner = NotificationPlanner(now: now())
+        var trust = TrustCache()
+        var lastEventID: Int?
+        var client = try Session.connect(options)
+        while true {
+            do {
+                let subscribed = try client.call(MessagesSubscribeParams(peer: nil, since: lastEventID))
+                if lastEventID == nil { lastEventID = subscribed.lastEventId }
+                Console.out("parley notify: following parleyd at \(options.socketPath()); notifications go to the desktop")
+                while true {
+                    let wait = planner.nextTick().map { max(0.01, $0 - now()) }
+                    let notification: JSONRPCNotification
+                    do {
+                        notification = try client.readNotification(timeout: wait.map { .milliseconds(Int($0 * 1000)) })
+                    } catch .timedOut {
+                        if let show = planner.tick(now: now()) { notifier.show(show) }
+                        continue
+                    }
+                    if case .int(let id)? = notification.params?["eventId"] { lastEventID = id }
+                    guard let event = try? ControlEventPayload(notification),
+                        let incoming = Self.incoming(event, trust: { trust.isVerified($0, client: client, now: now()) })
+                    else { continue }
+                    if let show = planner.receive(incoming, now: now()) { notifier.show(show) }
+                    if let show = planner.tick(now: now()) { notifier.show(show) }
+                }
+            } catch let error as ControlClientError where FollowCommand.isDaemonGone(error) {
+                client.close()
+                Console.err("parley: notify: \(Terminal.line(error.description)); reconnecting…")
+                client = FollowCommand.reconnect(options)
+            } catch let error as ControlClientError {
+                client.close()
+                Session.report(error, options: options, peer: nil)
+                throw ExitCode(Session.exitStatus(for: error))
+            }
+        }
+    }
+
+    /// What an event shows, if anything: incoming messages and file offers.
+    static func incoming(_ event: ControlEventPayload, trust: (String) -> Bool) -> NotificationPlanner.Incoming? {
+        switch event {
+        case .messageReceived(let e) where e.message.direction == .incoming:
+            let m = e.message
+            let sender = NotificationText.sender(name: m.fromName, fingerprint: m.from, verified: trust(m.from))
+            if let room = m.room {
+                let name = NotificationText.plain(room.name.hasPrefix("#") ? room.name : "#" + room.name, limit: 32)
+                return .init(key: "room:\(room.id)", title: "\(sender) in \(name)", body: m.body)
+            }
+            return .init(key: "peer:\(m.from)", title: sender, body: m.body)
+        case .file(let method, let info) where method == ControlEvent.fileOffered && info.direction == "in":
+            let sender = NotificationText.sender(name: info.peerName, fingerprint: info.peer, verified: trust(info.peer))
+            let key = info.room.map { "room:\($0)" } ?? "peer:\(info.peer)"
+            var body = "sends a file: \(info.name) (\(FileLines.size(info.size)))"
+            if let caption = info.caption, !caption.isEmpty { body += "\n\(caption)" }
+            return .init(key: key, title: sender, body: body)
+        default:
+            return nil
+        }
+    }
+}
+
+/// Which peers the person has verified, from `peers.list`, looked up again when a sender is
+/// unknown or the list is older than `NotifyCommand.trustRefreshSeconds`. Unknown stays
+/// unverified: a name is shown with its fingerprint unless verification is certain.
+struct TrustCache {
+    private var verified: Set<String> = []
+    private var known: Set<String> = []
+    private var fetchedAt: Double?
+
+    mutating func isVerified(_ fingerprint: String, client: ControlClient, now: Double) -> Bool {
+        if !known.contains(fingerprint) || fetchedAt.map({ now - $0 > NotifyCommand.trustRefreshSeconds }) ?? true {
+            if let peers = try? client.call(PeersListParams()).peers {
+                known = Set(peers.map(\.fingerprint))
+                verified = Set(peers.filter { $0.trust == .verified }.map(\.fingerprint))
+                fetchedAt = now
+            }
+        }
+        return verified.contains(fingerprint)
+    }
+}
+
+/// Shows `NotificationPlanner.Show`s on the session bus, one notification per conversation
+/// (`replaces_id`: the id the server gave the conversation's last one).
+final class DesktopNotifier {
+    /// Conversations whose notification id is remembered; beyond this the oldest are
+    /// forgotten (their next notification is a new one).
+    static let maxRememberedIDs = 256
+
+    private let address: String?
+    private var connection: DBusConnection?
+    private var ids: [String: UInt32] = [:]
+    private var order: [String] = []
+
+    /// Connects at once, so a missing session bus is said at start.
+    init(address: String?) throws {
+        self.address = address
+        connection = try DBusConnection(address: address)
+    }
+
+    func show(_ show: NotificationPlanner.Show) {
+        let body = NotifyCall.body(
+            replacesID: ids[show.key] ?? 0, summary: NotificationText.plain(show.title),
+            escapedBody: NotificationText.escapedBody(show.body))
+        // Once more on a new connection if the bus went away (a session bus restart).
+        for attempt in 0..<2 {
+            do {
+                let bus = try connection ?? DBusConnection(address: address)
+                connection = bus
+                let reply = try bus.call(
+                    destination: NotifyCall.destination, path: NotifyCall.path, interface: NotifyCall.interface,
+                    member: "Notify", signature: NotifyCall.signature, body: body)
+                if let id = reply.firstUInt32 { remember(id, for: show.key) }
+                return
+            } catch DBusConnection.Failure.remote(let name, let message) {
+                Console.err("parley: notify: the notification service refused: \(name): \(Terminal.line(message))")
+                return
+            } catch {
+                connection = nil
+                if attempt == 1 { Console.err("parley: notify: \(error)") }
+            }
+        }
+    }
+
+    private func remember(_ id: UInt32, for key: String) {
+        if ids[key] == nil { order.append(key) }
+        ids[key] = id
+        if order.count > Self.maxRememberedIDs { ids[order.removeFirst()] = nil }
+    }
+}
