@@ -39,36 +39,11 @@ struct NotifyCommand: ParsableCommand {
             Console.err("parley: notify: \(error)")
             throw ExitCode(CLIExitCode.daemonError)
         }
-        let start = ContinuousClock.now
-        func now() -> Double {
-            let elapsed = ContinuousClock.now - start
-            return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        }
-        var planner = NotificationPlanner(now: now())
-        var trust = TrustCache()
-        var lastEventID: Int?
+        let agent = NotifyAgent(notifier: notifier)
         var client = try Session.connect(options)
         while true {
             do {
-                let subscribed = try client.call(MessagesSubscribeParams(peer: nil, since: lastEventID))
-                if lastEventID == nil { lastEventID = subscribed.lastEventId }
-                Console.out("parley notify: following parleyd at \(options.socketPath()); notifications go to the desktop")
-                while true {
-                    let wait = planner.nextTick().map { max(0.01, $0 - now()) }
-                    let notification: JSONRPCNotification
-                    do {
-                        notification = try client.readNotification(timeout: wait.map { .milliseconds(Int($0 * 1000)) })
-                    } catch .timedOut {
-                        if let show = planner.tick(now: now()) { notifier.show(show) }
-                        continue
-                    }
-                    if case .int(let id)? = notification.params?["eventId"] { lastEventID = id }
-                    guard let event = try? ControlEventPayload(notification),
-                        let incoming = Self.incoming(event, trust: { trust.isVerified($0, client: client, now: now()) })
-                    else { continue }
-                    if let show = planner.receive(incoming, now: now()) { notifier.show(show) }
-                    if let show = planner.tick(now: now()) { notifier.show(show) }
-                }
+                try agent.follow(client, socketPath: options.socketPath())
             } catch let error as ControlClientError where FollowCommand.isDaemonGone(error) {
                 client.close()
                 Console.err("parley: notify: \(Terminal.line(error.description)); reconnecting…")
@@ -81,19 +56,28 @@ struct NotifyCommand: ParsableCommand {
         }
     }
 
+    /// The peer an event is from (whose trust decides how it is named).
+    static func sender(of event: ControlEventPayload) -> String? {
+        switch event {
+        case .messageReceived(let e): return e.message.from
+        case .file(_, let info): return info.peer
+        default: return nil
+        }
+    }
+
     /// What an event shows, if anything: incoming messages and file offers.
-    static func incoming(_ event: ControlEventPayload, trust: (String) -> Bool) -> NotificationPlanner.Incoming? {
+    static func incoming(_ event: ControlEventPayload, verified: Bool) -> NotificationPlanner.Incoming? {
         switch event {
         case .messageReceived(let e) where e.message.direction == .incoming:
             let m = e.message
-            let sender = NotificationText.sender(name: m.fromName, fingerprint: m.from, verified: trust(m.from))
+            let sender = NotificationText.sender(name: m.fromName, fingerprint: m.from, verified: verified)
             if let room = m.room {
                 let name = NotificationText.plain(room.name.hasPrefix("#") ? room.name : "#" + room.name, limit: 32)
                 return .init(key: "room:\(room.id)", title: "\(sender) in \(name)", body: m.body)
             }
             return .init(key: "peer:\(m.from)", title: sender, body: m.body)
         case .file(let method, let info) where method == ControlEvent.fileOffered && info.direction == "in":
-            let sender = NotificationText.sender(name: info.peerName, fingerprint: info.peer, verified: trust(info.peer))
+            let sender = NotificationText.sender(name: info.peerName, fingerprint: info.peer, verified: verified)
             let key = info.room.map { "room:\($0)" } ?? "peer:\(info.peer)"
             var body = "sends a file: \(info.name) (\(FileLines.size(info.size)))"
             if let caption = info.caption, !caption.isEmpty { body += "\n\(caption)" }
@@ -101,6 +85,64 @@ struct NotifyCommand: ParsableCommand {
         default:
             return nil
         }
+    }
+}
+
+/// The loop's state: the planner, the peers' trust, the last event seen (to resume after
+/// a daemon restart without losing or repeating anything).
+final class NotifyAgent {
+    let notifier: DesktopNotifier
+    let start = ContinuousClock.now
+    var planner: NotificationPlanner
+    var trust = TrustCache()
+    var lastEventID: Int?
+
+    init(notifier: DesktopNotifier) {
+        self.notifier = notifier
+        planner = NotificationPlanner(now: 0)
+    }
+
+    func now() -> Double {
+        let elapsed = ContinuousClock.now - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
+    /// Subscribes on `client` (resuming after the last event) and shows notifications until
+    /// the connection fails.
+    func follow(_ client: ControlClient, socketPath: String) throws(ControlClientError) {
+        let subscribed = try client.call(MessagesSubscribeParams(peer: nil, since: lastEventID))
+        if lastEventID == nil { lastEventID = subscribed.lastEventId }
+        Console.out("parley notify: following parleyd at \(socketPath); notifications go to the desktop")
+        while true {
+            let wait = planner.nextTick().map { Duration.milliseconds(Int(max(0.01, $0 - now()) * 1000)) }
+            let notification: JSONRPCNotification
+            do {
+                notification = try client.readNotification(timeout: wait)
+            } catch {
+                guard case .timedOut = error else { throw error }
+                tick()
+                continue
+            }
+            if case .int(let id)? = notification.params?["eventId"] { lastEventID = id }
+            // Only what shows asks for the sender's trust (a peers.list now and then).
+            guard let event = try? ControlEventPayload(notification),
+                NotifyCommand.incoming(event, verified: false) != nil
+            else {
+                tick()
+                continue
+            }
+            let verified = NotifyCommand.sender(of: event).map { trust.isVerified($0, client: client, now: now()) }
+            if let incoming = NotifyCommand.incoming(event, verified: verified ?? false),
+                let show = planner.receive(incoming, now: now())
+            {
+                notifier.show(show)
+            }
+            tick()
+        }
+    }
+
+    func tick() {
+        if let show = planner.tick(now: now()) { notifier.show(show) }
     }
 }
 

@@ -14,7 +14,8 @@ const HEX64 = /^[0-9a-f]{64}$/;
 const SERVER_PROOF = "parley-web v1 server proof";
 const PAGE_PROOF = "parley-web v1 page proof";
 const UPLOAD_KEY = "parley-web v1 upload key";
-// The server answers within two loopback round trips; one that does not is not ours.
+// The server answers within two loopback round trips; past this the page closes the socket
+// (having sent nothing but its nonce) and tries again later.
 const SIGN_IN_TIMEOUT_MS = 10000;
 const SIGN_IN_FILE = "$XDG_RUNTIME_DIR/parley/web.html";
 
@@ -69,12 +70,14 @@ export function signIn(ws, secret) {
     const impostor = () => finish(Object.assign(new Error("the server could not prove it is your parley web"), { impostor: true }));
     // Closed before signing in: the server went away (or refused us); try again later.
     const onClose = (ev) => finish(Object.assign(new Error(ev.reason || "connection closed"), { impostor: false }));
-    const timer = setTimeout(impostor, SIGN_IN_TIMEOUT_MS);
+    // No answer in time: nothing was given away; close and let the caller try again.
+    const timer = setTimeout(() => { finish(Object.assign(new Error("no answer from parley web"), { impostor: false })); ws.close(); }, SIGN_IN_TIMEOUT_MS);
     const onMessage = async (ev) => {
       let msg = null;
       try { msg = JSON.parse(ev.data); } catch { /* checked below */ }
       if (step === "hello") {
         step = "checking";
+        if (!key) return impostor(); // it spoke before our hello
         if (!msg || msg.auth !== "proof" || typeof msg.proof !== "string" || !HEX64.test(msg.proof) ||
             typeof msg.nonce !== "string" || !HEX64.test(msg.nonce)) return impostor();
         const proven = await crypto.subtle.verify("HMAC", key, hexToBytes(msg.proof), encode([SERVER_PROOF, location.origin, pageNonce]));
