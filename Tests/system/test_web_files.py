@@ -22,8 +22,8 @@ import pytest
 
 from parley_harness import PARLEY, Cluster, wait_until
 from test_rooms import accept, joined_names, room
-from test_web import (assert_nothing_ran, chromium_paths, dialog_ok, fp, open_conv, screenshot, upload_auth,
-                      wait_for)
+from test_web import (SIGNED_IN_WS, assert_nothing_ran, chromium_paths, dialog_ok, fp, open_conv, screenshot,
+                      upload_auth, wait_for)
 from web_auth import SIGN_IN_RE
 
 selenium = pytest.importorskip("selenium", reason="python3-selenium missing: scripts/install-deps.sh test")
@@ -343,17 +343,16 @@ def test_a_thumbnail_that_is_not_an_image_is_not_shown(web):
     # or an error the page shows as "no thumbnail"); files.send does not.
     codes = d.execute_async_script("""
         const done = arguments[arguments.length - 1];
-        const ws = new WebSocket(`ws://${location.host}/ws`);
         const out = {};
-        ws.onopen = () => {
-          ws.send(JSON.stringify({jsonrpc: '2.0', id: 1, method: 'files.thumbnail', params: {id: 'abcd'}}));
-          ws.send(JSON.stringify({jsonrpc: '2.0', id: 2, method: 'files.send', params: {to: 'bob', path: '/etc/passwd'}}));
-        };
+        (async () => {""" + SIGNED_IN_WS + """
         ws.onmessage = (e) => {
           const m = JSON.parse(e.data);
           if (m.id) out[m.id] = m.error ? m.error.message : 'ok';
           if (out[1] && out[2]) { ws.close(); done(out); }
         };
+        ws.send(JSON.stringify({jsonrpc: '2.0', id: 1, method: 'files.thumbnail', params: {id: 'abcd'}}));
+        ws.send(JSON.stringify({jsonrpc: '2.0', id: 2, method: 'files.send', params: {to: 'bob', path: '/etc/passwd'}}));
+        })().catch((e) => done(String(e)));
     """)
     assert "not available from the browser" not in codes["1"], codes
     assert "not available from the browser" in codes["2"], codes
