@@ -44,11 +44,11 @@ struct NotifyCommand: ParsableCommand {
         while true {
             do {
                 try agent.follow(client, socketPath: options.socketPath())
-            } catch let error as ControlClientError where FollowCommand.isDaemonGone(error) {
+            } catch  where FollowCommand.isDaemonGone(error) {
                 client.close()
                 Console.err("parley: notify: \(Terminal.line(error.description)); reconnecting…")
                 client = FollowCommand.reconnect(options)
-            } catch let error as ControlClientError {
+            } catch {
                 client.close()
                 Session.report(error, options: options, peer: nil)
                 throw ExitCode(Session.exitStatus(for: error))

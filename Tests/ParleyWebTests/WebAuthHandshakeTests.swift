@@ -65,7 +65,8 @@ final class WebAuthHandshakeTests: XCTestCase {
         ] {
             var machine = WebAuthHandshake(key: known, origin: origin)
             _ = machine.receive(hello(pageNonce), serverNonce: serverNonce)
-            XCTAssertEqual(machine.receive(proof(wrong), serverNonce: .random()), .refuse(WebAuthHandshake.refusedReason))
+            XCTAssertEqual(
+                machine.receive(proof(wrong), serverNonce: .random()), .refuse(WebAuthHandshake.refusedReason))
         }
     }
 

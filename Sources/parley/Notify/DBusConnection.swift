@@ -149,7 +149,9 @@ final class DBusConnection {
         while got < count {
             let n = out[got...].withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw .io(n == 0 ? "the bus closed the connection" : "read", n == 0 ? ECONNRESET : errno) }
+            guard n > 0 else {
+                throw .io(n == 0 ? "the bus closed the connection" : "read", n == 0 ? ECONNRESET : errno)
+            }
             got += n
         }
         return out

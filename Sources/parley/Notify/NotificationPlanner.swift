@@ -82,7 +82,9 @@ struct NotificationPlanner {
             pendingTotal = 0
         }
         if pending.count == 1, let only = pending.first, only.count == pendingTotal {
-            if only.count == 1 { return Show(key: only.incoming.key, title: only.incoming.title, body: only.incoming.body) }
+            if only.count == 1 {
+                return Show(key: only.incoming.key, title: only.incoming.title, body: only.incoming.body)
+            }
             return Show(
                 key: only.incoming.key, title: only.incoming.title,
                 body: "\(only.count) new messages. The latest: \(only.incoming.body)")
