@@ -270,3 +270,25 @@ def test_an_open_page_refuses_a_squatter_and_sends_it_nothing(env):
         if squatter:
             squatter.close()
         stop(proc)
+
+
+def test_a_websocket_that_never_signs_in_is_closed(env):
+    """Another local user's sockets that say nothing are closed after the sign-in time
+    (WebLimits.signInTimeoutSeconds, 10 s), holding no daemon connection meanwhile."""
+    proc, _, port, secret = start_web(env["alice"], env["runtime"])
+    try:
+        origin = f"http://127.0.0.1:{port}"
+        idle = RawWebSocket(port, origin, timeout=30)
+        assert idle.status == 101
+        started = time.monotonic()
+        answer = idle.recv()
+        waited = time.monotonic() - started
+        idle.close()
+        assert answer[0] == "close" and answer[1] == 1008, answer
+        assert 5 < waited < 25, waited
+        # Control: the person's page still signs in.
+        ws = RawWebSocket(port, origin)
+        assert ws.sign_in(secret, origin) == ("text", '{"auth":"ok"}')
+        ws.close()
+    finally:
+        stop(proc)
