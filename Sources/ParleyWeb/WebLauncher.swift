@@ -42,6 +42,7 @@ public enum WebLauncher {
     }
 
     public static func run(_ options: Options, say: @escaping @Sendable (String) -> Void) async throws {
+        if let chosen = options.openFilePath { try WebOpenFile.checkParentNotShared(chosen) }
         let file = WebOpenFile(
             path: try options.openFilePath
                 ?? WebOpenFile.defaultPath(environment: ProcessInfo.processInfo.environment))

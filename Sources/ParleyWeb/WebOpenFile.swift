@@ -50,7 +50,18 @@ public struct WebOpenFile: Sendable {
         public func release() { close(fd) }
     }
 
-    /// Refuses a directory others could write to or read from: the file's token would be
+    /// Refuses a directory that is not the caller's own or that others can write to: they
+    /// could put their own file, or the claim's lock, in its place. (`--open-file`: the
+    /// file itself is 0600, so its directory may be readable.)
+    public static func checkParentNotShared(_ path: String) throws {
+        let dir = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        var st = stat()
+        guard lstat(dir.isEmpty ? "/" : dir, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR,
+            st.st_uid == geteuid(), st.st_mode & 0o022 == 0
+        else { throw WebOpenFileError.sharedDirectory(dir) }
+    }
+
+    /// Refuses a directory others could write to or read from: the file's secret would be
     /// theirs.
     static func checkPrivate(_ dir: String) throws {
         var st = stat()
@@ -94,6 +105,7 @@ public struct WebOpenFile: Sendable {
 public enum WebOpenFileError: Error, CustomStringConvertible {
     case cannotCreate(String, Int32)
     case notPrivate(String)
+    case sharedDirectory(String)
 
     public var description: String {
         switch self {
@@ -101,6 +113,9 @@ public enum WebOpenFileError: Error, CustomStringConvertible {
             return "cannot write \(path): \(String(cString: strerror(code)))"
         case .notPrivate(let dir):
             return "\(dir) is not a private directory of yours (it must be mode 0700): fix it with chmod 700 \(dir)"
+        case .sharedDirectory(let dir):
+            return
+                "\(dir) is not your own directory, or others can write to it: put the sign-in file (--open-file) in a directory only you can write"
         }
     }
 }

@@ -103,6 +103,16 @@ final class WebPageTests: XCTestCase {
             "one name whatever the port")
     }
 
+    func testAChosenSignInFileMustBeInADirectoryOthersCannotWrite() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("parley-web-chosen-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        chmod(dir.path, 0o1777)
+        XCTAssertThrowsError(try WebOpenFile.checkParentNotShared(dir.path + "/web.html"), "a /tmp-like directory")
+        chmod(dir.path, 0o755)
+        XCTAssertNoThrow(try WebOpenFile.checkParentNotShared(dir.path + "/web.html"))
+    }
+
     func testASignInFileIsClaimedByOneParleyWebAtATime() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("parley-web-claim-\(getpid())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
