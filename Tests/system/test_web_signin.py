@@ -11,11 +11,11 @@ attacker's servers on other loopback ports. The attacks:
   file is removed by the next start even though the port is taken, and a tab still open
   on the port refuses the squatter: it sends it neither the secret, nor a proof, nor a
   request, nor an upload, and tells the person.
-(The attacker's servers run in this process: what is tested is what the browser sends
-them, which does not depend on their uid; test_web.py runs a real second user.)"""
-import http.server
+(The redirect chain's server runs as another user, `nobody`, when the tests run as root;
+the squatter runs in this process: what is tested is what the browser sends it.)"""
 import json
 import os
+import pwd
 import re
 import signal
 import socket
@@ -106,45 +106,59 @@ def page_ready(d):
     return d.execute_script("return document.body.dataset.ready === 'true'")
 
 
+ATTACKER_SERVER = r"""
+import http.server, json, sys
+class Handler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+    def do_GET(self):
+        print(json.dumps([self.path, dict(self.headers)]), flush=True)
+        port = self.server.server_address[1]
+        if self.path == "/start":
+            self.send_response(302)
+            self.send_header("Location", f"http://127.0.0.1:{port}/hop")
+            self.end_headers()
+            return
+        body = (b'<!doctype html><meta http-equiv="refresh" content="0;url=/collect"><title>hop</title>'
+                if self.path == "/hop" else b"<!doctype html><title>collected</title>collected")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
 class Attacker:
-    """Another user's loopback HTTP server: /start (reached as localhost, another site)
-    redirects to itself on 127.0.0.1, whose page moves on to /collect by itself (a
-    navigation from 127.0.0.1, same-site with parley web). Records every request's headers."""
+    """Another user's loopback HTTP server (the user `nobody` when the tests run as root,
+    as in CI): /start (reached as localhost, another site) redirects to itself on
+    127.0.0.1, whose page moves on to /collect by itself (a navigation from 127.0.0.1,
+    same-site with parley web). Records every request's path and headers."""
 
     def __init__(self):
+        command = ["/usr/bin/python3", "-c", ATTACKER_SERVER]
+        if os.getuid() == 0:
+            other = pwd.getpwnam("nobody")
+            command = ["setpriv", f"--reuid={other.pw_uid}", f"--regid={other.pw_gid}", "--clear-groups"] + command
+        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        self.port = int(self.proc.stdout.readline())
         self.requests = []
-        attacker = self
+        threading.Thread(target=self._read, daemon=True).start()
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                attacker.requests.append((self.path, dict(self.headers)))
-                port = self.server.server_address[1]
-                if self.path == "/start":
-                    self.send_response(302)
-                    self.send_header("Location", f"http://127.0.0.1:{port}/hop")
-                    self.end_headers()
-                    return
-                body = (b'<!doctype html><meta http-equiv="refresh" content="0;url=/collect"><title>hop</title>'
-                        if self.path == "/hop" else b"<!doctype html><title>collected</title>collected")
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def _read(self):
+        for line in self.proc.stdout:
+            path, headers = json.loads(line)
+            self.requests.append((path, headers))
 
     def cookies(self):
         return [h.get("Cookie") for _, h in self.requests if h.get("Cookie")]
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
 
 
 def test_a_cookie_replay_through_another_users_loopback_server_gets_nothing(env):
