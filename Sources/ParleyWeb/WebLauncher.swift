@@ -71,7 +71,7 @@ public enum WebLauncher {
                 return
             }
             defer { file.remove() }
-            try file.write(url: server.signInURL())
+            try file.write(port: port, secret: server.key.secret)
             say("Parley web is running at http://127.0.0.1:\(port)/ (Ctrl-C stops it).")
             say("Sign in: \(server.signInURL())")
             say("  The link signs a tab in while this parley web runs: keep it to yourself. It is also in")

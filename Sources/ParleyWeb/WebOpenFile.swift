@@ -72,25 +72,64 @@ public struct WebOpenFile: Sendable {
 
     public init(path: String) { self.path = path }
 
-    /// The page's text for `url` (hex secret, digits: nothing to escape, checked anyway). A
-    /// meta refresh keeps the fragment; the browser sends only the path to the server.
-    static func html(redirectingTo url: String) -> String {
-        precondition(url.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || ":/.?=_-#".contains($0)) })
+    /// The page's text. It does not simply send the browser on: it first asks the server on
+    /// the port to prove it holds the secret (the handshake's probe, docs/WEB.md "Signing
+    /// in"), so a stale file (its `parley web` killed, not yet restarted) opened while
+    /// another user holds the port goes nowhere and says why. Only digits and hex go in
+    /// (nothing to escape). No CSP applies to a `file://` page; the script is this file's
+    /// own, in the person's private directory.
+    static func html(port: Int, secret: WebSecret) -> String {
+        let target = "http://127.0.0.1:\(port)/#k=\(secret.text)"
         return """
-            <!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer">\
-            <meta http-equiv="refresh" content="0;url=\(url)"><title>Parley</title>\
-            <p>Opening Parley… <a href="\(url)">continue</a></p>
+            <!doctype html><html lang="en"><meta charset="utf-8"><meta name="referrer" content="no-referrer">
+            <title>Parley</title>
+            <p id="status">Checking that this is your Parley…</p>
+            <script>
+            (async () => {
+              const say = (text) => { document.getElementById("status").textContent = text; };
+              const port = \(port), secret = "\(secret.text)", target = "\(target)";
+              const bytes = (hex) => new Uint8Array(hex.match(/../g).map((b) => parseInt(b, 16)));
+              const hex = (b) => [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+              const notRunning = "Parley web is not running on port " + port + ": start it again " +
+                "(parley web, or systemctl --user restart parley-web) and open its new sign-in link.";
+              try {
+                const key = await crypto.subtle.importKey("raw", bytes(secret), { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
+                const nonce = hex(crypto.getRandomValues(new Uint8Array(32)));
+                const answer = await new Promise((resolve, reject) => {
+                  const ws = new WebSocket("ws://127.0.0.1:" + port + "/ws");
+                  const timer = setTimeout(() => { ws.close(); reject(new Error("no answer")); }, 10000);
+                  ws.onopen = () => ws.send(JSON.stringify({ auth: "hello", nonce }));
+                  ws.onmessage = (e) => { clearTimeout(timer); ws.close(); resolve(e.data); };
+                  ws.onerror = () => { clearTimeout(timer); reject(new Error("not running")); };
+                });
+                let m = null;
+                try { m = JSON.parse(answer); } catch (e) { /* checked below */ }
+                const proven = m && m.auth === "proof" && /^[0-9a-f]{64}$/.test(m.proof) &&
+                  await crypto.subtle.verify("HMAC", key, bytes(m.proof),
+                    new TextEncoder().encode(["\(WebSignInKey.serverProofLabel)", "null", nonce].join("\\n")));
+                if (!proven) {
+                  say("This is not your Parley: the program on port " + port + " could not prove it is your " +
+                    "parley web (it stopped, and another program took its port). Nothing was sent to it. " + notRunning);
+                  return;
+                }
+                location.replace(target);
+              } catch (e) {
+                say(notRunning);
+              }
+            })();
+            </script>
+            <noscript>Parley's sign-in needs JavaScript.</noscript>
 
             """
     }
 
     /// Writes the file atomically: a new 0600 file beside it, renamed over the old one.
-    public func write(url: String) throws {
+    public func write(port: Int, secret: WebSecret) throws {
         let temporary = path + ".new"
         unlink(temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw WebOpenFileError.cannotCreate(temporary, errno) }
-        let bytes = Array(Self.html(redirectingTo: url).utf8)
+        let bytes = Array(Self.html(port: port, secret: secret).utf8)
         let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
         close(fd)
         guard written == bytes.count, rename(temporary, path) == 0 else {

@@ -124,7 +124,7 @@ public final class WebServer: Sendable {
             headers[.contentType] = asset.contentType
             let body = request.method == .head ? ByteBuffer() : ByteBuffer(bytes: asset.bytes)
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: body))
-        case .upgrade:
+        case .upgrade, .probe:
             // An upgrade the guard allowed reaches HTTP only when `shouldUpgrade` refused
             // it for the WebSocket limit.
             return refusal(.tooManyWebSockets)
@@ -222,9 +222,13 @@ public final class WebServer: Sendable {
         WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>
     > {
         let isUpgrade = head.headerFields[.upgrade]?.lowercased() == "websocket"
-        guard case .upgrade = decide(facts(head, isUpgrade: isUpgrade)),
-            let origin = head.headerFields[.origin].map({ Substring($0) })
-        else { return .dontUpgrade }
+        let probeOnly: Bool
+        switch decide(facts(head, isUpgrade: isUpgrade)) {
+        case .upgrade: probeOnly = false
+        case .probe: probeOnly = true
+        default: return .dontUpgrade
+        }
+        guard let origin = head.headerFields[.origin].map({ Substring($0) }) else { return .dontUpgrade }
         // Sockets still signing in hold no daemon connection and are counted apart.
         let admitted = state.withLockedValue { state -> Bool in
             guard state.signingInWebSockets < WebLimits.maxSigningInWebSockets else { return false }
@@ -236,7 +240,9 @@ public final class WebServer: Sendable {
         let key = key
         return .upgrade(Self.baseHeaders()) { [self] inbound, outbound, _ in
             let messages = PageMessages(inbound)
-            let signedIn = await WebSocketSignIn.run(key: key, origin: origin, messages: messages, outbound: outbound) {
+            let signedIn = await WebSocketSignIn.run(
+                key: key, origin: origin, probeOnly: probeOnly, messages: messages, outbound: outbound
+            ) {
                 // Signed in: take one of the daemon connections, or refuse.
                 self.state.withLockedValue { state -> WebRefusal? in
                     guard state.openWebSockets < WebLimits.maxWebSockets else { return .tooManyWebSockets }

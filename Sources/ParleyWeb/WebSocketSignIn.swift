@@ -11,12 +11,14 @@ enum WebSocketSignIn {
     /// else than the handshake, the page left, the time ran out, or `admit` said no: it is
     /// asked once the page's proof checks, before the page is told it is signed in).
     static func run(
-        key: WebSignInKey, origin: Substring, messages: PageMessages, outbound: WebSocketOutboundWriter,
-        admit: @escaping @Sendable () -> WebRefusal?
+        key: WebSignInKey, origin: Substring, probeOnly: Bool = false, messages: PageMessages,
+        outbound: WebSocketOutboundWriter, admit: @escaping @Sendable () -> WebRefusal?
     ) async -> Bool {
         let signedIn = await withTaskGroup(of: Bool?.self) { group in
             group.addTask {
-                await handshake(key: key, origin: origin, messages: messages, outbound: outbound, admit: admit)
+                await handshake(
+                    key: key, origin: origin, probeOnly: probeOnly, messages: messages, outbound: outbound,
+                    admit: admit)
             }
             group.addTask {
                 try? await Task.sleep(for: .seconds(WebLimits.signInTimeoutSeconds))
@@ -40,10 +42,10 @@ enum WebSocketSignIn {
     }
 
     static func handshake(
-        key: WebSignInKey, origin: Substring, messages: PageMessages, outbound: WebSocketOutboundWriter,
-        admit: @Sendable () -> WebRefusal?
+        key: WebSignInKey, origin: Substring, probeOnly: Bool, messages: PageMessages,
+        outbound: WebSocketOutboundWriter, admit: @Sendable () -> WebRefusal?
     ) async -> Bool {
-        var machine = WebAuthHandshake(key: key, origin: origin)
+        var machine = WebAuthHandshake(key: key, origin: origin, probeOnly: probeOnly)
         while let message = try? await messages.next() {
             let bytes: [UInt8]
             switch message {
@@ -64,6 +66,10 @@ enum WebSocketSignIn {
                 return true
             case .refuse(let reason):
                 try? await outbound.close(.policyViolation, reason: reason)
+                return false
+            case .proveAndEnd(let text):
+                _ = try? await outbound.write(.text(text))
+                try? await outbound.close(.normalClosure, reason: nil)
                 return false
             }
         }

@@ -22,6 +22,8 @@ public struct WebAuthHandshake: Sendable {
         case authenticated(String)
         /// Close the WebSocket with this reason (a policy violation).
         case refuse(String)
+        /// Send this text message, then close normally: a probe's proof (nothing more).
+        case proveAndEnd(String)
     }
 
     enum State: Sendable {
@@ -36,11 +38,15 @@ public struct WebAuthHandshake: Sendable {
 
     let key: WebSignInKey
     let origin: Substring
+    /// The sign-in file's check (`WebRequestDecision.probe`): the server proves itself and
+    /// the socket ends; a page proof is never taken.
+    let probeOnly: Bool
     var state = State.awaitingHello
 
-    public init(key: WebSignInKey, origin: Substring) {
+    public init(key: WebSignInKey, origin: Substring, probeOnly: Bool = false) {
         self.key = key
         self.origin = origin
+        self.probeOnly = probeOnly
     }
 
     /// One message from the page. `serverNonce` is a fresh random value (injected for tests).
@@ -53,8 +59,12 @@ public struct WebAuthHandshake: Sendable {
         case (.awaitingHello, "hello"):
             guard case .string(let pageNonce)? = members["nonce"], WebSecret(parsing: Substring(pageNonce)) != nil
             else { return fail(Self.malformedReason) }
-            state = .awaitingProof(pageNonce: pageNonce, serverNonce: serverNonce.text)
             let proof = key.serverProof(origin: origin, pageNonce: Substring(pageNonce))
+            if probeOnly {
+                state = .finished
+                return .proveAndEnd(#"{"auth":"proof","proof":"\#(proof)"}"#)
+            }
+            state = .awaitingProof(pageNonce: pageNonce, serverNonce: serverNonce.text)
             return .send(#"{"auth":"proof","proof":"\#(proof)","nonce":"\#(serverNonce.text)"}"#)
         case (.awaitingProof(let pageNonce, let serverNonce), "proof"):
             guard case .string(let proof)? = members["proof"] else { return fail(Self.malformedReason) }

@@ -43,6 +43,9 @@ public enum WebRequestDecision: Sendable, Equatable {
     case serve(WebAsset)
     /// Upgrade to the WebSocket relay.
     case upgrade
+    /// Upgrade a WebSocket from the sign-in file (`file://`, so `Origin: null`): it may only
+    /// ask the server to prove itself (`WebAuthHandshake` in probe mode), never sign in.
+    case probe
     /// `POST /upload?…`: stage the body and offer it (`WebUploadRequest`, `WebUploadStaging`).
     case upload(query: Substring?)
     case refuse(WebRefusal)
@@ -98,6 +101,15 @@ public enum WebRequestGuard {
         _ request: WebRequestFacts, port: Int, isUploadKey: (Substring) -> Bool
     ) -> WebRequestDecision {
         guard WebOriginCheck.isAllowedHost(request.host, port: port) else { return .refuse(.wrongHost) }
+        // The sign-in file checks the server before it sends the browser there. A page from
+        // a file has the origin "null" (as has a sandboxed frame of any site): it gets the
+        // server's proof for "null" and nothing else, which is worth nothing to anyone who
+        // does not hold this port, and no one else can while this server runs.
+        if request.path == Substring(webSocketPath), request.isWebSocketUpgrade, request.method == "GET",
+            request.origin == "null"
+        {
+            return .probe
+        }
         // An Origin from elsewhere, or a fetch another site started, is refused on every path.
         if let origin = request.origin, !WebOriginCheck.isAllowedOrigin(origin, port: port) {
             return .refuse(.crossSite)

@@ -94,6 +94,39 @@ final class WebAuthHandshakeTests: XCTestCase {
         guard case .refuse = machine.receive(hello(pageNonce), serverNonce: serverNonce) else { return XCTFail() }
     }
 
+    func testAProbeGetsTheServersProofAndNothingElse() throws {
+        var machine = WebAuthHandshake(key: known, origin: "null", probeOnly: true)
+        guard case .proveAndEnd(let answer) = machine.receive(hello(pageNonce), serverNonce: serverNonce) else {
+            return XCTFail()
+        }
+        let members = try XCTUnwrap(try JSONValue(parsing: Array(answer.utf8)).objectValue)
+        XCTAssertEqual(
+            members["proof"], .string(known.serverProof(origin: "null", pageNonce: Substring(pageNonce))))
+        XCTAssertNil(members["nonce"], "no server nonce: there is nothing to answer")
+        let right = known.pageProof(origin: "null", pageNonce: Substring(pageNonce), serverNonce: "")
+        guard case .refuse = machine.receive(proof(right), serverNonce: serverNonce) else {
+            return XCTFail("a probe never signs in")
+        }
+    }
+
+    func testTheGuardSendsOnlyTheSignInFilesSocketsToAProbe() {
+        func decide(_ origin: Substring?, _ path: Substring = "/ws", upgrade: Bool = true) -> WebRequestDecision {
+            WebRequestGuard.decide(
+                WebRequestFacts(
+                    method: "GET", path: path, host: "127.0.0.1:43210", origin: origin, isWebSocketUpgrade: upgrade),
+                port: 43210, isUploadKey: known.isUploadKey)
+        }
+        XCTAssertEqual(decide("null"), .probe)
+        XCTAssertEqual(decide("http://127.0.0.1:43210"), .upgrade)
+        XCTAssertEqual(decide("null", "/"), .refuse(.crossSite), "a null origin gets nothing else")
+        XCTAssertEqual(decide("null", upgrade: false), .refuse(.crossSite))
+        XCTAssertEqual(
+            WebRequestGuard.decide(
+                WebRequestFacts(
+                    method: "GET", path: "/ws", host: "evil.example:43210", origin: "null", isWebSocketUpgrade: true),
+                port: 43210, isUploadKey: known.isUploadKey), .refuse(.wrongHost))
+    }
+
     func testUploadKeyComparison() {
         XCTAssertTrue(known.isUploadKey(Substring(known.uploadKey)))
         XCTAssertFalse(known.isUploadKey(Substring(known.uploadKey.uppercased())))

@@ -73,7 +73,11 @@ final class WebRequestGuardTests: XCTestCase {
             "http://127.0.0.1:43210.evil.example"
         ] {
             XCTAssertEqual(decide(facts(origin: origin)), .refuse(.crossSite), String(origin))
-            XCTAssertEqual(decide(facts("/ws", origin: origin, upgrade: true)), .refuse(.crossSite), String(origin))
+            // A WebSocket from "null" (the sign-in file) is only a probe: WebAuthHandshakeTests.
+            if origin != "null" {
+                XCTAssertEqual(
+                    decide(facts("/ws", origin: origin, upgrade: true)), .refuse(.crossSite), String(origin))
+            }
         }
         XCTAssertEqual(decide(facts(fetchSite: "cross-site")), .refuse(.crossSite))
         XCTAssertEqual(decide(facts(fetchSite: "same-site")), .refuse(.crossSite))

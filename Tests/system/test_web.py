@@ -672,8 +672,20 @@ def test_a_websocket_from_a_foreign_origin_is_refused_and_one_not_signed_in_gets
     port = web["port"]
     origin = f"http://127.0.0.1:{port}"
     assert ws_handshake(port, origin) == 101, "control: our own origin upgrades"
-    for other in ["http://evil.example", "null", f"http://localhost:{port + 1}", None]:
+    for other in ["http://evil.example", f"http://localhost:{port + 1}", None]:
         assert ws_handshake(port, other) != 101, other
+    # A page from a file (Origin: null; the sign-in file, or another site's sandboxed frame)
+    # only gets the server's proof, then the socket ends: it can never sign in.
+    ws = RawWebSocket(port, "null")
+    answer = ws.call("node.whoami")
+    ws.close()
+    assert answer[0] in ("close", "eof") and "result" not in json.dumps(answer), answer
+    ws = RawWebSocket(port, "null")
+    ws.send_text(json.dumps({"auth": "hello", "nonce": "00" * 32}))
+    assert json.loads(ws.recv()[1])["auth"] == "proof"
+    ws.send_text(json.dumps({"auth": "proof", "proof": "00" * 32}))
+    assert ws.recv()[0] in ("close", "eof")
+    ws.close()
     assert ws_handshake(port, origin, host="evil.example") != 101, "rebinding"
     # Upgraded but not signed in: a request is not relayed; the socket is closed.
     ws = RawWebSocket(port, origin)

@@ -306,3 +306,42 @@ def test_a_websocket_that_never_signs_in_is_closed(env):
         ws.close()
     finally:
         stop(proc)
+
+
+def test_a_stale_sign_in_file_opened_while_the_port_is_squatted_goes_nowhere(env):
+    """Between a SIGKILL and the next start the sign-in file stays; opened then (the person
+    double-clicks it, the unit has not restarted yet) with another user on the port, it
+    checks the server's proof before it goes there: it stays on the file and says so, and
+    the squatter gets neither a page request nor the secret."""
+    d, alice, runtime = env["driver"], env["alice"], env["runtime"]
+    port = free_port()
+    proc, _, _, secret = start_web(alice, runtime, port)
+    sign_in_file = runtime / "parley" / "web.html"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert sign_in_file.exists(), "precondition: a SIGKILL leaves the file"
+    squatter = Squatter(port)
+    first = d.current_window_handle
+    d.switch_to.new_window("tab")
+    try:
+        d.get(f"file://{sign_in_file}")
+        wait_for(d, lambda d: "not your Parley" in d.find_element(By.TAG_NAME, "body").text, timeout=20,
+                 what="the sign-in file refused the squatter")
+        assert d.current_url.startswith("file://"), d.current_url
+        received = squatter.text()
+        assert "GET / " not in received and "GET /index.html" not in received, "the browser went to the squatter"
+        assert secret not in received
+    finally:
+        d.close()
+        d.switch_to.window(first)
+        squatter.close()
+    # Nothing listening at all: it says parley web is not running, and goes nowhere.
+    d.switch_to.new_window("tab")
+    try:
+        d.get(f"file://{sign_in_file}")
+        wait_for(d, lambda d: "not running" in d.find_element(By.TAG_NAME, "body").text, timeout=20,
+                 what="the sign-in file with nothing on the port")
+        assert d.current_url.startswith("file://"), d.current_url
+    finally:
+        d.close()
+        d.switch_to.window(first)

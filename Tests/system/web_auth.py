@@ -177,7 +177,7 @@ class Squatter:
             head = data.split(b"\r\n\r\n", 1)[0].decode(errors="replace")
             key = re.search(r"(?im)^sec-websocket-key:\s*(\S+)", head)
             if not key:
-                body = b"<!doctype html><title>Parley</title><p>not your parley</p>"
+                body = b"<!doctype html><title>Parley</title><p>the squatter's page</p>"
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n"
                              b"Connection: close\r\n\r\n" % len(body) + body)
                 return

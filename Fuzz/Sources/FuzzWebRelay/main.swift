@@ -54,14 +54,18 @@ public func fuzzWebRelay(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
                 precondition(!upload.name.contains("/") && upload.name != ".." && !upload.name.isEmpty)
             }
         }
+    case .probe:
+        precondition(facts.origin == "null" && facts.path == "/ws", "a probe from anything but a file's page")
     case .refuse:
         break
     }
 
-    var handshake = WebAuthHandshake(key: key, origin: "http://127.0.0.1:43210")
-    for _ in 0..<2 {
-        if case .authenticated = handshake.receive(bytes, serverNonce: .random()) {
-            preconditionFailure("signed in without the secret")
+    for probeOnly in [false, true] {
+        var handshake = WebAuthHandshake(key: key, origin: "http://127.0.0.1:43210", probeOnly: probeOnly)
+        for _ in 0..<2 {
+            if case .authenticated = handshake.receive(bytes, serverNonce: .random()) {
+                preconditionFailure("signed in without the secret")
+            }
         }
     }
     return 0
