@@ -175,8 +175,13 @@ final class DesktopNotifier {
 
     private let address: String?
     private var connection: DBusConnection?
+    private var learned = false
     private var ids: [String: UInt32] = [:]
     private var order: [String] = []
+
+    /// Whether the notification server renders body markup (its capabilities, asked on
+    /// each new connection); until known, assumed (escaping is the safe side).
+    private var rendersMarkup = true
 
     /// Connects at once, so a missing session bus is said at start.
     init(address: String?) throws {
@@ -184,15 +189,34 @@ final class DesktopNotifier {
         connection = try DBusConnection(address: address)
     }
 
+    /// Asks the server's capabilities; a server that cannot answer (none yet: D-Bus starts
+    /// one on the first Notify) is taken as rendering markup.
+    private func learnCapabilities(_ bus: DBusConnection) {
+        let reply = try? bus.call(
+            destination: NotifyCall.destination, path: NotifyCall.path, interface: NotifyCall.interface,
+            member: "GetCapabilities")
+        rendersMarkup = reply?.stringArray.map { $0.contains("body-markup") } ?? true
+    }
+
     func show(_ show: NotificationPlanner.Show) {
-        let body = NotifyCall.body(
-            replacesID: ids[show.key] ?? 0, summary: NotificationText.plain(show.title),
-            escapedBody: NotificationText.escapedBody(show.body))
         // Once more on a new connection if the bus went away (a session bus restart).
         for attempt in 0..<2 {
             do {
-                let bus = try connection ?? DBusConnection(address: address)
-                connection = bus
+                let bus: DBusConnection
+                if let connection {
+                    bus = connection
+                } else {
+                    bus = try DBusConnection(address: address)
+                    connection = bus
+                    learned = false
+                }
+                if !learned {
+                    learnCapabilities(bus)
+                    learned = true
+                }
+                let body = NotifyCall.body(
+                    replacesID: ids[show.key] ?? 0, summary: NotificationText.plain(show.title),
+                    body: NotificationText.body(show.body, serverRendersMarkup: rendersMarkup))
                 let reply = try bus.call(
                     destination: NotifyCall.destination, path: NotifyCall.path, interface: NotifyCall.interface,
                     member: "Notify", signature: NotifyCall.signature, body: body)

@@ -15,6 +15,12 @@ final class NotificationTextTests: XCTestCase {
         XCTAssertEqual(NotificationText.escapedBody("two\nlines"), "two\nlines")
     }
 
+    func testAServerWithoutMarkupGetsTheTextAsItIs() {
+        XCTAssertEqual(NotificationText.body("<b>x</b> & y", serverRendersMarkup: false), "<b>x</b> & y")
+        XCTAssertEqual(NotificationText.body("<b>x</b> & y", serverRendersMarkup: true), "&lt;b&gt;x&lt;/b&gt; &amp; y")
+        XCTAssertEqual(NotificationText.body("a\u{202E}b", serverRendersMarkup: false), "ab")
+    }
+
     func testControlAndDirectionCharactersAreRemovedAndTextIsCut() {
         XCTAssertEqual(NotificationText.plain("evil\u{202E}gnp.exe\u{0007}\u{200B}"), "evilgnp.exe")
         XCTAssertEqual(NotificationText.plain("a\nb\tc"), "a b c")
@@ -122,6 +128,20 @@ final class DBusMessageTests: XCTestCase {
         XCTAssertEqual(reply.replySerial, 7)
         XCTAssertEqual(reply.signature, "u")
         XCTAssertEqual(reply.firstUInt32, 42)
+    }
+
+    func testCapabilitiesAreRead() throws {
+        var body = DBusWriter()
+        body.array(elementAlignment: 4) { w in
+            for capability in ["body", "body-markup", "actions"] { w.string(capability) }
+        }
+        var reply = DBusMessage.Received(
+            type: 2, replySerial: 1, errorName: nil, signature: "as", body: body.bytes, littleEndian: true)
+        XCTAssertEqual(reply.stringArray, ["body", "body-markup", "actions"])
+        reply.body = Array(body.bytes.prefix(12))
+        XCTAssertNil(reply.stringArray, "cut short: nil, not a crash")
+        reply.body = [0xFF, 0xFF, 0xFF, 0x7F, 0, 0, 0, 0]
+        XCTAssertNil(reply.stringArray)
     }
 
     func testHostileBytesAreErrorsNotCrashes() {

@@ -122,6 +122,26 @@ enum DBusMessage {
             return DBusMessage.uint32(body, 0, littleEndian)
         }
 
+        /// The body when it is one `as` (GetCapabilities' answer); nil if it is not, or is
+        /// malformed.
+        var stringArray: [String]? {
+            guard signature == "as", body.count >= 4 else { return nil }
+            let length = Int(DBusMessage.uint32(body, 0, littleEndian))
+            guard length <= body.count - 4 else { return nil }
+            var out: [String] = []
+            var at = 4
+            while at < 4 + length {
+                at = (at + 3) / 4 * 4
+                guard at + 4 <= body.count else { return nil }
+                let count = Int(DBusMessage.uint32(body, at, littleEndian))
+                // The string's bytes and its NUL must be inside the body.
+                guard count < body.count, at + 4 + count + 1 <= body.count else { return nil }
+                out.append(String(decoding: body[(at + 4)..<(at + 4 + count)], as: UTF8.self))
+                at += 4 + count + 1
+            }
+            return out
+        }
+
         /// The body's first `s` (an error's message).
         var firstString: String? {
             guard signature.hasPrefix("s"), body.count >= 4 else { return nil }
@@ -203,14 +223,14 @@ enum NotifyCall {
     static let signature = "susssasa{sv}i"
 
     /// `summary` is plain (the spec never renders markup there); `body` must already be
-    /// escaped (`NotificationText.escapedBody`).
-    static func body(replacesID: UInt32, summary: String, escapedBody: String) -> [UInt8] {
+    /// made safe for the server (`NotificationText.body`).
+    static func body(replacesID: UInt32, summary: String, body text: String) -> [UInt8] {
         var w = DBusWriter()
         w.string("Parley")
         w.uint32(replacesID)
         w.string("mail-message-new")
         w.string(summary)
-        w.string(escapedBody)
+        w.string(text)
         w.array(elementAlignment: 4) { _ in }
         w.array(elementAlignment: 8) { w in
             w.align(8)

@@ -2,7 +2,8 @@
 /// (names, message bodies, room and file names), so:
 /// - the **body** is escaped for the notification spec's body markup (`<b>`, `<i>`, `<a>`,
 ///   `<img>`: a server with "body-markup" would render them, so a peer could make a link or
-///   fetch an image): `&`, `<`, `>` become entities, and nothing else is interpreted;
+///   fetch an image): `&`, `<`, `>` become entities, and nothing else is interpreted (a
+///   server without markup gets the text as it is: it shows it as text);
 /// - both title and body lose control characters and direction overrides (a name that
 ///   reorders the text around it), and are cut to a length a notification shows;
 /// - a sender the person has not verified is shown with the start of their fingerprint, as
@@ -45,9 +46,27 @@ enum NotificationText {
         return out
     }
 
+    /// The body for the server: escaped when it renders markup (it says "body-markup" in
+    /// its capabilities), else plain (escaping would show `&lt;` to the person).
+    static func body(_ text: String, serverRendersMarkup: Bool) -> String {
+        serverRendersMarkup ? escapedBody(text) : plainBody(text)
+    }
+
     /// The body for a server that may render markup: plain text (line breaks kept), then
     /// `&`, `<`, `>` escaped.
     static func escapedBody(_ text: String) -> String {
+        plainBody(text).reduce(into: "") { out, c in
+            switch c {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            default: out.append(c)
+            }
+        }
+    }
+
+    /// Plain text with its line breaks, controls removed, cut to the body's length.
+    static func plainBody(_ text: String) -> String {
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
             plain(String($0), limit: maxBodyCharacters)
         }
@@ -63,14 +82,7 @@ enum NotificationText {
             total += line.count + 1
         }
         lines = kept
-        return lines.joined(separator: "\n").reduce(into: "") { out, c in
-            switch c {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            default: out.append(c)
-            }
-        }
+        return lines.joined(separator: "\n")
     }
 
     /// C0 and C1 controls, and the marks that change text direction or hide characters.
