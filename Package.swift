@@ -57,7 +57,7 @@ let package = Package(
         // their validation. No I/O but reading the file; no NIO, so the fuzz package's
         // FuzzConfigFile builds without the daemon's networking stack.
         .target(name: "ParleyConfiguration", dependencies: [
-            "ParleyControlProtocol", "ParleyNodeCore", "ParleyStore",
+            "ParleyControlProtocol", "ParleyNodeCore", "ParleyCore",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // The daemon: peer sessions, control server.
@@ -79,7 +79,7 @@ let package = Package(
         ]),
         // A hostile peer for the adversarial system tests (not installed).
         .executableTarget(name: "parley-adversary", dependencies: ["ParleyCore"]),
-        // `parley web`'s decisions (docs/WEB.md): tokens, Host/Origin/cookie checks, what a
+        // `parley web`'s decisions (docs/WEB.md): the sign-in, Host/Origin checks, what a
         // WebSocket message may do, headers; and the page's assets, compiled in
         // (WebAssets+Generated.swift, scripts/gen-web-assets.py). Pure: no NIO, no clock read.
         .target(name: "ParleyWebCore", dependencies: ["ParleyControlProtocol", "CSodium"], exclude: ["Assets"]),

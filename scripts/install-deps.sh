@@ -21,7 +21,8 @@ build_pkgs+=(libvips-tools bubblewrap)
 # nftables: the routed lab drops mDNS or a port on its router or a host (issue 19).
 lab_pkgs=(avahi-daemon avahi-utils libnss-mdns dbus iproute2 util-linux mount nftables)
 # The web client's browser tests (Tests/system/test_web.py): headless Chromium driven by
-# Debian's Selenium through chromedriver, all from Debian (no pip, no downloaded drivers).
+# Debian's Selenium through chromedriver, from Debian (no downloaded drivers); only axe-core
+# comes from PyPI (below).
 # fonts-noto-color-emoji: emoji in the page (and its screenshots) instead of empty boxes.
 web_test_pkgs=(chromium chromium-driver python3-selenium fonts-noto-color-emoji python3-pip)
 # axe-core, for test_web.py's accessibility audit: no Debian package carries it (`apt-cache
@@ -39,7 +40,10 @@ install_pip_test_pkgs() {
   [ "$(id -u)" != 0 ] && sudo=sudo
   $sudo /usr/bin/python3 -m pip install -q --no-deps --break-system-packages "${pip_test_pkgs[@]}"
 }
-test_pkgs=(python3 python3-pytest python3-nacl "${lab_pkgs[@]}" tmux faketime sqlite3 "${web_test_pkgs[@]}")
+# parley notify's test: a private session bus and a notification server written with python3-dbus.
+notify_test_pkgs=(dbus python3-dbus python3-gi)
+test_pkgs=(python3 python3-pytest python3-pytest-timeout python3-nacl "${lab_pkgs[@]}" tmux faketime sqlite3
+  "${web_test_pkgs[@]}" "${notify_test_pkgs[@]}")
 # The references `make bench` measures Parley against (docs/BENCHMARKS.md); row 8 runs in
 # the lab, driven by scripts/bench-discovery.py.
 # valgrind counts instructions per message (rows 3i, 4i); objcopy (binutils) strips the DWARF 5
