@@ -75,11 +75,11 @@ public struct RoomInfo: Codable, Sendable, Hashable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, name, members, member, status, role, invitedBy, onlyAdminsAdd, creator, creatorName, createdAt
-        case version, queued, unread
+        case id, name, members, member, status, role, invitedBy, invitedByName, onlyAdminsAdd, creator, creatorName
+        case createdAt, version, queued, unread
     }
 
-    /// Every field always present: `role` and `invitedBy` are `null`, not absent, when nil
+    /// Every field always present: `role`, `invitedBy` and `invitedByName` are `null`, not absent, when nil
     /// (docs/CONTROL.md: "Optional fields of results are always present"; a removed
     /// member's room has no role).
     public func encode(to encoder: Encoder) throws {
@@ -91,6 +91,7 @@ public struct RoomInfo: Codable, Sendable, Hashable {
         try c.encode(status, forKey: .status)
         try c.encode(role, forKey: .role)  // null, not absent, when nil
         try c.encode(invitedBy, forKey: .invitedBy)  // null, not absent, when nil
+        try c.encode(invitedByName, forKey: .invitedByName)  // null, not absent, when nil
         try c.encode(onlyAdminsAdd, forKey: .onlyAdminsAdd)
         try c.encode(creator, forKey: .creator)
         try c.encode(creatorName, forKey: .creatorName)
