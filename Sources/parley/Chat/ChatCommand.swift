@@ -108,8 +108,10 @@ private struct ChatView {
     /// Subscribes on `client` and shows the newest history (again after a reconnect: the
     /// model shows each message once).
     mutating func attach(_ client: ControlClient) throws(ControlClientError) {
-        if let info = Self.find(peer, in: try client.call(PeersListParams()).peers) {
-            peerName = info.name
+        let peers = try client.call(PeersListParams()).peers
+        model.verifiedFingerprints = Set(peers.filter { $0.trust == .verified }.map(\.fingerprint))
+        if let info = Self.find(peer, in: peers) {
+            peerName = HumanFormat.label(info)
             online = info.online
         }
         // Subscribe first, then read history: a message arriving in between is in both,
@@ -364,7 +366,7 @@ private struct ChatView {
                 model.notice("not stored by the recipient: \(e.text); it stays queued", at: Self.nowMs())
             case .peerOnline(let e):
                 online = true
-                peerName = e.peer.name
+                peerName = HumanFormat.label(e.peer)
                 model.notice("\(e.peer.name) is online", at: Self.nowMs())
             case .peerOffline(let e):
                 online = false

@@ -18,6 +18,10 @@ struct ChatModel {
     /// Cursor of the oldest message shown: Page Up past it asks for the page before it.
     private(set) var oldestCursor: Int?
 
+    /// Fingerprints of the keys the person verified: a room message's author is shown with
+    /// a short fingerprint unless it is one of them (two members may show the same name).
+    var verifiedFingerprints: Set<String> = []
+
     /// Adds a message unless it is already shown (history and live events overlap at
     /// the start). Returns whether it was new.
     @discardableResult
@@ -46,7 +50,12 @@ struct ChatModel {
         switch m.direction {
         case .incoming:
             entry = ChatEntry(
-                id: m.id, kind: .incoming(from: m.fromName), time: m.createdAt, body: Self.text(of: m),
+                id: m.id,
+                kind: .incoming(
+                    from: m.room == nil
+                        ? m.fromName
+                        : HumanFormat.label(m.fromName, fingerprint: m.from, verified: verifiedFingerprints.contains(m.from))),
+                time: m.createdAt, body: Self.text(of: m),
                 mark: nil, deleted: m.deletedAt != nil)
             newestIncomingCursor = max(newestIncomingCursor ?? m.cursor, m.cursor)
         case .outgoing:
