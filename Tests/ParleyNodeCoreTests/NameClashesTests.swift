@@ -132,3 +132,21 @@ final class NameClashesTests: XCTestCase {
         XCTAssertEqual(clashes[impostor], .init(kind: .sameName, with: []))
     }
 }
+
+/// Issue 29 (L1): `parley doctor` takes a dial-back answer only from a peer the person verified.
+final class DialBackWitnessTests: XCTestCase {
+    func testOnlyAVerifiedPeerThatUnderstandsTheProbeIsAsked() {
+        typealias C = DialBackWitness.Candidate
+        XCTAssertNil(DialBackWitness.choose([]))
+        XCTAssertNil(
+            DialBackWitness.choose([C(identity: identity(1), verified: false, understandsProbe: true)]),
+            "a stranger (or a pinned peer) is never asked")
+        XCTAssertNil(DialBackWitness.choose([C(identity: identity(2), verified: true, understandsProbe: false)]))
+        XCTAssertEqual(
+            DialBackWitness.choose([
+                C(identity: identity(1), verified: false, understandsProbe: true),
+                C(identity: identity(4), verified: true, understandsProbe: true),
+                C(identity: identity(3), verified: true, understandsProbe: true)
+            ]), identity(3))
+    }
+}

@@ -81,7 +81,7 @@ final class ReceiveQuotaTests: XCTestCase {
     }
 
     func testRefusalCodesAreTheProtocolsAndDistinct() {
-        XCTAssertEqual(RefusalReason.allCases.map(\.rawValue), [1, 2, 3, 255])
+        XCTAssertEqual(RefusalReason.allCases.map(\.rawValue), [1, 2, 3, 4, 255])
     }
 }
 
@@ -115,7 +115,7 @@ final class StrangersShareTests: XCTestCase {
         for _ in 0..<10 {
             let verdicts = quota.decide(
                 bodySizes: [Int](repeating: 100, count: 60), peer: .init(), total: total, strangers: strangers,
-                sender: .stranger, freeDiskBytes: 1_000_000, intake: &intake, now: t0)
+                sender: .stranger, freeDiskBytes: 1 << 40, intake: &intake, now: t0)
             let kept = verdicts.filter { $0 == nil }.count
             accepted += kept
             strangers = strangers + .init(messages: kept, bytes: kept * 100)
@@ -125,7 +125,7 @@ final class StrangersShareTests: XCTestCase {
         XCTAssertEqual(accepted, 100, "strangers together keep their share, not 10 x 60")
         let contact = quota.decide(
             bodySizes: [Int](repeating: 100, count: 50), peer: .init(), total: total, strangers: strangers,
-            sender: .correspondent, freeDiskBytes: 1_000_000, intake: &intake, now: t0)
+            sender: .correspondent, freeDiskBytes: 1 << 40, intake: &intake, now: t0)
         XCTAssertEqual(contact, [RefusalReason?](repeating: nil, count: 50), "a contact is not held back")
     }
 
