@@ -130,9 +130,10 @@ final class DialPlannerTests: XCTestCase {
             clock.advance(.seconds(1))
             for n in 0..<20 {
                 let key = DialTargetKey(mdnsInstance: "replay\(n)")
-                let actions = p.addDiscovered(
-                    key, candidates: [DialAddress(host: "10.0.1.\(n)", port: 7744)], fingerprintHint: hint,
-                    known: true, presenceToken: [1, 2, 3], sessions: sessions, now: clock.now)
+                let actions =
+                    p.addDiscovered(
+                        key, candidates: [DialAddress(host: "10.0.1.\(n)", port: 7744)], fingerprintHint: hint,
+                        known: true, presenceToken: [1, 2, 3], sessions: sessions, now: clock.now)
                     + p.redialDue(key, sessions: sessions, now: clock.now)
                 dials += actions.filter { if case .connect = $0 { true } else { false } }.count
             }

@@ -83,7 +83,9 @@ final class DiscoveryLimitsTests: XCTestCase {
         XCTAssertEqual(dials, 1, "claims of a known peer at a victim's address: the burst, no more")
         // bob's sessions came from 10.0.0.5 (a remembered target, proven): its adverts there
         // are dialled at once, however many.
-        _ = p.remember(bob, addresses: address("10.0.0.5"), sessions: DialPlanner.SessionView(isConnected: { _ in true }, online: { _ in nil }))
+        _ = p.remember(
+            bob, addresses: address("10.0.0.5"),
+            sessions: DialPlanner.SessionView(isConnected: { _ in true }, online: { _ in nil }))
         dials = 0
         for n in 10..<15 {
             dials += connects(
@@ -93,7 +95,10 @@ final class DiscoveryLimitsTests: XCTestCase {
         }
         XCTAssertEqual(dials, 5)
         // A host only gossiped for bob (a signed claim, unproven) is not proven.
-        _ = p.remember(bob, addresses: address("10.0.0.77"), sessions: DialPlanner.SessionView(isConnected: { _ in true }, online: { _ in nil }), gossiped: true, now: clock.now)
+        _ = p.remember(
+            bob, addresses: address("10.0.0.77"),
+            sessions: DialPlanner.SessionView(isConnected: { _ in true }, online: { _ in nil }), gossiped: true,
+            now: clock.now)
         dials = 0
         for n in 20..<23 {
             dials += connects(
@@ -112,7 +117,8 @@ final class DiscoveryLimitsTests: XCTestCase {
         XCTAssertFalse(sightings.observe(token: [1], instance: "mdns:bob", hosts: ["10.0.0.9"]), "bob moved")
         XCTAssertTrue(sightings.observe(token: [1], instance: "mdns:copy", hosts: ["10.0.0.66"]))
         XCTAssertFalse(
-            sightings.observe(token: [1], instance: "mdns:bob #2", hosts: ["10.0.0.5"]), "renamed on a conflict, same host")
+            sightings.observe(token: [1], instance: "mdns:bob #2", hosts: ["10.0.0.5"]),
+            "renamed on a conflict, same host")
         XCTAssertTrue(sightings.observe(token: [1], instance: "mdns:copy", hosts: ["10.0.0.66"]), "the copy stays one")
         _ = sightings.observe(token: [2], instance: "mdns:a", hosts: ["10.0.0.2"])
         _ = sightings.observe(token: [3], instance: "mdns:b", hosts: ["10.0.0.3"])

@@ -32,7 +32,7 @@ final class NameSkeletonTests: XCTestCase {
         (0x3164, "Hangul filler"), (0xFFA0, "halfwidth Hangul filler"), (0x2800, "braille blank"),
         (0x17B4, "Khmer inherent vowel"), (0x1BCA0, "shorthand format letter overlap"),
         (0x1D173, "musical begin beam"), (0x00, "NUL"), (0x1B, "escape"), (0x7F, "DEL"), (0x9B, "CSI"),
-        (0xFFF9, "interlinear annotation anchor"), (0x0378, "unassigned"),
+        (0xFFF9, "interlinear annotation anchor"), (0x0378, "unassigned")
     ]
 
     func testEveryBlankCharacterAnywhereLooksLikeNothing() {
@@ -41,7 +41,9 @@ final class NameSkeletonTests: XCTestCase {
             let c = String(Character(Unicode.Scalar(cp)!))
             XCTAssertTrue(BlankCharacters.isBlank(Unicode.Scalar(cp)!), what)
             for variant in ["bob" + c, c + "bob", "bob" + c + c, "b" + c + "ob", c + c + "bob" + c, "bob " + c] {
-                XCTAssertEqual(NameSkeleton.of(variant), bob, "\(what) (U+\(String(cp, radix: 16))) in \(variant.debugDescription)")
+                XCTAssertEqual(
+                    NameSkeleton.of(variant), bob, "\(what) (U+\(String(cp, radix: 16))) in \(variant.debugDescription)"
+                )
             }
         }
         // Width and script: fullwidth letters with an ideographic space; a doubled space
@@ -63,7 +65,7 @@ final class NameSkeletonTests: XCTestCase {
         let clashes = NameClashes.find([
             .init(identity: identity(2), selfAssertedName: "bob"),
             .init(identity: identity(3), selfAssertedName: "bob "),
-            .init(identity: identity(4), selfAssertedName: "\u{2003}bob\u{200B}"),
+            .init(identity: identity(4), selfAssertedName: "\u{2003}bob\u{200B}")
         ])
         XCTAssertEqual(clashes[identity(3)]?.with, [identity(2), identity(4)])
         XCTAssertEqual(clashes[identity(2)]?.with, [identity(3), identity(4)])

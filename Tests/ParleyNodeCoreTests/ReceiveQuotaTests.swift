@@ -146,9 +146,11 @@ final class StrangersShareTests: XCTestCase {
 
     func testStrangersShareARateThatRefillsWithTimeAndContactsDoNotTakeFromIt() {
         let big = ReceiveQuota(
-            stranger: .init(messages: 1_000_000, bytes: 1 << 40), correspondent: .init(messages: 1_000_000, bytes: 1 << 40),
+            stranger: .init(messages: 1_000_000, bytes: 1 << 40),
+            correspondent: .init(messages: 1_000_000, bytes: 1 << 40),
             total: .init(messages: 1 << 40, bytes: 1 << 50), diskFloorBytes: 0)
-        var intake = StrangerIntake(now: t0, burstBytes: 1_000, bytesPerSecond: 100, burstMessages: 5, messagesPerSecond: 1)
+        var intake = StrangerIntake(
+            now: t0, burstBytes: 1_000, bytesPerSecond: 100, burstMessages: 5, messagesPerSecond: 1)
         func strangers(_ sizes: [Int], at t: MonotonicInstant) -> [RefusalReason?] {
             big.decide(
                 bodySizes: sizes, peer: .init(), total: .init(), strangers: .init(), sender: .stranger,

@@ -13,7 +13,7 @@ public enum BlankCharacters {
     /// ignorable, but many fonts draw them as a wide space), the Khitan filler, the
     /// musical null notehead, the object replacement and interlinear annotation characters.
     static let extraBlanks: Set<UInt32> = [
-        0x2800, 0x115F, 0x1160, 0x3164, 0xFFA0, 0x16FE4, 0x1D159, 0xFFF9, 0xFFFA, 0xFFFB,
+        0x2800, 0x115F, 0x1160, 0x3164, 0xFFA0, 0x16FE4, 0x1D159, 0xFFF9, 0xFFFA, 0xFFFB
     ]
 
     /// Whether `scalar` renders as white space or as nothing:

@@ -43,7 +43,8 @@ extension Node {
                 presenceToken: presence?.token, sessions: sessionView, now: clock.monotonicNow()))
         if dialPlanner.targets[key]?.suspicious == true {
             attackLog.log(
-                key: "presence-replay", "a presence token was advertised again at another address (a replayed advertisement?); "
+                key: "presence-replay",
+                "a presence token was advertised again at another address (a replayed advertisement?); "
                     + "it is dialled only at the per-host rate, and not while its peer is connected",
                 ["instance": instance, "addresses": candidates.map(\.description).joined(separator: ",")])
         }

@@ -54,7 +54,8 @@ struct ChatModel {
                 kind: .incoming(
                     from: m.room == nil
                         ? m.fromName
-                        : HumanFormat.label(m.fromName, fingerprint: m.from, verified: verifiedFingerprints.contains(m.from))),
+                        : HumanFormat.label(
+                            m.fromName, fingerprint: m.from, verified: verifiedFingerprints.contains(m.from))),
                 time: m.createdAt, body: Self.text(of: m),
                 mark: nil, deleted: m.deletedAt != nil)
             newestIncomingCursor = max(newestIncomingCursor ?? m.cursor, m.cursor)
