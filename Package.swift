@@ -57,7 +57,7 @@ let package = Package(
         // their validation. No I/O but reading the file; no NIO, so the fuzz package's
         // FuzzConfigFile builds without the daemon's networking stack.
         .target(name: "ParleyConfiguration", dependencies: [
-            "ParleyControlProtocol", "ParleyNodeCore", "ParleyStore",
+            "ParleyControlProtocol", "ParleyNodeCore", "ParleyCore",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // The daemon: peer sessions, control server.

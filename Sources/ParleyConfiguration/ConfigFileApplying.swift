@@ -1,6 +1,6 @@
 import ParleyControlProtocol
 import ParleyNodeCore
-import ParleyStore
+import ParleyCore
 
 /// Turning parsed entries into option values: the key must exist and the value must
 /// have the right type and make sense; errors point at the line.

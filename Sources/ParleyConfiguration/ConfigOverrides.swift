@@ -1,6 +1,6 @@
 import ParleyControlProtocol
 import ParleyNodeCore
-import ParleyStore
+import ParleyCore
 
 /// Options given on the command line: every field optional, nil meaning "not given".
 /// The daemon's argument parser fills one of these; `DaemonConfiguration.merged`

@@ -1,7 +1,7 @@
 import Foundation
 import ParleyControlProtocol
 import ParleyNodeCore
-import ParleyStore
+import ParleyCore
 
 #if canImport(Glibc)
     import Glibc

@@ -68,6 +68,32 @@ public struct RoomInfo: Codable, Sendable, Hashable {
         self.queued = queued
         self.unread = unread
     }
+
+    enum CodingKeys: String, CodingKey {
+        case id, name, members, member, status, role, invitedBy, onlyAdminsAdd, creator, creatorName, createdAt
+        case version, queued, unread
+    }
+
+    /// Every field always present: `role` and `invitedBy` are `null`, not absent, when nil
+    /// (docs/CONTROL.md: "Optional fields of results are always present"; a removed
+    /// member's room has no role).
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(name, forKey: .name)
+        try c.encode(members, forKey: .members)
+        try c.encode(member, forKey: .member)
+        try c.encode(status, forKey: .status)
+        try c.encode(role, forKey: .role)  // null, not absent, when nil
+        try c.encode(invitedBy, forKey: .invitedBy)  // null, not absent, when nil
+        try c.encode(onlyAdminsAdd, forKey: .onlyAdminsAdd)
+        try c.encode(creator, forKey: .creator)
+        try c.encode(creatorName, forKey: .creatorName)
+        try c.encode(createdAt, forKey: .createdAt)
+        try c.encode(version, forKey: .version)
+        try c.encode(queued, forKey: .queued)
+        try c.encode(unread, forKey: .unread)
+    }
 }
 
 /// The room a message belongs to, in `MessageInfo.room`.

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ParleyCore
 
 #if canImport(Glibc)
     import Glibc

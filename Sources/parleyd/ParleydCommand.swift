@@ -82,18 +82,19 @@ struct ParleydCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("handshake-timeout-ms"),
-        help: ArgumentHelp("Drop a connection whose handshake takes longer.", valueName: "ms"))
+        help: ArgumentHelp(
+            "Drop a connection whose handshake takes longer (10...3600000, default 5000).", valueName: "ms"))
     var handshakeTimeoutMs: Int?
 
     @Option(
         name: .customLong("ping-interval-ms"),
-        help: ArgumentHelp("Ping a peer after this much silence (default 600000).", valueName: "ms"))
+        help: ArgumentHelp("Ping a peer after this much silence (10...3600000, default 600000).", valueName: "ms"))
     var pingIntervalMs: Int?
 
     @Option(
         name: .customLong("dead-after-ms"),
         help: ArgumentHelp(
-            "Consider a peer gone when a ping, or the kernel's keepalive probes, go unanswered this long (default 15000).",
+            "Consider a peer gone when a ping, or the kernel's keepalive probes, go unanswered this long (10...3600000, default 15000).",
             valueName: "ms"))
     var deadAfterMs: Int?
 

@@ -244,4 +244,15 @@ final class AppRecordTests: XCTestCase {
         decoder.append(try XCTUnwrap(Sodium.fromHex(hex)))
         XCTAssertEqual(try decoder.next(), record)
     }
+
+    /// Issue 33 item 8: 0xF0...0xFF are never assigned, and are skipped like unknown types
+    /// even from a peer that announced every feature.
+    func testTypesReservedForExperimentsAreNeverAssignedAndAreSkipped() throws {
+        for type in AppRecord.reservedForExperiments {
+            XCTAssertNil(AppRecord.RecordType(rawValue: type), "type \(type) is reserved for experiments")
+            var decoder = RecordStreamDecoder(peerFeatures: .supported)
+            decoder.append([type, 0, 0, 0, 3, 0xFF, 0x00, 0x01])
+            XCTAssertEqual(try decoder.next(), .unknown(type: type, length: 3))
+        }
+    }
 }

@@ -175,3 +175,30 @@ def test_updated_advertisement_reaches_browsers(lab):
 
     advertiser.send_line("bogus")
     advertiser.wait_for(lambda l: l.startswith("error "), DISCOVERY_TIMEOUT)
+
+
+def test_a_renamed_instance_keeps_its_txt(lab):
+    """docs/PROTOCOL.md "Discovery" (issue 33 item 10): on a name conflict the instance is
+    renamed in avahi's style ("NAME #2", ...) by parleyd for a local conflict or by avahi for
+    a network one, and only the name changes: the TXT record (`n`, `t`) stays as it was."""
+    name = unique("parley-0a1b")
+    txts = {7050: {"v": "1", "n": "a" * 16, "t": "b" * 24}, 7051: {"v": "1", "n": "c" * 16, "t": "d" * 24},
+            7052: {"v": "1", "n": "e" * 16, "t": "f" * 24}}
+    advertisers = [lab.exec(h, mdns("advertise", name, str(port), *[f"{k}={v}" for k, v in txts[port].items()]),
+                            background=True)
+                   for h, port in [("h1", 7050), ("h1", 7051), ("h2", 7052)]]
+    browser = lab.exec("h2", mdns("browse"), background=True)
+    registered = set()
+    for a in advertisers:
+        _, _, line = a.wait_for(lambda l: l.startswith("registered "), DISCOVERY_TIMEOUT)
+        registered.add(unescape(line.split(" ", 1)[1]))
+    assert name in registered and len(registered) == 3, registered
+    for renamed in registered - {name}:
+        base, _, number = renamed.rpartition(" #")
+        assert base == name and number.isdigit() and int(number) >= 2, renamed
+    seen = {}
+    for reg in registered:
+        _, _, line = browser.wait_for(is_found(reg), DISCOVERY_TIMEOUT)
+        peer = parse_found(line)
+        seen[peer["port"]] = peer["txt"]
+    assert seen == txts

@@ -71,6 +71,11 @@ public enum AppRecord: Equatable, Sendable {
     }
 
     public static let headerLength = 5
+
+    /// Record types no version of the protocol will ever assign (docs/PROTOCOL.md "Record
+    /// types"): for tests and experiments. A receiver skips them like any unknown type,
+    /// whatever the peer announced; nothing here sends them.
+    public static let reservedForExperiments: ClosedRange<UInt8> = 0xF0...0xFF
 }
 
 /// 16 random bytes chosen by the sender: globally unique without coordination.

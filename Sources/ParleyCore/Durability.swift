@@ -1,6 +1,8 @@
 /// How hard a commit works to survive power loss. Either way the database is WAL and
 /// survives a crash of parleyd itself. Also the daemon's `durability` option
-/// (`--durability`, parleyd.toml), whose accepted names are the raw values.
+/// (`--durability`, parleyd.toml), whose accepted names are the raw values. It lives in
+/// ParleyCore, not beside the store that applies it, so the configuration parser (and the
+/// fuzz build that links it) does not compile GRDB.
 public enum Durability: String, CaseIterable, Sendable, LosslessStringConvertible {
     /// `synchronous = FULL`: every commit is fsynced to the WAL before it returns, so a
     /// message acknowledged to a client survives power loss and sequence numbers are never
@@ -13,11 +15,4 @@ public enum Durability: String, CaseIterable, Sendable, LosslessStringConvertibl
     public init?(_ description: String) { self.init(rawValue: description) }
 
     public var description: String { rawValue }
-
-    var synchronousPragma: String {
-        switch self {
-        case .full: return "FULL"
-        case .normal: return "NORMAL"
-        }
-    }
 }
