@@ -11,7 +11,7 @@ BINDIR ?= $(PREFIX)/bin
 # /usr/local/lib, so these follow PREFIX for the two usual prefixes. With any other
 # PREFIX set them to /etc/systemd/system, /etc/sysusers.d and /etc/tmpfiles.d.
 UNITDIR ?= $(PREFIX)/lib/systemd/system
-# systemd user units (parley web, docs/WEB.md).
+# systemd user units (parley web, docs/WEB.md; parley notify, docs/NOTIFY.md).
 USERUNITDIR ?= $(PREFIX)/lib/systemd/user
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
@@ -33,6 +33,7 @@ INSTALL ?= install
 INSTALLED_BINS = $(DESTDIR)$(BINDIR)/parleyd $(DESTDIR)$(BINDIR)/parley $(DESTDIR)$(BINDIR)/parley-mdns
 INSTALLED_SYSTEMD = $(DESTDIR)$(UNITDIR)/parleyd.service \
 	$(DESTDIR)$(USERUNITDIR)/parley-web.service \
+	$(DESTDIR)$(USERUNITDIR)/parley-notify.service \
 	$(DESTDIR)$(SYSUSERSDIR)/parley.conf \
 	$(DESTDIR)$(TMPFILESDIR)/parley.conf
 INSTALLED_CONFIG = $(DESTDIR)$(SYSCONFDIR)/parley/parleyd.toml.example
@@ -122,6 +123,9 @@ install-systemd:
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/parley-web.service.in > $(DESTDIR)$(USERUNITDIR)/parley-web.service.tmp
 	mv $(DESTDIR)$(USERUNITDIR)/parley-web.service.tmp $(DESTDIR)$(USERUNITDIR)/parley-web.service
 	chmod 0644 $(DESTDIR)$(USERUNITDIR)/parley-web.service
+	sed 's|@BINDIR@|$(BINDIR)|g' systemd/parley-notify.service.in > $(DESTDIR)$(USERUNITDIR)/parley-notify.service.tmp
+	mv $(DESTDIR)$(USERUNITDIR)/parley-notify.service.tmp $(DESTDIR)$(USERUNITDIR)/parley-notify.service
+	chmod 0644 $(DESTDIR)$(USERUNITDIR)/parley-notify.service
 
 # Only the example is installed: an administrator's parleyd.toml is never touched.
 install-config:

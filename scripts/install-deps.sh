@@ -23,7 +23,10 @@ lab_pkgs=(avahi-daemon avahi-utils libnss-mdns dbus iproute2 util-linux mount nf
 # The web client's browser tests (Tests/system/test_web.py): headless Chromium driven by
 # Debian's Selenium through chromedriver, all from Debian (no pip, no downloaded drivers).
 web_test_pkgs=(chromium chromium-driver python3-selenium)
-test_pkgs=(python3 python3-pytest python3-pytest-timeout python3-nacl "${lab_pkgs[@]}" tmux faketime sqlite3 "${web_test_pkgs[@]}")
+# parley notify's test: a private session bus and a notification server written with python3-dbus.
+notify_test_pkgs=(dbus python3-dbus python3-gi)
+test_pkgs=(python3 python3-pytest python3-pytest-timeout python3-nacl "${lab_pkgs[@]}" tmux faketime sqlite3
+  "${web_test_pkgs[@]}" "${notify_test_pkgs[@]}")
 # The references `make bench` measures Parley against (docs/BENCHMARKS.md); row 8 runs in
 # the lab, driven by scripts/bench-discovery.py.
 # valgrind counts instructions per message (rows 3i, 4i); objcopy (binutils) strips the DWARF 5

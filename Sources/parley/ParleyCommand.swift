@@ -23,7 +23,7 @@ struct ParleyCommand: ParsableCommand {
             SearchCommand.self,
             ReplyCommand.self, EditCommand.self, DeleteCommand.self, ReactCommand.self, PresenceCommand.self,
             FilesCommand.self, GetCommand.self,
-            DoctorCommand.self, WebCommand.self
+            DoctorCommand.self, WebCommand.self, NotifyCommand.self
         ])
 
     /// `parley sned`: the message for a subcommand that does not exist, with the closest

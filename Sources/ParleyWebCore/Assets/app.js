@@ -2,6 +2,7 @@
 // trust and search, all through the control protocol (rpc.js). Every string from the
 // daemon goes into the page as text (dom.js), never as HTML.
 import { RPC } from "./rpc.js";
+import { takeSecretFromFragment, connectionText, showSignInProblem } from "./auth.js";
 import { el, clear, time } from "./dom.js";
 import { renderTransfer, thumbnailURL, convOfTransfer, formatBytes, upload, MAX_UPLOAD_BYTES } from "./files.js";
 
@@ -642,8 +643,9 @@ function onEvent(method, params) {
 }
 
 async function onState(s, reason) {
-  $("connection").textContent = s === "open" ? "connected" : s === "connecting" ? "connecting…" : `disconnected${reason ? `: ${reason}` : ""} — retrying`;
+  $("connection").textContent = connectionText(s, reason);
   document.body.dataset.connection = s;
+  if (s === "signed-out" || s === "refused") return showSignInProblem(s);
   if (s !== "open") return;
   try {
     try {
@@ -715,4 +717,5 @@ document.addEventListener("keydown", (e) => {
   }
 });
 
+takeSecretFromFragment();
 rpc.connect();
