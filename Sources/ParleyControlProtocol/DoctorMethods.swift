@@ -54,15 +54,20 @@ public struct DoctorDialBack: Codable, Sendable, Hashable {
         case refused
         /// No answer in time.
         case timeout
-        /// No connected peer understands the probe (or none is connected).
+        /// No connected peer the person verified understands the probe (or none is
+        /// connected): strangers are not asked.
         case noPeer
     }
-    /// The peer asked (its name), nil with `noPeer`.
+    /// The peer asked (its name), nil with `noPeer`. Only a peer the person verified is
+    /// asked: its answer becomes advice.
     public var peer: String?
+    /// The asked peer's fingerprint, so the answer says whose it is (nil with `noPeer`).
+    public var fingerprint: String?
     public var outcome: Outcome
 
-    public init(peer: String?, outcome: Outcome) {
+    public init(peer: String?, fingerprint: String? = nil, outcome: Outcome) {
         self.peer = peer
+        self.fingerprint = fingerprint
         self.outcome = outcome
     }
 }

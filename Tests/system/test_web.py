@@ -501,7 +501,8 @@ def test_hostile_names_and_bodies_show_as_text_and_run_nothing(web):
         "return [...document.querySelectorAll('#messages .reactions button')].map(b => b.textContent).join('|')")
         == f"{HOSTILE_REACTION} 1", what="the reaction shown literally")
     assert message_texts(d) == HOSTILE_BODIES, "every body is its literal text"
-    assert d.find_element(By.ID, "conv-name").text == HOSTILE_NAME
+    # Unverified: the name and a short fingerprint beside it (issue 29).
+    assert d.find_element(By.ID, "conv-name").text == f"{HOSTILE_NAME} ({short_fp(m_fp)})"
     # None of it became markup.
     counts = d.execute_script("""
         const m = document.getElementById('messages');
@@ -511,6 +512,39 @@ def test_hostile_names_and_bodies_show_as_text_and_run_nothing(web):
     assert_nothing_ran(d)
     logs = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
     assert not logs, logs
+
+
+def short_fp(fingerprint):
+    return "-".join(fingerprint.split("-")[:2])
+
+
+def test_an_impostor_named_with_a_trailing_space_is_marked_and_shows_its_fingerprint(web):
+    """Issue 29 (H1): a LAN host takes bob's name plus a space ("bob "). Chromium collapsed
+    it and `nowrap` hid it, so the sidebar showed two plain "bob"s and no clash. Now both
+    are marked ⚠, every unverified name has its short fingerprint beside it, and opening
+    the impostor shows the clash warning."""
+    d, alice, bob = web["driver"], web["alice"], web["bob"]
+    from parley_harness import BIN
+    out = subprocess.run([str(BIN / "parley-adversary"), "honest", alice.address, "bob "],
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "OK", out
+    fake = wait_until(lambda: next((p for p in alice.call("peers.list")["peers"] if p["name"] == "bob "), None),
+                      what="the impostor listed")
+    bob_fp = fp(bob)
+    wait_for(d, lambda d: "⚠" in (conv_text(d, f"peer:{fake['fingerprint']}") or "")
+             and "⚠" in (conv_text(d, f"peer:{bob_fp}") or ""), what="clash markers on bob and 'bob '")
+    shown = {k: conv_text(d, f"peer:{k}") for k in (fake["fingerprint"], bob_fp)}
+    for k, text in shown.items():
+        assert short_fp(k) in text, (k, text)
+    # What the person sees differs: the fingerprints beside the same-looking names.
+    rendered = d.execute_script("""return [...document.querySelectorAll('#conversations li .conv-label')]
+        .map(e => e.innerText)""")
+    bobs = [t for t in rendered if t.lstrip("⚠ ").startswith("bob")]
+    assert len(bobs) >= 2 and len(set(bobs)) == len(bobs), bobs
+    open_conv(d, f"peer:{fake['fingerprint']}")
+    warning_text = "const w = document.getElementById('warning'); return w.hidden ? '' : w.textContent"
+    wait_for(d, lambda d: "Name clash" in d.execute_script(warning_text), what="the clash warning on the impostor")
+    assert short_fp(fake["fingerprint"]) in d.find_element(By.ID, "conv-name").text
 
 
 def test_a_key_change_shows_a_clash_warning_and_the_verification_flow(web):

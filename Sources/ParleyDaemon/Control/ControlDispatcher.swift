@@ -402,7 +402,7 @@ struct ControlDispatcher {
 
 extension ControlDispatcher {
     /// `doctor.report`: the node's discovery and reachability facts, and optionally the
-    /// dial-back probe through one connected peer.
+    /// dial-back probe through one connected peer the person verified (`DialBackWitness`).
     func doctorReport(_ p: DoctorReportParams, id: JSONRPCID?) -> Reply {
         let node = self.node
         let facts = node.doctorFacts()
@@ -430,7 +430,7 @@ extension ControlDispatcher {
                 case .refused?: o = .refused
                 case nil: o = .timeout
                 }
-                answer(result(DoctorDialBack(peer: name, outcome: o)))
+                answer(result(DoctorDialBack(peer: name, fingerprint: peer.fingerprintText, outcome: o)))
             }
             if !asked { answer(result(DoctorDialBack(peer: nil, outcome: .noPeer))) }
         }

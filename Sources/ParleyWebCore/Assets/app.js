@@ -44,7 +44,14 @@ const rpc = new RPC({ onEvent, onState });
 
 function plural(n, word) { return `${n} ${word}${n === 1 ? "" : "s"}`; }
 function peerLabel(p) { return p.nickname || p.name; }
-function shortFp(fp) { return String(fp).split("-")[0]; }
+// Two groups (40 bits): one group alone is cheap to grind for a look-alike key.
+function shortFp(fp) { return String(fp).split("-").slice(0, 2).join("-"); }
+// A name a person could confuse with another (issue 29: "bob " and "bob" look the same in a
+// browser) carries a short fingerprint unless the person verified that key.
+function withFp(name, fp) {
+  const p = state.peers.get(fp);
+  return p && p.trust === "verified" ? name : `${name} (${shortFp(fp)})`;
+}
 function keyOf(conv) { return conv.kind === "peer" ? `peer:${conv.fp}` : `room:${conv.id}`; }
 function selector(conv) { return conv.kind === "peer" ? conv.fp : `#${conv.id}`; }
 function sameConv(a, b) { return a && b && keyOf(a) === keyOf(b); }
@@ -98,7 +105,9 @@ function renderConversations() {
       el("span", { class: `dot${p.online ? " online" : ""}`, title: p.online ? "online" : "offline", "aria-label": p.online ? "online" : "offline" }),
       el("span", { class: "conv-label" },
         p.nameClash ? el("span", { class: "clash", title: "another key uses a name like this one", text: `⚠ ` }) : null,
-        peerLabel(p), p.nameClash ? ` (${shortFp(p.fingerprint)})` : "",
+        el("span", { class: "name", text: peerLabel(p) }),
+        // Unverified: a short fingerprint beside the name, so two look-alike names differ.
+        p.trust !== "verified" ? el("span", { class: "fp", text: ` ${shortFp(p.fingerprint)}` }) : "",
         p.trust === "verified" ? el("span", { class: "verified-mark", title: "verified", "aria-label": "verified", text: " ✓" }) : null,
         el("span", { class: "conv-meta", text: meta })),
       p.unread) });
@@ -263,7 +272,7 @@ function renderMessage(m) {
     mine ? el("button", { type: "button", onclick: () => edit(m), text: "Edit" }) : null,
     mine ? el("button", { type: "button", onclick: () => remove(m), text: "Delete" }) : null);
   return el("li", { class: `msg ${mine ? "out" : "in"}`, tabindex: "-1", dataset: { id: m.id, cursor: m.cursor, time: String(m.createdAt) } },
-    !mine ? el("div", { class: "author", text: m.fromName }) : null,
+    !mine ? el("div", { class: "author", text: m.room ? withFp(m.fromName, m.from) : m.fromName }) : null,
     quote, body, reactions,
     el("div", { class: "meta" }, time(m.createdAt), m.editedAt ? " · edited" : "", " ", tick(m)),
     actions);
@@ -410,7 +419,7 @@ function renderHeader() {
   if (conv.kind === "peer") {
     const p = state.peers.get(conv.fp);
     if (!p) return;
-    $("conv-name").textContent = peerLabel(p);
+    $("conv-name").textContent = p.trust === "verified" ? peerLabel(p) : `${peerLabel(p)} (${shortFp(p.fingerprint)})`;
     const trust = $("conv-trust");
     trust.textContent = TRUST_BADGE[p.trust] || p.trust;
     trust.className = `badge ${p.trust}`;

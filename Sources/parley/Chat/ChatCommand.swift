@@ -128,10 +128,12 @@ private struct ChatView {
     /// model shows each message once).
     mutating func attach(_ client: ControlClient) throws(ControlClientError) {
         try refreshOverview(client)
+        let peers = try client.call(PeersListParams()).peers
+        model.verifiedFingerprints = Set(peers.filter { $0.trust == .verified }.map(\.fingerprint))
         if let room {
             peerName = "#" + room.name
-        } else if let info = Self.find(peer, in: try client.call(PeersListParams()).peers) {
-            peerName = info.name
+        } else if let info = Self.find(peer, in: peers) {
+            peerName = HumanFormat.label(info)
             online = info.online
             peerFingerprint = info.fingerprint
         }
@@ -462,7 +464,7 @@ private struct ChatView {
                 onlineFingerprints.insert(e.peer.fingerprint)
                 if room == nil {
                     online = true
-                    peerName = e.peer.name
+                    peerName = HumanFormat.label(e.peer)
                 }
                 model.notice("\(e.peer.name) is online", at: Self.nowMs())
             case .peerOffline(let e):

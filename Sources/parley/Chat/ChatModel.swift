@@ -27,6 +27,10 @@ struct ChatModel {
     static let maxTransfersRemembered = 1_024
     private var transferOrder: [String] = []
 
+    /// Fingerprints of the keys the person verified: a room message's author is shown with
+    /// a short fingerprint unless it is one of them (two members may show the same name).
+    var verifiedFingerprints: Set<String> = []
+
     /// Adds a message unless it is already shown (history and live events overlap at
     /// the start). Returns whether it was new.
     @discardableResult
@@ -55,7 +59,13 @@ struct ChatModel {
         switch m.direction {
         case .incoming:
             entry = ChatEntry(
-                id: m.id, kind: .incoming(from: m.fromName), time: m.createdAt, body: Self.text(of: m),
+                id: m.id,
+                kind: .incoming(
+                    from: m.room == nil
+                        ? m.fromName
+                        : HumanFormat.label(
+                            m.fromName, fingerprint: m.from, verified: verifiedFingerprints.contains(m.from))),
+                time: m.createdAt, body: Self.text(of: m),
                 mark: nil, deleted: m.deletedAt != nil, senderKey: m.from)
             newestIncomingCursor = max(newestIncomingCursor ?? m.cursor, m.cursor)
         case .outgoing:

@@ -199,18 +199,24 @@ enum DoctorDiagnosis {
 
         // TCP reachable from a peer
         if let d = r.dialBack {
+            // Whose answer it is: a verified peer, by name and fingerprint (doctor asks no one else).
+            let who = d.peer.map { "\($0)" + (d.fingerprint.map { " (\($0), verified)" } ?? "") } ?? "a verified peer"
             switch d.outcome {
-            case .connected: add("tcp port", .ok, "\(d.peer ?? "a peer") reached our port")
+            case .connected: add("tcp port", .ok, "\(who) reached our port")
             case .failed:
                 add(
-                    "tcp port", .fail, "\(d.peer ?? "a peer") could not connect to our port: it is blocked",
+                    "tcp port", .fail, "\(who) could not connect to our port: it is blocked (this is \(who)'s answer)",
                     fix:
                         "open TCP port \(Self.port(r) ?? "7744") in the firewall (e.g. sudo ufw allow \(Self.port(r) ?? "7744")/tcp)"
                 )
             case .refused:
-                add("tcp port", .skip, "\(d.peer ?? "the peer") refused a probe (one per minute); try again later")
-            case .timeout: add("tcp port", .warn, "\(d.peer ?? "the peer") did not answer the probe in time")
-            case .noPeer: add("tcp port", .skip, "no connected peer to ask for a dial-back")
+                add("tcp port", .skip, "\(who) refused a probe (one per minute); try again later")
+            case .timeout: add("tcp port", .warn, "\(who) did not answer the probe in time")
+            case .noPeer:
+                add(
+                    "tcp port", .skip,
+                    "no peer you verified is connected to ask for a dial-back (only verified peers are asked: "
+                        + "anyone else could answer anything)")
             }
         } else {
             add("tcp port", .skip, "not probed")
