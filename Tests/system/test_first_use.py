@@ -165,7 +165,7 @@ def test_chat_numbers_help_attach_once_unread_elsewhere_and_attachments_after_re
             s = tmux.screen()
             return s if all(t in s for t in texts) else None
 
-        s = wait_until(lambda: screen_has("first question", "second question", "bob · online"), what="history")
+        s = wait_until(lambda: screen_has("first question", "second question", "bob (", ") · online"), what="history")
         number = re.search(r"\[(\d+)\] \S+ bob: first question", s).group(1)
         tmux.keys("/help", "Enter")
         wait_until(lambda: screen_has("/reply [N] TEXT"), what="/help answers")
