@@ -34,6 +34,36 @@ extension Node {
         return entry
     }
 
+    /// Resolves every stored room again from its operations and rewrites the cached state
+    /// where it differs (issue 29: rooms resolved under the version-2 rule, where a void
+    /// removal by a demoted admin could keep a member out for good, come back right on
+    /// the first start after the upgrade; docs/PROTOCOL.md, "Changes to the rule").
+    /// The operations are the truth and the cache is cheap to rebuild, so this runs at
+    /// every start, not once. Returns the rooms whose state changed.
+    @discardableResult
+    func reResolveStoredRooms() throws(StoreError) -> [RoomRecord] {
+        var changed: [RoomRecord] = []
+        for previous in try store.rooms() where previous.status != .retired {
+            guard let id = RoomID(hex: previous.id), let state = try roomEntry(id).state else { continue }
+            try saveRoomState(state, previous: previous, deliveredBy: nil, now: nowMs)
+            guard var now = try store.room(id: previous.id) else { continue }
+            now.updatedAt = previous.updatedAt
+            if now != previous {
+                now.updatedAt = nowMs
+                try store.saveRoom(now)
+                changed.append(now)
+                log.info(
+                    "room resolved again under the current rule",
+                    ["room": now.name, "id": now.id, "status": now.status.rawValue, "was": previous.status.rawValue,
+                     "joined": "\(now.joined.count)", "wasJoined": "\(previous.joined.count)"])
+                emit(.roomUpdated(now))
+            } else {
+                try store.saveRoom(previous)  // unchanged: keep its time
+            }
+        }
+        return changed
+    }
+
     /// The room as resolved now (nil before its create is known).
     func roomState(_ room: RoomRecord) throws -> RoomState? {
         guard let id = RoomID(hex: room.id) else { throw RoomError.notFound(room.id) }
