@@ -20,7 +20,7 @@ final class RoomResolverPropertyTests: XCTestCase {
         try! IdentityKeyPair(seed: ExampleKeys.seed(from: $0))  // fixed 32-byte seed
     }
     /// ROOM_GRAPHS=N explores more (the default keeps the suite near a minute).
-    static let graphs = ProcessInfo.processInfo.environment["ROOM_GRAPHS"].flatMap { Int($0) } ?? 300
+    static let graphs = ProcessInfo.processInfo.environment["ROOM_GRAPHS"].flatMap { Int($0) } ?? 200
     static let stepsPerGraph = 50
 
     /// One random history: the root, every operation signed, each actor's view.
@@ -63,10 +63,11 @@ final class RoomResolverPropertyTests: XCTestCase {
         let someMember = members.randomElement(using: &rng)!
         switch Int.random(in: 0..<100, using: &rng) {
         case 0..<20: return .add(anyone)
-        case 20..<38: return .remove(someMember)
-        case 38..<50: return .setRole(someMember, .admin)
-        case 50..<60: return .setRole(someMember, RoomRole.allCases.randomElement(using: &rng)!)
-        case 60..<70: return .remove(actor)  // leave
+        case 20..<36: return .remove(someMember)
+        case 36..<48: return .setRole(someMember, .admin)
+        case 48..<54: return .setRole(someMember, .owner)
+        case 54..<62: return .setRole(someMember, .member)
+        case 62..<70: return .remove(actor)  // leave
         case 70..<78: return .setRole(actor, Bool.random(using: &rng) ? .member : .admin)  // step down
         case 78..<83: return .rename(["a", "b", "c"].randomElement(using: &rng)!)
         case 83..<86: return .setPolicy(.init(onlyAdminsAdd: Bool.random(using: &rng)))
@@ -103,9 +104,16 @@ final class RoomResolverPropertyTests: XCTestCase {
             let backdated = roll >= 75
             var parents = state.heads
             var pastState = state
-            if backdated, let old = view.randomElement(using: &rng), old.hash != root.hash || Bool.random(using: &rng) {
-                parents = [old]
-                pastState = RoomResolver.resolve(root: root, operations: h.ops(in: h.closure(of: old)))!
+            if backdated {
+                // Preferably from a past where the actor ranked higher than it does now
+                // (a removed or demoted member acting on its old authority).
+                let now = state.role(of: me)?.rawValue ?? 0
+                for _ in 0..<5 {
+                    guard let old = view.randomElement(using: &rng) else { break }
+                    parents = [old]
+                    pastState = RoomResolver.resolve(root: root, operations: h.ops(in: h.closure(of: old)))!
+                    if (pastState.role(of: me)?.rawValue ?? 0) > now { break }
+                }
             }
             for _ in 0..<6 {  // a few tries at something that its author's view permits
                 let change = randomChange(pastState, actor: me, &rng)
@@ -135,33 +143,6 @@ final class RoomResolverPropertyTests: XCTestCase {
         let op = try RoomOperation.change(change, roomID: h.root.roomID, after: heads, by: k, createdAt: h.clock)
         h.all[op.hash] = op
         return op
-    }
-
-    func testDebugSeed() throws {
-        guard let seedText = ProcessInfo.processInfo.environment["ROOM_SEED"], let seed = UInt64(seedText) else { return }
-        let h = try randomHistory(seed: seed, steps: Self.stepsPerGraph)
-        let s = RoomResolver.resolve(root: h.root, operations: h.operations)!
-        let names: [IdentityPublicKey: String] = Dictionary(uniqueKeysWithValues: zip(([Self.owner] + Self.others).map(\.publicKey), ["O", "b", "c", "d", "e", "f"]))
-        let sorted = h.operations.sorted(by: RoomResolver.precedes)
-        let idx = Dictionary(uniqueKeysWithValues: sorted.enumerated().map { ($1.hash, $0) })
-        func show(_ st: RoomState) {
-            for (i, op) in sorted.enumerated() {
-                var c = "\(op.change)"
-                for (k, n) in names { c = c.replacingOccurrences(of: "\(k)", with: n) }
-                print(i, "seq", op.sequence, names[op.actor]!, c.prefix(60), "parents", op.parents.map { idx[$0]! }, st.rejected[op.hash].map { "\($0)" } ?? (st.applied.contains(op.hash) ? "OK" : "?"))
-            }
-            print("members", st.members.map { names[$0]! }, "joined", st.joined.map { names[$0]! }, st.roles.map { "\(names[$0.key]!):\($0.value)" })
-        }
-        show(s)
-        let followed = Set(h.operations.flatMap(\.parents))
-        for (i, op) in sorted.enumerated() where !s.applied.contains(op.hash) && !followed.contains(op.hash) {
-            let t = RoomResolver.resolve(root: h.root, operations: h.operations.filter { $0.hash != op.hash })!
-            if t.roles != s.roles || t.joined != s.joined { print("dropping", i, "changes the room") }
-        }
-        if let drop = ProcessInfo.processInfo.environment["ROOM_DROP"], let d = Int(drop) {
-            print("--- without", d)
-            show(RoomResolver.resolve(root: h.root, operations: h.operations.filter { $0.hash != sorted[d].hash })!)
-        }
     }
 
     func testEveryArrivalOrderGivesTheSameRoom() throws {
@@ -243,9 +224,12 @@ final class RoomResolverPropertyTests: XCTestCase {
         XCTAssertGreaterThan(tried, Self.graphs)
     }
 
-    /// An operation that is not applied (voided by a concurrent removal or overruled) has
-    /// no effect at all: without it, the room is the same.
-    func testAVoidOperationChangesNothing() throws {
+    /// An operation that is not applied (voided by a concurrent removal or overruled)
+    /// keeps nobody out: everyone who is a member, or joined, in the room without it is
+    /// so with it too. (Under the version-2 rule a void removal voided its target's join.)
+    /// It is not always without any trace: as a sign of what its actor had seen, it can
+    /// keep that actor's own removals from voiding (rule 7).
+    func testAVoidOperationKeepsNobodyOut() throws {
         var voids = 0
         for seed in 0..<UInt64(Self.graphs) {
             let h = try randomHistory(seed: seed, steps: Self.stepsPerGraph)
@@ -254,10 +238,8 @@ final class RoomResolverPropertyTests: XCTestCase {
             for (hash, why) in s.rejected where [.removedConcurrently, .overruled].contains(why) {
                 guard !followed.contains(hash) else { continue }  // its children would wait
                 let t = RoomResolver.resolve(root: h.root, operations: h.operations.filter { $0.hash != hash })!
-                XCTAssertEqual(t.members, s.members, "seed \(seed)")
-                XCTAssertEqual(t.roles, s.roles, "seed \(seed)")
-                XCTAssertEqual(t.joined, s.joined, "seed \(seed)")
-                XCTAssertEqual(t.name, s.name, "seed \(seed)")
+                XCTAssertTrue(Set(s.members).isSuperset(of: t.members), "seed \(seed)")
+                XCTAssertTrue(Set(s.joined).isSuperset(of: t.joined), "seed \(seed)")
                 voids += 1
             }
         }
@@ -265,7 +247,8 @@ final class RoomResolverPropertyTests: XCTestCase {
     }
 
     /// The histories are not trivial: actors of every rank who are later removed or
-    /// demoted sign from the past, and some of that is voided.
+    /// demoted sign from the past, some of that is voided, and admins are demoted and
+    /// owners step down.
     func testHistoriesCoverRemovedAndDemotedActorsAtEveryRank() throws {
         var covered: Set<String> = []
         var voided = 0
@@ -274,16 +257,20 @@ final class RoomResolverPropertyTests: XCTestCase {
             let s = RoomResolver.resolve(root: h.root, operations: h.operations)!
             voided += s.rejected.values.filter { $0 == .removedConcurrently }.count
             for (op, role) in h.backdated {
-                let now = s.role(of: op.actor)
-                if now == nil { covered.insert("removed \(role)") } else if now! < role { covered.insert("demoted \(role)") }
+                if (s.role(of: op.actor)?.rawValue ?? 0) < role.rawValue { covered.insert("lowered \(role) acts") }
                 if s.rejected[op.hash] == .removedConcurrently { covered.insert("voided \(role)") }
+            }
+            for op in h.operations where s.applied.contains(op.hash) {
+                if case .setRole(let t, .member) = op.change {
+                    covered.insert(t == op.actor ? "stepped down" : "demoted")
+                }
             }
         }
         XCTAssertEqual(
             covered,
             [
-                "removed member", "removed admin", "removed owner", "demoted admin", "demoted owner",
-                "voided member", "voided admin", "voided owner"
+                "lowered member acts", "lowered admin acts", "lowered owner acts", "voided member", "voided admin",
+                "voided owner", "stepped down", "demoted"
             ])
         XCTAssertGreaterThan(voided, Self.graphs / 4)
     }

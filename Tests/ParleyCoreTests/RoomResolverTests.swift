@@ -494,7 +494,7 @@ final class RoomResolverTests: XCTestCase {
         XCTAssertNil(s.rejected[aliceKicks.hash])
         XCTAssertNil(s.rejected[carolAdds.hash])
         XCTAssertNotNil(s.rejected[bobKicks.hash])
-        XCTAssertEqual(s.rejected[bobJoins.hash], .removedConcurrently)
+        XCTAssertEqual(s.rejected[daveAdds.hash], .overruled, "alice removed bob without having seen it")
         XCTAssertEqual(s.members, members(alice, carol, dave, eve))
     }
 

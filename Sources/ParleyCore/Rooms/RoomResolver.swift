@@ -94,8 +94,8 @@ public struct RoomState: Equatable, Sendable {
 /// 5. **Decision order.** Operations are decided one at a time: an operation is decided
 ///    after its parents and after the lowerings that threaten it, lowest (sequence, hash)
 ///    first; when every operation left waits for a threat that waits in turn (a cycle
-///    through a causal edge), the one of lowest authorised rank whose parents are decided
-///    goes first. An operation is valid when permitted (3) and no *valid* lowering decided
+///    through a causal edge), the one whose parents are decided and whose strongest
+///    undecided threat ranks lowest goes first, ignoring that threat. An operation is valid when permitted (3) and no *valid* lowering decided
 ///    before it threatens it. So only a valid lowering voids anything: a void removal (a
 ///    demoted admin's, back-dated) voids nothing, and it cannot keep its target out for
 ///    good (honest operations never have it in their past, so they would stay concurrent
@@ -196,6 +196,7 @@ public enum RoomResolver {
         var authorized = [Bool](repeating: false, count: graph.count)
         var rank = [UInt8](repeating: 0, count: graph.count)  // 0: not a member there
         var lowerings: [Int] = []
+        var isLowering = [Bool](repeating: false, count: graph.count)
         for i in graph.indices {
             let state = fold(upTo: i) { past[i].contains($0) && authorized[$0] }
             rank[i] = state.roles[graph[i].actor]?.rawValue ?? 0
@@ -209,8 +210,10 @@ public enum RoomResolver {
             switch graph[i].change {
             case .remove:
                 lowerings.append(i)
+                isLowering[i] = true
             case let .setRole(t, r) where r < (state.roles[t] ?? .member):
                 lowerings.append(i)
+                isLowering[i] = true
             default:
                 break
             }
@@ -223,6 +226,9 @@ public enum RoomResolver {
             guard let target = graph[l].target else { continue }
             let ofItself = target == graph[l].actor
             for o in byActor[target, default: []] where concurrent(l, o) && (ofItself || !seen(o, by: l)) {
+                // Two departures of one member (left twice, stepped down and left) both
+                // lower it: neither needs to void the other.
+                if ofItself, isLowering[o], graph[o].target == target { continue }
                 removalThreats[o].append(l)
             }
             guard case .remove = graph[l].change, !ofItself else { continue }
@@ -241,8 +247,13 @@ public enum RoomResolver {
             // Graph order is (sequence, hash) order: the first match is the lowest.
             var next = graph.indices.first { !decided[$0] && ready($0) && free($0) }
             if next == nil {
+                // A cycle: ignore the weakest threat. First the operation whose strongest
+                // undecided threat ranks lowest, then the lowest ranked, then the lowest.
+                func strongest(_ i: Int) -> UInt8 {
+                    (removalThreats[i] + addThreats[i]).filter { !decided[$0] }.map { rank[$0] }.max() ?? 0
+                }
                 next = graph.indices.filter { !decided[$0] && ready($0) }
-                    .min { rank[$0] != rank[$1] ? rank[$0] < rank[$1] : $0 < $1 }
+                    .min { (strongest($0), rank[$0], $0) < (strongest($1), rank[$1], $1) }
             }
             guard let i = next else { break }  // unreachable: the root has no parents
             decided[i] = true
