@@ -115,8 +115,14 @@ final class RoomResolverPropertyTests: XCTestCase {
                     if (pastState.role(of: me)?.rawValue ?? 0) > now { break }
                 }
             }
+            // Signing from the past, mostly a removal or demotion of someone it outranked
+            // there: what a removed or demoted admin would try.
+            let below = pastState.members.filter { (pastState.role(of: $0) ?? .owner) < (pastState.role(of: me) ?? .member) }
             for _ in 0..<6 {  // a few tries at something that its author's view permits
-                let change = randomChange(pastState, actor: me, &rng)
+                var change = randomChange(pastState, actor: me, &rng)
+                if backdated, let victim = below.randomElement(using: &rng), Int.random(in: 0..<10, using: &rng) < 6 {
+                    change = Bool.random(using: &rng) ? .remove(victim) : .setRole(victim, .member)
+                }
                 // The owner stays a joined owner (the one who restores members below).
                 if me == Self.owner.publicKey, change == .remove(me) || change.isSetRole(of: me) { continue }
                 h.clock += 1
