@@ -84,7 +84,8 @@ final class RoomResolverPropertyTests: XCTestCase {
         let invited = Self.others.filter { _ in Bool.random(using: &rng) }.map(\.publicKey)
         let root = try RoomOperation.create(
             name: "lab", members: invited, policy: .init(onlyAdminsAdd: Bool.random(using: &rng)),
-            by: Self.owner, createdAt: 0, nonce: RoomID(bytes: (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) })!)
+            by: Self.owner, createdAt: 0,
+            nonce: RoomID(bytes: (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) })!)
         var h = History(root: root)
         h.all[root.hash] = root
         let people = [Self.owner] + Self.others
@@ -117,7 +118,9 @@ final class RoomResolverPropertyTests: XCTestCase {
             }
             // Signing from the past, mostly a removal or demotion of someone it outranked
             // there: what a removed or demoted admin would try.
-            let below = pastState.members.filter { (pastState.role(of: $0) ?? .owner) < (pastState.role(of: me) ?? .member) }
+            let below = pastState.members.filter {
+                (pastState.role(of: $0) ?? .owner) < (pastState.role(of: me) ?? .member)
+            }
             for _ in 0..<6 {  // a few tries at something that its author's view permits
                 var change = randomChange(pastState, actor: me, &rng)
                 if backdated, let victim = below.randomElement(using: &rng), Int.random(in: 0..<10, using: &rng) < 6 {

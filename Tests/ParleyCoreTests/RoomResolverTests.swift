@@ -427,7 +427,8 @@ final class RoomResolverTests: XCTestCase {
         let bobOut = try remove(bob, by: alice, after: out)
         let bobBack = try add(bob, by: alice, after: bobOut)
         let bobAccepts = try join(bob, after: bobBack)
-        let t = try assertOrderIndependent(root, [mj, promote, addBob, bobJoins, out, kick, bobOut, bobBack, bobAccepts])
+        let t = try assertOrderIndependent(
+            root, [mj, promote, addBob, bobJoins, out, kick, bobOut, bobBack, bobAccepts])
         XCTAssertEqual(t.rejected[kick.hash], .removedConcurrently)
         XCTAssertNil(t.rejected[bobAccepts.hash])
         XCTAssertEqual(t.joined, members(alice, bob))

@@ -25,10 +25,12 @@ public enum RoomOperationRejection: String, Sendable, Equatable {
     case noEffect
     /// An add to a room that already has `RoomLimits.maxMembers` members.
     case roomFull
-    /// A removal or demotion of its actor, concurrent with it and by someone who
-    /// outranked the actor, voids it ("removal sticks").
+    /// A valid removal or demotion of its actor (by someone who outranked it, or the
+    /// actor's own leaving or stepping down), concurrent with it, voids it ("removal
+    /// sticks").
     case removedConcurrently
-    /// An add of a key that a concurrent removal, by an equal or higher rank, took out.
+    /// An add of a key that a concurrent valid removal, by an equal or higher rank, took
+    /// out.
     case overruled
 }
 

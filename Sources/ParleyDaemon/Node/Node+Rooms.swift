@@ -54,8 +54,10 @@ extension Node {
                 changed.append(now)
                 log.info(
                     "room resolved again under the current rule",
-                    ["room": now.name, "id": now.id, "status": now.status.rawValue, "was": previous.status.rawValue,
-                     "joined": "\(now.joined.count)", "wasJoined": "\(previous.joined.count)"])
+                    [
+                        "room": now.name, "id": now.id, "status": now.status.rawValue, "was": previous.status.rawValue,
+                        "joined": "\(now.joined.count)", "wasJoined": "\(previous.joined.count)"
+                    ])
                 emit(.roomUpdated(now))
             } else {
                 try store.saveRoom(previous)  // unchanged: keep its time
