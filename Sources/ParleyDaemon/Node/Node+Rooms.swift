@@ -45,23 +45,18 @@ extension Node {
         var changed: [RoomRecord] = []
         for previous in try store.rooms() where previous.status != .retired {
             guard let id = RoomID(hex: previous.id), let state = try roomEntry(id).state else { continue }
-            try saveRoomState(state, previous: previous, deliveredBy: nil, now: nowMs)
-            guard var now = try store.room(id: previous.id) else { continue }
-            now.updatedAt = previous.updatedAt
-            if now != previous {
-                now.updatedAt = nowMs
-                try store.saveRoom(now)
-                changed.append(now)
-                log.info(
-                    "room resolved again under the current rule",
-                    [
-                        "room": now.name, "id": now.id, "status": now.status.rawValue, "was": previous.status.rawValue,
-                        "joined": "\(now.joined.count)", "wasJoined": "\(previous.joined.count)"
-                    ])
-                emit(.roomUpdated(now))
-            } else {
-                try store.saveRoom(previous)  // unchanged: keep its time
-            }
+            var now = roomRecord(state, previous: previous, deliveredBy: nil, now: previous.updatedAt)
+            guard now != previous else { continue }
+            now.updatedAt = nowMs
+            try store.saveRoom(now)
+            changed.append(now)
+            log.info(
+                "room resolved again under the current rule",
+                [
+                    "room": now.name, "id": now.id, "status": now.status.rawValue, "was": previous.status.rawValue,
+                    "joined": "\(now.joined.count)", "wasJoined": "\(previous.joined.count)"
+                ])
+            emit(.roomUpdated(now))
         }
         return changed
     }
@@ -247,17 +242,23 @@ extension Node {
         _ s: RoomState, previous: RoomRecord?, deliveredBy peer: IdentityPublicKey?,
         now: Int64
     ) throws(StoreError) {
+        try store.saveRoom(roomRecord(s, previous: previous, deliveredBy: peer, now: now))
+    }
+
+    /// What the store caches of a resolved room.
+    private func roomRecord(
+        _ s: RoomState, previous: RoomRecord?, deliveredBy peer: IdentityPublicKey?, now: Int64
+    ) -> RoomRecord {
         let status = status(in: s, previous: previous)
         let inviter = status == .invited ? (previous?.status == .invited ? previous?.inviter : peer?.hex) : nil
         var roles: [String: RoomRole] = [:]
         for (k, r) in s.roles { roles[k.hex] = r }
-        try store.saveRoom(
-            RoomRecord(
-                id: s.roomID.hex, root: s.root.hex, name: s.name, creator: s.creator.hex,
-                createdAt: Int64(clamping: s.createdAt), version: Int64(clamping: s.version),
-                members: s.members.map(\.hex), status: status, roles: roles,
-                joined: s.joined.map(\.hex), onlyAdminsAdd: s.policy.onlyAdminsAdd,
-                inviter: inviter, updatedAt: now))
+        return RoomRecord(
+            id: s.roomID.hex, root: s.root.hex, name: s.name, creator: s.creator.hex,
+            createdAt: Int64(clamping: s.createdAt), version: Int64(clamping: s.version),
+            members: s.members.map(\.hex), status: status, roles: roles,
+            joined: s.joined.map(\.hex), onlyAdminsAdd: s.policy.onlyAdminsAdd,
+            inviter: inviter, updatedAt: now)
     }
 
     /// Holds an operation whose parent has not arrived, in memory and bounded per peer
