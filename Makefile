@@ -66,10 +66,12 @@ build: deps
 # The Swift runtime and Foundation are linked into the binaries (--static-swift-stdlib),
 # so what `make install` or `make deb` installs runs on hosts without a Swift toolchain;
 # they need only Debian's C libraries (libsodium, avahi's dns_sd compat library, SQLite).
+# --disable-local-rpath: no RUNPATH ($ORIGIN) either; the binaries load nothing of their own.
+RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath
 release: deps
-	$(SWIFT) build -c release --static-swift-stdlib --product parleyd
-	$(SWIFT) build -c release --static-swift-stdlib --product parley
-	$(SWIFT) build -c release --static-swift-stdlib --product parley-mdns
+	$(SWIFT) build $(RELEASE_FLAGS) --product parleyd
+	$(SWIFT) build $(RELEASE_FLAGS) --product parley
+	$(SWIFT) build $(RELEASE_FLAGS) --product parley-mdns
 
 # Runs parleyd in the foreground with user-mode defaults (state in
 # $XDG_STATE_HOME/parley or ~/.local/state/parley). Extra flags: make run ARGS="--name alice".
