@@ -46,6 +46,19 @@ def _env() -> dict:
     return dict(os.environ, DEBHOST_DIR=str(_DIR))
 
 
+def reap_abandoned() -> None:
+    """Stops the hosts of test processes that died without tearing down (killed with
+    SIGKILL, or a CI timeout): their DEBHOST_DIR names a pid that no longer runs."""
+    for d in Path(tempfile.gettempdir()).glob("parley-debhost-*"):
+        pid = d.name.rsplit("-", 1)[-1]
+        if not pid.isdigit() or Path(f"/proc/{pid}").exists():
+            continue
+        env = dict(os.environ, DEBHOST_DIR=str(d))
+        for host in [h.name for h in d.iterdir() if h.is_dir()]:
+            subprocess.run([str(DEBHOST), "stop", host], env=env, capture_output=True, timeout=STOP_TIMEOUT)
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def unavailable_reason() -> Optional[str]:
     """Why booted hosts cannot run here, or None. Only "not root" is a reason to skip:
     a missing tool is a broken setup (scripts/install-deps.sh package installs them)."""
@@ -88,6 +101,7 @@ class DebHost:
 
     # --- lifecycle ---
     def boot(self) -> "DebHost":
+        reap_abandoned()
         args = [str(DEBHOST), "boot", self.name]
         if self.netns:
             args += ["--netns", self.netns]
