@@ -333,6 +333,9 @@ def test_upgrade_keeps_identity_and_messages(office, upgrade_deb):
     before = office.fingerprint(a, "alice")
     pid_before = a.check("systemctl", "show", "-p", "MainPID", "--value", "parleyd").strip()
     assert "hello from the package" in a.as_user("alice", "parley read bob-pc").stdout
+    # The admin's edit of the conffile (a value parleyd accepts: it restarts with it).
+    edit = 'log_level = "info"  # set by the admin\n'
+    a.sh(f"printf '%s' '{edit}' >> /etc/parley/parleyd.toml")
 
     a.install(upgrade_deb)
     assert a.check("dpkg-query", "-W", "-f=${Version}", "parley").endswith(UPGRADE_VERSION_SUFFIX)
@@ -341,6 +344,8 @@ def test_upgrade_keeps_identity_and_messages(office, upgrade_deb):
     assert a.check("systemctl", "show", "-p", "MainPID", "--value", "parleyd").strip() != pid_before, \
         "the upgrade restarts parleyd (the new binary runs)"
     assert office.fingerprint(a, "alice") == before, "the identity survives the upgrade"
+    assert a.check("cat", "/etc/parley/parleyd.toml").endswith(edit), "the admin's edit survives the upgrade"
+    assert a.sh("ls /etc/parley").stdout.split() == ["parleyd.toml"], "no .dpkg-new/.dpkg-dist left to merge"
     history = a.as_user("alice", "parley read bob-pc")
     assert "hello from the package" in history.stdout and "got it" in history.stdout, history.stdout
     # And the upgraded node still talks to the other one.
