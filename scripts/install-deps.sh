@@ -6,6 +6,8 @@
 #                                   # chromium + chromedriver + selenium for the web client's tests)
 #   scripts/install-deps.sh bench   # also the benchmark's references (ngircd, openssl) and
 #                                   # the LAN lab its row 8 runs in
+#   scripts/install-deps.sh package # `make deb` and the package's tests on booted Debian hosts
+#                                   # (Tests/system/test_package.py); `test` includes it
 set -euo pipefail
 want=${1:-build}
 
@@ -50,8 +52,15 @@ test_pkgs=(python3 python3-pytest python3-pytest-timeout python3-nacl "${lab_pkg
 # debug info valgrind 3.19 cannot read, and cc builds its sigsuspend shim (CallgrindBench.swift).
 bench_pkgs=(ngircd openssl python3 valgrind binutils gcc "${lab_pkgs[@]}")
 
+# `make deb` (dpkg-buildpackage, debhelper; lintian checks the result) and the booted hosts
+# the package is tested on (scripts/debhost: mmdebstrap builds a Debian 12 root,
+# systemd-container's systemd-nspawn boots it); readelf (binutils) checks that no binary
+# needs a Swift library.
+package_pkgs=(dpkg-dev debhelper lintian binutils mmdebstrap systemd-container util-linux)
+
 pkgs=("${build_pkgs[@]}")
-[ "$want" = test ] && pkgs+=("${test_pkgs[@]}")
+[ "$want" = test ] && pkgs+=("${test_pkgs[@]}" "${package_pkgs[@]}")
+[ "$want" = package ] && pkgs+=("${package_pkgs[@]}")
 [ "$want" = bench ] && pkgs+=("${bench_pkgs[@]}")
 
 missing=()

@@ -263,7 +263,7 @@ def test_follow_survives_a_daemon_restart_without_printing_peers_offline(cluster
 
 def test_small_cli_habits(cluster):
     p = subprocess.run([PARLEY, "--version"], capture_output=True, text=True)
-    assert p.returncode == 0 and p.stdout.strip() == "0.1.0"
+    assert p.returncode == 0 and p.stdout.strip() == "0.1.0 (protocol parley/1)"  # issue 27: and the protocol
     p = subprocess.run([PARLEY, "sned", "bob", "hi"], capture_output=True, text=True)
     assert p.returncode == 2 and "Did you mean `parley send`?" in p.stderr, p.stderr
     help_text = subprocess.run([PARLEY, "chat", "--help"], capture_output=True, text=True).stdout
