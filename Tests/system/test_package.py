@@ -43,6 +43,9 @@ OFFLINE_BUILD_TIMEOUT = 1800
 DISCOVERY_TIMEOUT = 90
 DELIVERY_TIMEOUT = 60
 UPGRADE_VERSION_SUFFIX = "+test1"
+# scripts/run-tests.sh gives each test 900 s (pytest-timeout); the first test of this module
+# also builds the package (MAKE_DEB_TIMEOUT) and the host root, so the module gets more.
+pytestmark = pytest.mark.timeout(MAKE_DEB_TIMEOUT + MAKE_DIST_TIMEOUT + OFFLINE_BUILD_TIMEOUT)
 
 SWIFT_LIBRARY = re.compile(r"lib(swift\w*|Foundation\w*|_Foundation\w*|FoundationEssentials|dispatch|BlocksRuntime"
                            r"|_FoundationICU|XCTest)\.so")
