@@ -11,7 +11,7 @@ BINDIR ?= $(PREFIX)/bin
 # /usr/local/lib, so these follow PREFIX for the two usual prefixes. With any other
 # PREFIX set them to /etc/systemd/system, /etc/sysusers.d and /etc/tmpfiles.d.
 UNITDIR ?= $(PREFIX)/lib/systemd/system
-# systemd user units (parley web, docs/WEB.md).
+# systemd user units (parley web, docs/WEB.md; parley notify, docs/NOTIFY.md).
 USERUNITDIR ?= $(PREFIX)/lib/systemd/user
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
@@ -29,11 +29,19 @@ PARLEY_BIN ?= $(RELEASE_BIN)/parley
 
 INSTALL ?= install
 
+# The release: ParleyVersion.string (what --version prints; debian/changelog agrees, which
+# the package build checks) and the Debian package's version and architecture.
+VERSION := $(shell sed -n 's/.*static let string = "\(.*\)".*/\1/p' Sources/ParleyControlProtocol/ParleyVersion.swift)
+DEB_VERSION ?= $(shell dpkg-parsechangelog -SVersion 2>/dev/null)
+DEB_ARCH ?= $(shell dpkg --print-architecture 2>/dev/null)
+DEB = dist/parley_$(DEB_VERSION)_$(DEB_ARCH).deb
+
 # Every file `make install` creates, so `make uninstall` removes exactly these.
 INSTALLED_BINS = $(DESTDIR)$(BINDIR)/parleyd $(DESTDIR)$(BINDIR)/parley $(DESTDIR)$(BINDIR)/parley-mdns
 INSTALLED_SYSTEMD = $(DESTDIR)$(UNITDIR)/parleyd.service \
 	$(DESTDIR)$(UNITDIR)/parleyd@.service \
 	$(DESTDIR)$(USERUNITDIR)/parley-web.service \
+	$(DESTDIR)$(USERUNITDIR)/parley-notify.service \
 	$(DESTDIR)$(SYSUSERSDIR)/parley.conf \
 	$(DESTDIR)$(TMPFILESDIR)/parley.conf
 INSTALLED_CONFIG = $(DESTDIR)$(SYSCONFDIR)/parley/parleyd.toml.example
@@ -44,7 +52,7 @@ INSTALLED_COMPLETIONS = $(DESTDIR)$(BASHCOMPDIR)/parley \
 
 .PHONY: all deps test-deps bench-deps bench bench-smoke build release run test unit-test system-test fuzz clean \
 	install install-bin install-systemd install-config install-man install-completions \
-	uninstall check-systemd
+	uninstall check-systemd deb dist package-deps
 
 all: build
 
@@ -57,8 +65,15 @@ test-deps:
 build: deps
 	$(SWIFT) build -c $(CONFIG)
 
+# The Swift runtime and Foundation are linked into the binaries (--static-swift-stdlib),
+# so what `make install` or `make deb` installs runs on hosts without a Swift toolchain;
+# they need only Debian's C libraries (libsodium, avahi's dns_sd compat library, SQLite).
+# --disable-local-rpath: no RUNPATH ($ORIGIN) either; the binaries load nothing of their own.
+RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath
 release: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE_FLAGS) --product parleyd
+	$(SWIFT) build $(RELEASE_FLAGS) --product parley
+	$(SWIFT) build $(RELEASE_FLAGS) --product parley-mdns
 
 # Runs parleyd in the foreground with user-mode defaults (state in
 # $XDG_STATE_HOME/parley or ~/.local/state/parley). Extra flags: make run ARGS="--name alice".
@@ -100,6 +115,26 @@ bench-smoke: deps
 	$(SWIFT) build -c $(CONFIG) --product parley-bench
 	./.build/$(CONFIG)/parley-bench --smoke --json bench-results.json
 
+# --- Packages (docs/INSTALL.md) --------------------------------------------------
+package-deps:
+	@scripts/install-deps.sh package
+
+# dist/parley_<version>_<arch>.deb: debian/rules runs `make release` and `make install`
+# into the package tree; debhelper adds the maintainer scripts. DEB_VERSION=... builds
+# the same package under another version (the upgrade test's 0.1.0+test1).
+deb: deps package-deps
+	mkdir -p dist
+	PARLEY_DEB_VERSION=$(DEB_VERSION) dpkg-buildpackage -b --no-sign --post-clean \
+	  --buildinfo-option=-udist --changes-option=-udist \
+	  --buildinfo-file=dist/parley_$(DEB_VERSION)_$(DEB_ARCH).buildinfo \
+	  --changes-file=dist/parley_$(DEB_VERSION)_$(DEB_ARCH).changes
+	@echo "built $(DEB)"
+
+# dist/parley-<version>.tar.gz: the sources and every Swift package they depend on
+# (vendor/), so that `make deb` or `make release` works on a machine without internet.
+dist:
+	scripts/make-dist.sh "$(VERSION)" dist
+
 # --- Installation --------------------------------------------------------------
 # `make release && sudo make install`: install never builds, so it does not need the
 # Swift toolchain on root's PATH and does not leave root-owned files in .build.
@@ -126,6 +161,9 @@ install-systemd:
 	sed 's|@BINDIR@|$(BINDIR)|g' systemd/parley-web.service.in > $(DESTDIR)$(USERUNITDIR)/parley-web.service.tmp
 	mv $(DESTDIR)$(USERUNITDIR)/parley-web.service.tmp $(DESTDIR)$(USERUNITDIR)/parley-web.service
 	chmod 0644 $(DESTDIR)$(USERUNITDIR)/parley-web.service
+	sed 's|@BINDIR@|$(BINDIR)|g' systemd/parley-notify.service.in > $(DESTDIR)$(USERUNITDIR)/parley-notify.service.tmp
+	mv $(DESTDIR)$(USERUNITDIR)/parley-notify.service.tmp $(DESTDIR)$(USERUNITDIR)/parley-notify.service
+	chmod 0644 $(DESTDIR)$(USERUNITDIR)/parley-notify.service
 
 # Only the example is installed: an administrator's parleyd.toml is never touched.
 install-config:

@@ -79,7 +79,7 @@ let package = Package(
         ]),
         // A hostile peer for the adversarial system tests (not installed).
         .executableTarget(name: "parley-adversary", dependencies: ["ParleyCore"]),
-        // `parley web`'s decisions (docs/WEB.md): tokens, Host/Origin/cookie checks, what a
+        // `parley web`'s decisions (docs/WEB.md): the sign-in, Host/Origin checks, what a
         // WebSocket message may do, headers; and the page's assets, compiled in
         // (WebAssets+Generated.swift, scripts/gen-web-assets.py). Pure: no NIO, no clock read.
         .target(name: "ParleyWebCore", dependencies: ["ParleyControlProtocol", "CSodium"], exclude: ["Assets"]),

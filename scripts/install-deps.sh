@@ -6,6 +6,8 @@
 #                                   # chromium + chromedriver + selenium for the web client's tests)
 #   scripts/install-deps.sh bench   # also the benchmark's references (ngircd, openssl) and
 #                                   # the LAN lab its row 8 runs in
+#   scripts/install-deps.sh package # `make deb` and the package's tests on booted Debian hosts
+#                                   # (Tests/system/test_package.py); `test` includes it
 set -euo pipefail
 want=${1:-build}
 
@@ -21,24 +23,54 @@ build_pkgs+=(libvips-tools bubblewrap)
 # nftables: the routed lab drops mDNS or a port on its router or a host (issue 19).
 lab_pkgs=(avahi-daemon avahi-utils libnss-mdns dbus iproute2 util-linux mount nftables)
 # The web client's browser tests (Tests/system/test_web.py): headless Chromium driven by
-# Debian's Selenium through chromedriver, all from Debian (no pip, no downloaded drivers).
-web_test_pkgs=(chromium chromium-driver python3-selenium)
-test_pkgs=(python3 python3-pytest python3-pytest-timeout python3-nacl "${lab_pkgs[@]}" tmux faketime sqlite3 "${web_test_pkgs[@]}")
+# Debian's Selenium through chromedriver, from Debian (no downloaded drivers); only axe-core
+# comes from PyPI (below).
+# fonts-noto-color-emoji: emoji in the page (and its screenshots) instead of empty boxes.
+web_test_pkgs=(chromium chromium-driver python3-selenium fonts-noto-color-emoji python3-pip)
+# axe-core, for test_web.py's accessibility audit: no Debian package carries it (`apt-cache
+# search axe` finds none), so the axe.min.js that PyPI's axe-playwright-python ships is used,
+# installed for Debian's python3 without its dependencies (only the file is read, and
+# injected into the page by Selenium; Playwright is not needed).
+pip_test_pkgs=("axe-playwright-python==0.1.8")
+pip_test_module=axe_playwright_python
+install_pip_test_pkgs() {
+  [ "$want" = test ] || return 0
+  /usr/bin/python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('$pip_test_module') is None)" \
+    2>/dev/null && return 0
+  echo "install-deps: installing from PyPI for /usr/bin/python3: ${pip_test_pkgs[*]}" >&2
+  local sudo=""
+  [ "$(id -u)" != 0 ] && sudo=sudo
+  $sudo /usr/bin/python3 -m pip install -q --no-deps --break-system-packages "${pip_test_pkgs[@]}"
+}
+# parley notify's test: a private session bus and a notification server written with python3-dbus.
+notify_test_pkgs=(dbus python3-dbus python3-gi)
+test_pkgs=(python3 python3-pytest python3-pytest-timeout python3-nacl "${lab_pkgs[@]}" tmux faketime sqlite3
+  "${web_test_pkgs[@]}" "${notify_test_pkgs[@]}")
 # The references `make bench` measures Parley against (docs/BENCHMARKS.md); row 8 runs in
 # the lab, driven by scripts/bench-discovery.py.
 # valgrind counts instructions per message (rows 3i, 4i); objcopy (binutils) strips the DWARF 5
 # debug info valgrind 3.19 cannot read, and cc builds its sigsuspend shim (CallgrindBench.swift).
 bench_pkgs=(ngircd openssl python3 valgrind binutils gcc "${lab_pkgs[@]}")
 
+# `make deb` (dpkg-buildpackage, debhelper; lintian checks the result) and the booted hosts
+# the package is tested on (scripts/debhost: mmdebstrap builds a Debian 12 root,
+# systemd-container's systemd-nspawn boots it); readelf (binutils) checks that no binary
+# needs a Swift library.
+package_pkgs=(dpkg-dev debhelper lintian binutils mmdebstrap systemd-container util-linux)
+
 pkgs=("${build_pkgs[@]}")
-[ "$want" = test ] && pkgs+=("${test_pkgs[@]}")
+[ "$want" = test ] && pkgs+=("${test_pkgs[@]}" "${package_pkgs[@]}")
+[ "$want" = package ] && pkgs+=("${package_pkgs[@]}")
 [ "$want" = bench ] && pkgs+=("${bench_pkgs[@]}")
 
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+  install_pip_test_pkgs
+  exit 0
+fi
 
 echo "install-deps: installing missing Debian packages: ${missing[*]}" >&2
 SUDO=""
@@ -57,3 +89,4 @@ trap '[ "$created_policy" = yes ] && $SUDO rm -f "$policy"' EXIT
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq || true
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_pip_test_pkgs

@@ -1,4 +1,5 @@
 import ParleyControlProtocol
+import ParleyCore
 
 /// Checks on single option values, shared by the config file (which reports the line)
 /// and by `validate()` (which also covers values that came from flags). Each returns a
@@ -10,6 +11,9 @@ extension DaemonConfiguration {
         if name.unicodeScalars.contains(where: TextEscaping.isInvisibleControl) {
             return "must not contain control characters"
         }
+        // Others could not tell "bob " from "bob" (issue 29): no blank at either end, no
+        // run of them, no invisible character.
+        if let problem = BlankCharacters.problem(inOwnName: name) { return problem }
         return nil
     }
 

@@ -88,7 +88,7 @@ public struct MessageRefusedEvent: ControlEventParams {
     public var id: String
     /// Recipient's fingerprint.
     public var to: String
-    /// `peerQuota`, `nodeQuota`, `diskFull` or `unknown`.
+    /// `peerQuota`, `nodeQuota`, `diskFull`, `strangersShare` or `unknown`.
     public var reason: String
     /// What the user is told, e.g. "the recipient's disk is nearly full".
     public var text: String

@@ -39,6 +39,7 @@ public enum ControlMethod {
     public static let filesThumbnail = "files.thumbnail"
     public static let filesOpen = "files.open"
     public static let doctorReport = "doctor.report"
+    public static let doctorPeer = "doctor.peer"
 
     /// Every method, for dispatch tables and tests.
     public static let all: [String] = [
@@ -48,7 +49,7 @@ public enum ControlMethod {
         trustUnblock, trustForget, nodeRotateKey, roomsList, roomsCreate, roomsAdd, roomsRemove, roomsLeave,
         roomsAccept, roomsDecline, roomsSetRole, roomsRename, roomsSetPolicy,
         messagesForget, messagesReply, messagesEdit, messagesDelete, messagesReact, nodeSetStatus,
-        filesSend, filesList, filesAccept, filesReject, filesCancel, doctorReport, filesThumbnail,
+        filesSend, filesList, filesAccept, filesReject, filesCancel, doctorReport, filesThumbnail, doctorPeer,
         filesOpen
     ]
 }

@@ -54,15 +54,77 @@ public struct DoctorDialBack: Codable, Sendable, Hashable {
         case refused
         /// No answer in time.
         case timeout
-        /// No connected peer understands the probe (or none is connected).
+        /// No connected peer the person verified understands the probe (or none is
+        /// connected): strangers are not asked.
         case noPeer
     }
-    /// The peer asked (its name), nil with `noPeer`.
+    /// The peer asked (its name), nil with `noPeer`. Only a peer the person verified is
+    /// asked: its answer becomes advice.
     public var peer: String?
+    /// The asked peer's fingerprint, so the answer says whose it is (nil with `noPeer`).
+    public var fingerprint: String?
     public var outcome: Outcome
 
-    public init(peer: String?, outcome: Outcome) {
+    public init(peer: String?, fingerprint: String? = nil, outcome: Outcome) {
         self.peer = peer
+        self.fingerprint = fingerprint
         self.outcome = outcome
+    }
+}
+
+/// `doctor.peer`: what the daemon knows about reaching one peer, for `parley doctor PEER`
+/// (docs/CONTROL.md): the peer, whether its mDNS advertisement is seen, the addresses it
+/// is dialled at and how the dialling goes. Read only: nothing is dialled for it.
+public struct DoctorPeerParams: ControlCallParams {
+    public typealias ResultType = DoctorPeerResult
+    public static let method = ControlMethod.doctorPeer
+    public static let fieldNames = ["peer"]
+    /// Display name, nickname or fingerprint prefix, as for `messages.send`.
+    public var peer: String
+
+    public init(peer: String) { self.peer = peer }
+
+    public func validate() throws(JSONRPCError) { try ParamCheck.peerSelector(peer, field: "peer") }
+}
+
+public struct DoctorPeerResult: Codable, Sendable, Hashable {
+    public var peer: PeerInfo
+    /// This node's mDNS state (an advertisement can only be seen with `on`).
+    public var mdns: MDNSState
+    /// An mDNS advertisement of this peer is currently known (claiming its fingerprint, or
+    /// proved by a session).
+    public var advertised: Bool
+    /// How the daemon dials the peer: one entry per way it knows (advertisement,
+    /// configuration, remembered from earlier sessions). Empty: no address is known.
+    public var dialing: [DoctorDialTarget]
+
+    public init(peer: PeerInfo, mdns: MDNSState, advertised: Bool, dialing: [DoctorDialTarget]) {
+        self.peer = peer
+        self.mdns = mdns
+        self.advertised = advertised
+        self.dialing = dialing
+    }
+}
+
+public struct DoctorDialTarget: Codable, Sendable, Hashable {
+    /// `discovered` (mDNS), `configured` (`peers` in the configuration, `--peer`,
+    /// `parley connect`) or `remembered` (where earlier sessions reached it).
+    public var source: String
+    /// `host:port` candidates, tried in turn.
+    public var addresses: [String]
+    /// Dial attempts that failed since the last session (0 while none failed).
+    public var failures: Int
+    /// A connection attempt is under way.
+    public var connecting: Bool
+    /// The advertisement claimed this peer's fingerprint but its handshake proved another
+    /// key: not dialled again until it changes.
+    public var spoofed: Bool
+
+    public init(source: String, addresses: [String], failures: Int, connecting: Bool, spoofed: Bool) {
+        self.source = source
+        self.addresses = addresses
+        self.failures = failures
+        self.connecting = connecting
+        self.spoofed = spoofed
     }
 }

@@ -40,10 +40,18 @@ public struct MessagesSendResult: Codable, Sendable, Hashable {
     /// is already on its way (sent, not yet acknowledged), otherwise it waits in the outbox
     /// because the peer is offline. Absent for room messages.
     public var peerOnline: Bool?
+    /// Room messages only: how many other joined members the message goes to, and how many
+    /// of them had a session up when it was stored (those have it on its way already).
+    public var roomRecipients: Int?
+    public var roomRecipientsOnline: Int?
 
-    public init(message: MessageInfo, peerOnline: Bool? = nil) {
+    public init(
+        message: MessageInfo, peerOnline: Bool? = nil, roomRecipients: Int? = nil, roomRecipientsOnline: Int? = nil
+    ) {
         self.message = message
         self.peerOnline = peerOnline
+        self.roomRecipients = roomRecipients
+        self.roomRecipientsOnline = roomRecipientsOnline
     }
 }
 

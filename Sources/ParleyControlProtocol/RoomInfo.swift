@@ -35,6 +35,9 @@ public struct RoomInfo: Codable, Sendable, Hashable {
     public var role: String?
     /// Fingerprint of the peer that delivered the invitation (status `invited`).
     public var invitedBy: String?
+    /// That peer's display name (your nickname for it, else the name it chose), for showing
+    /// beside `invitedBy`: a name alone proves nothing.
+    public var invitedByName: String?
     /// Only admins and owners may add members.
     public var onlyAdminsAdd: Bool
     public var creator: String
@@ -51,8 +54,10 @@ public struct RoomInfo: Codable, Sendable, Hashable {
     public init(
         id: String, name: String, members: [RoomMemberInfo], member: Bool, creator: String,
         creatorName: String, createdAt: Int, version: Int, queued: Int, unread: Int = 0,
-        status: String? = nil, role: String? = nil, invitedBy: String? = nil, onlyAdminsAdd: Bool = false
+        status: String? = nil, role: String? = nil, invitedBy: String? = nil, onlyAdminsAdd: Bool = false,
+        invitedByName: String? = nil
     ) {
+        self.invitedByName = invitedByName
         self.status = status ?? (member ? "joined" : "left")
         self.role = role
         self.invitedBy = invitedBy
@@ -70,11 +75,11 @@ public struct RoomInfo: Codable, Sendable, Hashable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, name, members, member, status, role, invitedBy, onlyAdminsAdd, creator, creatorName, createdAt
-        case version, queued, unread
+        case id, name, members, member, status, role, invitedBy, invitedByName, onlyAdminsAdd, creator, creatorName
+        case createdAt, version, queued, unread
     }
 
-    /// Every field always present: `role` and `invitedBy` are `null`, not absent, when nil
+    /// Every field always present: `role`, `invitedBy` and `invitedByName` are `null`, not absent, when nil
     /// (docs/CONTROL.md: "Optional fields of results are always present"; a removed
     /// member's room has no role).
     public func encode(to encoder: Encoder) throws {
@@ -86,6 +91,7 @@ public struct RoomInfo: Codable, Sendable, Hashable {
         try c.encode(status, forKey: .status)
         try c.encode(role, forKey: .role)  // null, not absent, when nil
         try c.encode(invitedBy, forKey: .invitedBy)  // null, not absent, when nil
+        try c.encode(invitedByName, forKey: .invitedByName)  // null, not absent, when nil
         try c.encode(onlyAdminsAdd, forKey: .onlyAdminsAdd)
         try c.encode(creator, forKey: .creator)
         try c.encode(creatorName, forKey: .creatorName)

@@ -34,6 +34,24 @@ extension Store {
         }
     }
 
+    /// Messages and body bytes stored from all strangers together: senders the user has
+    /// not verified and never wrote a direct message to (the receive quota's strangers,
+    /// whose class has a bounded share; issue 29, M2).
+    public func incomingUsageFromStrangers() throws(StoreError) -> (messages: Int, bytes: Int) {
+        try read { db in
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT count(*), coalesce(sum(length(b.body)), 0) FROM message m
+                    JOIN message_body b ON b.row_id = m.row_id
+                    WHERE m.direction = 'incoming'
+                      AND NOT EXISTS (SELECT 1 FROM peer p WHERE p.identity = m.peer AND p.trust = 'verified')
+                      AND NOT EXISTS (SELECT 1 FROM message o WHERE o.peer = m.peer AND o.direction = 'outgoing')
+                    """)
+            return (row?[0] ?? 0, row?[1] ?? 0)
+        }
+    }
+
     /// Whether the user ever wrote `peer` a direct message (kept now): the receive quota's
     /// correspondent, whom a fresh key cannot become on its own.
     public func hasWritten(to peer: String) throws(StoreError) -> Bool {

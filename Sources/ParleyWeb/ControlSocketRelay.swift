@@ -8,11 +8,12 @@ import ParleyWebCore
 /// One WebSocket's relay to the daemon: its own connection to the control socket, requests
 /// from the page checked by `WebRelay` and written as lines, every line the daemon sends
 /// (answers and notifications) passed to the page as one text message. Either side closing
-/// ends both.
+/// ends both. It starts only after the page signed in (`WebSocketSignIn`), on the same
+/// stream of messages.
 struct ControlSocketRelay {
     let controlSocketPath: String
 
-    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
+    func run(messages: PageMessages, outbound: WebSocketOutboundWriter) async {
         let daemon: NIOAsyncChannel<ByteBuffer, ByteBuffer>
         do {
             daemon = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -40,7 +41,6 @@ struct ControlSocketRelay {
                     }
                     group.addTask {
                         var rate = WebRateLimit(now: WebClock.now())
-                        var messages = inbound.messages(maxSize: WebLimits.maxWebSocketMessageBytes).makeAsyncIterator()
                         while let message = try await messages.next() {
                             let bytes: [UInt8]
                             switch message {
@@ -66,4 +66,17 @@ struct ControlSocketRelay {
             try? await outbound.close(.unexpectedServerError, reason: "connection to parleyd ended")
         }
     }
+}
+
+/// The page's WebSocket messages, read first by the sign-in and then by the relay. A class
+/// so the one iterator can be handed from one child task to the next; never read by two at
+/// once (the sign-in has ended, or been cancelled and awaited, before the relay starts).
+final class PageMessages: @unchecked Sendable {
+    private var iterator: WebSocketInboundMessageStream.AsyncIterator
+
+    init(_ inbound: WebSocketInboundStream) {
+        iterator = inbound.messages(maxSize: WebLimits.maxWebSocketMessageBytes).makeAsyncIterator()
+    }
+
+    func next() async throws -> WebSocketMessage? { try await iterator.next() }
 }

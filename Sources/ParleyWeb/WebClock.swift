@@ -1,5 +1,5 @@
 /// Seconds on a monotonic clock since this process started: the time the pure parts
-/// (`WebSessions`, `WebRateLimit`) are given. Wall-clock jumps do not lengthen a token's life.
+/// (`WebRateLimit`) are given.
 enum WebClock {
     private static let start = ContinuousClock.now
 

@@ -9,18 +9,23 @@ import ParleyWebCore
 /// Why `parley web` could not start, with what to do.
 public enum WebLaunchError: Error, CustomStringConvertible {
     case portInUse(Int)
+    case alreadyRunning(signInFile: String)
 
     public var description: String {
         switch self {
         case .portInUse(let port):
             return
-                "port \(port) on 127.0.0.1 is in use (another parley web?): pick another with --port, or leave it out for any free port"
+                "port \(port) on 127.0.0.1 is in use (another parley web, or another program): pick another with --port, or leave it out for any free port"
+        case .alreadyRunning(let file):
+            return
+                "your parley web is already running: open file://\(file) in your browser to sign in (or stop it first: systemctl --user stop parley-web)"
         }
     }
 }
 
-/// `parley web` from start to Ctrl-C: serve, write the open file, print the link, start the
-/// browser on the open file, keep the open file's token fresh.
+/// `parley web` from start to Ctrl-C: claim the sign-in file (removing a stale one before
+/// anything else, so it survives no failed start), serve, write the sign-in file, print
+/// the link, start the browser on the sign-in file.
 public enum WebLauncher {
     public struct Options: Sendable {
         public var port: Int
@@ -36,10 +41,17 @@ public enum WebLauncher {
         }
     }
 
-    /// How often the open file's token is checked: a used token is replaced within this.
-    static let openFileCheckInterval = Duration.milliseconds(200)
-
     public static func run(_ options: Options, say: @escaping @Sendable (String) -> Void) async throws {
+        if let chosen = options.openFilePath { try WebOpenFile.checkParentNotShared(chosen) }
+        let file = WebOpenFile(
+            path: try options.openFilePath
+                ?? WebOpenFile.defaultPath(environment: ProcessInfo.processInfo.environment))
+        // Held while this runs; a sign-in file found without its lock held is an earlier
+        // run's, which died: removed now, before binding, so a failed start (the port taken
+        // by someone else) never leaves it pointing at a server that is not ours.
+        guard let claim = WebOpenFile.Claim(file) else { throw WebLaunchError.alreadyRunning(signInFile: file.path) }
+        defer { claim.release() }
+        file.remove()
         let server = WebServer(options: .init(port: options.port, controlSocketPath: options.controlSocketPath))
         let (ready, readyContinuation) = AsyncStream.makeStream(of: Int.self)
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -58,35 +70,14 @@ public enum WebLauncher {
                 try await group.next()
                 return
             }
-            let file = WebOpenFile(
-                path: try options.openFilePath
-                    ?? WebOpenFile.defaultPath(port: port, environment: ProcessInfo.processInfo.environment))
-            var openToken = server.issueLaunchToken()
-            try file.write(url: server.loginURL(openToken))
-            let printed = server.issueLaunchToken()
+            defer { file.remove() }
+            try file.write(port: port, secret: server.key.secret)
             say("Parley web is running at http://127.0.0.1:\(port)/ (Ctrl-C stops it).")
-            say("Sign in: \(server.loginURL(printed))")
-            say(
-                "  That link works once, for \(WebLimits.launchTokenLifetimeSeconds / 60) minutes. For a new one at any time, open"
-            )
+            say("Sign in: \(server.signInURL())")
+            say("  The link signs a tab in while this parley web runs: keep it to yourself. It is also in")
             say("  file://\(file.path)")
             if options.openBrowser { openBrowser(file: file.path, say: say) }
-            group.addTask {
-                // Replace the open file's token once it is used, or when half its life is
-                // gone, so the file always signs in.
-                var issuedAt = ContinuousClock.now
-                let refreshAfter = Duration.seconds(WebLimits.launchTokenLifetimeSeconds / 2)
-                defer { file.remove() }
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: openFileCheckInterval)
-                    if !server.isUsable(openToken) || ContinuousClock.now - issuedAt > refreshAfter {
-                        openToken = server.issueLaunchToken()
-                        issuedAt = ContinuousClock.now
-                        try? file.write(url: server.loginURL(openToken))
-                    }
-                }
-            }
-            // The server ends on SIGINT/SIGTERM; then the open file goes too.
+            // The server ends on SIGINT/SIGTERM; then the sign-in file goes too.
             try await group.next()
             group.cancelAll()
         }

@@ -9,7 +9,7 @@ import ParleyControlProtocol
 import ParleyWebCore
 
 /// `parley web`'s HTTP and WebSocket server on 127.0.0.1: the driver of the pure decisions
-/// (`WebRequestGuard`, `WebSessions`, `WebRelay`). It holds no state of the chat: every
+/// (`WebRequestGuard`, `WebAuthHandshake`, `WebRelay`). It holds no state of the chat: every
 /// WebSocket is relayed to its own connection to the daemon's control socket
 /// (`ControlSocketRelay`), with the person's own permissions, so the daemon's attack surface
 /// is what it was. docs/WEB.md describes the threats and the answers.
@@ -26,12 +26,15 @@ public final class WebServer: Sendable {
     }
 
     struct State: Sendable {
-        var sessions = WebSessions()
         var port = 0
         var openWebSockets = 0
+        var signingInWebSockets = 0
     }
 
     let options: Options
+    /// This run's secret: made here, kept in memory only, given to the person in the
+    /// sign-in link's fragment (docs/WEB.md "Signing in").
+    let key = WebSignInKey.random()
     let state = NIOLockedValueBox(State())
     /// Where uploads are staged, or why uploads cannot work (chat still does).
     let staging: Result<WebUploadStaging, WebUploadError>
@@ -44,19 +47,10 @@ public final class WebServer: Sendable {
         }
     }
 
-    /// A new one-time launch token (for a URL to print or to open).
-    public func issueLaunchToken() -> WebSecret {
-        state.withLockedValue { $0.sessions.issueLaunchToken(now: WebClock.now()) }
-    }
-
-    /// Whether `token` can still be used to sign in.
-    public func isUsable(_ token: WebSecret) -> Bool {
-        state.withLockedValue { $0.sessions.isUsable(token, now: WebClock.now()) }
-    }
-
-    /// The login URL carrying `token`.
-    public func loginURL(_ token: WebSecret) -> String {
-        "http://127.0.0.1:\(state.withLockedValue { $0.port })\(WebRequestGuard.loginPath)?token=\(token.text)"
+    /// The sign-in link: the page's address with the secret in the fragment
+    /// (`#k=SECRET`), which the browser keeps to itself.
+    public func signInURL() -> String {
+        "http://127.0.0.1:\(state.withLockedValue { $0.port })/#k=\(key.secret.text)"
     }
 
     /// Serves until SIGINT or SIGTERM. `onReady` runs once the port is bound, with it.
@@ -108,42 +102,29 @@ public final class WebServer: Sendable {
             origin: head.headerFields[.origin].map { Substring($0) },
             fetchSite: head.headerFields[Self.secFetchSite].map { Substring($0) },
             fetchMode: head.headerFields[Self.secFetchMode].map { Substring($0) },
-            cookieHeader: head.headerFields[values: .cookie].isEmpty
-                ? nil : Substring(head.headerFields[values: .cookie].joined(separator: "; ")),
+            authHeader: head.headerFields[Self.parleyAuth].map { Substring($0) },
             isWebSocketUpgrade: isUpgrade)
     }
 
     static let secFetchSite = HTTPField.Name("Sec-Fetch-Site")!
     static let secFetchMode = HTTPField.Name("Sec-Fetch-Mode")!
+    static let parleyAuth = HTTPField.Name(WebRequestGuard.authHeaderName)!
 
     func decide(_ facts: WebRequestFacts) -> WebRequestDecision {
-        state.withLockedValue { state in
-            WebRequestGuard.decide(facts, port: state.port, isSession: { state.sessions.isSession($0) })
-        }
+        let port = state.withLockedValue { $0.port }
+        return WebRequestGuard.decide(facts, port: port, isUploadKey: key.isUploadKey)
     }
 
     func respond(to request: Request) async -> Response {
         switch decide(facts(request.head, isUpgrade: false)) {
         case .upload(let query):
             return await upload(request, query: query)
-        case .redeem(let token):
-            guard let session = state.withLockedValue({ $0.sessions.redeem(launchToken: token, now: WebClock.now()) })
-            else { return refusal(.linkUsedOrExpired) }
-            // A page that moves on to `/` by itself rather than a redirect: a redirect would
-            // keep the sign-in's initiator (the terminal or the open file, another site to
-            // the browser), and a SameSite=Strict cookie is not sent on such a navigation.
-            // The meta refresh starts from this page, our own origin.
-            var headers = Self.baseHeaders()
-            headers[.contentType] = "text/html; charset=utf-8"
-            headers[.setCookie] = WebCookie.setCookieValue(for: session)
-            return Response(
-                status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: Self.signedInPage)))
         case .serve(let asset):
             var headers = Self.baseHeaders()
             headers[.contentType] = asset.contentType
             let body = request.method == .head ? ByteBuffer() : ByteBuffer(bytes: asset.bytes)
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: body))
-        case .upgrade:
+        case .upgrade, .probe:
             // An upgrade the guard allowed reaches HTTP only when `shouldUpgrade` refused
             // it for the WebSocket limit.
             return refusal(.tooManyWebSockets)
@@ -219,13 +200,6 @@ public final class WebServer: Sendable {
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
     }
 
-    static let signedInPage = """
-        <!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=/">\
-        <link rel="icon" href="/icon.svg" type="image/svg+xml">\
-        <title>Parley</title><p>Signed in. <a href="/">Open Parley</a></p>
-
-        """
-
     func refusal(_ why: WebRefusal) -> Response {
         var headers = Self.baseHeaders()
         headers[.contentType] = "text/plain; charset=utf-8"
@@ -248,17 +222,38 @@ public final class WebServer: Sendable {
         WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>
     > {
         let isUpgrade = head.headerFields[.upgrade]?.lowercased() == "websocket"
-        guard case .upgrade = decide(facts(head, isUpgrade: isUpgrade)) else { return .dontUpgrade }
+        let probeOnly: Bool
+        switch decide(facts(head, isUpgrade: isUpgrade)) {
+        case .upgrade: probeOnly = false
+        case .probe: probeOnly = true
+        default: return .dontUpgrade
+        }
+        guard let origin = head.headerFields[.origin].map({ Substring($0) }) else { return .dontUpgrade }
+        // Sockets still signing in hold no daemon connection and are counted apart.
         let admitted = state.withLockedValue { state -> Bool in
-            guard state.openWebSockets < WebLimits.maxWebSockets else { return false }
-            state.openWebSockets += 1
+            guard state.signingInWebSockets < WebLimits.maxSigningInWebSockets else { return false }
+            state.signingInWebSockets += 1
             return true
         }
         guard admitted else { return .dontUpgrade }
         let path = options.controlSocketPath
+        let key = key
         return .upgrade(Self.baseHeaders()) { [self] inbound, outbound, _ in
+            let messages = PageMessages(inbound)
+            let signedIn = await WebSocketSignIn.run(
+                key: key, origin: origin, probeOnly: probeOnly, messages: messages, outbound: outbound
+            ) {
+                // Signed in: take one of the daemon connections, or refuse.
+                self.state.withLockedValue { state -> WebRefusal? in
+                    guard state.openWebSockets < WebLimits.maxWebSockets else { return .tooManyWebSockets }
+                    state.openWebSockets += 1
+                    return nil
+                }
+            }
+            state.withLockedValue { $0.signingInWebSockets -= 1 }
+            guard signedIn else { return }
             defer { state.withLockedValue { $0.openWebSockets -= 1 } }
-            await ControlSocketRelay(controlSocketPath: path).run(inbound: inbound, outbound: outbound)
+            await ControlSocketRelay(controlSocketPath: path).run(messages: messages, outbound: outbound)
         }
     }
 }

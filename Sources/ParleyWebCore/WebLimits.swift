@@ -23,21 +23,25 @@ public enum WebLimits {
     /// connection, and the daemon allows 64 clients in all (`ControlLimits.maxClients`).
     public static let maxWebSockets = 8
 
-    /// A launch token (in the printed URL or the redirect file) must be used within this
-    /// time, once: it bounds how long a token that leaked (shell history, a screen share) is
-    /// worth anything.
-    public static let launchTokenLifetimeSeconds = 600
+    /// WebSockets still signing in (`WebAuthHandshake`) at once. They hold no daemon
+    /// connection yet (that is opened after the sign-in), so they are counted apart from
+    /// `maxWebSockets`: a process on loopback opening sockets it cannot sign in cannot take
+    /// the person's tabs' places.
+    public static let maxSigningInWebSockets = 16
 
-    /// Browser sessions (cookies) kept at once; the oldest is dropped beyond that. Only a
-    /// launch token creates one, so this only bounds memory.
-    public static let maxSessions = 16
+    /// A WebSocket that has not signed in within this time is closed: the page's handshake
+    /// takes two round trips on loopback.
+    public static let signInTimeoutSeconds = 10
+
+    /// One sign-in handshake message: a label and two 64-digit hex values.
+    public static let maxAuthMessageBytes = 512
 
     /// An HTTP connection that sends or receives nothing for this long is closed, so a
     /// local process cannot hold connections open for free. (WebSockets are kept alive by
     /// pings instead.)
     public static let httpIdleTimeoutSeconds: Int64 = 30
 
-    /// Request headers, all together: the page's requests carry one cookie and a few short
+    /// Request headers, all together: the page's requests carry one key and a few short
     /// headers; the library's default (80 KiB) is far more than they need.
     public static let maxRequestHeaderBytes = 16 * 1024
 
@@ -85,7 +89,7 @@ public enum WebLimits {
     public static let maxUploadNameBytes = 200
 
     /// The caption sent with an upload. It travels percent-encoded in the request's URL,
-    /// which must fit `maxRequestHeaderBytes` with the cookie; 1 KiB is a long caption (the
+    /// which must fit `maxRequestHeaderBytes` with the other headers; 1 KiB is a long caption (the
     /// daemon would take 4 KiB, `parley send --attach` can send those).
     public static let maxUploadCaptionBytes = 1_024
 

@@ -2,6 +2,12 @@
 /// alone (pure; `WebServer` is the driver). The order of the checks is the order of the
 /// threats: a request for another host (DNS rebinding) or from another site is refused
 /// before anything else is looked at, then the credential.
+///
+/// There is no cookie (docs/WEB.md "Signing in"): cookies are not separated by port, so
+/// another local user's loopback server could collect one and replay it. The page's files
+/// are public (they are in the `parley` binary) and served without a credential; the
+/// WebSocket signs in with its first messages (`WebAuthHandshake`), an upload with the
+/// `X-Parley-Auth` header (`WebSignInKey.uploadKey`).
 public struct WebRequestFacts: Sendable {
     public var method: String
     public var path: Substring
@@ -11,12 +17,13 @@ public struct WebRequestFacts: Sendable {
     public var fetchSite: Substring?
     /// `Sec-Fetch-Mode`: `navigate` for a page the person opens.
     public var fetchMode: Substring?
-    public var cookieHeader: Substring?
+    /// `X-Parley-Auth`: the upload key (`WebSignInKey.uploadKey`).
+    public var authHeader: Substring?
     public var isWebSocketUpgrade: Bool
 
     public init(
         method: String, path: Substring, query: Substring? = nil, host: Substring?, origin: Substring? = nil,
-        fetchSite: Substring? = nil, fetchMode: Substring? = nil, cookieHeader: Substring? = nil,
+        fetchSite: Substring? = nil, fetchMode: Substring? = nil, authHeader: Substring? = nil,
         isWebSocketUpgrade: Bool = false
     ) {
         self.method = method
@@ -26,18 +33,19 @@ public struct WebRequestFacts: Sendable {
         self.origin = origin
         self.fetchSite = fetchSite
         self.fetchMode = fetchMode
-        self.cookieHeader = cookieHeader
+        self.authHeader = authHeader
         self.isWebSocketUpgrade = isWebSocketUpgrade
     }
 }
 
 public enum WebRequestDecision: Sendable, Equatable {
-    /// `GET /login?token=…`: exchange the launch token for a session cookie.
-    case redeem(token: Substring)
     /// Serve this asset.
     case serve(WebAsset)
     /// Upgrade to the WebSocket relay.
     case upgrade
+    /// Upgrade a WebSocket from the sign-in file (`file://`, so `Origin: null`): it may only
+    /// ask the server to prove itself (`WebAuthHandshake` in probe mode), never sign in.
+    case probe
     /// `POST /upload?…`: stage the body and offer it (`WebUploadRequest`, `WebUploadStaging`).
     case upload(query: Substring?)
     case refuse(WebRefusal)
@@ -48,7 +56,6 @@ public enum WebRefusal: Sendable, Equatable {
     case wrongHost
     case crossSite
     case notSignedIn
-    case linkUsedOrExpired
     case methodNotAllowed
     case notFound
     case tooManyWebSockets
@@ -56,7 +63,7 @@ public enum WebRefusal: Sendable, Equatable {
     public var status: Int {
         switch self {
         case .wrongHost: return 421
-        case .crossSite, .notSignedIn, .linkUsedOrExpired: return 403
+        case .crossSite, .notSignedIn: return 403
         case .methodNotAllowed: return 405
         case .notFound: return 404
         case .tooManyWebSockets: return 503
@@ -71,10 +78,7 @@ public enum WebRefusal: Sendable, Equatable {
             return "Refused: the request came from another site."
         case .notSignedIn:
             return
-                "Not signed in. Open the URL that `parley web` printed (each link works once; run `parley web` again for a new one)."
-        case .linkUsedOrExpired:
-            return
-                "This link was already used or has expired (each works once, for 10 minutes). Run `parley web` again for a new one."
+                "Not signed in. Open the sign-in link that `parley web` printed, or its sign-in file ($XDG_RUNTIME_DIR/parley/web.html)."
         case .methodNotAllowed:
             return
                 "Only GET is served here (and POST to /upload from the page); everything else goes over the page's WebSocket."
@@ -87,21 +91,30 @@ public enum WebRefusal: Sendable, Equatable {
 }
 
 public enum WebRequestGuard {
-    public static let loginPath = "/login"
     public static let webSocketPath = "/ws"
     public static let uploadPath = "/upload"
+    /// The header an upload's key travels in.
+    public static let authHeaderName = "X-Parley-Auth"
 
-    /// Decides. `isSession` says whether a cookie value is a live session.
+    /// Decides. `isUploadKey` says whether an `X-Parley-Auth` value is this run's upload key.
     public static func decide(
-        _ request: WebRequestFacts, port: Int, isSession: (Substring) -> Bool
+        _ request: WebRequestFacts, port: Int, isUploadKey: (Substring) -> Bool
     ) -> WebRequestDecision {
         guard WebOriginCheck.isAllowedHost(request.host, port: port) else { return .refuse(.wrongHost) }
+        // The sign-in file checks the server before it sends the browser there. A page from
+        // a file has the origin "null" (as has a sandboxed frame of any site): it gets the
+        // server's proof for "null" and nothing else, which is worth nothing to anyone who
+        // does not hold this port, and no one else can while this server runs.
+        if request.path == Substring(webSocketPath), request.isWebSocketUpgrade, request.method == "GET",
+            request.origin == "null"
+        {
+            return .probe
+        }
         // An Origin from elsewhere, or a fetch another site started, is refused on every path.
         if let origin = request.origin, !WebOriginCheck.isAllowedOrigin(origin, port: port) {
             return .refuse(.crossSite)
         }
-        // GET and HEAD only, but for the upload: nothing else here changes state over HTTP
-        // (the login only swaps a one-time token for a cookie in this process's memory).
+        // GET and HEAD only, but for the upload: nothing else here changes state over HTTP.
         let isUpload = request.path == Substring(uploadPath)
         if isUpload {
             guard request.method == "POST" else { return .refuse(.methodNotAllowed) }
@@ -109,50 +122,35 @@ public enum WebRequestGuard {
             guard request.method == "GET" || request.method == "HEAD" else { return .refuse(.methodNotAllowed) }
         }
 
-        if request.path == Substring(loginPath) {
-            // The sign-in link is opened from outside: the terminal, or the open file
-            // (file:// is another site to the browser). So a top-level navigation from
-            // elsewhere is taken here, but no fetch, frame or image: only the token's
-            // secrecy matters, and a page that knew a token could only sign the browser in
-            // to the person's own chat.
-            guard request.fetchMode == nil || request.fetchMode == "navigate" else { return .refuse(.crossSite) }
-            guard let token = queryValue("token", in: request.query) else { return .refuse(.linkUsedOrExpired) }
-            return .redeem(token: token)
+        // The page itself is opened from outside: the printed link (the terminal) or the
+        // sign-in file (file:// is another site to the browser). A top-level navigation to
+        // it is served whatever started it: it is public, carries no credential (the secret
+        // is in the fragment, which the browser keeps), and cannot be framed
+        // (`frame-ancestors 'none'`). Everything else must come from our own page.
+        let isPage = request.path == "/" || request.path == "/index.html"
+        let isNavigation = request.fetchMode == nil || request.fetchMode == "navigate"
+        if !(isPage && isNavigation) {
+            guard WebOriginCheck.isAllowedFetchSite(request.fetchSite) else { return .refuse(.crossSite) }
         }
-        guard WebOriginCheck.isAllowedFetchSite(request.fetchSite) else { return .refuse(.crossSite) }
-
-        let signedIn =
-            request.cookieHeader.map { header in
-                WebCookie.sessionValues(inCookieHeader: header).contains(where: isSession)
-            } ?? false
-        guard signedIn else { return .refuse(.notSignedIn) }
 
         if isUpload {
-            // A POST is what another site's form can make a browser send (with no cookie,
-            // thanks to SameSite=Strict, but the Origin check does not rely on that): the
-            // page's own fetch always carries our Origin, so a missing one is refused too.
+            // A POST is what another site's form can make a browser send: the page's own
+            // request always carries our Origin, so a missing one is refused too; and the
+            // key, which only a page that signed in holds (a custom header, so another
+            // site could not send it without a CORS preflight, which is refused).
             guard request.origin != nil else { return .refuse(.crossSite) }
+            guard let key = request.authHeader, isUploadKey(key) else { return .refuse(.notSignedIn) }
             return .upload(query: request.query)
         }
         if request.path == Substring(webSocketPath) {
             // A WebSocket must say where it comes from: browsers always send Origin on an
-            // upgrade, so a missing one is not a browser of ours.
+            // upgrade, so a missing one is not a browser of ours. It signs in with its first
+            // messages (`WebAuthHandshake`) before anything is relayed.
             guard request.isWebSocketUpgrade else { return .refuse(.notFound) }
             guard request.origin != nil else { return .refuse(.crossSite) }
             return .upgrade
         }
         guard let asset = WebAssets.asset(forPath: request.path) else { return .refuse(.notFound) }
         return .serve(asset)
-    }
-
-    /// The value of `name` in a query string (`a=1&token=…`); no percent-decoding (a token
-    /// is hex).
-    static func queryValue(_ name: String, in query: Substring?) -> Substring? {
-        guard let query else { return nil }
-        for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            if parts.count == 2, parts[0] == Substring(name) { return parts[1] }
-        }
-        return nil
     }
 }

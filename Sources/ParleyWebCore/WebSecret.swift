@@ -1,11 +1,11 @@
 import CSodium
 
-/// A 256-bit random secret from libsodium, written as 64 lower-case hex digits: the launch
-/// tokens in URLs and the session cookie. Compared in constant time, so a guesser on
-/// loopback learns nothing from response times.
+/// A 256-bit random secret from libsodium, written as 64 lower-case hex digits: the sign-in
+/// secret (`WebSignInKey`) and the nonces of the sign-in handshake. Compared in constant
+/// time, so a guesser on loopback learns nothing from response times.
 public struct WebSecret: Sendable, Hashable, CustomStringConvertible {
     public static let byteCount = 32
-    /// The secret's text form (what goes into a URL or a cookie).
+    /// The secret's text form (what goes into the sign-in link's fragment).
     public let text: String
 
     /// A fresh secret from `randombytes_buf`.
@@ -13,7 +13,18 @@ public struct WebSecret: Sendable, Hashable, CustomStringConvertible {
         WebSodium.ensureInitialised()
         var bytes = [UInt8](repeating: 0, count: byteCount)
         randombytes_buf(&bytes, byteCount)
-        return WebSecret(text: bytes.map { hexDigits[Int($0 >> 4)] + hexDigits[Int($0 & 0x0f)] }.joined())
+        return WebSecret(text: hex(bytes))
+    }
+
+    /// Lower-case hex of `bytes`.
+    public static func hex(_ bytes: [UInt8]) -> String {
+        bytes.map { hexDigits[Int($0 >> 4)] + hexDigits[Int($0 & 0x0f)] }.joined()
+    }
+
+    /// The secret's bytes (its text is checked hex, so every pair decodes).
+    public var bytes: [UInt8] {
+        let digits = Array(text.utf8).map { $0 <= 0x39 ? $0 - 0x30 : $0 - 0x61 + 10 }
+        return stride(from: 0, to: digits.count, by: 2).map { digits[$0] << 4 | digits[$0 + 1] }
     }
 
     /// Builds a secret from its text; nil unless exactly 64 lower-case hex digits.

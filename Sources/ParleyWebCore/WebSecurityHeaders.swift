@@ -5,8 +5,8 @@
 ///   only from here or `data:` (avatars, previews); `frame-ancestors 'none'` stops
 ///   clickjacking; `form-action` and `base-uri` close the remaining HTML-injection routes;
 /// - `nosniff` so nothing is read as a type it was not served as; `no-referrer` so the
-///   URL (which held the launch token) is never sent anywhere; `no-store` so no cache keeps
-///   a page or a message.
+///   page's address is never sent anywhere (a Referer never carries the fragment, where
+///   the sign-in secret is, anyway); `no-store` so no cache keeps a page or a message.
 public enum WebSecurityHeaders {
     public static let contentSecurityPolicy =
         "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "

@@ -43,6 +43,9 @@ let usage = """
                                       (remove the creator, promote itself, add a key of
                                       its own, join as that key) and a room message
                               backdate  remove every other member with parents = the root
+                              remove-behind ROOM FINGERPRINT  remove that member with
+                                      parents = the operation that added it (issue 29 H2:
+                                      a demoted admin signing from before the member joined)
                               squat   a create whose nonce is ROOM's id, naming the target
                               junk N  N operations in ROOM with random parents
                               reverse N  N valid adds in a chain, sent children first

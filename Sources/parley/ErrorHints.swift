@@ -79,7 +79,8 @@ enum ErrorHints {
             }
             return lines.joined(separator: "\n")
         case .messageNotFound:
-            return "Run `parley read --ids \(who)` to see message ids; any 8 or more of their first digits will do."
+            return
+                "Run `parley read --ids \(peer.map { ShellQuoting.word(Terminal.line($0)) } ?? "PEER")` to see message ids; any 8 or more of their first digits will do."
         case .connectFailed:
             return "Check the address and that parleyd runs there (`parley status` on that machine shows its "
                 + "listen addresses), then run `parley connect` again."

@@ -21,7 +21,9 @@ struct ExportCommand: ParsableCommand {
 
     @OptionGroup var options: ConnectionOptions
 
-    @Argument(help: "Only the conversation with this peer (display name or fingerprint prefix), or #ROOM.")
+    @Argument(
+        help: "Only the conversation with this peer (display name or fingerprint prefix), or #ROOM.",
+        completion: PeerCompletion.peersAndRooms)
     var peer: String?
 
     @Option(name: .long, help: "json (one object per line) or text (a transcript). Default: text, or json with --json.")

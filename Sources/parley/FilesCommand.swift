@@ -214,8 +214,9 @@ struct GetCommand: ParsableCommand {
                     throw ControlClientError.protocolViolation("files.open answered without exactly one descriptor")
                 }
                 do {
-                    done.path = try ReceivedFileWriter.write(
-                        from: fd, size: opened.size, name: opened.transfer.name, to: target)
+                    let name = FileMove.targetName(
+                        offered: opened.transfer.name, saved: opened.transfer.path ?? opened.transfer.name)
+                    done.path = try ReceivedFileWriter.write(from: fd, size: opened.size, name: name, to: target)
                 } catch {
                     Console.err("parley: \(error)")
                     throw ExitCode(CLIExitCode.daemonError)
@@ -306,8 +307,19 @@ final class ProgressBar {
     func finish() { if drawn { FileHandle.standardError.write(Data("\n".utf8)) } }
 }
 
-/// Splitting a file name for "name (1).ext".
+/// `--to DIR`: the file is written into DIR under the name it was offered with (not the
+/// name it got in the daemon's directory, which is `big50 (1).bin` when a `big50.bin` was
+/// already there), never replacing a file in DIR ("name (1).ext").
 enum FileMove {
+    /// The offered name (the daemon already sanitised it) when it is a plain file name,
+    /// else the saved file's own name.
+    static func targetName(offered: String, saved: String) -> String {
+        let plain =
+            !offered.isEmpty && offered != "." && offered != ".." && !offered.contains("/")
+            && !offered.utf8.contains(0)
+        return plain ? offered : (saved as NSString).lastPathComponent
+    }
+
     static func split(_ name: String) -> (String, String) {
         guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return (name, "") }
         return (String(name[..<dot]), String(name[dot...]))

@@ -12,7 +12,8 @@ struct ForgetMessagesCommand: ParsableCommand {
             or the disk, is full. `parley export PEER` first keeps a copy.
             """)
     @OptionGroup var options: ConnectionOptions
-    @Argument(help: "The peer (nickname, name or fingerprint prefix).") var peer: String
+    @Argument(help: "The peer (nickname, name or fingerprint prefix).", completion: PeerCompletion.peers) var peer:
+        String
     func validate() throws { try validateForCommandLine(MessagesForgetParams(peer: peer)) }
     func run() throws {
         try Session.run(options, peer: peer) { client in

@@ -28,11 +28,24 @@ extension HumanFormat {
         switch room.status {
         case "joined": return roomMembers(room)
         case "invited":
-            let by = room.invitedBy.map { " by \($0.prefix(9))" } ?? ""
-            return "invited\(by): `parley room accept #\(Terminal.line(room.name))` or decline"
+            return
+                "invited\(invitedBy(room)): `parley room accept \(ShellQuoting.room(Terminal.line(room.name)))` or decline"
         case "retired": return "(protocol-1 room, history only: create it again)"
         default: return "(you left or were removed)"
         }
+    }
+
+    /// ` by alice (pkhh-45sk)`: who delivered the invitation, by name (a label the inviter
+    /// chose or your nickname for it) and fingerprint prefix (who it really is); empty when
+    /// unknown.
+    static func invitedBy(_ room: RoomInfo) -> String {
+        guard let fingerprint = room.invitedBy else { return "" }
+        let short = Terminal.line(String(fingerprint.prefix(9)))
+        guard let name = room.invitedByName, !name.isEmpty, name != String(fingerprint.prefix(9)) else {
+            return " by \(short)"
+        }
+        if name.contains(String(fingerprint.prefix(9))) { return " by \(Terminal.line(name))" }
+        return " by \(Terminal.line(name)) (\(short))"
     }
 
     /// The `parley follow` lines for a `room.updated` event.
@@ -40,7 +53,10 @@ extension HumanFormat {
         let name = "#" + Terminal.line(room.name)
         switch room.status {
         case "invited":
-            return ["[\(time)] \(name): you are invited (\(roomMembers(room))); `parley room accept \(name)` to join"]
+            return [
+                "[\(time)] \(name): you are invited\(invitedBy(room)) (\(roomMembers(room))); "
+                    + "`parley room accept \(ShellQuoting.room(Terminal.line(room.name)))` to join"
+            ]
         case "joined":
             return ["[\(time)] \(name) members: \(roomMembers(room)) (version \(room.version))"]
         default:

@@ -135,10 +135,38 @@ enum HumanFormat {
                 "  earlier key: \(Terminal.line(k.fingerprint)) (\(Terminal.line(k.name)), last seen \(time(k.lastSeen)))"
             )
         }
-        lines.append(
-            "If the safety number matches the one on their device: parley trust verify \(Terminal.line(p.fingerprint)) "
-                + "--fingerprint \(Terminal.line(p.fingerprint))")
+        lines.append(contentsOf: verifyAdvice(peerFingerprint: p.fingerprint))
         return lines
+    }
+
+    /// A short fingerprint (two groups, 40 bits: one group alone is cheap to grind for a
+    /// look-alike key) for showing beside a name.
+    static func shortFingerprint(_ fingerprint: String) -> String {
+        fingerprint.split(separator: "-").prefix(2).joined(separator: "-")
+    }
+
+    /// A peer's name as a label where two names could be confused (issue 29: "bob " and
+    /// "bob" look the same): with a short fingerprint unless the person verified the key.
+    static func label(_ name: String, fingerprint: String, verified: Bool) -> String {
+        verified ? Terminal.line(name) : "\(Terminal.line(name)) (\(Terminal.line(shortFingerprint(fingerprint))))"
+    }
+
+    static func label(_ peer: PeerInfo) -> String {
+        label(peer.label, fingerprint: peer.fingerprint, verified: peer.trust == .verified)
+    }
+
+    /// How to verify a key, safe to follow (issue 29, L1): the fingerprint must be typed as
+    /// read from the other device's own screen, so the command shows a placeholder, never
+    /// this key's fingerprint (copying it from here would verify whatever key we were shown).
+    /// The peer is named by a short prefix, not the whole fingerprint.
+    static func verifyAdvice(peerFingerprint: String) -> [String] {
+        let prefix = Terminal.line(String(peerFingerprint.prefix(9)))
+        return [
+            "To verify: on the other device, run `parley whoami` (or open its Verify panel) and read its fingerprint",
+            "  from THAT screen (in person, or over a call you trust); then type what you read:",
+            "    parley trust verify \(prefix) --fingerprint <THE FINGERPRINT SHOWN ON THEIR SCREEN>",
+            "  Do not copy it from this screen: it shows the key this node was given, which is what you are checking."
+        ]
     }
 
     /// Left-aligned columns separated by two spaces (the last column is not padded).

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ParleyControlProtocol
+import ParleyCore
 
 /// `parley`: the command-line client of parleyd's control socket.
 struct ParleyCommand: ParsableCommand {
@@ -14,7 +15,7 @@ struct ParleyCommand: ParsableCommand {
             errors to stderr as {"error":{...}}. Exit status: 0 success, 1 error from the \
             daemon, 2 usage error, 3 cannot connect to parleyd. See docs/CONTROL.md.
             """,
-        version: ParleyVersion.string,
+        version: ProtocolVersion.versionText(package: ParleyVersion.string),
         subcommands: [
             StatusCommand.self, WhoamiCommand.self, PeersCommand.self, SendCommand.self,
             ReadCommand.self, FollowCommand.self, ConnectCommand.self, TrustCommand.self,
@@ -23,7 +24,7 @@ struct ParleyCommand: ParsableCommand {
             SearchCommand.self,
             ReplyCommand.self, EditCommand.self, DeleteCommand.self, ReactCommand.self, PresenceCommand.self,
             FilesCommand.self, GetCommand.self,
-            DoctorCommand.self, WebCommand.self
+            DoctorCommand.self, WebCommand.self, NotifyCommand.self
         ])
 
     /// `parley sned`: the message for a subcommand that does not exist, with the closest

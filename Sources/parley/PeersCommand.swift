@@ -10,7 +10,34 @@ struct PeersCommand: ParsableCommand {
     /// Widest name shown in the table; longer names are cut with "…" (JSON has them whole).
     static let maxNameColumn = 24
 
+    /// Widest status line shown ("in a meeting until 3"); longer ones are cut with "…".
+    static let maxPresenceColumn = 40
+
     @OptionGroup var options: ConnectionOptions
+
+    /// The table: one row per peer under a header; the PRESENCE column (the status line an
+    /// online peer set with `parley presence`) only when some peer has one.
+    static func rows(_ peers: [PeerInfo]) -> [[String]] {
+        let withPresence = peers.contains { $0.online && !($0.status ?? "").isEmpty }
+        var rows = [["NAME", "FINGERPRINT", "STATUS", "TRUST", "QUEUED", "UNREAD"] + (withPresence ? ["PRESENCE"] : [])]
+        for peer in peers {
+            let clash = peer.nameClash == nil ? "" : " ⚠"
+            var row = [
+                HumanFormat.truncated(Terminal.line(peer.label), to: maxNameColumn) + clash,
+                Terminal.line(peer.fingerprint),
+                peer.online ? "online" : "offline",
+                HumanFormat.trust(peer.trust),
+                String(peer.queued),
+                String(peer.unread)
+            ]
+            if withPresence {
+                let presence = peer.online ? (peer.status ?? "") : ""
+                row.append(HumanFormat.truncated(Terminal.line(presence), to: maxPresenceColumn))
+            }
+            rows.append(row)
+        }
+        return rows
+    }
 
     func run() throws {
         try Session.run(options) { client in
@@ -22,18 +49,7 @@ struct PeersCommand: ParsableCommand {
                         + "otherwise run `parley connect HOST:PORT`.")
                 return
             }
-            var rows = [["NAME", "FINGERPRINT", "STATUS", "TRUST", "QUEUED", "UNREAD"]]
-            for peer in list.peers {
-                let clash = peer.nameClash == nil ? "" : " ⚠"
-                rows.append([
-                    HumanFormat.truncated(Terminal.line(peer.label), to: Self.maxNameColumn) + clash,
-                    Terminal.line(peer.fingerprint),
-                    peer.online ? "online" : "offline",
-                    HumanFormat.trust(peer.trust),
-                    String(peer.queued),
-                    String(peer.unread)
-                ])
-            }
+            let rows = Self.rows(list.peers)
             HumanFormat.table(rows).forEach(Console.out)
             let clashing = list.peers.filter { $0.nameClash != nil }
             if !clashing.isEmpty {

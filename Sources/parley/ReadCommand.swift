@@ -14,7 +14,9 @@ struct ReadCommand: ParsableCommand {
 
     @OptionGroup var options: ConnectionOptions
 
-    @Argument(help: "Only messages with this peer (display name or fingerprint prefix), or in #ROOM.")
+    @Argument(
+        help: "Only messages with this peer (display name or fingerprint prefix), or in #ROOM.",
+        completion: PeerCompletion.peersAndRooms)
     var peer: String?
 
     @Option(name: .long, help: ArgumentHelp("How many messages, 1-1000. Default 50.", valueName: "n"))
@@ -35,6 +37,17 @@ struct ReadCommand: ParsableCommand {
     @Flag(name: .long, help: "Show each message's id (its first 8 digits), for parley reply/edit/delete/react.")
     var ids = false
 
+    /// Which transfers go with the page: the peer's or the room's, as the daemon resolves
+    /// the selector (one extra call), or all without one.
+    func scope(_ client: ControlClient) throws(ControlClientError) -> TranscriptAttachments.Scope {
+        guard let peer else { return .everything }
+        if peer.hasPrefix("#") {
+            let rooms = try client.call(RoomsListParams()).rooms
+            return ConversationLookup.findRoom(peer, in: rooms).map { .room(id: $0.id) } ?? .room(id: "")
+        }
+        return .peer(fingerprint: try client.call(TrustShowParams(peer: peer)).peer.fingerprint)
+    }
+
     var params: MessagesListParams { MessagesListParams(peer: peer, after: after, before: before, limit: limit) }
 
     func validate() throws { try validateForCommandLine(params) }
@@ -51,10 +64,13 @@ struct ReadCommand: ParsableCommand {
                 }
             }
             if options.json { return Console.json(page) }
-            if page.messages.isEmpty { Console.out("No messages.") }
-            page.messages.map { HumanFormat.message($0, showID: ids) }.forEach(Console.out)
+            let listed = (try? client.call(FilesListParams(limit: TranscriptAttachments.transfersRead)).transfers) ?? []
+            let lines = TranscriptAttachments.lines(
+                page: page, transfers: Array(listed.reversed()), scope: try scope(client), showID: ids)
+            if lines.isEmpty { Console.out("No messages.") }
+            lines.forEach(Console.out)
             var command = "parley read"
-            if let peer { command += " \(Terminal.line(peer))" }
+            if let peer { command += " \(ShellQuoting.word(Terminal.line(peer)))" }
             if let limit { command += " --limit \(limit)" }
             if let older = page.olderCursor, !params.pagesForward {
                 Console.err("More: \(command) --before \(older)")

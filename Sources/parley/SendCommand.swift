@@ -24,7 +24,9 @@ struct SendCommand: ParsableCommand {
 
     @OptionGroup var options: ConnectionOptions
 
-    @Argument(help: "Recipient: display name or fingerprint prefix (at least 4 characters), or #ROOM.")
+    @Argument(
+        help: "Recipient: display name or fingerprint prefix (at least 4 characters), or #ROOM.",
+        completion: PeerCompletion.peersAndRooms)
     var peer: String
 
     @Argument(help: "The message text (quote it); `-` reads it from standard input.")
@@ -70,45 +72,13 @@ struct SendCommand: ParsableCommand {
     }
 
     func run() throws {
-        if !attach.isEmpty {
-            // Every file is opened (as you) before anything is sent, the text included:
-            // one file that cannot be sent and nothing goes.
-            let opened: OpenedFiles
-            do { opened = try OpenedFiles.open(attach) } catch {
-                Console.err("parley: \(error)")
-                throw ExitCode(CLIExitCode.usage)
-            }
-            if text != nil || file != nil {
-                do { try sendText() } catch {
-                    opened.close()
-                    throw error
-                }
-            }
-            return try sendFiles(opened)
-        }
-        try sendText()
+        if !attach.isEmpty { return try sendWithAttachments() }
+        try sendText(resolveBody())
     }
 
-    /// `--attach`: one `files.send` with every file's descriptor (one transfer per file and
-    /// recipient, all or none), then with `--wait` the progress until every transfer ended.
-    func sendFiles(_ opened: OpenedFiles) throws {
-        var transfers: [FileTransferInfo] = []
-        try Session.run(options, peer: peer, callTimeout: .seconds(600)) { client in
-            let r = try opened.send(client, to: peer)
-            transfers = r.transfers
-            if !options.json && !wait {
-                for t in r.transfers { Console.out("→ offered " + FileLines.summary(t)) }
-            }
-            if wait {
-                transfers = try FileWait.untilFinal(client, transfers, progress: !options.json && isatty(1) == 1)
-            }
-        }
-        if options.json { return Console.json(FilesSendResult(transfers: transfers)) }
-        if wait { for t in transfers { Console.out(FileLines.summary(t)) } }
-        if wait && transfers.contains(where: { $0.state != "completed" }) { throw ExitCode(CLIExitCode.daemonError) }
-    }
-
-    func sendText() throws {
+    /// The message text from the argument, standard input or `--file`; a usage error
+    /// (nothing sent) when it cannot be read or is not a valid message.
+    func resolveBody() throws -> MessagesSendParams {
         let body: String
         do {
             body = try MessageText.resolve(argument: text, file: file)
@@ -121,35 +91,123 @@ struct SendCommand: ParsableCommand {
             Console.err("parley: \(error.message)")
             throw ExitCode(CLIExitCode.usage)
         }
+        return params
+    }
+
+    /// `--attach`: all of it goes or none of it does. Every file is checked (exists, a
+    /// regular file; a typo gets a suggestion) and opened here, with your rights, and the
+    /// text read, before anything is sent; then one `files.send` passes every file's
+    /// descriptor (issue 28: the daemon never opens a path) and the daemon offers all of them
+    /// or none; the text goes last, so if it is refused the offers are cancelled. With
+    /// `--wait`, the progress until every transfer ended.
+    func sendWithAttachments() throws {
+        let cwd = FileManager.default.currentDirectoryPath
+        let paths = attach.map { $0.hasPrefix("/") ? $0 : (cwd as NSString).appendingPathComponent($0) }
+        let problems = AttachmentCheck.problems(paths)
+        guard problems.isEmpty else {
+            for problem in problems { Console.err("parley: cannot attach \(problem)") }
+            Console.err("Nothing was sent (neither the text nor any file). Fix the path and send again.")
+            throw ExitCode(CLIExitCode.usage)
+        }
+        let opened: OpenedFiles
+        do { opened = try OpenedFiles.open(paths) } catch {
+            Console.err("parley: \(error)")
+            Console.err("Nothing was sent (neither the text nor any file). Fix the path and send again.")
+            throw ExitCode(CLIExitCode.usage)
+        }
+        let textParams: MessagesSendParams?
+        do { textParams = (text != nil || file != nil) ? try resolveBody() : nil } catch {
+            opened.close()
+            throw error
+        }
+        var transfers: [FileTransferInfo] = []
+        try Session.run(options, peer: peer, callTimeout: .seconds(600)) { client in
+            do {
+                transfers = try opened.send(client, to: peer).transfers
+            } catch let error as ControlClientError {
+                Console.err("parley: nothing was sent: " + withdrawnNote(0))
+                throw error
+            }
+            let offered = transfers.map(\.id)
+            if let textParams {
+                do {
+                    try sendText(textParams, client: client)
+                } catch let error as ControlClientError {
+                    withdraw(offered, client)
+                    Console.err("parley: nothing was sent: " + withdrawnNote(offered.count))
+                    throw error
+                }
+            }
+            if !options.json && !wait {
+                for t in transfers { Console.out("→ offered " + FileLines.summary(t)) }
+            }
+            if wait {
+                transfers = try FileWait.untilFinal(client, transfers, progress: !options.json && isatty(1) == 1)
+            }
+        }
+        if options.json { return Console.json(FilesSendResult(transfers: transfers)) }
+        if wait { for t in transfers { Console.out(FileLines.summary(t)) } }
+        if wait && transfers.contains(where: { $0.state != "completed" }) { throw ExitCode(CLIExitCode.daemonError) }
+    }
+
+    /// Cancels the offers made so far, best effort (the connection may be the problem).
+    private func withdraw(_ ids: [String], _ client: ControlClient) {
+        for id in ids { _ = try? client.call(FilesCancelParams(id: id)) }
+    }
+
+    private func withdrawnNote(_ count: Int) -> String {
+        count == 0
+            ? "the text and files stay unsent"
+            : "the \(HumanFormat.count(count, "file offer")) already made were cancelled and the text stays unsent"
+    }
+
+    func sendText(_ params: MessagesSendParams) throws {
         let callTimeout =
             params.effectiveWait
             ? .milliseconds(params.effectiveTimeoutMs) + Self.answerMargin
             : ControlClient.defaultCallTimeout
         try Session.run(options, peer: peer, callTimeout: callTimeout) { client in
-            let result = try client.call(params)
-            let message = result.message
-            if options.json { return Console.json(result) }
-            let who = Terminal.line(message.toName)
-            if let room = message.room {
-                let name = "#" + Terminal.line(room.name)
-                Console.out(
-                    message.state == .delivered
-                        ? "✓ delivered to every member of \(name)"
-                        : "… queued for \(name); each member gets it when it is online (id \(Terminal.line(message.id)))"
-                )
-            } else if message.state == .delivered {
-                Console.out("✓ delivered to \(who)")
-            } else if result.peerOnline == true {
-                Console.out(
-                    "→ sent to \(who) (id \(Terminal.line(message.id))); ✓ follows when \(who) acknowledges it "
-                        + "(--wait waits for that)")
-            } else if result.peerOnline == false {
-                Console.out(
-                    "… queued because \(who) is offline; it is delivered when \(who) comes online "
-                        + "(id \(Terminal.line(message.id)))")
-            } else {
-                Console.out("… queued for \(who) (id \(Terminal.line(message.id)))")
-            }
+            try sendText(params, client: client)
         }
+    }
+
+    /// One `messages.send` on an open connection, and what became of it.
+    func sendText(_ params: MessagesSendParams, client: ControlClient) throws {
+        let result = try client.call(params)
+        if options.json { return Console.json(result) }
+        Console.out(Self.outcome(result))
+    }
+
+    /// `→ sent to bob …`, `… queued because bob is offline …`, `→ sent to 2 of 3 members
+    /// of #lab …`: what the daemon reported about a stored message.
+    static func outcome(_ result: MessagesSendResult) -> String {
+        let message = result.message
+        let who = Terminal.line(message.toName)
+        let id = Terminal.line(message.id)
+        if let room = message.room {
+            let name = "#" + Terminal.line(room.name)
+            if message.state == .delivered { return "✓ delivered to every member of \(name)" }
+            guard let all = result.roomRecipients, let online = result.roomRecipientsOnline else {
+                return "… queued for \(name); each member gets it when it is online (id \(id))"
+            }
+            if all == 0 { return "… kept in \(name): no other member has joined yet (id \(id))" }
+            if online == all {
+                return "→ sent to every member of \(name) (\(HumanFormat.count(all, "member")), all online); "
+                    + "✓ follows when they acknowledge it (id \(id))"
+            }
+            if online == 0 {
+                return "… queued for \(name): no member is online; each gets it when it comes online (id \(id))"
+            }
+            return "→ sent to the \(online) of \(all) members of \(name) online now; the others get it when "
+                + "they come online (id \(id))"
+        }
+        if message.state == .delivered { return "✓ delivered to \(who)" }
+        if result.peerOnline == true {
+            return "→ sent to \(who) (id \(id)); ✓ follows when \(who) acknowledges it (--wait waits for that)"
+        }
+        if result.peerOnline == false {
+            return "… queued because \(who) is offline; it is delivered when \(who) comes online (id \(id))"
+        }
+        return "… queued for \(who) (id \(id))"
     }
 }

@@ -28,7 +28,7 @@ struct TrustVerifyCommand: ParsableCommand {
 
     @OptionGroup var options: ConnectionOptions
 
-    @Argument(help: "The peer (nickname, name or fingerprint prefix).")
+    @Argument(help: "The peer (nickname, name or fingerprint prefix).", completion: PeerCompletion.peers)
     var peer: String
 
     @Option(
@@ -56,7 +56,7 @@ struct TrustShowCommand: ParsableCommand {
 
     @OptionGroup var options: ConnectionOptions
 
-    @Argument(help: "The peer (nickname, name or fingerprint prefix).")
+    @Argument(help: "The peer (nickname, name or fingerprint prefix).", completion: PeerCompletion.peers)
     var peer: String
 
     func validate() throws { try validateForCommandLine(TrustShowParams(peer: peer)) }
@@ -83,7 +83,9 @@ struct TrustReplaceCommand: ParsableCommand {
 
     @OptionGroup var options: ConnectionOptions
 
-    @Argument(help: "The contact whose key is replaced (nickname, name or fingerprint prefix of the OLD key).")
+    @Argument(
+        help: "The contact whose key is replaced (nickname, name or fingerprint prefix of the OLD key).",
+        completion: PeerCompletion.peers)
     var peer: String
 
     @Option(
@@ -129,7 +131,7 @@ struct TrustAcceptCommand: ParsableCommand, OnePeerTrustAction {
     static let configuration = CommandConfiguration(
         commandName: "accept", abstract: "Accept a new key held for your approval (policy new_identities = \"hold\").")
     @OptionGroup var options: ConnectionOptions
-    @Argument(help: "The held peer (fingerprint prefix).") var peer: String
+    @Argument(help: "The held peer (fingerprint prefix).", completion: PeerCompletion.peers) var peer: String
     static func params(_ peer: String) -> TrustAcceptParams { TrustAcceptParams(peer: peer) }
     static func done(_ p: PeerInfo) -> String {
         "✓ accepted \(Terminal.line(p.label)) (\(Terminal.line(p.fingerprint))); it can connect now"
@@ -142,7 +144,8 @@ struct TrustBlockCommand: ParsableCommand, OnePeerTrustAction {
     static let configuration = CommandConfiguration(
         commandName: "block", abstract: "Block a key: no session, nothing sent to it, nothing stored from it.")
     @OptionGroup var options: ConnectionOptions
-    @Argument(help: "The peer (nickname, name or fingerprint prefix).") var peer: String
+    @Argument(help: "The peer (nickname, name or fingerprint prefix).", completion: PeerCompletion.peers) var peer:
+        String
     static func params(_ peer: String) -> TrustBlockParams { TrustBlockParams(peer: peer) }
     static func done(_ p: PeerInfo) -> String {
         "blocked \(Terminal.line(p.label)) (\(Terminal.line(p.fingerprint))); `parley trust unblock \(Terminal.line(p.fingerprint))` to undo"
@@ -155,7 +158,7 @@ struct TrustUnblockCommand: ParsableCommand, OnePeerTrustAction {
     static let configuration = CommandConfiguration(
         commandName: "unblock", abstract: "Unblock a key (it is pinned again, not verified).")
     @OptionGroup var options: ConnectionOptions
-    @Argument(help: "The peer (fingerprint prefix).") var peer: String
+    @Argument(help: "The peer (fingerprint prefix).", completion: PeerCompletion.peers) var peer: String
     static func params(_ peer: String) -> TrustUnblockParams { TrustUnblockParams(peer: peer) }
     static func done(_ p: PeerInfo) -> String {
         "unblocked \(Terminal.line(p.label)) (\(Terminal.line(p.fingerprint)))"
@@ -170,7 +173,7 @@ struct TrustForgetCommand: ParsableCommand {
         abstract: "Forget a key's pin, trust and nickname (its message history stays); its next contact is a first one."
     )
     @OptionGroup var options: ConnectionOptions
-    @Argument(help: "The peer (fingerprint prefix).") var peer: String
+    @Argument(help: "The peer (fingerprint prefix).", completion: PeerCompletion.peers) var peer: String
     func validate() throws { try validateForCommandLine(TrustForgetParams(peer: peer)) }
     func run() throws {
         try Session.run(options, peer: peer) { client in
@@ -186,7 +189,8 @@ struct TrustNicknameCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "nickname", abstract: "Give a peer your own name for it (omit NAME to remove it).")
     @OptionGroup var options: ConnectionOptions
-    @Argument(help: "The peer (nickname, name or fingerprint prefix).") var peer: String
+    @Argument(help: "The peer (nickname, name or fingerprint prefix).", completion: PeerCompletion.peers) var peer:
+        String
     @Argument(help: "Your name for it.") var nickname: String?
     func validate() throws { try validateForCommandLine(PeersNicknameParams(peer: peer, nickname: nickname)) }
     func run() throws {

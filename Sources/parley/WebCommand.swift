@@ -12,9 +12,10 @@ struct WebCommand: ParsableCommand {
         commandName: "web",
         abstract: "Chat in your browser: serve Parley's web page on 127.0.0.1 and open it.",
         discussion: """
-            Prints a sign-in link (it works once, for 10 minutes) and opens the browser on a \
-            private file that signs in with a fresh link, so no secret appears on a command \
-            line. Runs until Ctrl-C. See docs/WEB.md.
+            Prints a sign-in link (its secret is in the part after #, which the browser never \
+            sends to a server) and opens the browser on a private sign-in file that holds it, \
+            so no secret appears on a command line. The page checks that the server knows the \
+            secret before it sends anything. Runs until Ctrl-C. See docs/WEB.md.
             """)
 
     @OptionGroup var options: ConnectionOptions
@@ -28,7 +29,7 @@ struct WebCommand: ParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Where to keep the sign-in file (default: $XDG_RUNTIME_DIR/parley/web-PORT.html).", valueName: "path"))
+            "Where to keep the sign-in file (default: $XDG_RUNTIME_DIR/parley/web.html).", valueName: "path"))
     var openFile: String?
 
     func validate() throws {

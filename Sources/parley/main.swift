@@ -3,12 +3,14 @@ import Foundation
 
 // Entry point. Parses, runs, and maps argument-parser's usage exit status (64, EX_USAGE)
 // to 2, the conventional "usage error" status documented in docs/CONTROL.md.
-if let unknown = ParleyCommand.unknownSubcommandMessage(Array(CommandLine.arguments.dropFirst())) {
+// `parley --socket X whoami`: options every subcommand takes may come before it.
+let arguments = GlobalOptionPlacement.hoisted(Array(CommandLine.arguments.dropFirst()), root: ParleyCommand.self)
+if let unknown = ParleyCommand.unknownSubcommandMessage(arguments) {
     Console.err(unknown)
     exit(CLIExitCode.usage)
 }
 do {
-    var command = try ParleyCommand.parseAsRoot()
+    var command = try ParleyCommand.parseAsRoot(arguments)
     try command.run()
 } catch {
     if ParleyCommand.exitCode(for: error) == .validationFailure {

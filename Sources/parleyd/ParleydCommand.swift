@@ -21,7 +21,7 @@ struct ParleydCommand: AsyncParsableCommand {
             clients such as `parley` talk to it over the control socket.
             Signals: SIGTERM/SIGINT stop it gracefully, SIGHUP re-reads the config file.
             """,
-        version: ParleyVersion.string)
+        version: ProtocolVersion.versionText(package: ParleyVersion.string))
 
     @Option(name: .long, help: ArgumentHelp("Configuration file (TOML).", valueName: "path"))
     var config: String?

@@ -69,12 +69,12 @@ final class ChatConversationTests: XCTestCase {
     }
 
     func testSlashCommands() {
-        XCTAssertEqual(ChatSlashCommand.parse("/reply sure thing"), .reply("sure thing"))
-        XCTAssertEqual(ChatSlashCommand.parse("/edit  fixed "), .edit("fixed"))
-        XCTAssertEqual(ChatSlashCommand.parse("/delete"), .delete)
+        XCTAssertEqual(ChatSlashCommand.parse("/reply sure thing"), .reply(nil, "sure thing"))
+        XCTAssertEqual(ChatSlashCommand.parse("/edit  fixed "), .edit(nil, "fixed"))
+        XCTAssertEqual(ChatSlashCommand.parse("/delete"), .delete(nil))
         XCTAssertEqual(ChatSlashCommand.parse("/attach ~/Pictures/cat one.png"), .attach("~/Pictures/cat one.png"))
         XCTAssertEqual(ChatSlashCommand.parse("/attach"), .unknown("attach"), "a path is needed")
-        XCTAssertEqual(ChatSlashCommand.parse("/react 👍"), .react("👍"))
+        XCTAssertEqual(ChatSlashCommand.parse("/react 👍"), .react(nil, "👍"))
         XCTAssertEqual(ChatSlashCommand.parse("/reply"), .unknown("reply"), "a reply needs text")
         XCTAssertEqual(ChatSlashCommand.parse("/frobnicate"), .unknown("frobnicate"))
         XCTAssertNil(ChatSlashCommand.parse("hello /reply"))

@@ -109,6 +109,23 @@ final class DoctorDiagnosisTests: XCTestCase {
         XCTAssertTrue(detail.contains("(mDNS)") && detail.contains("(our port)"), detail)
     }
 
+    /// Issue 29 (L1): the answer is a verified peer's, and doctor says whose.
+    func testTheDialBackSaysWhoseAnswerItIsAndThatOnlyVerifiedPeersAreAsked() {
+        let blocked = report(dialBack: DoctorDialBack(peer: "alice", fingerprint: "u2y2-nmfw-abcd", outcome: .failed))
+        let tcp = DoctorDiagnosis.evaluate(daemon: .success(blocked), host: healthyHost).first {
+            $0.check == "tcp port"
+        }!
+        XCTAssertTrue(tcp.detail.contains("alice (u2y2-nmfw-abcd, verified)"), tcp.detail)
+        XCTAssertTrue(tcp.detail.contains("answer"), tcp.detail)
+        let none = report(dialBack: DoctorDialBack(peer: nil, outcome: .noPeer))
+        let skipped = DoctorDiagnosis.evaluate(daemon: .success(none), host: healthyHost).first {
+            $0.check == "tcp port"
+        }!
+        XCTAssertEqual(skipped.status, .skip)
+        XCTAssertTrue(skipped.detail.contains("verified"), skipped.detail)
+        XCTAssertNil(skipped.fix, "no advice without a trusted answer")
+    }
+
     func testUnreadableFirewallIsSkippedNotFailed() {
         var host = healthyHost
         host.firewallRules = []

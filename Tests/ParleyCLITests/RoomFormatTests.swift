@@ -14,7 +14,8 @@ final class RoomFormatTests: XCTestCase {
                 RoomMemberInfo(name: "car\u{1B}ol", fingerprint: "cccc", you: false, role: "member", joined: false)
             ],
             member: status == "joined", creator: "aaaa", creatorName: "alice", createdAt: 1, version: 4, queued: 0,
-            status: status, role: role, invitedBy: status == "invited" ? "aaaa-bbbb-cccc" : nil)
+            status: status, role: role, invitedBy: status == "invited" ? "aaaa-bbbb-cccc" : nil,
+            invitedByName: status == "invited" ? "alice" : nil)
     }
 
     func testMembersShowRolesInvitationsAndAreSanitised() {
@@ -28,7 +29,7 @@ final class RoomFormatTests: XCTestCase {
         XCTAssertEqual(HumanFormat.roomStatus(room(status: "invited")), "invited")
         XCTAssertEqual(HumanFormat.roomStatus(room(status: "left", role: nil)), "left")
         XCTAssertEqual(HumanFormat.roomStatus(room(status: "retired", role: nil)), "retired")
-        XCTAssertTrue(HumanFormat.roomMembersColumn(room(status: "invited")).contains("parley room accept #lab"))
+        XCTAssertTrue(HumanFormat.roomMembersColumn(room(status: "invited")).contains("`parley room accept '#lab'`"))
         XCTAssertTrue(HumanFormat.roomMembersColumn(room(status: "retired", role: nil)).contains("create it again"))
     }
 
@@ -41,5 +42,29 @@ final class RoomFormatTests: XCTestCase {
         XCTAssertEqual(
             HumanFormat.roomUpdated(room(status: "joined"), at: "T").first?.hasPrefix(
                 "[T] #lab members: alice (owner)"), true)
+    }
+
+    /// An invitation names who sent it (name and fingerprint prefix), and the suggested
+    /// command survives a shell: bash reads an unquoted `#lab` as a comment.
+    func testInvitationNamesTheInviterAndQuotesTheCommand() {
+        XCTAssertEqual(
+            HumanFormat.roomMembersColumn(room(status: "invited")),
+            "invited by alice (aaaa-bbbb): `parley room accept '#lab'` or decline")
+        XCTAssertTrue(
+            HumanFormat.roomUpdated(room(status: "invited"), at: "T")[0].contains(
+                "invited by alice (aaaa-bbbb) (alice (owner)"))
+        var unnamed = room(status: "invited")
+        unnamed.invitedByName = nil
+        XCTAssertTrue(HumanFormat.roomMembersColumn(unnamed).hasPrefix("invited by aaaa-bbbb:"))
+    }
+
+    func testShellQuoting() {
+        XCTAssertEqual(ShellQuoting.word("bob"), "bob")
+        XCTAssertEqual(ShellQuoting.word("pkhh-45sk"), "pkhh-45sk")
+        XCTAssertEqual(ShellQuoting.room("lab"), "'#lab'")
+        XCTAssertEqual(ShellQuoting.word("Bob Smith"), "'Bob Smith'")
+        XCTAssertEqual(ShellQuoting.word("it's $HOME"), "'it'\\''s $HOME'")
+        XCTAssertEqual(ShellQuoting.word(""), "''")
+        XCTAssertEqual(ShellQuoting.word("*"), "'*'")
     }
 }

@@ -397,6 +397,108 @@ final class RoomResolverTests: XCTestCase {
         XCTAssertEqual(s.heads, [last])
     }
 
+    // MARK: - Issue 29 (H2): only a valid lowering voids anything
+
+    /// A demoted admin signs "remove bob" with parents from before bob's join (when it was
+    /// an admin). The removal is void, and a void removal voids nothing: bob's join and
+    /// everything he does later stand. Under the version-2 rule the void removal voided
+    /// bob's join and every later operation of his for good (honest nodes never build on a
+    /// void operation, so his were concurrent with it forever), even after the owner
+    /// removed and re-added him.
+    func testADemotedAdminsBackdatedRemovalLocksNobodyOut() throws {
+        let root = try create(by: alice, [mallory])
+        let mj = try join(mallory, after: root)
+        let promote = try op(.setRole(mallory.publicKey, .admin), by: alice, after: mj)
+        let addBob = try add(bob, by: alice, after: promote)
+        let bobJoins = try join(bob, after: addBob)
+        let demote = try op(.setRole(mallory.publicKey, .member), by: alice, after: bobJoins)
+        let kick = try remove(bob, by: mallory, after: addBob)  // from before bob's join
+        let bobActs = try add(carol, by: bob, after: demote)
+        let s = try assertOrderIndependent(root, [mj, promote, addBob, bobJoins, demote, kick, bobActs])
+        XCTAssertEqual(s.rejected[kick.hash], .removedConcurrently)
+        XCTAssertNil(s.rejected[bobJoins.hash])
+        XCTAssertNil(s.rejected[bobActs.hash])
+        XCTAssertEqual(s.joined, members(alice, bob, mallory))
+        XCTAssertEqual(s.members, members(alice, bob, carol, mallory))
+
+        // The same with the admin removed rather than demoted, and the owner removing and
+        // re-adding bob on top: bob is back in once he accepts.
+        let out = try remove(mallory, by: alice, after: bobJoins)
+        let bobOut = try remove(bob, by: alice, after: out)
+        let bobBack = try add(bob, by: alice, after: bobOut)
+        let bobAccepts = try join(bob, after: bobBack)
+        let t = try assertOrderIndependent(
+            root, [mj, promote, addBob, bobJoins, out, kick, bobOut, bobBack, bobAccepts])
+        XCTAssertEqual(t.rejected[kick.hash], .removedConcurrently)
+        XCTAssertNil(t.rejected[bobAccepts.hash])
+        XCTAssertEqual(t.joined, members(alice, bob))
+    }
+
+    /// A lowering voids what its target did concurrently only if it is valid itself; an
+    /// admin's removal that the owner's concurrent demotion voids leaves its target alone,
+    /// also when the target's operation came first.
+    func testAVoidRemovalVoidsNothingWhateverTheSequences() throws {
+        let (root, joins) = try joinedRoom([bob, mallory])
+        let promote = try op(.setRole(mallory.publicKey, .admin), by: alice, after: joins.last!)
+        let bobAdds = try add(carol, by: bob, after: promote)
+        let kick = try remove(bob, by: mallory, after: promote)
+        let demote = try op(.setRole(mallory.publicKey, .member), by: alice, after: promote)
+        let s = try assertOrderIndependent(root, joins + [promote, bobAdds, kick, demote])
+        XCTAssertEqual(s.rejected[kick.hash], .removedConcurrently)
+        XCTAssertNil(s.rejected[bobAdds.hash])
+        XCTAssertEqual(s.members, members(alice, bob, carol, mallory))
+    }
+
+    /// Leaving and stepping down are lowerings too: an owner who left (or stepped down)
+    /// cannot act with operations signed from before. Under the version-2 rule only a
+    /// lowering by someone else voided anything, so a departed owner kept its power for
+    /// good by back-dating.
+    func testAnOwnerWhoLeftOrSteppedDownCannotActFromBefore() throws {
+        let (root, joins) = try joinedRoom([bob, carol])
+        let makeOwner = try op(.setRole(carol.publicKey, .owner), by: alice, after: joins.last!)
+        let leaves = try remove(carol, by: carol, after: makeOwner)
+        let kick = try remove(bob, by: carol, after: makeOwner)
+        let s = try assertOrderIndependent(root, joins + [makeOwner, leaves, kick])
+        XCTAssertEqual(s.rejected[kick.hash], .removedConcurrently)
+        XCTAssertEqual(s.members, members(alice, bob))
+
+        let stepsDown = try op(.setRole(carol.publicKey, .member), by: carol, after: makeOwner)
+        let demotesAlice = try op(.setRole(alice.publicKey, .member), by: carol, after: makeOwner)
+        let t = try assertOrderIndependent(root, joins + [makeOwner, stepsDown, kick, demotesAlice])
+        XCTAssertEqual(t.rejected[kick.hash], .removedConcurrently)
+        XCTAssertEqual(t.rejected[demotesAlice.hash], .notPermitted, "owners never act on owners")
+        XCTAssertEqual(t.role(of: carol.publicKey), .member)
+        XCTAssertEqual(t.members, members(alice, bob, carol))
+    }
+
+    /// A cycle: carol's add of bob is threatened by bob's removal of carol (bob, an admin
+    /// through dave's concurrent add of him, had not seen it), which alice's removal of bob
+    /// threatens, and alice's removal needs carol's add (the only add of bob alice had
+    /// seen). Both "carol's add stands, so alice removes bob" and "bob removes carol, so
+    /// carol's add and alice's removal are void" are self-consistent; the rule decides the
+    /// lowest rank first, so the owner's removal stands. (The version-2 rule voided carol's
+    /// add through the void removal, and with it alice's removal.)
+    func testACycleOfThreatsIsDecidedForTheHigherRank() throws {
+        let root = try create(by: alice, [carol, dave, eve])
+        let cj = try join(carol, after: root)
+        let dj = try join(dave, after: cj)
+        let ej = try join(eve, after: dj)
+        let makeOwner = try op(.setRole(eve.publicKey, .owner), by: alice, after: ej)
+        let carolAdds = try add(bob, by: carol, after: makeOwner)
+        let daveAdds = try add(bob, by: dave, after: makeOwner)
+        let bobJoins = try join(bob, after: daveAdds)
+        let promote = try op(.setRole(bob.publicKey, .admin), by: eve, after: bobJoins)
+        let bobKicks = try remove(carol, by: bob, after: promote)
+        let aliceKicks = try remove(bob, by: alice, after: carolAdds)
+        let s = try assertOrderIndependent(
+            root, [cj, dj, ej, makeOwner, carolAdds, daveAdds, bobJoins, promote, bobKicks, aliceKicks])
+        XCTAssertNil(s.rejected[aliceKicks.hash])
+        XCTAssertNil(s.rejected[carolAdds.hash])
+        XCTAssertNotNil(s.rejected[bobKicks.hash])
+        XCTAssertEqual(s.rejected[daveAdds.hash], .overruled, "alice removed bob without having seen it")
+        XCTAssertEqual(s.members, members(alice, carol, dave, eve))
+    }
+
     // MARK: - Malformed graphs
 
     func testMissingParentWaitsUntilItArrives() throws {

@@ -108,13 +108,37 @@ final class DialPlannerTests: XCTestCase {
         let hint = Fingerprint(bob).compact
         XCTAssertEqual(p.addDiscovered(key, candidates: [a1], fingerprintHint: hint, sessions: sessions), [])
         XCTAssertEqual(p.targets[key]?.identity, bob)
-        // The same claim from an address bob's session does not come from is dialled: the
-        // handshake will tell whether it is bob.
+        // The same claim from an address bob's session does not come from is not dialled
+        // either while bob's session is up (issue 29, M3: a replayed advertisement made every
+        // node dial the replayer's victim); once it ends, the handshake will tell.
         let other = DialTargetKey(mdnsInstance: "bob-elsewhere")
         let a3 = DialAddress(host: "10.0.0.66", port: 7744)
+        XCTAssertEqual(p.addDiscovered(other, candidates: [a3], fingerprintHint: hint, sessions: sessions), [])
+        online[bob] = nil
         XCTAssertEqual(
-            p.addDiscovered(other, candidates: [a3], fingerprintHint: hint, sessions: sessions),
-            [.connect(other, a3, expectedFingerprint: hint)])
+            p.redialDue(other, sessions: sessions), [.connect(other, a3, expectedFingerprint: hint)])
+    }
+
+    func testAReplayedAdvertisementOfAPeerInSessionIsNeverDialledWhateverItsAddress() {
+        let clock = ManualNodeClock()
+        var p = planner()
+        online[bob] = "10.0.0.1"
+        let hint = Fingerprint(bob).compact
+        var dials = 0
+        // 20 replays at 20 victim addresses, each re-announced every second for 40 s.
+        for _ in 0..<40 {
+            clock.advance(.seconds(1))
+            for n in 0..<20 {
+                let key = DialTargetKey(mdnsInstance: "replay\(n)")
+                let actions =
+                    p.addDiscovered(
+                        key, candidates: [DialAddress(host: "10.0.1.\(n)", port: 7744)], fingerprintHint: hint,
+                        known: true, presenceToken: [1, 2, 3], sessions: sessions, now: clock.now)
+                    + p.redialDue(key, sessions: sessions, now: clock.now)
+                dials += actions.filter { if case .connect = $0 { true } else { false } }.count
+            }
+        }
+        XCTAssertEqual(dials, 0)
     }
 
     func testASpoofedAdvertisementIsNotDialledUntilItChanges() {

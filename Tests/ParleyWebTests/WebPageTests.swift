@@ -72,19 +72,23 @@ final class WebPageTests: XCTestCase {
         XCTAssertEqual(WebSecurityHeaders.all.first { $0.name == "X-Content-Type-Options" }?.value, "nosniff")
     }
 
-    func testTheOpenFileIsPrivateAndRedirectsToTheLink() throws {
+    func testTheSignInFileIsPrivateAndChecksTheServerBeforeGoingThere() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("parley-web-test-\(getpid())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let file = WebOpenFile(path: dir.appendingPathComponent("web-1.html").path)
-        let url = "http://127.0.0.1:1/login?token=\(WebSecret.random().text)"
-        try file.write(url: url)
+        let file = WebOpenFile(path: dir.appendingPathComponent("web.html").path)
+        let secret = WebSecret.random()
+        try file.write(port: 43210, secret: secret)
         let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
         XCTAssertEqual((attributes[.posixPermissions] as? NSNumber)?.intValue, 0o600)
         let text = try String(contentsOfFile: file.path, encoding: .utf8)
-        XCTAssertTrue(text.contains("content=\"0;url=\(url)\""))
-        try file.write(url: url + "0")
-        XCTAssertTrue(try String(contentsOfFile: file.path, encoding: .utf8).contains(url + "0"))
+        XCTAssertTrue(text.contains("http://127.0.0.1:43210/#k=\(secret.text)"))
+        XCTAssertFalse(text.contains("http-equiv=\"refresh\""), "no going there before the server's proof")
+        XCTAssertTrue(text.contains("crypto.subtle.verify") && text.contains(WebSignInKey.serverProofLabel))
+        XCTAssertTrue(text.contains(#"join("\n")"#), "the proof's parts joined by a line feed, as the server does")
+        let other = WebSecret.random()
+        try file.write(port: 43211, secret: other)
+        XCTAssertTrue(try String(contentsOfFile: file.path, encoding: .utf8).contains(other.text))
         file.remove()
         XCTAssertFalse(FileManager.default.fileExists(atPath: file.path))
     }
@@ -96,10 +100,32 @@ final class WebPageTests: XCTestCase {
         try FileManager.default.createDirectory(
             at: dir.appendingPathComponent("parley"), withIntermediateDirectories: true)
         chmod(dir.appendingPathComponent("parley").path, 0o755)
-        XCTAssertThrowsError(try WebOpenFile.defaultPath(port: 1, environment: ["XDG_RUNTIME_DIR": dir.path]))
+        XCTAssertThrowsError(try WebOpenFile.defaultPath(environment: ["XDG_RUNTIME_DIR": dir.path]))
         chmod(dir.appendingPathComponent("parley").path, 0o700)
         XCTAssertEqual(
-            try WebOpenFile.defaultPath(port: 5, environment: ["XDG_RUNTIME_DIR": dir.path]),
-            dir.path + "/parley/web-5.html")
+            try WebOpenFile.defaultPath(environment: ["XDG_RUNTIME_DIR": dir.path]), dir.path + "/parley/web.html",
+            "one name whatever the port")
+    }
+
+    func testAChosenSignInFileMustBeInADirectoryOthersCannotWrite() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("parley-web-chosen-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        chmod(dir.path, 0o1777)
+        XCTAssertThrowsError(try WebOpenFile.checkParentNotShared(dir.path + "/web.html"), "a /tmp-like directory")
+        chmod(dir.path, 0o755)
+        XCTAssertNoThrow(try WebOpenFile.checkParentNotShared(dir.path + "/web.html"))
+    }
+
+    func testASignInFileIsClaimedByOneParleyWebAtATime() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("parley-web-claim-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = WebOpenFile(path: dir.appendingPathComponent("web.html").path)
+        let first = try XCTUnwrap(WebOpenFile.Claim(file))
+        XCTAssertNil(WebOpenFile.Claim(file), "a second parley web of the same person is refused")
+        first.release()
+        let again = try XCTUnwrap(WebOpenFile.Claim(file), "released (or its process died): free again")
+        again.release()
     }
 }

@@ -122,36 +122,36 @@ final class WebUploadTests: XCTestCase {
     // MARK: the guard
 
     let port = 43210
-    let good = WebSecret.random()
-    var cookie: Substring { Substring("\(WebCookie.name)=\(good.text)") }
+    let key = WebSignInKey.random()
+    var auth: Substring { Substring(key.uploadKey) }
 
     func decide(
-        method: String = "POST", path: Substring = "/upload", origin: Substring?, cookie: Substring?,
+        method: String = "POST", path: Substring = "/upload", origin: Substring?, auth: Substring?,
         fetchSite: Substring? = "same-origin"
     ) -> WebRequestDecision {
         WebRequestGuard.decide(
             WebRequestFacts(
                 method: method, path: path, query: "to=bob&name=a", host: "127.0.0.1:43210", origin: origin,
-                fetchSite: fetchSite, cookieHeader: cookie),
-            port: port
-        ) { self.good.matches($0) }
+                fetchSite: fetchSite, authHeader: auth),
+            port: port, isUploadKey: key.isUploadKey)
     }
 
     func testOnlyThePagesOwnSignedInPostUploads() {
         let ours: Substring = "http://127.0.0.1:43210"
-        XCTAssertEqual(decide(origin: ours, cookie: cookie), .upload(query: "to=bob&name=a"))
-        XCTAssertEqual(decide(origin: ours, cookie: nil), .refuse(.notSignedIn), "another local user: no cookie")
+        XCTAssertEqual(decide(origin: ours, auth: auth), .upload(query: "to=bob&name=a"))
+        XCTAssertEqual(decide(origin: ours, auth: nil), .refuse(.notSignedIn), "another local user: no key")
         XCTAssertEqual(
-            decide(origin: ours, cookie: Substring("\(WebCookie.name)=\(WebSecret.random().text)")),
-            .refuse(.notSignedIn))
-        XCTAssertEqual(decide(origin: "http://evil.example", cookie: cookie), .refuse(.crossSite), "CSRF")
-        XCTAssertEqual(decide(origin: "null", cookie: cookie), .refuse(.crossSite))
-        XCTAssertEqual(decide(origin: nil, cookie: cookie), .refuse(.crossSite), "no Origin: not our page")
-        XCTAssertEqual(decide(origin: ours, cookie: cookie, fetchSite: "cross-site"), .refuse(.crossSite))
-        XCTAssertEqual(decide(method: "GET", origin: ours, cookie: cookie), .refuse(.methodNotAllowed))
-        XCTAssertEqual(decide(method: "PUT", origin: ours, cookie: cookie), .refuse(.methodNotAllowed))
-        XCTAssertEqual(decide(path: "/", origin: ours, cookie: cookie), .refuse(.methodNotAllowed), "POST elsewhere")
-        XCTAssertEqual(decide(path: "/upload/", origin: ours, cookie: cookie), .refuse(.methodNotAllowed))
+            decide(origin: ours, auth: Substring(WebSignInKey.random().uploadKey)), .refuse(.notSignedIn),
+            "another run's key")
+        XCTAssertEqual(decide(origin: ours, auth: Substring(key.secret.text)), .refuse(.notSignedIn), "not the secret")
+        XCTAssertEqual(decide(origin: "http://evil.example", auth: auth), .refuse(.crossSite), "CSRF")
+        XCTAssertEqual(decide(origin: "null", auth: auth), .refuse(.crossSite))
+        XCTAssertEqual(decide(origin: nil, auth: auth), .refuse(.crossSite), "no Origin: not our page")
+        XCTAssertEqual(decide(origin: ours, auth: auth, fetchSite: "cross-site"), .refuse(.crossSite))
+        XCTAssertEqual(decide(method: "GET", origin: ours, auth: auth), .refuse(.methodNotAllowed))
+        XCTAssertEqual(decide(method: "PUT", origin: ours, auth: auth), .refuse(.methodNotAllowed))
+        XCTAssertEqual(decide(path: "/", origin: ours, auth: auth), .refuse(.methodNotAllowed), "POST elsewhere")
+        XCTAssertEqual(decide(path: "/upload/", origin: ours, auth: auth), .refuse(.methodNotAllowed))
     }
 
     func testThePageCannotSendAPathButCanActOnTransfers() {

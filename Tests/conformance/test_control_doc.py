@@ -15,11 +15,17 @@ def test_socket_option_goes_after_the_subcommand(daemon):
     assert json.loads(p.stdout)["identityKey"] == daemon.call("node.whoami")["identityKey"]
 
 
-def test_an_option_before_the_subcommand_is_a_usage_error(daemon):
-    """CONTROL.md: options go after the subcommand; before it they are refused (exit 2)."""
-    p = subprocess.run([PARLEY, "--socket", str(daemon.sock_path), "whoami", "--json"],
+def test_options_before_the_subcommand_work_too(daemon):
+    """CONTROL.md: `parley --socket PATH whoami` works as typed (issue 31), also for a
+    nested subcommand and with the option's `=` form."""
+    p = subprocess.run([PARLEY, "--socket", str(daemon.sock_path), "--json", "whoami"],
                        capture_output=True, text=True, timeout=20)
-    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
+    assert json.loads(p.stdout)["identityKey"] == daemon.call("node.whoami")["identityKey"]
+    p = subprocess.run([PARLEY, f"--socket={daemon.sock_path}", "--json", "rooms"],
+                       capture_output=True, text=True, timeout=20)
+    assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
+    assert json.loads(p.stdout)["rooms"] == []
 
 
 def key_tree(value):

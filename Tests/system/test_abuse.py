@@ -289,7 +289,33 @@ def test_a_verified_peer_and_one_written_to_may_leave_more_than_a_stranger(clust
     assert kept == {"bob": [f"bob {i}" for i in range(6)], "carol": [f"carol {i}" for i in range(6)],
                     "dave": [f"dave {i}" for i in range(3)]}, kept
     log = alice.log_path.read_text()
-    assert "parley trust verify dave" in log and "parley forget-messages dave" in log, "alice is told what to do"
+    # What alice is told is safe to follow: never to verify (or write to) a key because it
+    # sent a lot (issue 29, L1); blocking a key she does not know is.
+    assert "parley trust block dave" in log and "trust verify" not in log, "alice is told what to do"
+
+
+def test_fresh_identities_together_keep_only_the_strangers_share_and_a_contact_is_still_taken(cluster):
+    """Issue 29 (M2): each stranger within its own allowance, many of them together used to
+    fill the total (and the disk, down to its floor), after which a contact's messages were
+    refused too. With a total of 160 messages strangers together keep 1/16 (10); four fresh
+    identities send 40 each; bob, whom alice wrote to, still gets every message through."""
+    cfg = write_config(cluster, "alice", "quota_total_messages = 160\n")
+    alice = cluster.node("alice", extra_args=cfg).start()
+    bob = cluster.node("bob", peers=[alice.address]).start()
+    wait_until(lambda: alice.online("bob") and bob.online("alice"), what="session")
+    alice.cli("send", "bob", "hello bob", "--wait", timeout=30)  # bob is a correspondent now
+    attacks = [start_attack(alice, "chat-flood", 40, 100) for _ in range(4)]
+    results = [finish(a, timeout=150).split() for a in attacks]
+    print("floods:", [" ".join(r) for r in results])
+    acked = sum(int(r[1]) for r in results)
+    refused = sum(int(r[3]) for r in results)
+    assert acked == 10 and refused == 150, results
+    assert all(r[5] == "strangersShare" for r in results if int(r[3]) > 0), results
+    for i in range(12):
+        bob.cli("send", "alice", f"contact {i}", "--wait", timeout=30)
+    assert [m["body"] for m in alice.messages("bob") if m["direction"] == "in"] == [f"contact {i}" for i in range(12)]
+    log = alice.log_path.read_text()
+    assert "trust verify" not in log and "parley trust block" in log, "the advice never says to trust a flooder"
 
 
 def test_an_identity_that_never_exchanged_a_message_is_forgotten_after_its_lifetime(cluster):

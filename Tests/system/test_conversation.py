@@ -173,7 +173,7 @@ def test_chat_in_tmux_shows_reply_and_edit(cluster):
             s = tmux.screen()
             return s if all(t in s for t in texts) else None
 
-        wait_until(lambda: screen_has("anyone for coffee", "bob · online"), what="history on screen")
+        wait_until(lambda: screen_has("anyone for coffee", "bob (", ") · online"), what="history on screen")
         tmux.keys("/reply me, in five", "Enter")
         wait_until(lambda: screen_has("↳ bob: anyone for coffee", "me, in five"), what="the reply with its quote")
         wait_until(lambda: any(m["body"] == "me, in five" and m["replyTo"] for m in bob.messages("alice")),

@@ -446,7 +446,7 @@ def test_chat_in_tmux_shows_history_live_messages_and_sends(cluster):
             s = tmux.screen()
             return s if all(t in s for t in texts) else None
 
-        s = wait_until(lambda: screen_has("history from bob", "history from alice", "bob · online"),
+        s = wait_until(lambda: screen_has("history from bob", "history from alice", "bob (", ") · online"),
                        what="history on screen")
         rows = s.rstrip("\n").split("\n")
         assert len(rows) == 30 and rows[-1].startswith(">"), "the prompt is on the last row"

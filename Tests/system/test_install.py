@@ -52,6 +52,7 @@ EXPECTED = {
     "usr/local/lib/systemd/system/parleyd.service",
     "usr/local/lib/systemd/system/parleyd@.service",
     "usr/local/lib/systemd/user/parley-web.service",  # issue 20: parley web as a user unit
+    "usr/local/lib/systemd/user/parley-notify.service",  # issue 28: desktop notifications per person
     "usr/local/lib/sysusers.d/parley.conf",
     "usr/local/lib/tmpfiles.d/parley.conf",
     "etc/parley/parleyd.toml.example",

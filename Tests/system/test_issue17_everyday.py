@@ -126,7 +126,7 @@ def test_chat_opens_at_the_newest_and_page_up_loads_older_history(cluster):
     wait_until(lambda: len(alice.messages("bob")) == 120, what="history at alice")
     tmux = Tmux(f"{PARLEY} chat bob --socket {alice.socket} --history 30")
     try:
-        s = wait_until(lambda: tmux.has("bob: h119", "bob · online"), what="the newest message on screen")
+        s = wait_until(lambda: tmux.has("bob: h119", "bob (", ") · online"), what="the newest message on screen")
         assert "bob: h0\n" not in s and "bob: h50\n" not in s
         wait_until(lambda: alice.peer_info("bob")["unread"] == 0, what="what chat shows is read")
         # Page Up until the very first message: older pages are loaded on the way.
@@ -149,7 +149,7 @@ def test_chat_editing_keys_recall_and_refused_paste(cluster):
     alice, bob = pair(cluster)
     tmux = Tmux(f"{PARLEY} chat bob --socket {alice.socket}")
     try:
-        wait_until(lambda: tmux.has("bob · online"), what="chat open")
+        wait_until(lambda: tmux.has("bob (", ") · online"), what="chat open")
         tmux.keys("first line", "Enter")
         wait_until(lambda: "first line" in bodies_at(bob, "alice"), what="bob receives")
         # Up recalls the sent line; Alt-b moves a word back (no `b` typed); edit and send.
@@ -179,7 +179,7 @@ def test_chat_reconnects_after_a_daemon_restart_and_keeps_the_typed_line(cluster
     alice, bob = pair(cluster)
     tmux = Tmux(f"{PARLEY} chat bob --socket {alice.socket}")
     try:
-        wait_until(lambda: tmux.has("bob · online"), what="chat open")
+        wait_until(lambda: tmux.has("bob (", ") · online"), what="chat open")
         tmux.keys("typed before the restart", literal=True)
         wait_until(lambda: tmux.has("> typed before the restart"), what="line typed")
         alice.stop()
@@ -263,7 +263,7 @@ def test_follow_survives_a_daemon_restart_without_printing_peers_offline(cluster
 
 def test_small_cli_habits(cluster):
     p = subprocess.run([PARLEY, "--version"], capture_output=True, text=True)
-    assert p.returncode == 0 and p.stdout.strip() == "0.1.0"
+    assert p.returncode == 0 and p.stdout.strip() == "0.1.0 (protocol parley/1)"  # issue 27: and the protocol
     p = subprocess.run([PARLEY, "sned", "bob", "hi"], capture_output=True, text=True)
     assert p.returncode == 2 and "Did you mean `parley send`?" in p.stderr, p.stderr
     help_text = subprocess.run([PARLEY, "chat", "--help"], capture_output=True, text=True).stdout

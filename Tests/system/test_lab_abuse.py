@@ -253,3 +253,38 @@ def test_a_bystander_browsing_learns_no_fingerprint_and_no_name_while_contacts_f
         assert f";{node.name};" not in seen and f"\"{node.name}" not in seen, f"{node.name}'s name is readable"
     assert '"fp=' not in seen
     assert again < 10 and found < 10
+
+
+REPLAY_SECONDS = int(os.environ.get("PARLEY_REPLAY_SECONDS", "25"))
+
+
+def test_a_replayed_presence_advertisement_draws_no_dial_while_its_peer_is_connected(lab3):
+    """Issue 29 (M3): h3, a bystander, reads h2's current advertisement (its `n` and `t`) and
+    re-advertises it under another instance name at h3's own address, where a listener that
+    never answers counts connections. Before the fix h1 (h2's contact, in session with it)
+    dialled the replayed address 6 times in 40 s, unbounded: a known peer's advertisements
+    were not rate-limited, and one 'from elsewhere' was dialled although the session was up.
+    Now: no dial at all while h1's session with h2 is up, and the replay is logged."""
+    h1 = lab_node(lab3, "h1").start()
+    h2 = lab_node(lab3, "h2").start()
+    wait_until(lambda: h1.online("h2") and h2.online("h1"), timeout=30, what="contacts in session")
+    instance = current_instance(h2)
+    browser = lab3.exec("h3", ["avahi-browse", "-rp", "_parley._tcp"], background=True)
+    _, _, line = browser.wait_for(lambda l: l.startswith("=;") and f";{instance};" in l and ";IPv4;" in l, timeout=30)
+    browser.stop()
+    txt = dict(kv.split("=", 1) for kv in re.findall(r'"([^"]*)"', line.split(";", 9)[9]))
+    assert {"v", "n", "t"} <= txt.keys(), line
+    listener = lab3.exec("h3", ["python3", "-c", SILENT_LISTENER], background=True)
+    lab3.exec("h3", ["avahi-publish", "-s", "parley-replay", "_parley._tcp", "7744",
+                     f"v={txt['v']}", f"n={txt['n']}", f"t={txt['t']}"], background=True)
+    # h1 sees the replay (it resolves it: the log names it once it was judged).
+    wait_until(lambda: "presence token was advertised again" in h1.log_path.read_text(), timeout=30,
+               what="h1 notices the replayed token")
+    start = time.monotonic()
+    while time.monotonic() - start < REPLAY_SECONDS:
+        assert h1.online("h2")
+        time.sleep(1)
+    from_h1 = [l for l in listener.lines() if l.endswith("from " + lab3.ip("h1"))]
+    print(f"replayed advertisement of h2 at {lab3.ip('h3')}: h1 dialled it {len(from_h1)} times in {REPLAY_SECONDS} s")
+    assert from_h1 == [], from_h1
+    h2.cli("send", "h1", "still here", "--wait", timeout=30)

@@ -185,10 +185,17 @@ def test_doctor_names_the_cause_of_each_broken_setup(routed):
     # Bob's port blocked on h3 (new connections only: the sessions stay up): alice's
     # dial-back fails and the nftables rule is named.
     port = bob.listen_arg.rsplit(":", 1)[1]
+    # doctor asks only a peer bob verified (issue 29: a stranger could answer "failed"
+    # without dialling): before that, no probe and no advice; then alice is asked.
+    f, _ = doctor(routed, bob)
+    assert f["tcp port"]["status"] == "skip" and "verified" in f["tcp port"]["detail"], f
+    alice_fp = alice.whoami()["fingerprint"]
+    bob.call("trust.verify", {"peer": alice_fp, "fingerprint": alice_fp})
     routed.lanlab("block-port", "h3", port, "on")
     try:
         f, code = doctor(routed, bob)
         assert code == 1 and f["tcp port"]["status"] == "fail", f
+        assert alice_fp in f["tcp port"]["detail"], "whose answer it is"
         assert f["firewall"]["status"] == "fail" and "our port" in f["firewall"]["detail"], f
     finally:
         routed.lanlab("block-port", "h3", port, "off")

@@ -236,13 +236,14 @@ def test_the_daemon_only_sends_what_the_sender_could_open_and_all_or_nothing(peo
 
         assert member("status").returncode == 0, "the member reaches the service"
         p = member("send", "peer", "--attach", str(secret))
-        assert p.returncode != 0 and f"cannot open {secret}: Permission denied; nothing was sent" in p.stderr, p.stderr
+        assert p.returncode != 0 and f"cannot attach {secret}: cannot be opened: Permission denied" in p.stderr, p.stderr
+        assert "Nothing was sent" in p.stderr
         # One readable file and one that is not: nothing at all is offered.
         p = member("send", "peer", "--attach", str(readable), "--attach", str(secret))
-        assert p.returncode != 0 and "nothing was sent" in p.stderr
+        assert p.returncode != 0 and "Nothing was sent" in p.stderr
         # Nor the text that came with them.
         p = member("send", "peer", "the key, as asked", "--attach", str(secret))
-        assert p.returncode != 0 and "nothing was sent" in p.stderr
+        assert p.returncode != 0 and "Nothing was sent" in p.stderr
         assert transfers(service) == [] and transfers(peer) == []
         assert service.call("messages.list", {"peer": "peer"})["messages"] == []
         # The path form is gone: a raw files.send naming the key is refused by the daemon.

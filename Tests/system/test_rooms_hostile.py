@@ -191,3 +191,56 @@ def test_a_chain_sent_children_first_waits_and_then_applies_whole(cluster, tmp_p
     wait_until(lambda: room(alice, "team")["version"] == version + 40, what="alice applies the whole chain")
     wait_until(lambda: room(bob, "team")["version"] == version + 40, what="bob gets it forwarded, parents first")
     assert len(room(alice, "team")["members"]) == 3 + 40
+
+
+def test_issue29_h2_a_demoted_admins_backdated_removal_locks_nobody_out(cluster, tmp_path):
+    """Mallory, an admin when bob was added, is demoted after bob joined; then it signs
+    "remove bob" with parents from before bob's join. The removal is void and voids
+    nothing: bob stays a joined member, room messages flow both ways, and after the owner
+    removes and re-adds bob, `room accept` works. (Under the version-2 rule bob ended
+    joined=False for good: sending failed both ways and accepting answered
+    "refused (removedConcurrently)".)"""
+    n = mesh(cluster, "alice", "bob")
+    alice, bob = n["alice"], n["bob"]
+    state = tmp_path / "mallory.ops"
+    assert mallory(alice, "hello", state=state)[0] == "hello"
+    wait_until(lambda: any(p["name"] == "mallory" for p in alice.call("peers.list")["peers"]), what="alice knows mallory")
+    created = alice.call("rooms.create", {"name": "team", "members": ["mallory"]})["room"]
+    assert f"joined {created['id']}" in mallory(alice, "join", state=state)
+    wait_until(lambda: joined_names(alice, "team") == ["alice", "mallory"], what="mallory joined")
+    alice.cli("room", "promote", "#team", "mallory")
+    alice.call("rooms.add", {"room": "#team", "peer": "bob"})
+    accept([bob], "team")
+    # Bob never had a session with mallory: he knows it by fingerprint only.
+    all_joined = {alice: lambda: joined_names(alice, "team") == ["alice", "bob", "mallory"],
+                  bob: lambda: len(joined_names(bob, "team") or []) == 3}
+    for node in (alice, bob):
+        wait_until(all_joined[node], what=f"{node.name}: bob joined")
+    alice.cli("room", "demote", "#team", "mallory")
+    assert {m["name"]: m["role"] for m in room(alice, "team")["members"]}["mallory"] == "member"
+    wait_until(lambda: room(bob, "team")["version"] == room(alice, "team")["version"], what="bob applies the demotion")
+    bob_fp = [m["fingerprint"] for m in room(alice, "team")["members"] if m["name"] == "bob"][0]
+
+    out = mallory(alice, "remove-behind", created["id"], bob_fp, state=state)
+    assert "sent 1" in out and "acked 1" in out, out
+    alice.cli("send", "bob", "barrier", "--wait")  # operations go before chat: bob has it now
+    log = alice.log_path.read_text(errors="replace")
+    assert "removedConcurrently" in log, "alice kept the removal as void"
+    for node in (alice, bob):
+        assert all_joined[node](), (node.name, room(node, "team"))
+    bob.call("messages.send", {"to": "#team", "body": "bob still here"})
+    wait_until(lambda: "bob still here" in [m["body"] for m in room_messages(alice, "team")], what="alice hears bob")
+    alice.call("messages.send", {"to": "#team", "body": "alice hears you"})
+    wait_until(lambda: "alice hears you" in [m["body"] for m in room_messages(bob, "team")], what="bob hears alice")
+
+    # The owner removes and re-adds bob; bob accepts from the CLI, and it works.
+    alice.call("rooms.remove", {"room": "#team", "peer": "bob"})
+    wait_until(lambda: (room(bob, "team") or {}).get("status") == "left", what="bob applies his removal")
+    alice.call("rooms.add", {"room": "#team", "peer": "bob"})
+    wait_until(lambda: (room(bob, "team") or {}).get("status") == "invited", what="bob is invited again")
+    p = bob.cli("room", "accept", "#team", check=False)
+    assert p.returncode == 0, p.stderr
+    for node in (alice, bob):
+        wait_until(all_joined[node], what=f"{node.name}: bob is back")
+    bob.call("messages.send", {"to": "#team", "body": "back again"})
+    wait_until(lambda: "back again" in [m["body"] for m in room_messages(alice, "team")], what="alice hears bob again")

@@ -98,6 +98,46 @@ def test_a_look_alike_name_is_marked_and_the_exact_name_still_reaches_the_real_p
     assert incoming(lookalike, alice.whoami()["fingerprint"]) == []
 
 
+# Issue 29 (H1): names that differ from a contact's only by characters that render as
+# white space or nothing. Each is sent by a real hostile peer (parley-adversary speaks the
+# wire protocol; its card carries the name byte for byte).
+# (Invisible and format characters, fillers and the braille blank are refused in any card:
+# test_invisible_characters_in_a_name_are_refused, CardNameRulesTests.)
+BLANK_IMPOSTORS = ["bob ", " bob", "bob  ", "bob\u3000", "b\u00a0ob", "bob\u2003"]
+
+
+@pytest.mark.parametrize("name", BLANK_IMPOSTORS, ids=[n.encode("unicode_escape").decode() for n in BLANK_IMPOSTORS])
+def test_an_impostor_whose_name_differs_only_by_blank_characters_is_marked_everywhere(cluster, name):
+    import subprocess
+    from parley_harness import BIN
+    alice, bob = pair(cluster)
+    bob_fp = bob.whoami()["fingerprint"]
+    out = subprocess.run([str(BIN / "parley-adversary"), "honest", alice.address, name],
+                         capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "OK", out
+    wait_until(lambda: any(p["name"] == name for p in peers(alice)), what="the impostor is a peer")
+    fake = next(p for p in peers(alice) if p["name"] == name)
+    real = peer_by_fp(alice, bob_fp)
+    assert fake["nameClash"] is not None and fake["nameClash"]["with"][0]["fingerprint"] == bob_fp, fake
+    assert real["nameClash"] is not None and real["nameClash"]["with"][0]["fingerprint"] == fake["fingerprint"], real
+    # `parley peers`: both rows marked, each with its fingerprint, and the clash explained.
+    table = alice.cli("peers").stdout
+    rows = [l for l in table.splitlines() if fake["fingerprint"] in l or bob_fp in l]
+    assert len([r for r in rows if "⚠" in r]) >= 2, table
+    assert "Names look alike" in table, table
+
+
+def test_a_node_refuses_to_present_a_name_with_blank_ends_or_runs(cluster):
+    for i, name in enumerate(["bob ", "bob  smith", "bob\u3000"]):
+        n = cluster.node(name, state_dir=cluster.dir / f"blank{i}")
+        n.socket = cluster.dir / f"blank{i}.sock"
+        n.log_path = cluster.dir / f"blank{i}.log"
+        n.start(wait=False)
+        assert n.proc.wait(timeout=20) != 0, name
+        log = n.log_path.read_text(errors="replace")
+        assert "white space" in log or "two spaces" in log or "U+3000" in log, log
+
+
 def test_invisible_characters_in_a_name_are_refused(cluster):
     p = cluster.node("bo\u200bb").start(wait=False)
     assert p.proc.wait(timeout=20) != 0

@@ -22,8 +22,9 @@ import pytest
 
 from parley_harness import PARLEY, Cluster, wait_until
 from test_rooms import accept, joined_names, room
-from test_web import (assert_nothing_ran, chromium_paths, dialog_ok, fp, open_conv, screenshot,
-                      sign_in_from_open_file, wait_for)
+from test_web import (SIGNED_IN_WS, assert_nothing_ran, chromium_paths, dialog_ok, fp, open_conv, screenshot,
+                      upload_auth, wait_for)
+from web_auth import SIGN_IN_RE
 
 selenium = pytest.importorskip("selenium", reason="python3-selenium missing: scripts/install-deps.sh test")
 from selenium import webdriver  # noqa: E402
@@ -59,7 +60,7 @@ def web():
             line = proc.stdout.readline()
             if not line:
                 break
-            m = re.search(r"Sign in: (http://127\.0\.0\.1:(\d+)/login\?token=[0-9a-f]{64})", line)
+            m = SIGN_IN_RE.search(line)
             if m:
                 url, port = m.group(1), int(m.group(2))
                 break
@@ -156,7 +157,7 @@ def staged_files(env):
 
 def nothing_new_staged(env, before):
     """No staged entry beyond `before`. Not `== before`: an earlier test's copy (the upload
-    the cookie test lets through) is deleted whenever the janitor sees its transfer end,
+    the key test lets through) is deleted whenever the janitor sees its transfer end,
     which may be in the middle of a later test (CI caught it)."""
     return not set(staged_files(env)) - set(before)
 
@@ -341,17 +342,16 @@ def test_a_thumbnail_that_is_not_an_image_is_not_shown(web):
     # or an error the page shows as "no thumbnail"); files.send does not.
     codes = d.execute_async_script("""
         const done = arguments[arguments.length - 1];
-        const ws = new WebSocket(`ws://${location.host}/ws`);
         const out = {};
-        ws.onopen = () => {
-          ws.send(JSON.stringify({jsonrpc: '2.0', id: 1, method: 'files.thumbnail', params: {id: 'abcd'}}));
-          ws.send(JSON.stringify({jsonrpc: '2.0', id: 2, method: 'files.send', params: {to: 'bob', path: '/etc/passwd'}}));
-        };
+        (async () => {""" + SIGNED_IN_WS + """
         ws.onmessage = (e) => {
           const m = JSON.parse(e.data);
           if (m.id) out[m.id] = m.error ? m.error.message : 'ok';
           if (out[1] && out[2]) { ws.close(); done(out); }
         };
+        ws.send(JSON.stringify({jsonrpc: '2.0', id: 1, method: 'files.thumbnail', params: {id: 'abcd'}}));
+        ws.send(JSON.stringify({jsonrpc: '2.0', id: 2, method: 'files.send', params: {to: 'bob', path: '/etc/passwd'}}));
+        })().catch((e) => done(String(e)));
     """)
     assert "not available from the browser" not in codes["1"], codes
     assert "not available from the browser" in codes["2"], codes
@@ -378,18 +378,21 @@ def test_a_picture_from_a_peer_shows_its_thumbnail(web):
 
 # ---- attacks on POST /upload ------------------------------------------------------------
 
-def test_an_upload_without_the_cookie_or_from_another_site_is_refused_and_writes_nothing(web):
-    cookie, _ = sign_in_from_open_file(web)
+def test_an_upload_without_the_key_or_from_another_site_is_refused_and_writes_nothing(web):
+    auth = upload_auth(web)
     query = f"to={fp(web['bob'])}&name=x.bin"
     before = staged_files(web)
-    # Another local user has no cookie; another site's page has a foreign Origin (and the
-    # browser would send no cookie: SameSite=Strict) or none.
+    # Another local user has no key (nor a cookie that would stand for one); another
+    # site's page has a foreign Origin or none (and could not send the header without a
+    # CORS preflight, which is refused).
     for headers in [{"Origin": our_origin(web)}, {},
-                    {"Cookie": cookie, "Origin": "http://evil.example"},
-                    {"Cookie": cookie, "Origin": "null"},
-                    {"Cookie": cookie},
-                    {"Cookie": cookie, "Origin": our_origin(web), "Sec-Fetch-Site": "cross-site"},
-                    {"Cookie": cookie, "Origin": our_origin(web), "Host": "evil.example"}]:
+                    {"Origin": our_origin(web), "Cookie": "parley_session=" + "0" * 64},
+                    {"Origin": our_origin(web), "X-Parley-Auth": "0" * 64},
+                    {**auth, "Origin": "http://evil.example"},
+                    {**auth, "Origin": "null"},
+                    {**auth},
+                    {**auth, "Origin": our_origin(web), "Sec-Fetch-Site": "cross-site"},
+                    {**auth, "Origin": our_origin(web), "Host": "evil.example"}]:
         status, body = post_upload(web, query, b"x" * 100, headers)
         assert status in (403, 421), (headers, status, body)
     assert nothing_new_staged(web, before)
@@ -408,15 +411,14 @@ def test_an_upload_without_the_cookie_or_from_another_site_is_refused_and_writes
                             "/usr/bin/python3", "-c", code], capture_output=True, text=True, timeout=20)
         assert r.stdout.split() == ["403", "denied"], r
         assert nothing_new_staged(web, before)
-    # Control: the same request with the cookie and our origin is taken.
-    status, body = post_upload(web, query, b"x" * 100, {"Cookie": cookie, "Origin": our_origin(web)})
+    # Control: the same request with the key and our origin is taken.
+    status, body = post_upload(web, query, b"x" * 100, {**auth, "Origin": our_origin(web)})
     assert status == 200, body
     web["alice"].call("files.cancel", {"id": json.loads(body)["transfers"][0]["id"]})
 
 
 def test_too_large_cut_short_refused_and_path_tricks_leave_nothing_behind(web):
-    cookie, _ = sign_in_from_open_file(web)
-    ok = {"Cookie": cookie, "Origin": our_origin(web)}
+    ok = {**upload_auth(web), "Origin": our_origin(web)}
     bob = web["bob"]
     before = staged_files(web)
     status, body = post_upload(web, f"to={fp(bob)}&name=big.bin", b"", ok, length=(1 << 30) + 1)

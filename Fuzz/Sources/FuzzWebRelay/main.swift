@@ -7,10 +7,11 @@ import ParleyWebCore
 ///    unchanged (then it is one line, a valid request, of an allowed method) or answer it
 ///    with a JSON-RPC error response; never trap.
 /// 2. The input cut at NUL bytes into a request's method, path, query, Host, Origin,
-///    Sec-Fetch-Site, Sec-Fetch-Mode and Cookie: `WebRequestGuard.decide` must never trap,
-///    and must let nothing through (a page, an upgrade) without the right Host and the
-///    session cookie.
-let session = WebSecret.random()
+///    Sec-Fetch-Site, Sec-Fetch-Mode and X-Parley-Auth: `WebRequestGuard.decide` must never
+///    trap, must let nothing through without the right Host, and no upload without the key.
+/// 3. The input as a sign-in message, first and second: `WebAuthHandshake` must never
+///    trap and never sign in (the fuzzer does not know the secret).
+let key = WebSignInKey.random()
 let port = 43210
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -39,23 +40,33 @@ public func fuzzWebRelay(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     func part(_ i: Int) -> Substring? { i < parts.count && !parts[i].isEmpty ? parts[i] : nil }
     let facts = WebRequestFacts(
         method: part(0).map(String.init) ?? "GET", path: part(1) ?? "/", query: part(2), host: part(3),
-        origin: part(4), fetchSite: part(5), fetchMode: part(6), cookieHeader: part(7),
+        origin: part(4), fetchSite: part(5), fetchMode: part(6), authHeader: part(7),
         isWebSocketUpgrade: (bytes.first ?? 0) & 1 == 1)
-    let decision = WebRequestGuard.decide(facts, port: port) { session.matches($0) }
+    let decision = WebRequestGuard.decide(facts, port: port, isUploadKey: key.isUploadKey)
     switch decision {
     case .serve, .upgrade, .upload:
         precondition(WebOriginCheck.isAllowedHost(facts.host, port: port), "served to a foreign Host")
-        let values = facts.cookieHeader.map(WebCookie.sessionValues(inCookieHeader:)) ?? []
-        precondition(values.contains { session.matches($0) }, "served without the session cookie")
         if case .upload(let query) = decision {
+            precondition(facts.authHeader.map(key.isUploadKey) == true, "an upload without the key")
             precondition(WebOriginCheck.isAllowedOrigin(facts.origin, port: port), "an upload from another origin")
             // Whatever the query, parsing it never traps and never yields a path.
             if case .success(let upload) = WebUploadRequest.parse(query: query, contentLength: 1) {
                 precondition(!upload.name.contains("/") && upload.name != ".." && !upload.name.isEmpty)
             }
         }
-    case .redeem, .refuse:
+    case .probe:
+        precondition(facts.origin == "null" && facts.path == "/ws", "a probe from anything but a file's page")
+    case .refuse:
         break
+    }
+
+    for probeOnly in [false, true] {
+        var handshake = WebAuthHandshake(key: key, origin: "http://127.0.0.1:43210", probeOnly: probeOnly)
+        for _ in 0..<2 {
+            if case .authenticated = handshake.receive(bytes, serverNonce: .random()) {
+                preconditionFailure("signed in without the secret")
+            }
+        }
     }
     return 0
 }

@@ -25,10 +25,12 @@ public enum RoomOperationRejection: String, Sendable, Equatable {
     case noEffect
     /// An add to a room that already has `RoomLimits.maxMembers` members.
     case roomFull
-    /// A removal or demotion of its actor, concurrent with it and by someone who
-    /// outranked the actor, voids it ("removal sticks").
+    /// A valid removal or demotion of its actor (by someone who outranked it, or the
+    /// actor's own leaving or stepping down), concurrent with it, voids it ("removal
+    /// sticks").
     case removedConcurrently
-    /// An add of a key that a concurrent removal, by an equal or higher rank, took out.
+    /// An add of a key that a concurrent valid removal, by an equal or higher rank, took
+    /// out.
     case overruled
 }
 
@@ -84,15 +86,22 @@ public struct RoomState: Equatable, Sendable {
 /// 3. **Authority.** An operation is permitted if the state of the valid operations of its
 ///    past allows it (`RoomAuthority`): roles, rank (an actor acts only on members ranked
 ///    strictly below it), the room's policy, and it must change something.
-/// 4. **Removal sticks.** A permitted operation by X is void if a removal or demotion of X
-///    that is *authorised* (rule 3 applied to authorised operations, without this rule, so
-///    nothing is circular) is concurrent with it, unless the remover had seen it: the
-///    operation is in the past of another operation by the remover that does not follow
-///    the removal. A removed member therefore cannot act by signing operations that
-///    pretend not to have seen its removal, and a remover cannot void what it had seen by
-///    back-dating its removal.
-/// 5. **Conflicting add.** An add of K is void if an authorised removal of K concurrent
-///    with it, by an actor of equal or higher rank than the adder, did not see it.
+/// 4. **Threats.** A *lowering* is an *authorised* (rule 3 applied to authorised
+///    operations only, so nothing is circular) removal or demotion, of another member or of
+///    its own actor (leaving, stepping down). A lowering L threatens an operation O
+///    concurrent with it when L lowers O's actor (removal sticks) and, for a lowering of
+///    another, L's actor had not seen O; or when O adds the key another's removal L takes
+///    out and L's actor, of equal or higher rank than the adder, had not seen O
+///    (conflicting add).
+/// 5. **Decision order.** Operations are decided one at a time: an operation is decided
+///    after its parents and after the lowerings that threaten it, lowest (sequence, hash)
+///    first; when every operation left waits for a threat that waits in turn (a cycle
+///    through a causal edge), the one whose parents are decided and whose strongest
+///    undecided threat ranks lowest goes first, ignoring that threat. An operation is valid when permitted (3) and no *valid* lowering decided
+///    before it threatens it. So only a valid lowering voids anything: a void removal (a
+///    demoted admin's, back-dated) voids nothing, and it cannot keep its target out for
+///    good (honest operations never have it in their past, so they would stay concurrent
+///    with it forever).
 /// 6. **State.** The valid operations in (sequence, hash) order, folded (`RoomFold`).
 public enum RoomResolver {
     /// Resolves `operations` (any order, duplicates and foreign operations allowed) into the
@@ -176,40 +185,81 @@ public enum RoomResolver {
         func concurrent(_ a: Int, _ b: Int) -> Bool { a != b && !past[a].contains(b) && !past[b].contains(a) }
         var byActor: [IdentityPublicKey: [Int]] = [:]
         for i in graph.indices { byActor[graph[i].actor, default: []].append(i) }
-        /// Whether the actor of `remover` had seen `op`: another operation of its, not
-        /// following `remover`, has `op` in its past (or is `op`).
-        func seen(_ op: Int, by remover: Int) -> Bool {
-            byActor[graph[remover].actor, default: []].contains { p in
-                p != remover && !past[p].contains(remover) && (p == op || past[p].contains(op))
+        /// Whether the actor of `lowering` had seen `op`: `op` is in the past of another
+        /// operation of that actor's that does not follow `lowering`.
+        func seen(_ op: Int, by lowering: Int) -> Bool {
+            byActor[graph[lowering].actor, default: []].contains { p in
+                p != lowering && !past[p].contains(lowering) && past[p].contains(op)
             }
         }
 
-        // 3 without 4 and 5: which operations had authority in their past, and the
-        // removals and demotions among them (with the remover's rank then).
+        // 3 without 4 and 5: which operations had authority in their past, each actor's
+        // rank there, and the lowerings among them.
         var authorized = [Bool](repeating: false, count: graph.count)
-        var lowering: [(index: Int, target: IdentityPublicKey, rank: RoomRole, isRemoval: Bool)] = []
+        var rank = [UInt8](repeating: 0, count: graph.count)  // 0: not a member there
+        var lowerings: [Int] = []
+        var isLowering = [Bool](repeating: false, count: graph.count)
         for i in graph.indices {
+            let state = fold(upTo: i) { past[i].contains($0) && authorized[$0] }
+            rank[i] = state.roles[graph[i].actor]?.rawValue ?? 0
             if graph[i].hash == root.hash {
                 authorized[i] = true
+                rank[i] = RoomRole.owner.rawValue
                 continue
             }
-            let state = fold(upTo: i) { past[i].contains($0) && authorized[$0] }
             guard RoomAuthority.check(graph[i], in: state) == nil else { continue }
             authorized[i] = true
-            let actorRank = state.roles[graph[i].actor] ?? .member
             switch graph[i].change {
-            case .remove(let t) where t != graph[i].actor:
-                lowering.append((i, t, actorRank, true))
-            case let .setRole(t, r) where t != graph[i].actor && r < (state.roles[t] ?? .member):
-                lowering.append((i, t, actorRank, false))
+            case .remove:
+                lowerings.append(i)
+                isLowering[i] = true
+            case let .setRole(t, r) where r < (state.roles[t] ?? .member):
+                lowerings.append(i)
+                isLowering[i] = true
             default:
                 break
             }
         }
 
-        // 3, 4 and 5.
+        // 4. Who threatens whom.
+        var removalThreats = [[Int]](repeating: [], count: graph.count)
+        var addThreats = [[Int]](repeating: [], count: graph.count)
+        for l in lowerings {
+            guard let target = graph[l].target else { continue }
+            let ofItself = target == graph[l].actor
+            for o in byActor[target, default: []] where concurrent(l, o) && (ofItself || !seen(o, by: l)) {
+                // Two departures of one member (left twice, stepped down and left) both
+                // lower it: neither needs to void the other.
+                if ofItself, isLowering[o], graph[o].target == target { continue }
+                removalThreats[o].append(l)
+            }
+            guard case .remove = graph[l].change, !ofItself else { continue }
+            for o in graph.indices where concurrent(l, o) && rank[l] >= rank[o] && !seen(o, by: l) {
+                if case .add(target) = graph[o].change { addThreats[o].append(l) }
+            }
+        }
+
+        // 5. Decide, one operation at a time.
+        var decided = [Bool](repeating: false, count: graph.count)
         var applied = [Bool](repeating: false, count: graph.count)
-        for i in graph.indices {
+        var decidedCount = 0
+        func ready(_ i: Int) -> Bool { graph[i].parents.allSatisfy { position[$0].map { decided[$0] } ?? false } }
+        func free(_ i: Int) -> Bool { (removalThreats[i] + addThreats[i]).allSatisfy { decided[$0] } }
+        while decidedCount < graph.count {
+            // Graph order is (sequence, hash) order: the first match is the lowest.
+            var next = graph.indices.first { !decided[$0] && ready($0) && free($0) }
+            if next == nil {
+                // A cycle: ignore the weakest threat. First the operation whose strongest
+                // undecided threat ranks lowest, then the lowest ranked, then the lowest.
+                func strongest(_ i: Int) -> UInt8 {
+                    (removalThreats[i] + addThreats[i]).filter { !decided[$0] }.map { rank[$0] }.max() ?? 0
+                }
+                next = graph.indices.filter { !decided[$0] && ready($0) }
+                    .min { (strongest($0), rank[$0], $0) < (strongest($1), rank[$1], $1) }
+            }
+            guard let i = next else { break }  // unreachable: the root has no parents
+            decided[i] = true
+            decidedCount += 1
             let op = graph[i]
             if op.hash == root.hash {
                 applied[i] = true
@@ -220,20 +270,14 @@ public enum RoomResolver {
                 rejected[op.hash] = why
                 continue
             }
-            if lowering.contains(where: { $0.target == op.actor && concurrent($0.index, i) && !seen(i, by: $0.index) })
-            {
+            // A threat decided after this operation (a cycle was broken here) is ignored.
+            if removalThreats[i].contains(where: { decided[$0] && applied[$0] }) {
                 rejected[op.hash] = .removedConcurrently
                 continue
             }
-            if case .add(let k) = op.change {
-                let adderRank = state.roles[op.actor] ?? .member
-                if lowering.contains(where: {
-                    $0.isRemoval && $0.target == k && $0.rank >= adderRank && concurrent($0.index, i)
-                        && !seen(i, by: $0.index)
-                }) {
-                    rejected[op.hash] = .overruled
-                    continue
-                }
+            if addThreats[i].contains(where: { decided[$0] && applied[$0] }) {
+                rejected[op.hash] = .overruled
+                continue
             }
             applied[i] = true
         }

@@ -10,6 +10,10 @@ public enum RefusalReason: UInt8, Sendable, Equatable, CaseIterable {
     case nodeQuota = 2
     /// The receiver's disk is nearly full.
     case diskFull = 3
+    /// The receiver keeps no more from senders its user neither verified nor wrote to, for
+    /// now: strangers together have a bounded share of its storage, disk and rate (so they
+    /// cannot crowd out its contacts).
+    case strangersShare = 4
     /// A reason this version does not know (a newer peer's): treated like `peerQuota`.
     case unknown = 255
 
@@ -23,6 +27,10 @@ public enum RefusalReason: UInt8, Sendable, Equatable, CaseIterable {
             return "the recipient keeps no more messages from anyone for now (its storage quota is full "
                 + "until its user deletes old conversations)"
         case .diskFull: return "the recipient's disk is nearly full"
+        case .strangersShare:
+            return "the recipient keeps no more messages from people it does not know for now "
+                + "(strangers together have a bounded share of its storage; it takes more later, "
+                + "or once its user verifies you or writes to you)"
         case .unknown: return "the recipient refused to store it"
         }
     }

@@ -45,6 +45,7 @@ enum ControlCall: Sendable {
     case filesReject(FilesRejectParams)
     case filesCancel(FilesCancelParams)
     case doctorReport(DoctorReportParams)
+    case doctorPeer(DoctorPeerParams)
     case filesThumbnail(FilesThumbnailParams)
     case filesOpen(FilesOpenParams)
 
@@ -95,6 +96,7 @@ enum ControlCall: Sendable {
             ControlRoute.route(FilesCancelParams.self, ControlCall.filesCancel),
             ControlRoute.route(DoctorReportParams.self, ControlCall.doctorReport),
             ControlRoute.route(FilesThumbnailParams.self, ControlCall.filesThumbnail),
+            ControlRoute.route(DoctorPeerParams.self, ControlCall.doctorPeer),
             ControlRoute.route(FilesOpenParams.self, ControlCall.filesOpen)
         ].map { ($0.method, $0) })
 

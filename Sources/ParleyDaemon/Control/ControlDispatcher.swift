@@ -81,8 +81,11 @@ struct ControlDispatcher {
         case .messagesSend(let p):
             let stored: StoredMessage
             var peerOnline: Bool?
+            var roomRecipients: (all: Int, online: Int)?
             if Self.namesRoom(p.to) {
-                stored = try node.sendToRoom(try node.resolveRoom(p.to), body: p.body)
+                let room = try node.resolveRoom(p.to)
+                stored = try node.sendToRoom(room, body: p.body)
+                roomRecipients = node.roomRecipientsOnline(room)
             } else {
                 let peer = try node.resolvePeer(p.to)
                 stored = try node.send(to: peer, body: p.body)
@@ -95,7 +98,8 @@ struct ControlDispatcher {
             return .typed(
                 id: id,
                 result: MessagesSendResult(
-                    message: node.messageInfo(stored, justStored: true), peerOnline: peerOnline))
+                    message: node.messageInfo(stored, justStored: true), peerOnline: peerOnline,
+                    roomRecipients: roomRecipients?.all, roomRecipientsOnline: roomRecipients?.online))
         case .messagesList(let p):
             if let selector = p.peer, Self.namesRoom(selector) { return try listRoomMessages(selector, p, id: id) }
             let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
@@ -188,6 +192,9 @@ struct ControlDispatcher {
             return .typed(id: id, result: MessageChangeResult(message: node.messageInfo(updated)))
         case .doctorReport(let p):
             return doctorReport(p, id: id)
+        case .doctorPeer(let p):
+            let peer = try node.resolvePeer(p.peer)
+            return .typed(id: id, result: node.doctorPeer(peer, mdns: info.mdns))
         case .nodeSetStatus(let p):
             let (status, told) = try node.setStatus(p.status)
             return .typed(id: id, result: NodeSetStatusResult(status: status.text, peersNotified: told))
@@ -400,7 +407,7 @@ struct ControlDispatcher {
 
 extension ControlDispatcher {
     /// `doctor.report`: the node's discovery and reachability facts, and optionally the
-    /// dial-back probe through one connected peer.
+    /// dial-back probe through one connected peer the person verified (`DialBackWitness`).
     func doctorReport(_ p: DoctorReportParams, id: JSONRPCID?) -> Reply {
         let node = self.node
         let facts = node.doctorFacts()
@@ -428,7 +435,7 @@ extension ControlDispatcher {
                 case .refused?: o = .refused
                 case nil: o = .timeout
                 }
-                answer(result(DoctorDialBack(peer: name, outcome: o)))
+                answer(result(DoctorDialBack(peer: name, fingerprint: peer.fingerprintText, outcome: o)))
             }
             if !asked { answer(result(DoctorDialBack(peer: nil, outcome: .noPeer))) }
         }

@@ -18,7 +18,15 @@ extension Node {
             queued: (try? store.queuedRoomMessageCount(room: r.id)) ?? 0,
             unread: (try? store.roomUnreadCount(room: r.id)) ?? 0,
             status: r.status.rawValue, role: r.roles[myIdentity]?.description,
-            invitedBy: r.inviter.map(Node.fingerprint(ofHex:)), onlyAdminsAdd: r.onlyAdminsAdd)
+            invitedBy: r.inviter.map(Node.fingerprint(ofHex:)), onlyAdminsAdd: r.onlyAdminsAdd,
+            invitedByName: r.inviter.map { displayName(of: $0) })
+    }
+
+    /// The other joined members of `room` (who a message to it goes to) and how many of
+    /// them have a session up, for `messages.send`'s answer.
+    func roomRecipientsOnline(_ room: RoomRecord) -> (all: Int, online: Int) {
+        let others = room.joined.filter { $0 != myIdentity }
+        return (others.count, others.filter(isOnline).count)
     }
 
     /// A room's name as this node resolved it (the id's first 8 digits if unknown).

@@ -40,7 +40,14 @@ extension Node {
         perform(
             dialPlanner.addDiscovered(
                 key, candidates: candidates, fingerprintHint: fingerprintHint, known: known,
-                sessions: sessionView, now: clock.monotonicNow()))
+                presenceToken: presence?.token, sessions: sessionView, now: clock.monotonicNow()))
+        if dialPlanner.targets[key]?.suspicious == true {
+            attackLog.log(
+                key: "presence-replay",
+                "a presence token was advertised again at another address (a replayed advertisement?); "
+                    + "it is dialled only at the per-host rate, and not while its peer is connected",
+                ["instance": instance, "addresses": candidates.map(\.description).joined(separator: ",")])
+        }
         if dialPlanner.targets[key] == nil, before >= dialPlanner.maxDiscovered {
             attackLog.log(
                 key: "adverts-full", "too many advertised peers; ignoring new unknown ones",

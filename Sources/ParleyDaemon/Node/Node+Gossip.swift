@@ -229,12 +229,15 @@ extension Node {
             staticPeers: dialPlanner.targets.values.filter { $0.source == .configured }.count)
     }
 
-    /// A connected peer that understands the dial-back probe, and its name.
+    /// A connected peer the person verified that understands the dial-back probe
+    /// (`DialBackWitness`), and its name.
     func dialBackCandidate() -> (IdentityPublicKey, String)? {
-        for peer in sessions.peers.sorted(by: { $0.hex < $1.hex }) {
-            guard let conn = activeConnection(for: peer), conn.remoteFeatures.contains(.addressGossip) else { continue }
-            return (peer, peerRecord(peer.hex)?.displayName ?? peer.fingerprintText)
+        let candidates = sessions.peers.map { peer in
+            DialBackWitness.Candidate(
+                identity: peer, verified: peerRecord(peer.hex)?.trust == .verified,
+                understandsProbe: activeConnection(for: peer)?.remoteFeatures.contains(.addressGossip) ?? false)
         }
-        return nil
+        guard let peer = DialBackWitness.choose(candidates) else { return nil }
+        return (peer, peerRecord(peer.hex)?.displayName ?? peer.fingerprintText)
     }
 }

@@ -39,31 +39,40 @@ extension Node {
         guard !chats.isEmpty else { return ([], []) }
         let peerUsage: ReceiveQuota.Usage
         let totalUsage: ReceiveQuota.Usage
+        let strangersUsage: ReceiveQuota.Usage
+        let standing = quotaStanding(of: sender)
         do {
             (peerUsage, totalUsage) = try quotaUsage(of: sender)
+            strangersUsage = standing == .stranger ? try quotaStrangersUsage() : .init()
         } catch {
             // Not measurable: store them (the store's own errors still refuse with no ack).
             log.error(
                 "could not count what is stored from a peer; its messages are taken unchecked", ["error": "\(error)"])
             return ([RefusalReason?](repeating: nil, count: chats.count), [])
         }
-        let standing = quotaStanding(of: sender)
         let free = freeDiskBytes()
+        let now = clock.monotonicNow()
+        // Decided on a copy of the strangers' rate: only the final verdicts take from it.
+        var intake = quotaCache.strangerIntake ?? StrangerIntake(now: now)
+        var trial = intake
         var verdicts = options.quota.decide(
-            bodySizes: chats.map(\.size), peer: peerUsage,
-            total: totalUsage, sender: standing, freeDiskBytes: free)
+            bodySizes: chats.map(\.size), peer: peerUsage, total: totalUsage, strangers: strangersUsage,
+            sender: standing, freeDiskBytes: free, intake: &trial, now: now)
         if verdicts.contains(where: { $0 != nil }) {
             // Refuse only what we do not already have: a resent stored message is acked.
             let known = (try? store.storedIncomingIDs(chats.map(\.id.hex), from: sender.hex)) ?? []
             if !known.isEmpty {
                 let fresh = chats.indices.filter { !known.contains(chats[$0].id.hex) }
+                trial = intake
                 let again = options.quota.decide(
-                    bodySizes: fresh.map { chats[$0].size }, peer: peerUsage,
-                    total: totalUsage, sender: standing, freeDiskBytes: free)
+                    bodySizes: fresh.map { chats[$0].size }, peer: peerUsage, total: totalUsage,
+                    strangers: strangersUsage, sender: standing, freeDiskBytes: free, intake: &trial, now: now)
                 verdicts = [RefusalReason?](repeating: nil, count: chats.count)
                 for (k, i) in fresh.enumerated() { verdicts[i] = again[k] }
             }
         }
+        intake = trial
+        quotaCache.strangerIntake = intake
         var refused: [RefusalReason: [MessageID]] = [:]
         for (chat, verdict) in zip(chats, verdicts) {
             if let reason = verdict { refused[reason, default: []].append(chat.id) }
@@ -88,20 +97,23 @@ extension Node {
         guard isCorrespondent else { return .stranger }
         if quotaCache.correspondents.count >= NodeLimits.maxSessions { quotaCache.correspondents.removeAll() }
         quotaCache.correspondents.insert(sender)
+        quotaCache.strangers = nil  // it may have been counted as a stranger: count again
         return .correspondent
     }
 
-    /// What the user can do to take in what was refused, each safe: verifying or writing
-    /// to a stranger makes it a correspondent (a larger allowance, still under the total
-    /// and the disk floor); deleting messages frees their place (the sender still has the
-    /// refused ones queued, and acknowledged ones are never sent again); a raised limit is
-    /// bounded by the config's ranges and the disk floor stays.
+    /// What the user can do about what was refused, each safe to follow. Never "verify it"
+    /// or "write to it" for a stranger (issue 29, L1): either makes it a correspondent (a
+    /// larger allowance, its files taken in), and a key that sent a lot is the last one to
+    /// trust for that. A stranger's refused messages stay queued at the sender, so nothing
+    /// is lost by waiting; blocking stops it; deleting messages frees their place (the
+    /// sender still has the refused ones queued, and acknowledged ones are never sent
+    /// again); a raised limit is bounded by the config's ranges and the disk floor stays.
     static func remedy(for reason: RefusalReason, standing: ReceiveQuota.Standing, peer: String) -> String {
         switch reason {
-        case .peerQuota where standing == .stranger:
-            "verify the peer (parley trust verify \(peer)) or write to it for the larger allowance, "
-                + "delete its messages (parley forget-messages \(peer)), or raise quota_peer_messages / "
-                + "quota_peer_mib in parleyd.toml"
+        case .peerQuota where standing == .stranger, .strangersShare:
+            "nothing is lost: the sender keeps the refused messages queued. A key you have not verified "
+                + "sent more than strangers may store; if you do not know it, block it (parley trust block "
+                + "\(peer)); if you think you know who it is, ask them in person, not through this key"
         case .peerQuota, .unknown:
             "delete old messages with the peer (parley export, then parley forget-messages \(peer)) or raise "
                 + "quota_verified_peer_messages / quota_verified_peer_mib in parleyd.toml"
@@ -118,6 +130,18 @@ extension Node {
         let added = ReceiveQuota.Usage(messages: bodies.count, bytes: bodies.reduce(0, +))
         if let u = quotaCache.perPeer[sender] { quotaCache.perPeer[sender] = u + added }
         if let t = quotaCache.total { quotaCache.total = t + added }
+        if let s = quotaCache.strangers, !quotaCache.correspondents.contains(sender) {
+            quotaCache.strangers = s + added
+        }
+    }
+
+    /// What all strangers together have stored (issue 29, M2), from the cache or counted once.
+    private func quotaStrangersUsage() throws(StoreError) -> ReceiveQuota.Usage {
+        if let s = quotaCache.strangers { return s }
+        let u = try store.incomingUsageFromStrangers()
+        let usage = ReceiveQuota.Usage(messages: u.messages, bytes: u.bytes)
+        quotaCache.strangers = usage
+        return usage
     }
 
     /// Sends `refused` records, at most `WireLimits.maxAcksPerRecord` ids each.
@@ -151,8 +175,8 @@ extension Node {
         return (quotaCache.perPeer[sender]!, quotaCache.total!)
     }
 
-    /// Forgets the counts after the user deleted stored messages.
-    func quotaCountsChanged() { quotaCache = QuotaCache() }
+    /// Forgets the counts after the user deleted stored messages (the strangers' rate stays).
+    func quotaCountsChanged() { quotaCache = QuotaCache(strangerIntake: quotaCache.strangerIntake) }
 
     /// Free bytes for an unprivileged writer on the store's file system, or nil if unknown.
     func freeDiskBytes() -> Int? {
@@ -196,4 +220,8 @@ struct QuotaCache {
     /// again each time, so the user's first message to one counts at once.
     var correspondents: Set<IdentityPublicKey> = []
     var total: ReceiveQuota.Usage?
+    /// What all strangers together have stored (nil: count again).
+    var strangers: ReceiveQuota.Usage?
+    /// Strangers' shared rate (created full on first use).
+    var strangerIntake: StrangerIntake?
 }

@@ -34,6 +34,33 @@ extension Node {
         return entry
     }
 
+    /// Resolves every stored room again from its operations and rewrites the cached state
+    /// where it differs (issue 29: rooms resolved under the version-2 rule, where a void
+    /// removal by a demoted admin could keep a member out for good, come back right on
+    /// the first start after the upgrade; docs/PROTOCOL.md, "Changes to the rule").
+    /// The operations are the truth and the cache is cheap to rebuild, so this runs at
+    /// every start, not once. Returns the rooms whose state changed.
+    @discardableResult
+    func reResolveStoredRooms() throws(StoreError) -> [RoomRecord] {
+        var changed: [RoomRecord] = []
+        for previous in try store.rooms() where previous.status != .retired {
+            guard let id = RoomID(hex: previous.id), let state = try roomEntry(id).state else { continue }
+            var now = roomRecord(state, previous: previous, deliveredBy: nil, now: previous.updatedAt)
+            guard now != previous else { continue }
+            now.updatedAt = nowMs
+            try store.saveRoom(now)
+            changed.append(now)
+            log.info(
+                "room resolved again under the current rule",
+                [
+                    "room": now.name, "id": now.id, "status": now.status.rawValue, "was": previous.status.rawValue,
+                    "joined": "\(now.joined.count)", "wasJoined": "\(previous.joined.count)"
+                ])
+            emit(.roomUpdated(now))
+        }
+        return changed
+    }
+
     /// The room as resolved now (nil before its create is known).
     func roomState(_ room: RoomRecord) throws -> RoomState? {
         guard let id = RoomID(hex: room.id) else { throw RoomError.notFound(room.id) }
@@ -215,17 +242,23 @@ extension Node {
         _ s: RoomState, previous: RoomRecord?, deliveredBy peer: IdentityPublicKey?,
         now: Int64
     ) throws(StoreError) {
+        try store.saveRoom(roomRecord(s, previous: previous, deliveredBy: peer, now: now))
+    }
+
+    /// What the store caches of a resolved room.
+    private func roomRecord(
+        _ s: RoomState, previous: RoomRecord?, deliveredBy peer: IdentityPublicKey?, now: Int64
+    ) -> RoomRecord {
         let status = status(in: s, previous: previous)
         let inviter = status == .invited ? (previous?.status == .invited ? previous?.inviter : peer?.hex) : nil
         var roles: [String: RoomRole] = [:]
         for (k, r) in s.roles { roles[k.hex] = r }
-        try store.saveRoom(
-            RoomRecord(
-                id: s.roomID.hex, root: s.root.hex, name: s.name, creator: s.creator.hex,
-                createdAt: Int64(clamping: s.createdAt), version: Int64(clamping: s.version),
-                members: s.members.map(\.hex), status: status, roles: roles,
-                joined: s.joined.map(\.hex), onlyAdminsAdd: s.policy.onlyAdminsAdd,
-                inviter: inviter, updatedAt: now))
+        return RoomRecord(
+            id: s.roomID.hex, root: s.root.hex, name: s.name, creator: s.creator.hex,
+            createdAt: Int64(clamping: s.createdAt), version: Int64(clamping: s.version),
+            members: s.members.map(\.hex), status: status, roles: roles,
+            joined: s.joined.map(\.hex), onlyAdminsAdd: s.policy.onlyAdminsAdd,
+            inviter: inviter, updatedAt: now)
     }
 
     /// Holds an operation whose parent has not arrived, in memory and bounded per peer

@@ -179,6 +179,9 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             self?.keepaliveTick()
         }
         restoreAddressRecords()
+        do { try reResolveStoredRooms() } catch {
+            log.error("rooms not resolved again at start", ["error": "\(error)"])
+        }
         redialRememberedPeers()
     }
 

@@ -1,3 +1,4 @@
+import ParleyControlProtocol
 import ParleyCore
 import ParleyStore
 
@@ -55,7 +56,8 @@ enum RoomError: Error, CustomStringConvertible {
         case .notMember(let r):
             return "you are not a member of #\(r.name); a member has to add you again"
         case .notJoined(let r):
-            return "you are invited to #\(r.name) but have not joined; accept with `parley room accept #\(r.name)`"
+            return
+                "you are invited to #\(r.name) but have not joined; accept with `parley room accept \(ShellQuoting.room(r.name))`"
         case .notInvited(let r):
             return r.status == .joined ? "you are already in #\(r.name)" : "you have no open invitation to #\(r.name)"
         case let .refused(r, change, why):

@@ -37,6 +37,9 @@ public struct DialPlanner: Sendable {
         /// For advertisements: it claims (or proved) a peer we know. Known targets are
         /// kept first when the table of discovered targets is full.
         public var known = false
+        /// For advertisements: its presence token was first seen under another instance at
+        /// other hosts (`PresenceSightings`): a copy, never treated as a known peer.
+        public var suspicious = false
         /// Candidates learned from gossip (a contact's signed record relayed by another):
         /// dialled at the rate of unknown advertisements until one of them reaches the
         /// peer, since the signer may list any address.
@@ -84,6 +87,8 @@ public struct DialPlanner: Sendable {
     /// address, so without this every node would dial a victim for as long as a fake
     /// advertisement lasts.
     public private(set) var dialRate: DialRateLimit
+    /// Where each advertised presence token was first seen (replays are suspicious).
+    public private(set) var sightings = PresenceSightings()
     private var nextSerial: UInt64 = 0
 
     public init(
@@ -124,17 +129,29 @@ public struct DialPlanner: Sendable {
     /// `known`: the advertisement names a peer we know (the driver recognised it). When
     /// `maxDiscovered` targets exist, a known one replaces the oldest unknown one; an
     /// unknown one is ignored.
+    /// `presenceToken`: the advertisement's private-presence token, if it has one: a token
+    /// first seen under another instance at other hosts marks this one `suspicious` (a
+    /// replay), and a suspicious advertisement is never known.
     public mutating func addDiscovered(
         _ key: DialTargetKey, candidates: [DialAddress], fingerprintHint: String?,
-        known: Bool = false, sessions: SessionView, now: MonotonicInstant? = nil
+        known: Bool = false, presenceToken: [UInt8]? = nil, sessions: SessionView, now: MonotonicInstant? = nil
     ) -> [Action] {
         var actions: [Action] = []
+        var known = known
+        var suspicious = false
+        if let token = presenceToken,
+            sightings.observe(token: token, instance: key.rawValue, hosts: Set(candidates.map(\.host)))
+        {
+            suspicious = true
+            known = false
+        }
         if var t = targets[key] {
             if t.candidates != candidates || t.fingerprintHint != fingerprintHint { t.spoofed = false }
             t.candidates = candidates
             t.next = 0
             t.fingerprintHint = fingerprintHint
-            t.known = t.known || known
+            t.suspicious = suspicious
+            t.known = !suspicious && (t.known || known)
             targets[key] = t
         } else {
             if discoveredCount >= maxDiscovered {
@@ -148,6 +165,7 @@ public struct DialPlanner: Sendable {
             var t = Target(candidates: candidates, source: .discovered)
             t.fingerprintHint = fingerprintHint
             t.known = known
+            t.suspicious = suspicious
             nextSerial += 1
             t.serial = nextSerial
             targets[key] = t
@@ -190,6 +208,7 @@ public struct DialPlanner: Sendable {
     }
 
     public mutating func remove(_ key: DialTargetKey) -> [Action] {
+        sightings.forget(instance: key.rawValue)
         guard targets.removeValue(forKey: key) != nil else { return [] }
         return [.cancelRedial(key)]
     }
@@ -221,20 +240,24 @@ public struct DialPlanner: Sendable {
         defer { targets[key] = t }
         if let id = t.identity, sessions.isConnected(id) { return actions }  // maybe they dialled us
         if t.spoofed { return actions }
-        if let hint = t.fingerprintHint, let (id, host) = sessions.online(hint),
-            t.candidates.contains(where: { $0.host == host })
-        {
-            // Already connected to that identity at an address this advertisement lists.
-            // (One claiming it from elsewhere is dialled: the handshake shows whether it is
-            // the same node or a spoof.)
+        if let hint = t.fingerprintHint, let (id, _) = sessions.online(hint) {
+            // A session with the peer this advertisement names is up: nothing to dial,
+            // whatever address it gives (issue 29, M3: anyone can re-advertise a contact's
+            // presence token or fingerprint at a victim's address, and every node would dial
+            // it). Dialled again if that session ends.
             t.identity = id
             return actions
         }
         guard !t.candidates.isEmpty else { return actions }
         let address = t.candidates[t.next % t.candidates.count]
-        if (t.source == .discovered && !t.known) || t.rateLimitedCandidates.contains(address), let now {
-            // An advertisement of someone we do not know: its address gets a few dials,
-            // then one per interval, from this node whatever the advertisements say.
+        if (t.source == .discovered && !isProvenHost(address.host, ofFingerprint: t.fingerprintHint))
+            || t.rateLimitedCandidates.contains(address), let now
+        {
+            // An advertised address, whoever it claims to be (a known peer's advertisement
+            // can be replayed at any address): a few dials, then one per interval, per host,
+            // from this node whatever the advertisements say. Not limited: a host where a
+            // session proved the very peer the advertisement names (a replay there only
+            // makes us dial that peer), so a contact that restarts is found at once.
             if let wait = dialRate.take(host: address.host, now: now) {
                 t.redialArmed = true
                 actions.append(.armRedial(key, after: wait))
@@ -244,6 +267,18 @@ public struct DialPlanner: Sendable {
         t.connecting = true
         actions.append(.connect(key, address, expectedFingerprint: t.fingerprintHint))
         return actions
+    }
+
+    /// Whether a session with the peer of compact fingerprint `hint` came from `host` (a
+    /// remembered target's candidate that is not a mere gossiped claim).
+    func isProvenHost(_ host: String, ofFingerprint hint: String?) -> Bool {
+        guard let hint else { return false }
+        return targets.values.contains { t in
+            guard t.source == .remembered, let id = t.identity,
+                t.candidates.contains(where: { $0.host == host && !t.rateLimitedCandidates.contains($0) })
+            else { return false }
+            return Fingerprint(id).compact == hint
+        }
     }
 
     /// The target's timer fired.
@@ -272,7 +307,8 @@ public struct DialPlanner: Sendable {
         if t.source != .remembered { t.identity = identity }
         // The address reached the peer: no longer a mere claim.
         if !t.candidates.isEmpty { t.rateLimitedCandidates.remove(t.candidates[t.next % t.candidates.count]) }
-        t.known = true  // a session was kept: its redials are no longer rate-limited
+        t.known = true  // a session was kept: kept first when the table is full
+        t.suspicious = false
         t.connecting = false
         t.failures = 0
         targets[key] = t

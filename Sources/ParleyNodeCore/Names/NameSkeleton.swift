@@ -1,4 +1,5 @@
 import Foundation  // Unicode normalization only (NFKD); no clock, no I/O.
+import ParleyCore
 
 /// The skeleton of a display name (Unicode TS #39, section 4, "Confusable Detection"): two
 /// names with the same skeleton look alike, so a person cannot tell them apart on screen
@@ -6,18 +7,31 @@ import Foundation  // Unicode normalization only (NFKD); no clock, no I/O.
 ///
 /// skeleton = NFKD, each character replaced by its confusable prototype
 /// (`ConfusablesTable`), lower-cased and mapped again (so case does not matter, and a
-/// capital I still looks like an l), default-ignorable code points removed, NFKD again.
+/// capital I still looks like an l), NFKD again; and every character that renders as white
+/// space or nothing (`BlankCharacters`: spaces of every width, line breaks, zero-width and
+/// bidi controls, variation selectors, fillers...) dropped wherever it is, before and after
+/// each step. So "bob ", " bob", "b  ob", "bob\u{3000}" and "b\u{200B}ob" all look like
+/// "bob" (issue 29: a trailing space made an impostor unmarked; browsers collapse runs of
+/// spaces and hide a trailing one). Names that differ only by where a space is ("bob smith",
+/// "bobsmith") are marked too: a mark only says "look at the fingerprint".
 /// Names are compared by skeleton only to *mark* look-alikes; a peer is always its key.
 public enum NameSkeleton {
     public static func of(_ name: String) -> String {
         let mapped = prototypes(name.decomposedStringWithCompatibilityMapping)
-        return prototypes(mapped.lowercased()).decomposedStringWithCompatibilityMapping
+        // NFKD can bring a space back (U+00A8 DIAERESIS is U+0020 U+0308): drop it again.
+        return withoutBlanks(prototypes(mapped.lowercased()).decomposedStringWithCompatibilityMapping)
+    }
+
+    private static func withoutBlanks(_ text: String) -> String {
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars where !BlankCharacters.isBlank(scalar) { out.append(scalar) }
+        return String(out)
     }
 
     private static func prototypes(_ text: String) -> String {
         var out = String.UnicodeScalarView()
         for scalar in text.unicodeScalars {
-            if scalar.properties.isDefaultIgnorableCodePoint { continue }
+            if BlankCharacters.isBlank(scalar) { continue }
             if let prototype = table[scalar.value] {
                 out.append(contentsOf: prototype)
             } else {

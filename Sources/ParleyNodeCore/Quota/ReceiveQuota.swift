@@ -59,6 +59,27 @@ public struct ReceiveQuota: Sendable, Equatable {
     /// 256 MiB leaves room for SQLite's journal and the rest of the system.
     public var diskFloorBytes: Int
 
+    /// Strangers together keep at most 1/16 of the total (1 GiB and 125,000 messages by
+    /// default: hundreds of new colleagues' first messages, or 16 strangers at their full
+    /// allowance). Each stranger's allowance alone does not bound the class: keys are free
+    /// to mint, and six of them filled 397 MiB in 15 s (issue 29, M2). 15/16 of the total
+    /// stays for correspondents whatever strangers send.
+    public static let strangersShareDivisor = 16
+
+    /// Strangers' messages are refused once free disk space would fall below the floor plus
+    /// this (512 MiB free by default), so what strangers send can never bring the disk down
+    /// to the floor, where messages from correspondents are refused too.
+    public static let strangersDiskReserve = 256 << 20
+
+    /// What strangers together may keep: `total` / `strangersShareDivisor`.
+    public var strangers: Allowance {
+        Allowance(
+            messages: total.messages / Self.strangersShareDivisor, bytes: total.bytes / Self.strangersShareDivisor)
+    }
+    /// Free bytes below which strangers' messages are refused (`diskFloorBytes` +
+    /// `strangersDiskReserve`).
+    public var strangersDiskFloorBytes: Int { diskFloorBytes + Self.strangersDiskReserve }
+
     public static let standard = ReceiveQuota(
         stranger: Allowance(messages: 10_000, bytes: 64 << 20),
         correspondent: Allowance(messages: 1_000_000, bytes: 4 << 30),
@@ -70,6 +91,43 @@ public struct ReceiveQuota: Sendable, Equatable {
         self.correspondent = correspondent
         self.total = total
         self.diskFloorBytes = diskFloorBytes
+    }
+
+    /// `decide` for a sender, with the class limits on strangers: `strangers` is what all
+    /// strangers together have stored, `intake` their shared rate (`StrangerIntake`, taken
+    /// from only for a stranger's accepted messages). A stranger's message over the share,
+    /// the rate, or the strangers' disk floor is refused with `strangersShare`.
+    public func decide(
+        bodySizes: [Int], peer: Usage, total: Usage, strangers: Usage, sender: Standing, freeDiskBytes: Int?,
+        intake: inout StrangerIntake, now: MonotonicInstant
+    ) -> [RefusalReason?] {
+        let allowance = sender == .correspondent ? correspondent : stranger
+        var peerUsed = peer
+        var totalUsed = total
+        var strangersUsed = strangers
+        var free = freeDiskBytes
+        let share = self.strangers
+        return bodySizes.map { size in
+            if let f = free, f - size < diskFloorBytes { return .diskFull }
+            if peerUsed.messages + 1 > allowance.messages || peerUsed.bytes + size > allowance.bytes {
+                return .peerQuota
+            }
+            if totalUsed.messages + 1 > self.total.messages || totalUsed.bytes + size > self.total.bytes {
+                return .nodeQuota
+            }
+            if sender == .stranger {
+                if let f = free, f - size < strangersDiskFloorBytes { return .strangersShare }
+                if strangersUsed.messages + 1 > share.messages || strangersUsed.bytes + size > share.bytes {
+                    return .strangersShare
+                }
+                if !intake.take(size: size, now: now) { return .strangersShare }
+                strangersUsed = strangersUsed + Usage(messages: 1, bytes: size)
+            }
+            peerUsed = peerUsed + Usage(messages: 1, bytes: size)
+            totalUsed = totalUsed + Usage(messages: 1, bytes: size)
+            free = free.map { $0 - size }
+            return nil
+        }
     }
 
     /// For each incoming body (its size in bytes, in arrival order): nil to store it, or

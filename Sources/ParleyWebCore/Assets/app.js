@@ -2,10 +2,21 @@
 // trust and search, all through the control protocol (rpc.js). Every string from the
 // daemon goes into the page as text (dom.js), never as HTML.
 import { RPC } from "./rpc.js";
+import { takeSecretFromFragment, connectionText, showSignInProblem } from "./auth.js";
 import { el, clear, time } from "./dom.js";
 import { renderTransfer, thumbnailURL, convOfTransfer, formatBytes, upload, MAX_UPLOAD_BYTES } from "./files.js";
 
 const PAGE_SIZE = 50;
+// A search hit opens with this many messages up to it and this many after it.
+const CONTEXT_BEFORE = 20;
+const CONTEXT_AFTER = 20;
+// Messages read at sign-in (all conversations, newest first) for the sidebar's last-message
+// previews and its order by recent activity; later ones come as events.
+const RECENT_PAGE = 500;
+// Preview of the last message in the sidebar, in characters.
+const PREVIEW_CHARS = 60;
+// The list is "at the bottom" within this many pixels: new content keeps it there.
+const NEAR_BOTTOM_PX = 80;
 // Transfers asked for when a conversation opens (files.list is newest first, all
 // conversations together); later ones arrive as file.* events.
 const TRANSFERS_PAGE = 500;
@@ -22,6 +33,9 @@ const state = {
   notify: false,
   transfers: new Map(), // id -> FileTransferInfo
   thumbnails: new Map(), // transfer id -> data: URL, or null (none, or not an image)
+  recent: new Map(),  // conversation key -> {time, text}: the sidebar's preview and order
+  newerCursor: null,  // a conversation opened around a search hit: newer messages not shown
+  atBottom: true,     // the message list is scrolled to its end (new content keeps it there)
 };
 
 const rpc = new RPC({ onEvent, onState });
@@ -30,7 +44,14 @@ const rpc = new RPC({ onEvent, onState });
 
 function plural(n, word) { return `${n} ${word}${n === 1 ? "" : "s"}`; }
 function peerLabel(p) { return p.nickname || p.name; }
-function shortFp(fp) { return String(fp).split("-")[0]; }
+// Two groups (40 bits): one group alone is cheap to grind for a look-alike key.
+function shortFp(fp) { return String(fp).split("-").slice(0, 2).join("-"); }
+// A name a person could confuse with another (issue 29: "bob " and "bob" look the same in a
+// browser) carries a short fingerprint unless the person verified that key.
+function withFp(name, fp) {
+  const p = state.peers.get(fp);
+  return p && p.trust === "verified" ? name : `${name} (${shortFp(fp)})`;
+}
 function keyOf(conv) { return conv.kind === "peer" ? `peer:${conv.fp}` : `room:${conv.id}`; }
 function selector(conv) { return conv.kind === "peer" ? conv.fp : `#${conv.id}`; }
 function sameConv(a, b) { return a && b && keyOf(a) === keyOf(b); }
@@ -40,33 +61,75 @@ function convOfMessage(m) {
   return { kind: "peer", fp: m.direction === "in" ? m.from : m.to };
 }
 
+// What the sidebar says about a peer's key, in plain words, only where it matters to the
+// person: a key to approve, a blocked one, one that never connected. (An unverified key is
+// the normal case; the conversation's header says how to verify it.)
+const TRUST_WORDS = { pending: "new key: approve or block", blocked: "blocked", new: "not connected yet" };
+// The header's badge: the same states, and "verified" / "not verified".
+const TRUST_BADGE = { verified: "verified", pinned: "not verified", pending: "awaiting approval", blocked: "blocked", new: "not connected yet" };
+
+function preview(m) {
+  const text = m.deletedAt ? "message deleted" : m.body.replace(/\s+/g, " ");
+  const who = m.direction === "out" ? "You: " : m.room ? `${m.fromName}: ` : "";
+  const line = who + text;
+  return line.length > PREVIEW_CHARS ? `${line.slice(0, PREVIEW_CHARS - 1)}…` : line;
+}
+
+// A message shown, sent or received: the sidebar's preview and order follow it.
+function noteActivity(m) {
+  const key = keyOf(convOfMessage(m));
+  const known = state.recent.get(key);
+  if (known && known.time > m.createdAt) return;
+  state.recent.set(key, { time: m.createdAt, text: preview(m) });
+}
+
 function renderConversations() {
   const list = $("conversations");
   // Rebuilt on every change: keep keyboard focus on the entry that had it.
   const focused = list.contains(document.activeElement) ? document.activeElement.dataset.key : null;
   clear(list);
-  const peers = [...state.peers.values()].sort((a, b) =>
-    (b.online - a.online) || peerLabel(a).localeCompare(peerLabel(b)));
-  const rooms = [...state.rooms.values()].filter((r) => r.status !== "retired")
-    .sort((a, b) => a.name.localeCompare(b.name));
-  for (const r of rooms) {
+  const items = [];
+  for (const r of state.rooms.values()) {
+    if (r.status === "retired") continue;
     const conv = { kind: "room", id: r.id };
-    const meta = r.status === "invited" ? "invitation" : r.member ? plural(r.members.length, "member") : "left";
-    list.append(convItem(conv, el("span", { class: "dot room", "aria-hidden": "true" }),
-      el("span", { class: "conv-label" }, `#${r.name}`, el("span", { class: "conv-meta", text: meta })), r.unread));
+    const recent = state.recent.get(keyOf(conv));
+    const meta = r.status === "invited" ? "invitation" : !r.member ? "left" : recent ? recent.text : plural(r.members.length, "member");
+    items.push({ conv, recent, online: true, label: `#${r.name}`, node: convItem(conv, el("span", { class: "dot room", "aria-hidden": "true" }),
+      el("span", { class: "conv-label" }, `#${r.name}`, el("span", { class: "conv-meta", text: meta })), r.unread) });
   }
-  for (const p of peers) {
+  for (const p of state.peers.values()) {
     const conv = { kind: "peer", fp: p.fingerprint };
-    const meta = [p.trust !== "pinned" ? p.trust : null, p.status].filter(Boolean).join(" · ");
-    list.append(convItem(conv,
+    const recent = state.recent.get(keyOf(conv));
+    const meta = [TRUST_WORDS[p.trust], p.status, recent?.text].filter(Boolean).join(" · ");
+    items.push({ conv, recent, online: p.online, label: peerLabel(p), node: convItem(conv,
       el("span", { class: `dot${p.online ? " online" : ""}`, title: p.online ? "online" : "offline", "aria-label": p.online ? "online" : "offline" }),
       el("span", { class: "conv-label" },
         p.nameClash ? el("span", { class: "clash", title: "another key uses a name like this one", text: `⚠ ` }) : null,
-        peerLabel(p), p.nameClash ? ` (${shortFp(p.fingerprint)})` : "",
-        el("span", { class: "conv-meta", text: meta || p.fingerprint })),
-      p.unread));
+        el("span", { class: "name", text: peerLabel(p) }),
+        // Unverified: a short fingerprint beside the name, so two look-alike names differ.
+        p.trust !== "verified" ? el("span", { class: "fp", text: ` ${shortFp(p.fingerprint)}` }) : "",
+        p.trust === "verified" ? el("span", { class: "verified-mark", title: "verified", "aria-label": "verified", text: " ✓" }) : null,
+        el("span", { class: "conv-meta", text: meta })),
+      p.unread) });
   }
+  // Recent activity first (like any messenger); conversations with none by online, then name.
+  items.sort((a, b) => ((b.recent?.time ?? -1) - (a.recent?.time ?? -1)) || (b.online - a.online) || a.label.localeCompare(b.label));
+  for (const item of items) list.append(item.node);
   if (focused) list.querySelector(`li[data-key="${CSS.escape(focused)}"]`)?.focus();
+  updateTitle();
+}
+
+// The tab's title counts unread messages, so a tab in the background shows there is news.
+function updateTitle() {
+  let unread = 0;
+  for (const p of state.peers.values()) unread += p.unread || 0;
+  for (const r of state.rooms.values()) unread += r.unread || 0;
+  document.title = unread > 0 ? `(${unread}) Parley` : "Parley";
+}
+
+// Screen readers hear new messages (this live region), not the whole list again.
+function announce(m) {
+  $("announcer").textContent = `${m.room ? `${m.fromName} in #${m.room.name}` : m.fromName}: ${m.deletedAt ? "message deleted" : m.body}`;
 }
 
 function convItem(conv, dot, label, unread) {
@@ -75,7 +138,14 @@ function convItem(conv, dot, label, unread) {
     dataset: { key: keyOf(conv) },
     onclick: () => openConversation(conv),
     onkeydown: (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); openConversation(conv); } },
-  }, dot, label, unread > 0 ? el("span", { class: "unread", text: String(unread) }) : el("span"));
+  }, dot, label, unread > 0 ? el("span", { class: "unread", text: String(unread), "aria-label": `${unread} unread` }) : el("span"));
+}
+
+// The newest messages of all conversations: the sidebar's previews and order.
+async function refreshRecent() {
+  const r = await rpc.call("messages.list", { limit: RECENT_PAGE });
+  for (const m of r.messages) noteActivity(m);
+  renderConversations();
 }
 
 async function refreshPeers() {
@@ -94,9 +164,12 @@ async function refreshRooms() {
 
 // ---- one conversation ---------------------------------------------------------------
 
-async function openConversation(conv) {
+// `around`: a search hit, shown in its place with the messages before and after it.
+async function openConversation(conv, around = null) {
   state.current = conv;
   state.olderCursor = null;
+  state.newerCursor = null;
+  $("newer").hidden = true;
   state.replyTo = null;
   $("app").classList.add("in-conversation");
   $("reply-to").hidden = true;
@@ -104,21 +177,37 @@ async function openConversation(conv) {
   renderConversations();
   renderHeader();
   const list = clear($("messages"));
-  const [page, files] = await Promise.all([
-    rpc.call("messages.list", { peer: selector(conv), limit: PAGE_SIZE }),
+  const [page, after, files] = await Promise.all([
+    rpc.call("messages.list", around
+      ? { peer: selector(conv), before: around.cursor + 1, limit: CONTEXT_BEFORE }
+      : { peer: selector(conv), limit: PAGE_SIZE }),
+    around ? rpc.call("messages.list", { peer: selector(conv), after: around.cursor, limit: CONTEXT_AFTER }) : null,
     rpc.call("files.list", { limit: TRANSFERS_PAGE }).catch(() => ({ transfers: [] })),
   ]);
   if (!sameConv(conv, state.current)) return;
-  for (const m of page.messages) list.append(renderMessage(m));
+  const shown = [...page.messages, ...(after ? after.messages : [])];
+  for (const m of shown) list.append(renderMessage(m));
   state.olderCursor = page.olderCursor;
+  state.newerCursor = after ? after.newerCursor : null;
+  $("newer").hidden = state.newerCursor === null;
   for (const t of files.transfers) state.transfers.set(t.id, t);
   // Transfers of this conversation from the oldest message shown on (all of them once the
-  // whole history is shown), each in its place by time.
-  const oldest = page.messages.length && page.olderCursor !== null ? page.messages[0].createdAt : -Infinity;
+  // whole history is shown) up to the newest shown, each in its place by time.
+  const oldest = shown.length && page.olderCursor !== null ? shown[0].createdAt : -Infinity;
+  const newest = state.newerCursor !== null && shown.length ? shown[shown.length - 1].createdAt : Infinity;
   for (const t of files.transfers) {
-    if (sameConv(convOfTransfer(t), conv) && t.createdAt >= oldest) placeTransfer(t);
+    if (sameConv(convOfTransfer(t), conv) && t.createdAt >= oldest && t.createdAt <= newest) placeTransfer(t);
   }
-  list.scrollTop = list.scrollHeight;
+  const hit = around && list.querySelector(`li[data-id="${CSS.escape(around.id)}"]`);
+  if (hit) {
+    hit.classList.add("hit");
+    hit.setAttribute("aria-current", "true");
+    hit.scrollIntoView({ block: "center" });
+    state.atBottom = false;
+  } else {
+    list.scrollTop = list.scrollHeight;
+    state.atBottom = true;
+  }
   $("composer-input").focus();
   markRead();
 }
@@ -182,8 +271,8 @@ function renderMessage(m) {
     el("button", { type: "button", onclick: () => askReaction(m), text: "React" }),
     mine ? el("button", { type: "button", onclick: () => edit(m), text: "Edit" }) : null,
     mine ? el("button", { type: "button", onclick: () => remove(m), text: "Delete" }) : null);
-  return el("li", { class: `msg ${mine ? "out" : "in"}`, dataset: { id: m.id, cursor: m.cursor, time: String(m.createdAt) } },
-    !mine ? el("div", { class: "author", text: m.fromName }) : null,
+  return el("li", { class: `msg ${mine ? "out" : "in"}`, tabindex: "-1", dataset: { id: m.id, cursor: m.cursor, time: String(m.createdAt) } },
+    !mine ? el("div", { class: "author", text: m.room ? withFp(m.fromName, m.from) : m.fromName }) : null,
     quote, body, reactions,
     el("div", { class: "meta" }, time(m.createdAt), m.editedAt ? " · edited" : "", " ", tick(m)),
     actions);
@@ -194,10 +283,15 @@ function replaceMessage(m) {
   if (old) old.replaceWith(renderMessage(m));
 }
 
+function nearBottom(list) { return list.scrollHeight - list.scrollTop - list.clientHeight < NEAR_BOTTOM_PX; }
+
 function appendMessage(m) {
   const list = $("messages");
   if (list.querySelector(`li[data-id="${CSS.escape(m.id)}"]`)) return replaceMessage(m);
-  const nearBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+  // Opened around a search hit with newer messages not shown: this one does not follow
+  // what is on screen; "Newest messages" shows it.
+  if (state.newerCursor !== null) return;
+  const nearBottom = state.atBottom;
   list.append(renderMessage(m));
   if (nearBottom || m.direction === "out") list.scrollTop = list.scrollHeight;
 }
@@ -218,8 +312,14 @@ function placeTransfer(t) {
   const list = $("messages");
   const line = transferLine(t);
   const old = list.querySelector(`li[data-transfer="${CSS.escape(t.id)}"]`);
-  if (old) { old.replaceWith(line); return; }
-  const nearBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+  // A line that grows (a thumbnail arrived) must not push the newest message out of view.
+  const stick = state.atBottom;
+  if (old) {
+    old.replaceWith(line);
+    if (stick) list.scrollTop = list.scrollHeight;
+    return;
+  }
+  const nearBottom = stick;
   let after = list.lastElementChild;
   while (after && Number(after.dataset.time) > t.createdAt) after = after.previousElementSibling;
   list.insertBefore(line, after ? after.nextSibling : list.firstChild);
@@ -319,11 +419,11 @@ function renderHeader() {
   if (conv.kind === "peer") {
     const p = state.peers.get(conv.fp);
     if (!p) return;
-    $("conv-name").textContent = peerLabel(p);
+    $("conv-name").textContent = p.trust === "verified" ? peerLabel(p) : `${peerLabel(p)} (${shortFp(p.fingerprint)})`;
     const trust = $("conv-trust");
-    trust.textContent = p.trust;
+    trust.textContent = TRUST_BADGE[p.trust] || p.trust;
     trust.className = `badge ${p.trust}`;
-    $("conv-sub").textContent = [p.online ? "online" : "offline", p.status, p.fingerprint].filter(Boolean).join(" · ");
+    $("conv-sub").textContent = [p.online ? "online" : "offline", p.status].filter(Boolean).join(" · ");
     actions.append(el("button", { type: "button", id: "verify", onclick: () => showVerify(p), text: p.trust === "verified" ? "Safety number" : "Verify" }));
     if (p.nameClash) {
       const others = (p.nameClash.with || []).map((w) => `${w.name} (${shortFp(w.fingerprint)}, ${w.trust})`).join(", ");
@@ -416,24 +516,36 @@ async function showVerify(p) {
   panel.hidden = false;
   let shown;
   try { shown = await rpc.call("trust.show", { peer: p.fingerprint }); } catch (e) { return showError(e); }
-  const input = el("input", { id: "verify-input", placeholder: "Type the fingerprint they read out to you", size: 44, autocomplete: "off" });
-  const result = el("div", { class: "error", role: "status" });
+  const input = el("input", { id: "verify-input", placeholder: "Their fingerprint, as they read it out", size: 44, autocomplete: "off", "aria-label": "Their fingerprint" });
+  const result = el("div", { class: "verify-result", role: "status" });
+  // Both screens show the same safety number (it is made of both keys): the person
+  // compares it with the other screen, in person or on a call they trust, and says so.
+  const verify = async (fingerprint) => {
+    try {
+      const res = await rpc.call("trust.verify", { peer: p.fingerprint, fingerprint });
+      state.peers.set(res.peer.fingerprint, res.peer);
+      result.className = "verify-result ok";
+      result.textContent = `✓ Verified: this is ${peerLabel(res.peer)}'s key.`;
+      renderConversations();
+      renderHeader();
+    } catch (e) {
+      result.className = "verify-result error";
+      result.textContent = e.message;
+    }
+  };
+  const name = peerLabel(shown.peer);
   panel.append(
-    el("div", {}, "Safety number with ", el("strong", { text: peerLabel(shown.peer) }), ", the same on both devices:"),
+    el("div", {}, "Safety number with ", el("strong", { text: name }), ". ",
+      `${name}'s Parley shows the same number for you (Verify, or \`parley trust show\`):`),
     el("div", { class: "safety", id: "safety-number", text: shown.peer.safetyNumber }),
-    el("div", {}, "Their fingerprint: ", el("code", { text: shown.peer.fingerprint })),
-    el("div", {}, "Yours: ", el("code", { text: shown.yourFingerprint })),
-    shown.peer.trust === "verified" ? el("div", { text: "✓ You verified this key." }) : el("div", {},
-      input, " ",
-      el("button", { type: "button", id: "verify-confirm", onclick: async () => {
-        try {
-          const res = await rpc.call("trust.verify", { peer: p.fingerprint, fingerprint: input.value });
-          state.peers.set(res.peer.fingerprint, res.peer);
-          result.textContent = "✓ Verified.";
-          renderConversations();
-          renderHeader();
-        } catch (e) { result.textContent = e.message; }
-      }, text: "Verify" })),
+    shown.peer.trust === "verified" ? el("div", { class: "ok", text: "✓ You verified this key." }) : el("div", { class: "verify-actions" },
+      el("p", {}, `Compare it with ${name}'s screen, side by side or read aloud. Do they match?`),
+      el("button", { type: "button", id: "verify-match", class: "primary", onclick: () => verify(shown.peer.fingerprint), text: "The numbers match" }), " ",
+      el("button", { type: "button", onclick: () => { panel.hidden = true; }, text: "They differ" }),
+      el("p", { class: "hint" }, "If they differ, do not trust this key: it may not be ", el("strong", { text: name }), "."),
+      el("div", {}, "Or compare fingerprints instead: theirs is ", el("code", { text: shown.peer.fingerprint }),
+        ", yours is ", el("code", { text: shown.yourFingerprint }), "."),
+      el("div", {}, input, " ", el("button", { type: "button", id: "verify-confirm", onclick: () => verify(input.value), text: "Verify fingerprint" }))),
     result,
     el("button", { type: "button", onclick: () => { panel.hidden = true; }, text: "Close" }));
 }
@@ -452,6 +564,9 @@ async function send() {
     input.value = "";
     state.replyTo = null;
     $("reply-to").hidden = true;
+    noteActivity(res.message);
+    renderConversations();
+    if (state.newerCursor !== null) return openConversation(state.current);
     if (sameConv(convOfMessage(res.message), state.current)) appendMessage(res.message);
   } catch (e) { showError(e); }
 }
@@ -550,8 +665,8 @@ async function search(query) {
     $("search-summary").textContent = `${res.hits.length} found`;
     for (const h of res.hits) {
       const m = h.message;
-      hits.append(el("li", { tabindex: "0", onclick: () => openConversation(convOfMessage(m)),
-        onkeydown: (e) => { if (e.key === "Enter") openConversation(convOfMessage(m)); } },
+      hits.append(el("li", { tabindex: "0", onclick: () => openConversation(convOfMessage(m), m),
+        onkeydown: (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); openConversation(convOfMessage(m), m); } } },
         el("span", { class: "conv-meta", text: `${m.fromName} → ${m.toName} · ${time(m.createdAt)}` }),
         el("span", { text: h.snippet })));
     }
@@ -565,6 +680,8 @@ function onEvent(method, params) {
     case "message.received": {
       const m = params.message;
       const conv = convOfMessage(m);
+      noteActivity(m);
+      if (m.direction === "in") announce(m);
       if (sameConv(conv, state.current)) {
         appendMessage(m);
         markRead();
@@ -634,8 +751,9 @@ function onEvent(method, params) {
 }
 
 async function onState(s, reason) {
-  $("connection").textContent = s === "open" ? "connected" : s === "connecting" ? "connecting…" : `disconnected${reason ? `: ${reason}` : ""} — retrying`;
+  $("connection").textContent = connectionText(s, reason);
   document.body.dataset.connection = s;
+  if (s === "signed-out" || s === "refused") return showSignInProblem(s);
   if (s !== "open") return;
   try {
     try {
@@ -647,6 +765,7 @@ async function onState(s, reason) {
     $("me-name").textContent = state.me.name;
     $("me-name").title = state.me.fingerprint;
     await Promise.all([refreshPeers(), refreshRooms()]);
+    await refreshRecent().catch(() => {});
     if (state.current) openConversation(state.current);
     document.body.dataset.ready = "true";
   } catch (e) { showError(e); }
@@ -658,7 +777,41 @@ $("composer").addEventListener("submit", (e) => { e.preventDefault(); send(); })
 $("composer-input").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
 });
-$("messages").addEventListener("scroll", () => { if ($("messages").scrollTop < 60) loadOlder(); });
+$("messages").addEventListener("scroll", () => {
+  state.atBottom = nearBottom($("messages"));
+  if ($("messages").scrollTop < 60) loadOlder();
+});
+// A picture that finishes loading after the scroll (a thumbnail) keeps the newest
+// message in view when the list was at its end. (load does not bubble: capture it.)
+// (A scroll event can come after the picture grew the list: "at the end before it grew"
+// also counts.)
+$("messages").addEventListener("load", (e) => {
+  if (e.target.tagName !== "IMG") return;
+  const list = $("messages");
+  const gap = list.scrollHeight - list.scrollTop - list.clientHeight;
+  if (state.atBottom || gap - e.target.offsetHeight < NEAR_BOTTOM_PX) {
+    list.scrollTop = list.scrollHeight;
+    state.atBottom = true;
+  }
+}, true);
+// Keyboard: in the message list, Up / Down move between messages (the newest first from
+// the list itself), Home / End to the first / last; a focused message shows its actions,
+// which Tab then reaches.
+$("messages").addEventListener("keydown", (e) => {
+  if (!["ArrowUp", "ArrowDown", "Home", "End"].includes(e.key)) return;
+  const items = [...$("messages").querySelectorAll(":scope > li.msg")];
+  if (!items.length) return;
+  const at = items.indexOf(document.activeElement);
+  let next;
+  if (e.key === "Home") next = 0;
+  else if (e.key === "End") next = items.length - 1;
+  else if (at < 0) next = items.length - 1;
+  else next = Math.max(0, Math.min(items.length - 1, at + (e.key === "ArrowUp" ? -1 : 1)));
+  e.preventDefault();
+  if (!items[next].hasAttribute("tabindex")) items[next].setAttribute("tabindex", "-1");
+  items[next].focus();
+});
+$("newer").addEventListener("click", () => { if (state.current) openConversation(state.current); });
 $("search-form").addEventListener("submit", (e) => {
   e.preventDefault();
   const q = $("search-input").value.trim();
@@ -707,4 +860,5 @@ document.addEventListener("keydown", (e) => {
   }
 });
 
+takeSecretFromFragment();
 rpc.connect();

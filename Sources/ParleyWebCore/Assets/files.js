@@ -5,6 +5,7 @@
 // (dom.js), and a thumbnail is shown only as an <img> from a data: URL built here, and
 // only for a JPEG or PNG whose bytes say so.
 import { el, time } from "./dom.js";
+import { uploadKey } from "./auth.js";
 
 // WebLimits.maxUploadBytes: checked here first so a too-large file is refused before it
 // is read at all; the server checks again.
@@ -101,6 +102,8 @@ export function renderTransfer(t, { actions, thumbnail, inRoom }) {
 // message. `onProgress(sent, total)`; the returned object's `abort()` stops the upload
 // (the server then removes what it staged).
 export function upload(file, to, caption, onProgress) {
+  const key = uploadKey();
+  if (!key) return { done: Promise.reject(new Error("not connected to parley web: wait until it reconnects")), abort: () => {} };
   const xhr = new XMLHttpRequest();
   const params = new URLSearchParams();
   params.set("to", to);
@@ -122,6 +125,8 @@ export function upload(file, to, caption, onProgress) {
   // URLSearchParams writes a space as "+", which the server reads as a space.
   xhr.open("POST", `/upload?${params.toString()}`);
   xhr.setRequestHeader("Content-Type", "application/octet-stream");
+  // The upload's key (auth.js): only a page whose WebSocket signed in has it.
+  xhr.setRequestHeader("X-Parley-Auth", key);
   xhr.send(file);
   return { done, abort: () => xhr.abort() };
 }

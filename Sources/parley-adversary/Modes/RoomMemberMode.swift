@@ -69,6 +69,25 @@ func runRoomMember(_ a: ModeArguments) {
             sent.append(
                 try! RoomOperation.change(.remove(m), roomID: root.roomID, after: [root], by: id, createdAt: now))
         }
+    case "remove-behind":
+        // Issue 29 (H2): removes the member whose fingerprint is the next argument, signed
+        // right after the operation that added it (before it joined), when this member
+        // may have been an admin; run after a demotion or removal, it is void.
+        guard a.all.count > 6 else { fail("remove-behind ROOM FINGERPRINT") }
+        let (root, ops, _) = room()
+        let wanted = a.all[6].replacingOccurrences(of: " ", with: "").lowercased()
+        func matches(_ k: IdentityPublicKey) -> Bool {
+            Fingerprint(k).description.replacingOccurrences(of: " ", with: "").lowercased() == wanted
+        }
+        let adds = ops.filter { if case .add(let k) = $0.change { return matches(k) } else { return false } }
+        var listed: [IdentityPublicKey] = []
+        if case .create(_, let members, _) = root.change { listed = members.filter(matches) }
+        guard let parent = adds.sorted(by: RoomResolver.precedes).first ?? (listed.isEmpty ? nil : root),
+            let target = parent.hash == root.hash ? listed.first : parent.target
+        else { fail("no member with fingerprint \(a.all[6]) in the room") }
+        sent = [
+            try! RoomOperation.change(.remove(target), roomID: root.roomID, after: [parent], by: id, createdAt: now)
+        ]
     case "squat":
         guard let roomArg else { fail("squat needs ROOM") }
         let fake = try! RoomOperation.create(

@@ -16,7 +16,10 @@ struct ChatCommand: ParsableCommand {
         discussion: """
             Opens on the newest messages; Page Up scrolls back and loads older history, Page Down returns. \
             Outgoing messages show … while queued, ✓ once delivered and ✓✓ once read. Messages shown are \
-            marked read. Up / Down recall lines sent in this chat; Alt-b / Alt-f (or Ctrl-Left / Ctrl-Right) \
+            marked read. Each message has a number ([3]): /reply 3 TEXT, /react 3 EMOJI, /edit 3 TEXT and \
+            /delete 3 act on it (without a number: the newest); /attach PATH sends a file; /help lists them. \
+            The status line counts unread messages in other conversations and new messages below while \
+            scrolled up. Up / Down recall lines sent in this chat; Alt-b / Alt-f (or Ctrl-Left / Ctrl-Right) \
             move by words; Ctrl-U erases the line, Ctrl-W a word, Ctrl-L redraws. A paste that would make the \
             line longer than a message may be (64 KiB) is refused with a notice. If parleyd restarts, chat \
             reconnects by itself and keeps the line being typed. chat is interactive: there is no --json.
@@ -29,6 +32,11 @@ struct ChatCommand: ParsableCommand {
     static let readChunkBytes = 4_096
     /// Between attempts to reach a daemon that went away (a restart takes a second or two).
     static let reconnectIntervalMilliseconds = 500
+    /// Between two looks at the other conversations' unread counts and who is online (two
+    /// local calls): an urgent message elsewhere shows in the status line within this.
+    static let overviewIntervalMilliseconds = 2_000
+    /// Transfers read at the start to show the conversation's attachments among its history.
+    static let historyTransfers = 200
 
     @Option(
         name: .long,
@@ -43,7 +51,9 @@ struct ChatCommand: ParsableCommand {
     @Flag(name: .long, help: .hidden)
     var json = false
 
-    @Argument(help: "Who to chat with: a display name, a fingerprint prefix, or #ROOM.")
+    @Argument(
+        help: "Who to chat with: a display name, a fingerprint prefix, or #ROOM.",
+        completion: PeerCompletion.peersAndRooms)
     var peer: String
 
     @Option(
@@ -91,6 +101,15 @@ private struct ChatView {
     var decoder = TerminalKeyDecoder()
     var peerName: String
     var online = false
+    /// The peer's fingerprint, or the room's id and its other members' fingerprints: what
+    /// the status line and the attachments of the history are about.
+    var peerFingerprint: String?
+    var room: RoomInfo?
+    var onlineFingerprints: Set<String> = []
+    var unreadElsewhere: [ChatStatusLine.Unread] = []
+    var nextOverview = ContinuousClock.now
+    /// Incoming messages that arrived while scrolled up (shown in the status line).
+    var newBelow = 0
     var scroll = 0
     var size = RawTerminal.size()
     /// Where older history starts (nil: nothing older, or not known yet).
@@ -108,21 +127,70 @@ private struct ChatView {
     /// Subscribes on `client` and shows the newest history (again after a reconnect: the
     /// model shows each message once).
     mutating func attach(_ client: ControlClient) throws(ControlClientError) {
-        if let info = Self.find(peer, in: try client.call(PeersListParams()).peers) {
-            peerName = info.name
+        try refreshOverview(client)
+        let peers = try client.call(PeersListParams()).peers
+        model.verifiedFingerprints = Set(peers.filter { $0.trust == .verified }.map(\.fingerprint))
+        if let room {
+            peerName = "#" + room.name
+        } else if let info = Self.find(peer, in: peers) {
+            peerName = HumanFormat.label(info)
             online = info.online
+            peerFingerprint = info.fingerprint
         }
         // Subscribe first, then read history: a message arriving in between is in both,
         // and the model shows it once.
         _ = try client.call(MessagesSubscribeParams(peer: peer))
         let page = try client.call(MessagesListParams(peer: peer, limit: history))
-        if model.oldestCursor == nil { olderCursor = page.olderCursor }
-        for m in page.messages where !model.add(m) && m.direction == .outgoing {
+        let firstTime = model.oldestCursor == nil
+        if firstTime { olderCursor = page.olderCursor }
+        for m in page.messages where model.contains(m.id) && m.direction == .outgoing {
             // Shown before a reconnect: its delivery or read may have happened meanwhile.
             model.mark(m.id, m.readAt != nil ? .read : m.state == .delivered ? .delivered : .queued)
         }
+        // The conversation's attachments go among the messages, at their time.
+        let transfers = (try? client.call(FilesListParams(limit: ChatCommand.historyTransfers)).transfers) ?? []
+        model.addHistory(
+            page.messages, transfers: Array(transfers.filter(isInThisConversation).reversed()),
+            complete: page.olderCursor == nil)
         self.client = client
         try markRead()
+    }
+
+    /// Whether a file transfer belongs to this chat: to or from the peer outside rooms, or
+    /// in the room.
+    func isInThisConversation(_ t: FileTransferInfo) -> Bool {
+        if let room { return t.room == room.id }
+        return t.room == nil && peerFingerprint != nil && t.peer == peerFingerprint
+    }
+
+    /// The other conversations' unread counts and who is online (for a room: how many
+    /// members), from the daemon's lists.
+    mutating func refreshOverview(_ client: ControlClient) throws(ControlClientError) {
+        nextOverview = .now + .milliseconds(ChatCommand.overviewIntervalMilliseconds)
+        let peers = try client.call(PeersListParams()).peers
+        let rooms = try client.call(RoomsListParams()).rooms
+        onlineFingerprints = Set(peers.filter(\.online).map(\.fingerprint))
+        if peer.hasPrefix("#") { room = ConversationLookup.findRoom(peer, in: rooms) ?? room }
+        if let room = room, let fresh = rooms.first(where: { $0.id == room.id }) { self.room = fresh }
+        if room == nil, let info = Self.find(peer, in: peers) {
+            online = info.online
+            peerFingerprint = info.fingerprint
+        }
+        var unread: [ChatStatusLine.Unread] = []
+        for p in peers where p.unread > 0 && p.fingerprint != peerFingerprint {
+            unread.append(.init(name: Terminal.line(p.label), count: p.unread))
+        }
+        for r in rooms where r.unread > 0 && r.id != room?.id {
+            unread.append(.init(name: "#" + Terminal.line(r.name), count: r.unread))
+        }
+        unreadElsewhere = unread
+    }
+
+    /// The room's other joined members and how many of them are online.
+    var roomPresence: (members: Int, online: Int)? {
+        guard let room else { return nil }
+        let others = room.members.filter { $0.joined && !$0.you }
+        return (others.count, others.filter { onlineFingerprints.contains($0.fingerprint) }.count)
     }
 
     /// The peer the selector names, as the daemon would resolve it (for the title only:
@@ -182,6 +250,20 @@ private struct ChatView {
                 dirty = true
             }
             if tryReconnect() { dirty = true }
+            if let client, ContinuousClock.now >= nextOverview {
+                let before = (unreadElsewhere, roomPresence?.online, online)
+                do {
+                    try refreshOverview(client)
+                } catch {
+                    if Self.isConnectionLost(error) { lost(error) }
+                    dirty = true
+                }
+                if before != (unreadElsewhere, roomPresence?.online, online) { dirty = true }
+            }
+            if scroll == 0 && newBelow > 0 {
+                newBelow = 0
+                dirty = true
+            }
             let now = RawTerminal.size()
             if now != size {
                 size = now
@@ -249,6 +331,7 @@ private struct ChatView {
             return .redraw
         case .pageDown:
             scroll = max(0, scroll - max(1, size.height - 3))
+            if scroll == 0 { newBelow = 0 }
             return .redraw
         case .up:
             guard let line = sentLines.older(current: editor.text) else { return .none }
@@ -306,22 +389,34 @@ private struct ChatView {
         }
     }
 
-    /// Performs a /command on the newest message (its answer updates the view at once).
+    /// Performs a /command on the message it names by number, else the newest that fits
+    /// (its answer updates the view at once).
     mutating func perform(_ command: ChatSlashCommand, client: ControlClient) throws(ControlClientError) {
         let now = Self.nowMs()
         switch command {
-        case .reply(let text):
-            guard let id = model.newestIncomingID else { return model.notice("nothing to reply to yet", at: now) }
-            model.add(try client.call(MessagesReplyParams(message: id, body: text)).message)
-        case .edit(let text):
-            guard let id = model.newestOwnID else { return model.notice("you have no message here to edit", at: now) }
-            model.update(try client.call(MessagesEditParams(message: id, body: text)).message)
-        case .delete:
-            guard let id = model.newestOwnID else { return model.notice("you have no message here to delete", at: now) }
-            model.update(try client.call(MessagesDeleteParams(message: id)).message)
-        case .react(let reaction):
-            guard let id = model.newestIncomingID else { return model.notice("nothing to react to yet", at: now) }
-            model.update(try client.call(MessagesReactParams(message: id, reaction: reaction)).message)
+        case .reply(let number, let text):
+            switch model.target(number, own: false, verb: "reply to") {
+            case .failure(let missing): model.notice(missing.notice, at: now)
+            case .success(let id): model.add(try client.call(MessagesReplyParams(message: id, body: text)).message)
+            }
+        case .edit(let number, let text):
+            switch model.target(number, own: true, verb: "edit") {
+            case .failure(let missing): model.notice(missing.notice, at: now)
+            case .success(let id): model.update(try client.call(MessagesEditParams(message: id, body: text)).message)
+            }
+        case .delete(let number):
+            switch model.target(number, own: true, verb: "delete") {
+            case .failure(let missing): model.notice(missing.notice, at: now)
+            case .success(let id): model.update(try client.call(MessagesDeleteParams(message: id)).message)
+            }
+        case .react(let number, let reaction):
+            switch model.target(number, own: false, verb: "react to") {
+            case .failure(let missing): model.notice(missing.notice, at: now)
+            case .success(let id):
+                model.update(try client.call(MessagesReactParams(message: id, reaction: reaction)).message)
+            }
+        case .help:
+            model.notice(ChatSlashCommand.helpText, at: now)
         case .attach(let path):
             let opened: OpenedFiles
             do { opened = try OpenedFiles.open([path]) } catch {
@@ -329,13 +424,13 @@ private struct ChatView {
             }
             do {
                 for t in try opened.send(client, to: peer).transfers {
-                    model.notice(ChatAttachment.line(t), at: now)
+                    model.transfer(t, at: now)
                 }
             } catch .remote(let e) {
                 model.notice("cannot attach \(path): \(e.message)", at: now)
             }
         case .unknown(let name):
-            model.notice("unknown command /\(name): \(ChatSlashCommand.help)", at: now)
+            model.notice("unknown command /\(name): \(ChatSlashCommand.helpText)", at: now)
         }
     }
 
@@ -358,17 +453,24 @@ private struct ChatView {
             guard let event = try? ControlEventPayload(n) else { continue }
             switch event {
             case .messageReceived(let e):
-                if model.add(e.message), e.message.direction == .incoming { newIncoming = true }
+                if model.add(e.message), e.message.direction == .incoming {
+                    newIncoming = true
+                    if scroll > 0 { newBelow += 1 }
+                }
             case .messageDelivered(let e): model.mark(e.id, .delivered)
             case .messageRead(let e): model.mark(e.id, .read)
             case .messageRefused(let e):
                 model.notice("not stored by the recipient: \(e.text); it stays queued", at: Self.nowMs())
             case .peerOnline(let e):
-                online = true
-                peerName = e.peer.name
+                onlineFingerprints.insert(e.peer.fingerprint)
+                if room == nil {
+                    online = true
+                    peerName = HumanFormat.label(e.peer)
+                }
                 model.notice("\(e.peer.name) is online", at: Self.nowMs())
             case .peerOffline(let e):
-                online = false
+                onlineFingerprints.remove(e.peer.fingerprint)
+                if room == nil { online = false }
                 model.notice("\(e.peer.name) is offline", at: Self.nowMs())
             case .peerNew(let e):
                 model.notice(HumanFormat.newPeerNotice(e).joined(separator: " "), at: Self.nowMs())
@@ -384,11 +486,7 @@ private struct ChatView {
                         : "you are no longer a member of #\(e.room.name)", at: Self.nowMs())
             case let .file(method, t):
                 // The attachment line: name, size, state (progress only when it changes the state).
-                if method == ControlEvent.fileProgress {
-                    changed = false
-                } else {
-                    model.notice(ChatAttachment.line(t), at: Self.nowMs())
-                }
+                if method == ControlEvent.fileProgress || !model.transfer(t, at: Self.nowMs()) { changed = false }
             case .subscriptionClosed(let e):
                 throw ControlClientError.remote(JSONRPCError(code: e.code, message: e.message))
             case .unknown:
@@ -409,7 +507,7 @@ private struct ChatView {
     func layout() -> [String] {
         var lines: [String] = []
         for entry in model.entries.reversed() {
-            lines.insert(contentsOf: ChatLayout.lines(entry, width: size.width, time: Self.clock), at: 0)
+            lines.insert(contentsOf: ChatLayout.lines(entry, width: size.width, time: Self.clock, colour: true), at: 0)
             if lines.count >= size.height + scroll { break }
         }
         return lines
@@ -418,8 +516,9 @@ private struct ChatView {
     mutating func redraw(_ terminal: RawTerminal) {
         let width = size.width
         let lines = layout()
-        let state = client == nil ? "parleyd away, reconnecting" : online ? "online" : "offline"
-        let status = "\(Terminal.line(peerName)) · \(state) · Enter sends · Ctrl-C quits"
+        let status = ChatStatusLine.text(
+            title: Terminal.line(peerName), presence: ChatStatusLine.presence(online: online, room: roomPresence),
+            connected: client != nil, unread: unreadElsewhere, newBelow: newBelow)
         let screen = ChatLayout.screen(
             lines: lines, status: status, editor: editor, width: width,
             height: size.height, scroll: &scroll)

@@ -23,6 +23,12 @@ struct ChatEntry: Equatable {
     var mark: Mark?
     /// Deleted for everyone: /edit and /delete pass it by.
     var deleted = false
+    /// The number shown beside a message (`[3]`), for `/reply 3 …`: given in the order
+    /// messages are shown, never reused while the chat runs. Nil for notices.
+    var number: Int?
+    /// The sender's fingerprint (incoming): its name's colour follows the key, not the
+    /// name a peer chose, so an impostor named "bob" does not get bob's colour.
+    var senderKey: String?
 }
 
 extension ChatEntry.Mark {

@@ -22,19 +22,32 @@ enum ChatLayout {
         var cursorColumn: Int
     }
 
-    /// The wrapped lines of one entry, each at most `width` columns.
-    static func lines(_ entry: ChatEntry, width: Int, time: (Int) -> String) -> [String] {
-        let stamp = time(entry.time)
+    /// The wrapped lines of one entry, each at most `width` columns: `[3] 12:00 bob: hi`,
+    /// the number being what /reply, /react, /edit and /delete take. With `colour`, an
+    /// incoming sender's name is drawn in its key's colour (`NameColour`); the escape
+    /// codes take no columns.
+    static func lines(_ entry: ChatEntry, width: Int, time: (Int) -> String, colour: Bool = false) -> [String] {
+        let stamp = (entry.number.map { "[\($0)] " } ?? "") + time(entry.time)
         let head: String
+        var name: String?
         switch entry.kind {
-        case .incoming(let from): head = "\(stamp) \(Terminal.line(from)): "
+        case .incoming(let from):
+            name = Terminal.line(from)
+            head = "\(stamp) \(Terminal.line(from)): "
         case .outgoing: head = "\(stamp) you: "
         case .notice: head = "\(stamp) * "
         }
         var body = Terminal.multiline(entry.body).replacingOccurrences(of: "\t", with: "    ")
         if let mark = entry.mark { body += " " + mark.rawValue }
         let indent = min(DisplayWidth.of(head), max(width / maxIndentFraction, 1))
-        return wrap(head + body, width: width, indent: indent)
+        var lines = wrap(head + body, width: width, indent: indent)
+        if colour, let name, let key = entry.senderKey, let first = lines.first,
+            first.hasPrefix(stamp + " " + name + ":")
+        {
+            let rest = first.dropFirst(stamp.count + 1 + name.count)
+            lines[0] = stamp + " " + NameColour.start(forKey: key) + name + NameColour.reset + rest
+        }
+        return lines
     }
 
     /// Word-wraps `text` into lines of at most `width` columns; hard line breaks are kept,

@@ -55,7 +55,16 @@ struct DoctorFinding: Codable, Equatable {
 /// unit test. The order is the order of dependence: no daemon, nothing else can be asked;
 /// no avahi, no advertisement; no multicast, no peers seen; ...
 enum DoctorDiagnosis {
-    static func evaluate(daemon: Result<DoctorReportResult, DaemonUnreachable>, host: HostFacts) -> [DoctorFinding] {
+    /// How long parleyd may take after starting to register its advertisement with avahi
+    /// and see it come back (avahi probes the name for about a second, then announces):
+    /// before that, "not visible yet" is a start, not a fault. `parley doctor` waits up to
+    /// this (since the daemon started) before judging.
+    static let startupGraceSeconds = 10
+
+    /// `uptimeSeconds`: how long parleyd has been running (nil: unknown, judged as long).
+    static func evaluate(
+        daemon: Result<DoctorReportResult, DaemonUnreachable>, host: HostFacts, uptimeSeconds: Int? = nil
+    ) -> [DoctorFinding] {
         var out: [DoctorFinding] = []
         func add(_ check: String, _ status: DoctorFinding.Status, _ detail: String, fix: String? = nil) {
             out.append(DoctorFinding(check: check, status: status, detail: detail, fix: fix))
@@ -72,15 +81,23 @@ enum DoctorDiagnosis {
                 fix: "start it: systemctl --user start parleyd (or run parleyd), or pass --socket")
         }
 
-        // avahi
+        // avahi. parleyd reconnects to avahi by itself when it returns (it retries while
+        // mDNS is "unavailable"), so the fix never includes restarting parleyd.
         let mdnsOff = report?.mdns == .off
+        let resumes = "; parleyd re-advertises by itself once avahi is back (no restart of parleyd needed)"
         switch host.avahiRunning {
+        case true? where report?.mdns == .unavailable:
+            add(
+                "avahi", .warn,
+                "avahi-daemon is running on \(host.avahiInterfaces ?? "every interface"), but parleyd has not reconnected to it yet",
+                fix: "wait a few seconds: parleyd retries by itself; if this persists, check journalctl -u avahi-daemon"
+            )
         case true?:
             add("avahi", .ok, "avahi-daemon is running on \(host.avahiInterfaces ?? "every interface")")
         case false?:
             add(
                 "avahi", mdnsOff ? .skip : .fail, "avahi-daemon is not running",
-                fix: "sudo systemctl enable --now avahi-daemon")
+                fix: "sudo systemctl enable --now avahi-daemon" + (mdnsOff ? "" : resumes))
         case nil:
             add(
                 "avahi", mdnsOff ? .skip : .fail, "avahi-daemon is not installed",
@@ -103,23 +120,41 @@ enum DoctorDiagnosis {
 
         guard let r = report else { return out + tail(host: host, report: nil) }
 
-        // Our advertisement
+        // Our advertisement. Without avahi (stopped here, or parleyd cut off from it) it is
+        // not visible whatever parleyd saw before: the avahi line above is the cause.
+        let avahiDown = !mdnsOff && (host.avahiRunning != true || r.mdns == .unavailable)
+        let starting = uptimeSeconds.map { $0 < Self.startupGraceSeconds } ?? false
         if mdnsOff {
             add("advertisement", .skip, "mDNS is off in parleyd (--no-mdns or mdns = false)")
+        } else if avahiDown {
+            add(
+                "advertisement", .skip,
+                "not advertised while avahi is unavailable (see the avahi line); parleyd re-advertises by itself")
         } else if r.ownAdvertisementSeen {
             add("advertisement", .ok, "our advertisement is visible to our own browser")
+        } else if starting {
+            add(
+                "advertisement", .warn,
+                "starting: parleyd started \(uptimeSeconds ?? 0) s ago and its advertisement is not visible yet",
+                fix: "run parley doctor again in a few seconds")
         } else {
             add(
-                "advertisement", .fail, "our advertisement is not visible (mDNS: \(r.mdns.rawValue))",
-                fix: host.avahiRunning == true
-                    ? "restart parleyd; check avahi-daemon's log (journalctl -u avahi-daemon)"
-                    : "start avahi-daemon, then restart parleyd")
+                "advertisement", .fail,
+                "our advertisement is not visible (mDNS: \(r.mdns.rawValue)) \(uptimeSeconds.map { "\($0) s" } ?? "long") after parleyd started",
+                fix: "check avahi-daemon's log (journalctl -u avahi-daemon) for a name conflict or errors; "
+                    + "if avahi is fine, restart parleyd")
         }
 
         // Other nodes
         let multicastSeen = r.advertisementsSeen > 0
         if mdnsOff {
             add("peers seen", .skip, "mDNS is off")
+        } else if avahiDown {
+            add(
+                "peers seen", multicastSeen ? .warn : .skip,
+                multicastSeen
+                    ? "\(r.advertisementsSeen) other Parley node(s) were seen before avahi became unavailable; no new ones are found until it is back (sessions already up continue)"
+                    : "nothing is discovered while avahi is unavailable")
         } else if multicastSeen {
             add("peers seen", .ok, "\(r.advertisementsSeen) other Parley node(s) advertised")
         } else {
@@ -164,18 +199,24 @@ enum DoctorDiagnosis {
 
         // TCP reachable from a peer
         if let d = r.dialBack {
+            // Whose answer it is: a verified peer, by name and fingerprint (doctor asks no one else).
+            let who = d.peer.map { "\($0)" + (d.fingerprint.map { " (\($0), verified)" } ?? "") } ?? "a verified peer"
             switch d.outcome {
-            case .connected: add("tcp port", .ok, "\(d.peer ?? "a peer") reached our port")
+            case .connected: add("tcp port", .ok, "\(who) reached our port")
             case .failed:
                 add(
-                    "tcp port", .fail, "\(d.peer ?? "a peer") could not connect to our port: it is blocked",
+                    "tcp port", .fail, "\(who) could not connect to our port: it is blocked (this is \(who)'s answer)",
                     fix:
                         "open TCP port \(Self.port(r) ?? "7744") in the firewall (e.g. sudo ufw allow \(Self.port(r) ?? "7744")/tcp)"
                 )
             case .refused:
-                add("tcp port", .skip, "\(d.peer ?? "the peer") refused a probe (one per minute); try again later")
-            case .timeout: add("tcp port", .warn, "\(d.peer ?? "the peer") did not answer the probe in time")
-            case .noPeer: add("tcp port", .skip, "no connected peer to ask for a dial-back")
+                add("tcp port", .skip, "\(who) refused a probe (one per minute); try again later")
+            case .timeout: add("tcp port", .warn, "\(who) did not answer the probe in time")
+            case .noPeer:
+                add(
+                    "tcp port", .skip,
+                    "no peer you verified is connected to ask for a dial-back (only verified peers are asked: "
+                        + "anyone else could answer anything)")
             }
         } else {
             add("tcp port", .skip, "not probed")

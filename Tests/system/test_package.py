@@ -1,0 +1,432 @@
+"""Issue 27: the Debian package, built with `make deb` and proven on booted Debian 12 hosts
+(scripts/debhost: systemd as PID 1, the shipped hardened unit, the real sandbox).
+
+- the .deb: contents where Debian expects them, Depends from dpkg-shlibdeps, the Recommends,
+  a conffile, lintian without errors, and no binary that needs a Swift library or the
+  toolchain's directory (readelf): it runs where /opt/swift does not exist;
+- on a fresh host: `apt install ./parley_*.deb` creates the parley user, starts parleyd
+  under the shipped unit (policy-rc.d honoured), a colleague added to group parley runs
+  `parley status` with no flags; someone else is told what to do;
+- two hosts on one LAN (scripts/lanlab's namespaces) find each other over mDNS through
+  their own avahi-daemons and chat (`parley send` with no flags); an upgrade to a rebuilt
+  package keeps the identity and the messages; remove keeps the state, purge deletes it;
+- `make dist`'s tarball builds with networking disabled and nothing but what it carries.
+
+Slow parts, measured and printed at the end ("measured"): `make deb` (a static release
+build: many minutes on 2 cores, once per session), the cached root (built once per
+checkout, minutes), each boot (seconds).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+import debhost
+import lab as lab_module
+from debhost import DebHost, lab_netns
+
+REPO = Path(__file__).resolve().parents[2]
+# A cold static release build on 2 shared cores; then packaging.
+MAKE_DEB_TIMEOUT = 3600
+MAKE_DIST_TIMEOUT = 900
+# Resolving 29 packages' manifests and building parley-mdns from the tarball, offline.
+OFFLINE_BUILD_TIMEOUT = 1800
+# Two daemons that just started: avahi announces, each browses and resolves the other.
+DISCOVERY_TIMEOUT = 90
+DELIVERY_TIMEOUT = 60
+UPGRADE_VERSION_SUFFIX = "+test1"
+# scripts/run-tests.sh gives each test 900 s (pytest-timeout); the first test of this module
+# also builds the package (MAKE_DEB_TIMEOUT) and the host root, so the module gets more.
+pytestmark = pytest.mark.timeout(MAKE_DEB_TIMEOUT + MAKE_DIST_TIMEOUT + OFFLINE_BUILD_TIMEOUT)
+
+SWIFT_LIBRARY = re.compile(r"lib(swift\w*|Foundation\w*|_Foundation\w*|FoundationEssentials|dispatch|BlocksRuntime"
+                           r"|_FoundationICU|XCTest)\.so")
+
+
+def version_text() -> str:
+    """What --version must print: ParleyVersion.string and the protocol."""
+    swift = (REPO / "Sources/ParleyControlProtocol/ParleyVersion.swift").read_text()
+    version = re.search(r'static let string = "([^"]+)"', swift).group(1)
+    proto = re.search(r'static let name = "([^"]+)"', (REPO / "Sources/ParleyCore/ProtocolVersion.swift").read_text()).group(1)
+    return f"{version} (protocol {proto})"
+
+
+def deb_version() -> str:
+    return subprocess.run(["dpkg-parsechangelog", "-SVersion"], cwd=REPO, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def make_deb(version: str) -> Path:
+    arch = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(["make", "deb", f"DEB_VERSION={version}"], cwd=REPO, capture_output=True, text=True,
+                         timeout=MAKE_DEB_TIMEOUT)
+    assert out.returncode == 0, f"make deb failed:\n{out.stdout[-6000:]}\n{out.stderr[-6000:]}"
+    deb = REPO / "dist" / f"parley_{version}_{arch}.deb"
+    assert deb.exists(), f"make deb did not write {deb}:\n{out.stdout[-2000:]}"
+    return deb
+
+
+@pytest.fixture(scope="session")
+def deb() -> Path:
+    """dist/parley_<version>_<arch>.deb, built once per session. PARLEY_DEB=path uses a
+    package built before instead (to rerun the host tests quickly; CI never sets it)."""
+    if os.environ.get("PARLEY_DEB"):
+        return Path(os.environ["PARLEY_DEB"]).resolve()
+    started = time.monotonic()
+    path = make_deb(deb_version())
+    lab_module.record("make deb (static release build + package)", time.monotonic() - started)
+    return path
+
+
+@pytest.fixture(scope="session")
+def upgrade_deb(deb) -> Path:
+    """The same sources packaged again under a higher version, as an upgrade."""
+    started = time.monotonic()
+    path = make_deb(deb_version() + UPGRADE_VERSION_SUFFIX)
+    lab_module.record("make deb again (up to date: packaging only)", time.monotonic() - started)
+    return path
+
+
+@pytest.fixture(scope="session")
+def root():
+    reason = debhost.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    path, seconds = debhost.build_root()
+    lab_module.record("debhost root (cached after the first build)", seconds)
+    return path
+
+
+def extract(deb: Path, dest: Path) -> Path:
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(dest)], check=True, timeout=120)
+    return dest
+
+
+def elf_files(tree: Path):
+    for p in sorted(tree.rglob("*")):
+        if p.is_file() and not p.is_symlink():
+            with open(p, "rb") as f:
+                if f.read(4) == b"\x7fELF":
+                    yield p
+
+
+def swift_runtime_needs(binary: Path) -> list[str]:
+    """What in `readelf -d` ties the binary to a Swift toolchain: NEEDED Swift runtime or
+    Foundation libraries, RPATH/RUNPATH entries (the toolchain's lib directory)."""
+    out = subprocess.run(["readelf", "-d", str(binary)], capture_output=True, text=True, check=True).stdout
+    problems = []
+    for line in out.splitlines():
+        if "(NEEDED)" in line and SWIFT_LIBRARY.search(line):
+            problems.append(line.strip())
+        if "(RUNPATH)" in line or "(RPATH)" in line:
+            problems.append(line.strip())
+    return problems
+
+
+# --- the .deb itself -------------------------------------------------------------------
+
+def test_deb_contents_and_control_fields(deb, tmp_path):
+    files = subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True, check=True).stdout
+    paths = {line.split()[-1].lstrip(".") for line in files.splitlines()}
+    for expected in ["/usr/bin/parleyd", "/usr/bin/parley", "/usr/bin/parley-mdns",
+                     "/lib/systemd/system/parleyd.service", "/usr/lib/systemd/user/parley-web.service",
+                     "/usr/lib/sysusers.d/parley.conf", "/usr/lib/tmpfiles.d/parley.conf",
+                     "/etc/parley/parleyd.toml",
+                     "/usr/share/man/man8/parleyd.8.gz", "/usr/share/man/man1/parley.1.gz",
+                     # zsh on Debian reads vendor-completions, not site-functions
+                     "/usr/share/bash-completion/completions/parley", "/usr/share/zsh/vendor-completions/_parley",
+                     "/usr/share/fish/vendor_completions.d/parley.fish",
+                     "/usr/share/doc/parley/copyright", "/usr/share/doc/parley/changelog.gz"]:
+        assert expected in paths, f"{expected} missing from the package:\n{files}"
+
+    def field(name):
+        return subprocess.run(["dpkg-deb", "-f", str(deb), name], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    depends = field("Depends")
+    for lib in ["libsodium23", "libavahi-compat-libdnssd1", "libsqlite3-0", "libc6"]:
+        assert lib in depends, f"Depends lacks {lib} (dpkg-shlibdeps): {depends}"
+    assert "swift" not in depends.lower()
+    recommends = field("Recommends")
+    for pkg in ["avahi-daemon", "libnss-mdns", "libvips-tools", "bubblewrap"]:
+        assert pkg in recommends, recommends
+
+    control = tmp_path / "control"
+    subprocess.run(["dpkg-deb", "-e", str(deb), str(control)], check=True)
+    assert (control / "conffiles").read_text().split() == ["/etc/parley/parleyd.toml"]
+    postinst = (control / "postinst").read_text()
+    assert "systemd-sysusers" in postinst and "parley.conf" in postinst, "postinst creates the parley user"
+    assert "deb-systemd-helper" in postinst and "deb-systemd-invoke" in postinst, "postinst enables and starts parleyd"
+    assert "rm -rf /var/lib/parley" in (control / "postrm").read_text(), "purge deletes the state"
+
+
+def test_lintian_finds_no_errors(deb):
+    out = subprocess.run(["lintian", "--fail-on", "error", "--tag-display-limit", "0", str(deb)],
+                         capture_output=True, text=True, timeout=600)
+    errors = [l for l in out.stdout.splitlines() if l.startswith("E:")]
+    assert out.returncode == 0 and not errors, f"lintian:\n{out.stdout}{out.stderr}"
+
+
+def test_no_binary_needs_a_swift_library(deb, tmp_path):
+    tree = extract(deb, tmp_path / "tree")
+    binaries = list(elf_files(tree))
+    assert {b.name for b in binaries} >= {"parleyd", "parley", "parley-mdns"}, binaries
+    for binary in binaries:
+        assert swift_runtime_needs(binary) == [], f"{binary.relative_to(tree)} needs the Swift toolchain"
+
+
+def test_readelf_check_catches_a_toolchain_linked_binary():
+    """The check above can fail: a binary built without --static-swift-stdlib (what
+    `make release` used to build) is caught."""
+    dynamic = Path(lab_module.binary("parley-mdns"))  # the test build (scripts/run-tests.sh)
+    problems = swift_runtime_needs(dynamic)
+    assert any("libswiftCore.so" in p for p in problems), problems
+    assert any("/opt/swift" in p or "swift" in p for p in problems if "RUNPATH" in p or "RPATH" in p), problems
+
+
+def test_binaries_run_without_the_swift_toolchain(deb, tmp_path):
+    """With the toolchain's directory hidden (an empty tmpfs over it, in a private mount
+    namespace), the packaged binaries start and print the package and protocol versions."""
+    tree = extract(deb, tmp_path / "tree")
+    toolchain = Path(shutil.which("swift") or "/opt/swift/usr/bin/swift").resolve().parents[2]
+    for name in ["parleyd", "parley"]:
+        out = subprocess.run(["unshare", "-m", "sh", "-c", 'mount -t tmpfs none "$1" && exec "$2" --version', "-",
+                              str(toolchain), str(tree / "usr/bin" / name)], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, f"{name} --version without {toolchain}: {out.stdout}{out.stderr}"
+        assert out.stdout.strip() == version_text()
+    out = subprocess.run(["unshare", "-m", "sh", "-c", 'mount -t tmpfs none "$1" && exec "$2" --help', "-",
+                          str(toolchain), str(tree / "usr/bin/parley-mdns")], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+# --- one booted host ---------------------------------------------------------------------
+
+def test_install_on_a_booted_host(deb, root):
+    with DebHost("office1") as h:
+        lab_module.record("debhost boot", h.boot_seconds)
+        assert h.run("test", "-e", "/opt/swift").returncode != 0, "the host has no Swift toolchain"
+        started = time.monotonic()
+        h.install(deb)
+        lab_module.record("apt-get install ./parley.deb (incl. starting parleyd)", time.monotonic() - started)
+
+        # Started by the package, under the unit exactly as shipped: no drop-in loosens it.
+        h.wait_until("parleyd active", lambda: h.run("systemctl", "is-active", "parleyd").stdout.strip() == "active",
+                     timeout=60)
+        assert h.run("systemctl", "is-enabled", "parleyd").stdout.strip() == "enabled"
+        show = dict(l.split("=", 1) for l in h.check(
+            "systemctl", "show", "parleyd", "-p", "FragmentPath", "-p", "DropInPaths", "-p", "User", "-p",
+            "ProtectSystem", "-p", "MemoryDenyWriteExecute", "-p", "RestrictNamespaces", "-p", "NoNewPrivileges",
+            "-p", "SystemCallFilter", "-p", "NRestarts").splitlines() if "=" in l)
+        assert show["FragmentPath"] == "/lib/systemd/system/parleyd.service", show
+        assert show["DropInPaths"] == "", show
+        assert show["User"] == "parley" and show["ProtectSystem"] == "strict", show
+        assert show["MemoryDenyWriteExecute"] == "yes" and show["NoNewPrivileges"] == "yes", show
+        assert show["RestrictNamespaces"] != "no" and show["SystemCallFilter"] != "", show
+        assert show["NRestarts"] == "0", f"parleyd restarted: {show}"
+        shipped = subprocess.run(["dpkg-deb", "--fsys-tarfile", str(deb)], capture_output=True, check=True).stdout
+        assert h.check("cat", "/lib/systemd/system/parleyd.service").encode() in shipped
+
+        assert h.check("parleyd", "--version").strip() == version_text()
+        assert h.check("parley", "--version").strip() == version_text()
+
+        # The account, the state directory, the conffile.
+        assert h.check("getent", "passwd", "parley").split(":")[6].strip() in ("/usr/sbin/nologin", "/sbin/nologin")
+        assert h.check("stat", "-c", "%U %G %a", "/var/lib/parley").strip() == "parley parley 700"
+        assert "/etc/parley/parleyd.toml" in h.check("dpkg-query", "-W", "-f=${Conffiles}", "parley")
+
+        # A colleague added to group parley: status with no flags, after logging in.
+        h.check("useradd", "-m", "-s", "/bin/bash", "carol")
+        h.check("usermod", "-aG", "parley", "carol")
+        status = h.as_user("carol", "parley status")
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert "office1" in status.stdout and version_text().split()[0] in status.stdout, status.stdout
+        # Someone not in the group is told what to do.
+        h.check("useradd", "-m", "-s", "/bin/bash", "dave")
+        refused = h.as_user("dave", "parley status")
+        assert refused.returncode != 0
+        assert "usermod -aG parley" in refused.stdout + refused.stderr, refused.stdout + refused.stderr
+        # Nothing failed while booting, installing and serving.
+        assert h.check("systemctl", "--failed", "--no-legend", "--plain").strip() == ""
+
+
+def test_install_honours_policy_rc_d(deb, root):
+    """An admin who forbids service starts (policy-rc.d exit 101, as in image builds) gets
+    parleyd installed and enabled, not started."""
+    with DebHost("office2") as h:
+        h.sh("printf '#!/bin/sh\\nexit 101\\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d")
+        h.install(deb)
+        assert h.run("systemctl", "is-enabled", "parleyd").stdout.strip() == "enabled"
+        assert h.run("systemctl", "is-active", "parleyd").stdout.strip() == "inactive"
+        h.check("rm", "/usr/sbin/policy-rc.d")
+        h.check("systemctl", "start", "parleyd")
+        assert h.run("systemctl", "is-active", "parleyd").stdout.strip() == "active"
+
+
+# --- two booted hosts on one LAN -------------------------------------------------------------
+
+class Office:
+    """Two booted hosts, alice-pc and bob-pc, on a lab LAN, with the package installed and
+    one person each in group parley."""
+
+    def __init__(self, alice: DebHost, bob: DebHost):
+        self.alice, self.bob = alice, bob
+
+    @staticmethod
+    def peers(host: DebHost, user: str) -> list:
+        out = host.as_user(user, "parley peers --json")
+        return json.loads(out.stdout)["peers"] if out.returncode == 0 else []
+
+    def fingerprint(self, host: DebHost, user: str) -> str:
+        out = host.as_user(user, "parley whoami --json")
+        assert out.returncode == 0, out.stdout + out.stderr
+        return json.loads(out.stdout)["fingerprint"]
+
+
+@pytest.fixture(scope="module")
+def office(deb, root):
+    reason = lab_module.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with lab_module.Lab(hosts=2) as lab:
+        # The booted hosts run their own avahi-daemon in the lab's namespaces: stop the lab's.
+        for h in ("h1", "h2"):
+            lab.lanlab("stop-avahi", h)
+        with DebHost("alice-pc", netns=lab_netns(lab, "h1")) as alice, \
+                DebHost("bob-pc", netns=lab_netns(lab, "h2")) as bob:
+            for host, user in ((alice, "alice"), (bob, "bob")):
+                host.install(deb)
+                host.check("useradd", "-m", "-s", "/bin/bash", user)
+                host.check("usermod", "-aG", "parley", user)
+            yield Office(alice, bob)
+
+
+def test_two_hosts_find_each_other_over_mdns_and_chat(office):
+    a, b = office.alice, office.bob
+    # Discovery goes through each host's own avahi-daemon (the lab's are stopped) and no
+    # static peer is configured: mDNS or nothing.
+    for h in (a, b):
+        assert h.run("systemctl", "is-active", "avahi-daemon").stdout.strip() == "active"
+        assert re.search(r"^\s*peers\s*=", h.check("cat", "/etc/parley/parleyd.toml"), re.M) is None
+    started = time.monotonic()
+    a.wait_until("bob-pc online in alice's peers",
+                 lambda: any(p["name"] == "bob-pc" and p["online"] for p in office.peers(a, "alice")),
+                 timeout=DISCOVERY_TIMEOUT)
+    lab_module.record("booted hosts: discovery over mDNS", time.monotonic() - started)
+
+    # No flags at all: parley finds the system service's socket by itself.
+    sent = a.as_user("alice", "parley send bob-pc 'hello from the package'")
+    assert sent.returncode == 0, sent.stdout + sent.stderr
+    b.wait_until("the message on bob-pc",
+                 lambda: "hello from the package" in b.as_user("bob", "parley read alice-pc").stdout,
+                 timeout=DELIVERY_TIMEOUT)
+    reply = b.as_user("bob", "parley send alice-pc 'got it' --wait", timeout=DELIVERY_TIMEOUT + 30)
+    assert reply.returncode == 0, reply.stdout + reply.stderr
+
+
+def test_upgrade_keeps_identity_and_messages(office, upgrade_deb):
+    a, b = office.alice, office.bob
+    before = office.fingerprint(a, "alice")
+    pid_before = a.check("systemctl", "show", "-p", "MainPID", "--value", "parleyd").strip()
+    assert "hello from the package" in a.as_user("alice", "parley read bob-pc").stdout
+    # The admin's edit of the conffile (a value parleyd accepts: it restarts with it).
+    edit = 'log_level = "info"  # set by the admin\n'
+    a.sh(f"printf '%s' '{edit}' >> /etc/parley/parleyd.toml")
+
+    a.install(upgrade_deb)
+    assert a.check("dpkg-query", "-W", "-f=${Version}", "parley").endswith(UPGRADE_VERSION_SUFFIX)
+    a.wait_until("parleyd active after the upgrade",
+                 lambda: a.run("systemctl", "is-active", "parleyd").stdout.strip() == "active", timeout=60)
+    assert a.check("systemctl", "show", "-p", "MainPID", "--value", "parleyd").strip() != pid_before, \
+        "the upgrade restarts parleyd (the new binary runs)"
+    assert office.fingerprint(a, "alice") == before, "the identity survives the upgrade"
+    assert a.check("cat", "/etc/parley/parleyd.toml").endswith(edit), "the admin's edit survives the upgrade"
+    assert a.sh("ls /etc/parley").stdout.split() == ["parleyd.toml"], "no .dpkg-new/.dpkg-dist left to merge"
+    history = a.as_user("alice", "parley read bob-pc")
+    assert "hello from the package" in history.stdout and "got it" in history.stdout, history.stdout
+    # And the upgraded node still talks to the other one.
+    sent = a.as_user("alice", "parley send bob-pc 'after the upgrade' --wait", timeout=DELIVERY_TIMEOUT + 30)
+    assert sent.returncode == 0, sent.stdout + sent.stderr
+    assert "after the upgrade" in b.as_user("bob", "parley read alice-pc").stdout
+
+
+def test_remove_keeps_state_and_purge_deletes_it(office, deb):
+    b = office.bob
+    before = office.fingerprint(b, "bob")
+    b.check("env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "remove", "-y", "parley")
+    assert b.run("systemctl", "is-active", "parleyd").stdout.strip() != "active", "remove stops parleyd"
+    assert b.run("pgrep", "-x", "parleyd").returncode != 0
+    assert b.run("test", "-d", "/var/lib/parley").returncode == 0, "remove keeps the state"
+    assert b.run("test", "-e", "/etc/parley/parleyd.toml").returncode == 0, "remove keeps the conffile"
+
+    b.check("env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "purge", "-y", "parley")
+    assert b.run("test", "-e", "/var/lib/parley").returncode != 0, "purge deletes the state"
+    assert b.run("test", "-e", "/etc/parley").returncode != 0, "purge deletes the configuration"
+    assert b.run("test", "-e", "/lib/systemd/system/parleyd.service").returncode != 0
+    assert b.run("systemctl", "is-enabled", "parleyd").stdout.strip() not in ("enabled", "disabled")
+    # Installed again after a purge: a new node (a new key), which is what purge means.
+    b.install(deb)
+    b.wait_until("parleyd active", lambda: b.run("systemctl", "is-active", "parleyd").stdout.strip() == "active",
+                 timeout=60)
+    assert office.fingerprint(b, "bob") != before
+
+
+# --- building without internet ----------------------------------------------------------------
+
+def offline(argv: list, cwd: Path, home: Path, timeout: float) -> subprocess.CompletedProcess:
+    """Runs argv with no network (a new, empty network namespace), an empty HOME (no SwiftPM
+    caches) and no git configuration (this machine's /etc/gitconfig rewrites github.com to a
+    local mirror: without it nothing can be fetched from anywhere)."""
+    swift_bin = str(Path(shutil.which("swift") or "/opt/swift/usr/bin/swift").resolve().parent)
+    env = {"PATH": f"{swift_bin}:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
+           "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "XDG_CACHE_HOME": str(home / ".cache")}
+    return subprocess.run(["unshare", "-n", *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_dist_tarball_builds_with_networking_disabled(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("unshare -n needs root")
+    version = version_text().split()[0]
+    out = subprocess.run(["make", "dist"], cwd=REPO, capture_output=True, text=True, timeout=MAKE_DIST_TIMEOUT)
+    assert out.returncode == 0, out.stdout + out.stderr
+    tarball = REPO / "dist" / f"parley-{version}.tar.gz"
+    with tarfile.open(tarball) as t:
+        names = t.getnames()
+        t.extractall(tmp_path, filter="tar") if hasattr(tarfile, "tar_filter") else t.extractall(tmp_path)
+    top = tmp_path / f"parley-{version}"
+    assert not [n for n in names if "/.git/" in n or n.endswith("/.git")], "no git metadata in the tarball"
+    pins = json.loads((REPO / "Package.resolved").read_text())["pins"]
+    for pin in pins:
+        base = pin["location"].rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+        assert (top / "vendor" / base / "Package.swift").exists(), f"{pin['identity']} is not in vendor/"
+    for f in ["debian/rules", "Makefile", "Sources/parleyd/ParleydCommand.swift"]:
+        assert (top / f).exists(), f
+
+    home = tmp_path / "home"
+    home.mkdir()
+    # Control: the environment really cannot fetch. The repository's own manifest (URLs,
+    # no vendor/) does not resolve there.
+    control = tmp_path / "control"
+    shutil.copytree(top, control, ignore=shutil.ignore_patterns("vendor"))
+    (control / "Package.swift").write_text((REPO / "Package.swift").read_text())
+    fetch = offline(["swift", "package", "resolve"], control, home, timeout=600)
+    assert fetch.returncode != 0, "the offline environment fetched packages: the proof below would prove nothing"
+    assert "github.com" in fetch.stdout + fetch.stderr, f"it failed for another reason:\n{fetch.stdout}{fetch.stderr}"
+
+    started = time.monotonic()
+    built = offline(["swift", "build", "--product", "parley-mdns"], top, home, timeout=OFFLINE_BUILD_TIMEOUT)
+    lab_module.record("offline build from the dist tarball (resolve + parley-mdns)", time.monotonic() - started)
+    assert built.returncode == 0, built.stdout[-4000:] + built.stderr[-4000:]
+    # Every package of the graph came from vendor/.
+    deps = offline(["swift", "package", "show-dependencies", "--format", "flatlist"], top, home, timeout=600)
+    assert deps.returncode == 0, deps.stderr[-3000:]
+    assert "github.com" not in deps.stdout, deps.stdout
+    mdns = subprocess.run([str(top / ".build" / "debug" / "parley-mdns"), "--help"], capture_output=True, text=True)
+    assert mdns.returncode == 0, mdns.stdout + mdns.stderr
