@@ -22,6 +22,8 @@ import pytest
 debhost = pytest.importorskip("debhost", reason="Tests/system/debhost.py (issue 27's booted-host harness) is missing")
 from debhost import DebHost  # noqa: E402
 from test_package import deb, root  # noqa: E402,F401  (session fixtures: the .deb, the cached root)
+# The same bound as the package tests: run alone, this test builds the package and the root.
+from test_package import pytestmark  # noqa: E402,F401
 
 DELIVERY_TIMEOUT = 120
 # Two instances that just started: avahi announces, each browses and resolves the other.
