@@ -8,46 +8,39 @@ extension Store {
     /// Messages and body bytes stored from one sender (incoming direct messages).
     public func incomingUsage(from sender: String) throws(StoreError) -> (messages: Int, bytes: Int) {
         try InputValidation.requireIdentity(sender, "sender")
-        return try read { db in
-            let row = try Row.fetchOne(
-                db,
-                sql: """
-                    SELECT count(*), coalesce(sum(length(b.body)), 0) FROM message m
-                    JOIN message_body b ON b.row_id = m.row_id
-                    WHERE m.peer = ? AND m.direction = 'incoming'
-                    """, arguments: [sender])
-            return (row?[0] ?? 0, row?[1] ?? 0)
-        }
+        return try incomingUsage(where: "AND m.peer = ?", arguments: [sender])
     }
 
     /// Messages and body bytes stored from all senders together.
     public func incomingUsageTotal() throws(StoreError) -> (messages: Int, bytes: Int) {
-        try read { db in
-            let row = try Row.fetchOne(
-                db,
-                sql: """
-                    SELECT count(*), coalesce(sum(length(b.body)), 0) FROM message m
-                    JOIN message_body b ON b.row_id = m.row_id
-                    WHERE m.direction = 'incoming'
-                    """)
-            return (row?[0] ?? 0, row?[1] ?? 0)
-        }
+        try incomingUsage(where: "", arguments: [])
     }
 
     /// Messages and body bytes stored from all strangers together: senders the user has
     /// not verified and never wrote a direct message to (the receive quota's strangers,
     /// whose class has a bounded share; issue 29, M2).
     public func incomingUsageFromStrangers() throws(StoreError) -> (messages: Int, bytes: Int) {
+        try incomingUsage(
+            where: """
+                AND NOT EXISTS (SELECT 1 FROM peer p WHERE p.identity = m.peer AND p.trust = 'verified')
+                AND NOT EXISTS (SELECT 1 FROM message o WHERE o.peer = m.peer AND o.direction = 'outgoing')
+                """,
+            arguments: [])
+    }
+
+    /// Count and body bytes of the incoming messages that also match `filter` (SQL over
+    /// `message m`, starting with AND; a fixed string of ours, never user input).
+    private func incomingUsage(where filter: String, arguments: StatementArguments) throws(StoreError) -> (
+        messages: Int, bytes: Int
+    ) {
         try read { db in
             let row = try Row.fetchOne(
                 db,
                 sql: """
                     SELECT count(*), coalesce(sum(length(b.body)), 0) FROM message m
                     JOIN message_body b ON b.row_id = m.row_id
-                    WHERE m.direction = 'incoming'
-                      AND NOT EXISTS (SELECT 1 FROM peer p WHERE p.identity = m.peer AND p.trust = 'verified')
-                      AND NOT EXISTS (SELECT 1 FROM message o WHERE o.peer = m.peer AND o.direction = 'outgoing')
-                    """)
+                    WHERE m.direction = 'incoming' \(filter)
+                    """, arguments: arguments)
             return (row?[0] ?? 0, row?[1] ?? 0)
         }
     }
