@@ -26,7 +26,9 @@ lab_pkgs=(avahi-daemon avahi-utils libnss-mdns dbus iproute2 util-linux mount nf
 # Debian's Selenium through chromedriver, from Debian (no downloaded drivers); only axe-core
 # comes from PyPI (below).
 # fonts-noto-color-emoji: emoji in the page (and its screenshots) instead of empty boxes.
-web_test_pkgs=(chromium chromium-driver python3-selenium fonts-noto-color-emoji python3-pip)
+# zbar-tools: zbarimg decodes the verify panel's QR code (the page's encoder is Debian's
+# node-qrcode-generator, vendored into the assets: nothing to install for it).
+web_test_pkgs=(chromium chromium-driver python3-selenium fonts-noto-color-emoji python3-pip zbar-tools)
 # axe-core, for test_web.py's accessibility audit: no Debian package carries it (`apt-cache
 # search axe` finds none), so the axe.min.js that PyPI's axe-playwright-python ships is used,
 # installed for Debian's python3 without its dependencies (only the file is read, and

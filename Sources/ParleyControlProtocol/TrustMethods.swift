@@ -83,19 +83,32 @@ public struct TrustShowResult: Codable, Sendable, Hashable {
 public struct TrustReplaceParams: ControlCallParams {
     public typealias ResultType = TrustReplaceResult
     public static let method = ControlMethod.trustReplace
-    public static let fieldNames = ["peer", "newFingerprint"]
+    public static let fieldNames = ["peer", "newFingerprint", "safetyNumber"]
+    /// A safety number is 60 digits; with spaces, dashes or line breaks as a person types
+    /// them, well under this.
+    public static let maxSafetyNumberBytes = 256
 
     public var peer: String
     public var newFingerprint: String
+    /// The safety number the person read from the other device (with the new key), when
+    /// they give it: the replacement is then made only if it is the one computed with the
+    /// new key (digits compared; spaces and separators ignored). `parley web`'s
+    /// confirmation window always sends it (docs/WEB.md "Changing who you talk to").
+    public var safetyNumber: String?
 
-    public init(peer: String, newFingerprint: String) {
+    public init(peer: String, newFingerprint: String, safetyNumber: String? = nil) {
         self.peer = peer
         self.newFingerprint = newFingerprint
+        self.safetyNumber = safetyNumber
     }
 
     public func validate() throws(JSONRPCError) {
         try ParamCheck.peerSelector(peer, field: "peer")
         try ParamCheck.peerSelector(newFingerprint, field: "newFingerprint")
+        if let safetyNumber, safetyNumber.utf8.count > Self.maxSafetyNumberBytes {
+            throw JSONRPCError.invalidParams(
+                "safetyNumber is \(safetyNumber.utf8.count) bytes; a safety number is 60 digits")
+        }
     }
 }
 

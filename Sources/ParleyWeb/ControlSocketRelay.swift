@@ -12,6 +12,8 @@ import ParleyWebCore
 /// stream of messages.
 struct ControlSocketRelay {
     let controlSocketPath: String
+    /// Which window this WebSocket belongs to: the methods it may call.
+    let window: WebWindow
 
     func run(messages: PageMessages, outbound: WebSocketOutboundWriter) async {
         let daemon: NIOAsyncChannel<ByteBuffer, ByteBuffer>
@@ -49,7 +51,8 @@ struct ControlSocketRelay {
                             // gets the same parse error a bad text would.
                             case .binary(let buffer): bytes = Array(buffer.readableBytesView)
                             }
-                            switch WebRelay.decide(message: bytes, rateAllows: rate.take(now: WebClock.now())) {
+                            switch WebRelay.decide(
+                                message: bytes, rateAllows: rate.take(now: WebClock.now()), window: window) {
                             case .forward(let line):
                                 try await daemonOut.write(ByteBuffer(bytes: line + [0x0A]))
                             case .answer(let line):

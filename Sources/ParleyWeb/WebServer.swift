@@ -223,9 +223,14 @@ public final class WebServer: Sendable {
     > {
         let isUpgrade = head.headerFields[.upgrade]?.lowercased() == "websocket"
         let probeOnly: Bool
+        let window: WebWindow
         switch decide(facts(head, isUpgrade: isUpgrade)) {
-        case .upgrade: probeOnly = false
-        case .probe: probeOnly = true
+        case .upgrade(let w):
+            probeOnly = false
+            window = w
+        case .probe:
+            probeOnly = true
+            window = .page
         default: return .dontUpgrade
         }
         guard let origin = head.headerFields[.origin].map({ Substring($0) }) else { return .dontUpgrade }
@@ -253,7 +258,8 @@ public final class WebServer: Sendable {
             state.withLockedValue { $0.signingInWebSockets -= 1 }
             guard signedIn else { return }
             defer { state.withLockedValue { $0.openWebSockets -= 1 } }
-            await ControlSocketRelay(controlSocketPath: path).run(messages: messages, outbound: outbound)
+            await ControlSocketRelay(controlSocketPath: path, window: window).run(
+                messages: messages, outbound: outbound)
         }
     }
 }

@@ -10,10 +10,10 @@ import ParleyControlProtocol
 /// the conversation:
 /// - `node.rotate_key`: replaces this node's key; a terminal action.
 /// - `trust.forget`, `messages.forget`: erase trust or a whole history at once.
-/// - `trust.replace`: moves a contact to another key; done after comparing safety numbers in
-///   person, with `parley trust replace`.
-/// - `peers.connect`: makes the daemon dial any address a script chooses (scanning the LAN
-///   from a browser tab).
+/// - `trust.replace`: moves a contact to another key; and `peers.connect`: makes the daemon
+///   dial any address a script chooses (scanning the LAN from a browser tab). Both are done
+///   in the confirmation window instead (`confirmWindowAllowed`), where the person types
+///   the address or the other device's safety number themselves.
 /// - `files.send`: takes any path the daemon can read; a script could send the person's
 ///   `~/.ssh/id_ed25519` to a peer. The page sends files by uploading them
 ///   (`POST /upload`), and the server calls `files.send` with the staged copy's path only.
@@ -38,6 +38,49 @@ public enum WebMethodPolicy {
     ]
 
     public static func isAllowed(_ method: String) -> Bool { allowed.contains(method) }
+
+    /// The confirmation window (`WebWindow.confirm`, another origin than the page): what a
+    /// person does there, typing what no script in the page can type for them. It names
+    /// the keys (`node.whoami`, `trust.show`), adds a contact by an address the person
+    /// types (`peers.connect`), and moves a contact to its new key (`trust.replace`) only
+    /// with the safety number the person read from the other device, which the daemon
+    /// checks (`confirmWindowRefusal`).
+    public static let confirmWindowAllowed: Set<String> = [
+        ControlMethod.nodeWhoami, ControlMethod.trustShow, ControlMethod.trustReplace, ControlMethod.peersConnect
+    ]
+
+    public static func isAllowed(_ method: String, in window: WebWindow) -> Bool {
+        switch window {
+        case .page: return allowed.contains(method)
+        case .confirm: return confirmWindowAllowed.contains(method)
+        }
+    }
+
+    /// What the confirmation window may not send even among its methods: a key
+    /// replacement without the safety number the person typed.
+    public static func confirmWindowRefusal(_ request: JSONRPCRequest) -> JSONRPCError? {
+        guard request.method == ControlMethod.trustReplace else { return nil }
+        guard case .string(let typed)? = request.params?["safetyNumber"], typed.contains(where: \.isNumber) else {
+            return JSONRPCError.invalidParams(
+                "type the safety number shown on the other device: a key is replaced from the browser only with it")
+        }
+        return nil
+    }
+
+    public static func refusal(_ method: String, in window: WebWindow) -> JSONRPCError {
+        switch window {
+        case .page:
+            if confirmWindowAllowed.contains(method) {
+                return JSONRPCError(
+                    .notPermitted,
+                    "\(method) is done in Parley's confirmation window, where you type what the other device shows, "
+                        + "or with `parley` in a terminal (docs/WEB.md, \"Changing who you talk to\")")
+            }
+            return refusal(method)
+        case .confirm:
+            return JSONRPCError(.notPermitted, "\(method) is not available in the confirmation window")
+        }
+    }
 
     public static func refusal(_ method: String) -> JSONRPCError {
         JSONRPCError(

@@ -8,8 +8,10 @@
 ///   that is exactly this server's.
 public enum WebOriginCheck {
     /// The Host values this server answers to on `port`.
+    /// (The page is served on the first, the confirmation window on the second:
+    /// `WebWindow`.)
     public static func allowedHosts(port: Int) -> [String] {
-        ["127.0.0.1:\(port)", "localhost:\(port)"]
+        WebWindow.allCases.map { $0.host(port: port) }
     }
 
     public static func isAllowedHost(_ host: Substring?, port: Int) -> Bool {

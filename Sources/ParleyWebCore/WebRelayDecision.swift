@@ -16,7 +16,7 @@ public enum WebRelay {
     /// anywhere is refused: the daemon reads one request per line, and JSON allows a line
     /// feed as whitespace, so one WebSocket message could otherwise carry a second request
     /// past the method check.
-    public static func decide(message: [UInt8], rateAllows: Bool) -> WebRelayDecision {
+    public static func decide(message: [UInt8], rateAllows: Bool, window: WebWindow = .page) -> WebRelayDecision {
         let id = ControlRequestParser.requestID(inRejectedLine: message)
         guard message.count <= WebLimits.maxWebSocketMessageBytes else {
             return .answer(errorLine(id: nil, .lineTooLong()))
@@ -30,8 +30,11 @@ public enum WebRelay {
         case .failure(let error): return .answer(errorLine(id: id, error))
         case .success(let parsed): request = parsed
         }
-        guard WebMethodPolicy.isAllowed(request.method) else {
-            return .answer(errorLine(id: request.id, WebMethodPolicy.refusal(request.method)))
+        guard WebMethodPolicy.isAllowed(request.method, in: window) else {
+            return .answer(errorLine(id: request.id, WebMethodPolicy.refusal(request.method, in: window)))
+        }
+        if window == .confirm, let refusal = WebMethodPolicy.confirmWindowRefusal(request) {
+            return .answer(errorLine(id: request.id, refusal))
         }
         guard rateAllows else {
             return .answer(

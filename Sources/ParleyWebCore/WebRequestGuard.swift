@@ -41,8 +41,8 @@ public struct WebRequestFacts: Sendable {
 public enum WebRequestDecision: Sendable, Equatable {
     /// Serve this asset.
     case serve(WebAsset)
-    /// Upgrade to the WebSocket relay.
-    case upgrade
+    /// Upgrade to the WebSocket relay, for this window (its method policy).
+    case upgrade(WebWindow)
     /// Upgrade a WebSocket from the sign-in file (`file://`, so `Origin: null`): it may only
     /// ask the server to prove itself (`WebAuthHandshake` in probe mode), never sign in.
     case probe
@@ -100,7 +100,7 @@ public enum WebRequestGuard {
     public static func decide(
         _ request: WebRequestFacts, port: Int, isUploadKey: (Substring) -> Bool
     ) -> WebRequestDecision {
-        guard WebOriginCheck.isAllowedHost(request.host, port: port) else { return .refuse(.wrongHost) }
+        guard let window = WebWindow.named(byHost: request.host, port: port) else { return .refuse(.wrongHost) }
         // The sign-in file checks the server before it sends the browser there. A page from
         // a file has the origin "null" (as has a sandboxed frame of any site): it gets the
         // server's proof for "null" and nothing else, which is worth nothing to anyone who
@@ -111,11 +111,13 @@ public enum WebRequestGuard {
             return .probe
         }
         // An Origin from elsewhere, or a fetch another site started, is refused on every path.
-        if let origin = request.origin, !WebOriginCheck.isAllowedOrigin(origin, port: port) {
+        // And the two windows never share a request: the page (127.0.0.1) cannot act
+        // through the confirmation window's host (localhost), nor the other way round.
+        if let origin = request.origin, WebWindow.named(byOrigin: origin, port: port) != window {
             return .refuse(.crossSite)
         }
         // GET and HEAD only, but for the upload: nothing else here changes state over HTTP.
-        let isUpload = request.path == Substring(uploadPath)
+        let isUpload = request.path == Substring(uploadPath) && window == .page
         if isUpload {
             guard request.method == "POST" else { return .refuse(.methodNotAllowed) }
         } else {
@@ -127,7 +129,7 @@ public enum WebRequestGuard {
         // it is served whatever started it: it is public, carries no credential (the secret
         // is in the fragment, which the browser keeps), and cannot be framed
         // (`frame-ancestors 'none'`). Everything else must come from our own page.
-        let isPage = request.path == "/" || request.path == "/index.html"
+        let isPage = request.path == "/" || request.path == Substring(window.pagePath)
         let isNavigation = request.fetchMode == nil || request.fetchMode == "navigate"
         if !(isPage && isNavigation) {
             guard WebOriginCheck.isAllowedFetchSite(request.fetchSite) else { return .refuse(.crossSite) }
@@ -148,9 +150,12 @@ public enum WebRequestGuard {
             // messages (`WebAuthHandshake`) before anything is relayed.
             guard request.isWebSocketUpgrade else { return .refuse(.notFound) }
             guard request.origin != nil else { return .refuse(.crossSite) }
-            return .upgrade
+            return .upgrade(window)
         }
-        guard let asset = WebAssets.asset(forPath: request.path) else { return .refuse(.notFound) }
+        let path = request.path == "/" ? Substring(window.pagePath) : request.path
+        guard window.assetPaths.contains(String(path)), let asset = WebAssets.asset(forPath: path) else {
+            return .refuse(.notFound)
+        }
         return .serve(asset)
     }
 }

@@ -117,7 +117,7 @@ final class WebAuthHandshakeTests: XCTestCase {
                 port: 43210, isUploadKey: known.isUploadKey)
         }
         XCTAssertEqual(decide("null"), .probe)
-        XCTAssertEqual(decide("http://127.0.0.1:43210"), .upgrade)
+        XCTAssertEqual(decide("http://127.0.0.1:43210"), .upgrade(.page))
         XCTAssertEqual(decide("null", "/"), .refuse(.crossSite), "a null origin gets nothing else")
         XCTAssertEqual(decide("null", upgrade: false), .refuse(.crossSite))
         XCTAssertEqual(

@@ -16,6 +16,38 @@ final class WebRelayTests: XCTestCase {
         XCTAssertEqual(WebRelay.decide(message: line, rateAllows: true), .forward(line))
     }
 
+    func testTheConfirmationWindowReplacesAKeyOnlyWithATypedSafetyNumber() {
+        func decide(_ params: String, _ method: String = "trust.replace", in window: WebWindow = .confirm)
+            -> WebRelayDecision
+        {
+            WebRelay.decide(
+                message: bytes(#"{"jsonrpc":"2.0","id":1,"method":"\#(method)","params":\#(params)}"#), rateAllows: true,
+                window: window)
+        }
+        let typed = #"{"peer":"a","newFingerprint":"b","safetyNumber":"12345 67890"}"#
+        guard case .forward = decide(typed) else { return XCTFail("the ceremony's request is forwarded") }
+        for missing in [
+            #"{"peer":"a","newFingerprint":"b"}"#, #"{"peer":"a","newFingerprint":"b","safetyNumber":""}"#,
+            #"{"peer":"a","newFingerprint":"b","safetyNumber":null}"#,
+            #"{"peer":"a","newFingerprint":"b","safetyNumber":"  - "}"#,
+            #"{"peer":"a","newFingerprint":"b","safetyNumber":12345}"#
+        ] {
+            XCTAssertEqual(answer(decide(missing))?.error?.code, ControlErrorCode.invalidParams.rawValue, missing)
+        }
+        guard case .forward = decide(#"{"address":"10.0.0.5:7777","wait":true}"#, "peers.connect") else {
+            return XCTFail("the person's typed address is dialled")
+        }
+        // The page itself gets neither, whatever it sends; the window gets nothing of the chat.
+        XCTAssertEqual(answer(decide(typed, in: .page))?.error?.code, ControlErrorCode.notPermitted.rawValue)
+        XCTAssertEqual(
+            answer(decide(#"{"address":"10.0.0.5:7777"}"#, "peers.connect", in: .page))?.error?.code,
+            ControlErrorCode.notPermitted.rawValue)
+        for method in ["messages.send", "messages.list", "trust.verify", "node.rotate_key", "trust.forget", "files.list"] {
+            XCTAssertEqual(
+                answer(decide("{}", method))?.error?.code, ControlErrorCode.notPermitted.rawValue, method)
+        }
+    }
+
     func testDangerousMethodsAreAnsweredHereNotForwarded() {
         for method in [
             "node.rotate_key", "trust.forget", "messages.forget", "trust.replace", "peers.connect", "files.save_as"

@@ -25,7 +25,7 @@ final class WebRequestGuardTests: XCTestCase {
         // browser keeps), so it is served to anyone on loopback with our Host.
         guard case .serve(let asset) = decide(facts("/")) else { return XCTFail() }
         XCTAssertTrue(asset.contentType.hasPrefix("text/html"))
-        guard case .serve = decide(facts("/app.js", host: "localhost:43210")) else { return XCTFail() }
+        guard case .serve = decide(facts("/confirm.js", host: "localhost:43210")) else { return XCTFail() }
         guard case .serve = decide(facts("/auth.js", fetchSite: "same-origin")) else { return XCTFail() }
     }
 
@@ -64,7 +64,7 @@ final class WebRequestGuardTests: XCTestCase {
                 "\(String(describing: host))")
         }
         // Host names are case-insensitive.
-        guard case .serve = decide(facts(host: "LOCALHOST:43210")) else { return XCTFail() }
+        guard case .serve = decide(facts("/rpc.js", host: "LOCALHOST:43210")) else { return XCTFail() }
     }
 
     func testForeignOriginsAreRefusedEverywhere() {
@@ -84,11 +84,41 @@ final class WebRequestGuardTests: XCTestCase {
     }
 
     func testWebSocketNeedsOurOriginAndSignsInItself() {
-        XCTAssertEqual(decide(facts("/ws", origin: "http://127.0.0.1:43210", upgrade: true)), .upgrade)
+        XCTAssertEqual(decide(facts("/ws", origin: "http://127.0.0.1:43210", upgrade: true)), .upgrade(.page))
         XCTAssertEqual(
-            decide(facts("/ws", host: "localhost:43210", origin: "http://localhost:43210", upgrade: true)), .upgrade)
+            decide(facts("/ws", host: "localhost:43210", origin: "http://localhost:43210", upgrade: true)),
+            .upgrade(.confirm))
         XCTAssertEqual(decide(facts("/ws", upgrade: true)), .refuse(.crossSite), "no Origin")
         XCTAssertEqual(decide(facts("/ws", origin: "http://127.0.0.1:43210")), .refuse(.notFound))
+    }
+
+    func testTheTwoWindowsShareNoRequestAndNoScript() {
+        // The page (127.0.0.1) and the confirmation window (localhost) are two origins; a
+        // request of one to the other's host is refused, whatever it is.
+        let page: Substring = "http://127.0.0.1:43210"
+        let confirm: Substring = "http://localhost:43210"
+        XCTAssertEqual(decide(facts("/ws", host: "localhost:43210", origin: page, upgrade: true)), .refuse(.crossSite))
+        XCTAssertEqual(decide(facts("/ws", origin: confirm, upgrade: true)), .refuse(.crossSite))
+        XCTAssertEqual(decide(facts("/confirm.js", host: "localhost:43210", origin: page)), .refuse(.crossSite))
+        XCTAssertEqual(
+            decide(facts("/upload", method: "POST", host: "localhost:43210", origin: confirm, auth: "x")),
+            .refuse(.methodNotAllowed))
+        // Neither serves the other's script: the confirmation window never runs the chat.
+        for path: Substring in ["/app.js", "/files.js", "/index.html"] {
+            XCTAssertEqual(decide(facts(path, host: "localhost:43210")), .refuse(.notFound), String(path))
+        }
+        for path: Substring in ["/confirm.html", "/confirm.js"] {
+            XCTAssertEqual(decide(facts(path)), .refuse(.notFound), String(path))
+        }
+        // The page opens the window (a top-level navigation from another site, 127.0.0.1).
+        guard case .serve(let asset) = decide(
+            facts("/confirm.html", host: "localhost:43210", fetchSite: "cross-site", fetchMode: "navigate"))
+        else { return XCTFail() }
+        XCTAssertEqual(asset.path, "/confirm.html")
+        guard case .serve(let root) = decide(facts("/", host: "localhost:43210", fetchMode: "navigate")) else {
+            return XCTFail()
+        }
+        XCTAssertEqual(root.path, "/confirm.html")
     }
 
     func testTheOldLoginPathIsGone() {

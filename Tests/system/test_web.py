@@ -568,13 +568,21 @@ def test_a_key_change_shows_a_clash_warning_and_the_verification_flow(web):
     shown = alice.call("trust.show", {"peer": new_fp})
     wait_for(d, lambda d: d.execute_script("return document.getElementById('safety-number')?.textContent")
              == shown["peer"]["safetyNumber"], what="the safety number")
+    web["new_bob"] = new_bob
     screenshot(d, "web-key-change")
-    # A wrong fingerprint is refused (in the error style); comparing the safety number and
-    # saying "the numbers match" verifies (in the success style).
-    d.find_element(By.ID, "verify-input").send_keys(fp(bob))
-    d.find_element(By.ID, "verify-confirm").click()
-    wait_for(d, lambda d: "fingerprint" in (d.execute_script(
-        "return document.querySelector('#verify-panel .error')?.textContent") or "").lower(), what="the mismatch shown")
+    # Issue 29/31: as in Signal, the same number on both screens and "the numbers match";
+    # nothing asks the person to type what this screen shows (reading aloud would become
+    # copy and paste), and no fingerprint of theirs sits beside a field that wants it.
+    panel = d.execute_script("""const p = document.getElementById('verify-panel');
+        return {inputs: p.querySelectorAll('input, textarea').length, text: p.textContent}""")
+    assert panel["inputs"] == 0, panel
+    assert "Their fingerprint" not in panel["text"] and new_fp not in panel["text"], panel["text"]
+    # The QR code decodes (zbarimg, Debian's zbar-tools) to trust.show's qrText.
+    assert qr_text(d) == shown["qrText"]
+    # "They differ": not verified, said in the error style.
+    d.find_element(By.ID, "verify-differ").click()
+    result = d.execute_script("const r = document.getElementById('verify-result'); return [r.className, r.textContent]")
+    assert "error" in result[0].split() and "Do not trust" in result[1], result
     assert next(p for p in alice.call("peers.list")["peers"] if p["fingerprint"] == new_fp)["trust"] == "pinned"
     assert d.execute_script("return document.getElementById('conv-trust').textContent") == "not verified"
     d.find_element(By.ID, "verify-match").click()
@@ -583,10 +591,157 @@ def test_a_key_change_shows_a_clash_warning_and_the_verification_flow(web):
     wait_for(d, lambda d: d.execute_script("return document.getElementById('conv-trust').textContent") == "verified",
              what="verified in the page")
     result = d.execute_script(
-        "const r = document.querySelector('#verify-panel .verify-result'); return [r.className, r.textContent]")
+        "const r = document.querySelector('#verify-panel .verify-result'); return [r.className, r.textContent, getComputedStyle(r).color]")
     assert "ok" in result[0].split() and "error" not in result[0].split() and result[1].startswith("✓ Verified"), result
+    # In the success colour (--ok, green), not the error colour.
+    red, green, _ = [int(x) for x in re.findall(r"\d+", result[2])[:3]]
+    assert green > red, result
     assert new_bob.call("trust.show", {"peer": fp(alice)})["peer"]["safetyNumber"] == shown["peer"]["safetyNumber"], \
         "the other screen shows the same number"
+
+
+def qr_text(driver):
+    """What the verify panel's QR code says, decoded by zbarimg from the image's bytes."""
+    src = driver.execute_script("return document.getElementById('verify-qr')?.src")
+    assert src and src.startswith("data:image/"), src
+    zbarimg = shutil.which("zbarimg")
+    if not zbarimg:
+        pytest.fail("zbarimg is needed to decode the QR code: scripts/install-deps.sh test")
+    with tempfile.NamedTemporaryFile(suffix=".gif") as f:
+        f.write(base64.b64decode(src.split(",", 1)[1]))
+        f.flush()
+        out = subprocess.run([zbarimg, "--raw", "-q", f.name], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out
+    return out.stdout.strip()
+
+
+def switch_to_new_window(driver, before):
+    handle = wait_until(lambda: next((h for h in driver.window_handles if h not in before), None),
+                        what="the confirmation window")
+    driver.switch_to.window(handle)
+    return handle
+
+
+def test_a_reinstalled_colleague_is_moved_to_the_new_key_in_the_confirmation_window(web):
+    """Issue 31: "a colleague reinstalled: two alice entries" without a terminal. The move
+    is done in the confirmation window (localhost, another origin than the page), with the
+    safety number read from the NEW device: a wrong number changes nothing, the right one
+    replaces the key and the old key's history stays in the conversation. A script in the
+    page can neither call trust.replace nor reach into that window."""
+    d, alice, bob, port = web["driver"], web["alice"], web["bob"], web["port"]
+    new_bob = web["new_bob"]
+    old_fp, new_fp = fp(bob), fp(new_bob)
+    bob.call("messages.send", {"to": alice.whoami()["fingerprint"], "body": "said before the reinstall"})
+    wait_until(lambda: any(m["body"] == "said before the reinstall"
+                           for m in alice.call("messages.list", {"peer": old_fp})["messages"]), what="old bob's message")
+    # A script in the page: trust.replace is refused on its WebSocket, its origin cannot
+    # open the window's WebSocket, and the window it opens is closed to it.
+    answer = d.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        (async () => {""" + SIGNED_IN_WS + """
+        ws.onmessage = (e) => { ws.close(); done(JSON.parse(e.data)); };
+        ws.send(JSON.stringify({jsonrpc: "2.0", id: 1, method: "trust.replace",
+            params: {peer: arguments[0], newFingerprint: arguments[1], safetyNumber: arguments[2]}}));
+        })().catch((e) => done(String(e)));""", old_fp, new_fp, alice.call("trust.show", {"peer": new_fp})["peer"]["safetyNumber"])
+    assert answer["error"]["code"] == -32006 and "confirmation window" in answer["error"]["message"], answer
+    assert ws_handshake(port, f"http://127.0.0.1:{port}", host=f"localhost:{port}") != 101
+    main = d.current_window_handle
+    before = set(d.window_handles)
+    reach = d.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const w = window.open(`http://localhost:${location.port}/confirm.html`, "_blank");
+        const t0 = Date.now();
+        const poll = () => {  // until the window is at localhost (bounded)
+          let r = null;
+          try { if (w.location.href.startsWith("http://localhost")) r = "readable: " + w.document.body.textContent; }
+          catch (e) { r = e.name; }
+          if (r || Date.now() - t0 > 10000) { w.close(); done(r || "timeout"); } else setTimeout(poll, 50);
+        };
+        poll();""")
+    assert reach == "SecurityError", reach
+    for handle in set(d.window_handles) - before:  # if the script's close() did not
+        d.switch_to.window(handle)
+        d.close()
+    d.switch_to.window(main)
+    assert any(p["fingerprint"] == old_fp for p in alice.call("peers.list")["peers"]), "nothing was replaced"
+
+    # The person: on the new key's conversation, "bob reinstalled? Move to this key…".
+    open_conv(d, f"peer:{new_fp}")
+    wait_for(d, lambda d: d.execute_script(
+        "return !!document.querySelector(`#warning button.move-key[data-old='${arguments[0]}']`)", old_fp),
+        what="the move button")
+    d.execute_script("document.querySelector(`#warning button.move-key[data-old='${arguments[0]}']`).click()", old_fp)
+    switch_to_new_window(d, before)
+    try:
+        assert d.current_url == f"http://localhost:{port}/confirm.html", "the secret left the address bar"
+        wait_for(d, lambda d: d.execute_script("return !!document.getElementById('replace-number')"), what="the form")
+        text = d.find_element(By.ID, "app").text
+        assert alice.call("trust.show", {"peer": new_fp})["peer"]["safetyNumber"] not in text, "the number is never shown here"
+        screenshot(d, "web-move-key")
+        assert not axe_serious(d), "the confirmation window is accessible"
+        # A wrong number (what the OLD device shows) changes nothing.
+        box = d.find_element(By.ID, "replace-number")
+        box.send_keys(bob.call("trust.show", {"peer": fp(alice)})["peer"]["safetyNumber"], Keys.ENTER)
+        wait_for(d, lambda d: "error" in (d.execute_script("return document.getElementById('replace-result').className") or ""),
+                 what="the wrong number refused")
+        assert "nothing was changed" in d.find_element(By.ID, "replace-result").text
+        assert any(p["fingerprint"] == old_fp for p in alice.call("peers.list")["peers"]), "a wrong number replaced the key"
+        # The number on the new device, as the person reads it (spaces as they come).
+        box.clear()
+        box.send_keys(new_bob.call("trust.show", {"peer": fp(alice)})["peer"]["safetyNumber"], Keys.ENTER)
+        wait_for(d, lambda d: "ok" in (d.execute_script("return document.getElementById('replace-result').className") or ""),
+                 what="the key moved")
+        d.close()
+    finally:
+        d.switch_to.window(main)
+    peers = {p["fingerprint"]: p for p in alice.call("peers.list")["peers"]}
+    assert old_fp not in peers and peers[new_fp]["trust"] == "verified"
+    assert [k["fingerprint"] for k in alice.call("trust.show", {"peer": new_fp})["previousKeys"]] == [old_fp]
+    # The conversation keeps the old key's history, under a line that says so.
+    d.execute_script("window.dispatchEvent(new Event('focus'))")
+    wait_for(d, lambda d: conv_text(d, f"peer:{old_fp}") is None, what="one bob left in the list")
+    open_conv(d, f"peer:{new_fp}")
+    wait_for(d, lambda d: "said before the reinstall" in message_texts(d), what="the old key's history")
+    assert d.execute_script("return document.querySelectorAll('#messages li.key-divider').length") == 1
+
+
+def test_a_colleague_is_added_by_address_in_the_confirmation_window(web):
+    """Issue 31: first contact by address without a terminal. The person types the address
+    in the confirmation window (a script in the page cannot call peers.connect, nor fill
+    the window); whoever answers is a contact that is not verified, and the window says so."""
+    d, cluster, alice, port = web["driver"], web["cluster"], web["alice"], web["port"]
+    dave = cluster.node("dave").start()
+    dave_fp = fp(dave)
+    assert not any(p["fingerprint"] == dave_fp for p in alice.call("peers.list")["peers"])
+    main = d.current_window_handle
+    before = set(d.window_handles)
+    d.find_element(By.ID, "add-by-address").click()
+    switch_to_new_window(d, before)
+    try:
+        wait_for(d, lambda d: d.execute_script("return !!document.getElementById('connect-address')"), what="the form")
+        box = d.find_element(By.ID, "connect-address")
+        # Nobody there: the reason, and nothing added.
+        box.send_keys("127.0.0.1:1", Keys.ENTER)
+        wait_for(d, lambda d: "error" in (d.execute_script("return document.getElementById('connect-result').className") or ""),
+                 what="the refusal")
+        assert "127.0.0.1:1" in d.find_element(By.ID, "connect-result").text
+        box.clear()
+        box.send_keys(dave.address, Keys.ENTER)
+        wait_for(d, lambda d: "ok" in (d.execute_script("return document.getElementById('connect-result').className") or ""),
+                 timeout=30, what="connected")
+        result = d.find_element(By.ID, "connect-result").text
+        assert "dave" in result and short_fp(dave_fp) in result and "not verified" in result, result
+        screenshot(d, "web-add-by-address")
+        assert not axe_serious(d), "the confirmation window is accessible"
+        d.close()
+    finally:
+        d.switch_to.window(main)
+    assert next(p for p in alice.call("peers.list")["peers"] if p["fingerprint"] == dave_fp)["trust"] == "pinned"
+    d.execute_script("window.dispatchEvent(new Event('focus'))")
+    wait_for(d, lambda d: conv_text(d, f"peer:{dave_fp}") is not None, what="dave in the list")
+    # The window's host serves no chat, and its WebSocket takes no request of the chat's.
+    assert http_get(port, "/app.js", {"Host": f"localhost:{port}"})[0] == 404
+    assert http_get(port, "/confirm.js")[0] == 404
 
 
 def test_the_page_cannot_call_methods_left_out_for_the_browser(web):

@@ -102,7 +102,7 @@ struct ControlDispatcher {
                     roomRecipients: roomRecipients?.all, roomRecipientsOnline: roomRecipients?.online))
         case .messagesList(let p):
             if let selector = p.peer, Self.namesRoom(selector) { return try listRoomMessages(selector, p, id: id) }
-            let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
+            let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeerIncludingReplaced(q) }
             return .typed(id: id, result: try historyPage(p, scope: peer.map { .peer($0.identity) } ?? .everything))
         case .messagesSearch(let p):
             return .typed(id: id, result: try search(p))
@@ -126,7 +126,8 @@ struct ControlDispatcher {
             return .typed(id: id, result: try node.trustShow(peer))
         case .trustReplace(let p):
             let old = try node.resolvePeer(p.peer)
-            let (rec, moved) = try node.replaceKey(of: old, newFingerprint: p.newFingerprint)
+            let (rec, moved) = try node.replaceKey(
+                of: old, newFingerprint: p.newFingerprint, safetyNumber: p.safetyNumber)
             return .typed(id: id, result: TrustReplaceResult(peer: node.peerInfo(rec), retargeted: moved))
         case .trustAccept(let p):
             return .typed(
@@ -394,7 +395,7 @@ struct ControlDispatcher {
         case .bodyTooLarge(let n): return .bodyTooLarge(bytes: n, maxBytes: WireLimits.maxBodyBytes)
         case .emptyBody: return .invalidParams(e.description)
         case .storage: return JSONRPCError(.storageFailed, e.description)
-        case .fingerprintMismatch: return JSONRPCError(.fingerprintMismatch, e.description)
+        case .fingerprintMismatch, .safetyNumberMismatch: return JSONRPCError(.fingerprintMismatch, e.description)
         case .fingerprintTooShort: return .invalidParams(e.description)
         case .newKeyNotFound: return JSONRPCError(.peerNotFound, e.description)
         case .notApplicable: return JSONRPCError(.notPermitted, e.description)

@@ -30,6 +30,25 @@ extension Node {
         throw .peerNotFound(query)
     }
 
+    /// For reading history: a live key as `resolvePeer` finds it, or else a replaced key
+    /// named by its whole fingerprint (a contact's previous key, as `trust.show` lists
+    /// it), whose messages stay readable after `trust.replace`.
+    func resolvePeerIncludingReplaced(_ query: String) throws(NodeError) -> PeerRecord {
+        do {
+            return try resolvePeer(query)
+        } catch {
+            guard case .peerNotFound = error, let whole = Fingerprint.normalize(query) else { throw error }
+            let all: [PeerRecord]
+            do { all = try allPeers() } catch { throw .storage(error) }
+            guard
+                let previous = all.first(where: {
+                    $0.replacedBy != nil && Fingerprint.normalize(Node.fingerprint(ofHex: $0.identity)) == whole
+                })
+            else { throw error }
+            return previous
+        }
+    }
+
     /// The whole fingerprint `given` names, or why it cannot: a prefix is not enough where
     /// a person vouches for a key (verify, replace), since another key could share it.
     private func requireWholeFingerprint(_ given: String, of expected: String? = nil) throws(NodeError) -> String {
@@ -58,7 +77,12 @@ extension Node {
     /// contact and the whole new fingerprint, after comparing the safety number computed
     /// with the new key (`trust show NEW`). The new key must have connected once (so its
     /// card is known). Queued messages move to it; the old key is marked replaced.
-    func replaceKey(of old: PeerRecord, newFingerprint given: String) throws(NodeError) -> (PeerRecord, Int) {
+    /// `safetyNumber`, when given, is what the person read from the other device: nothing
+    /// changes unless it is the one computed with the new key (its digits; separators
+    /// ignored), so the ceremony is checked here, not only by the client that asked.
+    func replaceKey(
+        of old: PeerRecord, newFingerprint given: String, safetyNumber typed: String? = nil
+    ) throws(NodeError) -> (PeerRecord, Int) {
         let g = try requireWholeFingerprint(given)
         let all: [PeerRecord]
         do { all = try allPeers() } catch { throw .storage(error) }
@@ -73,6 +97,13 @@ extension Node {
                 "\(given) was itself replaced by \(Node.fingerprint(ofHex: by)): it cannot stand for \(old.label)")
         }
         if let by = old.replacedBy { throw .peerReplaced(old, by: by) }
+        if let typed {
+            let digits = { (text: String) in text.filter { $0.isASCII && $0.isNumber } }
+            let expected = digits(safetyNumber(with: new.identity))
+            guard !expected.isEmpty, digits(typed) == expected else {
+                throw .safetyNumberMismatch(label: old.label, newFingerprint: Node.fingerprint(ofHex: new.identity))
+            }
+        }
         let moved: Int
         do {
             moved = try store.replacePeer(old: old.identity, new: new.identity, at: nowMs)

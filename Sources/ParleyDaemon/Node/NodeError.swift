@@ -16,6 +16,8 @@ enum NodeError: Error, CustomStringConvertible {
     case emptyBody
     case storage(StoreError)
     case fingerprintMismatch(expected: String, given: String)
+    /// `trust.replace` with a safety number that is not the one computed with the new key.
+    case safetyNumberMismatch(label: String, newFingerprint: String)
     /// A fingerprint prefix where the whole fingerprint is needed.
     case fingerprintTooShort(given: String, needed: Int)
     /// `trust.replace` named a fingerprint no known peer has.
@@ -57,6 +59,9 @@ enum NodeError: Error, CustomStringConvertible {
         case let .fingerprintMismatch(expected, given):
             return
                 "fingerprint \(given) does not match the pinned key \(expected): do NOT trust this peer until you find out why"
+        case let .safetyNumberMismatch(label, newFingerprint):
+            return "that is not the safety number of the key \(newFingerprint): nothing was changed. Read the number "
+                + "on \(label)'s new device again; if it still differs, that key is not \(label)'s: do not replace"
         case let .fingerprintTooShort(given, needed):
             return
                 "'\(given)' is only part of a fingerprint: give all \(needed) characters (as `parley trust show PEER` "

@@ -2,7 +2,7 @@
 // trust and search, all through the control protocol (rpc.js). Every string from the
 // daemon goes into the page as text (dom.js), never as HTML.
 import { RPC } from "./rpc.js";
-import { takeSecretFromFragment, connectionText, showSignInProblem } from "./auth.js";
+import { takeSecretFromFragment, storedSecret, connectionText, showSignInProblem } from "./auth.js";
 import { el, clear, time } from "./dom.js";
 import { renderTransfer, thumbnailURL, convOfTransfer, formatBytes, upload, MAX_UPLOAD_BYTES } from "./files.js";
 
@@ -36,6 +36,7 @@ const state = {
   recent: new Map(),  // conversation key -> {time, text}: the sidebar's preview and order
   newerCursor: null,  // a conversation opened around a search hit: newer messages not shown
   atBottom: true,     // the message list is scrolled to its end (new content keeps it there)
+  olderKeys: [],      // a contact's previous keys (trust.show), whose history shows above its own
 };
 
 const rpc = new RPC({ onEvent, onState });
@@ -168,6 +169,8 @@ async function refreshRooms() {
 async function openConversation(conv, around = null) {
   state.current = conv;
   state.olderCursor = null;
+  state.olderPeer = null;
+  state.olderKeys = [];
   state.newerCursor = null;
   $("newer").hidden = true;
   state.replyTo = null;
@@ -185,6 +188,13 @@ async function openConversation(conv, around = null) {
     rpc.call("files.list", { limit: TRANSFERS_PAGE }).catch(() => ({ transfers: [] })),
   ]);
   if (!sameConv(conv, state.current)) return;
+  // A contact that moved to a new key (trust.replace) keeps its history: the previous
+  // keys' messages show above this key's, each under a line that says so.
+  if (conv.kind === "peer" && !around) {
+    const shownKey = await rpc.call("trust.show", { peer: conv.fp }).catch(() => null);
+    if (!sameConv(conv, state.current)) return;
+    state.olderKeys = (shownKey?.previousKeys || []).map((k) => k.fingerprint);
+  }
   const shown = [...page.messages, ...(after ? after.messages : [])];
   for (const m of shown) list.append(renderMessage(m));
   state.olderCursor = page.olderCursor;
@@ -210,18 +220,32 @@ async function openConversation(conv, around = null) {
   }
   $("composer-input").focus();
   markRead();
+  if (state.olderCursor === null && state.olderKeys.length) loadOlder();
 }
 
 async function loadOlder() {
   const conv = state.current;
-  if (!conv || state.loadingOlder || state.olderCursor === null) return;
+  if (!conv || state.loadingOlder) return;
+  // This key's history is all shown: go on with the previous key's, newest first.
+  const nextKey = state.olderCursor === null ? state.olderKeys[0] : null;
+  if (state.olderCursor === null && !nextKey) return;
   state.loadingOlder = true;
   try {
     const list = $("messages");
-    const page = await rpc.call("messages.list", { peer: selector(conv), before: state.olderCursor, limit: PAGE_SIZE });
+    const page = nextKey
+      ? await rpc.call("messages.list", { peer: nextKey, limit: PAGE_SIZE })
+      : await rpc.call("messages.list", { peer: state.olderPeer || selector(conv), before: state.olderCursor, limit: PAGE_SIZE });
     if (!sameConv(conv, state.current)) return;
     const before = list.scrollHeight;
-    const first = list.querySelector("li.msg:not(.file)") || list.firstChild;
+    let first = list.querySelector("li.msg:not(.file), li.key-divider") || list.firstChild;
+    if (nextKey) {
+      state.olderKeys.shift();
+      state.olderPeer = nextKey;
+      const divider = el("li", { class: "key-divider", role: "separator", dataset: { time: String(page.messages[page.messages.length - 1]?.createdAt ?? 0) } },
+        `Above: messages with the previous key (${shortFp(nextKey)}), before it was replaced by this one.`);
+      list.insertBefore(divider, first);
+      first = divider;
+    }
     const previousOldest = Number(first?.dataset.time ?? Infinity);
     for (const m of page.messages) list.insertBefore(renderMessage(m), first);
     const newOldest = page.messages.length && page.olderCursor !== null ? page.messages[0].createdAt : -Infinity;
@@ -435,6 +459,14 @@ function renderHeader() {
         others ? ` — ${others}` : " — your own name",
         ". It may be someone else, or the same person with a new key (a key change). Compare the safety number in person before you trust it.",
         el("button", { type: "button", onclick: () => showVerify(p), text: "Compare safety number" }));
+      // The same person reinstalled: move the old key's conversation here, in the
+      // confirmation window, with the number read from their new device.
+      for (const w of p.nameClash.with || []) {
+        if (w.trust !== "pinned" && w.trust !== "verified") continue;
+        warning.append(el("button", { type: "button", class: "move-key", dataset: { old: w.fingerprint },
+          onclick: () => openConfirm({ do: "replace", old: w.fingerprint, new: p.fingerprint }),
+          text: `${w.name} (${shortFp(w.fingerprint)}) reinstalled? Move to this key…` }));
+      }
       warning.hidden = false;
     } else if (p.trust === "pending" || p.trust === "blocked" || p.trust === "new") {
       warning.append(el("strong", { text: "⚠ " }),
@@ -511,21 +543,23 @@ async function trustCall(method, p) {
   } catch (e) { showError(e); }
 }
 
+// Verifying, as Signal does it: both screens show the same safety number (it is made of
+// both keys) and a QR code of it; the person compares them, side by side or read aloud,
+// and says so. Nothing here asks the person to type what this screen shows (issue 29:
+// that turns reading aloud into copy and paste).
 async function showVerify(p) {
   const panel = clear($("verify-panel"));
   panel.hidden = false;
   let shown;
   try { shown = await rpc.call("trust.show", { peer: p.fingerprint }); } catch (e) { return showError(e); }
-  const input = el("input", { id: "verify-input", placeholder: "Their fingerprint, as they read it out", size: 44, autocomplete: "off", "aria-label": "Their fingerprint" });
-  const result = el("div", { class: "verify-result", role: "status" });
-  // Both screens show the same safety number (it is made of both keys): the person
-  // compares it with the other screen, in person or on a call they trust, and says so.
-  const verify = async (fingerprint) => {
+  const result = el("div", { class: "verify-result", id: "verify-result", role: "status" });
+  const verify = async () => {
     try {
-      const res = await rpc.call("trust.verify", { peer: p.fingerprint, fingerprint });
+      const res = await rpc.call("trust.verify", { peer: p.fingerprint, fingerprint: shown.peer.fingerprint });
       state.peers.set(res.peer.fingerprint, res.peer);
       result.className = "verify-result ok";
       result.textContent = `✓ Verified: this is ${peerLabel(res.peer)}'s key.`;
+      panel.querySelector(".verify-actions")?.remove();
       renderConversations();
       renderHeader();
     } catch (e) {
@@ -534,20 +568,41 @@ async function showVerify(p) {
     }
   };
   const name = peerLabel(shown.peer);
+  const qr = qrImage(shown.qrText, `QR code of the safety number with ${name}`);
   panel.append(
     el("div", {}, "Safety number with ", el("strong", { text: name }), ". ",
       `${name}'s Parley shows the same number for you (Verify, or \`parley trust show\`):`),
-    el("div", { class: "safety", id: "safety-number", text: shown.peer.safetyNumber }),
+    el("div", { class: "verify-codes" },
+      el("div", { class: "safety", id: "safety-number", text: shown.peer.safetyNumber }),
+      qr),
     shown.peer.trust === "verified" ? el("div", { class: "ok", text: "✓ You verified this key." }) : el("div", { class: "verify-actions" },
-      el("p", {}, `Compare it with ${name}'s screen, side by side or read aloud. Do they match?`),
-      el("button", { type: "button", id: "verify-match", class: "primary", onclick: () => verify(shown.peer.fingerprint), text: "The numbers match" }), " ",
-      el("button", { type: "button", onclick: () => { panel.hidden = true; }, text: "They differ" }),
-      el("p", { class: "hint" }, "If they differ, do not trust this key: it may not be ", el("strong", { text: name }), "."),
-      el("div", {}, "Or compare fingerprints instead: theirs is ", el("code", { text: shown.peer.fingerprint }),
-        ", yours is ", el("code", { text: shown.yourFingerprint }), "."),
-      el("div", {}, input, " ", el("button", { type: "button", id: "verify-confirm", onclick: () => verify(input.value), text: "Verify fingerprint" }))),
+      el("p", {}, `Compare it with ${name}'s screen, side by side or read aloud, or scan the code with their camera. Do they match?`),
+      el("button", { type: "button", id: "verify-match", class: "primary", onclick: verify, text: "The numbers match" }), " ",
+      el("button", { type: "button", id: "verify-differ", onclick: () => {
+        result.className = "verify-result error";
+        result.textContent = `Not verified. Do not trust this key: it may not be ${name}. Ask ${name} in person; if it is not theirs, block it.`;
+      }, text: "They differ" })),
     result,
     el("button", { type: "button", onclick: () => { panel.hidden = true; }, text: "Close" }));
+}
+
+// A QR code of `text` (node-qrcode-generator, from Debian, in qrcode.js) as a GIF
+// data: image; null if the encoder is missing.
+function qrImage(text, alt) {
+  if (typeof globalThis.qrcode !== "function" || !text) return null;
+  const qr = globalThis.qrcode(0, "M");
+  qr.addData(text);
+  qr.make();
+  return el("img", { id: "verify-qr", class: "qr", src: qr.createDataURL(4, 4), alt, width: qr.getModuleCount() * 4 + 32 });
+}
+
+// The confirmation window (confirm.js): another origin (localhost), so nothing in this
+// page can fill it in. It gets this run's secret and the task in its fragment.
+function openConfirm(task) {
+  const secret = storedSecret();
+  if (!secret) return;
+  const fragment = new URLSearchParams({ k: secret, ...task });
+  window.open(`http://localhost:${location.port}/confirm.html#${fragment}`, "_blank", "noopener");
 }
 
 // ---- composer and message actions -----------------------------------------------------
@@ -823,6 +878,9 @@ $("status-input").addEventListener("keydown", async (e) => {
   try { await rpc.call("node.set_status", { status: $("status-input").value }); } catch (err) { showError(err); }
 });
 $("new-room").addEventListener("click", newRoom);
+$("add-by-address").addEventListener("click", () => openConfirm({ do: "connect" }));
+// Back from the confirmation window: a key it moved or a contact it added shows at once.
+window.addEventListener("focus", () => { if (rpc.signedIn) refreshPeers().catch(() => {}); });
 $("attach").addEventListener("click", () => $("file-input").click());
 $("file-input").addEventListener("change", (e) => {
   const files = [...e.target.files];

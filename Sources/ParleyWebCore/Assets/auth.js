@@ -30,6 +30,11 @@ export function takeSecretFromFragment() {
   history.replaceState(null, "", location.pathname + location.search);
 }
 
+// The confirmation window (confirm.js, its own origin) is given the secret by the page.
+export function keepSecret(secret) {
+  if (HEX64.test(secret || "")) sessionStorage.setItem(STORAGE_KEY, secret);
+}
+
 export function storedSecret() {
   const s = sessionStorage.getItem(STORAGE_KEY);
   return s && HEX64.test(s) ? s : null;

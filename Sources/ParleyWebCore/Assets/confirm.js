@@ -1,0 +1,145 @@
+// The confirmation window (docs/WEB.md "Changing who you talk to"). The chat opens it on
+// http://localhost:PORT, another origin than its own (http://127.0.0.1:PORT), with the
+// run's secret and what to do in the fragment. A script that got into the chat can open
+// this window but cannot read it, type into it or send its requests; and what it does
+// needs what only the person can type:
+// - "Add by address": the address the person types (peers.connect). Whoever answers
+//   there becomes a contact like any key found on the network (not verified).
+// - "Move to the new key": the safety number read from the colleague's NEW device
+//   (trust.replace with safetyNumber; the daemon compares it with the number computed
+//   with the new key, and changes nothing if it differs). This window never shows that
+//   number: the person must read it from the other screen.
+// It shows peer names only as text (dom.js), and loads none of the chat's code.
+import { RPC } from "./rpc.js";
+import { keepSecret, connectionText, showSignInProblem } from "./auth.js";
+import { el, clear } from "./dom.js";
+
+const $ = (id) => document.getElementById(id);
+const TASK_KEY = "parley.confirm.task";
+const FP = /^[0-9a-z]{4}(-[0-9a-z]{4}){3,15}$/;
+// peers.connect waits this long for the other end's handshake.
+const CONNECT_TIMEOUT_MS = 15000;
+
+// What to do, from the fragment (#k=SECRET&do=replace&old=FP&new=FP, or &do=connect).
+// It leaves the address bar at once; a reload finds it in this tab's sessionStorage.
+function takeTask() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  if (params.has("k")) {
+    keepSecret(params.get("k"));
+    const task = { do: params.get("do"), old: params.get("old"), new: params.get("new") };
+    sessionStorage.setItem(TASK_KEY, JSON.stringify(task));
+    history.replaceState(null, "", location.pathname);
+  }
+  try {
+    const task = JSON.parse(sessionStorage.getItem(TASK_KEY) || "null");
+    if (task && task.do === "connect") return { do: "connect" };
+    if (task && task.do === "replace" && FP.test(task.old || "") && FP.test(task.new || "") && task.old !== task.new) return task;
+  } catch { /* nothing usable */ }
+  return null;
+}
+
+const task = takeTask();
+let started = false;
+const rpc = new RPC({
+  onEvent: () => {},
+  onState: (s, reason) => {
+    if (s === "refused" || s === "signed-out") { showSignInProblem(s); }
+    $("confirm-connection").textContent = connectionText(s, reason);
+    if (s === "open" && !started) { started = true; start().catch((e) => fail(e.message)); }
+  },
+});
+rpc.connect();
+
+function fail(text) {
+  clear($("confirm-body")).append(el("p", { class: "error", role: "alert", text }));
+}
+
+function short(fp) { return String(fp).split("-").slice(0, 2).join("-"); }
+function label(p) { return p.nickname || p.name; }
+
+async function start() {
+  if (!task) return fail("Nothing to confirm. Open this window from Parley (Add by address, or Move to new key).");
+  if (task.do === "connect") return showConnect();
+  return showReplace();
+}
+
+function showConnect() {
+  $("confirm-title").textContent = "Add a contact by address";
+  const input = el("input", { id: "connect-address", autocomplete: "off", spellcheck: "false", size: 32,
+    placeholder: "host:port, e.g. 192.168.1.20:7777", "aria-describedby": "connect-help" });
+  const result = el("div", { id: "connect-result", role: "status" });
+  const button = el("button", { type: "submit", id: "connect-go", class: "primary", text: "Connect" });
+  const form = el("form", { id: "connect-form" },
+    el("p", { id: "connect-help" },
+      "Type the address your colleague gave you: on their computer, ", el("code", { text: "parley whoami" }),
+      " or the sidebar's Add by address shows it. Type it yourself; do not use an address from a message or a web page."),
+    el("label", { for: "connect-address", text: "Address " }), input, " ", button, result);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const address = input.value.trim();
+    if (!address) return;
+    button.disabled = true;
+    result.className = "";
+    result.textContent = `Connecting to ${address}…`;
+    try {
+      const r = await rpc.call("peers.connect", { address, wait: true, timeoutMs: CONNECT_TIMEOUT_MS });
+      const p = r.peer;
+      result.className = "ok";
+      clear(result).append(
+        el("p", {}, "✓ Connected. The key that answered calls itself ", el("strong", { class: "peer-name", text: label(p) }),
+          ` (${short(p.fingerprint)}).`),
+        p.nameClash ? el("p", { class: "error" }, "⚠ Another key uses a name like this one: it may not be who you think.") : null,
+        el("p", {}, p.trust === "verified" ? "You verified this key before."
+          : "It is not verified: an address says nothing about who answers there. Before you trust it, compare the safety number with your colleague (Verify, in the conversation)."),
+        el("p", {}, "You can close this window."));
+    } catch (e) {
+      result.className = "error";
+      result.textContent = e.message;
+    } finally {
+      button.disabled = false;
+    }
+  });
+  clear($("confirm-body")).append(form);
+  input.focus();
+}
+
+async function showReplace() {
+  $("confirm-title").textContent = "Move a conversation to a new key";
+  const [oldShown, newShown] = await Promise.all([
+    rpc.call("trust.show", { peer: task.old }), rpc.call("trust.show", { peer: task.new })]);
+  const oldP = oldShown.peer;
+  const newP = newShown.peer;
+  const name = label(oldP);
+  const me = await rpc.call("node.whoami");
+  const input = el("input", { id: "replace-number", autocomplete: "off", spellcheck: "false", inputmode: "numeric",
+    size: 48, "aria-describedby": "replace-help" });
+  const result = el("div", { id: "replace-result", role: "status" });
+  const button = el("button", { type: "submit", id: "replace-go", class: "primary", text: "Move the conversation" });
+  const form = el("form", { id: "replace-form" },
+    el("p", {}, "Use this when ", el("strong", { class: "peer-name", text: name }), ` (old key ${short(oldP.fingerprint)}) reinstalled and now has a new key, `,
+      el("strong", { class: "peer-name", text: label(newP) }), ` (${short(newP.fingerprint)}). The conversation, its history and `,
+      `the messages still waiting move to the new key; the old key is refused from then on.`),
+    el("ol", { id: "replace-help" },
+      el("li", {}, "Be with your colleague, or on a call where you recognise their voice."),
+      el("li", {}, "On their NEW device, they open Parley and choose Verify on you (", el("strong", { text: me.name }),
+        "), or run ", el("code", { text: `parley trust show ${me.fingerprint.split("-")[0]}` }), "."),
+      el("li", {}, "Type the safety number shown there. Not a number from a message, a web page or this computer.")),
+    el("label", { for: "replace-number", text: "Safety number on their new device " }), input, " ", button, result);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    if (!/[0-9]/.test(input.value)) return;
+    button.disabled = true;
+    try {
+      const r = await rpc.call("trust.replace", { peer: oldP.fingerprint, newFingerprint: newP.fingerprint, safetyNumber: input.value });
+      result.className = "ok";
+      result.textContent = `✓ Done: your conversation with ${label(r.peer)} now uses the new key (verified), with its history. You can close this window.`;
+      form.querySelectorAll("input, button").forEach((e) => { e.disabled = true; });
+    } catch (e) {
+      result.className = "error";
+      result.textContent = e.message;
+      button.disabled = false;
+    }
+  });
+  clear($("confirm-body")).append(form);
+  input.focus();
+}
