@@ -28,11 +28,17 @@ public struct NodeStatusResult: Codable, Sendable, Hashable {
     public var queued: Int
     public var uptimeSeconds: Int
     public var mdns: MDNSState
+    /// Where a colleague can reach this node, as `host:port` to give them for
+    /// `peers.connect`: the bound addresses, with a wildcard (0.0.0.0, ::) replaced by
+    /// this host's interface addresses that can be dialled (no loopback). Absent from
+    /// older daemons.
+    public var reachableAt: [String]?
 
     public init(
         version: String, name: String, fingerprint: String, listen: [String], peersOnline: Int,
-        peersKnown: Int, queued: Int, uptimeSeconds: Int, mdns: MDNSState
+        peersKnown: Int, queued: Int, uptimeSeconds: Int, mdns: MDNSState, reachableAt: [String]? = nil
     ) {
+        self.reachableAt = reachableAt
         self.version = version
         self.name = name
         self.fingerprint = fingerprint

@@ -41,12 +41,13 @@ public enum WebMethodPolicy {
 
     /// The confirmation window (`WebWindow.confirm`, another origin than the page): what a
     /// person does there, typing what no script in the page can type for them. It names
-    /// the keys (`node.whoami`, `trust.show`), adds a contact by an address the person
+    /// the keys (`node.whoami`, `trust.show`) and this node's addresses (`node.status`), adds a contact by an address the person
     /// types (`peers.connect`), and moves a contact to its new key (`trust.replace`) only
     /// with the safety number the person read from the other device, which the daemon
     /// checks (`confirmWindowRefusal`).
     public static let confirmWindowAllowed: Set<String> = [
-        ControlMethod.nodeWhoami, ControlMethod.trustShow, ControlMethod.trustReplace, ControlMethod.peersConnect
+        ControlMethod.nodeWhoami, ControlMethod.nodeStatus, ControlMethod.trustShow, ControlMethod.trustReplace,
+        ControlMethod.peersConnect
     ]
 
     public static func isAllowed(_ method: String, in window: WebWindow) -> Bool {

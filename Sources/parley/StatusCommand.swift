@@ -18,6 +18,11 @@ struct StatusCommand: ParsableCommand {
             let listen =
                 status.listen.isEmpty ? "not listening" : status.listen.map(Terminal.line).joined(separator: ", ")
             Console.out("listening: \(listen)")
+            // What a colleague types to add this node by address (`parley connect`, or the
+            // page's Add by address).
+            if let reachable = status.reachableAt, !reachable.isEmpty {
+                Console.out("address:   \(reachable.map(Terminal.line).joined(separator: ", "))")
+            }
             Console.out("peers:     \(status.peersOnline) online, \(status.peersKnown) known")
             Console.out("queued:    \(HumanFormat.count(status.queued, "message"))")
             Console.out("mDNS:      \(status.mdns.rawValue)")

@@ -739,6 +739,14 @@ def test_a_colleague_is_added_by_address_in_the_confirmation_window(web):
                  timeout=30, what="connected")
         result = d.find_element(By.ID, "connect-result").text
         assert "dave" in result and short_fp(dave_fp) in result and "not verified" in result, result
+        assert "null" not in result, result
+        # Where a colleague reaches this node (node.status reachableAt), to give them.
+        reachable = alice.call("node.status")["reachableAt"]
+        mine = d.find_element(By.ID, "my-address").text
+        assert all(a in mine for a in reachable) and (reachable or "no address" in mine), (reachable, mine)
+        # The terminal says the same (`parley status`).
+        out = subprocess.run([PARLEY, "status", "--socket", str(alice.socket)], capture_output=True, text=True, timeout=30)
+        assert all(a in out.stdout for a in reachable) and (not reachable or "address:" in out.stdout), out
         screenshot(d, "web-add-by-address")
         assert not axe_serious(d), "the confirmation window is accessible"
         d.close()

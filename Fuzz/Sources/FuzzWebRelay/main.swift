@@ -19,6 +19,14 @@ public func fuzzWebRelay(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
 
     for rateAllows in [true, false] {
+        // The confirmation window's methods: never a key replacement without a typed number.
+        if case .forward(let line) = WebRelay.decide(message: bytes, rateAllows: rateAllows, window: .confirm) {
+            guard case .success(let request) = ControlRequestParser.parse(line: line) else {
+                preconditionFailure("a forwarded message must be a valid request")
+            }
+            precondition(WebMethodPolicy.isAllowed(request.method, in: .confirm), "a forwarded method must be allowed")
+            precondition(WebMethodPolicy.confirmWindowRefusal(request) == nil, "trust.replace without a safety number")
+        }
         switch WebRelay.decide(message: bytes, rateAllows: rateAllows) {
         case .forward(let line):
             precondition(line == bytes, "a forwarded message must be the page's bytes, unchanged")
@@ -58,6 +66,12 @@ public func fuzzWebRelay(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         precondition(facts.origin == "null" && facts.path == "/ws", "a probe from anything but a file's page")
     case .refuse:
         break
+    }
+    if case .upgrade(let window) = decision {
+        precondition(
+            WebWindow.named(byOrigin: facts.origin, port: port) == window
+                && WebWindow.named(byHost: facts.host, port: port) == window,
+            "a WebSocket relayed with another window's methods")
     }
 
     for probeOnly in [false, true] {

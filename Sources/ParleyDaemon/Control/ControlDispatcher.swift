@@ -62,7 +62,8 @@ struct ControlDispatcher {
                     version: DaemonRuntimeInfo.version, name: node.card.displayName,
                     fingerprint: node.fingerprint.description, listen: info.listenAddresses,
                     peersOnline: node.sessions.count, peersKnown: known, queued: counts.queued,
-                    uptimeSeconds: uptime, mdns: info.mdns))
+                    uptimeSeconds: uptime, mdns: info.mdns,
+                    reachableAt: Node.listeningEndpoints(info.listenAddresses).map(\.description)))
         case .nodeWhoami:
             return .typed(id: id, result: node.whoami())
         case .nodeRotateKey:

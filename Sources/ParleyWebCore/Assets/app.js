@@ -587,13 +587,13 @@ async function showVerify(p) {
 }
 
 // A QR code of `text` (node-qrcode-generator, from Debian, in qrcode.js) as a GIF
-// data: image; null if the encoder is missing.
+// data: image (3 px modules, a quiet zone of 4 modules); null if the encoder is missing.
 function qrImage(text, alt) {
   if (typeof globalThis.qrcode !== "function" || !text) return null;
   const qr = globalThis.qrcode(0, "M");
   qr.addData(text);
   qr.make();
-  return el("img", { id: "verify-qr", class: "qr", src: qr.createDataURL(4, 4), alt, width: qr.getModuleCount() * 4 + 32 });
+  return el("img", { id: "verify-qr", class: "qr", src: qr.createDataURL(3, 12), alt, width: qr.getModuleCount() * 3 + 24 });
 }
 
 // The confirmation window (confirm.js): another origin (localhost), so nothing in this

@@ -59,21 +59,28 @@ function label(p) { return p.nickname || p.name; }
 
 async function start() {
   if (!task) return fail("Nothing to confirm. Open this window from Parley (Add by address, or Move to new key).");
-  if (task.do === "connect") return showConnect();
+  if (task.do === "connect") return await showConnect();
   return showReplace();
 }
 
-function showConnect() {
+async function showConnect() {
   $("confirm-title").textContent = "Add a contact by address";
+  const status = await rpc.call("node.status").catch(() => null);
+  const mine = status?.reachableAt || [];
   const input = el("input", { id: "connect-address", autocomplete: "off", spellcheck: "false", size: 32,
     placeholder: "host:port, e.g. 192.168.1.20:7777", "aria-describedby": "connect-help" });
   const result = el("div", { id: "connect-result", role: "status" });
   const button = el("button", { type: "submit", id: "connect-go", class: "primary", text: "Connect" });
   const form = el("form", { id: "connect-form" },
     el("p", { id: "connect-help" },
-      "Type the address your colleague gave you: on their computer, ", el("code", { text: "parley whoami" }),
-      " or the sidebar's Add by address shows it. Type it yourself; do not use an address from a message or a web page."),
-    el("label", { for: "connect-address", text: "Address " }), input, " ", button, result);
+      "Type the address your colleague gave you (their Parley shows it here, under “Your address”; in a terminal, the address line of ",
+      el("code", { text: "parley status" }), "). Type it yourself: do not use an address from a message or a web page."),
+    el("label", { for: "connect-address", text: "Address " }), input, " ", button, result,
+    el("h2", { text: "Your address" }),
+    mine.length
+      ? el("p", { id: "my-address" }, "To be added by a colleague, give them: ",
+        mine.flatMap((a, i) => [i ? " or " : "", el("code", { text: a })]))
+      : el("p", { id: "my-address", text: "This computer has no address a colleague could reach (is parleyd listening on the network?)." }));
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const address = input.value.trim();
@@ -85,13 +92,13 @@ function showConnect() {
       const r = await rpc.call("peers.connect", { address, wait: true, timeoutMs: CONNECT_TIMEOUT_MS });
       const p = r.peer;
       result.className = "ok";
-      clear(result).append(
+      clear(result).append(...[
         el("p", {}, "✓ Connected. The key that answered calls itself ", el("strong", { class: "peer-name", text: label(p) }),
           ` (${short(p.fingerprint)}).`),
         p.nameClash ? el("p", { class: "error" }, "⚠ Another key uses a name like this one: it may not be who you think.") : null,
         el("p", {}, p.trust === "verified" ? "You verified this key before."
           : "It is not verified: an address says nothing about who answers there. Before you trust it, compare the safety number with your colleague (Verify, in the conversation)."),
-        el("p", {}, "You can close this window."));
+        el("p", {}, "You can close this window.")].filter(Boolean));
     } catch (e) {
       result.className = "error";
       result.textContent = e.message;
