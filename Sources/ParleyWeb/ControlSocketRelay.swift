@@ -52,7 +52,8 @@ struct ControlSocketRelay {
                             case .binary(let buffer): bytes = Array(buffer.readableBytesView)
                             }
                             switch WebRelay.decide(
-                                message: bytes, rateAllows: rate.take(now: WebClock.now()), window: window) {
+                                message: bytes, rateAllows: rate.take(now: WebClock.now()), window: window)
+                            {
                             case .forward(let line):
                                 try await daemonOut.write(ByteBuffer(bytes: line + [0x0A]))
                             case .answer(let line):

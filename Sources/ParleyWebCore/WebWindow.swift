@@ -42,7 +42,10 @@ public enum WebWindow: Sendable, Equatable, CaseIterable {
         case .page:
             return Set(WebAssets.byPath.keys).subtracting(["/confirm.html", "/confirm.js"])
         case .confirm:
-            return ["/confirm.html", "/confirm.js", "/auth.js", "/rpc.js", "/dom.js", "/style.css", "/icon.svg", "/favicon.ico"]
+            return [
+                "/confirm.html", "/confirm.js", "/auth.js", "/rpc.js", "/dom.js", "/style.css", "/icon.svg",
+                "/favicon.ico"
+            ]
         }
     }
 

@@ -21,7 +21,8 @@ final class WebRelayTests: XCTestCase {
             -> WebRelayDecision
         {
             WebRelay.decide(
-                message: bytes(#"{"jsonrpc":"2.0","id":1,"method":"\#(method)","params":\#(params)}"#), rateAllows: true,
+                message: bytes(#"{"jsonrpc":"2.0","id":1,"method":"\#(method)","params":\#(params)}"#),
+                rateAllows: true,
                 window: window)
         }
         let typed = #"{"peer":"a","newFingerprint":"b","safetyNumber":"12345 67890"}"#
@@ -42,7 +43,9 @@ final class WebRelayTests: XCTestCase {
         XCTAssertEqual(
             answer(decide(#"{"address":"10.0.0.5:7777"}"#, "peers.connect", in: .page))?.error?.code,
             ControlErrorCode.notPermitted.rawValue)
-        for method in ["messages.send", "messages.list", "trust.verify", "node.rotate_key", "trust.forget", "files.list"] {
+        for method in [
+            "messages.send", "messages.list", "trust.verify", "node.rotate_key", "trust.forget", "files.list"
+        ] {
             XCTAssertEqual(
                 answer(decide("{}", method))?.error?.code, ControlErrorCode.notPermitted.rawValue, method)
         }

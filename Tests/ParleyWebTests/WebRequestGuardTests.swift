@@ -111,8 +111,9 @@ final class WebRequestGuardTests: XCTestCase {
             XCTAssertEqual(decide(facts(path)), .refuse(.notFound), String(path))
         }
         // The page opens the window (a top-level navigation from another site, 127.0.0.1).
-        guard case .serve(let asset) = decide(
-            facts("/confirm.html", host: "localhost:43210", fetchSite: "cross-site", fetchMode: "navigate"))
+        guard
+            case .serve(let asset) = decide(
+                facts("/confirm.html", host: "localhost:43210", fetchSite: "cross-site", fetchMode: "navigate"))
         else { return XCTFail() }
         XCTAssertEqual(asset.path, "/confirm.html")
         guard case .serve(let root) = decide(facts("/", host: "localhost:43210", fetchMode: "navigate")) else {
