@@ -431,7 +431,7 @@ final class ControlProtocolTests: XCTestCase {
         try checkParams(MessagesMarkReadParams(peer: "bob", upTo: 1234))
         try checkParams(TrustVerifyParams(peer: "bob", fingerprint: "ABCD-efgh"))
         try checkParams(TrustShowParams(peer: "bob"))
-        try checkParams(TrustReplaceParams(peer: "bob", newFingerprint: "zzzz-yyyy"))
+        try checkParams(TrustReplaceParams(peer: "bob", newFingerprint: "zzzz-yyyy", safetyNumber: "12345 67890"))
         try checkParams(TrustAcceptParams(peer: "bob"))
         try checkParams(TrustBlockParams(peer: "bob"))
         try checkParams(TrustUnblockParams(peer: "bob"))
@@ -594,6 +594,13 @@ final class ControlProtocolTests: XCTestCase {
         XCTAssertEqual(
             paramsError(TrustReplaceParams.self, ["peer": .string(longSelector), "newFingerprint": .string("a")])?
                 .knownCode, .invalidParams)
+        // A safety number typed by a person is 60 digits and separators: bounded.
+        let longNumber = String(repeating: "1", count: TrustReplaceParams.maxSafetyNumberBytes + 1)
+        XCTAssertEqual(
+            paramsError(
+                TrustReplaceParams.self,
+                ["peer": .string("a"), "newFingerprint": .string("b"), "safetyNumber": .string(longNumber)])?.knownCode,
+            .invalidParams)
         XCTAssertEqual(
             paramsError(PeersNicknameParams.self, ["peer": .string("b"), "nickname": .string("a\u{1}b")])?.knownCode,
             .invalidParams)
