@@ -10,6 +10,9 @@ import ParleyControlProtocol
 /// the conversation:
 /// - `node.rotate_key`: replaces this node's key; a terminal action.
 /// - `trust.forget`, `messages.forget`: erase trust or a whole history at once.
+/// - `trust.verify`, `trust.accept`, `trust.unblock`: vouch for a key (a verified key's
+///   files are accepted without asking and it gets a larger quota); done in the
+///   confirmation window (`confirmWindowAllowed`) with a click no script of the page can make.
 /// - `trust.replace`: moves a contact to another key; and `peers.connect`: makes the daemon
 ///   dial any address a script chooses (scanning the LAN from a browser tab). Both are done
 ///   in the confirmation window instead (`confirmWindowAllowed`), where the person types
@@ -28,8 +31,7 @@ public enum WebMethodPolicy {
         ControlMethod.messagesMarkRead, ControlMethod.messagesSearch,
         ControlMethod.messagesReply, ControlMethod.messagesEdit, ControlMethod.messagesDelete,
         ControlMethod.messagesReact,
-        ControlMethod.trustShow, ControlMethod.trustVerify, ControlMethod.trustAccept,
-        ControlMethod.trustBlock, ControlMethod.trustUnblock,
+        ControlMethod.trustShow, ControlMethod.trustBlock,
         ControlMethod.roomsList, ControlMethod.roomsCreate, ControlMethod.roomsAdd, ControlMethod.roomsRemove,
         ControlMethod.roomsLeave, ControlMethod.roomsAccept, ControlMethod.roomsDecline,
         ControlMethod.roomsSetRole, ControlMethod.roomsRename, ControlMethod.roomsSetPolicy,
@@ -40,13 +42,18 @@ public enum WebMethodPolicy {
     public static func isAllowed(_ method: String) -> Bool { allowed.contains(method) }
 
     /// The confirmation window (`WebWindow.confirm`, another origin than the page): what a
-    /// person does there, typing what no script in the page can type for them. It names
-    /// the keys (`node.whoami`, `trust.show`) and this node's addresses (`node.status`), adds a contact by an address the person
+    /// person does there, clicking and typing where no script in the page can do it for
+    /// them. Everything that gives a key trust or reach is here and not in the page:
+    /// `trust.verify` (which also raises its quota and auto-accepts its files),
+    /// `trust.accept` (a held key), `trust.unblock`; `trust.block` too (also in the page:
+    /// taking trust away is safe from anywhere). It names the keys (`node.whoami`,
+    /// `trust.show`) and this node's addresses (`node.status`), adds a contact by an address the person
     /// types (`peers.connect`), and moves a contact to its new key (`trust.replace`) only
     /// with the safety number the person read from the other device, which the daemon
     /// checks (`confirmWindowRefusal`).
     public static let confirmWindowAllowed: Set<String> = [
-        ControlMethod.nodeWhoami, ControlMethod.nodeStatus, ControlMethod.trustShow, ControlMethod.trustReplace,
+        ControlMethod.nodeWhoami, ControlMethod.nodeStatus, ControlMethod.trustShow, ControlMethod.trustVerify,
+        ControlMethod.trustAccept, ControlMethod.trustUnblock, ControlMethod.trustBlock, ControlMethod.trustReplace,
         ControlMethod.peersConnect
     ]
 

@@ -3,10 +3,10 @@
 /// - `page`, `http://127.0.0.1:PORT`: the chat. It shows text from remote peers, so it is
 ///   the part most exposed to injection, and it may call only what a person does while
 ///   chatting (`WebMethodPolicy.allowed`).
-/// - `confirm`, `http://localhost:PORT`: the confirmation window, where a person changes
-///   who they talk to: adds a contact by address (`peers.connect`) or moves a contact to
-///   its new key (`trust.replace`, only with the safety number typed from the other
-///   device). It shows no text from peers but names, as text; a script that got into the
+/// - `confirm`, `http://localhost:PORT`: the confirmation window, where a person gives a
+///   key trust or reach: verifies, accepts or unblocks it (a click there), adds a contact
+///   by address (`peers.connect`, the address typed there) or moves a contact to its new
+///   key (`trust.replace`, only with the safety number typed from the other device). It shows no text from peers but names, as text; a script that got into the
 ///   page cannot read it, type into it or send its requests: another origin
 ///   (docs/WEB.md "Changing who you talk to").
 public enum WebWindow: Sendable, Equatable, CaseIterable {
@@ -40,11 +40,11 @@ public enum WebWindow: Sendable, Equatable, CaseIterable {
     public var assetPaths: Set<String> {
         switch self {
         case .page:
-            return Set(WebAssets.byPath.keys).subtracting(["/confirm.html", "/confirm.js"])
+            return Set(WebAssets.byPath.keys).subtracting(["/confirm.html", "/confirm.js", "/qrcode.js"])
         case .confirm:
             return [
-                "/confirm.html", "/confirm.js", "/auth.js", "/rpc.js", "/dom.js", "/style.css", "/icon.svg",
-                "/favicon.ico"
+                "/confirm.html", "/confirm.js", "/qrcode.js", "/auth.js", "/rpc.js", "/dom.js", "/style.css",
+                "/icon.svg", "/favicon.ico"
             ]
         }
     }

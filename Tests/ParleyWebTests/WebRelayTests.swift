@@ -43,9 +43,15 @@ final class WebRelayTests: XCTestCase {
         XCTAssertEqual(
             answer(decide(#"{"address":"10.0.0.5:7777"}"#, "peers.connect", in: .page))?.error?.code,
             ControlErrorCode.notPermitted.rawValue)
-        for method in [
-            "messages.send", "messages.list", "trust.verify", "node.rotate_key", "trust.forget", "files.list"
-        ] {
+        // What vouches for a key is the window's, not the page's.
+        for method in ["trust.verify", "trust.accept", "trust.unblock"] {
+            guard case .forward = decide(#"{"peer":"a","fingerprint":"b"}"#, method) else { return XCTFail(method) }
+            XCTAssertEqual(
+                answer(decide(#"{"peer":"a"}"#, method, in: .page))?.error?.code, ControlErrorCode.notPermitted.rawValue,
+                method)
+        }
+        guard case .forward = decide(#"{"peer":"a"}"#, "trust.block", in: .page) else { return XCTFail("block") }
+        for method in ["messages.send", "messages.list", "node.rotate_key", "trust.forget", "files.list"] {
             XCTAssertEqual(
                 answer(decide("{}", method))?.error?.code, ControlErrorCode.notPermitted.rawValue, method)
         }
@@ -117,14 +123,18 @@ final class WebRelayTests: XCTestCase {
         }
         for method in [
             ControlMethod.nodeRotateKey, ControlMethod.trustForget, ControlMethod.messagesForget,
-            ControlMethod.trustReplace,
-            ControlMethod.peersConnect
+            ControlMethod.trustReplace, ControlMethod.peersConnect, ControlMethod.trustVerify, ControlMethod.trustAccept,
+            ControlMethod.trustUnblock
         ] {
             XCTAssertFalse(WebMethodPolicy.isAllowed(method), method)
         }
+        for method in WebMethodPolicy.confirmWindowAllowed {
+            XCTAssertTrue(ControlMethod.all.contains(method), method)
+        }
         // What the page needs.
         for method in [
-            "messages.send", "messages.list", "messages.subscribe", "trust.verify", "rooms.create", "messages.search"
+            "messages.send", "messages.list", "messages.subscribe", "trust.show", "trust.block", "rooms.create",
+            "messages.search"
         ] {
             XCTAssertTrue(WebMethodPolicy.isAllowed(method), method)
         }

@@ -564,39 +564,76 @@ def test_a_key_change_shows_a_clash_warning_and_the_verification_flow(web):
     warning_text = "const w = document.getElementById('warning'); return w.hidden ? '' : w.textContent"
     wait_for(d, lambda d: "Name clash" in d.execute_script(warning_text), what="the clash warning")
     assert bob_fp.split("-")[0] in d.execute_script(warning_text), "the warning names the other key"
-    d.execute_script("document.querySelector('#warning button').click()")
     shown = alice.call("trust.show", {"peer": new_fp})
-    wait_for(d, lambda d: d.execute_script("return document.getElementById('safety-number')?.textContent")
-             == shown["peer"]["safetyNumber"], what="the safety number")
     screenshot(d, "web-key-change")
-    # Issue 29/31: as in Signal, the same number on both screens and "the numbers match";
-    # nothing asks the person to type what this screen shows (reading aloud would become
-    # copy and paste), and no fingerprint of theirs sits beside a field that wants it.
-    panel = d.execute_script("""const p = document.getElementById('verify-panel');
-        return {inputs: p.querySelectorAll('input, textarea').length, text: p.textContent}""")
-    assert panel["inputs"] == 0, panel
-    assert "Their fingerprint" not in panel["text"] and new_fp not in panel["text"], panel["text"]
-    # The QR code decodes (zbarimg, Debian's zbar-tools) to trust.show's qrText.
-    assert qr_text(d) == shown["qrText"]
-    # "They differ": not verified, said in the error style.
-    d.find_element(By.ID, "verify-differ").click()
-    result = d.execute_script("const r = document.getElementById('verify-result'); return [r.className, r.textContent]")
-    assert "error" in result[0].split() and "Do not trust" in result[1], result
-    assert next(p for p in alice.call("peers.list")["peers"] if p["fingerprint"] == new_fp)["trust"] == "pinned"
-    assert d.execute_script("return document.getElementById('conv-trust').textContent") == "not verified"
-    d.find_element(By.ID, "verify-match").click()
-    wait_until(lambda: next(p for p in alice.call("peers.list")["peers"] if p["fingerprint"] == new_fp)["trust"] == "verified",
-               what="verified at the daemon")
+    # "Compare safety number" opens the confirmation window (another origin: no script of
+    # the page can click "The numbers match" there).
+    main = d.current_window_handle
+    before = set(d.window_handles)
+    d.execute_script("document.querySelector('#warning button.compare').click()")
+    switch_to_new_window(d, before)
+    try:
+        wait_for(d, lambda d: d.execute_script("return document.getElementById('safety-number')?.textContent")
+                 == shown["peer"]["safetyNumber"], what="the safety number")
+        screenshot(d, "web-verify")
+        # Issue 29/31: as in Signal, the same number on both screens and "the numbers
+        # match"; nothing asks the person to type what this screen shows (reading aloud
+        # would become copy and paste), and no fingerprint of theirs sits beside a field.
+        panel = d.execute_script("""const p = document.getElementById('app');
+            return {inputs: p.querySelectorAll('input, textarea').length, text: p.textContent}""")
+        assert panel["inputs"] == 0, panel
+        assert "Their fingerprint" not in panel["text"] and new_fp not in panel["text"], panel["text"]
+        # The QR code decodes (zbarimg, Debian's zbar-tools) to trust.show's qrText.
+        assert qr_text(d) == shown["qrText"]
+        # "They differ": not verified, said in the error style.
+        d.find_element(By.ID, "verify-differ").click()
+        result = d.execute_script("const r = document.getElementById('verify-result'); return [r.className, r.textContent]")
+        assert "error" in result[0].split() and "Do not trust" in result[1], result
+        assert next(p for p in alice.call("peers.list")["peers"] if p["fingerprint"] == new_fp)["trust"] == "pinned"
+        d.find_element(By.ID, "verify-match").click()
+        wait_until(lambda: next(p for p in alice.call("peers.list")["peers"] if p["fingerprint"] == new_fp)["trust"]
+                   == "verified", what="verified at the daemon")
+        wait_for(d, lambda d: "ok" in d.execute_script("return document.getElementById('verify-result').className").split(),
+                 what="the outcome shown")
+        result = d.execute_script(
+            "const r = document.getElementById('verify-result'); return [r.className, r.textContent, getComputedStyle(r).color]")
+        assert "ok" in result[0].split() and "error" not in result[0].split() and result[1].startswith("✓ Verified"), result
+        # In the success colour (--ok, green), not the error colour.
+        red, green, _ = [int(x) for x in re.findall(r"\d+", result[2])[:3]]
+        assert green > red, result
+        d.close()
+    finally:
+        d.switch_to.window(main)
+    d.execute_script("window.dispatchEvent(new Event('focus'))")
     wait_for(d, lambda d: d.execute_script("return document.getElementById('conv-trust').textContent") == "verified",
              what="verified in the page")
-    result = d.execute_script(
-        "const r = document.querySelector('#verify-panel .verify-result'); return [r.className, r.textContent, getComputedStyle(r).color]")
-    assert "ok" in result[0].split() and "error" not in result[0].split() and result[1].startswith("✓ Verified"), result
-    # In the success colour (--ok, green), not the error colour.
-    red, green, _ = [int(x) for x in re.findall(r"\d+", result[2])[:3]]
-    assert green > red, result
     assert new_bob.call("trust.show", {"peer": fp(alice)})["peer"]["safetyNumber"] == shown["peer"]["safetyNumber"], \
         "the other screen shows the same number"
+
+
+def test_block_in_the_page_unblock_in_the_confirmation_window(web):
+    """Taking trust away is a click in the page; giving it back (like verifying and
+    accepting) is a click in the confirmation window, which no script of the page can make."""
+    d, alice, carol = web["driver"], web["alice"], web["carol"]
+    carol_fp = fp(carol)
+    trust = lambda: next(p for p in alice.call("peers.list")["peers"] if p["fingerprint"] == carol_fp)["trust"]
+    open_conv(d, f"peer:{carol_fp}")
+    wait_for(d, lambda d: d.execute_script(
+        "const b = [...document.querySelectorAll('#conv-actions button')].find(b => b.textContent === 'Block');"
+        "if (b) b.click(); return !!b"), what="the Block button")
+    wait_until(lambda: trust() == "blocked", what="blocked at the daemon")
+    wait_for(d, lambda d: d.execute_script("return !!document.getElementById('unblock-key')"), what="Unblock…")
+    main = d.current_window_handle
+    before = set(d.window_handles)
+    d.find_element(By.ID, "unblock-key").click()
+    switch_to_new_window(d, before)
+    try:
+        wait_for(d, lambda d: d.execute_script("return !!document.getElementById('unblock-go')"), what="the window")
+        d.find_element(By.ID, "unblock-go").click()
+        wait_until(lambda: trust() == "pinned", what="unblocked at the daemon")
+        d.close()
+    finally:
+        d.switch_to.window(main)
 
 
 def qr_text(driver):
@@ -771,6 +808,21 @@ def test_the_page_cannot_call_methods_left_out_for_the_browser(web):
         })().catch((e) => done(String(e)));""")
     assert answer["id"] == 1 and answer["error"]["code"] == -32006 and "terminal" in answer["error"]["message"]
     assert web["alice"].whoami()["noiseKey"] == before
+    # Nor vouch for a key, nor dial: those are the confirmation window's (another origin).
+    bob_fp = fp(web["bob"])
+    answers = d.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const calls = arguments[0];
+        (async () => {""" + SIGNED_IN_WS + """
+        const answers = [];
+        ws.onmessage = (e) => { answers.push(JSON.parse(e.data)); if (answers.length === calls.length) { ws.close(); done(answers); } };
+        calls.forEach(([method, params], i) => ws.send(JSON.stringify({jsonrpc: "2.0", id: i + 1, method, params})));
+        })().catch((e) => done(String(e)));""", [
+        ["trust.verify", {"peer": bob_fp, "fingerprint": bob_fp}], ["trust.accept", {"peer": bob_fp}],
+        ["trust.unblock", {"peer": bob_fp}], ["peers.connect", {"address": "127.0.0.1:1"}],
+        ["trust.replace", {"peer": bob_fp, "newFingerprint": bob_fp, "safetyNumber": "1"}]])
+    assert [a["error"]["code"] for a in answers] == [-32006] * 5, answers
+    assert next(p for p in web["alice"].call("peers.list")["peers"] if p["fingerprint"] == bob_fp)["trust"] != "verified"
 
 
 def test_a_flooding_page_is_slowed_not_served(web):
@@ -1092,10 +1144,17 @@ def test_an_accessibility_audit_of_the_main_screens_finds_nothing_serious(web):
     open_conv(d, f"peer:{fp(bob)}")
     wait_for(d, lambda d: len(message_texts(d)) > 0, what="bob's conversation")
     screens["conversation"] = axe_serious(d)
+    main = d.current_window_handle
+    before = set(d.window_handles)
     d.find_element(By.ID, "verify").click()
-    wait_for(d, lambda d: d.execute_script("return document.getElementById('safety-number')?.textContent"),
-             what="the verification panel")
-    screens["verification"] = axe_serious(d)
+    switch_to_new_window(d, before)
+    try:
+        wait_for(d, lambda d: d.execute_script("return document.getElementById('safety-number')?.textContent"),
+                 what="the verification window")
+        screens["verification"] = axe_serious(d)
+        d.close()
+    finally:
+        d.switch_to.window(main)
     room = next(r for r in alice.call("rooms.list")["rooms"] if r["name"] == "audit")
     open_conv(d, f"room:{room['id']}")
     wait_for(d, lambda d: d.find_element(By.ID, "room-panel").is_displayed(), what="the room panel")

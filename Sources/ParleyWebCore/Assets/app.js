@@ -176,7 +176,6 @@ async function openConversation(conv, around = null) {
   state.replyTo = null;
   $("app").classList.add("in-conversation");
   $("reply-to").hidden = true;
-  $("verify-panel").hidden = true;
   renderConversations();
   renderHeader();
   const list = clear($("messages"));
@@ -448,7 +447,7 @@ function renderHeader() {
     trust.textContent = TRUST_BADGE[p.trust] || p.trust;
     trust.className = `badge ${p.trust}`;
     $("conv-sub").textContent = [p.online ? "online" : "offline", p.status].filter(Boolean).join(" · ");
-    actions.append(el("button", { type: "button", id: "verify", onclick: () => showVerify(p), text: p.trust === "verified" ? "Safety number" : "Verify" }));
+    actions.append(el("button", { type: "button", id: "verify", onclick: () => openConfirm({ do: "verify", peer: p.fingerprint }), text: p.trust === "verified" ? "Safety number" : "Verify" }));
     if (p.nameClash) {
       const others = (p.nameClash.with || []).map((w) => `${w.name} (${shortFp(w.fingerprint)}, ${w.trust})`).join(", ");
       warning.append(
@@ -458,7 +457,7 @@ function renderHeader() {
           : `“${p.name}” looks like another name`,
         others ? ` — ${others}` : " — your own name",
         ". It may be someone else, or the same person with a new key (a key change). Compare the safety number in person before you trust it.",
-        el("button", { type: "button", onclick: () => showVerify(p), text: "Compare safety number" }));
+        el("button", { type: "button", class: "compare", onclick: () => openConfirm({ do: "verify", peer: p.fingerprint }), text: "Compare safety number" }));
       // The same person reinstalled: move the old key's conversation here, in the
       // confirmation window, with the number read from their new device.
       for (const w of p.nameClash.with || []) {
@@ -475,12 +474,12 @@ function renderHeader() {
       warning.hidden = false;
     }
     if (p.trust === "pending") {
-      warning.append(el("button", { type: "button", onclick: () => trustCall("trust.accept", p), text: "Accept" }),
+      warning.append(el("button", { type: "button", id: "accept-key", onclick: () => openConfirm({ do: "accept", peer: p.fingerprint }), text: "Accept…" }),
         el("button", { type: "button", onclick: () => trustCall("trust.block", p), text: "Block" }));
       canSend = false;
     }
     if (p.trust === "blocked") {
-      warning.append(el("button", { type: "button", onclick: () => trustCall("trust.unblock", p), text: "Unblock" }));
+      warning.append(el("button", { type: "button", id: "unblock-key", onclick: () => openConfirm({ do: "unblock", peer: p.fingerprint }), text: "Unblock…" }));
       canSend = false;
     } else if (p.trust !== "pending") {
       actions.append(el("button", { type: "button", onclick: () => trustCall("trust.block", p), text: "Block" }));
@@ -543,61 +542,10 @@ async function trustCall(method, p) {
   } catch (e) { showError(e); }
 }
 
-// Verifying, as Signal does it: both screens show the same safety number (it is made of
-// both keys) and a QR code of it; the person compares them, side by side or read aloud,
-// and says so. Nothing here asks the person to type what this screen shows (issue 29:
-// that turns reading aloud into copy and paste).
-async function showVerify(p) {
-  const panel = clear($("verify-panel"));
-  panel.hidden = false;
-  let shown;
-  try { shown = await rpc.call("trust.show", { peer: p.fingerprint }); } catch (e) { return showError(e); }
-  const result = el("div", { class: "verify-result", id: "verify-result", role: "status" });
-  const verify = async () => {
-    try {
-      const res = await rpc.call("trust.verify", { peer: p.fingerprint, fingerprint: shown.peer.fingerprint });
-      state.peers.set(res.peer.fingerprint, res.peer);
-      result.className = "verify-result ok";
-      result.textContent = `✓ Verified: this is ${peerLabel(res.peer)}'s key.`;
-      panel.querySelector(".verify-actions")?.remove();
-      renderConversations();
-      renderHeader();
-    } catch (e) {
-      result.className = "verify-result error";
-      result.textContent = e.message;
-    }
-  };
-  const name = peerLabel(shown.peer);
-  const qr = qrImage(shown.qrText, `QR code of the safety number with ${name}`);
-  panel.append(
-    el("div", {}, "Safety number with ", el("strong", { text: name }), ". ",
-      `${name}'s Parley shows the same number for you (Verify, or \`parley trust show\`):`),
-    el("div", { class: "verify-codes" },
-      el("div", { class: "safety", id: "safety-number", text: shown.peer.safetyNumber }),
-      qr),
-    shown.peer.trust === "verified" ? el("div", { class: "ok", text: "✓ You verified this key." }) : el("div", { class: "verify-actions" },
-      el("p", {}, `Compare it with ${name}'s screen, side by side or read aloud, or scan the code with their camera. Do they match?`),
-      el("button", { type: "button", id: "verify-match", class: "primary", onclick: verify, text: "The numbers match" }), " ",
-      el("button", { type: "button", id: "verify-differ", onclick: () => {
-        result.className = "verify-result error";
-        result.textContent = `Not verified. Do not trust this key: it may not be ${name}. Ask ${name} in person; if it is not theirs, block it.`;
-      }, text: "They differ" })),
-    result,
-    el("button", { type: "button", onclick: () => { panel.hidden = true; }, text: "Close" }));
-}
-
-// A QR code of `text` (node-qrcode-generator, from Debian, in qrcode.js) as a GIF
-// data: image (3 px modules, a quiet zone of 4 modules); null if the encoder is missing.
-function qrImage(text, alt) {
-  if (typeof globalThis.qrcode !== "function" || !text) return null;
-  const qr = globalThis.qrcode(0, "M");
-  qr.addData(text);
-  qr.make();
-  return el("img", { id: "verify-qr", class: "qr", src: qr.createDataURL(3, 12), alt, width: qr.getModuleCount() * 3 + 24 });
-}
-
 // The confirmation window (confirm.js): another origin (localhost), so nothing in this
-// page can fill it in. It gets this run's secret and the task in its fragment.
+// page can fill it in or click in it. Everything that gives a key trust or reach happens
+// there (verify, accept, unblock, move to a new key, add by address); what takes trust
+// away (Block) stays here. It gets this run's secret and the task in its fragment.
 function openConfirm(task) {
   const secret = storedSecret();
   if (!secret) return;

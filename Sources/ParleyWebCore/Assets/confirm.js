@@ -9,6 +9,11 @@
 //   (trust.replace with safetyNumber; the daemon compares it with the number computed
 //   with the new key, and changes nothing if it differs). This window never shows that
 //   number: the person must read it from the other screen.
+// - "Verify", "Accept", "Unblock": give one key trust (trust.verify, trust.accept,
+//   trust.unblock) with a click here, which no script of the chat can make. Verifying is
+//   as Signal does it: both screens show the same safety number and a QR code of it; the
+//   person compares them and says "The numbers match". Nothing asks the person to type
+//   what this screen shows (reading aloud would become copy and paste).
 // It shows peer names only as text (dom.js), and loads none of the chat's code.
 import { RPC } from "./rpc.js";
 import { keepSecret, connectionText, showSignInProblem } from "./auth.js";
@@ -19,20 +24,23 @@ const TASK_KEY = "parley.confirm.task";
 const FP = /^[0-9a-z]{4}(-[0-9a-z]{4}){3,15}$/;
 // peers.connect waits this long for the other end's handshake.
 const CONNECT_TIMEOUT_MS = 15000;
+const ONE_KEY_TASKS = ["verify", "accept", "unblock"];
 
-// What to do, from the fragment (#k=SECRET&do=replace&old=FP&new=FP, or &do=connect).
+// What to do, from the fragment (#k=SECRET&do=replace&old=FP&new=FP, &do=connect, or
+// &do=verify|accept|unblock&peer=FP).
 // It leaves the address bar at once; a reload finds it in this tab's sessionStorage.
 function takeTask() {
   const params = new URLSearchParams(location.hash.slice(1));
   if (params.has("k")) {
     keepSecret(params.get("k"));
-    const task = { do: params.get("do"), old: params.get("old"), new: params.get("new") };
+    const task = { do: params.get("do"), old: params.get("old"), new: params.get("new"), peer: params.get("peer") };
     sessionStorage.setItem(TASK_KEY, JSON.stringify(task));
     history.replaceState(null, "", location.pathname);
   }
   try {
     const task = JSON.parse(sessionStorage.getItem(TASK_KEY) || "null");
     if (task && task.do === "connect") return { do: "connect" };
+    if (task && ONE_KEY_TASKS.includes(task.do) && FP.test(task.peer || "")) return { do: task.do, peer: task.peer };
     if (task && task.do === "replace" && FP.test(task.old || "") && FP.test(task.new || "") && task.old !== task.new) return task;
   } catch { /* nothing usable */ }
   return null;
@@ -60,6 +68,7 @@ function label(p) { return p.nickname || p.name; }
 async function start() {
   if (!task) return fail("Nothing to confirm. Open this window from Parley (Add by address, or Move to new key).");
   if (task.do === "connect") return await showConnect();
+  if (ONE_KEY_TASKS.includes(task.do)) return await showKey(task.do);
   return showReplace();
 }
 
@@ -149,4 +158,64 @@ async function showReplace() {
   });
   clear($("confirm-body")).append(form);
   input.focus();
+}
+
+// A QR code of `text` (Debian's node-qrcode-generator, qrcode.js) as a GIF data: image,
+// 3 px modules and a quiet zone of 4 modules; null if the encoder is missing.
+function qrImage(text, alt) {
+  if (typeof globalThis.qrcode !== "function" || !text) return null;
+  const qr = globalThis.qrcode(0, "M");
+  qr.addData(text);
+  qr.make();
+  return el("img", { id: "verify-qr", class: "qr", src: qr.createDataURL(3, 12), alt, width: qr.getModuleCount() * 3 + 24 });
+}
+
+const KEY_TITLES = { verify: "Verify a key", accept: "Accept a new key", unblock: "Unblock a key" };
+
+// One key: its safety number and QR code, and the one thing the person came to do.
+async function showKey(what) {
+  $("confirm-title").textContent = KEY_TITLES[what];
+  const shown = await rpc.call("trust.show", { peer: task.peer });
+  const p = shown.peer;
+  const name = label(p);
+  const result = el("div", { id: "verify-result", class: "verify-result", role: "status" });
+  const actions = el("div", { class: "verify-actions" });
+  const act = async (method, done) => {
+    try {
+      const r = await rpc.call(method, { peer: p.fingerprint, ...(method === "trust.verify" ? { fingerprint: p.fingerprint } : {}) });
+      result.className = "verify-result ok";
+      result.textContent = `${done(label(r.peer))} You can close this window.`;
+      actions.remove();
+    } catch (e) {
+      result.className = "verify-result error";
+      result.textContent = e.message;
+    }
+  };
+  const intro = {
+    verify: p.trust === "verified" ? "✓ You verified this key." : `Compare this with ${name}'s screen, side by side or read aloud, or scan the code with their camera. Do they match?`,
+    accept: `A new key that calls itself ${name} asks to talk to you; nothing is exchanged until you accept it. Accept it only if you expect it: compare the safety number with its owner first.`,
+    unblock: `You blocked this key. Unblock it only if you know it is ${name}'s: compare the safety number with them first.`,
+  }[what];
+  if (what === "verify" && p.trust !== "verified") {
+    actions.append(
+      el("button", { type: "button", id: "verify-match", class: "primary", onclick: () => act("trust.verify", (n) => `✓ Verified: this is ${n}'s key.`), text: "The numbers match" }), " ",
+      el("button", { type: "button", id: "verify-differ", onclick: () => {
+        result.className = "verify-result error";
+        result.textContent = `Not verified. Do not trust this key: it may not be ${name}. Ask ${name} in person; if it is not theirs, block it in the conversation.`;
+      }, text: "They differ" }));
+  } else if (what === "accept") {
+    actions.append(
+      el("button", { type: "button", id: "accept-go", class: "primary", onclick: () => act("trust.accept", (n) => `✓ Accepted: you can talk to ${n}.`), text: "Accept" }), " ",
+      el("button", { type: "button", id: "block-go", onclick: () => act("trust.block", (n) => `Blocked ${n}'s key.`), text: "Block" }));
+  } else if (what === "unblock") {
+    actions.append(el("button", { type: "button", id: "unblock-go", class: "primary", onclick: () => act("trust.unblock", (n) => `✓ Unblocked ${n}.`), text: "Unblock" }));
+  }
+  clear($("confirm-body")).append(
+    el("p", {}, "Safety number with ", el("strong", { class: "peer-name", text: name }), ` (${short(p.fingerprint)}). `,
+      `${name}'s Parley shows the same number for you (Verify, or `, el("code", { text: "parley trust show" }), "):"),
+    el("div", { class: "verify-codes" },
+      el("div", { class: "safety", id: "safety-number", text: p.safetyNumber }),
+      qrImage(shown.qrText, `QR code of the safety number with ${name}`)),
+    el("p", { class: p.trust === "verified" && what === "verify" ? "ok" : "", text: intro }),
+    actions, result);
 }
