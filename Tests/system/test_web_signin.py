@@ -107,12 +107,16 @@ def page_ready(d):
 
 
 ATTACKER_SERVER = r"""
-import http.server, json, sys
+import http.server, json, sys, threading
+# One line per request: the server answers in threads (the browser asks for /favicon.ico
+# beside a page), and two unlocked prints can share a line, which the reader cannot parse.
+OUT = threading.Lock()
 class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
     def do_GET(self):
-        print(json.dumps([self.path, dict(self.headers)]), flush=True)
+        with OUT:
+            print(json.dumps([self.path, dict(self.headers)]), flush=True)
         port = self.server.server_address[1]
         if self.path == "/start":
             self.send_response(302)
