@@ -162,8 +162,8 @@ enum HumanFormat {
     static func verifyAdvice(peerFingerprint: String) -> [String] {
         let prefix = Terminal.line(String(peerFingerprint.prefix(9)))
         return [
-            "To verify: on the other device, run `parley whoami` (or open its Verify panel) and read its fingerprint",
-            "  from THAT screen (in person, or over a call you trust); then type what you read:",
+            "To verify: on the other device, run `parley whoami` (or open Verify in its `parley web`: \"your fingerprint\")",
+            "  and read its fingerprint from THAT screen (in person, or over a call you trust); then type what you read:",
             "    parley trust verify \(prefix) --fingerprint <THE FINGERPRINT SHOWN ON THEIR SCREEN>",
             "  Do not copy it from this screen: it shows the key this node was given, which is what you are checking."
         ]

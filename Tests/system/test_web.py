@@ -583,6 +583,8 @@ def test_a_key_change_shows_a_clash_warning_and_the_verification_flow(web):
             return {inputs: p.querySelectorAll('input, textarea').length, text: p.textContent}""")
         assert panel["inputs"] == 0, panel
         assert "Their fingerprint" not in panel["text"] and new_fp not in panel["text"], panel["text"]
+        # Only this node's own fingerprint, for a colleague who types it in a terminal.
+        assert d.find_element(By.ID, "your-fingerprint").text == shown["yourFingerprint"]
         # The QR code decodes (zbarimg, Debian's zbar-tools) to trust.show's qrText.
         assert qr_text(d) == shown["qrText"]
         # "They differ": not verified, said in the error style.

@@ -217,5 +217,10 @@ async function showKey(what) {
       el("div", { class: "safety", id: "safety-number", text: p.safetyNumber }),
       qrImage(shown.qrText, `QR code of the safety number with ${name}`)),
     el("p", { class: p.trust === "verified" && what === "verify" ? "ok" : "", text: intro }),
-    actions, result);
+    actions, result,
+    // For a colleague who verifies in a terminal (`parley trust verify … --fingerprint`):
+    // they type what they read here, from this screen. Theirs is not shown: it would be
+    // what this screen was given, which is what is being checked.
+    el("p", { class: "hint" }, "Your fingerprint, to read out to a colleague who verifies in a terminal: ",
+      el("code", { id: "your-fingerprint", text: shown.yourFingerprint })));
 }
