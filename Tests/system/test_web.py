@@ -794,6 +794,17 @@ def test_a_colleague_is_added_by_address_in_the_confirmation_window(web):
     assert next(p for p in alice.call("peers.list")["peers"] if p["fingerprint"] == dave_fp)["trust"] == "pinned"
     d.execute_script("window.dispatchEvent(new Event('focus'))")
     wait_for(d, lambda d: conv_text(d, f"peer:{dave_fp}") is not None, what="dave in the list")
+    # Opened without the page (another local user, another site, a bookmark): not signed
+    # in, nothing to do, and where the chat is.
+    d.switch_to.new_window("tab")
+    try:
+        d.get(f"http://localhost:{port}/")
+        wait_for(d, lambda d: "not signed in" in (d.execute_script("return document.body.innerText") or "").lower(),
+                 what="not signed in")
+        assert d.execute_script("return document.getElementById('connect-address')") is None
+        d.close()
+    finally:
+        d.switch_to.window(main)
     # The window's host serves no chat, and its WebSocket takes no request of the chat's.
     assert http_get(port, "/app.js", {"Host": f"localhost:{port}"})[0] == 404
     assert http_get(port, "/confirm.js")[0] == 404

@@ -66,7 +66,9 @@ function short(fp) { return String(fp).split("-").slice(0, 2).join("-"); }
 function label(p) { return p.nickname || p.name; }
 
 async function start() {
-  if (!task) return fail("Nothing to confirm. Open this window from Parley (Add by address, or Move to new key).");
+  if (!task) {
+    return fail(`Nothing to confirm here: this is Parley's confirmation window, opened from the chat (Verify, Add by address, Move to this key…). The chat is at http://127.0.0.1:${location.port}/ (open your sign-in link).`);
+  }
   if (task.do === "connect") return await showConnect();
   if (ONE_KEY_TASKS.includes(task.do)) return await showKey(task.do);
   return showReplace();
