@@ -613,6 +613,62 @@ def test_a_key_change_shows_a_clash_warning_and_the_verification_flow(web):
         "the other screen shows the same number"
 
 
+def start_parley_web(node, open_file):
+    """`parley web` for `node`: (process, sign-in link, port)."""
+    proc = subprocess.Popen(
+        [PARLEY, "web", "--no-open", "--socket", str(node.socket), "--open-file", str(open_file)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        m = SIGN_IN_RE.search(line)
+        if m:
+            return proc, m.group(1), int(m.group(2))
+    proc.kill()
+    pytest.fail(f"parley web printed no sign-in link: {proc.stderr.read()}")
+
+
+def test_a_held_key_is_accepted_in_the_confirmation_window(web):
+    """Under `new_identities = "hold"` a new key waits for the person. Accepting it gives it
+    reach, so it is a click in the confirmation window (the page's own socket is refused
+    trust.accept: test_the_page_cannot_call_methods_left_out_for_the_browser)."""
+    d, cluster = web["driver"], web["cluster"]
+    hana = cluster.node("hana", extra_args=["--new-identities", "hold"]).start()
+    ivan = cluster.node("ivan", peers=[hana.address]).start()
+    ivan_fp = fp(ivan)
+    wait_until(lambda: any(p["fingerprint"] == ivan_fp and p["trust"] == "pending" for p in hana.call("peers.list")["peers"]),
+               timeout=20, what="ivan held at hana")
+    proc, url, _ = start_parley_web(hana, cluster.dir / "hana-web.html")
+    main = d.current_window_handle
+    d.switch_to.new_window("tab")
+    page = d.current_window_handle
+    try:
+        d.get(url)
+        open_conv(d, f"peer:{ivan_fp}")
+        wait_for(d, lambda d: d.execute_script("return !!document.getElementById('accept-key')"), what="Accept…")
+        before = set(d.window_handles)
+        d.find_element(By.ID, "accept-key").click()
+        switch_to_new_window(d, before)
+        wait_for(d, lambda d: d.execute_script("return document.getElementById('safety-number')?.textContent")
+                 == hana.call("trust.show", {"peer": ivan_fp})["peer"]["safetyNumber"], what="the key's safety number")
+        assert next(p for p in hana.call("peers.list")["peers"] if p["fingerprint"] == ivan_fp)["trust"] == "pending"
+        d.find_element(By.ID, "accept-go").click()
+        wait_until(lambda: next(p for p in hana.call("peers.list")["peers"] if p["fingerprint"] == ivan_fp)["trust"]
+                   == "pinned", what="accepted at the daemon")
+        d.close()
+        d.switch_to.window(page)
+        d.close()
+    finally:
+        d.switch_to.window(main)
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def test_block_in_the_page_unblock_in_the_confirmation_window(web):
     """Taking trust away is a click in the page; giving it back (like verifying and
     accepting) is a click in the confirmation window, which no script of the page can make."""
