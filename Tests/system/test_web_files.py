@@ -517,6 +517,14 @@ def test_a_received_picture_shows_inline_known_by_its_bytes(web):
     assert (g["w"], g["h"]) == (1, 1), g
     assert line_info(d, pid)["buttons"] == ["Save"]
     screenshot(d, "web-picture")
+    # Many at once (a reload opens a conversation full of them): each still shows, the
+    # page asks a few at a time within parley web's bound.
+    more = [received(web, TINY_GIF, name=f"many-{i}.gif") for i in range(6)]
+    d.refresh()
+    wait_for(d, lambda d: d.execute_script("return document.body.dataset.ready === 'true'"), what="the page ready")
+    open_conv(d, f"peer:{fp(bob)}")
+    for tid in [pid, gid, *more]:
+        wait_for(d, lambda d: shown(tid), timeout=30, what=f"picture {tid[:8]} after the reload")
     assert_nothing_ran(d)
     logs = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
     assert not logs, logs

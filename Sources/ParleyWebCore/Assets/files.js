@@ -94,6 +94,23 @@ async function fetchReceived(t) {
 // blob gets that image type, so even opened on its own it is only ever an image.
 export async function pictureURL(t) {
   if (t.direction !== "in" || t.state !== "completed" || !(t.size > 0) || t.size > MAX_INLINE_PICTURE_BYTES) return null;
+  // A conversation full of received files asks for them a few at a time: parley web
+  // serves at most 4 files at once (WebLimits.maxConcurrentFileResponses), and Save
+  // must still find room.
+  while (picturesInFlight >= MAX_PICTURES_IN_FLIGHT) await new Promise((resolve) => pictureWaiters.push(resolve));
+  picturesInFlight += 1;
+  try { return await fetchPicture(t); } finally {
+    picturesInFlight -= 1;
+    const next = pictureWaiters.shift();
+    if (next) next();
+  }
+}
+
+const MAX_PICTURES_IN_FLIGHT = 2;
+let picturesInFlight = 0;
+const pictureWaiters = [];
+
+async function fetchPicture(t) {
   const res = await fetchReceived(t);
   const blob = await res.blob();
   if (blob.size > MAX_INLINE_PICTURE_BYTES) return null;
