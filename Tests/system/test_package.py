@@ -165,7 +165,10 @@ def test_deb_contents_and_control_fields(deb, tmp_path):
     postinst = (control / "postinst").read_text()
     assert "systemd-sysusers" in postinst and "parley.conf" in postinst, "postinst creates the parley user"
     assert "deb-systemd-helper" in postinst and "deb-systemd-invoke" in postinst, "postinst enables and starts parleyd"
-    assert "rm -rf /var/lib/parley" in (control / "postrm").read_text(), "purge deletes the state"
+    postrm = (control / "postrm").read_text()
+    assert "rm -rf /var/lib/parley" in postrm, "purge deletes the state"
+    assert "/var/lib/parley-user" in postrm and "/run/parley-user" in postrm, "purge deletes each person's state"
+    assert "parleyd@*.service" in (control / "prerm").read_text(), "remove stops each person's instance"
 
 
 def test_lintian_finds_no_errors(deb):
@@ -358,16 +361,31 @@ def test_upgrade_keeps_identity_and_messages(office, upgrade_deb):
 
 
 def test_remove_keeps_state_and_purge_deletes_it(office, deb):
+    """Also each person's own instance (parleyd@NAME): remove stops it and keeps its
+    state; purge deletes its state, sockets and enabled link."""
     b = office.bob
     before = office.fingerprint(b, "bob")
+    b.check("useradd", "-m", "-s", "/bin/bash", "dora")
+    b.check("systemctl", "enable", "--now", "parleyd@dora")
+    b.wait_until("parleyd@dora active",
+                 lambda: b.run("systemctl", "is-active", "parleyd@dora").stdout.strip() == "active", timeout=60)
+    b.wait_until("dora's instance answers", lambda: b.as_user("dora", "parley whoami").returncode == 0, timeout=60)
+    for path in ("/var/lib/parley-user/dora", "/run/parley-user/dora/control.sock",
+                 "/etc/systemd/system/multi-user.target.wants/parleyd@dora.service"):
+        assert b.run("test", "-e", path).returncode == 0, path
     b.check("env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "remove", "-y", "parley")
     assert b.run("systemctl", "is-active", "parleyd").stdout.strip() != "active", "remove stops parleyd"
-    assert b.run("pgrep", "-x", "parleyd").returncode != 0
+    assert b.run("systemctl", "is-active", "parleyd@dora").stdout.strip() != "active", "remove stops parleyd@dora"
+    assert b.run("pgrep", "-x", "parleyd").returncode != 0, b.run("ps", "-ef").stdout
     assert b.run("test", "-d", "/var/lib/parley").returncode == 0, "remove keeps the state"
+    assert b.run("test", "-d", "/var/lib/parley-user/dora").returncode == 0, "remove keeps each person's state"
     assert b.run("test", "-e", "/etc/parley/parleyd.toml").returncode == 0, "remove keeps the conffile"
 
     b.check("env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "purge", "-y", "parley")
     assert b.run("test", "-e", "/var/lib/parley").returncode != 0, "purge deletes the state"
+    for path in ("/var/lib/parley-user", "/run/parley-user", "/etc/parley-user",
+                 "/etc/systemd/system/multi-user.target.wants/parleyd@dora.service"):
+        assert b.run("test", "-e", path).returncode != 0, f"purge leaves {path}"
     assert b.run("test", "-e", "/etc/parley").returncode != 0, "purge deletes the configuration"
     assert b.run("test", "-e", "/lib/systemd/system/parleyd.service").returncode != 0
     assert b.run("systemctl", "is-enabled", "parleyd").stdout.strip() not in ("enabled", "disabled")
