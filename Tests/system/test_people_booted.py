@@ -8,7 +8,11 @@ system service, which keeps working as before.
 - they chat;
 - alice sends a 64 MiB ~/report.bin, bob `parley get`s it into ~/in: byte-identical,
   owned by bob; neither daemon could open a path in a home (ProtectHome=yes);
-- bob cannot connect to alice's control socket.
+- bob cannot connect to alice's control socket;
+- a third person, carol, on a second booted host on the same lab LAN (her own
+  parleyd@carol): she and alice find each other over mDNS through the two hosts'
+  avahi-daemons, exchange a message and a file both ways, each as an ordinary user; bob,
+  next to alice, sees none of it.
 """
 import json
 import os
@@ -20,7 +24,8 @@ import pytest
 # Tests/system/debhost.py, test_package.py); without them this test cannot run, and CI's
 # ci_guard turns the skip into a failure.
 debhost = pytest.importorskip("debhost", reason="Tests/system/debhost.py (issue 27's booted-host harness) is missing")
-from debhost import DebHost  # noqa: E402
+from debhost import DebHost, lab_netns  # noqa: E402
+import lab as lab_module  # noqa: E402
 from test_package import deb, root  # noqa: E402,F401  (session fixtures: the .deb, the cached root)
 # The same bound as the package tests: run alone, this test builds the package and the root.
 from test_package import pytestmark  # noqa: E402,F401
@@ -30,6 +35,45 @@ DELIVERY_TIMEOUT = 120
 DISCOVERY_TIMEOUT = 90
 # 64 MiB over loopback inside the host: hashing, copying and sending, on a shared machine.
 FILE_TIMEOUT = 600
+
+
+def online(host, user, peer):
+    out = host.as_user(user, "parley peers --json")
+    peers = json.loads(out.stdout)["peers"] if out.returncode == 0 else []
+    return any(p["name"] == peer and p["online"] for p in peers)
+
+
+def start_instances(host, users):
+    """Ordinary users (not in group parley), each with `systemctl enable --now parleyd@USER`."""
+    for user in users:
+        host.check("useradd", "--create-home", "--shell", "/bin/bash", user)
+        host.check("systemctl", "enable", "--now", f"parleyd@{user}")
+    for user in users:
+        host.wait_until(f"parleyd@{user} active",
+                        lambda u=user: host.run("systemctl", "is-active", f"parleyd@{u}").stdout.strip() == "active",
+                        timeout=60)
+        host.wait_until(f"{user}'s instance answers", lambda u=user: host.as_user(u, "parley whoami").returncode == 0,
+                        timeout=60)
+        groups = host.check("id", "-nG", user).split()
+        assert "parley" not in groups, groups
+
+
+def send_file(sender_host, sender, receiver_host, receiver, name, size):
+    """`sender` sends ~/NAME (random bytes) to `receiver`, who `parley get`s it into ~/in:
+    byte-identical, owned by the receiver."""
+    sender_host.check("runuser", "-l", sender, "-c", f"head -c {size} /dev/urandom > ~/{name}")
+    out = sender_host.as_user(sender, f"parley send {receiver} --attach ~/{name} --json", timeout=FILE_TIMEOUT)
+    assert out.returncode == 0, out.stdout + out.stderr
+    tid = json.loads(out.stdout)["transfers"][0]["id"]
+    got = receiver_host.as_user(receiver, f"mkdir -p ~/in && parley get {tid[:12]} --to ~/in --json",
+                                timeout=FILE_TIMEOUT)
+    assert got.returncode == 0, got.stdout + got.stderr
+    target = f"/home/{receiver}/in/{name}"
+    assert json.loads(got.stdout)["path"] == target
+    sent = sender_host.check("sha256sum", f"/home/{sender}/{name}").split()[0]
+    assert receiver_host.check("sha256sum", target).split()[0] == sent
+    assert receiver_host.check("stat", "-c", "%U %s", target).split() == [receiver, str(size)]
+    return tid
 
 
 def whoami(host, user):
@@ -58,12 +102,8 @@ def test_two_people_on_one_booted_host_each_with_their_own_parley(deb, root):  #
         assert ports["alice"] != ports["bob"]
         # The two find each other through the host's avahi-daemon (each instance has its own
         # advertisement), then verify each other.
-        def online(user, peer):
-            out = h.as_user(user, "parley peers --json")
-            peers = json.loads(out.stdout)["peers"] if out.returncode == 0 else []
-            return any(p["name"] == peer and p["online"] for p in peers)
         h.wait_until("alice and bob see each other online",
-                     lambda: online("alice", "bob") and online("bob", "alice"), timeout=DISCOVERY_TIMEOUT)
+                     lambda: online(h, "alice", "bob") and online(h, "bob", "alice"), timeout=DISCOVERY_TIMEOUT)
         h.check("runuser", "-l", "alice", "-c", f"parley trust verify bob --fingerprint {b['fingerprint']}")
         h.check("runuser", "-l", "bob", "-c", f"parley trust verify alice --fingerprint {a['fingerprint']}")
         sent = h.as_user("alice", "parley send bob 'hello bob' --wait", timeout=DELIVERY_TIMEOUT)
@@ -92,3 +132,50 @@ def test_two_people_on_one_booted_host_each_with_their_own_parley(deb, root):  #
         h.check("usermod", "-aG", "parley", "bob")
         status = h.as_user("bob", "parley status --socket /run/parley/control.sock")
         assert status.returncode == 0, status.stdout + status.stderr
+
+
+def test_a_third_person_on_another_host_chats_and_swaps_files_with_alice_and_bob_sees_none(deb, root):  # noqa: F811
+    reason = lab_module.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with lab_module.Lab(hosts=2) as lab:
+        # The booted hosts run their own avahi-daemon in the lab's namespaces: stop the lab's.
+        for name in ("h1", "h2"):
+            lab.lanlab("stop-avahi", name)
+        with DebHost("shared-pc", netns=lab_netns(lab, "h1")) as h1, \
+                DebHost("carol-pc", netns=lab_netns(lab, "h2")) as h2:
+            h1.install(deb)
+            h2.install(deb)
+            start_instances(h1, ["alice", "bob"])
+            start_instances(h2, ["carol"])
+            fps = {u: whoami(h, u)["fingerprint"] for h, u in ((h1, "alice"), (h1, "bob"), (h2, "carol"))}
+            assert len(set(fps.values())) == 3, fps
+            # No static peer anywhere: each host's avahi-daemon, mDNS across the lab LAN.
+            h1.wait_until("alice sees carol online", lambda: online(h1, "alice", "carol"), timeout=DISCOVERY_TIMEOUT)
+            h2.wait_until("carol sees alice online", lambda: online(h2, "carol", "alice"), timeout=DISCOVERY_TIMEOUT)
+            # They compare fingerprints (out of band) before trusting files.
+            h1.check("runuser", "-l", "alice", "-c", f"parley trust verify carol --fingerprint {fps['carol']}")
+            h2.check("runuser", "-l", "carol", "-c", f"parley trust verify alice --fingerprint {fps['alice']}")
+            sent = h1.as_user("alice", "parley send carol 'hello carol, from alice' --wait", timeout=DELIVERY_TIMEOUT)
+            assert sent.returncode == 0, sent.stdout + sent.stderr
+            sent = h2.as_user("carol", "parley send alice 'hello alice, from carol' --wait", timeout=DELIVERY_TIMEOUT)
+            assert sent.returncode == 0, sent.stdout + sent.stderr
+            assert "hello carol, from alice" in h2.as_user("carol", "parley read alice").stdout
+            assert "hello alice, from carol" in h1.as_user("alice", "parley read carol").stdout
+            ids = [send_file(h1, "alice", h2, "carol", "from-alice.bin", 3 << 20),
+                   send_file(h2, "carol", h1, "alice", "from-carol.bin", 2 << 20)]
+            # Bob, on alice's host, has none of it: no message, no file, no trace in his state.
+            for peer in ("alice", "carol"):
+                history = h1.as_user("bob", f"parley read {peer}")
+                assert "from alice" not in history.stdout and "from carol" not in history.stdout, history.stdout
+            files = json.loads(h1.check("runuser", "-l", "bob", "-c", "parley files list --json"))
+            listed = files["transfers"] if isinstance(files, dict) else files
+            assert not [t for t in listed if t["id"] in ids], listed
+            search = h1.as_user("bob", "parley search hello --json")
+            assert "from carol" not in search.stdout and "from alice" not in search.stdout, search.stdout
+            # Nor can he look into alice's instance, where her daemon keeps what carol sent.
+            assert h1.run("runuser", "-u", "bob", "--", "ls", "/var/lib/parley-user/alice").returncode != 0
+            kept = h1.check("find", "/var/lib/parley-user/alice", "-type", "f", "-size", str(2 << 20) + "c")
+            assert kept.strip(), "alice's daemon keeps its own copy of carol's file"
+            for path in kept.split():
+                assert h1.run("runuser", "-u", "bob", "--", "cat", path).returncode != 0, path
