@@ -12,11 +12,18 @@ system service, which keeps working as before.
 - a third person, carol, on a second booted host on the same lab LAN (her own
   parleyd@carol): she and alice find each other over mDNS through the two hosts'
   avahi-daemons, exchange a message and a file both ways, each as an ordinary user; bob,
-  next to alice, sees none of it.
+  next to alice, sees none of it;
+- each person's `parley web` against their own instance (an HTTP-level client in the
+  host's network namespace): sign in, send, upload, receive and download a file; another
+  person's secret and another local user get nothing.
 """
+import hashlib
 import json
 import os
+import re
 import shlex
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -179,3 +186,152 @@ def test_a_third_person_on_another_host_chats_and_swaps_files_with_alice_and_bob
             assert kept.strip(), "alice's daemon keeps its own copy of carol's file"
             for path in kept.split():
                 assert h1.run("runuser", "-u", "bob", "--", "cat", path).returncode != 0, path
+
+
+# --- each person's `parley web`, on the booted host ------------------------------------------
+
+# The browser's side, run on this machine inside the booted host's network namespace (the
+# host has no Python; its `parley web` listens on its own loopback): web_auth's raw
+# WebSocket signs in as the page does, and plain HTTP does what the page's fetch and
+# XMLHttpRequest do. An HTTP-level client, not Chromium (docs/WEB.md; test_web*.py drive
+# Chromium against the same server on this machine's loopback).
+WEB_CLIENT = r'''
+import hashlib, http.client, json, sys, time
+from web_auth import RawWebSocket, upload_key
+port, secret, action = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+origin = f"http://127.0.0.1:{port}"
+
+def http_call(method, path, headers, body=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c.request(method, path, body=body, headers={"Host": f"127.0.0.1:{port}", **headers})
+    r = c.getresponse()
+    return r.status, r.read()
+
+def signed_in():
+    ws = RawWebSocket(port, origin)
+    assert ws.status == 101, ws.status
+    answer = ws.sign_in(secret, origin)
+    assert answer == ("text", '{"auth":"ok"}'), answer
+    return ws
+
+def result(ws, method, params=None):
+    kind, text = ws.call(method, params)[:2]
+    while "id" not in json.loads(text):   # skip notifications
+        kind, text = ws.recv()[:2]
+    return json.loads(text)
+
+out = {}
+if action == "page":
+    ws = signed_in()
+    out["whoami"] = result(ws, "node.whoami")["result"]["fingerprint"]
+    out["send"] = "result" in result(ws, "messages.send", {"to": sys.argv[4], "body": sys.argv[5]})
+    status, body = http_call("POST", f"/upload?to={sys.argv[4]}&name=from-the-page.bin",
+                             {"X-Parley-Auth": upload_key(secret), "Origin": origin,
+                              "Content-Type": "application/octet-stream"}, sys.stdin.buffer.read())
+    out["upload"] = [status, json.loads(body)]
+elif action == "receive":
+    ws = signed_in()
+    tid = sys.argv[4]
+    result(ws, "files.accept", {"id": tid})
+    deadline = time.monotonic() + 120
+    state = None
+    while time.monotonic() < deadline:
+        state = result(ws, "files.list", {"id": tid, "limit": 1})["result"]["transfers"][0]["state"]
+        if state in ("completed", "failed", "rejected", "cancelled"):
+            break
+        time.sleep(0.2)
+    out["state"] = state
+    status, body = http_call("GET", f"/files/{tid}", {"X-Parley-Auth": upload_key(secret)})
+    out["status"] = status
+    out["sha256"] = hashlib.sha256(body).hexdigest()
+elif action == "stranger":
+    # Another local user: no key (and the sign-in file is not theirs to read).
+    out["file"] = http_call("GET", f"/files/{sys.argv[4]}", {})[0]
+    out["upload"] = http_call("POST", "/upload?to=bob&name=x.bin", {"Origin": origin}, b"x" * 10)[0]
+    ws = RawWebSocket(port, origin)
+    out["ws"] = ws.call("node.whoami")[:2]
+elif action == "wrong-secret":
+    ws = RawWebSocket(port, origin)
+    try:
+        ws.sign_in(secret, origin)
+        out["signed_in"] = True
+    except AssertionError:
+        out["signed_in"] = False
+print(json.dumps(out))
+'''
+
+
+def web_client(h, uid, port, secret, action, *args, body=b""):
+    """WEB_CLIENT as `uid` (numeric; the booted host's users have no name here) in the host's
+    network namespace."""
+    init = subprocess.run([str(debhost.DEBHOST), "pid", h.name], env=debhost._env(), capture_output=True,
+                          text=True, check=True, timeout=30).stdout.strip()
+    argv = ["nsenter", "-t", init, "-n", "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+            "/usr/bin/python3", "-c", WEB_CLIENT, str(port), secret, action, *map(str, args)]
+    out = subprocess.run(argv, capture_output=True, input=body, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=str(Path(__file__).parent)))
+    assert out.returncode == 0, (out.stdout + out.stderr).decode(errors="replace")
+    return json.loads(out.stdout.decode().strip().splitlines()[-1])
+
+
+def start_web(h, user):
+    """`parley web` as `user` (a transient unit of the host's systemd, as the user unit would
+    run it), no flags but where to put the sign-in file: its port and secret."""
+    h.check("systemd-run", f"--unit=parley-web-{user}", f"--uid={user}", f"--gid={user}",
+            f"--setenv=HOME=/home/{user}", f"--working-directory=/home/{user}",
+            "/usr/bin/parley", "web", "--no-open", "--open-file", f"/home/{user}/web.html")
+    h.wait_until(f"{user}'s sign-in file", lambda: h.run("test", "-s", f"/home/{user}/web.html").returncode == 0,
+                 timeout=30)
+    assert h.check("stat", "-c", "%U %a", f"/home/{user}/web.html").split() == [user, "600"]
+    m = re.search(r"http://127\.0\.0\.1:(\d+)/#k=([0-9a-f]{64})", h.check("cat", f"/home/{user}/web.html"))
+    return int(m.group(1)), m.group(2)
+
+
+def test_each_persons_parley_web_on_a_booted_host(deb, root):  # noqa: F811
+    """alice's `parley web` talks to her own instance: sign in, send, upload a file to bob,
+    receive bob's file and download it (GET /files/ID); bob's secret opens nothing on her
+    port; mallory (another local user) gets nothing; the sign-in file goes when it stops."""
+    with DebHost("webhost") as h:
+        h.install(deb)
+        start_instances(h, ["alice", "bob", "mallory"])
+        fps = {u: whoami(h, u)["fingerprint"] for u in ("alice", "bob")}
+        h.wait_until("alice and bob see each other online",
+                     lambda: online(h, "alice", "bob") and online(h, "bob", "alice"), timeout=DISCOVERY_TIMEOUT)
+        uid = {u: int(h.check("id", "-u", u).strip()) for u in ("alice", "bob", "mallory")}
+        port, secret = start_web(h, "alice")
+        bob_port, bob_secret = start_web(h, "bob")
+        assert port != bob_port
+
+        upload = os.urandom(3 << 20)
+        page = web_client(h, uid["alice"], port, secret, "page", fps["bob"], "hello bob, from my browser",
+                          body=upload)
+        assert page["whoami"] == fps["alice"] and page["send"], page
+        assert page["upload"][0] == 200, page
+        h.wait_until("bob has the page's message",
+                     lambda: "hello bob, from my browser" in h.as_user("bob", "parley read alice").stdout,
+                     timeout=DELIVERY_TIMEOUT)
+        tid = page["upload"][1]["transfers"][0]["id"]
+        got = h.as_user("bob", f"mkdir -p ~/in && parley get {tid[:12]} --to ~/in --json", timeout=FILE_TIMEOUT)
+        assert got.returncode == 0, got.stdout + got.stderr
+        assert h.check("sha256sum", "/home/bob/in/from-the-page.bin").split()[0] == \
+            hashlib.sha256(upload).hexdigest()
+
+        h.check("runuser", "-l", "bob", "-c", "head -c 2097152 /dev/urandom > ~/for-alice.bin")
+        sent = h.as_user("bob", "parley send alice --attach ~/for-alice.bin --json", timeout=FILE_TIMEOUT)
+        assert sent.returncode == 0, sent.stdout + sent.stderr
+        bob_tid = json.loads(sent.stdout)["transfers"][0]["id"]
+        received = web_client(h, uid["alice"], port, secret, "receive", bob_tid)
+        assert received == {"state": "completed", "status": 200,
+                            "sha256": h.check("sha256sum", "/home/bob/for-alice.bin").split()[0]}, received
+
+        # Bob's own secret opens nothing on alice's port (nor hers on his).
+        assert web_client(h, uid["bob"], port, bob_secret, "wrong-secret") == {"signed_in": False}
+        assert web_client(h, uid["alice"], bob_port, secret, "wrong-secret") == {"signed_in": False}
+        # Mallory: cannot read the sign-in file; without it, nothing.
+        assert h.run("runuser", "-u", "mallory", "--", "cat", "/home/alice/web.html").returncode != 0
+        stranger = web_client(h, uid["mallory"], port, "0" * 64, "stranger", bob_tid)
+        assert stranger["file"] == 403 and stranger["upload"] == 403, stranger
+        assert stranger["ws"][0] in ("close", "eof") or '"result"' not in stranger["ws"][1], stranger
+        # Stopped: the sign-in file goes with it.
+        h.check("systemctl", "stop", "parley-web-alice")
+        assert h.run("test", "-e", "/home/alice/web.html").returncode != 0
