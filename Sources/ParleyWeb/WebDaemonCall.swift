@@ -62,4 +62,25 @@ enum WebDaemonCall {
             return states
         }
     }
+
+    /// `files.open` of a received file: its transfer, its size and a read-only descriptor
+    /// the caller owns (and must close); or the daemon's refusal (`remote`) or why it could
+    /// not be asked.
+    static func openReceived(
+        id: String, socketPath: String
+    ) async -> Result<(opened: FilesOpenResult, fd: Int32), ControlClientError> {
+        await onThread {
+            do throws(ControlClientError) {
+                let (opened, fds) = try ControlClient.callPassing(
+                    FilesOpenParams(id: id), descriptors: [], controlPath: socketPath, timeout: listTimeout)
+                guard fds.count == 1, let fd = fds.first else {
+                    DescriptorMessage.closeAll(fds)
+                    return .failure(.protocolViolation("files.open answered without exactly one descriptor"))
+                }
+                return .success((opened, fd))
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
 }

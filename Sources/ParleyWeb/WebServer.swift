@@ -29,6 +29,8 @@ public final class WebServer: Sendable {
         var port = 0
         var openWebSockets = 0
         var signingInWebSockets = 0
+        /// `GET /files/ID` responses still being written (`WebReceivedFileResponse`).
+        var fileResponses = 0
     }
 
     let options: Options
@@ -119,6 +121,8 @@ public final class WebServer: Sendable {
         switch decide(facts(request.head, isUpgrade: false)) {
         case .upload(let query):
             return await upload(request, query: query)
+        case .receivedFile(let id):
+            return await receivedFile(id: id)
         case .serve(let asset):
             var headers = Self.baseHeaders()
             headers[.contentType] = asset.contentType

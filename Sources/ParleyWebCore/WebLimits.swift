@@ -96,4 +96,11 @@ public enum WebLimits {
     /// The upload's query string (`to`, `name`, `caption`, percent-encoded: up to 3 bytes
     /// per byte of text; the name as the browser gives it may be longer than what is kept).
     public static let maxUploadQueryBytes = 3 * (maxUploadCaptionBytes + 4 * 255 + 256)
+
+    /// Received files served to the page at once (`GET /files/ID`): each holds a descriptor
+    /// of the daemon's copy and a connection while the browser reads it. Only the person's
+    /// signed-in page can start one; the bound keeps a runaway script from holding many.
+    public static let maxConcurrentFileResponses = 4
+    /// The size of each read of a received file while it is streamed to the browser.
+    public static let fileResponseChunkBytes = 256 * 1024
 }

@@ -48,6 +48,9 @@ public enum WebRequestDecision: Sendable, Equatable {
     case probe
     /// `POST /upload?…`: stage the body and offer it (`WebUploadRequest`, `WebUploadStaging`).
     case upload(query: Substring?)
+    /// `GET /files/ID`: the received file with this transfer id, from the daemon's
+    /// `files.open`, as an attachment (`WebReceivedFile`).
+    case receivedFile(id: String)
     case refuse(WebRefusal)
 }
 
@@ -59,6 +62,7 @@ public enum WebRefusal: Sendable, Equatable {
     case methodNotAllowed
     case notFound
     case tooManyWebSockets
+    case tooManyFileResponses
 
     public var status: Int {
         switch self {
@@ -67,6 +71,7 @@ public enum WebRefusal: Sendable, Equatable {
         case .methodNotAllowed: return 405
         case .notFound: return 404
         case .tooManyWebSockets: return 503
+        case .tooManyFileResponses: return 429
         }
     }
 
@@ -86,6 +91,9 @@ public enum WebRefusal: Sendable, Equatable {
             return "Not found."
         case .tooManyWebSockets:
             return "Too many Parley tabs are open (at most \(WebLimits.maxWebSockets)); close one and reload."
+        case .tooManyFileResponses:
+            return "Too many files are being fetched at once (at most \(WebLimits.maxConcurrentFileResponses)); "
+                + "try again when one is done."
         }
     }
 }
@@ -143,6 +151,15 @@ public enum WebRequestGuard {
             guard request.origin != nil else { return .refuse(.crossSite) }
             guard let key = request.authHeader, isUploadKey(key) else { return .refuse(.notSignedIn) }
             return .upload(query: request.query)
+        }
+        if let id = WebReceivedFile.id(inPath: request.path) {
+            // A received file is the person's: only their signed-in page fetches it, with
+            // the same key as an upload in a header (which another site's page cannot send
+            // without a CORS preflight, refused; and another local user does not have).
+            // Never by a link or an <img src>: those cannot carry the header.
+            guard request.method == "GET" else { return .refuse(.methodNotAllowed) }
+            guard let key = request.authHeader, isUploadKey(key) else { return .refuse(.notSignedIn) }
+            return .receivedFile(id: id)
         }
         if request.path == Substring(webSocketPath) {
             // A WebSocket must say where it comes from: browsers always send Origin on an

@@ -2,7 +2,8 @@
 /// some of it be read as HTML, these keep it from running or leaving:
 /// - the CSP allows scripts and styles only from files this server serves (no inline
 ///   script or style, no `eval`), network connections only back to this server, images
-///   only from here or `data:` (avatars, previews); `frame-ancestors 'none'` stops
+///   only from here, `data:` (thumbnails) or `blob:` (a received picture, made by the
+///   page's own script from bytes it checked: files.js `pictureURL`); `frame-ancestors 'none'` stops
 ///   clickjacking; `form-action` and `base-uri` close the remaining HTML-injection routes;
 /// - `nosniff` so nothing is read as a type it was not served as; `no-referrer` so the
 ///   page's address is never sent anywhere (a Referer never carries the fragment, where
@@ -10,7 +11,7 @@
 public enum WebSecurityHeaders {
     public static let contentSecurityPolicy =
         "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-        + "img-src 'self' data:; manifest-src 'self'; base-uri 'none'; form-action 'none'; "
+        + "img-src 'self' data: blob:; manifest-src 'self'; base-uri 'none'; form-action 'none'; "
         + "frame-ancestors 'none'"
 
     public static let all: [(name: String, value: String)] = [

@@ -54,7 +54,7 @@ final class WebPageTests: XCTestCase {
     func testContentSecurityPolicyIsStrict() {
         let csp = WebSecurityHeaders.contentSecurityPolicy
         for directive in [
-            "default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "img-src 'self' data:",
+            "default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "img-src 'self' data: blob:",
             "frame-ancestors 'none'", "base-uri 'none'", "form-action 'none'"
         ] {
             XCTAssertTrue(csp.contains(directive), directive)

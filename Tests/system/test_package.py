@@ -88,7 +88,10 @@ def deb() -> Path:
 
 @pytest.fixture(scope="session")
 def upgrade_deb(deb) -> Path:
-    """The same sources packaged again under a higher version, as an upgrade."""
+    """The same sources packaged again under a higher version, as an upgrade.
+    PARLEY_UPGRADE_DEB=path: one built before (with PARLEY_DEB; CI never sets it)."""
+    if os.environ.get("PARLEY_UPGRADE_DEB"):
+        return Path(os.environ["PARLEY_UPGRADE_DEB"]).resolve()
     started = time.monotonic()
     path = make_deb(deb_version() + UPGRADE_VERSION_SUFFIX)
     lab_module.record("make deb again (up to date: packaging only)", time.monotonic() - started)
@@ -165,7 +168,11 @@ def test_deb_contents_and_control_fields(deb, tmp_path):
     postinst = (control / "postinst").read_text()
     assert "systemd-sysusers" in postinst and "parley.conf" in postinst, "postinst creates the parley user"
     assert "deb-systemd-helper" in postinst and "deb-systemd-invoke" in postinst, "postinst enables and starts parleyd"
-    assert "rm -rf /var/lib/parley" in (control / "postrm").read_text(), "purge deletes the state"
+    postrm = (control / "postrm").read_text()
+    assert "rm -rf /var/lib/parley" in postrm, "purge deletes the state"
+    assert "/var/lib/parley-user" in postrm and "/run/parley-user" in postrm, "purge deletes each person's state"
+    assert "parleyd@*.service" in (control / "prerm").read_text(), "remove stops each person's instance"
+    assert "try-restart 'parleyd@*.service'" in postinst, "an upgrade restarts each person's instance"
 
 
 def test_lintian_finds_no_errors(deb):
@@ -332,9 +339,15 @@ def test_two_hosts_find_each_other_over_mdns_and_chat(office):
 
 
 def test_upgrade_keeps_identity_and_messages(office, upgrade_deb):
+    """Also a person's own instance (parleyd@erin): restarted on the new binary, same key."""
     a, b = office.alice, office.bob
     before = office.fingerprint(a, "alice")
     pid_before = a.check("systemctl", "show", "-p", "MainPID", "--value", "parleyd").strip()
+    a.check("useradd", "-m", "-s", "/bin/bash", "erin")
+    a.check("systemctl", "enable", "--now", "parleyd@erin")
+    a.wait_until("erin's instance answers", lambda: a.as_user("erin", "parley whoami").returncode == 0, timeout=60)
+    erin_before = office.fingerprint(a, "erin")
+    erin_pid = a.check("systemctl", "show", "-p", "MainPID", "--value", "parleyd@erin").strip()
     assert "hello from the package" in a.as_user("alice", "parley read bob-pc").stdout
     # The admin's edit of the conffile (a value parleyd accepts: it restarts with it).
     edit = 'log_level = "info"  # set by the admin\n'
@@ -347,6 +360,12 @@ def test_upgrade_keeps_identity_and_messages(office, upgrade_deb):
     assert a.check("systemctl", "show", "-p", "MainPID", "--value", "parleyd").strip() != pid_before, \
         "the upgrade restarts parleyd (the new binary runs)"
     assert office.fingerprint(a, "alice") == before, "the identity survives the upgrade"
+    a.wait_until("parleyd@erin active after the upgrade",
+                 lambda: a.run("systemctl", "is-active", "parleyd@erin").stdout.strip() == "active", timeout=60)
+    assert a.check("systemctl", "show", "-p", "MainPID", "--value", "parleyd@erin").strip() != erin_pid, \
+        "the upgrade restarts each person's instance (the new binary runs)"
+    a.wait_until("erin's instance answers", lambda: a.as_user("erin", "parley whoami").returncode == 0, timeout=60)
+    assert office.fingerprint(a, "erin") == erin_before
     assert a.check("cat", "/etc/parley/parleyd.toml").endswith(edit), "the admin's edit survives the upgrade"
     assert a.sh("ls /etc/parley").stdout.split() == ["parleyd.toml"], "no .dpkg-new/.dpkg-dist left to merge"
     history = a.as_user("alice", "parley read bob-pc")
@@ -358,16 +377,40 @@ def test_upgrade_keeps_identity_and_messages(office, upgrade_deb):
 
 
 def test_remove_keeps_state_and_purge_deletes_it(office, deb):
+    """Also each person's own instance (parleyd@NAME): remove stops it and keeps its
+    state; purge deletes its state, sockets and enabled link."""
     b = office.bob
     before = office.fingerprint(b, "bob")
+    b.check("useradd", "-m", "-s", "/bin/bash", "dora")
+    b.check("systemctl", "enable", "--now", "parleyd@dora")
+    b.wait_until("parleyd@dora active",
+                 lambda: b.run("systemctl", "is-active", "parleyd@dora").stdout.strip() == "active", timeout=60)
+    b.wait_until("dora's instance answers", lambda: b.as_user("dora", "parley whoami").returncode == 0, timeout=60)
+    dora_before = office.fingerprint(b, "dora")
+    for path in ("/var/lib/parley-user/dora", "/run/parley-user/dora/control.sock",
+                 "/etc/systemd/system/multi-user.target.wants/parleyd@dora.service"):
+        assert b.run("test", "-e", path).returncode == 0, path
     b.check("env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "remove", "-y", "parley")
     assert b.run("systemctl", "is-active", "parleyd").stdout.strip() != "active", "remove stops parleyd"
-    assert b.run("pgrep", "-x", "parleyd").returncode != 0
+    assert b.run("systemctl", "is-active", "parleyd@dora").stdout.strip() != "active", "remove stops parleyd@dora"
+    assert b.run("pgrep", "-x", "parleyd").returncode != 0, b.run("ps", "-ef").stdout
     assert b.run("test", "-d", "/var/lib/parley").returncode == 0, "remove keeps the state"
+    assert b.run("test", "-d", "/var/lib/parley-user/dora").returncode == 0, "remove keeps each person's state"
     assert b.run("test", "-e", "/etc/parley/parleyd.toml").returncode == 0, "remove keeps the conffile"
+    # Installed again: dora's instance (still enabled) runs again, with her key.
+    b.install(deb)
+    b.wait_until("parleyd@dora active again",
+                 lambda: b.run("systemctl", "is-active", "parleyd@dora").stdout.strip() == "active", timeout=60)
+    b.wait_until("dora's instance answers", lambda: b.as_user("dora", "parley whoami").returncode == 0, timeout=60)
+    assert office.fingerprint(b, "dora") == dora_before
+    b.check("env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "remove", "-y", "parley")
+    assert b.run("pgrep", "-x", "parleyd").returncode != 0, b.run("ps", "-ef").stdout
 
     b.check("env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "purge", "-y", "parley")
     assert b.run("test", "-e", "/var/lib/parley").returncode != 0, "purge deletes the state"
+    for path in ("/var/lib/parley-user", "/run/parley-user", "/etc/parley-user",
+                 "/etc/systemd/system/multi-user.target.wants/parleyd@dora.service"):
+        assert b.run("test", "-e", path).returncode != 0, f"purge leaves {path}"
     assert b.run("test", "-e", "/etc/parley").returncode != 0, "purge deletes the configuration"
     assert b.run("test", "-e", "/lib/systemd/system/parleyd.service").returncode != 0
     assert b.run("systemctl", "is-enabled", "parleyd").stdout.strip() not in ("enabled", "disabled")

@@ -2,12 +2,14 @@
 real `parley web`, a real headless Chromium (the fixtures and helpers of test_web.py).
 
 What a person does: sees an offered file among the messages and accepts it (progress,
-then where it was saved), rejects one, cancels one, sends one from the page (file picker)
+then Save, which downloads it with its bytes), sees a received picture inline, rejects one, cancels one, sends one from the page (file picker)
 and it arrives byte-identical. What an attacker tries: a hostile file name and caption
 (shown as text, nothing runs), another local user or another site posting an upload
 (refused, nothing written), a too-large upload (a clear error, nothing left on disk), an
 upload cut short, path tricks in the uploaded name, a thumbnail that is not an image (not
-shown). Every wait is on a condition with a bounded timeout."""
+shown), an HTML or SVG file named photo.png (never rendered, served as an attachment of
+plain bytes), another local user or another site's page fetching a received file
+(refused). Every wait is on a condition with a bounded timeout."""
 import base64
 import http.client
 import json
@@ -50,6 +52,8 @@ def web():
         wait_until(lambda: alice.online("bob"), timeout=20, what="bob online")
         open_file = cluster.dir / "web-open.html"
         cache = cluster.dir / "cache"
+        downloads = cluster.dir / "downloads"
+        downloads.mkdir()
         proc = subprocess.Popen(
             [PARLEY, "web", "--no-open", "--socket", str(alice.socket), "--open-file", str(open_file)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -72,10 +76,13 @@ def web():
                     "--window-size=1200,800", f"--user-data-dir={cluster.dir / 'chrome'}"]:
             options.add_argument(arg)
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        options.add_experimental_option("prefs", {"download.default_directory": str(downloads),
+                                                  "download.prompt_for_download": False})
         driver = webdriver.Chrome(service=ChromeService(executable_path=driver_path), options=options)
+        driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
         driver.set_script_timeout(15)
         env = dict(cluster=cluster, alice=alice, bob=bob, proc=proc, url=url, port=port, open_file=open_file,
-                   driver=driver, staging=cache / "parley" / "web-uploads")
+                   driver=driver, staging=cache / "parley" / "web-uploads", downloads=downloads)
         driver.get(url)
         wait_for(driver, lambda d: d.execute_script("return document.body.dataset.ready === 'true'"), what="the page ready")
         yield env
@@ -115,7 +122,7 @@ def line_info(driver, tid):
         const li = document.querySelector(`#messages li[data-transfer="${arguments[0]}"]`);
         if (!li) return null;
         const q = (s) => li.querySelector(s)?.textContent ?? null;
-        return {name: q('.file-name'), state: q('.file-state'), caption: q('.caption'), path: q('.file-path code'),
+        return {name: q('.file-name'), state: q('.file-state'), caption: q('.caption'), saved: q('.file-saved'),
                 buttons: [...li.querySelectorAll('.file-actions button')].map(b => b.textContent),
                 progress: !!li.querySelector('progress'), imgs: li.querySelectorAll('img').length,
                 elements: [...li.querySelectorAll('*')].map(e => e.tagName.toLowerCase())};
@@ -190,7 +197,7 @@ def our_origin(env):
 
 # ---- the page -----------------------------------------------------------------------------
 
-def test_an_offered_file_shows_with_accept_and_arrives_with_its_path(web):
+def test_an_offered_file_shows_with_accept_arrives_and_one_click_saves_it(web):
     """Also the hostile sender: its file name and caption are shown as text, nothing runs."""
     d, alice, bob = web["driver"], web["alice"], web["bob"]
     open_conv(d, f"peer:{fp(bob)}")
@@ -212,13 +219,22 @@ def test_an_offered_file_shows_with_accept_and_arrives_with_its_path(web):
 
     watch_for_progress(d, tid)
     click_file_button(d, tid, "Accept")
-    info = wait_for(d, lambda d: (lambda i: i if i and i["path"] else None)(line_info(d, tid)), timeout=60,
-                    what="the file received, with its path")
-    assert info["state"] == "received" and info["buttons"] == []
+    info = wait_for(d, lambda d: (lambda i: i if i and i["state"] == "received" else None)(line_info(d, tid)),
+                    timeout=60, what="the file received")
+    assert info["buttons"] == ["Save"], info
     assert d.execute_script("return window.__sawProgress"), "no progress bar while it moved"
-    saved = transfer(alice, tid)["path"]
-    assert info["path"] == saved and Path(saved).read_bytes() == src.read_bytes()
-    # The path is text: nothing on the page links to or serves the file.
+    # The page does not send the person to the daemon's own (hidden, not theirs) folder.
+    kept = alice.call("files.list", {"limit": 1})["directory"]
+    assert kept not in d.execute_script("return document.body.innerText")
+    # One click: the browser downloads it, byte-identical, under its name.
+    click_file_button(d, tid, "Save")
+    target = web["downloads"] / "bob-src.bin"
+    wait_until(lambda: target.exists() and target.stat().st_size == src.stat().st_size
+               and not list(web["downloads"].glob("*.crdownload")), timeout=30, what="the download")
+    assert target.read_bytes() == src.read_bytes()
+    info = wait_for(d, lambda d: (lambda i: i if i and i["saved"] else None)(line_info(d, tid)), what="saved, said")
+    assert "downloads folder" in info["saved"], info
+    # Nothing on the page links to the file: it is fetched by the page's script.
     assert d.execute_script("return document.querySelectorAll('#messages a').length") == 0
     screenshot(d, "web-files")
     click_file_button(d, hid, "Reject")
@@ -437,3 +453,202 @@ def test_too_large_cut_short_refused_and_path_tricks_leave_nothing_behind(web):
     assert not (web["staging"].parent / "escaped.txt").exists() and not (web["cluster"].dir / "escaped.txt").exists()
     assert [p for p in staged_files(web) if p.endswith("escaped.txt")][0].count("/") == 1
     web["alice"].call("files.cancel", {"id": tid})
+
+
+# ---- received files: shown, saved, and never anyone else's -------------------------------
+
+# A 1x1 GIF89a: a picture whose name says nothing of the sort.
+TINY_GIF = (b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00"
+            b",\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;")
+HOSTILE_HTML = (b"<!doctype html><html><body><script>window.__pwned=1;try{opener.__pwned=1}catch(e){}</script>"
+                b"<img src=x onerror=window.__pwned=1><h1>pwned</h1></body></html>")
+HOSTILE_SVG = b'<svg xmlns="http://www.w3.org/2000/svg" onload="window.__pwned=1"><script>window.__pwned=1</script></svg>'
+
+
+def received(env, src, name=None):
+    """bob sends `src` (as `name`), alice's daemon accepts it: the transfer id, completed."""
+    alice, bob = env["alice"], env["bob"]
+    if name:
+        named = env["cluster"].dir / f"as-{os.urandom(4).hex()}"
+        named.mkdir()
+        (named / name).write_bytes(Path(src).read_bytes() if isinstance(src, Path) else src)
+        src = named / name
+    tid = bob.send_files(fp(alice), [src])["transfers"][0]["id"]
+    wait_until(lambda: state_of(alice, tid) == "offered", timeout=20, what="the offer at alice")
+    alice.call("files.accept", {"id": tid})
+    wait_until(lambda: state_of(alice, tid) == "completed", timeout=60, what="the file at alice")
+    return tid
+
+
+def get_file(env, tid, headers=None, method="GET", host=None):
+    conn = http.client.HTTPConnection("127.0.0.1", env["port"], timeout=15)
+    conn.putrequest(method, f"/files/{tid}", skip_host=True, skip_accept_encoding=True)
+    h = {"Host": host or f"127.0.0.1:{env['port']}"}
+    h.update(headers or {})
+    for k, v in h.items():
+        conn.putheader(k, v)
+    conn.endheaders()
+    try:
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        conn.close()
+
+
+def test_a_received_picture_shows_inline_known_by_its_bytes(web):
+    """A PNG named .png and a GIF named .bin both show inline: the bytes decide, not the name."""
+    from test_files_thumbnails import png
+    d, bob = web["driver"], web["bob"]
+    open_conv(d, f"peer:{fp(bob)}")
+    picture = png(web["cluster"].dir / "holiday.png", 320, 180,
+                  lambda y: b"".join(bytes([40 + y, 90 + x // 4, 200 - y // 2]) for x in range(320)))
+    pid = received(web, picture)
+    gid = received(web, TINY_GIF, name="not-a-picture.bin")
+
+    def shown(tid):
+        return d.execute_script("""
+            const img = document.querySelector(`#messages li[data-transfer="${arguments[0]}"] img.picture`);
+            return img && img.complete && img.naturalWidth > 0
+              ? {src: img.src.slice(0, 5), w: img.naturalWidth, h: img.naturalHeight} : null;
+        """, tid)
+    p = wait_for(d, lambda d: shown(pid), timeout=30, what="the picture inline")
+    assert p == {"src": "blob:", "w": 320, "h": 180}, p
+    g = wait_for(d, lambda d: shown(gid), timeout=30, what="the GIF inline")
+    assert (g["w"], g["h"]) == (1, 1), g
+    assert line_info(d, pid)["buttons"] == ["Save"]
+    screenshot(d, "web-picture")
+    # Many at once (a reload opens a conversation full of them): each still shows, the
+    # page asks a few at a time within parley web's bound.
+    more = [received(web, TINY_GIF, name=f"many-{i}.gif") for i in range(6)]
+    d.refresh()
+    wait_for(d, lambda d: d.execute_script("return document.body.dataset.ready === 'true'"), what="the page ready")
+    open_conv(d, f"peer:{fp(bob)}")
+    for tid in [pid, gid, *more]:
+        wait_for(d, lambda d: shown(tid), timeout=30, what=f"picture {tid[:8]} after the reload")
+    assert_nothing_ran(d)
+    logs = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+    assert not logs, logs
+
+
+def test_an_html_or_svg_file_named_photo_png_is_never_rendered(web):
+    d, bob = web["driver"], web["bob"]
+    open_conv(d, f"peer:{fp(bob)}")
+    hid = received(web, HOSTILE_HTML, name="photo.png")
+    sid = received(web, HOSTILE_SVG, name="drawing.svg")
+    for tid in (hid, sid):
+        wait_for(d, lambda d: (line_info(d, tid) or {}).get("buttons") == ["Save"], timeout=30, what="received")
+    # Given time to fetch and judge them (the picture check is what would show them).
+    wait_for(d, lambda d: d.execute_script(
+        "return performance.getEntriesByType('resource').filter(e => e.name.includes(arguments[0]) || "
+        "e.name.includes(arguments[1])).length >= 2", hid, sid), timeout=20, what="the page looked at both")
+    for tid in (hid, sid):
+        info = line_info(d, tid)
+        assert info["imgs"] == 0 and not {"iframe", "object", "embed", "svg", "script"} & set(info["elements"]), info
+    # As the server sends them: plain bytes, an attachment, sandboxed, not sniffed.
+    for tid, name in ((hid, "photo.png"), (sid, "drawing.svg")):
+        status, headers, body = get_file(web, tid, upload_auth(web))
+        assert status == 200 and body == (HOSTILE_HTML if tid == hid else HOSTILE_SVG)
+        assert headers["content-type"] == "application/octet-stream", headers
+        assert headers["content-disposition"] == f"attachment; filename=\"{name}\"; filename*=UTF-8''{name}", headers
+        assert headers["x-content-type-options"] == "nosniff"
+        assert headers["content-security-policy"].startswith("sandbox"), headers
+    # Saving it downloads the bytes; nothing renders them.
+    click_file_button(d, hid, "Save")
+    target = web["downloads"] / "photo.png"
+    wait_until(lambda: target.exists() and target.read_bytes() == HOSTILE_HTML, timeout=30, what="the download")
+    # Opened directly in a tab (no key: a link cannot carry it): refused, nothing runs.
+    main = d.current_window_handle
+    d.switch_to.new_window("tab")
+    try:
+        d.get(f"{our_origin(web)}/files/{hid}")
+        assert "Not signed in" in d.find_element(By.TAG_NAME, "body").text
+        assert_nothing_ran(d)
+    finally:
+        d.close()
+        d.switch_to.window(main)
+    assert_nothing_ran(d)
+
+
+def test_a_received_file_needs_the_pages_key_and_our_own_page(web):
+    """Another local user (no key; really another uid), another site's page (a foreign
+    Origin or Sec-Fetch-Site, and it cannot send the header without a CORS preflight, which
+    is refused), DNS rebinding (another Host): refused. A hostile name stays out of the
+    headers."""
+    name = 'we"ird;na\u202eme é.txt'
+    payload = b"secret report\n" * 100
+    tid = received(web, payload, name=name)
+    auth = upload_auth(web)
+    for headers, host in [({}, None), ({"X-Parley-Auth": "0" * 64}, None),
+                          ({"Cookie": "parley_session=" + "0" * 64}, None),
+                          ({**auth, "Origin": "http://evil.example"}, None),
+                          ({**auth, "Origin": f"http://127.0.0.1:{web['port'] + 1}"}, None),
+                          ({**auth, "Sec-Fetch-Site": "cross-site"}, None),
+                          ({**auth, "Sec-Fetch-Site": "same-site"}, None),
+                          ({**auth}, "evil.example")]:
+        status, _, body = get_file(web, tid, headers, host=host)
+        assert status in (403, 421) and payload not in body, (headers, host, status)
+    for method in ("POST", "OPTIONS", "PUT"):
+        status, h, body = get_file(web, tid, {**auth, "Origin": our_origin(web)}, method=method)
+        assert status == 405 and "access-control-allow-origin" not in h, (method, status)
+    status, _, _ = get_file(web, "0" * 32, auth)
+    assert status == 404
+    status, headers, body = get_file(web, tid, auth)
+    assert status == 200 and body == payload
+    # The receiving daemon already took the quote and the bidi override out of the name
+    # (WebReceivedFileTests checks the header's own sanitizing of such names); the rest is
+    # an ASCII fallback and percent-encoded UTF-8 (RFC 6266, RFC 5987).
+    assert transfer(web["alice"], tid)["name"] == "weird;name é.txt"
+    disposition = headers["content-disposition"]
+    assert disposition == "attachment; filename=\"weird;name _.txt\"; filename*=UTF-8''weird%3Bname%20%C3%A9.txt", \
+        disposition
+    # Really another user: refused.
+    try:
+        other = pwd.getpwnam("nobody")
+    except KeyError:
+        other = None
+    if os.getuid() == 0:
+        assert other, "user nobody is needed to act as another local user"
+        code = (f"import urllib.request,urllib.error\n"
+                f"r = urllib.request.Request('http://127.0.0.1:{web['port']}/files/{tid}')\n"
+                f"try:\n urllib.request.urlopen(r)\n print(200)\nexcept urllib.error.HTTPError as e:\n print(e.code)\n")
+        r = subprocess.run(["setpriv", f"--reuid={other.pw_uid}", f"--regid={other.pw_gid}", "--clear-groups",
+                            "/usr/bin/python3", "-c", code], capture_output=True, text=True, timeout=20)
+        assert r.stdout.split() == ["403"], r
+    # Another site's page in the same browser, even one that somehow had the key: CORS
+    # (the custom header needs a preflight, refused) and Sec-Fetch-Site stop it; an <img>
+    # or a no-cors fetch carries no key.
+    import http.server
+    import threading
+    evil_dir = web["cluster"].dir / "evil-site"
+    evil_dir.mkdir(exist_ok=True)
+    (evil_dir / "index.html").write_text("<!doctype html><title>evil</title>")
+    handler = lambda *a, **k: http.server.SimpleHTTPRequestHandler(*a, directory=str(evil_dir), **k)  # noqa: E731
+    evil = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=evil.serve_forever, daemon=True).start()
+    d = web["driver"]
+    main = d.current_window_handle
+    d.switch_to.new_window("tab")
+    try:
+        d.get(f"http://localhost:{evil.server_address[1]}/index.html")
+        result = d.execute_async_script("""
+            const done = arguments[arguments.length - 1];
+            const url = arguments[0], key = arguments[1];
+            const out = {};
+            (async () => {
+              try { const r = await fetch(url, {headers: {'X-Parley-Auth': key}}); out.cors = r.status + ':' + (await r.text()).length; }
+              catch (e) { out.cors = 'blocked'; }
+              try { const r = await fetch(url, {mode: 'no-cors', credentials: 'include'}); out.nocors = r.type + ':' + r.status; }
+              catch (e) { out.nocors = 'blocked'; }
+              out.img = await new Promise((res) => { const i = new Image(); i.onload = () => res('loaded'); i.onerror = () => res('error'); i.src = url; });
+              done(out);
+            })();
+        """, f"http://127.0.0.1:{web['port']}/files/{tid}", auth["X-Parley-Auth"])
+        # no-cors: an opaque response (nothing readable) or none at all (Chromium also
+        # applies Cross-Origin-Resource-Policy and Private Network Access).
+        assert result["cors"] == "blocked" and result["img"] == "error", result
+        assert result["nocors"] in ("blocked", "opaque:0"), result
+    finally:
+        d.close()
+        d.switch_to.window(main)
+        evil.shutdown()
+        evil.server_close()

@@ -4,7 +4,7 @@
 import { RPC } from "./rpc.js";
 import { takeSecretFromFragment, storedSecret, connectionText, showSignInProblem } from "./auth.js";
 import { el, clear, time } from "./dom.js";
-import { renderTransfer, thumbnailURL, convOfTransfer, formatBytes, upload, MAX_UPLOAD_BYTES } from "./files.js";
+import { renderTransfer, thumbnailURL, pictureURL, saveFile, convOfTransfer, formatBytes, upload, MAX_UPLOAD_BYTES } from "./files.js";
 
 const PAGE_SIZE = 50;
 // A search hit opens with this many messages up to it and this many after it.
@@ -33,6 +33,8 @@ const state = {
   notify: false,
   transfers: new Map(), // id -> FileTransferInfo
   thumbnails: new Map(), // transfer id -> data: URL, or null (none, or not an image)
+  pictures: new Map(),   // transfer id -> blob: URL of a received picture, or null (not one)
+  saved: new Set(),      // transfer ids the person saved a copy of (this tab)
   recent: new Map(),  // conversation key -> {time, text}: the sidebar's preview and order
   newerCursor: null,  // a conversation opened around a search hit: newer messages not shown
   atBottom: true,     // the message list is scrolled to its end (new content keeps it there)
@@ -323,8 +325,11 @@ function appendMessage(m) {
 
 function transferLine(t) {
   return renderTransfer(t, {
-    actions: { accept: (x) => fileCall("files.accept", x), reject: (x) => fileCall("files.reject", x), cancel: (x) => fileCall("files.cancel", x) },
+    actions: { accept: (x) => fileCall("files.accept", x), reject: (x) => fileCall("files.reject", x),
+      cancel: (x) => fileCall("files.cancel", x), save: saveTransfer },
     thumbnail: state.thumbnails.get(t.id) || null,
+    picture: state.pictures.get(t.id) || null,
+    saved: state.saved.has(t.id),
     inRoom: !!t.room,
   });
 }
@@ -340,6 +345,7 @@ function placeTransfer(t) {
   if (old) {
     old.replaceWith(line);
     if (stick) list.scrollTop = list.scrollHeight;
+    loadPicture(t);
     return;
   }
   const nearBottom = stick;
@@ -348,6 +354,29 @@ function placeTransfer(t) {
   list.insertBefore(line, after ? after.nextSibling : list.firstChild);
   if (line === list.lastElementChild && (nearBottom || t.direction === "out")) list.scrollTop = list.scrollHeight;
   loadThumbnail(t);
+  loadPicture(t);
+}
+
+// A received file that may be a picture: fetched once (files.js pictureURL decides by its
+// bytes), then its line shows it; anything else is remembered as "not a picture".
+async function loadPicture(t) {
+  if (t.direction !== "in" || t.state !== "completed" || state.pictures.has(t.id)) return;
+  state.pictures.set(t.id, null);
+  let url = null;
+  try { url = await pictureURL(t); } catch { url = null; }
+  if (!url) return;
+  state.pictures.set(t.id, url);
+  const current = state.transfers.get(t.id);
+  if (current && sameConv(convOfTransfer(current), state.current)) placeTransfer(current);
+}
+
+async function saveTransfer(t) {
+  try {
+    await saveFile(t);
+    state.saved.add(t.id);
+    const current = state.transfers.get(t.id);
+    if (current && sameConv(convOfTransfer(current), state.current)) placeTransfer(current);
+  } catch (e) { showError(e); }
 }
 
 // A transfer with a thumbnail: its bytes once (files.thumbnail), shown only if they are
