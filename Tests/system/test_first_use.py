@@ -1,5 +1,6 @@
 """Issue 31, what new users stumbled on in the CLI and `parley chat`: real parleyd and
 parley processes on loopback, the chat driven in tmux."""
+import json
 import os
 import re
 import shlex
@@ -152,6 +153,26 @@ def test_completion_offers_peer_and_room_names_and_never_hangs_the_shell(cluster
         server.close()
 
 
+# ---------------------------------------------------------------- global options before the subcommand
+
+
+def test_global_options_typed_before_the_subcommand_work(cluster):
+    """`parley --socket X whoami`, as people type it, against a real daemon; a `--json`
+    after `--` stays the message's text."""
+    alice, bob = pair(cluster)
+    p = subprocess.run([PARLEY, "--socket", str(alice.socket), "whoami"], capture_output=True, text=True,
+                       timeout=20)
+    assert p.returncode == 0 and alice.whoami()["fingerprint"] in p.stdout.replace(" ", ""), (p.stdout, p.stderr)
+    p = subprocess.run([PARLEY, "--json", f"--socket={alice.socket}", "peers"], capture_output=True, text=True,
+                       timeout=20)
+    assert p.returncode == 0, p.stderr
+    assert "bob" in [x["name"] for x in json.loads(p.stdout)["peers"]], p.stdout
+    p = subprocess.run([PARLEY, "--socket", str(alice.socket), "send", "bob", "--", "--json is text"],
+                       capture_output=True, text=True, timeout=20)
+    assert p.returncode == 0, p.stderr
+    wait_until(lambda: [m["body"] for m in bob.messages("alice")] == ["--json is text"], what="bob gets the text")
+
+
 # ---------------------------------------------------------------- parley chat
 
 
@@ -234,5 +255,46 @@ def test_chat_in_a_room_counts_members_online_and_flags_new_messages_below(clust
         wait_until(lambda: "new message below" not in tmux.screen(), what="the flag goes")
         carol.stop()
         wait_until(lambda: screen_has("#lab · 1 of 2 members online"), what="carol gone")
+    finally:
+        tmux.close()
+
+
+@needs_tmux
+def test_chat_react_edit_and_delete_act_on_the_numbered_message_and_names_are_coloured(cluster):
+    """Not the newest: the message whose number is typed. The peer's name is drawn in its
+    key's colour (an SGR escape before the name in the pane)."""
+    alice, bob = pair(cluster)
+    bob.cli("send", "alice", "older question", "--wait")
+    bob.cli("send", "alice", "newer question", "--wait")
+    alice.cli("send", "bob", "my first answer", "--wait")
+    alice.cli("send", "bob", "my second answer", "--wait")
+    tmux = Tmux(f"{PARLEY} chat bob --socket {alice.socket}")
+    try:
+        def screen_has(*texts):
+            s = tmux.screen()
+            return s if all(t in s for t in texts) else None
+
+        s = wait_until(lambda: screen_has("older question", "my second answer", ") · online"), what="history")
+        older = re.search(r"\[(\d+)\] \S+ bob: older question", s).group(1)
+        first = re.search(r"\[(\d+)\] \S+ you: my first answer", s).group(1)
+        coloured = subprocess.run(["tmux", "-L", tmux.name, "capture-pane", "-p", "-e", "-t", "chat"],
+                                  capture_output=True, text=True).stdout
+        assert re.search(r"\x1b\[[0-9;]*(3[1-6]|9[1-6])mbob\x1b\[[0-9;]*m: older question", coloured), coloured
+
+        def at_bob(body):
+            return next((m for m in bob.messages("alice") if m["body"] == body), None)
+
+        tmux.keys(f"/react {older} +1", "Enter")
+        wait_until(lambda: [r["reaction"] for r in next(m for m in alice.messages("bob")
+                                                         if m["body"] == "older question")["reactions"]] == ["+1"],
+                   what="the reaction on the older question")
+        assert next(m for m in alice.messages("bob") if m["body"] == "newer question")["reactions"] == []
+        tmux.keys(f"/edit {first} my first answer, corrected", "Enter")
+        wait_until(lambda: at_bob("my first answer, corrected"), what="bob sees the first answer edited")
+        assert at_bob("my second answer"), "the newest was left alone"
+        tmux.keys(f"/delete {first}", "Enter")
+        wait_until(lambda: at_bob("my first answer, corrected") is None
+                   and any(m["deletedAt"] for m in bob.messages("alice")), what="bob sees the first answer deleted")
+        assert at_bob("my second answer"), "the newest was left alone"
     finally:
         tmux.close()
