@@ -392,3 +392,52 @@ def test_a_group_member_is_served_when_the_daemon_cannot_see_other_users_process
         assert refused.returncode != 0 and f"you are not in group {group}" in refused.stderr, refused.stderr
     finally:
         subprocess.run(["groupdel", group], capture_output=True)
+
+
+def test_a_system_service_state_moved_to_a_persons_instance_keeps_identity_history_and_contacts(people):
+    """README "Several people on one host", moving a single-identity host: the system
+    service's state directory (here a daemon run as root, state 0700 root's) copied with
+    `cp -a`, given to the person with `chown -R`, its sockets removed; the person's own
+    instance then has the same identity, the history, the verified contact, and the files
+    received before the move, which the person `parley get`s as themselves."""
+    pa, pb = people["alice"], people["bob"]
+    bob = own_daemon(people, pb)
+    old_state = people["base"] / "system-state"
+    system = Node(pa.name, people["base"], peers=[bob.address], state_dir=old_state)
+    people["nodes"].append(system)
+    system.start()
+    wait_until(lambda: system.online(pb.name) and bob.online(pa.name), what="the system service and bob online")
+    fp = system.whoami()["fingerprint"]
+    system.call("trust.verify", {"peer": pb.name, "fingerprint": bob.whoami()["fingerprint"]})
+    system.call("messages.send", {"to": pb.name, "body": "before the move"})
+    bob.call("messages.send", {"to": pa.name, "body": "bob, before the move"})
+    wait_until(lambda: {m["body"] for m in system.messages(pb.name)} == {"before the move", "bob, before the move"},
+               what="both messages in the system service's store")
+    src = people["base"] / "minutes.txt"
+    src.write_bytes(b"the minutes, received before the move\n")
+    tid = bob.send_files(pa.name, [src])["transfers"][0]["id"]
+    # Bob is verified there and the file is small: accepted without asking.
+    wait_until(lambda: any(t["id"] == tid and t["state"] == "completed" for t in transfers(system)),
+               what="the file received by the system service")
+    system.stop()
+
+    new_state = pa.home / "state"
+    subprocess.run(["cp", "-a", str(old_state), str(new_state)], check=True)
+    subprocess.run(["chown", "-R", f"{pa.name}:{SHARED_GROUP}", str(new_state)], check=True)
+    for leftover in new_state.glob("control.sock*"):
+        leftover.unlink()
+    alice = own_daemon(people, pa, peers=[bob.address])
+    assert alice.whoami()["fingerprint"] == fp
+    assert {m["body"] for m in alice.messages(pb.name)} == {"before the move", "bob, before the move"}
+    [contact] = [p for p in alice.call("peers.list")["peers"] if p["name"] == pb.name]
+    assert contact["trust"] == "verified" and contact["fingerprint"] == bob.whoami()["fingerprint"], contact
+    # Bob's daemon sees the same key again: one alice, not a second entry.
+    wait_until(lambda: alice.online(pb.name) and bob.online(pa.name), what="alice's instance and bob online")
+    pa.parley(alice, "send", pb.name, "after the move", "--wait", check=True)
+    assert [p["fingerprint"] for p in bob.call("peers.list")["peers"] if p["name"] == pa.name] == [fp]
+    # The file received before the move, fetched by alice as herself.
+    inbox = pa.home / "in"
+    pa.run("mkdir", str(inbox), check=True)
+    pa.parley(alice, "get", tid[:8], "--to", str(inbox), check=True)
+    saved = inbox / "minutes.txt"
+    assert saved.read_bytes() == src.read_bytes() and os.stat(saved).st_uid == pwd_uid(pa.name)

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyNodeCore
 import ParleyStore
 
 /// `files.open` (descriptor socket): a completed incoming file, opened read-only by the
@@ -14,9 +15,18 @@ extension Node {
         guard rec.state == .completed, let path = rec.savedPath else {
             throw .wrongState(id: rec.transfer, state: rec.state.rawValue, wanted: "completed")
         }
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+        // After a move of the state directory the record names the old place
+        // (`ReceivedFileLocation`); the first candidate that opens is used.
+        var fd: Int32 = -1
+        var firstErrno: Int32 = 0
+        for candidate in ReceivedFileLocation.candidates(recorded: path, downloadDirectory: downloadDirectory) {
+            fd = open(candidate, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+            if fd >= 0 { break }
+            if firstErrno == 0 { firstErrno = errno }
+        }
         guard fd >= 0 else {
-            throw .io(path: path, operation: "cannot open the received file (was it moved or deleted?)", errno: errno)
+            throw .io(
+                path: path, operation: "cannot open the received file (was it moved or deleted?)", errno: firstErrno)
         }
         var st = stat()
         guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, Int64(st.st_size) == rec.size else {
