@@ -159,7 +159,7 @@ def test_deb_contents_and_control_fields(deb, tmp_path):
         assert lib in depends, f"Depends lacks {lib} (dpkg-shlibdeps): {depends}"
     assert "swift" not in depends.lower()
     recommends = field("Recommends")
-    for pkg in ["avahi-daemon", "libnss-mdns", "libvips-tools", "bubblewrap"]:
+    for pkg in ["avahi-daemon", "libnss-mdns", "libvips-tools", "bubblewrap", "fonts-noto-color-emoji"]:
         assert pkg in recommends, recommends
 
     control = tmp_path / "control"

@@ -1179,6 +1179,35 @@ def test_sidebar_previews_recent_first_title_and_announcements(web):
 
 
 
+EMOJI_COLOUR_PIXELS = """
+    const [text, glyph] = arguments;
+    const body = [...document.querySelectorAll('#messages li.msg .body')].find(e => e.textContent === text);
+    if (!body) return -1;
+    const c = document.createElement('canvas'); c.width = 64; c.height = 64;
+    const g = c.getContext('2d');
+    g.font = getComputedStyle(body).font; g.fillStyle = '#000'; g.textBaseline = 'top';
+    g.fillText(glyph, 4, 4);
+    const px = g.getImageData(0, 0, 64, 64).data;
+    let coloured = 0;
+    for (let i = 0; i < px.length; i += 4)
+      if (px[i + 3] > 0 && Math.abs(px[i] - px[i + 1]) + Math.abs(px[i + 1] - px[i + 2]) > 60) coloured++;
+    return coloured;"""
+
+
+def test_an_emoji_is_drawn_in_colour_not_as_an_empty_box(web):
+    """With the page's own font (its stack names Noto Color Emoji; the package Recommends
+    fonts-noto-color-emoji) an emoji in a message is drawn as a colour picture, not an
+    outline box (which would be black on white: no coloured pixel). A glyph no font has is
+    the control: it gives no coloured pixel, so the measure can fail."""
+    d, bob = web["driver"], web["bob"]
+    bob.call("messages.send", {"to": "alice", "body": "party 🎉"})
+    open_conv(d, f"peer:{fp(bob)}")
+    wait_for(d, lambda d: "party 🎉" in message_texts(d), what="the message with an emoji")
+    assert d.execute_script(EMOJI_COLOUR_PIXELS, "party 🎉", "\U0010fffd") == 0, "the control glyph"
+    coloured = d.execute_script(EMOJI_COLOUR_PIXELS, "party 🎉", "🎉")
+    assert coloured > 50, f"🎉 drawn with {coloured} coloured pixels: no colour emoji font (fonts-noto-color-emoji)"
+
+
 def axe_source():
     """axe-core's axe.min.js, from PyPI's axe-playwright-python (scripts/install-deps.sh
     test installs it for Debian's python3; no Debian package carries axe-core)."""
