@@ -278,7 +278,16 @@ enum FileLines {
             "\(t.id.prefix(8))  \(arrow) \(Terminal.line(t.peerName))  \(Terminal.line(t.name))  \(size(t.size))  \(t.state)"
         if t.state == "transferring" && t.size > 0 { line += " \(t.bytesDone * 100 / t.size)%" }
         if let n = t.thumbnailBytes { line += "  thumbnail \(size(n))" }
-        if let p = t.path { line += "  \(Terminal.line(p))" }
+        if let p = t.path {
+            // The daemon's own copy is shown only to someone who may open it (the person's
+            // own instance); under the system service it is the parley user's (0700), and
+            // after a moved state directory the record names the old place: say how to get it.
+            if access(p, R_OK) == 0 {
+                line += "  \(Terminal.line(p))"
+            } else if t.direction == "in" && t.state == "completed" {
+                line += "  (`parley get \(t.id.prefix(8)) --to DIR` writes it out, as you)"
+            }
+        }
         if let e = t.error { line += "  (\(Terminal.line(e)))" }
         return line
     }

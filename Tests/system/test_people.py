@@ -435,6 +435,9 @@ def test_a_system_service_state_moved_to_a_persons_instance_keeps_identity_histo
     wait_until(lambda: alice.online(pb.name) and bob.online(pa.name), what="alice's instance and bob online")
     pa.parley(alice, "send", pb.name, "after the move", "--wait", check=True)
     assert [p["fingerprint"] for p in bob.call("peers.list")["peers"] if p["name"] == pa.name] == [fp]
+    # `parley files list` does not point alice at the old place she cannot open.
+    listed = pa.parley(alice, "files", "list", check=True).stdout
+    assert str(old_state) not in listed and f"parley get {tid[:8]} --to DIR" in listed, listed
     # The file received before the move, fetched by alice as herself.
     inbox = pa.home / "in"
     pa.run("mkdir", str(inbox), check=True)
