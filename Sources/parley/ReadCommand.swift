@@ -45,12 +45,28 @@ struct ReadCommand: ParsableCommand {
             let rooms = try client.call(RoomsListParams()).rooms
             return ConversationLookup.findRoom(peer, in: rooms).map { .room(id: $0.id) } ?? .room(id: "")
         }
-        return .peer(fingerprint: try client.call(TrustShowParams(peer: peer)).peer.fingerprint)
+        do {
+            return .peer(fingerprint: try client.call(TrustShowParams(peer: peer)).peer.fingerprint)
+        } catch .remote(let e) where e.code == ControlErrorCode.peerNotFound.rawValue {
+            // A replaced key (see `earlierKeys`): messages.list still reads its history by
+            // its fingerprint, trust.show no longer lists it.
+            return .peer(fingerprint: peer)
+        }
     }
 
     var params: MessagesListParams { MessagesListParams(peer: peer, after: after, before: before, limit: limit) }
 
     func validate() throws { try validateForCommandLine(params) }
+
+    /// At the start of a contact's history (no older page), the contact's replaced keys
+    /// (a colleague who reinstalled): their history stays under the old key, which the page
+    /// shows under a divider and `parley read OLD-FINGERPRINT` shows here.
+    func earlierKeys(_ client: ControlClient, _ page: MessagesListResult) -> [PreviousKeyInfo] {
+        guard let peer, !peer.hasPrefix("#"), page.olderCursor == nil, !params.pagesForward,
+            let shown = try? client.call(TrustShowParams(peer: peer))
+        else { return [] }
+        return shown.previousKeys
+    }
 
     func run() throws {
         let params = self.params
@@ -60,7 +76,11 @@ struct ReadCommand: ParsableCommand {
             // read, for every conversation on the page.
             if !keepUnread {
                 for mark in ReadMarks.marks(for: page.messages) {
-                    _ = try client.call(MessagesMarkReadParams(peer: mark.selector, upTo: mark.upTo))
+                    do {
+                        _ = try client.call(MessagesMarkReadParams(peer: mark.selector, upTo: mark.upTo))
+                    } catch ControlClientError.remote(let e) where e.code == ControlErrorCode.peerNotFound.rawValue {
+                        // A replaced key's history: the key is listed nowhere, nothing to mark.
+                    }
                 }
             }
             if options.json { return Console.json(page) }
@@ -74,6 +94,11 @@ struct ReadCommand: ParsableCommand {
             if let limit { command += " --limit \(limit)" }
             if let older = page.olderCursor, !params.pagesForward {
                 Console.err("More: \(command) --before \(older)")
+            }
+            for key in earlierKeys(client, page) {
+                Console.err(
+                    "Earlier, with \(Terminal.line(key.name))'s previous key (replaced): "
+                        + "parley read \(key.fingerprint)")
             }
             if let newer = page.newerCursor {
                 Console.err("\(params.pagesForward ? "More" : "Newer"): \(command) --after \(newer)")

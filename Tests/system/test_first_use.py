@@ -298,3 +298,29 @@ def test_chat_react_edit_and_delete_act_on_the_numbered_message_and_names_are_co
         assert at_bob("my second answer"), "the newest was left alone"
     finally:
         tmux.close()
+
+
+def test_read_points_to_a_replaced_keys_earlier_history(cluster):
+    """A colleague reinstalled and alice moved the contact to the new key: `parley read bob`
+    (the new key) ends at the new key's first message and says how to read what was said
+    with the old key; that command shows it."""
+    from test_trust import second_node
+    alice, bob = pair(cluster)
+    old_fp = bob.whoami()["fingerprint"]
+    bob.cli("send", "alice", "said with the old key", "--wait")
+    bob.stop()
+    wait_until(lambda: not alice.online("bob"), what="bob offline")
+    new_bob = second_node(cluster, "bob", "bob-new-state", "bob-new.sock", [alice.address]).start()
+    new_fp = new_bob.whoami()["fingerprint"]
+    wait_until(lambda: any(p["fingerprint"] == new_fp and p["online"] for p in alice.call("peers.list")["peers"]),
+               what="the new key online")
+    alice.call("trust.replace", {"peer": old_fp, "newFingerprint": new_fp})
+    new_bob.cli("send", "alice", "said with the new key", "--wait")
+    p = alice.cli("read", "bob")
+    assert "said with the new key" in p.stdout and "said with the old key" not in p.stdout, p.stdout
+    command = re.search(r"Earlier, with bob's previous key \(replaced\): (parley read \S+)", p.stderr)
+    assert command, p.stderr
+    argv = shlex.split(command.group(1))
+    shown = subprocess.run([PARLEY, *argv[1:], "--socket", str(alice.socket)], capture_output=True, text=True,
+                           timeout=20)
+    assert shown.returncode == 0 and "said with the old key" in shown.stdout, (shown.stdout, shown.stderr)
