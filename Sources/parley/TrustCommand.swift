@@ -93,13 +93,25 @@ struct TrustReplaceCommand: ParsableCommand {
         help: ArgumentHelp("The new key's whole fingerprint, as `parley trust show` prints it.", valueName: "fp"))
     var newFingerprint: String
 
+    @Option(
+        name: .customLong("safety-number"),
+        help: ArgumentHelp(
+            "The safety number the contact's new device shows (spaces allowed): the key is replaced only if it is "
+                + "the one computed with the new key, as in parley web's confirmation window.",
+            valueName: "digits"))
+    var safetyNumber: String?
+
+    var params: TrustReplaceParams {
+        TrustReplaceParams(peer: peer, newFingerprint: newFingerprint, safetyNumber: safetyNumber)
+    }
+
     func validate() throws {
-        try validateForCommandLine(TrustReplaceParams(peer: peer, newFingerprint: newFingerprint))
+        try validateForCommandLine(params)
     }
 
     func run() throws {
         try Session.run(options, peer: peer) { client in
-            let r = try client.call(TrustReplaceParams(peer: peer, newFingerprint: newFingerprint))
+            let r = try client.call(params)
             if options.json { return Console.json(r) }
             Console.out(
                 "✓ \(Terminal.line(r.peer.label)) is now the key \(Terminal.line(r.peer.fingerprint)) (verified).")

@@ -324,3 +324,25 @@ def test_read_points_to_a_replaced_keys_earlier_history(cluster):
     shown = subprocess.run([PARLEY, *argv[1:], "--socket", str(alice.socket)], capture_output=True, text=True,
                            timeout=20)
     assert shown.returncode == 0 and "said with the old key" in shown.stdout, (shown.stdout, shown.stderr)
+
+
+def test_trust_replace_takes_the_safety_number_the_new_device_shows(cluster):
+    """As the page's confirmation window: with --safety-number the key is replaced only if it
+    is the number computed with the new key; a wrong one changes nothing."""
+    from test_trust import second_node
+    alice, bob = pair(cluster)
+    old_fp = bob.whoami()["fingerprint"]
+    bob.stop()
+    wait_until(lambda: not alice.online("bob"), what="bob offline")
+    new_bob = second_node(cluster, "bob", "bob-new-state", "bob-new.sock", [alice.address]).start()
+    new_fp = new_bob.whoami()["fingerprint"]
+    wait_until(lambda: any(p["fingerprint"] == new_fp and p["online"] for p in alice.call("peers.list")["peers"]),
+               what="the new key online")
+    shown = new_bob.peer_info("alice")["safetyNumber"]  # what bob's new device shows
+    wrong = ("1" if shown[0] != "1" else "2") + shown[1:]
+    p = alice.cli("trust", "replace", old_fp, "--new-fingerprint", new_fp, "--safety-number", wrong, check=False)
+    assert p.returncode == 1 and "nothing was changed" in p.stderr, (p.returncode, p.stderr)
+    assert old_fp in [x["fingerprint"] for x in alice.call("peers.list")["peers"]], "the old key is still the contact"
+    out = alice.cli("trust", "replace", old_fp, "--new-fingerprint", new_fp, "--safety-number", shown).stdout
+    assert new_fp in out and "(verified)" in out, out
+    assert old_fp not in [x["fingerprint"] for x in alice.call("peers.list")["peers"]]
