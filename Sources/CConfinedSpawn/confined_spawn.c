@@ -128,6 +128,24 @@ static int make_ruleset(const char *const *paths, int count, int input_fd, const
             return -1;
         }
     }
+    /* /dev/null (read and write: a tool may send output there) and /dev/urandom (read: a
+     * library may seed from it); nothing else under /dev. */
+    const struct { const char *path; uint64_t access; } devices[] = {
+        {"/dev/null", PC_FS_READ_FILE | PC_FS_WRITE_FILE}, {"/dev/urandom", PC_FS_READ_FILE},
+    };
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+        int fd = open(devices[i].path, O_PATH | O_CLOEXEC);
+        if (fd < 0) continue;
+        int rc = add_rule(ruleset, fd, devices[i].access);
+        int saved = errno;
+        close(fd);
+        if (rc < 0) {
+            close(ruleset);
+            errno = saved;
+            *step = "landlock_add_rule (/dev)";
+            return -1;
+        }
+    }
     /* The input: its one file, read only. The child reads it through /proc/self/fd/0,
      * which resolves to this file, so no directory of the daemon's is ever allowed. */
     if (input_fd >= 0 && add_rule(ruleset, input_fd, PC_FS_READ_FILE) < 0) {

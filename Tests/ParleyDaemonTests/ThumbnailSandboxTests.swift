@@ -288,6 +288,10 @@ final class ThumbnailLandlockTests: XCTestCase {
                 XCTAssertEqual(String(decoding: run("/usr/bin/cat", [other], confined: false).output, as: UTF8.self), "key")
             }
         }
+        // A script reads it the same way from a child of its own; /dev/null is writable.
+        let script = run("/bin/bash", ["-c", "head -c 7 /proc/self/fd/0 && echo done > /dev/null"], confined: true)
+        XCTAssertEqual(script.status, 0, script.summary)
+        XCTAssertEqual(String(decoding: script.output, as: UTF8.self), "picture")
         let list = run("/usr/bin/ls", [dir], confined: true)
         XCTAssertNotEqual(list.status, 0)
         XCTAssertTrue(list.output.isEmpty)

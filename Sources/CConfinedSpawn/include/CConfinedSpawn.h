@@ -25,7 +25,8 @@ struct pc_confinement;
 int pc_landlock_abi(void);
 
 /* Prepares the confinement: a Landlock ruleset that allows reading and executing below each
- * of `exec_paths` (directories or files), reading `input_fd`'s file and nothing else (no
+ * of `exec_paths` (directories or files), reading `input_fd`'s file, reading and writing
+ * /dev/null, reading /dev/urandom, and nothing else (no
  * other file, no TCP, no abstract Unix socket, no signal outside the domain, where the
  * kernel's ABI knows these), and a seccomp filter that refuses with EPERM every call that
  * makes a socket or reaches another process or the kernel's attack surface (see the .c).
