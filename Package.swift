@@ -38,6 +38,10 @@ let package = Package(
             pkgConfig: "avahi-compat-libdns_sd",
             providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
 
+        // The thumbnail child's confinement: Landlock and a seccomp filter (Debian's
+        // libseccomp-dev) applied between fork and execve, which Swift cannot do.
+        .target(name: "CConfinedSpawn", linkerSettings: [.linkedLibrary("seccomp")]),
+
         // Pure core: keys, cards, Noise, framing, wire messages. No I/O.
         .target(name: "ParleyCore", dependencies: ["CSodium"]),
         // The node's decisions (send window, session table, dialling, trust, room
@@ -63,7 +67,7 @@ let package = Package(
         // The daemon: peer sessions, control server.
         .target(name: "ParleyDaemon", dependencies: [
             "ParleyCore", "ParleyNodeCore", "ParleyStore", "ParleyControlProtocol", "ParleyDiscovery",
-            "ParleyConfiguration",
+            "ParleyConfiguration", "CConfinedSpawn",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

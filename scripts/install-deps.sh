@@ -12,7 +12,7 @@ set -euo pipefail
 want=${1:-build}
 
 # libavahi-common-dev: CDNSSD installs avahi's zeroing allocator (avahi-common/malloc.h).
-build_pkgs=(pkg-config libsodium-dev libavahi-compat-libdnssd-dev libavahi-common-dev libsqlite3-dev)
+build_pkgs=(pkg-config libsodium-dev libseccomp-dev libavahi-compat-libdnssd-dev libavahi-common-dev libsqlite3-dev)
 # Thumbnails of pictures the user sends (issue 18): parleyd runs vipsthumbnail (libvips-tools)
 # in a child process under bubblewrap (bwrap). Both are optional at run time (without them an
 # offer simply has no thumbnail, or the child runs with rlimits only), but wanted by default.

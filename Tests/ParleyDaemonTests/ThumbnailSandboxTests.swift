@@ -1,3 +1,4 @@
+import CConfinedSpawn
 import Foundation
 import NIOCore
 import NIOPosix
@@ -11,21 +12,15 @@ import XCTest
 /// bubblewrap a child sees its one input file and nothing else of the user's.
 final class ThumbnailSandboxTests: XCTestCase {
     private let sandbox = ThumbnailSandbox(
-        prlimit: "/usr/bin/prlimit", vipsthumbnail: "/usr/bin/vipsthumbnail", vipsheader: "/usr/bin/vipsheader",
-        bwrap: "/usr/bin/bwrap", rootLinks: [("/lib", "usr/lib"), ("/lib64", nil)])
+        vipsthumbnail: "/usr/bin/vipsthumbnail", vipsheader: "/usr/bin/vipsheader",
+        bwrap: "/usr/bin/bwrap", rootLinks: [("/lib", "usr/lib"), ("/lib64", nil)], confinement: .bubblewrap)
 
-    func testTheCommandSetsEveryRlimitThenSandboxesTheTool() {
-        let (program, args) = sandbox.thumbnailCommand(input: "/home/u/cat [1].png", quality: 70)
-        XCTAssertEqual(program, "/usr/bin/prlimit")
-        let dashes = try! XCTUnwrap(args.firstIndex(of: "--"))
-        XCTAssertEqual(
-            Array(args[..<dashes]),
-            [
-                "--cpu=\(ThumbnailLimits.cpuSeconds)", "--as=\(ThumbnailLimits.addressSpaceBytes)",
-                "--fsize=\(ThumbnailLimits.fileSizeBytes)", "--nofile=\(ThumbnailLimits.openFiles)", "--core=0"
-            ])
-        XCTAssertEqual(args[dashes + 1], "/usr/bin/bwrap")
-        let bwrap = Array(args[(dashes + 2)...])
+    func testUnderBubblewrapTheInputIsBoundUnderAFixedName() {
+        let c = sandbox.thumbnailCommand(input: "/home/u/cat [1].png", quality: 70)
+        XCTAssertEqual(c.program, "/usr/bin/bwrap")
+        XCTAssertNil(c.landlockReadable)
+        XCTAssertFalse(c.seccomp)  // bubblewrap makes namespaces, which the filter refuses
+        let bwrap = c.arguments
         for flag in ["--unshare-all", "--die-with-parent", "--new-session"] {
             XCTAssertTrue(bwrap.contains(flag), flag)
         }
@@ -42,15 +37,63 @@ final class ThumbnailSandboxTests: XCTestCase {
         XCTAssertEqual(
             Array(bwrap[(tool + 1)...]),
             ["/usr/bin/vipsthumbnail", "/input", "--size", "160x160", "-o", ".jpg[Q=70,strip]"])
+        XCTAssertFalse(sandbox.inputOnStdin)
     }
 
-    func testWithoutBubblewrapTheToolRunsUnderRlimitsOnTheRealPath() {
+    /// Under Landlock the tool reads its stdin by descriptor: the path (and libvips'
+    /// `name[options]` syntax in it) never reaches the child; it may read below /usr only.
+    func testUnderLandlockTheToolReadsItsDescriptorAndNeverSeesThePath() {
         var s = sandbox
+        s.confinement = .landlock
+        let c = s.thumbnailCommand(input: "/var/lib/parley/files/cat [1].png", quality: 70)
+        XCTAssertEqual(c.program, "/usr/bin/vipsthumbnail")
+        XCTAssertEqual(c.arguments, ["/proc/self/fd/0", "--size", "160x160", "-o", ".jpg[Q=70,strip]"])
+        XCTAssertTrue(c.seccomp)
+        let readable = try! XCTUnwrap(c.landlockReadable)
+        XCTAssertTrue(readable.contains("/usr"))
+        for never in ["/", "/etc", "/var", "/var/lib/parley", "/home", "/tmp", "/run", "/proc"] {
+            XCTAssertFalse(readable.contains(never), never)
+        }
+        XCTAssertTrue(s.inputOnStdin)
+        s.confinement = .limitsOnly
+        let h = s.headerCommand(input: "/home/u/a.png")
+        XCTAssertEqual([h.program] + h.arguments, ["/usr/bin/vipsheader", "/proc/self/fd/0"])
+        XCTAssertNil(h.landlockReadable)
+        XCTAssertTrue(h.seccomp)
+    }
+
+    func testTheProbeStepsDownFromLandlockToBubblewrapToLimitsOnly() {
+        var s = sandbox
+        s.confinement = .landlock
+        XCTAssertEqual(s.steppedDown()?.confinement, .bubblewrap)
+        XCTAssertEqual(s.steppedDown()?.steppedDown()?.confinement, .limitsOnly)
+        XCTAssertNil(s.steppedDown()?.steppedDown()?.steppedDown())
         s.bwrap = nil
-        let (program, args) = s.headerCommand(input: "/home/u/a.png")
-        XCTAssertEqual(program, "/usr/bin/prlimit")
-        XCTAssertEqual(Array(args.suffix(3)), ["--", "/usr/bin/vipsheader", "/home/u/a.png"])
-        XCTAssertFalse(args.contains("/usr/bin/bwrap"))
+        XCTAssertEqual(s.steppedDown()?.confinement, .limitsOnly)
+    }
+
+    func testFindPrefersLandlockThenBubblewrapAndToolsOutsideUsrGetLimitsOnly() throws {
+        guard access("/usr/bin/vipsthumbnail", X_OK) == 0, access("/usr/bin/bwrap", X_OK) == 0 else {
+            throw XCTSkip("the vips tools or bwrap are not installed (scripts/install-deps.sh installs them)")
+        }
+        XCTAssertEqual(ThumbnailSandbox.find(path: "/usr/bin", landlockABI: 3)?.confinement, .landlock)
+        XCTAssertEqual(ThumbnailSandbox.find(path: "/usr/bin", landlockABI: 0)?.confinement, .bubblewrap)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tools-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for tool in ["vipsthumbnail", "vipsheader"] {
+            try FileManager.default.copyItem(atPath: "/usr/bin/\(tool)", toPath: "\(dir)/\(tool)")
+        }
+        let outside = ThumbnailSandbox.find(path: dir + ":/usr/bin", landlockABI: 3)
+        XCTAssertEqual(outside?.confinement, .limitsOnly)
+        XCTAssertNil(outside?.bwrap)
+        // A link to the tool under /usr is the tool under /usr.
+        try FileManager.default.removeItem(atPath: dir + "/vipsheader")
+        try FileManager.default.removeItem(atPath: dir + "/vipsthumbnail")
+        for tool in ["vipsthumbnail", "vipsheader"] {
+            try FileManager.default.createSymbolicLink(atPath: "\(dir)/\(tool)", withDestinationPath: "/usr/bin/\(tool)")
+        }
+        XCTAssertEqual(ThumbnailSandbox.find(path: dir, landlockABI: 3)?.confinement, .landlock)
     }
 
     func testTheChildsEnvironmentHoldsNothingOfParleyds() {
@@ -70,20 +113,20 @@ final class ThumbnailSandboxTests: XCTestCase {
 
     func testAChildPastItsDeadlineIsKilled() {
         let start = ContinuousClock.now
-        let r = ChildRun.run(("/bin/sleep", ["30"]), deadline: start + .milliseconds(200), maxOutput: 10)
+        let r = ChildRun.run(ChildCommand(program: "/bin/sleep", arguments: ["30"]), deadline: start + .milliseconds(200), maxOutput: 10)
         XCTAssertTrue(r.killed)
         XCTAssertLessThan(ContinuousClock.now - start, .seconds(5))
     }
 
     func testAChildWritingTooMuchIsStoppedAtTheBound() {
-        let r = ChildRun.run(("/usr/bin/yes", []), deadline: .now + .seconds(10), maxOutput: 1_000)
+        let r = ChildRun.run(ChildCommand(program: "/usr/bin/yes", arguments: []), deadline: .now + .seconds(10), maxOutput: 1_000)
         XCTAssertTrue(r.overflowed)
         XCTAssertEqual(r.output.count, 1_000)
     }
 
     func testAChildSeesNoEnvironmentOfOurs() {
         setenv("PARLEY_SECRET_FOR_TEST", "x", 1)
-        let r = ChildRun.run(("/usr/bin/env", []), deadline: .now + .seconds(10), maxOutput: 4_096)
+        let r = ChildRun.run(ChildCommand(program: "/usr/bin/env", arguments: []), deadline: .now + .seconds(10), maxOutput: 4_096)
         XCTAssertEqual(r.status, 0)
         let text = String(decoding: r.output, as: UTF8.self)
         XCTAssertFalse(text.contains("PARLEY_SECRET_FOR_TEST"))
@@ -93,9 +136,10 @@ final class ThumbnailSandboxTests: XCTestCase {
     /// Under bubblewrap (where it works here) the child reads its input, and not a file
     /// beside it, nor /etc/passwd, nor the network.
     func testUnderBubblewrapTheChildSeesOnlyItsInput() throws {
-        guard let found = ThumbnailSandbox.find(path: "/usr/bin:/bin"), found.bwrap != nil else {
+        guard var found = ThumbnailSandbox.find(path: "/usr/bin:/bin"), found.bwrap != nil else {
             throw XCTSkip("bwrap or the vips tools are not installed")
         }
+        found.confinement = .bubblewrap
         let probe = ChildRun.run(
             found.command(tool: "/usr/bin/true", input: nil) { _ in [] }, deadline: .now + .seconds(10), maxOutput: 100)
         guard probe.status == 0 else { throw XCTSkip("bwrap does not work here: \(probe.summary)") }
@@ -137,7 +181,7 @@ final class ThumbnailChildDescriptorTests: XCTestCase {
         XCTAssertEqual(leaky, 77)
         defer { close(leaky) }
         let r = ChildRun.run(
-            ("/usr/bin/find", ["/proc/self/fd", "-mindepth", "1", "-printf", "%f %l\\n"]),
+            ChildCommand(program: "/usr/bin/find", arguments: ["/proc/self/fd", "-mindepth", "1", "-printf", "%f %l\\n"]),
             deadline: .now + .seconds(10), maxOutput: 4_096)
         XCTAssertEqual(r.status, 0)
         let text = String(decoding: r.output, as: UTF8.self)
@@ -160,10 +204,12 @@ final class ThumbnailMakerTests: XCTestCase {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("thumbs-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        // Stands in for prlimit: notes how many run now, takes a while, fails.
+        // Stands in for vipsheader: notes how many run now, takes a while, fails (its
+        // `--version`, the probe, works and is not counted).
         let tool = dir + "/tool"
         try """
         #!/bin/sh
+        [ "$1" = --version ] && exit 0
         mkdir "\(dir)/run.$$"
         ls -d "\(dir)"/run.* | wc -l >> "\(dir)/counts"
         sleep 0.2
@@ -171,13 +217,15 @@ final class ThumbnailMakerTests: XCTestCase {
         exit 1
         """.write(toFile: tool, atomically: true, encoding: .utf8)
         chmod(tool, 0o755)
+        let picture = dir + "/picture.png"
+        try Data("not really".utf8).write(to: URL(fileURLWithPath: picture))
         let maker = ThumbnailMaker(
-            sandbox: ThumbnailSandbox(prlimit: tool, vipsthumbnail: "/usr/bin/false", vipsheader: "/usr/bin/false"))
+            sandbox: ThumbnailSandbox(vipsthumbnail: "/usr/bin/false", vipsheader: tool, confinement: .limitsOnly))
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { try? group.syncShutdownGracefully() }
         let loop = group.next()
         let outcomes = try EventLoopFuture.whenAllSucceed(
-            (0..<6).map { _ in maker.make(path: "/nonexistent.png", on: loop) }, on: loop
+            (0..<6).map { _ in maker.make(path: picture, on: loop) }, on: loop
         ).wait()
         for outcome in outcomes {
             guard case .none(let why) = outcome else { return XCTFail("a thumbnail from a failing tool") }
@@ -187,7 +235,127 @@ final class ThumbnailMakerTests: XCTestCase {
             .split(separator: "\n").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         XCTAssertEqual(counts.count, 6)
         XCTAssertLessThanOrEqual(counts.max() ?? 0, ThumbnailLimits.concurrent, "\(counts)")
-        XCTAssertNotNil(maker.takeAnnouncement())  // no bwrap: said once
+        XCTAssertNotNil(maker.takeAnnouncement())  // limits only: said once
         XCTAssertNil(maker.takeAnnouncement())
+    }
+}
+
+/// The Landlock + seccomp child (issue 29), for real on this kernel: it reads its input
+/// through its descriptor and nothing else of the file system (not a file beside the
+/// input, not the daemon's state, not /etc/passwd), writes nowhere, and cannot open a
+/// socket of any family, not even to a listener on loopback. The same children unconfined
+/// (the state before issue 29 under the shipped unit) read and connect.
+final class ThumbnailLandlockTests: XCTestCase {
+    private var dir = ""
+    private var input = ""
+    private var secret = ""
+
+    override func setUpWithError() throws {
+        guard pc_landlock_abi() >= 1 else {
+            throw XCTSkip("this kernel has no Landlock (CI's has: a skip fails the run)")
+        }
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("landlock-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        input = dir + "/in.png"
+        secret = dir + "/identity.key"
+        try Data("picture".utf8).write(to: URL(fileURLWithPath: input))
+        try Data("key".utf8).write(to: URL(fileURLWithPath: secret))
+    }
+
+    override func tearDown() {
+        if !dir.isEmpty { try? FileManager.default.removeItem(atPath: dir) }
+    }
+
+    private func run(_ program: String, _ arguments: [String], confined: Bool) -> ChildRun {
+        let fd = open(input, O_RDONLY | O_CLOEXEC)
+        defer { close(fd) }
+        let command = ChildCommand(
+            program: program, arguments: arguments,
+            landlockReadable: confined ? ThumbnailSandbox.landlockReadable : nil, seccomp: confined)
+        return ChildRun.run(command, input: fd, deadline: .now + .seconds(20), maxOutput: 4_096)
+    }
+
+    func testTheConfinedChildReadsItsDescriptorAndNothingElse() {
+        let own = run("/usr/bin/cat", ["/proc/self/fd/0"], confined: true)
+        XCTAssertEqual(own.status, 0, own.summary)
+        XCTAssertEqual(String(decoding: own.output, as: UTF8.self), "picture")
+        for other in [secret, "/etc/passwd", "/proc/1/environ", "/proc/self/environ"] {
+            let r = run("/usr/bin/cat", [other], confined: true)
+            XCTAssertNotEqual(r.status, 0, other)
+            XCTAssertTrue(r.output.isEmpty, other)
+            // Unconfined, the same child reads the key: the test can fail.
+            if other == secret {
+                XCTAssertEqual(String(decoding: run("/usr/bin/cat", [other], confined: false).output, as: UTF8.self), "key")
+            }
+        }
+        // A script reads it the same way from a child of its own; /dev/null is writable.
+        let script = run("/bin/bash", ["-c", "head -c 7 /proc/self/fd/0 && echo done > /dev/null"], confined: true)
+        XCTAssertEqual(script.status, 0, script.summary)
+        XCTAssertEqual(String(decoding: script.output, as: UTF8.self), "picture")
+        let list = run("/usr/bin/ls", [dir], confined: true)
+        XCTAssertNotEqual(list.status, 0)
+        XCTAssertTrue(list.output.isEmpty)
+        let write = run("/usr/bin/touch", [dir + "/dropped"], confined: true)
+        XCTAssertNotEqual(write.status, 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/dropped"))
+    }
+
+    func testTheConfinedChildCannotOpenASocketEvenToALoopbackListener() throws {
+        // A listener on loopback that accepts: an unconfined child connects to it.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, len) } }
+        XCTAssertEqual(listen(listener, 8), 0)
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &len) }
+        }
+        let port = Int(UInt16(bigEndian: addr.sin_port))
+        let connect = ["-c", "exec 3<>/dev/tcp/127.0.0.1/\(port) && echo connected"]
+        XCTAssertEqual(String(decoding: run("/bin/bash", connect, confined: false).output, as: UTF8.self), "connected\n")
+        let confined = run("/bin/bash", connect, confined: true)
+        XCTAssertNotEqual(confined.status, 0)
+        XCTAssertTrue(confined.output.isEmpty)
+        XCTAssertTrue(confined.errorText.contains("Operation not permitted"), confined.errorText)
+        // A Unix socket (the system bus, avahi's, parleyd's control socket) the same way.
+        let unix = run("/usr/bin/python3", ["-c", "import socket; socket.socket(socket.AF_UNIX)"], confined: true)
+        XCTAssertNotEqual(unix.status, 0)
+        XCTAssertTrue(unix.errorText.contains("PermissionError"), unix.errorText)
+    }
+
+    /// The real tools under the real confinement make a thumbnail of a real picture, read by
+    /// descriptor; a failure to confine is a failed start, never an unconfined child.
+    func testVipsThumbnailWorksConfinedAndAFailedConfinementStartsNothing() throws {
+        guard let found = ThumbnailSandbox.find(path: "/usr/bin"), found.confinement == .landlock else {
+            throw XCTSkip("the vips tools are not installed (scripts/install-deps.sh installs them)")
+        }
+        // 2x1 RGB PNG.
+        let png: [UInt8] = [
+            0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00,
+            0x00, 0x02, 0x00, 0x00, 0x00, 0x01, 0x08, 0x02, 0x00, 0x00, 0x00, 0x7B, 0x40, 0xE8, 0xDD, 0x00, 0x00, 0x00,
+            0x0E, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0xF8, 0xCF, 0xC0, 0xF0, 0x1F, 0x00, 0x05, 0x00, 0x01, 0xFF,
+            0x56, 0xC7, 0x2F, 0x0D, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82
+        ]
+        try Data(png).write(to: URL(fileURLWithPath: input))
+        let fd = open(input, O_RDONLY | O_CLOEXEC)
+        defer { close(fd) }
+        let header = ChildRun.run(
+            found.headerCommand(input: input), input: fd, deadline: .now + .seconds(20), maxOutput: 4_096)
+        XCTAssertEqual(header.status, 0, header.summary)
+        XCTAssertTrue(String(decoding: header.output, as: UTF8.self).contains("2x1"), header.summary)
+        let thumb = ChildRun.run(
+            found.thumbnailCommand(input: input, quality: 70), input: fd, deadline: .now + .seconds(20), maxOutput: 40_000)
+        XCTAssertEqual(thumb.status, 0, thumb.summary)
+        XCTAssertEqual(ThumbnailPolicy.judge(output: thumb.output), .use)
+        // A program Landlock does not let it execute (outside /usr): the start fails, and says where.
+        try FileManager.default.copyItem(atPath: "/usr/bin/true", toPath: dir + "/true")
+        let outside = ChildRun.run(
+            ChildCommand(program: dir + "/true", arguments: [], landlockReadable: ThumbnailSandbox.landlockReadable, seccomp: true),
+            deadline: .now + .seconds(20), maxOutput: 100)
+        XCTAssertEqual(outside.status, -1)
+        XCTAssertTrue(outside.errorText.contains("execve"), outside.errorText)
     }
 }

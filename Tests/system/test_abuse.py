@@ -253,9 +253,9 @@ def test_room_messages_count_against_their_authors_quota(cluster):
     for i in range(5):
         bob.call("messages.send", {"to": "#lab", "body": f"room {i}"})
     wait_until(lambda: len(alice.messages("#lab")) >= 3, timeout=20, what="the first three arrive")
-    time.sleep(2)
+    wait_until(lambda: "over the receive quota" in alice.log_path.read_text(), timeout=20,
+               what="alice refuses the fourth")
     assert [m["body"] for m in alice.messages("#lab")] == ["room 0", "room 1", "room 2"]
-    assert "over the receive quota" in alice.log_path.read_text()
     assert alice.proc.poll() is None and bob.proc.poll() is None
 
 

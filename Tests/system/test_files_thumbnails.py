@@ -5,6 +5,7 @@ decoding it. Attacks: a decompression bomb, a file named .png that is not a pict
 missing tool, and a hostile peer whose offer carries 32 KiB of garbage as its thumbnail."""
 import base64
 import os
+import shutil
 import struct
 import subprocess
 import time
@@ -128,7 +129,7 @@ def test_a_file_named_png_that_is_not_a_picture_has_no_thumbnail(cluster):
 
 
 def test_without_vipsthumbnail_on_path_offers_go_out_without_thumbnails(cluster):
-    # prlimit, vipsheader and vipsthumbnail are looked up on parleyd's PATH.
+    # vipsheader and vipsthumbnail are looked up on parleyd's PATH.
     alice = cluster.node("alice", env={"PATH": "/nonexistent"}).start()
     bob = cluster.node("bob", peers=[alice.address]).start()
     wait_until(lambda: alice.online("bob") and bob.online("alice"), what="alice and bob online")
@@ -139,13 +140,14 @@ def test_without_vipsthumbnail_on_path_offers_go_out_without_thumbnails(cluster)
     assert "no thumbnails for pictures sent" in alice.log_path.read_text()
 
 
-def test_without_bubblewrap_thumbnails_are_still_made_under_rlimits(cluster):
-    # The tools reached through links outside /usr, and no bwrap: the child runs with its
-    # rlimits and cleared environment only, and the log says so once.
+def test_tools_outside_usr_are_still_made_under_rlimits_and_seccomp(cluster):
+    # Copies of the tools outside /usr: Landlock lets the child execute below /usr only and
+    # bubblewrap shows only /usr, so the child runs with its rlimits, the seccomp filter and
+    # a cleared environment only, and the log says so once.
     tools = cluster.dir / "tools"
     tools.mkdir()
-    for name in ("prlimit", "vipsthumbnail", "vipsheader"):
-        (tools / name).symlink_to(f"/usr/bin/{name}")
+    for name in ("vipsthumbnail", "vipsheader"):
+        shutil.copy(f"/usr/bin/{name}", tools / name)
     alice = cluster.node("alice", env={"PATH": str(tools)}).start()
     bob = cluster.node("bob", peers=[alice.address]).start()
     wait_until(lambda: alice.online("bob") and bob.online("alice"), what="alice and bob online")
@@ -155,7 +157,22 @@ def test_without_bubblewrap_thumbnails_are_still_made_under_rlimits(cluster):
     offered_to(bob, t["id"])
     media, data = thumbnail(bob, t["id"])
     assert media == "image/jpeg" and jpeg_size(data) == (160, 40)
-    assert alice.log_path.read_text().count("made with rlimits only") == 1
+    assert alice.log_path.read_text().count("made with rlimits and seccomp only") == 1
+
+
+def test_thumbnails_are_made_under_landlock_where_the_kernel_has_it(cluster):
+    # The tools under /usr on a kernel with Landlock (CI's): the child is confined by
+    # Landlock and seccomp, says the log once, and still makes the thumbnail.
+    alice = cluster.node("alice").start()
+    bob = cluster.node("bob", peers=[alice.address]).start()
+    wait_until(lambda: alice.online("bob") and bob.online("alice"), what="alice and bob online")
+    picture = png(cluster.dir / "small [1].png", 64, 48, lambda y: bytes([y * 5 % 256]) * (64 * 3))
+    [t] = send(alice, "bob", picture)
+    assert t["thumbnailBytes"] > 0
+    offered_to(bob, t["id"])
+    media, data = thumbnail(bob, t["id"])
+    assert media == "image/jpeg" and jpeg_size(data) == (160, 120)
+    assert alice.log_path.read_text().count("confined by Landlock") == 1
 
 
 def test_a_peers_garbage_thumbnail_is_stored_but_never_handed_on_as_a_picture(cluster):

@@ -18,6 +18,7 @@ checkout, minutes), each boot (seconds).
 """
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -336,6 +337,86 @@ def test_two_hosts_find_each_other_over_mdns_and_chat(office):
                  timeout=DELIVERY_TIMEOUT)
     reply = b.as_user("bob", "parley send alice-pc 'got it' --wait", timeout=DELIVERY_TIMEOUT + 30)
     assert reply.returncode == 0, reply.stdout + reply.stderr
+
+
+# A decoder a hostile picture has taken over, as the thumbnail child would run it: it tries
+# what an attacker would (read the daemon's state and key, connect to a TCP listener) and
+# reports each attempt inside a JPEG comment, which comes back as the offer's thumbnail.
+FAKE_VIPSHEADER = """#!/bin/bash
+[ "$1" = --version ] && { echo vips-8.14.1; exit 0; }
+echo "$1: 64x48 uchar, 3 bands, srgb, pngload"
+"""
+FAKE_VIPSTHUMBNAIL = r"""#!/bin/bash
+# No redirection to /dev/null: each attempt must stand or fall by itself (errors go to the
+# daemon's stderr pipe, which it reads and drops).
+r=""
+if sig=$(head -c 8 "$1") && [[ "$sig" == *PNG* ]]; then r+=" input:read"; else r+=" input:denied"; fi
+if names=$(ls /var/lib/parley); then r+=" state:listed"; else r+=" state:denied"; fi
+if key=$(cat "/var/lib/parley/@KEY@"); then r+=" key:read"; else r+=" key:denied"; fi
+if conf=$(cat /etc/parley/parleyd.toml); then r+=" config:read"; else r+=" config:denied"; fi
+if (exec 3<>/dev/tcp/127.0.0.1/7744); then r+=" tcp:connected"; else r+=" tcp:denied"; fi
+if echo x > /var/tmp/parley-dropped; then r+=" write:done"; else r+=" write:denied"; fi
+if echo x > /dev/null; then r+=" devnull:ok"; else r+=" devnull:denied"; fi
+n=$(( ${#r} + 2 ))
+printf '\xff\xd8\xff\xfe'
+printf "\\x$(printf %02x $((n >> 8)))\\x$(printf %02x $((n & 255)))"
+printf '%s' "$r"
+printf '\xff\xd9'
+"""
+
+
+def sent_thumbnail(host: DebHost, user: str, picture: str, to: str) -> bytes:
+    """`user` sends `picture` to `to`; the thumbnail of that offer, as the sender's daemon made it."""
+    sent = host.as_user(user, f"parley send {to} --attach {picture}", timeout=DELIVERY_TIMEOUT)
+    assert sent.returncode == 0, sent.stdout + sent.stderr
+    listing = json.loads(host.as_user(user, "parley files list --json").stdout)
+    newest = listing["transfers"][0]
+    assert newest["name"] == picture.rsplit("/", 1)[-1], newest
+    out = f"/tmp/thumb-{newest['id'][:8]}.jpg"
+    got = host.as_user(user, f"parley files thumbnail {newest['id']} --to {out}")
+    assert got.returncode == 0, got.stdout + got.stderr
+    return base64.b64decode(host.check("base64", "-w0", out))
+
+
+def test_the_thumbnail_child_is_confined_under_the_shipped_unit(office):
+    """Issue 29: under the system unit (User=parley, RestrictNamespaces=yes: no bubblewrap)
+    the thumbnail child runs confined by Landlock and seccomp: it reads its picture by
+    descriptor and cannot read /var/lib/parley or /etc/parley, write, or open a socket. Before
+    the fix the same child, with rlimits only, read the identity key and connected."""
+    a = office.alice
+    a.wait_until("bob-pc in alice's peers",
+                 lambda: any(p["name"] == "bob-pc" for p in office.peers(a, "alice")), timeout=DISCOVERY_TIMEOUT)
+    png = ("iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAADklEQVR4nGP4z8DwHwAFAAH/VscvDQAAAABJRU5ErkJggg==")
+    assert a.sh(f"echo {png} | base64 -d > /home/alice/pic.png && chown alice: /home/alice/pic.png").returncode == 0
+    # The real tools first: a real thumbnail, made confined.
+    real = sent_thumbnail(a, "alice", "/home/alice/pic.png", "bob-pc")
+    assert real[:3] == b"\xff\xd8\xff", real[:16]
+    journal = a.check("journalctl", "-u", "parleyd", "--no-pager", "-o", "cat")
+    assert "confined by Landlock" in journal, journal[-3000:]
+
+    key = sorted(n for n in a.check("ls", "/var/lib/parley").split() if n.endswith(".key") or "identity" in n)
+    assert key, a.check("ls", "-l", "/var/lib/parley")
+    try:
+        for name, text in (("vipsheader", FAKE_VIPSHEADER), ("vipsthumbnail", FAKE_VIPSTHUMBNAIL.replace("@KEY@", key[0]))):
+            put = a.run("sh", "-c", f"cat > /usr/local/bin/{name} && chmod 755 /usr/local/bin/{name}", input=text)
+            assert put.returncode == 0, put.stderr
+        # The tools are found on PATH when the daemon first makes a thumbnail: restart it.
+        a.check("systemctl", "restart", "parleyd")
+        a.wait_until("parleyd active again", lambda: a.run("systemctl", "is-active", "parleyd").stdout.strip() == "active",
+                     timeout=DISCOVERY_TIMEOUT)
+        a.wait_until("the control socket answers", lambda: a.as_user("alice", "parley whoami").returncode == 0,
+                     timeout=DISCOVERY_TIMEOUT)
+        assert a.sh("cp /home/alice/pic.png /home/alice/pic2.png && chown alice: /home/alice/pic2.png").returncode == 0
+        report = sent_thumbnail(a, "alice", "/home/alice/pic2.png", "bob-pc")
+        text = report[6:-2].decode()
+        assert text.split() == ["input:read", "state:denied", "key:denied", "config:denied", "tcp:denied",
+                                "write:denied", "devnull:ok"], text
+        assert a.run("test", "-e", "/var/tmp/parley-dropped").returncode != 0
+    finally:
+        a.sh("rm -f /usr/local/bin/vipsheader /usr/local/bin/vipsthumbnail /var/tmp/parley-dropped")
+        a.run("systemctl", "restart", "parleyd")
+        a.wait_until("the control socket answers", lambda: a.as_user("alice", "parley whoami").returncode == 0,
+                     timeout=DISCOVERY_TIMEOUT)
 
 
 def test_upgrade_keeps_identity_and_messages(office, upgrade_deb):

@@ -1,11 +1,12 @@
+import CConfinedSpawn
 import Foundation
 import NIOCore
 import ParleyCore
 import ParleyNodeCore
 
 /// Makes the thumbnail of a picture the user sends (issue 18): `vipsheader` then
-/// `vipsthumbnail` in a child process (`ThumbnailSandbox`: rlimits, bubblewrap where it
-/// works), off the event loop, at most `ThumbnailLimits.concurrent` at a time, each offer
+/// `vipsthumbnail` in a child process (`ThumbnailSandbox`: Landlock and seccomp, or
+/// bubblewrap, or rlimits and seccomp only, whichever works first here), off the event loop, at most `ThumbnailLimits.concurrent` at a time, each offer
 /// waiting at most `ThumbnailLimits.timeout` from the moment it asked. Any failure is an
 /// offer without a thumbnail, never a failed send. Only the sender runs this, and only on
 /// the user's own outgoing file; a receiver never decodes a thumbnail.
@@ -23,10 +24,10 @@ final class ThumbnailMaker: @unchecked Sendable {
 
     private let queue: OperationQueue
     private let lock = NSLock()
-    /// Nil: no tools. Its `bwrap` is cleared by the first probe if bubblewrap does not work.
+    /// Nil: no tools. Its confinement is stepped down by the first probe until one works.
     private var sandbox: ThumbnailSandbox?
     private var probed = false
-    /// Said once in the log: thumbnails run without bubblewrap, or not at all.
+    /// Said once in the log: how thumbnails are confined, or that there are none.
     private var announcement: String?
 
     init(sandbox: ThumbnailSandbox?) {
@@ -35,7 +36,7 @@ final class ThumbnailMaker: @unchecked Sendable {
         queue.name = "parleyd.thumbnails"
         queue.maxConcurrentOperationCount = ThumbnailLimits.concurrent
         if sandbox == nil {
-            announcement = "no thumbnails for pictures sent: vipsthumbnail, vipsheader or prlimit is not on PATH"
+            announcement = "no thumbnails for pictures sent: vipsthumbnail or vipsheader is not on PATH"
         }
     }
 
@@ -60,12 +61,17 @@ final class ThumbnailMaker: @unchecked Sendable {
     private func run(path: String, deadline: ContinuousClock.Instant) -> Outcome {
         guard ContinuousClock.now < deadline else { return .none("waited too long behind other pictures") }
         guard let sandbox = probe(deadline: deadline) else { return .none("no thumbnail tools") }
-        if sandbox.bwrap == nil, path.contains("[") {
-            // Without bubblewrap the real name reaches libvips, which reads `name[options]`.
-            return .none("a file name with '[' is not given to libvips outside bubblewrap")
+        // The one descriptor the child gets (not under bubblewrap, which binds the path).
+        var input: Int32 = -1
+        if sandbox.inputOnStdin {
+            input = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard input >= 0 else { return .none("cannot open the picture: \(String(cString: strerror(errno)))") }
         }
+        defer { if input >= 0 { close(input) } }
+        let stdin: Int32? = input >= 0 ? input : nil
         let header = ChildRun.run(
-            sandbox.headerCommand(input: path), deadline: deadline, maxOutput: ThumbnailLimits.maxHeaderBytes)
+            sandbox.headerCommand(input: path), input: stdin, deadline: deadline,
+            maxOutput: ThumbnailLimits.maxHeaderBytes)
         guard header.status == 0, !header.killed else { return .none("vipsheader: \(header.summary)") }
         guard let (w, h) = ThumbnailPolicy.dimensions(fromHeaderLine: String(decoding: header.output, as: UTF8.self))
         else { return .none("vipsheader printed no dimensions") }
@@ -74,7 +80,7 @@ final class ThumbnailMaker: @unchecked Sendable {
         }
         for quality in ThumbnailLimits.qualities {
             let r = ChildRun.run(
-                sandbox.thumbnailCommand(input: path, quality: quality), deadline: deadline,
+                sandbox.thumbnailCommand(input: path, quality: quality), input: stdin, deadline: deadline,
                 maxOutput: ThumbnailLimits.maxOutputBytes)
             if r.overflowed { continue }  // over the bound: the lower quality, or none
             guard r.status == 0, !r.killed else { return .none("vipsthumbnail: \(r.summary)") }
@@ -87,34 +93,45 @@ final class ThumbnailMaker: @unchecked Sendable {
         return .none("the thumbnail is over \(FileLimits.maxThumbnailBytes) bytes even at the lower quality")
     }
 
-    /// The sandbox, after checking once that bubblewrap works here.
+    /// The sandbox, after finding once the most confined way that works here: each step
+    /// runs `vipsheader --version` confined; a failure steps down (Landlock, bubblewrap,
+    /// limits only) and the log says once which one thumbnails use.
     private func probe(deadline: ContinuousClock.Instant) -> ThumbnailSandbox? {
         lock.lock()
         defer { lock.unlock() }
         guard var s = sandbox else { return nil }
         guard !probed else { return s }
         probed = true
-        if s.bwrap != nil {
+        var failures: [String] = []
+        for _ in 0..<3 {
             let r = ChildRun.run(
-                s.command(tool: s.vipsheader, input: nil) { _ in ["--version"] }, deadline: deadline,
+                s.command(tool: s.vipsheader, input: nil) { _ in ["--version"] }, input: nil, deadline: deadline,
                 maxOutput: ThumbnailLimits.maxHeaderBytes)
-            if r.status != 0 || r.killed {
-                s.bwrap = nil
-                announcement =
-                    "bubblewrap (bwrap) does not work here (\(r.summary)): thumbnails are made with rlimits only"
-            }
-        } else {
+            if r.status == 0 && !r.killed { break }
+            failures.append("\(s.confinement.rawValue): \(r.summary)")
+            guard let lower = s.steppedDown() else { break }
+            s = lower
+        }
+        let why = failures.isEmpty ? "" : " (\(failures.joined(separator: "; ")))"
+        switch s.confinement {
+        case .landlock:
+            announcement = "thumbnails are made in a child confined by Landlock (ABI \(pc_landlock_abi())) and seccomp"
+        case .bubblewrap:
+            announcement = "Landlock is not available here\(why): thumbnails are made under bubblewrap"
+        case .limitsOnly:
             announcement =
-                "bubblewrap (bwrap) is not on PATH, or the vips tools are not under /usr: thumbnails are made with rlimits only"
+                "neither Landlock nor bubblewrap works here, or the vips tools are not under /usr\(why): "
+                + "thumbnails are made with rlimits and seccomp only"
         }
         sandbox = s
         return s
     }
 }
 
-/// One child process, bounded: stdin /dev/null, the environment `ThumbnailSandbox.environment`
-/// only, stdout read up to a bound (more kills it), stderr kept up to a bound and drained,
-/// killed with SIGKILL at the deadline.
+/// One child process, bounded and confined (`ChildCommand`): stdin its input descriptor or
+/// /dev/null, the environment `ThumbnailSandbox.environment` only, the rlimits of
+/// `ThumbnailSandbox.limits`, stdout read up to a bound (more kills it), stderr kept up to a
+/// bound and drained, killed with SIGKILL at the deadline.
 struct ChildRun {
     var status: Int32 = -1
     var killed = false
@@ -128,7 +145,9 @@ struct ChildRun {
             ? "killed (timeout or too much output)" : "exit \(status) \(errorText)".trimmingCharacters(in: .whitespaces)
     }
 
-    static func run(_ command: (String, [String]), deadline: ContinuousClock.Instant, maxOutput: Int) -> ChildRun {
+    static func run(
+        _ command: ChildCommand, input: Int32? = nil, deadline: ContinuousClock.Instant, maxOutput: Int
+    ) -> ChildRun {
         var result = ChildRun()
         var outPipe: [Int32] = [-1, -1]
         var errPipe: [Int32] = [-1, -1]
@@ -142,16 +161,16 @@ struct ChildRun {
             result.errorText = "cannot make a pipe"
             return result
         }
-        let spawned = ChildSpawn.spawn(
-            command.0, command.1, environment: ThumbnailSandbox.environment,
-            stdout: outPipe[1], stderr: errPipe[1])
-        let spawnError = errno
+        let spawned = ConfinedSpawn.spawn(command, stdin: input, stdout: outPipe[1], stderr: errPipe[1])
         close(outPipe[1])
         close(errPipe[1])
         defer { close(outPipe[0]) }
-        guard let pid = spawned else {
+        let pid: pid_t
+        switch spawned {
+        case .success(let p): pid = p
+        case .failure(let failure):
             close(errPipe[0])
-            result.errorText = "cannot start \(command.0): \(String(cString: strerror(spawnError)))"
+            result.errorText = "cannot start \(command.program): \(failure)"
             return result
         }
         let state = KillSwitch(pid: pid)
@@ -214,50 +233,48 @@ struct ChildRun {
     }
 }
 
-/// `posix_spawn` with stdin `/dev/null`, the two pipes as stdout and stderr, and every
-/// other descriptor closed in the child (`posix_spawn_file_actions_addclosefrom_np`, glibc
-/// 2.34, looked up at run time because Swift's Glibc module does not declare it; without it,
-/// each descriptor open now is closed by name): a descriptor of parleyd's opened without
-/// O_CLOEXEC (a library's) must not reach a decoder of hostile bytes. Foundation's
-/// `Process` leaves such descriptors open in the child.
-enum ChildSpawn {
-    private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-    private static let closeFrom: CloseFrom? = {
-        guard let f = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
-        else { return nil }
-        return unsafeBitCast(f, to: CloseFrom.self)
-    }()
+/// Starts a `ChildCommand` through `CConfinedSpawn` (fork, confine, execve): stdin the
+/// input descriptor or `/dev/null`, the two pipes as stdout and stderr, every other
+/// descriptor closed in the child (a descriptor of parleyd's opened without O_CLOEXEC, a
+/// library's, must not reach a decoder of hostile bytes), the rlimits, then Landlock and
+/// seccomp where the command asks for them.
+enum ConfinedSpawn {
+    /// Why a child did not start: the step that failed and its errno.
+    struct Failure: Error, CustomStringConvertible {
+        var step: String
+        var error: Int32
+        var description: String { "\(step): \(String(cString: strerror(error)))" }
+    }
 
-    static func spawn(
-        _ program: String, _ arguments: [String], environment: [String: String], stdout: Int32, stderr: Int32
-    ) -> pid_t? {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, stdout, 1)
-        posix_spawn_file_actions_adddup2(&actions, stderr, 2)
-        if let closeFrom {
-            _ = closeFrom(&actions, 3)
-        } else {
-            let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-            for fd in open.compactMap({ Int32($0) }) where fd > 2 {
-                posix_spawn_file_actions_addclose(&actions, fd)
-            }
+    static func spawn(_ command: ChildCommand, stdin: Int32?, stdout: Int32, stderr: Int32) -> Result<pid_t, Failure> {
+        var step: UnsafePointer<CChar>?
+        func failure() -> Failure {
+            Failure(step: step.map { String(cString: $0) } ?? "?", error: errno)
         }
-        let argv = ([program] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        let nullInput = stdin == nil ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1
+        defer { if nullInput >= 0 { close(nullInput) } }
+        let input = stdin ?? nullInput
+        guard input >= 0 else { return .failure(Failure(step: "open /dev/null", error: errno)) }
+        var confinement: OpaquePointer?
+        if command.seccomp || command.landlockReadable != nil {
+            let paths = (command.landlockReadable ?? []).map { strdup($0) }
+            defer { paths.forEach { free($0) } }
+            confinement = paths.map { UnsafePointer($0) }.withUnsafeBufferPointer { buf in
+                pc_confinement_prepare(
+                    buf.baseAddress, Int32(buf.count), input, command.landlockReadable == nil ? 0 : 1, &step)
+            }
+            guard confinement != nil else { return .failure(failure()) }
+        }
+        defer { pc_confinement_free(confinement) }
+        let argv = ([command.program] + command.arguments).map { strdup($0) } + [nil]
+        let envp = ThumbnailSandbox.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, program, &actions, nil, argv, envp)
-        guard rc == 0 else {
-            errno = rc
-            return nil
-        }
-        return pid
+        var limits = ThumbnailSandbox.limits
+        let pid = pc_spawn(command.program, argv, envp, input, stdout, stderr, &limits, confinement, &step)
+        return pid > 0 ? .success(pid) : .failure(failure())
     }
 }
 
