@@ -136,8 +136,11 @@ extension Store {
     /// Marks the queued messages with these ids, addressed to `recipient`, delivered at
     /// `at`. Returns only the messages that changed state: an ack repeated, or naming
     /// someone else's message, changes nothing. Malformed ids are ignored (they match
-    /// nothing). One transaction.
-    public func markDelivered(ids: [String], by recipient: String, at: Int64) throws(StoreError) -> [StoredMessage] {
+    /// nothing). One transaction. Per id: one index probe for the row, one UPDATE by row;
+    /// nothing else of the message is read back (`DeliveredMessage`).
+    public func markDelivered(ids: [String], by recipient: String, at: Int64) throws(StoreError)
+        -> [DeliveredMessage]
+    {
         try InputValidation.requireIdentity(recipient, "recipient")
         let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
         guard !ids.isEmpty else { return [] }
@@ -148,21 +151,29 @@ extension Store {
             // and scan every queued message per ack, quadratic in a big batch.
             let find = try db.cachedStatement(
                 sql: """
-                    SELECT \(Self.messageColumns) FROM message INDEXED BY \(Schema.Index.messageIDSender)
+                    SELECT row_id, room FROM message INDEXED BY \(Schema.Index.messageIDSender)
                     WHERE id = ? AND recipient = ? AND state = 'queued'
                     """)
             let update = try db.cachedStatement(
                 sql: """
                     UPDATE message SET state = 'delivered', delivered_at = ? WHERE row_id = ?
                     """)
-            var changed: [StoredMessage] = []
+            var changed: [DeliveredMessage] = []
+            changed.reserveCapacity(ids.count)
             for id in ids {
-                for var message in try Self.fetchMessages(find, [id, recipient]) {
-                    update.setUncheckedArguments([at, message.rowID])
+                // Read whole before updating (the same id twice in one ack finds it once).
+                let first = changed.count
+                find.setUncheckedArguments([id, recipient])
+                let rows = try Row.fetchCursor(find)
+                while let row = try rows.next() {
+                    changed.append(
+                        DeliveredMessage(
+                            rowID: try row.int64(0), id: id, recipient: recipient, room: try row.optionalText(1),
+                            deliveredAt: at))
+                }
+                for d in changed[first...] {
+                    update.setUncheckedArguments([at, d.rowID])
                     try update.execute()
-                    message.state = .delivered
-                    message.deliveredAt = at
-                    changed.append(message)
                 }
             }
             try Self.adjustCounter(db, Schema.Counter.queued, by: -changed.count)
