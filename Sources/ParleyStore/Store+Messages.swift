@@ -23,8 +23,7 @@ extension Store {
     /// Stores the body of the message just inserted as `row` (same transaction).
     static func insertBody(_ db: Database, row: Int64, body: String) throws {
         let statement = try db.cachedStatement(sql: "INSERT INTO message_body (row_id, body) VALUES (?, ?)")
-        statement.setUncheckedArguments([row, Data(body.utf8)])
-        try statement.execute()
+        try statement.executeDirect([.int(row), .utf8Blob(body)])
     }
 
     // MARK: - Own sequence numbers
@@ -74,12 +73,11 @@ extension Store {
             stored.reserveCapacity(messages.count)
             for (offset, message) in messages.enumerated() {
                 let sequence = sequences.lowerBound + Int64(offset)
-                insert.setUncheckedArguments([
-                    message.id, sender, message.recipient, message.recipient, sequence, message.createdAt,
-                    message.replyTo
-                ])
                 do {
-                    try insert.execute()
+                    try insert.executeDirect([
+                        .text(message.id), .text(sender), .text(message.recipient), .text(message.recipient),
+                        .int(sequence), .int(message.createdAt), .optionalText(message.replyTo)
+                    ])
                 } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
                     throw StoreError.conflict("message id \(message.id) from \(sender) is already stored")
                 }
@@ -226,11 +224,10 @@ extension Store {
             results.reserveCapacity(messages.count)
             var newCount = 0
             for message in messages {
-                insert.setUncheckedArguments([
-                    message.id, message.sender, message.recipient, message.sender, message.sequence,
-                    message.createdAt, at, message.replyTo
+                try insert.executeDirect([
+                    .text(message.id), .text(message.sender), .text(message.recipient), .text(message.sender),
+                    .int(message.sequence), .int(message.createdAt), .int(at), .optionalText(message.replyTo)
                 ])
-                try insert.execute()
                 if db.changesCount == 1 {
                     newCount += 1
                     let row = db.lastInsertedRowID
