@@ -14,15 +14,38 @@ enum DirectValue {
     case text(String)
     /// Bound as a BLOB: message bodies are UTF-8 BLOBs (GRDB binds TEXT NUL-terminated).
     case utf8Blob(String)
+    case blob([UInt8])
     case null
 
     static func optionalText(_ s: String?) -> DirectValue { s.map { .text($0) } ?? .null }
+    static func optionalInt(_ n: Int64?) -> DirectValue { n.map { .int($0) } ?? .null }
+    static func optionalBlob(_ b: [UInt8]?) -> DirectValue { b.map { .blob($0) } ?? .null }
+}
+
+/// The current result row of a statement stepped by `Statement.queryDirect`.
+struct DirectRow {
+    fileprivate let handle: OpaquePointer
+
+    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+
+    func optionalText(_ column: Int32) -> String? {
+        guard sqlite3_column_type(handle, column) != SQLITE_NULL, let text = sqlite3_column_text(handle, column)
+        else { return nil }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+    }
 }
 
 extension Statement {
     /// Resets the statement, binds `values` to its parameters 1...n and runs it to the end
     /// (a statement that returns no rows: an INSERT or UPDATE).
     func executeDirect(_ values: [DirectValue]) throws {
+        try queryDirect(values) { _ in }
+    }
+
+    /// Resets the statement, binds `values` and calls `row` for each result row. `row` must
+    /// not use this statement; the statement is reset when this returns.
+    func queryDirect(_ values: [DirectValue], _ row: (DirectRow) throws -> Void) throws {
         let handle = sqliteStatement
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
@@ -51,18 +74,23 @@ extension Statement {
                     }
                     return sqlite3_bind_blob(handle, index, base, Int32(bytes.count), Self.transient)
                 }
+            case .blob(let b):
+                code = b.withUnsafeBytes { bytes in
+                    guard let base = bytes.baseAddress, bytes.count > 0 else {
+                        return sqlite3_bind_zeroblob(handle, index, 0)
+                    }
+                    return sqlite3_bind_blob(handle, index, base, Int32(bytes.count), Self.transient)
+                }
             }
             guard code == SQLITE_OK else { throw Self.error(code, handle) }
         }
+        defer { sqlite3_reset(handle) }
         while true {
             let code = sqlite3_step(handle)
-            if code == SQLITE_DONE { break }
-            if code == SQLITE_ROW { continue }
-            let failure = Self.error(code, handle)
-            sqlite3_reset(handle)
-            throw failure
+            if code == SQLITE_DONE { return }
+            guard code == SQLITE_ROW else { throw Self.error(code, handle) }
+            try row(DirectRow(handle: handle))
         }
-        sqlite3_reset(handle)
     }
 
     private static func error(_ code: Int32, _ handle: OpaquePointer) -> DatabaseError {

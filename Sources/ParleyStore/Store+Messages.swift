@@ -161,17 +161,14 @@ extension Store {
             for id in ids {
                 // Read whole before updating (the same id twice in one ack finds it once).
                 let first = changed.count
-                find.setUncheckedArguments([id, recipient])
-                let rows = try Row.fetchCursor(find)
-                while let row = try rows.next() {
+                try find.queryDirect([.text(id), .text(recipient)]) { row in
                     changed.append(
                         DeliveredMessage(
-                            rowID: try row.int64(0), id: id, recipient: recipient, room: try row.optionalText(1),
+                            rowID: row.int64(0), id: id, recipient: recipient, room: row.optionalText(1),
                             deliveredAt: at))
                 }
                 for d in changed[first...] {
-                    update.setUncheckedArguments([at, d.rowID])
-                    try update.execute()
+                    try update.executeDirect([.int(at), .int(d.rowID)])
                 }
             }
             try Self.adjustCounter(db, Schema.Counter.queued, by: -changed.count)
