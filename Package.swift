@@ -48,10 +48,12 @@ let package = Package(
         // distribution, admission): pure values that take events and return actions, with
         // the clock and randomness injected. No NIO, no GRDB, no clock reads.
         .target(name: "ParleyNodeCore", dependencies: ["ParleyCore"]),
-        // Durable state: SQLite through GRDB.
+        // Durable state: SQLite through GRDB (and SQLite's C API for the per-message
+        // inserts' parameters: Store+DirectBinding.swift).
         .target(name: "ParleyStore", dependencies: [
             "ParleyCore",
             .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
         // JSON-RPC 2.0 types shared by the daemon and the CLI.
         .target(name: "ParleyControlProtocol"),

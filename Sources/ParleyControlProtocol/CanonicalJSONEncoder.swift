@@ -52,8 +52,27 @@ public struct CanonicalObjectWriter {
         if !first { out.append(UInt8(ascii: ",")) }
         first = false
         out.append(UInt8(ascii: "\""))
-        out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-        out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        Self.append(name, &out)
+        // Byte by byte: an array literal here was an allocation per key (callgrind).
+        out.append(UInt8(ascii: "\""))
+        out.append(UInt8(ascii: ":"))
+    }
+
+    private static func append(_ text: StaticString, _ out: inout [UInt8]) {
+        out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    /// The decimal digits of `value`, without a `String` in between.
+    static func appendDecimal(_ value: Int, _ out: inout [UInt8]) {
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        // The magnitude is unsigned: Int.min has none as an Int.
+        var magnitude = value.magnitude
+        let start = out.count
+        repeat {
+            out.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        out[start...].reverse()
     }
 
     public mutating func string(_ name: StaticString, _ value: String, _ out: inout [UInt8]) {
@@ -63,7 +82,7 @@ public struct CanonicalObjectWriter {
 
     public mutating func int(_ name: StaticString, _ value: Int, _ out: inout [UInt8]) {
         key(name, &out)
-        out.append(contentsOf: String(value).utf8)
+        Self.appendDecimal(value, &out)
     }
 
     /// `null` when nil, as the protocol's types encode their optional fields.
@@ -74,12 +93,12 @@ public struct CanonicalObjectWriter {
 
     public mutating func bool(_ name: StaticString, _ value: Bool, _ out: inout [UInt8]) {
         key(name, &out)
-        out.append(contentsOf: Array((value ? "true" : "false").utf8))
+        Self.append(value ? "true" : "false", &out)
     }
 
     public mutating func null(_ name: StaticString, _ out: inout [UInt8]) {
         key(name, &out)
-        out.append(contentsOf: Array("null".utf8))
+        Self.append("null", &out)
     }
 
     public mutating func value(_ name: StaticString, _ value: some CanonicalJSONWritable, _ out: inout [UInt8]) {

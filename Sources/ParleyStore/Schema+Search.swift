@@ -44,4 +44,34 @@ extension Schema {
                     """)
         }
     }
+
+    /// Bodies are indexed in batches from now on (`SearchIndexFeed`): the per-row insert
+    /// trigger goes, and the delete/update triggers act only on rows already indexed (a
+    /// contentless index must never be told to forget a row it does not hold; a row above
+    /// the mark is indexed later with the body it has then).
+    static func registerSearchBatchMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("message-search-batched-v1") { db in
+            let mark = "(SELECT value FROM counter WHERE name = '\(Counter.searchIndexedThrough)')"
+            try db.execute(
+                sql: """
+                    -- The insert trigger indexed every body stored so far.
+                    INSERT INTO counter (name, value)
+                        VALUES ('\(Counter.searchIndexedThrough)', (SELECT COALESCE(MAX(row_id), 0) FROM message_body));
+                    DROP TRIGGER message_search_insert;
+                    DROP TRIGGER message_search_delete;
+                    DROP TRIGGER message_search_update;
+                    CREATE TRIGGER message_search_delete AFTER DELETE ON message_body
+                    WHEN old.row_id <= \(mark) BEGIN
+                        INSERT INTO message_search (message_search, rowid, body)
+                            VALUES ('delete', old.row_id, \(searchTextFunction)(old.body));
+                    END;
+                    CREATE TRIGGER message_search_update AFTER UPDATE OF body ON message_body
+                    WHEN old.row_id <= \(mark) BEGIN
+                        INSERT INTO message_search (message_search, rowid, body)
+                            VALUES ('delete', old.row_id, \(searchTextFunction)(old.body));
+                        INSERT INTO message_search (rowid, body) VALUES (new.row_id, \(searchTextFunction)(new.body));
+                    END;
+                    """)
+        }
+    }
 }

@@ -20,6 +20,9 @@ enum Schema {
         static let lastEventID = "last_event_id"
         /// Every event with an id up to this one has been pruned (0: none).
         static let eventsPrunedThrough = "events_pruned_through"
+        /// Every message body with a row id up to this one is in the search index
+        /// (`SearchIndexFeed`; since the message-search-batched-v1 migration).
+        static let searchIndexedThrough = "search_indexed_through"
     }
 
     /// Index names that queries refer to.
@@ -176,6 +179,7 @@ enum Schema {
         registerConversationMigration(&migrator)
         registerFilesMigration(&migrator)
         registerAddressRecordsMigration(&migrator)
+        registerSearchBatchMigration(&migrator)
         return migrator
     }
 }

@@ -82,8 +82,9 @@ extension Store {
                     INSERT INTO event (id, at, method, peer, message_row, params) VALUES (?, ?, ?, ?, ?, ?)
                     """)
             for (offset, e) in events.enumerated() {
-                try insert.execute(arguments: [
-                    first + Int64(offset), e.at, e.method, e.peer, e.messageRowID, e.params.map { Data($0) }
+                try insert.executeDirect([
+                    .int(first + Int64(offset)), .int(e.at), .text(e.method), .optionalText(e.peer),
+                    .optionalInt(e.messageRowID), .optionalBlob(e.params)
                 ])
             }
             return Array(first...last)

@@ -23,8 +23,7 @@ extension Store {
     /// Stores the body of the message just inserted as `row` (same transaction).
     static func insertBody(_ db: Database, row: Int64, body: String) throws {
         let statement = try db.cachedStatement(sql: "INSERT INTO message_body (row_id, body) VALUES (?, ?)")
-        statement.setUncheckedArguments([row, Data(body.utf8)])
-        try statement.execute()
+        try statement.executeDirect([.int(row), .utf8Blob(body)])
     }
 
     // MARK: - Own sequence numbers
@@ -74,12 +73,11 @@ extension Store {
             stored.reserveCapacity(messages.count)
             for (offset, message) in messages.enumerated() {
                 let sequence = sequences.lowerBound + Int64(offset)
-                insert.setUncheckedArguments([
-                    message.id, sender, message.recipient, message.recipient, sequence, message.createdAt,
-                    message.replyTo
-                ])
                 do {
-                    try insert.execute()
+                    try insert.executeDirect([
+                        .text(message.id), .text(sender), .text(message.recipient), .text(message.recipient),
+                        .int(sequence), .int(message.createdAt), .optionalText(message.replyTo)
+                    ])
                 } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
                     throw StoreError.conflict("message id \(message.id) from \(sender) is already stored")
                 }
@@ -136,8 +134,11 @@ extension Store {
     /// Marks the queued messages with these ids, addressed to `recipient`, delivered at
     /// `at`. Returns only the messages that changed state: an ack repeated, or naming
     /// someone else's message, changes nothing. Malformed ids are ignored (they match
-    /// nothing). One transaction.
-    public func markDelivered(ids: [String], by recipient: String, at: Int64) throws(StoreError) -> [StoredMessage] {
+    /// nothing). One transaction. Per id: one index probe for the row, one UPDATE by row;
+    /// nothing else of the message is read back (`DeliveredMessage`).
+    public func markDelivered(ids: [String], by recipient: String, at: Int64) throws(StoreError)
+        -> [DeliveredMessage]
+    {
         try InputValidation.requireIdentity(recipient, "recipient")
         let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
         guard !ids.isEmpty else { return [] }
@@ -148,21 +149,26 @@ extension Store {
             // and scan every queued message per ack, quadratic in a big batch.
             let find = try db.cachedStatement(
                 sql: """
-                    SELECT \(Self.messageColumns) FROM message INDEXED BY \(Schema.Index.messageIDSender)
+                    SELECT row_id, room FROM message INDEXED BY \(Schema.Index.messageIDSender)
                     WHERE id = ? AND recipient = ? AND state = 'queued'
                     """)
             let update = try db.cachedStatement(
                 sql: """
                     UPDATE message SET state = 'delivered', delivered_at = ? WHERE row_id = ?
                     """)
-            var changed: [StoredMessage] = []
+            var changed: [DeliveredMessage] = []
+            changed.reserveCapacity(ids.count)
             for id in ids {
-                for var message in try Self.fetchMessages(find, [id, recipient]) {
-                    update.setUncheckedArguments([at, message.rowID])
-                    try update.execute()
-                    message.state = .delivered
-                    message.deliveredAt = at
-                    changed.append(message)
+                // Read whole before updating (the same id twice in one ack finds it once).
+                let first = changed.count
+                try find.queryDirect([.text(id), .text(recipient)]) { row in
+                    changed.append(
+                        DeliveredMessage(
+                            rowID: row.int64(0), id: id, recipient: recipient, room: row.optionalText(1),
+                            deliveredAt: at))
+                }
+                for d in changed[first...] {
+                    try update.executeDirect([.int(at), .int(d.rowID)])
                 }
             }
             try Self.adjustCounter(db, Schema.Counter.queued, by: -changed.count)
@@ -215,11 +221,10 @@ extension Store {
             results.reserveCapacity(messages.count)
             var newCount = 0
             for message in messages {
-                insert.setUncheckedArguments([
-                    message.id, message.sender, message.recipient, message.sender, message.sequence,
-                    message.createdAt, at, message.replyTo
+                try insert.executeDirect([
+                    .text(message.id), .text(message.sender), .text(message.recipient), .text(message.sender),
+                    .int(message.sequence), .int(message.createdAt), .int(at), .optionalText(message.replyTo)
                 ])
-                try insert.execute()
                 if db.changesCount == 1 {
                     newCount += 1
                     let row = db.lastInsertedRowID

@@ -24,6 +24,8 @@ extension Store {
         let (scoped, scopeArguments) = try Self.historyCondition(scope, table: "message")
         let limit = InputValidation.pageSize(limit)
         guard limit > 0, let match = SearchText.matchExpression(query) else { return [] }
+        // Bodies stored since the last feed are indexed first: a search never misses one.
+        try catchUpSearchIndex()
         let messages = try read { db in
             let statement = try db.cachedStatement(
                 // The inner query walks the matches newest first (FTS5 gives rowids in

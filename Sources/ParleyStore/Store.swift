@@ -45,6 +45,9 @@ public final class Store: @unchecked Sendable {
     /// Guarded by `lock` (written inside write transactions, which hold it). See
     /// `roomOutboxesMayHaveWork` in Store+Rooms.swift.
     var roomOutboxesKnownEmpty = false
+    /// Guarded by `lock`: how far the search index is fed (a mirror of the
+    /// `search_indexed_through` counter, moved only after the commit that moved the counter).
+    var searchFeed = SearchIndexFeed(indexedThrough: 0)
 
     /// Opens (creating if absent) `parley.sqlite` in `directory`, which must already exist.
     /// A file that is not a Parley database, is damaged, or is locked by another process is
@@ -97,6 +100,9 @@ public final class Store: @unchecked Sendable {
         } catch {
             throw StoreError.translating(error, path: path)
         }
+        // Bodies a crash left unindexed (at most `SearchIndexFeed.maxBacklogRows`) are
+        // indexed now, before anything can search.
+        try catchUpSearchIndex()
     }
 
     /// Closes the connection, checkpointing the WAL into the main file. Optional: dropping
@@ -126,16 +132,62 @@ public final class Store: @unchecked Sendable {
 
     // MARK: - Transactions
 
-    /// Runs `body` in one write transaction; any error rolls the whole of it back.
+    /// Runs `body` in one write transaction; any error rolls the whole of it back. The
+    /// search index is fed at its end when its backlog is due (`SearchIndexFeed`), in the
+    /// same transaction, so the index and its mark commit with the bodies.
     func write<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        try write(feeding: .writeCommitting, body)
+    }
+
+    /// `write`, feeding the search index on `occasion`.
+    func write<T>(feeding occasion: SearchIndexFeed.Occasion, _ body: (Database) throws -> T) throws(StoreError) -> T {
         lock.lock()
         defer { lock.unlock() }
         guard !isClosed else { throw .closed(path: path) }
         do {
-            return try database.writeWithoutTransaction { db in try Self.inTransaction(db, body) }
+            var fedThrough: Int64?
+            let result = try database.writeWithoutTransaction { db in
+                try Self.inTransaction(db) { db in
+                    let result = try body(db)
+                    fedThrough = try feedSearchIndex(db, occasion)
+                    return result
+                }
+            }
+            if let fedThrough { searchFeed.fed(through: fedThrough) }
+            return result
         } catch {
             throw StoreError.translating(error, path: path)
         }
+    }
+
+    /// Indexes every body not yet in the search index (called before a search and at open).
+    func catchUpSearchIndex() throws(StoreError) {
+        try write(feeding: .catchUp) { _ in }
+    }
+
+    /// Indexes the bodies above the mark with ONE statement (one FTS5 segment) if
+    /// `occasion` makes it due, and moves the stored mark; returns the new mark, which the
+    /// caller adopts once the transaction commits. Inside a write transaction, under `lock`.
+    private func feedSearchIndex(_ db: Database, _ occasion: SearchIndexFeed.Occasion) throws -> Int64? {
+        if occasion == .catchUp {
+            // At open the mirror is not loaded yet; reading it here keeps it exact.
+            let mark = try Int64.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT value FROM counter WHERE name = '\(Schema.Counter.searchIndexedThrough)'"))
+            searchFeed = SearchIndexFeed(indexedThrough: mark ?? 0)
+        }
+        let newest = try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(row_id) FROM message_body")) ?? 0
+        guard let rows = searchFeed.rowsToIndex(newestBodyRow: newest, occasion: occasion) else { return nil }
+        let mark = try db.cachedStatement(
+            sql: "UPDATE counter SET value = ? WHERE name = '\(Schema.Counter.searchIndexedThrough)'")
+        try mark.execute(arguments: [rows.upperBound])
+        let index = try db.cachedStatement(
+            sql: """
+                INSERT INTO message_search (rowid, body)
+                SELECT row_id, \(Schema.searchTextFunction)(body) FROM message_body WHERE row_id BETWEEN ? AND ?
+                """)
+        try index.execute(arguments: [rows.lowerBound, rows.upperBound])
+        return rows.upperBound
     }
 
     /// One transaction around `body`: committed if it returns, rolled back if it throws.

@@ -18,6 +18,19 @@ final class CanonicalJSONTests: XCTestCase {
         XCTAssertEqual(try canonical(value), try foundation(value), file: file, line: line)
     }
 
+    /// A hand-written notification line (`ControlEventLine`) against Foundation's encoding
+    /// of the same notification with `eventId` added to its params.
+    private func assertSameLine<P: ControlEventParamsWritable>(
+        _ params: P, eventID: Int?, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        var members = try JSONValue(encoding: params).objectValue ?? [:]
+        if let eventID { members[ControlEvent.eventIDKey] = .int(eventID) }
+        let generic = try foundation(JSONRPCNotification(method: P.method, params: members))
+        let hand = String(
+            decoding: ControlEventLine.bytes(method: P.method, params: params, eventID: eventID), as: UTF8.self)
+        XCTAssertEqual(hand, generic, file: file, line: line)
+    }
+
     /// Every ASCII character (controls, quote, backslash, slash, DEL) and some beyond.
     func testStringEscapingMatchesFoundationForEveryASCIICharacter() throws {
         for code in 0..<0x80 {
@@ -81,8 +94,20 @@ final class CanonicalJSONTests: XCTestCase {
                         mine: Bool.random(using: &rng))
                 })
             try assertSameBytes(MessageReceivedEvent(message: info))
+            let eventID = maybe(Int.random(in: 0...Int.max, using: &rng))
+            try assertSameLine(MessageReceivedEvent(message: info), eventID: eventID)
+            try assertSameLine(
+                MessageDeliveredEvent(
+                    id: text(32), to: text(20), deliveredAt: Int.random(in: 0...Int.max, using: &rng)),
+                eventID: eventID)
             try assertSameBytes(MessageUpdatedEvent(message: info))
             try assertSameBytes(MessagesSendResult(message: info))
+            let answer = MessagesSendResult(
+                message: info, peerOnline: maybe(Bool.random(using: &rng)), roomRecipients: maybe(3),
+                roomRecipientsOnline: maybe(Int.random(in: 0...3, using: &rng)))
+            try assertSameBytes(answer)
+            try assertSameBytes(
+                JSONRPCTypedSuccess(id: maybe(JSONRPCID.number(Int.random(in: -9...9, using: &rng))), result: answer))
             try assertSameBytes(
                 JSONRPCTypedSuccess(
                     id: .number(Int.random(in: -5...5, using: &rng)), result: MessagesSendResult(message: info)))

@@ -164,9 +164,10 @@ final class StoreHistoryAndSearchTests: XCTestCase {
         try queue.write { db in
             try db.execute(
                 sql: """
-                    DROP TRIGGER message_search_insert; DROP TRIGGER message_search_delete;
-                    DROP TRIGGER message_search_update; DROP TABLE message_search;
-                    DELETE FROM grdb_migrations WHERE identifier = 'message-search-v1';
+                    DROP TRIGGER message_search_delete; DROP TRIGGER message_search_update;
+                    DROP TABLE message_search;
+                    DELETE FROM counter WHERE name = 'search_indexed_through';
+                    DELETE FROM grdb_migrations WHERE identifier IN ('message-search-v1', 'message-search-batched-v1');
                     """)
         }
         try queue.close()

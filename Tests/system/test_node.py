@@ -113,6 +113,26 @@ def test_sigkill_mid_burst_loses_nothing_and_duplicates_nothing(cluster, victim)
                timeout=60, what="all marked delivered")
 
 
+def test_messages_stored_before_a_sigkill_are_found_by_search_after_it(cluster):
+    """The search index is fed in batches (SearchIndexFeed): bodies waiting for the next
+    batch when both daemons are killed are indexed after the restart, none lost."""
+    alice, bob = pair(cluster)
+    words = [f"kumquat{i:03d}" for i in range(40)]
+    r = alice.rpc(timeout=30)
+    ids = [r.call("messages.send", {"to": "bob", "body": f"fruit {w}"})["message"]["id"] for w in words]
+    r.close()
+    wait_until(lambda: {m["id"] for m in bob.messages("alice")} >= set(ids), timeout=60, what="bob stores all")
+    for node in (alice, bob):
+        node.kill(signal.SIGKILL)
+        node.stop()
+    for node in (alice, bob):
+        node.start()
+        for w, mid in zip(words, ids):
+            hits = node.call("messages.search", {"query": w})["hits"]
+            assert [h["message"]["id"] for h in hits] == [mid], (node.name, w, hits)
+        assert len(node.call("messages.search", {"query": "fruit", "limit": 200})["hits"]) == len(words), node.name
+
+
 def test_verify_by_fingerprint_and_safety_number_is_symmetric(cluster):
     alice, bob = pair(cluster)
     bob_fp = bob.whoami()["fingerprint"]

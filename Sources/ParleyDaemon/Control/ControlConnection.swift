@@ -362,9 +362,16 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
             context?.flush()
             return
         }
-        guard case .messageDelivered(let m) = event, let w = waiters.removeValue(forKey: m.id) else { return }
+        guard case .messageDelivered(let d) = event, let w = waiters.removeValue(forKey: d.id) else { return }
         w.1.cancel()
-        write(.success(id: w.0, result: MessagesSendResult(message: node.messageInfo(m))))
+        // The delivery mark carries only what changed; the answer shows the whole message.
+        if let m = try? node.store.message(id: d.id, sender: node.myIdentity) {
+            write(.success(id: w.0, result: MessagesSendResult(message: node.messageInfo(m))))
+        } else {
+            write(
+                JSONRPCResponse(id: w.0, error: .internalError("message \(d.id) was delivered but cannot be read back"))
+            )
+        }
         if waiters.isEmpty {
             node.removeObserver(self)
             armIdleTimer()
@@ -388,6 +395,12 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
         }
         guard passes(peer) else { return }
         writeNotification(line)
+        // Flushed once per journal batch (`journalDeliveredBatch`): one write system call
+        // for a batch of notifications instead of one per line.
+    }
+
+    func journalDeliveredBatch(_ journal: EventJournal) {
+        guard subscribed, !closing, replay == nil else { return }
         context?.flush()
     }
 

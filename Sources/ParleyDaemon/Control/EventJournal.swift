@@ -10,6 +10,13 @@ protocol EventJournalSubscriber: AnyObject {
     /// every subscriber. `peer` is the identity the event concerns (for filters); nil
     /// concerns everyone.
     func journal(_ journal: EventJournal, deliver line: [UInt8], peer: String?)
+    /// Every line of one flush has been delivered: the subscriber writes them out now, in
+    /// one socket write rather than one per line.
+    func journalDeliveredBatch(_ journal: EventJournal)
+}
+
+extension EventJournalSubscriber {
+    func journalDeliveredBatch(_ journal: EventJournal) {}
 }
 
 /// Every notification the control socket sends, numbered and kept in the store, so a client
@@ -117,6 +124,7 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
                 guard let line = Self.line(method: e.method, params: e.params, eventID: id) else { continue }
                 for t in targets { t.journal(self, deliver: line, peer: e.peer) }
             }
+            for t in targets { t.journalDeliveredBatch(self) }
         }
         appendedSincePrune += batch.count
         if appendedSincePrune >= limits.pruneEveryEvents || now - lastPruneAt >= limits.pruneEveryMilliseconds {
@@ -126,7 +134,12 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
 
     /// One notification's JSON text: the event's params with its `eventId` added.
     static func line<P: Encodable>(method: String, params: P, eventID: Int64?) -> [UInt8]? {
-        try? CanonicalJSON.encode(JournalNotification(method: method, params: params, eventID: eventID.map { Int($0) }))
+        // The per-message events are written by hand (same bytes, a fraction of the cost).
+        if let writable = params as? any ControlEventParamsWritable {
+            return ControlEventLine.bytes(method: method, params: writable, eventID: eventID.map { Int($0) })
+        }
+        return try? CanonicalJSON.encode(
+            JournalNotification(method: method, params: params, eventID: eventID.map { Int($0) }))
     }
 
     private func prune() {
@@ -148,8 +161,13 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
         switch event {
         case .messageReceived(let m):
             return messageEvent(ControlEvent.messageReceived, m, justStored: true)
-        case .messageDelivered(let m):
-            return messageEvent(ControlEvent.messageDelivered, m)
+        case .messageDelivered(let d):
+            // From the mark itself: the message was not read back (its replay is rendered
+            // from the stored row by `messageParams`, with the same fields).
+            return Rendered(
+                method: ControlEvent.messageDelivered, peer: d.room ?? d.recipient, messageRowID: d.rowID,
+                params: MessageDeliveredEvent(
+                    id: d.id, to: Node.fingerprint(ofHex: d.recipient), deliveredAt: Int(d.deliveredAt)))
         case .messageRead(let m):
             return messageEvent(ControlEvent.messageRead, m)
         case .messageRefused(let m, _):

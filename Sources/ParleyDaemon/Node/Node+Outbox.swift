@@ -10,8 +10,10 @@ extension Node {
 
     /// Sends what is queued for the peer of `conn`, within its window: room membership
     /// first, direct messages, then room messages (an operation that makes us a member
-    /// reaches the peer before our first message to the room).
-    func pump(_ conn: PeerConnection) {
+    /// reaches the peer before our first message to the room). `justQueued`: every direct
+    /// message to this peer the session has not sent yet, as just stored (oldest first),
+    /// when the caller knows them all; then they are not read back from the store.
+    func pump(_ conn: PeerConnection, justQueued: [StoredMessage]? = nil) {
         guard conn.isWritable, let peer = activePeer(of: conn) else { return }
         // The room outboxes are skipped while the store knows them to be empty.
         let roomWork = store.roomOutboxesMayHaveWork
@@ -23,14 +25,21 @@ extension Node {
         guard let window = links[handle]?.window, window.freeSlots > 0,
             outbox.mayHaveUnsent(for: peer, sentThrough: window.directSentThrough)
         else { return }
-        let pending: [StoredMessage]
-        do {
-            pending = try store.pendingOutgoing(
-                to: peer.hex, afterSequence: window.directSentThrough,
-                limit: window.freeSlots)
-        } catch {
-            log.error("could not read the outbox", ["error": "\(error)"])
-            return
+        var pending: [StoredMessage] = []
+        if let justQueued {
+            for m in justQueued where m.sequence > window.directSentThrough {
+                guard pending.count < window.freeSlots else { break }
+                pending.append(m)
+            }
+        } else {
+            do {
+                pending = try store.pendingOutgoing(
+                    to: peer.hex, afterSequence: window.directSentThrough,
+                    limit: window.freeSlots)
+            } catch {
+                log.error("could not read the outbox", ["error": "\(error)"])
+                return
+            }
         }
         let now = clock.monotonicNow()
         for m in pending {
@@ -111,6 +120,17 @@ extension Node {
             batchIndex.append(i)
         }
         if !batch.isEmpty {
+            // Sessions that had sent everything queued to their peer: after this batch, its
+            // rows are all that peer's unsent messages, so the pump takes them as stored
+            // instead of reading them back (`OutboxLedger.mayHaveUnsent`).
+            var caughtUp: Set<IdentityPublicKey> = []
+            for peer in planned.keys {
+                if let conn = activeConnection(for: peer), let window = links[ObjectIdentifier(conn)]?.window,
+                    !outbox.mayHaveUnsent(for: peer, sentThrough: window.directSentThrough)
+                {
+                    caughtUp.insert(peer)
+                }
+            }
             do {
                 let stored = try store.enqueue(batch, sender: myIdentity)
                 for (k, m) in stored.enumerated() where k < batchIndex.count { results[batchIndex[k]] = .success(m) }
@@ -121,7 +141,11 @@ extension Node {
                     }
                 }
                 for (peer, n) in planned { outbox.queued(n, for: peer, newestSequence: newest[peer] ?? 0) }
-                for peer in planned.keys { if let conn = activeConnection(for: peer) { pump(conn) } }
+                let byRecipient = caughtUp.isEmpty ? [:] : Dictionary(grouping: stored, by: \.recipient)
+                for peer in planned.keys {
+                    guard let conn = activeConnection(for: peer) else { continue }
+                    pump(conn, justQueued: caughtUp.contains(peer) ? byRecipient[peer.hex] ?? [] : nil)
+                }
             } catch {
                 for i in batchIndex { results[i] = .failure(.storage(error)) }
             }

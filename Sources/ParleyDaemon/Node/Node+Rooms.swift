@@ -579,7 +579,7 @@ extension Node {
         guard !ids.isEmpty, store.roomOutboxesMayHaveWork else { return }
         do {
             for m in try store.acknowledgeRoomTraffic(ids: ids.map(\.hex), by: peer.hex, at: nowMs) {
-                emit(.messageDelivered(m))
+                emit(.messageDelivered(DeliveredMessage(m)))
             }
         } catch {
             log.error("could not record room delivery; it will be sent again and de-duplicated", ["error": "\(error)"])

@@ -120,7 +120,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var refusalRecordLimit = RefusalRecordLimit()
 
     var myIdentityKey: IdentityPublicKey { keys.identity.publicKey }
-    var myIdentity: String { keys.identity.publicKey.hex }
+    var myIdentity: String { keys.identityHex }
     var fingerprint: Fingerprint { Fingerprint(keys.identity.publicKey) }
 
     init(

@@ -5,7 +5,8 @@ import ParleyStore
 /// notification hook, systemd status). Delivered on the node's event loop.
 enum NodeEvent {
     case messageReceived(StoredMessage)
-    case messageDelivered(StoredMessage)
+    /// The peer acknowledged our message (only what the mark changed: `DeliveredMessage`).
+    case messageDelivered(DeliveredMessage)
     /// The recipient's read receipt for one of our messages arrived.
     case messageRead(StoredMessage)
     /// The recipient refused to store one of our messages (its quota or disk); it stays queued.
