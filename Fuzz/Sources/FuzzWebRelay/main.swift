@@ -62,6 +62,13 @@ public func fuzzWebRelay(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
                 precondition(!upload.name.contains("/") && upload.name != ".." && !upload.name.isEmpty)
             }
         }
+    case .receivedFile(let id):
+        // A received file only to the signed-in page (its key in the header) on our Host,
+        // and only by a transfer id (32 hex digits): never a path.
+        precondition(WebOriginCheck.isAllowedHost(facts.host, port: port), "a file served to a foreign Host")
+        precondition(facts.authHeader.map(key.isUploadKey) == true, "a received file without the key")
+        precondition(id.utf8.count == 32 && id.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) },
+                     "a received file named by anything but a transfer id")
     case .probe:
         precondition(facts.origin == "null" && facts.path == "/ws", "a probe from anything but a file's page")
     case .refuse:
