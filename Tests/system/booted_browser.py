@@ -68,7 +68,7 @@ class Browser:
         self.d.get("about:blank")
         self.d.get(url)
 
-    def sign_in(self, url, port):
+    def sign_in(self, url):
         """Opens the sign-in link: the page proves the server is the person's own and signs in."""
         self.open(url)
         wait_for(self.d, page_ready, timeout=30, what="the page signed in")

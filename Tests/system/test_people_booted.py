@@ -349,7 +349,7 @@ def test_each_persons_parley_web_in_chromium_on_a_booted_host(deb, root):  # noq
                 refused = browser.step("refused", url=f"http://127.0.0.1:{port}/#k={web[other][1]}")
                 assert not refused["ready"] and not refused["app_shown"], refused
                 assert "not your Parley" in refused["problem"], refused
-                page = browser.step("sign_in", url=f"http://127.0.0.1:{port}/#k={secret}", port=port)
+                page = browser.step("sign_in", url=f"http://127.0.0.1:{port}/#k={secret}")
                 assert page["url"] == f"http://127.0.0.1:{port}/" and page["cookies"] == [], page
                 assert page["me_fingerprint"] == fps[me], (page, fps)
 
@@ -383,7 +383,7 @@ def test_each_persons_parley_web_in_chromium_on_a_booted_host(deb, root):  # noq
             assert web_client(h, uid["bob"], port, web["bob"][1], "wrong-secret") == {"signed_in": False}
             assert web_client(h, uid["alice"], web["bob"][0], secret, "wrong-secret") == {"signed_in": False}
             # Cookie replay: alice's browser, signed in, is sent through mallory's server.
-            browser.step("sign_in", url=f"http://127.0.0.1:{port}/#k={secret}", port=port)
+            browser.step("sign_in", url=f"http://127.0.0.1:{port}/#k={secret}")
             replay = browser.step("cookie_replay", port=port, uid=uid["mallory"])
             assert any(path == "/collect" for path, _ in replay["requests"]), "precondition: the chain ran"
             assert secret not in json.dumps(replay["requests"]), "the secret reached mallory"
@@ -396,7 +396,7 @@ def test_each_persons_parley_web_in_chromium_on_a_booted_host(deb, root):  # noq
             assert stranger["file"] == 403 and stranger["upload"] == 403, stranger
             assert stranger["ws"][0] in ("close", "eof") or '"result"' not in stranger["ws"][1], stranger
             # Squatting: alice's page open, her parley web killed, mallory binds its port.
-            browser.step("sign_in", url=f"http://127.0.0.1:{port}/#k={secret}", port=port)
+            browser.step("sign_in", url=f"http://127.0.0.1:{port}/#k={secret}")
             h.check("systemctl", "kill", "--signal=SIGKILL", "parley-web-alice")
             h.wait_until("alice's parley web gone",
                          lambda: h.run("systemctl", "is-active", "parley-web-alice").stdout.strip() != "active",
