@@ -13,16 +13,21 @@ system service, which keeps working as before.
   parleyd@carol): she and alice find each other over mDNS through the two hosts'
   avahi-daemons, exchange a message and a file both ways, each as an ordinary user; bob,
   next to alice, sees none of it;
-- each person's `parley web` against their own instance (an HTTP-level client in the
-  host's network namespace): sign in, send, upload, receive and download a file; another
-  person's secret and another local user get nothing.
+- each person's `parley web` against their own instance, in Chromium (this machine's,
+  run inside the host's network namespace: booted_browser.py): sign in, send a message and
+  a file, accept and download one; another person's sign-in link is refused; the cookie
+  replay and the squatting of a killed `parley web`'s port by another local user get
+  nothing (and that user's HTTP-level attempts without the secret get nothing either).
 """
-import hashlib
 import json
 import os
 import re
 import shlex
+import queue
 import subprocess
+import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -36,6 +41,7 @@ import lab as lab_module  # noqa: E402
 from test_package import deb, root  # noqa: E402,F401  (session fixtures: the .deb, the cached root)
 # The same bound as the package tests: run alone, this test builds the package and the root.
 from test_package import pytestmark  # noqa: E402,F401
+from booted_browser import REPLY  # noqa: E402
 
 DELIVERY_TIMEOUT = 120
 # Two instances that just started: avahi announces, each browses and resolves the other.
@@ -190,14 +196,13 @@ def test_a_third_person_on_another_host_chats_and_swaps_files_with_alice_and_bob
 
 # --- each person's `parley web`, on the booted host ------------------------------------------
 
-# The browser's side, run on this machine inside the booted host's network namespace (the
-# host has no Python; its `parley web` listens on its own loopback): web_auth's raw
-# WebSocket signs in as the page does, and plain HTTP does what the page's fetch and
-# XMLHttpRequest do. An HTTP-level client, not Chromium (docs/WEB.md; test_web*.py drive
-# Chromium against the same server on this machine's loopback).
-WEB_CLIENT = r'''
-import hashlib, http.client, json, sys, time
-from web_auth import RawWebSocket, upload_key
+# Another local user's side, an HTTP-level client run on this machine inside the booted
+# host's network namespace (the host has no Python; its `parley web` listens on its own
+# loopback), as that user's uid: web_auth's raw WebSocket and plain HTTP, without the
+# person's secret (or with another person's).
+WEB_CLIENT = r"""
+import http.client, json, sys
+from web_auth import RawWebSocket
 port, secret, action = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 origin = f"http://127.0.0.1:{port}"
 
@@ -207,44 +212,8 @@ def http_call(method, path, headers, body=None):
     r = c.getresponse()
     return r.status, r.read()
 
-def signed_in():
-    ws = RawWebSocket(port, origin)
-    assert ws.status == 101, ws.status
-    answer = ws.sign_in(secret, origin)
-    assert answer == ("text", '{"auth":"ok"}'), answer
-    return ws
-
-def result(ws, method, params=None):
-    kind, text = ws.call(method, params)[:2]
-    while "id" not in json.loads(text):   # skip notifications
-        kind, text = ws.recv()[:2]
-    return json.loads(text)
-
 out = {}
-if action == "page":
-    ws = signed_in()
-    out["whoami"] = result(ws, "node.whoami")["result"]["fingerprint"]
-    out["send"] = "result" in result(ws, "messages.send", {"to": sys.argv[4], "body": sys.argv[5]})
-    status, body = http_call("POST", f"/upload?to={sys.argv[4]}&name=from-the-page.bin",
-                             {"X-Parley-Auth": upload_key(secret), "Origin": origin,
-                              "Content-Type": "application/octet-stream"}, sys.stdin.buffer.read())
-    out["upload"] = [status, json.loads(body)]
-elif action == "receive":
-    ws = signed_in()
-    tid = sys.argv[4]
-    result(ws, "files.accept", {"id": tid})
-    deadline = time.monotonic() + 120
-    state = None
-    while time.monotonic() < deadline:
-        state = result(ws, "files.list", {"id": tid, "limit": 1})["result"]["transfers"][0]["state"]
-        if state in ("completed", "failed", "rejected", "cancelled"):
-            break
-        time.sleep(0.2)
-    out["state"] = state
-    status, body = http_call("GET", f"/files/{tid}", {"X-Parley-Auth": upload_key(secret)})
-    out["status"] = status
-    out["sha256"] = hashlib.sha256(body).hexdigest()
-elif action == "stranger":
+if action == "stranger":
     # Another local user: no key (and the sign-in file is not theirs to read).
     out["file"] = http_call("GET", f"/files/{sys.argv[4]}", {})[0]
     out["upload"] = http_call("POST", "/upload?to=bob&name=x.bin", {"Origin": origin}, b"x" * 10)[0]
@@ -258,20 +227,81 @@ elif action == "wrong-secret":
     except AssertionError:
         out["signed_in"] = False
 print(json.dumps(out))
-'''
+"""
 
 
-def web_client(h, uid, port, secret, action, *args, body=b""):
+def host_init(h):
+    return subprocess.run([str(debhost.DEBHOST), "pid", h.name], env=debhost._env(), capture_output=True,
+                          text=True, check=True, timeout=30).stdout.strip()
+
+
+def web_client(h, uid, port, secret, action, *args):
     """WEB_CLIENT as `uid` (numeric; the booted host's users have no name here) in the host's
     network namespace."""
-    init = subprocess.run([str(debhost.DEBHOST), "pid", h.name], env=debhost._env(), capture_output=True,
-                          text=True, check=True, timeout=30).stdout.strip()
-    argv = ["nsenter", "-t", init, "-n", "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+    argv = ["nsenter", "-t", host_init(h), "-n", "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
             "/usr/bin/python3", "-c", WEB_CLIENT, str(port), secret, action, *map(str, args)]
-    out = subprocess.run(argv, capture_output=True, input=body, timeout=300,
+    out = subprocess.run(argv, capture_output=True, timeout=300,
                          env=dict(os.environ, PYTHONPATH=str(Path(__file__).parent)))
     assert out.returncode == 0, (out.stdout + out.stderr).decode(errors="replace")
     return json.loads(out.stdout.decode().strip().splitlines()[-1])
+
+
+# Starting Chromium on a loaded machine; a step moves at most a few MiB through the page.
+BROWSER_START_TIMEOUT = 120
+BROWSER_STEP_TIMEOUT = 240
+
+
+class BootedBrowser:
+    """A headless Chromium on this machine inside the booted host's network namespace
+    (booted_browser.py, run with nsenter: the image has no browser), driven step by step."""
+
+    def __init__(self, h):
+        argv = ["nsenter", "-t", host_init(h), "-n", "/usr/bin/python3",
+                str(Path(__file__).parent / "booted_browser.py")]
+        # Its log (Chromium's, chromedriver's, Selenium's) to a file: a pipe nobody reads could fill.
+        self.log = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                                     text=True, env=dict(os.environ, PYTHONPATH=str(Path(__file__).parent)))
+        self.lines = queue.Queue()
+        threading.Thread(target=lambda: [self.lines.put(line) for line in self.proc.stdout] + [self.lines.put("")],
+                         daemon=True).start()
+        self._reply(BROWSER_START_TIMEOUT)
+
+    def _reply(self, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                self.proc.kill()
+                raise AssertionError(f"the browser did not answer within {timeout} s: {self.log_tail()}")
+            if not line:
+                raise AssertionError(f"the browser exited: {self.log_tail()}")
+            if line.startswith(REPLY):
+                answer = json.loads(line[len(REPLY):])
+                assert "error" not in answer, answer["error"]
+                return answer["ok"]
+
+    def log_tail(self):
+        self.log.seek(0)
+        return self.log.read()[-4000:]
+
+    def step(self, op, timeout=BROWSER_STEP_TIMEOUT, **args):
+        self.proc.stdin.write(json.dumps({"op": op, "args": args}) + "\n")
+        self.proc.stdin.flush()
+        return self._reply(timeout)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            if self.proc.poll() is None:
+                self.step("quit", timeout=60)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait(timeout=30)
 
 
 def start_web(h, user):
@@ -287,10 +317,21 @@ def start_web(h, user):
     return int(m.group(1)), m.group(2)
 
 
-def test_each_persons_parley_web_on_a_booted_host(deb, root):  # noqa: F811
-    """alice's `parley web` talks to her own instance: sign in, send, upload a file to bob,
-    receive bob's file and download it (GET /files/ID); bob's secret opens nothing on her
-    port; mallory (another local user) gets nothing; the sign-in file goes when it stops."""
+def newest_transfer(h, user, name):
+    listing = json.loads(h.check("runuser", "-l", user, "-c", "parley files list --json"))
+    found = [t for t in listing["transfers"] if t["name"] == name]
+    return found[0]["id"] if found else None
+
+
+def test_each_persons_parley_web_in_chromium_on_a_booted_host(deb, root):  # noqa: F811
+    """For alice and for bob, in Chromium: the other person's sign-in link is refused on
+    their port; their own signs in (no cookie, the secret gone from the address bar, their
+    own instance); they send a message and a file from the page (the other gets both with
+    the CLI, byte-identical), accept a file the other sent and download it with one click,
+    byte-identical. Then the attacks on alice's page, by mallory (another local user): the
+    cookie replay through mallory's loopback server gets nothing; mallory with no key gets
+    nothing; alice's `parley web` killed and its port squatted by mallory: the open tab
+    refuses the squatter and sends it nothing."""
     with DebHost("webhost") as h:
         h.install(deb)
         start_instances(h, ["alice", "bob", "mallory"])
@@ -298,40 +339,77 @@ def test_each_persons_parley_web_on_a_booted_host(deb, root):  # noqa: F811
         h.wait_until("alice and bob see each other online",
                      lambda: online(h, "alice", "bob") and online(h, "bob", "alice"), timeout=DISCOVERY_TIMEOUT)
         uid = {u: int(h.check("id", "-u", u).strip()) for u in ("alice", "bob", "mallory")}
-        port, secret = start_web(h, "alice")
-        bob_port, bob_secret = start_web(h, "bob")
-        assert port != bob_port
+        web = {u: start_web(h, u) for u in ("alice", "bob")}
+        assert web["alice"][0] != web["bob"][0]
 
-        upload = os.urandom(3 << 20)
-        page = web_client(h, uid["alice"], port, secret, "page", fps["bob"], "hello bob, from my browser",
-                          body=upload)
-        assert page["whoami"] == fps["alice"] and page["send"], page
-        assert page["upload"][0] == 200, page
-        h.wait_until("bob has the page's message",
-                     lambda: "hello bob, from my browser" in h.as_user("bob", "parley read alice").stdout,
-                     timeout=DELIVERY_TIMEOUT)
-        tid = page["upload"][1]["transfers"][0]["id"]
-        got = h.as_user("bob", f"mkdir -p ~/in && parley get {tid[:12]} --to ~/in --json", timeout=FILE_TIMEOUT)
-        assert got.returncode == 0, got.stdout + got.stderr
-        assert h.check("sha256sum", "/home/bob/in/from-the-page.bin").split()[0] == \
-            hashlib.sha256(upload).hexdigest()
+        with BootedBrowser(h) as browser:
+            for me, other in (("alice", "bob"), ("bob", "alice")):
+                port, secret = web[me]
+                # The other person's link on my port: the page refuses the server.
+                refused = browser.step("refused", url=f"http://127.0.0.1:{port}/#k={web[other][1]}")
+                assert not refused["ready"] and not refused["app_shown"], refused
+                assert "not your Parley" in refused["problem"], refused
+                page = browser.step("sign_in", url=f"http://127.0.0.1:{port}/#k={secret}")
+                assert page["url"] == f"http://127.0.0.1:{port}/" and page["cookies"] == [], page
+                assert page["me_fingerprint"] == fps[me], (page, fps)
 
-        h.check("runuser", "-l", "bob", "-c", "head -c 2097152 /dev/urandom > ~/for-alice.bin")
-        sent = h.as_user("bob", "parley send alice --attach ~/for-alice.bin --json", timeout=FILE_TIMEOUT)
-        assert sent.returncode == 0, sent.stdout + sent.stderr
-        bob_tid = json.loads(sent.stdout)["transfers"][0]["id"]
-        received = web_client(h, uid["alice"], port, secret, "receive", bob_tid)
-        assert received == {"state": "completed", "status": 200,
-                            "sha256": h.check("sha256sum", "/home/bob/for-alice.bin").split()[0]}, received
+                text = f"hello {other}, from {me}'s browser"
+                browser.step("send", peer=fps[other], text=text)
+                h.wait_until(f"{other} has the page's message",
+                             lambda: text in h.as_user(other, f"parley read {me}").stdout, timeout=DELIVERY_TIMEOUT)
 
-        # Bob's own secret opens nothing on alice's port (nor hers on his).
-        assert web_client(h, uid["bob"], port, bob_secret, "wrong-secret") == {"signed_in": False}
-        assert web_client(h, uid["alice"], bob_port, secret, "wrong-secret") == {"signed_in": False}
-        # Mallory: cannot read the sign-in file; without it, nothing.
-        assert h.run("runuser", "-u", "mallory", "--", "cat", "/home/alice/web.html").returncode != 0
-        stranger = web_client(h, uid["mallory"], port, "0" * 64, "stranger", bob_tid)
-        assert stranger["file"] == 403 and stranger["upload"] == 403, stranger
-        assert stranger["ws"][0] in ("close", "eof") or '"result"' not in stranger["ws"][1], stranger
-        # Stopped: the sign-in file goes with it.
-        h.check("systemctl", "stop", "parley-web-alice")
-        assert h.run("test", "-e", "/home/alice/web.html").returncode != 0
+                name = f"from-{me}s-page.bin"
+                sent_sha = browser.step("attach", peer=fps[other], name=name, size=3 << 20)
+                h.wait_until(f"{other} is offered the page's file", lambda: newest_transfer(h, other, name),
+                             timeout=DELIVERY_TIMEOUT)
+                tid = newest_transfer(h, other, name)
+                got = h.as_user(other, f"mkdir -p ~/in && parley get {tid[:12]} --to ~/in --json",
+                                timeout=FILE_TIMEOUT)
+                assert got.returncode == 0, got.stdout + got.stderr
+                assert h.check("sha256sum", f"/home/{other}/in/{name}").split()[0] == sent_sha
+
+                back = f"for-{me}.bin"
+                h.check("runuser", "-l", other, "-c", f"head -c 2097152 /dev/urandom > ~/{back}")
+                sent = h.as_user(other, f"parley send {me} --attach ~/{back} --json", timeout=FILE_TIMEOUT)
+                assert sent.returncode == 0, sent.stdout + sent.stderr
+                back_tid = json.loads(sent.stdout)["transfers"][0]["id"]
+                saved = browser.step("accept_and_save", peer=fps[other], tid=back_tid, name=back)
+                assert saved["sha256"] == h.check("sha256sum", f"/home/{other}/{back}").split()[0], saved
+                assert saved["size"] == 2097152 and not saved["severe"], saved
+
+            # The attacks, on alice's page. Bob's secret opens nothing on her port, nor hers on
+            # his (at the protocol level too).
+            port, secret = web["alice"]
+            assert web_client(h, uid["bob"], port, web["bob"][1], "wrong-secret") == {"signed_in": False}
+            assert web_client(h, uid["alice"], web["bob"][0], secret, "wrong-secret") == {"signed_in": False}
+            # Cookie replay: alice's browser, signed in, is sent through mallory's server.
+            browser.step("sign_in", url=f"http://127.0.0.1:{port}/#k={secret}")
+            replay = browser.step("cookie_replay", port=port, uid=uid["mallory"])
+            assert any(path == "/collect" for path, _ in replay["requests"]), "precondition: the chain ran"
+            assert secret not in json.dumps(replay["requests"]), "the secret reached mallory"
+            assert not any("parley" in c for c in replay["cookies"]), replay["cookies"]
+            assert replay["ws_status"] == 101 and replay["replay"][0] in ("close", "eof"), replay
+            assert fps["alice"] not in json.dumps(replay["replay"]) and replay["upload"] == 403, replay
+            # Mallory: cannot read the sign-in file; without it, nothing.
+            assert h.run("runuser", "-u", "mallory", "--", "cat", "/home/alice/web.html").returncode != 0
+            stranger = web_client(h, uid["mallory"], port, "0" * 64, "stranger", back_tid)
+            assert stranger["file"] == 403 and stranger["upload"] == 403, stranger
+            assert stranger["ws"][0] in ("close", "eof") or '"result"' not in stranger["ws"][1], stranger
+            # Squatting: alice's page open, her parley web killed, mallory binds its port.
+            browser.step("sign_in", url=f"http://127.0.0.1:{port}/#k={secret}")
+            h.check("systemctl", "kill", "--signal=SIGKILL", "parley-web-alice")
+            h.wait_until("alice's parley web gone",
+                         lambda: h.run("systemctl", "is-active", "parley-web-alice").stdout.strip() != "active",
+                         timeout=30)
+            squat = browser.step("squat", port=port, uid=uid["mallory"])
+            assert "not your Parley" in squat["problem"] and not squat["app_shown"], squat
+            assert "not connected" in squat["upload"], squat
+            received = squat["received"]
+            assert '"hello"' in received, "precondition: the page did reach the squatter"
+            assert secret not in received, "the secret reached the squatter"
+            assert '"proof"' not in received, "the page answered a server that had not proved itself"
+            assert "jsonrpc" not in received and "POST /upload" not in received and "secret file" not in received
+
+        # Stopped: bob's sign-in file goes with his parley web.
+        h.check("systemctl", "stop", "parley-web-bob")
+        assert h.run("test", "-e", "/home/bob/web.html").returncode != 0
