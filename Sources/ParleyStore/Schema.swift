@@ -176,6 +176,7 @@ enum Schema {
         registerConversationMigration(&migrator)
         registerFilesMigration(&migrator)
         registerAddressRecordsMigration(&migrator)
+        registerRoomSyncMigration(&migrator)
         return migrator
     }
 }

@@ -136,6 +136,7 @@ extension Node {
         }
         let previous = try store.room(id: op.roomID.hex)
         try saveRoomState(after, previous: previous, deliveredBy: peer, now: now)
+        roomSyncMembershipChanged(after)
         try distribute(op, before: before, after: after, from: peer, entry: entry, now: now)
         if let rec = try store.room(id: op.roomID.hex),
             rec
@@ -410,6 +411,8 @@ extension Node {
                 createdAt: nowMs, sender: myIdentity, members: others.map(\.hex),
                 replyTo: replyTo)
         }
+        // Signed before the pump, so members that sync rooms get the signed form.
+        signRoomMessage(stored, room: id, state: state, replyTo: replyTo.flatMap { MessageID(hex: $0) })
         for m in others { if let conn = activeConnection(for: m) { pump(conn) } }
         return stored
     }
@@ -458,6 +461,9 @@ extension Node {
         var acks: [MessageID] = []
         var chats: [RoomChatRecord] = []
         var received: [StoredMessage] = []
+        // Signed messages passed on by a member count against their author's quota (done
+        // as each is stored), not the member's that handed them over.
+        var receivedSigned: [StoredMessage] = []
         do {
             for record in records {
                 switch record {
@@ -467,6 +473,13 @@ extension Node {
                     acks.append(op.hash.ackID)
                 case .chat(let c):
                     chats.append(c)
+                case .signed(let arrival):
+                    try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
+                    let outcome = try receivedSignedRoomMessage(arrival, from: sender, on: conn)
+                    if let id = outcome.ack { acks.append(id) }
+                    if let m = outcome.shown { receivedSigned.append(m) }
+                case .have(let have):
+                    receivedRoomHave(have, from: sender)
                 }
             }
             try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
@@ -475,13 +488,13 @@ extension Node {
             log.error("could not store room traffic; it stays queued at the sender", ["error": "\(error)"])
             sendAcks(acks, on: conn)
             conn.close(reason: .normal, text: "receiver storage failure")
-            for m in received { emit(.messageReceived(m)) }
+            for m in received + receivedSigned { emit(.messageReceived(m)) }
             return
         }
         sendAcks(acks, on: conn)
         quotaStored(received.map { $0.body.utf8.count }, from: sender)
         if !received.isEmpty { sessions.promote(sender) }
-        for m in received { emit(.messageReceived(m)) }
+        for m in received + receivedSigned { emit(.messageReceived(m)) }
     }
 
     /// Stores consecutive room chats (one transaction per room) whose author and this node
@@ -632,6 +645,11 @@ extension Node {
             guard let mid = MessageID(hex: m.id), let rid = m.room.flatMap(RoomID.init(hex:)) else { continue }
             guard links[handle]?.window.admit(mid, bytes: m.body.utf8.count, lane: .roomChat, now: now) == true
             else { continue }
+            // A member that syncs rooms gets the signed form, which it may pass on.
+            if conn.remoteFeatures.contains(.roomSync), let signed = signedRoomMessageForSending(m, to: peer) {
+                conn.send(.roomMessage(.verified(signed)))
+                continue
+            }
             // A member whose node predates replies gets a plain room message.
             let replyTo = conn.remoteFeatures.contains(.conversation) ? m.replyTo.flatMap { MessageID(hex: $0) } : nil
             conn.send(

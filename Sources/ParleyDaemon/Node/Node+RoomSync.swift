@@ -1,0 +1,281 @@
+import ParleyCore
+import ParleyNodeCore
+import ParleyStore
+
+/// Room sync on the node (issue 30; docs/PROTOCOL.md "Room sync"): signed room messages
+/// that any member passes on to another, and the summaries members compare. The decisions
+/// are `RoomSyncStateMachine`'s (what to announce and push) and `RoomEntitlement`'s (who may
+/// have a message); this driver stores, verifies, sends and feeds them events. Its state is
+/// `RoomSyncBook` (in `RoomBook`), not the node's.
+extension Node {
+    // MARK: State
+
+    /// The sync state, with what the store holds loaded on first use.
+    private func syncMachine() -> RoomSyncStateMachine {
+        if !roomBook.sync.loaded {
+            roomBook.sync.loaded = true
+            do {
+                var current: (RoomID, IdentityPublicKey)?
+                var ranges = SequenceRanges()
+                for row in try store.signedRoomMessageSequences() {
+                    guard let room = RoomID(hex: row.room), let author = IdentityPublicKey(hex: row.author) else {
+                        continue
+                    }
+                    if let c = current, c != (room, author) {
+                        roomBook.sync.machine.load(room: c.0, author: c.1, ranges: ranges)
+                        ranges = SequenceRanges()
+                    }
+                    current = (room, author)
+                    ranges.insert(row.sequence)
+                }
+                if let c = current { roomBook.sync.machine.load(room: c.0, author: c.1, ranges: ranges) }
+            } catch {
+                log.error("could not load the signed room messages; sync starts empty", ["error": "\(error)"])
+            }
+        }
+        return roomBook.sync.machine
+    }
+
+    private func withSync(_ body: (inout RoomSyncStateMachine) -> [RoomSyncStateMachine.Action]) {
+        var machine = syncMachine()
+        let actions = body(&machine)
+        roomBook.sync.machine = machine
+        performRoomSync(actions)
+    }
+
+    /// May `peer` have `author`'s message `sequence` of `room` (`RoomEntitlement`), judged
+    /// on this node's resolved room and the message's signed anchor.
+    private func syncEntitlement() -> RoomSyncStateMachine.Entitled {
+        { [unowned self] room, author, sequence, peer in
+            guard let entry = try? self.roomEntry(room), let state = entry.state,
+                let bytes = try? self.store.signedRoomMessages(
+                    room: room.hex, author: author.hex, sequences: [sequence]
+                )
+                .first,
+                let m = try? SignedRoomMessage.decode(bytes)
+            else { return false }
+            return RoomEntitlement.verdict(
+                author: author, anchor: m.anchor, for: peer, state: state, operations: entry.operations) == .entitled
+        }
+    }
+
+    // MARK: Events
+
+    /// A session is up: with a peer that syncs rooms, compare every room both have joined.
+    func roomSyncSessionStarted(_ conn: PeerConnection, peer: IdentityPublicKey) {
+        guard conn.remoteFeatures.contains(.roomSync) else { return }
+        var shared: [RoomID] = []
+        do {
+            for r in try store.rooms() where r.status == .joined {
+                guard let id = RoomID(hex: r.id), let state = try roomEntry(id).state,
+                    state.hasJoined(myIdentityKey), state.hasJoined(peer)
+                else { continue }
+                shared.append(id)
+            }
+        } catch {
+            log.error("could not list rooms for sync", ["error": "\(error)"])
+            return
+        }
+        let now = clock.monotonicNow()
+        withSync { $0.sessionOpened(peer, sharedRooms: shared, now: now) }
+    }
+
+    func roomSyncSessionEnded(_ peer: IdentityPublicKey) {
+        guard roomBook.sync.loaded else { return }
+        roomBook.sync.machine.sessionClosed(peer)
+        roomBook.sync.pushed[peer] = nil
+    }
+
+    /// The room's membership changed: sync stops with members no longer joined at once.
+    func roomSyncMembershipChanged(_ state: RoomState) {
+        let now = clock.monotonicNow()
+        let me = myIdentityKey
+        withSync { $0.membershipChanged(room: state.roomID, joined: Set(state.joined), me: me, now: now) }
+    }
+
+    func roomSyncTick() {
+        guard roomBook.sync.loaded else { return }
+        let now = clock.monotonicNow()
+        let entitled = syncEntitlement()
+        withSync { $0.tick(now: now, entitled: entitled) }
+    }
+
+    /// Acknowledgements of signed messages this node sent (its own, or pushed).
+    func roomSyncAcknowledged(_ ids: [MessageID], by peer: IdentityPublicKey) {
+        guard roomBook.sync.loaded, var sent = roomBook.sync.pushed[peer], !sent.isEmpty else { return }
+        var done: [(RoomID, IdentityPublicKey, UInt64)] = []
+        for id in ids { if let s = sent.removeValue(forKey: id) { done.append(s) } }
+        roomBook.sync.pushed[peer] = sent
+        guard !done.isEmpty else { return }
+        let entitled = syncEntitlement()
+        withSync { m in
+            done.flatMap { m.acknowledged(room: $0.0, author: $0.1, sequence: $0.2, by: peer, entitled: entitled) }
+        }
+    }
+
+    /// Signs this node's room message (sequence: the next of its own in the room; anchor:
+    /// the room's heads) and keeps it signed, so members can pass it on. After it is queued.
+    func signRoomMessage(_ m: StoredMessage, room: RoomID, state: RoomState, replyTo: MessageID?) {
+        do {
+            let sequence = try store.nextRoomSequence(room: room.hex, author: myIdentity)
+            guard let id = MessageID(hex: m.id) else { return }
+            let signed = try SignedRoomMessage.sign(
+                roomID: room, roomSequence: sequence, id: id, createdAt: UInt64(max(0, m.createdAt)),
+                anchor: state.heads.map(\.hash), replyTo: replyTo, body: m.body, by: keys.identity)
+            _ = try store.insertSignedRoomMessage(
+                room: room.hex, author: myIdentity, sequence: sequence, id: m.id, encoded: signed.encoded(), at: nowMs)
+            let now = clock.monotonicNow()
+            let me = myIdentityKey
+            withSync { $0.stored(room: room, author: me, sequence: sequence, from: nil, now: now) }
+        } catch {
+            // Queued already: members get it from this node as an unsigned roomChat.
+            log.error("could not sign a room message; it goes to members unsigned", ["error": "\(error)"])
+        }
+    }
+
+    /// The signed form of a room message this node wrote, for a member that syncs rooms;
+    /// remembered as sent so its acknowledgement tells sync the member holds it.
+    func signedRoomMessageForSending(_ m: StoredMessage, to peer: IdentityPublicKey) -> SignedRoomMessage? {
+        guard m.sender == myIdentity, let bytes = try? store.signedRoomMessage(id: m.id, author: myIdentity),
+            let signed = try? SignedRoomMessage.decode(bytes)
+        else { return nil }
+        roomBook.sync.pushed[peer, default: [:]][signed.id] = (signed.roomID, signed.author, signed.roomSequence)
+        return signed
+    }
+
+    // MARK: Wire
+
+    /// A summary from the session's peer: push what it lacks and may have.
+    func receivedRoomHave(_ have: RoomHave, from peer: IdentityPublicKey) {
+        let now = clock.monotonicNow()
+        let entitled = syncEntitlement()
+        withSync { $0.haveReceived(have, from: peer, now: now, entitled: entitled) }
+    }
+
+    /// A signed room message handed over by the session's peer (its author or any member).
+    /// Returns the ids to acknowledge (stored, or final: never to be stored) and the
+    /// messages newly shown.
+    func receivedSignedRoomMessage(_ arrival: RoomMessageArrival, from peer: IdentityPublicKey, on conn: PeerConnection)
+        throws(StoreError) -> (ack: MessageID?, shown: StoredMessage?)
+    {
+        let m: SignedRoomMessage
+        switch arrival {
+        case let .badSignature(room, author, id):
+            attackLog.log(
+                key: "room-forged:" + peer.hex,
+                "room message refused: its signature is not its author's (forged or altered by the member that sent it)",
+                [
+                    "room": room.hex, "from": peer.fingerprintText, "author": author.fingerprintText,
+                    "id": id.hex
+                ])
+            withSync { $0.badMessage(from: peer) }
+            return (nil, nil)
+        case .verified(let v):
+            m = v
+        }
+        let entry = try roomEntry(m.roomID)
+        guard let state = entry.state, state.hasJoined(myIdentityKey) else {
+            attackLog.log(
+                key: "room-msg-not-ours:" + peer.hex, "signed room message for a room this node is not in; dropped",
+                ["room": m.roomID.hex, "from": peer.fingerprintText])
+            return (m.id, nil)
+        }
+        guard state.hasJoined(peer) else {
+            // Only a current member passes messages on (a removed member's forwarding is not
+            // shown); an author whose join is still on its way sends again later.
+            attackLog.log(
+                key: "room-msg-forwarder:" + peer.hex,
+                "signed room message from a peer that is not a joined member here; not stored",
+                ["room": m.roomID.hex, "from": peer.fingerprintText, "author": m.author.fingerprintText])
+            return (nil, nil)
+        }
+        switch RoomEntitlement.verdict(
+            author: m.author, anchor: m.anchor, for: myIdentityKey, state: state, operations: entry.operations)
+        {
+        case .entitled:
+            break
+        case .anchorUnknown:
+            // The operations it names are still on their way: not acknowledged, sent again.
+            log.info(
+                "signed room message names operations not held yet; not acknowledged",
+                ["room": m.roomID.hex, "from": peer.fingerprintText])
+            return (nil, nil)
+        case .authorNotMember, .notEntitled:
+            attackLog.log(
+                key: "room-msg-entitlement:" + peer.hex,
+                "signed room message not for this node by the room's membership at its place; dropped",
+                ["room": m.roomID.hex, "from": peer.fingerprintText, "author": m.author.fingerprintText])
+            return (m.id, nil)
+        }
+        if m.author == myIdentityKey { return (m.id, nil) }
+        let chat = RoomChatRecord(
+            id: m.id, roomID: m.roomID, sequence: m.roomSequence, createdAt: m.createdAt, body: m.body,
+            replyTo: m.replyTo)
+        // Stored messages count against their author's quota, whoever hands them over.
+        let (_, refused) = judgeByQuota([chat], from: m.author)
+        if !refused.isEmpty {
+            sendRefusals(refused, on: conn)
+            return (nil, nil)
+        }
+        let now = nowMs
+        switch try store.insertSignedRoomMessage(
+            room: m.roomID.hex, author: m.author.hex, sequence: m.roomSequence, id: m.id.hex, encoded: m.encoded(),
+            at: now)
+        {
+        case .conflict:
+            attackLog.log(
+                key: "room-equivocation:" + m.author.hex,
+                "an author signed two different room messages with one sequence; the first is kept",
+                ["room": m.roomID.hex, "author": m.author.fingerprintText, "sequence": "\(m.roomSequence)"])
+            return (m.id, nil)
+        case .inserted, .duplicate:
+            break
+        }
+        let results = try store.storeIncomingRoomMessages(
+            [
+                IncomingMessage(
+                    id: m.id.hex, sender: m.author.hex, recipient: myIdentity,
+                    sequence: Int64(clamping: m.roomSequence), createdAt: Int64(clamping: m.createdAt), body: m.body,
+                    replyTo: m.replyTo?.hex)
+            ], room: m.roomID.hex, at: now)
+        let fresh = results.first(where: \.isNew)?.message
+        if fresh != nil { quotaStored([m.body.utf8.count], from: m.author) }
+        let mono = clock.monotonicNow()
+        withSync { $0.stored(room: m.roomID, author: m.author, sequence: m.roomSequence, from: peer, now: mono) }
+        return (m.id, fresh)
+    }
+
+    // MARK: Actions
+
+    private func performRoomSync(_ actions: [RoomSyncStateMachine.Action]) {
+        for action in actions {
+            switch action {
+            case let .sendHave(peer, have):
+                guard let conn = activeConnection(for: peer), conn.remoteFeatures.contains(.roomSync) else { continue }
+                conn.send(.roomHave(have))
+            case let .push(peer, room, author, sequences):
+                guard let conn = activeConnection(for: peer), conn.remoteFeatures.contains(.roomSync) else { continue }
+                let encoded: [[UInt8]]
+                do {
+                    encoded = try store.signedRoomMessages(room: room.hex, author: author.hex, sequences: sequences)
+                } catch {
+                    log.error("could not read signed room messages to pass on", ["error": "\(error)"])
+                    continue
+                }
+                for bytes in encoded {
+                    guard let m = try? SignedRoomMessage.decode(bytes) else {
+                        log.warning("stored signed room message does not verify; not passed on", ["room": room.hex])
+                        continue
+                    }
+                    roomBook.sync.pushed[peer, default: [:]][m.id] = (m.roomID, m.author, m.roomSequence)
+                    conn.send(.roomMessage(.verified(m)))
+                }
+            case let .close(peer, reason):
+                attackLog.log(
+                    key: "room-forged-close:" + peer.hex, "closing a session that hands over forged room messages",
+                    ["peer": peer.fingerprintText, "why": reason])
+                activeConnection(for: peer)?.close(reason: .protocolError, text: reason)
+            }
+        }
+    }
+}
