@@ -156,3 +156,26 @@ final class SignedRoomMessageTests: XCTestCase {
         XCTAssertThrowsError(try RoomHave.decode(touching[...]))
     }
 }
+
+/// The room sync examples of docs/PROTOCOL.md ("Room sync"), from the inputs it states.
+final class RoomSyncDocExampleTests: XCTestCase {
+    func testRoomMessageAndHaveExamples() throws {
+        let alice = ExampleKeys.aliceIdentity
+        let carol = try IdentityKeyPair(seed: ExampleKeys.seed(from: 0x60))
+        let create = try RoomOperation.create(
+            name: "lab", members: [ExampleKeys.bobIdentity.publicKey], by: alice, createdAt: 1_767_225_600_000,
+            nonce: RoomID(bytes: Array(0xa0...0xaf))!)  // 16 bytes by construction
+        let join = try RoomOperation.change(
+            .join, roomID: create.roomID, after: [create], by: ExampleKeys.bobIdentity, createdAt: 1_767_225_660_000)
+        let m = try SignedRoomMessage.sign(
+            roomID: create.roomID, roomSequence: 1, id: MessageID(exactly: Array(0x00...0x0f)),
+            createdAt: 1_767_225_660_000, anchor: [join.hash], body: "hi lab", by: alice)
+        XCTAssertEqual(
+            Sodium.hex(AppRecord.roomMessage(.verified(m)).encoded()), try ProtocolDoc.hexExample("room-message-record")
+        )
+        let have = RoomHave(
+            roomID: create.roomID,
+            holding: [alice.publicKey: SequenceRanges([1...3]), carol.publicKey: SequenceRanges([1...1, 4...5])])
+        XCTAssertEqual(Sodium.hex(AppRecord.roomHave(have).encoded()), try ProtocolDoc.hexExample("room-have-record"))
+    }
+}

@@ -185,7 +185,7 @@ extension Node {
             // shown); an author whose join is still on its way sends again later.
             attackLog.log(
                 key: "room-msg-forwarder:" + peer.hex,
-                "signed room message from a peer that is not a joined member here; not stored",
+                "signed room message from a peer that is not a joined member here; not stored, unacknowledged",
                 ["room": m.roomID.hex, "from": peer.fingerprintText, "author": m.author.fingerprintText])
             return (nil, nil)
         }
