@@ -123,6 +123,18 @@ final class RoomSyncTests: XCTestCase {
         XCTAssertEqual(carolSync.inFlight(to: bob.publicKey, room: room), 1)
     }
 
+    /// What the peer acknowledged before its first summary arrived (the author's own
+    /// delivery at session start) is not pushed again.
+    func testWhatThePeerAcknowledgedBeforeItsSummaryIsNotPushedAgain() {
+        var s = RoomSyncStateMachine()
+        s.load(room: room, author: alice.publicKey, ranges: SequenceRanges([1...2]))
+        _ = s.sessionOpened(bob.publicKey, sharedRooms: [room], now: t)
+        XCTAssertEqual(
+            s.acknowledged(room: room, author: alice.publicKey, sequence: 1, by: bob.publicKey, entitled: everyone), [])
+        let a = s.haveReceived(RoomHave(roomID: room, holding: [:]), from: bob.publicKey, now: t, entitled: everyone)
+        XCTAssertEqual(pushes(a), [2])
+    }
+
     /// A stranger (or a removed member) asks by sending a summary of a room it does not
     /// share with this node: it gets nothing.
     func testASummaryForARoomTheSessionDoesNotShareGetsNothing() {

@@ -4,7 +4,7 @@ is parley-adversary speaking the real protocol."""
 import json
 
 from parley_harness import wait_until
-from test_rooms import accept, member_names, mesh, room, room_messages
+from test_rooms import accept, joined_names, member_names, mesh, room, room_messages
 
 
 def incoming(node, name):
@@ -49,3 +49,52 @@ def test_office_story_bob_gets_alices_message_from_carol(cluster):
     wait_until(lambda: {m["state"] for m in room_messages(alice, "lab") if m["direction"] == "out"} == {"delivered"},
                timeout=30, what="alice's messages delivered to every member")
     assert incoming(bob, "lab") == [("alice", b) for b in bodies]
+
+
+# --- Hostile members (parley-adversary "room-member" as mallory, bit 3 announced) ---
+
+from test_rooms_hostile import make_team, mallory  # noqa: E402
+
+EVE_SEED = "e5" * 32
+
+
+def team_bodies(node):
+    return [(m["fromName"], m["body"]) for m in room_messages(node, "team")]
+
+
+def test_forged_and_altered_room_messages_are_refused_and_the_session_survives(cluster, tmp_path):
+    alice, bob, room_id, state = make_team(cluster, tmp_path)
+    out = mallory(alice, "sync-forge", room_id, state=state)
+    # The valid message after the two bad ones is stored: the session survived them.
+    assert "valid-acked 1" in out and "forged-acked 0" in out, out
+    wait_until(lambda: ("mallory", "mallory's real message") in team_bodies(alice), what="alice shows the valid one")
+    assert not any("forged" in b or "altered" in b for _, b in team_bodies(alice)), team_bodies(alice)
+    assert "signature is not its author's" in alice.log_path.read_text(errors="replace")
+    # A stream of them is an attack: the session is closed.
+    assert "closed" in mallory(alice, "sync-flood", room_id, 20, state=state)
+
+
+def test_history_goes_to_a_member_that_lacks_it_and_never_to_a_stranger(cluster, tmp_path):
+    alice, bob, room_id, state = make_team(cluster, tmp_path)
+    # bob writes while mallory has no session with anyone: alice holds bob's messages.
+    for i in range(2):
+        bob.call("messages.send", {"to": "#team", "body": f"bob {i}"})
+    wait_until(lambda: [b for _, b in team_bodies(alice)] == ["bob 0", "bob 1"], what="alice has bob's messages")
+    # mallory, a member, sends alice an empty summary: alice passes bob's messages on.
+    out = mallory(alice, "sync-have", room_id, state=state)
+    assert "pushed 2" in out, out
+    # eve, a stranger who learnt the room id, does the same: nothing.
+    out = mallory(alice, "sync-have", room_id, state=tmp_path / "eve.ops", seed=EVE_SEED, name="eve")
+    assert "pushed 0" in out, out
+
+
+def test_a_removed_members_messages_are_not_shown_after_its_removal(cluster, tmp_path):
+    alice, bob, room_id, state = make_team(cluster, tmp_path)
+    out = mallory(bob, "sync-say", room_id, "while a member", state=state)
+    assert "message-acked 1" in out, out
+    wait_until(lambda: ("mallory", "while a member") in team_bodies(bob), what="bob shows mallory's message")
+    alice.call("rooms.remove", {"room": "#team", "peer": "mallory"})
+    wait_until(lambda: "mallory" not in joined_names(bob, "team"), what="bob applies the removal")
+    out = mallory(bob, "sync-say", room_id, "after my removal", 2, state=state)
+    assert "message-acked 0" in out, out
+    assert ("mallory", "after my removal") not in team_bodies(bob)

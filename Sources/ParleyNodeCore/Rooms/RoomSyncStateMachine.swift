@@ -54,10 +54,12 @@ public struct RoomSyncStateMachine: Sendable {
         -> Bool
 
     struct PeerRoom: Sendable {
-        /// What the peer holds, as far as this node knows: its last summary, plus what it
-        /// acknowledged or handed over since, plus what it may not have (never offered).
-        /// Nil until its first summary: nothing is pushed blind.
-        var theirs: [IdentityPublicKey: SequenceRanges]?
+        /// What the peer holds, as far as this node knows on this session: its summaries,
+        /// plus what it acknowledged or handed over, plus what it may not have (never
+        /// offered).
+        var theirs: [IdentityPublicKey: SequenceRanges] = [:]
+        /// Whether its first summary came: nothing is pushed blind.
+        var summarized = false
         var inFlight: [IdentityPublicKey: Set<UInt64>] = [:]
         var lastHaveAt: MonotonicInstant?
         var haveDue = false
@@ -144,7 +146,7 @@ public struct RoomSyncStateMachine: Sendable {
         for key in peers.keys.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
             guard var pr = peers[key]?.rooms[room] else { continue }
             if key == source || key == author {
-                pr.theirs?[author, default: SequenceRanges()].insert(sequence)
+                pr.theirs[author, default: SequenceRanges()].insert(sequence)
             } else {
                 if pr.pushDueAt == nil { pr.pushDueAt = now + RoomSyncLimits.forwardDelay }
                 if let last = pr.lastHaveAt, now - last < RoomSyncLimits.haveInterval {
@@ -166,11 +168,13 @@ public struct RoomSyncStateMachine: Sendable {
         _ summary: RoomHave, from peer: IdentityPublicKey, now: MonotonicInstant, entitled: Entitled
     ) -> [Action] {
         guard var pr = peers[peer]?.rooms[summary.roomID] else { return [] }
-        // A summary replaces what this node knew of the peer; what is in flight to it still
-        // counts as on its way (it is not pushed twice).
-        var theirs = summary.authors
-        for (a, seqs) in pr.inFlight { for s in seqs { theirs[a, default: SequenceRanges()].insert(s) } }
-        pr.theirs = theirs
+        // A summary adds to what this node knew of the peer on this session (what it
+        // acknowledged before its summary arrived stays known; what is in flight to it
+        // stays on its way): nothing is pushed twice on one session.
+        for (a, ranges) in summary.authors {
+            for r in ranges.ranges { pr.theirs[a, default: SequenceRanges()].insert(r) }
+        }
+        pr.summarized = true
         peers[peer]?.rooms[summary.roomID] = pr
         return push(to: peer, room: summary.roomID, entitled: entitled)
     }
@@ -182,7 +186,7 @@ public struct RoomSyncStateMachine: Sendable {
     ) -> [Action] {
         guard var pr = peers[peer]?.rooms[room] else { return [] }
         pr.inFlight[author]?.remove(sequence)
-        pr.theirs?[author, default: SequenceRanges()].insert(sequence)
+        pr.theirs[author, default: SequenceRanges()].insert(sequence)
         peers[peer]?.rooms[room] = pr
         return push(to: peer, room: room, entitled: entitled)
     }
@@ -243,7 +247,8 @@ public struct RoomSyncStateMachine: Sendable {
     }
 
     private mutating func push(to peer: IdentityPublicKey, room: RoomID, entitled: Entitled) -> [Action] {
-        guard var pr = peers[peer]?.rooms[room], var theirs = pr.theirs, let mine = held[room] else { return [] }
+        guard var pr = peers[peer]?.rooms[room], pr.summarized, let mine = held[room] else { return [] }
+        var theirs = pr.theirs
         var capacity = RoomSyncLimits.maxInFlightPerSessionRoom - pr.inFlightCount
         var actions: [Action] = []
         for author in mine.keys.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
