@@ -46,16 +46,23 @@ extension Node {
     /// May `peer` have `author`'s message `sequence` of `room` (`RoomEntitlement`), judged
     /// on this node's resolved room and the message's signed anchor.
     private func syncEntitlement() -> RoomSyncStateMachine.Entitled {
-        { [unowned self] room, author, sequence, peer in
-            guard let entry = try? self.roomEntry(room), let state = entry.state,
-                let bytes = try? self.store.signedRoomMessages(
-                    room: room.hex, author: author.hex, sequences: [sequence]
-                )
-                .first,
+        // One closure per batch of decisions: the room and the membership at each anchor are
+        // computed once (a catch-up of thousands of messages names a handful of anchors).
+        var entries: [RoomID: RoomBook.Entry] = [:]
+        var folds: [[RoomOperationHash]: RoomFold?] = [:]
+        return { [unowned self] room, author, sequence, peer in
+            if entries[room] == nil { entries[room] = try? self.roomEntry(room) }
+            guard let entry = entries[room], let state = entry.state,
+                let bytes = try? self.store.signedRoomMessages(room: room.hex, author: author.hex, sequences: [sequence])
+                    .first,
                 let m = try? SignedRoomMessage.decode(bytes)
             else { return false }
+            if folds[m.anchor] == nil {
+                folds[m.anchor] = .some(
+                    RoomEntitlement.membership(at: m.anchor, state: state, operations: entry.operations))
+            }
             return RoomEntitlement.verdict(
-                author: author, anchor: m.anchor, for: peer, state: state, operations: entry.operations) == .entitled
+                author: author, membershipThen: folds[m.anchor] ?? nil, for: peer, state: state) == .entitled
         }
     }
 

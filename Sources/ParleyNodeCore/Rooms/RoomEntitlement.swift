@@ -59,7 +59,17 @@ public enum RoomEntitlement {
         author: IdentityPublicKey, anchor: [RoomOperationHash], for member: IdentityPublicKey,
         state: RoomState, operations: [RoomOperationHash: RoomOperation]
     ) -> Verdict {
-        guard let then = membership(at: anchor, state: state, operations: operations) else { return .anchorUnknown }
+        verdict(
+            author: author, membershipThen: membership(at: anchor, state: state, operations: operations),
+            for: member, state: state)
+    }
+
+    /// The same from the membership at the anchor (`membership(at:)`, nil: unknown), for a
+    /// caller that judges many messages with one anchor (a catch-up of thousands).
+    public static func verdict(
+        author: IdentityPublicKey, membershipThen then: RoomFold?, for member: IdentityPublicKey, state: RoomState
+    ) -> Verdict {
+        guard let then else { return .anchorUnknown }
         guard then.joined.contains(author) else { return .authorNotMember }
         return then.joined.contains(member) && state.hasJoined(member) ? .entitled : .notEntitled
     }
