@@ -98,3 +98,20 @@ def test_a_removed_members_messages_are_not_shown_after_its_removal(cluster, tmp
     out = mallory(bob, "sync-say", room_id, "after my removal", 2, state=state)
     assert "message-acked 0" in out, out
     assert ("mallory", "after my removal") not in team_bodies(bob)
+
+
+def test_members_reach_each_other_through_the_room_without_connect(cluster):
+    """bob and carol know only alice (static peers, no mDNS): once all three are in #lab,
+    alice passes each one's signed address record to the other, they get a session, and
+    a message between them needs no `parley connect`."""
+    alice = cluster.node("alice").start()
+    bob = cluster.node("bob", peers=[alice.address]).start()
+    carol = cluster.node("carol", peers=[alice.address]).start()
+    wait_until(lambda: alice.online("bob") and alice.online("carol"), timeout=20, what="alice has both")
+    assert not bob.online("carol")
+    alice.call("rooms.create", {"name": "lab", "members": ["bob", "carol"]})
+    accept([bob, carol], "lab")
+    wait_until(lambda: bob.online("carol") and carol.online("bob"), timeout=30,
+               what="bob and carol reach each other through the room")
+    bob.call("messages.send", {"to": "#lab", "body": "hello carol", "wait": True})
+    wait_until(lambda: ("bob", "hello carol") in incoming(carol, "lab"), what="carol gets bob's message")

@@ -53,8 +53,10 @@ extension Node {
         return { [unowned self] room, author, sequence, peer in
             if entries[room] == nil { entries[room] = try? self.roomEntry(room) }
             guard let entry = entries[room], let state = entry.state,
-                let bytes = try? self.store.signedRoomMessages(room: room.hex, author: author.hex, sequences: [sequence])
-                    .first,
+                let bytes = try? self.store.signedRoomMessages(
+                    room: room.hex, author: author.hex, sequences: [sequence]
+                )
+                .first,
                 let m = try? SignedRoomMessage.decode(bytes)
             else { return false }
             if folds[m.anchor] == nil {
@@ -64,6 +66,21 @@ extension Node {
             return RoomEntitlement.verdict(
                 author: author, membershipThen: folds[m.anchor] ?? nil, for: peer, state: state) == .entitled
         }
+    }
+
+    // MARK: Members reach each other
+
+    /// The joined members of each room this node has joined (its own view).
+    func joinedRoomMembers() -> [Set<IdentityPublicKey>] {
+        guard let rooms = try? store.rooms() else { return [] }
+        return rooms.filter { $0.status == .joined }.map { Set($0.joined.compactMap { IdentityPublicKey(hex: $0) }) }
+    }
+
+    /// Whether `identity` is a joined member of a room this node has joined: co-members'
+    /// signed address records are kept and passed between co-members (docs/PROTOCOL.md
+    /// "Address gossip" and "Room sync"), so a room works without mDNS or `parley connect`.
+    func isCoMember(_ identity: IdentityPublicKey) -> Bool {
+        identity != myIdentityKey && joinedRoomMembers().contains { $0.contains(identity) }
     }
 
     // MARK: Events
@@ -98,6 +115,14 @@ extension Node {
         let now = clock.monotonicNow()
         let me = myIdentityKey
         withSync { $0.membershipChanged(room: state.roomID, joined: Set(state.joined), me: me, now: now) }
+        // Co-members reach each other: our own address record to the joined members we have
+        // a session with (they relay it to the others), then what they may now learn.
+        guard state.hasJoined(me), let own = ownAddressRecord() else { return }
+        for m in state.joined where m != me {
+            guard let conn = activeConnection(for: m), conn.remoteFeatures.contains(.addressGossip) else { continue }
+            conn.send(.addressRecord(own))
+        }
+        relayAddressRecords()
     }
 
     func roomSyncTick() {
