@@ -113,7 +113,12 @@ final class RoomSyncTests: XCTestCase {
         XCTAssertEqual(pushes(open), [], "nothing is pushed blind")
         let bobHas = RoomHave(roomID: room, holding: [alice.publicKey: SequenceRanges([1...1])])
         let a = carolSync.haveReceived(bobHas, from: bob.publicKey, now: t, entitled: everyone)
-        XCTAssertEqual(a, [.push(to: bob.publicKey, room: room, author: alice.publicKey, sequences: [2, 3])])
+        XCTAssertEqual(
+            a,
+            [
+                .sendHave(to: bob.publicKey, carolSync.have(room)),
+                .push(to: bob.publicKey, room: room, author: alice.publicKey, sequences: [2, 3])
+            ], "the first summary is answered (bob may have ignored ours), then what bob lacks")
         // The same summary again (bob's was sent before the pushes arrived): nothing twice.
         XCTAssertEqual(carolSync.haveReceived(bobHas, from: bob.publicKey, now: t, entitled: everyone), [])
         XCTAssertEqual(
@@ -133,6 +138,27 @@ final class RoomSyncTests: XCTestCase {
             s.acknowledged(room: room, author: alice.publicKey, sequence: 1, by: bob.publicKey, entitled: everyone), [])
         let a = s.haveReceived(RoomHave(roomID: room, holding: [:]), from: bob.publicKey, now: t, entitled: everyone)
         XCTAssertEqual(pushes(a), [2])
+    }
+
+    /// Summaries that cross a join: bob's arrives before carol knows bob as a joined
+    /// member (ignored); carol's, sent when she learns it, is bob's first from her, so bob
+    /// answers with his again, and carol pushes. Each side answers a first summary once.
+    func testASummaryLostToAJoinStillInTransitIsSentAgain() {
+        var carolSync = RoomSyncStateMachine()
+        var bobSync = RoomSyncStateMachine()
+        carolSync.load(room: room, author: alice.publicKey, ranges: SequenceRanges([1...2]))
+        _ = carolSync.sessionOpened(bob.publicKey, sharedRooms: [], now: t)
+        _ = bobSync.sessionOpened(carol.publicKey, sharedRooms: [], now: t)
+        let bobJoined = bobSync.membershipChanged(
+            room: room, joined: [bob.publicKey, carol.publicKey], me: bob.publicKey, now: t)
+        guard case .sendHave(_, let bobsHave)? = bobJoined.first else { return XCTFail("\(bobJoined)") }
+        XCTAssertEqual(carolSync.haveReceived(bobsHave, from: bob.publicKey, now: t, entitled: everyone), [])
+        let carolLearns = carolSync.membershipChanged(
+            room: room, joined: [bob.publicKey, carol.publicKey], me: carol.publicKey, now: t)
+        guard case .sendHave(_, let carolsHave)? = carolLearns.first else { return XCTFail("\(carolLearns)") }
+        let answer = bobSync.haveReceived(carolsHave, from: carol.publicKey, now: t, entitled: everyone)
+        guard case .sendHave(_, let again)? = answer.first else { return XCTFail("\(answer)") }
+        XCTAssertEqual(pushes(carolSync.haveReceived(again, from: bob.publicKey, now: t, entitled: everyone)), [1, 2])
     }
 
     /// A stranger (or a removed member) asks by sending a summary of a room it does not

@@ -115,3 +115,28 @@ def test_members_reach_each_other_through_the_room_without_connect(cluster):
                what="bob and carol reach each other through the room")
     bob.call("messages.send", {"to": "#lab", "body": "hello carol", "wait": True})
     wait_until(lambda: ("bob", "hello carol") in incoming(carol, "lab"), what="carol gets bob's message")
+
+
+def test_a_new_member_gets_nothing_written_before_its_join(cluster):
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    alice.call("rooms.create", {"name": "lab", "members": ["bob"]})
+    accept([bob], "lab")
+    # (Sent before alice has bob's join, a message is not for bob: wait for it.)
+    wait_until(lambda: joined_names(alice, "lab") == ["alice", "bob"], what="alice sees bob joined")
+    alice.call("messages.send", {"to": "#lab", "body": "before carol", "wait": True})
+    alice.call("rooms.add", {"room": "#lab", "peer": "carol"})
+    accept([carol], "lab")
+    for node in (alice, bob):
+        wait_until(lambda: joined_names(node, "lab") == ["alice", "bob", "carol"], what=f"{node.name} sees carol joined")
+    alice.call("messages.send", {"to": "#lab", "body": "after carol", "wait": True})
+    wait_until(lambda: incoming(carol, "lab") == [("alice", "after carol")], what="carol gets what follows her join")
+    # bob and carol compared summaries (bob holds "before carol", carol does not) ...
+    carol_fp = carol.whoami()["fingerprint"]
+    wait_until(lambda: any("room summary received" in line and f"from={carol_fp}" in line
+                           for line in bob.log_path.read_text(errors="replace").splitlines()),
+               what="bob has carol's summary")
+    # ... and whatever bob passed on reaches carol before a later message on the same session.
+    bob.cli("send", "carol", "barrier", "--wait")
+    assert incoming(carol, "lab") == [("alice", "after carol")], "history from before the join is not passed on"
+    assert [m["body"] for m in room_messages(bob, "lab")] == ["before carol", "after carol"]

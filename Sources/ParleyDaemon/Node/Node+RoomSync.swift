@@ -179,6 +179,9 @@ extension Node {
 
     /// A summary from the session's peer: push what it lacks and may have.
     func receivedRoomHave(_ have: RoomHave, from peer: IdentityPublicKey) {
+        log.debug(
+            "room summary received",
+            ["room": have.roomID.hex, "from": peer.fingerprintText, "authors": "\(have.authors.count)"])
         let now = clock.monotonicNow()
         let entitled = syncEntitlement()
         withSync { $0.haveReceived(have, from: peer, now: now, entitled: entitled) }
@@ -294,6 +297,12 @@ extension Node {
                     log.error("could not read signed room messages to pass on", ["error": "\(error)"])
                     continue
                 }
+                log.debug(
+                    "passing room messages on",
+                    [
+                        "room": room.hex, "to": peer.fingerprintText, "author": author.fingerprintText,
+                        "count": "\(encoded.count)"
+                    ])
                 for bytes in encoded {
                     guard let m = try? SignedRoomMessage.decode(bytes) else {
                         log.warning("stored signed room message does not verify; not passed on", ["room": room.hex])

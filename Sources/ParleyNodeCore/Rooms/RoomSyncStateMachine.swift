@@ -174,9 +174,20 @@ public struct RoomSyncStateMachine: Sendable {
         for (a, ranges) in summary.authors {
             for r in ranges.ranges { pr.theirs[a, default: SequenceRanges()].insert(r) }
         }
+        // The first summary from this session for this room is answered with ours: the peer
+        // may have ignored the one we sent (it arrived before the peer knew us as a joined
+        // member: the join travels in the outbox, the summary right away). Once per room and
+        // session, so two nodes answer each other at most once.
+        let first = !pr.summarized
         pr.summarized = true
+        var actions: [Action] = []
+        if first {
+            pr.lastHaveAt = now
+            pr.haveDue = false
+            actions.append(.sendHave(to: peer, have(summary.roomID)))
+        }
         peers[peer]?.rooms[summary.roomID] = pr
-        return push(to: peer, room: summary.roomID, entitled: entitled)
+        return actions + push(to: peer, room: summary.roomID, entitled: entitled)
     }
 
     /// `peer` acknowledged (stored) a pushed message, or any message of the room this node
