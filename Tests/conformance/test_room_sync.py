@@ -10,7 +10,7 @@ import time
 
 import protocol_doc as doc
 from conftest import wait_until
-from parley_wire import ACK, PING, PONG, ROOM_OPERATION, Identity, Session, parse_ids, record
+from parley_wire import ACK, PING, PONG, ROOM_CHAT, ROOM_OPERATION, Identity, Session, parse_ids, record
 from test_rooms import CREATE, JOIN, create_body, daemon_key, room_op  # noqa: F401 (fixtures below)
 from test_rooms import daemon  # noqa: F401
 
@@ -85,3 +85,29 @@ def test_a_member_passes_on_another_members_message_and_the_daemon_passes_it_on_
     second.send_records(record(ROOM_HAVE, room + struct.pack(">H", 0)))
     got = collect(second, lambda rs: any(t == ROOM_MESSAGE for t, _ in rs), timeout=15)
     assert [p for t, p in got if t == ROOM_MESSAGE] == [msg]
+
+
+def test_a_member_without_bit_3_gets_the_old_room_chat(daemon):  # noqa: F811
+    """Older nodes keep working: to a member that did not announce bit 3 the daemon sends
+    its own room message as `roomChat` (0x11), never a `roomMessage` it would skip."""
+    old = Identity()
+    session = Session.established(daemon.address, old, card=old.card(name="old" + os.urandom(4).hex()))
+    name = b"old" + os.urandom(3).hex().encode()
+    create, create_hash = room_op(old, CREATE, os.urandom(16), 1,
+                                  body=create_body(name, [old.identity_key, daemon_key(daemon)]))
+    room = create_hash[:16]
+    session.send_records(record(ROOM_OPERATION, create))
+    collect(session, lambda rs: create_hash[:16] in acked(rs))
+    wait_until(lambda: any(r["id"] == room.hex() and r["status"] == "invited"
+                           for r in daemon.call("rooms.list")["rooms"]), what="the daemon is invited")
+    daemon.call("rooms.accept", {"room": room.hex()})
+    got = collect(session, lambda rs: any(t == ROOM_OPERATION and p[1] == JOIN for t, p in rs))
+    join_d = next(p for t, p in got if t == ROOM_OPERATION and p[1] == JOIN)
+    session.send_records(record(ACK, struct.pack(">H", 1) + op_hash(join_d)[:16]))
+    wait_until(lambda: any(r["id"] == room.hex() and r["status"] == "joined"
+                           for r in daemon.call("rooms.list")["rooms"]), what="the daemon joined")
+    daemon.call("messages.send", {"to": "#" + name.decode(), "body": "to an old member"})
+    got = collect(session, lambda rs: any(t == ROOM_CHAT for t, _ in rs))
+    chat = next(p for t, p in got if t == ROOM_CHAT)
+    assert chat[16:32] == room and chat[48:] == b"to an old member"
+    assert not any(t in (ROOM_MESSAGE, ROOM_HAVE) for t, _ in got), "nothing of room sync to a node without bit 3"
