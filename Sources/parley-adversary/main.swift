@@ -60,6 +60,8 @@ let usage = """
                                       print "valid-acked K" and "forged-acked K"
                               sync-flood ROOM N  N forged messages, then a ping; print
                                       "closed" or "alive"
+                              sync-equivocate ROOM  two different validly signed messages
+                                      with one sequence; print "message-acked K"
                               sync-have ROOM  an empty summary of ROOM; print "pushed N" (the
                                       signed messages the target sent it)
                             print what it sent, then "acked K" (operations acknowledged)

@@ -140,3 +140,12 @@ def test_a_new_member_gets_nothing_written_before_its_join(cluster):
     bob.cli("send", "carol", "barrier", "--wait")
     assert incoming(carol, "lab") == [("alice", "after carol")], "history from before the join is not passed on"
     assert [m["body"] for m in room_messages(bob, "lab")] == ["before carol", "after carol"]
+
+
+def test_an_author_that_signs_two_messages_with_one_number_is_shown_once(cluster, tmp_path):
+    alice, bob, room_id, state = make_team(cluster, tmp_path)
+    out = mallory(alice, "sync-equivocate", room_id, state=state)
+    assert "message-acked 2" in out, out  # both final: the second is never stored
+    wait_until(lambda: ("mallory", "the first version") in team_bodies(alice), what="alice shows the first")
+    assert ("mallory", "a second version, same number") not in team_bodies(alice)
+    assert "signed two different room messages with one sequence" in alice.log_path.read_text(errors="replace")

@@ -148,7 +148,7 @@ func runRoomMember(_ a: ModeArguments) {
         _ = other.awaitAcks([join.hash.ackID])
         emit(member.awaitAcks([chatID], seconds: 20) == 1 ? "acked-after-join" : "never-acked")
         _ = ops
-    case "sync-say", "sync-forge", "sync-flood":
+    case "sync-say", "sync-forge", "sync-flood", "sync-equivocate":
         // Room sync (issue 30). sync-say BODY: a message of its own, validly signed, on the
         // heads it knows. sync-forge: one message under the creator's name it did not sign,
         // one of its own altered after signing, then a valid one. sync-flood N: N forged
@@ -183,6 +183,12 @@ func runRoomMember(_ a: ModeArguments) {
             let m = own(a.string(6) ?? "hello from mallory", base)
             member.send(.roomMessage(.verified(m)))
             emit("message-acked \(member.awaitAcks([m.id], seconds: 5))")
+        case "sync-equivocate":
+            // Two different messages, both validly signed, with one sequence number.
+            let first = own("the first version", base)
+            let second = own("a second version, same number", base)
+            member.send(.roomMessage(.verified(first)), .roomMessage(.verified(second)))
+            emit("message-acked \(member.awaitAcks([first.id, second.id], seconds: 5))")
         case "sync-forge":
             let (f1, b1) = forged("forged in the creator's name", base)
             var b2 = own("altered after signing", base + 1).encoded()
