@@ -17,32 +17,67 @@ extension Store {
         case conflict
     }
 
+    /// One signed room message to keep (`insertSignedRoomMessages`).
+    public struct SignedRoomMessageRow: Sendable {
+        public var room: String
+        public var author: String
+        public var sequence: UInt64
+        public var id: String
+        public var encoded: [UInt8]
+
+        public init(room: String, author: String, sequence: UInt64, id: String, encoded: [UInt8]) {
+            self.room = room
+            self.author = author
+            self.sequence = sequence
+            self.id = id
+            self.encoded = encoded
+        }
+    }
+
     /// Keeps `encoded` (a verified `SignedRoomMessage`) unless its (room, author, sequence)
     /// is held. One transaction.
     public func insertSignedRoomMessage(
         room: String, author: String, sequence: UInt64, id: String, encoded: [UInt8], at: Int64
     ) throws(StoreError) -> SignedRoomMessageInsert {
-        try Self.requireRoomID(room)
-        try InputValidation.requireIdentity(author, "author")
-        try InputValidation.requireMessageID(id)
-        guard sequence >= 1, sequence <= UInt64(Int64.max) else { throw .invalidArgument("room sequence out of range") }
-        guard !encoded.isEmpty, encoded.count <= SignedRoomMessage.maxEncodedLength else {
-            throw .invalidArgument("signed room message must be 1 to \(SignedRoomMessage.maxEncodedLength) bytes")
-        }
-        return try write { db in
-            if let existing = try Data.fetchOne(
-                db,
-                sql: "SELECT encoded FROM room_signed_message WHERE room = ? AND author = ? AND room_sequence = ?",
-                arguments: [room, author, Int64(sequence)])
-            {
-                return [UInt8](existing) == encoded ? .duplicate : .conflict
+        try insertSignedRoomMessages(
+            [SignedRoomMessageRow(room: room, author: author, sequence: sequence, id: id, encoded: encoded)], at: at)[0]
+    }
+
+    /// The same for the messages of one read of a session, in order, in one transaction (a
+    /// catch-up of thousands must not cost a commit each).
+    public func insertSignedRoomMessages(_ rows: [SignedRoomMessageRow], at: Int64) throws(StoreError)
+        -> [SignedRoomMessageInsert]
+    {
+        for r in rows {
+            try Self.requireRoomID(r.room)
+            try InputValidation.requireIdentity(r.author, "author")
+            try InputValidation.requireMessageID(r.id)
+            guard r.sequence >= 1, r.sequence <= UInt64(Int64.max) else {
+                throw .invalidArgument("room sequence out of range")
             }
-            try db.execute(
+            guard !r.encoded.isEmpty, r.encoded.count <= SignedRoomMessage.maxEncodedLength else {
+                throw .invalidArgument("signed room message must be 1 to \(SignedRoomMessage.maxEncodedLength) bytes")
+            }
+        }
+        guard !rows.isEmpty else { return [] }
+        return try write { db in
+            let existing = try db.cachedStatement(
+                sql: "SELECT encoded FROM room_signed_message WHERE room = ? AND author = ? AND room_sequence = ?")
+            let insert = try db.cachedStatement(
                 sql: """
                     INSERT INTO room_signed_message (room, author, room_sequence, id, encoded, stored_at)
                     VALUES (?, ?, ?, ?, ?, ?)
-                    """, arguments: [room, author, Int64(sequence), id, Data(encoded), at])
-            return .inserted
+                    """)
+            var out: [SignedRoomMessageInsert] = []
+            for r in rows {
+                if let held = try Data.fetchOne(existing, arguments: [r.room, r.author, Int64(r.sequence)]) {
+                    out.append([UInt8](held) == r.encoded ? .duplicate : .conflict)
+                    continue
+                }
+                try insert.execute(arguments: [r.room, r.author, Int64(r.sequence), r.id, Data(r.encoded), at])
+                out.append(.inserted)
+            }
+            return out
         }
     }
 

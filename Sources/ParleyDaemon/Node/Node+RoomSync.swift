@@ -187,97 +187,142 @@ extension Node {
         withSync { $0.haveReceived(have, from: peer, now: now, entitled: entitled) }
     }
 
-    /// A signed room message handed over by the session's peer (its author or any member).
-    /// Returns the ids to acknowledge (stored, or final: never to be stored) and the
-    /// messages newly shown.
-    func receivedSignedRoomMessage(_ arrival: RoomMessageArrival, from peer: IdentityPublicKey, on conn: PeerConnection)
-        throws(StoreError) -> (ack: MessageID?, shown: StoredMessage?)
-    {
-        let m: SignedRoomMessage
-        switch arrival {
-        case let .badSignature(room, author, id):
-            attackLog.log(
-                key: "room-forged:" + peer.hex,
-                "room message refused: its signature is not its author's (forged or altered by the member that sent it)",
-                [
-                    "room": room.hex, "from": peer.fingerprintText, "author": author.fingerprintText,
-                    "id": id.hex
-                ])
-            withSync { $0.badMessage(from: peer) }
-            return (nil, nil)
-        case .verified(let v):
-            m = v
+    /// Signed room messages handed over by the session's peer (their authors or any
+    /// member), from one read. Returns the ids to acknowledge (stored, or final: never to be
+    /// stored) and the messages newly shown. Stored in two transactions for the whole read
+    /// (the signed rows, then the messages per room), not per message.
+    func receivedSignedRoomMessages(
+        _ arrivals: [RoomMessageArrival], from peer: IdentityPublicKey, on conn: PeerConnection
+    ) throws(StoreError) -> (acks: [MessageID], shown: [StoredMessage]) {
+        var acks: [MessageID] = []
+        var accepted: [SignedRoomMessage] = []
+        // The membership at an anchor, once per anchor in this read (anchor hashes name
+        // operations of one room only).
+        var folds: [[RoomOperationHash]: RoomFold?] = [:]
+        for arrival in arrivals {
+            let m: SignedRoomMessage
+            switch arrival {
+            case let .badSignature(room, author, id):
+                attackLog.log(
+                    key: "room-forged:" + peer.hex,
+                    "room message refused: its signature is not its author's (forged or altered by the member that sent it)",
+                    [
+                        "room": room.hex, "from": peer.fingerprintText, "author": author.fingerprintText,
+                        "id": id.hex
+                    ])
+                withSync { $0.badMessage(from: peer) }
+                continue
+            case .verified(let v):
+                m = v
+            }
+            let entry = try roomEntry(m.roomID)
+            guard let state = entry.state, state.hasJoined(myIdentityKey) else {
+                attackLog.log(
+                    key: "room-msg-not-ours:" + peer.hex, "signed room message for a room this node is not in; dropped",
+                    ["room": m.roomID.hex, "from": peer.fingerprintText])
+                acks.append(m.id)
+                continue
+            }
+            guard state.hasJoined(peer) else {
+                // Only a current member passes messages on (a removed member's forwarding is
+                // not shown); an author whose join is still on its way sends again later.
+                attackLog.log(
+                    key: "room-msg-forwarder:" + peer.hex,
+                    "signed room message from a peer that is not a joined member here; not stored, unacknowledged",
+                    ["room": m.roomID.hex, "from": peer.fingerprintText, "author": m.author.fingerprintText])
+                continue
+            }
+            if folds[m.anchor] == nil {
+                folds[m.anchor] = .some(
+                    RoomEntitlement.membership(at: m.anchor, state: state, operations: entry.operations))
+            }
+            switch RoomEntitlement.verdict(
+                author: m.author, membershipThen: folds[m.anchor] ?? nil, for: myIdentityKey, state: state)
+            {
+            case .entitled:
+                break
+            case .anchorUnknown:
+                // The operations it names are still on their way: not acknowledged, sent again.
+                log.info(
+                    "signed room message names operations not held yet; not acknowledged",
+                    ["room": m.roomID.hex, "from": peer.fingerprintText])
+                continue
+            case .authorNotMember, .notEntitled:
+                attackLog.log(
+                    key: "room-msg-entitlement:" + peer.hex,
+                    "signed room message not for this node by the room's membership at its place; dropped",
+                    ["room": m.roomID.hex, "from": peer.fingerprintText, "author": m.author.fingerprintText])
+                acks.append(m.id)
+                continue
+            }
+            if m.author == myIdentityKey {
+                acks.append(m.id)
+                continue
+            }
+            accepted.append(m)
         }
-        let entry = try roomEntry(m.roomID)
-        guard let state = entry.state, state.hasJoined(myIdentityKey) else {
-            attackLog.log(
-                key: "room-msg-not-ours:" + peer.hex, "signed room message for a room this node is not in; dropped",
-                ["room": m.roomID.hex, "from": peer.fingerprintText])
-            return (m.id, nil)
-        }
-        guard state.hasJoined(peer) else {
-            // Only a current member passes messages on (a removed member's forwarding is not
-            // shown); an author whose join is still on its way sends again later.
-            attackLog.log(
-                key: "room-msg-forwarder:" + peer.hex,
-                "signed room message from a peer that is not a joined member here; not stored, unacknowledged",
-                ["room": m.roomID.hex, "from": peer.fingerprintText, "author": m.author.fingerprintText])
-            return (nil, nil)
-        }
-        switch RoomEntitlement.verdict(
-            author: m.author, anchor: m.anchor, for: myIdentityKey, state: state, operations: entry.operations)
-        {
-        case .entitled:
-            break
-        case .anchorUnknown:
-            // The operations it names are still on their way: not acknowledged, sent again.
-            log.info(
-                "signed room message names operations not held yet; not acknowledged",
-                ["room": m.roomID.hex, "from": peer.fingerprintText])
-            return (nil, nil)
-        case .authorNotMember, .notEntitled:
-            attackLog.log(
-                key: "room-msg-entitlement:" + peer.hex,
-                "signed room message not for this node by the room's membership at its place; dropped",
-                ["room": m.roomID.hex, "from": peer.fingerprintText, "author": m.author.fingerprintText])
-            return (m.id, nil)
-        }
-        if m.author == myIdentityKey { return (m.id, nil) }
-        let chat = RoomChatRecord(
-            id: m.id, roomID: m.roomID, sequence: m.roomSequence, createdAt: m.createdAt, body: m.body,
-            replyTo: m.replyTo)
+        guard !accepted.isEmpty else { return (acks, []) }
         // Stored messages count against their author's quota, whoever hands them over.
-        let (_, refused) = judgeByQuota([chat], from: m.author)
-        if !refused.isEmpty {
-            sendRefusals(refused, on: conn)
-            return (nil, nil)
+        var refusedIDs: Set<MessageID> = []
+        var authors: [IdentityPublicKey] = []
+        for m in accepted where !authors.contains(m.author) { authors.append(m.author) }
+        for author in authors {
+            let chats = accepted.filter { $0.author == author }.map {
+                RoomChatRecord(
+                    id: $0.id, roomID: $0.roomID, sequence: $0.roomSequence, createdAt: $0.createdAt, body: $0.body,
+                    replyTo: $0.replyTo)
+            }
+            let (_, refused) = judgeByQuota(chats, from: author)
+            if !refused.isEmpty {
+                sendRefusals(refused, on: conn)
+                refusedIDs.formUnion(refused.flatMap(\.1))
+            }
         }
+        let keep = accepted.filter { !refusedIDs.contains($0.id) }
         let now = nowMs
-        switch try store.insertSignedRoomMessage(
-            room: m.roomID.hex, author: m.author.hex, sequence: m.roomSequence, id: m.id.hex, encoded: m.encoded(),
-            at: now)
-        {
-        case .conflict:
-            attackLog.log(
-                key: "room-equivocation:" + m.author.hex,
-                "an author signed two different room messages with one sequence; the first is kept",
-                ["room": m.roomID.hex, "author": m.author.fingerprintText, "sequence": "\(m.roomSequence)"])
-            return (m.id, nil)
-        case .inserted, .duplicate:
-            break
+        let inserts = try store.insertSignedRoomMessages(
+            keep.map {
+                Store.SignedRoomMessageRow(
+                    room: $0.roomID.hex, author: $0.author.hex, sequence: $0.roomSequence, id: $0.id.hex,
+                    encoded: $0.encoded())
+            }, at: now)
+        var toShow: [SignedRoomMessage] = []
+        for (m, result) in zip(keep, inserts) {
+            acks.append(m.id)
+            if result == .conflict {
+                attackLog.log(
+                    key: "room-equivocation:" + m.author.hex,
+                    "an author signed two different room messages with one sequence; the first is kept",
+                    ["room": m.roomID.hex, "author": m.author.fingerprintText, "sequence": "\(m.roomSequence)"])
+            } else {
+                toShow.append(m)
+            }
         }
-        let results = try store.storeIncomingRoomMessages(
-            [
-                IncomingMessage(
-                    id: m.id.hex, sender: m.author.hex, recipient: myIdentity,
-                    sequence: Int64(clamping: m.roomSequence), createdAt: Int64(clamping: m.createdAt), body: m.body,
-                    replyTo: m.replyTo?.hex)
-            ], room: m.roomID.hex, at: now)
-        let fresh = results.first(where: \.isNew)?.message
-        if fresh != nil { quotaStored([m.body.utf8.count], from: m.author) }
+        var shown: [StoredMessage] = []
+        var rooms: [RoomID] = []
+        for m in toShow where !rooms.contains(m.roomID) { rooms.append(m.roomID) }
+        for room in rooms {
+            let results = try store.storeIncomingRoomMessages(
+                toShow.filter { $0.roomID == room }.map {
+                    IncomingMessage(
+                        id: $0.id.hex, sender: $0.author.hex, recipient: myIdentity,
+                        sequence: Int64(clamping: $0.roomSequence), createdAt: Int64(clamping: $0.createdAt),
+                        body: $0.body, replyTo: $0.replyTo?.hex)
+                }, room: room.hex, at: now)
+            for r in results where r.isNew {
+                shown.append(r.message)
+                if let author = IdentityPublicKey(hex: r.message.sender) {
+                    quotaStored([r.message.body.utf8.count], from: author)
+                }
+            }
+        }
         let mono = clock.monotonicNow()
-        withSync { $0.stored(room: m.roomID, author: m.author, sequence: m.roomSequence, from: peer, now: mono) }
-        return (m.id, fresh)
+        withSync { machine in
+            toShow.flatMap {
+                machine.stored(room: $0.roomID, author: $0.author, sequence: $0.roomSequence, from: peer, now: mono)
+            }
+        }
+        return (acks, shown)
     }
 
     // MARK: Actions

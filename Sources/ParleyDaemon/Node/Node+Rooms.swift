@@ -464,25 +464,37 @@ extension Node {
         // Signed messages passed on by a member count against their author's quota (done
         // as each is stored), not the member's that handed them over.
         var receivedSigned: [StoredMessage] = []
+        // Consecutive signed messages are stored together (two transactions per run).
+        var signed: [RoomMessageArrival] = []
+        func storeSigned(_ pending: inout [RoomMessageArrival]) throws(StoreError) {
+            guard !pending.isEmpty else { return }
+            defer { pending.removeAll() }
+            let outcome = try receivedSignedRoomMessages(pending, from: sender, on: conn)
+            acks += outcome.acks
+            receivedSigned += outcome.shown
+        }
         do {
             for record in records {
                 switch record {
                 case .operation(let op):
                     try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
+                    try storeSigned(&signed)
                     try acceptRoomOperation(op, from: sender)
                     acks.append(op.hash.ackID)
                 case .chat(let c):
+                    try storeSigned(&signed)
                     chats.append(c)
                 case .signed(let arrival):
                     try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
-                    let outcome = try receivedSignedRoomMessage(arrival, from: sender, on: conn)
-                    if let id = outcome.ack { acks.append(id) }
-                    if let m = outcome.shown { receivedSigned.append(m) }
+                    signed.append(arrival)
                 case .have(let have):
+                    try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
+                    try storeSigned(&signed)
                     receivedRoomHave(have, from: sender)
                 }
             }
             try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
+            try storeSigned(&signed)
         } catch {
             // What was stored is acknowledged; the rest stays queued at the sender.
             log.error("could not store room traffic; it stays queued at the sender", ["error": "\(error)"])
