@@ -50,7 +50,12 @@ extension Node {
         // computed once (a catch-up of thousands of messages names a handful of anchors).
         var entries: [RoomID: RoomBook.Entry] = [:]
         var folds: [[RoomOperationHash]: RoomFold?] = [:]
+        let me = myIdentityKey
         return { [unowned self] room, author, sequence, peer in
+            // This node's own messages go to every member through its durable outbox
+            // (queued for each joined member when written, resent until acknowledged):
+            // pushing them too would send each twice.
+            if author == me { return false }
             if entries[room] == nil { entries[room] = try? self.roomEntry(room) }
             guard let entry = entries[room], let state = entry.state,
                 let bytes = try? self.store.signedRoomMessages(
