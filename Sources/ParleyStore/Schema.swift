@@ -180,6 +180,7 @@ enum Schema {
         registerFilesMigration(&migrator)
         registerAddressRecordsMigration(&migrator)
         registerSearchBatchMigration(&migrator)
+        registerRoomSyncMigration(&migrator)
         return migrator
     }
 }

@@ -11,7 +11,10 @@ struct RoomMember {
     var acked: Set<MessageID> = []
     var remote: IdentityPublicKey { peer.target }
 
-    init(host: String, port: UInt16, identity: IdentityKeyPair, name: String) {
+    /// Signed room messages received (room sync), by room.
+    var signed: [SignedRoomMessage] = []
+
+    init(host: String, port: UInt16, identity: IdentityKeyPair, name: String, features: ProtocolFeatures = []) {
         guard let c = Conn(host, port, timeoutMs: 1500) else { fail("connect") }
         // The same Noise key on every run (derived from the identity's public key), so the
         // card the target pinned the first time stays the one it sees.
@@ -22,7 +25,7 @@ struct RoomMember {
         let card = try! Card.issue(
             identity: identity, noiseKey: st.publicKey, displayName: name, hostName: "adversary",
             issuedAt: day, sequence: 1)  // fixed valid inputs
-        guard let est = handshake(c, identity: identity, staticKey: st, card: card) else {
+        guard let est = handshake(c, identity: identity, staticKey: st, card: card, features: features) else {
             fail("handshake refused")
         }
         peer = HostilePeer(conn: c, established: est, identity: identity)
@@ -60,6 +63,9 @@ struct RoomMember {
                     pendingOps.append(op)
                 case .roomChat(let c):
                     acks.append(c.id)
+                case .roomMessage(.verified(let m)):
+                    acks.append(m.id)
+                    signed.append(m)
                 case .chat(let c):
                     acks.append(c.id)
                 case .ping(let v):

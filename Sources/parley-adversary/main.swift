@@ -53,6 +53,17 @@ let usage = """
                                       join reached it (print "held" if not acknowledged),
                                       then the join to ALICE (HOST:PORT) only; print
                                       "acked-after-join" once the target acknowledges
+                              sync-say ROOM BODY [SEQ]  (room sync, bit 3) a room message
+                                      of its own, validly signed; print "message-acked K"
+                              sync-forge ROOM  one message in the creator's name it did not
+                                      sign, one of its own altered after signing, one valid;
+                                      print "valid-acked K" and "forged-acked K"
+                              sync-flood ROOM N  N forged messages, then a ping; print
+                                      "closed" or "alive"
+                              sync-equivocate ROOM  two different validly signed messages
+                                      with one sequence; print "message-acked K"
+                              sync-have ROOM  an empty summary of ROOM; print "pushed N" (the
+                                      signed messages the target sent it)
                             print what it sent, then "acked K" (operations acknowledged)
       forge-address T VICTIM ADDR  as a new peer announcing address gossip, send a signed
                             address record naming VICTIM (identity, 64 hex digits) at ADDR

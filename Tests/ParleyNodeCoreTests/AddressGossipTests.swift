@@ -131,4 +131,26 @@ final class AddressGossipTests: XCTestCase {
         q.sessionUp(key, identity: carol.publicKey)
         XCTAssertTrue(q.targets[key]!.rateLimitedCandidates.isEmpty)
     }
+
+    /// Room sync (issue 30): a co-member gets another co-member's record with no tags and
+    /// without being a contact, and only while the two share a room.
+    func testCoMembersGetEachOthersRecordsOnlyWhileTheyShareARoom() {
+        var g = AddressGossip(own: me.publicKey)
+        XCTAssertEqual(
+            g.received(record(carol), from: carol.publicKey, isContact: contacts(carol), nowMs: now), .accepted)
+        var shared = true
+        let inRoom: (IdentityPublicKey, IdentityPublicKey) -> Bool = { p, x in
+            shared && p == self.bob.publicKey && x == self.carol.publicKey
+        }
+        XCTAssertTrue(g.deliveries(sessions: [bob.publicKey], isContact: contacts(), nowMs: now).isEmpty)
+        XCTAssertEqual(
+            g.deliveries(sessions: [bob.publicKey], isContact: contacts(), sharedRoom: inRoom, nowMs: now).map(\.to),
+            [bob.publicKey])
+        shared = false  // bob was removed
+        XCTAssertEqual(
+            g.received(record(carol, at: now + 1), from: carol.publicKey, isContact: contacts(carol), nowMs: now),
+            .accepted)
+        XCTAssertTrue(
+            g.deliveries(sessions: [bob.publicKey], isContact: contacts(), sharedRoom: inRoom, nowMs: now).isEmpty)
+    }
 }

@@ -84,6 +84,27 @@ def room_operation_hash(op: bytes) -> bytes:
     return hashlib.sha256(b"parley-room-op-hash-v2\x00" + op[:-64]).digest()
 
 
+# --- "Room sync" ---
+
+def room_message(key, room: bytes, room_sequence: int, msg_id: bytes, created_at: int, anchor, body: bytes,
+                 reply_to: bytes = b"") -> bytes:
+    """A signed room message (record 0x16's payload): version 1, kind 1 (chat) or 2 (reply)."""
+    author = bytes(key.verify_key)
+    heads = sorted(set(anchor))
+    signed = (bytes([1, 2 if reply_to else 1]) + room + author + struct.pack(">Q", room_sequence) + msg_id
+              + struct.pack(">Q", created_at) + bytes([len(heads)]) + b"".join(heads) + reply_to + body)
+    return signed + key.sign(b"parley-room-msg-v1\x00" + signed).signature
+
+
+def room_have(room: bytes, holding) -> bytes:
+    """A roomHave payload (0x17): holding maps author key -> [(first, last), ...]."""
+    out = room + struct.pack(">H", len(holding))
+    for author in sorted(holding):
+        ranges = holding[author]
+        out += author + bytes([len(ranges)]) + b"".join(struct.pack(">QQ", f, l) for f, l in ranges)
+    return out
+
+
 # --- "Files" ---
 
 def blake2b_256(data: bytes) -> bytes:

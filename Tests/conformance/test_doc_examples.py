@@ -88,6 +88,26 @@ def room_op_fields(op: bytes):
     return fields + [op[-64:]]
 
 
+def room_message_fields():
+    """Alice's first message in the example room, anchored on Bob's join."""
+    ops = room_ops()
+    room = doc.room_operation_hash(ops["room-create"])[:16]
+    m = doc.room_message(ALICE, room, 1, MSG_ID, T0_MS + MINUTE_MS, [doc.room_operation_hash(ops["room-join"])],
+                         b"hi lab")
+    cuts = [1, 1, 16, 32, 8, 16, 8, 1, 32, 6, 64]
+    fields, i = [], 0
+    for n in cuts:
+        fields.append(m[i:i + n])
+        i += n
+    assert i == len(m)
+    return rec(0x16, *fields)
+
+
+def room_have_payload():
+    room = doc.room_operation_hash(room_ops()["room-create"])[:16]
+    return doc.room_have(room, {ALICE_KEY: [(1, 3)], CAROL_KEY: [(1, 1), (4, 5)]})
+
+
 FILE_OFFER, FILE_WANT, FILE_HASHES, FILE_CHUNK, FILE_HAVE, FILE_END = range(0x30, 0x36)
 ADDRESS_RECORD, CONTACT_TAGS, DIAL_BACK_REQUEST, DIAL_BACK_RESULT = range(0x21, 0x25)
 
@@ -135,6 +155,9 @@ DERIVATIONS = {
     "room-remove": lambda: room_op_fields(room_ops()["room-remove"]),
     "room-leave": lambda: room_op_fields(room_ops()["room-leave"]),
     "room-chat-record": lambda: rec(0x11, MSG_ID, ROOM_NONCE, u64(1), u64(T0_MS), b"hi lab"),
+    # "Room sync"
+    "room-message-record": room_message_fields,
+    "room-have-record": lambda: rec(0x17, room_have_payload()),
     # "Conversation records"
     "reply-record": lambda: rec(0x09, RECORD_ID, u64(2), u64(T0_MS + MINUTE_MS), MSG_ID, b"Hi Bob!"),
     "edit-record": lambda: rec(0x0A, RECORD_ID, u64(2), u64(T0_MS + MINUTE_MS), MSG_ID, b"Hi Bob, again"),

@@ -14,9 +14,9 @@ ADVERSARY = str(BIN / "parley-adversary")
 MALLORY_SEED = "6d" * 32
 
 
-def mallory(target, action, *args, state, timeout=60):
+def mallory(target, action, *args, state, timeout=60, seed=MALLORY_SEED, name="mallory"):
     env = dict(os.environ, PARLEY_ADVERSARY_STATE=str(state))
-    p = subprocess.run([ADVERSARY, "room-member", target.address, MALLORY_SEED, "mallory", action, *map(str, args)],
+    p = subprocess.run([ADVERSARY, "room-member", target.address, seed, name, action, *map(str, args)],
                        capture_output=True, text=True, timeout=timeout, env=env)
     assert p.returncode == 0, p.stderr
     return p.stdout.strip().splitlines()

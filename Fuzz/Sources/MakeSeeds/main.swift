@@ -141,7 +141,24 @@ let fileRecords: [(String, AppRecord)] = [
     ("file-have", .file(.have(fileTransfer, verified: 1))),
     ("file-end", .file(.end(fileTransfer, .failed, "not enough disk space at the recipient")))
 ]
+// Room sync (docs/PROTOCOL.md "Room sync"): a signed room message and a summary.
+let syncRoom = RoomID(exactly: Array(repeating: 0xa0, count: 16))
+let syncMessage = try SignedRoomMessage.sign(
+    roomID: syncRoom, roomSequence: 1, id: messageID(0x1a), createdAt: 1_770_000_008_000,
+    anchor: [RoomOperationHash(exactly: Array(repeating: 0x33, count: 32))], body: "passed on by a member",
+    by: FuzzFixtures.initiator.identity)
+let syncRecords: [(String, AppRecord)] = [
+    ("room-message", .roomMessage(.verified(syncMessage))),
+    (
+        "room-have",
+        .roomHave(
+            RoomHave(
+                roomID: syncRoom,
+                holding: [FuzzFixtures.initiator.identity.publicKey: SequenceRanges([1...3, 5...9])]))
+    )
+]
 var stream = RecordStreamEncoder()
+for (name, record) in syncRecords { try write("FuzzAppRecord", name, record.encoded()) }
 for (name, record) in fileRecords { try write("FuzzAppRecord", name, record.encoded()) }
 for (name, record) in records {
     try write("FuzzAppRecord", name, record.encoded())

@@ -17,8 +17,12 @@ public struct ProtocolFeatures: OptionSet, Hashable, Sendable {
     /// (0x23, 0x24): address gossip among contacts (docs/PROTOCOL.md "Address gossip").
     public static let addressGossip = ProtocolFeatures(rawValue: 1 << 2)
 
+    /// Room sync (issue 30): signed room messages (0x16) that any member passes on, and
+    /// the summaries (0x17) members compare (docs/PROTOCOL.md "Room sync").
+    public static let roomSync = ProtocolFeatures(rawValue: 1 << 3)
+
     /// What this version understands.
-    public static let supported: ProtocolFeatures = [.conversation, .files, .addressGossip]
+    public static let supported: ProtocolFeatures = [.conversation, .files, .addressGossip, .roomSync]
 }
 
 extension AppRecord.RecordType {
@@ -33,6 +37,8 @@ extension AppRecord.RecordType {
             return .files
         case .addressRecord, .contactTags, .dialBackRequest, .dialBackResult:
             return .addressGossip
+        case .roomMessage, .roomHave:
+            return .roomSync
         case .chat, .ack, .cardUpdate, .ping, .pong, .close, .refused, .readReceipt, .roomOperation, .roomChat,
             .listenPorts:
             return nil

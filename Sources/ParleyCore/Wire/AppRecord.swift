@@ -49,6 +49,11 @@ public enum AppRecord: Equatable, Sendable {
     /// `parley doctor`'s reachability probe (0x23) and its answer (0x24).
     case dialBackRequest(DialBackRequest)
     case dialBackResult(DialBackResult)
+    /// A room message signed by its author (0x16), from the author or passed on by any
+    /// member. Optional: `ProtocolFeatures.roomSync` (docs/PROTOCOL.md "Room sync").
+    case roomMessage(RoomMessageArrival)
+    /// What the sender holds of a room's signed messages (0x17). Optional: `roomSync`.
+    case roomHave(RoomHave)
     /// A record type this version does not know: skipped, for forward compatibility.
     case unknown(type: UInt8, length: Int)
 
@@ -63,6 +68,8 @@ public enum AppRecord: Equatable, Sendable {
         case roomReply = 0x12
         /// Edit, delete and reaction of a room message: the room id, then the direct layout.
         case roomEdit = 0x13, roomDelete = 0x14, roomReaction = 0x15
+        /// Room sync (issue 30): signed room messages and the holders' summaries.
+        case roomMessage = 0x16, roomHave = 0x17
         case listenPorts = 0x20
         case fileOffer = 0x30, fileWant = 0x31, fileHashes = 0x32, fileChunk = 0x33, fileHave = 0x34
         case fileEnd = 0x35
@@ -213,6 +220,13 @@ extension AppRecord {
             put(.listenPorts, p)
         case .file(let f):
             put(f.recordType, f.payload())
+        case .roomMessage(.verified(let m)):
+            put(.roomMessage, m.encoded())
+        case .roomMessage(.badSignature):
+            // Only ever decoded: nothing sends a message whose signature does not verify.
+            break
+        case .roomHave(let h):
+            put(.roomHave, h.encoded())
         case .addressRecord(let record):
             put(.addressRecord, record.encoded())
         case .contactTags(let tags):
@@ -353,6 +367,17 @@ extension AppRecord {
                     throw AppRecordError.malformed(type: type, reason: "dial-back result")
                 }
                 return .dialBackResult(DialBackResult(nonce: nonce, outcome: outcome))
+            case .roomMessage:
+                do { return .roomMessage(.verified(try SignedRoomMessage.decode(payload))) } catch {
+                    if case let .badSignature(room, author, id) = error {
+                        return .roomMessage(.badSignature(roomID: room, author: author, id: id))
+                    }
+                    throw AppRecordError.malformed(type: type, reason: error.description)
+                }
+            case .roomHave:
+                do { return .roomHave(try RoomHave.decode(payload[...])) } catch {
+                    throw AppRecordError.malformed(type: type, reason: error.description)
+                }
             case .roomChat, .roomReply:
                 let id = MessageID(exactly: try r.readBytes(MessageID.length))
                 let room = RoomID(exactly: try r.readBytes(RoomID.length))

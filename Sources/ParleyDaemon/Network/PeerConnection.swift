@@ -215,6 +215,8 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         case .contactTags(let t): delegate?.connection(self, receivedContactTags: t)
         case .dialBackRequest(let r): delegate?.connection(self, receivedDialBackRequest: r)
         case .dialBackResult(let r): delegate?.connection(self, receivedDialBackResult: r)
+        case .roomMessage(let m): pendingRoomTraffic.append(.signed(m))
+        case .roomHave(let h): pendingRoomTraffic.append(.have(h))
         case .unknown: break
         }
     }

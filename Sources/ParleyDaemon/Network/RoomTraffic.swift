@@ -6,4 +6,8 @@ import ParleyCore
 enum RoomTraffic {
     case operation(RoomOperation)
     case chat(RoomChatRecord)
+    /// A signed room message (room sync), from its author or passed on by a member.
+    case signed(RoomMessageArrival)
+    /// A member's summary of what it holds of a room (room sync).
+    case have(RoomHave)
 }

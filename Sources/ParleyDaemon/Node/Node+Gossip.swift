@@ -34,7 +34,7 @@ extension Node {
     /// The session with `peer` is up on `conn`: give it our record and our tags, and what
     /// it may now learn.
     func startGossip(on conn: PeerConnection, peer: IdentityPublicKey) {
-        guard conn.remoteFeatures.contains(.addressGossip), isContact(peer) else { return }
+        guard conn.remoteFeatures.contains(.addressGossip), isContact(peer) || isCoMember(peer) else { return }
         if let own = ownAddressRecord() { conn.send(.addressRecord(own)) }
         let contacts = contactSet().filter { $0 != peer }.sorted { $0.hex < $1.hex }
         conn.send(.contactTags(ContactTags(salt: Sodium.randomBytes(ContactTags.saltLength), identities: contacts)))
@@ -42,8 +42,10 @@ extension Node {
 
     func connection(_ conn: PeerConnection, receivedAddressRecord record: SignedAddressRecord) {
         guard let peer = activePeer(of: conn) else { return }
+        // Co-members' records too (room sync, issue 30): members reach each other through
+        // the room, only while both are members.
         let verdict = gossip.received(
-            record, from: peer, isContact: { [unowned self] in self.isContact($0) },
+            record, from: peer, isContact: { [unowned self] in self.isContact($0) || self.isCoMember($0) },
             nowMs: UInt64(max(0, nowMs)))
         guard verdict == .accepted else {
             log.debug(
@@ -85,7 +87,7 @@ extension Node {
     }
 
     func connection(_ conn: PeerConnection, receivedContactTags tags: ContactTags) {
-        guard let peer = activePeer(of: conn), isContact(peer) else { return }
+        guard let peer = activePeer(of: conn), isContact(peer) || isCoMember(peer) else { return }
         gossip.tagsReceived(tags, from: peer)
         relayAddressRecords()
     }
@@ -95,8 +97,10 @@ extension Node {
         let peers = sessions.peers.filter {
             activeConnection(for: $0)?.remoteFeatures.contains(.addressGossip) ?? false
         }
+        let rooms = joinedRoomMembers()
         let due = gossip.deliveries(
             sessions: Array(peers), isContact: { [unowned self] in self.isContact($0) },
+            sharedRoom: { p, x in rooms.contains { $0.contains(p) && $0.contains(x) } },
             nowMs: UInt64(max(0, nowMs)))
         for (to, record) in due { activeConnection(for: to)?.send(.addressRecord(record)) }
     }

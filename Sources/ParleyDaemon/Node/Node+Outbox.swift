@@ -208,6 +208,7 @@ extension Node {
         }
         actionsAcknowledged(ack.actionItems + ack.unknown, by: peer)
         roomTrafficAcknowledged(ack.roomItems + ack.unknown, by: peer)
+        roomSyncAcknowledged(ids, by: peer)
         pump(conn)
     }
 }

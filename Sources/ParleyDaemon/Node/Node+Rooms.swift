@@ -136,6 +136,7 @@ extension Node {
         }
         let previous = try store.room(id: op.roomID.hex)
         try saveRoomState(after, previous: previous, deliveredBy: peer, now: now)
+        roomSyncMembershipChanged(after)
         try distribute(op, before: before, after: after, from: peer, entry: entry, now: now)
         if let rec = try store.room(id: op.roomID.hex),
             rec
@@ -410,6 +411,8 @@ extension Node {
                 createdAt: nowMs, sender: myIdentity, members: others.map(\.hex),
                 replyTo: replyTo)
         }
+        // Signed before the pump, so members that sync rooms get the signed form.
+        signRoomMessage(stored, room: id, state: state, replyTo: replyTo.flatMap { MessageID(hex: $0) })
         for m in others { if let conn = activeConnection(for: m) { pump(conn) } }
         return stored
     }
@@ -458,30 +461,52 @@ extension Node {
         var acks: [MessageID] = []
         var chats: [RoomChatRecord] = []
         var received: [StoredMessage] = []
+        // Signed messages passed on by a member count against their author's quota (done
+        // as each is stored), not the member's that handed them over.
+        var receivedSigned: [StoredMessage] = []
+        // Consecutive signed messages are stored together (two transactions per run).
+        var signed: [RoomMessageArrival] = []
+        func storeSigned(_ pending: inout [RoomMessageArrival]) throws(StoreError) {
+            guard !pending.isEmpty else { return }
+            defer { pending.removeAll() }
+            let outcome = try receivedSignedRoomMessages(pending, from: sender, on: conn)
+            acks += outcome.acks
+            receivedSigned += outcome.shown
+        }
         do {
             for record in records {
                 switch record {
                 case .operation(let op):
                     try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
+                    try storeSigned(&signed)
                     try acceptRoomOperation(op, from: sender)
                     acks.append(op.hash.ackID)
                 case .chat(let c):
+                    try storeSigned(&signed)
                     chats.append(c)
+                case .signed(let arrival):
+                    try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
+                    signed.append(arrival)
+                case .have(let have):
+                    try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
+                    try storeSigned(&signed)
+                    receivedRoomHave(have, from: sender)
                 }
             }
             try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
+            try storeSigned(&signed)
         } catch {
             // What was stored is acknowledged; the rest stays queued at the sender.
             log.error("could not store room traffic; it stays queued at the sender", ["error": "\(error)"])
             sendAcks(acks, on: conn)
             conn.close(reason: .normal, text: "receiver storage failure")
-            for m in received { emit(.messageReceived(m)) }
+            for m in received + receivedSigned { emit(.messageReceived(m)) }
             return
         }
         sendAcks(acks, on: conn)
         quotaStored(received.map { $0.body.utf8.count }, from: sender)
         if !received.isEmpty { sessions.promote(sender) }
-        for m in received { emit(.messageReceived(m)) }
+        for m in received + receivedSigned { emit(.messageReceived(m)) }
     }
 
     /// Stores consecutive room chats (one transaction per room) whose author and this node
@@ -632,6 +657,11 @@ extension Node {
             guard let mid = MessageID(hex: m.id), let rid = m.room.flatMap(RoomID.init(hex:)) else { continue }
             guard links[handle]?.window.admit(mid, bytes: m.body.utf8.count, lane: .roomChat, now: now) == true
             else { continue }
+            // A member that syncs rooms gets the signed form, which it may pass on.
+            if conn.remoteFeatures.contains(.roomSync), let signed = signedRoomMessageForSending(m, to: peer) {
+                conn.send(.roomMessage(.verified(signed)))
+                continue
+            }
             // A member whose node predates replies gets a plain room message.
             let replyTo = conn.remoteFeatures.contains(.conversation) ? m.replyTo.flatMap { MessageID(hex: $0) } : nil
             conn.send(

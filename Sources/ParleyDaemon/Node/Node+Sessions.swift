@@ -156,6 +156,7 @@ extension Node {
         pump(conn)
         sendPendingReadReceipts(conn)
         filesSessionStarted(conn)
+        roomSyncSessionStarted(conn, peer: peer)
     }
 
     func connectionClosed(_ conn: PeerConnection, error: Error?) {
@@ -190,6 +191,7 @@ extension Node {
         perform(actions)
         perform(dialPlanner.sessionDown(peer, random: random))
         gossip.sessionEnded(peer)
+        roomSyncSessionEnded(peer)
     }
 
     /// Performs the session table's actions that are not part of establishing a session.
@@ -277,6 +279,7 @@ extension Node {
             guard let handle = sessions.handle(for: peer), let conn = links[handle]?.connection else { continue }
             if links[handle]?.window.resetIfAckTimedOut(now: now) == true { pump(conn) }
         }
+        roomSyncTick()
         onTick?()
     }
 }

@@ -28,6 +28,9 @@ struct RoomBook {
     /// whether that is under way (so it runs as a loop, never as nested calls).
     var roomsToRetry: Set<RoomID> = []
     var retrying = false
+
+    /// Room sync (issue 30): what to announce and pass on to which member.
+    var sync = RoomSyncBook()
 }
 
 /// Limits of the daemon's room bookkeeping (the wire limits are `RoomLimits`).

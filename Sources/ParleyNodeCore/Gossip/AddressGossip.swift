@@ -87,18 +87,24 @@ public struct AddressGossip: Sendable {
     /// The records to send now: to each peer in `sessions` (those with a session up that
     /// announced `addressGossip`) every fresh record it is entitled to and has not had.
     /// Marks them sent. Sorted for a deterministic order.
+    ///
+    /// Entitled: a contact `p` gets the record of a contact `x` its tags say it holds; and
+    /// `p` gets the record of `x` whenever `sharedRoom(p, x)` (room sync, issue 30: both are
+    /// joined members, now, of a room this node has joined: co-members reach each other
+    /// without being each other's contacts, and stop learning of each other on removal).
     public mutating func deliveries(
-        sessions: [IdentityPublicKey], isContact: (IdentityPublicKey) -> Bool, nowMs: UInt64
+        sessions: [IdentityPublicKey], isContact: (IdentityPublicKey) -> Bool,
+        sharedRoom: (IdentityPublicKey, IdentityPublicKey) -> Bool = { _, _ in false }, nowMs: UInt64
     ) -> [(to: IdentityPublicKey, record: SignedAddressRecord)] {
         var out: [(to: IdentityPublicKey, record: SignedAddressRecord)] = []
         let subjects = records.keys.sorted { $0.hex < $1.hex }
         for p in sessions.sorted(by: { $0.hex < $1.hex }) {
-            guard isContact(p), let theirTags = tags[p] else { continue }
+            let theirTags = isContact(p) ? tags[p] : nil
             var already = sent[p, default: [:]]
             var count = 0
             for x in subjects where x != p && count < GossipLimits.maxRelayedPerSession {
-                guard let r = records[x], already[x] != r.issuedAt, isContact(x), theirTags.contains(x),
-                    freshness(r, nowMs: nowMs) == nil
+                guard let r = records[x], already[x] != r.issuedAt, freshness(r, nowMs: nowMs) == nil,
+                    (theirTags?.contains(x) == true && isContact(x)) || sharedRoom(p, x)
                 else { continue }
                 already[x] = r.issuedAt
                 count += 1

@@ -12,7 +12,9 @@ func runRoomMember(_ a: ModeArguments) {
     let id = try! IdentityKeyPair(seed: SecretBytes(consuming: &seedCopy))  // 32 bytes: checked above
     let action = a.all[4]
     let roomArg = a.all.count > 5 ? RoomID(hex: a.all[5]) : nil
-    var member = RoomMember(host: a.host, port: a.port, identity: id, name: a.all[3])
+    // The room-sync actions announce feature bit 3, so the target reads their records.
+    let features: ProtocolFeatures = action.hasPrefix("sync-") ? [.roomSync] : []
+    var member = RoomMember(host: a.host, port: a.port, identity: id, name: a.all[3], features: features)
     // PARLEY_ADVERSARY_STATE: a file of the room operations seen so far (hex, one a line),
     // so a later run (after its removal, say) can sign "from the past".
     let statePath = ProcessInfo.processInfo.environment["PARLEY_ADVERSARY_STATE"]
@@ -146,6 +148,77 @@ func runRoomMember(_ a: ModeArguments) {
         _ = other.awaitAcks([join.hash.ackID])
         emit(member.awaitAcks([chatID], seconds: 20) == 1 ? "acked-after-join" : "never-acked")
         _ = ops
+    case "sync-say", "sync-forge", "sync-flood", "sync-equivocate":
+        // Room sync (issue 30). sync-say BODY: a message of its own, validly signed, on the
+        // heads it knows. sync-forge: one message under the creator's name it did not sign,
+        // one of its own altered after signing, then a valid one. sync-flood N: N forged
+        // messages, then a ping. Prints what the target acknowledged, and "closed"/"alive".
+        let (root, _, state) = room()
+        let anchor = state.heads.map(\.hash)
+        func own(_ body: String, _ seq: UInt64) -> SignedRoomMessage {
+            try! SignedRoomMessage.sign(
+                roomID: root.roomID, roomSequence: seq, id: .random(), createdAt: now, anchor: anchor, body: body,
+                by: id)  // valid inputs: heads of a resolved room, a short body
+        }
+        func forged(_ body: String, _ seq: UInt64) -> (MessageID, [UInt8]) {
+            // Signed by this member, with the creator's key put in the author field.
+            let m = own(body, seq)
+            var bytes = m.encoded()
+            bytes.replaceSubrange(18..<50, with: root.actor.bytes)
+            return (m.id, bytes)
+        }
+        func sendRaw(_ payload: [UInt8]) {
+            var stream: [UInt8] = [AppRecord.RecordType.roomMessage.rawValue]
+            stream.appendUInt32BE(UInt32(payload.count))
+            stream += payload
+            guard let sealed = try? member.peer.established.transport.seal(stream), member.peer.conn.sendFrame(sealed)
+            else {
+                emit("closed")
+                exit(0)
+            }
+        }
+        let base = UInt64(a.int(7, default: 1))
+        switch action {
+        case "sync-say":
+            let m = own(a.string(6) ?? "hello from mallory", base)
+            member.send(.roomMessage(.verified(m)))
+            emit("message-acked \(member.awaitAcks([m.id], seconds: 5))")
+        case "sync-equivocate":
+            // Two different messages, both validly signed, with one sequence number.
+            let first = own("the first version", base)
+            let second = own("a second version, same number", base)
+            member.send(.roomMessage(.verified(first)), .roomMessage(.verified(second)))
+            emit("message-acked \(member.awaitAcks([first.id, second.id], seconds: 5))")
+        case "sync-forge":
+            let (f1, b1) = forged("forged in the creator's name", base)
+            var b2 = own("altered after signing", base + 1).encoded()
+            let f2 = MessageID(exactly: Array(b2[50 + 8..<50 + 8 + 16]))
+            b2[b2.count - 70] ^= 0x01  // a body byte
+            sendRaw(b1)
+            sendRaw(b2)
+            let ok = own("mallory's real message", base + 2)
+            member.send(.roomMessage(.verified(ok)))
+            emit("valid-acked \(member.awaitAcks([ok.id], seconds: 10))")
+            emit("forged-acked \(member.awaitAcks([f1, f2], seconds: 1))")
+        default:
+            for i in 0..<UInt64(max(1, a.int(6, default: 20))) { sendRaw(forged("flood \(i)", base + i).1) }
+            member.send(.ping(1))
+            let deadline = Date().addingTimeInterval(5)
+            var closed = false
+            while Date() < deadline, !closed {
+                let (records, ended) = member.peer.available(waitMs: 200)
+                closed = ended
+                for r in records { if case .close = r { closed = true } }
+            }
+            emit(closed ? "closed" : "alive")
+        }
+    case "sync-have":
+        // Sends an empty summary of ROOM and counts the signed messages the target pushes.
+        guard let roomArg else { fail("sync-have needs ROOM") }
+        member.send(.roomHave(RoomHave(roomID: roomArg, holding: [:])))
+        member.signed.removeAll()
+        member.takeTraffic()
+        emit("pushed \(member.signed.filter { $0.roomID == roomArg }.count)")
     default:
         fail("unknown room-member action \(action)")
     }

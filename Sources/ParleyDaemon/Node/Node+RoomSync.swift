@@ -1,0 +1,372 @@
+import ParleyCore
+import ParleyNodeCore
+import ParleyStore
+
+/// Room sync on the node (issue 30; docs/PROTOCOL.md "Room sync"): signed room messages
+/// that any member passes on to another, and the summaries members compare. The decisions
+/// are `RoomSyncStateMachine`'s (what to announce and push) and `RoomEntitlement`'s (who may
+/// have a message); this driver stores, verifies, sends and feeds them events. Its state is
+/// `RoomSyncBook` (in `RoomBook`), not the node's.
+extension Node {
+    // MARK: State
+
+    /// The sync state, with what the store holds loaded on first use.
+    private func syncMachine() -> RoomSyncStateMachine {
+        if !roomBook.sync.loaded {
+            roomBook.sync.loaded = true
+            do {
+                var current: (RoomID, IdentityPublicKey)?
+                var ranges = SequenceRanges()
+                for row in try store.signedRoomMessageSequences() {
+                    guard let room = RoomID(hex: row.room), let author = IdentityPublicKey(hex: row.author) else {
+                        continue
+                    }
+                    if let c = current, c != (room, author) {
+                        roomBook.sync.machine.load(room: c.0, author: c.1, ranges: ranges)
+                        ranges = SequenceRanges()
+                    }
+                    current = (room, author)
+                    ranges.insert(row.sequence)
+                }
+                if let c = current { roomBook.sync.machine.load(room: c.0, author: c.1, ranges: ranges) }
+            } catch {
+                log.error("could not load the signed room messages; sync starts empty", ["error": "\(error)"])
+            }
+        }
+        return roomBook.sync.machine
+    }
+
+    private func withSync(_ body: (inout RoomSyncStateMachine) -> [RoomSyncStateMachine.Action]) {
+        var machine = syncMachine()
+        let actions = body(&machine)
+        roomBook.sync.machine = machine
+        performRoomSync(actions)
+    }
+
+    /// May `peer` have `author`'s message `sequence` of `room` (`RoomEntitlement`), judged
+    /// on this node's resolved room and the message's signed anchor.
+    private func syncEntitlement() -> RoomSyncStateMachine.Entitled {
+        // One closure per batch of decisions: the room and the membership at each anchor are
+        // computed once (a catch-up of thousands of messages names a handful of anchors).
+        var entries: [RoomID: RoomBook.Entry] = [:]
+        var folds: [[RoomOperationHash]: RoomFold?] = [:]
+        let me = myIdentityKey
+        return { [unowned self] room, author, sequence, peer in
+            // This node's own messages go to every member through its durable outbox
+            // (queued for each joined member when written, resent until acknowledged):
+            // pushing them too would send each twice.
+            if author == me { return false }
+            if entries[room] == nil { entries[room] = try? self.roomEntry(room) }
+            guard let entry = entries[room], let state = entry.state,
+                let bytes = try? self.store.signedRoomMessages(
+                    room: room.hex, author: author.hex, sequences: [sequence]
+                )
+                .first,
+                let m = try? SignedRoomMessage.decode(bytes)
+            else { return false }
+            if folds[m.anchor] == nil {
+                folds[m.anchor] = .some(
+                    RoomEntitlement.membership(at: m.anchor, state: state, operations: entry.operations))
+            }
+            return RoomEntitlement.verdict(
+                author: author, membershipThen: folds[m.anchor] ?? nil, for: peer, state: state) == .entitled
+        }
+    }
+
+    // MARK: Members reach each other
+
+    /// The joined members of each room this node has joined (its own view).
+    func joinedRoomMembers() -> [Set<IdentityPublicKey>] {
+        guard let rooms = try? store.rooms() else { return [] }
+        return rooms.filter { $0.status == .joined }.map { Set($0.joined.compactMap { IdentityPublicKey(hex: $0) }) }
+    }
+
+    /// Whether `identity` is a joined member of a room this node has joined: co-members'
+    /// signed address records are kept and passed between co-members (docs/PROTOCOL.md
+    /// "Address gossip" and "Room sync"), so a room works without mDNS or `parley connect`.
+    func isCoMember(_ identity: IdentityPublicKey) -> Bool {
+        identity != myIdentityKey && joinedRoomMembers().contains { $0.contains(identity) }
+    }
+
+    // MARK: Events
+
+    /// A session is up: with a peer that syncs rooms, compare every room both have joined.
+    func roomSyncSessionStarted(_ conn: PeerConnection, peer: IdentityPublicKey) {
+        guard conn.remoteFeatures.contains(.roomSync) else { return }
+        var shared: [RoomID] = []
+        do {
+            for r in try store.rooms() where r.status == .joined {
+                guard let id = RoomID(hex: r.id), let state = try roomEntry(id).state,
+                    state.hasJoined(myIdentityKey), state.hasJoined(peer)
+                else { continue }
+                shared.append(id)
+            }
+        } catch {
+            log.error("could not list rooms for sync", ["error": "\(error)"])
+            return
+        }
+        let now = clock.monotonicNow()
+        withSync { $0.sessionOpened(peer, sharedRooms: shared, now: now) }
+    }
+
+    func roomSyncSessionEnded(_ peer: IdentityPublicKey) {
+        guard roomBook.sync.loaded else { return }
+        roomBook.sync.machine.sessionClosed(peer)
+        roomBook.sync.pushed[peer] = nil
+    }
+
+    /// The room's membership changed: sync stops with members no longer joined at once.
+    func roomSyncMembershipChanged(_ state: RoomState) {
+        let now = clock.monotonicNow()
+        let me = myIdentityKey
+        withSync { $0.membershipChanged(room: state.roomID, joined: Set(state.joined), me: me, now: now) }
+        // Co-members reach each other: our own address record to the joined members we have
+        // a session with (they relay it to the others), then what they may now learn.
+        guard state.hasJoined(me), let own = ownAddressRecord() else { return }
+        for m in state.joined where m != me {
+            guard let conn = activeConnection(for: m), conn.remoteFeatures.contains(.addressGossip) else { continue }
+            conn.send(.addressRecord(own))
+        }
+        relayAddressRecords()
+    }
+
+    func roomSyncTick() {
+        guard roomBook.sync.loaded else { return }
+        let now = clock.monotonicNow()
+        let entitled = syncEntitlement()
+        withSync { $0.tick(now: now, entitled: entitled) }
+    }
+
+    /// Acknowledgements of signed messages this node sent (its own, or pushed).
+    func roomSyncAcknowledged(_ ids: [MessageID], by peer: IdentityPublicKey) {
+        guard roomBook.sync.loaded, var sent = roomBook.sync.pushed[peer], !sent.isEmpty else { return }
+        var done: [(RoomID, IdentityPublicKey, UInt64)] = []
+        for id in ids { if let s = sent.removeValue(forKey: id) { done.append(s) } }
+        roomBook.sync.pushed[peer] = sent
+        guard !done.isEmpty else { return }
+        let entitled = syncEntitlement()
+        withSync { m in
+            done.flatMap { m.acknowledged(room: $0.0, author: $0.1, sequence: $0.2, by: peer, entitled: entitled) }
+        }
+    }
+
+    /// Signs this node's room message (sequence: the next of its own in the room; anchor:
+    /// the room's heads) and keeps it signed, so members can pass it on. After it is queued.
+    func signRoomMessage(_ m: StoredMessage, room: RoomID, state: RoomState, replyTo: MessageID?) {
+        do {
+            let sequence = try store.nextRoomSequence(room: room.hex, author: myIdentity)
+            guard let id = MessageID(hex: m.id) else { return }
+            let signed = try SignedRoomMessage.sign(
+                roomID: room, roomSequence: sequence, id: id, createdAt: UInt64(max(0, m.createdAt)),
+                anchor: state.heads.map(\.hash), replyTo: replyTo, body: m.body, by: keys.identity)
+            _ = try store.insertSignedRoomMessage(
+                room: room.hex, author: myIdentity, sequence: sequence, id: m.id, encoded: signed.encoded(), at: nowMs)
+            let now = clock.monotonicNow()
+            let me = myIdentityKey
+            withSync { $0.stored(room: room, author: me, sequence: sequence, from: nil, now: now) }
+        } catch {
+            // Queued already: members get it from this node as an unsigned roomChat.
+            log.error("could not sign a room message; it goes to members unsigned", ["error": "\(error)"])
+        }
+    }
+
+    /// The signed form of a room message this node wrote, for a member that syncs rooms;
+    /// remembered as sent so its acknowledgement tells sync the member holds it.
+    func signedRoomMessageForSending(_ m: StoredMessage, to peer: IdentityPublicKey) -> SignedRoomMessage? {
+        guard m.sender == myIdentity, let bytes = try? store.signedRoomMessage(id: m.id, author: myIdentity),
+            let signed = try? SignedRoomMessage.decode(bytes)
+        else { return nil }
+        roomBook.sync.pushed[peer, default: [:]][signed.id] = (signed.roomID, signed.author, signed.roomSequence)
+        return signed
+    }
+
+    // MARK: Wire
+
+    /// A summary from the session's peer: push what it lacks and may have.
+    func receivedRoomHave(_ have: RoomHave, from peer: IdentityPublicKey) {
+        log.debug(
+            "room summary received",
+            ["room": have.roomID.hex, "from": peer.fingerprintText, "authors": "\(have.authors.count)"])
+        let now = clock.monotonicNow()
+        let entitled = syncEntitlement()
+        withSync { $0.haveReceived(have, from: peer, now: now, entitled: entitled) }
+    }
+
+    /// Signed room messages handed over by the session's peer (their authors or any
+    /// member), from one read. Returns the ids to acknowledge (stored, or final: never to be
+    /// stored) and the messages newly shown. Stored in two transactions for the whole read
+    /// (the signed rows, then the messages per room), not per message.
+    func receivedSignedRoomMessages(
+        _ arrivals: [RoomMessageArrival], from peer: IdentityPublicKey, on conn: PeerConnection
+    ) throws(StoreError) -> (acks: [MessageID], shown: [StoredMessage]) {
+        var acks: [MessageID] = []
+        var accepted: [SignedRoomMessage] = []
+        // The membership at an anchor, once per anchor in this read (anchor hashes name
+        // operations of one room only).
+        var folds: [[RoomOperationHash]: RoomFold?] = [:]
+        for arrival in arrivals {
+            let m: SignedRoomMessage
+            switch arrival {
+            case let .badSignature(room, author, id):
+                attackLog.log(
+                    key: "room-forged:" + peer.hex,
+                    "room message refused: its signature is not its author's (forged or altered by the member that sent it)",
+                    [
+                        "room": room.hex, "from": peer.fingerprintText, "author": author.fingerprintText,
+                        "id": id.hex
+                    ])
+                withSync { $0.badMessage(from: peer) }
+                continue
+            case .verified(let v):
+                m = v
+            }
+            let entry = try roomEntry(m.roomID)
+            guard let state = entry.state, state.hasJoined(myIdentityKey) else {
+                attackLog.log(
+                    key: "room-msg-not-ours:" + peer.hex, "signed room message for a room this node is not in; dropped",
+                    ["room": m.roomID.hex, "from": peer.fingerprintText])
+                acks.append(m.id)
+                continue
+            }
+            guard state.hasJoined(peer) else {
+                // Only a current member passes messages on (a removed member's forwarding is
+                // not shown); an author whose join is still on its way sends again later.
+                attackLog.log(
+                    key: "room-msg-forwarder:" + peer.hex,
+                    "signed room message from a peer that is not a joined member here; not stored, unacknowledged",
+                    ["room": m.roomID.hex, "from": peer.fingerprintText, "author": m.author.fingerprintText])
+                continue
+            }
+            if folds[m.anchor] == nil {
+                folds[m.anchor] = .some(
+                    RoomEntitlement.membership(at: m.anchor, state: state, operations: entry.operations))
+            }
+            switch RoomEntitlement.verdict(
+                author: m.author, membershipThen: folds[m.anchor] ?? nil, for: myIdentityKey, state: state)
+            {
+            case .entitled:
+                break
+            case .anchorUnknown:
+                // The operations it names are still on their way: not acknowledged, sent again.
+                log.info(
+                    "signed room message names operations not held yet; not acknowledged",
+                    ["room": m.roomID.hex, "from": peer.fingerprintText])
+                continue
+            case .authorNotMember, .notEntitled:
+                attackLog.log(
+                    key: "room-msg-entitlement:" + peer.hex,
+                    "signed room message not for this node by the room's membership at its place; dropped",
+                    ["room": m.roomID.hex, "from": peer.fingerprintText, "author": m.author.fingerprintText])
+                acks.append(m.id)
+                continue
+            }
+            if m.author == myIdentityKey {
+                acks.append(m.id)
+                continue
+            }
+            accepted.append(m)
+        }
+        guard !accepted.isEmpty else { return (acks, []) }
+        // Stored messages count against their author's quota, whoever hands them over.
+        var refusedIDs: Set<MessageID> = []
+        var authors: [IdentityPublicKey] = []
+        for m in accepted where !authors.contains(m.author) { authors.append(m.author) }
+        for author in authors {
+            let chats = accepted.filter { $0.author == author }.map {
+                RoomChatRecord(
+                    id: $0.id, roomID: $0.roomID, sequence: $0.roomSequence, createdAt: $0.createdAt, body: $0.body,
+                    replyTo: $0.replyTo)
+            }
+            let (_, refused) = judgeByQuota(chats, from: author)
+            if !refused.isEmpty {
+                sendRefusals(refused, on: conn)
+                refusedIDs.formUnion(refused.flatMap(\.1))
+            }
+        }
+        let keep = accepted.filter { !refusedIDs.contains($0.id) }
+        let now = nowMs
+        let inserts = try store.insertSignedRoomMessages(
+            keep.map {
+                Store.SignedRoomMessageRow(
+                    room: $0.roomID.hex, author: $0.author.hex, sequence: $0.roomSequence, id: $0.id.hex,
+                    encoded: $0.encoded())
+            }, at: now)
+        var toShow: [SignedRoomMessage] = []
+        for (m, result) in zip(keep, inserts) {
+            acks.append(m.id)
+            if result == .conflict {
+                attackLog.log(
+                    key: "room-equivocation:" + m.author.hex,
+                    "an author signed two different room messages with one sequence; the first is kept",
+                    ["room": m.roomID.hex, "author": m.author.fingerprintText, "sequence": "\(m.roomSequence)"])
+            } else {
+                toShow.append(m)
+            }
+        }
+        var shown: [StoredMessage] = []
+        var rooms: [RoomID] = []
+        for m in toShow where !rooms.contains(m.roomID) { rooms.append(m.roomID) }
+        for room in rooms {
+            let results = try store.storeIncomingRoomMessages(
+                toShow.filter { $0.roomID == room }.map {
+                    IncomingMessage(
+                        id: $0.id.hex, sender: $0.author.hex, recipient: myIdentity,
+                        sequence: Int64(clamping: $0.roomSequence), createdAt: Int64(clamping: $0.createdAt),
+                        body: $0.body, replyTo: $0.replyTo?.hex)
+                }, room: room.hex, at: now)
+            for r in results where r.isNew {
+                shown.append(r.message)
+                if let author = IdentityPublicKey(hex: r.message.sender) {
+                    quotaStored([r.message.body.utf8.count], from: author)
+                }
+            }
+        }
+        let mono = clock.monotonicNow()
+        withSync { machine in
+            toShow.flatMap {
+                machine.stored(room: $0.roomID, author: $0.author, sequence: $0.roomSequence, from: peer, now: mono)
+            }
+        }
+        return (acks, shown)
+    }
+
+    // MARK: Actions
+
+    private func performRoomSync(_ actions: [RoomSyncStateMachine.Action]) {
+        for action in actions {
+            switch action {
+            case let .sendHave(peer, have):
+                guard let conn = activeConnection(for: peer), conn.remoteFeatures.contains(.roomSync) else { continue }
+                conn.send(.roomHave(have))
+            case let .push(peer, room, author, sequences):
+                guard let conn = activeConnection(for: peer), conn.remoteFeatures.contains(.roomSync) else { continue }
+                let encoded: [[UInt8]]
+                do {
+                    encoded = try store.signedRoomMessages(room: room.hex, author: author.hex, sequences: sequences)
+                } catch {
+                    log.error("could not read signed room messages to pass on", ["error": "\(error)"])
+                    continue
+                }
+                log.debug(
+                    "passing room messages on",
+                    [
+                        "room": room.hex, "to": peer.fingerprintText, "author": author.fingerprintText,
+                        "count": "\(encoded.count)"
+                    ])
+                for bytes in encoded {
+                    guard let m = try? SignedRoomMessage.decode(bytes) else {
+                        log.warning("stored signed room message does not verify; not passed on", ["room": room.hex])
+                        continue
+                    }
+                    roomBook.sync.pushed[peer, default: [:]][m.id] = (m.roomID, m.author, m.roomSequence)
+                    conn.send(.roomMessage(.verified(m)))
+                }
+            case let .close(peer, reason):
+                attackLog.log(
+                    key: "room-forged-close:" + peer.hex, "closing a session that hands over forged room messages",
+                    ["peer": peer.fingerprintText, "why": reason])
+                activeConnection(for: peer)?.close(reason: .protocolError, text: reason)
+            }
+        }
+    }
+}

@@ -1,0 +1,16 @@
+import ParleyCore
+import ParleyNodeCore
+
+/// Room sync's state on the node (issue 30): the pure `RoomSyncStateMachine` and the signed
+/// messages sent on each session and not yet acknowledged (so an acknowledgement, which
+/// names only a message id, tells the machine which member now holds which message).
+/// In memory only: the store holds the messages, and a new session compares again.
+struct RoomSyncBook {
+    var machine = RoomSyncStateMachine()
+    /// Whether `machine` holds the store's ranges yet (loaded on first use).
+    var loaded = false
+    /// Per session peer: the signed messages sent to it and not acknowledged. Bounded by
+    /// the pushes in flight (`RoomSyncLimits.maxInFlightPerSessionRoom` per room) and the
+    /// room outbox's send window; dropped when the session ends.
+    var pushed: [IdentityPublicKey: [MessageID: (room: RoomID, author: IdentityPublicKey, sequence: UInt64)]] = [:]
+}

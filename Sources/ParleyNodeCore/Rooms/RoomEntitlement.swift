@@ -1,0 +1,76 @@
+import ParleyCore
+
+/// Who is entitled to a signed room message (issue 30; docs/PROTOCOL.md "Room sync",
+/// "Who gets which message"). Pure: the room as resolved now, its operations, the message.
+///
+/// The message's **place** is its anchor: the room's operation heads when its author
+/// wrote. The **membership at that place** is the fold of the *valid* operations (as
+/// resolved now, by the room rule) that are the anchor or in the anchor's past. Then:
+///
+/// - the author must be a joined member there (it could write to the room);
+/// - a member M is entitled when M is a joined member there (a member added later gets
+///   nothing from before its join: the policy is Signal's, history is not shared with new
+///   members) **and** M is a joined member now (a removed member gets nothing from anyone
+///   who knows of its removal, old or new: no member hands history to a former member).
+///
+/// What an author sends to a removed member itself cannot be stopped (the author can always
+/// leak what it writes); what this rule guarantees is that no *other* member does.
+public enum RoomEntitlement {
+    public enum Verdict: Equatable, Sendable {
+        /// The member may have it: store / pass it on.
+        case entitled
+        /// An anchor hash names an operation this node does not hold (yet): the operations
+        /// may still be on their way. Hold it, unacknowledged, bounded.
+        case anchorUnknown
+        /// The author was not a joined member at the message's place: it had no right to
+        /// write it. Final (the anchor's past does not change).
+        case authorNotMember
+        /// The member was not a joined member at the message's place, or is not one now.
+        case notEntitled
+    }
+
+    /// The membership at `anchor`: valid operations among the anchor and its past, folded in
+    /// (sequence, hash) order. Nil when an anchor hash is not among `operations` (which holds the create too).
+    public static func membership(
+        at anchor: [RoomOperationHash], state: RoomState, operations: [RoomOperationHash: RoomOperation]
+    ) -> RoomFold? {
+        var closure: Set<RoomOperationHash> = []
+        var stack: [RoomOperationHash] = []
+        for h in anchor {
+            guard operations[h] != nil else { return nil }
+            stack.append(h)
+        }
+        // Bounded: every operation is visited once, and a room holds at most
+        // `RoomLimits.maxOperationsPerRoom`.
+        while let h = stack.popLast() {
+            guard closure.insert(h).inserted, let op = operations[h] else { continue }
+            stack += op.parents
+        }
+        let valid = Set(state.applied)
+        let ordered = closure.filter { valid.contains($0) }.compactMap { operations[$0] }
+            .sorted(by: RoomResolver.precedes)
+        var fold = RoomFold()
+        for op in ordered { fold.apply(op) }
+        return fold
+    }
+
+    /// May `member` have `message` (anchor and author as signed), in the room as resolved now?
+    public static func verdict(
+        author: IdentityPublicKey, anchor: [RoomOperationHash], for member: IdentityPublicKey,
+        state: RoomState, operations: [RoomOperationHash: RoomOperation]
+    ) -> Verdict {
+        verdict(
+            author: author, membershipThen: membership(at: anchor, state: state, operations: operations),
+            for: member, state: state)
+    }
+
+    /// The same from the membership at the anchor (`membership(at:)`, nil: unknown), for a
+    /// caller that judges many messages with one anchor (a catch-up of thousands).
+    public static func verdict(
+        author: IdentityPublicKey, membershipThen then: RoomFold?, for member: IdentityPublicKey, state: RoomState
+    ) -> Verdict {
+        guard let then else { return .anchorUnknown }
+        guard then.joined.contains(author) else { return .authorNotMember }
+        return then.joined.contains(member) && state.hasJoined(member) ? .entitled : .notEntitled
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import GRDB
+import ParleyCore
+
+/// Signed room messages (issue 30, docs/PROTOCOL.md "Room sync"): each one's encoding as its
+/// author signed it, so this node can pass it on to another member, who checks the author's
+/// signature itself. The message as shown lives in `message` like any room message; this
+/// table only adds the signed form and the author's per-room sequence.
+extension Store {
+    /// What storing a signed room message did.
+    public enum SignedRoomMessageInsert: Equatable, Sendable {
+        case inserted
+        /// The same (room, author, sequence) with the same bytes: a duplicate.
+        case duplicate
+        /// The same (room, author, sequence) with *other* bytes: the author signed two
+        /// messages with one sequence (equivocation). The first stored is kept.
+        case conflict
+    }
+
+    /// One signed room message to keep (`insertSignedRoomMessages`).
+    public struct SignedRoomMessageRow: Sendable {
+        public var room: String
+        public var author: String
+        public var sequence: UInt64
+        public var id: String
+        public var encoded: [UInt8]
+
+        public init(room: String, author: String, sequence: UInt64, id: String, encoded: [UInt8]) {
+            self.room = room
+            self.author = author
+            self.sequence = sequence
+            self.id = id
+            self.encoded = encoded
+        }
+    }
+
+    /// Keeps `encoded` (a verified `SignedRoomMessage`) unless its (room, author, sequence)
+    /// is held. One transaction.
+    public func insertSignedRoomMessage(
+        room: String, author: String, sequence: UInt64, id: String, encoded: [UInt8], at: Int64
+    ) throws(StoreError) -> SignedRoomMessageInsert {
+        try insertSignedRoomMessages(
+            [SignedRoomMessageRow(room: room, author: author, sequence: sequence, id: id, encoded: encoded)], at: at)[0]
+    }
+
+    /// The same for the messages of one read of a session, in order, in one transaction (a
+    /// catch-up of thousands must not cost a commit each).
+    public func insertSignedRoomMessages(_ rows: [SignedRoomMessageRow], at: Int64) throws(StoreError)
+        -> [SignedRoomMessageInsert]
+    {
+        for r in rows {
+            try Self.requireRoomID(r.room)
+            try InputValidation.requireIdentity(r.author, "author")
+            try InputValidation.requireMessageID(r.id)
+            guard r.sequence >= 1, r.sequence <= UInt64(Int64.max) else {
+                throw .invalidArgument("room sequence out of range")
+            }
+            guard !r.encoded.isEmpty, r.encoded.count <= SignedRoomMessage.maxEncodedLength else {
+                throw .invalidArgument("signed room message must be 1 to \(SignedRoomMessage.maxEncodedLength) bytes")
+            }
+        }
+        guard !rows.isEmpty else { return [] }
+        return try write { db in
+            let existing = try db.cachedStatement(
+                sql: "SELECT encoded FROM room_signed_message WHERE room = ? AND author = ? AND room_sequence = ?")
+            let insert = try db.cachedStatement(
+                sql: """
+                    INSERT INTO room_signed_message (room, author, room_sequence, id, encoded, stored_at)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """)
+            var out: [SignedRoomMessageInsert] = []
+            for r in rows {
+                if let held = try Data.fetchOne(existing, arguments: [r.room, r.author, Int64(r.sequence)]) {
+                    out.append([UInt8](held) == r.encoded ? .duplicate : .conflict)
+                    continue
+                }
+                try insert.execute(arguments: [r.room, r.author, Int64(r.sequence), r.id, Data(r.encoded), at])
+                out.append(.inserted)
+            }
+            return out
+        }
+    }
+
+    /// The next sequence number `author` uses in `room`: one more than the highest held.
+    public func nextRoomSequence(room: String, author: String) throws(StoreError) -> UInt64 {
+        try Self.requireRoomID(room)
+        try InputValidation.requireIdentity(author, "author")
+        return try read { db in
+            let highest = try Int64.fetchOne(
+                db, sql: "SELECT MAX(room_sequence) FROM room_signed_message WHERE room = ? AND author = ?",
+                arguments: [room, author])
+            return UInt64(max(0, highest ?? 0)) + 1
+        }
+    }
+
+    /// The signed encodings of `author`'s messages `sequences` in `room` (those held), in
+    /// the order asked.
+    public func signedRoomMessages(room: String, author: String, sequences: [UInt64]) throws(StoreError)
+        -> [[UInt8]]
+    {
+        try Self.requireRoomID(room)
+        try InputValidation.requireIdentity(author, "author")
+        return try read { db in
+            let one = try db.cachedStatement(
+                sql: "SELECT encoded FROM room_signed_message WHERE room = ? AND author = ? AND room_sequence = ?")
+            var out: [[UInt8]] = []
+            for s in sequences where s <= UInt64(Int64.max) {
+                if let d = try Data.fetchOne(one, arguments: [room, author, Int64(s)]) { out.append([UInt8](d)) }
+            }
+            return out
+        }
+    }
+
+    /// The signed encoding of the message `id` written by `author` (nil for an unsigned one).
+    public func signedRoomMessage(id: String, author: String) throws(StoreError) -> [UInt8]? {
+        try InputValidation.requireMessageID(id)
+        try InputValidation.requireIdentity(author, "author")
+        return try read { db in
+            try Data.fetchOne(
+                db, sql: "SELECT encoded FROM room_signed_message WHERE id = ? AND author = ?", arguments: [id, author]
+            ).map { [UInt8]($0) }
+        }
+    }
+
+    /// Every held (room, author, sequence), for room sync's ranges at start: ascending.
+    public func signedRoomMessageSequences() throws(StoreError) -> [(room: String, author: String, sequence: UInt64)] {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT room, author, room_sequence FROM room_signed_message ORDER BY room, author, room_sequence"
+            ).map { row in
+                (
+                    try row.decode(String.self, atIndex: 0), try row.decode(String.self, atIndex: 1),
+                    UInt64(max(0, try row.decode(Int64.self, atIndex: 2)))
+                )
+            }
+        }
+    }
+}
+
+extension Schema {
+    /// Issue 30: signed room messages, kept as signed so any member can pass them on.
+    static func registerRoomSyncMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("room-sync-v1") { db in
+            try db.execute(
+                sql: """
+                    -- One row per signed room message held: (room, author, room_sequence) is what
+                    -- sync compares; encoded is the message exactly as its author signed it.
+                    CREATE TABLE room_signed_message (
+                        room          TEXT NOT NULL,
+                        author        TEXT NOT NULL,
+                        room_sequence INTEGER NOT NULL,
+                        id            TEXT NOT NULL,
+                        encoded       BLOB NOT NULL,
+                        stored_at     INTEGER NOT NULL,
+                        PRIMARY KEY (room, author, room_sequence)
+                    ) STRICT, WITHOUT ROWID;
+                    CREATE INDEX room_signed_message_id ON room_signed_message (id, author);
+                    """)
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import XCTest
+
+@testable import ParleyStore
+
+/// Signed room messages kept for room sync (issue 30): de-duplicated by (room, author,
+/// sequence), a second different message for one sequence is a conflict (the first stays),
+/// the author's next sequence, the ranges loaded at start; all across a reopen.
+final class StoreRoomSyncTests: XCTestCase {
+    private var directory: String!
+
+    override func setUpWithError() throws {
+        directory =
+            FileManager.default.temporaryDirectory
+            .appendingPathComponent("parley-store-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private let room = String(repeating: "42", count: 16)
+    private let alice = String(repeating: "a1", count: 32)
+    private func id(_ n: UInt8) -> String { String(repeating: String(format: "%02x", n), count: 16) }
+
+    func testSignedMessagesAreKeptOncePerSequenceAndTheFirstOfTwoDifferentWins() throws {
+        var store: Store? = try Store(directory: directory)
+        XCTAssertEqual(try store!.nextRoomSequence(room: room, author: alice), 1)
+        XCTAssertEqual(
+            try store!.insertSignedRoomMessage(room: room, author: alice, sequence: 1, id: id(1), encoded: [1, 2], at: 1),
+            .inserted)
+        XCTAssertEqual(
+            try store!.insertSignedRoomMessage(room: room, author: alice, sequence: 1, id: id(1), encoded: [1, 2], at: 2),
+            .duplicate)
+        XCTAssertEqual(
+            try store!.insertSignedRoomMessage(room: room, author: alice, sequence: 1, id: id(9), encoded: [9], at: 3),
+            .conflict)
+        XCTAssertEqual(
+            try store!.insertSignedRoomMessage(room: room, author: alice, sequence: 3, id: id(3), encoded: [3], at: 4),
+            .inserted)
+        store = nil
+        store = try Store(directory: directory)
+        XCTAssertEqual(try store!.signedRoomMessages(room: room, author: alice, sequences: [3, 2, 1]), [[3], [1, 2]])
+        XCTAssertEqual(try store!.signedRoomMessage(id: id(1), author: alice), [1, 2])
+        XCTAssertNil(try store!.signedRoomMessage(id: id(9), author: alice))
+        XCTAssertEqual(try store!.nextRoomSequence(room: room, author: alice), 4)
+        XCTAssertEqual(try store!.signedRoomMessageSequences().map(\.sequence), [1, 3])
+        XCTAssertThrowsError(
+            try store!.insertSignedRoomMessage(room: room, author: alice, sequence: 0, id: id(4), encoded: [4], at: 5))
+        XCTAssertThrowsError(
+            try store!.insertSignedRoomMessage(room: "zz", author: alice, sequence: 5, id: id(5), encoded: [5], at: 5))
+    }
+}

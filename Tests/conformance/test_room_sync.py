@@ -1,0 +1,113 @@
+"""docs/PROTOCOL.md "Room sync" (features bit 3), from the document alone: this client is
+a member that passes on a message signed by another member (the receiver takes it as the
+author's, and drops an altered copy without closing the session), and a member that asks
+the daemon, by an empty roomHave, for what it lacks (the daemon passes the author's signed
+bytes on unchanged)."""
+import hashlib
+import os
+import struct
+import time
+
+import protocol_doc as doc
+from conftest import wait_until
+from parley_wire import ACK, PING, PONG, ROOM_CHAT, ROOM_OPERATION, Identity, Session, parse_ids, record
+from test_rooms import CREATE, JOIN, create_body, daemon_key, room_op  # noqa: F401 (fixtures below)
+from test_rooms import daemon  # noqa: F401
+
+ROOM_MESSAGE, ROOM_HAVE = 0x16, 0x17
+FEATURES_ROOM_SYNC = [(0x10, struct.pack(">I", 1 << 3))]
+
+
+def op_hash(op: bytes) -> bytes:
+    return hashlib.sha256(b"parley-room-op-hash-v2\x00" + op[:-64]).digest()
+
+
+def collect(session, until, timeout=10.0):
+    """Every record until `until(records)` holds; pings answered."""
+    got = []
+    deadline = time.monotonic() + timeout
+    while not until(got):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"gave up; got types {[hex(t) for t, _ in got]}")
+        for t, p in session.recv_records(timeout=left):
+            if t == PING:
+                session.send_records(record(PONG, p))
+            got.append((t, p))
+    return got
+
+
+def acked(records):
+    return {i for t, p in records if t == ACK for i in parse_ids(p)}
+
+
+def test_a_member_passes_on_another_members_message_and_the_daemon_passes_it_on_again(daemon):  # noqa: F811
+    me, author, other = Identity(), Identity(), Identity()
+    session = Session.established(daemon.address, me, card=me.card(name="fwd" + os.urandom(4).hex()),
+                                  extra_fields=FEATURES_ROOM_SYNC)
+    name = b"sync" + os.urandom(3).hex().encode()
+    members = [me.identity_key, author.identity_key, other.identity_key, daemon_key(daemon)]
+    create, create_hash = room_op(me, CREATE, os.urandom(16), 1, body=create_body(name, members))
+    room = create_hash[:16]
+    # The author and the other member join; this client passes their joins on (any member may).
+    join_a, ja = room_op(author, JOIN, room, 2, parents=[create_hash])
+    join_o, jo = room_op(other, JOIN, room, 2, parents=[create_hash])
+    session.send_records(record(ROOM_OPERATION, create), record(ROOM_OPERATION, join_a),
+                         record(ROOM_OPERATION, join_o))
+    collect(session, lambda rs: {create_hash[:16], ja[:16], jo[:16]} <= acked(rs))
+    wait_until(lambda: any(r["id"] == room.hex() and r["status"] == "invited"
+                           for r in daemon.call("rooms.list")["rooms"]), what="the daemon is invited")
+    daemon.call("rooms.accept", {"room": room.hex()})
+    # The daemon's join comes to this client (a joined member): its hash is the anchor.
+    got = collect(session, lambda rs: any(t == ROOM_OPERATION and p[1] == JOIN for t, p in rs))
+    join_d = next(p for t, p in got if t == ROOM_OPERATION and p[1] == JOIN)
+    session.send_records(record(ACK, struct.pack(">H", 1) + op_hash(join_d)[:16]))
+
+    msg_id = os.urandom(16)
+    msg = doc.room_message(author.signing, room, 1, msg_id, int(time.time() * 1000), [op_hash(join_d)],
+                           b"written by the author, handed over by another member")
+    altered = bytearray(msg)
+    altered[-70] ^= 0x01  # a body byte: the author's signature no longer holds
+    altered[58:74] = os.urandom(16)  # and another id, to tell the acks apart
+    session.send_records(record(ROOM_MESSAGE, bytes(altered)), record(ROOM_MESSAGE, msg))
+    got = collect(session, lambda rs: msg_id in acked(rs))
+    assert bytes(altered[58:74]) not in acked(got), "an altered message is never acknowledged"
+
+    shown = [m for m in daemon.messages("#" + name.decode()) if m["direction"] == "in"]
+    assert [m["body"] for m in shown] == ["written by the author, handed over by another member"]
+    assert shown[0]["from"] == doc.fingerprint(author.identity_key), "the author's, not the forwarder's"
+    assert shown[0]["sequence"] == 1
+
+    # The other member comes online and says it holds nothing: the daemon passes the
+    # author's message on, byte for byte as the author signed it.
+    second = Session.established(daemon.address, other, card=other.card(name="oth" + os.urandom(4).hex()),
+                                 extra_fields=FEATURES_ROOM_SYNC)
+    second.send_records(record(ROOM_HAVE, room + struct.pack(">H", 0)))
+    got = collect(second, lambda rs: any(t == ROOM_MESSAGE for t, _ in rs), timeout=15)
+    assert [p for t, p in got if t == ROOM_MESSAGE] == [msg]
+
+
+def test_a_member_without_bit_3_gets_the_old_room_chat(daemon):  # noqa: F811
+    """Older nodes keep working: to a member that did not announce bit 3 the daemon sends
+    its own room message as `roomChat` (0x11), never a `roomMessage` it would skip."""
+    old = Identity()
+    session = Session.established(daemon.address, old, card=old.card(name="old" + os.urandom(4).hex()))
+    name = b"old" + os.urandom(3).hex().encode()
+    create, create_hash = room_op(old, CREATE, os.urandom(16), 1,
+                                  body=create_body(name, [old.identity_key, daemon_key(daemon)]))
+    room = create_hash[:16]
+    session.send_records(record(ROOM_OPERATION, create))
+    collect(session, lambda rs: create_hash[:16] in acked(rs))
+    wait_until(lambda: any(r["id"] == room.hex() and r["status"] == "invited"
+                           for r in daemon.call("rooms.list")["rooms"]), what="the daemon is invited")
+    daemon.call("rooms.accept", {"room": room.hex()})
+    got = collect(session, lambda rs: any(t == ROOM_OPERATION and p[1] == JOIN for t, p in rs))
+    join_d = next(p for t, p in got if t == ROOM_OPERATION and p[1] == JOIN)
+    session.send_records(record(ACK, struct.pack(">H", 1) + op_hash(join_d)[:16]))
+    wait_until(lambda: any(r["id"] == room.hex() and r["status"] == "joined"
+                           for r in daemon.call("rooms.list")["rooms"]), what="the daemon joined")
+    daemon.call("messages.send", {"to": "#" + name.decode(), "body": "to an old member"})
+    got = collect(session, lambda rs: any(t == ROOM_CHAT for t, _ in rs))
+    chat = next(p for t, p in got if t == ROOM_CHAT)
+    assert chat[16:32] == room and chat[48:] == b"to an old member"
+    assert not any(t in (ROOM_MESSAGE, ROOM_HAVE) for t, _ in got), "nothing of room sync to a node without bit 3"

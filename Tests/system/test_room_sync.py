@@ -1,0 +1,151 @@
+"""Issue 30, room sync: members pass signed room messages on to each other. Real parleyd
+processes on loopback with static peers (the style of test_rooms.py); the hostile member
+is parley-adversary speaking the real protocol."""
+import json
+
+from parley_harness import wait_until
+from test_rooms import accept, joined_names, member_names, mesh, room, room_messages
+
+
+def incoming(node, name):
+    return [(m["fromName"], m["body"]) for m in room_messages(node, name) if m["direction"] == "in"]
+
+
+def test_office_story_bob_gets_alices_message_from_carol(cluster):
+    """alice writes to #lab while only carol is online, alice's laptop dies, bob comes in:
+    bob gets alice's messages from carol, as alice's, once each, in alice's order."""
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    alice.cli("room", "create", "lab", "bob", "carol")
+    accept([bob, carol], "lab")
+    for node in n.values():
+        wait_until(lambda: member_names(node, "lab") == ["alice", "bob", "carol"], what=f"{node.name} sees #lab")
+
+    bob.stop()
+    wait_until(lambda: not alice.online("bob") and not carol.online("bob"), what="bob offline")
+    bodies = ["17:00 the build is broken", "17:01 fixed it, see the log", "17:02 going home"]
+    for b in bodies:
+        alice.call("messages.send", {"to": "#lab", "body": b})
+    wait_until(lambda: incoming(carol, "lab") == [("alice", b) for b in bodies], what="carol has alice's messages")
+    alice_fp = alice.whoami()["fingerprint"]
+    alice.kill()  # SIGKILL: the laptop lid, not a goodbye
+    wait_until(lambda: not carol.online("alice"), timeout=60, what="carol sees alice gone")
+
+    bob.start()
+    wait_until(lambda: bob.online("carol"), timeout=30, what="bob and carol have a session")
+    assert not bob.online("alice")
+    wait_until(lambda: incoming(bob, "lab") == [("alice", b) for b in bodies], timeout=30,
+               what="bob gets alice's messages from carol")
+    got = [m for m in room_messages(bob, "lab") if m["direction"] == "in"]
+    assert len({m["id"] for m in got}) == 3
+    assert {m["from"] for m in got} == {alice_fp}, "verified as alice's: her key, whoever handed it over"
+    assert [m["sequence"] for m in got] == sorted(m["sequence"] for m in got)
+    out = bob.cli("read", "#lab").stdout
+    assert "#lab alice: 17:00 the build is broken" in out
+
+    # alice comes back and resends what bob never acknowledged to her: still once each.
+    alice.start()
+    wait_until(lambda: alice.online("bob"), timeout=30, what="alice back")
+    wait_until(lambda: {m["state"] for m in room_messages(alice, "lab") if m["direction"] == "out"} == {"delivered"},
+               timeout=30, what="alice's messages delivered to every member")
+    assert incoming(bob, "lab") == [("alice", b) for b in bodies]
+
+
+# --- Hostile members (parley-adversary "room-member" as mallory, bit 3 announced) ---
+
+from test_rooms_hostile import make_team, mallory  # noqa: E402
+
+EVE_SEED = "e5" * 32
+
+
+def team_bodies(node):
+    return [(m["fromName"], m["body"]) for m in room_messages(node, "team")]
+
+
+def test_forged_and_altered_room_messages_are_refused_and_the_session_survives(cluster, tmp_path):
+    alice, bob, room_id, state = make_team(cluster, tmp_path)
+    out = mallory(alice, "sync-forge", room_id, state=state)
+    # The valid message after the two bad ones is stored: the session survived them.
+    assert "valid-acked 1" in out and "forged-acked 0" in out, out
+    wait_until(lambda: ("mallory", "mallory's real message") in team_bodies(alice), what="alice shows the valid one")
+    assert not any("forged" in b or "altered" in b for _, b in team_bodies(alice)), team_bodies(alice)
+    assert "signature is not its author's" in alice.log_path.read_text(errors="replace")
+    # A stream of them is an attack: the session is closed.
+    assert "closed" in mallory(alice, "sync-flood", room_id, 20, state=state)
+
+
+def test_history_goes_to_a_member_that_lacks_it_and_never_to_a_stranger(cluster, tmp_path):
+    alice, bob, room_id, state = make_team(cluster, tmp_path)
+    # bob writes while mallory has no session with anyone: alice holds bob's messages.
+    for i in range(2):
+        bob.call("messages.send", {"to": "#team", "body": f"bob {i}"})
+    wait_until(lambda: [b for _, b in team_bodies(alice)] == ["bob 0", "bob 1"], what="alice has bob's messages")
+    # mallory, a member, sends alice an empty summary: alice passes bob's messages on.
+    out = mallory(alice, "sync-have", room_id, state=state)
+    assert "pushed 2" in out, out
+    # eve, a stranger who learnt the room id, does the same: nothing.
+    out = mallory(alice, "sync-have", room_id, state=tmp_path / "eve.ops", seed=EVE_SEED, name="eve")
+    assert "pushed 0" in out, out
+
+
+def test_a_removed_members_messages_are_not_shown_after_its_removal(cluster, tmp_path):
+    alice, bob, room_id, state = make_team(cluster, tmp_path)
+    out = mallory(bob, "sync-say", room_id, "while a member", state=state)
+    assert "message-acked 1" in out, out
+    wait_until(lambda: ("mallory", "while a member") in team_bodies(bob), what="bob shows mallory's message")
+    alice.call("rooms.remove", {"room": "#team", "peer": "mallory"})
+    wait_until(lambda: "mallory" not in joined_names(bob, "team"), what="bob applies the removal")
+    out = mallory(bob, "sync-say", room_id, "after my removal", 2, state=state)
+    assert "message-acked 0" in out, out
+    assert ("mallory", "after my removal") not in team_bodies(bob)
+
+
+def test_members_reach_each_other_through_the_room_without_connect(cluster):
+    """bob and carol know only alice (static peers, no mDNS): once all three are in #lab,
+    alice passes each one's signed address record to the other, they get a session, and
+    a message between them needs no `parley connect`."""
+    alice = cluster.node("alice").start()
+    bob = cluster.node("bob", peers=[alice.address]).start()
+    carol = cluster.node("carol", peers=[alice.address]).start()
+    wait_until(lambda: alice.online("bob") and alice.online("carol"), timeout=20, what="alice has both")
+    assert not bob.online("carol")
+    alice.call("rooms.create", {"name": "lab", "members": ["bob", "carol"]})
+    accept([bob, carol], "lab")
+    wait_until(lambda: bob.online("carol") and carol.online("bob"), timeout=30,
+               what="bob and carol reach each other through the room")
+    bob.call("messages.send", {"to": "#lab", "body": "hello carol", "wait": True})
+    wait_until(lambda: ("bob", "hello carol") in incoming(carol, "lab"), what="carol gets bob's message")
+
+
+def test_a_new_member_gets_nothing_written_before_its_join(cluster):
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    alice.call("rooms.create", {"name": "lab", "members": ["bob"]})
+    accept([bob], "lab")
+    # (Sent before alice has bob's join, a message is not for bob: wait for it.)
+    wait_until(lambda: joined_names(alice, "lab") == ["alice", "bob"], what="alice sees bob joined")
+    alice.call("messages.send", {"to": "#lab", "body": "before carol", "wait": True})
+    alice.call("rooms.add", {"room": "#lab", "peer": "carol"})
+    accept([carol], "lab")
+    for node in (alice, bob):
+        wait_until(lambda: joined_names(node, "lab") == ["alice", "bob", "carol"], what=f"{node.name} sees carol joined")
+    alice.call("messages.send", {"to": "#lab", "body": "after carol", "wait": True})
+    wait_until(lambda: incoming(carol, "lab") == [("alice", "after carol")], what="carol gets what follows her join")
+    # bob and carol compared summaries (bob holds "before carol", carol does not) ...
+    carol_fp = carol.whoami()["fingerprint"]
+    wait_until(lambda: any("room summary received" in line and f"from={carol_fp}" in line
+                           for line in bob.log_path.read_text(errors="replace").splitlines()),
+               what="bob has carol's summary")
+    # ... and whatever bob passed on reaches carol before a later message on the same session.
+    bob.cli("send", "carol", "barrier", "--wait")
+    assert incoming(carol, "lab") == [("alice", "after carol")], "history from before the join is not passed on"
+    assert [m["body"] for m in room_messages(bob, "lab")] == ["before carol", "after carol"]
+
+
+def test_an_author_that_signs_two_messages_with_one_number_is_shown_once(cluster, tmp_path):
+    alice, bob, room_id, state = make_team(cluster, tmp_path)
+    out = mallory(alice, "sync-equivocate", room_id, state=state)
+    assert "message-acked 2" in out, out  # both final: the second is never stored
+    wait_until(lambda: ("mallory", "the first version") in team_bodies(alice), what="alice shows the first")
+    assert ("mallory", "a second version, same number") not in team_bodies(alice)
+    assert "signed two different room messages with one sequence" in alice.log_path.read_text(errors="replace")
