@@ -86,6 +86,19 @@ static int add_rule(int ruleset, int fd, uint64_t access) {
     return (int)syscall(SYS_landlock_add_rule, ruleset, PC_LANDLOCK_RULE_PATH_BENEATH, &attr, 0);
 }
 
+/* Allows `path` (followed if a link): `dir_access` if it is a directory, `file_access`
+ * otherwise. A path this host lacks (/lib64 on some) is simply not allowed: 0. */
+static int add_path_rule(int ruleset, const char *path, uint64_t dir_access, uint64_t file_access) {
+    int fd = open(path, O_PATH | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct stat st;
+    int rc = fstat(fd, &st) == 0 ? add_rule(ruleset, fd, S_ISDIR(st.st_mode) ? dir_access : file_access) : -1;
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return rc < 0 ? -1 : 0;
+}
+
 static int make_ruleset(const char *const *paths, int count, int input_fd, const char **step) {
     int abi = pc_landlock_abi();
     if (abi < 1) {
@@ -110,18 +123,11 @@ static int make_ruleset(const char *const *paths, int count, int input_fd, const
         *step = "landlock_create_ruleset";
         return -1;
     }
+    /* Directories: read and execute below them. Files (/etc/ld.so.cache): read. */
     for (int i = 0; i < count; i++) {
-        int fd = open(paths[i], O_PATH | O_CLOEXEC);
-        if (fd < 0) continue; /* a path this host lacks (/lib64 on some) is simply not allowed */
-        struct stat st;
-        int ok = fstat(fd, &st);
-        /* Directories: read and execute below them. Files (/etc/ld.so.cache): read. */
-        uint64_t access = S_ISDIR(st.st_mode) ? (PC_FS_EXECUTE | PC_FS_READ_FILE | PC_FS_READ_DIR)
-                                               : (PC_FS_EXECUTE | PC_FS_READ_FILE);
-        int rc = ok == 0 ? add_rule(ruleset, fd, access) : -1;
-        int saved = errno;
-        close(fd);
-        if (rc < 0) {
+        if (add_path_rule(ruleset, paths[i], PC_FS_EXECUTE | PC_FS_READ_FILE | PC_FS_READ_DIR,
+                          PC_FS_EXECUTE | PC_FS_READ_FILE) != 0) {
+            int saved = errno;
             close(ruleset);
             errno = saved;
             *step = "landlock_add_rule";
@@ -130,21 +136,13 @@ static int make_ruleset(const char *const *paths, int count, int input_fd, const
     }
     /* /dev/null (read and write: a tool may send output there) and /dev/urandom (read: a
      * library may seed from it); nothing else under /dev. */
-    const struct { const char *path; uint64_t access; } devices[] = {
-        {"/dev/null", PC_FS_READ_FILE | PC_FS_WRITE_FILE}, {"/dev/urandom", PC_FS_READ_FILE},
-    };
-    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
-        int fd = open(devices[i].path, O_PATH | O_CLOEXEC);
-        if (fd < 0) continue;
-        int rc = add_rule(ruleset, fd, devices[i].access);
+    if (add_path_rule(ruleset, "/dev/null", 0, PC_FS_READ_FILE | PC_FS_WRITE_FILE) != 0
+        || add_path_rule(ruleset, "/dev/urandom", 0, PC_FS_READ_FILE) != 0) {
         int saved = errno;
-        close(fd);
-        if (rc < 0) {
-            close(ruleset);
-            errno = saved;
-            *step = "landlock_add_rule (/dev)";
-            return -1;
-        }
+        close(ruleset);
+        errno = saved;
+        *step = "landlock_add_rule (/dev)";
+        return -1;
     }
     /* The input: its one file, read only. The child reads it through /proc/self/fd/0,
      * which resolves to this file, so no directory of the daemon's is ever allowed. */

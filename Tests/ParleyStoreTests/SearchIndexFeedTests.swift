@@ -6,21 +6,7 @@ import XCTest
 
 /// The search index fed in batches (`SearchIndexFeed`): the policy alone, then on real
 /// SQLite files, including a store left as a crash leaves it.
-final class SearchIndexFeedTests: XCTestCase {
-    private var directory: String!
-
-    override func setUpWithError() throws {
-        directory =
-            FileManager.default.temporaryDirectory
-            .appendingPathComponent("parley-feed-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-
+final class SearchIndexFeedTests: StoreDirectoryTestCase {
     private let me = String(repeating: "01", count: 32)
     private let bob = String(repeating: "b0", count: 32)
     private func id(_ n: Int) -> String { String(format: "%032x", n) }

@@ -3,21 +3,7 @@ import XCTest
 
 @testable import ParleyStore
 
-final class StoreAddressRecordTests: XCTestCase {
-    private var directory: String!
-
-    override func setUpWithError() throws {
-        directory =
-            FileManager.default.temporaryDirectory
-            .appendingPathComponent("parley-store-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-
+final class StoreAddressRecordTests: StoreDirectoryTestCase {
     private let alice = String(repeating: "a1", count: 32)
 
     private func peer(_ id: String) -> PeerRecord {

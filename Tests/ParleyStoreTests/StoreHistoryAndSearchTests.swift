@@ -5,21 +5,7 @@ import XCTest
 @testable import ParleyStore
 
 /// History pages (newest first by default) and full-text search, on real SQLite files.
-final class StoreHistoryAndSearchTests: XCTestCase {
-    private var directory: String!
-
-    override func setUpWithError() throws {
-        directory =
-            FileManager.default.temporaryDirectory
-            .appendingPathComponent("parley-history-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-
+final class StoreHistoryAndSearchTests: StoreDirectoryTestCase {
     private let me = String(repeating: "01", count: 32)
     private let alice = String(repeating: "a1", count: 32)
     private let bob = String(repeating: "b0", count: 32)

@@ -6,21 +6,7 @@ import XCTest
 /// Signed room messages kept for room sync (issue 30): de-duplicated by (room, author,
 /// sequence), a second different message for one sequence is a conflict (the first stays),
 /// the author's next sequence, the ranges loaded at start; all across a reopen.
-final class StoreRoomSyncTests: XCTestCase {
-    private var directory: String!
-
-    override func setUpWithError() throws {
-        directory =
-            FileManager.default.temporaryDirectory
-            .appendingPathComponent("parley-store-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-
+final class StoreRoomSyncTests: StoreDirectoryTestCase {
     private let room = String(repeating: "42", count: 16)
     private let alice = String(repeating: "a1", count: 32)
     private func id(_ n: UInt8) -> String { String(repeating: String(format: "%02x", n), count: 16) }

@@ -6,21 +6,7 @@ import XCTest
 
 /// Rooms in the store, on a real SQLite file: operations and their outbox, resolved state,
 /// room messages with their per-member fan-out.
-final class StoreRoomsTests: XCTestCase {
-    private var directory: String!
-
-    override func setUpWithError() throws {
-        directory =
-            FileManager.default.temporaryDirectory
-            .appendingPathComponent("parley-store-rooms-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-
+final class StoreRoomsTests: StoreDirectoryTestCase {
     private let me = hex(0x01, 32)
     private let bob = hex(0xb0, 32)
     private let carol = hex(0xc4, 32)

@@ -6,21 +6,7 @@ import XCTest
 @testable import ParleyStore
 
 /// Every test runs against a real SQLite file in its own temporary directory.
-final class StoreTests: XCTestCase {
-    private var directory: String!
-
-    override func setUpWithError() throws {
-        directory =
-            FileManager.default.temporaryDirectory
-            .appendingPathComponent("parley-store-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-
+final class StoreTests: StoreDirectoryTestCase {
     // MARK: - Fixtures
 
     private let me = identity(0x01)
