@@ -280,22 +280,6 @@ extension Node {
 
     func connection(_ conn: PeerConnection, receivedStatus status: PresenceStatus) {
         guard let sender = activePeer(of: conn) else { return }
-        guard peerStatuses[sender] != status else { return }
-        peerStatuses[sender] = status
-        switch statusThrottle.received(from: sender, now: clock.monotonicNow()) {
-        case .show:
-            emit(.peerStatus(identity: sender.hex, status: status.text))
-        case .holdUntil(let due):
-            loop.scheduleTask(deadline: due.deadline) { [weak self] in
-                guard let self else { return }
-                self.statusThrottle.due(sender, now: self.clock.monotonicNow())
-                // The latest status, if the peer is still online.
-                if let latest = self.peerStatuses[sender] {
-                    self.emit(.peerStatus(identity: sender.hex, status: latest.text))
-                }
-            }
-        case .held:
-            break
-        }
+        sessionDriver.statusReceived(status, from: sender)
     }
 }

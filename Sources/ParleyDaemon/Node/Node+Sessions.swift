@@ -13,7 +13,7 @@ extension Node {
         loop.preconditionInEventLoop()
         guard !stopping else { return false }
         let source = remote?.ipAddress ?? "?"
-        let verdict = admission.admit(source: source, now: clock.monotonicNow())
+        let verdict = sessionDriver.admission.admit(source: source, now: clock.monotonicNow())
         guard verdict == .accept else {
             attackLog.log(
                 key: "admit:" + source, "refusing inbound connections", ["source": source, "why": "\(verdict)"])
@@ -52,12 +52,12 @@ extension Node {
         let h = ObjectIdentifier(conn)
         guard links[h]?.holdsAdmission == true else { return }
         links[h]?.holdsAdmission = false
-        admission.handshakeEnded(source: conn.remoteAddress.hostPart)
+        sessionDriver.admission.handshakeEnded(source: conn.remoteAddress.hostPart)
     }
 
     /// The connection that carries the session with `peer`, if one is up.
     func activeConnection(for peer: IdentityPublicKey) -> PeerConnection? {
-        sessions.handle(for: peer).flatMap { links[$0]?.connection }
+        sessionDriver.activeConnection(for: peer)
     }
 
     func activeConnection(for identity: String) -> PeerConnection? {
@@ -117,40 +117,26 @@ extension Node {
         }
 
         let side = SessionTieBreak.Side(direction: conn.direction, remoteBootID: est.remoteBootID)
-        for action in sessions.established(handle, peer: peer, side: side, source: source, standing: standing) {
-            switch action {
-            case .refuseFull(let h), .refuseSourceFull(let h):
-                links[h]?.connection.close(reason: .normal, text: "too many sessions")
-            case let .evict(h, stranger):
-                log.info(
-                    "session of a stranger closed to make room for a known peer", ["peer": stranger.fingerprintText])
-                links[h]?.connection.close(reason: .normal, text: "making room")
-            case .peerOffline(let p): emit(.peerOffline(identity: p.hex))
-            case .closeDuplicate(let h):
-                links[h]?.connection.close(reason: .duplicate, text: "another session was kept")
-                if h == handle { return }
-            case .activate:
-                offlineTimers.removeValue(forKey: peer)?.cancel()
-                if let key = link.dialTarget {
-                    dialPlanner.sessionUp(key, identity: peer)
-                    finishDialWatch(key, .connected(identity: peer.hex))
-                    // The address we reached it at is one to try again after a restart.
-                    rememberAddresses(of: peer, [conn.remoteAddress])
-                }
-                if !listenPorts.isEmpty {
-                    conn.send(.listenPorts(Array(listenPorts.prefix(WireLimits.maxListenPorts))))
-                }
-                try? store.touchPeer(identity: peer.hex, at: nowMs, address: link.dialTarget?.rawValue)
-                log.info(
-                    "session up",
-                    [
-                        "peer": remote.displayName, "fingerprint": remote.fingerprint.description,
-                        "address": conn.remoteAddress, "direction": conn.direction.rawValue
-                    ])
-            case .peerOnline(let p): emit(.peerOnline(identity: p.hex))
-            case .scheduleOfflineCheck: break
+        let kept = sessionDriver.established(handle, peer: peer, side: side, source: source, standing: standing) {
+            if let key = link.dialTarget {
+                dialPlanner.sessionUp(key, identity: peer)
+                finishDialWatch(key, .connected(identity: peer.hex))
+                // The address we reached it at is one to try again after a restart.
+                rememberAddresses(of: peer, [conn.remoteAddress])
             }
+            if !listenPorts.isEmpty {
+                conn.send(.listenPorts(Array(listenPorts.prefix(WireLimits.maxListenPorts))))
+            }
+            try? store.touchPeer(identity: peer.hex, at: nowMs, address: link.dialTarget?.rawValue)
+            log.info(
+                "session up",
+                [
+                    "peer": remote.displayName, "fingerprint": remote.fingerprint.description,
+                    "address": conn.remoteAddress, "direction": conn.direction.rawValue
+                ])
         }
+        // Closed as a duplicate, or refused (the driver closed it): nothing starts on it.
+        guard kept else { return }
         announceStatus(on: conn)
         startGossip(on: conn, peer: peer)
         pump(conn)
@@ -182,36 +168,14 @@ extension Node {
                 perform(dialPlanner.refusedByPeerTrust(key, random: random))
             }
         }
-        let actions = sessions.closed(
+        let wasSession = sessionDriver.closed(
             handle, peer: conn.remoteIdentityKey,
-            peerKeptAnother: conn.remoteCloseReason == .duplicate,
-            stopping: stopping, now: clock.monotonicNow())
-        guard !actions.isEmpty, let peer = conn.remoteIdentityKey else { return }
+            peerKeptAnother: conn.remoteCloseReason == .duplicate, stopping: stopping)
+        guard wasSession, let peer = conn.remoteIdentityKey else { return }
         log.info("session down", ["peer": peer.fingerprintText])
-        perform(actions)
         perform(dialPlanner.sessionDown(peer, random: random))
         gossip.sessionEnded(peer)
         roomSyncSessionEnded(peer)
-    }
-
-    /// Performs the session table's actions that are not part of establishing a session.
-    private func perform(_ actions: [SessionTable<ObjectIdentifier>.Action]) {
-        for action in actions {
-            switch action {
-            case .peerOffline(let p):
-                peerStatuses[p] = nil
-                statusThrottle.forget(p)
-                emit(.peerOffline(identity: p.hex))
-            case .scheduleOfflineCheck(let p, let due):
-                offlineTimers[p]?.cancel()
-                offlineTimers[p] = loop.scheduleTask(deadline: due.deadline) { [weak self] in
-                    guard let self else { return }
-                    self.offlineTimers[p] = nil
-                    self.perform(self.sessions.offlineCheckDue(peer: p, now: self.clock.monotonicNow()))
-                }
-            case .activate, .closeDuplicate, .refuseFull, .refuseSourceFull, .evict, .peerOnline: break
-            }
-        }
     }
 
     /// Forgets keys pinned on first use (or held) that never exchanged a message and were

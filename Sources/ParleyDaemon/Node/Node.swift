@@ -44,18 +44,18 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     let networkKey: SecretBytes?
     let startedAt: MonotonicInstant
 
+    // The per-concern drivers, each owning its state (docs/ARCHITECTURE.md, "Drivers").
+    /// Connections, sessions and presence; the one performer of `SessionTable.Action`.
+    let sessionDriver: SessionDriver
+
     // The decisions (ParleyNodeCore), fed by this driver.
-    var sessions: SessionTable<ObjectIdentifier>
     var dialPlanner: DialPlanner
-    var admission = AdmissionControl()
     var outbox = OutboxLedger()
     /// Stored usage per peer for the receive quota (Node+Quota.swift).
     var quotaCache = QuotaCache()
     /// When unused identities were last expired (Node+Sessions.swift).
     var lastIdentityExpiry: MonotonicInstant?
 
-    /// Every open connection, handshaking or established, with what the node keeps about it.
-    var links: [ObjectIdentifier: NodeLink] = [:]
     var redialTimers: [DialTargetKey: Scheduled<Void>] = [:]
     /// `peers.connect` with `wait`: who waits for the next outcome of a target (Node+ConnectWait).
     var dialWatchers: [DialTargetKey: [(token: Int, report: (DialOutcome) -> Void)]] = [:]
@@ -73,7 +73,6 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var dialBackLimit = DialRateLimit(burst: GossipLimits.dialBackBurst, interval: GossipLimits.dialBackInterval)
     /// Our own dial-back probes waiting for their answer, by nonce.
     var dialBackWaiters: [UInt64: (timeout: Scheduled<Void>, report: (DialBackResult.Outcome?) -> Void)] = [:]
-    var offlineTimers: [IdentityPublicKey: Scheduled<Void>] = [:]
     private var tick: RepeatedTask?
     var stopping = false
     private var observers: [ObjectIdentifier: WeakObserver] = [:]
@@ -108,10 +107,6 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var actionOutboxMayHaveWork = true
     /// This node's status line, as last set (kept in the store's settings).
     var ownStatus = PresenceStatus.none
-    /// Each connected peer's latest status line (presence: forgotten when it goes offline).
-    var peerStatuses: [IdentityPublicKey: PresenceStatus] = [:]
-    /// At most one shown status change per peer per second (a flood costs no more).
-    var statusThrottle = StatusThrottle<IdentityPublicKey>()
     /// When the words of deleted messages are purged from the search index.
     var erasurePurge = ErasurePurgeSchedule()
     /// File transfers in memory (Files/Node+Files*.swift).
@@ -138,10 +133,13 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         self.clock = clock
         self.random = random
         self.startedAt = clock.monotonicNow()
-        self.sessions = SessionTable(me: keys.identity.publicKey, maxSessions: options.maxSessions)
+        self.sessionDriver = SessionDriver(
+            table: SessionTable(me: keys.identity.publicKey, maxSessions: options.maxSessions),
+            loop: loop, clock: clock, log: log)
         self.dialPlanner = DialPlanner(backoff: options.redial)
         self.gossip = AddressGossip(own: keys.identity.publicKey)
         self.attackLog = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60))
+        sessionDriver.emit = { [unowned self] in self.emit($0) }
     }
 
     /// Unix milliseconds now, for code outside the node (which has its own injected clock).

@@ -1,0 +1,140 @@
+import NIOCore
+import ParleyCore
+import ParleyNodeCore
+
+/// Sessions, links and presence: every open connection (`NodeLink`), admission of inbound
+/// connections, the session table (one session per peer, the tie-break, the caps, the
+/// offline debounce), and what the control side sees of presence (who is online, each
+/// online peer's status line).
+///
+/// It is the ONE performer of `SessionTable.Action`: whether a peer went offline because
+/// its connection closed, because the debounce ran out or because a known peer's session
+/// evicted it, the same code forgets its status line and tells the observers. (Two
+/// performers that disagreed left an evicted stranger's status line shown.)
+///
+/// Its state is its own and lives on the node's event loop, which serialises every entry
+/// point (the loop is its lock, as a mutex per subsystem is wireguard-go's). Time comes from
+/// the injected clock, so tests drive the debounce with a mock clock.
+final class SessionDriver {
+    let loop: EventLoop
+    let clock: any NodeClock
+    let log: Logger
+
+    /// Every open connection, handshaking or established, with what the node keeps about it.
+    var links: [ObjectIdentifier: NodeLink] = [:]
+    /// The decisions about sessions (ParleyNodeCore). Changed only through this driver's
+    /// events, whose actions it performs (`promote` changes no presence, so callers may).
+    var table: SessionTable<ObjectIdentifier>
+    /// Inbound connections per source while they handshake.
+    var admission = AdmissionControl()
+    /// Each online peer's latest status line (forgotten when it goes offline).
+    private(set) var statuses: [IdentityPublicKey: PresenceStatus] = [:]
+    /// At most one shown status change per peer per second (a flood costs no more).
+    private var statusThrottle = StatusThrottle<IdentityPublicKey>()
+    /// The offline debounce timers (`SessionTable.Action.scheduleOfflineCheck`).
+    private var offlineTimers: [IdentityPublicKey: Scheduled<Void>] = [:]
+    /// Where presence changes go (the node's observers).
+    var emit: (NodeEvent) -> Void = { _ in }
+
+    init(table: SessionTable<ObjectIdentifier>, loop: EventLoop, clock: any NodeClock, log: Logger) {
+        self.table = table
+        self.loop = loop
+        self.clock = clock
+        self.log = log
+    }
+
+    /// The connection that carries the session with `peer`, if one is up.
+    func activeConnection(for peer: IdentityPublicKey) -> PeerConnection? {
+        table.handle(for: peer).flatMap { links[$0]?.connection }
+    }
+
+    /// A message was exchanged with `peer` (or the user verified it): not a stranger any more.
+    func promote(_ peer: IdentityPublicKey) { table.promote(peer) }
+
+    // MARK: Events
+
+    /// A connection passed its handshake and the trust decision: the table decides whether
+    /// it is kept. `activated` runs when it is, before the peer is announced online (so
+    /// what observers read of the peer is already up to date). Returns true if `handle`
+    /// now carries the session with `peer`.
+    func established(
+        _ handle: ObjectIdentifier, peer: IdentityPublicKey, side: SessionTieBreak.Side,
+        source: SourceAddress?, standing: SessionTable<ObjectIdentifier>.Standing,
+        activated: () -> Void = {}
+    ) -> Bool {
+        let actions = table.established(handle, peer: peer, side: side, source: source, standing: standing)
+        perform(actions) { h in
+            guard h == handle else { return }
+            offlineTimers.removeValue(forKey: peer)?.cancel()
+            activated()
+        }
+        return actions.contains(.activate(handle))
+    }
+
+    /// A connection closed. Returns true if it was `peer`'s session (presence changes, or
+    /// will after the debounce).
+    func closed(_ handle: ObjectIdentifier, peer: IdentityPublicKey?, peerKeptAnother: Bool, stopping: Bool) -> Bool {
+        let actions = table.closed(
+            handle, peer: peer, peerKeptAnother: peerKeptAnother, stopping: stopping, now: clock.monotonicNow())
+        perform(actions)
+        return !actions.isEmpty
+    }
+
+    /// A peer's `status` record on its session. A change is shown at most once per
+    /// `StatusThrottle.minInterval`; a held one is shown when the interval ends, if the
+    /// peer is still online then.
+    func statusReceived(_ status: PresenceStatus, from sender: IdentityPublicKey) {
+        guard statuses[sender] != status else { return }
+        statuses[sender] = status
+        switch statusThrottle.received(from: sender, now: clock.monotonicNow()) {
+        case .show:
+            emit(.peerStatus(identity: sender.hex, status: status.text))
+        case .holdUntil(let due):
+            loop.scheduleTask(deadline: due.deadline) { [weak self] in
+                guard let self else { return }
+                self.statusThrottle.due(sender, now: self.clock.monotonicNow())
+                if let latest = self.statuses[sender] {
+                    self.emit(.peerStatus(identity: sender.hex, status: latest.text))
+                }
+            }
+        case .held:
+            break
+        }
+    }
+
+    // MARK: The performer
+
+    /// Performs the table's actions, every one of them, for every event, in order.
+    /// `activate`: what the caller does when a connection becomes a peer's session.
+    private func perform(
+        _ actions: [SessionTable<ObjectIdentifier>.Action], activate: (ObjectIdentifier) -> Void = { _ in }
+    ) {
+        for action in actions {
+            switch action {
+            case .activate(let h):
+                activate(h)
+            case .closeDuplicate(let h):
+                links[h]?.connection.close(reason: .duplicate, text: "another session was kept")
+            case .refuseFull(let h), .refuseSourceFull(let h):
+                links[h]?.connection.close(reason: .normal, text: "too many sessions")
+            case let .evict(h, stranger):
+                log.info(
+                    "session of a stranger closed to make room for a known peer", ["peer": stranger.fingerprintText])
+                links[h]?.connection.close(reason: .normal, text: "making room")
+            case .peerOnline(let p):
+                emit(.peerOnline(identity: p.hex))
+            case .peerOffline(let p):
+                statuses[p] = nil
+                statusThrottle.forget(p)
+                emit(.peerOffline(identity: p.hex))
+            case .scheduleOfflineCheck(let p, let due):
+                offlineTimers[p]?.cancel()
+                offlineTimers[p] = loop.scheduleTask(deadline: due.deadline) { [weak self] in
+                    guard let self else { return }
+                    self.offlineTimers[p] = nil
+                    self.perform(self.table.offlineCheckDue(peer: p, now: self.clock.monotonicNow()))
+                }
+            }
+        }
+    }
+}

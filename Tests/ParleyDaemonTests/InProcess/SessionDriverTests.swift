@@ -1,0 +1,53 @@
+import NIOCore
+import NIOEmbedded
+import ParleyCore
+import ParleyNodeCore
+import ParleyStore
+import XCTest
+
+@testable import ParleyDaemon
+
+/// The sessions driver, on a virtual-time loop: presence as the control side sees it
+/// (online, offline, the status line) is the same whichever event took a peer offline.
+final class SessionDriverTests: XCTestCase {
+    var loop: EmbeddedEventLoop!
+    var clock: LoopClock!
+
+    override func setUp() {
+        loop = EmbeddedEventLoop()
+        clock = LoopClock(loop: loop)
+    }
+
+    override func tearDown() {
+        _ = try? loop.syncShutdownGracefully()
+    }
+
+    private func offline(_ events: [NodeEvent], _ peer: IdentityPublicKey) -> Int {
+        events.filter { if case .peerOffline(peer.hex) = $0 { return true } else { return false } }.count
+    }
+
+    /// The peer closed a duplicate connection: offline only after the debounce, on the
+    /// mock clock, and then its status line is forgotten.
+    func testTheOfflineDebounceRunsOnTheInjectedClockAndForgetsTheStatus() throws {
+        let me = try TestIdentity(name: "me").card.identityKey
+        let peer = try TestIdentity(name: "peer").card.identityKey
+        let driver = SessionDriver(table: SessionTable(me: me), loop: loop, clock: clock, log: testLogger())
+        var events: [NodeEvent] = []
+        driver.emit = { events.append($0) }
+        let handle = ObjectIdentifier(NSObject())
+        var activated = 0
+        let side = SessionTieBreak.Side(direction: .inbound, remoteBootID: [1])
+        XCTAssertTrue(
+            driver.established(handle, peer: peer, side: side, source: nil, standing: .known) { activated += 1 })
+        XCTAssertEqual(activated, 1)
+        driver.statusReceived(try PresenceStatus(typed: "in a meeting"), from: peer)
+        XCTAssertEqual(driver.statuses[peer]?.text, "in a meeting")
+
+        XCTAssertTrue(driver.closed(handle, peer: peer, peerKeptAnother: true, stopping: false))
+        loop.advanceTime(by: .milliseconds(1_999))
+        XCTAssertEqual(offline(events, peer), 0, "the peer kept another connection: wait for it")
+        loop.advanceTime(by: .milliseconds(1))
+        XCTAssertEqual(offline(events, peer), 1)
+        XCTAssertNil(driver.statuses[peer])
+    }
+}
