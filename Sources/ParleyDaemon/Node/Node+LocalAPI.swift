@@ -8,27 +8,8 @@ extension Node {
     /// Finds a peer by nickname, display name, fingerprint prefix or identity hex. Replaced
     /// keys are not found (their contact is the new key). A name two live peers share is
     /// ambiguous: the error lists both, with fingerprints and trust, and never picks one.
-    func resolvePeer(_ query: String) throws(NodeError) -> PeerRecord {
-        let all: [PeerRecord]
-        do { all = try allPeers() } catch { throw .storage(error) }
-        let live = all.filter { $0.replacedBy == nil }
-        if let exact = live.first(where: { $0.identity == query.lowercased() }) { return exact }
-        for matches in [
-            { (p: PeerRecord) in p.nickname == query },
-            { (p: PeerRecord) in p.nickname == nil && p.displayName == query },
-            { (p: PeerRecord) in p.label.lowercased() == query.lowercased() }
-        ] {
-            let found = live.filter(matches)
-            if found.count == 1 { return found[0] }
-            if found.count > 1 { throw .peerAmbiguous(query, found) }
-        }
-        let byPrefix = live.filter { rec in
-            IdentityPublicKey(hex: rec.identity).map { Fingerprint($0).matches(prefix: query) } ?? false
-        }
-        if byPrefix.count == 1 { return byPrefix[0] }
-        if byPrefix.count > 1 { throw .peerAmbiguous(query, byPrefix) }
-        throw .peerNotFound(query)
-    }
+    /// The order is `PeerNameResolution`'s.
+    func resolvePeer(_ query: String) throws(NodeError) -> PeerRecord { try peerDirectory.resolve(query) }
 
     /// For reading history: a live key as `resolvePeer` finds it, or else a replaced key
     /// named by its whole fingerprint (a contact's previous key, as `trust.show` lists
@@ -111,7 +92,7 @@ extension Node {
                 try store.setNickname(identity: new.identity, nickname)
             }
         } catch { throw .storage(error) }
-        peerCache = nil
+        peerDirectory.invalidate()
         outbox.forgetAll()  // messages moved to another recipient: count and query again
         log.warning(
             "a person replaced a contact's key",
@@ -166,7 +147,7 @@ extension Node {
     /// Forgets a peer's pin (its history stays): the next contact with that key is a first one.
     func forget(_ peer: PeerRecord) throws(NodeError) {
         do { try store.forgetPeer(identity: peer.identity) } catch { throw .storage(error) }
-        peerCache = nil
+        peerDirectory.invalidate()
         activeConnection(for: peer.identity)?.close(reason: .normal, text: "forgotten")
         stopDialingRemembered(peer.identity)
     }
@@ -190,7 +171,7 @@ extension Node {
     /// The person's own name for a peer (nil removes it).
     func setNickname(_ peer: PeerRecord, _ nickname: String?) throws(NodeError) -> PeerRecord {
         do { try store.setNickname(identity: peer.identity, nickname) } catch { throw .storage(error) }
-        peerCache = nil
+        peerDirectory.invalidate()
         return (try? store.peer(identity: peer.identity)) ?? peer
     }
 

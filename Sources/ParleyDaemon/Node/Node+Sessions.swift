@@ -97,7 +97,9 @@ extension Node {
             conn.close(reason: .normal, text: "too many sessions")
             return
         }
-        if let expected = link.expectedFingerprint, expected != remote.fingerprint.compact {
+        if case .spoofed(let expected) = AdvertisedIdentityCheck.check(
+            claimed: link.expectedFingerprint, proven: peer)
+        {
             // The advertisement claimed one identity, the handshake proved another.
             attackLog.log(
                 key: "spoof:" + conn.remoteAddress.hostPart,
@@ -185,7 +187,7 @@ extension Node {
         do {
             let expired = try store.expireUnusedPeers(lastSeenBefore: before, keep: Set(sessions.peers.map(\.hex)))
             guard !expired.isEmpty else { return }
-            peerCache = nil
+            peerDirectory.invalidate()
             log.info("forgot identities that were never used", ["count": "\(expired.count)"])
         } catch {
             log.error("could not expire unused identities", ["error": "\(error)"])
@@ -195,9 +197,7 @@ extension Node {
     /// A stranger (unverified, never exchanged a message) or a known peer, for the session
     /// table's eviction order.
     func sessionStanding(of peer: IdentityPublicKey) -> SessionTable<ObjectIdentifier>.Standing {
-        guard let record = peerRecord(peer.hex) else { return .stranger }
-        if record.trust == .verified { return .known }
-        return ((try? store.hasMessages(with: peer.hex)) ?? true) ? .known : .stranger
+        peerDirectory.sessionStanding(of: peer)
     }
 
     // MARK: Keepalive

@@ -11,23 +11,8 @@ extension Node {
         case refuse(CloseReason, String)
     }
 
-    /// The store's record as the trust decision sees it.
-    static func knownPeer(_ rec: PeerRecord) -> KnownPeer? {
-        guard let identity = IdentityPublicKey(hex: rec.identity) else { return nil }
-        let standing: KnownPeer.Standing
-        if rec.trust == .blocked {
-            standing = .blocked
-        } else if rec.replacedBy != nil {
-            standing = .replaced
-        } else if rec.trust == .pending {
-            standing = .awaitingApproval
-        } else {
-            standing = .trusted
-        }
-        return KnownPeer(
-            identity: identity, displayName: rec.displayName,
-            cardSequence: UInt64(max(0, rec.cardSequence)), card: rec.card, standing: standing)
-    }
+    /// The store's record as the trust decision sees it (`PeerDirectory.knownPeer`).
+    static func knownPeer(_ rec: PeerRecord) -> KnownPeer? { PeerDirectory.knownPeer(rec) }
 
     func admitTrust(of remote: Card, connection conn: PeerConnection, dialTarget: DialTargetKey?) -> TrustOutcome {
         let id = remote.identityKey.hex
@@ -121,18 +106,8 @@ extension Node {
     // MARK: Names
 
     /// Which live peers' labels (nickname, or self-asserted name) look alike, or like ours.
-    /// Cached until a peer record is written.
-    func nameClashes() -> [IdentityPublicKey: NameClashes.Clash] {
-        if let clashCache { return clashCache }
-        let entries = ((try? allPeers()) ?? []).filter { $0.replacedBy == nil }.compactMap { rec in
-            IdentityPublicKey(hex: rec.identity).map {
-                NameClashes.Entry(identity: $0, selfAssertedName: rec.displayName, nickname: rec.nickname)
-            }
-        }
-        let found = NameClashes.find(entries, myName: card.displayName)
-        clashCache = found
-        return found
-    }
+    /// Cached until a peer record is written (`PeerDirectory`).
+    func nameClashes() -> [IdentityPublicKey: NameClashes.Clash] { peerDirectory.nameClashes() }
 
     func nameClash(of identity: IdentityPublicKey) -> NameClashes.Clash? { nameClashes()[identity] }
 

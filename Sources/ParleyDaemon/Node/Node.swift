@@ -31,7 +31,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     private(set) var card: Card {
         didSet {
             whoamiCache = nil
-            clashCache = nil
+            peerDirectory.myName = card.displayName
         }
     }
     /// `node.whoami`'s answer, built once per card: it hex-encodes the card and prints the
@@ -47,6 +47,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     // The per-concern drivers, each owning its state (docs/ARCHITECTURE.md, "Drivers").
     /// Connections, sessions and presence; the one performer of `SessionTable.Action`.
     let sessionDriver: SessionDriver
+    /// The pinned peers, cached, and the decisions about them (names, standing, clashes).
+    let peerDirectory: PeerDirectory
 
     // The decisions (ParleyNodeCore), fed by this driver.
     var dialPlanner: DialPlanner
@@ -78,17 +80,6 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     private var observers: [ObjectIdentifier: WeakObserver] = [:]
     /// Security events (failed handshakes, spoofing): logged once per source per minute.
     let attackLog: RateLimitedLog
-    /// Every pinned peer, cached for resolving names on each `send`; dropped whenever
-    /// a peer record is written.
-    var peerCache: [PeerRecord]? {
-        didSet {
-            peerIndex = nil
-            clashCache = nil
-        }
-    }
-    /// Name clashes among live peers (Node+Trust.swift), derived from `peerCache`.
-    var clashCache: [IdentityPublicKey: NameClashes.Clash]?
-    private var peerIndex: [String: PeerRecord]?
     /// Our own mDNS instance name (Avahi may rename it on a conflict).
     var ownInstanceName: String?
     /// Our own advertisement came back through our browser (`parley doctor`).
@@ -136,6 +127,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         self.sessionDriver = SessionDriver(
             table: SessionTable(me: keys.identity.publicKey, maxSessions: options.maxSessions),
             loop: loop, clock: clock, log: log)
+        self.peerDirectory = PeerDirectory(store: store, myName: card.displayName)
         self.dialPlanner = DialPlanner(backoff: options.redial)
         self.gossip = AddressGossip(own: keys.identity.publicKey)
         self.attackLog = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60))
@@ -208,31 +200,17 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         }
     }
 
-    // MARK: Peer records (cached)
+    // MARK: Peer records (the peer directory's cache)
 
-    func allPeers() throws(StoreError) -> [PeerRecord] {
-        if let peerCache { return peerCache }
-        let all = try store.peers()
-        peerCache = all
-        return all
-    }
+    func allPeers() throws(StoreError) -> [PeerRecord] { try peerDirectory.peers() }
 
     /// A pinned peer by identity hex, from the cache.
-    func peerRecord(_ identity: String) -> PeerRecord? {
-        if peerIndex == nil, let all = try? allPeers() {
-            peerIndex = Dictionary(all.map { ($0.identity, $0) }, uniquingKeysWith: { a, _ in a })
-        }
-        return peerIndex?[identity]
-    }
+    func peerRecord(_ identity: String) -> PeerRecord? { peerDirectory.peer(identity) }
 
-    func upsertPeer(_ rec: PeerRecord) throws(StoreError) {
-        peerCache = nil
-        try store.upsertPeer(rec)
-    }
+    func upsertPeer(_ rec: PeerRecord) throws(StoreError) { try peerDirectory.upsert(rec) }
 
     func setTrust(identity: String, _ trust: TrustState) throws(StoreError) {
-        peerCache = nil
-        try store.setTrust(identity: identity, trust)
+        try peerDirectory.setTrust(identity: identity, trust)
     }
 
     /// Re-issues our card (new name or Noise key) with a higher sequence and

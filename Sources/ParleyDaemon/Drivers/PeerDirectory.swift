@@ -1,0 +1,121 @@
+import ParleyCore
+import ParleyNodeCore
+import ParleyStore
+
+/// The pinned peers as the node reads them: every record, by identity, and the name
+/// clashes among them, read from the store once and kept until a peer record is written
+/// (through this directory, or elsewhere and then `invalidate()`d). It answers the
+/// questions asked of them on every `send` and session: which peer a typed name means
+/// (`PeerNameResolution`), what a record stands for in the trust decision
+/// (`KnownPeer.Standing`), and who is a stranger to the session table.
+///
+/// Its caches are its own and live on the node's event loop (the loop is its lock).
+final class PeerDirectory {
+    let store: Store
+    /// This node's own name: a peer whose name looks like it is a clash too.
+    var myName: String {
+        didSet { if myName != oldValue { clashes = nil } }
+    }
+
+    private var all: [PeerRecord]? {
+        didSet {
+            byIdentity = nil
+            clashes = nil
+        }
+    }
+    private var byIdentity: [String: PeerRecord]?
+    private var clashes: [IdentityPublicKey: NameClashes.Clash]?
+
+    init(store: Store, myName: String) {
+        self.store = store
+        self.myName = myName
+    }
+
+    /// A peer record was written other than through this directory: read them again.
+    func invalidate() { all = nil }
+
+    // MARK: Records
+
+    func peers() throws(StoreError) -> [PeerRecord] {
+        if let all { return all }
+        let read = try store.peers()
+        all = read
+        return read
+    }
+
+    /// A pinned peer by identity hex.
+    func peer(_ identity: String) -> PeerRecord? {
+        if byIdentity == nil, let every = try? peers() {
+            byIdentity = Dictionary(every.map { ($0.identity, $0) }, uniquingKeysWith: { a, _ in a })
+        }
+        return byIdentity?[identity]
+    }
+
+    func upsert(_ rec: PeerRecord) throws(StoreError) {
+        all = nil
+        try store.upsertPeer(rec)
+    }
+
+    func setTrust(identity: String, _ trust: TrustState) throws(StoreError) {
+        all = nil
+        try store.setTrust(identity: identity, trust)
+    }
+
+    // MARK: Decisions about them (ParleyNodeCore)
+
+    /// The record as the trust decision sees it.
+    static func knownPeer(_ rec: PeerRecord) -> KnownPeer? {
+        guard let identity = IdentityPublicKey(hex: rec.identity) else { return nil }
+        return KnownPeer(
+            identity: identity, displayName: rec.displayName,
+            cardSequence: UInt64(max(0, rec.cardSequence)), card: rec.card,
+            standing: KnownPeer.Standing(
+                blocked: rec.trust == .blocked, replaced: rec.replacedBy != nil,
+                awaitingApproval: rec.trust == .pending))
+    }
+
+    /// A stranger or a known peer, for the session table's eviction order.
+    func sessionStanding(of peer: IdentityPublicKey) -> SessionTable<ObjectIdentifier>.Standing {
+        let record = self.peer(peer.hex)
+        return .of(pinned: record != nil, verified: record?.trust == .verified) {
+            try? self.store.hasMessages(with: peer.hex)
+        }
+    }
+
+    /// The live peer `query` names (`PeerNameResolution`); a shared name is an error that
+    /// lists every peer it could mean.
+    func resolve(_ query: String) throws(NodeError) -> PeerRecord {
+        let every: [PeerRecord]
+        do { every = try peers() } catch { throw .storage(error) }
+        var records: [PeerRecord] = []
+        var entries: [PeerNameResolution.Entry] = []
+        records.reserveCapacity(every.count)
+        entries.reserveCapacity(every.count)
+        for rec in every {
+            guard let key = IdentityPublicKey(hex: rec.identity) else { continue }
+            records.append(rec)
+            entries.append(
+                .init(
+                    identity: key, displayName: rec.displayName, nickname: rec.nickname,
+                    replaced: rec.replacedBy != nil))
+        }
+        switch PeerNameResolution.resolve(query, in: entries) {
+        case .found(let i): return records[i]
+        case .ambiguous(let found): throw .peerAmbiguous(query, found.map { records[$0] })
+        case .notFound: throw .peerNotFound(query)
+        }
+    }
+
+    /// Which live peers' labels (nickname, or self-asserted name) look alike, or like ours.
+    func nameClashes() -> [IdentityPublicKey: NameClashes.Clash] {
+        if let clashes { return clashes }
+        let entries = ((try? peers()) ?? []).filter { $0.replacedBy == nil }.compactMap { rec in
+            IdentityPublicKey(hex: rec.identity).map {
+                NameClashes.Entry(identity: $0, selfAssertedName: rec.displayName, nickname: rec.nickname)
+            }
+        }
+        let found = NameClashes.find(entries, myName: myName)
+        clashes = found
+        return found
+    }
+}
