@@ -17,26 +17,13 @@ extension Node {
     /// session through it is already up). Returns a token to cancel the watch.
     func watchDial(_ key: DialTargetKey, _ report: @escaping (DialOutcome) -> Void) -> Int {
         loop.preconditionInEventLoop()
-        nextDialWatchToken += 1
-        let token = nextDialWatchToken
-        if let id = dialPlanner.targets[key]?.identity, sessions.isOnline(id) {
-            report(.connected(identity: id.hex))
-            return token
-        }
-        dialWatchers[key, default: []].append((token, report))
-        return token
+        return dialDriver.watch(key, report)
     }
 
-    func cancelDialWatch(_ key: DialTargetKey, token: Int) {
-        dialWatchers[key]?.removeAll { $0.token == token }
-        if dialWatchers[key]?.isEmpty == true { dialWatchers[key] = nil }
-    }
+    func cancelDialWatch(_ key: DialTargetKey, token: Int) { dialDriver.cancelWatch(key, token: token) }
 
     /// The dial of `key` ended: tell every watcher.
-    func finishDialWatch(_ key: DialTargetKey, _ outcome: DialOutcome) {
-        guard let watchers = dialWatchers.removeValue(forKey: key) else { return }
-        for w in watchers { w.report(outcome) }
-    }
+    func finishDialWatch(_ key: DialTargetKey, _ outcome: DialOutcome) { dialDriver.finishWatch(key, outcome) }
 
     /// A target a failed `connect --wait` added stops being dialled: the user was told it
     /// failed and decides whether to try again (a configured `--peer` stays).

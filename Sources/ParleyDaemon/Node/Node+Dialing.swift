@@ -8,8 +8,8 @@ import ParleyNodeCore
     import Glibc
 #endif
 
-/// Dialling: performs what `DialPlanner` decides (open a connection, arm or cancel a
-/// target's redial timer) and feeds it the outcomes.
+/// Dialling: `DialDriver` performs what `DialPlanner` decides (open a connection through
+/// `open` here, arm or cancel a target's redial timer); the node feeds it the outcomes.
 extension Node {
     /// What the planner may ask about sessions that are up.
     var sessionView: DialPlanner.SessionView {
@@ -60,26 +60,10 @@ extension Node {
         return out
     }
 
-    func perform(_ actions: [DialPlanner.Action]) {
-        for action in actions {
-            switch action {
-            case let .connect(key, address, expected): open(key, address, expectedFingerprint: expected)
-            case let .armRedial(key, delay):
-                redialTimers[key]?.cancel()
-                redialTimers[key] = loop.scheduleTask(in: delay.timeAmount) { [weak self] in
-                    guard let self else { return }
-                    self.redialTimers[key] = nil
-                    self.perform(
-                        self.dialPlanner.redialDue(key, sessions: self.sessionView, now: self.clock.monotonicNow()))
-                }
-            case .cancelRedial(let key):
-                redialTimers.removeValue(forKey: key)?.cancel()
-            }
-        }
-    }
+    func perform(_ actions: [DialPlanner.Action]) { dialDriver.perform(actions) }
 
-    /// Opens a TCP connection for a dial target.
-    private func open(_ key: DialTargetKey, _ address: DialAddress, expectedFingerprint: String?) {
+    /// Opens a TCP connection for a dial target (`DialDriver.open`).
+    func openConnection(_ key: DialTargetKey, _ address: DialAddress, expectedFingerprint: String?) {
         let conn = makeConnection(direction: .outbound, dialedAddress: key, expectedFingerprint: expectedFingerprint)
         // The handler is created here, on the loop, and only ever used on it.
         let bound = NIOLoopBound(conn, eventLoop: loop)

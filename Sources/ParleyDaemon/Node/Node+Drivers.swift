@@ -19,4 +19,40 @@ extension Node {
 
     /// Each online peer's latest status line (`SessionDriver`).
     var peerStatuses: [IdentityPublicKey: PresenceStatus] { sessionDriver.statuses }
+
+    /// The dial targets' decisions (`DialDriver`).
+    var dialPlanner: DialPlanner {
+        _read { yield dialDriver.planner }
+        _modify { yield &dialDriver.planner }
+    }
+
+    /// Address gossip's decisions (`GossipDriver`).
+    var gossip: AddressGossip {
+        _read { yield gossipDriver.gossip }
+        _modify { yield &gossipDriver.gossip }
+    }
+
+    /// The TCP ports this node listens on, announced to every peer (`GossipDriver`).
+    var listenPorts: [UInt16] {
+        get { gossipDriver.listenPorts }
+        set { gossipDriver.listenPorts = newValue }
+    }
+
+    /// The addresses the listeners are bound to (`GossipDriver`).
+    var listenAddresses: [String] {
+        get { gossipDriver.listenAddresses }
+        set { gossipDriver.listenAddresses = newValue }
+    }
+
+    /// Our own mDNS instance name (`GossipDriver`).
+    var ownInstanceName: String? {
+        get { gossipDriver.ownInstanceName }
+        set { gossipDriver.ownInstanceName = newValue }
+    }
+
+    /// Our own advertisement came back through our browser (`GossipDriver`).
+    var ownAdvertisementSeen: Bool {
+        get { gossipDriver.ownAdvertisementSeen }
+        set { gossipDriver.ownAdvertisementSeen = newValue }
+    }
 }

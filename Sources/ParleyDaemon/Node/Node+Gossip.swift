@@ -3,33 +3,16 @@ import NIOPosix
 import ParleyCore
 import ParleyNodeCore
 
-/// Address gossip among contacts: performs what `AddressGossip` decides (docs/PROTOCOL.md
-/// "Address gossip"). Our own signed address record and our blinded contact tags go to
-/// every contact at session start; records of common contacts go where the decision says.
+/// Address gossip among contacts: routes the records to `GossipDriver`, which owns the
+/// gossip state, and performs what `AddressGossip` decides (docs/PROTOCOL.md "Address
+/// gossip"). Our own signed address record and our blinded contact tags go to every
+/// contact at session start; records of common contacts go where the decision says.
 extension Node {
-    /// How long our own signed record is reused before it is signed again (its date must
-    /// stay well inside `GossipLimits.maxRecordAgeMs` wherever it is relayed).
-    static let ownRecordLifetimeMs: Int64 = 3600 * 1000
+    /// A contact (`GossipDriver.isContact`): the only identities whose addresses we keep
+    /// or relay, and the only peers we relay to.
+    func isContact(_ identity: IdentityPublicKey) -> Bool { gossipDriver.isContact(identity) }
 
-    /// A contact (docs/PROTOCOL.md "Address gossip"): trusted (not blocked, held or
-    /// replaced) and either verified by a person or written to by the local user. A key
-    /// pinned by a mere handshake is a stranger: anyone on the LAN can complete one, and
-    /// send a chat too, so a message *from* it proves nothing. The only identities whose addresses we keep or relay, and the only
-    /// peers we relay to.
-    func isContact(_ identity: IdentityPublicKey) -> Bool {
-        guard let rec = peerRecord(identity.hex), let known = Self.knownPeer(rec), known.standing == .trusted else {
-            return false
-        }
-        if rec.trust == .verified || talkedWith.contains(identity) { return true }
-        // One lookup; a yes is kept (having written to someone stays true).
-        guard (try? store.hasSentMessages(to: identity.hex)) == true else { return false }
-        talkedWith.insert(identity)
-        return true
-    }
-
-    func contactSet() -> Set<IdentityPublicKey> {
-        Set(((try? allPeers()) ?? []).compactMap { IdentityPublicKey(hex: $0.identity) }.filter(isContact))
-    }
+    func contactSet() -> Set<IdentityPublicKey> { gossipDriver.contactSet() }
 
     /// The session with `peer` is up on `conn`: give it our record and our tags, and what
     /// it may now learn.
@@ -106,55 +89,11 @@ extension Node {
     }
 
     /// Our own record: the addresses we listen at, signed now and then.
-    func ownAddressRecord() -> SignedAddressRecord? {
-        if let cached = ownRecordCache, nowMs - Int64(cached.issuedAt) < Self.ownRecordLifetimeMs {
-            return cached
-        }
-        let endpoints = Self.listeningEndpoints(listenAddresses)
-        guard !endpoints.isEmpty else { return nil }
-        let record = try? SignedAddressRecord(
-            signing: Array(endpoints.prefix(WireLimits.maxAddressesPerRecord)),
-            issuedAt: UInt64(max(0, nowMs)), with: keys.identity)
-        ownRecordCache = record
-        return record
-    }
+    func ownAddressRecord() -> SignedAddressRecord? { gossipDriver.ownAddressRecord() }
 
-    /// Where others can reach our listeners: a listener bound to one address is reachable
-    /// there only; one bound to a wildcard at every unicast address of the host's
-    /// interfaces except loopback and IPv6 link-local (which needs a scope a peer cannot
-    /// know).
+    /// Where others can reach our listeners (`GossipDriver.listeningEndpoints`).
     static func listeningEndpoints(_ bound: [String]) -> [SignedAddressRecord.Endpoint] {
-        var out: [SignedAddressRecord.Endpoint] = []
-        var interfaces: [String]?
-        for b in bound {
-            guard let colon = b.lastIndex(of: ":"), let port = UInt16(b[b.index(after: colon)...]) else { continue }
-            var host = String(b[..<colon])
-            if host.hasPrefix("[") { host = String(host.dropFirst().dropLast()) }
-            let hosts: [String]
-            if host == "0.0.0.0" || host == "::" {
-                if interfaces == nil { interfaces = interfaceAddresses() }
-                hosts = interfaces!.filter { host == "::" || !$0.contains(":") }
-            } else {
-                hosts = [host]
-            }
-            for h in hosts {
-                if let e = SignedAddressRecord.Endpoint(host: h, port: port), e.isDialable, !out.contains(e) {
-                    out.append(e)
-                }
-            }
-        }
-        return out
-    }
-
-    static func interfaceAddresses() -> [String] {
-        guard let devices = try? System.enumerateDevices() else { return [] }
-        var out: [String] = []
-        for d in devices {
-            guard let ip = d.address?.ipAddress else { continue }
-            if ip.hasPrefix("127.") || ip == "::1" || ip.lowercased().hasPrefix("fe80") { continue }
-            if !out.contains(ip) { out.append(ip) }
-        }
-        return out
+        GossipDriver.listeningEndpoints(bound)
     }
 }
 
@@ -164,32 +103,11 @@ extension Node {
     /// A peer asks to be dialled back at `request.port` of the host its session comes from.
     func connection(_ conn: PeerConnection, receivedDialBackRequest request: DialBackRequest) {
         guard activePeer(of: conn) != nil else { return }
-        let host = conn.remoteAddress.hostPart
-        log.debug("dial-back requested", ["host": host, "port": "\(request.port)"])
-        if dialBackLimit.take(host: host, now: clock.monotonicNow()) != nil {
-            conn.send(.dialBackResult(DialBackResult(nonce: request.nonce, outcome: .refused)))
-            return
-        }
-        let weak = NIOLoopBound(conn, eventLoop: loop)
-        ClientBootstrap(group: loop)
-            .connectTimeout(.seconds(3))
-            .connect(host: host, port: Int(request.port))
-            .whenComplete { result in
-                let outcome: DialBackResult.Outcome
-                switch result {
-                case .success(let channel):
-                    outcome = .connected
-                    channel.close(promise: nil)
-                case .failure: outcome = .failed
-                }
-                weak.value.send(.dialBackResult(DialBackResult(nonce: request.nonce, outcome: outcome)))
-            }
+        gossipDriver.dialBackRequested(request, on: conn)
     }
 
     func connection(_ conn: PeerConnection, receivedDialBackResult result: DialBackResult) {
-        guard let waiter = dialBackWaiters.removeValue(forKey: result.nonce) else { return }
-        waiter.timeout.cancel()
-        waiter.report(result.outcome)
+        gossipDriver.dialBackAnswered(result)
     }
 
     /// Asks `peer` to dial us back at our first listening port; `report` gets the outcome,
@@ -197,19 +115,8 @@ extension Node {
     func requestDialBack(
         from peer: IdentityPublicKey, timeout: TimeAmount, report: @escaping (DialBackResult.Outcome?) -> Void
     ) -> Bool {
-        guard let conn = activeConnection(for: peer), conn.remoteFeatures.contains(.addressGossip),
-            let port = listenPorts.first
-        else { return false }
-        let nonce = UInt64.random(in: 1...UInt64.max)
-        guard let request = DialBackRequest(nonce: nonce, port: port) else { return false }
-        let task = loop.scheduleTask(in: timeout) { [weak self] in
-            guard let self, let w = self.dialBackWaiters.removeValue(forKey: nonce) else { return }
-            w.report(nil)
-        }
-        dialBackWaiters[nonce] = (timeout: task, report: report)
-        log.debug("dial-back asked", ["peer": peer.fingerprintText, "port": "\(port)"])
-        conn.send(.dialBackRequest(request))
-        return true
+        guard let conn = activeConnection(for: peer) else { return false }
+        return gossipDriver.requestDialBack(on: conn, timeout: timeout, report: report)
     }
 }
 

@@ -163,12 +163,10 @@ extension Node {
         if let key = link?.dialTarget {
             // Watchers left after a session came up were told at activation: any still
             // here waited for an attempt that ended without a session.
-            finishDialWatch(key, .failed(Self.whyNoSession(conn, error: error, address: key.rawValue)))
-            perform(dialPlanner.attemptFailed(key, random: random))
-            if let r = conn.remoteCloseReason, r == .keyChangePending || r == .notTrusted {
-                // Refused by the peer's trust policy: back off instead of knocking every half second.
-                perform(dialPlanner.refusedByPeerTrust(key, random: random))
-            }
+            let reason = conn.remoteCloseReason
+            dialDriver.attemptFailed(
+                key, Self.whyNoSession(conn, error: error, address: key.rawValue),
+                refusedByTrust: reason == .keyChangePending || reason == .notTrusted)
         }
         let wasSession = sessionDriver.closed(
             handle, peer: conn.remoteIdentityKey,

@@ -49,41 +49,25 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     let sessionDriver: SessionDriver
     /// The pinned peers, cached, and the decisions about them (names, standing, clashes).
     let peerDirectory: PeerDirectory
+    /// Our reachability (listeners, own address record, mDNS self-sighting), address
+    /// gossip among contacts and the dial-back probe.
+    let gossipDriver: GossipDriver
+
+    /// Dial targets, redial timers and dial watchers; the one performer of `DialPlanner.Action`.
+    let dialDriver: DialDriver
 
     // The decisions (ParleyNodeCore), fed by this driver.
-    var dialPlanner: DialPlanner
     var outbox = OutboxLedger()
     /// Stored usage per peer for the receive quota (Node+Quota.swift).
     var quotaCache = QuotaCache()
     /// When unused identities were last expired (Node+Sessions.swift).
     var lastIdentityExpiry: MonotonicInstant?
 
-    var redialTimers: [DialTargetKey: Scheduled<Void>] = [:]
-    /// `peers.connect` with `wait`: who waits for the next outcome of a target (Node+ConnectWait).
-    var dialWatchers: [DialTargetKey: [(token: Int, report: (DialOutcome) -> Void)]] = [:]
-    var nextDialWatchToken = 0
-    /// The TCP ports this node listens on, announced to every peer (`listenPorts` record).
-    var listenPorts: [UInt16] = []
-    /// The addresses the listeners are bound to ("host:port"), for our signed address record.
-    var listenAddresses: [String] = []
-    /// Address gossip among contacts (Node+Gossip.swift).
-    var gossip: AddressGossip
-    var ownRecordCache: SignedAddressRecord?
-    /// Peers the local user has written to (address gossip's contacts, Node+Gossip.swift).
-    var talkedWith = Set<IdentityPublicKey>()
-    /// Dial-back probes answered, per requesting host (`GossipLimits.dialBack*`).
-    var dialBackLimit = DialRateLimit(burst: GossipLimits.dialBackBurst, interval: GossipLimits.dialBackInterval)
-    /// Our own dial-back probes waiting for their answer, by nonce.
-    var dialBackWaiters: [UInt64: (timeout: Scheduled<Void>, report: (DialBackResult.Outcome?) -> Void)] = [:]
     private var tick: RepeatedTask?
     var stopping = false
     private var observers: [ObjectIdentifier: WeakObserver] = [:]
     /// Security events (failed handshakes, spoofing): logged once per source per minute.
     let attackLog: RateLimitedLog
-    /// Our own mDNS instance name (Avahi may rename it on a conflict).
-    var ownInstanceName: String?
-    /// Our own advertisement came back through our browser (`parley doctor`).
-    var ownAdvertisementSeen = false
     /// Called at the end of every keepalive tick, on the loop: the daemon's periodic chores
     /// (the systemd status line) share the node's one timer instead of waking on their own.
     var onTick: (() -> Void)?
@@ -128,10 +112,14 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             table: SessionTable(me: keys.identity.publicKey, maxSessions: options.maxSessions),
             loop: loop, clock: clock, log: log)
         self.peerDirectory = PeerDirectory(store: store, myName: card.displayName)
-        self.dialPlanner = DialPlanner(backoff: options.redial)
-        self.gossip = AddressGossip(own: keys.identity.publicKey)
+        self.gossipDriver = GossipDriver(
+            identity: keys.identity, store: store, directory: peerDirectory, loop: loop, clock: clock, log: log)
+        self.dialDriver = DialDriver(
+            planner: DialPlanner(backoff: options.redial), loop: loop, clock: clock, random: random)
         self.attackLog = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60))
         sessionDriver.emit = { [unowned self] in self.emit($0) }
+        dialDriver.open = { [unowned self] in self.openConnection($0, $1, expectedFingerprint: $2) }
+        dialDriver.sessions = { [unowned self] in self.sessionView }
     }
 
     /// Unix milliseconds now, for code outside the node (which has its own injected clock).

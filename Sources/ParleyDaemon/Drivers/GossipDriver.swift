@@ -1,0 +1,196 @@
+import NIOCore
+import NIOPosix
+import ParleyCore
+import ParleyNodeCore
+import ParleyStore
+
+/// Reachability: how peers find this node and each other without mDNS. It owns what this
+/// node knows of its own reachability (the addresses its listeners are bound to, the
+/// ports it announces, its signed address record, its mDNS instance name and whether its
+/// own advertisement came back), address gossip among contacts (`AddressGossip`, and who
+/// is a contact), and the dial-back probe of `parley doctor` (answering one under its
+/// rate limit, and waiting for the answer to ours).
+///
+/// Its state is its own and lives on the node's event loop (the loop is its lock). The
+/// clock is injected: its own record's age and the probe's timeout run on a mock clock in
+/// tests.
+final class GossipDriver {
+    let loop: EventLoop
+    let clock: any NodeClock
+    let log: Logger
+    let store: Store
+    let directory: PeerDirectory
+    /// Signs our address record.
+    private let identity: IdentityKeyPair
+
+    /// How long our own signed record is reused before it is signed again (its date must
+    /// stay well inside `GossipLimits.maxRecordAgeMs` wherever it is relayed).
+    static let ownRecordLifetimeMs: Int64 = 3600 * 1000
+
+    /// The decisions of address gossip (ParleyNodeCore).
+    var gossip: AddressGossip
+    /// The TCP ports this node listens on, announced to every peer (`listenPorts` record).
+    var listenPorts: [UInt16] = []
+    /// The addresses the listeners are bound to ("host:port"), for our signed address record.
+    var listenAddresses: [String] = []
+    /// Our own mDNS instance name (Avahi may rename it on a conflict).
+    var ownInstanceName: String?
+    /// Our own advertisement came back through our browser (`parley doctor`).
+    var ownAdvertisementSeen = false
+
+    private var ownRecord: SignedAddressRecord?
+    /// Peers the local user has written to (a yes from the store is kept: having written
+    /// to someone stays true).
+    private var talkedWith = Set<IdentityPublicKey>()
+    /// Dial-back probes answered, per requesting host (`GossipLimits.dialBack*`).
+    private var dialBackLimit = DialRateLimit(
+        burst: GossipLimits.dialBackBurst, interval: GossipLimits.dialBackInterval)
+    /// Our own dial-back probes waiting for their answer, by nonce.
+    private var dialBackWaiters: [UInt64: (timeout: Scheduled<Void>, report: (DialBackResult.Outcome?) -> Void)] =
+        [:]
+
+    init(
+        identity: IdentityKeyPair, store: Store, directory: PeerDirectory, loop: EventLoop, clock: any NodeClock,
+        log: Logger
+    ) {
+        self.identity = identity
+        self.store = store
+        self.directory = directory
+        self.loop = loop
+        self.clock = clock
+        self.log = log
+        self.gossip = AddressGossip(own: identity.publicKey)
+    }
+
+    private var nowMs: Int64 { clock.wallMilliseconds() }
+
+    // MARK: Contacts
+
+    /// A contact (docs/PROTOCOL.md "Address gossip"): trusted (not blocked, held or
+    /// replaced) and either verified by a person or written to by the local user. A key
+    /// pinned by a mere handshake is a stranger: anyone on the LAN can complete one, and
+    /// send a chat too, so a message *from* it proves nothing. The only identities whose
+    /// addresses we keep or relay, and the only peers we relay to.
+    func isContact(_ peer: IdentityPublicKey) -> Bool {
+        guard let rec = directory.peer(peer.hex), let known = PeerDirectory.knownPeer(rec),
+            known.standing == .trusted
+        else { return false }
+        if rec.trust == .verified || talkedWith.contains(peer) { return true }
+        guard (try? store.hasSentMessages(to: peer.hex)) == true else { return false }
+        talkedWith.insert(peer)
+        return true
+    }
+
+    func contactSet() -> Set<IdentityPublicKey> {
+        Set(((try? directory.peers()) ?? []).compactMap { IdentityPublicKey(hex: $0.identity) }.filter(isContact))
+    }
+
+    // MARK: Our own record
+
+    /// Our own record: the addresses we listen at, signed now and then.
+    func ownAddressRecord() -> SignedAddressRecord? {
+        if let cached = ownRecord, nowMs - Int64(cached.issuedAt) < Self.ownRecordLifetimeMs { return cached }
+        let endpoints = Self.listeningEndpoints(listenAddresses)
+        guard !endpoints.isEmpty else { return nil }
+        let record = try? SignedAddressRecord(
+            signing: Array(endpoints.prefix(WireLimits.maxAddressesPerRecord)),
+            issuedAt: UInt64(max(0, nowMs)), with: identity)
+        ownRecord = record
+        return record
+    }
+
+    /// Where others can reach our listeners: a listener bound to one address is reachable
+    /// there only; one bound to a wildcard at every unicast address of the host's
+    /// interfaces except loopback and IPv6 link-local (which needs a scope a peer cannot
+    /// know).
+    static func listeningEndpoints(
+        _ bound: [String], interfaces listInterfaces: () -> [String] = GossipDriver.interfaceAddresses
+    ) -> [SignedAddressRecord.Endpoint] {
+        var out: [SignedAddressRecord.Endpoint] = []
+        var interfaces: [String]?
+        for b in bound {
+            guard let colon = b.lastIndex(of: ":"), let port = UInt16(b[b.index(after: colon)...]) else { continue }
+            var host = String(b[..<colon])
+            if host.hasPrefix("[") { host = String(host.dropFirst().dropLast()) }
+            let hosts: [String]
+            if host == "0.0.0.0" || host == "::" {
+                if interfaces == nil { interfaces = listInterfaces() }
+                hosts = interfaces!.filter { host == "::" || !$0.contains(":") }
+            } else {
+                hosts = [host]
+            }
+            for h in hosts {
+                if let e = SignedAddressRecord.Endpoint(host: h, port: port), e.isDialable, !out.contains(e) {
+                    out.append(e)
+                }
+            }
+        }
+        return out
+    }
+
+    static func interfaceAddresses() -> [String] {
+        guard let devices = try? System.enumerateDevices() else { return [] }
+        var out: [String] = []
+        for d in devices {
+            guard let ip = d.address?.ipAddress else { continue }
+            if ip.hasPrefix("127.") || ip == "::1" || ip.lowercased().hasPrefix("fe80") { continue }
+            if !out.contains(ip) { out.append(ip) }
+        }
+        return out
+    }
+
+    // MARK: Dial-back (parley doctor)
+
+    /// A peer on `conn` asks to be dialled back at `request.port` of the host its session
+    /// comes from: refused over the per-host rate limit, else tried once.
+    func dialBackRequested(_ request: DialBackRequest, on conn: PeerConnection) {
+        let host = conn.remoteAddress.hostPart
+        log.debug("dial-back requested", ["host": host, "port": "\(request.port)"])
+        if dialBackLimit.take(host: host, now: clock.monotonicNow()) != nil {
+            conn.send(.dialBackResult(DialBackResult(nonce: request.nonce, outcome: .refused)))
+            return
+        }
+        let weak = NIOLoopBound(conn, eventLoop: loop)
+        ClientBootstrap(group: loop)
+            .connectTimeout(.seconds(3))
+            .connect(host: host, port: Int(request.port))
+            .whenComplete { result in
+                let outcome: DialBackResult.Outcome
+                switch result {
+                case .success(let channel):
+                    outcome = .connected
+                    channel.close(promise: nil)
+                case .failure: outcome = .failed
+                }
+                weak.value.send(.dialBackResult(DialBackResult(nonce: request.nonce, outcome: outcome)))
+            }
+    }
+
+    /// The answer to one of our probes (an unknown or late nonce is ignored).
+    func dialBackAnswered(_ result: DialBackResult) {
+        guard let waiter = dialBackWaiters.removeValue(forKey: result.nonce) else { return }
+        waiter.timeout.cancel()
+        waiter.report(result.outcome)
+    }
+
+    /// Asks the peer on `conn` to dial us back at our first listening port; `report` gets
+    /// the outcome, or nil after `timeout`. False if there is nothing to ask.
+    func requestDialBack(
+        on conn: PeerConnection, timeout: TimeAmount, report: @escaping (DialBackResult.Outcome?) -> Void
+    ) -> Bool {
+        guard conn.remoteFeatures.contains(.addressGossip), let port = listenPorts.first else { return false }
+        let nonce = UInt64.random(in: 1...UInt64.max)
+        guard let request = DialBackRequest(nonce: nonce, port: port) else { return false }
+        let task = loop.scheduleTask(in: timeout) { [weak self] in
+            guard let self, let w = self.dialBackWaiters.removeValue(forKey: nonce) else { return }
+            w.report(nil)
+        }
+        dialBackWaiters[nonce] = (timeout: task, report: report)
+        log.debug("dial-back asked", ["peer": conn.remoteIdentityKey?.fingerprintText ?? "-", "port": "\(port)"])
+        conn.send(.dialBackRequest(request))
+        return true
+    }
+
+    /// Probes waiting for an answer (tests).
+    var dialBackWaiting: Int { dialBackWaiters.count }
+}
