@@ -69,7 +69,7 @@ extension Node {
     private func recordRefusedOffer(_ offer: FileOffer, key: FileKey, reason: String) {
         // Bounded in time as well as in rows: a flood of refused offers is answered
         // (`fileEnd` above) but listed only at `RefusalRecordLimit`'s rate.
-        switch refusalRecordLimit.refused(from: key.peer, now: clock.monotonicNow()) {
+        switch fileDriver.refusalListed(from: key.peer) {
         case .record: break
         case .dropFirst:
             log.warning(

@@ -4,10 +4,10 @@ import ParleyCore
 import ParleyNodeCore
 import ParleyStore
 
-/// File transfers (issue 18, docs/PROTOCOL.md "Files"): the shared part of the driver. The
-/// decisions are `OutgoingTransfer`, `IncomingTransfer` and `FileAcceptPolicy`
-/// (ParleyNodeCore/Files); sending is `Node+FileSending.swift`, receiving
-/// `Node+FileReceiving.swift`.
+/// File transfers (issue 18, docs/PROTOCOL.md "Files"): the shared part of the routing. The
+/// transfers in memory are `FileDriver`'s; the decisions are `OutgoingTransfer`,
+/// `IncomingTransfer` and `FileAcceptPolicy` (ParleyNodeCore/Files); sending is
+/// `Node+FileSending.swift`, receiving `Node+FileReceiving.swift`.
 extension Node {
     /// Where received files go: `download_dir`, else `<state-dir>/files`.
     var downloadDirectory: String {
@@ -17,20 +17,7 @@ extension Node {
     }
 
     /// Creates the download directory (0700) on first use.
-    func ensureDownloadDirectory() throws(FileError) {
-        guard !files.directoryReady else { return }
-        let dir = downloadDirectory
-        if let problem = DownloadDirectory.problem(dir) {
-            throw .unsafeDownloadDirectory(problem)
-        }
-        do {
-            try FileManager.default.createDirectory(
-                atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw .io(path: dir, operation: "cannot create the download directory", errno: EACCES)
-        }
-        files.directoryReady = true
-    }
+    func ensureDownloadDirectory() throws(FileError) { try fileDriver.ensureDownloadDirectory(downloadDirectory) }
 
     var fileAcceptPolicy: FileAcceptPolicy {
         FileAcceptPolicy(autoAcceptBytes: options.fileAutoAcceptBytes, quota: options.quota)
@@ -76,8 +63,7 @@ extension Node {
     /// A session ended: nothing more is sent until the next `fileWant`.
     func filesSessionEnded(_ conn: PeerConnection) {
         guard let peer = conn.remoteIdentityKey else { return }
-        for (key, f) in files.outgoing where key.peer == peer { f.machine.sessionEnded() }
-        files.pumpQueued.remove(ObjectIdentifier(conn))
+        fileDriver.sessionEnded(peer: peer, connection: ObjectIdentifier(conn))
     }
 
     // MARK: Records
@@ -167,22 +153,7 @@ extension Node {
     }
 
     /// The current record (in memory if the transfer is running, else the store's).
-    func currentRecord(_ rec: FileTransferRecord) -> (FileTransferRecord, UInt64?) {
-        guard let key = rec.key else { return (rec, nil) }
-        switch rec.direction {
-        case .outgoing:
-            if let f = files.outgoing[key] {
-                return (f.record, f.record.state == .transferring ? f.rate.bytesPerSecond : nil)
-            }
-        case .incoming:
-            if let f = files.incoming[key] {
-                var r = f.record
-                r.verified = max(r.verified, Int64(f.machine.nextIndex))
-                return (r, r.state == .transferring ? f.rate.bytesPerSecond : nil)
-            }
-        }
-        return (rec, nil)
-    }
+    func currentRecord(_ rec: FileTransferRecord) -> (FileTransferRecord, UInt64?) { fileDriver.current(rec) }
 
     func cancelFile(_ prefix: String) throws(FileError) -> FileTransferRecord {
         let rec = try findTransfer(prefix)
@@ -219,32 +190,11 @@ extension Node {
 
     /// In-memory runtime of an outgoing transfer, created from its record when needed.
     func outgoingFile(_ key: FileKey, _ rec: FileTransferRecord? = nil) -> OutgoingFile? {
-        if let f = files.outgoing[key] { return f }
-        let record: FileTransferRecord?
-        if let rec {
-            record = rec
-        } else {
-            record = try? store.transfer(peer: key.peer.hex, transfer: key.transfer.hex, direction: .outgoing)
-        }
-        guard let record, record.direction == .outgoing else { return nil }
-        let f = OutgoingFile(record: record)
-        if !record.state.isFinal { files.outgoing[key] = f }
-        return f
+        fileDriver.outgoing(key, rec)
     }
 
     /// In-memory runtime of an incoming transfer, created from its record when needed.
     func incomingFile(_ key: FileKey, _ rec: FileTransferRecord? = nil) -> IncomingFile? {
-        if let f = files.incoming[key] { return f }
-        let record: FileTransferRecord?
-        if let rec {
-            record = rec
-        } else {
-            record = try? store.transfer(peer: key.peer.hex, transfer: key.transfer.hex, direction: .incoming)
-        }
-        guard let record, record.direction == .incoming, record.state == .transferring, let offer = record.offer
-        else { return nil }
-        let f = IncomingFile(record: record, offer: offer)
-        files.incoming[key] = f
-        return f
+        fileDriver.incoming(key, rec)
     }
 }

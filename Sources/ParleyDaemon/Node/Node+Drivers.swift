@@ -1,5 +1,6 @@
 import ParleyCore
 import ParleyNodeCore
+import ParleyStore
 
 /// The node's view of its drivers' state, under the names the node's extensions used
 /// before the state moved into the drivers (so the move does not touch every caller).
@@ -54,5 +55,35 @@ extension Node {
     var ownAdvertisementSeen: Bool {
         get { gossipDriver.ownAdvertisementSeen }
         set { gossipDriver.ownAdvertisementSeen = newValue }
+    }
+
+    /// This node's keys (`OwnIdentity`).
+    var keys: NodeKeys { ownIdentity.keys }
+
+    /// This node's current card (`OwnIdentity`).
+    var card: Card { ownIdentity.card }
+
+    /// Random per start (`OwnIdentity`).
+    var bootID: [UInt8] { ownIdentity.bootID }
+
+    /// The network key, if any (`OwnIdentity`).
+    var networkKey: SecretBytes? { ownIdentity.networkKey }
+
+    /// Where the key files live (`OwnIdentity`).
+    var stateDirectory: String? {
+        get { ownIdentity.stateDirectory }
+        set { ownIdentity.stateDirectory = newValue }
+    }
+
+    /// Called after this node re-issued its card (`OwnIdentity`).
+    var onCardChanged: ((Card) -> Void)? {
+        get { ownIdentity.onCardChanged }
+        set { ownIdentity.onCardChanged = newValue }
+    }
+
+    /// File transfers in memory (`FileDriver`).
+    var files: FileBook {
+        _read { yield fileDriver.book }
+        _modify { yield &fileDriver.book }
     }
 }

@@ -5,14 +5,17 @@ import ParleyCore
 import ParleyNodeCore
 import ParleyStore
 
-/// The driver of parleyd's node: it feeds events (connections, records, local requests,
-/// timers) into the decisions of `ParleyNodeCore` and performs the actions they return
-/// (store calls, writes, timers, events for the control side). It decides nothing itself.
+/// parleyd's node: it routes events (connections, records, local requests, timers) to
+/// the per-concern drivers and the decisions of `ParleyNodeCore`, and performs the actions
+/// they return (store calls, writes, timers, events for the control side). It decides
+/// nothing itself. docs/ARCHITECTURE.md, "Drivers".
 ///
-/// - Sessions and presence: `SessionTable` (one session per pair, the tie-break, the
-///   offline debounce); `Node+Sessions.swift`.
-/// - Trust: `TrustDecision`; `Node+Trust.swift` records what it says.
-/// - Dialling: `DialPlanner` (targets, backoff, spoof flags); `Node+Dialing.swift`.
+/// - Connections, sessions and presence: `SessionDriver` (the one performer of
+///   `SessionTable.Action`); `Node+Sessions.swift` routes the handshake's outcome to it.
+/// - Pinned peers, the names that find them, their standing: `PeerDirectory`. Trust:
+///   `TrustDecision`; `Node+Trust.swift` records what it says.
+/// - Dialling: `DialDriver` (`DialPlanner`); `Node+Dialing.swift` opens its connections.
+/// - Our reachability, address gossip, dial-back: `GossipDriver`; `Node+Gossip.swift`.
 /// - The outbox: `SendWindow` per session and `OutboxLedger`; `Node+Outbox.swift`.
 /// - Rooms: `RoomDistribution`; `Node+Rooms.swift`.
 /// - Local requests from the control socket: `Node+LocalAPI.swift`.
@@ -25,26 +28,13 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     let store: Store
     let clock: any NodeClock
     let random: any RandomSource
-    private(set) var keys: NodeKeys
-    /// Where the key files live (for key rotation).
-    var stateDirectory: String?
-    private(set) var card: Card {
-        didSet {
-            whoamiCache = nil
-            peerDirectory.myName = card.displayName
-        }
-    }
-    /// `node.whoami`'s answer, built once per card: it hex-encodes the card and prints the
-    /// fingerprint, and is what clients call to check the daemon is there.
-    private var whoamiCache: NodeWhoamiResult?
-    /// Random per start; peers use it to tell our restart from a simultaneous dial.
-    let bootID: [UInt8]
     let options: NodeOptions
     var log: Logger
-    let networkKey: SecretBytes?
     let startedAt: MonotonicInstant
 
     // The per-concern drivers, each owning its state (docs/ARCHITECTURE.md, "Drivers").
+    /// Who this node is: keys, card, boot id, network key.
+    let ownIdentity: OwnIdentity
     /// Connections, sessions and presence; the one performer of `SessionTable.Action`.
     let sessionDriver: SessionDriver
     /// The pinned peers, cached, and the decisions about them (names, standing, clashes).
@@ -55,6 +45,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
 
     /// Dial targets, redial timers and dial watchers; the one performer of `DialPlanner.Action`.
     let dialDriver: DialDriver
+    /// File transfers in memory (`FileBook`), the pump queue, the refusal bound.
+    let fileDriver: FileDriver
 
     // The decisions (ParleyNodeCore), fed by this driver.
     var outbox = OutboxLedger()
@@ -71,8 +63,6 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// Called at the end of every keepalive tick, on the loop: the daemon's periodic chores
     /// (the systemd status line) share the node's one timer instead of waking on their own.
     var onTick: (() -> Void)?
-    /// Called after this node re-issued its card (the daemon re-advertises).
-    var onCardChanged: ((Card) -> Void)?
     /// `read_receipts`: tell senders when the local user read their messages.
     var sendsReadReceipts = true
     /// Rooms: decoded operations and resolved state, loaded lazily (Node+Rooms.swift).
@@ -84,10 +74,6 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var ownStatus = PresenceStatus.none
     /// When the words of deleted messages are purged from the search index.
     var erasurePurge = ErasurePurgeSchedule()
-    /// File transfers in memory (Files/Node+Files*.swift).
-    var files = FileBook()
-    /// Refused offers listed per sender in time (Files/Node+FileReceiving.swift).
-    var refusalRecordLimit = RefusalRecordLimit()
 
     var myIdentityKey: IdentityPublicKey { keys.identity.publicKey }
     var myIdentity: String { keys.identityHex }
@@ -99,12 +85,9 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     ) {
         self.loop = loop
         self.store = store
-        self.keys = keys
-        self.card = card
-        self.bootID = Sodium.randomBytes(HandshakePayload.bootIDLength)
+        self.ownIdentity = OwnIdentity(keys: keys, card: card, networkKey: networkKey, store: store, clock: clock)
         self.options = options
         self.log = log
-        self.networkKey = networkKey
         self.clock = clock
         self.random = random
         self.startedAt = clock.monotonicNow()
@@ -112,6 +95,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             table: SessionTable(me: keys.identity.publicKey, maxSessions: options.maxSessions),
             loop: loop, clock: clock, log: log)
         self.peerDirectory = PeerDirectory(store: store, myName: card.displayName)
+        self.fileDriver = FileDriver(store: store, clock: clock)
         self.gossipDriver = GossipDriver(
             identity: keys.identity, store: store, directory: peerDirectory, loop: loop, clock: clock, log: log)
         self.dialDriver = DialDriver(
@@ -204,13 +188,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// Re-issues our card (new name or Noise key) with a higher sequence and
     /// sends it to every peer online now; the others get it in their next handshake.
     func reissueCard(displayName: String, hostName: String) throws {
-        let next = try Card.issue(
-            identity: keys.identity, noiseKey: keys.noiseStatic.publicKey,
-            displayName: displayName, hostName: hostName,
-            issuedAt: UInt64(max(0, nowMs / 1000)),
-            sequence: OwnCard.nextSequence(after: card.sequence, now: UInt64(max(0, nowMs / 1000))))
-        try store.setSetting(OwnCard.settingKey, Sodium.hex(next.encoded()))
-        card = next
+        let next = try ownIdentity.reissue(displayName: displayName, hostName: hostName)
+        peerDirectory.myName = next.displayName
         for peer in sessions.peers { activeConnection(for: peer)?.send(.cardUpdate(next.encoded())) }
         onCardChanged?(next)
         log.info("card re-issued", ["name": displayName, "sequence": "\(next.sequence)"])
@@ -220,26 +199,14 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// New handshakes use the new key at once; peers refuse the old card from then on
     /// (its sequence is lower), so nobody encrypts to the old key after seeing the new.
     func rotateNoiseKey() throws -> Int {
-        guard let dir = stateDirectory else { throw NodeError.noStateDirectory }
-        let fresh = NoiseStaticKeyPair.generate()
-        try KeyFiles.writeNoiseStatic(fresh, stateDirectory: dir)
-        keys = NodeKeys(identity: keys.identity, noiseStatic: fresh)
+        try ownIdentity.rotateNoiseKey()
         try reissueCard(displayName: card.displayName, hostName: card.hostName)
         log.info("Noise static key rotated", ["sequence": "\(card.sequence)"])
         return sessions.count
     }
 
     /// This node as `node.whoami` describes it.
-    func whoami() -> NodeWhoamiResult {
-        if let whoamiCache { return whoamiCache }
-        let c = card
-        let result = NodeWhoamiResult(
-            name: c.displayName, host: c.hostName, fingerprint: c.fingerprint.description,
-            identityKey: c.identityKey.hex, noiseKey: c.noiseKey.hex,
-            card: Sodium.hex(c.encoded()), cardSequence: Int(clamping: c.sequence))
-        whoamiCache = result
-        return result
-    }
+    func whoami() -> NodeWhoamiResult { ownIdentity.whoami() }
 }
 
 private struct WeakObserver {
