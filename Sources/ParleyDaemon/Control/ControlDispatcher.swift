@@ -52,33 +52,34 @@ struct ControlDispatcher {
 
     private func perform(_ call: ControlCall, id: JSONRPCID?, deliveryWaiter: DeliveryWaiter) throws -> Reply {
         switch call {
-        case .nodeStatus:
-            let counts = (try? node.store.counts()) ?? (queued: 0, delivered: 0, received: 0)
-            let known = ((try? node.store.peers()) ?? []).filter { $0.replacedBy == nil }.count
-            let uptime = node.uptimeSeconds
-            return .typed(
-                id: id,
-                result: NodeStatusResult(
-                    version: DaemonRuntimeInfo.version, name: node.card.displayName,
-                    fingerprint: node.fingerprint.description, listen: info.listenAddresses,
-                    peersOnline: node.sessions.count, peersKnown: known, queued: counts.queued,
-                    uptimeSeconds: uptime, mdns: info.mdns,
-                    reachableAt: Node.listeningEndpoints(info.listenAddresses).map(\.description)))
-        case .nodeWhoami:
-            return .typed(id: id, result: node.whoami())
-        case .nodeRotateKey:
-            let notified = try rotateKey()
-            return .typed(
-                id: id,
-                result: NodeRotateKeyResult(
-                    noiseKey: node.card.noiseKey.hex, cardSequence: Int(clamping: node.card.sequence),
-                    peersNotified: notified))
-        case .peersList:
-            return .typed(id: id, result: PeersListResult(peers: try node.peerInfos()))
-        case .peersConnect(let p):
-            let key = try node.connect(address: p.address)
-            if p.effectiveWait { return .awaitDial(key, address: p.address, timeoutMs: p.effectiveTimeoutMs) }
-            return .typed(id: id, result: PeersConnectResult(address: p.address, status: .dialing))
+        // The node itself (ControlDispatcher+Node.swift).
+        case .nodeStatus: return nodeStatus(id: id)
+        case .nodeWhoami: return .typed(id: id, result: node.whoami())
+        case .nodeRotateKey: return try nodeRotateKey(id: id)
+        case .nodeSetStatus(let p): return try nodeSetStatus(p, id: id)
+        case .doctorReport(let p): return doctorReport(p, id: id)
+        case .doctorPeer(let p): return try doctorPeer(p, id: id)
+        // Peers and trust (ControlDispatcher+Peers.swift).
+        case .peersList: return .typed(id: id, result: PeersListResult(peers: try node.peerInfos()))
+        case .peersConnect(let p): return try peersConnect(p, id: id)
+        case .peersNickname(let p): return try peersNickname(p, id: id)
+        case .trustVerify(let p): return try trustVerify(p, id: id)
+        case .trustShow(let p): return .typed(id: id, result: try node.trustShow(try node.resolvePeer(p.peer)))
+        case .trustReplace(let p): return try trustReplace(p, id: id)
+        case .trustAccept(let p): return try trustChange(p.peer, id: id, node.accept)
+        case .trustBlock(let p): return try trustChange(p.peer, id: id, node.block)
+        case .trustUnblock(let p): return try trustChange(p.peer, id: id, node.unblock)
+        case .trustForget(let p): return try trustForget(p, id: id)
+        // Files (ControlDispatcher+Files.swift).
+        case .filesSend, .filesOpen:
+            // Normally refused before the params are decoded (ControlConnection); kept exhaustive.
+            return .now(JSONRPCResponse(id: id, error: Self.descriptorSocketOnly()))
+        case .filesList(let p): return try filesList(p, id: id)
+        case .filesAccept(let p): return try fileChanged(id: id, node.acceptFile(p.id))
+        case .filesReject(let p): return try fileChanged(id: id, node.rejectFile(p.id))
+        case .filesCancel(let p): return try fileChanged(id: id, node.cancelFile(p.id))
+        case .filesThumbnail(let p): return try filesThumbnail(p, id: id)
+        // Messages.
         case .messagesSend(let p):
             let stored: StoredMessage
             var peerOnline: Bool?
@@ -118,31 +119,6 @@ struct ControlDispatcher {
             let peer = try node.resolvePeer(p.peer)
             let (marked, unread) = try node.markRead(peer, upTo: p.upTo.map { Int64($0) })
             return .typed(id: id, result: MessagesMarkReadResult(marked: marked, unread: unread))
-        case .trustVerify(let p):
-            let peer = try node.resolvePeer(p.peer)
-            let updated = try node.verify(peer, fingerprint: p.fingerprint)
-            return .typed(id: id, result: TrustVerifyResult(peer: node.peerInfo(updated)))
-        case .trustShow(let p):
-            let peer = try node.resolvePeer(p.peer)
-            return .typed(id: id, result: try node.trustShow(peer))
-        case .trustReplace(let p):
-            let old = try node.resolvePeer(p.peer)
-            let (rec, moved) = try node.replaceKey(
-                of: old, newFingerprint: p.newFingerprint, safetyNumber: p.safetyNumber)
-            return .typed(id: id, result: TrustReplaceResult(peer: node.peerInfo(rec), retargeted: moved))
-        case .trustAccept(let p):
-            return .typed(
-                id: id, result: TrustPeerResult(peer: node.peerInfo(try node.accept(try node.resolvePeer(p.peer)))))
-        case .trustBlock(let p):
-            return .typed(
-                id: id, result: TrustPeerResult(peer: node.peerInfo(try node.block(try node.resolvePeer(p.peer)))))
-        case .trustUnblock(let p):
-            return .typed(
-                id: id, result: TrustPeerResult(peer: node.peerInfo(try node.unblock(try node.resolvePeer(p.peer)))))
-        case .trustForget(let p):
-            let peer = try node.resolvePeer(p.peer)
-            try node.forget(peer)
-            return .typed(id: id, result: TrustForgetResult(fingerprint: Node.fingerprint(ofHex: peer.identity)))
         case .messagesForget(let p):
             let peer = try node.resolvePeer(p.peer)
             let deleted = try node.forgetMessages(with: peer)
@@ -151,9 +127,7 @@ struct ControlDispatcher {
                 result: MessagesForgetResult(
                     fingerprint: Node.fingerprint(ofHex: peer.identity),
                     deleted: deleted))
-        case .peersNickname(let p):
-            let peer = try node.resolvePeer(p.peer)
-            return .typed(id: id, result: TrustPeerResult(peer: node.peerInfo(try node.setNickname(peer, p.nickname))))
+        // Rooms (ControlDispatcher+Rooms.swift).
         case .roomsList:
             return try listRooms(id: id)
         case .roomsCreate(let p):
@@ -192,43 +166,6 @@ struct ControlDispatcher {
                 .reaction(reaction, added: !(p.remove ?? false)),
                 on: try node.resolveMessage(p.message))
             return .typed(id: id, result: MessageChangeResult(message: node.messageInfo(updated)))
-        case .doctorReport(let p):
-            return doctorReport(p, id: id)
-        case .doctorPeer(let p):
-            let peer = try node.resolvePeer(p.peer)
-            return .typed(id: id, result: node.doctorPeer(peer, mdns: info.mdns))
-        case .nodeSetStatus(let p):
-            let (status, told) = try node.setStatus(p.status)
-            return .typed(id: id, result: NodeSetStatusResult(status: status.text, peersNotified: told))
-        case .filesSend, .filesOpen:
-            // Normally refused before the params are decoded (ControlConnection); kept exhaustive.
-            return .now(JSONRPCResponse(id: id, error: Self.descriptorSocketOnly()))
-        case .filesList(let p):
-            let records: [FileTransferRecord]
-            let limit = p.limit ?? 50
-            do {
-                if let prefix = p.id {
-                    records = try node.store.transfers(idPrefix: prefix, limit: limit)
-                } else {
-                    records = try node.store.recentTransfers(limit: limit)
-                }
-            } catch { throw ControlFailure.storeRead(what: "the file transfers", error) }
-            return .typed(
-                id: id,
-                result: FilesListResult(
-                    transfers: records.map { node.fileInfo($0) }, directory: node.downloadDirectory))
-        case .filesAccept(let p):
-            return .typed(id: id, result: FileTransferResult(transfer: node.fileInfo(try node.acceptFile(p.id))))
-        case .filesReject(let p):
-            return .typed(id: id, result: FileTransferResult(transfer: node.fileInfo(try node.rejectFile(p.id))))
-        case .filesCancel(let p):
-            return .typed(id: id, result: FileTransferResult(transfer: node.fileInfo(try node.cancelFile(p.id))))
-        case .filesThumbnail(let p):
-            let t = try node.fileThumbnail(p.id)
-            return .typed(
-                id: id,
-                result: FilesThumbnailResult(
-                    id: t.id, mediaType: t.type.mediaType, data: Data(t.bytes).base64EncodedString()))
         }
     }
 
@@ -267,26 +204,9 @@ struct ControlDispatcher {
             tookMs: Int(took.components.seconds * 1000 + took.components.attoseconds / 1_000_000_000_000_000))
     }
 
-    /// `node.rotate_key`, its failure named for the step that failed: a key file that
-    /// could not be written leaves the old key in place; a card that could not be stored
-    /// leaves the new key in use but unannounced.
-    private func rotateKey() throws -> Int {
-        do {
-            return try node.rotateNoiseKey()
-        } catch let e as KeyFileError {
-            throw ControlFailure.keyNotRotated(reason: e.description)
-        } catch NodeError.noStateDirectory {
-            throw ControlFailure.keyNotRotated(reason: NodeError.noStateDirectory.description)
-        } catch let e as NodeError {
-            throw ControlFailure.cardNotReissued(reason: Self.reason(e))
-        } catch {
-            throw ControlFailure.cardNotReissued(reason: "\(error)")
-        }
-    }
-
     /// A node error's cause without the "could not store the message" framing of
     /// `NodeError.storage`, for messages that say themselves what failed.
-    private static func reason(_ e: NodeError) -> String {
+    static func reason(_ e: NodeError) -> String {
         if case .storage(let s) = e { return "\(s)" }
         return e.description
     }
