@@ -25,6 +25,8 @@ final class PeerDirectory {
     }
     private var byIdentity: [String: PeerRecord]?
     private var clashes: [IdentityPublicKey: NameClashes.Clash]?
+    /// When unused identities were last expired.
+    private var lastExpiry: MonotonicInstant?
 
     init(store: Store, myName: String) {
         self.store = store
@@ -33,6 +35,20 @@ final class PeerDirectory {
 
     /// A peer record was written other than through this directory: read them again.
     func invalidate() { all = nil }
+
+    /// Forgets keys pinned on first use (or held) that never exchanged a message and were
+    /// not seen since `lastSeenBefore` (Unix ms), except `keep` (peers online now), at most
+    /// once per `interval` of the monotonic clock. Returns how many were forgotten (nil:
+    /// not due yet).
+    func expireUnused(
+        now: MonotonicInstant, every interval: Duration, lastSeenBefore: Int64, keep: Set<String>
+    ) throws(StoreError) -> Int? {
+        guard lastExpiry.map({ now - $0 >= interval }) ?? true else { return nil }
+        lastExpiry = now
+        let expired = try store.expireUnusedPeers(lastSeenBefore: lastSeenBefore, keep: keep)
+        if !expired.isEmpty { all = nil }
+        return expired.count
+    }
 
     // MARK: Records
 

@@ -86,4 +86,10 @@ extension Node {
         _read { yield fileDriver.book }
         _modify { yield &fileDriver.book }
     }
+
+    /// This node's own status line (`SessionDriver`).
+    var ownStatus: PresenceStatus {
+        get { sessionDriver.ownStatus }
+        set { sessionDriver.ownStatus = newValue }
+    }
 }

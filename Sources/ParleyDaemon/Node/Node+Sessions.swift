@@ -179,14 +179,18 @@ extension Node {
     }
 
     /// Forgets keys pinned on first use (or held) that never exchanged a message and were
-    /// not seen for `options.unusedIdentityLifetime` (Store.expireUnusedPeers).
-    func expireUnusedIdentities() {
+    /// not seen for `options.unusedIdentityLifetime`, once per
+    /// `options.unusedIdentityCheckInterval` (`PeerDirectory.expireUnused`).
+    func expireUnusedIdentitiesIfDue(now: MonotonicInstant) {
         let before = nowMs - options.unusedIdentityLifetime.wholeMilliseconds
         do {
-            let expired = try store.expireUnusedPeers(lastSeenBefore: before, keep: Set(sessions.peers.map(\.hex)))
-            guard !expired.isEmpty else { return }
-            peerDirectory.invalidate()
-            log.info("forgot identities that were never used", ["count": "\(expired.count)"])
+            guard
+                let count = try peerDirectory.expireUnused(
+                    now: now, every: options.unusedIdentityCheckInterval, lastSeenBefore: before,
+                    keep: Set(sessions.peers.map(\.hex))),
+                count > 0
+            else { return }
+            log.info("forgot identities that were never used", ["count": "\(count)"])
         } catch {
             log.error("could not expire unused identities", ["error": "\(error)"])
         }
@@ -206,10 +210,7 @@ extension Node {
     /// for all of them, so an idle daemon wakes once per tick whatever it holds.
     func keepaliveTick() {
         let now = clock.monotonicNow()
-        if lastIdentityExpiry.map({ now - $0 >= options.unusedIdentityCheckInterval }) ?? true {
-            lastIdentityExpiry = now
-            expireUnusedIdentities()
-        }
+        expireUnusedIdentitiesIfDue(now: now)
         // Lets pumps skip the room outboxes once nothing is queued in them.
         if store.roomOutboxesMayHaveWork {
             do { try store.checkRoomOutboxesEmpty() } catch {

@@ -52,8 +52,6 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     var outbox = OutboxLedger()
     /// Stored usage per peer for the receive quota (Node+Quota.swift).
     var quotaCache = QuotaCache()
-    /// When unused identities were last expired (Node+Sessions.swift).
-    var lastIdentityExpiry: MonotonicInstant?
 
     private var tick: RepeatedTask?
     var stopping = false
@@ -70,8 +68,6 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// False once the action outbox was found empty (and nothing was queued since): the
     /// pump then skips its query (Node+Conversation.swift).
     var actionOutboxMayHaveWork = true
-    /// This node's status line, as last set (kept in the store's settings).
-    var ownStatus = PresenceStatus.none
     /// When the words of deleted messages are purged from the search index.
     var erasurePurge = ErasurePurgeSchedule()
 

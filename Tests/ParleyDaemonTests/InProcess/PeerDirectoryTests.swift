@@ -1,0 +1,82 @@
+import Foundation
+import NIOEmbedded
+import ParleyCore
+import ParleyNodeCore
+import ParleyStore
+import XCTest
+
+@testable import ParleyDaemon
+
+/// The peer directory on a real store and the mock clock: names resolve through its
+/// cache, a write through it is seen at once, and unused keys expire at most once per
+/// interval.
+final class PeerDirectoryTests: XCTestCase {
+    var loop: EmbeddedEventLoop!
+    var clock: LoopClock!
+    var dir: String!
+    var store: Store!
+    var directory: PeerDirectory!
+
+    override func setUpWithError() throws {
+        loop = EmbeddedEventLoop()
+        clock = LoopClock(loop: loop)
+        dir = NSTemporaryDirectory() + "parley-peerdirectory-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(
+            atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        store = try Store(directory: dir)
+        directory = PeerDirectory(store: store, myName: "me")
+    }
+
+    override func tearDownWithError() throws {
+        directory = nil
+        store = nil
+        _ = try? loop.syncShutdownGracefully()
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    @discardableResult
+    private func pin(_ name: String, trust: TrustState = .pinned, lastSeen: Int64 = 1) throws -> TestIdentity {
+        let who = try TestIdentity(name: name)
+        let c = who.card
+        try directory.upsert(
+            PeerRecord(
+                identity: c.identityKey.hex, displayName: c.displayName, hostName: c.hostName, card: c.encoded(),
+                cardSequence: Int64(c.sequence), noiseKey: c.noiseKey.hex, trust: trust, firstSeen: lastSeen,
+                lastSeen: lastSeen, lastAddress: nil, replacedBy: nil))
+        return who
+    }
+
+    func testAWriteThroughTheDirectoryIsSeenAtOnceAndASharedNameIsAmbiguous() throws {
+        let bob = try pin("bob")
+        XCTAssertEqual(try directory.resolve("bob").identity, bob.identityHex)
+        let other = try pin("bob")
+        XCTAssertThrowsError(try directory.resolve("bob")) { error in
+            guard case NodeError.peerAmbiguous(_, let found) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(Set(found.map(\.identity)), [bob.identityHex, other.identityHex])
+        }
+        XCTAssertEqual(directory.nameClashes()[bob.card.identityKey]?.with, [other.card.identityKey])
+        // A nickname written behind the directory's back is seen once it is told.
+        try store.setNickname(identity: bob.identityHex, "work bob")
+        directory.invalidate()
+        XCTAssertEqual(try directory.resolve("work bob").identity, bob.identityHex)
+        XCTAssertEqual(try directory.resolve("bob").identity, other.identityHex, "the nickname hides the name")
+    }
+
+    func testUnusedKeysExpireAtMostOncePerIntervalOnTheMockClock() throws {
+        let idle = try pin("idle", lastSeen: 1)
+        let online = try pin("online", lastSeen: 1)
+        let due = { [self] in
+            try directory.expireUnused(
+                now: clock.monotonicNow(), every: .seconds(3_600), lastSeenBefore: 1_000,
+                keep: [online.identityHex])
+        }
+        XCTAssertEqual(try due(), 1)
+        XCTAssertNil(directory.peer(idle.identityHex), "the directory re-reads after an expiry")
+        XCTAssertNotNil(directory.peer(online.identityHex), "a peer online now is kept")
+        try pin("later", lastSeen: 1)
+        loop.advanceTime(by: .seconds(3_599))
+        XCTAssertNil(try due(), "not due within the interval")
+        loop.advanceTime(by: .seconds(1))
+        XCTAssertEqual(try due(), 1)
+    }
+}
