@@ -26,7 +26,7 @@ final class SessionDriver {
     /// events, whose actions it performs (`promote` changes no presence, so callers may).
     var table: SessionTable<ObjectIdentifier>
     /// Inbound connections per source while they handshake.
-    var admission = AdmissionControl()
+    private var admission = AdmissionControl()
     /// This node's own status line, as last set (kept in the store's settings; told to
     /// each peer that understands it at session start).
     var ownStatus = PresenceStatus.none
@@ -55,6 +55,23 @@ final class SessionDriver {
     func promote(_ peer: IdentityPublicKey) { table.promote(peer) }
 
     // MARK: Events
+
+    /// A new inbound TCP connection from `source` (before any byte is read): taken, or
+    /// refused by `AdmissionControl` (rate per source, handshakes in progress).
+    func admit(source: String) -> AdmissionControl.Verdict {
+        admission.admit(source: source, now: clock.monotonicNow())
+    }
+
+    /// Inbound connections still in their handshake (tests, status).
+    var handshaking: Int { admission.handshakingTotal }
+
+    /// The handshake of the connection `handle` from `source` ended, either way: an
+    /// inbound one gives back its admission slot (once).
+    func handshakeEnded(_ handle: ObjectIdentifier, source: String) {
+        guard links[handle]?.holdsAdmission == true else { return }
+        links[handle]?.holdsAdmission = false
+        admission.handshakeEnded(source: source)
+    }
 
     /// A connection passed its handshake and the trust decision: the table decides whether
     /// it is kept. `activated` runs when it is, before the peer is announced online (so
@@ -102,6 +119,30 @@ final class SessionDriver {
             }
         case .held:
             break
+        }
+    }
+
+    /// One liveness sweep over every session (`KeepalivePolicy.sweep`): all pings due now
+    /// leave in this wake-up, and a peer silent past dead-after loses its connection.
+    func keepaliveSweep(_ policy: KeepalivePolicy, now: MonotonicInstant) {
+        var due: [(IdentityPublicKey, KeepalivePolicy.SessionLiveness)] = []
+        due.reserveCapacity(table.count)
+        for peer in table.peers {
+            guard let handle = table.handle(for: peer), let link = links[handle] else { continue }
+            due.append((peer, link.liveness))
+        }
+        let sweep = policy.sweep(due, now: now)
+        for peer in sweep.dead {
+            guard let conn = activeConnection(for: peer) else { continue }
+            // No close record (docs/PROTOCOL.md "Liveness"): a peer that is in fact
+            // alive must see a lost connection, which it redials, not a goodbye.
+            log.info("peer silent; dropping the connection", ["peer": peer.fingerprintText])
+            conn.drop()
+        }
+        for peer in sweep.ping {
+            guard let handle = table.handle(for: peer), let conn = links[handle]?.connection else { continue }
+            links[handle]?.pinged(at: now)
+            conn.send(.ping(now.nanoseconds))
         }
     }
 

@@ -13,7 +13,7 @@ extension Node {
         loop.preconditionInEventLoop()
         guard !stopping else { return false }
         let source = remote?.ipAddress ?? "?"
-        let verdict = sessionDriver.admission.admit(source: source, now: clock.monotonicNow())
+        let verdict = sessionDriver.admit(source: source)
         guard verdict == .accept else {
             attackLog.log(
                 key: "admit:" + source, "refusing inbound connections", ["source": source, "why": "\(verdict)"])
@@ -49,10 +49,7 @@ extension Node {
     }
 
     private func releaseAdmission(_ conn: PeerConnection) {
-        let h = ObjectIdentifier(conn)
-        guard links[h]?.holdsAdmission == true else { return }
-        links[h]?.holdsAdmission = false
-        sessionDriver.admission.handshakeEnded(source: conn.remoteAddress.hostPart)
+        sessionDriver.handshakeEnded(ObjectIdentifier(conn), source: conn.remoteAddress.hostPart)
     }
 
     /// The connection that carries the session with `peer`, if one is up.
@@ -217,27 +214,7 @@ extension Node {
                 log.error("could not check the room outboxes", ["error": "\(error)"])
             }
         }
-        // One sweep over every session per tick: all pings due now leave in this wake-up.
-        let policy = options.keepalive
-        var due: [(IdentityPublicKey, KeepalivePolicy.SessionLiveness)] = []
-        due.reserveCapacity(sessions.count)
-        for peer in sessions.peers {
-            guard let handle = sessions.handle(for: peer), let link = links[handle] else { continue }
-            due.append((peer, link.liveness))
-        }
-        let sweep = policy.sweep(due, now: now)
-        for peer in sweep.dead {
-            guard let conn = activeConnection(for: peer) else { continue }
-            // No close record (docs/PROTOCOL.md "Liveness"): a peer that is in fact
-            // alive must see a lost connection, which it redials, not a goodbye.
-            log.info("peer silent; dropping the connection", ["peer": peer.fingerprintText])
-            conn.drop()
-        }
-        for peer in sweep.ping {
-            guard let handle = sessions.handle(for: peer), let conn = links[handle]?.connection else { continue }
-            links[handle]?.pinged(at: now)
-            conn.send(.ping(now.nanoseconds))
-        }
+        sessionDriver.keepaliveSweep(options.keepalive, now: now)
         for peer in sessions.peers {
             guard let handle = sessions.handle(for: peer), let conn = links[handle]?.connection else { continue }
             if links[handle]?.window.resetIfAckTimedOut(now: now) == true { pump(conn) }

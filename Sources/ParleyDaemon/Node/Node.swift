@@ -42,13 +42,12 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// Our reachability (listeners, own address record, mDNS self-sighting), address
     /// gossip among contacts and the dial-back probe.
     let gossipDriver: GossipDriver
-
     /// Dial targets, redial timers and dial watchers; the one performer of `DialPlanner.Action`.
     let dialDriver: DialDriver
     /// File transfers in memory (`FileBook`), the pump queue, the refusal bound.
     let fileDriver: FileDriver
 
-    // The decisions (ParleyNodeCore), fed by this driver.
+    // Decisions (ParleyNodeCore) the node still feeds itself: the message path's.
     var outbox = OutboxLedger()
     /// Stored usage per peer for the receive quota (Node+Quota.swift).
     var quotaCache = QuotaCache()

@@ -50,4 +50,24 @@ final class SessionDriverTests: XCTestCase {
         XCTAssertEqual(offline(events, peer), 1)
         XCTAssertNil(driver.statuses[peer])
     }
+
+    /// An inbound connection holds one admission slot until its handshake ends; ending it
+    /// twice (closed right after it was established) frees only its own slot, never that
+    /// of another connection from the same source still handshaking.
+    func testAHandshakeGivesBackItsAdmissionSlotOnce() throws {
+        let hub = try InProcessNode(name: "hub", loop: loop, clock: clock)
+        defer {
+            hub.node.stop()
+            try? FileManager.default.removeItem(atPath: hub.directory)
+        }
+        let driver = hub.node.sessionDriver
+        XCTAssertEqual(driver.admit(source: "192.0.2.9"), .accept)
+        XCTAssertEqual(driver.admit(source: "192.0.2.9"), .accept)
+        let first = hub.node.makeConnection(direction: .inbound, dialedAddress: nil)
+        _ = hub.node.makeConnection(direction: .inbound, dialedAddress: nil)
+        XCTAssertEqual(driver.handshaking, 2)
+        driver.handshakeEnded(ObjectIdentifier(first), source: "192.0.2.9")
+        driver.handshakeEnded(ObjectIdentifier(first), source: "192.0.2.9")
+        XCTAssertEqual(driver.handshaking, 1)
+    }
 }
