@@ -90,6 +90,11 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     /// The reason the peer gave in its close record, if it sent one.
     private(set) var remoteCloseReason: CloseReason?
 
+    /// Called once the peer has shown it kept the session (see `confirmPeerKeepsSession`).
+    private var peerKeptSession: (() -> Void)?
+    /// Set by any record but a close while `peerKeptSession` waits, read at the read's end.
+    private var heardFromPeer = false
+
     init(
         direction: ConnectionDirection, handshakeTimeout: TimeAmount,
         now: @escaping () -> NIODeadline = NIODeadline.now,
@@ -194,6 +199,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func handle(_ record: AppRecord) {
+        if peerKeptSession != nil { heardFromPeer = heardFromPeer || !Self.isClose(record) }
         switch record {
         case .chat(let c): pendingChats.append(c)
         case .ack(let ids): pendingAcks.append(contentsOf: ids)
@@ -222,6 +228,11 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        if heardFromPeer, remoteCloseReason == nil, let kept = peerKeptSession {
+            heardFromPeer = false
+            peerKeptSession = nil
+            kept()
+        }
         if let pong = pendingPong {
             pendingPong = nil
             send(.pong(pong))
@@ -301,6 +312,28 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
         fail(error)
+    }
+
+    // MARK: Did the peer keep the session?
+
+    /// In Noise XX the initiator finishes the handshake by *sending* the third message, so
+    /// it is "established" before the responder has read that message and made its trust
+    /// decision (blocked, key change held, a name clash, no room). A refusal arrives as a
+    /// close record right after. Someone waiting on a dial (`parley connect`) must not be
+    /// told "connected" in that window: this sends a ping and calls `kept` once any record
+    /// but a close comes back (the pong at the latest: the peer answers in order, after its
+    /// decision). If the session closes first, `kept` is never called and the close's
+    /// reason is what the waiter hears.
+    private static func isClose(_ record: AppRecord) -> Bool {
+        if case .close = record { return true }
+        return false
+    }
+
+    func confirmPeerKeepsSession(probe: UInt64, _ kept: @escaping () -> Void) {
+        guard case .established = state else { return }
+        peerKeptSession = kept
+        heardFromPeer = false
+        send(.ping(probe))
     }
 
     // MARK: Sending

@@ -133,7 +133,13 @@ extension Node {
                 offlineTimers.removeValue(forKey: peer)?.cancel()
                 if let key = link.dialTarget {
                     dialPlanner.sessionUp(key, identity: peer)
-                    finishDialWatch(key, .connected(identity: peer.hex))
+                    // Told once the peer shows it kept the session, not at our end of the
+                    // handshake: its trust decision comes after (`confirmPeerKeepsSession`).
+                    if dialWatchers[key] != nil {
+                        conn.confirmPeerKeepsSession(probe: UInt64(random.uniform(below: .max))) { [weak self] in
+                            self?.finishDialWatch(key, .connected(identity: peer.hex))
+                        }
+                    }
                     // The address we reached it at is one to try again after a restart.
                     rememberAddresses(of: peer, [conn.remoteAddress])
                 }
