@@ -39,7 +39,7 @@ protocol PeerConnectionDelegate: AnyObject {
 /// Outgoing records are coalesced: everything sent during one event-loop tick
 /// leaves as one Noise message (or as few as the 64 KiB limit allows) in one write.
 final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = [UInt8]
+    typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     private enum State {
@@ -152,7 +152,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         switch state {
         case .handshaking(var hs):
             do {
-                switch try hs.receive(message) {
+                switch try hs.receive(Array(message.readableBytesView)) {
                 case .send(let reply):
                     state = .handshaking(hs)
                     writeFrame(reply, context: context)
@@ -177,7 +177,8 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         case .established(var transport):
             do {
                 // Decrypted straight into the record stream's buffer.
-                try message.withUnsafeBytes { m in try transport.open(m, into: &decoder) }
+                // Decrypted from where NIO read it into the record stream's buffer.
+                try message.withUnsafeReadableBytes { m in try transport.open(m, into: &decoder) }
             } catch {
                 // Tampered, replayed or reordered: the session cannot continue. No close
                 // record: these bytes may not come from the peer at all (anyone on the
