@@ -240,6 +240,21 @@ def test_connect_waits_and_reports_success_or_the_error(cluster):
     assert r["status"] == "connected" and r["peer"]["name"] == "bob"
 
 
+def test_connect_does_not_report_success_when_the_peer_refuses_after_the_handshake(cluster):
+    # The dialler finishes Noise XX by sending the third message; the peer makes its trust
+    # decision after reading it and refuses with a close record. "✓ connected" printed at our
+    # end of the handshake was a lie the person then acted on.
+    alice, bob = pair(cluster)
+    alice.cli("trust", "block", "bob")
+    wait_until(lambda: not bob.online("alice"), what="alice's block closed bob's session")
+    p = bob.cli("connect", alice.address, check=False)
+    assert p.returncode == 1 and "connected" not in p.stdout, p.stdout + p.stderr
+    assert "does not trust this node" in p.stderr, p.stderr
+    with pytest.raises(RPCError, match="does not trust this node"):
+        bob.call("peers.connect", {"address": alice.address, "wait": True})
+    assert not bob.online("alice")
+
+
 def test_follow_survives_a_daemon_restart_without_printing_peers_offline(cluster):
     alice, bob = pair(cluster)
     f = subprocess.Popen([PARLEY, "follow", "--socket", str(alice.socket)], stdout=subprocess.PIPE,

@@ -88,6 +88,9 @@ final class DialDriver {
         return token
     }
 
+    /// Whether anyone waits for the outcome of a dial of `key`.
+    func isWatched(_ key: DialTargetKey) -> Bool { watchers[key] != nil }
+
     func cancelWatch(_ key: DialTargetKey, token: Int) {
         watchers[key]?.removeAll { $0.token == token }
         if watchers[key]?.isEmpty == true { watchers[key] = nil }

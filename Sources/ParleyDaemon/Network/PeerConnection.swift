@@ -39,7 +39,7 @@ protocol PeerConnectionDelegate: AnyObject {
 /// Outgoing records are coalesced: everything sent during one event-loop tick
 /// leaves as one Noise message (or as few as the 64 KiB limit allows) in one write.
 final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = [UInt8]
+    typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     private enum State {
@@ -89,6 +89,11 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     /// The reason the peer gave in its close record, if it sent one.
     private(set) var remoteCloseReason: CloseReason?
+
+    /// Called once the peer has shown it kept the session (see `confirmPeerKeepsSession`).
+    private var peerKeptSession: (() -> Void)?
+    /// Set by any record but a close while `peerKeptSession` waits, read at the read's end.
+    private var heardFromPeer = false
 
     init(
         direction: ConnectionDirection, handshakeTimeout: TimeAmount,
@@ -147,7 +152,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         switch state {
         case .handshaking(var hs):
             do {
-                switch try hs.receive(message) {
+                switch try hs.receive(Array(message.readableBytesView)) {
                 case .send(let reply):
                     state = .handshaking(hs)
                     writeFrame(reply, context: context)
@@ -172,7 +177,8 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         case .established(var transport):
             do {
                 // Decrypted straight into the record stream's buffer.
-                try message.withUnsafeBytes { m in try transport.open(m, into: &decoder) }
+                // Decrypted from where NIO read it into the record stream's buffer.
+                try message.withUnsafeReadableBytes { m in try transport.open(m, into: &decoder) }
             } catch {
                 // Tampered, replayed or reordered: the session cannot continue. No close
                 // record: these bytes may not come from the peer at all (anyone on the
@@ -194,6 +200,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func handle(_ record: AppRecord) {
+        if peerKeptSession != nil { heardFromPeer = heardFromPeer || !Self.isClose(record) }
         switch record {
         case .chat(let c): pendingChats.append(c)
         case .ack(let ids): pendingAcks.append(contentsOf: ids)
@@ -222,6 +229,11 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        if heardFromPeer, remoteCloseReason == nil, let kept = peerKeptSession {
+            heardFromPeer = false
+            peerKeptSession = nil
+            kept()
+        }
         if let pong = pendingPong {
             pendingPong = nil
             send(.pong(pong))
@@ -301,6 +313,28 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
         fail(error)
+    }
+
+    // MARK: Did the peer keep the session?
+
+    /// In Noise XX the initiator finishes the handshake by *sending* the third message, so
+    /// it is "established" before the responder has read that message and made its trust
+    /// decision (blocked, key change held, a name clash, no room). A refusal arrives as a
+    /// close record right after. Someone waiting on a dial (`parley connect`) must not be
+    /// told "connected" in that window: this sends a ping and calls `kept` once any record
+    /// but a close comes back (the pong at the latest: the peer answers in order, after its
+    /// decision). If the session closes first, `kept` is never called and the close's
+    /// reason is what the waiter hears.
+    private static func isClose(_ record: AppRecord) -> Bool {
+        if case .close = record { return true }
+        return false
+    }
+
+    func confirmPeerKeepsSession(probe: UInt64, _ kept: @escaping () -> Void) {
+        guard case .established = state else { return }
+        peerKeptSession = kept
+        heardFromPeer = false
+        send(.ping(probe))
     }
 
     // MARK: Sending

@@ -119,7 +119,13 @@ extension Node {
         let kept = sessionDriver.established(handle, peer: peer, side: side, source: source, standing: standing) {
             if let key = link.dialTarget {
                 dialPlanner.sessionUp(key, identity: peer)
-                finishDialWatch(key, .connected(identity: peer.hex))
+                // Told once the peer shows it kept the session, not at our end of the
+                // handshake: its trust decision comes after (`confirmPeerKeepsSession`).
+                if dialDriver.isWatched(key) {
+                    conn.confirmPeerKeepsSession(probe: UInt64(random.uniform(below: .max))) { [weak self] in
+                        self?.finishDialWatch(key, .connected(identity: peer.hex))
+                    }
+                }
                 // The address we reached it at is one to try again after a restart.
                 rememberAddresses(of: peer, [conn.remoteAddress])
             }
