@@ -67,6 +67,16 @@ final class PeerDirectory {
         return byIdentity?[identity]
     }
 
+    /// The first pinned, not blocked peer (in the store's order) for which `matches`
+    /// holds: who an advertisement's presence token or fingerprint names.
+    func firstUnblocked(where matches: (IdentityPublicKey) -> Bool) -> IdentityPublicKey? {
+        for rec in (try? peers()) ?? [] where rec.trust != .blocked {
+            guard let key = IdentityPublicKey(hex: rec.identity) else { continue }
+            if matches(key) { return key }
+        }
+        return nil
+    }
+
     func upsert(_ rec: PeerRecord) throws(StoreError) {
         all = nil
         try store.upsertPeer(rec)

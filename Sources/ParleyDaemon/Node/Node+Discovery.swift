@@ -58,11 +58,7 @@ extension Node {
     /// The known (not blocked) peer whose presence token this is, if any. One HMAC per
     /// peer and epoch: a few hundred contacts cost well under a millisecond per advert.
     func contact(presentedBy presence: (nonce: [UInt8], token: [UInt8])) -> IdentityPublicKey? {
-        for peer in (try? allPeers()) ?? [] where peer.trust != .blocked {
-            guard let key = IdentityPublicKey(hex: peer.identity) else { continue }
-            if recognises(presence, as: key) { return key }
-        }
-        return nil
+        peerDirectory.firstUnblocked { recognises(presence, as: $0) }
     }
 
     private func recognises(_ presence: (nonce: [UInt8], token: [UInt8]), as key: IdentityPublicKey) -> Bool {
@@ -73,10 +69,7 @@ extension Node {
 
     /// Whether a pinned or verified peer has this compact fingerprint.
     func isKnownPeer(compactFingerprint: String) -> Bool {
-        ((try? allPeers()) ?? []).contains {
-            $0.trust != .blocked
-                && IdentityPublicKey(hex: $0.identity).map { Fingerprint($0).compact } == compactFingerprint
-        }
+        peerDirectory.firstUnblocked { Fingerprint($0).compact == compactFingerprint } != nil
     }
 
     func discoveryLost(instance: String) {

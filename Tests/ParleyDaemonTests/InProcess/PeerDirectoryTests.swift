@@ -79,4 +79,17 @@ final class PeerDirectoryTests: XCTestCase {
         loop.advanceTime(by: .seconds(1))
         XCTAssertEqual(try due(), 1)
     }
+
+    /// An advertisement naming a blocked key (by fingerprint or presence token) is not a
+    /// known peer's: it is dialled like a stranger's, under the per-host rate.
+    func testABlockedKeyIsNeverTheKnownPeerAnAdvertisementNames() throws {
+        let friend = try pin("friend")
+        let foe = try pin("foe", trust: .blocked)
+        let names = { (who: TestIdentity) in
+            self.directory.firstUnblocked { Fingerprint($0).compact == Fingerprint(who.card.identityKey).compact }
+        }
+        XCTAssertEqual(names(friend), friend.card.identityKey)
+        XCTAssertNil(names(foe))
+        XCTAssertNil(names(try TestIdentity(name: "unknown")))
+    }
 }
