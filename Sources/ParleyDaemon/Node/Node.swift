@@ -167,9 +167,11 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         }
     }
 
-    // MARK: Peer records (the peer directory's cache)
+    // MARK: Peer records (cached)
 
-    func allPeers() throws(StoreError) -> [PeerRecord] { try peerDirectory.peers() }
+    func allPeers() throws(StoreError) -> [PeerRecord] {
+        try peerDirectory.peers()  // `PeerDirectory` keeps them until a record is written
+    }
 
     /// A pinned peer by identity hex, from the cache.
     func peerRecord(_ identity: String) -> PeerRecord? { peerDirectory.peer(identity) }
