@@ -198,15 +198,27 @@ final class RoomResolverTests: XCTestCase {
         XCTAssertEqual(s.members, members(alice, bob, carol, eve))
     }
 
-    func testAddingAMemberOrToAFullRoomIsRefused() throws {
-        let root = try create(by: alice, (0..<RoomLimits.maxMembers - 2).map { Self.key(UInt8(100 + $0)) })
+    /// A room of an office: a create lists at most `maxCreateMembers`, adds (one key each)
+    /// take it to `maxMembers`, and the add after that is refused.
+    func testARoomGrowsByAddsPastWhatACreateListsUpToItsCap() throws {
+        XCTAssertGreaterThanOrEqual(RoomLimits.maxMembers, 1_000, "issue 30: rooms as big as an office")
+        let root = try create(by: alice, (0..<RoomLimits.maxCreateMembers - 2).map { Self.key(UInt8(100 + $0)) })
         let again = try add(Self.key(100), by: alice, after: root)
-        let last = try add(bob, by: alice, after: root)
+        var ops = [again]
+        var last = try add(bob, by: alice, after: root)
+        ops.append(last)
+        for _ in 0..<(RoomLimits.maxMembers - RoomLimits.maxCreateMembers) {
+            last = try add(IdentityKeyPair.generate(), by: alice, after: last)
+            ops.append(last)
+        }
         let over = try add(eve, by: alice, after: last)
-        let s = try resolve(root, [again, last, over])
+        ops.append(over)
+        XCTAssertLessThanOrEqual(ops.count + 1, RoomLimits.maxOperationsPerRoom)
+        let s = try resolve(root, ops)
         XCTAssertEqual(s.rejected[again.hash], .noEffect)
         XCTAssertEqual(s.members.count, RoomLimits.maxMembers)
         XCTAssertEqual(s.rejected[over.hash], .roomFull)
+        XCTAssertTrue(ops.allSatisfy { $0.encoded().count < 300 }, "no operation lists the room")
     }
 
     func testReaddedMemberMayActAgainAfterJoining() throws {

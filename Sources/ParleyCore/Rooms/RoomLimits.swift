@@ -1,9 +1,18 @@
 /// Every limit of rooms that a peer (or a local user) can push against, each with its reason.
 public enum RoomLimits {
-    /// Members of one room. A room message is sealed and queued once per member, so the
-    /// fan-out cost of every message grows with this; 64 covers an office floor or a lab,
-    /// and keeps a create operation (64 keys of 32 bytes) near 2 KiB.
-    public static let maxMembers = 64
+    /// Members of one room, joined or invited: an all-hands room of an office. An author
+    /// sends a new message itself to at most `RoomFanOut.directRecipients` members that sync
+    /// rooms and history sync carries it to the rest, so a message's cost to any one member
+    /// does not grow with this (docs/PROTOCOL.md "Room sync", "Fan-out"). What grows is the
+    /// room's operation log (one add and one join per member, see `maxOperationsPerRoom`)
+    /// and the `roomHave` summary (one entry per author, `RoomHave.maxAuthors` = 1,024
+    /// leaves room for 24 authors who left).
+    public static let maxMembers = 1_000
+
+    /// Members one create lists (the creator included). Every other member comes by its
+    /// own add (one key each), so no operation lists the whole room: a create stays near
+    /// 2 KiB (64 keys of 32 bytes), the size a receiver parses and a member forwards.
+    public static let maxCreateMembers = 64
 
     /// Room names follow the display-name rules of cards (1...64 bytes of UTF-8, no control
     /// or bidirectional formatting characters): they are shown to people in the same places.
@@ -14,10 +23,13 @@ public enum RoomLimits {
     /// same moment, and 16 bounds the operation's size (512 bytes of hashes).
     public static let maxParents = 16
 
-    /// Operations stored per room. A node resolves the room again after every new
-    /// operation, and resolution is quadratic in the number of operations (each one's
-    /// causal past is replayed): 256 keeps one resolution near 65,000 set operations, and a
-    /// member flooding the limit costs the others about a second of work in all. An office
-    /// room sees a few dozen membership changes in its life; past 256, re-create it.
-    public static let maxOperationsPerRoom = 256
+    /// Operations stored per room. A room of `maxMembers` needs about two per member (the
+    /// add that invites it, unless the create listed it, and its join): 2,000, and 4,096
+    /// leaves as many again for leaving, roles and renames. A node resolves the room again
+    /// after every new operation, and resolution is quadratic in the number of operations
+    /// (each one's causal past is replayed): at the limit one resolution replays about 16
+    /// million operations, so a room this large makes every membership change cost each
+    /// member seconds of CPU, and a member flooding the limit costs the others minutes,
+    /// once (docs/PROTOCOL.md "Room size"). Past 4,096, re-create the room.
+    public static let maxOperationsPerRoom = 4_096
 }

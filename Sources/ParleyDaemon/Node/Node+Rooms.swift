@@ -325,8 +325,8 @@ extension Node {
         loop.preconditionInEventLoop()
         for p in members { if let refusal = sendRefusal(p) { throw refusal } }
         let keys = try members.map { try IdentityPublicKey(bytes: Sodium.fromHex($0.identity) ?? []) }
-        guard Set(keys + [myIdentityKey]).count <= RoomLimits.maxMembers else {
-            throw RoomError.tooManyMembers(RoomLimits.maxMembers)
+        guard Set(keys + [myIdentityKey]).count <= RoomLimits.maxCreateMembers else {
+            throw RoomError.tooManyMembers(RoomLimits.maxCreateMembers)
         }
         let op: RoomOperation
         do {
