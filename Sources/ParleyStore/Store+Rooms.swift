@@ -225,11 +225,19 @@ extension Store {
     /// Queues a message to a room: one `message` row (recipient = the room) and one
     /// delivery per member in `members` (this node excluded by the caller). With no other
     /// member, the message is delivered at once. One transaction; the sequence number comes
-    /// from the same counter as direct messages.
+    /// from the same counter as direct messages. `signed`, the message as its author (this
+    /// node) signed it for room sync, is kept in the same transaction: one commit per
+    /// message sent, not two.
     public func enqueueRoomMessage(
         id: String, room: String, body: String, createdAt: Int64, sender: String,
-        members: [String], replyTo: String? = nil
+        members: [String], replyTo: String? = nil, signed: SignedRoomMessageRow? = nil
     ) throws(StoreError) -> StoredMessage {
+        if let signed {
+            try Self.validateSignedRow(signed)
+            guard signed.id == id, signed.room == room, signed.author == sender else {
+                throw .invalidArgument("the signed form is of another message")
+            }
+        }
         try InputValidation.requireMessageID(id)
         if let replyTo { try InputValidation.requireMessageID(replyTo) }
         try Self.requireRoomID(room)
@@ -261,6 +269,9 @@ extension Store {
                     INSERT INTO room_delivery (message_row, member, state) VALUES (?, ?, 'queued')
                     """)
             for m in recipients { try insert.execute(arguments: [row, m]) }
+            if let signed, try Self.insertSignedRow(db, signed, at: createdAt) != .inserted {
+                throw StoreError.conflict("room sequence \(signed.sequence) of \(sender) is already used")
+            }
             if !recipients.isEmpty { roomOutboxesKnownEmpty = false }
             try Self.adjustCounter(db, state == .queued ? Schema.Counter.queued : Schema.Counter.delivered, by: 1)
             return StoredMessage(

@@ -38,4 +38,32 @@ final class StoreRoomSyncTests: StoreDirectoryTestCase {
         XCTAssertThrowsError(
             try store!.insertSignedRoomMessage(room: "zz", author: alice, sequence: 5, id: id(5), encoded: [5], at: 5))
     }
+
+    /// The author's own message and its signed form are stored in one transaction (one
+    /// commit per message sent): both or neither.
+    func testOwnMessageAndItsSignedFormAreStoredTogether() throws {
+        let store = try Store(directory: directory)
+        let bob = String(repeating: "b2", count: 32)
+        func row(_ n: UInt8, sequence: UInt64) -> Store.SignedRoomMessageRow {
+            Store.SignedRoomMessageRow(room: room, author: alice, sequence: sequence, id: id(n), encoded: [n])
+        }
+        let sent = try store.enqueueRoomMessage(
+            id: id(1), room: room, body: "hi", createdAt: 1, sender: alice, members: [bob],
+            signed: row(1, sequence: 1))
+        XCTAssertEqual(sent.id, id(1))
+        XCTAssertEqual(try store.signedRoomMessage(id: id(1), author: alice), [1])
+        XCTAssertEqual(try store.nextRoomSequence(room: room, author: alice), 2)
+        // A signed form that reuses a sequence: the message is not stored either.
+        XCTAssertThrowsError(
+            try store.enqueueRoomMessage(
+                id: id(2), room: room, body: "again", createdAt: 2, sender: alice, members: [bob],
+                signed: row(2, sequence: 1)))
+        XCTAssertNil(try store.message(id: id(2), sender: alice))
+        // A signed form of another message is refused before anything is written.
+        XCTAssertThrowsError(
+            try store.enqueueRoomMessage(
+                id: id(3), room: room, body: "x", createdAt: 3, sender: alice, members: [bob],
+                signed: row(4, sequence: 2)))
+        XCTAssertNil(try store.message(id: id(3), sender: alice))
+    }
 }

@@ -404,15 +404,28 @@ extension Node {
         else {
             throw RoomError.queueFull(room, RoomDaemonLimits.maxQueuedPerRoom)
         }
-        let others = RoomDistribution.messageRecipients(in: state, me: myIdentityKey)
+        // Members known to sync rooms get it from a few of them (`RoomFanOut`), the others
+        // from this node as before.
+        let others = roomMessageRecipients(state)
+        let messageID = MessageID.random()
+        let createdAt = nowMs
+        // Signed before it is stored, and kept in the same transaction: members that sync
+        // rooms get the signed form, and a message costs one commit.
+        let signed = signRoomMessage(
+            id: messageID, room: id, state: state, body: body, createdAt: createdAt,
+            replyTo: replyTo.flatMap { MessageID(hex: $0) })
         let stored = try storing { () throws(StoreError) in
             try store.enqueueRoomMessage(
-                id: MessageID.random().hex, room: room.id, body: body,
-                createdAt: nowMs, sender: myIdentity, members: others.map(\.hex),
-                replyTo: replyTo)
+                id: messageID.hex, room: room.id, body: body,
+                createdAt: createdAt, sender: myIdentity, members: others.map(\.hex),
+                replyTo: replyTo,
+                signed: signed.map {
+                    Store.SignedRoomMessageRow(
+                        room: room.id, author: myIdentity, sequence: $0.roomSequence, id: messageID.hex,
+                        encoded: $0.encoded())
+                })
         }
-        // Signed before the pump, so members that sync rooms get the signed form.
-        signRoomMessage(stored, room: id, state: state, replyTo: replyTo.flatMap { MessageID(hex: $0) })
+        if let signed { roomSyncStoredOwn(signed) }
         for m in others { if let conn = activeConnection(for: m) { pump(conn) } }
         return stored
     }
