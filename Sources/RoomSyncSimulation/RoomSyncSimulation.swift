@@ -194,7 +194,8 @@ public struct RoomSyncSimulation {
         let recipients = RoomFanOut.messageRecipients(
             joined: state.joined, me: keys[author], syncing: Set(keys), online: onlineKeys, using: &rng)
         let actions = machines[author].stored(
-            room: roomID, author: keys[author], sequence: seq, from: nil, now: now, using: &rng)
+            room: roomID, author: keys[author], sequence: seq, from: nil, now: now, queuedFor: Set(recipients),
+            using: &rng)
         for r in recipients {
             guard let j = index[r] else { continue }
             outbox[author][j, default: []].insert(seq)

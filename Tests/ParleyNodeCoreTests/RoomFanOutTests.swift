@@ -74,6 +74,24 @@ final class RoomFanOutTests: XCTestCase {
         XCTAssertEqual(pushed.count, RoomFanOut.relayPeers)
     }
 
+    /// The author's direct recipients get the message from its outbox: its relays go to
+    /// others only (not a second copy to each).
+    func testTheAuthorsRelaysSkipItsDirectRecipients() {
+        let room = RoomID(exactly: [UInt8](repeating: 8, count: RoomID.length))
+        var s = RoomSyncStateMachine()
+        var rng = SplitMix64(seed: 5)
+        let t = MonotonicInstant(nanoseconds: 1_000_000_000)
+        let everyone: RoomSyncStateMachine.Entitled = { _, _, _, _ in true }
+        let sessions = Array(keys[1...3])
+        for k in sessions { _ = s.sessionOpened(k, sharedRooms: [room], now: t) }
+        _ = s.stored(
+            room: room, author: me, sequence: 1, from: nil, now: t, queuedFor: Set(keys[1...2]), using: &rng)
+        let pushed = s.tick(now: t + .seconds(6), entitled: everyone).compactMap { a -> IdentityPublicKey? in
+            if case .push(let to, _, _, _) = a { return to } else { return nil }
+        }
+        XCTAssertEqual(pushed, [keys[3]])
+    }
+
     /// Every `antiEntropyInterval` a member sends its summary of a room to one session of
     /// it, in turn, so a member every relay passed over gets what it lacks from whoever
     /// holds it (the receiver pushes what the summary lacks).

@@ -181,12 +181,16 @@ extension Node {
         }
     }
 
-    /// This node's signed message is stored: sync relays it (`RoomSyncStateMachine.stored`).
-    func roomSyncStoredOwn(_ m: SignedRoomMessage) {
+    /// This node's signed message is stored and queued for `recipients`: sync relays it to
+    /// a few others (`RoomSyncStateMachine.stored`), never to those.
+    func roomSyncStoredOwn(_ m: SignedRoomMessage, queuedFor recipients: [IdentityPublicKey]) {
         let now = clock.monotonicNow()
         let me = myIdentityKey
-        _ = syncMachine()
-        withSync { $0.stored(room: m.roomID, author: me, sequence: m.roomSequence, from: nil, now: now) }
+        withSync {
+            $0.stored(
+                room: m.roomID, author: me, sequence: m.roomSequence, from: nil, now: now,
+                queuedFor: Set(recipients))
+        }
     }
 
     /// The signed form of a room message this node wrote, for a member that syncs rooms;

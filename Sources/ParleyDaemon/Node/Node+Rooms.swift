@@ -425,7 +425,7 @@ extension Node {
                         encoded: $0.encoded())
                 })
         }
-        if let signed { roomSyncStoredOwn(signed) }
+        if let signed { roomSyncStoredOwn(signed, queuedFor: others) }
         for m in others { if let conn = activeConnection(for: m) { pump(conn) } }
         return stored
     }

@@ -186,17 +186,20 @@ public struct RoomSyncStateMachine: Sendable {
     /// not known to hold it (picked with `rng`, those whose summary came first) hear of it by
     /// summary, and get it pushed after `forwardDelay` if they still lack it.
     /// `relay`: whether the message is new enough to relay (`RoomSyncLimits.relayWindow`);
-    /// an old one caught up is only recorded.
+    /// an old one caught up is only recorded. `queuedFor`: the members this node's outbox
+    /// delivers it to (its author's direct recipients, `RoomFanOut`): counted as holding it,
+    /// never relayed to (a second copy of each).
     public mutating func stored<R: RandomNumberGenerator>(
         room: RoomID, author: IdentityPublicKey, sequence: UInt64, from source: IdentityPublicKey?,
-        now: MonotonicInstant, relay: Bool = true, using rng: inout R
+        now: MonotonicInstant, relay: Bool = true, queuedFor: Set<IdentityPublicKey> = [],
+        using rng: inout R
     ) -> [Action] {
         held[room, default: [:]][author, default: SequenceRanges()].insert(sequence)
         var candidates: [IdentityPublicKey] = []
         var summarized: Set<IdentityPublicKey> = []
         for (key, p) in peers {
             guard var pr = p.rooms[room] else { continue }
-            if key == source || key == author {
+            if key == source || key == author || queuedFor.contains(key) {
                 pr.theirs[author, default: SequenceRanges()].insert(sequence)
                 peers[key]?.rooms[room] = pr
             } else if !(pr.theirs[author]?.contains(sequence) ?? false) {
@@ -227,11 +230,12 @@ public struct RoomSyncStateMachine: Sendable {
     /// `stored` with the system's random generator.
     public mutating func stored(
         room: RoomID, author: IdentityPublicKey, sequence: UInt64, from source: IdentityPublicKey?,
-        now: MonotonicInstant, relay: Bool = true
+        now: MonotonicInstant, relay: Bool = true, queuedFor: Set<IdentityPublicKey> = []
     ) -> [Action] {
         var rng = SystemRandomNumberGenerator()
         return stored(
-            room: room, author: author, sequence: sequence, from: source, now: now, relay: relay, using: &rng)
+            room: room, author: author, sequence: sequence, from: source, now: now, relay: relay,
+            queuedFor: queuedFor, using: &rng)
     }
 
     /// A summary from `peer`. Ignored for a room the session does not share (a stranger, a
