@@ -120,7 +120,8 @@ public struct RoomSyncSimulation {
         self.bodyBytes = bodyBytes
         self.rng = rng
         for (i, k) in keys.enumerated() { index[k] = i }
-        machines = Array(repeating: RoomSyncStateMachine(), count: members)
+        var starts = SplitMix64(seed: seed ^ 0x5eed)
+        machines = (0..<members).map { _ in RoomSyncStateMachine(antiEntropyStart: starts.next()) }
         traffic = Array(repeating: Traffic(), count: members)
         online = Array(repeating: false, count: members)
         epoch = Array(repeating: 0, count: members)

@@ -100,7 +100,7 @@ final class RoomFanOutTests: XCTestCase {
         let t = MonotonicInstant(nanoseconds: 1_000_000_000)
         let everyone: RoomSyncStateMachine.Entitled = { _, _, _, _ in true }
         let peers = Array(keys[1...3]).sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
-        var s = RoomSyncStateMachine()
+        var s = RoomSyncStateMachine(antiEntropyStart: 0)
         for k in peers { _ = s.sessionOpened(k, sharedRooms: [room], now: t) }
         XCTAssertEqual(s.nextDeadline, t + RoomSyncLimits.antiEntropyInterval)
         var told: [IdentityPublicKey] = []
@@ -112,6 +112,12 @@ final class RoomFanOutTests: XCTestCase {
             if case .sendHave(let to, _) = actions.first { told.append(to) }
         }
         XCTAssertEqual(told, peers + [peers[0]], "in turn")
+        // Another node starts its turn elsewhere: the members of a room do not all send their
+        // first summary to the same member.
+        var other = RoomSyncStateMachine(antiEntropyStart: 1)
+        for k in peers { _ = other.sessionOpened(k, sharedRooms: [room], now: t) }
+        let first = other.tick(now: t + RoomSyncLimits.antiEntropyInterval, entitled: everyone)
+        XCTAssertEqual(first.first, .sendHave(to: peers[1], other.have(room)))
         // The receiving side: a holder pushes what the summary lacks.
         var holder = RoomSyncStateMachine()
         holder.load(room: room, author: keys[5], ranges: SequenceRanges([1...2]))

@@ -117,7 +117,18 @@ public struct RoomSyncStateMachine: Sendable {
         return true
     }
 
-    public init() {}
+    /// Where this node's turn of anti-entropy starts among a room's sessions: random per
+    /// node, so that the members of a room do not all send their first summary to the same
+    /// member (which would then push to every one of them).
+    private let antiEntropyStart: UInt64
+
+    public init() {
+        var rng = SystemRandomNumberGenerator()
+        antiEntropyStart = rng.next()
+    }
+
+    /// With a fixed start of the anti-entropy turn (tests, the simulation).
+    public init(antiEntropyStart: UInt64) { self.antiEntropyStart = antiEntropyStart }
 
     /// The ranges stored at start (the driver loads them from its store).
     public mutating func load(room: RoomID, author: IdentityPublicKey, ranges: SequenceRanges) {
@@ -323,9 +334,12 @@ public struct RoomSyncStateMachine: Sendable {
             }
             guard now - last.at >= RoomSyncLimits.antiEntropyInterval else { continue }
             let sharing = keys.filter { peers[$0]?.rooms[room] != nil }
-            let next =
-                sharing.first { k in last.peer.map { $0.bytes.lexicographicallyPrecedes(k.bytes) } ?? true }
-                ?? sharing[0]
+            let next: IdentityPublicKey
+            if let previous = last.peer {
+                next = sharing.first { previous.bytes.lexicographicallyPrecedes($0.bytes) } ?? sharing[0]
+            } else {
+                next = sharing[Int(antiEntropyStart % UInt64(sharing.count))]
+            }
             antiEntropy[room] = (now, next)
             peers[next]?.rooms[room]?.lastHaveAt = now
             actions.append(.sendHave(to: next, have(room)))
