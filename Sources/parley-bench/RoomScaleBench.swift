@@ -96,7 +96,8 @@ struct RoomScaleBench {
                 parley: Double(idleBytes), reference: nil, referenceName: "—", goal: .none,
                 note:
                     "no new messages: one roomHave per room per 15 s (anti-entropy); at session start each member sent "
-                    + "a median \(sessionBytes) B over its \(size - 1) sessions (summaries to at most \(RoomSyncLimits.startSummaries) sessions per room)")
+                    + "a median \(sessionBytes) B over its \(size - 1) sessions (summaries to at most \(RoomSyncLimits.startSummaries) sessions per room)"
+            )
         ]
     }
 
