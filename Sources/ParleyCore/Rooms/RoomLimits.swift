@@ -4,9 +4,9 @@ public enum RoomLimits {
     /// sends a new message itself to at most `RoomFanOut.directRecipients` members that sync
     /// rooms and history sync carries it to the rest, so a message's cost to any one member
     /// does not grow with this (docs/PROTOCOL.md "Room sync", "Fan-out"). What grows is the
-    /// room's operation log (one add and one join per member, see `maxOperationsPerRoom`)
-    /// and the `roomHave` summary (one entry per author, `RoomHave.maxAuthors` = 1,024
-    /// leaves room for 24 authors who left).
+    /// room's operation log (one add and one join per member: `maxOperationsPerRoom` is
+    /// what bounds a room's size today, about 160) and the `roomHave` summary (one entry per
+    /// author, `RoomHave.maxAuthors` = 1,024 leaves room for 24 authors who left).
     public static let maxMembers = 1_000
 
     /// Members one create lists (the creator included). Every other member comes by its
@@ -23,13 +23,14 @@ public enum RoomLimits {
     /// same moment, and 16 bounds the operation's size (512 bytes of hashes).
     public static let maxParents = 16
 
-    /// Operations stored per room. A room of `maxMembers` needs about two per member (the
-    /// add that invites it, unless the create listed it, and its join): 2,000, and 4,096
-    /// leaves as many again for leaving, roles and renames. A node resolves the room again
-    /// after every new operation, and resolution is quadratic in the number of operations
-    /// (each one's causal past is replayed): at the limit one resolution replays about 16
-    /// million operations, so a room this large makes every membership change cost each
-    /// member seconds of CPU, and a member flooding the limit costs the others minutes,
-    /// once (docs/PROTOCOL.md "Room size"). Past 4,096, re-create the room.
-    public static let maxOperationsPerRoom = 4_096
+    /// Operations stored per room. A node resolves the room again after every new
+    /// operation, and resolution is quadratic in the number of operations (each one's
+    /// causal past is replayed): 256 keeps one resolution near 65,000 set operations, and a
+    /// member flooding the limit costs the others about a second of work in all. It also
+    /// bounds a room's size in practice: every member beyond the create's list costs two
+    /// operations (its add and its join), so a room reaches about 160 members, not
+    /// `maxMembers`, until resolution is incremental (a room of 1,000 needs about 2,000
+    /// operations, and resolving 1,000 takes about 30 s in a debug build today). Past 256,
+    /// re-create the room.
+    public static let maxOperationsPerRoom = 256
 }
