@@ -164,14 +164,14 @@ extension Node {
             joined: state.joined, me: myIdentityKey, syncing: roomBook.sync.syncing, online: online, using: &rng)
     }
 
-    /// Signs this node's room message (sequence: the next of its own in the room; anchor:
+    /// Signs this node's room message (`sequence`: the next of its own in the room; anchor:
     /// the room's heads), to be stored with it. Nil if that fails: the message then goes to
     /// members as an unsigned roomChat.
     func signRoomMessage(
-        id: MessageID, room: RoomID, state: RoomState, body: String, createdAt: Int64, replyTo: MessageID?
+        id: MessageID, room: RoomID, sequence: UInt64, state: RoomState, body: String, createdAt: Int64,
+        replyTo: MessageID?
     ) -> SignedRoomMessage? {
         do {
-            let sequence = try store.nextRoomSequence(room: room.hex, author: myIdentity)
             return try SignedRoomMessage.sign(
                 roomID: room, roomSequence: sequence, id: id, createdAt: UInt64(max(0, createdAt)),
                 anchor: state.heads.map(\.hash), replyTo: replyTo, body: body, by: keys.identity)
