@@ -109,16 +109,22 @@ let package = Package(
         // A seeded generator (SplitMix64) for reproducible tests and benchmark data; no
         // product target depends on it.
         .target(name: "SeededRandom"),
+        // In-process rooms of many members that sync (the real ParleyNodeCore rules, a
+        // simulated network and a mock clock), for RoomScaleTests and parley-bench row 14; no
+        // product target depends on it.
+        .target(name: "RoomSyncSimulation", dependencies: ["ParleyCore", "ParleyNodeCore", "SeededRandom"]),
 
         // `make bench`: Parley's figures beside their references (docs/BENCHMARKS.md).
         .executableTarget(name: "parley-bench", dependencies: [
             "ParleyCore", "ParleyStore", "ParleyControlProtocol", "CSodium", "SeededRandom",
+            "ParleyNodeCore", "RoomSyncSimulation",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
         .testTarget(name: "ParleyCoreTests", dependencies: ["ParleyCore", "SeededRandom"],
                     resources: [.copy("Fixtures")]),
-        .testTarget(name: "ParleyNodeCoreTests", dependencies: ["ParleyNodeCore", "ParleyCore"]),
+        .testTarget(name: "ParleyNodeCoreTests", dependencies: [
+            "ParleyNodeCore", "ParleyCore", "SeededRandom", "RoomSyncSimulation"]),
         .testTarget(name: "ParleyStoreTests", dependencies: [
             "ParleyStore", "ParleyCore", .product(name: "GRDB", package: "GRDB.swift")]),
         // Pure pieces of the CLI (chat view, export format).

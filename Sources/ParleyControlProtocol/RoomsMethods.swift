@@ -45,8 +45,9 @@ public struct RoomsCreateParams: ControlCallParams {
             throw .invalidParams("\"name\" is longer than \(ControlLimits.maxRoomNameBytes) bytes")
         }
         guard !name.hasPrefix("#") else { throw .invalidParams("\"name\" must not start with '#'") }
-        guard members.count < ControlLimits.maxRoomMembers else {
-            throw .invalidParams("\"members\" has more than \(ControlLimits.maxRoomMembers - 1) peers")
+        guard members.count < ControlLimits.maxCreateMembers else {
+            throw .invalidParams(
+                "\"members\" has more than \(ControlLimits.maxCreateMembers - 1) peers; add the others with rooms.add")
         }
         for m in members { try ParamCheck.peerSelector(m, field: "members") }
     }

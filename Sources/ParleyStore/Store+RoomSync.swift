@@ -48,37 +48,38 @@ extension Store {
     public func insertSignedRoomMessages(_ rows: [SignedRoomMessageRow], at: Int64) throws(StoreError)
         -> [SignedRoomMessageInsert]
     {
-        for r in rows {
-            try Self.requireRoomID(r.room)
-            try InputValidation.requireIdentity(r.author, "author")
-            try InputValidation.requireMessageID(r.id)
-            guard r.sequence >= 1, r.sequence <= UInt64(Int64.max) else {
-                throw .invalidArgument("room sequence out of range")
-            }
-            guard !r.encoded.isEmpty, r.encoded.count <= SignedRoomMessage.maxEncodedLength else {
-                throw .invalidArgument("signed room message must be 1 to \(SignedRoomMessage.maxEncodedLength) bytes")
-            }
-        }
+        for r in rows { try Self.validateSignedRow(r) }
         guard !rows.isEmpty else { return [] }
-        return try write { db in
-            let existing = try db.cachedStatement(
-                sql: "SELECT encoded FROM room_signed_message WHERE room = ? AND author = ? AND room_sequence = ?")
-            let insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO room_signed_message (room, author, room_sequence, id, encoded, stored_at)
-                    VALUES (?, ?, ?, ?, ?, ?)
-                    """)
-            var out: [SignedRoomMessageInsert] = []
-            for r in rows {
-                if let held = try Data.fetchOne(existing, arguments: [r.room, r.author, Int64(r.sequence)]) {
-                    out.append([UInt8](held) == r.encoded ? .duplicate : .conflict)
-                    continue
-                }
-                try insert.execute(arguments: [r.room, r.author, Int64(r.sequence), r.id, Data(r.encoded), at])
-                out.append(.inserted)
-            }
-            return out
+        return try write { db in try rows.map { r in try Self.insertSignedRow(db, r, at: at) } }
+    }
+
+    static func validateSignedRow(_ r: SignedRoomMessageRow) throws(StoreError) {
+        try requireRoomID(r.room)
+        try InputValidation.requireIdentity(r.author, "author")
+        try InputValidation.requireMessageID(r.id)
+        guard r.sequence >= 1, r.sequence <= UInt64(Int64.max) else {
+            throw .invalidArgument("room sequence out of range")
         }
+        guard !r.encoded.isEmpty, r.encoded.count <= SignedRoomMessage.maxEncodedLength else {
+            throw .invalidArgument("signed room message must be 1 to \(SignedRoomMessage.maxEncodedLength) bytes")
+        }
+    }
+
+    /// Inside a write: keeps one validated row unless its (room, author, sequence) is held.
+    static func insertSignedRow(_ db: Database, _ r: SignedRoomMessageRow, at: Int64) throws -> SignedRoomMessageInsert
+    {
+        let existing = try db.cachedStatement(
+            sql: "SELECT encoded FROM room_signed_message WHERE room = ? AND author = ? AND room_sequence = ?")
+        if let held = try Data.fetchOne(existing, arguments: [r.room, r.author, Int64(r.sequence)]) {
+            return [UInt8](held) == r.encoded ? .duplicate : .conflict
+        }
+        let insert = try db.cachedStatement(
+            sql: """
+                INSERT INTO room_signed_message (room, author, room_sequence, id, encoded, stored_at)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """)
+        try insert.execute(arguments: [r.room, r.author, Int64(r.sequence), r.id, Data(r.encoded), at])
+        return .inserted
     }
 
     /// The next sequence number `author` uses in `room`: one more than the highest held.

@@ -222,52 +222,114 @@ extension Store {
 
     // MARK: - Room messages, outgoing
 
+    /// One room message this node writes (`enqueueRoomMessages`).
+    public struct NewRoomMessage: Sendable {
+        public var id: String
+        public var room: String
+        public var body: String
+        public var createdAt: Int64
+        public var members: [String]
+        public var replyTo: String?
+        public var signed: SignedRoomMessageRow?
+
+        public init(
+            id: String, room: String, body: String, createdAt: Int64, members: [String], replyTo: String? = nil,
+            signed: SignedRoomMessageRow? = nil
+        ) {
+            self.id = id
+            self.room = room
+            self.body = body
+            self.createdAt = createdAt
+            self.members = members
+            self.replyTo = replyTo
+            self.signed = signed
+        }
+    }
+
     /// Queues a message to a room: one `message` row (recipient = the room) and one
     /// delivery per member in `members` (this node excluded by the caller). With no other
     /// member, the message is delivered at once. One transaction; the sequence number comes
-    /// from the same counter as direct messages.
+    /// from the same counter as direct messages. `signed`, the message as its author (this
+    /// node) signed it for room sync, is kept in the same transaction: one commit per
+    /// message sent, not two.
     public func enqueueRoomMessage(
         id: String, room: String, body: String, createdAt: Int64, sender: String,
-        members: [String], replyTo: String? = nil
+        members: [String], replyTo: String? = nil, signed: SignedRoomMessageRow? = nil
     ) throws(StoreError) -> StoredMessage {
-        try InputValidation.requireMessageID(id)
-        if let replyTo { try InputValidation.requireMessageID(replyTo) }
-        try Self.requireRoomID(room)
+        try enqueueRoomMessages(
+            [
+                NewRoomMessage(
+                    id: id, room: room, body: body, createdAt: createdAt, members: members, replyTo: replyTo,
+                    signed: signed)
+            ], sender: sender)[0]
+    }
+
+    /// The same for a run of messages (pipelined sends) in one transaction: all or none (a
+    /// failure stores nothing and consumes no sequence number).
+    public func enqueueRoomMessages(_ messages: [NewRoomMessage], sender: String) throws(StoreError)
+        -> [StoredMessage]
+    {
         try InputValidation.requireIdentity(sender, "sender")
-        for m in members { try InputValidation.requireIdentity(m, "member") }
-        let recipients = Array(Set(members)).sorted()
-        return try write { db in
-            let sequence = try Self.reserveSequenceNumbers(db, count: 1).lowerBound
-            let state: MessageState = recipients.isEmpty ? .delivered : .queued
-            let deliveredAt: Int64? = recipients.isEmpty ? createdAt : nil
-            do {
-                try db.execute(
-                    sql: """
-                        INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state,
-                                             delivered_at, room, reply_to)
-                        VALUES (?, 'outgoing', ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [
-                        id, sender, room, room, sequence, createdAt, state.rawValue, deliveredAt, room,
-                        replyTo
-                    ])
-            } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
-                throw StoreError.conflict("message id \(id) from \(sender) is already stored")
+        for m in messages {
+            if let signed = m.signed {
+                try Self.validateSignedRow(signed)
+                guard signed.id == m.id, signed.room == m.room, signed.author == sender else {
+                    throw .invalidArgument("the signed form is of another message")
+                }
             }
-            let row = db.lastInsertedRowID
-            try Self.insertBody(db, row: row, body: body)
-            let insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO room_delivery (message_row, member, state) VALUES (?, ?, 'queued')
-                    """)
-            for m in recipients { try insert.execute(arguments: [row, m]) }
-            if !recipients.isEmpty { roomOutboxesKnownEmpty = false }
-            try Self.adjustCounter(db, state == .queued ? Schema.Counter.queued : Schema.Counter.delivered, by: 1)
-            return StoredMessage(
-                rowID: row, id: id, direction: .outgoing, sender: sender, recipient: room,
-                sequence: sequence, createdAt: createdAt, body: body, state: state,
-                deliveredAt: deliveredAt, room: room, replyTo: replyTo)
+            try InputValidation.requireMessageID(m.id)
+            if let replyTo = m.replyTo { try InputValidation.requireMessageID(replyTo) }
+            try Self.requireRoomID(m.room)
+            for member in m.members { try InputValidation.requireIdentity(member, "member") }
         }
+        guard !messages.isEmpty else { return [] }
+        return try write { db in
+            let sequences = try Self.reserveSequenceNumbers(db, count: messages.count)
+            var out: [StoredMessage] = []
+            out.reserveCapacity(messages.count)
+            for (m, sequence) in zip(messages, sequences) {
+                out.append(try Self.insertRoomMessage(db, m, sender: sender, sequence: sequence))
+            }
+            if out.contains(where: { $0.state == .queued }) { roomOutboxesKnownEmpty = false }
+            return out
+        }
+    }
+
+    private static func insertRoomMessage(_ db: Database, _ m: NewRoomMessage, sender: String, sequence: Int64) throws
+        -> StoredMessage
+    {
+        let recipients = Array(Set(m.members)).sorted()
+        let state: MessageState = recipients.isEmpty ? .delivered : .queued
+        let deliveredAt: Int64? = recipients.isEmpty ? m.createdAt : nil
+        do {
+            try db.execute(
+                sql: """
+                    INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state,
+                                         delivered_at, room, reply_to)
+                    VALUES (?, 'outgoing', ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    m.id, sender, m.room, m.room, sequence, m.createdAt, state.rawValue, deliveredAt, m.room,
+                    m.replyTo
+                ])
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+            throw StoreError.conflict("message id \(m.id) from \(sender) is already stored")
+        }
+        let row = db.lastInsertedRowID
+        try insertBody(db, row: row, body: m.body)
+        let insert = try db.cachedStatement(
+            sql: """
+                INSERT INTO room_delivery (message_row, member, state) VALUES (?, ?, 'queued')
+                """)
+        for r in recipients { try insert.execute(arguments: [row, r]) }
+        if let signed = m.signed, try insertSignedRow(db, signed, at: m.createdAt) != .inserted {
+            throw StoreError.conflict("room sequence \(signed.sequence) of \(sender) is already used")
+        }
+        try adjustCounter(db, state == .queued ? Schema.Counter.queued : Schema.Counter.delivered, by: 1)
+        return StoredMessage(
+            rowID: row, id: m.id, direction: .outgoing, sender: sender, recipient: m.room,
+            sequence: sequence, createdAt: m.createdAt, body: m.body, state: state,
+            deliveredAt: deliveredAt, room: m.room, replyTo: m.replyTo)
     }
 
     /// Room messages not yet acknowledged by `member`, oldest sequence first, at most `limit`.

@@ -37,7 +37,7 @@ struct BenchScale: Sendable {
 
     // Rows 11–13, what an office feels (issue 21 part 2).
     /// Room sizes of row 11, members including the sender. The protocol caps a room at
-    /// `RoomLimits.maxMembers` (64); a size above that is reported as SKIP with the reason.
+    /// `RoomLimits.maxMembers` (1,000); a size above that is reported as SKIP with the reason.
     let roomSizes: [Int]
     /// Timed fan-outs per room size (and as many rounds of direct sends); medians reported.
     let fanOutRounds: Int

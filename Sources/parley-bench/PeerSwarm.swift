@@ -126,10 +126,13 @@ final class PeerSwarm: @unchecked Sendable {
         case .roomOperation(let op):
             roomOperations.add(1)
             var out: [AppRecord] = [.ack([op.hash.ackID])]
-            if case .create(_, let listed, _) = op.change, listed.contains(me.identity.publicKey),
-                op.actor != me.identity.publicKey
-            {
-                // Accept the invitation: a join following the create (PROTOCOL.md "Room operations").
+            var invited = false
+            if case .create(_, let listed, _) = op.change { invited = listed.contains(me.identity.publicKey) }
+            // A room larger than a create lists invites the others by adds (one key each).
+            if case .add(let k) = op.change { invited = k == me.identity.publicKey }
+            if invited, op.actor != me.identity.publicKey {
+                // Accept the invitation: a join following the create or the add (PROTOCOL.md
+                // "Room operations"); the daemon sends the room's log before the add.
                 do {
                     let join = try RoomOperation.change(
                         .join, roomID: op.roomID, after: [op], by: me.identity,

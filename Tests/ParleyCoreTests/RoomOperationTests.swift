@@ -100,7 +100,7 @@ final class RoomOperationTests: XCTestCase {
     }
 
     func testLargestOperationIsExactlyTheBound() throws {
-        let members = (0..<RoomLimits.maxMembers - 1).map { i in
+        let members = (0..<RoomLimits.maxCreateMembers - 1).map { i in
             try! IdentityKeyPair(seed: ExampleKeys.seed(from: UInt8(100 + i))).publicKey  // fixed seeds
         }
         let op = try create(members: members, name: String(repeating: "n", count: RoomLimits.maxNameBytes))
@@ -184,14 +184,14 @@ final class RoomOperationTests: XCTestCase {
             createBody(name: Array("x".utf8), members: [a, a]),  // duplicate
             createBody(name: Array("x".utf8), members: [b]),  // creator missing
             createBody(name: Array("x".utf8), members: [], count: 0),  // empty
-            createBody(name: Array("x".utf8), members: [a], count: RoomLimits.maxMembers + 1)  // too many
+            createBody(name: Array("x".utf8), members: [a], count: RoomLimits.maxCreateMembers + 1)  // too many
         ]
         for body in cases {
             XCTAssertThrowsError(try RoomOperation.decode(raw(body: body))) { error in
                 guard case .invalidMembers = error as? RoomOperationError else { return XCTFail("\(error)") }
             }
         }
-        let tooMany = (0..<RoomLimits.maxMembers).map { i in
+        let tooMany = (0..<RoomLimits.maxCreateMembers).map { i in
             try! IdentityKeyPair(seed: ExampleKeys.seed(from: UInt8(100 + i))).publicKey  // fixed seeds
         }
         XCTAssertThrowsError(try create(members: tooMany)) { error in

@@ -198,15 +198,28 @@ final class RoomResolverTests: XCTestCase {
         XCTAssertEqual(s.members, members(alice, bob, carol, eve))
     }
 
-    func testAddingAMemberOrToAFullRoomIsRefused() throws {
-        let root = try create(by: alice, (0..<RoomLimits.maxMembers - 2).map { Self.key(UInt8(100 + $0)) })
+    /// A create lists at most `maxCreateMembers`; adds (one key each) take the room past it,
+    /// up to `maxMembers`, and the add after that is refused.
+    func testARoomGrowsByAddsPastWhatACreateListsUpToItsCap() throws {
+        XCTAssertGreaterThanOrEqual(RoomLimits.maxMembers, 1_000, "issue 30: rooms as big as an office")
+        let root = try create(by: alice, (0..<RoomLimits.maxCreateMembers - 2).map { Self.key(UInt8(100 + $0)) })
         let again = try add(Self.key(100), by: alice, after: root)
         let last = try add(bob, by: alice, after: root)
-        let over = try add(eve, by: alice, after: last)
-        let s = try resolve(root, [again, last, over])
+        let past = try add(eve, by: alice, after: last)
+        let s = try resolve(root, [again, last, past])
         XCTAssertEqual(s.rejected[again.hash], .noEffect)
-        XCTAssertEqual(s.members.count, RoomLimits.maxMembers)
-        XCTAssertEqual(s.rejected[over.hash], .roomFull)
+        XCTAssertEqual(s.members.count, RoomLimits.maxCreateMembers + 1, "past what a create lists")
+        XCTAssertTrue([root, again, last, past].allSatisfy { $0.encoded().count <= 2_247 })
+        // Up to the cap (the fold, without resolving a thousand operations here).
+        var fold = RoomFold()
+        fold.apply(root)
+        var next = past
+        while fold.roles.count < RoomLimits.maxMembers {
+            XCTAssertNil(RoomAuthority.check(next, in: fold))
+            fold.apply(next)
+            next = try add(IdentityKeyPair.generate(), by: alice, after: next)
+        }
+        XCTAssertEqual(RoomAuthority.check(next, in: fold), .roomFull)
     }
 
     func testReaddedMemberMayActAgainAfterJoining() throws {

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOEmbedded
 import ParleyControlProtocol
+import ParleyCore
 import ParleyStore
 import XCTest
 
@@ -112,6 +113,28 @@ final class ControlConnectionTests: XCTestCase {
         let stored = try client.node.node.store.messages(peer: nil, after: nil, limit: 10)
         XCTAssertEqual(stored.map(\.body), ["r1", "d1", "r2", "d2"], "stored in request order")
         XCTAssertEqual(stored.map { $0.room != nil }, [true, false, true, false])
+    }
+
+    /// A pipelined run of room messages is stored together (`sendManyToRoom`), each signed
+    /// with the next of this node's room sequences, in request order.
+    func testPipelinedRoomSendsAreSignedWithConsecutiveRoomSequences() throws {
+        let client = try ControlTestClient()
+        let bob = try pinBob(client)
+        let room = try client.node.node.createRoom(name: "lab", members: [bob])
+        try client.write((1...4).map { send($0, "#lab", "r\($0)") }.joined())
+        let answers = try client.answers()
+        XCTAssertEqual(answers.map(\.id), [1, 2, 3, 4])
+        XCTAssertEqual(answers.map(\.errorCode), [nil, nil, nil, nil])
+        let store = client.node.node.store
+        let me = client.node.node.myIdentity
+        let stored = try store.messages(peer: nil, after: nil, limit: 10)
+        XCTAssertEqual(stored.map(\.body), ["r1", "r2", "r3", "r4"])
+        let sequences = try stored.map { m -> UInt64 in
+            let bytes = try XCTUnwrap(try store.signedRoomMessage(id: m.id, author: me))
+            return try SignedRoomMessage.decode(bytes).roomSequence
+        }
+        XCTAssertEqual(sequences, [1, 2, 3, 4])
+        XCTAssertEqual(try store.nextRoomSequence(room: room.id, author: me), 5)
     }
 
     /// One request and the same request in a pipelined batch get the same bytes.

@@ -125,7 +125,7 @@ final class ControlRoomsProtocolTests: XCTestCase {
         XCTAssertEqual(
             paramsError(RoomsCreateParams.self, ["name": .string(long), "members": .array([])])?.knownCode,
             .invalidParams)
-        let many = JSONValue.array((0..<ControlLimits.maxRoomMembers).map { .string("p\($0)") })
+        let many = JSONValue.array((0..<ControlLimits.maxCreateMembers).map { .string("p\($0)") })
         XCTAssertEqual(
             paramsError(RoomsCreateParams.self, ["name": .string("lab"), "members": many])?.knownCode, .invalidParams)
         XCTAssertEqual(

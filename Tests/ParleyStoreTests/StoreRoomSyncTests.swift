@@ -38,4 +38,54 @@ final class StoreRoomSyncTests: StoreDirectoryTestCase {
         XCTAssertThrowsError(
             try store!.insertSignedRoomMessage(room: "zz", author: alice, sequence: 5, id: id(5), encoded: [5], at: 5))
     }
+
+    /// The author's own message and its signed form are stored in one transaction (one
+    /// commit per message sent): both or neither.
+    func testOwnMessageAndItsSignedFormAreStoredTogether() throws {
+        let store = try Store(directory: directory)
+        let bob = String(repeating: "b2", count: 32)
+        func row(_ n: UInt8, sequence: UInt64) -> Store.SignedRoomMessageRow {
+            Store.SignedRoomMessageRow(room: room, author: alice, sequence: sequence, id: id(n), encoded: [n])
+        }
+        let sent = try store.enqueueRoomMessage(
+            id: id(1), room: room, body: "hi", createdAt: 1, sender: alice, members: [bob],
+            signed: row(1, sequence: 1))
+        XCTAssertEqual(sent.id, id(1))
+        XCTAssertEqual(try store.signedRoomMessage(id: id(1), author: alice), [1])
+        XCTAssertEqual(try store.nextRoomSequence(room: room, author: alice), 2)
+        // A signed form that reuses a sequence: the message is not stored either.
+        XCTAssertThrowsError(
+            try store.enqueueRoomMessage(
+                id: id(2), room: room, body: "again", createdAt: 2, sender: alice, members: [bob],
+                signed: row(2, sequence: 1)))
+        XCTAssertNil(try store.message(id: id(2), sender: alice))
+        // A signed form of another message is refused before anything is written.
+        XCTAssertThrowsError(
+            try store.enqueueRoomMessage(
+                id: id(3), room: room, body: "x", createdAt: 3, sender: alice, members: [bob],
+                signed: row(4, sequence: 2)))
+        XCTAssertNil(try store.message(id: id(3), sender: alice))
+    }
+
+    /// A run of pipelined room messages is one transaction: all stored, or (one signed form
+    /// reusing a sequence) none, and no sequence number is consumed.
+    func testARunOfRoomMessagesIsStoredAllOrNone() throws {
+        let store = try Store(directory: directory)
+        let bob = String(repeating: "b2", count: 32)
+        func message(_ n: UInt8, sequence: UInt64) -> Store.NewRoomMessage {
+            Store.NewRoomMessage(
+                id: id(n), room: room, body: "m\(n)", createdAt: Int64(n), members: [bob],
+                signed: Store.SignedRoomMessageRow(
+                    room: room, author: alice, sequence: sequence, id: id(n), encoded: [n]))
+        }
+        let stored = try store.enqueueRoomMessages([message(1, sequence: 1), message(2, sequence: 2)], sender: alice)
+        XCTAssertEqual(stored.map(\.body), ["m1", "m2"])
+        XCTAssertEqual(stored[1].sequence, stored[0].sequence + 1)
+        XCTAssertThrowsError(
+            try store.enqueueRoomMessages([message(3, sequence: 3), message(4, sequence: 2)], sender: alice))
+        XCTAssertNil(try store.message(id: id(3), sender: alice), "the first of the failed run is not kept")
+        XCTAssertEqual(try store.nextRoomSequence(room: room, author: alice), 3)
+        let next = try store.enqueueRoomMessages([message(5, sequence: 3)], sender: alice)
+        XCTAssertEqual(next[0].sequence, stored[1].sequence + 1, "the failed run consumed no sequence number")
+    }
 }

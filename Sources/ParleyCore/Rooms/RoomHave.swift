@@ -14,8 +14,10 @@ public struct RoomHave: Equatable, Sendable {
     /// has, which it de-duplicates (never the reverse: a summary never claims too much).
     public static let maxRangesPerAuthor = 4
     /// Authors in one summary: with four ranges each (97 bytes) it still fits in one record
-    /// (`WireLimits.maxRecordBytes`), and it is far above the members a room holds
-    /// (`RoomLimits.maxMembers`) plus those who left after writing.
+    /// (`WireLimits.maxRecordBytes`), and it is above the members a room holds
+    /// (`RoomLimits.maxMembers`, 1,000) plus some who left after writing. Past it, the
+    /// authors last in key order are left out: the other side then pushes their messages
+    /// even if held (de-duplicated), never the reverse.
     public static let maxAuthors = 1_024
     public static let maxEncodedLength =
         RoomID.length + 2 + maxAuthors * (IdentityPublicKey.length + 1 + maxRangesPerAuthor * 16)

@@ -79,7 +79,7 @@ public struct RoomOperation: Hashable, Sendable {
     static let fixedLength = 1 + 1 + RoomID.length + 8 + 8 + IdentityPublicKey.length + 1
     /// Name length, name, flags, member count, members.
     static let maxCreateBodyLength =
-        1 + RoomLimits.maxNameBytes + 1 + 2 + RoomLimits.maxMembers * IdentityPublicKey.length
+        1 + RoomLimits.maxNameBytes + 1 + 2 + RoomLimits.maxCreateMembers * IdentityPublicKey.length
     /// Parents and the largest change body (a rename: length and name).
     static let maxChangeBodyLength =
         RoomLimits.maxParents * RoomOperationHash.length
@@ -202,8 +202,9 @@ public struct RoomOperation: Hashable, Sendable {
             guard parents.isEmpty else { throw .invalidParents("a create has no parents") }
             guard sequence == 1 else { throw .invalidSequence(sequence) }
             try validateName(name)
-            guard !members.isEmpty, members.count <= RoomLimits.maxMembers else {
-                throw .invalidMembers("\(members.count) members; a room has 1 to \(RoomLimits.maxMembers)")
+            guard !members.isEmpty, members.count <= RoomLimits.maxCreateMembers else {
+                throw .invalidMembers(
+                    "\(members.count) members; a create lists 1 to \(RoomLimits.maxCreateMembers) (add the others)")
             }
             for (a, b) in zip(members, members.dropFirst()) where !(a < b) {
                 throw .invalidMembers("members must be strictly ascending (no duplicates)")
@@ -246,7 +247,7 @@ public struct RoomOperation: Hashable, Sendable {
             out.append(UInt8(n.count))  // at most 64, checked
             out += n
             out.append(policy.flags)
-            out.appendUInt16(UInt16(members.count))  // at most 64, checked
+            out.appendUInt16(UInt16(members.count))  // at most maxCreateMembers, checked
             for m in members { out += m.bytes }
         case .add(let k), .remove(let k):
             out += k.bytes
@@ -323,8 +324,9 @@ public struct RoomOperation: Hashable, Sendable {
             let p = try policy()
             let countBytes = try take(2, "member count")
             let count = Int(countBytes[0]) << 8 | Int(countBytes[1])
-            guard count <= RoomLimits.maxMembers else {
-                throw .invalidMembers("\(count) members; a room has 1 to \(RoomLimits.maxMembers)")
+            guard count <= RoomLimits.maxCreateMembers else {
+                throw .invalidMembers(
+                    "\(count) members; a create lists 1 to \(RoomLimits.maxCreateMembers) (add the others)")
             }
             var members: [IdentityPublicKey] = []
             for _ in 0..<count {

@@ -235,16 +235,28 @@ struct ControlDispatcher {
             }
             direct.removeAll()
         }
+        // Room sends likewise (`Node.sendManyToRoom`: one transaction for the run).
+        var room: [(index: Int, room: RoomRecord, body: String)] = []
+        func storeRoom() {
+            guard !room.isEmpty else { return }
+            for (k, result) in node.sendManyToRoom(room.map { ($0.room, $0.body, nil) }).enumerated() {
+                answers[room[k].index] = answer(result, id: sends[room[k].index].id)
+            }
+            room.removeAll()
+        }
         for (i, send) in sends.enumerated() {
-            // A placeholder, replaced below or by `storeDirect`.
+            // A placeholder, replaced below or by `storeDirect` / `storeRoom`.
             answers.append(.failed(JSONRPCResponse(id: send.id, error: .internalError("no answer"))))
             if Self.namesRoom(send.params.to) {
                 storeDirect()
-                answers[i] = answer(
-                    Result { try node.sendToRoom(try node.resolveRoom(send.params.to), body: send.params.body) },
-                    id: send.id)
+                do {
+                    room.append((i, try node.resolveRoom(send.params.to), send.params.body))
+                } catch {
+                    answers[i] = .failed(JSONRPCResponse(id: send.id, error: Self.rpcError(error, node: node)))
+                }
                 continue
             }
+            storeRoom()
             do {
                 direct.append((i, try node.resolvePeer(send.params.to), send.params.body))
             } catch {
@@ -252,6 +264,7 @@ struct ControlDispatcher {
             }
         }
         storeDirect()
+        storeRoom()
         return answers
     }
 

@@ -50,12 +50,10 @@ extension Node {
         // computed once (a catch-up of thousands of messages names a handful of anchors).
         var entries: [RoomID: RoomBook.Entry] = [:]
         var folds: [[RoomOperationHash]: RoomFold?] = [:]
-        let me = myIdentityKey
         return { [unowned self] room, author, sequence, peer in
-            // This node's own messages go to every member through its durable outbox
-            // (queued for each joined member when written, resent until acknowledged):
-            // pushing them too would send each twice.
-            if author == me { return false }
+            // This node's own messages are pushed like any other: its outbox holds them only
+            // for the few members it sent them to itself (`RoomFanOut`); the others lack them
+            // until a member (this one included) passes them on.
             if entries[room] == nil { entries[room] = try? self.roomEntry(room) }
             guard let entry = entries[room], let state = entry.state,
                 let bytes = try? self.store.signedRoomMessages(
@@ -92,7 +90,11 @@ extension Node {
 
     /// A session is up: with a peer that syncs rooms, compare every room both have joined.
     func roomSyncSessionStarted(_ conn: PeerConnection, peer: IdentityPublicKey) {
-        guard conn.remoteFeatures.contains(.roomSync) else { return }
+        guard conn.remoteFeatures.contains(.roomSync) else {
+            roomBook.sync.syncing.remove(peer)
+            return
+        }
+        roomBook.sync.syncing.insert(peer)
         var shared: [RoomID] = []
         do {
             for r in try store.rooms() where r.status == .joined {
@@ -150,23 +152,44 @@ extension Node {
         }
     }
 
-    /// Signs this node's room message (sequence: the next of its own in the room; anchor:
-    /// the room's heads) and keeps it signed, so members can pass it on. After it is queued.
-    func signRoomMessage(_ m: StoredMessage, room: RoomID, state: RoomState, replyTo: MessageID?) {
+    /// The members this node queues its new room message for (`RoomFanOut`): those not
+    /// known to sync rooms all, and a few of those that do, online ones first.
+    func roomMessageRecipients(_ state: RoomState) -> [IdentityPublicKey] {
+        var online: Set<IdentityPublicKey> = []
+        for m in state.joined where m != myIdentityKey {
+            if let conn = activeConnection(for: m), conn.remoteFeatures.contains(.roomSync) { online.insert(m) }
+        }
+        var rng = SystemRandomNumberGenerator()
+        return RoomFanOut.messageRecipients(
+            joined: state.joined, me: myIdentityKey, syncing: roomBook.sync.syncing, online: online, using: &rng)
+    }
+
+    /// Signs this node's room message (`sequence`: the next of its own in the room; anchor:
+    /// the room's heads), to be stored with it. Nil if that fails: the message then goes to
+    /// members as an unsigned roomChat.
+    func signRoomMessage(
+        id: MessageID, room: RoomID, sequence: UInt64, state: RoomState, body: String, createdAt: Int64,
+        replyTo: MessageID?
+    ) -> SignedRoomMessage? {
         do {
-            let sequence = try store.nextRoomSequence(room: room.hex, author: myIdentity)
-            guard let id = MessageID(hex: m.id) else { return }
-            let signed = try SignedRoomMessage.sign(
-                roomID: room, roomSequence: sequence, id: id, createdAt: UInt64(max(0, m.createdAt)),
-                anchor: state.heads.map(\.hash), replyTo: replyTo, body: m.body, by: keys.identity)
-            _ = try store.insertSignedRoomMessage(
-                room: room.hex, author: myIdentity, sequence: sequence, id: m.id, encoded: signed.encoded(), at: nowMs)
-            let now = clock.monotonicNow()
-            let me = myIdentityKey
-            withSync { $0.stored(room: room, author: me, sequence: sequence, from: nil, now: now) }
+            return try SignedRoomMessage.sign(
+                roomID: room, roomSequence: sequence, id: id, createdAt: UInt64(max(0, createdAt)),
+                anchor: state.heads.map(\.hash), replyTo: replyTo, body: body, by: keys.identity)
         } catch {
-            // Queued already: members get it from this node as an unsigned roomChat.
             log.error("could not sign a room message; it goes to members unsigned", ["error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// This node's signed message is stored and queued for `recipients`: sync relays it to
+    /// a few others (`RoomSyncStateMachine.stored`), never to those.
+    func roomSyncStoredOwn(_ m: SignedRoomMessage, queuedFor recipients: [IdentityPublicKey]) {
+        let now = clock.monotonicNow()
+        let me = myIdentityKey
+        withSync {
+            $0.stored(
+                room: m.roomID, author: me, sequence: m.roomSequence, from: nil, now: now,
+                queuedFor: Set(recipients))
         }
     }
 
@@ -322,9 +345,15 @@ extension Node {
             }
         }
         let mono = clock.monotonicNow()
+        // Relayed only while new (`relayWindow`, by the author's clock): what a member catches
+        // up is held by the others already.
+        let window = UInt64(RoomSyncLimits.relayWindow.components.seconds) * 1000
+        let wallNow = UInt64(max(0, nowMs))
         withSync { machine in
             toShow.flatMap {
-                machine.stored(room: $0.roomID, author: $0.author, sequence: $0.roomSequence, from: peer, now: mono)
+                machine.stored(
+                    room: $0.roomID, author: $0.author, sequence: $0.roomSequence, from: peer, now: mono,
+                    relay: wallNow <= window || $0.createdAt >= wallNow - window)  // no overflow on a hostile time
             }
         }
         return (acks, shown)

@@ -325,8 +325,8 @@ extension Node {
         loop.preconditionInEventLoop()
         for p in members { if let refusal = sendRefusal(p) { throw refusal } }
         let keys = try members.map { try IdentityPublicKey(bytes: Sodium.fromHex($0.identity) ?? []) }
-        guard Set(keys + [myIdentityKey]).count <= RoomLimits.maxMembers else {
-            throw RoomError.tooManyMembers(RoomLimits.maxMembers)
+        guard Set(keys + [myIdentityKey]).count <= RoomLimits.maxCreateMembers else {
+            throw RoomError.tooManyMembers(RoomLimits.maxCreateMembers)
         }
         let op: RoomOperation
         do {
@@ -387,34 +387,96 @@ extension Node {
 
     /// Queues a message to every other member of the room; returns once it is on disk.
     func sendToRoom(_ room: RoomRecord, body: String, replyTo: String? = nil) throws -> StoredMessage {
+        try sendManyToRoom([(room, body, replyTo)])[0].get()
+    }
+
+    /// Pipelined sends to rooms, in order: each checked, signed (consecutive room sequences
+    /// per room) and queued for its recipients (`roomMessageRecipients`), all stored in one
+    /// transaction, so a run of room messages costs one commit, like a run of direct ones
+    /// (`sendMany`). A send that fails its checks fails alone; a failed transaction fails
+    /// the run.
+    func sendManyToRoom(_ sends: [(room: RoomRecord, body: String, replyTo: String?)]) -> [Result<StoredMessage, Error>]
+    {
         loop.preconditionInEventLoop()
-        let size = body.utf8.count
-        guard size > 0 else { throw NodeError.emptyBody }
-        guard size <= WireLimits.maxBodyBytes else { throw NodeError.bodyTooLarge(size) }
-        guard let id = RoomID(hex: room.id) else { throw RoomError.notFound(room.id) }
-        guard let state = try storing({ () throws(StoreError) in try roomEntry(id).state }),
-            state.hasJoined(myIdentityKey)
-        else {
-            if room.status == .invited { throw RoomError.notJoined(room) }
-            throw RoomError.notMember(room)
+        var results = [Result<StoredMessage, Error>?](repeating: nil, count: sends.count)
+        struct Planned {
+            var index: Int
+            var recipients: [IdentityPublicKey]
+            var signed: SignedRoomMessage?
+            var message: Store.NewRoomMessage
         }
-        guard
-            try storing({ () throws(StoreError) in try store.queuedRoomMessageCount(room: room.id) })
-                < RoomDaemonLimits.maxQueuedPerRoom
-        else {
-            throw RoomError.queueFull(room, RoomDaemonLimits.maxQueuedPerRoom)
+        var planned: [Planned] = []
+        var nextSequence: [RoomID: UInt64] = [:]
+        var queued: [String: Int] = [:]
+        let createdAt = nowMs
+        for (i, send) in sends.enumerated() {
+            do {
+                let size = send.body.utf8.count
+                guard size > 0 else { throw NodeError.emptyBody }
+                guard size <= WireLimits.maxBodyBytes else { throw NodeError.bodyTooLarge(size) }
+                let room = send.room
+                guard let id = RoomID(hex: room.id) else { throw RoomError.notFound(room.id) }
+                guard let state = try storing({ () throws(StoreError) in try roomEntry(id).state }),
+                    state.hasJoined(myIdentityKey)
+                else {
+                    if room.status == .invited { throw RoomError.notJoined(room) }
+                    throw RoomError.notMember(room)
+                }
+                if queued[room.id] == nil {
+                    queued[room.id] = try storing { () throws(StoreError) in
+                        try store.queuedRoomMessageCount(room: room.id)
+                    }
+                }
+                guard queued[room.id, default: 0] < RoomDaemonLimits.maxQueuedPerRoom else {
+                    throw RoomError.queueFull(room, RoomDaemonLimits.maxQueuedPerRoom)
+                }
+                queued[room.id, default: 0] += 1
+                // Members known to sync rooms get it from a few of them (`RoomFanOut`), the
+                // others from this node as before.
+                let recipients = roomMessageRecipients(state)
+                let messageID = MessageID.random()
+                // Signed before it is stored, and kept in the same transaction: members that
+                // sync rooms get the signed form.
+                if nextSequence[id] == nil {
+                    nextSequence[id] = try? store.nextRoomSequence(room: room.id, author: myIdentity)
+                }
+                var signed: SignedRoomMessage?
+                if let sequence = nextSequence[id] {
+                    signed = signRoomMessage(
+                        id: messageID, room: id, sequence: sequence, state: state, body: send.body,
+                        createdAt: createdAt, replyTo: send.replyTo.flatMap { MessageID(hex: $0) })
+                    if signed != nil { nextSequence[id] = sequence + 1 }
+                }
+                planned.append(
+                    Planned(
+                        index: i, recipients: recipients, signed: signed,
+                        message: Store.NewRoomMessage(
+                            id: messageID.hex, room: room.id, body: send.body, createdAt: createdAt,
+                            members: recipients.map(\.hex), replyTo: send.replyTo,
+                            signed: signed.map {
+                                Store.SignedRoomMessageRow(
+                                    room: room.id, author: myIdentity, sequence: $0.roomSequence,
+                                    id: messageID.hex, encoded: $0.encoded())
+                            })))
+            } catch {
+                results[i] = .failure(error)
+            }
         }
-        let others = RoomDistribution.messageRecipients(in: state, me: myIdentityKey)
-        let stored = try storing { () throws(StoreError) in
-            try store.enqueueRoomMessage(
-                id: MessageID.random().hex, room: room.id, body: body,
-                createdAt: nowMs, sender: myIdentity, members: others.map(\.hex),
-                replyTo: replyTo)
+        if !planned.isEmpty {
+            do {
+                let stored = try store.enqueueRoomMessages(planned.map(\.message), sender: myIdentity)
+                var pumped: Set<IdentityPublicKey> = []
+                for (p, m) in zip(planned, stored) {
+                    results[p.index] = .success(m)
+                    if let signed = p.signed { roomSyncStoredOwn(signed, queuedFor: p.recipients) }
+                    pumped.formUnion(p.recipients)
+                }
+                for m in pumped { if let conn = activeConnection(for: m) { pump(conn) } }
+            } catch {
+                for p in planned { results[p.index] = .failure(NodeError.storage(error)) }
+            }
         }
-        // Signed before the pump, so members that sync rooms get the signed form.
-        signRoomMessage(stored, room: id, state: state, replyTo: replyTo.flatMap { MessageID(hex: $0) })
-        for m in others { if let conn = activeConnection(for: m) { pump(conn) } }
-        return stored
+        return results.map { $0 ?? .failure(NodeError.emptyBody) }
     }
 
     /// Finds a room by `#name`, name, or id prefix (at least 4 hex digits), `#` optional.

@@ -67,7 +67,7 @@ enum RoomError: Error, CustomStringConvertible {
         case let .notAMember(room, peer):
             return "\(peer) is not a member of #\(room)"
         case .tooManyMembers(let n):
-            return "a room has at most \(n) members"
+            return "a new room lists at most \(n) members (you included); create it, then add the others one by one"
         case .invalid(let why):
             return why
         case .tooManyOperations(let r):

@@ -13,4 +13,9 @@ struct RoomSyncBook {
     /// the pushes in flight (`RoomSyncLimits.maxInFlightPerSessionRoom` per room) and the
     /// room outbox's send window; dropped when the session ends.
     var pushed: [IdentityPublicKey: [MessageID: (room: RoomID, author: IdentityPublicKey, sequence: UInt64)]] = [:]
+    /// Peers seen with feature bit 3 (room sync) in this run: an author sends its room
+    /// messages itself only to a few of them (`RoomFanOut`). In memory: after a restart a
+    /// member counts as not syncing (it gets every message from its author, as before)
+    /// until its first session.
+    var syncing: Set<IdentityPublicKey> = []
 }

@@ -21,6 +21,25 @@ public enum RoomSyncLimits {
     /// damaged copy it did not make), a stream of them is an attack and costs a signature
     /// check each.
     public static let maxBadMessagesPerSession = 16
+    /// A member sends its summary of each room to one of its sessions of that room (in turn)
+    /// this often, so a member that every relay happened to pass over (relays are bounded,
+    /// `RoomFanOut.relayPeers`: about e⁻⁴, 2 % of the members, each time) and that keeps its
+    /// sessions open still gets the message within about this long: the peer pushes what
+    /// the summary lacks. One summary per room per 15 seconds per member, whatever the
+    /// room's size (a summary is 51 bytes plus 49 per author who wrote).
+    public static let antiEntropyInterval: Duration = .seconds(15)
+    /// Sessions of one room a member sends its summary to when they open (or when the
+    /// room gains that co-member), at a time: each peer that gets it pushes what the member
+    /// lacks, so a laptop that comes back to a room of 1,000 receives each missed message
+    /// at most about twice, not once per member online. Other sessions learn its summary by
+    /// anti-entropy, in turn.
+    public static let startSummaries = 2
+    /// A stored message is relayed (`RoomFanOut.relayPeers`) only if it was written at most
+    /// this long ago by its author's clock: a new message spreads by relays, while what a
+    /// member catches up (thousands, old) is held by the others already and relaying it
+    /// would send each of them a copy they have. A wrong clock costs only efficiency: an
+    /// old message that was not relayed comes by summaries.
+    public static let relayWindow: Duration = .seconds(60)
 }
 
 /// Room sync between members (issue 30): which summaries to send and which signed
@@ -35,9 +54,13 @@ public enum RoomSyncLimits {
 ///   per author, at most `maxInFlightPerSessionRoom` unacknowledged per room; more as acks
 ///   come. Push only: there is no request, so a stranger can ask for nothing, and a summary
 ///   for a room the session does not share is ignored.
-/// - When this node stores a new message, it sends its summary to its other sessions of
-///   that room (at most every `haveInterval`) and, after `forwardDelay`, pushes the message
-///   to those whose last summary lacks it.
+/// - When this node stores a new message, it picks at most `RoomFanOut.relayPeers` of its
+///   other sessions of that room that are not known to hold it, sends them its summary (at
+///   most every `haveInterval`) and, after `forwardDelay`, pushes them that message if their
+///   last summary still lacks it. Bounded, so a message costs each member the same in a
+///   room of any size.
+/// - Every `antiEntropyInterval`, it sends its summary of each room to one of the room's
+///   sessions in turn: whatever the relays missed is pushed back.
 public struct RoomSyncStateMachine: Sendable {
     public enum Action: Equatable, Sendable {
         case sendHave(to: IdentityPublicKey, RoomHave)
@@ -63,7 +86,10 @@ public struct RoomSyncStateMachine: Sendable {
         var inFlight: [IdentityPublicKey: Set<UInt64>] = [:]
         var lastHaveAt: MonotonicInstant?
         var haveDue = false
-        var pushDueAt: MonotonicInstant?
+        /// Messages this node chose to relay to the peer (`stored`), pushed at `relayDueAt`
+        /// if the peer still seems to lack them.
+        var relay: [IdentityPublicKey: Set<UInt64>] = [:]
+        var relayDueAt: MonotonicInstant?
 
         var inFlightCount: Int { inFlight.values.reduce(0) { $0 + $1.count } }
     }
@@ -76,8 +102,33 @@ public struct RoomSyncStateMachine: Sendable {
     /// What this node holds, per room and author.
     public private(set) var held: [RoomID: [IdentityPublicKey: SequenceRanges]] = [:]
     private var peers: [IdentityPublicKey: Peer] = [:]
+    /// Per room: when the last anti-entropy summary went out, and to whom (the next goes to
+    /// the session after it in key order).
+    private var antiEntropy: [RoomID: (at: MonotonicInstant, peer: IdentityPublicKey?)] = [:]
+    /// Per room: the open sessions that got this node's summary when they opened
+    /// (at most `startSummaries`).
+    private var startSummarized: [RoomID: Set<IdentityPublicKey>] = [:]
 
-    public init() {}
+    /// Whether a session opening for `room` gets this node's summary now (and records it).
+    private mutating func takeStartSummary(_ room: RoomID, _ peer: IdentityPublicKey) -> Bool {
+        if startSummarized[room]?.contains(peer) ?? false { return true }
+        guard (startSummarized[room]?.count ?? 0) < RoomSyncLimits.startSummaries else { return false }
+        startSummarized[room, default: []].insert(peer)
+        return true
+    }
+
+    /// Where this node's turn of anti-entropy starts among a room's sessions: random per
+    /// node, so that the members of a room do not all send their first summary to the same
+    /// member (which would then push to every one of them).
+    private let antiEntropyStart: UInt64
+
+    public init() {
+        var rng = SystemRandomNumberGenerator()
+        antiEntropyStart = rng.next()
+    }
+
+    /// With a fixed start of the anti-entropy turn (tests, the simulation).
+    public init(antiEntropyStart: UInt64) { self.antiEntropyStart = antiEntropyStart }
 
     /// The ranges stored at start (the driver loads them from its store).
     public mutating func load(room: RoomID, author: IdentityPublicKey, ranges: SequenceRanges) {
@@ -92,17 +143,20 @@ public struct RoomSyncStateMachine: Sendable {
     public func have(_ room: RoomID) -> RoomHave { RoomHave(roomID: room, holding: held[room] ?? [:]) }
 
     /// A session is up with `peer`; `sharedRooms` are the rooms both have joined in this
-    /// node's view. Sends a summary of each.
+    /// node's view. Sends a summary of each, unless `startSummaries` open sessions of that
+    /// room already got one (anti-entropy reaches this one in turn).
     public mutating func sessionOpened(
         _ peer: IdentityPublicKey, sharedRooms: [RoomID], now: MonotonicInstant
     ) -> [Action] {
         var p = Peer()
         var actions: [Action] = []
         for room in sharedRooms.sorted() {
-            var pr = PeerRoom()
-            pr.lastHaveAt = now
-            p.rooms[room] = pr
-            actions.append(.sendHave(to: peer, have(room)))
+            p.rooms[room] = PeerRoom()
+            if antiEntropy[room] == nil { antiEntropy[room] = (now, nil) }
+            if takeStartSummary(room, peer) {
+                p.rooms[room]?.lastHaveAt = now
+                actions.append(.sendHave(to: peer, have(room)))
+            }
         }
         peers[peer] = p
         return actions
@@ -110,6 +164,7 @@ public struct RoomSyncStateMachine: Sendable {
 
     public mutating func sessionClosed(_ peer: IdentityPublicKey) {
         peers[peer] = nil
+        for room in startSummarized.keys { startSummarized[room]?.remove(peer) }
     }
 
     /// The room's joined members changed (in this node's view): sessions with members who
@@ -124,42 +179,74 @@ public struct RoomSyncStateMachine: Sendable {
             let shared = iAmIn && joined.contains(key)
             if !shared {
                 peers[key]?.rooms[room] = nil
+                startSummarized[room]?.remove(key)
             } else if peers[key]?.rooms[room] == nil {
-                var pr = PeerRoom()
-                pr.lastHaveAt = now
-                peers[key]?.rooms[room] = pr
-                actions.append(.sendHave(to: key, have(room)))
+                peers[key]?.rooms[room] = PeerRoom()
+                if antiEntropy[room] == nil { antiEntropy[room] = (now, nil) }
+                if takeStartSummary(room, key) {
+                    peers[key]?.rooms[room]?.lastHaveAt = now
+                    actions.append(.sendHave(to: key, have(room)))
+                }
             }
         }
         return actions
     }
 
     /// This node stored a message (its own, from its author, or pushed by `from`). The peer
-    /// that handed it over holds it; the others hear of it by summary, and get it pushed
-    /// after `forwardDelay` if they still lack it.
-    public mutating func stored(
+    /// that handed it over holds it; at most `RoomFanOut.relayPeers` of the others that are
+    /// not known to hold it (picked with `rng`, those whose summary came first) hear of it by
+    /// summary, and get it pushed after `forwardDelay` if they still lack it.
+    /// `relay`: whether the message is new enough to relay (`RoomSyncLimits.relayWindow`);
+    /// an old one caught up is only recorded. `queuedFor`: the members this node's outbox
+    /// delivers it to (its author's direct recipients, `RoomFanOut`): counted as holding it,
+    /// never relayed to (a second copy of each).
+    public mutating func stored<R: RandomNumberGenerator>(
         room: RoomID, author: IdentityPublicKey, sequence: UInt64, from source: IdentityPublicKey?,
-        now: MonotonicInstant
+        now: MonotonicInstant, relay: Bool = true, queuedFor: Set<IdentityPublicKey> = [],
+        using rng: inout R
     ) -> [Action] {
         held[room, default: [:]][author, default: SequenceRanges()].insert(sequence)
-        var actions: [Action] = []
-        for key in peers.keys.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
-            guard var pr = peers[key]?.rooms[room] else { continue }
-            if key == source || key == author {
+        var candidates: [IdentityPublicKey] = []
+        var summarized: Set<IdentityPublicKey> = []
+        for (key, p) in peers {
+            guard var pr = p.rooms[room] else { continue }
+            if key == source || key == author || queuedFor.contains(key) {
                 pr.theirs[author, default: SequenceRanges()].insert(sequence)
+                peers[key]?.rooms[room] = pr
+            } else if !(pr.theirs[author]?.contains(sequence) ?? false) {
+                candidates.append(key)
+                if pr.summarized { summarized.insert(key) }
+            }
+        }
+        guard relay else { return [] }
+        var actions: [Action] = []
+        let chosen = RoomFanOut.choose(
+            candidates, preferring: summarized, limit: RoomFanOut.relayPeers, using: &rng)
+        for key in chosen {
+            guard var pr = peers[key]?.rooms[room] else { continue }
+            pr.relay[author, default: []].insert(sequence)
+            if pr.relayDueAt == nil { pr.relayDueAt = now + RoomSyncLimits.forwardDelay }
+            if let last = pr.lastHaveAt, now - last < RoomSyncLimits.haveInterval {
+                pr.haveDue = true
             } else {
-                if pr.pushDueAt == nil { pr.pushDueAt = now + RoomSyncLimits.forwardDelay }
-                if let last = pr.lastHaveAt, now - last < RoomSyncLimits.haveInterval {
-                    pr.haveDue = true
-                } else {
-                    pr.lastHaveAt = now
-                    pr.haveDue = false
-                    actions.append(.sendHave(to: key, have(room)))
-                }
+                pr.lastHaveAt = now
+                pr.haveDue = false
+                actions.append(.sendHave(to: key, have(room)))
             }
             peers[key]?.rooms[room] = pr
         }
         return actions
+    }
+
+    /// `stored` with the system's random generator.
+    public mutating func stored(
+        room: RoomID, author: IdentityPublicKey, sequence: UInt64, from source: IdentityPublicKey?,
+        now: MonotonicInstant, relay: Bool = true, queuedFor: Set<IdentityPublicKey> = []
+    ) -> [Action] {
+        var rng = SystemRandomNumberGenerator()
+        return stored(
+            room: room, author: author, sequence: sequence, from: source, now: now, relay: relay,
+            queuedFor: queuedFor, using: &rng)
     }
 
     /// A summary from `peer`. Ignored for a room the session does not share (a stranger, a
@@ -181,7 +268,7 @@ public struct RoomSyncStateMachine: Sendable {
         let first = !pr.summarized
         pr.summarized = true
         var actions: [Action] = []
-        if first {
+        if first, takeStartSummary(summary.roomID, peer) {
             pr.lastHaveAt = now
             pr.haveDue = false
             actions.append(.sendHave(to: peer, have(summary.roomID)))
@@ -217,37 +304,67 @@ public struct RoomSyncStateMachine: Sendable {
     /// Summaries and pushes whose time has come.
     public mutating func tick(now: MonotonicInstant, entitled: Entitled) -> [Action] {
         var actions: [Action] = []
-        for key in peers.keys.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
+        let keys = peers.keys.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) })
+        var roomsWithSessions: Set<RoomID> = []
+        for key in keys {
             guard let rooms = peers[key]?.rooms else { continue }
             for room in rooms.keys.sorted() {
+                roomsWithSessions.insert(room)
                 guard var pr = peers[key]?.rooms[room] else { continue }
                 if pr.haveDue, let last = pr.lastHaveAt, now - last >= RoomSyncLimits.haveInterval {
                     pr.haveDue = false
                     pr.lastHaveAt = now
                     actions.append(.sendHave(to: key, have(room)))
                 }
-                var pushNow = false
-                if let due = pr.pushDueAt, now >= due {
-                    pr.pushDueAt = nil
-                    pushNow = true
+                var relay: [IdentityPublicKey: Set<UInt64>] = [:]
+                if let due = pr.relayDueAt, now >= due {
+                    pr.relayDueAt = nil
+                    relay = pr.relay
+                    pr.relay = [:]
                 }
                 peers[key]?.rooms[room] = pr
-                if pushNow { actions += push(to: key, room: room, entitled: entitled) }
+                if !relay.isEmpty { actions += push(to: key, room: room, only: relay, entitled: entitled) }
             }
         }
+        // Anti-entropy: one summary per room and interval, to the sessions in turn.
+        for room in roomsWithSessions.sorted() {
+            guard let last = antiEntropy[room] else {
+                antiEntropy[room] = (now, nil)
+                continue
+            }
+            guard now - last.at >= RoomSyncLimits.antiEntropyInterval else { continue }
+            let sharing = keys.filter { peers[$0]?.rooms[room] != nil }
+            let next: IdentityPublicKey
+            if let previous = last.peer {
+                next = sharing.first { previous.bytes.lexicographicallyPrecedes($0.bytes) } ?? sharing[0]
+            } else {
+                next = sharing[Int(antiEntropyStart % UInt64(sharing.count))]
+            }
+            antiEntropy[room] = (now, next)
+            peers[next]?.rooms[room]?.lastHaveAt = now
+            actions.append(.sendHave(to: next, have(room)))
+        }
+        for room in antiEntropy.keys where !roomsWithSessions.contains(room) { antiEntropy[room] = nil }
         return actions
     }
 
     /// When `tick` next has something to do (nil: nothing pending).
     public var nextDeadline: MonotonicInstant? {
         var next: MonotonicInstant?
+        var roomsWithSessions: Set<RoomID> = []
         for p in peers.values {
-            for pr in p.rooms.values {
+            for (room, pr) in p.rooms {
+                roomsWithSessions.insert(room)
                 var candidates: [MonotonicInstant] = []
                 if pr.haveDue, let last = pr.lastHaveAt { candidates.append(last + RoomSyncLimits.haveInterval) }
-                if let due = pr.pushDueAt { candidates.append(due) }
+                if let due = pr.relayDueAt { candidates.append(due) }
                 for c in candidates where next == nil || c < next! { next = c }
             }
+        }
+        for room in roomsWithSessions {
+            // Started when the room's first session opened (`sessionOpened`, `membershipChanged`).
+            let due = antiEntropy[room].map { $0.at + RoomSyncLimits.antiEntropyInterval }
+            if let due, next == nil || due < next! { next = due }
         }
         return next
     }
@@ -255,6 +372,40 @@ public struct RoomSyncStateMachine: Sendable {
     /// Messages in flight to `peer` for `room` (for tests and the status).
     public func inFlight(to peer: IdentityPublicKey, room: RoomID) -> Int {
         peers[peer]?.rooms[room]?.inFlightCount ?? 0
+    }
+
+    /// Pushes the relayed messages `only` that the peer still seems to lack (not everything
+    /// it lacks: what this node knows of it between summaries is stale, and a relay must
+    /// cost one message per message).
+    private mutating func push(
+        to peer: IdentityPublicKey, room: RoomID, only: [IdentityPublicKey: Set<UInt64>], entitled: Entitled
+    ) -> [Action] {
+        // Unlike `push(to:room:entitled:)` this needs no summary from the peer: it sends the
+        // few new messages chosen for it (a peer whose summary never came, because it sends
+        // it to `startSummaries` sessions only, still gets relays), never its backlog.
+        guard var pr = peers[peer]?.rooms[room] else { return [] }
+        var capacity = RoomSyncLimits.maxInFlightPerSessionRoom - pr.inFlightCount
+        var actions: [Action] = []
+        for author in only.keys.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
+            guard capacity > 0 else { break }
+            var chosen: [UInt64] = []
+            for s in (only[author] ?? []).sorted() where capacity > 0 {
+                guard holds(room: room, author: author, sequence: s),
+                    !(pr.theirs[author]?.contains(s) ?? false), !(pr.inFlight[author]?.contains(s) ?? false)
+                else { continue }
+                pr.theirs[author, default: SequenceRanges()].insert(s)
+                if entitled(room, author, s, peer) {
+                    chosen.append(s)
+                    capacity -= 1
+                }
+            }
+            if !chosen.isEmpty {
+                pr.inFlight[author, default: []].formUnion(chosen)
+                actions.append(.push(to: peer, room: room, author: author, sequences: chosen))
+            }
+        }
+        peers[peer]?.rooms[room] = pr
+        return actions
     }
 
     private mutating func push(to peer: IdentityPublicKey, room: RoomID, entitled: Entitled) -> [Action] {
