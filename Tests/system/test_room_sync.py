@@ -51,6 +51,49 @@ def test_office_story_bob_gets_alices_message_from_carol(cluster):
     assert incoming(bob, "lab") == [("alice", b) for b in bodies]
 
 
+def outgoing(node, name):
+    return [m for m in room_messages(node, name) if m["direction"] == "out"]
+
+
+def holders(m):
+    return sorted(h["name"] for h in (m.get("roomDelivery") or {}).get("heldBy", []))
+
+
+def test_delivery_state_says_which_members_hold_a_room_message(cluster):
+    """Delivery state that says the truth: alice writes while bob is offline and carol
+    holds it: alice sees "carol has it", not "queued". alice goes away, bob gets it from
+    carol; when alice is back she sees bob holds it too (his summary or his ack)."""
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    alice.call("rooms.create", {"name": "lab", "members": ["bob", "carol"]})
+    accept([bob, carol], "lab")
+    for node in n.values():
+        wait_until(lambda: joined_names(node, "lab") == ["alice", "bob", "carol"], what=f"{node.name} sees #lab")
+    bob.stop()
+    wait_until(lambda: not alice.online("bob") and not carol.online("bob"), what="bob offline")
+
+    sent = alice.call("messages.send", {"to": "#lab", "body": "standup moved to 10"})["message"]
+    assert sent["roomDelivery"] == {"heldBy": [], "members": 2}
+    wait_until(lambda: outgoing(alice, "lab")[0]["state"] == "partial", what="carol's ack reaches alice")
+    m = outgoing(alice, "lab")[0]
+    assert holders(m) == ["carol"] and m["roomDelivery"]["members"] == 2, m
+    assert m["roomDelivery"]["heldBy"][0]["fingerprint"] == carol.whoami()["fingerprint"]
+    out = alice.cli("read", "#lab", "--keep-unread").stdout
+    assert "standup moved to 10 ✓ carol has it (1 of 2)" in out, out
+
+    alice.stop()
+    wait_until(lambda: not carol.online("alice"), timeout=30, what="alice gone")
+    bob.start()
+    wait_until(lambda: ("alice", "standup moved to 10") in incoming(bob, "lab"), timeout=30,
+               what="bob gets alice's message from carol")
+    alice.start()
+    wait_until(lambda: outgoing(alice, "lab")[0]["state"] == "delivered", timeout=30,
+               what="alice learns bob holds it too")
+    assert holders(outgoing(alice, "lab")[0]) == ["bob", "carol"]
+    out = alice.cli("read", "#lab", "--keep-unread").stdout
+    assert "standup moved to 10 ✓" in out and "has it" not in out, out
+
+
 # --- Hostile members (parley-adversary "room-member" as mallory, bit 3 announced) ---
 
 from test_rooms_hostile import make_team, mallory  # noqa: E402

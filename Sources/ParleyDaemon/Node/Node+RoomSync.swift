@@ -180,13 +180,31 @@ extension Node {
         return signed
     }
 
+    /// Members newly hold some of this node's room messages: `message.delivered` for those
+    /// every member now holds, `message.updated` (its `roomDelivery` grew) for the others.
+    func roomDeliveryChanged(_ change: RoomDeliveryChange) {
+        for m in change.delivered { emit(.messageDelivered(DeliveredMessage(m))) }
+        for m in change.held { emit(.messageUpdated(m)) }
+    }
+
     // MARK: Wire
 
-    /// A summary from the session's peer: push what it lacks and may have.
+    /// A summary from the session's peer: push what it lacks and may have. What it lists of
+    /// this node's own messages is held by it (delivery state: it may have them from another
+    /// member), so they stop being queued for it.
     func receivedRoomHave(_ have: RoomHave, from peer: IdentityPublicKey) {
         log.debug(
             "room summary received",
             ["room": have.roomID.hex, "from": peer.fingerprintText, "authors": "\(have.authors.count)"])
+        if let mine = have.authors[myIdentityKey], !mine.ranges.isEmpty {
+            do {
+                roomDeliveryChanged(
+                    try store.markRoomMessagesHeld(
+                        room: have.roomID.hex, author: myIdentity, ranges: mine.ranges, by: peer.hex, at: nowMs))
+            } catch {
+                log.error("could not record what a member's summary holds", ["error": "\(error)"])
+            }
+        }
         let now = clock.monotonicNow()
         let entitled = syncEntitlement()
         withSync { $0.haveReceived(have, from: peer, now: now, entitled: entitled) }

@@ -603,9 +603,7 @@ extension Node {
     func roomTrafficAcknowledged(_ ids: [MessageID], by peer: IdentityPublicKey) {
         guard !ids.isEmpty, store.roomOutboxesMayHaveWork else { return }
         do {
-            for m in try store.acknowledgeRoomTraffic(ids: ids.map(\.hex), by: peer.hex, at: nowMs) {
-                emit(.messageDelivered(DeliveredMessage(m)))
-            }
+            roomDeliveryChanged(try store.acknowledgeRoomTraffic(ids: ids.map(\.hex), by: peer.hex, at: nowMs))
         } catch {
             log.error("could not record room delivery; it will be sent again and de-duplicated", ["error": "\(error)"])
         }
