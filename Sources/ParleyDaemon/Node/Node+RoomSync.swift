@@ -122,7 +122,16 @@ extension Node {
         withSync { $0.membershipChanged(room: state.roomID, joined: Set(state.joined), me: me, now: now) }
         // Co-members reach each other: our own address record to the joined members we have
         // a session with (they relay it to the others), then what they may now learn.
-        guard state.hasJoined(me), let own = ownAddressRecord() else { return }
+        guard state.hasJoined(me) else { return }
+        // A new co-member's record relayed before the operation that made it one arrived
+        // (the record goes at once, the operation through the outbox): taken now.
+        let taken = gossip.reconsiderEarly(
+            isContact: { [unowned self] in self.isContact($0) || self.isCoMember($0) }, nowMs: UInt64(max(0, nowMs)))
+        for (record, from) in taken { learnedAddressRecord(record, from: from) }
+        guard let own = ownAddressRecord() else {
+            relayAddressRecords()
+            return
+        }
         for m in state.joined where m != me {
             guard let conn = activeConnection(for: m), conn.remoteFeatures.contains(.addressGossip) else { continue }
             conn.send(.addressRecord(own))
