@@ -185,6 +185,34 @@ def test_a_new_member_gets_nothing_written_before_its_join(cluster):
     assert [m["body"] for m in room_messages(bob, "lab")] == ["before carol", "after carol"]
 
 
+def test_with_shared_history_a_new_member_gets_what_was_written_while_it_was_shared(cluster):
+    """The room setting "history shared with new members" (off by default): judged at each
+    message's place, so switching it on opens what follows, not what came before."""
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    alice.call("rooms.create", {"name": "lab", "members": ["bob"]})
+    accept([bob], "lab")
+    wait_until(lambda: joined_names(alice, "lab") == ["alice", "bob"], what="alice sees bob joined")
+    assert room(alice, "lab")["sharedHistory"] is False
+    alice.call("messages.send", {"to": "#lab", "body": "while not shared", "wait": True})
+    out = alice.cli("room", "history", "#lab", "shared").stdout
+    assert "members who join later get what is written from now on" in out, out
+    wait_until(lambda: room(bob, "lab")["sharedHistory"] is True, what="bob has the new setting")
+    alice.call("messages.send", {"to": "#lab", "body": "alice, shared", "wait": True})
+    bob.call("messages.send", {"to": "#lab", "body": "bob, shared", "wait": True})
+    alice.call("rooms.add", {"room": "#lab", "peer": "carol"})
+    accept([carol], "lab")
+    # From alice herself (her own message: carol is not in her outbox for it) and from bob
+    # (his own) or from either by sync.
+    wait_until(lambda: sorted(incoming(carol, "lab")) == [("alice", "alice, shared"), ("bob", "bob, shared")],
+               timeout=30, what="carol gets what was written while history was shared")
+    for node in (alice, bob):
+        node.cli("send", "carol", "barrier", "--wait")
+    assert ("alice", "while not shared") not in incoming(carol, "lab"), "written before the setting: not shared"
+    alice.call("messages.send", {"to": "#lab", "body": "after carol", "wait": True})
+    wait_until(lambda: ("alice", "after carol") in incoming(carol, "lab"), what="and what follows")
+
+
 def test_an_author_that_signs_two_messages_with_one_number_is_shown_once(cluster, tmp_path):
     alice, bob, room_id, state = make_team(cluster, tmp_path)
     out = mallory(alice, "sync-equivocate", room_id, state=state)

@@ -52,10 +52,6 @@ extension Node {
         var folds: [[RoomOperationHash]: RoomFold?] = [:]
         let me = myIdentityKey
         return { [unowned self] room, author, sequence, peer in
-            // This node's own messages go to every member through its durable outbox
-            // (queued for each joined member when written, resent until acknowledged):
-            // pushing them too would send each twice.
-            if author == me { return false }
             if entries[room] == nil { entries[room] = try? self.roomEntry(room) }
             guard let entry = entries[room], let state = entry.state,
                 let bytes = try? self.store.signedRoomMessages(
@@ -68,8 +64,13 @@ extension Node {
                 folds[m.anchor] = .some(
                     RoomEntitlement.membership(at: m.anchor, state: state, operations: entry.operations))
             }
-            return RoomEntitlement.verdict(
-                author: author, membershipThen: folds[m.anchor] ?? nil, for: peer, state: state) == .entitled
+            let then = folds[m.anchor] ?? nil
+            // This node's own messages go to every member joined when it wrote them through
+            // its durable outbox (queued for each, resent until acknowledged): pushing them
+            // too would send each twice. A member who joined later (history shared with
+            // new members) is not in the outbox: sync gives it to it.
+            if author == me, then?.joined.contains(peer) ?? true { return false }
+            return RoomEntitlement.verdict(author: author, membershipThen: then, for: peer, state: state) == .entitled
         }
     }
 
