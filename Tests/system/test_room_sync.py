@@ -143,6 +143,45 @@ def test_a_removed_members_messages_are_not_shown_after_its_removal(cluster, tmp
     assert ("mallory", "after my removal") not in team_bodies(bob)
 
 
+def test_a_removed_member_that_passes_on_others_messages_is_not_heard(cluster, tmp_path):
+    """mallory, while a member, gets bob's signed message by sync; removed, it hands that
+    message (valid, bob's, one carol may have) to carol together with the operations it
+    holds, its own removal among them: carol refuses it from a former member
+    (unacknowledged, not shown); bob's own delivery then shows it, once."""
+    alice, bob, room_id, state = make_team(cluster, tmp_path)
+    carol = cluster.node("carol", peers=[alice.address, bob.address]).start()
+    wait_until(lambda: alice.online("carol") and bob.online("carol"), timeout=20, what="carol online")
+    alice.call("rooms.add", {"room": "#team", "peer": "carol"})
+    accept([carol], "team")
+    for node in (alice, bob, carol):
+        # (bob never met mallory: he shows it by fingerprint.)
+        wait_until(lambda: len(joined_names(node, "team")) == 4 and "carol" in joined_names(node, "team"),
+                   what=f"{node.name} sees carol joined")
+    assert mallory(carol, "hello", state=state)[0] == "hello"  # carol pins mallory's card
+    carol.stop()
+    wait_until(lambda: not alice.online("carol") and not bob.online("carol"), what="carol away")
+
+    bob.call("messages.send", {"to": "#team", "body": "bob, while carol is away"})
+    wait_until(lambda: ("bob", "bob, while carol is away") in team_bodies(alice), what="alice holds it")
+    out = mallory(alice, "sync-have", room_id, state=state)
+    assert "pushed 1" in out, out
+    alice.call("rooms.remove", {"room": "#team", "peer": "mallory"})
+    wait_until(lambda: len(joined_names(bob, "team")) == 3, what="bob applies the removal")
+    mallory(alice, "hello", state=state)  # takes the operation that removed it
+    alice.stop()
+    bob.stop()
+
+    carol.start()
+    out = mallory(carol, "sync-relay", room_id, state=state)
+    assert "relayed 1" in out and "relayed-acked 0" in out, out
+    assert "mallory" not in joined_names(carol, "team"), "carol learnt the removal from mallory itself"
+    assert ("bob", "bob, while carol is away") not in team_bodies(carol)
+    assert "not a joined member here; not stored, unacknowledged" in carol.log_path.read_text(errors="replace")
+    bob.start()
+    wait_until(lambda: team_bodies(carol).count(("bob", "bob, while carol is away")) == 1, timeout=30,
+               what="carol gets it from bob himself")
+
+
 def test_members_reach_each_other_through_the_room_without_connect(cluster):
     """bob and carol know only alice (static peers, no mDNS): once all three are in #lab,
     alice passes each one's signed address record to the other, they get a session, and
