@@ -206,7 +206,7 @@ extension Node {
         log.debug(
             "room summary received",
             ["room": have.roomID.hex, "from": peer.fingerprintText, "authors": "\(have.authors.count)"])
-        if let mine = have.authors[myIdentityKey], !mine.ranges.isEmpty {
+        if let mine = have.authors[myIdentityKey], !mine.ranges.isEmpty, store.roomOutboxesMayHaveWork {
             do {
                 roomDeliveryChanged(
                     try store.markRoomMessagesHeld(
