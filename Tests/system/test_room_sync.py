@@ -94,6 +94,42 @@ def test_delivery_state_says_which_members_hold_a_room_message(cluster):
     assert "standup moved to 10 ✓" in out and "has it" not in out, out
 
 
+def test_an_edit_and_a_reaction_reach_a_member_through_another_member(cluster):
+    """Signed changes: alice edits her message and carol reacts to it while bob is away;
+    alice leaves; bob gets the message, the edit (alice's, verified) and carol's reaction
+    from carol."""
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    alice.call("rooms.create", {"name": "lab", "members": ["bob", "carol"]})
+    accept([bob, carol], "lab")
+    for node in n.values():
+        wait_until(lambda: joined_names(node, "lab") == ["alice", "bob", "carol"], what=f"{node.name} sees #lab")
+    bob.stop()
+    wait_until(lambda: not alice.online("bob") and not carol.online("bob"), what="bob offline")
+    sent = alice.call("messages.send", {"to": "#lab", "body": "meet at 3"})["message"]
+    wait_until(lambda: incoming(carol, "lab") == [("alice", "meet at 3")], what="carol has it")
+    alice.call("messages.edit", {"message": sent["id"], "body": "meet at 4"})
+    wait_until(lambda: incoming(carol, "lab") == [("alice", "meet at 4")], what="carol has the edit")
+    carol.call("messages.react", {"message": sent["id"], "reaction": "👍"})
+    wait_until(lambda: outgoing(alice, "lab")[0]["reactions"], what="alice has carol's reaction")
+    alice_key = alice.whoami()["fingerprint"]
+    alice.kill()
+    wait_until(lambda: not carol.online("alice"), timeout=60, what="alice gone")
+
+    bob.start()
+    wait_until(lambda: bob.online("carol"), timeout=30, what="bob and carol have a session")
+
+    def bobs():
+        got = [m for m in room_messages(bob, "lab") if m["direction"] == "in"]
+        return got[0] if got else None
+    wait_until(lambda: (bobs() or {}).get("body") == "meet at 4", timeout=30, what="bob has the edited message")
+    wait_until(lambda: bobs()["reactions"] == [{"reaction": "👍", "fromNames": ["carol"], "mine": False}],
+               timeout=30, what="and carol's reaction")
+    m = bobs()
+    assert m["editedAt"] is not None and m["from"] == alice_key
+    assert len([x for x in room_messages(bob, "lab") if x["direction"] == "in"]) == 1
+
+
 # --- Hostile members (parley-adversary "room-member" as mallory, bit 3 announced) ---
 
 from test_rooms_hostile import make_team, mallory  # noqa: E402

@@ -13,4 +13,7 @@ struct RoomSyncBook {
     /// the pushes in flight (`RoomSyncLimits.maxInFlightPerSessionRoom` per room) and the
     /// room outbox's send window; dropped when the session ends.
     var pushed: [IdentityPublicKey: [MessageID: (room: RoomID, author: IdentityPublicKey, sequence: UInt64)]] = [:]
+    /// Signed changes whose target message is not held yet, with the peer that handed each
+    /// over (acknowledged to it once applied). Bounded: `RoomSyncLimits.maxWaitingChanges`.
+    var waitingChanges: [(change: SignedRoomMessage, from: IdentityPublicKey)] = []
 }

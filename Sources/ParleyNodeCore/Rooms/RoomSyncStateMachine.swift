@@ -21,6 +21,11 @@ public enum RoomSyncLimits {
     /// damaged copy it did not make), a stream of them is an attack and costs a signature
     /// check each.
     public static let maxBadMessagesPerSession = 16
+    /// Signed edits, deletes and reactions held in memory, unacknowledged, because the
+    /// message they change has not arrived yet (a member's own reaction often comes before
+    /// the author's message, which another member passes on a moment later). Beyond this the
+    /// oldest are dropped; they stay unacknowledged, so they come again on a later session.
+    public static let maxWaitingChanges = 256
 }
 
 /// Room sync between members (issue 30): which summaries to send and which signed
