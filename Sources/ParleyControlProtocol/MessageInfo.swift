@@ -5,9 +5,11 @@ public enum MessageDirection: String, Codable, Sendable, Hashable, CaseIterable 
 }
 
 /// Where a message is: outgoing ones are `queued` until the peer acknowledges them, then
-/// `delivered`; incoming ones are `received`.
+/// `delivered`; incoming ones are `received`. An outgoing room message is `queued` while no
+/// member is known to hold it, `partial` while some do and others not yet (who:
+/// `MessageInfo.roomDelivery`), `delivered` once every member it was sent to holds it.
 public enum MessageState: String, Codable, Sendable, Hashable, CaseIterable {
-    case queued, delivered, received
+    case queued, partial, delivered, received
 }
 
 /// A message as stored by the daemon. Optional fields are always present, `null` when empty.
@@ -46,12 +48,16 @@ public struct MessageInfo: Codable, Sendable, Hashable {
     public var deletedAt: Int?
     /// Reactions on the message now, one entry per reaction text (empty: none).
     public var reactions: [MessageReaction]
+    /// An outgoing room message: which members hold it, as far as this node knows; null
+    /// for every other message.
+    public var roomDelivery: RoomDelivery?
 
     public init(
         id: String, from: String, fromName: String, to: String, toName: String,
         direction: MessageDirection, sequence: Int, createdAt: Int, body: String,
         state: MessageState, deliveredAt: Int?, cursor: Int, readAt: Int? = nil, room: MessageRoom? = nil,
-        replyTo: MessageQuote? = nil, editedAt: Int? = nil, deletedAt: Int? = nil, reactions: [MessageReaction] = []
+        replyTo: MessageQuote? = nil, editedAt: Int? = nil, deletedAt: Int? = nil, reactions: [MessageReaction] = [],
+        roomDelivery: RoomDelivery? = nil
     ) {
         self.id = id
         self.from = from
@@ -71,11 +77,12 @@ public struct MessageInfo: Codable, Sendable, Hashable {
         self.editedAt = editedAt
         self.deletedAt = deletedAt
         self.reactions = reactions
+        self.roomDelivery = roomDelivery
     }
 
     enum CodingKeys: String, CodingKey {
         case id, from, fromName, to, toName, direction, sequence, createdAt, body, state
-        case deliveredAt, cursor, readAt, room, replyTo, editedAt, deletedAt, reactions
+        case deliveredAt, cursor, readAt, room, replyTo, editedAt, deletedAt, reactions, roomDelivery
     }
 
     /// The conversation fields may be absent (a daemon older than them): read as none.
@@ -99,6 +106,7 @@ public struct MessageInfo: Codable, Sendable, Hashable {
         editedAt = try c.decodeIfPresent(Int.self, forKey: .editedAt)
         deletedAt = try c.decodeIfPresent(Int.self, forKey: .deletedAt)
         reactions = try c.decodeIfPresent([MessageReaction].self, forKey: .reactions) ?? []
+        roomDelivery = try c.decodeIfPresent(RoomDelivery.self, forKey: .roomDelivery)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -121,6 +129,7 @@ public struct MessageInfo: Codable, Sendable, Hashable {
         try c.encode(editedAt, forKey: .editedAt)
         try c.encode(deletedAt, forKey: .deletedAt)
         try c.encode(reactions, forKey: .reactions)
+        try c.encode(roomDelivery, forKey: .roomDelivery)
     }
 }
 
@@ -143,6 +152,7 @@ extension MessageInfo: CanonicalJSONWritable {
         o.int("readAt", readAt, &out)
         if let replyTo { o.value("replyTo", replyTo, &out) } else { o.null("replyTo", &out) }
         if let room { o.value("room", room, &out) } else { o.null("room", &out) }
+        if let roomDelivery { o.value("roomDelivery", roomDelivery, &out) } else { o.null("roomDelivery", &out) }
         o.int("sequence", sequence, &out)
         o.string("state", state.rawValue, &out)
         o.string("to", to, &out)
@@ -186,6 +196,51 @@ public struct MessageQuote: Codable, Sendable, Hashable, CanonicalJSONWritable {
         if let excerpt { o.string("excerpt", excerpt, &out) } else { o.null("excerpt", &out) }
         if let fromName { o.string("fromName", fromName, &out) } else { o.null("fromName", &out) }
         o.string("id", id, &out)
+        o.end(&out)
+    }
+}
+
+/// Who holds an outgoing room message (issue 30): the members it was sent to that
+/// acknowledged it to this node or listed it in their room summary (so a member that got it
+/// from another member counts, once this node hears from it).
+public struct RoomDelivery: Codable, Sendable, Hashable, CanonicalJSONWritable {
+    /// How many members it was sent to (the room's other joined members when it was written).
+    public var members: Int
+    /// The members known to hold it, in the order this node learned it.
+    public var heldBy: [MessageHolder]
+
+    public init(members: Int, heldBy: [MessageHolder]) {
+        self.members = members
+        self.heldBy = heldBy
+    }
+
+    public func writeCanonicalJSON(into out: inout [UInt8]) {
+        var o = CanonicalObjectWriter(into: &out)
+        o.value("heldBy", HandWrittenArray(heldBy), &out)
+        o.int("members", members, &out)
+        o.end(&out)
+    }
+}
+
+/// A member that holds a room message.
+public struct MessageHolder: Codable, Sendable, Hashable, CanonicalJSONWritable {
+    public var fingerprint: String
+    /// Its name as this node shows it.
+    public var name: String
+    /// Unix time in milliseconds (this node's clock) this node learned it.
+    public var at: Int
+
+    public init(fingerprint: String, name: String, at: Int) {
+        self.fingerprint = fingerprint
+        self.name = name
+        self.at = at
+    }
+
+    public func writeCanonicalJSON(into out: inout [UInt8]) {
+        var o = CanonicalObjectWriter(into: &out)
+        o.int("at", at, &out)
+        o.string("fingerprint", fingerprint, &out)
+        o.string("name", name, &out)
         o.end(&out)
     }
 }

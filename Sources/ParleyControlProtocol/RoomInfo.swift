@@ -40,6 +40,10 @@ public struct RoomInfo: Codable, Sendable, Hashable {
     public var invitedByName: String?
     /// Only admins and owners may add members.
     public var onlyAdminsAdd: Bool
+    /// History is shared with new members: what is written while this is on goes to
+    /// members who join later too (docs/PROTOCOL.md "Who gets which message"). Read as
+    /// false from a daemon older than it.
+    public var sharedHistory: Bool
     public var creator: String
     public var creatorName: String
     /// Unix time in milliseconds on the creator's clock.
@@ -55,9 +59,10 @@ public struct RoomInfo: Codable, Sendable, Hashable {
         id: String, name: String, members: [RoomMemberInfo], member: Bool, creator: String,
         creatorName: String, createdAt: Int, version: Int, queued: Int, unread: Int = 0,
         status: String? = nil, role: String? = nil, invitedBy: String? = nil, onlyAdminsAdd: Bool = false,
-        invitedByName: String? = nil
+        invitedByName: String? = nil, sharedHistory: Bool = false
     ) {
         self.invitedByName = invitedByName
+        self.sharedHistory = sharedHistory
         self.status = status ?? (member ? "joined" : "left")
         self.role = role
         self.invitedBy = invitedBy
@@ -76,7 +81,27 @@ public struct RoomInfo: Codable, Sendable, Hashable {
 
     enum CodingKeys: String, CodingKey {
         case id, name, members, member, status, role, invitedBy, invitedByName, onlyAdminsAdd, creator, creatorName
-        case createdAt, version, queued, unread
+        case createdAt, version, queued, unread, sharedHistory
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        name = try c.decode(String.self, forKey: .name)
+        members = try c.decode([RoomMemberInfo].self, forKey: .members)
+        member = try c.decode(Bool.self, forKey: .member)
+        status = try c.decode(String.self, forKey: .status)
+        role = try c.decodeIfPresent(String.self, forKey: .role)
+        invitedBy = try c.decodeIfPresent(String.self, forKey: .invitedBy)
+        invitedByName = try c.decodeIfPresent(String.self, forKey: .invitedByName)
+        onlyAdminsAdd = try c.decode(Bool.self, forKey: .onlyAdminsAdd)
+        sharedHistory = try c.decodeIfPresent(Bool.self, forKey: .sharedHistory) ?? false
+        creator = try c.decode(String.self, forKey: .creator)
+        creatorName = try c.decode(String.self, forKey: .creatorName)
+        createdAt = try c.decode(Int.self, forKey: .createdAt)
+        version = try c.decode(Int.self, forKey: .version)
+        queued = try c.decode(Int.self, forKey: .queued)
+        unread = try c.decode(Int.self, forKey: .unread)
     }
 
     /// Every field always present: `role`, `invitedBy` and `invitedByName` are `null`, not absent, when nil
@@ -93,6 +118,7 @@ public struct RoomInfo: Codable, Sendable, Hashable {
         try c.encode(invitedBy, forKey: .invitedBy)  // null, not absent, when nil
         try c.encode(invitedByName, forKey: .invitedByName)  // null, not absent, when nil
         try c.encode(onlyAdminsAdd, forKey: .onlyAdminsAdd)
+        try c.encode(sharedHistory, forKey: .sharedHistory)
         try c.encode(creator, forKey: .creator)
         try c.encode(creatorName, forKey: .creatorName)
         try c.encode(createdAt, forKey: .createdAt)

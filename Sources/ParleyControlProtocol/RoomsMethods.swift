@@ -24,7 +24,7 @@ public struct RoomsListResult: Codable, Sendable, Hashable {
 public struct RoomsCreateParams: ControlCallParams {
     public typealias ResultType = RoomResult
     public static let method = ControlMethod.roomsCreate
-    public static let fieldNames = ["name", "members", "onlyAdminsAdd"]
+    public static let fieldNames = ["name", "members", "onlyAdminsAdd", "sharedHistory"]
 
     /// 1...64 bytes of UTF-8, no control or bidirectional formatting characters.
     public var name: String
@@ -32,11 +32,14 @@ public struct RoomsCreateParams: ControlCallParams {
     public var members: [String]
     /// Only admins and owners may add members (default false: any joined member may).
     public var onlyAdminsAdd: Bool?
+    /// Share the room's history with members who join later (default false).
+    public var sharedHistory: Bool?
 
-    public init(name: String, members: [String], onlyAdminsAdd: Bool? = nil) {
+    public init(name: String, members: [String], onlyAdminsAdd: Bool? = nil, sharedHistory: Bool? = nil) {
         self.name = name
         self.members = members
         self.onlyAdminsAdd = onlyAdminsAdd
+        self.sharedHistory = sharedHistory
     }
 
     public func validate() throws(JSONRPCError) {
@@ -193,17 +196,26 @@ public struct RoomsRenameParams: ControlCallParams {
 public struct RoomsSetPolicyParams: ControlCallParams {
     public typealias ResultType = RoomResult
     public static let method = ControlMethod.roomsSetPolicy
-    public static let fieldNames = ["room", "onlyAdminsAdd"]
+    public static let fieldNames = ["room", "onlyAdminsAdd", "sharedHistory"]
 
     public var room: String
-    public var onlyAdminsAdd: Bool
+    /// Absent: unchanged. At least one of the two settings must be given.
+    public var onlyAdminsAdd: Bool?
+    /// History shared with new members; absent: unchanged.
+    public var sharedHistory: Bool?
 
-    public init(room: String, onlyAdminsAdd: Bool) {
+    public init(room: String, onlyAdminsAdd: Bool? = nil, sharedHistory: Bool? = nil) {
         self.room = room
         self.onlyAdminsAdd = onlyAdminsAdd
+        self.sharedHistory = sharedHistory
     }
 
-    public func validate() throws(JSONRPCError) { try ParamCheck.peerSelector(room, field: "room") }
+    public func validate() throws(JSONRPCError) {
+        try ParamCheck.peerSelector(room, field: "room")
+        guard onlyAdminsAdd != nil || sharedHistory != nil else {
+            throw .invalidParams("give \"onlyAdminsAdd\" or \"sharedHistory\" (or both)")
+        }
+    }
 }
 
 /// A room's name, members or version changed, or this node learned of a room.

@@ -121,15 +121,15 @@ extension Store {
     /// operations (by ack id) and room messages (by message id). Returns the room messages
     /// now delivered to every member.
     public func acknowledgeRoomTraffic(ids: [String], by member: String, at: Int64) throws(StoreError)
-        -> [StoredMessage]
+        -> RoomDeliveryChange
     {
         try InputValidation.requireIdentity(member, "member")
         let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
-        guard !ids.isEmpty else { return [] }
+        guard !ids.isEmpty else { return RoomDeliveryChange() }
         // Re-derivable bookkeeping, like `markDelivered`: a lost ack means a resend.
         return try relaxedWrite { db in
             _ = try Self.acknowledgeRoomOperations(db, ackIDs: ids, by: member)
-            return try Self.markRoomDeliveries(db, ids: ids, by: member, at: at)
+            return try Self.markRoomDeliveryChange(db, ids: ids, by: member, at: at)
         }
     }
 
@@ -381,11 +381,12 @@ extension Store {
         try InputValidation.requireIdentity(member, "member")
         let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
         guard !ids.isEmpty else { return [] }
-        return try write { db in try Self.markRoomDeliveries(db, ids: ids, by: member, at: at) }
+        return try write { db in try Self.markRoomDeliveryChange(db, ids: ids, by: member, at: at).delivered }
     }
 
-    static func markRoomDeliveries(_ db: Database, ids: [String], by member: String, at: Int64) throws
-        -> [StoredMessage]
+    /// Marks `ids` held by `member` (its acknowledgement, or its summary: `Store+RoomHolders`).
+    static func markRoomDeliveryChange(_ db: Database, ids: [String], by member: String, at: Int64) throws
+        -> RoomDeliveryChange
     {
         let deliver = try db.cachedStatement(
             sql: """
@@ -403,16 +404,20 @@ extension Store {
                 UPDATE message SET state = 'delivered', delivered_at = ? WHERE row_id = ? AND state = 'queued'
                 RETURNING \(Self.messageColumns)
                 """)
-        var done: [StoredMessage] = []
+        let one = try db.cachedStatement(sql: "SELECT \(Self.messageColumns) FROM message WHERE row_id = ?")
+        var change = RoomDeliveryChange()
         for id in ids {
             for row in try Int64.fetchAll(deliver, arguments: [at, member, id]) {
-                guard try Int.fetchOne(remaining, arguments: [row]) == 0 else { continue }
-                done += try Self.fetchMessages(finish, [at, row])
+                guard try Int.fetchOne(remaining, arguments: [row]) == 0 else {
+                    change.held += try Self.fetchMessages(one, [row])
+                    continue
+                }
+                change.delivered += try Self.fetchMessages(finish, [at, row])
             }
         }
-        try Self.adjustCounter(db, Schema.Counter.queued, by: -done.count)
-        try Self.adjustCounter(db, Schema.Counter.delivered, by: done.count)
-        return done
+        try Self.adjustCounter(db, Schema.Counter.queued, by: -change.delivered.count)
+        try Self.adjustCounter(db, Schema.Counter.delivered, by: change.delivered.count)
+        return change
     }
 
     /// Outgoing messages to a room that some member has not acknowledged yet.

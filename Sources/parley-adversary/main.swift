@@ -63,7 +63,10 @@ let usage = """
                               sync-equivocate ROOM  two different validly signed messages
                                       with one sequence; print "message-acked K"
                               sync-have ROOM  an empty summary of ROOM; print "pushed N" (the
-                                      signed messages the target sent it)
+                                      signed messages the target sent it; kept in
+                                      $PARLEY_ADVERSARY_STATE.signed)
+                              sync-relay ROOM  pass on, unchanged, the messages sync-have
+                                      kept; print "relayed N", "relayed-acked K"
                             print what it sent, then "acked K" (operations acknowledged)
       forge-address T VICTIM ADDR  as a new peer announcing address gossip, send a signed
                             address record naming VICTIM (identity, 64 hex digits) at ADDR

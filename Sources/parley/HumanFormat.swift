@@ -48,9 +48,24 @@ enum HumanFormat {
             return head + body(text, indent: head.count) + reactionsLine(m, indent: head.count)
         case .outgoing:
             let head = stamp + "you → " + Terminal.line(m.toName) + ": "
-            let mark = m.readAt != nil ? " ✓✓" : m.state == .delivered ? " ✓" : " …"
+            let mark =
+                m.readAt != nil
+                ? " ✓✓" : m.state == .delivered ? " ✓" : m.state == .partial ? " ✓ " + holders(m) : " …"
             return head + body(text, indent: head.count) + mark + reactionsLine(m, indent: head.count)
         }
+    }
+
+    /// Names shown before "and N others" in `holders`.
+    static let maxHolderNames = 3
+
+    /// Who holds a room message some members hold and others not yet: `carol has it (1 of
+    /// 2)`, `carol, bob have it (2 of 5)`, `carol, bob, dan and 2 others have it (5 of 9)`.
+    static func holders(_ m: MessageInfo) -> String {
+        guard let d = m.roomDelivery, !d.heldBy.isEmpty else { return "" }
+        let names = d.heldBy.prefix(maxHolderNames).map { Terminal.line($0.name) }
+        let others = d.heldBy.count - names.count
+        let who = names.joined(separator: ", ") + (others > 0 ? " and \(count(others, "other"))" : "")
+        return "\(who) \(d.heldBy.count == 1 ? "has" : "have") it (\(d.heldBy.count) of \(d.members))"
     }
 
     /// The text a person sees for a message: the quote of a reply, the placeholder of a

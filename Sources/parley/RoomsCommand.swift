@@ -51,7 +51,8 @@ struct RoomCommand: ParsableCommand {
         subcommands: [
             RoomCreateCommand.self, RoomAddCommand.self, RoomRemoveCommand.self, RoomLeaveCommand.self,
             RoomAcceptCommand.self, RoomDeclineCommand.self, RoomPromoteCommand.self,
-            RoomDemoteCommand.self, RoomRenameCommand.self, RoomPolicyCommand.self
+            RoomDemoteCommand.self, RoomRenameCommand.self, RoomPolicyCommand.self,
+            RoomHistoryCommand.self
         ])
 }
 
@@ -77,8 +78,13 @@ struct RoomCreateCommand: ParsableCommand {
     @Flag(help: "Only admins and owners may add members.")
     var onlyAdminsAdd = false
 
+    @Flag(help: "Members who join later get the messages written before (default: only what follows their join).")
+    var sharedHistory = false
+
     var params: RoomsCreateParams {
-        RoomsCreateParams(name: name, members: peers, onlyAdminsAdd: onlyAdminsAdd ? true : nil)
+        RoomsCreateParams(
+            name: name, members: peers, onlyAdminsAdd: onlyAdminsAdd ? true : nil,
+            sharedHistory: sharedHistory ? true : nil)
     }
 
     func validate() throws { try validateForCommandLine(params) }
@@ -267,6 +273,37 @@ struct RoomRenameCommand: ParsableCommand {
         try Session.run(options) { client in
             let result = try client.call(RoomsRenameParams(room: room, name: name))
             report(result, json: options.json, "Renamed to #\(Terminal.line(result.room.name)).")
+        }
+    }
+}
+
+struct RoomHistoryCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "history",
+        abstract:
+            "Set what members who join later get: `shared` (what is written from now on, also before their join) or `joined` (only what follows their join; the default). Admins and owners only."
+    )
+
+    @OptionGroup var options: ConnectionOptions
+
+    @Argument(help: "The room: #NAME, NAME or id prefix.")
+    var room: String
+
+    @Argument(help: "`shared` or `joined`.")
+    var history: String
+
+    func validate() throws {
+        guard ["shared", "joined"].contains(history) else { throw ValidationError("say `shared` or `joined`") }
+    }
+
+    func run() throws {
+        try Session.run(options) { client in
+            let result = try client.call(RoomsSetPolicyParams(room: room, sharedHistory: history == "shared"))
+            report(
+                result, json: options.json,
+                history == "shared"
+                    ? "In #\(Terminal.line(result.room.name)) members who join later get what is written from now on."
+                    : "In #\(Terminal.line(result.room.name)) members get only what is written after they join.")
         }
     }
 }

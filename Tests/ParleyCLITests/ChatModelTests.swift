@@ -36,6 +36,28 @@ final class ChatModelTests: XCTestCase {
         XCTAssertEqual(model.entries.last?.mark, .delivered)
     }
 
+    /// A room message some members hold shows who (issue 30), and the line follows the
+    /// `message.updated` events as members come to hold it.
+    func testARoomMessageShowsWhoHoldsIt() {
+        var model = ChatModel()
+        var m = message("r", .outgoing, cursor: 5, state: .queued)
+        m.roomDelivery = RoomDelivery(members: 2, heldBy: [])
+        model.add(m)
+        XCTAssertEqual(model.entries.last?.mark, .queued)
+        m.state = .partial
+        m.roomDelivery = RoomDelivery(members: 2, heldBy: [MessageHolder(fingerprint: "c", name: "carol", at: 1)])
+        model.update(m)
+        XCTAssertEqual(model.entries.last?.mark, .partial)
+        XCTAssertEqual(model.entries.last?.holders, "carol has it (1 of 2)")
+        let line = ChatLayout.lines(model.entries[0], width: 80, time: { _ in "t" }).joined()
+        XCTAssertTrue(line.hasSuffix("mr ✓… carol has it (1 of 2)"), line)
+        model.mark("r", .delivered)
+        XCTAssertEqual(model.entries.last?.mark, .delivered)
+        XCTAssertFalse(
+            ChatLayout.lines(model.entries[0], width: 80, time: { _ in "t" }).joined().contains("has it"),
+            "every member has it: just ✓")
+    }
+
     func testOlderHistoryGoesAboveWhatIsShown() {
         var model = ChatModel()
         model.add(message("c", .incoming, cursor: 30))

@@ -260,8 +260,15 @@ final class RoomOperationTests: XCTestCase {
 
     func testReservedPolicyBitsAndUnknownRolesAreRejected() {
         assertDecodeFails(
-            raw(body: createBody(name: Array("x".utf8), members: [Self.alice.publicKey], flags: 2)),
-            .invalidPolicy(2))
+            raw(body: createBody(name: Array("x".utf8), members: [Self.alice.publicKey], flags: 4)),
+            .invalidPolicy(4))
+        // Bit 1 (issue 30) is history shared with new members.
+        let shared = try? RoomOperation.decode(
+            raw(body: createBody(name: Array("x".utf8), members: [Self.alice.publicKey], flags: 3)))
+        XCTAssertEqual(
+            shared?.change,
+            .create(name: "x", members: [Self.alice.publicKey], policy: .init(onlyAdminsAdd: true, sharedHistory: true))
+        )
         let h1 = [UInt8](repeating: 1, count: 32)
         assertDecodeFails(
             raw(kind: 4, sequence: 2, parents: [h1], body: Self.carol.publicKey.bytes + [0]), .unknownRole(0))

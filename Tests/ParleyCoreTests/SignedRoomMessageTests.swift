@@ -72,6 +72,44 @@ final class SignedRoomMessageTests: XCTestCase {
         XCTAssertThrowsError(try SignedRoomMessage.decode(undomained))
     }
 
+    /// Edits, deletes and reactions in rooms are signed like messages, under their own
+    /// domain: a forwarder passes them on, the receiver checks the author.
+    func testSignedChangesRoundTripUnderTheirOwnDomain() throws {
+        let target = MessageID(exactly: Array(0x40...0x4f))
+        let reaction = try Reaction("👍")
+        for (i, action) in [
+            MessageActionRecord.Action.edit(body: "fixed"), .delete, .reaction(reaction, added: true),
+            .reaction(reaction, added: false)
+        ].enumerated() {
+            let c = try SignedRoomMessage.signChange(
+                action, of: target, roomID: room, roomSequence: UInt64(2 + i), id: .random(), createdAt: 5,
+                anchor: [head], by: alice)
+            let back = try SignedRoomMessage.decode(c.encoded())
+            XCTAssertEqual(back, c)
+            XCTAssertEqual(back.target, target)
+            XCTAssertEqual(back.action, action)
+            XCTAssertTrue(back.kind.isChange)
+            // The same bytes signed under the message domain are not a change signature.
+            let signed = Array(c.encoded().dropLast(64))
+            XCTAssertThrowsError(
+                try SignedRoomMessage.decode(signed + alice.sign(SignedRoomMessage.signatureDomain + signed))
+            ) { error in
+                guard case SignedRoomMessageError.badSignature = error else { return XCTFail("\(error)") }
+            }
+            // Bob cannot sign Alice's edit.
+            XCTAssertThrowsError(
+                try SignedRoomMessage.decode(signed + bob.sign(SignedRoomMessage.changeSignatureDomain + signed)))
+        }
+        // A message's signature does not make it a change: kind byte 1 -> 3 breaks it.
+        let del = try SignedRoomMessage.signChange(
+            .delete, of: target, roomID: room, roomSequence: 9, id: .random(), createdAt: 5, anchor: [head], by: alice)
+        var withText = Array(del.encoded().dropLast(64)) + Array("x".utf8)
+        withText += alice.sign(SignedRoomMessage.changeSignatureDomain + withText)
+        XCTAssertThrowsError(try SignedRoomMessage.decode(withText)) { error in
+            XCTAssertEqual(error as? SignedRoomMessageError, .invalidChange("a delete carries no text"))
+        }
+    }
+
     func testStructuralRulesAreProtocolErrors() throws {
         let good = try message().encoded()
         XCTAssertThrowsError(try AppRecord.decode(type: 0x16, payload: Array(good.prefix(40))))
@@ -79,7 +117,7 @@ final class SignedRoomMessageTests: XCTestCase {
         v2[0] = 2
         XCTAssertThrowsError(try AppRecord.decode(type: 0x16, payload: v2))
         var kind = good
-        kind[1] = 3  // reserved for edits
+        kind[1] = 6  // unknown
         XCTAssertThrowsError(try AppRecord.decode(type: 0x16, payload: kind))
         XCTAssertThrowsError(
             try SignedRoomMessage.sign(
@@ -92,7 +130,7 @@ final class SignedRoomMessageTests: XCTestCase {
     func testTheDomainIsDistinctFromEveryOtherSignedStatement() {
         let prefixes = [
             Card.signatureDomain, RoomOperation.signatureDomain, SignedAddressRecord.signatureDomain,
-            SignedRoomMessage.signatureDomain
+            SignedRoomMessage.signatureDomain, SignedRoomMessage.changeSignatureDomain
         ]
         for (i, a) in prefixes.enumerated() {
             for (j, b) in prefixes.enumerated() where i != j {

@@ -51,13 +51,16 @@ final class ControlRoomsProtocolTests: XCTestCase {
 
     func testRoomParamsRoundTrip() throws {
         try checkParams(RoomsListParams())
-        try checkParams(RoomsCreateParams(name: "lab ✓", members: ["bob", "abcd-ef"], onlyAdminsAdd: false))
-        try checkParams(RoomsCreateParams(name: "solo", members: [], onlyAdminsAdd: true))
+        try checkParams(
+            RoomsCreateParams(name: "lab ✓", members: ["bob", "abcd-ef"], onlyAdminsAdd: false, sharedHistory: true))
+        try checkParams(RoomsCreateParams(name: "solo", members: [], onlyAdminsAdd: true, sharedHistory: false))
         try checkParams(RoomsAcceptParams(room: "#lab"))
         try checkParams(RoomsDeclineParams(room: "abcd"))
         try checkParams(RoomsSetRoleParams(room: "#lab", peer: "carol", role: "admin"))
         try checkParams(RoomsRenameParams(room: "#lab", name: "office"))
-        try checkParams(RoomsSetPolicyParams(room: "#lab", onlyAdminsAdd: true))
+        try checkParams(RoomsSetPolicyParams(room: "#lab", onlyAdminsAdd: true, sharedHistory: false))
+        XCTAssertNotNil(
+            paramsError(RoomsSetPolicyParams.self, ["room": .string("#lab")]), "a policy change names a setting")
         try checkParams(RoomsAddParams(room: "#lab", peer: "carol"))
         try checkParams(RoomsRemoveParams(room: "abcd", peer: "carol"))
         try checkParams(RoomsLeaveParams(room: "#lab"))

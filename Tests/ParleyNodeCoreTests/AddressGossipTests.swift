@@ -53,6 +53,38 @@ final class AddressGossipTests: XCTestCase {
                 nowMs: now), .accepted, "within the skew")
     }
 
+    /// A new co-member's record relayed just before the room operation that makes it one
+    /// (issue 30, found in the routed lab): kept aside, bounded and timed out, and taken
+    /// once the node counts its subject as a co-member.
+    func testARecordThatArrivesBeforeItsSubjectIsACoMemberIsTakenWhenItBecomesOne() {
+        var g = AddressGossip(own: me.publicKey)
+        XCTAssertEqual(
+            g.received(record(carol), from: alice.publicKey, isContact: contacts(alice), nowMs: now), .notAContact)
+        XCTAssertTrue(g.reconsiderEarly(isContact: contacts(alice), nowMs: now + 1).isEmpty, "still not one")
+        let taken = g.reconsiderEarly(isContact: contacts(alice, carol), nowMs: now + 2)
+        XCTAssertEqual(taken.map(\.record.identity), [carol.publicKey])
+        XCTAssertEqual(taken.map(\.from), [alice.publicKey])
+        XCTAssertEqual(g.records[carol.publicKey]?.identity, carol.publicKey)
+        XCTAssertTrue(g.reconsiderEarly(isContact: contacts(alice, carol), nowMs: now + 3).isEmpty, "taken once")
+        // Timed out.
+        XCTAssertEqual(
+            g.received(record(bob), from: alice.publicKey, isContact: contacts(alice), nowMs: now), .notAContact)
+        XCTAssertTrue(
+            g.reconsiderEarly(
+                isContact: contacts(alice, bob), nowMs: now + GossipLimits.earlyRecordLifetimeMs + 1
+            ).isEmpty)
+        // Bounded: the oldest go first.
+        var h = AddressGossip(own: me.publicKey)
+        let many = (0...GossipLimits.maxEarlyRecords).map { _ in IdentityKeyPair.generate() }
+        for (i, k) in many.enumerated() {
+            _ = h.received(record(k), from: alice.publicKey, isContact: contacts(alice), nowMs: now + UInt64(i))
+        }
+        let all = Set(many.map(\.publicKey)).union([alice.publicKey])
+        let back = h.reconsiderEarly(isContact: { all.contains($0) }, nowMs: now + 100)
+        XCTAssertEqual(back.count, GossipLimits.maxEarlyRecords)
+        XCTAssertFalse(back.contains { $0.record.identity == many[0].publicKey })
+    }
+
     func testASessionCannotPushMoreThanTheLimit() {
         var g = AddressGossip(own: me.publicKey)
         let known = contacts(alice, bob)

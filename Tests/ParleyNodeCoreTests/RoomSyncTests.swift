@@ -91,6 +91,42 @@ final class RoomSyncTests: XCTestCase {
             .authorNotMember)
     }
 
+    /// History shared with new members (issue 30): judged by the policy at the message's
+    /// place. What was written while it was off stays closed to later members when it is
+    /// switched on; what is written while it is on goes to them; a removed member still gets
+    /// nothing; switching it off again closes what follows.
+    func testSharedHistoryOpensOnlyWhatWasWrittenWhileItWasOn() throws {
+        var ops = try lab()
+        let off = resolve(ops).heads.map(\.hash)
+        ops.append(try change(.setPolicy(.init(sharedHistory: true)), by: alice, after: ops))
+        let on = resolve(ops).heads.map(\.hash)
+        ops.append(try change(.add(dave.publicKey), by: alice, after: ops))
+        let invited = resolve(ops).heads.map(\.hash)
+        var state = resolve(ops)
+        func v(_ anchor: [RoomOperationHash], _ who: IdentityKeyPair) -> RoomEntitlement.Verdict {
+            RoomEntitlement.verdict(
+                author: alice.publicKey, anchor: anchor, for: who.publicKey, state: state, operations: index(ops))
+        }
+        XCTAssertEqual(v(on, dave), .notEntitled, "only invited: not a joined member now")
+        ops.append(try change(.join, by: dave, after: ops))
+        state = resolve(ops)
+        XCTAssertEqual(v(on, dave), .entitled, "written while history was shared, before dave was added")
+        XCTAssertEqual(v(invited, dave), .entitled, "written while dave was invited")
+        XCTAssertEqual(v(off, dave), .notEntitled, "written before the setting was switched on")
+        ops.append(try change(.setPolicy(.init(sharedHistory: false)), by: alice, after: ops))
+        ops.append(try change(.remove(dave.publicKey), by: alice, after: ops))
+        state = resolve(ops)
+        XCTAssertEqual(v(on, dave), .notEntitled, "a removed member gets nothing from other members")
+        XCTAssertEqual(v(on, carol), .entitled)
+        // A new member after it was switched off again gets nothing from before its join.
+        let offAgain = resolve(ops).heads.map(\.hash)
+        ops.append(try change(.add(dave.publicKey), by: alice, after: ops))
+        ops.append(try change(.join, by: dave, after: ops))
+        state = resolve(ops)
+        XCTAssertEqual(v(offAgain, dave), .notEntitled)
+        XCTAssertEqual(v(on, dave), .entitled, "re-joined: what was written while it was shared is open again")
+    }
+
     // MARK: The state machine
 
     let room = RoomID(exactly: Array(repeating: 0x42, count: 16))

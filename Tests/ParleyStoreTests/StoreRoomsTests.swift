@@ -53,6 +53,40 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
         XCTAssertEqual(try store.queuedRoomMessageCount(room: room), 0)
     }
 
+    /// Delivery state that says the truth (issue 30): who holds a room message, from acks
+    /// and from members' summaries; a summary from a non-recipient changes nothing.
+    func testHoldersComeFromAcksAndSummaries() throws {
+        let store = try open()
+        var sent: [StoredMessage] = []
+        for n in 1...3 {
+            let m = try send(store, n, to: [bob, carol])
+            _ = try store.insertSignedRoomMessage(
+                room: room, author: me, sequence: UInt64(n), id: m.id, encoded: [UInt8(n)], at: 100)
+            sent.append(m)
+        }
+        XCTAssertEqual(try store.roomHolders(ofRows: [sent[0].rowID])[sent[0].rowID]?.held.count, 0)
+        XCTAssertEqual(try store.roomHolders(ofRows: [sent[0].rowID])[sent[0].rowID]?.members, 2)
+        // Carol acknowledges the first: held by carol, not delivered yet.
+        let ack = try store.acknowledgeRoomTraffic(ids: [sent[0].id], by: carol, at: 200)
+        XCTAssertEqual(ack.held.map(\.id), [sent[0].id])
+        XCTAssertEqual(ack.delivered, [])
+        XCTAssertEqual(try store.roomHolders(ofRows: [sent[0].rowID])[sent[0].rowID]?.held.map(\.member), [carol])
+        // A stranger's summary changes nothing.
+        let stranger = Self.hex(0xee, 32)
+        XCTAssertTrue(
+            try store.markRoomMessagesHeld(room: room, author: me, ranges: [1...3], by: stranger, at: 250).isEmpty)
+        // Bob's summary lists 1 ... 2 (he got them from carol): 1 is delivered, 2 held by bob.
+        let summary = try store.markRoomMessagesHeld(room: room, author: me, ranges: [1...2], by: bob, at: 300)
+        XCTAssertEqual(summary.delivered.map(\.id), [sent[0].id])
+        XCTAssertEqual(summary.held.map(\.id), [sent[1].id])
+        XCTAssertEqual(try store.pendingRoomMessages(to: bob, limit: 10).map(\.id), [sent[2].id])
+        XCTAssertEqual(
+            try store.roomHolders(ofRows: [sent[0].rowID])[sent[0].rowID]?.held.map(\.member), [carol, bob])
+        // Again: nothing changes.
+        XCTAssertTrue(try store.markRoomMessagesHeld(room: room, author: me, ranges: [1...2], by: bob, at: 301).isEmpty)
+        XCTAssertEqual(try store.roomHolders(ofRows: [999]), [:])
+    }
+
     func testAnAckFromANonRecipientChangesNothing() throws {
         let store = try open()
         let m = try send(store, 1, to: [bob])
@@ -179,7 +213,7 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
         // The combined ack path clears operations and room messages in one go.
         let m = try send(store, 1, to: [carol])
         let done = try store.acknowledgeRoomTraffic(ids: [String(opHash(2).prefix(32)), m.id], by: carol, at: 9)
-        XCTAssertEqual(done.map(\.id), [m.id])
+        XCTAssertEqual(done.delivered.map(\.id), [m.id])
         XCTAssertEqual(try store.pendingRoomOperations(to: carol, limit: 10).map(\.hash), [opHash(1)])
     }
 

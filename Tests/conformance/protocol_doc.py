@@ -96,6 +96,22 @@ def room_message(key, room: bytes, room_sequence: int, msg_id: bytes, created_at
     return signed + key.sign(b"parley-room-msg-v1\x00" + signed).signature
 
 
+EDIT, DELETE, REACTION = 3, 4, 5
+
+
+def room_change(key, kind: int, room: bytes, room_sequence: int, change_id: bytes, created_at: int, anchor,
+                target: bytes, body: bytes = b"", added: int = None, domain: bytes = b"parley-room-change-v1\x00"
+                ) -> bytes:
+    """A signed room change (record 0x16's payload): kind 3 edit (body: the new text), 4
+    delete (no body), 5 reaction (added byte, then the reaction text)."""
+    author = bytes(key.verify_key)
+    heads = sorted(set(anchor))
+    signed = (bytes([1, kind]) + room + author + struct.pack(">Q", room_sequence) + change_id
+              + struct.pack(">Q", created_at) + bytes([len(heads)]) + b"".join(heads) + target
+              + (bytes([added]) if kind == REACTION else b"") + body)
+    return signed + key.sign(domain + signed).signature
+
+
 def room_have(room: bytes, holding) -> bytes:
     """A roomHave payload (0x17): holding maps author key -> [(first, last), ...]."""
     out = room + struct.pack(">H", len(holding))

@@ -87,6 +87,56 @@ def test_a_member_passes_on_another_members_message_and_the_daemon_passes_it_on_
     assert [p for t, p in got if t == ROOM_MESSAGE] == [msg]
 
 
+def test_signed_edits_only_the_authors_and_a_forged_one_refused_without_closing(daemon):  # noqa: F811
+    """Edits in rooms are signed by their author ("Room sync", kinds 3 ... 5): this client
+    hands the daemon the author's message, then three edits of it: one in the author's
+    name that the author did not sign (forged: dropped, not acknowledged, the session goes
+    on), one signed under the message domain instead of the change domain (the same), one
+    this client (a member, not the author) signs itself (acknowledged, refused: only the
+    author edits), and the author's own (applied)."""
+    me, author = Identity(), Identity()
+    session = Session.established(daemon.address, me, card=me.card(name="fwd" + os.urandom(4).hex()),
+                                  extra_fields=FEATURES_ROOM_SYNC)
+    name = b"edit" + os.urandom(3).hex().encode()
+    members = [me.identity_key, author.identity_key, daemon_key(daemon)]
+    create, create_hash = room_op(me, CREATE, os.urandom(16), 1, body=create_body(name, members))
+    room = create_hash[:16]
+    join_a, ja = room_op(author, JOIN, room, 2, parents=[create_hash])
+    session.send_records(record(ROOM_OPERATION, create), record(ROOM_OPERATION, join_a))
+    collect(session, lambda rs: {create_hash[:16], ja[:16]} <= acked(rs))
+    wait_until(lambda: any(r["id"] == room.hex() and r["status"] == "invited"
+                           for r in daemon.call("rooms.list")["rooms"]), what="the daemon is invited")
+    daemon.call("rooms.accept", {"room": room.hex()})
+    got = collect(session, lambda rs: any(t == ROOM_OPERATION and p[1] == JOIN for t, p in rs))
+    join_d = next(p for t, p in got if t == ROOM_OPERATION and p[1] == JOIN)
+    session.send_records(record(ACK, struct.pack(">H", 1) + op_hash(join_d)[:16]))
+    anchor = [op_hash(join_d)]
+    now = int(time.time() * 1000)
+    msg_id = os.urandom(16)
+    msg = doc.room_message(author.signing, room, 1, msg_id, now, anchor, b"meet at 3")
+    session.send_records(record(ROOM_MESSAGE, msg))
+    collect(session, lambda rs: msg_id in acked(rs))
+
+    forged_id, undomained_id, mine_id, real_id = (os.urandom(16) for _ in range(4))
+    # In the author's name, signed by this client.
+    forged = bytearray(doc.room_change(me.signing, doc.EDIT, room, 2, forged_id, now, anchor, msg_id, b"forged"))
+    forged[18:50] = author.identity_key
+    undomained = doc.room_change(author.signing, doc.EDIT, room, 2, undomained_id, now, anchor, msg_id,
+                                 b"message domain", domain=b"parley-room-msg-v1\x00")
+    mine = doc.room_change(me.signing, doc.EDIT, room, 1, mine_id, now, anchor, msg_id, b"not my message")
+    real = doc.room_change(author.signing, doc.EDIT, room, 2, real_id, now, anchor, msg_id, b"meet at 4")
+    session.send_records(record(ROOM_MESSAGE, bytes(forged)), record(ROOM_MESSAGE, undomained),
+                         record(ROOM_MESSAGE, mine), record(ROOM_MESSAGE, real))
+    got = collect(session, lambda rs: {mine_id, real_id} <= acked(rs))
+    assert forged_id not in acked(got) and undomained_id not in acked(got), "bad signatures are not acknowledged"
+    shown = [m for m in daemon.messages("#" + name.decode()) if m["direction"] == "in"]
+    assert [m["body"] for m in shown] == ["meet at 4"], shown
+    assert shown[0]["editedAt"] is not None and shown[0]["from"] == doc.fingerprint(author.identity_key)
+    # The session survived all of it.
+    session.send_records(record(PING, struct.pack(">Q", 7)))
+    collect(session, lambda rs: any(t == PONG for t, _ in rs))
+
+
 def test_a_member_without_bit_3_gets_the_old_room_chat(daemon):  # noqa: F811
     """Older nodes keep working: to a member that did not announce bit 3 the daemon sends
     its own room message as `roomChat` (0x11), never a `roomMessage` it would skip."""

@@ -51,6 +51,85 @@ def test_office_story_bob_gets_alices_message_from_carol(cluster):
     assert incoming(bob, "lab") == [("alice", b) for b in bodies]
 
 
+def outgoing(node, name):
+    return [m for m in room_messages(node, name) if m["direction"] == "out"]
+
+
+def holders(m):
+    return sorted(h["name"] for h in (m.get("roomDelivery") or {}).get("heldBy", []))
+
+
+def test_delivery_state_says_which_members_hold_a_room_message(cluster):
+    """Delivery state that says the truth: alice writes while bob is offline and carol
+    holds it: alice sees "carol has it", not "queued". alice goes away, bob gets it from
+    carol; when alice is back she sees bob holds it too (his summary or his ack)."""
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    alice.call("rooms.create", {"name": "lab", "members": ["bob", "carol"]})
+    accept([bob, carol], "lab")
+    for node in n.values():
+        wait_until(lambda: joined_names(node, "lab") == ["alice", "bob", "carol"], what=f"{node.name} sees #lab")
+    bob.stop()
+    wait_until(lambda: not alice.online("bob") and not carol.online("bob"), what="bob offline")
+
+    sent = alice.call("messages.send", {"to": "#lab", "body": "standup moved to 10"})["message"]
+    assert sent["roomDelivery"] == {"heldBy": [], "members": 2}
+    wait_until(lambda: outgoing(alice, "lab")[0]["state"] == "partial", what="carol's ack reaches alice")
+    m = outgoing(alice, "lab")[0]
+    assert holders(m) == ["carol"] and m["roomDelivery"]["members"] == 2, m
+    assert m["roomDelivery"]["heldBy"][0]["fingerprint"] == carol.whoami()["fingerprint"]
+    out = alice.cli("read", "#lab", "--keep-unread").stdout
+    assert "standup moved to 10 ✓ carol has it (1 of 2)" in out, out
+
+    alice.stop()
+    wait_until(lambda: not carol.online("alice"), timeout=30, what="alice gone")
+    bob.start()
+    wait_until(lambda: ("alice", "standup moved to 10") in incoming(bob, "lab"), timeout=30,
+               what="bob gets alice's message from carol")
+    alice.start()
+    wait_until(lambda: outgoing(alice, "lab")[0]["state"] == "delivered", timeout=30,
+               what="alice learns bob holds it too")
+    assert holders(outgoing(alice, "lab")[0]) == ["bob", "carol"]
+    out = alice.cli("read", "#lab", "--keep-unread").stdout
+    assert "standup moved to 10 ✓" in out and "has it" not in out, out
+
+
+def test_an_edit_and_a_reaction_reach_a_member_through_another_member(cluster):
+    """Signed changes: alice edits her message and carol reacts to it while bob is away;
+    alice leaves; bob gets the message, the edit (alice's, verified) and carol's reaction
+    from carol."""
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    alice.call("rooms.create", {"name": "lab", "members": ["bob", "carol"]})
+    accept([bob, carol], "lab")
+    for node in n.values():
+        wait_until(lambda: joined_names(node, "lab") == ["alice", "bob", "carol"], what=f"{node.name} sees #lab")
+    bob.stop()
+    wait_until(lambda: not alice.online("bob") and not carol.online("bob"), what="bob offline")
+    sent = alice.call("messages.send", {"to": "#lab", "body": "meet at 3"})["message"]
+    wait_until(lambda: incoming(carol, "lab") == [("alice", "meet at 3")], what="carol has it")
+    alice.call("messages.edit", {"message": sent["id"], "body": "meet at 4"})
+    wait_until(lambda: incoming(carol, "lab") == [("alice", "meet at 4")], what="carol has the edit")
+    carol.call("messages.react", {"message": sent["id"], "reaction": "👍"})
+    wait_until(lambda: outgoing(alice, "lab")[0]["reactions"], what="alice has carol's reaction")
+    alice_key = alice.whoami()["fingerprint"]
+    alice.kill()
+    wait_until(lambda: not carol.online("alice"), timeout=60, what="alice gone")
+
+    bob.start()
+    wait_until(lambda: bob.online("carol"), timeout=30, what="bob and carol have a session")
+
+    def bobs():
+        got = [m for m in room_messages(bob, "lab") if m["direction"] == "in"]
+        return got[0] if got else None
+    wait_until(lambda: (bobs() or {}).get("body") == "meet at 4", timeout=30, what="bob has the edited message")
+    wait_until(lambda: bobs()["reactions"] == [{"reaction": "👍", "fromNames": ["carol"], "mine": False}],
+               timeout=30, what="and carol's reaction")
+    m = bobs()
+    assert m["editedAt"] is not None and m["from"] == alice_key
+    assert len([x for x in room_messages(bob, "lab") if x["direction"] == "in"]) == 1
+
+
 # --- Hostile members (parley-adversary "room-member" as mallory, bit 3 announced) ---
 
 from test_rooms_hostile import make_team, mallory  # noqa: E402
@@ -100,6 +179,45 @@ def test_a_removed_members_messages_are_not_shown_after_its_removal(cluster, tmp
     assert ("mallory", "after my removal") not in team_bodies(bob)
 
 
+def test_a_removed_member_that_passes_on_others_messages_is_not_heard(cluster, tmp_path):
+    """mallory, while a member, gets bob's signed message by sync; removed, it hands that
+    message (valid, bob's, one carol may have) to carol together with the operations it
+    holds, its own removal among them: carol refuses it from a former member
+    (unacknowledged, not shown); bob's own delivery then shows it, once."""
+    alice, bob, room_id, state = make_team(cluster, tmp_path)
+    carol = cluster.node("carol", peers=[alice.address, bob.address]).start()
+    wait_until(lambda: alice.online("carol") and bob.online("carol"), timeout=20, what="carol online")
+    alice.call("rooms.add", {"room": "#team", "peer": "carol"})
+    accept([carol], "team")
+    for node in (alice, bob, carol):
+        # (bob never met mallory: he shows it by fingerprint.)
+        wait_until(lambda: len(joined_names(node, "team")) == 4 and "carol" in joined_names(node, "team"),
+                   what=f"{node.name} sees carol joined")
+    assert mallory(carol, "hello", state=state)[0] == "hello"  # carol pins mallory's card
+    carol.stop()
+    wait_until(lambda: not alice.online("carol") and not bob.online("carol"), what="carol away")
+
+    bob.call("messages.send", {"to": "#team", "body": "bob, while carol is away"})
+    wait_until(lambda: ("bob", "bob, while carol is away") in team_bodies(alice), what="alice holds it")
+    out = mallory(alice, "sync-have", room_id, state=state)
+    assert "pushed 1" in out, out
+    alice.call("rooms.remove", {"room": "#team", "peer": "mallory"})
+    wait_until(lambda: len(joined_names(bob, "team")) == 3, what="bob applies the removal")
+    mallory(alice, "hello", state=state)  # takes the operation that removed it
+    alice.stop()
+    bob.stop()
+
+    carol.start()
+    out = mallory(carol, "sync-relay", room_id, state=state)
+    assert "relayed 1" in out and "relayed-acked 0" in out, out
+    assert "mallory" not in joined_names(carol, "team"), "carol learnt the removal from mallory itself"
+    assert ("bob", "bob, while carol is away") not in team_bodies(carol)
+    assert "not a joined member here; not stored, unacknowledged" in carol.log_path.read_text(errors="replace")
+    bob.start()
+    wait_until(lambda: team_bodies(carol).count(("bob", "bob, while carol is away")) == 1, timeout=30,
+               what="carol gets it from bob himself")
+
+
 def test_members_reach_each_other_through_the_room_without_connect(cluster):
     """bob and carol know only alice (static peers, no mDNS): once all three are in #lab,
     alice passes each one's signed address record to the other, they get a session, and
@@ -140,6 +258,34 @@ def test_a_new_member_gets_nothing_written_before_its_join(cluster):
     bob.cli("send", "carol", "barrier", "--wait")
     assert incoming(carol, "lab") == [("alice", "after carol")], "history from before the join is not passed on"
     assert [m["body"] for m in room_messages(bob, "lab")] == ["before carol", "after carol"]
+
+
+def test_with_shared_history_a_new_member_gets_what_was_written_while_it_was_shared(cluster):
+    """The room setting "history shared with new members" (off by default): judged at each
+    message's place, so switching it on opens what follows, not what came before."""
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    alice.call("rooms.create", {"name": "lab", "members": ["bob"]})
+    accept([bob], "lab")
+    wait_until(lambda: joined_names(alice, "lab") == ["alice", "bob"], what="alice sees bob joined")
+    assert room(alice, "lab")["sharedHistory"] is False
+    alice.call("messages.send", {"to": "#lab", "body": "while not shared", "wait": True})
+    out = alice.cli("room", "history", "#lab", "shared").stdout
+    assert "members who join later get what is written from now on" in out, out
+    wait_until(lambda: room(bob, "lab")["sharedHistory"] is True, what="bob has the new setting")
+    alice.call("messages.send", {"to": "#lab", "body": "alice, shared", "wait": True})
+    bob.call("messages.send", {"to": "#lab", "body": "bob, shared", "wait": True})
+    alice.call("rooms.add", {"room": "#lab", "peer": "carol"})
+    accept([carol], "lab")
+    # From alice herself (her own message: carol is not in her outbox for it) and from bob
+    # (his own) or from either by sync.
+    wait_until(lambda: sorted(incoming(carol, "lab")) == [("alice", "alice, shared"), ("bob", "bob, shared")],
+               timeout=30, what="carol gets what was written while history was shared")
+    for node in (alice, bob):
+        node.cli("send", "carol", "barrier", "--wait")
+    assert ("alice", "while not shared") not in incoming(carol, "lab"), "written before the setting: not shared"
+    alice.call("messages.send", {"to": "#lab", "body": "after carol", "wait": True})
+    wait_until(lambda: ("alice", "after carol") in incoming(carol, "lab"), what="and what follows")
 
 
 def test_an_author_that_signs_two_messages_with_one_number_is_shown_once(cluster, tmp_path):

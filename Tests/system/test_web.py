@@ -400,6 +400,28 @@ def test_create_a_room_and_chat_in_it(web):
     wait_for(d, lambda d: "left" in (conv_text(d, f"room:{room['id']}") or ""), what="the room shown as left")
 
 
+def test_a_room_message_shows_which_members_hold_it(web):
+    """Delivery state that says the truth (issue 30): with carol offline and bob holding
+    it, the tick names bob instead of a clock; once carol has it too, a plain ✓."""
+    d, bob, carol, alice = web["driver"], web["bob"], web["carol"], web["alice"]
+    room = alice.call("rooms.create", {"name": "standup", "members": [fp(bob), fp(carol)]})["room"]
+    for member in (bob, carol):
+        wait_until(lambda: any(r["id"] == room["id"] for r in member.call("rooms.list")["rooms"]),
+                   what=f"{member.name} invited")
+        member.call("rooms.accept", {"room": f"#{room['id']}"})
+    wait_until(lambda: all(m["joined"] for m in next(r for r in alice.call("rooms.list")["rooms"]
+                                                     if r["id"] == room["id"])["members"]), what="both joined")
+    carol.stop()
+    wait_until(lambda: not alice.online("carol"), what="carol offline")
+    open_conv(d, f"room:{room['id']}")
+    type_and_send(d, "standup at ten")
+    tick = "return [...document.querySelectorAll('#messages li.out .tick')].map(t => t.textContent)"
+    wait_for(d, lambda d: d.execute_script(tick) == ["✓ bob has it (1 of 2)"], what="the tick names bob")
+    carol.start()
+    wait_until(lambda: alice.online("carol"), timeout=20, what="carol back")
+    wait_for(d, lambda d: d.execute_script(tick) == ["✓"], what="every member has it")
+
+
 def test_search_finds_a_message_and_opens_it_in_context(web):
     """A hit opens its conversation around the hit (not at the newest page), highlighted,
     with the messages before and after it, and a way to the newest messages."""

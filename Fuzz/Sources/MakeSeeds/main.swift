@@ -147,8 +147,14 @@ let syncMessage = try SignedRoomMessage.sign(
     roomID: syncRoom, roomSequence: 1, id: messageID(0x1a), createdAt: 1_770_000_008_000,
     anchor: [RoomOperationHash(exactly: Array(repeating: 0x33, count: 32))], body: "passed on by a member",
     by: FuzzFixtures.initiator.identity)
+// A signed reaction to it (kinds 3 ... 5: "Signed edits, deletions and reactions").
+let syncChange = try SignedRoomMessage.signChange(
+    .reaction(try Reaction("👍"), added: true), of: messageID(0x1a), roomID: syncRoom, roomSequence: 2,
+    id: messageID(0x1b), createdAt: 1_770_000_009_000,
+    anchor: [RoomOperationHash(exactly: Array(repeating: 0x33, count: 32))], by: FuzzFixtures.initiator.identity)
 let syncRecords: [(String, AppRecord)] = [
     ("room-message", .roomMessage(.verified(syncMessage))),
+    ("room-message-reaction", .roomMessage(.verified(syncChange))),
     (
         "room-have",
         .roomHave(

@@ -35,15 +35,24 @@ public struct RoomOperation: Hashable, Sendable {
     public struct Policy: Hashable, Sendable {
         /// Only admins and owners may add (invite) members; otherwise any joined member may.
         public var onlyAdminsAdd: Bool
+        /// History is shared with new members (issue 30): a message written while this is
+        /// on goes to every member joined now, also those who joined after it was written
+        /// (Matrix's `shared`). Off (the default, as in Signal and Matrix's `joined`): a
+        /// member gets only what was written while it was a joined member.
+        public var sharedHistory: Bool
 
-        public init(onlyAdminsAdd: Bool = false) { self.onlyAdminsAdd = onlyAdminsAdd }
+        public init(onlyAdminsAdd: Bool = false, sharedHistory: Bool = false) {
+            self.onlyAdminsAdd = onlyAdminsAdd
+            self.sharedHistory = sharedHistory
+        }
 
-        /// bit 0: onlyAdminsAdd; the other bits are reserved and must be 0.
-        var flags: UInt8 { onlyAdminsAdd ? 1 : 0 }
+        /// bit 0: onlyAdminsAdd; bit 1: sharedHistory; the other bits are reserved and must be 0.
+        public var flags: UInt8 { (onlyAdminsAdd ? 1 : 0) | (sharedHistory ? 2 : 0) }
 
         init?(flags: UInt8) {
-            guard flags & ~1 == 0 else { return nil }
+            guard flags & ~3 == 0 else { return nil }
             onlyAdminsAdd = flags & 1 != 0
+            sharedHistory = flags & 2 != 0
         }
     }
 

@@ -8,13 +8,20 @@
 /// Layout, no padding (all integers big-endian):
 /// `version: u8 (1) || kind: u8 || room[16] || author[32] || roomSequence: u64 || id[16] ||
 ///  createdAt: u64 || anchorCount: u8 (1...16) || anchor[32] × anchorCount ||
-///  (reply only: replyTo[16]) || body || signature[64]`
-/// signed as Ed25519(author, `"parley-room-msg-v1\0"` || every byte before the signature).
+///  (reply only: replyTo[16]) || (edit, delete, reaction: target[16]) ||
+///  (reaction only: added: u8) || body || signature[64]`
+/// signed as Ed25519(author, `"parley-room-msg-v1\0"` || every byte before the signature)
+/// for a chat or reply, and with `"parley-room-change-v1\0"` instead for an edit, delete or
+/// reaction (a change signature can never pass for a message signature, nor the reverse).
+/// A change's `body` is the new text (edit), empty (delete) or the reaction text.
 public struct SignedRoomMessage: Equatable, Sendable {
     /// Prefix of the signed bytes: a room-message signature can never be taken for a card,
     /// a room operation or an address record signed by the same identity key, nor the
     /// reverse (none of those prefixes starts with this one, nor this one with them).
     public static let signatureDomain: [UInt8] = Array("parley-room-msg-v1\0".utf8)
+    /// The same for edits, deletions and reactions: distinct, so a change and a message can
+    /// never be taken for each other.
+    public static let changeSignatureDomain: [UInt8] = Array("parley-room-change-v1\0".utf8)
     public static let currentVersion: UInt8 = 1
     public static let signatureLength = 64
     /// version, kind, room, author, roomSequence, id, createdAt, anchorCount.
@@ -25,14 +32,19 @@ public struct SignedRoomMessage: Equatable, Sendable {
     /// A body is a chat body (`WireLimits.maxBodyBytes`); the whole encoding then stays
     /// well inside one record (`WireLimits.maxRecordBytes`).
     public static let maxEncodedLength =
-        fixedLength + maxAnchors * RoomOperationHash.length + MessageID.length + WireLimits.maxBodyBytes
+        fixedLength + maxAnchors * RoomOperationHash.length + MessageID.length + 1 + WireLimits.maxBodyBytes
         + signatureLength
 
-    /// What the message is. Edits, deletions and reactions in rooms are not signed
-    /// messages yet (kinds 3 ... 5 are reserved for them; a decoder refuses them today).
+    /// What the message is: a message of the room, or a change of one (its author's edit or
+    /// deletion, anyone's reaction), signed the same way so any member can pass it on.
     public enum Kind: UInt8, Sendable {
         case chat = 1
         case reply = 2
+        case edit = 3
+        case delete = 4
+        case reaction = 5
+
+        public var isChange: Bool { rawValue >= 3 }
     }
 
     public let kind: Kind
@@ -48,12 +60,27 @@ public struct SignedRoomMessage: Equatable, Sendable {
     public let anchor: [RoomOperationHash]
     /// The room message this one answers (kind `reply` only).
     public let replyTo: MessageID?
+    /// The room message a change changes (edit, delete, reaction).
+    public let target: MessageID?
+    /// A reaction added (true) or withdrawn (false); nil for every other kind.
+    public let added: Bool?
     public let body: String
     public let signature: [UInt8]
 
+    /// The change as a conversation action (nil for a chat or reply).
+    public var action: MessageActionRecord.Action? {
+        switch kind {
+        case .chat, .reply: return nil
+        case .edit: return .edit(body: body)
+        case .delete: return .delete
+        case .reaction: return (try? Reaction(body)).map { .reaction($0, added: added ?? true) }
+        }
+    }
+
     private init(
         kind: Kind, roomID: RoomID, author: IdentityPublicKey, roomSequence: UInt64, id: MessageID,
-        createdAt: UInt64, anchor: [RoomOperationHash], replyTo: MessageID?, body: String, signature: [UInt8]
+        createdAt: UInt64, anchor: [RoomOperationHash], replyTo: MessageID?, target: MessageID? = nil,
+        added: Bool? = nil, body: String, signature: [UInt8]
     ) {
         self.kind = kind
         self.roomID = roomID
@@ -63,8 +90,33 @@ public struct SignedRoomMessage: Equatable, Sendable {
         self.createdAt = createdAt
         self.anchor = anchor
         self.replyTo = replyTo
+        self.target = target
+        self.added = added
         self.body = body
         self.signature = signature
+    }
+
+    /// Signs a change of the room message `target`: an edit or deletion of one of the
+    /// author's own messages, or a reaction (the receiver checks who may do what).
+    public static func signChange(
+        _ action: MessageActionRecord.Action, of target: MessageID, roomID: RoomID, roomSequence: UInt64,
+        id: MessageID, createdAt: UInt64, anchor: [RoomOperationHash], by identity: IdentityKeyPair
+    ) throws(SignedRoomMessageError) -> SignedRoomMessage {
+        let heads = Array(Set(anchor)).sorted()
+        let (kind, body, added): (Kind, String, Bool?)
+        switch action {
+        case .edit(let text): (kind, body, added) = (.edit, text, nil)
+        case .delete: (kind, body, added) = (.delete, "", nil)
+        case let .reaction(r, a): (kind, body, added) = (.reaction, r.text, a)
+        }
+        try validate(roomSequence: roomSequence, anchor: heads, bodyBytes: body.utf8.count)
+        let signed = signedBytes(
+            kind: kind, roomID: roomID, author: identity.publicKey, roomSequence: roomSequence, id: id,
+            createdAt: createdAt, anchor: heads, replyTo: nil, target: target, added: added, body: body)
+        return SignedRoomMessage(
+            kind: kind, roomID: roomID, author: identity.publicKey, roomSequence: roomSequence, id: id,
+            createdAt: createdAt, anchor: heads, replyTo: nil, target: target, added: added, body: body,
+            signature: identity.sign(changeSignatureDomain + signed))
     }
 
     /// Signs a new message. `anchor` is the room's heads in this node's view (any order,
@@ -100,7 +152,8 @@ public struct SignedRoomMessage: Equatable, Sendable {
 
     static func signedBytes(
         kind: Kind, roomID: RoomID, author: IdentityPublicKey, roomSequence: UInt64, id: MessageID,
-        createdAt: UInt64, anchor: [RoomOperationHash], replyTo: MessageID?, body: String
+        createdAt: UInt64, anchor: [RoomOperationHash], replyTo: MessageID?, target: MessageID? = nil,
+        added: Bool? = nil, body: String
     ) -> [UInt8] {
         var b: [UInt8] = [currentVersion, kind.rawValue]
         b.reserveCapacity(fixedLength + anchor.count * RoomOperationHash.length + body.utf8.count + 16)
@@ -112,6 +165,8 @@ public struct SignedRoomMessage: Equatable, Sendable {
         b.append(UInt8(anchor.count))
         for h in anchor { b += h.bytes }
         if let replyTo { b += replyTo.bytes }
+        if let target { b += target.bytes }
+        if let added { b.append(added ? 1 : 0) }
         b += Array(body.utf8)
         return b
     }
@@ -120,7 +175,7 @@ public struct SignedRoomMessage: Equatable, Sendable {
     public func encoded() -> [UInt8] {
         Self.signedBytes(
             kind: kind, roomID: roomID, author: author, roomSequence: roomSequence, id: id, createdAt: createdAt,
-            anchor: anchor, replyTo: replyTo, body: body) + signature
+            anchor: anchor, replyTo: replyTo, target: target, added: added, body: body) + signature
     }
 
     /// Parses and verifies one message: exactly these bytes, a valid structure and a
@@ -154,18 +209,28 @@ public struct SignedRoomMessage: Equatable, Sendable {
             anchor.append(RoomOperationHash(exactly: try take(RoomOperationHash.length, "anchor")))
         }
         let replyTo = kind == .reply ? MessageID(exactly: try take(MessageID.length, "reply-to")) : nil
+        let target = kind.isChange ? MessageID(exactly: try take(MessageID.length, "target")) : nil
+        var added: Bool?
+        if kind == .reaction {
+            let a = try take(1, "added")[0]
+            guard a <= 1 else { throw .invalidChange("reaction added byte \(a) is not 0 or 1") }
+            added = a == 1
+        }
         guard r.remaining >= signatureLength else { throw .truncated(field: "signature") }
         let bodyBytes = try take(r.remaining - signatureLength, "body")
         try validate(roomSequence: roomSequence, anchor: anchor, bodyBytes: bodyBytes.count)
         guard let body = String(validating: bodyBytes, as: UTF8.self) else { throw .invalidUTF8 }
+        if kind == .delete, !body.isEmpty { throw .invalidChange("a delete carries no text") }
+        if kind == .reaction, (try? Reaction(body)) == nil { throw .invalidChange("not a valid reaction text") }
         let signedEnd = r.offset
         let signature = try take(signatureLength, "signature")
-        guard author.verify(signature: signature, message: signatureDomain + bytes.prefix(signedEnd)) else {
+        let domain = kind.isChange ? changeSignatureDomain : signatureDomain
+        guard author.verify(signature: signature, message: domain + bytes.prefix(signedEnd)) else {
             throw .badSignature(roomID: roomID, author: author, id: id)
         }
         return SignedRoomMessage(
             kind: kind, roomID: roomID, author: author, roomSequence: roomSequence, id: id, createdAt: createdAt,
-            anchor: anchor, replyTo: replyTo, body: body, signature: signature)
+            anchor: anchor, replyTo: replyTo, target: target, added: added, body: body, signature: signature)
     }
 
     public static func decode(_ bytes: [UInt8]) throws(SignedRoomMessageError) -> SignedRoomMessage {
@@ -182,6 +247,8 @@ public enum SignedRoomMessageError: Error, Equatable, Sendable, CustomStringConv
     case invalidAnchor(String)
     case bodyTooLarge(Int)
     case invalidUTF8
+    /// A change that breaks its kind's rules (a delete with text, a bad reaction).
+    case invalidChange(String)
     /// Well formed, but the signature is not the author's: forged or altered by whoever
     /// handed it over. Carries what the receiver logs.
     case badSignature(roomID: RoomID, author: IdentityPublicKey, id: MessageID)
@@ -196,6 +263,7 @@ public enum SignedRoomMessageError: Error, Equatable, Sendable, CustomStringConv
         case .invalidAnchor(let why): "room message anchor: \(why)"
         case .bodyTooLarge(let n): "room message body of \(n) bytes exceeds \(WireLimits.maxBodyBytes)"
         case .invalidUTF8: "room message body is not valid UTF-8"
+        case .invalidChange(let why): "room change: \(why)"
         case let .badSignature(room, author, id):
             "room message \(id.hex) in room \(room.hex) does not carry a valid signature by its author "
                 + Fingerprint(author).description

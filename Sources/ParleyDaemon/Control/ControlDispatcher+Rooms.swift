@@ -14,7 +14,9 @@ extension ControlDispatcher {
 
     func createRoom(_ p: RoomsCreateParams, id: JSONRPCID?) throws -> Reply {
         let peers = try p.members.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
-        let room = try node.createRoom(name: p.name, members: peers, onlyAdminsAdd: p.onlyAdminsAdd ?? false)
+        let room = try node.createRoom(
+            name: p.name, members: peers,
+            policy: .init(onlyAdminsAdd: p.onlyAdminsAdd ?? false, sharedHistory: p.sharedHistory ?? false))
         return .typed(id: id, result: RoomResult(room: node.roomInfo(room)))
     }
 
@@ -63,6 +65,15 @@ extension ControlDispatcher {
         let updated = try node.changeRoom(
             room, .setRole(try IdentityPublicKey(bytes: Sodium.fromHex(identity) ?? []), role))
         return .typed(id: id, result: RoomResult(room: node.roomInfo(updated)))
+    }
+
+    /// The settings given change, the others stay as they are.
+    func setRoomPolicy(_ p: RoomsSetPolicyParams, id: JSONRPCID?) throws -> Reply {
+        let room = try node.resolveRoom(p.room)
+        var policy = node.roomPolicy(room)
+        if let v = p.onlyAdminsAdd { policy.onlyAdminsAdd = v }
+        if let v = p.sharedHistory { policy.sharedHistory = v }
+        return .typed(id: id, result: RoomResult(room: node.roomInfo(try node.changeRoom(room, .setPolicy(policy)))))
     }
 
     func changeRoom(_ selector: String, _ change: RoomOperation.Change, id: JSONRPCID?) throws -> Reply {

@@ -149,7 +149,7 @@ struct ControlDispatcher {
         case .roomsRename(let p):
             return try changeRoom(p.room, .rename(p.name), id: id)
         case .roomsSetPolicy(let p):
-            return try changeRoom(p.room, .setPolicy(.init(onlyAdminsAdd: p.onlyAdminsAdd)), id: id)
+            return try setRoomPolicy(p, id: id)
         case .messagesReply(let p):
             let stored = try node.reply(to: try node.resolveMessage(p.message), body: p.body)
             return .typed(id: id, result: MessagesSendResult(message: node.messageInfo(stored, justStored: true)))

@@ -19,7 +19,15 @@ extension Node {
             unread: (try? store.roomUnreadCount(room: r.id)) ?? 0,
             status: r.status.rawValue, role: r.roles[myIdentity]?.description,
             invitedBy: r.inviter.map(Node.fingerprint(ofHex:)), onlyAdminsAdd: r.onlyAdminsAdd,
-            invitedByName: r.inviter.map { displayName(of: $0) })
+            invitedByName: r.inviter.map { displayName(of: $0) }, sharedHistory: roomPolicy(r).sharedHistory)
+    }
+
+    /// The room's policy as this node resolves it now (the record caches only
+    /// `onlyAdminsAdd`).
+    func roomPolicy(_ r: RoomRecord) -> RoomOperation.Policy {
+        let cached = RoomOperation.Policy(onlyAdminsAdd: r.onlyAdminsAdd)
+        guard let id = RoomID(hex: r.id), let state = try? roomEntry(id).state else { return cached }
+        return state.policy
     }
 
     /// The other joined members of `room` (who a message to it goes to) and how many of

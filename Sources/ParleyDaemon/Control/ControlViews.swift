@@ -40,24 +40,52 @@ extension Node {
     /// A page of messages: their reactions come from one query, not one per message.
     func messageInfos(_ ms: [StoredMessage]) -> [MessageInfo] {
         let reactions = (try? store.reactions(onRows: ms.map(\.rowID))) ?? [:]
-        return ms.map { messageInfo($0, knownReactions: reactions[$0.rowID] ?? []) }
+        let holders = (try? store.roomHolders(ofRows: ms.filter(Self.isOutgoingRoomMessage).map(\.rowID))) ?? [:]
+        return ms.map {
+            messageInfo($0, knownReactions: reactions[$0.rowID] ?? [], knownHolders: holders[$0.rowID])
+        }
     }
 
-    /// `knownReactions`: the message's reactions as already read, or nil to read them.
-    private func messageInfo(_ m: StoredMessage, knownReactions: [StoredReaction]?) -> MessageInfo {
-        withRoom(
-            MessageInfo(
-                id: m.id,
-                from: Node.fingerprint(ofHex: m.sender), fromName: displayName(of: m.sender),
-                to: Node.fingerprint(ofHex: m.recipient), toName: displayName(of: m.recipient),
-                direction: m.direction == .incoming ? .incoming : .outgoing,
-                sequence: Int(m.sequence), createdAt: Int(m.createdAt), body: m.body,
-                state: ParleyControlProtocol.MessageState(rawValue: m.state.rawValue) ?? .queued,
-                deliveredAt: m.deliveredAt.map { Int($0) }, cursor: Int(m.rowID),
-                readAt: m.readAt.map { Int($0) }, replyTo: quote(of: m),
-                editedAt: m.editedAt.map { Int($0) }, deletedAt: m.deletedAt.map { Int($0) },
-                reactions: reactionViews(
-                    knownReactions ?? (try? store.reactions(onRows: [m.rowID]))?[m.rowID] ?? [])), m)
+    static func isOutgoingRoomMessage(_ m: StoredMessage) -> Bool { m.direction == .outgoing && m.room != nil }
+
+    /// `knownReactions`: the message's reactions as already read, or nil to read them;
+    /// `knownHolders` likewise for an outgoing room message (from a page's one query).
+    private func messageInfo(
+        _ m: StoredMessage, knownReactions: [StoredReaction]?, knownHolders: RoomMessageHolders? = nil
+    ) -> MessageInfo {
+        let holders =
+            Self.isOutgoingRoomMessage(m)
+            ? knownHolders ?? (try? store.roomHolders(ofRows: [m.rowID]))?[m.rowID] : nil
+        return roomDelivery(
+            holders,
+            withRoom(
+                MessageInfo(
+                    id: m.id,
+                    from: Node.fingerprint(ofHex: m.sender), fromName: displayName(of: m.sender),
+                    to: Node.fingerprint(ofHex: m.recipient), toName: displayName(of: m.recipient),
+                    direction: m.direction == .incoming ? .incoming : .outgoing,
+                    sequence: Int(m.sequence), createdAt: Int(m.createdAt), body: m.body,
+                    state: ParleyControlProtocol.MessageState(rawValue: m.state.rawValue) ?? .queued,
+                    deliveredAt: m.deliveredAt.map { Int($0) }, cursor: Int(m.rowID),
+                    readAt: m.readAt.map { Int($0) }, replyTo: quote(of: m),
+                    editedAt: m.editedAt.map { Int($0) }, deletedAt: m.deletedAt.map { Int($0) },
+                    reactions: reactionViews(
+                        knownReactions ?? (try? store.reactions(onRows: [m.rowID]))?[m.rowID] ?? [])), m))
+    }
+
+    /// An outgoing room message's holders (`MessageInfo.roomDelivery`), and its state as the
+    /// person should read it: `queued` only while no member is known to hold it.
+    private func roomDelivery(_ holders: RoomMessageHolders?, _ info: MessageInfo) -> MessageInfo {
+        guard let holders else { return info }
+        var out = info
+        out.roomDelivery = RoomDelivery(
+            members: holders.members,
+            heldBy: holders.held.map {
+                MessageHolder(
+                    fingerprint: Node.fingerprint(ofHex: $0.member), name: displayName(of: $0.member), at: Int($0.at))
+            })
+        if out.state == .queued && !holders.held.isEmpty { out.state = .partial }
+        return out
     }
 
     /// What a reply shows of the message it answers (looked up by id in the same

@@ -77,11 +77,15 @@ extension Node {
             {
                 throw ConversationError.refused(refusal, target.id)
             }
+            let actionID = MessageID.random()
             let updated = try store.performLocalAction(
                 NewLocalAction(
-                    id: MessageID.random().hex, peer: destination, target: target, kind: kind,
+                    id: actionID.hex, peer: destination, target: target, kind: kind,
                     body: body, createdAt: nowMs, members: members.map(\.hex)),
                 me: myIdentity, at: nowMs)
+            if let roomID = target.room.flatMap(RoomID.init(hex:)), let targetID = MessageID(hex: target.id) {
+                signRoomChange(action, of: targetID, id: actionID, room: roomID)
+            }
             actionOutboxMayHaveWork = true
             if kind == .delete { deleteApplied() }
             emit(.messageUpdated(updated))
@@ -196,6 +200,12 @@ extension Node {
             guard
                 links[handle]?.window.admit(id, bytes: a.body?.utf8.count ?? 0, lane: .messageAction, now: now) == true
             else { break }
+            // A room change this node signed goes signed to a member with room sync (which
+            // can pass it on); the unsigned room record to the others.
+            if a.room != nil, let signed = signedRoomChangeForSending(id: id, to: peer, on: conn) {
+                conn.send(.roomMessage(.verified(signed)))
+                continue
+            }
             conn.send(
                 .messageAction(
                     MessageActionRecord(

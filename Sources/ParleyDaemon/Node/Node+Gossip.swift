@@ -36,6 +36,12 @@ extension Node {
                 ["from": peer.fingerprintText, "about": record.identity.fingerprintText, "why": "\(verdict)"])
             return
         }
+        learnedAddressRecord(record, from: peer)
+        relayAddressRecords()
+    }
+
+    /// Keeps an accepted record and dials its addresses.
+    func learnedAddressRecord(_ record: SignedAddressRecord, from peer: IdentityPublicKey) {
         log.info(
             "learned addresses",
             [
@@ -52,7 +58,6 @@ extension Node {
             dialPlanner.remember(
                 record.identity, addresses: addresses, sessions: sessionView, gossiped: true,
                 now: clock.monotonicNow()))
-        relayAddressRecords()
     }
 
     /// At start: the contacts' records kept from earlier runs, so they can be relayed

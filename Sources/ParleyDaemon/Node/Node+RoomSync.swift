@@ -66,8 +66,8 @@ extension Node {
                 folds[m.anchor] = .some(
                     RoomEntitlement.membership(at: m.anchor, state: state, operations: entry.operations))
             }
-            return RoomEntitlement.verdict(
-                author: author, membershipThen: folds[m.anchor] ?? nil, for: peer, state: state) == .entitled
+            let then = folds[m.anchor] ?? nil
+            return RoomEntitlement.verdict(author: author, membershipThen: then, for: peer, state: state) == .entitled
         }
     }
 
@@ -124,7 +124,16 @@ extension Node {
         withSync { $0.membershipChanged(room: state.roomID, joined: Set(state.joined), me: me, now: now) }
         // Co-members reach each other: our own address record to the joined members we have
         // a session with (they relay it to the others), then what they may now learn.
-        guard state.hasJoined(me), let own = ownAddressRecord() else { return }
+        guard state.hasJoined(me) else { return }
+        // A new co-member's record relayed before the operation that made it one arrived
+        // (the record goes at once, the operation through the outbox): taken now.
+        let taken = gossip.reconsiderEarly(
+            isContact: { [unowned self] in self.isContact($0) || self.isCoMember($0) }, nowMs: UInt64(max(0, nowMs)))
+        for (record, from) in taken { learnedAddressRecord(record, from: from) }
+        guard let own = ownAddressRecord() else {
+            relayAddressRecords()
+            return
+        }
         for m in state.joined where m != me {
             guard let conn = activeConnection(for: m), conn.remoteFeatures.contains(.addressGossip) else { continue }
             conn.send(.addressRecord(own))
@@ -193,6 +202,39 @@ extension Node {
         }
     }
 
+    /// Signs this node's edit, delete or reaction of a room message (the next sequence of its
+    /// own in the room, the room's heads as anchor) with the id of the queued action, and
+    /// keeps it signed, so members can pass it on. After the action is queued.
+    func signRoomChange(_ action: MessageActionRecord.Action, of target: MessageID, id: MessageID, room: RoomID) {
+        do {
+            guard let state = try roomEntry(room).state else { return }
+            let sequence = try store.nextRoomSequence(room: room.hex, author: myIdentity)
+            let signed = try SignedRoomMessage.signChange(
+                action, of: target, roomID: room, roomSequence: sequence, id: id, createdAt: UInt64(max(0, nowMs)),
+                anchor: state.heads.map(\.hash), by: keys.identity)
+            _ = try store.insertSignedRoomMessage(
+                room: room.hex, author: myIdentity, sequence: sequence, id: id.hex, encoded: signed.encoded(),
+                at: nowMs)
+            let now = clock.monotonicNow()
+            let me = myIdentityKey
+            withSync { $0.stored(room: room, author: me, sequence: sequence, from: nil, now: now) }
+        } catch {
+            log.error("could not sign a room change; it goes to members unsigned", ["error": "\(error)"])
+        }
+    }
+
+    /// The signed form of a room change this node made, for a member that syncs rooms.
+    func signedRoomChangeForSending(id: MessageID, to peer: IdentityPublicKey, on conn: PeerConnection)
+        -> SignedRoomMessage?
+    {
+        guard conn.remoteFeatures.contains(.roomSync),
+            let bytes = try? store.signedRoomMessage(id: id.hex, author: myIdentity),
+            let signed = try? SignedRoomMessage.decode(bytes), signed.kind.isChange
+        else { return nil }
+        roomBook.sync.pushed[peer, default: [:]][signed.id] = (signed.roomID, signed.author, signed.roomSequence)
+        return signed
+    }
+
     /// The signed form of a room message this node wrote, for a member that syncs rooms;
     /// remembered as sent so its acknowledgement tells sync the member holds it.
     func signedRoomMessageForSending(_ m: StoredMessage, to peer: IdentityPublicKey) -> SignedRoomMessage? {
@@ -203,13 +245,31 @@ extension Node {
         return signed
     }
 
+    /// Members newly hold some of this node's room messages: `message.delivered` for those
+    /// every member now holds, `message.updated` (its `roomDelivery` grew) for the others.
+    func roomDeliveryChanged(_ change: RoomDeliveryChange) {
+        for m in change.delivered { emit(.messageDelivered(DeliveredMessage(m))) }
+        for m in change.held { emit(.messageUpdated(m)) }
+    }
+
     // MARK: Wire
 
-    /// A summary from the session's peer: push what it lacks and may have.
+    /// A summary from the session's peer: push what it lacks and may have. What it lists of
+    /// this node's own messages is held by it (delivery state: it may have them from another
+    /// member), so they stop being queued for it.
     func receivedRoomHave(_ have: RoomHave, from peer: IdentityPublicKey) {
         log.debug(
             "room summary received",
             ["room": have.roomID.hex, "from": peer.fingerprintText, "authors": "\(have.authors.count)"])
+        if let mine = have.authors[myIdentityKey], !mine.ranges.isEmpty, store.roomOutboxesMayHaveWork {
+            do {
+                roomDeliveryChanged(
+                    try store.markRoomMessagesHeld(
+                        room: have.roomID.hex, author: myIdentity, ranges: mine.ranges, by: peer.hex, at: nowMs))
+            } catch {
+                log.error("could not record what a member's summary holds", ["error": "\(error)"])
+            }
+        }
         let now = clock.monotonicNow()
         let entitled = syncEntitlement()
         withSync { $0.haveReceived(have, from: peer, now: now, entitled: entitled) }
@@ -224,6 +284,7 @@ extension Node {
     ) throws(StoreError) -> (acks: [MessageID], shown: [StoredMessage]) {
         var acks: [MessageID] = []
         var accepted: [SignedRoomMessage] = []
+        var changes: [SignedRoomMessage] = []
         // The membership at an anchor, once per anchor in this read (anchor hashes name
         // operations of one room only).
         var folds: [[RoomOperationHash]: RoomFold?] = [:]
@@ -287,9 +348,13 @@ extension Node {
                 acks.append(m.id)
                 continue
             }
-            accepted.append(m)
+            if m.kind.isChange {
+                changes.append(m)
+            } else {
+                accepted.append(m)
+            }
         }
-        guard !accepted.isEmpty else { return (acks, []) }
+        guard !accepted.isEmpty else { return (acks + (try receivedSignedRoomChanges(changes, from: peer)), []) }
         // Stored messages count against their author's quota, whoever hands them over.
         var refusedIDs: Set<MessageID> = []
         var authors: [IdentityPublicKey] = []
@@ -356,7 +421,120 @@ extension Node {
                     relay: wallNow <= window || $0.createdAt >= wallNow - window)  // no overflow on a hostile time
             }
         }
+        // Changes after the messages of the same read (a message and its edit often come
+        // together), then those that waited for one of these messages.
+        acks += try receivedSignedRoomChanges(changes, from: peer)
+        if !shown.isEmpty { retryWaitingRoomChanges(targets: Set(shown.map(\.id))) }
         return (acks, shown)
+    }
+
+    /// Signed edits, deletes and reactions (verified, entitled), whoever handed them over:
+    /// judged by `ConversationRules` as from their **author** (only the author edits or
+    /// deletes its own message; anyone entitled reacts), applied, kept signed for sync.
+    /// One whose target this node does not hold yet is neither stored nor acknowledged: it
+    /// comes again (its author's outbox, or a later session's sync). Returns the ids to
+    /// acknowledge.
+    private func receivedSignedRoomChanges(_ changes: [SignedRoomMessage], from peer: IdentityPublicKey)
+        throws(StoreError) -> [MessageID]
+    {
+        guard !changes.isEmpty else { return [] }
+        var ready: [SignedRoomMessage] = []
+        for c in changes {
+            guard let target = c.target, c.action != nil else { continue }
+            let held = try store.messages(idPrefix: target.hex, limit: 4).contains {
+                $0.id == target.hex && $0.room == c.roomID.hex
+            }
+            if held {
+                ready.append(c)
+            } else if !roomBook.sync.waitingChanges.contains(where: {
+                $0.change.id == c.id && $0.change.author == c.author
+            }) {
+                log.info(
+                    "signed room change names a message not held yet; held, not acknowledged",
+                    ["room": c.roomID.hex, "from": peer.fingerprintText, "target": target.hex])
+                roomBook.sync.waitingChanges.append((c, peer))
+                if roomBook.sync.waitingChanges.count > RoomSyncLimits.maxWaitingChanges {
+                    roomBook.sync.waitingChanges.removeFirst()
+                }
+            }
+        }
+        guard !ready.isEmpty else { return [] }
+        var byID: [String: SignedRoomMessage] = [:]
+        for c in ready where byID[c.id.hex + c.author.hex] == nil { byID[c.id.hex + c.author.hex] = c }
+        let incoming = ready.compactMap { c -> IncomingAction? in
+            guard let target = c.target, let action = c.action else { return nil }
+            let (kind, body): (MessageActionKind, String?)
+            switch action {
+            case .edit(let text): (kind, body) = (.edit, text)
+            case .delete: (kind, body) = (.delete, nil)
+            case let .reaction(r, added): (kind, body) = (added ? .react : .unreact, r.text)
+            }
+            return IncomingAction(
+                id: c.id.hex, author: c.author.hex, sequence: Int64(clamping: c.roomSequence),
+                createdAt: Int64(clamping: c.createdAt), target: target.hex, kind: kind, body: body,
+                room: c.roomID.hex)
+        }
+        var refusals: [(SignedRoomMessage, ActionRefusal)] = []
+        let outcomes = try store.receiveActions(incoming, me: myIdentity, at: nowMs) { action, facts in
+            guard let c = byID[action.id + action.author], let act = c.action else { return false }
+            // Membership is settled: the change is entitled at its anchor (checked before).
+            let verdict = ConversationRules.judge(
+                act, sequence: action.sequence, from: c.author, room: c.roomID, roomAccepts: true,
+                target: facts.flatMap(actionTarget), reactionsBySender: facts?.reactionsByAuthor ?? 0,
+                reactionIsNew: !(facts?.hasThisReaction ?? false))
+            switch verdict {
+            case .apply: return true
+            case .stale: return false
+            case .refuse(let why):
+                refusals.append((c, why))
+                return false
+            }
+        }
+        for (c, why) in refusals {
+            attackLog.log(
+                key: "room-change-refused:" + c.author.hex, "signed room change refused",
+                [
+                    "room": c.roomID.hex, "from": peer.fingerprintText, "author": c.author.fingerprintText,
+                    "why": "\(why)"
+                ])
+        }
+        // Kept signed (refused ones too: a summary never claims what is not held, and a
+        // refused change is final), so members pass them on.
+        let now = nowMs
+        _ = try store.insertSignedRoomMessages(
+            ready.map {
+                Store.SignedRoomMessageRow(
+                    room: $0.roomID.hex, author: $0.author.hex, sequence: $0.roomSequence, id: $0.id.hex,
+                    encoded: $0.encoded())
+            }, at: now)
+        let mono = clock.monotonicNow()
+        withSync { machine in
+            ready.flatMap {
+                machine.stored(room: $0.roomID, author: $0.author, sequence: $0.roomSequence, from: peer, now: mono)
+            }
+        }
+        if outcomes.contains(where: { $0.updated != nil && $0.action.kind == .delete }) { deleteApplied() }
+        for o in outcomes { if let m = o.updated { emit(.messageUpdated(m)) } }
+        return ready.map(\.id)
+    }
+
+    /// Applies the waiting changes whose target is among `targets` (hex ids of messages just
+    /// stored) and acknowledges each to the peer that handed it over, if still connected
+    /// (otherwise it comes again and is de-duplicated).
+    private func retryWaitingRoomChanges(targets: Set<String>) {
+        let due = roomBook.sync.waitingChanges.filter { $0.change.target.map { targets.contains($0.hex) } ?? false }
+        guard !due.isEmpty else { return }
+        roomBook.sync.waitingChanges.removeAll { w in due.contains { $0.change == w.change } }
+        var peers: [IdentityPublicKey] = []
+        for d in due where !peers.contains(d.from) { peers.append(d.from) }
+        for p in peers {
+            do {
+                let ids = try receivedSignedRoomChanges(due.filter { $0.from == p }.map(\.change), from: p)
+                if let conn = activeConnection(for: p), !ids.isEmpty { sendAcks(ids, on: conn) }
+            } catch {
+                log.error("could not apply waiting room changes; they come again", ["error": "\(error)"])
+            }
+        }
     }
 
     // MARK: Actions

@@ -321,7 +321,7 @@ extension Node {
 
     /// Creates a room with this node (its owner) and invites `members`; returns once the
     /// create is stored.
-    func createRoom(name: String, members: [PeerRecord], onlyAdminsAdd: Bool = false) throws -> RoomRecord {
+    func createRoom(name: String, members: [PeerRecord], policy: RoomOperation.Policy = .init()) throws -> RoomRecord {
         loop.preconditionInEventLoop()
         for p in members { if let refusal = sendRefusal(p) { throw refusal } }
         let keys = try members.map { try IdentityPublicKey(bytes: Sodium.fromHex($0.identity) ?? []) }
@@ -331,7 +331,7 @@ extension Node {
         let op: RoomOperation
         do {
             op = try RoomOperation.create(
-                name: name, members: keys, policy: .init(onlyAdminsAdd: onlyAdminsAdd),
+                name: name, members: keys, policy: policy,
                 by: self.keys.identity, createdAt: UInt64(max(0, nowMs)))
         } catch { throw RoomError.invalid(error.description) }
         let rec = try storing { () throws(StoreError) in
@@ -665,9 +665,7 @@ extension Node {
     func roomTrafficAcknowledged(_ ids: [MessageID], by peer: IdentityPublicKey) {
         guard !ids.isEmpty, store.roomOutboxesMayHaveWork else { return }
         do {
-            for m in try store.acknowledgeRoomTraffic(ids: ids.map(\.hex), by: peer.hex, at: nowMs) {
-                emit(.messageDelivered(DeliveredMessage(m)))
-            }
+            roomDeliveryChanged(try store.acknowledgeRoomTraffic(ids: ids.map(\.hex), by: peer.hex, at: nowMs))
         } catch {
             log.error("could not record room delivery; it will be sent again and de-duplicated", ["error": "\(error)"])
         }
@@ -694,6 +692,11 @@ extension Node {
                 _ = try? store.acknowledgeRoomOperations(ackIDs: [key], by: peer.hex)
                 continue
             }
+            // Policy bit 1 (history shared with new members) is read only by nodes with room
+            // sync; an older node would take the operation for malformed and close the
+            // session. It stays queued for that member until its node upgrades
+            // (docs/PROTOCOL.md "Room operations").
+            if Self.needsRoomSync(op), !conn.remoteFeatures.contains(.roomSync) { continue }
             guard
                 links[handle]?.window.admit(ackID, bytes: stored.encoded.count, lane: .roomOperation, now: now) == true
             else { continue }
@@ -731,6 +734,14 @@ extension Node {
                     RoomChatRecord(
                         id: mid, roomID: rid, sequence: UInt64(max(0, m.sequence)),
                         createdAt: UInt64(max(0, m.createdAt)), body: m.body, replyTo: replyTo)))
+        }
+    }
+
+    /// Whether `op` sets policy bits only nodes with room sync read (features bit 3).
+    static func needsRoomSync(_ op: RoomOperation) -> Bool {
+        switch op.change {
+        case .create(_, _, let policy), .setPolicy(let policy): return policy.sharedHistory
+        default: return false
         }
     }
 }

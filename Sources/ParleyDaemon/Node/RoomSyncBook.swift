@@ -18,4 +18,7 @@ struct RoomSyncBook {
     /// member counts as not syncing (it gets every message from its author, as before)
     /// until its first session.
     var syncing: Set<IdentityPublicKey> = []
+    /// Signed changes whose target message is not held yet, with the peer that handed each
+    /// over (acknowledged to it once applied). Bounded: `RoomSyncLimits.maxWaitingChanges`.
+    var waitingChanges: [(change: SignedRoomMessage, from: IdentityPublicKey)] = []
 }

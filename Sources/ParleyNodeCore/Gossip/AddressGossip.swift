@@ -40,6 +40,9 @@ public struct AddressGossip: Sendable {
     /// What each session peer has been sent (subject → issuedAt), so nothing is sent twice.
     private var sent: [IdentityPublicKey: [IdentityPublicKey: UInt64]] = [:]
     private var receivedCount: [IdentityPublicKey: Int] = [:]
+    /// Records refused as `notAContact`, with when they came (`GossipLimits.maxEarlyRecords`):
+    /// judged again by `reconsiderEarly` when the node's co-members change.
+    private var early: [IdentityPublicKey: (record: SignedAddressRecord, from: IdentityPublicKey, at: UInt64)] = [:]
 
     public init(own: IdentityPublicKey) { self.own = own }
 
@@ -54,8 +57,15 @@ public struct AddressGossip: Sendable {
         receivedCount[peer] = n + 1
         if record.identity == own { return .aboutUs }
         if record.identity != peer, !isContact(peer) { return .fromStranger }
-        guard isContact(record.identity) else { return .notAContact }
+        guard isContact(record.identity) else {
+            keepEarly(record, from: peer, nowMs: nowMs)
+            return .notAContact
+        }
         if let v = freshness(record, nowMs: nowMs) { return v }
+        return take(record, from: peer)
+    }
+
+    private mutating func take(_ record: SignedAddressRecord, from peer: IdentityPublicKey) -> Verdict {
         if let held = records[record.identity], held.issuedAt >= record.issuedAt { return .notNewer }
         if records[record.identity] == nil, records.count >= GossipLimits.maxKeptRecords,
             let oldest = records.min(by: { $0.value.issuedAt < $1.value.issuedAt })?.key
@@ -66,6 +76,34 @@ public struct AddressGossip: Sendable {
         // The peer that gave it to us has it: never echo it back.
         sent[peer, default: [:]][record.identity] = record.issuedAt
         return .accepted
+    }
+
+    private mutating func keepEarly(_ record: SignedAddressRecord, from peer: IdentityPublicKey, nowMs: UInt64) {
+        early = early.filter { nowMs < $0.value.at &+ GossipLimits.earlyRecordLifetimeMs }
+        if let held = early[record.identity], held.record.issuedAt >= record.issuedAt { return }
+        if early[record.identity] == nil, early.count >= GossipLimits.maxEarlyRecords,
+            let oldest = early.min(by: { $0.value.at < $1.value.at })?.key
+        {
+            early[oldest] = nil
+        }
+        early[record.identity] = (record, peer, nowMs)
+    }
+
+    /// Records refused earlier as `notAContact` whose subject `isContact` now accepts (it
+    /// became a co-member): taken now, as if they had just arrived. The caller stores and
+    /// dials them like any accepted record.
+    public mutating func reconsiderEarly(isContact: (IdentityPublicKey) -> Bool, nowMs: UInt64)
+        -> [(record: SignedAddressRecord, from: IdentityPublicKey)]
+    {
+        early = early.filter { nowMs < $0.value.at &+ GossipLimits.earlyRecordLifetimeMs }
+        var taken: [(record: SignedAddressRecord, from: IdentityPublicKey)] = []
+        for subject in early.keys.sorted(by: { $0.hex < $1.hex }) where isContact(subject) {
+            guard let e = early.removeValue(forKey: subject), freshness(e.record, nowMs: nowMs) == nil,
+                take(e.record, from: e.from) == .accepted
+            else { continue }
+            taken.append((e.record, e.from))
+        }
+        return taken
     }
 
     /// nil when the record's date is acceptable now.

@@ -19,6 +19,14 @@ public enum GossipLimits {
     public static let maxRelayedPerSession = 256
     /// Dial-back probes a node answers per requesting peer: one, then one per minute. A
     /// probe costs one TCP connection to the requester's own host, never to anyone else.
+    /// Records about someone not (yet) a contact or co-member, relayed by a contact or
+    /// co-member, kept this long and at most this many (the newest per subject) in case the
+    /// subject becomes a co-member meanwhile: the relay of a new co-member's record often
+    /// arrives just before the room operation that makes it one (the record goes at once,
+    /// the operation through the outbox), and is not sent twice on one session. A peer can
+    /// fill the list only with records it may relay anyway, and only this far.
+    public static let maxEarlyRecords = 64
+    public static let earlyRecordLifetimeMs: UInt64 = 10 * 60 * 1000
     public static let dialBackBurst = 1
     public static let dialBackInterval: Duration = .seconds(60)
 }

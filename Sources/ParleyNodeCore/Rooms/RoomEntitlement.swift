@@ -8,10 +8,14 @@ import ParleyCore
 /// resolved now, by the room rule) that are the anchor or in the anchor's past. Then:
 ///
 /// - the author must be a joined member there (it could write to the room);
-/// - a member M is entitled when M is a joined member there (a member added later gets
-///   nothing from before its join: the policy is Signal's, history is not shared with new
-///   members) **and** M is a joined member now (a removed member gets nothing from anyone
-///   who knows of its removal, old or new: no member hands history to a former member).
+/// - a member M is entitled when M is a joined member now (a removed member gets nothing
+///   from anyone who knows of its removal, old or new: no member hands history to a former
+///   member) **and** either M is a joined member there, or the room's policy *there*
+///   shares history with new members (`Policy.sharedHistory`). By default a member added
+///   later gets nothing from before its join (Signal's rule, Matrix's `joined`); with the
+///   setting on, it gets what was written while the setting was on (Matrix's `shared`).
+///   Judged at the message's place, so switching the setting on later never opens what
+///   was written while it was off.
 ///
 /// What an author sends to a removed member itself cannot be stopped (the author can always
 /// leak what it writes); what this rule guarantees is that no *other* member does.
@@ -71,6 +75,7 @@ public enum RoomEntitlement {
     ) -> Verdict {
         guard let then else { return .anchorUnknown }
         guard then.joined.contains(author) else { return .authorNotMember }
-        return then.joined.contains(member) && state.hasJoined(member) ? .entitled : .notEntitled
+        guard state.hasJoined(member) else { return .notEntitled }
+        return then.joined.contains(member) || then.policy.sharedHistory ? .entitled : .notEntitled
     }
 }

@@ -40,6 +40,11 @@ public enum RoomSyncLimits {
     /// would send each of them a copy they have. A wrong clock costs only efficiency: an
     /// old message that was not relayed comes by summaries.
     public static let relayWindow: Duration = .seconds(60)
+    /// Signed edits, deletes and reactions held in memory, unacknowledged, because the
+    /// message they change has not arrived yet (a member's own reaction often comes before
+    /// the author's message, which another member passes on a moment later). Beyond this the
+    /// oldest are dropped; they stay unacknowledged, so they come again on a later session.
+    public static let maxWaitingChanges = 256
 }
 
 /// Room sync between members (issue 30): which summaries to send and which signed

@@ -276,7 +276,22 @@ function tick(m) {
   if (m.direction !== "out") return null;
   if (m.readAt) return el("span", { class: "tick read", title: `read ${time(m.readAt)}`, text: "✓✓" });
   if (m.state === "delivered") return el("span", { class: "tick delivered", title: "delivered", text: "✓" });
+  if (m.state === "partial") {
+    // A room message some members hold (by the author's delivery or another member's sync).
+    const text = holdersText(m);
+    return el("span", { class: "tick partial", title: text, text: `✓ ${text}` });
+  }
   return el("span", { class: "tick queued", title: "queued", text: "🕓" });
+}
+
+// "carol has it (1 of 2)", "carol, bob and 3 others have it (5 of 9)".
+function holdersText(m) {
+  const d = m.roomDelivery;
+  if (!d || !d.heldBy.length) return "";
+  const names = d.heldBy.slice(0, 3).map((h) => h.name);
+  const others = d.heldBy.length - names.length;
+  const who = names.join(", ") + (others > 0 ? ` and ${others} other${others === 1 ? "" : "s"}` : "");
+  return `${who} ${d.heldBy.length === 1 ? "has" : "have"} it (${d.heldBy.length} of ${d.members})`;
 }
 
 function renderMessage(m) {

@@ -218,7 +218,29 @@ func runRoomMember(_ a: ModeArguments) {
         member.send(.roomHave(RoomHave(roomID: roomArg, holding: [:])))
         member.signed.removeAll()
         member.takeTraffic()
-        emit("pushed \(member.signed.filter { $0.roomID == roomArg }.count)")
+        let pushed = member.signed.filter { $0.roomID == roomArg }
+        emit("pushed \(pushed.count)")
+        // Kept (PARLEY_ADVERSARY_STATE + ".signed") for a later `sync-relay`.
+        if let statePath {
+            try? pushed.map { Sodium.hex($0.encoded()) }.joined(separator: "\n").write(
+                toFile: statePath + ".signed", atomically: true, encoding: .utf8)
+        }
+    case "sync-relay":
+        // Passes on the (other authors') signed messages a `sync-have` kept, unchanged:
+        // valid signatures, entitled members, but handed over by this member (removed, say).
+        guard let roomArg, let statePath,
+            let text = try? String(contentsOfFile: statePath + ".signed", encoding: .utf8)
+        else { fail("sync-relay needs ROOM and the messages a sync-have kept") }
+        let kept = text.split(separator: "\n").compactMap { Sodium.fromHex(String($0)) }
+            .compactMap { try? SignedRoomMessage.decode($0) }.filter { $0.roomID == roomArg }
+        // First the room's operations it holds (its own removal among them, if it got it),
+        // parents first: the target then knows what this member knows.
+        if let (root, ops) = member.room(roomArg) {
+            for op in [root] + ops.sorted(by: RoomResolver.precedes) { member.send(.roomOperation(op)) }
+        }
+        for m in kept { member.send(.roomMessage(.verified(m))) }
+        emit("relayed \(kept.count)")
+        emit("relayed-acked \(member.awaitAcks(kept.map(\.id), seconds: 5))")
     default:
         fail("unknown room-member action \(action)")
     }

@@ -145,7 +145,7 @@ private struct ChatView {
         if firstTime { olderCursor = page.olderCursor }
         for m in page.messages where model.contains(m.id) && m.direction == .outgoing {
             // Shown before a reconnect: its delivery or read may have happened meanwhile.
-            model.mark(m.id, m.readAt != nil ? .read : m.state == .delivered ? .delivered : .queued)
+            model.update(m)
         }
         // The conversation's attachments go among the messages, at their time.
         let transfers = (try? client.call(FilesListParams(limit: ChatCommand.historyTransfers)).transfers) ?? []

@@ -39,6 +39,7 @@ enum ChatLayout {
         }
         var body = Terminal.multiline(entry.body).replacingOccurrences(of: "\t", with: "    ")
         if let mark = entry.mark { body += " " + mark.rawValue }
+        if entry.mark == .partial, let holders = entry.holders, !holders.isEmpty { body += " " + holders }
         let indent = min(DisplayWidth.of(head), max(width / maxIndentFraction, 1))
         var lines = wrap(head + body, width: width, indent: indent)
         if colour, let name, let key = entry.senderKey, let first = lines.first,

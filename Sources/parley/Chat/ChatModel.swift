@@ -69,11 +69,11 @@ struct ChatModel {
                 mark: nil, deleted: m.deletedAt != nil, senderKey: m.from)
             newestIncomingCursor = max(newestIncomingCursor ?? m.cursor, m.cursor)
         case .outgoing:
-            var mark: ChatEntry.Mark = m.readAt != nil ? .read : m.state == .delivered ? .delivered : .queued
+            var mark = ChatEntry.Mark(m)
             if let e = early.removeValue(forKey: m.id) { mark = mark.advanced(to: e) }
             entry = ChatEntry(
                 id: m.id, kind: .outgoing, time: m.createdAt, body: Self.text(of: m), mark: mark,
-                deleted: m.deletedAt != nil)
+                holders: HumanFormat.holders(m), deleted: m.deletedAt != nil)
         }
         entry.number = nextNumber
         nextNumber += 1
@@ -98,6 +98,11 @@ struct ChatModel {
         guard let i = entries.lastIndex(where: { $0.id == m.id }) else { return }
         entries[i].body = Self.text(of: m)
         entries[i].deleted = m.deletedAt != nil
+        if m.direction == .outgoing {
+            // A room message's holders grew (`message.updated`), or it was edited.
+            entries[i].mark = (entries[i].mark ?? .queued).advanced(to: ChatEntry.Mark(m))
+            entries[i].holders = HumanFormat.holders(m)
+        }
     }
 
     /// The newest message from the peer (what /reply and /react answer).
