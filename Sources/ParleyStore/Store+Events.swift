@@ -24,6 +24,27 @@ public struct NewJournalEvent: Sendable, Equatable {
     }
 }
 
+/// A request to journal the events of a message transaction in that same transaction:
+/// `method` is the notification (e.g. `message.received`), one row per message the
+/// transaction changes, whose subject is the message's room or else its peer. The rows
+/// commit with the message or not at all, so a SIGKILL can never leave a stored message
+/// without the event a resuming client replays (and a message transaction costs one
+/// commit, not two).
+public struct MessageJournal: Sendable, Equatable {
+    public var method: String
+    /// Unix ms the rows are stamped with (the journal's clock, which prunes by age).
+    public var at: Int64
+
+    public init(method: String, at: Int64) throws(StoreError) {
+        guard !method.isEmpty, method.utf8.count <= JournalLimits.maxMethodBytes else {
+            throw .invalidArgument("event method must be 1...\(JournalLimits.maxMethodBytes) bytes")
+        }
+        try InputValidation.requireNoNUL(method, "event method")
+        self.method = method
+        self.at = at
+    }
+}
+
 /// An event as stored, with the id it was given.
 public struct JournalEvent: Sendable, Equatable {
     public var id: Int64
@@ -68,27 +89,34 @@ extension Store {
             }
         }
         guard !events.isEmpty else { return [] }
-        return try relaxedWrite { db in
-            let reserve = try db.cachedStatement(
-                sql: """
-                    UPDATE counter SET value = value + ? WHERE name = '\(Schema.Counter.lastEventID)' RETURNING value
-                    """)
-            guard let last = try Int64.fetchOne(reserve, arguments: [Int64(events.count)]) else {
-                throw UnexpectedStoredValue(column: "counter.\(Schema.Counter.lastEventID)", value: "missing")
-            }
-            let first = last - Int64(events.count) + 1
-            let insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO event (id, at, method, peer, message_row, params) VALUES (?, ?, ?, ?, ?, ?)
-                    """)
-            for (offset, e) in events.enumerated() {
-                try insert.executeDirect([
-                    .int(first + Int64(offset)), .int(e.at), .text(e.method), .optionalText(e.peer),
-                    .optionalInt(e.messageRowID), .optionalBlob(e.params)
-                ])
-            }
-            return Array(first...last)
+        return try relaxedWrite { db in try Self.insertEvents(db, events) }
+    }
+
+    /// Appends `events` inside the caller's transaction (already validated, or built by the
+    /// store itself); returns their ids.
+    static func insertEvents(_ db: Database, _ events: [NewJournalEvent]) throws -> [Int64] {
+        guard !events.isEmpty else { return [] }
+        let reserve = try db.cachedStatement(
+            sql: """
+                UPDATE counter SET value = value + ? WHERE name = '\(Schema.Counter.lastEventID)' RETURNING value
+                """)
+        var last: Int64?
+        try reserve.queryDirect([.int(Int64(events.count))]) { row in last = row.int64(0) }
+        guard let last else {
+            throw UnexpectedStoredValue(column: "counter.\(Schema.Counter.lastEventID)", value: "missing")
         }
+        let first = last - Int64(events.count) + 1
+        let insert = try db.cachedStatement(
+            sql: """
+                INSERT INTO event (id, at, method, peer, message_row, params) VALUES (?, ?, ?, ?, ?, ?)
+                """)
+        for (offset, e) in events.enumerated() {
+            try insert.executeDirect([
+                .int(first + Int64(offset)), .int(e.at), .text(e.method), .optionalText(e.peer),
+                .optionalInt(e.messageRowID), .optionalBlob(e.params)
+            ])
+        }
+        return Array(first...last)
     }
 
     /// Events with `after < id <= through`, ascending, at most `limit` (clamped to

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ParleyCore
 
 // Outbox, inbox and history. Batch methods are one transaction each: the daemon batches
 // work per event-loop tick, and one fsync per batch is what makes throughput possible.
@@ -141,6 +142,21 @@ extension Store {
     {
         try InputValidation.requireIdentity(recipient, "recipient")
         let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
+        return try markDelivered(hexIDs: ids, recipient: recipient, at: at, journal: nil)
+    }
+
+    /// `markDelivered` with typed ids (nothing to validate), and with `journal`, the
+    /// delivery events written in the mark's own transaction
+    /// (`DeliveredMessage.journalEventID`).
+    public func markDelivered(_ ids: [MessageID], by recipient: IdentityPublicKey, at: Int64, journal: MessageJournal?)
+        throws(StoreError) -> [DeliveredMessage]
+    {
+        try markDelivered(hexIDs: ids.map(\.hex), recipient: recipient.hex, at: at, journal: journal)
+    }
+
+    private func markDelivered(hexIDs ids: [String], recipient: String, at: Int64, journal: MessageJournal?)
+        throws(StoreError) -> [DeliveredMessage]
+    {
         guard !ids.isEmpty else { return [] }
         return try relaxedWrite { db in
             // Find, then update by row_id: cheaper than UPDATE ... RETURNING, which makes
@@ -173,6 +189,17 @@ extension Store {
             }
             try Self.adjustCounter(db, Schema.Counter.queued, by: -changed.count)
             try Self.adjustCounter(db, Schema.Counter.delivered, by: changed.count)
+            if let journal {
+                let eventIDs = try Self.insertEvents(
+                    db,
+                    changed.map {
+                        NewJournalEvent(
+                            at: journal.at, method: journal.method, peer: $0.room ?? $0.recipient,
+                            messageRowID: $0.rowID,
+                            params: nil)
+                    })
+                for (k, id) in eventIDs.enumerated() { changed[k].journalEventID = id }
+            }
             return changed
         }
     }
@@ -195,8 +222,11 @@ extension Store {
     /// De-duplicates by (sender, id): a message already stored comes back as the existing
     /// row with `isNew` false, so a retransmission after a lost ack is harmless. A malformed
     /// id or identity fails the whole batch with `.invalidArgument`.
-    public func storeIncoming(_ messages: [IncomingMessage], at: Int64) throws(StoreError)
-        -> [(message: StoredMessage, isNew: Bool)]
+    ///
+    /// With `journal`, each new message's event is written in the same transaction
+    /// (`StoredMessage.journalEventID`); a duplicate gets none.
+    public func storeIncoming(_ messages: [IncomingMessage], at: Int64, journal: MessageJournal? = nil)
+        throws(StoreError) -> [(message: StoredMessage, isNew: Bool)]
     {
         for message in messages {
             try InputValidation.requireMessageID(message.id)
@@ -246,6 +276,18 @@ extension Store {
                 }
             }
             try Self.adjustCounter(db, Schema.Counter.received, by: newCount)
+            if let journal, newCount > 0 {
+                let fresh = results.indices.filter { results[$0].isNew }
+                let eventIDs = try Self.insertEvents(
+                    db,
+                    fresh.map { k in
+                        let m = results[k].message
+                        return NewJournalEvent(
+                            at: journal.at, method: journal.method, peer: m.room ?? m.peer, messageRowID: m.rowID,
+                            params: nil)
+                    })
+                for (k, id) in zip(fresh, eventIDs) { results[k].message.journalEventID = id }
+            }
             return results
         }
     }

@@ -48,6 +48,9 @@ public final class Store: @unchecked Sendable {
     /// Guarded by `lock`: how far the search index is fed (a mirror of the
     /// `search_indexed_through` counter, moved only after the commit that moved the counter).
     var searchFeed = SearchIndexFeed(indexedThrough: 0)
+    /// Guarded by `lock`: write transactions committed since open. What the message path's
+    /// tests count (one per side per batch of messages, the journal's rows included).
+    private var committedWrites = 0
 
     /// Opens (creating if absent) `parley.sqlite` in `directory`, which must already exist.
     /// A file that is not a Parley database, is damaged, or is locked by another process is
@@ -154,6 +157,7 @@ public final class Store: @unchecked Sendable {
                 }
             }
             if let fedThrough { searchFeed.fed(through: fedThrough) }
+            committedWrites += 1
             return result
         } catch {
             throw StoreError.translating(error, path: path)
@@ -219,14 +223,23 @@ public final class Store: @unchecked Sendable {
         defer { lock.unlock() }
         guard !isClosed else { throw .closed(path: path) }
         do {
-            return try database.writeWithoutTransaction { db in
+            let result = try database.writeWithoutTransaction { db in
                 try db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").execute()
                 defer { try? db.cachedStatement(sql: "PRAGMA synchronous = \(durability.synchronousPragma)").execute() }
                 return try Self.inTransaction(db, body)
             }
+            committedWrites += 1
+            return result
         } catch {
             throw StoreError.translating(error, path: path)
         }
+    }
+
+    /// Write transactions committed since the store was opened.
+    public var committedWriteTransactions: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return committedWrites
     }
 
     /// Runs `body`, which only reads. Not `DatabaseQueue.read`: that brackets every read

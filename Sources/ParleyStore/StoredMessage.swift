@@ -43,6 +43,10 @@ public struct StoredMessage: Sendable, Equatable, Codable {
     public var editedAt: Int64?
     /// Unix ms (local) the author deleted it for everyone; the body is then empty.
     public var deletedAt: Int64?
+    /// The id of the journal event the transaction that stored or changed this message
+    /// wrote with it (`MessageJournal`); nil when none was asked for, and on every message
+    /// read back from the store.
+    public var journalEventID: Int64?
 
     public init(
         rowID: Int64, id: String, direction: Direction, sender: String, recipient: String,

@@ -1,3 +1,4 @@
+import ParleyControlProtocol
 import ParleyCore
 import ParleyNodeCore
 import ParleyStore
@@ -172,7 +173,9 @@ extension Node {
         }
         let results: [(message: StoredMessage, isNew: Bool)]
         do {
-            results = try store.storeIncoming(incoming, at: now)
+            // The message.received events commit with the messages (one transaction).
+            results = try store.storeIncoming(
+                incoming, at: now, journal: messageJournal(ControlEvent.messageReceived))
         } catch {
             // Not stored, so not acknowledged: the sender keeps them queued and resends.
             log.error("could not store incoming messages; they stay queued at the sender", ["error": "\(error)"])
@@ -198,7 +201,8 @@ extension Node {
         guard let peer = conn.remoteIdentityKey else { return }
         let ack = links[ObjectIdentifier(conn)]?.window.acknowledge(ids) ?? SendWindow.Acknowledgement(unknown: ids)
         do {
-            let changed = try store.markDelivered(ids: ids.map(\.hex), by: peer.hex, at: nowMs)
+            let changed = try store.markDelivered(
+                ids, by: peer, at: nowMs, journal: messageJournal(ControlEvent.messageDelivered))
             if !changed.isEmpty { sessions.promote(peer) }
             outbox.delivered(changed.count, by: peer)
             for m in changed { emit(.messageDelivered(m)) }
