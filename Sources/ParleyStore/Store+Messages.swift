@@ -234,6 +234,27 @@ extension Store {
             try InputValidation.requireIdentity(message.recipient, "recipient")
             if let replyTo = message.replyTo { try InputValidation.requireMessageID(replyTo) }
         }
+        return try storeChecked(messages, at: at, journal: journal)
+    }
+
+    /// `storeIncoming` for chats from one peer with typed id and keys: nothing to validate
+    /// again, and each key is turned into its stored form once per batch, not per message.
+    public func storeIncoming(
+        _ chats: [ReceivedChat], from sender: IdentityPublicKey, to recipient: IdentityPublicKey, at: Int64,
+        journal: MessageJournal?
+    ) throws(StoreError) -> [(message: StoredMessage, isNew: Bool)] {
+        let (senderHex, recipientHex) = (sender.hex, recipient.hex)
+        return try storeChecked(
+            chats.map {
+                IncomingMessage(
+                    id: $0.id.hex, sender: senderHex, recipient: recipientHex, sequence: $0.sequence,
+                    createdAt: $0.createdAt, body: $0.body, replyTo: $0.replyTo?.hex)
+            }, at: at, journal: journal)
+    }
+
+    private func storeChecked(_ messages: [IncomingMessage], at: Int64, journal: MessageJournal?)
+        throws(StoreError) -> [(message: StoredMessage, isNew: Bool)]
+    {
         guard !messages.isEmpty else { return [] }
         return try write { db in
             let insert = try db.cachedStatement(

@@ -166,16 +166,16 @@ extension Node {
         guard !chats.isEmpty else { return }
         sessions.promote(sender)  // no longer a stranger (SessionTable's eviction order)
         let incoming = chats.map {
-            IncomingMessage(
-                id: $0.id.hex, sender: sender.hex, recipient: myIdentity,
-                sequence: Int64(clamping: $0.sequence), createdAt: Int64(clamping: $0.createdAt),
-                body: $0.body, replyTo: $0.replyTo?.hex)
+            ReceivedChat(
+                id: $0.id, sequence: Int64(clamping: $0.sequence), createdAt: Int64(clamping: $0.createdAt),
+                body: $0.body, replyTo: $0.replyTo)
         }
         let results: [(message: StoredMessage, isNew: Bool)]
         do {
             // The message.received events commit with the messages (one transaction).
             results = try store.storeIncoming(
-                incoming, at: now, journal: messageJournal(ControlEvent.messageReceived))
+                incoming, from: sender, to: myIdentityKey, at: now,
+                journal: messageJournal(ControlEvent.messageReceived))
         } catch {
             // Not stored, so not acknowledged: the sender keeps them queued and resends.
             log.error("could not store incoming messages; they stay queued at the sender", ["error": "\(error)"])
