@@ -96,15 +96,9 @@ extension Store {
     /// store itself); returns their ids.
     static func insertEvents(_ db: Database, _ events: [NewJournalEvent]) throws -> [Int64] {
         guard !events.isEmpty else { return [] }
-        let reserve = try db.cachedStatement(
-            sql: """
-                UPDATE counter SET value = value + ? WHERE name = '\(Schema.Counter.lastEventID)' RETURNING value
-                """)
-        var last: Int64?
-        try reserve.queryDirect([.int(Int64(events.count))]) { row in last = row.int64(0) }
-        guard let last else {
-            throw UnexpectedStoredValue(column: "counter.\(Schema.Counter.lastEventID)", value: "missing")
-        }
+        // No RETURNING (a temporary table per statement; see reserveSequenceNumbers).
+        try adjustCounter(db, Schema.Counter.lastEventID, by: events.count)
+        let last = try counterValue(db, Schema.Counter.lastEventID)
         let first = last - Int64(events.count) + 1
         let insert = try db.cachedStatement(
             sql: """
