@@ -181,6 +181,7 @@ enum Schema {
         registerAddressRecordsMigration(&migrator)
         registerSearchBatchMigration(&migrator)
         registerRoomSyncMigration(&migrator)
+        registerJournalIndexMigration(&migrator)
         return migrator
     }
 }

@@ -165,11 +165,15 @@ extension Store {
             let last = try Int64.fetchOne(counter, arguments: [Schema.Counter.lastEventID]) ?? 0
             let pruned = try Int64.fetchOne(counter, arguments: [Schema.Counter.eventsPrunedThrough]) ?? 0
             var through = max(pruned, last - Int64(keepLast))
-            // The newest event that is too old; ids grow with time, so everything up to it goes
-            // (an event written while the clock was wrong may go a little early or late).
-            if let old = try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM event WHERE at < ?", arguments: [notBefore]) {
-                through = max(through, old)
-            }
+            // Everything before the oldest event that is recent enough goes: ids grow with
+            // time (an event written while the clock was wrong may go a little early or
+            // late). Scanned in id order from the oldest kept, so it reads only the events
+            // it prunes, and the journal needs no index on `at` (one b-tree per event
+            // written: the journal-without-time-index-v1 migration).
+            let firstRecent = try Int64.fetchOne(
+                db, sql: "SELECT id FROM event WHERE id > ? AND at >= ? ORDER BY id LIMIT 1",
+                arguments: [pruned, notBefore])
+            through = max(through, firstRecent.map { $0 - 1 } ?? last)
             guard through > pruned else { return pruned }
             try db.execute(sql: "DELETE FROM event WHERE id <= ?", arguments: [through])
             try db.execute(

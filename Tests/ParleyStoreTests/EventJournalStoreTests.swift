@@ -128,6 +128,22 @@ final class EventJournalStoreTests: XCTestCase {
         XCTAssertEqual(try store.eventBounds().last, 0, "a refused batch stores nothing and uses no id")
     }
 
+    /// Issue 32: writing an event touches one b-tree (the table), not a second one for an
+    /// index on its time; pruning by age still finds what is too old, also when an event
+    /// written with a clock set back sits among recent ones.
+    func testTheJournalHasNoTimeIndexAndStillPrunesByAge() throws {
+        let store = try Store(directory: directory)
+        let indexes = try store.read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'event'")
+        }
+        XCTAssertEqual(indexes, [], "the event table has only its primary key")
+        _ = try store.appendEvents((1...5).map { event($0, at: 1_000) })
+        _ = try store.appendEvents([event(6, at: 9_000), event(7, at: 500), event(8, at: 9_000)])
+        XCTAssertEqual(try store.pruneEvents(keepLast: 100, notBefore: 2_000), 5, "the old prefix goes")
+        XCTAssertEqual(try store.events(after: 0, through: 8, limit: 100).map(\.id), [6, 7, 8])
+        XCTAssertEqual(try store.pruneEvents(keepLast: 100, notBefore: 10_000), 8, "all of them are old now")
+    }
+
     func testPruningKeepsTheNewestAndDropsTheOld() throws {
         let store = try Store(directory: directory)
         _ = try store.appendEvents((1...10).map { event($0, at: 1_000) })
