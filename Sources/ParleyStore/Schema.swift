@@ -182,6 +182,7 @@ enum Schema {
         registerSearchBatchMigration(&migrator)
         registerRoomSyncMigration(&migrator)
         registerJournalIndexMigration(&migrator)
+        registerMessageChecksMigration(&migrator)
         return migrator
     }
 }
