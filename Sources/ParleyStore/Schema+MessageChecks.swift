@@ -15,7 +15,8 @@ extension Schema {
     /// foreign keys checked at the end by GRDB): the new definition is the stored one with
     /// only that check rewritten, so columns other migrations added come along; every row
     /// is copied with its `row_id`; AUTOINCREMENT's high-water mark is kept (a cursor a
-    /// client holds is never reused); the indexes are re-created from their stored SQL.
+    /// client holds is never reused); indexes and triggers on it are re-created from their
+    /// stored SQL; views and other tables' references name it and find it again.
     static func registerMessageChecksMigration(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration(messageChecksMigration) { db in
             let listCheck = "CHECK (state IN ('queued', 'delivered', 'received'))"
@@ -30,9 +31,14 @@ extension Schema {
                 "CREATE TABLE message_rebuilt ("
                 + table.dropFirst(prefix.count)
                 .replacingOccurrences(of: listCheck, with: comparisons)
-            let indexes = try String.fetchAll(
+            // Indexes and triggers go with the dropped table: re-created from their SQL.
+            let dependents = try String.fetchAll(
                 db,
-                sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'message' AND sql IS NOT NULL")
+                sql: """
+                    SELECT sql FROM sqlite_master
+                    WHERE type IN ('index', 'trigger') AND tbl_name = 'message' AND sql IS NOT NULL
+                    ORDER BY type = 'trigger', name
+                    """)
             let highWater = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'message'") ?? 0
             try db.execute(sql: rebuilt)
             try db.execute(sql: "INSERT INTO message_rebuilt SELECT * FROM message")
@@ -45,8 +51,12 @@ extension Schema {
                 )
             }
             try db.execute(sql: "DROP TABLE message")
+            // Legacy rename: SQLite 3.26+ otherwise re-checks every view and trigger that
+            // names `message`, and fails on those while the table is gone.
+            try db.execute(sql: "PRAGMA legacy_alter_table = ON")
             try db.execute(sql: "ALTER TABLE message_rebuilt RENAME TO message")
-            for index in indexes { try db.execute(sql: index) }
+            try db.execute(sql: "PRAGMA legacy_alter_table = OFF")
+            for sql in dependents { try db.execute(sql: sql) }
         }
     }
 }

@@ -49,6 +49,15 @@ final class MessageChecksMigrationTests: StoreDirectoryTestCase {
             // The newest rows deleted: AUTOINCREMENT must still never hand out their ids.
             try db.execute(sql: "DELETE FROM message_body WHERE row_id > ?", arguments: [n - 3])
             try db.execute(sql: "DELETE FROM message WHERE row_id > ?", arguments: [n - 3])
+            // A view and a trigger naming the table (as a later migration might add) survive.
+            try db.execute(
+                sql: """
+                    CREATE VIEW unread_test AS SELECT row_id FROM message WHERE read_at IS NULL;
+                    CREATE TABLE trigger_test (n INTEGER NOT NULL);
+                    CREATE TRIGGER message_trigger_test AFTER INSERT ON message BEGIN
+                        INSERT INTO trigger_test (n) VALUES (new.row_id);
+                    END;
+                    """)
             // The search index is not under test: marked fed, so opening does not index them.
             try db.execute(
                 sql: "UPDATE counter SET value = ? WHERE name = 'search_indexed_through'", arguments: [n - 3])
@@ -61,7 +70,10 @@ final class MessageChecksMigrationTests: StoreDirectoryTestCase {
         (
             try Row.fetchAll(db, sql: "SELECT * FROM message ORDER BY row_id"),
             try String.fetchAll(
-                db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'message' ORDER BY name")
+                db,
+                sql:
+                    "SELECT sql FROM sqlite_master WHERE type <> 'table' AND tbl_name IN ('message', 'unread_test') ORDER BY name"
+            )
         )
     }
 
@@ -94,7 +106,7 @@ final class MessageChecksMigrationTests: StoreDirectoryTestCase {
                 try String.fetchOne(db, sql: "PRAGMA integrity_check")
             )
         }
-        XCTAssertEqual(after.0.indexes, before.0.indexes, "the same indexes")
+        XCTAssertEqual(after.0.indexes, before.0.indexes, "the same indexes, trigger and view")
         XCTAssertEqual(after.0.rows.count, before.0.rows.count)
         XCTAssertTrue(after.0.rows == before.0.rows, "every row identical, row ids included")
         XCTAssertFalse(after.1 || after.2, "inserts and delivery marks need no temporary b-tree")
@@ -115,6 +127,13 @@ final class MessageChecksMigrationTests: StoreDirectoryTestCase {
             [NewOutgoingMessage(id: String(repeating: "f", count: 32), recipient: me, body: "after", createdAt: 1)],
             sender: String(repeating: "8", count: 64))
         XCTAssertEqual(sent.first?.rowID, Int64(n) + 1, "AUTOINCREMENT's high-water mark survived the rebuild")
+        try store.read { db in
+            XCTAssertEqual(
+                try Int64.fetchAll(db, sql: "SELECT n FROM trigger_test"), [Int64(n) + 1], "the trigger fired")
+            XCTAssertEqual(
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM unread_test"),
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM message WHERE read_at IS NULL"))
+        }
         XCTAssertEqual(try store.message(id: String(format: "%032x", 1))?.body, "body 1")
         let receivedRoom = try store.message(id: String(format: "%032x", 33))
         XCTAssertEqual(receivedRoom?.room, String(format: "%032x", 5))
