@@ -52,7 +52,7 @@ test_pkgs=(python3 python3-pytest python3-pytest-timeout python3-nacl "${lab_pkg
 # the lab, driven by scripts/bench-discovery.py.
 # valgrind counts instructions per message (rows 3i, 4i); objcopy (binutils) strips the DWARF 5
 # debug info valgrind 3.19 cannot read, and cc builds its sigsuspend shim (CallgrindBench.swift).
-bench_pkgs=(ngircd openssl python3 valgrind binutils gcc "${lab_pkgs[@]}")
+bench_pkgs=(ngircd redis-server openssl python3 valgrind binutils gcc "${lab_pkgs[@]}")
 
 # `make deb` (dpkg-buildpackage, debhelper; lintian checks the result) and the booted hosts
 # the package is tested on (scripts/debhost: mmdebstrap builds a Debian 12 root,

@@ -13,6 +13,8 @@ public struct DeliveredMessage: Sendable, Equatable {
     public var room: String?
     /// Unix ms when the acknowledgement arrived.
     public var deliveredAt: Int64
+    /// The journal event written in the mark's own transaction (`MessageJournal`), if asked.
+    public var journalEventID: Int64?
 
     public init(rowID: Int64, id: String, recipient: String, room: String?, deliveredAt: Int64) {
         self.rowID = rowID

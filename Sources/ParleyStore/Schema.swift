@@ -181,6 +181,8 @@ enum Schema {
         registerAddressRecordsMigration(&migrator)
         registerSearchBatchMigration(&migrator)
         registerRoomSyncMigration(&migrator)
+        registerJournalIndexMigration(&migrator)
+        registerMessageChecksMigration(&migrator)
         return migrator
     }
 }

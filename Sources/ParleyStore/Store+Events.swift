@@ -24,6 +24,27 @@ public struct NewJournalEvent: Sendable, Equatable {
     }
 }
 
+/// A request to journal the events of a message transaction in that same transaction:
+/// `method` is the notification (e.g. `message.received`), one row per message the
+/// transaction changes, whose subject is the message's room or else its peer. The rows
+/// commit with the message or not at all, so a SIGKILL can never leave a stored message
+/// without the event a resuming client replays (and a message transaction costs one
+/// commit, not two).
+public struct MessageJournal: Sendable, Equatable {
+    public var method: String
+    /// Unix ms the rows are stamped with (the journal's clock, which prunes by age).
+    public var at: Int64
+
+    public init(method: String, at: Int64) throws(StoreError) {
+        guard !method.isEmpty, method.utf8.count <= JournalLimits.maxMethodBytes else {
+            throw .invalidArgument("event method must be 1...\(JournalLimits.maxMethodBytes) bytes")
+        }
+        try InputValidation.requireNoNUL(method, "event method")
+        self.method = method
+        self.at = at
+    }
+}
+
 /// An event as stored, with the id it was given.
 public struct JournalEvent: Sendable, Equatable {
     public var id: Int64
@@ -68,27 +89,28 @@ extension Store {
             }
         }
         guard !events.isEmpty else { return [] }
-        return try relaxedWrite { db in
-            let reserve = try db.cachedStatement(
-                sql: """
-                    UPDATE counter SET value = value + ? WHERE name = '\(Schema.Counter.lastEventID)' RETURNING value
-                    """)
-            guard let last = try Int64.fetchOne(reserve, arguments: [Int64(events.count)]) else {
-                throw UnexpectedStoredValue(column: "counter.\(Schema.Counter.lastEventID)", value: "missing")
-            }
-            let first = last - Int64(events.count) + 1
-            let insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO event (id, at, method, peer, message_row, params) VALUES (?, ?, ?, ?, ?, ?)
-                    """)
-            for (offset, e) in events.enumerated() {
-                try insert.executeDirect([
-                    .int(first + Int64(offset)), .int(e.at), .text(e.method), .optionalText(e.peer),
-                    .optionalInt(e.messageRowID), .optionalBlob(e.params)
-                ])
-            }
-            return Array(first...last)
+        return try relaxedWrite { db in try Self.insertEvents(db, events) }
+    }
+
+    /// Appends `events` inside the caller's transaction (already validated, or built by the
+    /// store itself); returns their ids.
+    static func insertEvents(_ db: Database, _ events: [NewJournalEvent]) throws -> [Int64] {
+        guard !events.isEmpty else { return [] }
+        // No RETURNING (a temporary table per statement; see reserveSequenceNumbers).
+        try adjustCounter(db, Schema.Counter.lastEventID, by: events.count)
+        let last = try counterValue(db, Schema.Counter.lastEventID)
+        let first = last - Int64(events.count) + 1
+        let insert = try db.cachedStatement(
+            sql: """
+                INSERT INTO event (id, at, method, peer, message_row, params) VALUES (?, ?, ?, ?, ?, ?)
+                """)
+        for (offset, e) in events.enumerated() {
+            try insert.executeDirect([
+                .int(first + Int64(offset)), .int(e.at), .text(e.method), .optionalText(e.peer),
+                .optionalInt(e.messageRowID), .optionalBlob(e.params)
+            ])
         }
+        return Array(first...last)
     }
 
     /// Events with `after < id <= through`, ascending, at most `limit` (clamped to
@@ -143,11 +165,15 @@ extension Store {
             let last = try Int64.fetchOne(counter, arguments: [Schema.Counter.lastEventID]) ?? 0
             let pruned = try Int64.fetchOne(counter, arguments: [Schema.Counter.eventsPrunedThrough]) ?? 0
             var through = max(pruned, last - Int64(keepLast))
-            // The newest event that is too old; ids grow with time, so everything up to it goes
-            // (an event written while the clock was wrong may go a little early or late).
-            if let old = try Int64.fetchOne(db, sql: "SELECT MAX(id) FROM event WHERE at < ?", arguments: [notBefore]) {
-                through = max(through, old)
-            }
+            // Everything before the oldest event that is recent enough goes: ids grow with
+            // time (an event written while the clock was wrong may go a little early or
+            // late). Scanned in id order from the oldest kept, so it reads only the events
+            // it prunes, and the journal needs no index on `at` (one b-tree per event
+            // written: the journal-without-time-index-v1 migration).
+            let firstRecent = try Int64.fetchOne(
+                db, sql: "SELECT id FROM event WHERE id > ? AND at >= ? ORDER BY id LIMIT 1",
+                arguments: [pruned, notBefore])
+            through = max(through, firstRecent.map { $0 - 1 } ?? last)
             guard through > pruned else { return pruned }
             try db.execute(sql: "DELETE FROM event WHERE id <= ?", arguments: [through])
             try db.execute(

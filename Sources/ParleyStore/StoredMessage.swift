@@ -1,3 +1,5 @@
+import ParleyCore
+
 /// Which way a stored message travelled, seen from this node.
 public enum MessageDirection: String, Codable, Sendable {
     case outgoing, incoming
@@ -43,6 +45,10 @@ public struct StoredMessage: Sendable, Equatable, Codable {
     public var editedAt: Int64?
     /// Unix ms (local) the author deleted it for everyone; the body is then empty.
     public var deletedAt: Int64?
+    /// The id of the journal event the transaction that stored or changed this message
+    /// wrote with it (`MessageJournal`); nil when none was asked for, and on every message
+    /// read back from the store.
+    public var journalEventID: Int64?
 
     public init(
         rowID: Int64, id: String, direction: Direction, sender: String, recipient: String,
@@ -93,6 +99,24 @@ public struct NewOutgoingMessage: Sendable {
 }
 
 /// A message that arrived from a peer, already authenticated and decoded by the caller.
+/// A chat from one peer as its session decoded it, with typed id and keys: nothing for
+/// the store to check again (`Store.storeIncoming(_:from:to:at:journal:)`).
+public struct ReceivedChat: Sendable {
+    public var id: MessageID
+    public var sequence: Int64
+    public var createdAt: Int64
+    public var body: String
+    public var replyTo: MessageID?
+
+    public init(id: MessageID, sequence: Int64, createdAt: Int64, body: String, replyTo: MessageID? = nil) {
+        self.id = id
+        self.sequence = sequence
+        self.createdAt = createdAt
+        self.body = body
+        self.replyTo = replyTo
+    }
+}
+
 public struct IncomingMessage: Sendable {
     public var id: String
     public var sender: String

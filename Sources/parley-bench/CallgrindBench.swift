@@ -20,6 +20,9 @@ struct CallgrindBench {
     static let pipelinedWindow = 256
     /// How much longer a measurement loop may run under callgrind than natively.
     static let slowdown = 10.0
+    /// Issue 32's goals, instructions per message of both daemons together.
+    static let latencyGoal = 250_000.0
+    static let pipelinedGoal = 120_000.0
 
     func run() -> [BenchRow] {
         guard let valgrind = findExecutable("valgrind"), let control = findExecutable("callgrind_control") else {
@@ -54,12 +57,21 @@ struct CallgrindBench {
                     count: scale.callgrindPipelinedMessages, size: 64, window: Self.pipelinedWindow, prefix: "cg-"
                 ).sent
             }
+            var floor: CFloorBench.Floor?
+            var floorError = ""
+            do {
+                floor = try CFloorBench(workDir: workDir).run(
+                    oneInFlightCount: scale.callgrindLatencyMessages,
+                    pipelinedCount: scale.callgrindPipelinedMessages)
+            } catch { floorError = "; C floor not measured: \(error)" }
             return [
-                row(id: Self.latencyID, measure: "Instructions per message, one in flight (row 3 path)", one),
+                row(
+                    id: Self.latencyID, measure: "Instructions per message, one in flight (row 3 path)", one,
+                    floor: floor?.oneInFlight, goal: Self.latencyGoal, extra: floorError),
                 row(
                     id: Self.pipelinedID,
                     measure: "Instructions per message, pipelined at window \(Self.pipelinedWindow) (row 4 path)",
-                    many)
+                    many, floor: floor?.pipelined, goal: Self.pipelinedGoal, extra: floorError)
             ]
         } catch {
             return skipped(why: "\(error)")
@@ -173,22 +185,26 @@ struct CallgrindBench {
         throw BenchError.timedOut("no totals line in \(path)")
     }
 
-    private func row(id: String, measure: String, _ r: (a: Double, b: Double, messages: Int)) -> BenchRow {
+    private func row(
+        id: String, measure: String, _ r: (a: Double, b: Double, messages: Int), floor: Double?, goal: Double,
+        extra: String
+    ) -> BenchRow {
         BenchRow(
-            id: id, measure: measure, unit: "instr", parley: r.a + r.b, reference: nil,
-            referenceName: "—", goal: .none,
+            id: id, measure: measure, unit: "instr", parley: r.a + r.b, reference: floor,
+            referenceName: "C floor: the same durable work with SQLite + libsodium (CFloorBench)",
+            goal: .valueAtMost(goal),
             note: "sender daemon \(fmt(r.a)), receiver daemon \(fmt(r.b)) instructions per message, "
-                + "\(r.messages) messages, every thread, release or debug as built")
+                + "\(r.messages) messages, every thread, release or debug as built" + extra)
     }
 
     private func skipped(why: String) -> [BenchRow] {
         [
             .skipped(
                 id: Self.latencyID, measure: "Instructions per message, one in flight", unit: "instr",
-                referenceName: "—", goal: .none, why: why),
+                referenceName: "C floor", goal: .valueAtMost(Self.latencyGoal), why: why),
             .skipped(
                 id: Self.pipelinedID, measure: "Instructions per message, pipelined", unit: "instr",
-                referenceName: "—", goal: .none, why: why)
+                referenceName: "C floor", goal: .valueAtMost(Self.pipelinedGoal), why: why)
         ]
     }
 }

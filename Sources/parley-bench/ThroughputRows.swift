@@ -5,6 +5,8 @@ extension ParleyBench {
     /// The issue's throughput goals: 64-byte texts, durability on.
     static let throughputGoal = 100_000.0
     static let underLoadP99GoalMs = 5.0
+    /// Issue 32: at least half the rate of a durable log that group-commits (Redis).
+    static let durableReferenceGoalRatio = 0.5
 
     /// One side's figures at one window.
     struct WindowFigures {
@@ -14,13 +16,27 @@ extension ParleyBench {
         var note: String
     }
 
-    func throughputRows(chat: ParleyChatBench, irc: IRCRelayBench?, relayError: String, scale: BenchScale) -> [BenchRow]
-    {
+    func throughputRows(
+        chat: ParleyChatBench, irc: IRCRelayBench?, relayError: String, redis: RedisLog?, redisError: String,
+        scale: BenchScale
+    ) -> [BenchRow] {
         var parley: [WindowFigures] = []
         var reference: [WindowFigures] = []
+        var durable: [(window: Int, rate: Double)] = []
         var notes: [String] = relayError.isEmpty ? [] : [relayError]
+        var durableNotes: [String] = redisError.isEmpty ? [] : [redisError]
         var rows: [BenchRow] = []
         for window in scale.throughputWindows {
+            if let redis {
+                do {
+                    let r = try redis.throughput(
+                        count: scale.throughputMessages, window: window, seconds: scale.rowSeconds)
+                    durable.append((window, r.rate))
+                    if r.stored < scale.throughputMessages {
+                        durableNotes.append("Redis at window \(window): only \(r.stored) stored in time")
+                    }
+                } catch { durableNotes.append("Redis at window \(window): \(error)") }
+            }
             var ref: WindowFigures?
             if let irc {
                 do {
@@ -58,10 +74,15 @@ extension ParleyBench {
                     goal: .valueAtLeast(Self.throughputGoal), why: notes.joined(separator: "; ")),
                 .skipped(
                     id: "4b", measure: "Latency p99 under load", unit: "ms", referenceName: refName,
-                    goal: .valueAtMost(Self.underLoadP99GoalMs), why: notes.joined(separator: "; "))
+                    goal: .valueAtMost(Self.underLoadP99GoalMs), why: notes.joined(separator: "; ")),
+                .skipped(
+                    id: "4d", measure: "Chat throughput, best window, against a durable log", unit: "msg/s",
+                    referenceName: "Redis XADD, appendonly + appendfsync always, pipelined, its best window",
+                    goal: .ratioAtLeast(Self.durableReferenceGoalRatio), why: notes.joined(separator: "; "))
             ]
         }
         let refBest = reference.max(by: { $0.rate < $1.rate })
+        let durableBest = durable.max(by: { $0.rate < $1.rate })
         let where_ =
             "Parley best at window \(best.window) (p99 \(fmt(best.p99Ms)) ms); "
             + (refBest.map { "ngircd best at window \($0.window) (p99 \(fmt($0.p99Ms)) ms)" } ?? "ngircd not measured")
@@ -76,7 +97,18 @@ extension ParleyBench {
                 id: "4b", measure: "Latency p99 at that window", unit: "ms", parley: best.p99Ms,
                 reference: refBest?.p99Ms, referenceName: "ngircd p99 at its best window",
                 goal: .valueAtMost(Self.underLoadP99GoalMs),
-                note: "send written → message.received on B")
+                note: "send written → message.received on B"),
+            BenchRow(
+                id: "4d", measure: "Chat throughput, best window, against a durable log", unit: "msg/s",
+                parley: best.rate, reference: durableBest?.rate,
+                referenceName: "Redis XADD, appendonly + appendfsync always, pipelined, its best window",
+                goal: .ratioAtLeast(Self.durableReferenceGoalRatio),
+                note: "Parley best at window \(best.window); "
+                    + (durableBest.map { "Redis best at window \($0.window)" } ?? "Redis not measured")
+                    + "; Redis at every window: "
+                    + durable.map { "\($0.window): \(fmt($0.rate))" }.joined(separator: ", ")
+                    + "; issue 32 also asks ≥ 50,000 msg/s"
+                    + (durableNotes.isEmpty ? "" : "; " + durableNotes.joined(separator: "; ")))
         ] + rows
     }
 }

@@ -8,7 +8,7 @@ struct ParleyBench: ParsableCommand {
         commandName: "parley-bench",
         abstract: "Measure Parley against the physical limits and against a relay server, side by side.",
         discussion:
-            "Starts real parleyd processes (and ngircd, openssl) on 127.0.0.1 only. Every loop is bounded in count and time."
+            "Starts real parleyd processes (and ngircd, redis-server, openssl) on 127.0.0.1 only. Every loop is bounded in count and time."
     )
 
     @Flag(help: "A seconds-long run of every row with small counts (what CI runs).")
@@ -127,7 +127,14 @@ struct ParleyBench: ParsableCommand {
             }
             if wanted.contains(4) {
                 progress("row 4: chat throughput")
-                add(throughputRows(chat: chat, irc: irc, relayError: relayError, scale: scale))
+                var redis: RedisLog?
+                var redisError = ""
+                do { redis = try RedisLog(workDir: work) } catch { redisError = "\(error)" }
+                defer { redis?.stop() }
+                add(
+                    throughputRows(
+                        chat: chat, irc: irc, relayError: relayError, redis: redis, redisError: redisError,
+                        scale: scale))
             }
             if wanted.contains(5) {
                 progress("row 5: bulk")

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyCore
 import XCTest
 
 @testable import ParleyStore
@@ -56,6 +57,58 @@ final class EventJournalStoreTests: XCTestCase {
             try store.events(after: 0, through: 3, limit: 10).map(\.event), [roomMessage, event(2), roomUpdate])
     }
 
+    /// Issue 32: the journal rows of a message transaction commit with the messages, in
+    /// that one transaction (a SIGKILL cannot keep a message and lose its event, and the
+    /// path costs one commit per batch, not two). Ids continue the journal's counter.
+    func testMessageTransactionsWriteTheirJournalRowsInTheSameTransaction() throws {
+        let store = try Store(directory: directory)
+        let me = try IdentityPublicKey(bytes: Array(repeating: 0xa1, count: 32))
+        let peer = try IdentityPublicKey(bytes: Array(repeating: 0xb0, count: 32))
+        XCTAssertEqual(peer.hex, bob)
+        XCTAssertEqual(try store.appendEvents([event(1)]), [1])
+        func incoming(_ n: Int) -> IncomingMessage {
+            IncomingMessage(
+                id: String(format: "%032x", n), sender: bob, recipient: me.hex, sequence: Int64(n), createdAt: 5,
+                body: "hello \(n)")
+        }
+        let received = try MessageJournal(method: "message.received", at: 1_234)
+        let before = store.committedWriteTransactions
+        let stored = try store.storeIncoming([incoming(1), incoming(2)], at: 7, journal: received)
+        XCTAssertEqual(store.committedWriteTransactions, before + 1, "messages and their events: one commit")
+        XCTAssertEqual(stored.map { $0.message.journalEventID }, [2, 3])
+        let events = try store.events(after: 1, through: 3, limit: 10)
+        XCTAssertEqual(
+            events.map(\.event),
+            stored.map {
+                NewJournalEvent(
+                    at: 1_234, method: "message.received", peer: bob, messageRowID: $0.message.rowID, params: nil)
+            })
+        // A duplicate is stored once: no second event.
+        let again = try store.storeIncoming([incoming(2), incoming(3)], at: 8, journal: received)
+        XCTAssertEqual(again.map(\.isNew), [false, true])
+        XCTAssertEqual(again.map { $0.message.journalEventID }, [nil, 4])
+        XCTAssertEqual(try store.eventBounds().last, 4)
+        // Without a journal nothing is added (a node no client can resume from).
+        _ = try store.storeIncoming([incoming(9)], at: 9)
+        XCTAssertEqual(try store.eventBounds().last, 4)
+
+        // Delivery marks: typed ids and key, the delivered events in the mark's transaction.
+        let sent = try store.enqueue(
+            [NewOutgoingMessage(id: String(format: "%032x", 77), recipient: bob, body: "out", createdAt: 1)],
+            sender: me.hex)
+        let id = try XCTUnwrap(MessageID(hex: sent[0].id))
+        let marks = store.committedWriteTransactions
+        let delivered = try store.markDelivered(
+            [id, id], by: peer, at: 50, journal: try MessageJournal(method: "message.delivered", at: 60))
+        XCTAssertEqual(store.committedWriteTransactions, marks + 1)
+        XCTAssertEqual(delivered.map(\.journalEventID), [5])
+        XCTAssertEqual(
+            try store.events(after: 4, through: 5, limit: 10).map(\.event),
+            [NewJournalEvent(at: 60, method: "message.delivered", peer: bob, messageRowID: sent[0].rowID, params: nil)])
+        XCTAssertEqual(try store.message(id: sent[0].id)?.state, .delivered)
+        XCTAssertThrowsError(try MessageJournal(method: "", at: 0))
+    }
+
     func testMalformedEventsAreRefused() throws {
         let store = try Store(directory: directory)
         let both = NewJournalEvent(at: 1, method: "x", peer: nil, messageRowID: 1, params: [1])
@@ -73,6 +126,22 @@ final class EventJournalStoreTests: XCTestCase {
             XCTAssertThrowsError(try store.appendEvents([event(1), e])) { XCTAssertTrue($0 is StoreError) }
         }
         XCTAssertEqual(try store.eventBounds().last, 0, "a refused batch stores nothing and uses no id")
+    }
+
+    /// Issue 32: writing an event touches one b-tree (the table), not a second one for an
+    /// index on its time; pruning by age still finds what is too old, also when an event
+    /// written with a clock set back sits among recent ones.
+    func testTheJournalHasNoTimeIndexAndStillPrunesByAge() throws {
+        let store = try Store(directory: directory)
+        let indexes = try store.read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'event'")
+        }
+        XCTAssertEqual(indexes, [], "the event table has only its primary key")
+        _ = try store.appendEvents((1...5).map { event($0, at: 1_000) })
+        _ = try store.appendEvents([event(6, at: 9_000), event(7, at: 500), event(8, at: 9_000)])
+        XCTAssertEqual(try store.pruneEvents(keepLast: 100, notBefore: 2_000), 5, "the old prefix goes")
+        XCTAssertEqual(try store.events(after: 0, through: 8, limit: 100).map(\.id), [6, 7, 8])
+        XCTAssertEqual(try store.pruneEvents(keepLast: 100, notBefore: 10_000), 8, "all of them are old now")
     }
 
     func testPruningKeepsTheNewestAndDropsTheOld() throws {

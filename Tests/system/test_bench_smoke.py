@@ -16,7 +16,7 @@ from parley_harness import BIN, ROOT
 BENCH = BIN / "parley-bench"
 # Every row group of the issue, by the ids the benchmark gives them.
 EXPECTED_ROWS = ["1a", "1b", "1c", "1d", "1e", "1f", "1g", "1h", "1i", "2a", "2b", "2c", "2d",
-                 "3a", "3b", "3c", "3d", "3i", "4a", "4b", "4c", "4i", "5", "5b", "6a", "6b", "7a", "7b",
+                 "3a", "3b", "3c", "3d", "3i", "4a", "4b", "4c", "4d", "4i", "5", "5b", "6a", "6b", "7a", "7b",
                  "7c", "8a", "8b",
                  # Issue 21 part 2, the rows an office feels: room fan-out (a smoke run has one
                  # room size), a large history, a reconnect storm.
@@ -71,6 +71,18 @@ def test_smoke_run_prints_every_row_and_valid_json():
     for rid in ["11a", "11b", "12a", "12b", "12c", "12d", "12e", "12f", "13a", "13b"]:
         assert rows[rid].get("reference") is not None, f"row {rid} has no reference: {rows[rid]['note']}"
     assert rows["5b"]["goal"].startswith("ratio ≥"), rows["5b"]
+    # Issue 32: 3i and 4i beside the C floor the bench builds and counts, against their
+    # goals; 4d beside Redis as a durable log (a bench dependency, not a test one).
+    def digits(goal):
+        return "".join(c for c in goal if not c.isspace())  # fmt groups thousands with spaces
+    assert digits(rows["3i"]["goal"]) == "≤250000instr" and digits(rows["4i"]["goal"]) == "≤120000instr", \
+        (rows["3i"], rows["4i"])
+    if HAVE_VALGRIND:
+        for rid in ("3i", "4i"):
+            assert rows[rid].get("reference"), f"row {rid} has no C floor: {rows[rid]['note']}"
+    assert rows["4d"]["goal"] == "ratio ≥ 0.5", rows["4d"]
+    if shutil.which("redis-server"):
+        assert rows["4d"].get("reference"), f"row 4d has no Redis figure: {rows['4d']['note']}"
     assert rows["5"]["goal"] == "—", rows["5"]
     # Row 12's goals are the issue's.
     assert rows["12a"]["goal"] == "≤ 1000 ms" and rows["12c"]["goal"] == "≤ 5 ms", (rows["12a"], rows["12c"])

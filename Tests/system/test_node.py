@@ -111,6 +111,30 @@ def test_sigkill_mid_burst_loses_nothing_and_duplicates_nothing(cluster, victim)
     assert accepted_set <= sent_ids, "a message whose send was answered is gone"
     wait_until(lambda: all(m["state"] == "delivered" for m in alice.messages("bob") if m["direction"] == "out"),
                timeout=60, what="all marked delivered")
+    # The journal lost nothing either (issue 32: an event's row commits in its message's
+    # transaction): a client resuming from the start gets a message.received event for
+    # every stored message at bob, and a message.delivered for every delivery at alice.
+    assert journaled(bob, "message.received") >= set(ids)
+    assert journaled(alice, "message.delivered") >= sent_ids
+
+
+def journaled(node, method):
+    """The message ids of every `method` event in `node`'s journal, replayed from the start."""
+    r = node.rpc(timeout=30)
+    try:
+        last = r.call("messages.subscribe", {"since": 0})["lastEventId"]
+        seen, event_id = set(), 0
+        for _ in range(last):  # at most one line per event
+            if event_id >= last:
+                break
+            n = r.next_notification(timeout=15)
+            event_id = n["params"].get("eventId", event_id)
+            if n["method"] == method:
+                p = n["params"]
+                seen.add(p["message"]["id"] if "message" in p else p["id"])
+        return seen
+    finally:
+        r.close()
 
 
 def test_messages_stored_before_a_sigkill_are_found_by_search_after_it(cluster):

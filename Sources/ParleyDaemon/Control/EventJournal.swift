@@ -26,7 +26,7 @@ extension EventJournalSubscriber {
 /// with its id, to every subscriber. Events of one event-loop tick are stored in one
 /// transaction. Everything runs on the node's event loop, like the node itself; that
 /// confinement is what makes `@unchecked Sendable` honest.
-final class EventJournal: NodeObserver, @unchecked Sendable {
+final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendable {
     /// How much the journal keeps and when it prunes. `standard` is the daemon's; tests
     /// pass small ones to see pruning and paging without 100,000 events.
     struct Limits {
@@ -66,6 +66,9 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
         var peer: String?
         var messageRowID: Int64?
         var params: any ControlEventParams
+        /// Set when the event's row was written in its message's own transaction
+        /// (`MessageJournal`); nil: the flush stores it.
+        var eventID: Int64? = nil
     }
 
     init(node: Node, limits: Limits = .standard) {
@@ -98,25 +101,42 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
         node.loop.assumeIsolated().execute { [weak self] in self?.flush() }
     }
 
+    func settleBeforeMessageTransaction() {
+        // Rows a message transaction writes take the next ids: what waits without an id
+        // must be stored first, or a subscriber would see ids out of order.
+        if pending.contains(where: { $0.eventID == nil }) { flush() }
+    }
+
     private func flush() {
         flushScheduled = false
-        let batch = pending
+        var batch = pending
         pending.removeAll()
         guard !batch.isEmpty else { return }
+        // Ids written by message transactions are lower than any the append below gives:
+        // delivered first, so a subscriber always sees ids ascending (its resume point).
+        // Only an event emitted between a message's commit and its own event is moved.
+        if batch.contains(where: { $0.eventID == nil }) && batch.contains(where: { $0.eventID != nil }) {
+            batch = batch.filter { $0.eventID != nil } + batch.filter { $0.eventID == nil }
+        }
         let now = Node.nowMs()
-        var ids: [Int64?] = Array(repeating: nil, count: batch.count)
-        do {
-            let stored = try batch.map { e in
-                NewJournalEvent(
-                    at: now, method: e.method, peer: e.peer, messageRowID: e.messageRowID,
-                    params: e.messageRowID == nil ? try CanonicalJSON.encode(e.params) : nil)
+        var ids: [Int64?] = batch.map(\.eventID)
+        let unstored = batch.indices.filter { batch[$0].eventID == nil }
+        if let last = ids.compactMap({ $0 }).max() { lastEventID = max(lastEventID, last) }
+        if !unstored.isEmpty {
+            do {
+                let stored = try unstored.map { k in
+                    let e = batch[k]
+                    return NewJournalEvent(
+                        at: now, method: e.method, peer: e.peer, messageRowID: e.messageRowID,
+                        params: e.messageRowID == nil ? try CanonicalJSON.encode(e.params) : nil)
+                }
+                let assigned = try node.store.appendEvents(stored)
+                for (k, id) in zip(unstored, assigned) { ids[k] = id }
+                if let last = assigned.last { lastEventID = max(lastEventID, last) }
+            } catch {
+                // Still delivered live, without an id: a resuming client cannot ask for them.
+                node.log.error("could not store events; they are sent without an eventId", ["error": "\(error)"])
             }
-            let assigned = try node.store.appendEvents(stored)
-            ids = assigned.map { Optional($0) }
-            if let last = assigned.last { lastEventID = last }
-        } catch {
-            // Still delivered live, without an id: a resuming client cannot ask for them.
-            node.log.error("could not store events; they are sent without an eventId", ["error": "\(error)"])
         }
         let targets = subscribers.values.compactMap(\.value)
         if !targets.isEmpty {
@@ -160,14 +180,17 @@ final class EventJournal: NodeObserver, @unchecked Sendable {
     private func render(_ event: NodeEvent) -> Rendered? {
         switch event {
         case .messageReceived(let m):
-            return messageEvent(ControlEvent.messageReceived, m, justStored: true)
+            var rendered = messageEvent(ControlEvent.messageReceived, m, justStored: true)
+            rendered?.eventID = m.journalEventID
+            return rendered
         case .messageDelivered(let d):
             // From the mark itself: the message was not read back (its replay is rendered
             // from the stored row by `messageParams`, with the same fields).
             return Rendered(
                 method: ControlEvent.messageDelivered, peer: d.room ?? d.recipient, messageRowID: d.rowID,
                 params: MessageDeliveredEvent(
-                    id: d.id, to: Node.fingerprint(ofHex: d.recipient), deliveredAt: Int(d.deliveredAt)))
+                    id: d.id, to: Node.fingerprint(ofHex: d.recipient), deliveredAt: Int(d.deliveredAt)),
+                eventID: d.journalEventID)
         case .messageRead(let m):
             return messageEvent(ControlEvent.messageRead, m)
         case .messageRefused(let m, _):

@@ -1,3 +1,4 @@
+import ParleyControlProtocol
 import ParleyCore
 import ParleyNodeCore
 import ParleyStore
@@ -165,14 +166,16 @@ extension Node {
         guard !chats.isEmpty else { return }
         sessions.promote(sender)  // no longer a stranger (SessionTable's eviction order)
         let incoming = chats.map {
-            IncomingMessage(
-                id: $0.id.hex, sender: sender.hex, recipient: myIdentity,
-                sequence: Int64(clamping: $0.sequence), createdAt: Int64(clamping: $0.createdAt),
-                body: $0.body, replyTo: $0.replyTo?.hex)
+            ReceivedChat(
+                id: $0.id, sequence: Int64(clamping: $0.sequence), createdAt: Int64(clamping: $0.createdAt),
+                body: $0.body, replyTo: $0.replyTo)
         }
         let results: [(message: StoredMessage, isNew: Bool)]
         do {
-            results = try store.storeIncoming(incoming, at: now)
+            // The message.received events commit with the messages (one transaction).
+            results = try store.storeIncoming(
+                incoming, from: sender, to: myIdentityKey, at: now,
+                journal: messageJournal(ControlEvent.messageReceived))
         } catch {
             // Not stored, so not acknowledged: the sender keeps them queued and resends.
             log.error("could not store incoming messages; they stay queued at the sender", ["error": "\(error)"])
@@ -198,7 +201,8 @@ extension Node {
         guard let peer = conn.remoteIdentityKey else { return }
         let ack = links[ObjectIdentifier(conn)]?.window.acknowledge(ids) ?? SendWindow.Acknowledgement(unknown: ids)
         do {
-            let changed = try store.markDelivered(ids: ids.map(\.hex), by: peer.hex, at: nowMs)
+            let changed = try store.markDelivered(
+                ids, by: peer, at: nowMs, journal: messageJournal(ControlEvent.messageDelivered))
             if !changed.isEmpty { sessions.promote(peer) }
             outbox.delivered(changed.count, by: peer)
             for m in changed { emit(.messageDelivered(m)) }

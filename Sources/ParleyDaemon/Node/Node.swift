@@ -167,6 +167,18 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         }
     }
 
+    /// The journal rows a message transaction should write for `method` events: nil when no
+    /// observer journals them (`InTransactionJournal`), which first stores what it holds.
+    func messageJournal(_ method: String) -> MessageJournal? {
+        var journaled = false
+        for w in observers.values {
+            guard let j = w.value as? InTransactionJournal else { continue }
+            j.settleBeforeMessageTransaction()
+            journaled = true
+        }
+        return journaled ? try? MessageJournal(method: method, at: Self.nowMs()) : nil
+    }
+
     // MARK: Peer records (cached)
 
     func allPeers() throws(StoreError) -> [PeerRecord] {

@@ -34,3 +34,12 @@ enum FileEventKind: Sendable {
 protocol NodeObserver: AnyObject {
     func node(_ node: Node, didEmit event: NodeEvent)
 }
+
+/// An observer that keeps a journal of message events whose rows the message path writes
+/// inside the message's own transaction (`MessageJournal`): the event of a stored message
+/// commits with it, in one commit instead of two.
+protocol InTransactionJournal: AnyObject {
+    /// Called before a message transaction writes journal rows: stores the events the
+    /// journal holds that have no id yet, so ids stay in the order events were emitted.
+    func settleBeforeMessageTransaction()
+}

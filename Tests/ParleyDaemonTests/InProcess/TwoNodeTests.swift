@@ -1,5 +1,6 @@
 import NIOCore
 import NIOEmbedded
+import ParleyControlProtocol
 import ParleyCore
 import ParleyNodeCore
 import ParleyStore
@@ -71,6 +72,43 @@ final class TwoNodeTests: XCTestCase {
             alice.events.contains {
                 if case .messageDelivered(let m) = $0 { return m.id == sent.id } else { return false }
             })
+    }
+
+    /// Issue 32: with a journal attached (as under the control server), each side commits
+    /// ONE write transaction for a message: the receiver stores it with its
+    /// `message.received` event, the sender marks it delivered with its `message.delivered`
+    /// event. Both events reach the journal with the ids those transactions gave them.
+    func testEachSideCommitsOneTransactionPerMessageWithItsJournalRow() throws {
+        let link = try connect()
+        let aliceJournal = EventJournal(node: alice.node)
+        let bobJournal = EventJournal(node: bob.node)
+        for (node, journal) in [(alice.node, aliceJournal), (bob.node, bobJournal)] {
+            journal.start()
+            node.addObserver(journal)
+        }
+        // An event without an id waits in bob's journal: it must be stored before the
+        // message's row so ids keep the order of emission.
+        bobJournal.node(bob.node, didEmit: .peerOnline(identity: alice.identity.hex))
+        let sent = try alice.node.send(to: try bobAtAlice(), body: "one commit each")
+        let (aliceBefore, bobBefore) = (
+            alice.node.store.committedWriteTransactions, bob.node.store.committedWriteTransactions
+        )
+        try link.exchange(.initiatorToResponder)
+        XCTAssertEqual(
+            bob.node.store.committedWriteTransactions - bobBefore, 2, "the waiting event, then the message with its row"
+        )
+        try link.exchange()
+        XCTAssertEqual(alice.node.store.committedWriteTransactions - aliceBefore, 1, "the mark with its row")
+        loop.run()
+        XCTAssertEqual(
+            bob.node.store.committedWriteTransactions - bobBefore, 2, "the journal's flush wrote nothing more")
+        let bobEvents = try bob.node.store.events(after: 0, through: 10, limit: 10)
+        XCTAssertEqual(bobEvents.map(\.event.method), [ControlEvent.peerOnline, ControlEvent.messageReceived])
+        XCTAssertEqual(bobJournal.lastEventID, 2)
+        let aliceEvents = try alice.node.store.events(after: 0, through: 10, limit: 10)
+        XCTAssertEqual(aliceEvents.map(\.event.method), [ControlEvent.messageDelivered])
+        XCTAssertEqual(aliceEvents.first?.event.messageRowID, sent.rowID)
+        XCTAssertEqual(aliceJournal.lastEventID, 1)
     }
 
     func testTheWindowHoldsBackWhatDoesNotFitUntilAcksArrive() throws {
