@@ -46,8 +46,12 @@ install_pip_test_pkgs() {
 }
 # parley notify's test: a private session bus and a notification server written with python3-dbus.
 notify_test_pkgs=(dbus python3-dbus python3-gi)
+# The bench smoke test (Tests/system/test_bench_smoke.py) checks rows 3i/4i beside their C
+# floor under valgrind and row 4d beside Redis: the test run installs those references too,
+# so the smoke never passes with a reference silently absent.
+bench_smoke_pkgs=(valgrind binutils gcc redis-server)
 test_pkgs=(python3 python3-pytest python3-pytest-timeout python3-nacl "${lab_pkgs[@]}" tmux faketime sqlite3
-  "${web_test_pkgs[@]}" "${notify_test_pkgs[@]}")
+  "${web_test_pkgs[@]}" "${notify_test_pkgs[@]}" "${bench_smoke_pkgs[@]}")
 # The references `make bench` measures Parley against (docs/BENCHMARKS.md); row 8 runs in
 # the lab, driven by scripts/bench-discovery.py.
 # valgrind counts instructions per message (rows 3i, 4i); objcopy (binutils) strips the DWARF 5
