@@ -59,10 +59,8 @@ def holders(m):
     return sorted(h["name"] for h in (m.get("roomDelivery") or {}).get("heldBy", []))
 
 
-def test_delivery_state_says_which_members_hold_a_room_message(cluster):
-    """Delivery state that says the truth: alice writes while bob is offline and carol
-    holds it: alice sees "carol has it", not "queued". alice goes away, bob gets it from
-    carol; when alice is back she sees bob holds it too (his summary or his ack)."""
+def lab_of_three_with_bob_away(cluster):
+    """alice, bob and carol in #lab (alice's), then bob's daemon stopped."""
     n = mesh(cluster, "alice", "bob", "carol")
     alice, bob, carol = n["alice"], n["bob"], n["carol"]
     alice.call("rooms.create", {"name": "lab", "members": ["bob", "carol"]})
@@ -71,6 +69,14 @@ def test_delivery_state_says_which_members_hold_a_room_message(cluster):
         wait_until(lambda: joined_names(node, "lab") == ["alice", "bob", "carol"], what=f"{node.name} sees #lab")
     bob.stop()
     wait_until(lambda: not alice.online("bob") and not carol.online("bob"), what="bob offline")
+    return alice, bob, carol
+
+
+def test_delivery_state_says_which_members_hold_a_room_message(cluster):
+    """Delivery state that says the truth: alice writes while bob is offline and carol
+    holds it: alice sees "carol has it", not "queued". alice goes away, bob gets it from
+    carol; when alice is back she sees bob holds it too (his summary or his ack)."""
+    alice, bob, carol = lab_of_three_with_bob_away(cluster)
 
     sent = alice.call("messages.send", {"to": "#lab", "body": "standup moved to 10"})["message"]
     assert sent["roomDelivery"] == {"heldBy": [], "members": 2}
@@ -98,14 +104,7 @@ def test_an_edit_and_a_reaction_reach_a_member_through_another_member(cluster):
     """Signed changes: alice edits her message and carol reacts to it while bob is away;
     alice leaves; bob gets the message, the edit (alice's, verified) and carol's reaction
     from carol."""
-    n = mesh(cluster, "alice", "bob", "carol")
-    alice, bob, carol = n["alice"], n["bob"], n["carol"]
-    alice.call("rooms.create", {"name": "lab", "members": ["bob", "carol"]})
-    accept([bob, carol], "lab")
-    for node in n.values():
-        wait_until(lambda: joined_names(node, "lab") == ["alice", "bob", "carol"], what=f"{node.name} sees #lab")
-    bob.stop()
-    wait_until(lambda: not alice.online("bob") and not carol.online("bob"), what="bob offline")
+    alice, bob, carol = lab_of_three_with_bob_away(cluster)
     sent = alice.call("messages.send", {"to": "#lab", "body": "meet at 3"})["message"]
     wait_until(lambda: incoming(carol, "lab") == [("alice", "meet at 3")], what="carol has it")
     alice.call("messages.edit", {"message": sent["id"], "body": "meet at 4"})

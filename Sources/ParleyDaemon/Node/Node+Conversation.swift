@@ -95,6 +95,18 @@ extension Node {
         } catch let e as StoreError { throw NodeError.storage(e) }
     }
 
+    /// `ConversationRules.judge` on what the store knows of the change's target (whoever
+    /// handed the change over: its author directly, or a member passing on a signed one).
+    func judgeChange(
+        _ action: MessageActionRecord.Action, sequence: Int64, from author: IdentityPublicKey, room: RoomID?,
+        roomAccepts: Bool, facts: ActionTargetFacts?
+    ) -> ActionVerdict {
+        ConversationRules.judge(
+            action, sequence: sequence, from: author, room: room, roomAccepts: roomAccepts,
+            target: facts.flatMap(actionTarget), reactionsBySender: facts?.reactionsByAuthor ?? 0,
+            reactionIsNew: !(facts?.hasThisReaction ?? false))
+    }
+
     /// The rules' view of a stored message.
     func actionTarget(_ facts: ActionTargetFacts) -> ActionTarget? {
         let m = facts.message
@@ -260,11 +272,9 @@ extension Node {
         do {
             outcomes = try store.receiveActions(incoming, me: myIdentity, at: nowMs) { action, facts in
                 guard let record = records[action.id] else { return false }
-                let verdict = ConversationRules.judge(
-                    record.action, sequence: action.sequence, from: sender,
-                    room: record.room, roomAccepts: record.room.map { roomAccepts[$0] ?? false } ?? false,
-                    target: facts.flatMap(actionTarget), reactionsBySender: facts?.reactionsByAuthor ?? 0,
-                    reactionIsNew: !(facts?.hasThisReaction ?? false))
+                let verdict = judgeChange(
+                    record.action, sequence: action.sequence, from: sender, room: record.room,
+                    roomAccepts: record.room.map { roomAccepts[$0] ?? false } ?? false, facts: facts)
                 switch verdict {
                 case .apply: return true
                 case .stale: return false

@@ -478,10 +478,8 @@ extension Node {
         let outcomes = try store.receiveActions(incoming, me: myIdentity, at: nowMs) { action, facts in
             guard let c = byID[action.id + action.author], let act = c.action else { return false }
             // Membership is settled: the change is entitled at its anchor (checked before).
-            let verdict = ConversationRules.judge(
-                act, sequence: action.sequence, from: c.author, room: c.roomID, roomAccepts: true,
-                target: facts.flatMap(actionTarget), reactionsBySender: facts?.reactionsByAuthor ?? 0,
-                reactionIsNew: !(facts?.hasThisReaction ?? false))
+            let verdict = judgeChange(
+                act, sequence: action.sequence, from: c.author, room: c.roomID, roomAccepts: true, facts: facts)
             switch verdict {
             case .apply: return true
             case .stale: return false
