@@ -186,11 +186,14 @@ struct SendCommand: ParsableCommand {
         let id = Terminal.line(message.id)
         if let room = message.room {
             let name = "#" + Terminal.line(room.name)
+            if result.roomRecipients == 0 {
+                // Written for the invited (docs/PROTOCOL.md "Who gets which message").
+                return "… kept in \(name): nobody else has joined yet; those invited get it when they join (id \(id))"
+            }
             if message.state == .delivered { return "✓ delivered to every member of \(name)" }
             guard let all = result.roomRecipients, let online = result.roomRecipientsOnline else {
                 return "… queued for \(name); each member gets it when it is online (id \(id))"
             }
-            if all == 0 { return "… kept in \(name): no other member has joined yet (id \(id))" }
             if online == all {
                 return "→ sent to every member of \(name) (\(HumanFormat.count(all, "member")), all online); "
                     + "✓ follows when they acknowledge it (id \(id))"

@@ -48,12 +48,13 @@ final class RoomSyncTests: XCTestCase {
             RoomEntitlement.verdict(
                 author: dave.publicKey, anchor: anchor, for: bob.publicKey, state: state, operations: index(ops)),
             .authorNotMember, "a stranger's signed message is nobody's")
-        // Anchored before bob joined: bob was only invited there.
+        // Anchored before bob joined, while he was invited: "welcome!" right after the
+        // create was written for him, and he gets it once he has joined.
         XCTAssertEqual(
             RoomEntitlement.verdict(
                 author: alice.publicKey, anchor: [ops[0].hash], for: bob.publicKey, state: state,
                 operations: index(ops)),
-            .notEntitled)
+            .entitled)
         XCTAssertEqual(
             RoomEntitlement.verdict(
                 author: alice.publicKey, anchor: [RoomOperationHash(exactly: Array(repeating: 7, count: 32))],
@@ -89,6 +90,32 @@ final class RoomSyncTests: XCTestCase {
                 author: carol.publicKey, anchor: afterRemoval, for: bob.publicKey, state: state,
                 operations: index(ops)),
             .authorNotMember)
+    }
+
+    /// What the author wrote while an invitation was open goes to the invitee once it has
+    /// joined; never to one that has not joined (declined, or not yet), nor to one removed
+    /// before it joined, nor to one added only after the message.
+    func testWhatWasWrittenWhileAMemberWasInvitedIsItsOnceItJoins() throws {
+        var ops = [
+            try RoomOperation.create(name: "lab", members: [bob.publicKey, carol.publicKey], by: alice, createdAt: 1)
+        ]
+        let welcome = resolve(ops).heads.map(\.hash)  // "welcome!" right after the create
+        ops.append(try change(.join, by: bob, after: ops))
+        var state = resolve(ops)
+        func v(_ anchor: [RoomOperationHash], _ who: IdentityKeyPair) -> RoomEntitlement.Verdict {
+            RoomEntitlement.verdict(
+                author: alice.publicKey, anchor: anchor, for: who.publicKey, state: state, operations: index(ops))
+        }
+        XCTAssertEqual(v(welcome, bob), .entitled, "invited there, joined now")
+        XCTAssertEqual(v(welcome, carol), .notEntitled, "invited, not joined (yet, or ever)")
+        XCTAssertEqual(v(welcome, dave), .notEntitled, "not even invited")
+        ops.append(try change(.remove(carol.publicKey), by: alice, after: ops))
+        ops.append(try change(.add(dave.publicKey), by: alice, after: ops))
+        ops.append(try change(.join, by: dave, after: ops))
+        state = resolve(ops)
+        XCTAssertEqual(v(welcome, carol), .notEntitled, "removed before she joined")
+        XCTAssertEqual(v(welcome, dave), .notEntitled, "added after the message: nothing from before")
+        XCTAssertEqual(v(welcome, bob), .entitled)
     }
 
     /// History shared with new members (issue 30): judged by the policy at the message's

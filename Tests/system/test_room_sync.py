@@ -234,6 +234,21 @@ def test_members_reach_each_other_through_the_room_without_connect(cluster):
     wait_until(lambda: ("bob", "hello carol") in incoming(carol, "lab"), what="carol gets bob's message")
 
 
+def test_a_welcome_written_right_after_the_create_reaches_each_invitee_once_it_joins(cluster):
+    """The first thing people do in a new room: alice creates #lab with bob and carol and
+    writes at once, before either has accepted. It was written for them: each gets it once
+    it has joined (it used to reach nobody, and `send --wait` ran out)."""
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    alice.call("rooms.create", {"name": "lab", "members": ["bob", "carol"]})
+    p = alice.cli("send", "#lab", "welcome!", "--wait")
+    assert "nobody else has joined yet; those invited get it when they join" in p.stdout, p.stdout + p.stderr
+    accept([bob], "lab")
+    wait_until(lambda: incoming(bob, "lab") == [("alice", "welcome!")], timeout=40, what="bob gets the welcome")
+    accept([carol], "lab")
+    wait_until(lambda: incoming(carol, "lab") == [("alice", "welcome!")], timeout=40, what="carol gets the welcome")
+
+
 def test_a_new_member_gets_nothing_written_before_its_join(cluster):
     n = mesh(cluster, "alice", "bob", "carol")
     alice, bob, carol = n["alice"], n["bob"], n["carol"]

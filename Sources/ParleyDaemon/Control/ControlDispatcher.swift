@@ -93,7 +93,9 @@ struct ControlDispatcher {
                 stored = try node.send(to: peer, body: p.body)
                 peerOnline = node.isOnline(peer.identity)
             }
-            if p.effectiveWait {
+            // Already delivered when stored (a room nobody else has joined yet: there is no
+            // acknowledgement to wait for, and the invited get it by sync when they join).
+            if p.effectiveWait, stored.state != .delivered {
                 deliveryWaiter(stored.id, p.effectiveTimeoutMs, id)
                 return .deferred
             }

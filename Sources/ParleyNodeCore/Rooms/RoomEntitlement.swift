@@ -10,7 +10,9 @@ import ParleyCore
 /// - the author must be a joined member there (it could write to the room);
 /// - a member M is entitled when M is a joined member now (a removed member gets nothing
 ///   from anyone who knows of its removal, old or new: no member hands history to a former
-///   member) **and** either M is a joined member there, or the room's policy *there*
+///   member) **and** either M is a member there, joined or invited (the author wrote for the
+///   people it had invited: "welcome!" right after `rooms.create` reaches them once they
+///   accept, as a Matrix room's `invited` visibility does), or the room's policy *there*
 ///   shares history with new members (`Policy.sharedHistory`). By default a member added
 ///   later gets nothing from before its join (Signal's rule, Matrix's `joined`); with the
 ///   setting on, it gets what was written while the setting was on (Matrix's `shared`).
@@ -29,7 +31,8 @@ public enum RoomEntitlement {
         /// The author was not a joined member at the message's place: it had no right to
         /// write it. Final (the anchor's past does not change).
         case authorNotMember
-        /// The member was not a joined member at the message's place, or is not one now.
+        /// The member was not a member (joined or invited) at the message's place, or is not a
+        /// joined member now.
         case notEntitled
     }
 
@@ -76,6 +79,7 @@ public enum RoomEntitlement {
         guard let then else { return .anchorUnknown }
         guard then.joined.contains(author) else { return .authorNotMember }
         guard state.hasJoined(member) else { return .notEntitled }
-        return then.joined.contains(member) || then.policy.sharedHistory ? .entitled : .notEntitled
+        // `roles` holds the joined and the invited members at the anchor.
+        return then.roles[member] != nil || then.policy.sharedHistory ? .entitled : .notEntitled
     }
 }
