@@ -264,6 +264,10 @@ def test_peers_connect_reports_the_identity_that_answered(daemon):
             "peers.connect", {"address": address, "wait": True, "timeoutMs": 10000})))
         t.start()
         s = accept_as(listener, identity, named("pyanswer"))
+        # The dialler answers `wait` only once the peer shows it kept the session (its trust
+        # decision comes after the handshake): it pings, and a conforming node pongs.
+        value = s.wait_for(PING, timeout=10)
+        s.send_records(record(PONG, value))
         t.join(15)
         results.append(box["r"])
         s.send_records(record(CLOSE, b"\x00"))
