@@ -11,7 +11,7 @@ import ParleyCore
 /// (NIO's `ByteToMessageHandler`, used before, copied every read that followed a partial
 /// frame whole into the buffer holding it, after growing that buffer: with 64 KiB file
 /// chunks nearly every frame is split, so each received byte was copied once or twice more.)
-/// Large reads (`receiveAllocator`) make split frames rare.
+/// Larger reads (`receiveAllocator`) make split frames fewer.
 ///
 /// A zero length is an error: it is reported through `errorCaught` (the `PeerConnection`
 /// closes the connection) and nothing more is read. A peer can make it hold at most one
@@ -20,11 +20,14 @@ final class NoiseFrameDecoder: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
 
-    /// Reads grow up to 1 MiB while a peer sends in bulk (a file) and shrink back when it is
+    /// Reads grow up to 256 KiB while a peer sends in bulk (a file) and shrink back when it is
     /// quiet (NIO's adaptive allocator, sized by how full the last reads were): with frames of
-    /// at most 64 KiB, at most one frame per read is split, so at most about one byte in
-    /// sixteen is copied to put it together. An idle session keeps NIO's 2 KiB start.
-    static let maxReadBytes = 1 << 20
+    /// at most 64 KiB, at most one frame per read is split, so at most about a quarter of the
+    /// bytes is copied to put it together. Not larger: NIO does up to 4 reads per loop turn
+    /// before `channelReadComplete`, where a chat record that came in behind them is committed
+    /// (1 MiB reads made 4 MiB turns and row 10b's chat latency during a file 2-7× idle). An
+    /// idle session keeps NIO's 2 KiB start.
+    static let maxReadBytes = 256 << 10
     static var receiveAllocator: AdaptiveRecvByteBufferAllocator {
         AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2048, maximum: maxReadBytes)
     }
