@@ -4,7 +4,7 @@
 #   scripts/install-deps.sh test    # also what the test suite needs (avahi, lab tools, pytest,
 #                                   # python3-nacl for the conformance client in Tests/conformance,
 #                                   # chromium + chromedriver + selenium for the web client's tests)
-#   scripts/install-deps.sh bench   # also the benchmark's references (ngircd, openssl) and
+#   scripts/install-deps.sh bench   # also the benchmark's references (ngircd, openssl, sshd) and
 #                                   # the LAN lab its row 8 runs in
 #   scripts/install-deps.sh package # `make deb` and the package's tests on booted Debian hosts
 #                                   # (Tests/system/test_package.py); `test` includes it
@@ -57,6 +57,10 @@ test_pkgs=(python3 python3-pytest python3-pytest-timeout python3-nacl "${lab_pkg
 # valgrind counts instructions per message (rows 3i, 4i); objcopy (binutils) strips the DWARF 5
 # debug info valgrind 3.19 cannot read, and cc builds its sigsuspend shim (CallgrindBench.swift).
 bench_pkgs=(ngircd redis-server openssl python3 valgrind binutils gcc "${lab_pkgs[@]}")
+# Rows 10s/10t: OpenSSH's sftp as the file rows' reference. The bench starts its own sshd on a
+# loopback port with a host key and config in a temporary directory (the system's sshd is never
+# started or touched; the policy below keeps the package from starting it).
+bench_pkgs+=(openssh-server openssh-client)
 
 # `make deb` (dpkg-buildpackage, debhelper; lintian checks the result) and the booted hosts
 # the package is tested on (scripts/debhost: mmdebstrap builds a Debian 12 root,

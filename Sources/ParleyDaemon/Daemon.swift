@@ -225,6 +225,7 @@ public final class Daemon: Service, @unchecked Sendable {
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.writeBufferWaterMark, value: PeerConnection.outboundWaterMark)
+            .childChannelOption(.recvAllocator, value: NoiseFrameDecoder.receiveAllocator)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     guard node.admitInbound(remote: channel.remoteAddress) else {
@@ -233,7 +234,7 @@ public final class Daemon: Service, @unchecked Sendable {
                     }
                     try SessionSocketOptions.apply(to: channel, deadAfter: node.options.deadAfter.duration)
                     let conn = node.makeConnection(direction: .inbound, dialedAddress: nil)
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(NoiseFrameDecoder()))
+                    try channel.pipeline.syncOperations.addHandler(NoiseFrameDecoder())
                     try channel.pipeline.syncOperations.addHandler(conn)
                 }
             }

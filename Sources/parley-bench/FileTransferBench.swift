@@ -13,6 +13,10 @@ struct FileTransferBench {
 
     /// ≥ 0.8 × the lower ceiling (issue 18).
     static let throughputGoalRatio = 0.8
+    /// At least sftp's speed with the same AEAD on the same disk (issue 32).
+    static let sftpSpeedGoalRatio = 1.0
+    /// At most 1.1 × sftp's CPU time per GiB (issue 32).
+    static let sftpCPUGoalRatio = 1.1
     /// Chat latency during the transfer ≤ 2 × idle (issue 18).
     static let latencyGoalRatio = 2.0
 
@@ -84,7 +88,15 @@ struct FileTransferBench {
         let mbps = state == "completed" ? Double(size) / seconds / 1e6 : 0
         let ceiling = min(aead64k > 0 ? aead64k : .infinity, disk)
         let chatDuring = chatEnded <= ended
-        return [
+        // The same file through OpenSSH's sftp, right after, with the daemons stopped (they
+        // would otherwise share the cores with it).
+        a.stop()
+        b.stop()
+        let sftp = Result { () throws(BenchError) in
+            try SftpReference(workDir: dir).transfer(source: source, size: size, timeout: scale.smoke ? 60 : 900)
+        }
+        let parleyCPUPerGiB = (cpuSender + cpuReceiver) * Double(1 << 30) / Double(size)
+        let rows: [BenchRow] = [
             BenchRow(
                 id: "10a", measure: "File \(size >> 20) MiB A → B, loopback, durable", unit: "MB/s",
                 parley: mbps, reference: ceiling.isFinite ? ceiling : nil,
@@ -111,6 +123,39 @@ struct FileTransferBench {
                 id: "10c", measure: "Peak RSS during the transfer, sender / receiver", unit: "MiB",
                 parley: Double(peakA) / 1024, reference: Double(peakB) / 1024, referenceName: "receiver",
                 goal: .none, note: "VmRSS sampled every 50 ms; the file is \(size >> 20) MiB")
+        ]
+        return rows + sftpRows(sftp, parleyMBps: mbps, parleyCPUPerGiB: parleyCPUPerGiB)
+    }
+
+    /// Rows 10s and 10t: Parley against OpenSSH's sftp with the same AEAD, same file, same
+    /// disk, same run (issue 32): MB/s and the CPU time of both ends per GiB.
+    private func sftpRows(
+        _ sftp: Result<SftpReference.Measured, BenchError>, parleyMBps: Double, parleyCPUPerGiB: Double
+    ) -> [BenchRow] {
+        let speed = "File A → B vs OpenSSH sftp, same AEAD, durable"
+        let cpu = "CPU time per GiB of file, both ends, vs sftp"
+        let name = "sftp -c \(SftpReference.cipher), put -f, loopback sshd"
+        // Parley's side is measured whatever happens to the reference (then NO REF, and why).
+        var measured: SftpReference.Measured?
+        var why = ""
+        switch sftp {
+        case .success(let r): measured = r
+        case .failure(let error): why = "; sftp not measured: \(error)"
+        }
+        let sftpCPUPerGiB = measured.map { $0.cpuSeconds * Double(1 << 30) / Double(size) }
+        return [
+            BenchRow(
+                id: "10s", measure: speed, unit: "MB/s", parley: parleyMBps > 0 ? parleyMBps : nil,
+                reference: measured?.mbps, referenceName: name, goal: .ratioAtLeast(Self.sftpSpeedGoalRatio),
+                note: "Parley is row 10a; sftp from its start (key exchange included) to its exit after the "
+                    + "server's fsync, just after 10a with the daemons stopped, the same \(size >> 20) MiB source"
+                    + why),
+            BenchRow(
+                id: "10t", measure: cpu, unit: "s", parley: parleyMBps > 0 ? parleyCPUPerGiB : nil,
+                reference: sftpCPUPerGiB, referenceName: name, goal: .ratioAtMost(Self.sftpCPUGoalRatio),
+                note: "Parley: row 10d's user + system time of both daemons (the sender's hashing of the "
+                    + "source and 10b's chat included); sftp: sftp, ssh and every sshd process of the session "
+                    + "(getrusage of the reaped children)" + why)
         ]
     }
 

@@ -175,4 +175,65 @@ final class TransportInPlaceTests: XCTestCase {
         }
         XCTAssertEqual(got, chunks)
     }
+
+    /// `append(count:_:)` gives `fill` the decoder's own free capacity and nothing else (no
+    /// placeholder to copy first): the bytes are written once, where the records are read from.
+    /// A 64 KiB chunk's record, split across two transport messages, comes out whole.
+    func testAppendWritesOnceIntoTheBufferAndAChunkSplitAcrossMessagesComesOutWhole() throws {
+        struct Refused: Error {}
+        var e = RecordStreamEncoder()
+        let t = TransferID.random()
+        let data = Sodium.randomBytes(65_536)
+        e.append(.ping(1))
+        e.append(.file(.chunk(t, index: 3, data: data)))
+        var pieces: [[UInt8]] = []
+        e.drain { pieces.append(Array($0)) }
+        XCTAssertEqual(pieces.count, 2, "the chunk's record spans two transport messages")
+        var d = RecordStreamDecoder()
+        var got: [AppRecord] = []
+        for piece in pieces {
+            var written: UnsafeRawPointer?
+            try d.append(count: piece.count) { (out: UnsafeMutableRawBufferPointer) throws(Refused) in
+                XCTAssertEqual(out.count, piece.count)
+                written = UnsafeRawPointer(out.baseAddress)
+                piece.withUnsafeBytes { out.copyMemory(from: $0) }
+            }
+            d.withUnreadBytes { unread in
+                XCTAssertEqual(
+                    written, unread.baseAddress.map { $0 + unread.count - piece.count },
+                    "fill wrote where the bytes stay, at the end of the unread bytes")
+            }
+            while let r = try d.next() { got.append(r) }
+        }
+        XCTAssertEqual(got, [.ping(1), .file(.chunk(t, index: 3, data: data))])
+        XCTAssertEqual(d.bufferedByteCount, 0)
+    }
+
+    /// A `fill` that fails after writing part of its bytes leaves the decoder as it was: the
+    /// record waiting for its rest still completes with the genuine bytes.
+    func testAFailedAppendLeavesThePartialRecordAsItWas() throws {
+        struct Refused: Error {}
+        var e = RecordStreamEncoder()
+        let t = TransferID.random()
+        let data = Sodium.randomBytes(65_536)
+        e.append(.file(.chunk(t, index: 0, data: data)))
+        var pieces: [[UInt8]] = []
+        e.drain { pieces.append(Array($0)) }
+        var d = RecordStreamDecoder()
+        try d.append(count: pieces[0].count) { (out: UnsafeMutableRawBufferPointer) throws(Refused) in
+            pieces[0].withUnsafeBytes { out.copyMemory(from: $0) }
+        }
+        XCTAssertNil(try d.next())
+        let held = d.bufferedByteCount
+        XCTAssertThrowsError(
+            try d.append(count: pieces[1].count) { (out: UnsafeMutableRawBufferPointer) throws(Refused) in
+                out.initializeMemory(as: UInt8.self, repeating: 0xEE)
+                throw Refused()
+            })
+        XCTAssertEqual(d.bufferedByteCount, held)
+        try d.append(count: pieces[1].count) { (out: UnsafeMutableRawBufferPointer) throws(Refused) in
+            pieces[1].withUnsafeBytes { out.copyMemory(from: $0) }
+        }
+        XCTAssertEqual(try d.next(), .file(.chunk(t, index: 0, data: data)))
+    }
 }

@@ -44,7 +44,7 @@ private struct Side {
         }
         connection.delegate = delegate
         channel = EmbeddedChannel(loop: loop)
-        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(NoiseFrameDecoder()))
+        try channel.pipeline.syncOperations.addHandler(NoiseFrameDecoder())
         try channel.pipeline.syncOperations.addHandler(connection)
     }
 

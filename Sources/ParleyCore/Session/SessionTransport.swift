@@ -40,7 +40,7 @@ public struct SessionTransport: Sendable {
     {
         guard message.count <= NoiseConstants.maxMessageLength else { throw .messageTooLong(message.count) }
         guard message.count >= NoiseConstants.tagLength else { throw .messageTooShort }
-        try decoder.append(count: message.count - NoiseConstants.tagLength, placeholder: message) {
+        try decoder.append(count: message.count - NoiseConstants.tagLength) {
             out throws(NoiseError) in
             try receiver.decrypt(ad: [], ciphertext: message, into: out)
         }

@@ -80,31 +80,41 @@ public struct RecordStreamDecoder: Sendable {
         buffer.append(contentsOf: plaintext)
     }
 
-    /// Appends `count` bytes that `fill` writes in place over a copy of `placeholder`'s
-    /// first `count` bytes (Array has no uninitialized append; a memcpy of one message, in
-    /// cache, is the cheapest way to make room): a transport message is decrypted straight
-    /// into the buffer, with no plaintext array of its own. If `fill` throws, the buffer is
-    /// as it was.
+    /// Appends `count` bytes that `fill` writes straight into the buffer's free capacity: a
+    /// transport message is decrypted where its plaintext will be read from, with no plaintext
+    /// array of its own and no placeholder copy first (`UninitializedTail`). If `fill` throws,
+    /// the buffer is as it was.
     public mutating func append<E: Error>(
-        count: Int, placeholder: UnsafeRawBufferPointer, _ fill: (UnsafeMutableRawBufferPointer) throws(E) -> Void
+        count: Int, _ fill: (UnsafeMutableRawBufferPointer) throws(E) -> Void
     ) throws(E) {
-        precondition(placeholder.count >= count, "the placeholder must cover the bytes appended")
+        precondition(count >= 0, "a negative byte count")
         if readIndex > 0 && readIndex == buffer.count {
             buffer.removeAll(keepingCapacity: true)
             readIndex = 0
         }
         let old = buffer.count
-        buffer.append(
-            contentsOf: UnsafeBufferPointer(
-                start: placeholder.baseAddress?.assumingMemoryBound(to: UInt8.self), count: count))
         var failure: E?
-        buffer.withUnsafeMutableBytes { all in
-            do throws(E) { try fill(UnsafeMutableRawBufferPointer(rebasing: all[old...])) } catch { failure = error }
+        withoutActuallyEscaping(fill) { fill in
+            buffer.append(
+                contentsOf: UninitializedTail(count: count) { out in
+                    do throws(E) {
+                        try fill(out)
+                    } catch {
+                        // Defined bytes until they are removed below.
+                        out.initializeMemory(as: UInt8.self, repeating: 0)
+                        failure = error
+                    }
+                })
         }
         if let failure {
             buffer.removeSubrange(old...)
             throw failure
         }
+    }
+
+    /// The bytes not yet returned as records, for tests that check where `append` wrote.
+    func withUnreadBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try buffer.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[readIndex...])) }
     }
 
     /// The next complete record, nil if more bytes are needed.
@@ -146,5 +156,34 @@ public struct RecordStreamDecoder: Sendable {
             buffer.removeFirst(readIndex)
             readIndex = 0
         }
+    }
+}
+
+/// `count` bytes written by `fill` straight into an array's uninitialized capacity.
+/// `Array.append(contentsOf:)` reserves `underestimatedCount` more elements and hands their
+/// uninitialized memory to the sequence's `_copyContents(initializing:)` (the standard
+/// library's customization point for bulk initialization), so the bytes are written once,
+/// where they stay. Array has no public uninitialized append; before this, a copy of the
+/// ciphertext was appended as a placeholder and decrypted over: one more pass over every
+/// received byte. If the array ever took another path (iterating instead), the append traps on
+/// its "underestimatedCount was an overestimate" check rather than appending wrong bytes, and
+/// `RecordStreamTests.testAppendDecryptsIntoTheBufferItself` fails first.
+private struct UninitializedTail: Sequence {
+    typealias Element = UInt8
+    let count: Int
+    /// Must leave all `count` bytes written, also when it fails.
+    let fill: (UnsafeMutableRawBufferPointer) -> Void
+
+    var underestimatedCount: Int { count }
+
+    /// Yields nothing: the bytes exist only through `_copyContents`.
+    func makeIterator() -> EmptyCollection<UInt8>.Iterator { EmptyCollection<UInt8>().makeIterator() }
+
+    func _copyContents(
+        initializing destination: UnsafeMutableBufferPointer<UInt8>
+    ) -> (EmptyCollection<UInt8>.Iterator, Int) {
+        precondition(destination.count >= count, "the array reserved less than underestimatedCount")
+        fill(UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(destination)[0..<count]))
+        return (makeIterator(), count)
     }
 }

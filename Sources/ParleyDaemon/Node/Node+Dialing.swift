@@ -71,11 +71,12 @@ extension Node {
         ClientBootstrap(group: loop)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
             .channelOption(.writeBufferWaterMark, value: PeerConnection.outboundWaterMark)
+            .channelOption(.recvAllocator, value: NoiseFrameDecoder.receiveAllocator)
             .connectTimeout(options.handshakeTimeout)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try SessionSocketOptions.apply(to: channel, deadAfter: deadAfter)
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(NoiseFrameDecoder()))
+                    try channel.pipeline.syncOperations.addHandler(NoiseFrameDecoder())
                     try channel.pipeline.syncOperations.addHandler(bound.value)
                 }
             }
