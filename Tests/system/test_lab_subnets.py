@@ -121,15 +121,27 @@ def test_without_multicast_a_moved_contact_is_reached_through_gossip(routed):
     # stale and bob knows nothing of carol's address; mDNS does not cross the router.
     forget_addresses(bob, keep=[alice_id])
     bob.listen_arg = "0.0.0.0:7745"
-    bob.start()
-    wait_until(lambda: bob.online("alice"), timeout=30, what="bob redials alice from memory")
-    wait_until(lambda: bob.online("carol") and carol.online("bob"), timeout=30,
-               what="bob and carol through alice's relay")
-    relayed = [m for node in (bob, carol)
-               for m in re.finditer(r"learned addresses addresses=(\S+) from=(\S+) peer=(\S+)",
-                                    node.log_path.read_text(errors="replace"))
-               if m.group(2) != m.group(3)]
-    assert relayed, "an address came through a relay"
+    # Without mDNS on bob's side too: his host's avahi still caches carol's advertisement
+    # from the reflector phase (its TTL is 75 minutes, and no goodbye crosses the router), and
+    # bob's daemon dialled carol from that cache before alice's relay arrived about one run
+    # in ten (CI at 06746a6): then nothing was relayed and this test failed though the
+    # product worked. The move is what is tested: bob knows only alice.
+    bob.mdns = False
+    try:
+        bob.start()
+        wait_until(lambda: bob.online("alice"), timeout=30, what="bob redials alice from memory")
+        wait_until(lambda: bob.online("carol") and carol.online("bob"), timeout=30,
+                   what="bob and carol through alice's relay")
+        relayed = [m for node in (bob, carol)
+                   for m in re.finditer(r"learned addresses addresses=(\S+) from=(\S+) peer=(\S+)",
+                                        node.log_path.read_text(errors="replace"))
+                   if m.group(2) != m.group(3)]
+        assert relayed, "an address came through a relay"
+    finally:
+        # The later tests of the module expect bob on mDNS again.
+        bob.stop()
+        bob.mdns = True
+        bob.start()
 
 
 @pytest.mark.usefixtures("contacts")

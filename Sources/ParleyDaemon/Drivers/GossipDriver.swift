@@ -81,6 +81,22 @@ final class GossipDriver {
         return true
     }
 
+    /// The local user just wrote to `peer`: true if that made it a contact now (it was not
+    /// one from an earlier message), so the session already up with it starts gossip, which
+    /// otherwise starts only at a session's start. Without this, two people who met by mDNS
+    /// and then talked exchanged no address record or contact tags until they reconnected,
+    /// and a contact who moved off their subnet was not found again through the others.
+    /// One set lookup on the message path once `peer` is a contact (at most one gossip start
+    /// per peer and run: a contact from an earlier run, or a verified one, starts it again
+    /// on the first message, which costs one record and one tag list).
+    func wroteTo(_ peer: IdentityPublicKey) -> Bool {
+        guard !talkedWith.contains(peer) else { return false }
+        guard isContact(peer) else { return false }
+        // Also for a verified peer (a contact without this set): once per run, not per message.
+        talkedWith.insert(peer)
+        return true
+    }
+
     func contactSet() -> Set<IdentityPublicKey> {
         Set(((try? directory.peers()) ?? []).compactMap { IdentityPublicKey(hex: $0.identity) }.filter(isContact))
     }

@@ -142,6 +142,11 @@ extension Node {
                     }
                 }
                 for (peer, n) in planned { outbox.queued(n, for: peer, newestSequence: newest[peer] ?? 0) }
+                // Written to for the first time: a contact now, and gossip starts on the
+                // session already up (`GossipDriver.wroteTo`).
+                for peer in planned.keys where gossipDriver.wroteTo(peer) {
+                    if let conn = activeConnection(for: peer) { startGossip(on: conn, peer: peer) }
+                }
                 let byRecipient = caughtUp.isEmpty ? [:] : Dictionary(grouping: stored, by: \.recipient)
                 for peer in planned.keys {
                     guard let conn = activeConnection(for: peer) else { continue }
