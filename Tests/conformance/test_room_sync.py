@@ -41,6 +41,18 @@ def acked(records):
     return {i for t, p in records if t == ACK for i in parse_ids(p)}
 
 
+def daemon_accepts(daemon, session, room):
+    """The daemon, invited to `room`, accepts; its join comes to this client (a joined
+    member), which acknowledges it. Returns the join operation (its hash is an anchor)."""
+    wait_until(lambda: any(r["id"] == room.hex() and r["status"] == "invited"
+                           for r in daemon.call("rooms.list")["rooms"]), what="the daemon is invited")
+    daemon.call("rooms.accept", {"room": room.hex()})
+    got = collect(session, lambda rs: any(t == ROOM_OPERATION and p[1] == JOIN for t, p in rs))
+    join_d = next(p for t, p in got if t == ROOM_OPERATION and p[1] == JOIN)
+    session.send_records(record(ACK, struct.pack(">H", 1) + op_hash(join_d)[:16]))
+    return join_d
+
+
 def test_a_member_passes_on_another_members_message_and_the_daemon_passes_it_on_again(daemon):  # noqa: F811
     me, author, other = Identity(), Identity(), Identity()
     session = Session.established(daemon.address, me, card=me.card(name="fwd" + os.urandom(4).hex()),
@@ -55,13 +67,7 @@ def test_a_member_passes_on_another_members_message_and_the_daemon_passes_it_on_
     session.send_records(record(ROOM_OPERATION, create), record(ROOM_OPERATION, join_a),
                          record(ROOM_OPERATION, join_o))
     collect(session, lambda rs: {create_hash[:16], ja[:16], jo[:16]} <= acked(rs))
-    wait_until(lambda: any(r["id"] == room.hex() and r["status"] == "invited"
-                           for r in daemon.call("rooms.list")["rooms"]), what="the daemon is invited")
-    daemon.call("rooms.accept", {"room": room.hex()})
-    # The daemon's join comes to this client (a joined member): its hash is the anchor.
-    got = collect(session, lambda rs: any(t == ROOM_OPERATION and p[1] == JOIN for t, p in rs))
-    join_d = next(p for t, p in got if t == ROOM_OPERATION and p[1] == JOIN)
-    session.send_records(record(ACK, struct.pack(">H", 1) + op_hash(join_d)[:16]))
+    join_d = daemon_accepts(daemon, session, room)
 
     msg_id = os.urandom(16)
     msg = doc.room_message(author.signing, room, 1, msg_id, int(time.time() * 1000), [op_hash(join_d)],
@@ -104,12 +110,7 @@ def test_signed_edits_only_the_authors_and_a_forged_one_refused_without_closing(
     join_a, ja = room_op(author, JOIN, room, 2, parents=[create_hash])
     session.send_records(record(ROOM_OPERATION, create), record(ROOM_OPERATION, join_a))
     collect(session, lambda rs: {create_hash[:16], ja[:16]} <= acked(rs))
-    wait_until(lambda: any(r["id"] == room.hex() and r["status"] == "invited"
-                           for r in daemon.call("rooms.list")["rooms"]), what="the daemon is invited")
-    daemon.call("rooms.accept", {"room": room.hex()})
-    got = collect(session, lambda rs: any(t == ROOM_OPERATION and p[1] == JOIN for t, p in rs))
-    join_d = next(p for t, p in got if t == ROOM_OPERATION and p[1] == JOIN)
-    session.send_records(record(ACK, struct.pack(">H", 1) + op_hash(join_d)[:16]))
+    join_d = daemon_accepts(daemon, session, room)
     anchor = [op_hash(join_d)]
     now = int(time.time() * 1000)
     msg_id = os.urandom(16)
@@ -148,12 +149,7 @@ def test_a_member_without_bit_3_gets_the_old_room_chat(daemon):  # noqa: F811
     room = create_hash[:16]
     session.send_records(record(ROOM_OPERATION, create))
     collect(session, lambda rs: create_hash[:16] in acked(rs))
-    wait_until(lambda: any(r["id"] == room.hex() and r["status"] == "invited"
-                           for r in daemon.call("rooms.list")["rooms"]), what="the daemon is invited")
-    daemon.call("rooms.accept", {"room": room.hex()})
-    got = collect(session, lambda rs: any(t == ROOM_OPERATION and p[1] == JOIN for t, p in rs))
-    join_d = next(p for t, p in got if t == ROOM_OPERATION and p[1] == JOIN)
-    session.send_records(record(ACK, struct.pack(">H", 1) + op_hash(join_d)[:16]))
+    join_d = daemon_accepts(daemon, session, room)
     wait_until(lambda: any(r["id"] == room.hex() and r["status"] == "joined"
                            for r in daemon.call("rooms.list")["rooms"]), what="the daemon joined")
     daemon.call("messages.send", {"to": "#" + name.decode(), "body": "to an old member"})
