@@ -156,17 +156,17 @@ final class ControlConnectionTests: XCTestCase {
 
     func testARotateKeyFailureSaysWhatFailed() throws {
         let client = try ControlTestClient()
-        let before = client.node.node.card.noiseKey
+        let before = client.node.node.ownIdentity.card.noiseKey
         // A state directory that cannot be created: a regular file is in its path.
         let blocker = client.node.directory + "/not-a-directory"
         XCTAssertTrue(FileManager.default.createFile(atPath: blocker, contents: Data()))
-        client.node.node.stateDirectory = blocker + "/state"
+        client.node.node.ownIdentity.stateDirectory = blocker + "/state"
         try client.write(ControlTestClient.request(1, "node.rotate_key"))
         let answer = try XCTUnwrap(try client.answers().first)
         XCTAssertEqual(answer.errorCode, ControlErrorCode.storageFailed.rawValue)
         let message = try XCTUnwrap(answer.errorMessage)
         XCTAssertTrue(message.hasPrefix("could not rotate the Noise key, the old key stays in use"), message)
         XCTAssertFalse(message.contains("could not store the message"), message)
-        XCTAssertEqual(client.node.node.card.noiseKey, before)
+        XCTAssertEqual(client.node.node.ownIdentity.card.noiseKey, before)
     }
 }

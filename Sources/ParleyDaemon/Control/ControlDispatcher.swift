@@ -349,7 +349,7 @@ extension ControlDispatcher {
         let node = self.node
         let facts = node.doctorFacts()
         let info = self.info
-        let online = node.sessions.count
+        let online = node.sessionDriver.table.count
         let result = { (dialBack: DoctorDialBack?) in
             DoctorReportResult(
                 listen: info.listenAddresses, mdns: info.mdns, ownAdvertisementSeen: facts.ownAdvertisementSeen,
