@@ -154,6 +154,25 @@ final class ControlConnectionTests: XCTestCase {
         XCTAssertEqual(shape(lines[1]), shape(lines[2]))
     }
 
+    /// The same for a room: a single send and a pipelined one went down two paths, and the
+    /// pipelined answer lacked how many of the room's members it goes to and are online.
+    func testBatchedAndSingleRoomSendAnswersAreTheSameShape() throws {
+        let client = try ControlTestClient()
+        let bob = try pinBob(client)
+        _ = try client.node.node.createRoom(name: "lab", members: [bob])
+        try client.write(send(1, "#lab", "x"))
+        try client.write(send(2, "#lab", "x") + send(3, "#lab", "x"))
+        let lines = try client.rawLines()
+        XCTAssertEqual(lines.count, 3)
+        XCTAssertTrue(lines[0].contains("roomRecipients"), lines[0])
+        func shape(_ line: String) -> String {
+            line.replacingOccurrences(of: #""id":"[0-9a-f]+""#, with: "ID", options: .regularExpression)
+                .replacingOccurrences(of: #"[0-9]+"#, with: "N", options: .regularExpression)
+        }
+        XCTAssertEqual(shape(lines[0]), shape(lines[1]))
+        XCTAssertEqual(shape(lines[1]), shape(lines[2]))
+    }
+
     func testARotateKeyFailureSaysWhatFailed() throws {
         let client = try ControlTestClient()
         let before = client.node.node.ownIdentity.card.noiseKey
