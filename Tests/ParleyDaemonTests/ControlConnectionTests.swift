@@ -70,6 +70,46 @@ final class ControlConnectionTests: XCTestCase {
         XCTAssertFalse(client.channel.isActive)
     }
 
+    /// `messages.send` with `wait` is answered later (`Reply.later`): with `timeout` when
+    /// the message is not delivered in time, with the refusal at once when the peer refused
+    /// it; the idle timeout stays off meanwhile. A client that leaves first gets nothing,
+    /// and its wait stops (a refusal afterwards writes nothing).
+    func testASendWaitIsAnsweredByTimeoutOrRefusalAndStopsWhenTheClientLeaves() throws {
+        let client = try ControlTestClient()
+        _ = try pinBob(client)
+        let idle = Int64(ControlLimits.idleLineTimeoutSeconds)
+        try client.write(
+            ControlTestClient.request(
+                1, "messages.send", ["to": "bob", "body": "one", "wait": true, "timeoutMs": (idle + 5) * 1000]))
+        XCTAssertEqual(try client.answers().count, 0, "waits for the delivery")
+        client.loop.advanceTime(by: .seconds(idle + 1))
+        XCTAssertTrue(client.channel.isActive, "no idle timeout while an answer is owed")
+        client.loop.advanceTime(by: .seconds(4))
+        let timedOut = try client.answers()
+        XCTAssertEqual(timedOut.map(\.id), [1])
+        XCTAssertEqual(timedOut.map(\.errorCode), [ControlErrorCode.timeout.rawValue])
+
+        try client.write(
+            ControlTestClient.request(
+                2, "messages.send", ["to": "bob", "body": "two", "wait": true, "timeoutMs": 60_000]))
+        let two = try XCTUnwrap(try client.node.node.store.messages(peer: nil, after: nil, limit: 10).last)
+        client.node.node.emit(.messageRefused(two, .peerQuota))
+        let refused = try client.answers()
+        XCTAssertEqual(refused.map(\.id), [2])
+        XCTAssertEqual(refused.map(\.errorCode), [ControlErrorCode.timeout.rawValue])
+        let message = (refused.first?["error"] as? [String: Any])?["message"] as? String
+        XCTAssertTrue(message?.hasPrefix("not delivered: ") == true, message ?? "no message")
+
+        try client.write(
+            ControlTestClient.request(
+                3, "messages.send", ["to": "bob", "body": "three", "wait": true, "timeoutMs": 60_000]))
+        let three = try XCTUnwrap(try client.node.node.store.messages(peer: nil, after: nil, limit: 10).last)
+        try client.channel.close().wait()
+        client.node.node.emit(.messageRefused(three, .peerQuota))
+        client.loop.advanceTime(by: .seconds(120))
+        XCTAssertEqual(try client.answers().count, 0, "the client left: nothing written")
+    }
+
     /// Pins bob in alice's store, as a first handshake would.
     private func pinBob(_ client: ControlTestClient) throws -> PeerRecord {
         let bob = try TestIdentity(name: "bob").pinnedRecord()

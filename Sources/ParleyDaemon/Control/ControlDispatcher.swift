@@ -23,34 +23,35 @@ struct ControlDispatcher {
         /// A success encoded straight from its typed result (`JSONRPCTypedSuccess`), with
         /// no `JSONValue` tree in between: the same bytes, a fraction of the work.
         case typed(id: JSONRPCID?, result: any Encodable & Sendable)
-        /// The answer comes later (messages.send with wait): the connection keeps the id.
-        case deferred
-        /// `peers.connect` with `wait`: the connection answers when the dial of this target
-        /// ends or after `timeoutMs`.
-        case awaitDial(DialTargetKey, address: String, timeoutMs: Int)
-        /// The typed result comes later: `start` is called with the function that answers
-        /// (on the event loop), e.g. `doctor.report` waiting for a dial-back.
-        case later(start: (@escaping (any Encodable & Sendable) -> Void) -> Void)
+        /// The answer comes later (`messages.send` and `peers.connect` with `wait`,
+        /// `doctor.report` with a dial-back; ControlDispatcher+Waits.swift): the connection
+        /// calls `start`, on the event loop, with the function that answers (once), and
+        /// calls what `start` returns if the client goes away first (timers, observers).
+        case later(start: (_ answer: @escaping (Answer) -> Void) -> Cancel)
         /// The connection becomes a subscriber (resuming after `since`); it answers itself.
         case subscribe(filterIdentity: String?, since: Int?)
-        /// The answer is computed off the request's turn (`files.send` hashes the file first).
-        case future(EventLoopFuture<JSONRPCResponse>)
     }
 
-    /// What `messages.send` with `wait` asks of the connection: (message id, timeout in
-    /// milliseconds, request id); the connection answers when the message is delivered.
-    typealias DeliveryWaiter = (String, Int, JSONRPCID?) -> Void
+    /// A later answer: a success encoded from its typed result (with the request's id), or
+    /// a whole response (an error).
+    enum Answer {
+        case result(any Encodable & Sendable)
+        case response(JSONRPCResponse)
+    }
+
+    /// Stops a later answer's wait; nothing is answered after it.
+    typealias Cancel = () -> Void
 
     /// Handles a request whose params `ControlCall.decode` has already decoded.
-    func handle(_ call: ControlCall, id: JSONRPCID?, deliveryWaiter: DeliveryWaiter) -> Reply {
+    func handle(_ call: ControlCall, id: JSONRPCID?) -> Reply {
         do {
-            return try perform(call, id: id, deliveryWaiter: deliveryWaiter)
+            return try perform(call, id: id)
         } catch {
             return .now(JSONRPCResponse(id: id, error: Self.rpcError(error, node: node)))
         }
     }
 
-    private func perform(_ call: ControlCall, id: JSONRPCID?, deliveryWaiter: DeliveryWaiter) throws -> Reply {
+    private func perform(_ call: ControlCall, id: JSONRPCID?) throws -> Reply {
         switch call {
         // The node itself (ControlDispatcher+Node.swift).
         case .nodeStatus: return nodeStatus(id: id)
@@ -86,8 +87,7 @@ struct ControlDispatcher {
             // Already delivered when stored (a room nobody else has joined yet: there is no
             // acknowledgement to wait for, and the invited get it by sync when they join).
             if p.effectiveWait, stored.state != .delivered {
-                deliveryWaiter(stored.id, p.effectiveTimeoutMs, id)
-                return .deferred
+                return awaitDelivery(of: stored.id, timeoutMs: p.effectiveTimeoutMs, id: id)
             }
             return .typed(id: id, result: sendResult(stored, to: target))
         case .messagesList(let p):
@@ -365,8 +365,8 @@ extension ControlDispatcher {
         guard p.dialBack ?? false else { return .typed(id: id, result: result(nil)) }
         return .later { answer in
             guard let (peer, name) = node.dialBackCandidate() else {
-                answer(result(DoctorDialBack(peer: nil, outcome: .noPeer)))
-                return
+                answer(.result(result(DoctorDialBack(peer: nil, outcome: .noPeer))))
+                return {}
             }
             let asked = node.requestDialBack(
                 from: peer, timeout: .milliseconds(Int64(ControlLimits.doctorDialBackTimeoutMs))
@@ -378,9 +378,11 @@ extension ControlDispatcher {
                 case .refused?: o = .refused
                 case nil: o = .timeout
                 }
-                answer(result(DoctorDialBack(peer: name, fingerprint: peer.fingerprintText, outcome: o)))
+                answer(.result(result(DoctorDialBack(peer: name, fingerprint: peer.fingerprintText, outcome: o))))
             }
-            if !asked { answer(result(DoctorDialBack(peer: nil, outcome: .noPeer))) }
+            if !asked { answer(.result(result(DoctorDialBack(peer: nil, outcome: .noPeer)))) }
+            // The probe ends on its own timeout; an answer after the client left is dropped.
+            return {}
         }
     }
 }
