@@ -15,7 +15,7 @@ import ParleyStore
 /// - Pinned peers, the names that find them, their standing: `PeerDirectory`. Trust:
 ///   `TrustDecision`; `Node+Trust.swift` records what it says.
 /// - Dialling: `DialDriver` (`DialPlanner`); `Node+Dialing.swift` opens its connections.
-/// - Our reachability, address gossipDriver.gossip, dial-back: `GossipDriver`; `Node+Gossip.swift`.
+/// - Our reachability, address gossip, dial-back: `GossipDriver`; `Node+Gossip.swift`.
 /// - The message path: `SendWindow` per session (`NodeLink`), and `MessageDriver` (outbox
 ///   counts, the action outbox, the receive quota's counts, read receipts, the search-index
 ///   purge); `Node+Outbox.swift`, `Node+Conversation.swift`, `Node+Quota.swift`.
