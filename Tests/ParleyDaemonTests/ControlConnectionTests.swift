@@ -104,7 +104,9 @@ final class ControlConnectionTests: XCTestCase {
             ControlTestClient.request(
                 3, "messages.send", ["to": "bob", "body": "three", "wait": true, "timeoutMs": 60_000]))
         let three = try XCTUnwrap(try client.node.node.store.messages(peer: nil, after: nil, limit: 10).last)
+        let watching = client.node.node.observers.count
         try client.channel.close().wait()
+        XCTAssertEqual(client.node.node.observers.count, watching - 1, "the wait stopped observing the node")
         client.node.node.emit(.messageRefused(three, .peerQuota))
         client.loop.advanceTime(by: .seconds(120))
         XCTAssertEqual(try client.answers().count, 0, "the client left: nothing written")

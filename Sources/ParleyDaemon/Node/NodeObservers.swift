@@ -9,6 +9,9 @@ final class NodeObservers {
     /// Called at the end of every keepalive tick, on the loop.
     var onTick: (() -> Void)?
 
+    /// How many observers are registered (status, tests).
+    var count: Int { observers.count }
+
     func add(_ o: NodeObserver) { observers[ObjectIdentifier(o)] = WeakObserver(o) }
     func remove(_ o: NodeObserver) { observers[ObjectIdentifier(o)] = nil }
 
