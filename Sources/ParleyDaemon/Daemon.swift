@@ -149,7 +149,7 @@ public final class Daemon: Service, @unchecked Sendable {
         options.fileAutoAcceptBytes = config.fileAutoAcceptBytes
         options.unusedIdentityLifetime = .seconds(config.unusedIdentityLifetimeSeconds)
         let node = Node(loop: loop, store: store, keys: keys, card: card, options: options, log: log, networkKey: psk)
-        node.stateDirectory = config.stateDirectory
+        node.ownIdentity.stateDirectory = config.stateDirectory
         self.node = node
         if let needed = try? store.unfinishedOutgoingSourcePaths() {
             let swept = OutgoingCopies(stateDirectory: config.stateDirectory).sweep(keeping: needed)
@@ -196,10 +196,10 @@ public final class Daemon: Service, @unchecked Sendable {
         try await loop.submit {
             info.listenAddresses = boundAddresses
             // Announced to peers (`listenPorts`) so they can dial us back without mDNS.
-            node.listenAddresses = boundAddresses
-            node.listenPorts = boundAddresses.compactMap { UInt16($0.split(separator: ":").last ?? "") }
+            node.gossipDriver.listenAddresses = boundAddresses
+            node.gossipDriver.listenPorts = boundAddresses.compactMap { UInt16($0.split(separator: ":").last ?? "") }
             info.mdns = mdns ? .unavailable : .off
-            node.sendsReadReceipts = readReceipts
+            node.messageDriver.sendsReadReceipts = readReceipts
             node.addObserver(hook)
             node.start()
             for p in peers { node.addStaticPeer(p) }
@@ -211,7 +211,7 @@ public final class Daemon: Service, @unchecked Sendable {
         self.control = control
         log.info("listening", ["tcp": bound.joined(separator: ","), "control": path])
         try await loop.submit {
-            node.onCardChanged = { [weak self] card in self?.discovery?.update(card: card) }
+            node.ownIdentity.onCardChanged = { [weak self] card in self?.discovery?.update(card: card) }
         }.get()
         if mdns {
             startDiscovery(node: node, port: bound.first.flatMap { UInt16($0.split(separator: ":").last ?? "") } ?? 0)
@@ -275,7 +275,7 @@ public final class Daemon: Service, @unchecked Sendable {
         guard let node else { return "starting" }
         let (online, queued) =
             (try? await loop.submit { () -> (Int, Int) in
-                (node.sessions.count, (try? node.store.counts().queued) ?? 0)
+                (node.sessionDriver.table.count, (try? node.store.counts().queued) ?? 0)
             }.get()) ?? (0, 0)
         return "\(online) peer\(online == 1 ? "" : "s") online, \(queued) message\(queued == 1 ? "" : "s") queued"
     }
@@ -295,9 +295,9 @@ public final class Daemon: Service, @unchecked Sendable {
         guard let node else { return }
         loop.execute {
             var lastStatus: String?
-            node.onTick = {
+            node.observers.onTick = {
                 let q = (try? node.store.counts().queued) ?? 0
-                let n = node.sessions.count
+                let n = node.sessionDriver.table.count
                 let status = "\(n) peer\(n == 1 ? "" : "s") online, \(q) message\(q == 1 ? "" : "s") queued"
                 guard status != lastStatus else { return }
                 lastStatus = status
@@ -367,7 +367,7 @@ public final class Daemon: Service, @unchecked Sendable {
             if let node {
                 let hook = notifyHook
                 try await loop.submit {
-                    node.sendsReadReceipts = cfg.readReceipts
+                    node.messageDriver.sendsReadReceipts = cfg.readReceipts
                     hook?.update(command: cfg.notifyCommand, includeBody: cfg.notifyIncludeBody)
                     if cfg.name != old.name { try node.reissueCard(displayName: cfg.name, hostName: cfg.hostName) }
                     if cfg.peers != old.peers { node.setStaticPeers(cfg.peers) }

@@ -52,25 +52,44 @@ public final class MDNSDiscovery: @unchecked Sendable {
     private var phase = Phase.idle
     /// Bumped on every tear-down: callbacks and timers of an older generation are ignored.
     private var generation: UInt64 = 0
-    private var registration: ServiceRefSource?
-    /// The name we are registering under (requested, or our pick after a local conflict).
-    private var registeringName: String?
-    /// The name avahi confirmed in the last register callback.
-    private var registeredName: String?
-    private var conflictRenames = 0
-    private var browse: ServiceRefSource?
-    private var presence = BrowsePresence()
-    private var resolvers: [String: Resolver] = [:]
-    private var resolved: [String: ResolvedService] = [:]
-    private var emitted: [String: DiscoveredPeer] = [:]
-    private var lookupsInFlight: Set<String> = []
-    private var lookupAgain: Set<String> = []
-    private var lookupFailures: [String: Int] = [:]
-    /// Peers reported found before the current outage, not yet re-found.
-    private var unconfirmed: Set<String> = []
+    /// Our registration: its ref, the name asked for and the name avahi confirmed.
+    private var registrar = Registrar()
+    /// The browse, the instances it sees, their resolvers and what was reported of them.
+    private var browsing = Browsing()
+    /// getaddrinfo lookups of resolved host targets.
+    private var lookups = Lookups()
     /// Refs not yet deallocated, and what waits for there to be none.
-    private var liveRefs = 0
-    private var afterAllDeallocated: [() -> Void] = []
+    private var refs = LiveRefs()
+
+    private struct Registrar {
+        var registration: ServiceRefSource?
+        /// The name we are registering under (requested, or our pick after a local conflict).
+        var registeringName: String?
+        /// The name avahi confirmed in the last register callback.
+        var registeredName: String?
+        var conflictRenames = 0
+    }
+
+    private struct Browsing {
+        var browse: ServiceRefSource?
+        var presence = BrowsePresence()
+        var resolvers: [String: Resolver] = [:]
+        var resolved: [String: ResolvedService] = [:]
+        var emitted: [String: DiscoveredPeer] = [:]
+        /// Peers reported found before the current outage, not yet re-found.
+        var unconfirmed: Set<String> = []
+    }
+
+    private struct Lookups {
+        var lookupsInFlight: Set<String> = []
+        var lookupAgain: Set<String> = []
+        var lookupFailures: [String: Int] = [:]
+    }
+
+    private struct LiveRefs {
+        var liveRefs = 0
+        var afterAllDeallocated: [() -> Void] = []
+    }
 
     private struct Resolver {
         let source: ServiceRefSource
@@ -115,7 +134,8 @@ public final class MDNSDiscovery: @unchecked Sendable {
     deinit {
         // Without stop(), refs would keep running (their sources hold themselves until
         // cancelled): withdraw them. Only the sources are captured, not self.
-        let sources = [registration, browse].compactMap { $0 } + resolvers.values.map(\.source)
+        let sources =
+            [registrar.registration, browsing.browse].compactMap { $0 } + browsing.resolvers.values.map(\.source)
         if !sources.isEmpty { queue.async { sources.forEach { $0.cancel() } } }
     }
 
@@ -143,8 +163,8 @@ public final class MDNSDiscovery: @unchecked Sendable {
         queue.async { [self] in
             guard ad != advertisement else { return }
             advertisement = ad
-            registeringName = nil
-            conflictRenames = 0
+            registrar.registeringName = nil
+            registrar.conflictRenames = 0
             guard phase == .running else { return }  // idle: start() uses it; outage: the retry does
             restartRegistration()
         }
@@ -161,10 +181,10 @@ public final class MDNSDiscovery: @unchecked Sendable {
         queue.async { [self] in
             phase = .idle
             tearDown()
-            unconfirmed.removeAll()
-            registeringName = nil
-            registeredName = nil
-            conflictRenames = 0
+            browsing.unconfirmed.removeAll()
+            registrar.registeringName = nil
+            registrar.registeredName = nil
+            registrar.conflictRenames = 0
             if let completion { whenAllDeallocated(completion) }
         }
     }
@@ -200,19 +220,19 @@ public final class MDNSDiscovery: @unchecked Sendable {
     /// `unconfirmed` until re-found or the reconfirmation window ends.
     private func tearDown() {
         generation &+= 1
-        registration?.cancel()
-        registration = nil
-        browse?.cancel()
-        browse = nil
-        resolvers.values.forEach { $0.source.cancel() }
-        resolvers.removeAll()
-        presence.removeAll()
-        resolved.removeAll()
-        unconfirmed.formUnion(emitted.keys)
-        emitted.removeAll()
-        lookupsInFlight.removeAll()
-        lookupAgain.removeAll()
-        lookupFailures.removeAll()
+        registrar.registration?.cancel()
+        registrar.registration = nil
+        browsing.browse?.cancel()
+        browsing.browse = nil
+        browsing.resolvers.values.forEach { $0.source.cancel() }
+        browsing.resolvers.removeAll()
+        browsing.presence.removeAll()
+        browsing.resolved.removeAll()
+        browsing.unconfirmed.formUnion(browsing.emitted.keys)
+        browsing.emitted.removeAll()
+        lookups.lookupsInFlight.removeAll()
+        lookups.lookupAgain.removeAll()
+        lookups.lookupFailures.removeAll()
     }
 
     private func enterOutage(_ reason: String) {
@@ -232,10 +252,10 @@ public final class MDNSDiscovery: @unchecked Sendable {
         let generation = generation
         queue.asyncAfter(deadline: .now() + Self.dispatchInterval(Self.reconfirmationWindow)) { [weak self] in
             guard let self, self.generation == generation else { return }
-            for name in self.unconfirmed.sorted() where self.emitted[name] == nil {
+            for name in self.browsing.unconfirmed.sorted() where self.browsing.emitted[name] == nil {
                 self.emit(.lost(instanceName: name))
             }
-            self.unconfirmed.removeAll()
+            self.browsing.unconfirmed.removeAll()
         }
     }
 
@@ -243,31 +263,31 @@ public final class MDNSDiscovery: @unchecked Sendable {
         _ ref: DNSServiceRef, _ context: CallbackContext,
         onError: @escaping (DNSServiceErrorType) -> Void
     ) -> ServiceRefSource {
-        liveRefs += 1
+        refs.liveRefs += 1
         return ServiceRefSource(
             ref: ref, context: context, queue: queue, onProcessError: onError,
             onDeallocated: { [weak self] in self?.refDeallocated() })
     }
 
     private func refDeallocated() {
-        liveRefs -= 1
-        guard liveRefs == 0 else { return }
-        let waiting = afterAllDeallocated
-        afterAllDeallocated.removeAll()
+        refs.liveRefs -= 1
+        guard refs.liveRefs == 0 else { return }
+        let waiting = refs.afterAllDeallocated
+        refs.afterAllDeallocated.removeAll()
         waiting.forEach { $0() }
     }
 
     /// Runs `action` on the queue once every ref has been deallocated.
     private func whenAllDeallocated(_ action: @escaping () -> Void) {
-        if liveRefs == 0 { action() } else { afterAllDeallocated.append(action) }
+        if refs.liveRefs == 0 { action() } else { refs.afterAllDeallocated.append(action) }
     }
 
     // MARK: - Registration (on queue)
 
     private func startRegistration() -> DNSServiceErrorType {
         guard let ad = advertisement else { return DNSSDStatus.noError }
-        let name = registeringName ?? InstanceName.truncated(ad.instanceName)
-        registeringName = name
+        let name = registrar.registeringName ?? InstanceName.truncated(ad.instanceName)
+        registrar.registeringName = name
         let txt = TXTRecord.encode(ad.txt)
         let context = CallbackContext(owner: self, generation: generation)
         var ref: DNSServiceRef?
@@ -291,7 +311,7 @@ public final class MDNSDiscovery: @unchecked Sendable {
         guard status == DNSSDStatus.noError, let ref else {
             return status == DNSSDStatus.noError ? DNSSDStatus.unknown : status
         }
-        registration = makeSource(ref, context) { [weak self] status in
+        registrar.registration = makeSource(ref, context) { [weak self] status in
             guard let self, self.generation == context.generation else { return }
             self.enterOutage(DNSSDStatus.unavailableReason("DNSServiceProcessResult (registration)", status))
         }
@@ -299,13 +319,13 @@ public final class MDNSDiscovery: @unchecked Sendable {
     }
 
     private func registerReply(_ context: CallbackContext, status: DNSServiceErrorType, name: String?) {
-        guard context.generation == generation, registration?.context === context else { return }
+        guard context.generation == generation, registrar.registration?.context === context else { return }
         switch status {
         case DNSSDStatus.noError:
-            let final = name ?? registeringName ?? ""
-            conflictRenames = 0
-            registeringName = final
-            registeredName = final
+            let final = name ?? registrar.registeringName ?? ""
+            registrar.conflictRenames = 0
+            registrar.registeringName = final
+            registrar.registeredName = final
             emit(.registered(instanceName: final))
             reconcileOwnName()
         case DNSSDStatus.nameConflict:
@@ -320,14 +340,14 @@ public final class MDNSDiscovery: @unchecked Sendable {
 
     /// Picks the next name and registers under it once the old ref (if any) is gone.
     private func renameAfterConflict() -> DNSServiceErrorType {
-        conflictRenames += 1
-        guard conflictRenames <= InstanceName.maxConflictRenames else {
+        registrar.conflictRenames += 1
+        guard registrar.conflictRenames <= InstanceName.maxConflictRenames else {
             // Start over from the requested name at the next retry.
-            registeringName = nil
-            conflictRenames = 0
+            registrar.registeringName = nil
+            registrar.conflictRenames = 0
             return DNSSDStatus.nameConflict
         }
-        registeringName = InstanceName.alternative(to: registeringName ?? "")
+        registrar.registeringName = InstanceName.alternative(to: registrar.registeringName ?? "")
         restartRegistration()
         return DNSSDStatus.noError
     }
@@ -335,12 +355,13 @@ public final class MDNSDiscovery: @unchecked Sendable {
     /// Withdraws the registration and registers `advertisement` (under `registeringName`)
     /// once avahi has let go of the old one, so the same name cannot collide with itself.
     private func restartRegistration() {
-        let old = registration
+        let old = registrar.registration
         old?.cancel()
-        registration = nil
+        registrar.registration = nil
         let generation = generation
         let register = { [weak self] in
-            guard let self, self.generation == generation, self.phase != .idle, self.registration == nil else { return }
+            guard let self, self.generation == generation, self.phase != .idle, self.registrar.registration == nil
+            else { return }
             let status = self.startRegistration()
             if status != DNSSDStatus.noError {
                 self.enterOutage(DNSSDStatus.unavailableReason("DNSServiceRegister", status))
@@ -353,18 +374,18 @@ public final class MDNSDiscovery: @unchecked Sendable {
 
     /// Our own instance, confirmed or being registered, is never reported as a peer.
     private func isOwn(_ name: String) -> Bool {
-        advertisement != nil && (name == registeredName || name == registeringName)
+        advertisement != nil && (name == registrar.registeredName || name == registrar.registeringName)
     }
 
     /// After our name changed: stop treating a former own name as ours, and a new one
     /// as a peer.
     private func reconcileOwnName() {
-        for name in presence.names {
+        for name in browsing.presence.names {
             if isOwn(name) {
                 emit(.ownAdvertisementBrowsed(instanceName: name))
                 forget(name)
-                if emitted.removeValue(forKey: name) != nil { emit(.lost(instanceName: name)) }
-            } else if resolvers[name] == nil {
+                if browsing.emitted.removeValue(forKey: name) != nil { emit(.lost(instanceName: name)) }
+            } else if browsing.resolvers[name] == nil {
                 startResolve(name)
             }
         }
@@ -386,7 +407,7 @@ public final class MDNSDiscovery: @unchecked Sendable {
         guard status == DNSSDStatus.noError, let ref else {
             return status == DNSSDStatus.noError ? DNSSDStatus.unknown : status
         }
-        browse = makeSource(ref, context) { [weak self] status in
+        browsing.browse = makeSource(ref, context) { [weak self] status in
             guard let self, self.generation == context.generation else { return }
             self.enterOutage(DNSSDStatus.unavailableReason("DNSServiceProcessResult (browse)", status))
         }
@@ -397,19 +418,21 @@ public final class MDNSDiscovery: @unchecked Sendable {
         _ context: CallbackContext, flags: DNSServiceFlags, interface: UInt32,
         status: DNSServiceErrorType, name: String?
     ) {
-        guard context.generation == generation, browse?.context === context else { return }
+        guard context.generation == generation, browsing.browse?.context === context else { return }
         guard status == DNSSDStatus.noError else {
             return enterOutage(DNSSDStatus.unavailableReason("browse", status))
         }
         guard let name, !name.isEmpty else { return }
         if flags & DNSServiceFlags(kDNSServiceFlagsAdd) != 0 {
-            if presence.add(name, interface: interface) {
+            if browsing.presence.add(name, interface: interface) {
                 if isOwn(name) { emit(.ownAdvertisementBrowsed(instanceName: name)) } else { startResolve(name) }
             }
-        } else if presence.remove(name, interface: interface) {
+        } else if browsing.presence.remove(name, interface: interface) {
             forget(name)
-            if emitted.removeValue(forKey: name) != nil { emit(.lost(instanceName: name)) }
-        } else if let resolver = resolvers[name], !presence.interfaces(of: name).contains(resolver.interface) {
+            if browsing.emitted.removeValue(forKey: name) != nil { emit(.lost(instanceName: name)) }
+        } else if let resolver = browsing.resolvers[name],
+            !browsing.presence.interfaces(of: name).contains(resolver.interface)
+        {
             // Still seen, but no longer where we resolved it: resolve it where it is.
             forget(name)
             startResolve(name)
@@ -418,12 +441,14 @@ public final class MDNSDiscovery: @unchecked Sendable {
 
     /// Stops resolving `name` and drops what we learned about it.
     private func forget(_ name: String) {
-        resolvers.removeValue(forKey: name)?.source.cancel()
-        resolved[name] = nil
+        browsing.resolvers.removeValue(forKey: name)?.source.cancel()
+        browsing.resolved[name] = nil
     }
 
     private func startResolve(_ name: String) {
-        guard resolvers[name] == nil, let interface = presence.interfaces(of: name).first else { return }
+        guard browsing.resolvers[name] == nil, let interface = browsing.presence.interfaces(of: name).first else {
+            return
+        }
         let context = CallbackContext(owner: self, generation: generation, instanceName: name)
         var ref: DNSServiceRef?
         let status = DNSServiceResolve(
@@ -445,7 +470,7 @@ public final class MDNSDiscovery: @unchecked Sendable {
         let source = makeSource(ref, context) { [weak self] _ in
             self?.resolverFailed(context)
         }
-        resolvers[name] = Resolver(source: source, interface: interface)
+        browsing.resolvers[name] = Resolver(source: source, interface: interface)
     }
 
     private func resolveReply(
@@ -453,14 +478,14 @@ public final class MDNSDiscovery: @unchecked Sendable {
         host: String?, port: UInt16, txt: [UInt8]
     ) {
         guard context.generation == generation, let name = context.instanceName,
-            resolvers[name]?.source.context === context
+            browsing.resolvers[name]?.source.context === context
         else { return }
         guard status == DNSSDStatus.noError, let host, !host.isEmpty else { return resolverFailed(context) }
         let hostTarget = host.hasSuffix(".") ? String(host.dropLast()) : host
-        resolved[name] = ResolvedService(
+        browsing.resolved[name] = ResolvedService(
             hostTarget: hostTarget, port: port, txt: TXTRecord.decode(txt),
             interface: interface)
-        if let peer = emitted[name], peer.hostTarget == hostTarget {
+        if let peer = browsing.emitted[name], peer.hostTarget == hostTarget {
             // Same host: its addresses are known; only port or TXT may have changed.
             publish(name, addresses: peer.addresses)
         } else {
@@ -472,7 +497,7 @@ public final class MDNSDiscovery: @unchecked Sendable {
     /// browse reports that too). Retry while the instance is still browsed.
     private func resolverFailed(_ context: CallbackContext) {
         guard context.generation == generation, let name = context.instanceName,
-            resolvers[name]?.source.context === context
+            browsing.resolvers[name]?.source.context === context
         else { return }
         forget(name)
         scheduleResolveRetry(name)
@@ -481,7 +506,8 @@ public final class MDNSDiscovery: @unchecked Sendable {
     private func scheduleResolveRetry(_ name: String) {
         let generation = generation
         queue.asyncAfter(deadline: .now() + Self.dispatchInterval(retryInterval)) { [weak self] in
-            guard let self, self.generation == generation, self.presence.contains(name), !self.isOwn(name) else {
+            guard let self, self.generation == generation, self.browsing.presence.contains(name), !self.isOwn(name)
+            else {
                 return
             }
             self.startResolve(name)
@@ -491,8 +517,8 @@ public final class MDNSDiscovery: @unchecked Sendable {
     // MARK: - Addresses (lookups on the lookup queue, results on queue)
 
     private func lookUp(_ host: String) {
-        guard lookupsInFlight.insert(host).inserted else {
-            lookupAgain.insert(host)  // the answer in flight may predate this resolve
+        guard lookups.lookupsInFlight.insert(host).inserted else {
+            lookups.lookupAgain.insert(host)  // the answer in flight may predate this resolve
             return
         }
         let generation = generation
@@ -504,22 +530,22 @@ public final class MDNSDiscovery: @unchecked Sendable {
 
     private func lookupFinished(_ host: String, _ outcome: AddressLookup.Outcome, generation: UInt64) {
         guard generation == self.generation else { return }
-        lookupsInFlight.remove(host)
-        if lookupAgain.remove(host) != nil { return lookUp(host) }
-        let waiting = resolved.filter { $0.value.hostTarget == host }.map(\.key).sorted()
+        lookups.lookupsInFlight.remove(host)
+        if lookups.lookupAgain.remove(host) != nil { return lookUp(host) }
+        let waiting = browsing.resolved.filter { $0.value.hostTarget == host }.map(\.key).sorted()
         guard !waiting.isEmpty else { return }
         switch outcome {
         case .addresses(let addresses):
-            lookupFailures[host] = nil
+            lookups.lookupFailures[host] = nil
             waiting.forEach { publish($0, addresses: addresses) }
         case .failed(let reason):
-            let attempts = (lookupFailures[host] ?? 0) + 1
-            lookupFailures[host] = attempts
+            let attempts = (lookups.lookupFailures[host] ?? 0) + 1
+            lookups.lookupFailures[host] = attempts
             if attempts == 1 { emit(.addressLookupFailed(hostTarget: host, reason: reason)) }
             guard attempts < Self.maxAddressLookupAttempts else { return }
             queue.asyncAfter(deadline: .now() + Self.dispatchInterval(retryInterval)) { [weak self] in
                 guard let self, self.generation == generation,
-                    self.resolved.values.contains(where: { $0.hostTarget == host })
+                    self.browsing.resolved.values.contains(where: { $0.hostTarget == host })
                 else { return }
                 self.lookUp(host)
             }
@@ -528,13 +554,13 @@ public final class MDNSDiscovery: @unchecked Sendable {
 
     /// Sends `.found` for `name` unless nothing changed since the last one.
     private func publish(_ name: String, addresses: [String]) {
-        guard let service = resolved[name], presence.contains(name), !isOwn(name) else { return }
+        guard let service = browsing.resolved[name], browsing.presence.contains(name), !isOwn(name) else { return }
         let peer = DiscoveredPeer(
             instanceName: name, hostTarget: service.hostTarget, port: service.port,
             txt: service.txt, addresses: addresses, interfaceIndex: service.interface)
-        guard emitted[name] != peer else { return }
-        emitted[name] = peer
-        unconfirmed.remove(name)
+        guard browsing.emitted[name] != peer else { return }
+        browsing.emitted[name] = peer
+        browsing.unconfirmed.remove(name)
         emit(.found(peer))
     }
 

@@ -70,6 +70,48 @@ final class ControlConnectionTests: XCTestCase {
         XCTAssertFalse(client.channel.isActive)
     }
 
+    /// `messages.send` with `wait` is answered later (`Reply.later`): with `timeout` when
+    /// the message is not delivered in time, with the refusal at once when the peer refused
+    /// it; the idle timeout stays off meanwhile. A client that leaves first gets nothing,
+    /// and its wait stops (a refusal afterwards writes nothing).
+    func testASendWaitIsAnsweredByTimeoutOrRefusalAndStopsWhenTheClientLeaves() throws {
+        let client = try ControlTestClient()
+        _ = try pinBob(client)
+        let idle = Int64(ControlLimits.idleLineTimeoutSeconds)
+        try client.write(
+            ControlTestClient.request(
+                1, "messages.send", ["to": "bob", "body": "one", "wait": true, "timeoutMs": (idle + 5) * 1000]))
+        XCTAssertEqual(try client.answers().count, 0, "waits for the delivery")
+        client.loop.advanceTime(by: .seconds(idle + 1))
+        XCTAssertTrue(client.channel.isActive, "no idle timeout while an answer is owed")
+        client.loop.advanceTime(by: .seconds(4))
+        let timedOut = try client.answers()
+        XCTAssertEqual(timedOut.map(\.id), [1])
+        XCTAssertEqual(timedOut.map(\.errorCode), [ControlErrorCode.timeout.rawValue])
+
+        try client.write(
+            ControlTestClient.request(
+                2, "messages.send", ["to": "bob", "body": "two", "wait": true, "timeoutMs": 60_000]))
+        let two = try XCTUnwrap(try client.node.node.store.messages(peer: nil, after: nil, limit: 10).last)
+        client.node.node.emit(.messageRefused(two, .peerQuota))
+        let refused = try client.answers()
+        XCTAssertEqual(refused.map(\.id), [2])
+        XCTAssertEqual(refused.map(\.errorCode), [ControlErrorCode.timeout.rawValue])
+        let message = (refused.first?["error"] as? [String: Any])?["message"] as? String
+        XCTAssertTrue(message?.hasPrefix("not delivered: ") == true, message ?? "no message")
+
+        try client.write(
+            ControlTestClient.request(
+                3, "messages.send", ["to": "bob", "body": "three", "wait": true, "timeoutMs": 60_000]))
+        let three = try XCTUnwrap(try client.node.node.store.messages(peer: nil, after: nil, limit: 10).last)
+        let watching = client.node.node.observers.count
+        try client.channel.close().wait()
+        XCTAssertEqual(client.node.node.observers.count, watching - 1, "the wait stopped observing the node")
+        client.node.node.emit(.messageRefused(three, .peerQuota))
+        client.loop.advanceTime(by: .seconds(120))
+        XCTAssertEqual(try client.answers().count, 0, "the client left: nothing written")
+    }
+
     /// Pins bob in alice's store, as a first handshake would.
     private func pinBob(_ client: ControlTestClient) throws -> PeerRecord {
         let bob = try TestIdentity(name: "bob").pinnedRecord()
@@ -154,19 +196,38 @@ final class ControlConnectionTests: XCTestCase {
         XCTAssertEqual(shape(lines[1]), shape(lines[2]))
     }
 
+    /// The same for a room: a single send and a pipelined one went down two paths, and the
+    /// pipelined answer lacked how many of the room's members it goes to and are online.
+    func testBatchedAndSingleRoomSendAnswersAreTheSameShape() throws {
+        let client = try ControlTestClient()
+        let bob = try pinBob(client)
+        _ = try client.node.node.createRoom(name: "lab", members: [bob])
+        try client.write(send(1, "#lab", "x"))
+        try client.write(send(2, "#lab", "x") + send(3, "#lab", "x"))
+        let lines = try client.rawLines()
+        XCTAssertEqual(lines.count, 3)
+        XCTAssertTrue(lines[0].contains("roomRecipients"), lines[0])
+        func shape(_ line: String) -> String {
+            line.replacingOccurrences(of: #""id":"[0-9a-f]+""#, with: "ID", options: .regularExpression)
+                .replacingOccurrences(of: #"[0-9]+"#, with: "N", options: .regularExpression)
+        }
+        XCTAssertEqual(shape(lines[0]), shape(lines[1]))
+        XCTAssertEqual(shape(lines[1]), shape(lines[2]))
+    }
+
     func testARotateKeyFailureSaysWhatFailed() throws {
         let client = try ControlTestClient()
-        let before = client.node.node.card.noiseKey
+        let before = client.node.node.ownIdentity.card.noiseKey
         // A state directory that cannot be created: a regular file is in its path.
         let blocker = client.node.directory + "/not-a-directory"
         XCTAssertTrue(FileManager.default.createFile(atPath: blocker, contents: Data()))
-        client.node.node.stateDirectory = blocker + "/state"
+        client.node.node.ownIdentity.stateDirectory = blocker + "/state"
         try client.write(ControlTestClient.request(1, "node.rotate_key"))
         let answer = try XCTUnwrap(try client.answers().first)
         XCTAssertEqual(answer.errorCode, ControlErrorCode.storageFailed.rawValue)
         let message = try XCTUnwrap(answer.errorMessage)
         XCTAssertTrue(message.hasPrefix("could not rotate the Noise key, the old key stays in use"), message)
         XCTAssertFalse(message.contains("could not store the message"), message)
-        XCTAssertEqual(client.node.node.card.noiseKey, before)
+        XCTAssertEqual(client.node.node.ownIdentity.card.noiseKey, before)
     }
 }

@@ -150,6 +150,9 @@ def test_two_people_on_one_host_have_their_own_identity_and_exchange_a_file_as_t
     report = write_random(pa.home / "report.bin", 8 << 20, pa.name)
     out = pa.parley(alice, "send", pb.name, "--attach", "report.bin", cwd=pa.home, check=True).stdout
     assert "offered" in out and "report.bin" in out
+    # "offered" is alice's side: the offer reaches bob's daemon a moment later (a bare
+    # files.list right after lost that race on a loaded machine).
+    wait_until(lambda: any(t["direction"] == "in" for t in transfers(bob)), what="bob's daemon has alice's offer")
     [t] = [t for t in transfers(bob) if t["direction"] == "in"]
     # Bob gets it into ~/in, written by his own parley: his file, his umask, byte-identical.
     inbox = pb.home / "in"

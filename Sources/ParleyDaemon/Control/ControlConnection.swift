@@ -11,7 +11,7 @@ import ParleyStore
 /// that sends no complete request for `idleLineTimeoutSeconds` (and is not
 /// subscribed) is closed; a subscriber that does not read its notifications is cut
 /// off with a notice once its backlog passes the limits.
-final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournalSubscriber {
+final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
@@ -29,10 +29,9 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
     private var backlogBytes = 0
     private var backlogCount = 0
     private var closing = false
-    /// messages.send with wait: message id -> (request id, timer)
-    private var waiters: [String: (JSONRPCID?, Scheduled<Void>)] = [:]
-    /// peers.connect with wait, not answered yet.
-    private var pendingDials = 0
+    /// Answers still to come (`Reply.later`), by token: what stops each if the client
+    /// goes away first. While any is outstanding the idle timeout is off.
+    private var waits = OutstandingAnswers()
 
     private struct Replay {
         /// The last event id sent (or skipped by the filter).
@@ -56,14 +55,14 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
 
     private func armIdleTimer() {
         idleTimer?.cancel()
-        guard !subscribed, waiters.isEmpty, pendingDials == 0, let context else {
+        guard !subscribed, waits.isEmpty, let context else {
             idleTimer = nil
             return
         }
         idleTimer = context.eventLoop.assumeIsolated().scheduleTask(
             in: .seconds(Int64(ControlLimits.idleLineTimeoutSeconds))
         ) { [weak self] in
-            guard let self, !self.subscribed, self.waiters.isEmpty, self.pendingDials == 0 else { return }
+            guard let self, !self.subscribed, self.waits.isEmpty else { return }
             self.fail(with: .idleTimeout())
         }
     }
@@ -182,41 +181,14 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
             if !failure.isNotification { write(JSONRPCResponse(id: failure.id, error: failure.error)) }
         case .success(let r):
             let request = r.request
-            let reply = dispatcher.handle(r.call, id: request.id) { [weak self] messageID, timeoutMs, rid in
-                self?.waitForDelivery(messageID, timeoutMs: timeoutMs, requestID: rid)
-            }
+            let reply = dispatcher.handle(r.call, id: request.id)
             switch reply {
             case .now(let response):
                 if !request.isNotification { write(response) }
             case let .typed(id, result):
                 if !request.isNotification { writeSuccess(id: id, result: result) }
-            case .deferred:
-                break
-            case .future(let future):
-                let isNotification = request.isNotification
-                pendingDials += 1  // keeps the idle timer off while the answer is outstanding
-                idleTimer?.cancel()
-                future.whenComplete { [weak self] result in
-                    guard let self else { return }
-                    self.pendingDials -= 1
-                    if !isNotification, case .success(let response) = result { self.write(response) }
-                    self.context?.flush()
-                    self.armIdleTimer()
-                }
-            case let .awaitDial(key, address, timeoutMs):
-                waitForDial(key, address: address, timeoutMs: timeoutMs, requestID: request.id)
             case .later(let start):
-                let rid = request.id
-                let answers = !request.isNotification
-                pendingDials += 1  // keeps the idle timer off while the answer is outstanding
-                idleTimer?.cancel()
-                start { [weak self] result in
-                    guard let self else { return }
-                    self.pendingDials -= 1
-                    if answers { self.writeSuccess(id: rid, result: result) }
-                    self.context?.flush()
-                    self.armIdleTimer()
-                }
+                waitForAnswer(start, requestID: request.id, answers: !request.isNotification)
             case let .subscribe(filter, since):
                 let response = subscribe(filter: filter, since: since, requestID: request.id)
                 if !request.isNotification { write(response) }
@@ -290,93 +262,30 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
         filterIdentity == nil || peer == nil || peer == filterIdentity
     }
 
-    private func waitForDelivery(_ messageID: String, timeoutMs: Int, requestID: JSONRPCID?) {
-        guard let context else { return }
-        node.addObserver(self)
-        let timer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(timeoutMs))) {
-            [weak self] in
-            guard let self, let w = self.waiters.removeValue(forKey: messageID) else { return }
-            self.write(JSONRPCResponse(id: w.0, error: .sendTimeout(id: messageID, timeoutMs: timeoutMs)))
-            self.context?.flush()
-            if self.waiters.isEmpty {
-                self.node.removeObserver(self)
-                self.armIdleTimer()
-            }
-        }
-        waiters[messageID] = (requestID, timer)
+    /// A `Reply.later`: starts its wait, and answers (once) when it ends, unless the
+    /// request was a notification (JSON-RPC answers none).
+    private func waitForAnswer(
+        _ start: (@escaping (ControlDispatcher.Answer) -> Void) -> ControlDispatcher.Cancel, requestID: JSONRPCID?,
+        answers: Bool
+    ) {
         idleTimer?.cancel()
-    }
-
-    /// `peers.connect` with `wait`: answer with the dial's outcome, or `timeout`. A failed
-    /// address is no longer dialled (the user was told and decides); after a timeout it is.
-    private func waitForDial(_ key: DialTargetKey, address: String, timeoutMs: Int, requestID: JSONRPCID?) {
-        guard let context else { return }
-        pendingDials += 1
-        idleTimer?.cancel()
+        let token = waits.next()
         var answered = false
-        var token = 0
-        let timer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(timeoutMs))) {
-            [weak self] in
+        let cancel = start { [weak self] answer in
             guard let self, !answered else { return }
             answered = true
-            self.node.cancelDialWatch(key, token: token)
-            self.answerDial(
-                JSONRPCResponse(id: requestID, error: .connectTimeout(address: address, timeoutMs: timeoutMs)))
-        }
-        token = node.watchDial(key) { [weak self] outcome in
-            guard let self, !answered else { return }
-            answered = true
-            timer.cancel()
-            switch outcome {
-            case .connected(let identity):
-                let peer = (try? self.node.store.peer(identity: identity)).flatMap { $0 }.map { self.node.peerInfo($0) }
-                self.answerDial(
-                    .success(
-                        id: requestID, result: PeersConnectResult(address: address, status: .connected, peer: peer)))
-            case .failed(let reason):
-                self.node.forgetDialTarget(key)
-                self.answerDial(
-                    JSONRPCResponse(id: requestID, error: JSONRPCError(.connectFailed, reason + "; not retried")))
+            self.waits.remove(token)
+            if answers {
+                switch answer {
+                case .result(let result): self.writeSuccess(id: requestID, result: result)
+                case .response(let response): self.write(response)
+                }
             }
+            self.context?.flush()
+            self.armIdleTimer()
         }
-    }
-
-    private func answerDial(_ response: JSONRPCResponse) {
-        pendingDials -= 1
-        write(response)
-        context?.flush()
-        armIdleTimer()
-    }
-
-    // MARK: Node events (messages.send with wait)
-
-    func node(_ node: Node, didEmit event: NodeEvent) {
-        if case let .messageRefused(m, reason) = event, let w = waiters.removeValue(forKey: m.id) {
-            // Waiting longer would only end in a timeout: say why now (issue 15).
-            w.1.cancel()
-            write(JSONRPCResponse(id: w.0, error: .sendRefused(id: m.id, reason: reason.description)))
-            if waiters.isEmpty {
-                node.removeObserver(self)
-                armIdleTimer()
-            }
-            context?.flush()
-            return
-        }
-        guard case .messageDelivered(let d) = event, let w = waiters.removeValue(forKey: d.id) else { return }
-        w.1.cancel()
-        // The delivery mark carries only what changed; the answer shows the whole message.
-        if let m = try? node.store.message(id: d.id, sender: node.myIdentity) {
-            write(.success(id: w.0, result: MessagesSendResult(message: node.messageInfo(m))))
-        } else {
-            write(
-                JSONRPCResponse(id: w.0, error: .internalError("message \(d.id) was delivered but cannot be read back"))
-            )
-        }
-        if waiters.isEmpty {
-            node.removeObserver(self)
-            armIdleTimer()
-        }
-        context?.flush()
+        // Answered at once (nothing to wait for): nothing to keep.
+        if !answered { waits.add(token, cancel) }
     }
 
     // MARK: Journal events (subscription)
@@ -499,10 +408,8 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
 
     func channelInactive(context: ChannelHandlerContext) {
         idleTimer?.cancel()
-        for (_, w) in waiters { w.1.cancel() }
-        waiters.removeAll()
+        waits.cancelAll()
         replay = nil
-        node.removeObserver(self)
         journal.removeSubscriber(self)
         self.context = nil
         onClose(self)
@@ -511,5 +418,28 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
         context.close(promise: nil)
+    }
+}
+
+/// A control connection's answers still to come: what stops each wait, by token.
+private struct OutstandingAnswers {
+    private var cancels: [Int: ControlDispatcher.Cancel] = [:]
+    private var lastToken = 0
+
+    var isEmpty: Bool { cancels.isEmpty }
+
+    mutating func next() -> Int {
+        lastToken += 1
+        return lastToken
+    }
+
+    mutating func add(_ token: Int, _ cancel: @escaping ControlDispatcher.Cancel) { cancels[token] = cancel }
+    mutating func remove(_ token: Int) { cancels[token] = nil }
+
+    /// The client went away: every wait stops, none answers.
+    mutating func cancelAll() {
+        let all = cancels.values
+        cancels.removeAll()
+        for cancel in all { cancel() }
     }
 }

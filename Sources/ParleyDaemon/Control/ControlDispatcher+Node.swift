@@ -11,10 +11,10 @@ extension ControlDispatcher {
         return .typed(
             id: id,
             result: NodeStatusResult(
-                version: DaemonRuntimeInfo.version, name: node.card.displayName,
+                version: DaemonRuntimeInfo.version, name: node.ownIdentity.card.displayName,
                 fingerprint: node.fingerprint.description, listen: info.listenAddresses,
-                peersOnline: node.sessions.count, peersKnown: known, queued: counts.queued,
-                uptimeSeconds: node.uptimeSeconds, mdns: info.mdns,
+                peersOnline: node.sessionDriver.table.count, peersKnown: known, queued: counts.queued,
+                uptimeSeconds: node.ownIdentity.uptimeSeconds, mdns: info.mdns,
                 reachableAt: Node.listeningEndpoints(info.listenAddresses).map(\.description)))
     }
 
@@ -23,7 +23,8 @@ extension ControlDispatcher {
         return .typed(
             id: id,
             result: NodeRotateKeyResult(
-                noiseKey: node.card.noiseKey.hex, cardSequence: Int(clamping: node.card.sequence),
+                noiseKey: node.ownIdentity.card.noiseKey.hex,
+                cardSequence: Int(clamping: node.ownIdentity.card.sequence),
                 peersNotified: notified))
     }
 

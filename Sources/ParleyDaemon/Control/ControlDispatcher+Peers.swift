@@ -7,7 +7,7 @@ import ParleyStore
 extension ControlDispatcher {
     func peersConnect(_ p: PeersConnectParams, id: JSONRPCID?) throws -> Reply {
         let key = try node.connect(address: p.address)
-        if p.effectiveWait { return .awaitDial(key, address: p.address, timeoutMs: p.effectiveTimeoutMs) }
+        if p.effectiveWait { return awaitDial(key, address: p.address, timeoutMs: p.effectiveTimeoutMs, id: id) }
         return .typed(id: id, result: PeersConnectResult(address: p.address, status: .dialing))
     }
 

@@ -99,10 +99,10 @@ extension ControlDispatcher {
     /// The member `rooms.remove` names: a peer, or this node itself (by its own name or
     /// fingerprint prefix), which is leaving.
     private func memberToRemove(_ selector: String, room: RoomRecord) throws -> (String, String) {
-        if selector == node.card.displayName || node.fingerprint.matches(prefix: selector)
+        if selector == node.ownIdentity.card.displayName || node.fingerprint.matches(prefix: selector)
             || selector == node.myIdentity
         {
-            return (node.myIdentity, node.card.displayName)
+            return (node.myIdentity, node.ownIdentity.card.displayName)
         }
         do {
             let peer = try node.resolvePeer(selector)

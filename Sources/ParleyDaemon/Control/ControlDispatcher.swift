@@ -23,34 +23,35 @@ struct ControlDispatcher {
         /// A success encoded straight from its typed result (`JSONRPCTypedSuccess`), with
         /// no `JSONValue` tree in between: the same bytes, a fraction of the work.
         case typed(id: JSONRPCID?, result: any Encodable & Sendable)
-        /// The answer comes later (messages.send with wait): the connection keeps the id.
-        case deferred
-        /// `peers.connect` with `wait`: the connection answers when the dial of this target
-        /// ends or after `timeoutMs`.
-        case awaitDial(DialTargetKey, address: String, timeoutMs: Int)
-        /// The typed result comes later: `start` is called with the function that answers
-        /// (on the event loop), e.g. `doctor.report` waiting for a dial-back.
-        case later(start: (@escaping (any Encodable & Sendable) -> Void) -> Void)
+        /// The answer comes later (`messages.send` and `peers.connect` with `wait`,
+        /// `doctor.report` with a dial-back; ControlDispatcher+Waits.swift): the connection
+        /// calls `start`, on the event loop, with the function that answers (once), and
+        /// calls what `start` returns if the client goes away first (timers, observers).
+        case later(start: (_ answer: @escaping (Answer) -> Void) -> Cancel)
         /// The connection becomes a subscriber (resuming after `since`); it answers itself.
         case subscribe(filterIdentity: String?, since: Int?)
-        /// The answer is computed off the request's turn (`files.send` hashes the file first).
-        case future(EventLoopFuture<JSONRPCResponse>)
     }
 
-    /// What `messages.send` with `wait` asks of the connection: (message id, timeout in
-    /// milliseconds, request id); the connection answers when the message is delivered.
-    typealias DeliveryWaiter = (String, Int, JSONRPCID?) -> Void
+    /// A later answer: a success encoded from its typed result (with the request's id), or
+    /// a whole response (an error).
+    enum Answer {
+        case result(any Encodable & Sendable)
+        case response(JSONRPCResponse)
+    }
+
+    /// Stops a later answer's wait; nothing is answered after it.
+    typealias Cancel = () -> Void
 
     /// Handles a request whose params `ControlCall.decode` has already decoded.
-    func handle(_ call: ControlCall, id: JSONRPCID?, deliveryWaiter: DeliveryWaiter) -> Reply {
+    func handle(_ call: ControlCall, id: JSONRPCID?) -> Reply {
         do {
-            return try perform(call, id: id, deliveryWaiter: deliveryWaiter)
+            return try perform(call, id: id)
         } catch {
             return .now(JSONRPCResponse(id: id, error: Self.rpcError(error, node: node)))
         }
     }
 
-    private func perform(_ call: ControlCall, id: JSONRPCID?, deliveryWaiter: DeliveryWaiter) throws -> Reply {
+    private func perform(_ call: ControlCall, id: JSONRPCID?) throws -> Reply {
         switch call {
         // The node itself (ControlDispatcher+Node.swift).
         case .nodeStatus: return nodeStatus(id: id)
@@ -81,29 +82,14 @@ struct ControlDispatcher {
         case .filesThumbnail(let p): return try filesThumbnail(p, id: id)
         // Messages.
         case .messagesSend(let p):
-            let stored: StoredMessage
-            var peerOnline: Bool?
-            var roomRecipients: (all: Int, online: Int)?
-            if Self.namesRoom(p.to) {
-                let room = try node.resolveRoom(p.to)
-                stored = try node.sendToRoom(room, body: p.body)
-                roomRecipients = node.roomRecipientsOnline(room)
-            } else {
-                let peer = try node.resolvePeer(p.to)
-                stored = try node.send(to: peer, body: p.body)
-                peerOnline = node.isOnline(peer.identity)
-            }
+            // The same path as a pipelined run (`storeSends`), so both route `#room` alike.
+            let (stored, target) = try storeSends([(p.to, p.body)])[0].get()
             // Already delivered when stored (a room nobody else has joined yet: there is no
             // acknowledgement to wait for, and the invited get it by sync when they join).
             if p.effectiveWait, stored.state != .delivered {
-                deliveryWaiter(stored.id, p.effectiveTimeoutMs, id)
-                return .deferred
+                return awaitDelivery(of: stored.id, timeoutMs: p.effectiveTimeoutMs, id: id)
             }
-            return .typed(
-                id: id,
-                result: MessagesSendResult(
-                    message: node.messageInfo(stored, justStored: true), peerOnline: peerOnline,
-                    roomRecipients: roomRecipients?.all, roomRecipientsOnline: roomRecipients?.online))
+            return .typed(id: id, result: sendResult(stored, to: target))
         case .messagesList(let p):
             if let selector = p.peer, Self.namesRoom(selector) { return try listRoomMessages(selector, p, id: id) }
             let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeerIncludingReplaced(q) }
@@ -221,65 +207,85 @@ struct ControlDispatcher {
         case failed(JSONRPCResponse)
     }
 
-    /// Stores a run of pipelined sends in request order: consecutive direct sends in one
-    /// transaction (`Node.sendMany`), a send to a `#room` through the room path (it goes
-    /// to every member; resolving `#room` as a peer name would fail it). Answers come
-    /// back in request order.
+    /// Answers a run of pipelined sends, in request order (`storeSends`).
     func sendBatch(_ sends: [(id: JSONRPCID?, params: MessagesSendParams)]) -> [BatchAnswer] {
-        var answers: [BatchAnswer] = []
-        answers.reserveCapacity(sends.count)
-        // Direct sends waiting to be stored together: their index in `answers` and item.
+        zip(sends, storeSends(sends.map { ($0.params.to, $0.params.body) })).map { send, result in
+            switch result {
+            case .success(let (m, target)):
+                return .sent(JSONRPCTypedSuccess(id: send.id, result: sendResult(m, to: target)))
+            case .failure(let e):
+                return .failed(JSONRPCResponse(id: send.id, error: Self.rpcError(e, node: node)))
+            }
+        }
+    }
+
+    /// Where a `messages.send` goes once its `to` is resolved.
+    enum SendTarget {
+        case peer(PeerRecord)
+        /// `#name`: every other member of the room.
+        case room(RoomRecord)
+    }
+
+    /// The one place `messages.send`'s `to` is routed, for a single request and for a
+    /// pipelined run alike: `#name` is a room (resolving it as a peer name would fail it),
+    /// anything else a peer. Stores in request order: consecutive direct sends in one
+    /// transaction (`Node.sendMany`), consecutive room sends likewise
+    /// (`Node.sendManyToRoom`); one that cannot be resolved fails alone.
+    func storeSends(_ sends: [(to: String, body: String)]) -> [Result<(StoredMessage, SendTarget), Error>] {
+        var results = [Result<(StoredMessage, SendTarget), Error>?](repeating: nil, count: sends.count)
+        // Direct sends waiting to be stored together: their index and item.
         var direct: [(index: Int, peer: PeerRecord, body: String)] = []
         func storeDirect() {
             guard !direct.isEmpty else { return }
             for (k, result) in node.sendMany(direct.map { ($0.peer, $0.body) }).enumerated() {
-                answers[direct[k].index] = answer(result.mapError { $0 as Error }, id: sends[direct[k].index].id)
+                let peer = direct[k].peer
+                results[direct[k].index] = result.map { ($0, .peer(peer)) }.mapError { $0 as Error }
             }
             direct.removeAll()
         }
-        // Room sends likewise (`Node.sendManyToRoom`: one transaction for the run).
+        // Room sends likewise.
         var room: [(index: Int, room: RoomRecord, body: String)] = []
         func storeRoom() {
             guard !room.isEmpty else { return }
             for (k, result) in node.sendManyToRoom(room.map { ($0.room, $0.body, nil) }).enumerated() {
-                answers[room[k].index] = answer(result, id: sends[room[k].index].id)
+                let target = room[k].room
+                results[room[k].index] = result.map { ($0, .room(target)) }
             }
             room.removeAll()
         }
         for (i, send) in sends.enumerated() {
-            // A placeholder, replaced below or by `storeDirect` / `storeRoom`.
-            answers.append(.failed(JSONRPCResponse(id: send.id, error: .internalError("no answer"))))
-            if Self.namesRoom(send.params.to) {
+            if Self.namesRoom(send.to) {
                 storeDirect()
-                do {
-                    room.append((i, try node.resolveRoom(send.params.to), send.params.body))
-                } catch {
-                    answers[i] = .failed(JSONRPCResponse(id: send.id, error: Self.rpcError(error, node: node)))
-                }
+                do { room.append((i, try node.resolveRoom(send.to), send.body)) } catch { results[i] = .failure(error) }
                 continue
             }
             storeRoom()
-            do {
-                direct.append((i, try node.resolvePeer(send.params.to), send.params.body))
-            } catch {
-                answers[i] = .failed(JSONRPCResponse(id: send.id, error: Self.rpcError(error, node: node)))
-            }
+            do { direct.append((i, try node.resolvePeer(send.to), send.body)) } catch { results[i] = .failure(error) }
         }
         storeDirect()
         storeRoom()
-        return answers
+        // Every index was filled above: by a resolve failure or by its run's store.
+        return results.map { $0 ?? .failure(NoSendResult()) }
     }
 
-    private func answer(_ result: Result<StoredMessage, Error>, id: JSONRPCID?) -> BatchAnswer {
-        switch result {
-        case .success(let m):
-            let online = m.room == nil ? node.isOnline(m.recipient) : nil
-            return .sent(
-                JSONRPCTypedSuccess(
-                    id: id,
-                    result: MessagesSendResult(message: node.messageInfo(m, justStored: true), peerOnline: online)))
-        case .failure(let e):
-            return .failed(JSONRPCResponse(id: id, error: Self.rpcError(e, node: node)))
+    /// What `storeSends` answers for a send it did not store (never: each is either
+    /// resolved and stored with its run or failed by its resolve), rather than crash.
+    private struct NoSendResult: Error, CustomStringConvertible {
+        var description: String { "the message was not stored (no result); send it again" }
+    }
+
+    /// `messages.send`'s answer for a stored message: whether the peer is online, or how
+    /// many of the room's other members there are and how many are online.
+    func sendResult(_ m: StoredMessage, to target: SendTarget) -> MessagesSendResult {
+        switch target {
+        case .peer(let peer):
+            return MessagesSendResult(
+                message: node.messageInfo(m, justStored: true), peerOnline: node.isOnline(peer.identity))
+        case .room(let room):
+            let recipients = node.roomRecipientsOnline(room)
+            return MessagesSendResult(
+                message: node.messageInfo(m, justStored: true), peerOnline: nil,
+                roomRecipients: recipients.all, roomRecipientsOnline: recipients.online)
         }
     }
 
@@ -349,7 +355,7 @@ extension ControlDispatcher {
         let node = self.node
         let facts = node.doctorFacts()
         let info = self.info
-        let online = node.sessions.count
+        let online = node.sessionDriver.table.count
         let result = { (dialBack: DoctorDialBack?) in
             DoctorReportResult(
                 listen: info.listenAddresses, mdns: info.mdns, ownAdvertisementSeen: facts.ownAdvertisementSeen,
@@ -359,8 +365,8 @@ extension ControlDispatcher {
         guard p.dialBack ?? false else { return .typed(id: id, result: result(nil)) }
         return .later { answer in
             guard let (peer, name) = node.dialBackCandidate() else {
-                answer(result(DoctorDialBack(peer: nil, outcome: .noPeer)))
-                return
+                answer(.result(result(DoctorDialBack(peer: nil, outcome: .noPeer))))
+                return {}
             }
             let asked = node.requestDialBack(
                 from: peer, timeout: .milliseconds(Int64(ControlLimits.doctorDialBackTimeoutMs))
@@ -372,9 +378,11 @@ extension ControlDispatcher {
                 case .refused?: o = .refused
                 case nil: o = .timeout
                 }
-                answer(result(DoctorDialBack(peer: name, fingerprint: peer.fingerprintText, outcome: o)))
+                answer(.result(result(DoctorDialBack(peer: name, fingerprint: peer.fingerprintText, outcome: o))))
             }
-            if !asked { answer(result(DoctorDialBack(peer: nil, outcome: .noPeer))) }
+            if !asked { answer(.result(result(DoctorDialBack(peer: nil, outcome: .noPeer)))) }
+            // The probe ends on its own timeout; an answer after the client left is dropped.
+            return {}
         }
     }
 }

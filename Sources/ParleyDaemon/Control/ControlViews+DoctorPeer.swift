@@ -9,7 +9,7 @@ extension Node {
         let key = IdentityPublicKey(hex: rec.identity)
         let compact = key.map { Fingerprint($0).compact }
         let remembered = key.map { DialTargetKey(rememberedPeer: $0) }
-        let proven = dialPlanner.targets.filter { entry in
+        let proven = dialDriver.planner.targets.filter { entry in
             let t = entry.value
             return (key != nil && t.identity == key) || (compact != nil && t.fingerprintHint == compact)
                 || entry.key == remembered
@@ -19,7 +19,7 @@ extension Node {
         // comes up through it: one at an address where this peer is known to listen counts
         // too (a diagnosis, never a trust decision).
         let listening = Set(addresses(of: rec.identity) + proven.values.flatMap { $0.candidates.map(\.description) })
-        let targets = dialPlanner.targets.filter { entry in
+        let targets = dialDriver.planner.targets.filter { entry in
             proven[entry.key] != nil
                 || (entry.value.source == .discovered && entry.value.identity == nil
                     && entry.value.fingerprintHint == nil

@@ -20,7 +20,7 @@ extension Node {
     /// the peer's own name, and, when that name looks like another peer's (or ours), a
     /// marker with the fingerprint's start, so a look-alike can never pass for the other.
     func displayName(of identity: String) -> String {
-        if identity == myIdentity { return card.displayName }
+        if identity == myIdentity { return ownIdentity.card.displayName }
         guard let rec = peerRecord(identity) else { return String(Node.fingerprint(ofHex: identity).prefix(9)) }
         if let key = IdentityPublicKey(hex: identity), nameClash(of: key) != nil {
             return "\(rec.label) (⚠ \(Node.fingerprint(ofHex: identity).prefix(9)))"
@@ -122,7 +122,7 @@ extension Node {
     /// The safety number of this node's key and `identity`'s (the same on both sides).
     func safetyNumber(with identity: String) -> String {
         guard let k = IdentityPublicKey(hex: identity) else { return "" }
-        return SafetyNumber.compute(keys.identity.publicKey, k)
+        return SafetyNumber.compute(ownIdentity.keys.identity.publicKey, k)
     }
 
     func nameClashInfo(_ identity: String) -> NameClashInfo? {
@@ -147,7 +147,7 @@ extension Node {
             trust: ControlViews.trust(rec.trust), safetyNumber: safetyNumber(with: rec.identity),
             lastSeen: Int(rec.lastSeen), queued: q[rec.identity] ?? 0,
             unread: u[rec.identity] ?? 0, nickname: rec.nickname, nameClash: nameClashInfo(rec.identity),
-            status: IdentityPublicKey(hex: rec.identity).flatMap { peerStatuses[$0] }.flatMap {
+            status: IdentityPublicKey(hex: rec.identity).flatMap { sessionDriver.statuses[$0] }.flatMap {
                 $0.isEmpty ? nil : $0.text
             })
     }

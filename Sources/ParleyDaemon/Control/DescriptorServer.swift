@@ -36,7 +36,7 @@ final class DescriptorServer: @unchecked Sendable {
     init(path: String, node: Node, allows: @escaping @Sendable (PeerCredentials, Int32) -> Bool) {
         self.path = path
         self.node = node
-        self.copies = OutgoingCopies(stateDirectory: node.stateDirectory)
+        self.copies = OutgoingCopies(stateDirectory: node.ownIdentity.stateDirectory)
         self.allows = allows
     }
 

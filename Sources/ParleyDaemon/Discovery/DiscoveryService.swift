@@ -42,7 +42,7 @@ final class DiscoveryService: @unchecked Sendable {
 
     private func currentAdvertisement(card: Card) -> ServiceAdvertisement {
         Self.advertisement(
-            for: card, port: port, networkKey: node.networkKey?.copyBytes(),
+            for: card, port: port, networkKey: node.ownIdentity.networkKey?.copyBytes(),
             unixSeconds: UInt64(max(0, Node.nowMs() / 1000)))
     }
 
@@ -57,7 +57,7 @@ final class DiscoveryService: @unchecked Sendable {
         timer.schedule(deadline: .now() + .seconds(interval - intoEpoch + 1), repeating: .seconds(interval))
         timer.setEventHandler { [weak self] in
             guard let self else { return }
-            self.node.loop.execute { self.update(card: self.node.card) }
+            self.node.loop.execute { self.update(card: self.node.ownIdentity.card) }
         }
         timer.resume()
         rotation = timer
@@ -65,7 +65,7 @@ final class DiscoveryService: @unchecked Sendable {
 
     func start() {
         MDNSDiscovery.silenceAvahiCompatibilityWarning()
-        let ad = currentAdvertisement(card: node.card)
+        let ad = currentAdvertisement(card: node.ownIdentity.card)
         let node = self.node
         let info = self.info
         let log = self.log
@@ -74,7 +74,7 @@ final class DiscoveryService: @unchecked Sendable {
                 switch event {
                 case .registered(let name):
                     info.mdns = .on
-                    node.ownInstanceName = name
+                    node.gossipDriver.ownInstanceName = name
                     log.info("advertised on mDNS", ["instance": name])
                 case .available:
                     info.mdns = .on
@@ -83,7 +83,7 @@ final class DiscoveryService: @unchecked Sendable {
                     info.mdns = .unavailable
                     log.warning("mDNS discovery unavailable (static peers still work); retrying", ["reason": reason])
                 case .ownAdvertisementBrowsed(let name):
-                    if name == node.ownInstanceName { node.ownAdvertisementSeen = true }
+                    if name == node.gossipDriver.ownInstanceName { node.gossipDriver.ownAdvertisementSeen = true }
                 case .found(let peer):
                     let presence = peer.txt[ParleyTXT.nonceKey].flatMap(Sodium.fromHex).flatMap { nonce in
                         peer.txt[ParleyTXT.tokenKey].flatMap(Sodium.fromHex).map { (nonce: nonce, token: $0) }

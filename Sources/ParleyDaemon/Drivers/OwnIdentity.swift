@@ -5,7 +5,7 @@ import ParleyStore
 
 /// Who this node is: its keys, its current card (re-issued with a higher sequence when
 /// what it binds changes: the name, the host, the Noise key), the boot id peers use to
-/// tell a restart from a simultaneous dial, the optional network key, where the key files
+/// tell a restart from a simultaneous dial and when this run started, the optional network key, where the key files
 /// live, and `node.whoami`'s answer, built once per card.
 ///
 /// Its state is its own and lives on the node's event loop (the loop is its lock); the
@@ -17,6 +17,8 @@ final class OwnIdentity {
     }
     /// Random per start; peers use it to tell our restart from a simultaneous dial.
     let bootID: [UInt8]
+    /// When this run of the node started, on the monotonic clock.
+    let startedAt: MonotonicInstant
     /// The network key (XXpsk0), if this LAN uses one.
     let networkKey: SecretBytes?
     /// Where the key files live (for key rotation).
@@ -37,7 +39,11 @@ final class OwnIdentity {
         self.store = store
         self.clock = clock
         self.bootID = Sodium.randomBytes(HandshakePayload.bootIDLength)
+        self.startedAt = clock.monotonicNow()
     }
+
+    /// Whole seconds since this node started, on the monotonic clock.
+    var uptimeSeconds: Int { Int((clock.monotonicNow() - startedAt).components.seconds) }
 
     /// Signs and keeps the next card (new name or host, or the current Noise key) with a
     /// higher sequence; the caller tells the peers online now, then `onCardChanged`.

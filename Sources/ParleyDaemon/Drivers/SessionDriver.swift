@@ -5,7 +5,8 @@ import ParleyNodeCore
 /// Sessions, links and presence: every open connection (`NodeLink`), admission of inbound
 /// connections, the session table (one session per peer, the tie-break, the caps, the
 /// offline debounce), and what the control side sees of presence (who is online, each
-/// online peer's status line).
+/// online peer's status line), the keepalive tick that checks every session's liveness,
+/// and whether the node is stopping.
 ///
 /// It is the ONE performer of `SessionTable.Action`: whether a peer went offline because
 /// its connection closed, because the debounce ran out or because a known peer's session
@@ -38,6 +39,12 @@ final class SessionDriver {
     private var offlineTimers: [IdentityPublicKey: Scheduled<Void>] = [:]
     /// Where presence changes go (the node's observers).
     var emit: (NodeEvent) -> Void = { _ in }
+    /// True once the node began to stop: no connection is taken any more, and a closing
+    /// session takes its peer offline at once (no debounce).
+    private(set) var stopping = false
+    /// The daemon-wide keepalive tick (`KeepalivePolicy.tickInterval`): one timer for every
+    /// session, whatever the node holds.
+    private var tick: RepeatedTask?
 
     init(table: SessionTable<ObjectIdentifier>, loop: EventLoop, clock: any NodeClock, log: Logger) {
         self.table = table
@@ -93,11 +100,25 @@ final class SessionDriver {
 
     /// A connection closed. Returns true if it was `peer`'s session (presence changes, or
     /// will after the debounce).
-    func closed(_ handle: ObjectIdentifier, peer: IdentityPublicKey?, peerKeptAnother: Bool, stopping: Bool) -> Bool {
+    func closed(_ handle: ObjectIdentifier, peer: IdentityPublicKey?, peerKeptAnother: Bool) -> Bool {
         let actions = table.closed(
             handle, peer: peer, peerKeptAnother: peerKeptAnother, stopping: stopping, now: clock.monotonicNow())
         perform(actions)
         return !actions.isEmpty
+    }
+
+    /// Runs `body` every `period` (the node's keepalive tick, which sweeps the sessions
+    /// with `keepaliveSweep` among its chores) until `stop`.
+    func startTicking(every period: Duration, _ body: @escaping () -> Void) {
+        tick?.cancel()
+        tick = loop.scheduleRepeatedTask(initialDelay: period.timeAmount, delay: period.timeAmount) { _ in body() }
+    }
+
+    /// The node stops: the tick ends and no session is taken from now on.
+    func stop() {
+        stopping = true
+        tick?.cancel()
+        tick = nil
     }
 
     /// A peer's `status` record on its session. A change is shown at most once per

@@ -14,7 +14,7 @@ extension Node {
     func receivedOffer(_ offer: FileOffer, key: FileKey, on conn: PeerConnection) {
         // Ids are unique per pair in both directions: an offer reusing one of ours is a
         // confused or hostile sender; ignored, so `fileEnd` stays unambiguous.
-        if files.outgoing[key] != nil
+        if fileDriver.book.outgoing[key] != nil
             || (try? store.transfer(peer: key.peer.hex, transfer: key.transfer.hex, direction: .outgoing)) != nil
         {
             return
@@ -205,7 +205,7 @@ extension Node {
 
     /// A checkpoint's sync is done: record the count, tell the sender (on the session up now).
     private func checkpointDurable(_ key: FileKey, verified: UInt64, error: FileError?) {
-        guard let f = files.incoming[key] else { return }
+        guard let f = fileDriver.book.incoming[key] else { return }
         if let error {
             failIncoming(f, key, error, on: activeConnection(for: key.peer))
             return
@@ -219,7 +219,7 @@ extension Node {
     /// Every chunk was verified and written: the writer made the file durable and moved it
     /// into place. Tell the sender.
     private func finishedWriting(_ key: FileKey, count: UInt64, _ outcome: PartialFileWriter.Outcome) {
-        guard let f = files.incoming[key] else { return }
+        guard let f = fileDriver.book.incoming[key] else { return }
         let conn = activeConnection(for: key.peer)
         switch outcome {
         case .saved(let path):
@@ -245,7 +245,7 @@ extension Node {
         f.record.updatedAt = nowMs
         try? store.setTransferState(
             rowID: f.record.rowID, state, error: error, savedPath: f.record.savedPath, at: nowMs)
-        files.incoming[key] = nil
+        fileDriver.book.incoming[key] = nil
         emitFile(f.record, state == .completed ? .completed : state == .failed ? .failed : .cancelled)
         log.info("file transfer ended", ["state": state.rawValue, "peer": key.peer.fingerprintText])
     }

@@ -27,7 +27,7 @@ extension Node {
         -> EventLoopFuture<[FileTransferRecord]>
     {
         loop.preconditionInEventLoop()
-        let copies = OutgoingCopies(stateDirectory: stateDirectory)
+        let copies = OutgoingCopies(stateDirectory: ownIdentity.stateDirectory)
         var recipients: [String] = []
         var room: String?
         do {
@@ -106,7 +106,7 @@ extension Node {
             do { stored = try store.insertTransfer(rec).record } catch { throw FileError.storage(error) }
             out.append(stored)
             guard let key = stored.key else { continue }
-            files.outgoing[key] = OutgoingFile(record: stored)
+            fileDriver.book.outgoing[key] = OutgoingFile(record: stored)
             emitFile(stored, .offered)
             if let conn = activeConnection(for: key.peer), conn.remoteFeatures.contains(.files),
                 let offer = stored.offer
@@ -145,7 +145,9 @@ extension Node {
             // Only the daemon's own copy is ever opened (transfers stored by a version that
             // read a client's path in place are not served: the client sends them again).
             let path = f.record.sourcePath ?? ""
-            let source = OutgoingCopies(stateDirectory: stateDirectory).holds(path) ? try? SourceFile(path: path) : nil
+            let source =
+                OutgoingCopies(stateDirectory: ownIdentity.stateDirectory).holds(path)
+                ? try? SourceFile(path: path) : nil
             guard let source, source.unchanged(size: f.record.sourceSize, modified: f.record.sourceMtime) else {
                 failOutgoing(f, key, "the source file changed or is gone; send it again", on: conn)
                 return
@@ -160,7 +162,7 @@ extension Node {
     }
 
     func receivedHave(_ key: FileKey, verified: UInt64, on conn: PeerConnection) {
-        guard let f = files.outgoing[key] else { return }
+        guard let f = fileDriver.book.outgoing[key] else { return }
         f.machine.have(verified)
         let confirmed = Int64(f.machine.confirmed)
         if confirmed > f.record.verified {
@@ -177,11 +179,11 @@ extension Node {
     /// Runs `pumpFiles` on the next loop turn (after this turn's flush), once per connection.
     func schedulePumpFiles(_ conn: PeerConnection) {
         let handle = ObjectIdentifier(conn)
-        guard !files.pumpQueued.contains(handle) else { return }
-        files.pumpQueued.insert(handle)
+        guard !fileDriver.book.pumpQueued.contains(handle) else { return }
+        fileDriver.book.pumpQueued.insert(handle)
         loop.execute { [weak self, weak conn] in
             guard let self, let conn else { return }
-            self.files.pumpQueued.remove(handle)
+            self.fileDriver.book.pumpQueued.remove(handle)
             self.pumpFiles(conn)
         }
     }
@@ -193,7 +195,7 @@ extension Node {
         guard conn.isWritable, let peer = activePeer(of: conn) else { return }
         var budget = Self.fileChunksPerTurn
         var more = false
-        for (key, f) in files.outgoing where key.peer == peer && f.machine.next != nil {
+        for (key, f) in fileDriver.book.outgoing where key.peer == peer && f.machine.next != nil {
             guard budget > 0 else {
                 more = true
                 break
@@ -251,9 +253,9 @@ extension Node {
         try? store.setTransferState(rowID: f.record.rowID, state, error: error, at: nowMs)
         f.source = nil
         f.machine.sessionEnded()
-        files.outgoing[key] = nil
+        fileDriver.book.outgoing[key] = nil
         // The daemon's copy of a file a client passed is not needed once this transfer ended.
-        if let path = f.record.sourcePath { OutgoingCopies(stateDirectory: stateDirectory).remove(path) }
+        if let path = f.record.sourcePath { OutgoingCopies(stateDirectory: ownIdentity.stateDirectory).remove(path) }
         emitFile(f.record, state == .completed ? .completed : state == .failed ? .failed : .cancelled)
         log.info("file transfer ended", ["state": state.rawValue, "peer": key.peer.fingerprintText])
     }

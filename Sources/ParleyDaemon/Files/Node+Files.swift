@@ -12,7 +12,7 @@ extension Node {
     /// Where received files go: `download_dir`, else `<state-dir>/files`.
     var downloadDirectory: String {
         if let d = options.downloadDirectory { return d }
-        if let s = stateDirectory { return s + "/files" }
+        if let s = ownIdentity.stateDirectory { return s + "/files" }
         return NSTemporaryDirectory() + "parley-files"
     }
 
@@ -112,7 +112,7 @@ extension Node {
             return
         }
         guard
-            let rec = files.incoming[key]?.record
+            let rec = fileDriver.book.incoming[key]?.record
                 ?? (try? store.transfer(peer: key.peer.hex, transfer: key.transfer.hex, direction: .incoming)),
             !rec.state.isFinal
         else { return }

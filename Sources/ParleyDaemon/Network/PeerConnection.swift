@@ -43,7 +43,8 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     typealias OutboundOut = ByteBuffer
 
     private enum State {
-        case idle
+        /// Not started: how to make the handshake once the channel is active.
+        case idle(() -> SessionHandshake)
         case handshaking(SessionHandshake)
         case established(SessionTransport)
         case closed
@@ -58,42 +59,31 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     var remoteFeatures: ProtocolFeatures { established?.remoteFeatures ?? [] }
 
     weak var delegate: PeerConnectionDelegate?
-    private var state: State = .idle
-    private var makeHandshake: (() -> SessionHandshake)?
-    private let handshakeTimeout: TimeAmount
-    private var handshakeTimer: Scheduled<Void>?
+    private var state: State
+    /// How long the handshake may take, and its timer while it runs.
+    private var handshakeDeadline: HandshakeDeadline
     private var context: ChannelHandlerContext?
 
-    private var encoder = RecordStreamEncoder()
+    /// Records queued to leave at the end of this event-loop tick.
+    private var outgoing = OutgoingRecords()
     private var decoder = RecordStreamDecoder()
-    private var flushScheduled = false
-    private var pendingChats: [ChatRecord] = []
-    private var pendingActions: [MessageActionRecord] = []
-    private var pendingAcks: [MessageID] = []
-    private var pendingReadReceipts: [MessageID] = []
-    private var pendingRefusals: [(RefusalReason, [MessageID])] = []
-    private var pendingRoomTraffic: [RoomTraffic] = []
-    /// The value of the last ping of this read: the pings of one read get one pong
-    /// (docs/PROTOCOL.md "ping / pong"), so a peer's ping burst cannot make us write as much
-    /// as it sends.
-    private var pendingPong: UInt64?
+    /// What this read brought, handed to the node at its end (`channelReadComplete`).
+    private var batch = ReadBatch()
     /// True while reading from the peer is paused because our answers to it are not being
     /// taken (its receive window is shut): see `pauseReadingIfOutboundIsFull`.
     private(set) var readingPaused = false
 
-    /// The node's monotonic clock (injected, so in-process tests move it by hand).
-    private let now: () -> NIODeadline
+    /// When the peer last sent and we last wrote, on the node's injected clock.
+    private var activity: LinkActivity
     // Liveness, read by the node's keepalive tick.
-    private(set) var lastReceived: NIODeadline
-    private(set) var lastSent: NIODeadline
+    var lastReceived: NIODeadline { activity.lastReceived }
+    var lastSent: NIODeadline { activity.lastSent }
 
     /// The reason the peer gave in its close record, if it sent one.
     private(set) var remoteCloseReason: CloseReason?
 
-    /// Called once the peer has shown it kept the session (see `confirmPeerKeepsSession`).
-    private var peerKeptSession: (() -> Void)?
-    /// Set by any record but a close while `peerKeptSession` waits, read at the read's end.
-    private var heardFromPeer = false
+    /// Who waits for the peer to show it kept the session (`confirmPeerKeepsSession`).
+    private var keptProbe = KeptSessionProbe()
 
     init(
         direction: ConnectionDirection, handshakeTimeout: TimeAmount,
@@ -101,11 +91,9 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         makeHandshake: @escaping () -> SessionHandshake
     ) {
         self.direction = direction
-        self.now = now
-        self.lastReceived = now()
-        self.lastSent = self.lastReceived
-        self.handshakeTimeout = handshakeTimeout
-        self.makeHandshake = makeHandshake
+        self.activity = LinkActivity(now: now)
+        self.handshakeDeadline = HandshakeDeadline(timeout: handshakeTimeout)
+        self.state = .idle(makeHandshake)
     }
 
     var isWritable: Bool { context?.channel.isWritable ?? false }
@@ -124,11 +112,11 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func start(context: ChannelHandlerContext) {
-        guard case .idle = state, let make = makeHandshake else { return }
-        makeHandshake = nil
+        guard case .idle(let make) = state else { return }
         remoteAddress = context.channel.remoteAddress.map(Self.describe) ?? "?"
         var hs = make()
-        handshakeTimer = context.eventLoop.assumeIsolated().scheduleTask(in: handshakeTimeout) { [weak self] in
+        handshakeDeadline.timer = context.eventLoop.assumeIsolated().scheduleTask(in: handshakeDeadline.timeout) {
+            [weak self] in
             guard let self, case .handshaking = self.state else { return }
             self.fail(SessionHandshakeError.timedOut)
         }
@@ -148,7 +136,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let message = unwrapInboundIn(data)
-        lastReceived = now()
+        activity.received()
         switch state {
         case .handshaking(var hs):
             do {
@@ -159,8 +147,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
                     context.flush()
                     pauseReadingIfOutboundIsFull(context: context)
                 case .established(let final, let est):
-                    handshakeTimer?.cancel()
-                    handshakeTimer = nil
+                    handshakeDeadline.cancel()
                     self.established = est
                     // Optional records are read only from a peer that announced them.
                     decoder.peerFeatures = est.remoteFeatures
@@ -200,21 +187,21 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func handle(_ record: AppRecord) {
-        if peerKeptSession != nil { heardFromPeer = heardFromPeer || !Self.isClose(record) }
+        if keptProbe.kept != nil { keptProbe.heard = keptProbe.heard || !Self.isClose(record) }
         switch record {
-        case .chat(let c): pendingChats.append(c)
-        case .ack(let ids): pendingAcks.append(contentsOf: ids)
-        case .readReceipt(let ids): pendingReadReceipts.append(contentsOf: ids)
-        case let .refused(reason, ids): pendingRefusals.append((reason, ids))
-        case .ping(let n): pendingPong = n
+        case .chat(let c): batch.chats.append(c)
+        case .ack(let ids): batch.acks.append(contentsOf: ids)
+        case .readReceipt(let ids): batch.readReceipts.append(contentsOf: ids)
+        case let .refused(reason, ids): batch.refusals.append((reason, ids))
+        case .ping(let n): batch.pong = n
         case .pong: break
         case .cardUpdate(let card): delegate?.connection(self, receivedCard: card)
         case .close(let reason, _):
             remoteCloseReason = reason
             closeChannel()
-        case .roomOperation(let op): pendingRoomTraffic.append(.operation(op))
-        case .roomChat(let c): pendingRoomTraffic.append(.chat(c))
-        case .messageAction(let a): pendingActions.append(a)
+        case .roomOperation(let op): batch.roomTraffic.append(.operation(op))
+        case .roomChat(let c): batch.roomTraffic.append(.chat(c))
+        case .messageAction(let a): batch.actions.append(a)
         case .status(let s): delegate?.connection(self, receivedStatus: s)
         case .listenPorts(let ports): delegate?.connection(self, announcedListenPorts: ports)
         case .file(let record): delegate?.connection(self, receivedFile: record)
@@ -222,51 +209,50 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         case .contactTags(let t): delegate?.connection(self, receivedContactTags: t)
         case .dialBackRequest(let r): delegate?.connection(self, receivedDialBackRequest: r)
         case .dialBackResult(let r): delegate?.connection(self, receivedDialBackResult: r)
-        case .roomMessage(let m): pendingRoomTraffic.append(.signed(m))
-        case .roomHave(let h): pendingRoomTraffic.append(.have(h))
+        case .roomMessage(let m): batch.roomTraffic.append(.signed(m))
+        case .roomHave(let h): batch.roomTraffic.append(.have(h))
         case .unknown: break
         }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if heardFromPeer, remoteCloseReason == nil, let kept = peerKeptSession {
-            heardFromPeer = false
-            peerKeptSession = nil
+        if keptProbe.heard, remoteCloseReason == nil, let kept = keptProbe.kept {
+            keptProbe = KeptSessionProbe()
             kept()
         }
-        if let pong = pendingPong {
-            pendingPong = nil
+        if let pong = batch.pong {
+            batch.pong = nil
             send(.pong(pong))
         }
         // Batches: the node stores every chat of this read in one transaction.
-        if !pendingChats.isEmpty {
-            let chats = pendingChats
-            pendingChats.removeAll(keepingCapacity: true)
+        if !batch.chats.isEmpty {
+            let chats = batch.chats
+            batch.chats.removeAll(keepingCapacity: true)
             delegate?.connection(self, received: chats)
         }
-        if !pendingActions.isEmpty {
-            let actions = pendingActions
-            pendingActions.removeAll(keepingCapacity: true)
+        if !batch.actions.isEmpty {
+            let actions = batch.actions
+            batch.actions.removeAll(keepingCapacity: true)
             delegate?.connection(self, receivedActions: actions)
         }
-        if !pendingRoomTraffic.isEmpty {
-            let traffic = pendingRoomTraffic
-            pendingRoomTraffic.removeAll(keepingCapacity: true)
+        if !batch.roomTraffic.isEmpty {
+            let traffic = batch.roomTraffic
+            batch.roomTraffic.removeAll(keepingCapacity: true)
             delegate?.connection(self, receivedRoomTraffic: traffic)
         }
-        if !pendingAcks.isEmpty {
-            let acks = pendingAcks
-            pendingAcks.removeAll(keepingCapacity: true)
+        if !batch.acks.isEmpty {
+            let acks = batch.acks
+            batch.acks.removeAll(keepingCapacity: true)
             delegate?.connection(self, acknowledged: acks)
         }
-        if !pendingRefusals.isEmpty {
-            let refusals = pendingRefusals
-            pendingRefusals.removeAll(keepingCapacity: true)
+        if !batch.refusals.isEmpty {
+            let refusals = batch.refusals
+            batch.refusals.removeAll(keepingCapacity: true)
             for (reason, ids) in refusals { delegate?.connection(self, refused: ids, reason: reason) }
         }
-        if !pendingReadReceipts.isEmpty {
-            let receipts = pendingReadReceipts
-            pendingReadReceipts.removeAll(keepingCapacity: true)
+        if !batch.readReceipts.isEmpty {
+            let receipts = batch.readReceipts
+            batch.readReceipts.removeAll(keepingCapacity: true)
             delegate?.connection(self, receivedReadReceipts: receipts)
         }
         context.fireChannelReadComplete()
@@ -332,8 +318,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     func confirmPeerKeepsSession(probe: UInt64, _ kept: @escaping () -> Void) {
         guard case .established = state else { return }
-        peerKeptSession = kept
-        heardFromPeer = false
+        keptProbe = KeptSessionProbe(kept: kept)
         send(.ping(probe))
     }
 
@@ -343,21 +328,21 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     /// everything else queued meanwhile.
     func send(_ record: AppRecord) {
         guard case .established = state else { return }
-        encoder.append(record)
+        outgoing.encoder.append(record)
         scheduleFlush()
     }
 
     private func scheduleFlush() {
-        guard !flushScheduled, let loop = context?.eventLoop else { return }
-        flushScheduled = true
+        guard !outgoing.flushScheduled, let loop = context?.eventLoop else { return }
+        outgoing.flushScheduled = true
         loop.assumeIsolated().execute { [weak self] in self?.flushNow() }
     }
 
     /// Seals and writes every queued record now.
     func flushNow() {
-        flushScheduled = false
+        outgoing.flushScheduled = false
         guard let context, case .established(var transport) = state else { return }
-        let plaintext = encoder.pendingByteCount
+        let plaintext = outgoing.encoder.pendingByteCount
         guard plaintext > 0 else { return }
         // One buffer for every frame of this flush, each message sealed where it is sent
         // from: no per-message plaintext piece, ciphertext array or copy into NIO's buffer.
@@ -365,7 +350,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         let overhead = Frame.headerLength + NoiseConstants.tagLength
         var out = context.channel.allocator.buffer(capacity: plaintext + messages * overhead)
         do {
-            try encoder.drain { piece in
+            try outgoing.encoder.drain { piece in
                 let length = piece.count + NoiseConstants.tagLength
                 out.writeInteger(UInt16(length))
                 try out.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { free in
@@ -375,7 +360,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
             }
             context.write(wrapOutboundOut(out), promise: nil)
             state = .established(transport)
-            lastSent = now()
+            activity.sent()
             context.flush()
             pauseReadingIfOutboundIsFull(context: context)
         } catch {
@@ -439,8 +424,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     private func markClosed(error: Error?) {
         if case .closed = state { return }
-        handshakeTimer?.cancel()
-        handshakeTimer = nil
+        handshakeDeadline.cancel()
         state = .closed
         delegate?.connectionClosed(self, error: failure ?? error)
         context = nil
@@ -461,4 +445,60 @@ extension PeerConnectionDelegate {
     func connection(_ connection: PeerConnection, receivedContactTags tags: ContactTags) {}
     func connection(_ connection: PeerConnection, receivedDialBackRequest request: DialBackRequest) {}
     func connection(_ connection: PeerConnection, receivedDialBackResult result: DialBackResult) {}
+}
+
+/// What one read from the peer brought, handed to the node at the read's end in batches
+/// (the node stores every chat of a read in one transaction).
+private struct ReadBatch {
+    var chats: [ChatRecord] = []
+    var actions: [MessageActionRecord] = []
+    var roomTraffic: [RoomTraffic] = []
+    var acks: [MessageID] = []
+    var refusals: [(RefusalReason, [MessageID])] = []
+    var readReceipts: [MessageID] = []
+    /// The value of the last ping of this read: the pings of one read get one pong
+    /// (docs/PROTOCOL.md "ping / pong"), so a peer's ping burst cannot make us write as much
+    /// as it sends.
+    var pong: UInt64?
+}
+
+/// Records queued to leave together at the end of this event-loop tick.
+private struct OutgoingRecords {
+    var encoder = RecordStreamEncoder()
+    var flushScheduled = false
+}
+
+/// When the peer last sent something and we last wrote, for liveness (`NodeLink`).
+private struct LinkActivity {
+    /// The node's monotonic clock (injected, so in-process tests move it by hand).
+    let now: () -> NIODeadline
+    private(set) var lastReceived: NIODeadline
+    private(set) var lastSent: NIODeadline
+
+    init(now: @escaping () -> NIODeadline) {
+        self.now = now
+        lastReceived = now()
+        lastSent = lastReceived
+    }
+
+    mutating func received() { lastReceived = now() }
+    mutating func sent() { lastSent = now() }
+}
+
+/// The handshake's time limit and its timer while it runs.
+private struct HandshakeDeadline {
+    let timeout: TimeAmount
+    var timer: Scheduled<Void>?
+
+    mutating func cancel() {
+        timer?.cancel()
+        timer = nil
+    }
+}
+
+/// Someone waiting for the peer to show it kept the session: `kept` is called once any
+/// record but a close came in a read (`heard`), at the read's end.
+private struct KeptSessionProbe {
+    var kept: (() -> Void)?
+    var heard = false
 }

@@ -28,8 +28,9 @@ extension Node {
     /// A target a failed `connect --wait` added stops being dialled: the user was told it
     /// failed and decides whether to try again (a configured `--peer` stays).
     func forgetDialTarget(_ key: DialTargetKey) {
-        guard dialPlanner.targets[key]?.source == .configured, dialPlanner.targets[key]?.identity == nil else { return }
-        perform(dialPlanner.remove(key))
+        guard dialDriver.planner.targets[key]?.source == .configured, dialDriver.planner.targets[key]?.identity == nil
+        else { return }
+        perform(dialDriver.planner.remove(key))
     }
 }
 

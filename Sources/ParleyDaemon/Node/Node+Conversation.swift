@@ -86,8 +86,8 @@ extension Node {
             if let roomID = target.room.flatMap(RoomID.init(hex:)), let targetID = MessageID(hex: target.id) {
                 signRoomChange(action, of: targetID, id: actionID, room: roomID)
             }
-            actionOutboxMayHaveWork = true
-            if kind == .delete { deleteApplied() }
+            messageDriver.actionOutboxMayHaveWork = true
+            if kind == .delete { messageDriver.deleteApplied() }
             emit(.messageUpdated(updated))
             let recipients = target.room == nil ? [target.peer] : members.map(\.hex)
             for peer in recipients { if let conn = activeConnection(for: peer) { pump(conn) } }
@@ -125,9 +125,9 @@ extension Node {
         do { try store.setSetting(Self.statusSettingKey, status.isEmpty ? nil : status.text) } catch {
             throw NodeError.storage(error)
         }
-        ownStatus = status
+        sessionDriver.ownStatus = status
         var told = 0
-        for peer in sessions.peers {
+        for peer in sessionDriver.table.peers {
             guard let conn = activeConnection(for: peer), conn.remoteFeatures.contains(.conversation) else { continue }
             conn.send(.status(status))
             told += 1
@@ -138,47 +138,13 @@ extension Node {
     /// Reads the kept status line at start (a damaged value is dropped, not fatal).
     func loadOwnStatus() {
         guard let text = try? store.setting(Self.statusSettingKey) else { return }
-        ownStatus = (try? PresenceStatus(utf8: Array(text.utf8))) ?? .none
+        sessionDriver.ownStatus = (try? PresenceStatus(utf8: Array(text.utf8))) ?? .none
     }
 
     /// At the start of a session: our status line, if the peer understands it.
     func announceStatus(on conn: PeerConnection) {
-        guard conn.remoteFeatures.contains(.conversation), !ownStatus.isEmpty else { return }
-        conn.send(.status(ownStatus))
-    }
-
-    // MARK: Erasure
-
-    /// A delete erased a text: purge its words from the search index now or soon
-    /// (`ErasurePurgeSchedule`).
-    func deleteApplied() {
-        switch erasurePurge.deleteApplied(now: clock.monotonicNow()) {
-        case .purgeNow:
-            purgeSearchIndex()
-        case .purgeAt(let due):
-            loop.scheduleTask(deadline: due.deadline) { [weak self] in
-                guard let self, self.erasurePurge.isPending else { return }
-                self.erasurePurge.purged(now: self.clock.monotonicNow())
-                self.purgeSearchIndex()
-            }
-        case .alreadyScheduled:
-            break
-        }
-    }
-
-    /// Before the store closes: a purge still owed runs now.
-    func purgeSearchIndexIfOwed() {
-        guard erasurePurge.isPending else { return }
-        erasurePurge.purged(now: clock.monotonicNow())
-        purgeSearchIndex()
-    }
-
-    private func purgeSearchIndex() {
-        do { try store.purgeErasedTextFromSearchIndex() } catch {
-            log.error(
-                "could not purge deleted messages' words from the search index; retried at the next delete",
-                ["error": "\(error)"])
-        }
+        guard conn.remoteFeatures.contains(.conversation), !sessionDriver.ownStatus.isEmpty else { return }
+        conn.send(.status(sessionDriver.ownStatus))
     }
 
     // MARK: Pumping
@@ -186,13 +152,13 @@ extension Node {
     /// Sends our queued actions for `peer` within the window, to a peer that understands
     /// them (one that does not keeps them queued, so they go out once it is upgraded).
     func pumpActions(_ conn: PeerConnection, peer: IdentityPublicKey) {
-        guard actionOutboxMayHaveWork, conn.remoteFeatures.contains(.conversation) else { return }
+        guard messageDriver.actionOutboxMayHaveWork, conn.remoteFeatures.contains(.conversation) else { return }
         let handle = ObjectIdentifier(conn)
-        guard let window = links[handle]?.window, window.freeSlots > 0 else { return }
+        guard let window = sessionDriver.links[handle]?.window, window.freeSlots > 0 else { return }
         let pending: [StoredAction]
         do {
             pending = try store.pendingActions(to: peer.hex, limit: window.freeSlots + window.count)
-            if pending.isEmpty, try !store.hasQueuedActions() { actionOutboxMayHaveWork = false }
+            if pending.isEmpty, try !store.hasQueuedActions() { messageDriver.actionOutboxMayHaveWork = false }
         } catch {
             log.error("could not read the action outbox", ["error": "\(error)"])
             return
@@ -200,7 +166,7 @@ extension Node {
         let now = clock.monotonicNow()
         for a in pending {
             guard let id = MessageID(hex: a.id), let target = MessageID(hex: a.target) else { continue }
-            if links[handle]?.window.isInFlight(id) == true { continue }
+            if sessionDriver.links[handle]?.window.isInFlight(id) == true { continue }
             let action: MessageActionRecord.Action
             switch a.kind {
             case .edit: action = .edit(body: a.body ?? "")
@@ -210,7 +176,8 @@ extension Node {
                 action = .reaction(r, added: a.kind == .react)
             }
             guard
-                links[handle]?.window.admit(id, bytes: a.body?.utf8.count ?? 0, lane: .messageAction, now: now) == true
+                sessionDriver.links[handle]?.window.admit(
+                    id, bytes: a.body?.utf8.count ?? 0, lane: .messageAction, now: now) == true
             else { break }
             // A room change this node signed goes signed to a member with room sync (which
             // can pass it on); the unsigned room record to the others.
@@ -227,7 +194,7 @@ extension Node {
     }
 
     func actionsAcknowledged(_ ids: [MessageID], by peer: IdentityPublicKey) {
-        guard !ids.isEmpty, actionOutboxMayHaveWork else { return }
+        guard !ids.isEmpty, messageDriver.actionOutboxMayHaveWork else { return }
         do { try store.markActionsDelivered(ids: ids.map(\.hex), by: peer.hex) } catch {
             log.error(
                 "could not record an action's delivery; it will be sent again and de-duplicated",
@@ -294,7 +261,9 @@ extension Node {
                 key: sender.hex, "message action refused",
                 ["peer": sender.fingerprintText, "kind": a.kind.rawValue, "target": a.target, "why": "\(why)"])
         }
-        if outcomes.contains(where: { $0.updated != nil && $0.action.kind == .delete }) { deleteApplied() }
+        if outcomes.contains(where: { $0.updated != nil && $0.action.kind == .delete }) {
+            messageDriver.deleteApplied()
+        }
         for o in outcomes { if let m = o.updated { emit(.messageUpdated(m)) } }
     }
 

@@ -14,9 +14,9 @@ extension Node {
     /// What the planner may ask about sessions that are up.
     var sessionView: DialPlanner.SessionView {
         DialPlanner.SessionView(
-            isConnected: { [unowned self] in self.sessions.isOnline($0) },
+            isConnected: { [unowned self] in self.sessionDriver.table.isOnline($0) },
             online: { [unowned self] hint in
-                guard let peer = self.sessions.peers.first(where: { Fingerprint($0).compact == hint }),
+                guard let peer = self.sessionDriver.table.peers.first(where: { Fingerprint($0).compact == hint }),
                     let conn = self.activeConnection(for: peer)
                 else { return nil }
                 return (identity: peer, host: conn.remoteAddress.hostPart)
@@ -27,13 +27,13 @@ extension Node {
     /// session to it is up.
     func addStaticPeer(_ address: HostPort) {
         loop.preconditionInEventLoop()
-        perform(dialPlanner.addConfigured(DialAddress(address), sessions: sessionView))
+        perform(dialDriver.planner.addConfigured(DialAddress(address), sessions: sessionView))
     }
 
     /// Replaces the static peer set (configuration reload).
     func setStaticPeers(_ addresses: [HostPort]) {
         loop.preconditionInEventLoop()
-        perform(dialPlanner.setConfigured(addresses.map(DialAddress.init), sessions: sessionView))
+        perform(dialDriver.planner.setConfigured(addresses.map(DialAddress.init), sessions: sessionView))
     }
 
     /// Dials an address given at run time (`parley connect`); returns the target, which
@@ -50,11 +50,11 @@ extension Node {
         guard let key = IdentityPublicKey(hex: identity) else { return [] }
         var out: [String] = []
         if let c = activeConnection(for: key) { out.append(c.remoteAddress) }
-        for t in dialPlanner.targets(of: key) {
+        for t in dialDriver.planner.targets(of: key) {
             // A remembered peer's target is named by its identity: show its addresses.
             let shown =
-                dialPlanner.targets[t]?.source == .remembered
-                ? (dialPlanner.targets[t]?.candidates.map(\.description) ?? []) : [t.rawValue]
+                dialDriver.planner.targets[t]?.source == .remembered
+                ? (dialDriver.planner.targets[t]?.candidates.map(\.description) ?? []) : [t.rawValue]
             for a in shown where !out.contains(a) { out.append(a) }
         }
         return out
@@ -83,9 +83,9 @@ extension Node {
             .connect(host: address.host, port: Int(address.port))
             .whenComplete { [weak self] result in
                 guard let self, case .failure(let error) = result else { return }
-                self.links[ObjectIdentifier(bound.value)] = nil
+                self.sessionDriver.links[ObjectIdentifier(bound.value)] = nil
                 self.log.debug("dial failed", ["address": key.rawValue, "error": "\(error)"])
-                self.perform(self.dialPlanner.attemptFailed(key, random: self.random))
+                self.perform(self.dialDriver.planner.attemptFailed(key, random: self.dialDriver.random))
                 self.finishDialWatch(key, .failed("cannot connect to \(key.rawValue): \(Self.describe(error))"))
             }
     }
@@ -116,15 +116,15 @@ extension Node {
         for (hex, addresses) in remembered.sorted(by: { $0.key < $1.key }) {
             guard let identity = IdentityPublicKey(hex: hex) else { continue }
             let parsed = addresses.compactMap { try? HostPort(parsing: $0) }.map(DialAddress.init)
-            perform(dialPlanner.remember(identity, addresses: parsed, sessions: sessionView))
+            perform(dialDriver.planner.remember(identity, addresses: parsed, sessions: sessionView))
         }
     }
 
     /// A blocked or forgotten peer is not dialled at its remembered addresses any more.
     func stopDialingRemembered(_ identityHex: String) {
         guard let key = IdentityPublicKey(hex: identityHex) else { return }
-        perform(dialPlanner.remove(DialTargetKey(rememberedPeer: key)))
-        gossip.forget(key)
+        perform(dialDriver.planner.remove(DialTargetKey(rememberedPeer: key)))
+        gossipDriver.gossip.forget(key)
     }
 
     /// `peer` can be reached at these "host:port" addresses: store them and tell the planner.
@@ -134,7 +134,7 @@ extension Node {
         for hp in parsed {
             try? store.rememberAddress(DialAddress(hp).description, of: peer.hex, at: nowMs)
         }
-        perform(dialPlanner.remember(peer, addresses: parsed.map(DialAddress.init), sessions: sessionView))
+        perform(dialDriver.planner.remember(peer, addresses: parsed.map(DialAddress.init), sessions: sessionView))
     }
 
     /// The peer's `listenPorts` record: it listens on these ports of the host its session

@@ -11,8 +11,8 @@ extension Node {
         presence: (nonce: [UInt8], token: [UInt8])? = nil, version: String?
     ) {
         loop.preconditionInEventLoop()
-        if instance == ownInstanceName {
-            ownAdvertisementSeen = true
+        if instance == gossipDriver.ownInstanceName {
+            gossipDriver.ownAdvertisementSeen = true
             return
         }
         if let hint = fingerprintHint, hint == fingerprint.compact { return }
@@ -21,7 +21,7 @@ extension Node {
         var fingerprintHint = fingerprintHint
         if fingerprintHint == nil, let presence {
             if recognises(presence, as: myIdentityKey) {  // our own advertisement
-                ownAdvertisementSeen = true
+                gossipDriver.ownAdvertisementSeen = true
                 return
             }
             fingerprintHint = contact(presentedBy: presence).map { Fingerprint($0).compact }
@@ -35,23 +35,23 @@ extension Node {
         // Known peers first: the table of advertised targets is bounded, and dials of
         // addresses advertised by strangers are rate-limited per host (DialPlanner).
         let known = fingerprintHint.map(isKnownPeer(compactFingerprint:)) ?? false
-        let before = dialPlanner.discoveredCount
+        let before = dialDriver.planner.discoveredCount
         let key = DialTargetKey(mdnsInstance: instance)
         perform(
-            dialPlanner.addDiscovered(
+            dialDriver.planner.addDiscovered(
                 key, candidates: candidates, fingerprintHint: fingerprintHint, known: known,
                 presenceToken: presence?.token, sessions: sessionView, now: clock.monotonicNow()))
-        if dialPlanner.targets[key]?.suspicious == true {
+        if dialDriver.planner.targets[key]?.suspicious == true {
             attackLog.log(
                 key: "presence-replay",
                 "a presence token was advertised again at another address (a replayed advertisement?); "
                     + "it is dialled only at the per-host rate, and not while its peer is connected",
                 ["instance": instance, "addresses": candidates.map(\.description).joined(separator: ",")])
         }
-        if dialPlanner.targets[key] == nil, before >= dialPlanner.maxDiscovered {
+        if dialDriver.planner.targets[key] == nil, before >= dialDriver.planner.maxDiscovered {
             attackLog.log(
                 key: "adverts-full", "too many advertised peers; ignoring new unknown ones",
-                ["limit": "\(dialPlanner.maxDiscovered)"])
+                ["limit": "\(dialDriver.planner.maxDiscovered)"])
         }
     }
 
@@ -63,7 +63,7 @@ extension Node {
 
     private func recognises(_ presence: (nonce: [UInt8], token: [UInt8]), as key: IdentityPublicKey) -> Bool {
         PresenceToken.matches(
-            presence.token, nonce: presence.nonce, identity: key, networkKey: networkKey?.copyBytes(),
+            presence.token, nonce: presence.nonce, identity: key, networkKey: ownIdentity.networkKey?.copyBytes(),
             epoch: PresenceToken.epoch(atUnixSeconds: UInt64(max(0, nowMs / 1000))))
     }
 
@@ -74,6 +74,6 @@ extension Node {
 
     func discoveryLost(instance: String) {
         loop.preconditionInEventLoop()
-        perform(dialPlanner.remove(DialTargetKey(mdnsInstance: instance)))
+        perform(dialDriver.planner.remove(DialTargetKey(mdnsInstance: instance)))
     }
 }

@@ -27,7 +27,7 @@ extension Node {
         guard let peer = activePeer(of: conn) else { return }
         // Co-members' records too (room sync, issue 30): members reach each other through
         // the room, only while both are members.
-        let verdict = gossip.received(
+        let verdict = gossipDriver.gossip.received(
             record, from: peer, isContact: { [unowned self] in self.isContact($0) || self.isCoMember($0) },
             nowMs: UInt64(max(0, nowMs)))
         guard verdict == .accepted else {
@@ -55,7 +55,7 @@ extension Node {
         let addresses = record.endpoints.map { DialAddress(host: $0.host, port: $0.port) }
         for a in addresses { try? store.rememberAddress(a.description, of: record.identity.hex, at: nowMs) }
         perform(
-            dialPlanner.remember(
+            dialDriver.planner.remember(
                 record.identity, addresses: addresses, sessions: sessionView, gossiped: true,
                 now: clock.monotonicNow()))
     }
@@ -67,26 +67,26 @@ extension Node {
         guard let stored = try? store.addressRecords() else { return }
         for bytes in stored {
             guard let record = try? SignedAddressRecord.decode(bytes) else { continue }
-            _ = gossip.received(
+            _ = gossipDriver.gossip.received(
                 record, from: record.identity, isContact: { [unowned self] in self.isContact($0) },
                 nowMs: UInt64(max(0, nowMs)))
-            gossip.sessionEnded(record.identity)  // the restore is no session of theirs
+            gossipDriver.gossip.sessionEnded(record.identity)  // the restore is no session of theirs
         }
     }
 
     func connection(_ conn: PeerConnection, receivedContactTags tags: ContactTags) {
         guard let peer = activePeer(of: conn), isContact(peer) || isCoMember(peer) else { return }
-        gossip.tagsReceived(tags, from: peer)
+        gossipDriver.gossip.tagsReceived(tags, from: peer)
         relayAddressRecords()
     }
 
     /// Sends every record some session peer is now entitled to.
     func relayAddressRecords() {
-        let peers = sessions.peers.filter {
+        let peers = sessionDriver.table.peers.filter {
             activeConnection(for: $0)?.remoteFeatures.contains(.addressGossip) ?? false
         }
         let rooms = joinedRoomMembers()
-        let due = gossip.deliveries(
+        let due = gossipDriver.gossip.deliveries(
             sessions: Array(peers), isContact: { [unowned self] in self.isContact($0) },
             sharedRoom: { p, x in rooms.contains { $0.contains(p) && $0.contains(x) } },
             nowMs: UInt64(max(0, nowMs)))
@@ -136,19 +136,20 @@ extension Node {
     }
 
     func doctorFacts() -> DoctorFacts {
-        let discovered = dialPlanner.targets.values.filter { $0.source == .discovered }
+        let discovered = dialDriver.planner.targets.values.filter { $0.source == .discovered }
         let unreachable = discovered.filter { t in
-            t.failures > 0 && !(t.identity.map { sessions.isOnline($0) } ?? false)
+            t.failures > 0 && !(t.identity.map { sessionDriver.table.isOnline($0) } ?? false)
         }.count
         return DoctorFacts(
-            ownAdvertisementSeen: ownAdvertisementSeen, advertisements: discovered.count, unreachable: unreachable,
-            staticPeers: dialPlanner.targets.values.filter { $0.source == .configured }.count)
+            ownAdvertisementSeen: gossipDriver.ownAdvertisementSeen, advertisements: discovered.count,
+            unreachable: unreachable,
+            staticPeers: dialDriver.planner.targets.values.filter { $0.source == .configured }.count)
     }
 
     /// A connected peer the person verified that understands the dial-back probe
     /// (`DialBackWitness`), and its name.
     func dialBackCandidate() -> (IdentityPublicKey, String)? {
-        let candidates = sessions.peers.map { peer in
+        let candidates = sessionDriver.table.peers.map { peer in
             DialBackWitness.Candidate(
                 identity: peer, verified: peerRecord(peer.hex)?.trust == .verified,
                 understandsProbe: activeConnection(for: peer)?.remoteFeatures.contains(.addressGossip) ?? false)

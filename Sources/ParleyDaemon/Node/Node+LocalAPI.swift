@@ -36,7 +36,7 @@ extension Node {
         guard let g = Fingerprint.normalize(given) else {
             throw .fingerprintMismatch(expected: expected ?? "?", given: given)
         }
-        let wholeLength = Fingerprint.normalize(card.fingerprint.description)?.count ?? 32
+        let wholeLength = Fingerprint.normalize(ownIdentity.card.fingerprint.description)?.count ?? 32
         if g.count < wholeLength {
             if let expected, let e = Fingerprint.normalize(expected), !e.hasPrefix(g) {
                 throw .fingerprintMismatch(expected: expected, given: given)
@@ -93,7 +93,7 @@ extension Node {
             }
         } catch { throw .storage(error) }
         peerDirectory.invalidate()
-        outbox.forgetAll()  // messages moved to another recipient: count and query again
+        messageDriver.outbox.forgetAll()  // messages moved to another recipient: count and query again
         log.warning(
             "a person replaced a contact's key",
             [
@@ -102,7 +102,7 @@ extension Node {
             ])
         if let oldKey = IdentityPublicKey(hex: old.identity), let newKey = IdentityPublicKey(hex: new.identity) {
             activeConnection(for: oldKey)?.close(reason: .notTrusted, text: "key was replaced")
-            perform(dialPlanner.redirect(from: oldKey, to: newKey, sessions: sessionView))
+            perform(dialDriver.planner.redirect(from: oldKey, to: newKey, sessions: sessionView))
             if let conn = activeConnection(for: newKey) { pump(conn) }
         }
         let updated = (try? store.peer(identity: new.identity)) ?? nil
@@ -157,13 +157,13 @@ extension Node {
     func forgetMessages(with peer: PeerRecord) throws(NodeError) -> Int {
         let deleted: Int
         do { deleted = try store.deleteConversation(with: peer.identity) } catch { throw .storage(error) }
-        quotaCountsChanged()
+        messageDriver.quota.countsChanged()
         // The outbox counts (queued messages per peer) are re-read from the store.
-        outbox = OutboxLedger()
+        messageDriver.outboxChanged()
         if let conn = activeConnection(for: peer.identity) {
             // Queued messages that were in flight are gone: start the window afresh (what
             // is still owed, room traffic, is sent again and de-duplicated by the peer).
-            links[ObjectIdentifier(conn)]?.window = SendWindow(limits: options.window)
+            sessionDriver.links[ObjectIdentifier(conn)]?.window = SendWindow(limits: options.window)
         }
         return deleted
     }
@@ -190,7 +190,9 @@ extension Node {
     /// Dials every target that reached this peer now, rather than after its backoff.
     private func redialNow(_ peer: PeerRecord) {
         guard let key = IdentityPublicKey(hex: peer.identity) else { return }
-        for target in dialPlanner.targets(of: key) { perform(dialPlanner.dial(target, sessions: sessionView)) }
+        for target in dialDriver.planner.targets(of: key) {
+            perform(dialDriver.planner.dial(target, sessions: sessionView))
+        }
     }
 }
 

@@ -23,8 +23,8 @@ extension Node {
         // Edits, deletes and reactions after the direct messages they may name.
         defer { pumpActions(conn, peer: peer) }
         let handle = ObjectIdentifier(conn)
-        guard let window = links[handle]?.window, window.freeSlots > 0,
-            outbox.mayHaveUnsent(for: peer, sentThrough: window.directSentThrough)
+        guard let window = sessionDriver.links[handle]?.window, window.freeSlots > 0,
+            messageDriver.outbox.mayHaveUnsent(for: peer, sentThrough: window.directSentThrough)
         else { return }
         var pending: [StoredMessage] = []
         if let justQueued {
@@ -46,11 +46,11 @@ extension Node {
         for m in pending {
             guard let id = MessageID(hex: m.id) else { continue }
             guard
-                links[handle]?.window.admit(
+                sessionDriver.links[handle]?.window.admit(
                     id, bytes: m.body.utf8.count, lane: .direct, sequence: m.sequence,
                     now: now) == true
             else {
-                if links[handle]?.window.freeSlots == 0 { break }
+                if sessionDriver.links[handle]?.window.freeSlots == 0 { break }
                 continue
             }
             // A peer that predates replies gets the reply as a plain chat (it would skip 0x09).
@@ -83,8 +83,8 @@ extension Node {
         var results = [Result<StoredMessage, NodeError>?](repeating: nil, count: items.count)
         var batch: [NewOutgoingMessage] = []
         var batchIndex: [Int] = []
-        if outbox.needsCounts, let counts = try? store.pendingRecipients() {
-            outbox.loadCounts(
+        if messageDriver.outbox.needsCounts, let counts = try? store.pendingRecipients() {
+            messageDriver.outbox.loadCounts(
                 Dictionary(
                     counts.compactMap { k, v in IdentityPublicKey(hex: k).map { ($0, v) } },
                     uniquingKeysWith: +))
@@ -109,7 +109,7 @@ extension Node {
                 results[i] = .failure(.peerNotFound(peer.identity))
                 continue
             }
-            if outbox.queuedCount(for: key) + planned[key, default: 0] >= NodeLimits.maxQueuedPerPeer {
+            if messageDriver.outbox.queuedCount(for: key) + planned[key, default: 0] >= NodeLimits.maxQueuedPerPeer {
                 results[i] = .failure(.queueFull(peer, NodeLimits.maxQueuedPerPeer))
                 continue
             }
@@ -126,8 +126,9 @@ extension Node {
             // instead of reading them back (`OutboxLedger.mayHaveUnsent`).
             var caughtUp: Set<IdentityPublicKey> = []
             for peer in planned.keys {
-                if let conn = activeConnection(for: peer), let window = links[ObjectIdentifier(conn)]?.window,
-                    !outbox.mayHaveUnsent(for: peer, sentThrough: window.directSentThrough)
+                if let conn = activeConnection(for: peer),
+                    let window = sessionDriver.links[ObjectIdentifier(conn)]?.window,
+                    !messageDriver.outbox.mayHaveUnsent(for: peer, sentThrough: window.directSentThrough)
                 {
                     caughtUp.insert(peer)
                 }
@@ -141,7 +142,9 @@ extension Node {
                         newest[key] = max(newest[key] ?? m.sequence, m.sequence)
                     }
                 }
-                for (peer, n) in planned { outbox.queued(n, for: peer, newestSequence: newest[peer] ?? 0) }
+                for (peer, n) in planned {
+                    messageDriver.outbox.queued(n, for: peer, newestSequence: newest[peer] ?? 0)
+                }
                 // Written to for the first time: a contact now, and gossip starts on the
                 // session already up (`GossipDriver.wroteTo`).
                 for peer in planned.keys where gossipDriver.wroteTo(peer) {
@@ -169,7 +172,7 @@ extension Node {
         let (chats, refused) = judgeByQuota(chats, from: sender)
         sendRefusals(refused, on: conn)
         guard !chats.isEmpty else { return }
-        sessions.promote(sender)  // no longer a stranger (SessionTable's eviction order)
+        sessionDriver.table.promote(sender)  // no longer a stranger (SessionTable's eviction order)
         let incoming = chats.map {
             ReceivedChat(
                 id: $0.id, sequence: Int64(clamping: $0.sequence), createdAt: Int64(clamping: $0.createdAt),
@@ -204,12 +207,14 @@ extension Node {
 
     func connection(_ conn: PeerConnection, acknowledged ids: [MessageID]) {
         guard let peer = conn.remoteIdentityKey else { return }
-        let ack = links[ObjectIdentifier(conn)]?.window.acknowledge(ids) ?? SendWindow.Acknowledgement(unknown: ids)
+        let ack =
+            sessionDriver.links[ObjectIdentifier(conn)]?.window.acknowledge(ids)
+            ?? SendWindow.Acknowledgement(unknown: ids)
         do {
             let changed = try store.markDelivered(
                 ids, by: peer, at: nowMs, journal: messageJournal(ControlEvent.messageDelivered))
-            if !changed.isEmpty { sessions.promote(peer) }
-            outbox.delivered(changed.count, by: peer)
+            if !changed.isEmpty { sessionDriver.table.promote(peer) }
+            messageDriver.outbox.delivered(changed.count, by: peer)
             for m in changed { emit(.messageDelivered(m)) }
         } catch {
             log.error(

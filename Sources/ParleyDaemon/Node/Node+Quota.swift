@@ -40,10 +40,11 @@ extension Node {
         let peerUsage: ReceiveQuota.Usage
         let totalUsage: ReceiveQuota.Usage
         let strangersUsage: ReceiveQuota.Usage
-        let standing = quotaStanding(of: sender)
+        let quota = messageDriver.quota
+        let standing = quota.standing(of: sender)
         do {
-            (peerUsage, totalUsage) = try quotaUsage(of: sender)
-            strangersUsage = standing == .stranger ? try quotaStrangersUsage() : .init()
+            (peerUsage, totalUsage) = try quota.usage(of: sender)
+            strangersUsage = standing == .stranger ? try quota.strangersUsage() : .init()
         } catch {
             // Not measurable: store them (the store's own errors still refuse with no ack).
             log.error(
@@ -53,7 +54,7 @@ extension Node {
         let free = freeDiskBytes()
         let now = clock.monotonicNow()
         // Decided on a copy of the strangers' rate: only the final verdicts take from it.
-        var intake = quotaCache.strangerIntake ?? StrangerIntake(now: now)
+        var intake = quota.strangerIntake(now: now)
         var trial = intake
         var verdicts = options.quota.decide(
             bodySizes: chats.map(\.size), peer: peerUsage, total: totalUsage, strangers: strangersUsage,
@@ -72,7 +73,7 @@ extension Node {
             }
         }
         intake = trial
-        quotaCache.strangerIntake = intake
+        quota.strangerIntakeTaken(intake)
         var refused: [RefusalReason: [MessageID]] = [:]
         for (chat, verdict) in zip(chats, verdicts) {
             if let reason = verdict { refused[reason, default: []].append(chat.id) }
@@ -88,17 +89,9 @@ extension Node {
         return (verdicts, refused.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key, $0.value) })
     }
 
-    /// A stranger, or a correspondent (verified, or written to by the user). Once one, a
-    /// peer stays one in the cache until the user deletes messages (`quotaCountsChanged`).
+    /// A stranger or a correspondent, for the receive quota (`ReceiveQuotaDriver.standing`).
     func quotaStanding(of sender: IdentityPublicKey) -> ReceiveQuota.Standing {
-        if quotaCache.correspondents.contains(sender) { return .correspondent }
-        let isCorrespondent =
-            peerRecord(sender.hex)?.trust == .verified || ((try? store.hasWritten(to: sender.hex)) ?? false)
-        guard isCorrespondent else { return .stranger }
-        if quotaCache.correspondents.count >= NodeLimits.maxSessions { quotaCache.correspondents.removeAll() }
-        quotaCache.correspondents.insert(sender)
-        quotaCache.strangers = nil  // it may have been counted as a stranger: count again
-        return .correspondent
+        messageDriver.quota.standing(of: sender)
     }
 
     /// What the user can do about what was refused, each safe to follow. Never "verify it"
@@ -125,23 +118,9 @@ extension Node {
         }
     }
 
-    /// Counts newly stored messages against the cached usage.
+    /// Counts newly stored messages against the receive quota's cached usage.
     func quotaStored(_ bodies: [Int], from sender: IdentityPublicKey) {
-        let added = ReceiveQuota.Usage(messages: bodies.count, bytes: bodies.reduce(0, +))
-        if let u = quotaCache.perPeer[sender] { quotaCache.perPeer[sender] = u + added }
-        if let t = quotaCache.total { quotaCache.total = t + added }
-        if let s = quotaCache.strangers, !quotaCache.correspondents.contains(sender) {
-            quotaCache.strangers = s + added
-        }
-    }
-
-    /// What all strangers together have stored (issue 29, M2), from the cache or counted once.
-    private func quotaStrangersUsage() throws(StoreError) -> ReceiveQuota.Usage {
-        if let s = quotaCache.strangers { return s }
-        let u = try store.incomingUsageFromStrangers()
-        let usage = ReceiveQuota.Usage(messages: u.messages, bytes: u.bytes)
-        quotaCache.strangers = usage
-        return usage
+        messageDriver.quota.stored(bodies, from: sender)
     }
 
     /// Sends `refused` records, at most `WireLimits.maxAcksPerRecord` ids each.
@@ -155,28 +134,6 @@ extension Node {
             }
         }
     }
-
-    /// The stored usage of `sender` and of everyone, from the cache or counted once.
-    private func quotaUsage(of sender: IdentityPublicKey) throws(StoreError)
-        -> (ReceiveQuota.Usage, ReceiveQuota.Usage)
-    {
-        if quotaCache.total == nil {
-            let t = try store.incomingUsageTotal()
-            quotaCache.total = ReceiveQuota.Usage(messages: t.messages, bytes: t.bytes)
-        }
-        if quotaCache.perPeer[sender] == nil {
-            // Bounded: one entry per peer that sent something; beyond the session cap the
-            // cache starts again (a count is one indexed query).
-            if quotaCache.perPeer.count >= NodeLimits.maxSessions { quotaCache.perPeer.removeAll() }
-            let u = try store.incomingUsage(from: sender.hex)
-            quotaCache.perPeer[sender] = ReceiveQuota.Usage(messages: u.messages, bytes: u.bytes)
-        }
-        // Force-unwraps: both filled just above.
-        return (quotaCache.perPeer[sender]!, quotaCache.total!)
-    }
-
-    /// Forgets the counts after the user deleted stored messages (the strangers' rate stays).
-    func quotaCountsChanged() { quotaCache = QuotaCache(strangerIntake: quotaCache.strangerIntake) }
 
     /// Free bytes for an unprivileged writer on the store's file system, or nil if unknown.
     func freeDiskBytes() -> Int? {
@@ -192,7 +149,7 @@ extension Node {
     /// window's slots are free), stay queued, and the refusal is recorded and reported.
     func connection(_ conn: PeerConnection, refused ids: [MessageID], reason: RefusalReason) {
         guard let peer = activePeer(of: conn) else { return }
-        _ = links[ObjectIdentifier(conn)]?.window.acknowledge(ids)
+        _ = sessionDriver.links[ObjectIdentifier(conn)]?.window.acknowledge(ids)
         do {
             let refusedMessages = try store.recordRefusal(
                 ids: ids.map(\.hex), by: peer.hex, reason: Int(reason.rawValue),
@@ -211,17 +168,4 @@ extension Node {
         }
         pump(conn)
     }
-}
-
-/// The stored usage the quota needs, cached per peer (the counts are queries).
-struct QuotaCache {
-    var perPeer: [IdentityPublicKey: ReceiveQuota.Usage] = [:]
-    /// Senders known to be correspondents (the larger allowance); strangers are looked up
-    /// again each time, so the user's first message to one counts at once.
-    var correspondents: Set<IdentityPublicKey> = []
-    var total: ReceiveQuota.Usage?
-    /// What all strangers together have stored (nil: count again).
-    var strangers: ReceiveQuota.Usage?
-    /// Strangers' shared rate (created full on first use).
-    var strangerIntake: StrangerIntake?
 }

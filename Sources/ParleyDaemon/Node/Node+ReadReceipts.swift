@@ -19,7 +19,7 @@ extension Node {
         do {
             ids = try store.markIncomingRead(
                 from: peer.identity, upTo: upTo, at: nowMs,
-                queueReceipts: sendsReadReceipts)
+                queueReceipts: messageDriver.sendsReadReceipts)
             unread = try store.unreadCounts()[peer.identity] ?? 0
         } catch {
             throw .storage(error)
@@ -32,7 +32,7 @@ extension Node {
     /// not acknowledged: once written to a session they are no longer owed (see
     /// docs/PROTOCOL.md, readReceipt). With read receipts off nothing is sent.
     func sendPendingReadReceipts(_ conn: PeerConnection) {
-        guard sendsReadReceipts, let peer = activePeer(of: conn)?.hex else { return }
+        guard messageDriver.sendsReadReceipts, let peer = activePeer(of: conn)?.hex else { return }
         for _ in 0..<Self.maxReadReceiptRecordsPerFlush {
             let ids: [String]
             do {

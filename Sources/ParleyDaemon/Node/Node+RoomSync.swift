@@ -127,7 +127,7 @@ extension Node {
         guard state.hasJoined(me) else { return }
         // A new co-member's record relayed before the operation that made it one arrived
         // (the record goes at once, the operation through the outbox): taken now.
-        let taken = gossip.reconsiderEarly(
+        let taken = gossipDriver.gossip.reconsiderEarly(
             isContact: { [unowned self] in self.isContact($0) || self.isCoMember($0) }, nowMs: UInt64(max(0, nowMs)))
         for (record, from) in taken { learnedAddressRecord(record, from: from) }
         guard let own = ownAddressRecord() else {
@@ -183,7 +183,7 @@ extension Node {
         do {
             return try SignedRoomMessage.sign(
                 roomID: room, roomSequence: sequence, id: id, createdAt: UInt64(max(0, createdAt)),
-                anchor: state.heads.map(\.hash), replyTo: replyTo, body: body, by: keys.identity)
+                anchor: state.heads.map(\.hash), replyTo: replyTo, body: body, by: ownIdentity.keys.identity)
         } catch {
             log.error("could not sign a room message; it goes to members unsigned", ["error": "\(error)"])
             return nil
@@ -211,7 +211,7 @@ extension Node {
             let sequence = try store.nextRoomSequence(room: room.hex, author: myIdentity)
             let signed = try SignedRoomMessage.signChange(
                 action, of: target, roomID: room, roomSequence: sequence, id: id, createdAt: UInt64(max(0, nowMs)),
-                anchor: state.heads.map(\.hash), by: keys.identity)
+                anchor: state.heads.map(\.hash), by: ownIdentity.keys.identity)
             _ = try store.insertSignedRoomMessage(
                 room: room.hex, author: myIdentity, sequence: sequence, id: id.hex, encoded: signed.encoded(),
                 at: nowMs)
@@ -511,7 +511,9 @@ extension Node {
                 machine.stored(room: $0.roomID, author: $0.author, sequence: $0.roomSequence, from: peer, now: mono)
             }
         }
-        if outcomes.contains(where: { $0.updated != nil && $0.action.kind == .delete }) { deleteApplied() }
+        if outcomes.contains(where: { $0.updated != nil && $0.action.kind == .delete }) {
+            messageDriver.deleteApplied()
+        }
         for o in outcomes { if let m = o.updated { emit(.messageUpdated(m)) } }
         return ready.map(\.id)
     }

@@ -332,7 +332,7 @@ extension Node {
         do {
             op = try RoomOperation.create(
                 name: name, members: keys, policy: policy,
-                by: self.keys.identity, createdAt: UInt64(max(0, nowMs)))
+                by: self.ownIdentity.keys.identity, createdAt: UInt64(max(0, nowMs)))
         } catch { throw RoomError.invalid(error.description) }
         let rec = try storing { () throws(StoreError) in
             try acceptRoomOperation(op, from: nil)
@@ -361,7 +361,7 @@ extension Node {
         let op: RoomOperation
         do {
             op = try RoomOperation.change(
-                change, roomID: id, after: state.heads, by: keys.identity,
+                change, roomID: id, after: state.heads, by: ownIdentity.keys.identity,
                 createdAt: UInt64(max(0, nowMs)))
         } catch { throw RoomError.invalid(error.description) }
         let trial = RoomResolver.resolve(root: root, operations: Array(entry.operations.values) + [op])
@@ -567,7 +567,7 @@ extension Node {
         }
         sendAcks(acks, on: conn)
         quotaStored(received.map { $0.body.utf8.count }, from: sender)
-        if !received.isEmpty { sessions.promote(sender) }
+        if !received.isEmpty { sessionDriver.table.promote(sender) }
         for m in received + receivedSigned { emit(.messageReceived(m)) }
     }
 
@@ -674,19 +674,22 @@ extension Node {
     /// Sends queued room operations to the peer of `conn`, parents first, within the window.
     func pumpRoomOperations(_ conn: PeerConnection, peer: IdentityPublicKey) {
         let handle = ObjectIdentifier(conn)
-        guard let free = links[handle]?.window.freeSlots, free > 0 else { return }
+        guard let free = sessionDriver.links[handle]?.window.freeSlots, free > 0 else { return }
         let pending: [StoredRoomOperation]
         do {
-            pending = try store.pendingRoomOperations(to: peer.hex, limit: (links[handle]?.window.count ?? 0) + free)
+            pending = try store.pendingRoomOperations(
+                to: peer.hex, limit: (sessionDriver.links[handle]?.window.count ?? 0) + free)
         } catch {
             log.error("could not read the room operation outbox", ["error": "\(error)"])
             return
         }
         let now = clock.monotonicNow()
         for stored in pending {
-            guard let free = links[handle]?.window.freeSlots, free > 0 else { break }
+            guard let free = sessionDriver.links[handle]?.window.freeSlots, free > 0 else { break }
             let key = String(stored.hash.prefix(MessageID.length * 2))
-            guard let ackID = MessageID(hex: key), links[handle]?.window.isInFlight(ackID) == false else { continue }
+            guard let ackID = MessageID(hex: key), sessionDriver.links[handle]?.window.isInFlight(ackID) == false else {
+                continue
+            }
             guard let op = try? RoomOperation.decode(stored.encoded) else {
                 log.warning("stored room operation does not decode; dropped from the outbox", ["hash": stored.hash])
                 _ = try? store.acknowledgeRoomOperations(ackIDs: [key], by: peer.hex)
@@ -698,7 +701,8 @@ extension Node {
             // (docs/PROTOCOL.md "Room operations").
             if Self.needsRoomSync(op), !conn.remoteFeatures.contains(.roomSync) { continue }
             guard
-                links[handle]?.window.admit(ackID, bytes: stored.encoded.count, lane: .roomOperation, now: now) == true
+                sessionDriver.links[handle]?.window.admit(
+                    ackID, bytes: stored.encoded.count, lane: .roomOperation, now: now) == true
             else { continue }
             conn.send(.roomOperation(op))
         }
@@ -708,19 +712,22 @@ extension Node {
     func pumpRoomMessages(_ conn: PeerConnection, peer: IdentityPublicKey) {
         guard conn.isWritable, activePeer(of: conn) != nil else { return }
         let handle = ObjectIdentifier(conn)
-        guard let free = links[handle]?.window.freeSlots, free > 0 else { return }
+        guard let free = sessionDriver.links[handle]?.window.freeSlots, free > 0 else { return }
         let pending: [StoredMessage]
         do {
-            pending = try store.pendingRoomMessages(to: peer.hex, limit: (links[handle]?.window.count ?? 0) + free)
+            pending = try store.pendingRoomMessages(
+                to: peer.hex, limit: (sessionDriver.links[handle]?.window.count ?? 0) + free)
         } catch {
             log.error("could not read the room outbox", ["error": "\(error)"])
             return
         }
         let now = clock.monotonicNow()
         for m in pending {
-            guard let free = links[handle]?.window.freeSlots, free > 0 else { break }
+            guard let free = sessionDriver.links[handle]?.window.freeSlots, free > 0 else { break }
             guard let mid = MessageID(hex: m.id), let rid = m.room.flatMap(RoomID.init(hex:)) else { continue }
-            guard links[handle]?.window.admit(mid, bytes: m.body.utf8.count, lane: .roomChat, now: now) == true
+            guard
+                sessionDriver.links[handle]?.window.admit(mid, bytes: m.body.utf8.count, lane: .roomChat, now: now)
+                    == true
             else { continue }
             // A member that syncs rooms gets the signed form, which it may pass on.
             if conn.remoteFeatures.contains(.roomSync), let signed = signedRoomMessageForSending(m, to: peer) {

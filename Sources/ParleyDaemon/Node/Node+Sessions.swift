@@ -11,7 +11,7 @@ extension Node {
     /// Admission of a new inbound TCP connection (before any byte is read).
     func admitInbound(remote: SocketAddress?) -> Bool {
         loop.preconditionInEventLoop()
-        guard !stopping else { return false }
+        guard !sessionDriver.stopping else { return false }
         let source = remote?.ipAddress ?? "?"
         let verdict = sessionDriver.admit(source: source)
         guard verdict == .accept else {
@@ -36,11 +36,12 @@ extension Node {
         ) { [unowned self] in
             SessionHandshake(
                 role: direction == .outbound ? .initiator : .responder,
-                localCard: self.card, staticKey: self.keys.noiseStatic, bootID: self.bootID,
-                features: .supported, presharedKey: self.networkKey, now: UInt64(max(0, self.nowMs / 1000)))
+                localCard: self.ownIdentity.card, staticKey: self.ownIdentity.keys.noiseStatic,
+                bootID: self.ownIdentity.bootID,
+                features: .supported, presharedKey: self.ownIdentity.networkKey, now: UInt64(max(0, self.nowMs / 1000)))
         }
         conn.delegate = self
-        links[ObjectIdentifier(conn)] = NodeLink(
+        sessionDriver.links[ObjectIdentifier(conn)] = NodeLink(
             connection: conn, dialTarget: target,
             expectedFingerprint: expectedFingerprint,
             holdsAdmission: direction == .inbound,
@@ -64,20 +65,22 @@ extension Node {
     /// The peer of `conn` if `conn` is the session kept for it (records on any other
     /// connection are ignored).
     func activePeer(of conn: PeerConnection) -> IdentityPublicKey? {
-        guard let peer = conn.remoteIdentityKey, sessions.isActive(ObjectIdentifier(conn), for: peer) else {
+        guard let peer = conn.remoteIdentityKey, sessionDriver.table.isActive(ObjectIdentifier(conn), for: peer) else {
             return nil
         }
         return peer
     }
 
-    func isOnline(_ identity: String) -> Bool { IdentityPublicKey(hex: identity).map(sessions.isOnline) ?? false }
+    func isOnline(_ identity: String) -> Bool {
+        IdentityPublicKey(hex: identity).map(sessionDriver.table.isOnline) ?? false
+    }
 
     // MARK: PeerConnectionDelegate: the handshake's outcome
 
     func connectionEstablished(_ conn: PeerConnection) {
         releaseAdmission(conn)
         let handle = ObjectIdentifier(conn)
-        guard let est = conn.established, let link = links[handle], !stopping else {
+        guard let est = conn.established, let link = sessionDriver.links[handle], !sessionDriver.stopping else {
             conn.close(reason: .normal)
             return
         }
@@ -86,11 +89,11 @@ extension Node {
         // Inbound connections count against their source's caps; our own dials do not.
         let source = conn.direction == .inbound ? SourceAddress(conn.remoteAddress.hostPart) : nil
         let standing = sessionStanding(of: peer)
-        guard sessions.wouldAdmit(peer, source: source, standing: standing) else {
+        guard sessionDriver.table.wouldAdmit(peer, source: source, standing: standing) else {
             // Before the trust decision: a refused stranger's key is not pinned.
             attackLog.log(
                 key: "sessions-full:" + (source?.network ?? "all"), "session limit reached; refusing",
-                ["limit": "\(sessions.maxSessions)", "source": source?.address ?? "-"])
+                ["limit": "\(sessionDriver.table.maxSessions)", "source": source?.address ?? "-"])
             conn.close(reason: .normal, text: "too many sessions")
             return
         }
@@ -103,10 +106,12 @@ extension Node {
                 "SPOOFING: an mDNS advertisement claimed a fingerprint its handshake did not prove; not trusted",
                 ["claimed": expected, "proven": remote.fingerprint.description, "address": conn.remoteAddress])
             conn.close(reason: .notTrusted, text: "advertised fingerprint does not match")
-            if let key = link.dialTarget { dialPlanner.spoofDetected(key) }
+            if let key = link.dialTarget { dialDriver.planner.spoofDetected(key) }
             return
         }
-        if let key = link.dialTarget { perform(dialPlanner.provedIdentity(key, identity: peer, random: random)) }
+        if let key = link.dialTarget {
+            perform(dialDriver.planner.provedIdentity(key, identity: peer, random: dialDriver.random))
+        }
 
         switch admitTrust(of: remote, connection: conn, dialTarget: link.dialTarget) {
         case .keep: break
@@ -118,19 +123,19 @@ extension Node {
         let side = SessionTieBreak.Side(direction: conn.direction, remoteBootID: est.remoteBootID)
         let kept = sessionDriver.established(handle, peer: peer, side: side, source: source, standing: standing) {
             if let key = link.dialTarget {
-                dialPlanner.sessionUp(key, identity: peer)
+                dialDriver.planner.sessionUp(key, identity: peer)
                 // Told once the peer shows it kept the session, not at our end of the
                 // handshake: its trust decision comes after (`confirmPeerKeepsSession`).
                 if dialDriver.isWatched(key) {
-                    conn.confirmPeerKeepsSession(probe: UInt64(random.uniform(below: .max))) { [weak self] in
+                    conn.confirmPeerKeepsSession(probe: UInt64(dialDriver.random.uniform(below: .max))) { [weak self] in
                         self?.finishDialWatch(key, .connected(identity: peer.hex))
                     }
                 }
                 // The address we reached it at is one to try again after a restart.
                 rememberAddresses(of: peer, [conn.remoteAddress])
             }
-            if !listenPorts.isEmpty {
-                conn.send(.listenPorts(Array(listenPorts.prefix(WireLimits.maxListenPorts))))
+            if !gossipDriver.listenPorts.isEmpty {
+                conn.send(.listenPorts(Array(gossipDriver.listenPorts.prefix(WireLimits.maxListenPorts))))
             }
             try? store.touchPeer(identity: peer.hex, at: nowMs, address: link.dialTarget?.rawValue)
             log.info(
@@ -154,7 +159,7 @@ extension Node {
         let handle = ObjectIdentifier(conn)
         releaseAdmission(conn)
         if activePeer(of: conn) != nil { filesSessionEnded(conn) }
-        let link = links.removeValue(forKey: handle)
+        let link = sessionDriver.links.removeValue(forKey: handle)
         if let error, conn.established == nil {
             // A failed handshake: log once per source address, never per packet.
             attackLog.log(
@@ -173,11 +178,11 @@ extension Node {
         }
         let wasSession = sessionDriver.closed(
             handle, peer: conn.remoteIdentityKey,
-            peerKeptAnother: conn.remoteCloseReason == .duplicate, stopping: stopping)
+            peerKeptAnother: conn.remoteCloseReason == .duplicate)
         guard wasSession, let peer = conn.remoteIdentityKey else { return }
         log.info("session down", ["peer": peer.fingerprintText])
-        perform(dialPlanner.sessionDown(peer, random: random))
-        gossip.sessionEnded(peer)
+        perform(dialDriver.planner.sessionDown(peer, random: dialDriver.random))
+        gossipDriver.gossip.sessionEnded(peer)
         roomSyncSessionEnded(peer)
     }
 
@@ -190,7 +195,7 @@ extension Node {
             guard
                 let count = try peerDirectory.expireUnused(
                     now: now, every: options.unusedIdentityCheckInterval, lastSeenBefore: before,
-                    keep: Set(sessions.peers.map(\.hex))),
+                    keep: Set(sessionDriver.table.peers.map(\.hex))),
                 count > 0
             else { return }
             log.info("forgot identities that were never used", ["count": "\(count)"])
@@ -221,12 +226,13 @@ extension Node {
             }
         }
         sessionDriver.keepaliveSweep(options.keepalive, now: now)
-        for peer in sessions.peers {
-            guard let handle = sessions.handle(for: peer), let conn = links[handle]?.connection else { continue }
-            if links[handle]?.window.resetIfAckTimedOut(now: now) == true { pump(conn) }
+        for peer in sessionDriver.table.peers {
+            guard let handle = sessionDriver.table.handle(for: peer), let conn = sessionDriver.links[handle]?.connection
+            else { continue }
+            if sessionDriver.links[handle]?.window.resetIfAckTimedOut(now: now) == true { pump(conn) }
         }
         roomSyncTick()
-        onTick?()
+        observers.onTick?()
     }
 }
 

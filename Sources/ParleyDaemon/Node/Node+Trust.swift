@@ -34,7 +34,7 @@ extension Node {
     ) throws(StoreError) -> TrustOutcome {
         let id = remote.identityKey.hex
         let now = nowMs
-        let address = links[ObjectIdentifier(conn)]?.dialTarget?.rawValue
+        let address = sessionDriver.links[ObjectIdentifier(conn)]?.dialTarget?.rawValue
         switch verdict {
         case .keep:
             return .keep

@@ -16,7 +16,11 @@ import ParleyStore
 ///   `TrustDecision`; `Node+Trust.swift` records what it says.
 /// - Dialling: `DialDriver` (`DialPlanner`); `Node+Dialing.swift` opens its connections.
 /// - Our reachability, address gossip, dial-back: `GossipDriver`; `Node+Gossip.swift`.
-/// - The outbox: `SendWindow` per session and `OutboxLedger`; `Node+Outbox.swift`.
+/// - The message path: `SendWindow` per session (`NodeLink`), and `MessageDriver` (outbox
+///   counts, the action outbox, the receive quota's counts, read receipts, the search-index
+///   purge); `Node+Outbox.swift`, `Node+Conversation.swift`, `Node+Quota.swift`.
+/// - Files: `FileDriver`; `Files/Node+File*.swift`.
+/// - Who hears from the node: `NodeObservers`.
 /// - Rooms: `RoomDistribution`; `Node+Rooms.swift`.
 /// - Local requests from the control socket: `Node+LocalAPI.swift`.
 ///
@@ -27,15 +31,16 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     let loop: EventLoop
     let store: Store
     let clock: any NodeClock
-    let random: any RandomSource
     let options: NodeOptions
     var log: Logger
-    let startedAt: MonotonicInstant
+    /// Security events (failed handshakes, spoofing): logged once per source per minute.
+    let attackLog: RateLimitedLog
 
     // The per-concern drivers, each owning its state (docs/ARCHITECTURE.md, "Drivers").
-    /// Who this node is: keys, card, boot id, network key.
+    /// Who this node is: keys, card, boot id, network key, when it started.
     let ownIdentity: OwnIdentity
-    /// Connections, sessions and presence; the one performer of `SessionTable.Action`.
+    /// Connections, sessions and presence, the keepalive tick, stopping; the one performer
+    /// of `SessionTable.Action`.
     let sessionDriver: SessionDriver
     /// The pinned peers, cached, and the decisions about them (names, standing, clashes).
     let peerDirectory: PeerDirectory
@@ -46,33 +51,17 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     let dialDriver: DialDriver
     /// File transfers in memory (`FileBook`), the pump queue, the refusal bound.
     let fileDriver: FileDriver
-
-    // Decisions (ParleyNodeCore) the node still feeds itself: the message path's.
-    var outbox = OutboxLedger()
-    /// Stored usage per peer for the receive quota (Node+Quota.swift).
-    var quotaCache = QuotaCache()
-
-    private var tick: RepeatedTask?
-    var stopping = false
-    private var observers: [ObjectIdentifier: WeakObserver] = [:]
-    /// Security events (failed handshakes, spoofing): logged once per source per minute.
-    let attackLog: RateLimitedLog
-    /// Called at the end of every keepalive tick, on the loop: the daemon's periodic chores
-    /// (the systemd status line) share the node's one timer instead of waking on their own.
-    var onTick: (() -> Void)?
-    /// `read_receipts`: tell senders when the local user read their messages.
-    var sendsReadReceipts = true
+    /// The message path's lasting state: outbox counts, the action outbox hint, the
+    /// receive quota's counts, read receipts, the search-index purge.
+    let messageDriver: MessageDriver
     /// Rooms: decoded operations and resolved state, loaded lazily (Node+Rooms.swift).
     var roomBook = RoomBook()
-    /// False once the action outbox was found empty (and nothing was queued since): the
-    /// pump then skips its query (Node+Conversation.swift).
-    var actionOutboxMayHaveWork = true
-    /// When the words of deleted messages are purged from the search index.
-    var erasurePurge = ErasurePurgeSchedule()
+    /// Who hears from the node: event observers and the daemon's per-tick chore.
+    let observers = NodeObservers()
 
-    var myIdentityKey: IdentityPublicKey { keys.identity.publicKey }
-    var myIdentity: String { keys.identityHex }
-    var fingerprint: Fingerprint { Fingerprint(keys.identity.publicKey) }
+    var myIdentityKey: IdentityPublicKey { ownIdentity.keys.identity.publicKey }
+    var myIdentity: String { ownIdentity.keys.identityHex }
+    var fingerprint: Fingerprint { Fingerprint(ownIdentity.keys.identity.publicKey) }
 
     init(
         loop: EventLoop, store: Store, keys: NodeKeys, card: Card, options: NodeOptions, log: Logger,
@@ -84,8 +73,6 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         self.options = options
         self.log = log
         self.clock = clock
-        self.random = random
-        self.startedAt = clock.monotonicNow()
         self.sessionDriver = SessionDriver(
             table: SessionTable(me: keys.identity.publicKey, maxSessions: options.maxSessions),
             loop: loop, clock: clock, log: log)
@@ -95,6 +82,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             identity: keys.identity, store: store, directory: peerDirectory, loop: loop, clock: clock, log: log)
         self.dialDriver = DialDriver(
             planner: DialPlanner(backoff: options.redial), loop: loop, clock: clock, random: random)
+        self.messageDriver = MessageDriver(store: store, directory: peerDirectory, loop: loop, clock: clock, log: log)
         self.attackLog = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60))
         sessionDriver.emit = { [unowned self] in self.emit($0) }
         dialDriver.open = { [unowned self] in self.openConnection($0, $1, expectedFingerprint: $2) }
@@ -105,9 +93,6 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     static func nowMs() -> Int64 { SystemNodeClock.wallMilliseconds() }
 
     var nowMs: Int64 { clock.wallMilliseconds() }
-
-    /// Whole seconds since this node started, on the monotonic clock.
-    var uptimeSeconds: Int { Int((clock.monotonicNow() - startedAt).components.seconds) }
 
     static func fingerprint(ofHex hex: String) -> String {
         if let known = fingerprintCache.withLockedValue({ $0[hex] }) { return known }
@@ -131,10 +116,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     func start() {
         loop.preconditionInEventLoop()
         loadOwnStatus()
-        let period = options.keepalive.tickInterval.timeAmount
-        tick = loop.scheduleRepeatedTask(initialDelay: period, delay: period) { [weak self] _ in
-            self?.keepaliveTick()
-        }
+        sessionDriver.startTicking(every: options.keepalive.tickInterval) { [weak self] in self?.keepaliveTick() }
         restoreAddressRecords()
         do { try reResolveStoredRooms() } catch {
             log.error("rooms not resolved again at start", ["error": "\(error)"])
@@ -145,39 +127,21 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// Says goodbye to every peer and stops dialling.
     func stop() {
         loop.preconditionInEventLoop()
-        stopping = true
-        tick?.cancel()
-        tick = nil
-        perform(dialPlanner.stop())
-        for link in links.values { link.connection.close(reason: .normal, text: "shutting down") }
+        sessionDriver.stop()
+        dialDriver.perform(dialDriver.planner.stop())
+        for link in sessionDriver.links.values { link.connection.close(reason: .normal, text: "shutting down") }
         // A deleted text's words must not outlive the run in the search index.
-        purgeSearchIndexIfOwed()
+        messageDriver.purgeIfOwed()
     }
 
-    func addObserver(_ o: NodeObserver) { observers[ObjectIdentifier(o)] = WeakObserver(o) }
-    func removeObserver(_ o: NodeObserver) { observers[ObjectIdentifier(o)] = nil }
+    func addObserver(_ o: NodeObserver) { observers.add(o) }
+    func removeObserver(_ o: NodeObserver) { observers.remove(o) }
 
-    func emit(_ e: NodeEvent) {
-        for (k, w) in observers {
-            guard let o = w.value else {
-                observers[k] = nil
-                continue
-            }
-            o.node(self, didEmit: e)
-        }
-    }
+    func emit(_ e: NodeEvent) { observers.emit(e, from: self) }
 
     /// The journal rows a message transaction should write for `method` events: nil when no
     /// observer journals them (`InTransactionJournal`), which first stores what it holds.
-    func messageJournal(_ method: String) -> MessageJournal? {
-        var journaled = false
-        for w in observers.values {
-            guard let j = w.value as? InTransactionJournal else { continue }
-            j.settleBeforeMessageTransaction()
-            journaled = true
-        }
-        return journaled ? try? MessageJournal(method: method, at: Self.nowMs()) : nil
-    }
+    func messageJournal(_ method: String) -> MessageJournal? { observers.messageJournal(method, at: Self.nowMs()) }
 
     // MARK: Peer records (cached)
 
@@ -199,8 +163,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     func reissueCard(displayName: String, hostName: String) throws {
         let next = try ownIdentity.reissue(displayName: displayName, hostName: hostName)
         peerDirectory.myName = next.displayName
-        for peer in sessions.peers { activeConnection(for: peer)?.send(.cardUpdate(next.encoded())) }
-        onCardChanged?(next)
+        for peer in sessionDriver.table.peers { activeConnection(for: peer)?.send(.cardUpdate(next.encoded())) }
+        ownIdentity.onCardChanged?(next)
         log.info("card re-issued", ["name": displayName, "sequence": "\(next.sequence)"])
     }
 
@@ -209,18 +173,14 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// (its sequence is lower), so nobody encrypts to the old key after seeing the new.
     func rotateNoiseKey() throws -> Int {
         try ownIdentity.rotateNoiseKey()
+        let card = ownIdentity.card
         try reissueCard(displayName: card.displayName, hostName: card.hostName)
-        log.info("Noise static key rotated", ["sequence": "\(card.sequence)"])
-        return sessions.count
+        log.info("Noise static key rotated", ["sequence": "\(ownIdentity.card.sequence)"])
+        return sessionDriver.table.count
     }
 
     /// This node as `node.whoami` describes it.
     func whoami() -> NodeWhoamiResult { ownIdentity.whoami() }
-}
-
-private struct WeakObserver {
-    weak var value: NodeObserver?
-    init(_ v: NodeObserver) { value = v }
 }
 
 extension IdentityPublicKey {

@@ -26,8 +26,8 @@ final class FileTransferInProcessTests: XCTestCase {
         options.fileDiskWorkInline = true
         alice = try InProcessNode(name: "alice", loop: loop, clock: clock, options: options)
         bob = try InProcessNode(name: "bob", loop: loop, clock: clock, options: options)
-        alice.node.stateDirectory = alice.directory
-        bob.node.stateDirectory = bob.directory
+        alice.node.ownIdentity.stateDirectory = alice.directory
+        bob.node.ownIdentity.stateDirectory = bob.directory
     }
 
     override func tearDownWithError() throws {
@@ -53,7 +53,7 @@ final class FileTransferInProcessTests: XCTestCase {
         options.fileDiskWorkInline = true
         options.quota.stranger.bytes = strangerQuotaBytes
         bob = try InProcessNode(name: "bob", loop: loop, clock: clock, options: options)
-        bob.node.stateDirectory = bob.directory
+        bob.node.ownIdentity.stateDirectory = bob.directory
     }
 
     private func sourceFile(bytes: Int) throws -> (String, [UInt8]) {
@@ -75,7 +75,7 @@ final class FileTransferInProcessTests: XCTestCase {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         XCTAssertGreaterThanOrEqual(fd, 0)
         defer { close(fd) }
-        let copy = try OutgoingCopies(stateDirectory: alice.node.stateDirectory).copy(
+        let copy = try OutgoingCopies(stateDirectory: alice.node.ownIdentity.stateDirectory).copy(
             descriptor: fd, name: "source.bin")
         let future = try alice.node.sendFiles(
             to: "bob", staged: [.init(copy: copy, name: (path as NSString).lastPathComponent, mediaType: nil)],

@@ -100,7 +100,7 @@ final class DialBackInProcessTests: XCTestCase {
             _ = try? loop.syncShutdownGracefully()
         }
         try InProcessLink(from: alice, to: bob, loop: loop).exchange()
-        alice.node.listenPorts = [7744]
+        alice.node.gossipDriver.listenPorts = [7744]
         var reports: [DialBackResult.Outcome?] = []
         // The request stays in alice's outbound frames: bob never answers.
         XCTAssertTrue(alice.node.requestDialBack(from: bob.identity, timeout: .seconds(5)) { reports.append($0) })

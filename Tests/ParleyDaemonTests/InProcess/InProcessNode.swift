@@ -46,7 +46,7 @@ final class InProcessNode: NodeObserver {
         node = Node(
             loop: loop, store: store, keys: keys, card: card, options: options, log: testLogger(),
             networkKey: nil, clock: clock, random: LowestRandom())
-        node.stateDirectory = directory
+        node.ownIdentity.stateDirectory = directory
         node.addObserver(self)
     }
 

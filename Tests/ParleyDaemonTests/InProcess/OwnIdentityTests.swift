@@ -24,8 +24,10 @@ final class OwnIdentityTests: XCTestCase {
             issuedAt: UInt64(clock.wallMilliseconds() / 1000), sequence: 1)
         let me = OwnIdentity(keys: keys, card: card, networkKey: nil, store: store, clock: clock)
         XCTAssertEqual(me.whoami().name, "ann")
+        XCTAssertEqual(me.uptimeSeconds, 0)
 
         loop.advanceTime(by: .seconds(2))
+        XCTAssertEqual(me.uptimeSeconds, 2, "uptime runs on the injected clock")
         let next = try me.reissue(displayName: "Ann B.", hostName: "h")
         XCTAssertGreaterThan(next.sequence, card.sequence)
         XCTAssertEqual(me.whoami().name, "Ann B.", "the cached answer follows the card")

@@ -43,7 +43,7 @@ final class SessionDriverTests: XCTestCase {
         driver.statusReceived(try PresenceStatus(typed: "in a meeting"), from: peer)
         XCTAssertEqual(driver.statuses[peer]?.text, "in a meeting")
 
-        XCTAssertTrue(driver.closed(handle, peer: peer, peerKeptAnother: true, stopping: false))
+        XCTAssertTrue(driver.closed(handle, peer: peer, peerKeptAnother: true))
         loop.advanceTime(by: .milliseconds(1_999))
         XCTAssertEqual(offline(events, peer), 0, "the peer kept another connection: wait for it")
         loop.advanceTime(by: .milliseconds(1))
@@ -93,7 +93,7 @@ final class SessionDriverTests: XCTestCase {
         _ = try hub.node.verify(bobAtHub, fingerprint: Fingerprint(bob.identity).description)
         first.initiatorConnection.close(reason: .normal)
         try first.exchange()
-        XCTAssertFalse(hub.node.sessions.isOnline(bob.identity))
+        XCTAssertFalse(hub.node.sessionDriver.table.isOnline(bob.identity))
 
         // Carol, a stranger, fills the one session and says where she is.
         _ = try carol.node.setStatus("at lunch")
@@ -106,11 +106,31 @@ final class SessionDriverTests: XCTestCase {
         let second = try InProcessLink(from: bob, to: hub, loop: loop)
         try second.exchange()
         try carolLink.exchange()
-        XCTAssertTrue(hub.node.sessions.isOnline(bob.identity))
-        XCTAssertFalse(hub.node.sessions.isOnline(carol.identity))
+        XCTAssertTrue(hub.node.sessionDriver.table.isOnline(bob.identity))
+        XCTAssertFalse(hub.node.sessionDriver.table.isOnline(carol.identity))
         XCTAssertEqual(offline(hub.events, carol.identity), 1)
         let info = hub.node.peerInfo(carolAtHub)
         XCTAssertFalse(info.online)
         XCTAssertNil(info.status, "an offline peer shows no status line")
+    }
+
+    /// The keepalive tick runs every period on the mock clock until the node stops; after
+    /// `stop` the driver says it is stopping and the tick never runs again.
+    func testTheTickRunsOnTheInjectedClockUntilStop() throws {
+        let me = try TestIdentity(name: "me").card.identityKey
+        let driver = SessionDriver(table: SessionTable(me: me), loop: loop, clock: clock, log: testLogger())
+        var ticks = 0
+        driver.startTicking(every: .seconds(5)) { ticks += 1 }
+        loop.advanceTime(by: .milliseconds(4_999))
+        XCTAssertEqual(ticks, 0)
+        loop.advanceTime(by: .milliseconds(1))
+        XCTAssertEqual(ticks, 1)
+        loop.advanceTime(by: .seconds(10))
+        XCTAssertEqual(ticks, 3)
+        XCTAssertFalse(driver.stopping)
+        driver.stop()
+        XCTAssertTrue(driver.stopping)
+        loop.advanceTime(by: .seconds(60))
+        XCTAssertEqual(ticks, 3, "no tick after stop")
     }
 }

@@ -53,8 +53,8 @@ final class TwoNodeTests: XCTestCase {
 
     func testHandshakePinsBothSidesAndAnnouncesPresence() throws {
         _ = try connect()
-        XCTAssertTrue(alice.node.sessions.isOnline(bob.identity))
-        XCTAssertTrue(bob.node.sessions.isOnline(alice.identity))
+        XCTAssertTrue(alice.node.sessionDriver.table.isOnline(bob.identity))
+        XCTAssertTrue(bob.node.sessionDriver.table.isOnline(alice.identity))
         XCTAssertEqual(try alice.node.store.peer(identity: bob.identity.hex)?.trust, .pinned)
         XCTAssertEqual(try bob.node.store.peer(identity: alice.identity.hex)?.displayName, "alice")
         XCTAssertTrue(
@@ -128,7 +128,7 @@ final class TwoNodeTests: XCTestCase {
         try link.exchange()  // the acks arrive, the window opens, the rest follows
         XCTAssertEqual(try arrived(), 10)
         XCTAssertEqual(try delivered(), 10)
-        XCTAssertEqual(alice.node.links[ObjectIdentifier(link.initiatorConnection)]?.window.isEmpty, true)
+        XCTAssertEqual(alice.node.sessionDriver.links[ObjectIdentifier(link.initiatorConnection)]?.window.isEmpty, true)
     }
 
     func testAStalledSendIsResentAfterTheAckTimeoutAndDeliveredOnce() throws {
@@ -143,7 +143,7 @@ final class TwoNodeTests: XCTestCase {
             bob.node.keepaliveTick()
             try link.exchange(.responderToInitiator)
         }
-        XCTAssertTrue(alice.node.sessions.isOnline(bob.identity))
+        XCTAssertTrue(alice.node.sessionDriver.table.isOnline(bob.identity))
         XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .queued, "30 s: not resent yet")
         let heldBefore = try link.initiatorFramesHeld()
         link.advance(.seconds(1))
@@ -176,12 +176,13 @@ final class TwoNodeTests: XCTestCase {
         try link.exchange(.initiatorToResponder)  // alice's ping reaches bob; bob's pong stalls
         link.advance(.seconds(15))
         alice.node.keepaliveTick()
-        XCTAssertTrue(alice.node.sessions.isOnline(bob.identity), "unanswered for 15 s is not yet past deadAfter")
+        XCTAssertTrue(
+            alice.node.sessionDriver.table.isOnline(bob.identity), "unanswered for 15 s is not yet past deadAfter")
         try link.exchange(.initiatorToResponder)
         link.advance(.milliseconds(1))
         alice.node.keepaliveTick()
         try link.exchange(.initiatorToResponder)
-        XCTAssertFalse(alice.node.sessions.isOnline(bob.identity))
+        XCTAssertFalse(alice.node.sessionDriver.table.isOnline(bob.identity))
         XCTAssertTrue(
             alice.events.contains { if case .peerOffline(bob.identity.hex) = $0 { return true } else { return false } })
     }
@@ -192,8 +193,8 @@ final class TwoNodeTests: XCTestCase {
         try second.exchange()
         try first.exchange()
         // Both nodes keep the same connection, and exactly one session each.
-        let keptAtAlice = alice.node.sessions.handle(for: bob.identity)
-        let keptAtBob = bob.node.sessions.handle(for: alice.identity)
+        let keptAtAlice = alice.node.sessionDriver.table.handle(for: bob.identity)
+        let keptAtBob = bob.node.sessionDriver.table.handle(for: alice.identity)
         let firstKept = keptAtAlice == ObjectIdentifier(first.initiatorConnection)
         XCTAssertEqual(keptAtBob == ObjectIdentifier(first.responderConnection), firstKept)
         let secondKept = keptAtAlice == ObjectIdentifier(second.responderConnection)
@@ -213,8 +214,8 @@ final class TwoNodeTests: XCTestCase {
         let impostor = try InProcessNode(name: "bob", loop: loop, clock: clock)
         let link = try InProcessLink(from: impostor, to: alice, loop: loop)
         try link.exchange()
-        XCTAssertTrue(alice.node.sessions.isOnline(impostor.identity), "a new key is pinned on first use")
-        XCTAssertTrue(alice.node.sessions.isOnline(bob.identity), "the real bob's session is untouched")
+        XCTAssertTrue(alice.node.sessionDriver.table.isOnline(impostor.identity), "a new key is pinned on first use")
+        XCTAssertTrue(alice.node.sessionDriver.table.isOnline(bob.identity), "the real bob's session is untouched")
         XCTAssertEqual(try alice.node.store.peer(identity: bob.identity.hex)?.trust, .pinned)
         XCTAssertEqual(alice.node.nameClash(of: bob.identity)?.with, [impostor.identity])
         XCTAssertEqual(alice.node.nameClash(of: impostor.identity)?.kind, .sameName)
@@ -246,7 +247,7 @@ final class TwoNodeTests: XCTestCase {
         let strict = try InProcessNode(name: "strict", loop: loop, clock: clock, options: options)
         let link = try InProcessLink(from: alice, to: strict, loop: loop)
         try link.exchange()
-        XCTAssertFalse(strict.node.sessions.isOnline(alice.identity))
+        XCTAssertFalse(strict.node.sessionDriver.table.isOnline(alice.identity))
         XCTAssertEqual(link.initiatorConnection.remoteCloseReason, .notTrusted)
         let held = try XCTUnwrap(try strict.node.store.peer(identity: alice.identity.hex))
         XCTAssertEqual(held.trust, .pending)
@@ -256,6 +257,6 @@ final class TwoNodeTests: XCTestCase {
         _ = try strict.node.accept(held)
         let again = try InProcessLink(from: alice, to: strict, loop: loop)
         try again.exchange()
-        XCTAssertTrue(strict.node.sessions.isOnline(alice.identity))
+        XCTAssertTrue(strict.node.sessionDriver.table.isOnline(alice.identity))
     }
 }
