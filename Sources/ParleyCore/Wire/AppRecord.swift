@@ -54,6 +54,9 @@ public enum AppRecord: Equatable, Sendable {
     case roomMessage(RoomMessageArrival)
     /// What the sender holds of a room's signed messages (0x17). Optional: `roomSync`.
     case roomHave(RoomHave)
+    /// A member's signed card passed on through a room (0x18). Optional:
+    /// `ProtocolFeatures.roomCards` (docs/PROTOCOL.md "Room cards").
+    case roomCard(RoomCardRecord)
     /// A record type this version does not know: skipped, for forward compatibility.
     case unknown(type: UInt8, length: Int)
 
@@ -70,6 +73,8 @@ public enum AppRecord: Equatable, Sendable {
         case roomEdit = 0x13, roomDelete = 0x14, roomReaction = 0x15
         /// Room sync (issue 30): signed room messages and the holders' summaries.
         case roomMessage = 0x16, roomHave = 0x17
+        /// Room cards (issue 30): members' cards passed on with a room's operations.
+        case roomCard = 0x18
         case listenPorts = 0x20
         case fileOffer = 0x30, fileWant = 0x31, fileHashes = 0x32, fileChunk = 0x33, fileHave = 0x34
         case fileEnd = 0x35
@@ -227,6 +232,8 @@ extension AppRecord {
             break
         case .roomHave(let h):
             put(.roomHave, h.encoded())
+        case .roomCard(let c):
+            put(.roomCard, c.encoded())
         case .addressRecord(let record):
             put(.addressRecord, record.encoded())
         case .contactTags(let tags):
@@ -378,6 +385,8 @@ extension AppRecord {
                 do { return .roomHave(try RoomHave.decode(payload[...])) } catch {
                     throw AppRecordError.malformed(type: type, reason: error.description)
                 }
+            case .roomCard:
+                return .roomCard(try RoomCardRecord.decode(payload))
             case .roomChat, .roomReply:
                 let id = MessageID(exactly: try r.readBytes(MessageID.length))
                 let room = RoomID(exactly: try r.readBytes(RoomID.length))

@@ -224,6 +224,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         case .dialBackResult(let r): delegate?.connection(self, receivedDialBackResult: r)
         case .roomMessage(let m): pendingRoomTraffic.append(.signed(m))
         case .roomHave(let h): pendingRoomTraffic.append(.have(h))
+        case .roomCard(let c): pendingRoomTraffic.append(.card(c))
         case .unknown: break
         }
     }

@@ -553,6 +553,11 @@ extension Node {
                     try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
                     try storeSigned(&signed)
                     receivedRoomHave(have, from: sender)
+                case .card(let card):
+                    // After the operations before it: they may make its subject a member.
+                    try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
+                    try storeSigned(&signed)
+                    receivedRoomCard(card, from: sender, on: conn)
                 }
             }
             try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
@@ -701,6 +706,9 @@ extension Node {
                 links[handle]?.window.admit(ackID, bytes: stored.encoded.count, lane: .roomOperation, now: now) == true
             else { continue }
             conn.send(.roomOperation(op))
+            // Its actor's card after it (room cards): the receiver learns the name of a
+            // member it may never have a session with.
+            sendRoomCard(of: op.actor, room: op.roomID, on: conn, peer: peer)
         }
     }
 
