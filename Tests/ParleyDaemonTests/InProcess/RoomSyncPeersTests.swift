@@ -59,4 +59,39 @@ final class RoomSyncPeersTests: XCTestCase {
         _ = link
         bob.node.stop()
     }
+
+    /// Room cards: a co-member's name learnt through the room is a key pinned on first use
+    /// that may never exchange a message with this node; it is kept while both are in the
+    /// room (a colleague away for a week is still shown by name), unlike a stranger's key.
+    func testACoMembersKeyIsNotForgottenAsUnused() throws {
+        let loop = EmbeddedEventLoop()
+        let clock = LoopClock(loop: loop)
+        var options = NodeOptions()
+        options.unusedIdentityLifetime = .seconds(60)
+        let alice = try InProcessNode(name: "alice", loop: loop, clock: clock, options: options)
+        defer { try? FileManager.default.removeItem(atPath: alice.directory) }
+        func pin(_ name: String) throws -> IdentityPublicKey {
+            let k = IdentityKeyPair.generate()
+            let c = try Card.issue(
+                identity: k, noiseKey: NoiseStaticKeyPair.generate().publicKey, displayName: name, hostName: "",
+                issuedAt: 1, sequence: 1)
+            try alice.node.upsertPeer(
+                PeerRecord(
+                    identity: k.publicKey.hex, displayName: name, hostName: "", card: c.encoded(), cardSequence: 1,
+                    noiseKey: c.noiseKey.hex, trust: .pinned, firstSeen: 1, lastSeen: 1))
+            return k.publicKey
+        }
+        let carol = try pin("carol")
+        let stranger = try pin("stranger")
+        let me = alice.identity.hex
+        try alice.node.store.saveRoom(
+            RoomRecord(
+                id: String(repeating: "ab", count: 16), root: String(repeating: "cd", count: 32), name: "lab",
+                creator: me, createdAt: 1, version: 2, members: [me, carol.hex].sorted(), status: .joined,
+                roles: [me: .owner, carol.hex: .member], joined: [me, carol.hex].sorted(), updatedAt: 1))
+        loop.advanceTime(by: .seconds(120))
+        alice.node.expireUnusedIdentitiesIfDue(now: clock.monotonicNow())
+        XCTAssertNotNil(try alice.node.store.peer(identity: carol.hex), "a co-member's name stays")
+        XCTAssertNil(try alice.node.store.peer(identity: stranger.hex), "a stranger's key is forgotten")
+    }
 }
