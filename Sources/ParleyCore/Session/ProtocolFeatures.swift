@@ -26,8 +26,16 @@ public struct ProtocolFeatures: OptionSet, Hashable, Sendable {
     /// cards").
     public static let roomCards = ProtocolFeatures(rawValue: 1 << 4)
 
+    /// Operation summaries (issue 30): a room's operations go to a few members, which pass
+    /// them on to a few more, and members compare the heads of their operation graphs
+    /// (0x19) to fill the gaps, instead of every member sending every operation to every
+    /// member (docs/PROTOCOL.md "Operation summaries").
+    public static let roomOperationSummaries = ProtocolFeatures(rawValue: 1 << 5)
+
     /// What this version understands.
-    public static let supported: ProtocolFeatures = [.conversation, .files, .addressGossip, .roomSync, .roomCards]
+    public static let supported: ProtocolFeatures = [
+        .conversation, .files, .addressGossip, .roomSync, .roomCards, .roomOperationSummaries
+    ]
 }
 
 extension AppRecord.RecordType {
@@ -46,6 +54,8 @@ extension AppRecord.RecordType {
             return .roomSync
         case .roomCard:
             return .roomCards
+        case .roomOpsHave:
+            return .roomOperationSummaries
         case .chat, .ack, .cardUpdate, .ping, .pong, .close, .refused, .readReceipt, .roomOperation, .roomChat,
             .listenPorts:
             return nil

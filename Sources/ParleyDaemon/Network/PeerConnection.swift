@@ -225,6 +225,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         case .roomMessage(let m): pendingRoomTraffic.append(.signed(m))
         case .roomHave(let h): pendingRoomTraffic.append(.have(h))
         case .roomCard(let c): pendingRoomTraffic.append(.card(c))
+        case .roomOpsHave(let h): pendingRoomTraffic.append(.operationsHave(h))
         case .unknown: break
         }
     }

@@ -13,4 +13,6 @@ enum RoomTraffic {
     /// A member's card passed on through the room (room cards), after the operations that
     /// make it a member.
     case card(RoomCardRecord)
+    /// The heads of a member's operation graph of a room (operation summaries).
+    case operationsHave(RoomOperationsHave)
 }

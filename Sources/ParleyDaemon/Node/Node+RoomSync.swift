@@ -90,6 +90,7 @@ extension Node {
 
     /// A session is up: with a peer that syncs rooms, compare every room both have joined.
     func roomSyncSessionStarted(_ conn: PeerConnection, peer: IdentityPublicKey) {
+        noteRoomSyncPeer(peer, .operations, syncing: conn.remoteFeatures.contains(.roomOperationSummaries))
         guard conn.remoteFeatures.contains(.roomSync) else {
             noteRoomSyncPeer(peer, syncing: false)
             return
@@ -114,24 +115,43 @@ extension Node {
     /// Peers known to sync rooms: those seen with bit 3, in this run or an earlier one (the
     /// store keeps them, so after a restart the author still uses fan-out for them).
     func knownRoomSyncPeers() -> Set<IdentityPublicKey> {
+        loadRoomSyncPeers()
+        return roomBook.sync.syncing
+    }
+
+    /// Peers known to compare operation summaries (bit 5), in this run or an earlier one.
+    func knownSummarizingPeers() -> Set<IdentityPublicKey> {
+        loadRoomSyncPeers()
+        return roomBook.sync.summarizing
+    }
+
+    private func loadRoomSyncPeers() {
         if !roomBook.sync.syncingLoaded {
             roomBook.sync.syncingLoaded = true
             do {
                 let stored = try store.roomSyncPeers().compactMap { IdentityPublicKey(hex: $0) }
                 roomBook.sync.syncing.formUnion(stored)
+                let summarizing = try store.roomSyncPeers(.operations).compactMap { IdentityPublicKey(hex: $0) }
+                roomBook.sync.summarizing.formUnion(summarizing)
             } catch {
                 log.error(
                     "could not read the peers that sync rooms; they get room messages directly", ["error": "\(error)"])
             }
         }
-        return roomBook.sync.syncing
     }
 
     /// `peer` announced (or no longer announces) room sync: kept, in memory and in the store.
-    func noteRoomSyncPeer(_ peer: IdentityPublicKey, syncing: Bool) {
-        guard knownRoomSyncPeers().contains(peer) != syncing else { return }
-        if syncing { roomBook.sync.syncing.insert(peer) } else { roomBook.sync.syncing.remove(peer) }
-        do { try store.setRoomSyncPeer(peer.hex, syncing: syncing) } catch {
+    func noteRoomSyncPeer(_ peer: IdentityPublicKey, _ feature: RoomSyncFeature = .messages, syncing: Bool) {
+        loadRoomSyncPeers()
+        switch feature {
+        case .messages:
+            guard roomBook.sync.syncing.contains(peer) != syncing else { return }
+            if syncing { roomBook.sync.syncing.insert(peer) } else { roomBook.sync.syncing.remove(peer) }
+        case .operations:
+            guard roomBook.sync.summarizing.contains(peer) != syncing else { return }
+            if syncing { roomBook.sync.summarizing.insert(peer) } else { roomBook.sync.summarizing.remove(peer) }
+        }
+        do { try store.setRoomSyncPeer(peer.hex, feature, syncing: syncing) } catch {
             log.warning(
                 "could not keep whether a peer syncs rooms", ["peer": peer.fingerprintText, "error": "\(error)"])
         }
@@ -139,6 +159,7 @@ extension Node {
 
     func roomSyncSessionEnded(_ peer: IdentityPublicKey) {
         roomBook.cards.sessionEnded(peer)
+        roomBook.sync.summaryReplies[peer] = nil
         guard roomBook.sync.loaded else { return }
         roomBook.sync.machine.sessionClosed(peer)
         roomBook.sync.pushed[peer] = nil
@@ -571,6 +592,9 @@ extension Node {
             case let .sendHave(peer, have):
                 guard let conn = activeConnection(for: peer), conn.remoteFeatures.contains(.roomSync) else { continue }
                 conn.send(.roomHave(have))
+                // Operation summaries ride on message summaries: at session start, when a
+                // member joins, and by anti-entropy (docs/PROTOCOL.md "Operation summaries").
+                sendRoomOperationsHave(room: have.roomID, on: conn)
             case let .push(peer, room, author, sequences):
                 guard let conn = activeConnection(for: peer), conn.remoteFeatures.contains(.roomSync) else { continue }
                 let encoded: [[UInt8]]

@@ -18,7 +18,14 @@ struct RoomSyncBook {
     /// (`Store.setRoomSyncPeer`), loaded on first use (`syncingLoaded`), so after a restart
     /// the author still uses fan-out instead of sending to every member it has not met again.
     var syncing: Set<IdentityPublicKey> = []
+    /// Peers seen with feature bit 5 (operation summaries) at their latest session: this
+    /// node sends a room operation itself only to a few of them (`RoomOperationFanOut`).
+    /// Kept and loaded like `syncing`.
+    var summarizing: Set<IdentityPublicKey> = []
     var syncingLoaded = false
+    /// When this node last answered a peer's operation summary of a room with its own
+    /// (`RoomOperationSummaryLimits.replyInterval`); dropped with the session.
+    var summaryReplies: [IdentityPublicKey: [RoomID: MonotonicInstant]] = [:]
     /// Signed changes whose target message is not held yet, with the peer that handed each
     /// over (acknowledged to it once applied). Bounded: `RoomSyncLimits.maxWaitingChanges`.
     var waitingChanges: [(change: SignedRoomMessage, from: IdentityPublicKey)] = []
