@@ -30,6 +30,14 @@ extension Node {
                 "operation summary ignored: not both joined", ["room": have.roomID.hex, "from": peer.fingerprintText])
             return
         }
+        let now = clock.monotonicNow()
+        if let last = roomBook.sync.summariesRead[peer]?[have.roomID],
+            now - last < RoomOperationSummaryLimits.readInterval
+        {
+            log.debug("operation summary ignored: too soon", ["room": have.roomID.hex, "from": peer.fingerprintText])
+            return
+        }
+        roomBook.sync.summariesRead[peer, default: [:]][have.roomID] = now
         let (send, theyHaveMore) = RoomOperationFanOut.missing(from: entry.operations, theirHeads: have.heads)
         if !send.isEmpty {
             log.debug(
@@ -39,7 +47,6 @@ extension Node {
             pump(conn)
         }
         guard theyHaveMore else { return }
-        let now = clock.monotonicNow()
         if let last = roomBook.sync.summaryReplies[peer]?[have.roomID],
             now - last < RoomOperationSummaryLimits.replyInterval
         {

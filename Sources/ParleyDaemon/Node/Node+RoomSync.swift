@@ -160,6 +160,7 @@ extension Node {
     func roomSyncSessionEnded(_ peer: IdentityPublicKey) {
         roomBook.cards.sessionEnded(peer)
         roomBook.sync.summaryReplies[peer] = nil
+        roomBook.sync.summariesRead[peer] = nil
         guard roomBook.sync.loaded else { return }
         roomBook.sync.machine.sessionClosed(peer)
         roomBook.sync.pushed[peer] = nil

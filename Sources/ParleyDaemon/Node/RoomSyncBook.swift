@@ -26,6 +26,9 @@ struct RoomSyncBook {
     /// When this node last answered a peer's operation summary of a room with its own
     /// (`RoomOperationSummaryLimits.replyInterval`); dropped with the session.
     var summaryReplies: [IdentityPublicKey: [RoomID: MonotonicInstant]] = [:]
+    /// When this node last read a peer's operation summary of a room
+    /// (`RoomOperationSummaryLimits.readInterval`); dropped with the session.
+    var summariesRead: [IdentityPublicKey: [RoomID: MonotonicInstant]] = [:]
     /// Signed changes whose target message is not held yet, with the peer that handed each
     /// over (acknowledged to it once applied). Bounded: `RoomSyncLimits.maxWaitingChanges`.
     var waitingChanges: [(change: SignedRoomMessage, from: IdentityPublicKey)] = []

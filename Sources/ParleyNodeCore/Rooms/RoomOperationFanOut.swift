@@ -78,4 +78,10 @@ public enum RoomOperationSummaryLimits {
     /// most once per this interval per session and room: two members that each hold what
     /// the other lacks would otherwise answer each other's answers.
     public static let replyInterval: Duration = .seconds(5)
+    /// A node reads at most one summary per this interval per session and room, and
+    /// ignores the others: each may queue the room's whole log (256 operations) for its
+    /// sender, so a member repeating an empty summary would make this node send the log
+    /// again and again. Honest members send one at session start, one answer, and one per
+    /// `RoomSyncLimits.antiEntropyInterval`.
+    public static let readInterval: Duration = .seconds(2)
 }
