@@ -46,6 +46,7 @@ final class RoomSyncPeersTests: XCTestCase {
             loop: loop, store: try Store(directory: alice.directory), keys: keys, card: alice.node.card,
             options: NodeOptions(), log: testLogger(), networkKey: nil, clock: clock, random: LowestRandom())
         XCTAssertEqual(again.knownRoomSyncPeers(), Set(others.map(\.publicKey) + [bob.identity]))
+        XCTAssertEqual(again.knownSummarizingPeers(), [bob.identity], "bit 5 (operation summaries) kept too")
         XCTAssertEqual(again.roomMessageRecipients(state).count, RoomFanOut.directRecipients)
 
         // A peer whose node no longer announces the bit (a downgrade) is forgotten too.
