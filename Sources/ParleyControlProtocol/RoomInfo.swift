@@ -9,13 +9,21 @@ public struct RoomMemberInfo: Codable, Sendable, Hashable {
     public var role: String
     /// False while the member has not accepted its invitation ("invited").
     public var joined: Bool
+    /// Whether a person verified this member's key (compared fingerprints or the safety
+    /// number). False for a name the member gave itself, by a handshake or by the card the
+    /// room's operations carry (room cards); absent for this node itself.
+    public var verified: Bool?
 
-    public init(name: String, fingerprint: String, you: Bool, role: String = "member", joined: Bool = true) {
+    public init(
+        name: String, fingerprint: String, you: Bool, role: String = "member", joined: Bool = true,
+        verified: Bool? = nil
+    ) {
         self.name = name
         self.fingerprint = fingerprint
         self.you = you
         self.role = role
         self.joined = joined
+        self.verified = verified
     }
 }
 

@@ -36,6 +36,11 @@ public struct RoomSyncSimulation {
         /// A signed message: `direct` from its author's outbox, otherwise passed on by sync.
         case message(author: Int, sequence: UInt64, direct: Bool)
         case ack(author: Int, sequence: UInt64)
+        /// The room operation `writeOperation` made (its actor's card after it, once).
+        case operation
+        case operationAck
+        /// An operation summary (features bit 5): whether the sender holds the operation.
+        case operationsHave(holds: Bool)
     }
 
     struct Event {
@@ -60,6 +65,8 @@ public struct RoomSyncSimulation {
     public private(set) var firstHeld: [[Int: [UInt64: MonotonicInstant]]]
 
     private let state: RoomState
+    private let operationsByHash: [RoomOperationHash: RoomOperation]
+    private let creatorKeys: IdentityKeyPair
     private let membershipThen: RoomFold?
     private var machines: [RoomSyncStateMachine]
     private var rng: SplitMix64
@@ -75,6 +82,23 @@ public struct RoomSyncSimulation {
     /// holds every message.
     private var heldCount = 0
     private var writtenCount = 0
+
+    // One room operation's spread (`writeOperation`): who holds it, since when, and whether
+    // members compare operation summaries (features bit 5) or flood it (older nodes).
+    public var operationSummaries = false
+    public private(set) var operationFirstHeld: [MonotonicInstant?] = []
+    private var operation: RoomOperation?
+    private var operationAfter: RoomState?
+    private var operationHeldCount = 0
+    /// Per sender: the members it queued the operation for and that did not acknowledge it.
+    private var operationOutbox: [Set<Int>] = []
+    private var summaryReplyAt: [Int: [Int: MonotonicInstant]] = [:]
+    /// How many times members queued the room's whole log for the newcomer (the newcomer
+    /// compares summaries too: only the adder should).
+    public private(set) var wholeLogsQueued = 0
+    /// Bytes of one operation record and of its actor's card after it.
+    public private(set) var operationBytes = 0
+    public static let cardBytes = recordOverhead + RoomID.length + 160
 
     /// A room of `members` identities (member 0 created it and listed the first
     /// `RoomLimits.maxCreateMembers`; it added the others one by one; every member joined),
@@ -113,6 +137,8 @@ public struct RoomSyncSimulation {
         }
         self.state = state
         let byHash = Dictionary(uniqueKeysWithValues: ops.map { ($0.hash, $0) })
+        operationsByHash = byHash
+        creatorKeys = creator
         membershipThen = RoomEntitlement.membership(at: state.heads.map(\.hash), state: state, operations: byHash)
         keys = pairs.map(\.publicKey)
         roomID = root.roomID
@@ -132,6 +158,54 @@ public struct RoomSyncSimulation {
     }
 
     public enum SimulationError: Error { case roomDidNotResolve }
+
+    /// Every member holds the operation `writeOperation` made.
+    public var operationConverged: Bool { operationHeldCount == keys.count }
+
+    /// Member 0 (the owner) adds a new member (not simulated: an invitee that is not online)
+    /// and queues the add by `RoomDistribution`, narrowed by `RoomOperationFanOut` when
+    /// `operationSummaries`; each member that keeps it does the same. The whole log the plan
+    /// queues for the newcomer is counted apart (`wholeLogsQueued`), not delivered.
+    public mutating func writeOperation() throws {
+        let newcomer = IdentityKeyPair.generate().publicKey
+        let op = try RoomOperation.change(
+            .add(newcomer), roomID: roomID, after: state.heads, by: creatorKeys, createdAt: 4)
+        guard
+            let after = RoomResolver.resolve(
+                root: operationsByHash.values.first { $0.kind == .create }!,
+                operations: Array(operationsByHash.values) + [op])
+        else { throw SimulationError.roomDidNotResolve }
+        operation = op
+        operationAfter = after
+        operationBytes = Self.recordOverhead + op.encoded().count
+        operationFirstHeld = Array(repeating: nil, count: keys.count)
+        operationOutbox = Array(repeating: [], count: keys.count)
+        operationHeldCount = 0
+        wholeLogsQueued = 0
+        keepOperation(at: 0, from: nil)
+    }
+
+    private mutating func keepOperation(at i: Int, from: Int?) {
+        guard let op = operation, let after = operationAfter, let newcomer = op.target, operationFirstHeld[i] == nil
+        else { return }
+        operationFirstHeld[i] = now
+        operationHeldCount += 1
+        var plan = RoomDistribution.plan(
+            for: op, before: state, after: after, me: keys[i], receivedFrom: from.map { keys[$0] })
+        if operationSummaries {
+            let onlineKeys = Set(keys.indices.filter { online[$0] && $0 != i }.map { keys[$0] })
+            plan = RoomOperationFanOut.narrow(
+                plan, for: op, after: after, me: keys[i], summarizing: Set(keys + [newcomer]), online: onlineKeys,
+                using: &rng)
+        }
+        for r in plan.operationTo {
+            guard let j = index[r] else { continue }  // the newcomer: not simulated
+            operationOutbox[i].insert(j)
+            send(.operation, from: i, to: j)
+        }
+        // The room's whole log to the newcomer (offline here): counted apart, not delivered.
+        wholeLogsQueued += plan.wholeLogTo.count
+    }
 
     /// The bytes of one signed room message with this simulation's body (one anchor).
     public var signedMessageBytes: Int { 83 + RoomOperationHash.length + bodyBytes + 64 }
@@ -241,6 +315,9 @@ public struct RoomSyncSimulation {
     }
 
     private mutating func flushOutbox(author: Int, to j: Int) {
+        if operationOutbox.indices.contains(author), operationOutbox[author].contains(j) {
+            send(.operation, from: author, to: j)
+        }
         for seq in (outbox[author][j] ?? []).sorted() {
             send(.message(author: author, sequence: seq, direct: true), from: author, to: j)
         }
@@ -264,6 +341,27 @@ public struct RoomSyncSimulation {
                     by: to)
             }
             send(.ack(author: author, sequence: seq), from: to, to: from)
+        case .operation:
+            if operationFirstHeld[to] != nil {
+                traffic[to].redundant += 1
+            } else {
+                keepOperation(at: to, from: from)
+            }
+            send(.operationAck, from: to, to: from)
+        case .operationAck:
+            operationOutbox[to].remove(from)
+        case .operationsHave(let theyHold):
+            let iHold = operation != nil && operationFirstHeld[to] != nil
+            if iHold && !theyHold {
+                operationOutbox[to].insert(from)
+                send(.operation, from: to, to: from)
+            } else if !iHold && theyHold {
+                let last = summaryReplyAt[to]?[from]
+                if last.map({ now - $0 >= RoomOperationSummaryLimits.replyInterval }) ?? true {
+                    summaryReplyAt[to, default: [:]][from] = now
+                    send(.operationsHave(holds: false), from: to, to: from)
+                }
+            }
         case let .ack(author, seq):
             if author == to { outbox[to][from]?.remove(seq) }
             perform(
@@ -280,6 +378,9 @@ public struct RoomSyncSimulation {
             case let .sendHave(peer, have):
                 guard let j = index[peer] else { continue }
                 send(.have(have), from: i, to: j)
+                if operationSummaries {
+                    send(.operationsHave(holds: operation != nil && operationFirstHeld[i] != nil), from: i, to: j)
+                }
             case let .push(peer, _, author, sequences):
                 guard let j = index[peer], let a = index[author] else { continue }
                 for s in sequences { send(.message(author: a, sequence: s, direct: false), from: i, to: j) }
@@ -293,7 +394,12 @@ public struct RoomSyncSimulation {
         switch p {
         case .have(let h): return Self.recordOverhead + h.encoded().count
         case .message: return Self.recordOverhead + signedMessageBytes
-        case .ack: return Self.ackBytes
+        case .ack, .operationAck: return Self.ackBytes
+        // The operation, then its actor's card (room cards: once per session, and one
+        // operation is measured here).
+        case .operation: return operationBytes + Self.cardBytes
+        // Room id, a count, one head.
+        case .operationsHave: return Self.recordOverhead + RoomID.length + 1 + RoomOperationHash.length
         }
     }
 

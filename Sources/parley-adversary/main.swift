@@ -62,6 +62,11 @@ let usage = """
                                       "closed" or "alive"
                               sync-equivocate ROOM  two different validly signed messages
                                       with one sequence; print "message-acked K"
+                              card-attacks ROOM VICTIM NAME  (room cards, bit 4) a forged
+                                      card for VICTIM's key (64 hex digits), a stranger's
+                                      valid card, and a puppet key of its own added and
+                                      joined with a card named NAME; then a ping; print
+                                      "puppet HEX", "ops-acked K", "alive" or "closed"
                               sync-have ROOM  an empty summary of ROOM; print "pushed N" (the
                                       signed messages the target sent it; kept in
                                       $PARLEY_ADVERSARY_STATE.signed)

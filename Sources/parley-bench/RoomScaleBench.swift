@@ -18,7 +18,7 @@ struct RoomScaleBench {
     func run() -> [BenchRow] {
         let size = scale.smoke ? 100 : 500
         do {
-            return try measure(size: size)
+            return try measure(size: size) + operationRows(size: size)
         } catch {
             return [
                 .skipped(
@@ -98,6 +98,61 @@ struct RoomScaleBench {
                     "no new messages: one roomHave per room per 15 s (anti-entropy); at session start each member sent "
                     + "a median \(sessionBytes) B over its \(size - 1) sessions (summaries to at most \(RoomSyncLimits.startSummaries) sessions per room)"
             )
+        ]
+    }
+
+    /// Rows 14f–14h: one membership operation (an add) in a room of `size`, spread as older
+    /// nodes do (every member that keeps it sends it to every other) and with operation
+    /// summaries (features bit 5: `RoomOperationFanOut`, gaps filled by summaries).
+    private func operationRows(size: Int) throws -> [BenchRow] {
+        func spread(summaries: Bool) throws -> (
+            seconds: Double?, author: Int, median: Int, busiest: Int, copies: Int, logs: Int
+        ) {
+            var sim = try RoomSyncSimulation(members: size, seed: 31)
+            sim.operationSummaries = summaries
+            sim.setOnline(Array(0..<size))
+            sim.run(until: sim.now + .seconds(1))
+            sim.resetTraffic()
+            let start = sim.now
+            try sim.writeOperation()
+            sim.run(until: start + .seconds(300)) { $0.operationConverged }
+            let took = sim.now - start
+            let converged = sim.operationConverged
+            // Acknowledgements and summaries still in flight count too.
+            sim.run(until: sim.now + .milliseconds(50))
+            let members = sim.traffic.dropFirst()
+            let totals = members.map { $0.bytesSent + $0.bytesReceived }.sorted()
+            return (
+                converged ? Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18 : nil,
+                sim.traffic[0].bytesSent, totals[totals.count / 2], totals.last ?? 0,
+                members.map { $0.redundant + 1 }.sorted()[members.count / 2], sim.wholeLogsQueued
+            )
+        }
+        let flood = try spread(summaries: false)
+        let bounded = try spread(summaries: true)
+        let setup =
+            "an add by the owner in a room of \(size) (RoomSyncSimulation: real RoomDistribution and "
+            + "RoomOperationFanOut, every two members with a session, 2 ms per record, mock clock); bytes include "
+            + "the actor's card after each operation record, not the room's whole log queued for the newcomer "
+            + "(\(bounded.logs)× with summaries, by the adder only; \(flood.logs)× flooded, by every member)"
+        return [
+            BenchRow(
+                id: "14f", measure: "Room of \(size): membership operation → every member holds it", unit: "s",
+                parley: bounded.seconds, reference: flood.seconds,
+                referenceName: "every member to every member (older nodes)", goal: .none,
+                note: "\(setup); with summaries the last members get it by relay and anti-entropy (15 s)"),
+            BenchRow(
+                id: "14g", measure: "Room of \(size): author's bytes for one membership operation", unit: "KiB",
+                parley: Double(bounded.author) / 1024, reference: Double(flood.author) / 1024,
+                referenceName: "every member to every member (older nodes)", goal: .none,
+                note: "to \(RoomFanOut.directRecipients) members, not \(size - 1)"),
+            BenchRow(
+                id: "14h", measure: "Room of \(size): median member's bytes for one membership operation", unit: "KiB",
+                parley: Double(bounded.median) / 1024, reference: Double(flood.median) / 1024,
+                referenceName: "every member to every member (older nodes)", goal: .none,
+                note:
+                    "sent + received; the median member received it \(bounded.copies)× (\(flood.copies)× flooded); "
+                    + "busiest \(bounded.busiest / 1024) KiB (\(flood.busiest / 1024) KiB flooded)")
         ]
     }
 

@@ -21,8 +21,21 @@ public struct ProtocolFeatures: OptionSet, Hashable, Sendable {
     /// the summaries (0x17) members compare (docs/PROTOCOL.md "Room sync").
     public static let roomSync = ProtocolFeatures(rawValue: 1 << 3)
 
+    /// Room cards (issue 30): members' signed cards passed on with a room's operations
+    /// (0x18), so co-members who never met see each other's names (docs/PROTOCOL.md "Room
+    /// cards").
+    public static let roomCards = ProtocolFeatures(rawValue: 1 << 4)
+
+    /// Operation summaries (issue 30): a room's operations go to a few members, which pass
+    /// them on to a few more, and members compare the heads of their operation graphs
+    /// (0x19) to fill the gaps, instead of every member sending every operation to every
+    /// member (docs/PROTOCOL.md "Operation summaries").
+    public static let roomOperationSummaries = ProtocolFeatures(rawValue: 1 << 5)
+
     /// What this version understands.
-    public static let supported: ProtocolFeatures = [.conversation, .files, .addressGossip, .roomSync]
+    public static let supported: ProtocolFeatures = [
+        .conversation, .files, .addressGossip, .roomSync, .roomCards, .roomOperationSummaries
+    ]
 }
 
 extension AppRecord.RecordType {
@@ -39,6 +52,10 @@ extension AppRecord.RecordType {
             return .addressGossip
         case .roomMessage, .roomHave:
             return .roomSync
+        case .roomCard:
+            return .roomCards
+        case .roomOpsHave:
+            return .roomOperationSummaries
         case .chat, .ack, .cardUpdate, .ping, .pong, .close, .refused, .readReceipt, .roomOperation, .roomChat,
             .listenPorts:
             return nil

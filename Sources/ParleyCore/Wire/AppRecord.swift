@@ -54,6 +54,12 @@ public enum AppRecord: Equatable, Sendable {
     case roomMessage(RoomMessageArrival)
     /// What the sender holds of a room's signed messages (0x17). Optional: `roomSync`.
     case roomHave(RoomHave)
+    /// A member's signed card passed on through a room (0x18). Optional:
+    /// `ProtocolFeatures.roomCards` (docs/PROTOCOL.md "Room cards").
+    case roomCard(RoomCardRecord)
+    /// The heads of a room's operation graph the sender holds (0x19). Optional:
+    /// `ProtocolFeatures.roomOperationSummaries` (docs/PROTOCOL.md "Operation summaries").
+    case roomOpsHave(RoomOperationsHave)
     /// A record type this version does not know: skipped, for forward compatibility.
     case unknown(type: UInt8, length: Int)
 
@@ -70,6 +76,10 @@ public enum AppRecord: Equatable, Sendable {
         case roomEdit = 0x13, roomDelete = 0x14, roomReaction = 0x15
         /// Room sync (issue 30): signed room messages and the holders' summaries.
         case roomMessage = 0x16, roomHave = 0x17
+        /// Room cards (issue 30): members' cards passed on with a room's operations.
+        case roomCard = 0x18
+        /// Operation summaries (issue 30): operations spread by fan-out, gaps filled by these.
+        case roomOpsHave = 0x19
         case listenPorts = 0x20
         case fileOffer = 0x30, fileWant = 0x31, fileHashes = 0x32, fileChunk = 0x33, fileHave = 0x34
         case fileEnd = 0x35
@@ -227,6 +237,10 @@ extension AppRecord {
             break
         case .roomHave(let h):
             put(.roomHave, h.encoded())
+        case .roomCard(let c):
+            put(.roomCard, c.encoded())
+        case .roomOpsHave(let h):
+            put(.roomOpsHave, h.encoded())
         case .addressRecord(let record):
             put(.addressRecord, record.encoded())
         case .contactTags(let tags):
@@ -378,6 +392,10 @@ extension AppRecord {
                 do { return .roomHave(try RoomHave.decode(payload[...])) } catch {
                     throw AppRecordError.malformed(type: type, reason: error.description)
                 }
+            case .roomCard:
+                return .roomCard(try RoomCardRecord.decode(payload))
+            case .roomOpsHave:
+                return .roomOpsHave(try RoomOperationsHave.decode(payload))
             case .roomChat, .roomReply:
                 let id = MessageID(exactly: try r.readBytes(MessageID.length))
                 let room = RoomID(exactly: try r.readBytes(RoomID.length))

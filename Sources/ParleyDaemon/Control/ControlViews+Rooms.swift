@@ -9,7 +9,8 @@ extension Node {
         let members = r.members.map { m in
             RoomMemberInfo(
                 name: displayName(of: m), fingerprint: Node.fingerprint(ofHex: m), you: m == myIdentity,
-                role: (r.roles[m] ?? .member).description, joined: joined.contains(m))
+                role: (r.roles[m] ?? .member).description, joined: joined.contains(m),
+                verified: m == myIdentity ? nil : peerRecord(m)?.trust == .verified)
         }
         return RoomInfo(
             id: r.id, name: r.name, members: members, member: r.isMember,

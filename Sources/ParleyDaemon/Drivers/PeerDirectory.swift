@@ -37,15 +37,16 @@ final class PeerDirectory {
     func invalidate() { all = nil }
 
     /// Forgets keys pinned on first use (or held) that never exchanged a message and were
-    /// not seen since `lastSeenBefore` (Unix ms), except `keep` (peers online now), at most
+    /// not seen since `lastSeenBefore` (Unix ms), except `keep` (peers online now, and
+    /// co-members of joined rooms; asked only when due), at most
     /// once per `interval` of the monotonic clock. Returns how many were forgotten (nil:
     /// not due yet).
     func expireUnused(
-        now: MonotonicInstant, every interval: Duration, lastSeenBefore: Int64, keep: Set<String>
+        now: MonotonicInstant, every interval: Duration, lastSeenBefore: Int64, keep: @autoclosure () -> Set<String>
     ) throws(StoreError) -> Int? {
         guard lastExpiry.map({ now - $0 >= interval }) ?? true else { return nil }
         lastExpiry = now
-        let expired = try store.expireUnusedPeers(lastSeenBefore: lastSeenBefore, keep: keep)
+        let expired = try store.expireUnusedPeers(lastSeenBefore: lastSeenBefore, keep: keep())
         if !expired.isEmpty { all = nil }
         return expired.count
     }

@@ -211,6 +211,8 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         case .dialBackResult(let r): delegate?.connection(self, receivedDialBackResult: r)
         case .roomMessage(let m): batch.roomTraffic.append(.signed(m))
         case .roomHave(let h): batch.roomTraffic.append(.have(h))
+        case .roomCard(let c): batch.roomTraffic.append(.card(c))
+        case .roomOpsHave(let h): batch.roomTraffic.append(.operationsHave(h))
         case .unknown: break
         }
     }

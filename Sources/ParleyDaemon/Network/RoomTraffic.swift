@@ -10,4 +10,9 @@ enum RoomTraffic {
     case signed(RoomMessageArrival)
     /// A member's summary of what it holds of a room (room sync).
     case have(RoomHave)
+    /// A member's card passed on through the room (room cards), after the operations that
+    /// make it a member.
+    case card(RoomCardRecord)
+    /// The heads of a member's operation graph of a room (operation summaries).
+    case operationsHave(RoomOperationsHave)
 }

@@ -90,11 +90,12 @@ extension Node {
 
     /// A session is up: with a peer that syncs rooms, compare every room both have joined.
     func roomSyncSessionStarted(_ conn: PeerConnection, peer: IdentityPublicKey) {
+        noteRoomSyncPeer(peer, .operations, syncing: conn.remoteFeatures.contains(.roomOperationSummaries))
         guard conn.remoteFeatures.contains(.roomSync) else {
-            roomBook.sync.syncing.remove(peer)
+            noteRoomSyncPeer(peer, syncing: false)
             return
         }
-        roomBook.sync.syncing.insert(peer)
+        noteRoomSyncPeer(peer, syncing: true)
         var shared: [RoomID] = []
         do {
             for r in try store.rooms() where r.status == .joined {
@@ -111,7 +112,55 @@ extension Node {
         withSync { $0.sessionOpened(peer, sharedRooms: shared, now: now) }
     }
 
+    /// Peers known to sync rooms: those seen with bit 3, in this run or an earlier one (the
+    /// store keeps them, so after a restart the author still uses fan-out for them).
+    func knownRoomSyncPeers() -> Set<IdentityPublicKey> {
+        loadRoomSyncPeers()
+        return roomBook.sync.syncing
+    }
+
+    /// Peers known to compare operation summaries (bit 5), in this run or an earlier one.
+    func knownSummarizingPeers() -> Set<IdentityPublicKey> {
+        loadRoomSyncPeers()
+        return roomBook.sync.summarizing
+    }
+
+    private func loadRoomSyncPeers() {
+        if !roomBook.sync.syncingLoaded {
+            roomBook.sync.syncingLoaded = true
+            do {
+                let stored = try store.roomSyncPeers().compactMap { IdentityPublicKey(hex: $0) }
+                roomBook.sync.syncing.formUnion(stored)
+                let summarizing = try store.roomSyncPeers(.operations).compactMap { IdentityPublicKey(hex: $0) }
+                roomBook.sync.summarizing.formUnion(summarizing)
+            } catch {
+                log.error(
+                    "could not read the peers that sync rooms; they get room messages directly", ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// `peer` announced (or no longer announces) room sync: kept, in memory and in the store.
+    func noteRoomSyncPeer(_ peer: IdentityPublicKey, _ feature: RoomSyncFeature = .messages, syncing: Bool) {
+        loadRoomSyncPeers()
+        switch feature {
+        case .messages:
+            guard roomBook.sync.syncing.contains(peer) != syncing else { return }
+            if syncing { roomBook.sync.syncing.insert(peer) } else { roomBook.sync.syncing.remove(peer) }
+        case .operations:
+            guard roomBook.sync.summarizing.contains(peer) != syncing else { return }
+            if syncing { roomBook.sync.summarizing.insert(peer) } else { roomBook.sync.summarizing.remove(peer) }
+        }
+        do { try store.setRoomSyncPeer(peer.hex, feature, syncing: syncing) } catch {
+            log.warning(
+                "could not keep whether a peer syncs rooms", ["peer": peer.fingerprintText, "error": "\(error)"])
+        }
+    }
+
     func roomSyncSessionEnded(_ peer: IdentityPublicKey) {
+        roomBook.cards.sessionEnded(peer)
+        roomBook.sync.summaryReplies[peer] = nil
+        roomBook.sync.summariesRead[peer] = nil
         guard roomBook.sync.loaded else { return }
         roomBook.sync.machine.sessionClosed(peer)
         roomBook.sync.pushed[peer] = nil
@@ -119,6 +168,7 @@ extension Node {
 
     /// The room's membership changed: sync stops with members no longer joined at once.
     func roomSyncMembershipChanged(_ state: RoomState) {
+        reconsiderHeldRoomCards()
         let now = clock.monotonicNow()
         let me = myIdentityKey
         withSync { $0.membershipChanged(room: state.roomID, joined: Set(state.joined), me: me, now: now) }
@@ -170,7 +220,7 @@ extension Node {
         }
         var rng = SystemRandomNumberGenerator()
         return RoomFanOut.messageRecipients(
-            joined: state.joined, me: myIdentityKey, syncing: roomBook.sync.syncing, online: online, using: &rng)
+            joined: state.joined, me: myIdentityKey, syncing: knownRoomSyncPeers(), online: online, using: &rng)
     }
 
     /// Signs this node's room message (`sequence`: the next of its own in the room; anchor:
@@ -545,6 +595,9 @@ extension Node {
             case let .sendHave(peer, have):
                 guard let conn = activeConnection(for: peer), conn.remoteFeatures.contains(.roomSync) else { continue }
                 conn.send(.roomHave(have))
+                // Operation summaries ride on message summaries: at session start, when a
+                // member joins, and by anti-entropy (docs/PROTOCOL.md "Operation summaries").
+                sendRoomOperationsHave(room: have.roomID, on: conn)
             case let .push(peer, room, author, sequences):
                 guard let conn = activeConnection(for: peer), conn.remoteFeatures.contains(.roomSync) else { continue }
                 let encoded: [[UInt8]]

@@ -308,7 +308,9 @@ extension Node {
         _ op: RoomOperation, before: RoomState?, after: RoomState, from peer: IdentityPublicKey?,
         entry: RoomBook.Entry, now: Int64
     ) throws(StoreError) {
-        let plan = RoomDistribution.plan(for: op, before: before, after: after, me: myIdentityKey, receivedFrom: peer)
+        let plan = boundedOperationPlan(
+            RoomDistribution.plan(for: op, before: before, after: after, me: myIdentityKey, receivedFrom: peer),
+            for: op, after: after)
         try store.queueRoomOperations([op.hash.hex], for: plan.operationTo.map(\.hex), at: now)
         if !plan.wholeLogTo.isEmpty {
             let log = entry.operations.values.sorted(by: RoomResolver.precedes).map(\.hash.hex)
@@ -553,6 +555,15 @@ extension Node {
                     try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
                     try storeSigned(&signed)
                     receivedRoomHave(have, from: sender)
+                case .card(let card):
+                    // After the operations before it: they may make its subject a member.
+                    try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
+                    try storeSigned(&signed)
+                    receivedRoomCard(card, from: sender, on: conn)
+                case .operationsHave(let have):
+                    try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
+                    try storeSigned(&signed)
+                    try receivedRoomOperationsHave(have, from: sender, on: conn)
                 }
             }
             try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
@@ -705,6 +716,9 @@ extension Node {
                     ackID, bytes: stored.encoded.count, lane: .roomOperation, now: now) == true
             else { continue }
             conn.send(.roomOperation(op))
+            // Its actor's card after it (room cards): the receiver learns the name of a
+            // member it may never have a session with.
+            sendRoomCard(of: op.actor, room: op.roomID, on: conn, peer: peer)
         }
     }
 

@@ -189,19 +189,25 @@ extension Node {
     /// Forgets keys pinned on first use (or held) that never exchanged a message and were
     /// not seen for `options.unusedIdentityLifetime`, once per
     /// `options.unusedIdentityCheckInterval` (`PeerDirectory.expireUnused`).
+    /// Co-members of joined rooms are kept: a member's name learnt from its card through the
+    /// room (room cards) stays while both are in the room, however long it is away.
     func expireUnusedIdentitiesIfDue(now: MonotonicInstant) {
         let before = nowMs - options.unusedIdentityLifetime.wholeMilliseconds
         do {
             guard
                 let count = try peerDirectory.expireUnused(
                     now: now, every: options.unusedIdentityCheckInterval, lastSeenBefore: before,
-                    keep: Set(sessionDriver.table.peers.map(\.hex))),
+                    keep: Set(sessionDriver.table.peers.map(\.hex)).union(coMemberHexes())),
                 count > 0
             else { return }
             log.info("forgot identities that were never used", ["count": "\(count)"])
         } catch {
             log.error("could not expire unused identities", ["error": "\(error)"])
         }
+    }
+
+    private func coMemberHexes() -> Set<String> {
+        Set(joinedRoomMembers().flatMap { $0 }.map(\.hex))
     }
 
     /// A stranger (unverified, never exchanged a message) or a known peer, for the session

@@ -31,6 +31,9 @@ struct RoomBook {
 
     /// Room sync (issue 30): what to announce and pass on to which member.
     var sync = RoomSyncBook()
+
+    /// Room cards (issue 30): members' cards passed on with operations.
+    var cards = RoomCardBook()
 }
 
 /// Limits of the daemon's room bookkeeping (the wire limits are `RoomLimits`).

@@ -13,7 +13,9 @@ func runRoomMember(_ a: ModeArguments) {
     let action = a.all[4]
     let roomArg = a.all.count > 5 ? RoomID(hex: a.all[5]) : nil
     // The room-sync actions announce feature bit 3, so the target reads their records.
-    let features: ProtocolFeatures = action.hasPrefix("sync-") ? [.roomSync] : []
+    // The room-card actions announce bit 4 too, so the target reads their cards.
+    let features: ProtocolFeatures =
+        action.hasPrefix("card-") ? [.roomSync, .roomCards] : action.hasPrefix("sync-") ? [.roomSync] : []
     var member = RoomMember(host: a.host, port: a.port, identity: id, name: a.all[3], features: features)
     // PARLEY_ADVERSARY_STATE: a file of the room operations seen so far (hex, one a line),
     // so a later run (after its removal, say) can sign "from the past".
@@ -212,6 +214,51 @@ func runRoomMember(_ a: ModeArguments) {
             }
             emit(closed ? "closed" : "alive")
         }
+    case "card-attacks":
+        // Room cards (issue 30). Passes on: a forged card for VICTIM's key (its own card with
+        // VICTIM's key put in, so the signature fails), a stranger's validly signed card, and
+        // a puppet key of its own that it adds and joins as, with a card named NAME; then a
+        // ping. Prints "puppet HEX", "ops-acked K", and "alive"/"closed".
+        let (root, _, state) = room()
+        guard a.all.count > 7, let victimBytes = Sodium.fromHex(a.all[6]),
+            let victim = try? IdentityPublicKey(bytes: victimBytes)
+        else {
+            fail("card-attacks ROOM VICTIM(64 hex) NAME")
+        }
+        let rid = root.roomID
+        let day = UInt64(Date().timeIntervalSince1970) / 86_400 * 86_400
+        func card(_ k: IdentityKeyPair, _ name: String) -> [UInt8] {
+            try! Card.issue(
+                identity: k, noiseKey: NoiseStaticKeyPair.generate().publicKey, displayName: name,
+                hostName: "adversary", issuedAt: day, sequence: 1
+            ).encoded()  // fixed valid inputs
+        }
+        var forged = card(id, "victim-renamed")
+        forged.replaceSubrange(1..<33, with: victim.bytes)  // version, then the identity key
+        let puppet = IdentityKeyPair.generate()
+        let add = try! RoomOperation.change(
+            .add(puppet.publicKey), roomID: rid, after: state.heads, by: id, createdAt: now)  // valid heads
+        let join = try! RoomOperation.change(.join, roomID: rid, after: [add], by: puppet, createdAt: now)
+        member.send(
+            .roomCard(RoomCardRecord(roomID: rid, card: forged)),
+            .roomCard(RoomCardRecord(roomID: rid, card: card(.generate(), "stranger-card"))),
+            .roomOperation(add), .roomOperation(join),
+            .roomCard(RoomCardRecord(roomID: rid, card: card(puppet, a.all[7]))))
+        emit("puppet \(puppet.publicKey.hex)")
+        emit("ops-acked \(member.awaitAcks([add.hash.ackID, join.hash.ackID], seconds: 10))")
+        member.send(.ping(7))
+        let deadline = Date().addingTimeInterval(3)
+        var closed = false
+        var pong = false
+        while Date() < deadline, !closed, !pong {
+            let (records, ended) = member.peer.available(waitMs: 200)
+            closed = ended
+            for r in records {
+                if case .close = r { closed = true }
+                if case .pong(7) = r { pong = true }
+            }
+        }
+        emit(closed || !pong ? "closed" : "alive")
     case "sync-have":
         // Sends an empty summary of ROOM and counts the signed messages the target pushes.
         guard let roomArg else { fail("sync-have needs ROOM") }

@@ -1,0 +1,46 @@
+"""docs/PROTOCOL.md "Operation summaries" (record 0x19, features bit 5), from the document
+alone: this client, a joined member, sends the daemon the heads of its graph of a room; the
+daemon sends it the operations outside their past, and since one head is unknown to it,
+answers with its own heads."""
+import os
+import struct
+
+from parley_wire import ROOM_OPERATION, Identity, Session, record
+from test_room_sync import acked, collect, daemon_accepts, op_hash
+from test_rooms import CREATE, JOIN, create_body, daemon_key, room_op  # noqa: F401 (fixtures below)
+from test_rooms import daemon  # noqa: F401
+
+ROOM_OPS_HAVE = 0x19
+FEATURES = [(0x10, struct.pack(">I", (1 << 3) | (1 << 5)))]
+
+
+def test_the_daemon_sends_what_a_members_heads_lack_and_answers_an_unknown_head(daemon):  # noqa: F811
+    me, x = Identity(), Identity()
+    session = Session.established(daemon.address, me, card=me.card(name="sum" + os.urandom(4).hex()),
+                                  extra_fields=FEATURES)
+    name = b"heads" + os.urandom(3).hex().encode()
+    create, create_hash = room_op(me, CREATE, os.urandom(16), 1,
+                                  body=create_body(name, [me.identity_key, x.identity_key, daemon_key(daemon)]))
+    room = create_hash[:16]
+    join_x, jx = room_op(x, JOIN, room, 2, parents=[create_hash])
+    session.send_records(record(ROOM_OPERATION, create), record(ROOM_OPERATION, join_x))
+    collect(session, lambda rs: {create_hash[:16], jx[:16]} <= acked(rs))
+    join_d = daemon_accepts(daemon, session, room)
+    jd = op_hash(join_d)
+
+    unknown = os.urandom(32)
+    heads = sorted([create_hash, unknown])
+    session.send_records(record(ROOM_OPS_HAVE, room + bytes([len(heads)]) + b"".join(heads)))
+
+    def sent_ops(rs):
+        return {op_hash(p) for t, p in rs if t == ROOM_OPERATION}
+
+    got = collect(session, lambda rs: {jx, jd} <= sent_ops(rs) and any(t == ROOM_OPS_HAVE for t, _ in rs),
+                  timeout=15)
+    assert create_hash not in sent_ops(got), "nothing in the past of a head it listed"
+    answer = next(p for t, p in got if t == ROOM_OPS_HAVE)
+    assert answer[:16] == room
+    n = answer[16]
+    theirs = [answer[17 + 32 * i:17 + 32 * (i + 1)] for i in range(n)]
+    assert len(answer) == 17 + 32 * n and theirs == sorted(theirs) and n >= 1
+    assert set(theirs) <= {create_hash, jx, jd}, "its heads are operations of the room"
