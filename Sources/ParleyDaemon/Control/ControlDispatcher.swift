@@ -93,9 +93,10 @@ struct ControlDispatcher {
                 stored = try node.send(to: peer, body: p.body)
                 peerOnline = node.isOnline(peer.identity)
             }
-            // Already delivered when stored (a room nobody else has joined yet: there is no
-            // acknowledgement to wait for, and the invited get it by sync when they join).
-            if p.effectiveWait, stored.state != .delivered {
+            // Nothing to wait for: delivered when stored, or written before anyone else has
+            // joined the room (it waits for the invited, who get it when they join: no
+            // acknowledgement can come before that).
+            if p.effectiveWait, stored.state != .delivered, roomRecipients?.all != 0 {
                 deliveryWaiter(stored.id, p.effectiveTimeoutMs, id)
                 return .deferred
             }
