@@ -129,8 +129,13 @@ let package = Package(
             "ParleyStore", "ParleyCore", .product(name: "GRDB", package: "GRDB.swift")]),
         // Pure pieces of the CLI (chat view, export format).
         .testTarget(name: "ParleyCLITests", dependencies: ["parley"]),
-        // The web client's pure parts: token, Host/Origin/cookie checks, method policy, headers.
-        .testTarget(name: "ParleyWebTests", dependencies: ["ParleyWebCore", "ParleyWeb", "ParleyControlProtocol"]),
+        // The web client's pure parts: token, Host/Origin/cookie checks, method policy, headers;
+        // the write-stall handler on an embedded channel (its own clock).
+        .testTarget(name: "ParleyWebTests", dependencies: [
+            "ParleyWebCore", "ParleyWeb", "ParleyControlProtocol",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+        ]),
         .testTarget(name: "ParleyDaemonTests", dependencies: [
             "ParleyDaemon", "ParleyConfiguration", "ParleyCore", "ParleyNodeCore", "ParleyStore",
             "ParleyControlProtocol", "ParleyDiscovery", "SeededRandom",

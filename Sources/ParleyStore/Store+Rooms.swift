@@ -360,6 +360,9 @@ extension Store {
     /// `messageColumns` for the `m` alias; computed once, it is on every pump.
     static let joinedMessageColumns = messageColumns(of: "m")
 
+    /// A message queued for a member that is only invited (written before anyone else had
+    /// joined: it waits for the invited) is held back until the room's cached state says the
+    /// member joined: a node that has not joined drops room messages (and acknowledges them).
     public func pendingRoomMessages(to member: String, limit: Int) throws(StoreError) -> [StoredMessage] {
         try InputValidation.requireIdentity(member, "member")
         let limit = InputValidation.pageSize(limit)
@@ -368,7 +371,10 @@ extension Store {
             let statement = try db.cachedStatement(
                 sql: """
                     SELECT \(Self.joinedMessageColumns) FROM room_delivery d JOIN message m ON m.row_id = d.message_row
-                    WHERE d.member = ? AND d.state = 'queued' ORDER BY m.sequence LIMIT ?
+                    WHERE d.member = ? AND d.state = 'queued'
+                      AND NOT EXISTS (SELECT 1 FROM room_member r WHERE r.room = m.room AND r.identity = d.member
+                                                                    AND r.joined = 0)
+                    ORDER BY m.sequence LIMIT ?
                     """)
             return try Self.fetchMessages(statement, [member, limit])
         }

@@ -67,6 +67,9 @@ public final class WebServer: Sendable {
             server: .http1WebSocketUpgrade(
                 configuration: .init(
                     http1: .init(
+                        additionalChannelHandlers: [
+                            WebWriteStallHandler(timeout: .seconds(WebLimits.responseWriteStallSeconds))
+                        ],
                         idleTimeout: .seconds(WebLimits.httpIdleTimeoutSeconds),
                         httpDecoderConfiguration: .init(
                             maxHeaderFieldSize: WebLimits.maxRequestHeaderBytes,

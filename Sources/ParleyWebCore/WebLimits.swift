@@ -41,6 +41,15 @@ public enum WebLimits {
     /// pings instead.)
     public static let httpIdleTimeoutSeconds: Int64 = 30
 
+    /// An HTTP response the client has stopped reading (a paused download, a stuck tab, a
+    /// local process that opens `GET /files/ID` and never reads) is cut off after this long
+    /// without progress: the connection is closed, and with it the file's descriptor and its
+    /// slot of `maxConcurrentFileResponses` are given back. The idle timeout does not cover a
+    /// response in flight. "Without progress": the socket's send buffer has stayed full (the
+    /// channel unwritable) the whole time; a browser that is reading drains it within
+    /// milliseconds, even a slow one within seconds.
+    public static let responseWriteStallSeconds: Int64 = 30
+
     /// Request headers, all together: the page's requests carry one key and a few short
     /// headers; the library's default (80 KiB) is far more than they need.
     public static let maxRequestHeaderBytes = 16 * 1024

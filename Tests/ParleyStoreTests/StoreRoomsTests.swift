@@ -103,6 +103,37 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
         XCTAssertEqual(try store.counts().delivered, 1)
     }
 
+    /// A message written before anyone else joined is queued for the invited (not
+    /// "delivered" to nobody), held back from each until the room says it joined, and then
+    /// delivered like any other; a joined member's messages are not held up meanwhile.
+    func testAMessageForTheInvitedWaitsUntilEachJoins() throws {
+        let store = try open()
+        var record = RoomRecord(
+            id: room, root: opHash(1), name: "lab", creator: me, createdAt: 1, version: 1,
+            members: [me, bob, carol], status: .joined,
+            roles: [me: .owner, bob: .member, carol: .member], joined: [me], onlyAdminsAdd: false, updatedAt: 2)
+        try store.saveRoom(record)
+        let welcome = try send(store, 1, to: [bob, carol])
+        XCTAssertEqual(welcome.state, .queued)
+        XCTAssertEqual(try store.roomHolders(ofRows: [welcome.rowID])[welcome.rowID]?.members, 2)
+        XCTAssertEqual(try store.pendingRoomMessages(to: bob, limit: 10), [], "bob has not joined")
+        XCTAssertEqual(try store.pendingRoomMessages(to: carol, limit: 10), [])
+
+        record.joined = [me, bob]
+        record.version = 2
+        try store.saveRoom(record)
+        XCTAssertEqual(try store.pendingRoomMessages(to: bob, limit: 10).map(\.id), [welcome.id])
+        XCTAssertEqual(try store.pendingRoomMessages(to: carol, limit: 10), [], "carol has not joined")
+        XCTAssertEqual(
+            try store.acknowledgeRoomTraffic(ids: [welcome.id], by: bob, at: 300).held.map(\.id), [welcome.id])
+        record.joined = [me, bob, carol]
+        record.version = 3
+        try store.saveRoom(record)
+        XCTAssertEqual(try store.pendingRoomMessages(to: carol, limit: 10).map(\.id), [welcome.id])
+        XCTAssertEqual(
+            try store.acknowledgeRoomTraffic(ids: [welcome.id], by: carol, at: 400).delivered.map(\.id), [welcome.id])
+    }
+
     func testPendingRoomMessagesComeInSequenceOrderAfterDirectOnesShareTheCounter() throws {
         let store = try open()
         let direct = try store.enqueue(

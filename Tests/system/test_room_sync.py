@@ -243,10 +243,21 @@ def test_a_welcome_written_right_after_the_create_reaches_each_invitee_once_it_j
     alice.call("rooms.create", {"name": "lab", "members": ["bob", "carol"]})
     p = alice.cli("send", "#lab", "welcome!", "--wait")
     assert "nobody else has joined yet; those invited get it when they join" in p.stdout, p.stdout + p.stderr
+    # Nobody holds it yet: it waits for the invited, not "delivered" to nobody (0 of 0).
+    m = outgoing(alice, "lab")[0]
+    assert m["state"] == "queued" and m["roomDelivery"] == {"heldBy": [], "members": 2}, m
+    out = alice.cli("read", "#lab", "--keep-unread").stdout
+    assert "welcome! …" in out and "✓" not in out, out
     accept([bob], "lab")
     wait_until(lambda: incoming(bob, "lab") == [("alice", "welcome!")], timeout=40, what="bob gets the welcome")
+    wait_until(lambda: holders(outgoing(alice, "lab")[0]) == ["bob"], timeout=40, what="alice sees bob holds it")
+    assert outgoing(alice, "lab")[0]["state"] == "partial"
+    assert "welcome! ✓ bob has it (1 of 2)" in alice.cli("read", "#lab", "--keep-unread").stdout
     accept([carol], "lab")
     wait_until(lambda: incoming(carol, "lab") == [("alice", "welcome!")], timeout=40, what="carol gets the welcome")
+    wait_until(lambda: outgoing(alice, "lab")[0]["state"] == "delivered", timeout=40, what="alice sees both hold it")
+    assert holders(outgoing(alice, "lab")[0]) == ["bob", "carol"]
+    assert incoming(bob, "lab") == [("alice", "welcome!")], "shown once"
 
 
 def test_a_new_member_gets_nothing_written_before_its_join(cluster):

@@ -652,3 +652,84 @@ def test_a_received_file_needs_the_pages_key_and_our_own_page(web):
         d.switch_to.window(main)
         evil.shutdown()
         evil.server_close()
+
+
+# WebLimits.maxConcurrentFileResponses and WebLimits.responseWriteStallSeconds.
+FILE_RESPONSE_SLOTS = 4
+RESPONSE_WRITE_STALL_SECONDS = 30
+
+
+def stalled_download(env, tid):
+    """A client that asks for the file, takes the response's head and a little of the body,
+    then stops reading (a paused download): a socket with a small receive buffer, never
+    read again."""
+    import socket
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(15)
+    s.connect(("127.0.0.1", env["port"]))
+    headers = {"Host": f"127.0.0.1:{env['port']}", **upload_auth(env)}
+    s.sendall((f"GET /files/{tid} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+               + "\r\n").encode())
+    head = b""
+    while b"\r\n\r\n" not in head and len(head) < 65536:
+        chunk = s.recv(4096)
+        assert chunk, f"closed before the response's head: {head!r}"
+        head += chunk
+    if head.startswith(b"HTTP/1.1 429"):
+        s.close()
+        return None
+    assert head.startswith(b"HTTP/1.1 200"), head[:200]
+    return s
+
+
+def test_a_download_the_client_stopped_reading_gives_its_slot_back(web):
+    """Paused downloads (clients that stop reading) hold `parley web`'s few file slots
+    while they stall; after RESPONSE_WRITE_STALL_SECONDS without progress each is cut off
+    and its slot is free again (they used to be held until `parley web` stopped, and four
+    of them refused every download)."""
+    # More than loopback's socket buffers hold, and above the page's own picture check
+    # (files.js MAX_INLINE_PICTURE_BYTES, 16 MiB), so the open page never fetches it itself.
+    payload = os.urandom(24 << 20)
+    tid = received(web, payload, name="big-report.bin")
+    # Stalled downloads until parley web refuses one: then every slot is held by one. (On
+    # a loaded machine a response can race ahead of the channel's backpressure into
+    # parley web's buffers and end, giving its slot back early: that one holds none.)
+    stalled = []
+    started = time.monotonic()
+    for _ in range(3 * FILE_RESPONSE_SLOTS):
+        s = stalled_download(web, tid)
+        if s is None:
+            break
+        stalled.append(s)
+    try:
+        assert len(stalled) >= FILE_RESPONSE_SLOTS, "refused before the slots were taken"
+        assert len(stalled) < 3 * FILE_RESPONSE_SLOTS, "stalled downloads never took the slots"
+        status, _, body = get_file(web, tid, upload_auth(web))
+        assert status == 429 and b"Too many files" in body, (status, body[:200])
+
+        def fetched():
+            try:
+                s, _, b = get_file(web, tid, upload_auth(web))
+            except OSError:
+                return False
+            return s == 200 and b == payload
+        wait_until(fetched, timeout=RESPONSE_WRITE_STALL_SECONDS + 45, what="a download after the stalled ones")
+        waited = time.monotonic() - started
+        print(f"measured: a stalled download's slot freed after {waited:.1f} s")
+        # Each stalled client was cut off short of the file, its connection closed.
+        for s in stalled:
+            got = 0
+            s.settimeout(30)
+            while True:
+                try:
+                    chunk = s.recv(1 << 20)
+                except ConnectionResetError:
+                    break
+                if not chunk:
+                    break
+                got += len(chunk)
+                assert got < len(payload), "a stalled download was not cut off"
+    finally:
+        for s in stalled:
+            s.close()

@@ -84,9 +84,10 @@ struct ControlDispatcher {
         case .messagesSend(let p):
             // The same path as a pipelined run (`storeSends`), so both route `#room` alike.
             let (stored, target) = try storeSends([(p.to, p.body)])[0].get()
-            // Already delivered when stored (a room nobody else has joined yet: there is no
-            // acknowledgement to wait for, and the invited get it by sync when they join).
-            if p.effectiveWait, stored.state != .delivered {
+            // Nothing to wait for: delivered when stored, or written before anyone else has
+            // joined the room (it waits for the invited, who get it when they join: no
+            // acknowledgement can come before that).
+            if p.effectiveWait, stored.state != .delivered, !nobodyElseJoined(target) {
                 return awaitDelivery(of: stored.id, timeoutMs: p.effectiveTimeoutMs, id: id)
             }
             return .typed(id: id, result: sendResult(stored, to: target))
@@ -276,6 +277,12 @@ struct ControlDispatcher {
 
     /// `messages.send`'s answer for a stored message: whether the peer is online, or how
     /// many of the room's other members there are and how many are online.
+    /// A room message nobody but this node has joined for yet: `--wait` answers at once.
+    func nobodyElseJoined(_ target: SendTarget) -> Bool {
+        guard case .room(let room) = target else { return false }
+        return node.roomRecipientsOnline(room).all == 0
+    }
+
     func sendResult(_ m: StoredMessage, to target: SendTarget) -> MessagesSendResult {
         switch target {
         case .peer(let peer):

@@ -212,15 +212,25 @@ extension Node {
     }
 
     /// The members this node queues its new room message for (`RoomFanOut`): those not
-    /// known to sync rooms all, and a few of those that do, online ones first.
+    /// known to sync rooms all, and a few of those that do, online ones first. Before any
+    /// other member has joined, the invited ones, chosen the same way: the message was
+    /// written for them and waits for them (its delivery state stays `queued` until they
+    /// hold it, not "delivered" to nobody); it is sent to each once it joined
+    /// (`Store.pendingRoomMessages`).
     func roomMessageRecipients(_ state: RoomState) -> [IdentityPublicKey] {
+        let joined = roomFanOut(among: state.joined)
+        guard joined.isEmpty else { return joined }
+        return roomFanOut(among: state.members.filter(state.isInvited))
+    }
+
+    private func roomFanOut(among candidates: [IdentityPublicKey]) -> [IdentityPublicKey] {
         var online: Set<IdentityPublicKey> = []
-        for m in state.joined where m != myIdentityKey {
+        for m in candidates where m != myIdentityKey {
             if let conn = activeConnection(for: m), conn.remoteFeatures.contains(.roomSync) { online.insert(m) }
         }
         var rng = SystemRandomNumberGenerator()
         return RoomFanOut.messageRecipients(
-            joined: state.joined, me: myIdentityKey, syncing: knownRoomSyncPeers(), online: online, using: &rng)
+            joined: candidates, me: myIdentityKey, syncing: knownRoomSyncPeers(), online: online, using: &rng)
     }
 
     /// Signs this node's room message (`sequence`: the next of its own in the room; anchor:

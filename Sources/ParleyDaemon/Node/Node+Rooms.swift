@@ -316,7 +316,10 @@ extension Node {
             let log = entry.operations.values.sorted(by: RoomResolver.precedes).map(\.hash.hex)
             try store.queueRoomOperations(log, for: plan.wholeLogTo.map(\.hex), at: now)
         }
-        for id in Set(plan.operationTo + plan.wholeLogTo) { if let conn = activeConnection(for: id) { pump(conn) } }
+        var sessions = Set(plan.operationTo + plan.wholeLogTo)
+        // A member that just joined gets the room messages that waited for it while invited.
+        if let before { sessions.formUnion(after.joined.filter { !before.hasJoined($0) && $0 != myIdentityKey }) }
+        for id in sessions { if let conn = activeConnection(for: id) { pump(conn) } }
     }
 
     // MARK: Local API (control socket)
