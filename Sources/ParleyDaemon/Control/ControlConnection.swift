@@ -33,6 +33,18 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
     private var waiters: [String: (JSONRPCID?, Scheduled<Void>)] = [:]
     /// peers.connect with wait, not answered yet.
     private var pendingDials = 0
+    /// Lines written after a commit that is not on disk yet, in order, each with the commit
+    /// it waits for (0: none of its own, it only keeps its place): group commit
+    /// (Store+GroupCommit.swift) answers a send, and shows a received message, only once
+    /// it is durable. Written out by `releaseDurable`.
+    private var held: [(line: ByteBuffer, promise: EventLoopPromise<Void>?, through: UInt64)] = []
+    private var heldBytes = 0
+    /// Reading was paused because `held` passed `maxHeldBytes`.
+    private var pausedForHeld = false
+    /// Answers held for the disk beyond which the client's requests are not read: a
+    /// client pipelining during a slow sync cannot make the daemon grow without bound. The
+    /// same figure as the low mark of unread answers (`ControlServer.unreadAnswersWaterMark`).
+    static let maxHeldBytes = 1 << 20
 
     private struct Replay {
         /// The last event id sent (or skipped by the filter).
@@ -94,7 +106,12 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
         // A client that sends requests but does not read the answers: stop reading its
         // requests until it has taken what is queued, so its answers cannot pile up in
         // the daemon (resumed in channelWritabilityChanged).
-        if !context.channel.isWritable { setReading(false, context) }
+        if !context.channel.isWritable {
+            setReading(false, context)
+        } else if heldBytes > Self.maxHeldBytes {
+            pausedForHeld = true  // resumed by releaseDurable
+            setReading(false, context)
+        }
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -463,6 +480,11 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
         var buf = context.channel.allocator.buffer(capacity: data.count + 1)
         buf.writeBytes(data)
         buf.writeInteger(UInt8(ascii: "\n"))
+        // Behind a commit not on disk yet (or behind lines that are): held, in order.
+        let unsynced = node.store.unsyncedCommit
+        if unsynced != nil || !held.isEmpty {
+            return hold(buf, through: unsynced ?? 0)
+        }
         // Only a subscriber can fall behind (it is sent what it did not ask for); the
         // answers to a client's own requests need no backlog accounting.
         guard subscribed else {
@@ -484,10 +506,62 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
         return promise.futureResult
     }
 
+    /// Keeps `line` until commit `through` is on disk (`releaseDurable` writes it out).
+    private func hold(_ line: ByteBuffer, through: UInt64) -> EventLoopFuture<Void>? {
+        guard let context else { return nil }
+        var promise: EventLoopPromise<Void>?
+        if subscribed {
+            let size = line.readableBytes
+            backlogBytes += size
+            backlogCount += 1
+            let p = context.eventLoop.makePromise(of: Void.self)
+            p.futureResult.assumeIsolated().whenComplete { [weak self] _ in
+                guard let self else { return }
+                self.backlogBytes -= size
+                self.backlogCount -= 1
+                if self.closing && self.backlogCount == 0 { self.context?.close(promise: nil) }
+            }
+            promise = p
+        }
+        held.append((line, promise, through))
+        heldBytes += line.readableBytes
+        if held.count == 1 { waitForDisk(through: through) }
+        return promise?.futureResult
+    }
+
+    private func waitForDisk(through ticket: UInt64) {
+        node.store.whenDurable(through: ticket) { [weak self] in self?.releaseDurable() }
+    }
+
+    /// Writes out the held lines whose commits are on disk, in order, and flushes.
+    private func releaseDurable() {
+        guard let context else { return }
+        var released = 0
+        for h in held {
+            guard h.through == 0 || node.store.isDurable(h.through) else { break }
+            context.write(wrapOutboundOut(h.line), promise: h.promise)
+            heldBytes -= h.line.readableBytes
+            released += 1
+        }
+        held.removeFirst(released)
+        context.flush()
+        if let first = held.first { waitForDisk(through: first.through) }
+        if pausedForHeld, heldBytes <= Self.maxHeldBytes {
+            pausedForHeld = false
+            if context.channel.isWritable { setReading(true, context) }
+        }
+    }
+
     private func fail(with error: JSONRPCError) {
         guard let context, !closing else { return }
         closing = true
-        write(JSONRPCResponse(id: nil, error: error))
+        // Straight out, ahead of any line still held for the disk: the connection closes.
+        if let data = try? CanonicalJSON.encode(JSONRPCResponse(id: nil, error: error)) {
+            var buf = context.channel.allocator.buffer(capacity: data.count + 1)
+            buf.writeBytes(data)
+            buf.writeInteger(UInt8(ascii: "\n"))
+            context.write(wrapOutboundOut(buf), promise: nil)
+        }
         context.flush()
         context.close(promise: nil)
     }
@@ -499,6 +573,9 @@ final class ControlConnection: ChannelInboundHandler, NodeObserver, EventJournal
 
     func channelInactive(context: ChannelHandlerContext) {
         idleTimer?.cancel()
+        for h in held { h.promise?.fail(ChannelError.ioOnClosedChannel) }
+        held.removeAll()
+        heldBytes = 0
         for (_, w) in waiters { w.1.cancel() }
         waiters.removeAll()
         replay = nil
