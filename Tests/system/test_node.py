@@ -162,6 +162,27 @@ def test_messages_stored_before_a_sigkill_are_found_by_search_after_it(cluster):
         assert len(node.call("messages.search", {"query": "fruit", "limit": 200})["hits"]) == len(words), node.name
 
 
+def test_a_search_right_after_a_burst_finds_every_message(cluster):
+    """Issue 32: bodies are indexed in batches of 256 (SearchIndexFeed) and committed by
+    group commit; a search right after a burst still finds every message on both sides,
+    those waiting for the next batch included."""
+    alice, bob = pair(cluster)
+    n = 300  # one batch of 256 fed, 44 waiting
+    r = alice.rpc(timeout=30)
+    ids = [r.call("messages.send", {"to": "bob", "body": f"burst{i:03d} pomelo"})["message"]["id"] for i in range(n)]
+    r.close()
+    wait_until(lambda: {m["id"] for m in bob.messages("alice")} >= set(ids), timeout=60, what="bob stores all")
+    for node in (alice, bob):
+        for i in (0, 255, 256, n - 1):
+            hits = node.call("messages.search", {"query": f"burst{i:03d}"})["hits"]
+            assert [h["message"]["id"] for h in hits] == [ids[i]], (node.name, i, hits)
+        found = set()
+        for k in range(n // 100):  # every message, by its hundreds digit (a prefix query)
+            hits = node.call("messages.search", {"query": f"burst{k}", "limit": 200})["hits"]
+            found |= {h["message"]["id"] for h in hits}
+        assert found == set(ids), (node.name, len(found))
+
+
 def test_verify_by_fingerprint_and_safety_number_is_symmetric(cluster):
     alice, bob = pair(cluster)
     bob_fp = bob.whoami()["fingerprint"]
