@@ -4,9 +4,11 @@
 /// ParleyCore, not beside the store that applies it, so the configuration parser (and the
 /// fuzz build that links it) does not compile GRDB.
 public enum Durability: String, CaseIterable, Sendable, LosslessStringConvertible {
-    /// `synchronous = FULL`: every commit is fsynced to the WAL before it returns, so a
-    /// message acknowledged to a client survives power loss and sequence numbers are never
-    /// reused. The default.
+    /// Every commit is fsynced to the WAL before anything it promises is acknowledged, so
+    /// a message acknowledged to a client or a peer survives power loss. The default. The
+    /// daemon's message path commits at synchronous=NORMAL and syncs many commits with one
+    /// fdatasync off its event loop (group commit, ParleyStore's Store+GroupCommit.swift);
+    /// every other commit is `synchronous = FULL`.
     case full
     /// `synchronous = NORMAL`: commits are fsynced only at checkpoints. Much faster on slow
     /// disks, but the last commits before a power loss (not a process crash) can roll back.

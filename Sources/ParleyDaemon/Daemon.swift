@@ -151,6 +151,18 @@ public final class Daemon: Service, @unchecked Sendable {
         let node = Node(loop: loop, store: store, keys: keys, card: card, options: options, log: log, networkKey: psk)
         node.ownIdentity.stateDirectory = config.stateDirectory
         self.node = node
+        // Group commit: the message path's commits are synced off the loop, many per fsync,
+        // and what they promise waits for it (Store+GroupCommit.swift). A failed sync leaves
+        // what the disk holds unknown: stop, and let systemd restart parleyd on what it
+        // really holds (nothing unsynced was answered or acknowledged).
+        let loop = self.loop
+        let log = self.log
+        try store.startGroupCommit(
+            hop: { work in loop.execute(work) },
+            failed: { error in
+                log.error("cannot sync the store to disk; stopping", ["error": "\(error)"])
+                exit(EXIT_FAILURE)
+            })
         if let needed = try? store.unfinishedOutgoingSourcePaths() {
             let swept = OutgoingCopies(stateDirectory: config.stateDirectory).sweep(keeping: needed)
             if swept > 0 { log.info("removed copies of files no transfer needs", ["count": "\(swept)"]) }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// Full-text search over message bodies (SearchText.swift says what is indexed and why).
 extension Schema {
@@ -8,12 +9,41 @@ extension Schema {
     /// the triggers below index exactly what the queries expect.
     static let searchTextFunction = "parley_search_text"
 
+    /// Registered through SQLite's C API, not GRDB's `DatabaseFunction`: that one converts
+    /// each argument to a `DatabaseValue`, `Data` and `String` and the result back, about
+    /// 6,000 instructions per body indexed (callgrind, docs/BENCHMARKS.md), for a function
+    /// that returns most bodies unchanged (`SearchText.indexText`'s fast path, tested here
+    /// on the bytes before any `String` is made).
     static func registerSearchFunction(_ db: Database) {
-        db.add(
-            function: DatabaseFunction(searchTextFunction, argumentCount: 1, pure: true) { values in
-                guard let data = Data.fromDatabaseValue(values[0]) else { return String.fromDatabaseValue(values[0]) }
-                return SearchText.indexText(String(decoding: data, as: UTF8.self))
-            })
+        // Deterministic like GRDB's `pure`; it cannot fail but for memory (then the first
+        // statement using the function fails with "no such function", loudly).
+        _ = sqlite3_create_function_v2(
+            db.sqliteConnection, searchTextFunction, 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil,
+            { context, count, values in Schema.searchText(context, count, values) }, nil, nil, nil)
+    }
+
+    /// `parley_search_text(body)`: NULL for NULL, else the index text of the value's bytes
+    /// (a body is a UTF-8 BLOB), as TEXT.
+    private static func searchText(
+        _ context: OpaquePointer?, _ count: Int32, _ values: UnsafeMutablePointer<OpaquePointer?>?
+    ) {
+        guard count == 1, let value = values?[0], sqlite3_value_type(value) != SQLITE_NULL else {
+            sqlite3_result_null(context)
+            return
+        }
+        let start =
+            sqlite3_value_type(value) == SQLITE_BLOB
+            ? sqlite3_value_blob(value) : UnsafeRawPointer(sqlite3_value_text(value))
+        let bytes = UnsafeRawBufferPointer(start: start, count: start == nil ? 0 : Int(sqlite3_value_bytes(value)))
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        func result(_ utf8: UnsafeRawBufferPointer) {
+            guard let base = utf8.baseAddress, !utf8.isEmpty else { return sqlite3_result_text(context, "", 0, nil) }
+            sqlite3_result_text(context, base.assumingMemoryBound(to: CChar.self), Int32(utf8.count), transient)
+        }
+        // No byte that can start a CJK scalar: indexed as it is (`SearchText.indexText`).
+        if !bytes.contains(where: { $0 >= 0xE1 }) { return result(bytes) }
+        var text = SearchText.indexText(String(decoding: bytes, as: UTF8.self))
+        text.withUTF8 { result(UnsafeRawBufferPointer($0)) }
     }
 
     static func registerSearchMigration(_ migrator: inout DatabaseMigrator) {

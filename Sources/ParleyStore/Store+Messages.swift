@@ -52,8 +52,9 @@ extension Store {
     // MARK: - Outgoing
 
     /// Queues `messages` from `sender` (this node's identity hex), assigning consecutive
-    /// sequence numbers in array order. One transaction, durable when it returns; a
-    /// duplicate message id fails the whole batch with `.conflict`.
+    /// sequence numbers in array order. One transaction, durable when it returns — or,
+    /// with group commit running, once `whenDurable` says so (answer the client only then);
+    /// a duplicate message id fails the whole batch with `.conflict`.
     public func enqueue(_ messages: [NewOutgoingMessage], sender: String) throws(StoreError) -> [StoredMessage] {
         try InputValidation.requireIdentity(sender, "sender")
         for message in messages {
@@ -62,7 +63,7 @@ extension Store {
             if let replyTo = message.replyTo { try InputValidation.requireMessageID(replyTo) }
         }
         guard !messages.isEmpty else { return [] }
-        return try write { db in
+        return try write(feeding: .writeCommitting, deferringSync: true) { db in
             let sequences = try Self.reserveSequenceNumbers(db, count: messages.count)
             let insert = try db.cachedStatement(
                 sql: """
@@ -217,8 +218,9 @@ extension Store {
 
     // MARK: - Incoming
 
-    /// Stores messages received from peers at local time `at`, in one transaction.
-    /// De-duplicates by (sender, id): a message already stored comes back as the existing
+    /// Stores messages received from peers at local time `at`, in one transaction: durable
+    /// when it returns, or with group commit running once `whenDurable` says so (acknowledge
+    /// only then). De-duplicates by (sender, id): a message already stored comes back as the existing
     /// row with `isNew` false, so a retransmission after a lost ack is harmless. A malformed
     /// id or identity fails the whole batch with `.invalidArgument`.
     ///
@@ -255,7 +257,7 @@ extension Store {
         throws(StoreError) -> [(message: StoredMessage, isNew: Bool)]
     {
         guard !messages.isEmpty else { return [] }
-        return try write { db in
+        return try write(feeding: .writeCommitting, deferringSync: true) { db in
             let insert = try db.cachedStatement(
                 sql: """
                     INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state, received_at,

@@ -41,7 +41,7 @@ public final class Store: @unchecked Sendable {
     /// freed handle (a crash), so use after close must be refused before reaching it.
     let lock = NSLock()
     /// Guarded by `lock`.
-    private var isClosed = false
+    private(set) var isClosed = false
     /// Guarded by `lock` (written inside write transactions, which hold it). See
     /// `roomOutboxesMayHaveWork` in Store+Rooms.swift.
     var roomOutboxesKnownEmpty = false
@@ -51,6 +51,12 @@ public final class Store: @unchecked Sendable {
     /// Guarded by `lock`: write transactions committed since open. What the message path's
     /// tests count (one per side per batch of messages, the journal's rows included).
     private var committedWrites = 0
+    /// Guarded by `lock`: group commit (Store+GroupCommit.swift); nil until it is started.
+    var walSyncer: WALSyncer?
+    /// Guarded by `lock`: which deferred commits are on disk and what waits for them.
+    var groupCommit = GroupCommitLedger<() -> Void>()
+    /// Runs a closure on the store's thread (group commit's waiters run there).
+    var groupCommitHop: (@Sendable (@escaping @Sendable () -> Void) -> Void)?
 
     /// Opens (creating if absent) `parley.sqlite` in `directory`, which must already exist.
     /// A file that is not a Parley database, is damaged, or is locked by another process is
@@ -112,6 +118,13 @@ public final class Store: @unchecked Sendable {
     /// the store closes it too, and a crash loses nothing that was committed.
     /// Later calls throw `.closed`; closing twice is harmless.
     public func close() throws(StoreError) {
+        // The syncer first, outside the lock (its last completion may hop back here); what
+        // it did not sync, closing does (SQLite checkpoints the WAL and syncs the file).
+        lock.lock()
+        let syncer = walSyncer
+        walSyncer = nil
+        lock.unlock()
+        syncer?.stop()
         lock.lock()
         defer { lock.unlock() }
         guard !isClosed else { return }
@@ -142,15 +155,28 @@ public final class Store: @unchecked Sendable {
         try write(feeding: .writeCommitting, body)
     }
 
-    /// `write`, feeding the search index on `occasion`.
-    func write<T>(feeding occasion: SearchIndexFeed.Occasion, _ body: (Database) throws -> T) throws(StoreError) -> T {
+    /// `write`, feeding the search index on `occasion`. `deferringSync`: with group commit
+    /// running, commit without waiting for the disk and leave the sync to `WALSyncer`; the
+    /// caller holds whatever promises durability behind `whenDurable`
+    /// (Store+GroupCommit.swift). Otherwise the commit is synced before this returns.
+    func write<T>(
+        feeding occasion: SearchIndexFeed.Occasion, deferringSync: Bool = false, _ body: (Database) throws -> T
+    ) throws(StoreError) -> T {
         lock.lock()
         defer { lock.unlock() }
         guard !isClosed else { throw .closed(path: path) }
+        let syncer = walSyncer
+        // With group commit the connection runs synchronous=NORMAL; a commit that must be
+        // synced itself turns FULL back on around its transaction.
+        let syncsItself = syncer != nil && !deferringSync
         do {
             var fedThrough: Int64?
             let result = try database.writeWithoutTransaction { db in
-                try Self.inTransaction(db) { db in
+                if syncsItself { try db.cachedStatement(sql: "PRAGMA synchronous = FULL").executeDirect([]) }
+                defer {
+                    if syncsItself { try? db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").executeDirect([]) }
+                }
+                return try Self.inTransaction(db) { db in
                     let result = try body(db)
                     fedThrough = try feedSearchIndex(db, occasion)
                     return result
@@ -158,6 +184,16 @@ public final class Store: @unchecked Sendable {
             }
             if let fedThrough { searchFeed.fed(through: fedThrough) }
             committedWrites += 1
+            if let syncer {
+                if deferringSync {
+                    syncer.request(through: groupCommit.committedDeferred())
+                } else {
+                    groupCommit.committedDurably()
+                    if groupCommit.waiterCount > 0, let hop = groupCommitHop {
+                        hop { [weak self] in self?.runDurableWaiters() }
+                    }
+                }
+            }
             return result
         } catch {
             throw StoreError.translating(error, path: path)
@@ -227,6 +263,12 @@ public final class Store: @unchecked Sendable {
         defer { lock.unlock() }
         guard !isClosed else { throw .closed(path: path) }
         do {
+            // With group commit the connection is at synchronous=NORMAL already.
+            if walSyncer != nil {
+                let result = try database.writeWithoutTransaction { db in try Self.inTransaction(db, body) }
+                committedWrites += 1
+                return result
+            }
             let result = try database.writeWithoutTransaction { db in
                 // Stepped through the C API: GRDB's execute() cost ~10,000 instructions each.
                 try db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").executeDirect([])

@@ -3,10 +3,10 @@ import NIOCore
 import NIOEmbedded
 import ParleyControlProtocol
 import ParleyCore
-import ParleyStore
 import XCTest
 
 @testable import ParleyDaemon
+@testable import ParleyStore
 
 final class ControlConnectionTests: XCTestCase {
     func testLinesInAnswersOutInOrder() throws {
@@ -135,6 +135,29 @@ final class ControlConnectionTests: XCTestCase {
         XCTAssertEqual(
             try client.node.node.store.messages(peer: nil, after: nil, limit: 10).map(\.body),
             ["m1", "m2", "m3", "m4", "m5"], "every answered message is in the store")
+    }
+
+    /// Group commit (Store+GroupCommit.swift): pipelined sends are stored at once but
+    /// answered only once their commit is on disk, and an answer written after them (a
+    /// request that stored nothing) waits behind them: answers stay in request order.
+    func testSendsAreAnsweredOnlyOnceTheirCommitIsSynced() throws {
+        let client = try ControlTestClient()
+        _ = try pinBob(client)
+        let store = client.node.node.store
+        let held = HeldSync()
+        try store.startGroupCommit(sync: { held.sync() }, hop: { held.hop($0) }, failed: { _ in XCTFail("failed") })
+        try client.write(send(1, "bob", "m1") + send(2, "bob", "m2"))
+        try client.write(ControlTestClient.request(3, "node.whoami"))
+        XCTAssertEqual(try client.answers().count, 0, "nothing is answered before the sync")
+        XCTAssertEqual(try store.counts().queued, 2, "committed already")
+        held.release()
+        client.loop.run()
+        XCTAssertEqual(try client.answers().map(\.id), [1, 2, 3])
+        // Nothing pending: the next answer goes straight out.
+        try client.write(ControlTestClient.request(4, "node.whoami"))
+        XCTAssertEqual(try client.answers().map(\.id), [4])
+        held.gate.signal()
+        try store.close()
     }
 
     /// The bug: a pipelined batch resolved `#room` as a peer name (peerNotFound).

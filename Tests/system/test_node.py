@@ -79,19 +79,24 @@ def burst(node, to, n, results, stop):
         pass  # the sender was killed mid-burst
 
 
-@pytest.mark.parametrize("victim", ["receiver", "sender"])
+@pytest.mark.parametrize("victim", ["receiver", "sender", "both"])
 def test_sigkill_mid_burst_loses_nothing_and_duplicates_nothing(cluster, victim):
+    """Group commit (Store+GroupCommit.swift) answers sends and acknowledges chats only
+    after their sync, with the next commits already made behind it: a SIGKILL at any point
+    of a burst loses no answered send and shows no message twice."""
     alice, bob = pair(cluster)
     n = 1200
     accepted, stop = [], threading.Event()
     t = threading.Thread(target=burst, args=(alice, "bob", n, accepted, stop))
     t.start()
     wait_until(lambda: len(accepted) > 300, timeout=60, what="burst under way")
-    target = bob if victim == "receiver" else alice
-    target.kill(signal.SIGKILL)
+    targets = {"receiver": [bob], "sender": [alice], "both": [bob, alice]}[victim]
+    for target in targets:
+        target.kill(signal.SIGKILL)
     t.join(timeout=60)
-    target.stop()
-    target.start()
+    for target in targets:
+        target.stop()
+        target.start()
     wait_until(lambda: alice.online("bob") and bob.online("alice"), timeout=30, what="session back")
     if victim == "receiver":
         # The burst keeps going after the kill (alice is alive): finish it.
@@ -155,6 +160,27 @@ def test_messages_stored_before_a_sigkill_are_found_by_search_after_it(cluster):
             hits = node.call("messages.search", {"query": w})["hits"]
             assert [h["message"]["id"] for h in hits] == [mid], (node.name, w, hits)
         assert len(node.call("messages.search", {"query": "fruit", "limit": 200})["hits"]) == len(words), node.name
+
+
+def test_a_search_right_after_a_burst_finds_every_message(cluster):
+    """Issue 32: bodies are indexed in batches of 256 (SearchIndexFeed) and committed by
+    group commit; a search right after a burst still finds every message on both sides,
+    those waiting for the next batch included."""
+    alice, bob = pair(cluster)
+    n = 300  # one batch of 256 fed, 44 waiting
+    r = alice.rpc(timeout=30)
+    ids = [r.call("messages.send", {"to": "bob", "body": f"burst{i:03d} pomelo"})["message"]["id"] for i in range(n)]
+    r.close()
+    wait_until(lambda: {m["id"] for m in bob.messages("alice")} >= set(ids), timeout=60, what="bob stores all")
+    for node in (alice, bob):
+        for i in (0, 255, 256, n - 1):
+            hits = node.call("messages.search", {"query": f"burst{i:03d}"})["hits"]
+            assert [h["message"]["id"] for h in hits] == [ids[i]], (node.name, i, hits)
+        found = set()
+        for k in range(n // 100):  # every message, by its hundreds digit (a prefix query)
+            hits = node.call("messages.search", {"query": f"burst{k}", "limit": 200})["hits"]
+            found |= {h["message"]["id"] for h in hits}
+        assert found == set(ids), (node.name, len(found))
 
 
 def test_verify_by_fingerprint_and_safety_number_is_symmetric(cluster):

@@ -51,38 +51,56 @@ public enum Sodium {
         }
     }
 
-    /// Lower-case hex.
+    /// Lower-case hex. Written straight into the string's storage: the identity and
+    /// message-id conversions at the store boundary run several times per message
+    /// (callgrind, docs/BENCHMARKS.md).
     public static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0f)])
+        guard !bytes.isEmpty else { return "" }
+        return String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            for (i, b) in bytes.enumerated() {
+                out[2 * i] = hexDigit(b >> 4)
+                out[2 * i + 1] = hexDigit(b & 0x0f)
+            }
+            return bytes.count * 2
         }
-        return String(decoding: out, as: UTF8.self)
+    }
+
+    @inline(__always) private static func hexDigit(_ n: UInt8) -> UInt8 {
+        n < 10 ? n &+ UInt8(ascii: "0") : n &+ (UInt8(ascii: "a") &- 10)
     }
 
     /// Parses hex (either case, no separators). Nil on any bad character or odd length.
+    /// Reads the string's UTF-8 in place and writes the bytes into the array's storage.
     public static func fromHex(_ s: String) -> [UInt8]? {
-        let chars = Array(s.utf8)
-        guard chars.count % 2 == 0 else { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(chars.count / 2)
-        func nibble(_ c: UInt8) -> UInt8? {
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-            default: return nil
+        var s = s
+        return s.withUTF8 { chars -> [UInt8]? in
+            guard chars.count % 2 == 0 else { return nil }
+            let count = chars.count / 2
+            var valid = true
+            let out = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+                for i in 0..<count {
+                    let hi = nibble(chars[2 * i])
+                    let lo = nibble(chars[2 * i + 1])
+                    guard hi < 16, lo < 16 else {
+                        valid = false
+                        initialized = i
+                        return
+                    }
+                    buffer[i] = hi << 4 | lo
+                }
+                initialized = count
             }
+            return valid ? out : nil
         }
-        var i = 0
-        while i < chars.count {
-            guard let hi = nibble(chars[i]), let lo = nibble(chars[i + 1]) else { return nil }
-            out.append(hi << 4 | lo)
-            i += 2
+    }
+
+    /// The value of one hex digit, or 0xFF.
+    @inline(__always) private static func nibble(_ c: UInt8) -> UInt8 {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c &- UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c &- UInt8(ascii: "a") &+ 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c &- UInt8(ascii: "A") &+ 10
+        default: return 0xFF
         }
-        return out
     }
 }

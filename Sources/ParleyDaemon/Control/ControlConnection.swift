@@ -32,6 +32,23 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
     /// Answers still to come (`Reply.later`), by token: what stops each if the client
     /// goes away first. While any is outstanding the idle timeout is off.
     private var waits = OutstandingAnswers()
+    /// Lines written after a commit that is not on disk yet, in order, each with the commit
+    /// it waits for (0: none of its own, it only keeps its place): group commit
+    /// (Store+GroupCommit.swift) answers a send, and shows a received message, only once
+    /// it is durable. Written out by `releaseDurable`.
+    private var hold = HeldLines()
+    /// Answers held for the disk beyond which the client's requests are not read: a
+    /// client pipelining during a slow sync cannot make the daemon grow without bound. The
+    /// same figure as the low mark of unread answers (`ControlServer.unreadAnswersWaterMark`).
+    static let maxHeldBytes = 1 << 20
+
+    /// The lines held for the disk, their bytes, and whether reading is paused for them.
+    private struct HeldLines {
+        var lines: [(line: ByteBuffer, promise: EventLoopPromise<Void>?, through: UInt64)] = []
+        var bytes = 0
+        /// Reading was paused because `lines` passed `maxHeldBytes`.
+        var paused = false
+    }
 
     private struct Replay {
         /// The last event id sent (or skipped by the filter).
@@ -93,7 +110,12 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
         // A client that sends requests but does not read the answers: stop reading its
         // requests until it has taken what is queued, so its answers cannot pile up in
         // the daemon (resumed in channelWritabilityChanged).
-        if !context.channel.isWritable { setReading(false, context) }
+        if !context.channel.isWritable {
+            setReading(false, context)
+        } else if hold.bytes > Self.maxHeldBytes {
+            hold.paused = true  // resumed by releaseDurable
+            setReading(false, context)
+        }
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -372,6 +394,11 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
         var buf = context.channel.allocator.buffer(capacity: data.count + 1)
         buf.writeBytes(data)
         buf.writeInteger(UInt8(ascii: "\n"))
+        // Behind a commit not on disk yet (or behind lines that are): held, in order.
+        let unsynced = node.store.unsyncedCommit
+        if unsynced != nil || !hold.lines.isEmpty {
+            return hold(buf, through: unsynced ?? 0)
+        }
         // Only a subscriber can fall behind (it is sent what it did not ask for); the
         // answers to a client's own requests need no backlog accounting.
         guard subscribed else {
@@ -393,10 +420,62 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
         return promise.futureResult
     }
 
+    /// Keeps `line` until commit `through` is on disk (`releaseDurable` writes it out).
+    private func hold(_ line: ByteBuffer, through: UInt64) -> EventLoopFuture<Void>? {
+        guard let context else { return nil }
+        var promise: EventLoopPromise<Void>?
+        if subscribed {
+            let size = line.readableBytes
+            backlogBytes += size
+            backlogCount += 1
+            let p = context.eventLoop.makePromise(of: Void.self)
+            p.futureResult.assumeIsolated().whenComplete { [weak self] _ in
+                guard let self else { return }
+                self.backlogBytes -= size
+                self.backlogCount -= 1
+                if self.closing && self.backlogCount == 0 { self.context?.close(promise: nil) }
+            }
+            promise = p
+        }
+        hold.lines.append((line, promise, through))
+        hold.bytes += line.readableBytes
+        if hold.lines.count == 1 { waitForDisk(through: through) }
+        return promise?.futureResult
+    }
+
+    private func waitForDisk(through ticket: UInt64) {
+        node.store.whenDurable(through: ticket) { [weak self] in self?.releaseDurable() }
+    }
+
+    /// Writes out the held lines whose commits are on disk, in order, and flushes.
+    private func releaseDurable() {
+        guard let context else { return }
+        var released = 0
+        for h in hold.lines {
+            guard h.through == 0 || node.store.isDurable(h.through) else { break }
+            context.write(wrapOutboundOut(h.line), promise: h.promise)
+            hold.bytes -= h.line.readableBytes
+            released += 1
+        }
+        hold.lines.removeFirst(released)
+        context.flush()
+        if let first = hold.lines.first { waitForDisk(through: first.through) }
+        if hold.paused, hold.bytes <= Self.maxHeldBytes {
+            hold.paused = false
+            if context.channel.isWritable { setReading(true, context) }
+        }
+    }
+
     private func fail(with error: JSONRPCError) {
         guard let context, !closing else { return }
         closing = true
-        write(JSONRPCResponse(id: nil, error: error))
+        // Straight out, ahead of any line still held for the disk: the connection closes.
+        if let data = try? CanonicalJSON.encode(JSONRPCResponse(id: nil, error: error)) {
+            var buf = context.channel.allocator.buffer(capacity: data.count + 1)
+            buf.writeBytes(data)
+            buf.writeInteger(UInt8(ascii: "\n"))
+            context.write(wrapOutboundOut(buf), promise: nil)
+        }
         context.flush()
         context.close(promise: nil)
     }
@@ -409,6 +488,8 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
     func channelInactive(context: ChannelHandlerContext) {
         idleTimer?.cancel()
         waits.cancelAll()
+        for h in hold.lines { h.promise?.fail(ChannelError.ioOnClosedChannel) }
+        hold = HeldLines()
         replay = nil
         journal.removeSubscriber(self)
         self.context = nil

@@ -190,7 +190,13 @@ extension Node {
             conn.close(reason: .normal, text: "receiver storage failure")
             return
         }
-        sendAcks(chats.map(\.id), on: conn)
+        // Acknowledged once on disk: with group commit the transaction above returns before
+        // its sync (Store+GroupCommit.swift), and an ack stops the sender's retries.
+        let ids = chats.map(\.id)
+        store.whenDurable { [weak self, weak conn] in
+            guard let self, let conn else { return }
+            self.sendAcks(ids, on: conn)
+        }
         quotaStored(results.filter(\.isNew).map { $0.message.body.utf8.count }, from: sender)
         for r in results where r.isNew { emit(.messageReceived(r.message)) }
     }

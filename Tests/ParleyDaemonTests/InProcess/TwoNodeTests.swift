@@ -3,10 +3,10 @@ import NIOEmbedded
 import ParleyControlProtocol
 import ParleyCore
 import ParleyNodeCore
-import ParleyStore
 import XCTest
 
 @testable import ParleyDaemon
+@testable import ParleyStore
 
 /// Two whole nodes in one process, joined by embedded channels on one virtual-time loop:
 /// the message path (handshake, trust on first use, store, pump, ack, delivery) and the
@@ -72,6 +72,24 @@ final class TwoNodeTests: XCTestCase {
             alice.events.contains {
                 if case .messageDelivered(let m) = $0 { return m.id == sent.id } else { return false }
             })
+    }
+
+    /// Group commit (Store+GroupCommit.swift): the receiver stores a message at once but
+    /// acknowledges it only once its commit is on disk, so the sender keeps it queued until then.
+    func testTheReceiverAcknowledgesOnlyOnceItsCommitIsSynced() throws {
+        let link = try connect()
+        let held = HeldSync()
+        try bob.node.store.startGroupCommit(
+            sync: { held.sync() }, hop: { held.hop($0) }, failed: { _ in XCTFail("failed") })
+        let sent = try alice.node.send(to: try bobAtAlice(), body: "after the sync")
+        try link.exchange()
+        XCTAssertEqual(try bob.node.store.message(id: sent.id, sender: alice.identity.hex)?.body, "after the sync")
+        XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .queued, "no ack before bob's sync")
+        held.release()
+        loop.run()
+        try link.exchange()
+        XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .delivered)
+        held.gate.signal()
     }
 
     /// Issue 32: with a journal attached (as under the control server), each side commits
