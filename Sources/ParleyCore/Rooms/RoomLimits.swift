@@ -32,5 +32,5 @@ public enum RoomLimits {
     /// `maxMembers`, until resolution is incremental (a room of 1,000 needs about 2,000
     /// operations, and resolving 1,000 takes about 30 s in a debug build today). Past 256,
     /// re-create the room.
-    public static let maxOperationsPerRoom = 256
+    public static let maxOperationsPerRoom = 4_096
 }
