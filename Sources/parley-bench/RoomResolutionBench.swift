@@ -53,6 +53,7 @@ struct RoomResolutionBench {
         }
         let buildTime = seconds(clock.now - buildStart)
         let buildWork = room.work
+        let buildRebuilds = room.rebuilds - 1
         guard room.state.joined.count == members else { throw BenchError.unavailable("the room did not converge") }
         var oldWork = 0
         let oldStart = clock.now
@@ -68,6 +69,7 @@ struct RoomResolutionBench {
         var worstFork = 0
         var worstForkTime = 0.0
         var forks = 0
+        var floodOps = ops
         var seedBytes = [UInt8](repeating: 0, count: 32)
         while room.operationCount < RoomLimits.maxOperationsPerRoom - 1 {
             forks += 1
@@ -81,6 +83,7 @@ struct RoomResolutionBench {
             let before = room.work
             let t0 = clock.now
             room.insert(fork)
+            floodOps.append(fork)
             worstForkTime = max(worstForkTime, seconds(clock.now - t0))
             worstFork = max(worstFork, room.work - before)
         }
@@ -96,6 +99,18 @@ struct RoomResolutionBench {
         let rebuildWork = room.work - before
         let voided = room.state.rejected.values.filter { $0 == .removedConcurrently }.count
         let n = room.operationCount
+        // The old rule over the same operations: a minute or more in a debug build, so
+        // only in a full run.
+        var oldRebuildWork: Int?
+        var oldRebuildTime: Double?
+        if !scale.smoke {
+            var w = 0
+            let t1 = clock.now
+            let old = RoomResolver.resolve(root: history.root, operations: floodOps + [removal], work: &w)
+            oldRebuildTime = seconds(clock.now - t1)
+            oldRebuildWork = w
+            guard old == room.state else { throw BenchError.unavailable("the full replay disagrees") }
+        }
 
         let setup =
             "\(members) members (OfficeRoomHistory: the create's \(RoomLimits.maxCreateMembers), one add and one join "
@@ -105,7 +120,7 @@ struct RoomResolutionBench {
                 id: "16a", measure: "Room of \(members): resolved op by op, time in all", unit: "s",
                 parley: buildTime, reference: oldTime,
                 referenceName: "ONE full replay of the same operations (the old node's cost per new operation)",
-                goal: .none, note: "\(setup); \(room.rebuilds == 1 ? "no" : "\(room.rebuilds - 1)") rebuilds while building"),
+                goal: .none, note: "\(setup); \(buildRebuilds) rebuilds while building"),
             BenchRow(
                 id: "16b", measure: "Room of \(members): resolved op by op, work in all", unit: "steps",
                 parley: Double(buildWork), reference: Double(oldWork),
@@ -115,7 +130,7 @@ struct RoomResolutionBench {
             BenchRow(
                 id: "16c", measure: "Flood of forks to \(RoomLimits.maxOperationsPerRoom) operations: worst operation",
                 unit: "steps", parley: Double(worstFork), reference: nil,
-                referenceName: "(the full replay at this size: not run, quadratic)", goal: .none,
+                referenceName: "(the old node replayed the whole room for each: 16e's reference)", goal: .none,
                 note: "\(forks) adds signed on the flooder's own join, each concurrent with everything after it; "
                     + "\(floodRebuilds) rebuilds"),
             BenchRow(
@@ -123,12 +138,13 @@ struct RoomResolutionBench {
                 parley: worstForkTime * 1000, reference: nil, referenceName: "—", goal: .none),
             BenchRow(
                 id: "16e", measure: "Removal concurrent with \(voided) forks at \(n) operations: rebuild, work",
-                unit: "steps", parley: Double(rebuildWork), reference: nil,
-                referenceName: "(the full replay at this size: not run, quadratic)", goal: .none,
+                unit: "steps", parley: Double(rebuildWork), reference: oldRebuildWork.map(Double.init),
+                referenceName: "ONE full replay of the same operations (full run only)", goal: .none,
                 note: "the worst case the resolution allows: a lowering concurrent with what it voids rebuilds the room"),
             BenchRow(
                 id: "16f", measure: "Removal concurrent with the forks: rebuild, time", unit: "s",
-                parley: rebuildTime, reference: nil, referenceName: "—", goal: .none)
+                parley: rebuildTime, reference: oldRebuildTime,
+                referenceName: "ONE full replay of the same operations (full run only)", goal: .none)
         ]
     }
 }
