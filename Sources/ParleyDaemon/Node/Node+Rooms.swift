@@ -273,8 +273,14 @@ extension Node {
     /// (`RoomAdmission.maxWaitingPerSender`, `waitingTimeoutSeconds`).
     private func holdWaitingRoomOperation(_ op: RoomOperation, from peer: IdentityPublicKey) {
         let now = clock.monotonicNow()
-        var list = roomBook.waiting[peer, default: []].filter {
-            now - $0.since < .seconds(RoomAdmission.waitingTimeoutSeconds) && $0.op.hash != op.hash
+        // Taken out while changed, so appending copies nothing.
+        var list = roomBook.waiting.removeValue(forKey: peer) ?? []
+        // Oldest first (appended in arrival order): the timed-out ones are a prefix.
+        let expired = list.prefix { now - $0.since >= .seconds(RoomAdmission.waitingTimeoutSeconds) }.count
+        if expired > 0 { list.removeFirst(expired) }
+        if list.contains(where: { $0.op.hash == op.hash }) {
+            roomBook.waiting[peer] = list
+            return
         }
         guard list.count < RoomAdmission.maxWaitingPerSender else {
             attackLog.log(
@@ -297,10 +303,17 @@ extension Node {
         roomBook.retrying = true
         defer { roomBook.retrying = false }
         while let next = roomBook.roomsToRetry.popFirst() {
+            // In a known room, only operations whose parents are all held now: the others
+            // would wait again, and offering each of a peer's 4,097 waiting ones again after
+            // every accepted operation made a flood of junk parents quadratic.
+            let held = roomBook.entries[next].flatMap { $0.root == nil ? nil : $0.operations }
+            func ready(_ op: RoomOperation) -> Bool {
+                op.roomID == next && (held.map { h in op.parents.allSatisfy { h[$0] != nil } } ?? true)
+            }
             for (peer, list) in roomBook.waiting {
-                let mine = list.filter { $0.op.roomID == next }
+                let mine = list.filter { ready($0.op) }
                 guard !mine.isEmpty else { continue }
-                roomBook.waiting[peer] = roomBook.waiting[peer]?.filter { $0.op.roomID != next }
+                roomBook.waiting[peer] = roomBook.waiting[peer]?.filter { !ready($0.op) }
                 for w in mine.sorted(by: { RoomResolver.precedes($0.op, $1.op) }) {
                     try acceptRoomOperation(w.op, from: peer)
                 }
