@@ -60,7 +60,7 @@ extension RoomResolverPropertyTests {
         // and concurrent lowerings rebuild (these histories are hostile: a quarter of
         // their operations are signed from the past, mostly removals and demotions, so
         // about one in five rebuilds; an office's room grows without any, see
-        // `RoomResolutionScaleTests`).
+        // `RoomScaleResolutionTests`).
         XCTAssertGreaterThan(fast, rebuilt * 3, "fast \(fast), rebuilt \(rebuilt)")
         XCTAssertGreaterThan(rebuilt, Self.graphs / 4)
         XCTAssertGreaterThan(threatenedFast, Self.graphs / 10)
