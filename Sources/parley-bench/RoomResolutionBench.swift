@@ -140,7 +140,8 @@ struct RoomResolutionBench {
                 id: "16e", measure: "Removal concurrent with \(voided) forks at \(n) operations: rebuild, work",
                 unit: "steps", parley: Double(rebuildWork), reference: oldRebuildWork.map(Double.init),
                 referenceName: "ONE full replay of the same operations (full run only)", goal: .none,
-                note: "the worst case the resolution allows: a lowering concurrent with what it voids rebuilds the room"),
+                note: "the worst case the resolution allows: a lowering concurrent with what it voids rebuilds the room"
+            ),
             BenchRow(
                 id: "16f", measure: "Removal concurrent with the forks: rebuild, time", unit: "s",
                 parley: rebuildTime, reference: oldRebuildTime,

@@ -22,7 +22,8 @@ extension RoomResolverPropertyTests {
             // its operations, and a second create claiming this room's id is impossible (the
             // id is the create's hash), so a create of another room stands for it.
             let foreign = try RoomOperation.create(
-                name: "other", members: [], by: outsider, createdAt: 1, nonce: RoomID(bytes: [UInt8](repeating: 7, count: 16))!)
+                name: "other", members: [], by: outsider, createdAt: 1,
+                nonce: RoomID(bytes: [UInt8](repeating: 7, count: 16))!)
             let foreignChange = try RoomOperation.change(
                 .rename("x"), roomID: foreign.roomID, after: [foreign], by: outsider, createdAt: 2)
             let parentsFirst = h.operations
@@ -34,16 +35,17 @@ extension RoomResolverPropertyTests {
                     arrivals.insert(again, at: Int.random(in: 0...arrivals.count, using: &rng))
                 }
                 var incremental = try XCTUnwrap(RoomResolution(root: h.root))
-                var so_far: [RoomOperation] = []
+                var soFar: [RoomOperation] = []
                 for op in arrivals {
                     let before = incremental.fastInserts
                     incremental.insert(op)
-                    so_far.append(op)
-                    let reference = RoomResolver.resolve(root: h.root, operations: so_far)
-                    XCTAssertEqual(incremental.state, reference, "seed \(seed), \(name), after \(so_far.count)")
+                    soFar.append(op)
+                    let reference = RoomResolver.resolve(root: h.root, operations: soFar)
+                    XCTAssertEqual(incremental.state, reference, "seed \(seed), \(name), after \(soFar.count)")
                     if incremental.state != reference { return }
                     if incremental.fastInserts > before,
-                        reference?.rejected[op.hash] == .removedConcurrently || reference?.rejected[op.hash] == .overruled
+                        reference?.rejected[op.hash] == .removedConcurrently
+                            || reference?.rejected[op.hash] == .overruled
                     {
                         threatenedFast += 1
                     }

@@ -20,8 +20,10 @@ final class RoomScaleResolutionTests: XCTestCase {
         let history = try OfficeRoomHistory(members: RoomLimits.maxMembers, seed: 1_000)
         let ops = history.operations
         // One adds and one join per member beyond the create's 64, one join for each of those.
-        XCTAssertEqual(ops.count, 2 * (RoomLimits.maxMembers - RoomLimits.maxCreateMembers) + RoomLimits.maxCreateMembers - 1)
-        XCTAssertLessThanOrEqual(ops.count + 1, RoomLimits.maxOperationsPerRoom / 2, "headroom for leaving and re-adding")
+        XCTAssertEqual(
+            ops.count, 2 * (RoomLimits.maxMembers - RoomLimits.maxCreateMembers) + RoomLimits.maxCreateMembers - 1)
+        XCTAssertLessThanOrEqual(
+            ops.count + 1, RoomLimits.maxOperationsPerRoom / 2, "headroom for leaving and re-adding")
         // Three nodes receive the operations in different orders (each delayed at random by
         // up to 16 places, so some arrive before their parents and wait).
         var rng = SplitMix64(seed: 30)

@@ -70,7 +70,8 @@ extension RoomFold: RoomAuthorityView {}
 /// - Rename, set the policy: an admin or owner.
 /// - An operation that changes nothing is refused, and an add to a full room.
 public enum RoomAuthority {
-    public static func check<State: RoomAuthorityView>(_ op: RoomOperation, in state: State) -> RoomOperationRejection? {
+    public static func check<State: RoomAuthorityView>(_ op: RoomOperation, in state: State) -> RoomOperationRejection?
+    {
         let actor = op.actor
         switch op.change {
         case .create:

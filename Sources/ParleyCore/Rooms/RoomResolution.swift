@@ -527,7 +527,9 @@ public struct RoomResolution: Sendable {
         for op in ordered {
             if case .create = op.change {
                 if op.hash == root.hash {
-                    register(op, past: GraphBits(), authorized: true, rank: RoomRole.owner.rawValue, lowering: false, applied: true)
+                    register(
+                        op, past: GraphBits(), authorized: true, rank: RoomRole.owner.rawValue, lowering: false,
+                        applied: true)
                 } else {
                     rejected[op.hash] = .secondCreate
                 }

@@ -91,7 +91,8 @@ extension Node {
         if let r = entry.root { root = r } else if case .create = op.change { root = op } else { root = nil }
         let before = entry.state
         // The room with `op`: decided against the incremental resolution, not replayed.
-        var resolution = entry.resolution ?? root.flatMap { RoomResolution(root: $0, operations: Array(entry.operations.values)) }
+        var resolution =
+            entry.resolution ?? root.flatMap { RoomResolution(root: $0, operations: Array(entry.operations.values)) }
         resolution?.insert(op)
         let after = resolution?.state
         if let peer {
