@@ -5,7 +5,7 @@ import SeededRandom
 /// A room of in-process members that sync, for tests and parley-bench (issue 30, "Rooms as
 /// big as an office"): each member is a real `RoomSyncStateMachine`, entitlement is the real
 /// `RoomEntitlement` over a room really built of signed operations and resolved by
-/// `RoomResolver`, authors choose their first recipients by the real `RoomFanOut`. What
+/// `RoomResolution`, authors choose their first recipients by the real `RoomFanOut`. What
 /// is simulated: the network (every two online members have a session, a record arrives
 /// after `latency`, a member going offline loses what was in flight to it), the author's
 /// durable outbox (kept until acknowledged, sent when both are online), the clock (a mock:
@@ -132,7 +132,7 @@ public struct RoomSyncSimulation {
             last = try RoomOperation.change(.join, roomID: root.roomID, after: [last], by: p, createdAt: 3)
             ops.append(last)
         }
-        guard let state = RoomResolver.resolve(root: root, operations: ops), state.joined.count == members else {
+        guard let state = RoomResolution(root: root, operations: ops)?.state, state.joined.count == members else {
             throw SimulationError.roomDidNotResolve
         }
         self.state = state

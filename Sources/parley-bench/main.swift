@@ -44,7 +44,7 @@ struct ParleyBench: ParsableCommand {
         guard FileManager.default.isExecutableFile(atPath: parleyd) else {
             throw ValidationError("no parleyd in \(bin); build it or pass --bin-dir")
         }
-        let wanted = Set((rows ?? "1,2,3,4,5,6,7,8,10,11,12,13,14,15").split(separator: ",").compactMap { Int($0) })
+        let wanted = Set((rows ?? "1,2,3,4,5,6,7,8,10,11,12,13,14,15,16").split(separator: ",").compactMap { Int($0) })
         let work = NSTemporaryDirectory() + "parley-bench-\(getpid())"
         try FileManager.default.createDirectory(
             atPath: work, withIntermediateDirectories: true,
@@ -188,6 +188,10 @@ struct ParleyBench: ParsableCommand {
         if wanted.contains(14) {
             progress("row 14: a room of \(scale.smoke ? 100 : 500) members that sync, in process")
             add(RoomScaleBench(scale: scale).run())
+        }
+        if wanted.contains(16) {
+            progress("row 16: resolving a room of \(scale.smoke ? 300 : 1000) members op by op, in process")
+            add(RoomResolutionBench(scale: scale).run())
         }
         if wanted.contains(15) {
             progress("row 15: bob catches up a room's history from one member")

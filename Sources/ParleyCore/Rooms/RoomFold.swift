@@ -14,6 +14,12 @@ public struct RoomFold: Equatable, Sendable {
     /// The role of a joined member; nil for an invited or non-member (who may not act).
     public func actingRank(_ k: IdentityPublicKey) -> RoomRole? { joined.contains(k) ? roles[k] : nil }
 
+    public func role(of k: IdentityPublicKey) -> RoomRole? { roles[k] }
+
+    public func hasJoined(_ k: IdentityPublicKey) -> Bool { joined.contains(k) }
+
+    public var isFull: Bool { roles.count >= RoomLimits.maxMembers }
+
     public mutating func apply(_ op: RoomOperation) {
         switch op.change {
         case let .create(name, members, policy):
@@ -39,6 +45,19 @@ public struct RoomFold: Equatable, Sendable {
     }
 }
 
+/// What `RoomAuthority` reads of the state of an operation's past: a whole `RoomFold`, or
+/// (in `RoomResolution`) only the members an operation is about, folded on demand.
+public protocol RoomAuthorityView {
+    func role(of k: IdentityPublicKey) -> RoomRole?
+    func hasJoined(_ k: IdentityPublicKey) -> Bool
+    var name: String { get }
+    var policy: RoomOperation.Policy { get }
+    /// `RoomLimits.maxMembers` members, joined or invited.
+    var isFull: Bool { get }
+}
+
+extension RoomFold: RoomAuthorityView {}
+
 /// Who may do what (docs/PROTOCOL.md, "Roles"): whether `op` is permitted in `state`, the
 /// state of the valid operations of its past. Nil when permitted; otherwise why not.
 ///
@@ -51,32 +70,33 @@ public struct RoomFold: Equatable, Sendable {
 /// - Rename, set the policy: an admin or owner.
 /// - An operation that changes nothing is refused, and an add to a full room.
 public enum RoomAuthority {
-    public static func check(_ op: RoomOperation, in state: RoomFold) -> RoomOperationRejection? {
+    public static func check<State: RoomAuthorityView>(_ op: RoomOperation, in state: State) -> RoomOperationRejection?
+    {
         let actor = op.actor
         switch op.change {
         case .create:
             return .secondCreate
         case .join:
-            guard state.roles[actor] != nil else { return .notMember }
-            return state.joined.contains(actor) ? .noEffect : nil
+            guard state.role(of: actor) != nil else { return .notMember }
+            return state.hasJoined(actor) ? .noEffect : nil
         case .remove(let t) where t == actor:
-            return state.roles[actor] == nil ? .notMember : nil
+            return state.role(of: actor) == nil ? .notMember : nil
         default:
             break
         }
-        guard let rank = state.actingRank(actor) else { return .notMember }
+        guard state.hasJoined(actor), let rank = state.role(of: actor) else { return .notMember }
         switch op.change {
         case .add(let k):
             if state.policy.onlyAdminsAdd && rank < .admin { return .notPermitted }
-            if state.roles[k] != nil { return .noEffect }
-            return state.roles.count >= RoomLimits.maxMembers ? .roomFull : nil
+            if state.role(of: k) != nil { return .noEffect }
+            return state.isFull ? .roomFull : nil
         case .remove(let t):
             guard rank >= .admin else { return .notPermitted }
-            guard let theirs = state.roles[t] else { return .noEffect }
+            guard let theirs = state.role(of: t) else { return .noEffect }
             return rank > theirs ? nil : .notPermitted
         case let .setRole(t, r):
             guard rank >= .admin || t == actor else { return .notPermitted }
-            guard let theirs = state.roles[t] else { return .noEffect }
+            guard let theirs = state.role(of: t) else { return .noEffect }
             if r == theirs { return .noEffect }
             if t == actor { return r < rank ? nil : .notPermitted }
             return rank > theirs && r <= rank ? nil : .notPermitted

@@ -107,6 +107,14 @@ public enum RoomResolver {
     /// Resolves `operations` (any order, duplicates and foreign operations allowed) into the
     /// room founded by `root`. Returns nil if `root` is not a create.
     public static func resolve(root: RoomOperation, operations: [RoomOperation]) -> RoomState? {
+        var work = 0
+        return resolve(root: root, operations: operations, work: &work)
+    }
+
+    /// The same, adding to `work` the elementary steps it took (the unit
+    /// `RoomResolution.work` counts too: an operation folded or examined, a bit-set word):
+    /// the full replay kept as the reference `RoomResolution` is tested and benched against.
+    public static func resolve(root: RoomOperation, operations: [RoomOperation], work: inout Int) -> RoomState? {
         guard case .create = root.change else { return nil }
         var rejected: [RoomOperationHash: RoomOperationRejection] = [:]
         var byHash: [RoomOperationHash: RoomOperation] = [root.hash: root]
@@ -143,6 +151,7 @@ public enum RoomResolver {
             for parent in op.parents {
                 if let i = position[parent] {
                     ancestors.formUnion(past[i])
+                    work += (capacity + 63) / 64
                     ancestors.insert(i)
                     highest = max(highest, graph[i].sequence)
                 } else if let p = byHash[parent] {
@@ -179,6 +188,7 @@ public enum RoomResolver {
         // order. An operation's past lies entirely before it, so `end` bounds each replay.
         func fold(upTo end: Int, _ include: (Int) -> Bool) -> RoomFold {
             var state = RoomFold()
+            work += end
             for i in 0..<end where include(i) { state.apply(graph[i]) }
             return state
         }
@@ -188,7 +198,8 @@ public enum RoomResolver {
         /// Whether the actor of `lowering` had seen `op`: `op` is in the past of another
         /// operation of that actor's that does not follow `lowering`.
         func seen(_ op: Int, by lowering: Int) -> Bool {
-            byActor[graph[lowering].actor, default: []].contains { p in
+            work += byActor[graph[lowering].actor, default: []].count
+            return byActor[graph[lowering].actor, default: []].contains { p in
                 p != lowering && !past[p].contains(lowering) && past[p].contains(op)
             }
         }
@@ -234,6 +245,7 @@ public enum RoomResolver {
                 removalThreats[o].append(l)
             }
             guard case .remove = graph[l].change, !ofItself else { continue }
+            work += graph.count
             for o in graph.indices where concurrent(l, o) && rank[l] >= rank[o] && !seen(o, by: l) {
                 if case .add(target) = graph[o].change { addThreats[o].append(l) }
             }
@@ -248,6 +260,7 @@ public enum RoomResolver {
         while decidedCount < graph.count {
             // Graph order is (sequence, hash) order: the first match is the lowest.
             var next = graph.indices.first { !decided[$0] && ready($0) && free($0) }
+            work += next ?? graph.count
             if next == nil {
                 // A cycle: ignore the weakest threat. First the operation whose strongest
                 // undecided threat ranks lowest, then the lowest ranked, then the lowest.
@@ -284,6 +297,7 @@ public enum RoomResolver {
 
         // 6.
         let final = fold(upTo: graph.count) { applied[$0] }
+        work += graph.count
         // Heads come from applied operations only: a node never builds on an operation
         // that others may have refused to keep (so its own would wait there forever), and
         // a voided operation never enters the past of an honest one.

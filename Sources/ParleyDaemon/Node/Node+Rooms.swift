@@ -28,7 +28,8 @@ extension Node {
             let root = entry.operations[hash]
         {
             entry.root = root
-            entry.state = RoomResolver.resolve(root: root, operations: Array(entry.operations.values))
+            entry.resolution = RoomResolution(root: root, operations: Array(entry.operations.values))
+            entry.state = entry.resolution?.state
         }
         roomBook.entries[id] = entry
         return entry
@@ -89,7 +90,11 @@ extension Node {
         let root: RoomOperation?
         if let r = entry.root { root = r } else if case .create = op.change { root = op } else { root = nil }
         let before = entry.state
-        let after = root.flatMap { RoomResolver.resolve(root: $0, operations: Array(entry.operations.values) + [op]) }
+        // The room with `op`: decided against the incremental resolution, not replayed.
+        var resolution =
+            entry.resolution ?? root.flatMap { RoomResolution(root: $0, operations: Array(entry.operations.values)) }
+        resolution?.insert(op)
+        let after = resolution?.state
         if let peer {
             let unapplied = entry.operations.values.filter {
                 $0.actor == op.actor && [.removedConcurrently, .overruled].contains(before?.rejected[$0.hash])
@@ -122,12 +127,14 @@ extension Node {
                     encoded: op.encoded()), at: now)
         else {
             entry.operations[op.hash] = op
+            entry.resolution = resolution
             roomBook.entries[op.roomID] = entry
             return false
         }
         entry.operations[op.hash] = op
         entry.root = root
         entry.state = after
+        entry.resolution = resolution
         roomBook.entries[op.roomID] = entry
         if let reason = after.rejected[op.hash] {
             log.info(
@@ -167,14 +174,14 @@ extension Node {
     {
         let held = roomBook.waiting[peer, default: []].map(\.op).filter { $0.roomID == op.roomID && $0.hash != op.hash }
         let batch = held + [op]
-        // Resolving is quadratic in the log: only worth it once something names this node.
+        // Resolving the whole log is only worth it once something names this node.
         let me = myIdentityKey
         let namesMe = batch.contains { o in
             if case .create(_, let members, _) = o.change { return members.contains(me) }
             return o.target == me
         }
         guard namesMe, let root = batch.first(where: { $0.kind == .create }),
-            let state = RoomResolver.resolve(root: root, operations: batch)
+            let state = RoomResolution(root: root, operations: batch)?.state
         else {
             holdWaitingRoomOperation(op, from: peer)
             return false
@@ -215,7 +222,8 @@ extension Node {
             entry.operations[o.hash] = o
         }
         entry.root = root
-        entry.state = state
+        entry.resolution = RoomResolution(root: root, operations: keep)
+        entry.state = entry.resolution?.state ?? state
         roomBook.entries[op.roomID] = entry
         roomBook.waiting[peer] = roomBook.waiting[peer]?.filter { !entry.operations.keys.contains($0.op.hash) }
         try saveRoomState(state, previous: nil, deliveredBy: peer, now: now)
@@ -266,8 +274,14 @@ extension Node {
     /// (`RoomAdmission.maxWaitingPerSender`, `waitingTimeoutSeconds`).
     private func holdWaitingRoomOperation(_ op: RoomOperation, from peer: IdentityPublicKey) {
         let now = clock.monotonicNow()
-        var list = roomBook.waiting[peer, default: []].filter {
-            now - $0.since < .seconds(RoomAdmission.waitingTimeoutSeconds) && $0.op.hash != op.hash
+        // Taken out while changed, so appending copies nothing.
+        var list = roomBook.waiting.removeValue(forKey: peer) ?? []
+        // Oldest first (appended in arrival order): the timed-out ones are a prefix.
+        let expired = list.prefix { now - $0.since >= .seconds(RoomAdmission.waitingTimeoutSeconds) }.count
+        if expired > 0 { list.removeFirst(expired) }
+        if list.contains(where: { $0.op.hash == op.hash }) {
+            roomBook.waiting[peer] = list
+            return
         }
         guard list.count < RoomAdmission.maxWaitingPerSender else {
             attackLog.log(
@@ -290,10 +304,17 @@ extension Node {
         roomBook.retrying = true
         defer { roomBook.retrying = false }
         while let next = roomBook.roomsToRetry.popFirst() {
+            // In a known room, only operations whose parents are all held now: the others
+            // would wait again, and offering each of a peer's 4,097 waiting ones again after
+            // every accepted operation made a flood of junk parents quadratic.
+            let held = roomBook.entries[next].flatMap { $0.root == nil ? nil : $0.operations }
+            func ready(_ op: RoomOperation) -> Bool {
+                op.roomID == next && (held.map { h in op.parents.allSatisfy { h[$0] != nil } } ?? true)
+            }
             for (peer, list) in roomBook.waiting {
-                let mine = list.filter { $0.op.roomID == next }
+                let mine = list.filter { ready($0.op) }
                 guard !mine.isEmpty else { continue }
-                roomBook.waiting[peer] = roomBook.waiting[peer]?.filter { $0.op.roomID != next }
+                roomBook.waiting[peer] = roomBook.waiting[peer]?.filter { !ready($0.op) }
                 for w in mine.sorted(by: { RoomResolver.precedes($0.op, $1.op) }) {
                     try acceptRoomOperation(w.op, from: peer)
                 }
@@ -369,8 +390,9 @@ extension Node {
                 change, roomID: id, after: state.heads, by: ownIdentity.keys.identity,
                 createdAt: UInt64(max(0, nowMs)))
         } catch { throw RoomError.invalid(error.description) }
-        let trial = RoomResolver.resolve(root: root, operations: Array(entry.operations.values) + [op])
-        if let why = trial?.rejected[op.hash] { throw RoomError.refused(room, change, why) }
+        var trial = entry.resolution ?? RoomResolution(root: root, operations: Array(entry.operations.values))
+        trial?.insert(op)
+        if let why = trial?.state.rejected[op.hash] { throw RoomError.refused(room, change, why) }
         return try storing { () throws(StoreError) in
             try acceptRoomOperation(op, from: nil)
             return try store.room(id: room.id) ?? room

@@ -11,6 +11,10 @@ struct RoomBook {
         var operations: [RoomOperationHash: RoomOperation] = [:]
         /// The resolved state, once the root is known.
         var state: RoomState?
+        /// The room resolved incrementally (issue 30): a new operation is decided against
+        /// this instead of replaying the room; `state` is its state. Built once per room
+        /// from the stored operations (`RoomResolution.init`), then kept in memory.
+        var resolution: RoomResolution?
     }
 
     var entries: [RoomID: Entry] = [:]

@@ -19,9 +19,10 @@ public enum RoomAdmission {
     /// Operations held in memory per sending peer: those waiting for a parent, and the log
     /// of a room this node does not know yet until it reaches the operation that invites
     /// this node (a newcomer receives the whole log, create first, and its invitation may
-    /// be the last of 256 operations). An honest node forwards only operations of its
+    /// be the last of 4,096 operations). An honest node forwards only operations of its
     /// graph, parents first, so anything else waiting is what a hostile or broken peer
-    /// causes.
+    /// causes: at most about 9 MiB per sending peer (4,097 operations of at most 2,247
+    /// bytes), for `waitingTimeoutSeconds`.
     public static let maxWaitingPerSender = RoomLimits.maxOperationsPerRoom + 1
     /// How long a waiting operation is held before it is dropped.
     public static let waitingTimeoutSeconds = 600
