@@ -3,9 +3,10 @@ alone: this client, a joined member, sends the daemon the heads of its graph of 
 daemon sends it the operations outside their past, and since one head is unknown to it,
 answers with its own heads."""
 import os
+import time
 import struct
 
-from parley_wire import ROOM_OPERATION, Identity, Session, record
+from parley_wire import ACK, ROOM_OPERATION, Identity, Session, record
 from test_room_sync import acked, collect, daemon_accepts, op_hash
 from test_rooms import CREATE, JOIN, create_body, daemon_key, room_op  # noqa: F401 (fixtures below)
 from test_rooms import daemon  # noqa: F401
@@ -44,3 +45,50 @@ def test_the_daemon_sends_what_a_members_heads_lack_and_answers_an_unknown_head(
     theirs = [answer[17 + 32 * i:17 + 32 * (i + 1)] for i in range(n)]
     assert len(answer) == 17 + 32 * n and theirs == sorted(theirs) and n >= 1
     assert set(theirs) <= {create_hash, jx, jd}, "its heads are operations of the room"
+
+
+def test_a_member_that_asks_again_and_again_is_sent_at_most_twice_the_log_per_session(daemon):  # noqa: F811
+    """A joined member that acknowledges what it is sent, drops it and sends the same old
+    summary every 2 s: the daemon queues what those heads lack each time, until twice the
+    room's log (3 operations: the create and two joins) has gone to this session; then
+    nothing more in answer to its summaries."""
+    me, x = Identity(), Identity()
+    session = Session.established(daemon.address, me, card=me.card(name="ask" + os.urandom(4).hex()),
+                                  extra_fields=FEATURES)
+    name = b"again" + os.urandom(3).hex().encode()
+    create, create_hash = room_op(me, CREATE, os.urandom(16), 1,
+                                  body=create_body(name, [me.identity_key, x.identity_key, daemon_key(daemon)]))
+    room = create_hash[:16]
+    join_x, jx = room_op(x, JOIN, room, 2, parents=[create_hash])
+    session.send_records(record(ROOM_OPERATION, create), record(ROOM_OPERATION, join_x))
+    collect(session, lambda rs: {create_hash[:16], jx[:16]} <= acked(rs))
+    jd = op_hash(daemon_accepts(daemon, session, room))
+    log_size = 3
+    summary = record(ROOM_OPS_HAVE, room + bytes([1]) + create_hash)
+
+    def ops_in(rs):
+        return [op_hash(p) for t, p in rs if t == ROOM_OPERATION]
+
+    def ask(expect):
+        """One summary (after the daemon's read interval), then its answer acknowledged:
+        `expect` operations, or, when 0, none within a few seconds."""
+        time.sleep(2.2)  # the daemon reads one summary per 2 s per session and room
+        session.send_records(summary)
+        if expect:
+            got = ops_in(collect(session, lambda rs: len(ops_in(rs)) >= expect, timeout=15))
+        else:
+            try:
+                got = ops_in(collect(session, lambda rs: len(ops_in(rs)) > 0, timeout=4))
+            except TimeoutError:
+                got = []
+        if got:
+            session.send_records(record(ACK, struct.pack(">H", len(got)) + b"".join(h[:16] for h in got)))
+        return got
+
+    sent = []
+    for _ in range(2 * log_size // 2):  # 2 lacking operations a time: 6 = twice the log
+        got = ask(2)
+        assert set(got) == {jx, jd}, "the operations outside the summary's past"
+        sent += got
+    assert ask(0) == [], "past twice the room's log: nothing more for this session"
+    assert len(sent) == 2 * log_size

@@ -31,14 +31,24 @@ extension Node {
             return
         }
         let now = clock.monotonicNow()
-        if let last = roomBook.sync.summariesRead[peer]?[have.roomID],
-            now - last < RoomOperationSummaryLimits.readInterval
-        {
+        var reads = roomBook.sync.summariesRead[peer]?[have.roomID]
+        if let last = reads?.last, now - last < RoomOperationSummaryLimits.readInterval {
             log.debug("operation summary ignored: too soon", ["room": have.roomID.hex, "from": peer.fingerprintText])
             return
         }
-        roomBook.sync.summariesRead[peer, default: [:]][have.roomID] = now
-        let (send, theyHaveMore) = RoomOperationFanOut.missing(from: entry.operations, theirHeads: have.heads)
+        reads = RoomSyncBook.SummaryReads(last: now, operationsSent: reads?.operationsSent ?? 0)
+        let (missing, theyHaveMore) = RoomOperationFanOut.missing(from: entry.operations, theirHeads: have.heads)
+        // Parents first, so a prefix is what the peer can use.
+        let budget = RoomOperationSummaryLimits.operationBudget(
+            logSize: entry.operations.count, alreadySent: reads?.operationsSent ?? 0)
+        let send = missing.prefix(budget)
+        if send.count < missing.count {
+            log.warning(
+                "a member asked for a room's operations again and again; not sent more on this session",
+                ["room": have.roomID.hex, "from": peer.fingerprintText, "withheld": "\(missing.count - send.count)"])
+        }
+        reads?.operationsSent += send.count
+        roomBook.sync.summariesRead[peer, default: [:]][have.roomID] = reads
         if !send.isEmpty {
             log.debug(
                 "room operations a member lacks queued for it",

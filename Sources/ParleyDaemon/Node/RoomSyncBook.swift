@@ -27,8 +27,15 @@ struct RoomSyncBook {
     /// (`RoomOperationSummaryLimits.replyInterval`); dropped with the session.
     var summaryReplies: [IdentityPublicKey: [RoomID: MonotonicInstant]] = [:]
     /// When this node last read a peer's operation summary of a room
-    /// (`RoomOperationSummaryLimits.readInterval`); dropped with the session.
-    var summariesRead: [IdentityPublicKey: [RoomID: MonotonicInstant]] = [:]
+    /// (`RoomOperationSummaryLimits.readInterval`) and how many operations it queued in
+    /// answer to that session's summaries of it (`RoomOperationSummaryLimits.operationBudget`);
+    /// dropped with the session.
+    var summariesRead: [IdentityPublicKey: [RoomID: SummaryReads]] = [:]
+
+    struct SummaryReads {
+        var last: MonotonicInstant
+        var operationsSent = 0
+    }
     /// Signed changes whose target message is not held yet, with the peer that handed each
     /// over (acknowledged to it once applied). Bounded: `RoomSyncLimits.maxWaitingChanges`.
     var waitingChanges: [(change: SignedRoomMessage, from: IdentityPublicKey)] = []

@@ -79,9 +79,24 @@ public enum RoomOperationSummaryLimits {
     /// the other lacks would otherwise answer each other's answers.
     public static let replyInterval: Duration = .seconds(5)
     /// A node reads at most one summary per this interval per session and room, and
-    /// ignores the others: each may queue the room's whole log (256 operations) for its
+    /// ignores the others: each may queue the room's whole log (up to 4,096 operations) for its
     /// sender, so a member repeating an empty summary would make this node send the log
     /// again and again. Honest members send one at session start, one answer, and one per
     /// `RoomSyncLimits.antiEntropyInterval`.
     public static let readInterval: Duration = .seconds(2)
+    /// Operations a node queues for one session in answer to its summaries of one room, at
+    /// most this many times the room's log (`operationBudget`). An honest member lacks each
+    /// operation once per session (it stores what it is sent), so the whole log and as
+    /// much again for what arrives during the session is more than it ever asks for; a
+    /// member that repeats an old summary every `readInterval` (it acknowledges, drops and
+    /// asks again) would otherwise make this node send a room's whole log, up to
+    /// `RoomLimits.maxOperationsPerRoom` operations of about a KiB, every two seconds for
+    /// a 48-byte record, for as long as the session lasts.
+    public static let logsPerSession = 2
+
+    /// How many of `missing` operations may still be queued for a session that has been
+    /// sent `alreadySent` in answer to its summaries of a room whose log holds `logSize`.
+    public static func operationBudget(logSize: Int, alreadySent: Int) -> Int {
+        max(0, logsPerSession * logSize - alreadySent)
+    }
 }
