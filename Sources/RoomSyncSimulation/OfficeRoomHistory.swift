@@ -16,15 +16,7 @@ public struct OfficeRoomHistory {
     public init(members: Int, seed: UInt64, lag: Int = 8) throws {
         precondition(members >= 2 && members <= RoomLimits.maxMembers && lag >= 1)
         var rng = SplitMix64(seed: seed)
-        var pairs: [IdentityKeyPair] = []
-        for _ in 0..<members {
-            var seedBytes = [UInt8](repeating: 0, count: 32)
-            for k in 0..<4 {
-                let v = rng.next()
-                for b in 0..<8 { seedBytes[k * 8 + b] = UInt8(truncatingIfNeeded: v >> (8 * UInt64(b))) }
-            }
-            pairs.append(try IdentityKeyPair(seed: SecretBytes(consuming: &seedBytes)))
-        }
+        let pairs = try SeededIdentities.make(members, using: &rng)
         let creator = pairs[0]
         var nonce = [UInt8](repeating: 0, count: RoomID.length)
         for b in nonce.indices { nonce[b] = UInt8(truncatingIfNeeded: rng.next()) }

@@ -106,15 +106,7 @@ public struct RoomSyncSimulation {
     public init(members: Int, seed: UInt64, latency: Duration = .milliseconds(2), bodyBytes: Int = 100) throws {
         precondition(members >= 2 && members <= RoomLimits.maxMembers)
         var rng = SplitMix64(seed: seed)
-        var pairs: [IdentityKeyPair] = []
-        for _ in 0..<members {
-            var seedBytes = [UInt8](repeating: 0, count: 32)
-            for k in 0..<4 {
-                let v = rng.next()
-                for b in 0..<8 { seedBytes[k * 8 + b] = UInt8(truncatingIfNeeded: v >> (8 * UInt64(b))) }
-            }
-            pairs.append(try IdentityKeyPair(seed: SecretBytes(consuming: &seedBytes)))
-        }
+        let pairs = try SeededIdentities.make(members, using: &rng)
         let creator = pairs[0]
         var nonce = [UInt8](repeating: 0, count: RoomID.length)
         for b in nonce.indices { nonce[b] = UInt8(truncatingIfNeeded: rng.next()) }

@@ -15,7 +15,10 @@ ROOM_OPS_HAVE = 0x19
 FEATURES = [(0x10, struct.pack(">I", (1 << 3) | (1 << 5)))]
 
 
-def test_the_daemon_sends_what_a_members_heads_lack_and_answers_an_unknown_head(daemon):  # noqa: F811
+def joined_room(daemon):  # noqa: F811
+    """A session of this client (bits 3 and 5) and a room it created with a second member x
+    (joined) and the daemon (which accepts): (session, room, the create's hash, x's join's
+    hash, the daemon's join's hash). The daemon holds those three operations."""
     me, x = Identity(), Identity()
     session = Session.established(daemon.address, me, card=me.card(name="sum" + os.urandom(4).hex()),
                                   extra_fields=FEATURES)
@@ -26,8 +29,11 @@ def test_the_daemon_sends_what_a_members_heads_lack_and_answers_an_unknown_head(
     join_x, jx = room_op(x, JOIN, room, 2, parents=[create_hash])
     session.send_records(record(ROOM_OPERATION, create), record(ROOM_OPERATION, join_x))
     collect(session, lambda rs: {create_hash[:16], jx[:16]} <= acked(rs))
-    join_d = daemon_accepts(daemon, session, room)
-    jd = op_hash(join_d)
+    return session, room, create_hash, jx, op_hash(daemon_accepts(daemon, session, room))
+
+
+def test_the_daemon_sends_what_a_members_heads_lack_and_answers_an_unknown_head(daemon):  # noqa: F811
+    session, room, create_hash, jx, jd = joined_room(daemon)
 
     unknown = os.urandom(32)
     heads = sorted([create_hash, unknown])
@@ -52,17 +58,7 @@ def test_a_member_that_asks_again_and_again_is_sent_at_most_twice_the_log_per_se
     summary every 2 s: the daemon queues what those heads lack each time, until twice the
     room's log (3 operations: the create and two joins) has gone to this session; then
     nothing more in answer to its summaries."""
-    me, x = Identity(), Identity()
-    session = Session.established(daemon.address, me, card=me.card(name="ask" + os.urandom(4).hex()),
-                                  extra_fields=FEATURES)
-    name = b"again" + os.urandom(3).hex().encode()
-    create, create_hash = room_op(me, CREATE, os.urandom(16), 1,
-                                  body=create_body(name, [me.identity_key, x.identity_key, daemon_key(daemon)]))
-    room = create_hash[:16]
-    join_x, jx = room_op(x, JOIN, room, 2, parents=[create_hash])
-    session.send_records(record(ROOM_OPERATION, create), record(ROOM_OPERATION, join_x))
-    collect(session, lambda rs: {create_hash[:16], jx[:16]} <= acked(rs))
-    jd = op_hash(daemon_accepts(daemon, session, room))
+    session, room, create_hash, jx, jd = joined_room(daemon)
     log_size = 3
     summary = record(ROOM_OPS_HAVE, room + bytes([1]) + create_hash)
 
