@@ -3,10 +3,14 @@ import ParleyControlProtocol
 extension HumanFormat {
     /// `alice (owner), bob (you, admin), carol (invited)`, names sanitised: a plain member
     /// that joined shows only its name.
+    /// A member nobody verified shows its fingerprint prefix beside its name: the name is a
+    /// label it chose (by a handshake, or by its card passed on by the room), so two members
+    /// called "alice", or a look-alike of a contact's name, are told apart by who they are.
     static func roomMembers(_ room: RoomInfo) -> String {
         room.members.map { m in
             var notes: [String] = []
             if m.you { notes.append("you") }
+            if m.verified == false { notes.append(Terminal.line(String(m.fingerprint.prefix(9)))) }
             if m.role != "member" { notes.append(m.role) }
             if !m.joined { notes.append("invited") }
             return Terminal.line(m.name) + (notes.isEmpty ? "" : " (" + notes.joined(separator: ", ") + ")")

@@ -24,6 +24,16 @@ final class RoomFormatTests: XCTestCase {
             "alice (owner), bob (you, admin), car\u{FFFD}ol (invited)")
     }
 
+    /// A name nobody verified is only a label: its fingerprint prefix is shown beside it.
+    func testAnUnverifiedMemberShowsItsFingerprintPrefix() {
+        var r = room(status: "joined")
+        r.members[0].verified = true
+        r.members[2].verified = false
+        r.members[2].fingerprint = "pkhh-45sk-ab12"
+        XCTAssertEqual(
+            HumanFormat.roomMembers(r), "alice (owner), bob (you, admin), car\u{FFFD}ol (pkhh-45sk, invited)")
+    }
+
     func testStatusAndMembersColumns() {
         XCTAssertEqual(HumanFormat.roomStatus(room(status: "joined", role: "admin")), "admin")
         XCTAssertEqual(HumanFormat.roomStatus(room(status: "invited")), "invited")
