@@ -39,88 +39,104 @@ public struct RoomResolution: Sendable {
     public private(set) var fastInserts = 0
 
     /// Every operation of the room offered, in or out of the graph.
-    private var known: [RoomOperationHash: RoomOperation]
-    private var rejected: [RoomOperationHash: RoomOperationRejection] = [:]
-    private var waiting: Set<RoomOperationHash> = []
-
-    // The graph, by id (the order operations joined it: (sequence, hash) order after a
-    // rebuild; later ones are appended, so order comparisons use `precedes`).
-    private var ops: [RoomOperation] = []
-    private var idOf: [RoomOperationHash: Int] = [:]
-    private var past: [GraphBits] = []
-    private var authorized: [Bool] = []
-    private var rank: [UInt8] = []
-    private var isLowering: [Bool] = []
-    private var applied: [Bool] = []
-    /// Per member key: the operations whose fold touches it (create, add, remove, setRole
-    /// of it; its join), in (sequence, hash) order.
-    private var keyOps: [IdentityPublicKey: [Int]] = [:]
-    private var nameOps: [Int] = []
-    private var policyOps: [Int] = []
-    private var byActor: [IdentityPublicKey: [Int]] = [:]
-    /// Per key: the adds of it.
-    private var addsOf: [IdentityPublicKey: [Int]] = [:]
-    /// Every add in the graph: how many a past holds bounds how many members it can have.
-    private var addBits = GraphBits()
-    /// Per key: the lowerings (authorised removals and demotions) of it.
-    private var loweringsOf: [IdentityPublicKey: [Int]] = [:]
+    private var offered = Offered()
+    /// The graph, by id (the order operations joined it: (sequence, hash) order after a
+    /// rebuild; later ones are appended, so order comparisons use `precedes`).
+    private var graph = Graph()
+    /// Which operations of the graph touch what: the few a decision has to fold.
+    private var index = Index()
     /// Whether rule 5 had to break a cycle: then a threatened new operation is not decided
     /// alone.
     private var cycleBroken = false
+    /// The applied operations folded, and what the state shows of them.
+    private var shown = Shown()
 
-    // The applied operations folded, and what the state shows of them.
-    private var fold = RoomFold()
-    private var members: [IdentityPublicKey] = []
-    private var joined: [IdentityPublicKey] = []
-    private var appliedOrder: [Int] = []
-    private var headSet: Set<Int> = []
-    private var version: UInt64 = 1
+    private struct Offered {
+        var known: [RoomOperationHash: RoomOperation] = [:]
+        var rejected: [RoomOperationHash: RoomOperationRejection] = [:]
+        var waiting: Set<RoomOperationHash> = []
+    }
+
+    /// One column per attribute of an operation in the graph, indexed by its id.
+    private struct Graph {
+        var ops: [RoomOperation] = []
+        var idOf: [RoomOperationHash: Int] = [:]
+        var past: [GraphBits] = []
+        var authorized: [Bool] = []
+        var rank: [UInt8] = []
+        var isLowering: [Bool] = []
+        var applied: [Bool] = []
+    }
+
+    private struct Index {
+        /// Per member key: the operations whose fold touches it (create, add, remove, setRole
+        /// of it; its join), in (sequence, hash) order.
+        var keyOps: [IdentityPublicKey: [Int]] = [:]
+        var nameOps: [Int] = []
+        var policyOps: [Int] = []
+        var byActor: [IdentityPublicKey: [Int]] = [:]
+        /// Per key: the adds of it.
+        var addsOf: [IdentityPublicKey: [Int]] = [:]
+        /// Every add in the graph: how many a past holds bounds how many members it can have.
+        var addBits = GraphBits()
+        /// Per key: the lowerings (authorised removals and demotions) of it.
+        var loweringsOf: [IdentityPublicKey: [Int]] = [:]
+    }
+
+    private struct Shown {
+        var fold = RoomFold()
+        var members: [IdentityPublicKey] = []
+        var joined: [IdentityPublicKey] = []
+        var appliedOrder: [Int] = []
+        var headSet: Set<Int> = []
+        var version: UInt64 = 1
+    }
 
     /// Resolves `operations` (any order, duplicates and foreign operations allowed) into the
     /// room founded by `root`, as `RoomResolver.resolve` does. Nil if `root` is not a create.
     public init?(root: RoomOperation, operations: [RoomOperation] = []) {
         guard case .create = root.change else { return nil }
         self.root = root
-        known = [root.hash: root]
+        offered.known = [root.hash: root]
         for op in operations {
             if op.roomID != root.roomID {
-                rejected[op.hash] = .otherRoom
+                offered.rejected[op.hash] = .otherRoom
                 continue
             }
-            known[op.hash] = op
+            offered.known[op.hash] = op
         }
         rebuild()
     }
 
     /// Operations offered so far (graph, waiting and refused ones of this room).
-    public var operationCount: Int { known.count }
+    public var operationCount: Int { offered.known.count }
 
     /// The room as resolved now: equal to `RoomResolver.resolve(root:operations:)` over every
     /// operation offered. O(n) (the applied list is copied out).
     public var state: RoomState {
         RoomState(
-            roomID: root.roomID, name: fold.name, policy: fold.policy, creator: root.actor,
-            createdAt: root.createdAt, root: root.hash, members: members, roles: fold.roles, joined: joined,
-            version: version, applied: appliedOrder.map { ops[$0].hash }, rejected: rejected,
-            waiting: waiting.compactMap { known[$0] }.sorted(by: RoomResolver.precedes).map(\.hash),
+            roomID: root.roomID, name: shown.fold.name, policy: shown.fold.policy, creator: root.actor,
+            createdAt: root.createdAt, root: root.hash, members: shown.members, roles: shown.fold.roles, joined: shown.joined,
+            version: shown.version, applied: shown.appliedOrder.map { graph.ops[$0].hash }, rejected: offered.rejected,
+            waiting: offered.waiting.compactMap { offered.known[$0] }.sorted(by: RoomResolver.precedes).map(\.hash),
             heads: heads)
     }
 
     /// `state.heads`, without building the state: the parents of the next operation.
     public var heads: [RoomOperation] {
-        Array(headSet.map { ops[$0] }.sorted { RoomResolver.precedes($1, $0) }.prefix(RoomLimits.maxParents))
+        Array(shown.headSet.map { graph.ops[$0] }.sorted { RoomResolver.precedes($1, $0) }.prefix(RoomLimits.maxParents))
     }
 
     /// Takes one more operation. Exactly as if the room were resolved again with it.
     public mutating func insert(_ op: RoomOperation) {
         guard op.roomID == root.roomID else {
-            rejected[op.hash] = .otherRoom
+            offered.rejected[op.hash] = .otherRoom
             return
         }
-        guard known[op.hash] == nil else { return }
-        known[op.hash] = op
+        guard offered.known[op.hash] == nil else { return }
+        offered.known[op.hash] = op
         if case .create = op.change {
-            rejected[op.hash] = .secondCreate
+            offered.rejected[op.hash] = .secondCreate
             return
         }
         // Rule 1 for every operation outside the graph, in (sequence, hash) order: the new
@@ -128,14 +144,14 @@ public struct RoomResolution: Sendable {
         // (which a late parent can turn into a bad sequence). Honest rooms hold none of
         // these (a node keeps no waiting operation in the room), so this is one operation.
         var outside: [RoomOperation] = [op]
-        for h in waiting { if let o = known[h] { outside.append(o) } }
-        for (h, why) in rejected where why == .rejectedAncestor || why == .badSequence {
-            if idOf[h] == nil, let o = known[h] { outside.append(o) }
+        for h in offered.waiting { if let o = offered.known[h] { outside.append(o) } }
+        for (h, why) in offered.rejected where why == .rejectedAncestor || why == .badSequence {
+            if graph.idOf[h] == nil, let o = offered.known[h] { outside.append(o) }
         }
         outside.sort(by: RoomResolver.precedes)
         for o in outside {
-            waiting.remove(o.hash)
-            rejected[o.hash] = nil
+            offered.waiting.remove(o.hash)
+            offered.rejected[o.hash] = nil
         }
         for o in outside {
             work += 1
@@ -146,9 +162,9 @@ public struct RoomResolution: Sendable {
                     return
                 }
             case .waiting:
-                waiting.insert(o.hash)
+                offered.waiting.insert(o.hash)
             case .rejected(let why):
-                rejected[o.hash] = why
+                offered.rejected[o.hash] = why
             }
         }
     }
@@ -169,14 +185,14 @@ public struct RoomResolution: Sendable {
         var verdict: RoomOperationRejection?
         var missing = false
         for parent in op.parents {
-            if let i = idOf[parent] {
-                work += ancestors.formUnion(past[i])
+            if let i = graph.idOf[parent] {
+                work += ancestors.formUnion(graph.past[i])
                 ancestors.insert(i)
-                highest = max(highest, ops[i].sequence)
-            } else if let p = known[parent] {
+                highest = max(highest, graph.ops[i].sequence)
+            } else if let p = offered.known[parent] {
                 if !RoomResolver.precedes(p, op) {
                     verdict = .badSequence
-                } else if waiting.contains(parent) {
+                } else if offered.waiting.contains(parent) {
                     missing = true
                 } else if verdict == nil {
                     verdict = .rejectedAncestor
@@ -197,10 +213,10 @@ public struct RoomResolution: Sendable {
     private mutating func keyState(_ k: IdentityPublicKey, _ include: (Int) -> Bool) -> (RoomRole?, Bool) {
         var role: RoomRole?
         var hasJoined = false
-        let list = keyOps[k] ?? []
+        let list = index.keyOps[k] ?? []
         work += list.count
         for j in list where include(j) {
-            let op = ops[j]
+            let op = graph.ops[j]
             switch op.change {
             case .create(_, let listed, _):
                 role = op.actor == k ? .owner : (listed.contains(k) ? .member : nil)
@@ -234,30 +250,30 @@ public struct RoomResolution: Sendable {
         }
         switch op.change {
         case .rename:
-            work += nameOps.count
-            if let last = nameOps.last(where: include) {
-                switch ops[last].change {
+            work += index.nameOps.count
+            if let last = index.nameOps.last(where: include) {
+                switch graph.ops[last].change {
                 case .create(let n, _, _), .rename(let n): v.name = n
                 default: break
                 }
             }
         case .add, .setPolicy:
-            work += policyOps.count
-            if let last = policyOps.last(where: include) {
-                switch ops[last].change {
+            work += index.policyOps.count
+            if let last = index.policyOps.last(where: include) {
+                switch graph.ops[last].change {
                 case .create(_, _, let p), .setPolicy(let p): v.policy = p
                 default: break
                 }
             }
             // Members come from the create's list and adds: a past with fewer than the
             // limit of those (one word operation per 64 operations to count) is not full.
-            if case .add = op.change { work += (ops.count + 63) / 64 }
-            if case .add = op.change, keyOps.count >= RoomLimits.maxMembers,
-                createListed + p.countCommon(with: addBits) >= RoomLimits.maxMembers
+            if case .add = op.change { work += (graph.ops.count + 63) / 64 }
+            if case .add = op.change, index.keyOps.count >= RoomLimits.maxMembers,
+                createListed + p.countCommon(with: index.addBits) >= RoomLimits.maxMembers
             {
-                work += keyOps.count
+                work += index.keyOps.count
                 var count = 0
-                for k in keyOps.keys where keyState(k, include).0 != nil { count += 1 }
+                for k in index.keyOps.keys where keyState(k, include).0 != nil { count += 1 }
                 v.isFull = count >= RoomLimits.maxMembers
             }
         default:
@@ -279,7 +295,7 @@ public struct RoomResolution: Sendable {
     /// Rule 3 for `op` in a past: authorised, its actor's rank there, and whether it is a
     /// lowering.
     private mutating func authority(of op: RoomOperation, past p: GraphBits) -> (Bool, UInt8, Bool) {
-        let auth = authorized
+        let auth = graph.authorized
         let v = view(for: op, past: p) { p.contains($0) && auth[$0] }
         let r = v.role(of: op.actor)?.rawValue ?? 0
         guard RoomAuthority.check(op, in: v) == nil else { return (false, r, false) }
@@ -299,13 +315,13 @@ public struct RoomResolution: Sendable {
         return 1
     }
 
-    private func concurrent(_ a: Int, _ b: Int) -> Bool { a != b && !past[a].contains(b) && !past[b].contains(a) }
+    private func concurrent(_ a: Int, _ b: Int) -> Bool { a != b && !graph.past[a].contains(b) && !graph.past[b].contains(a) }
 
     /// Whether the actor of `lowering` had seen `op` (rule 4).
     private mutating func seen(_ op: Int, by lowering: Int) -> Bool {
-        let mine = byActor[ops[lowering].actor] ?? []
+        let mine = index.byActor[graph.ops[lowering].actor] ?? []
         work += mine.count
-        return mine.contains { p in p != lowering && !past[p].contains(lowering) && past[p].contains(op) }
+        return mine.contains { p in p != lowering && !graph.past[p].contains(lowering) && graph.past[p].contains(op) }
     }
 
     // MARK: The fast path
@@ -313,7 +329,7 @@ public struct RoomResolution: Sendable {
     /// Decides a new graph operation alone, if it can change no earlier decision (see the
     /// type's comment). Returns false, changing nothing, when the room must be rebuilt.
     private mutating func insertIntoGraph(_ op: RoomOperation, past p: GraphBits) -> Bool {
-        let id = ops.count
+        let id = graph.ops.count
         let (auth, r, lowering) = authority(of: op, past: p)
         // The graph operations not in its past: all concurrent with it (none follows it).
         let concurrentIDs = p.missing(below: id)
@@ -325,39 +341,39 @@ public struct RoomResolution: Sendable {
             // It voids nothing concurrent with it.
             if lowering, let t = op.target {
                 let ofItself = t == actor
-                let mine = byActor[actor] ?? []
-                func seenNow(_ o: Int) -> Bool { mine.contains { past[$0].contains(o) } }
-                for o in byActor[t] ?? [] where !p.contains(o) {
+                let mine = index.byActor[actor] ?? []
+                func seenNow(_ o: Int) -> Bool { mine.contains { graph.past[$0].contains(o) } }
+                for o in index.byActor[t] ?? [] where !p.contains(o) {
                     work += 1 + mine.count
-                    if ofItself, isLowering[o], ops[o].target == t { continue }
+                    if ofItself, graph.isLowering[o], graph.ops[o].target == t { continue }
                     if ofItself || !seenNow(o) { return false }
                 }
                 if case .remove = op.change, !ofItself {
-                    for o in addsOf[t] ?? [] where !p.contains(o) {
+                    for o in index.addsOf[t] ?? [] where !p.contains(o) {
                         work += 1 + mine.count
-                        if r >= rank[o] && !seenNow(o) { return false }
+                        if r >= graph.rank[o] && !seenNow(o) { return false }
                     }
                 }
             }
             // It changes what its actor had seen for none of its actor's concurrent lowerings.
-            for l in byActor[actor] ?? [] where isLowering[l] && !p.contains(l) {
-                guard let t = ops[l].target, t != actor else { continue }
-                for o in (byActor[t] ?? []) + (addsOf[t] ?? []) {
+            for l in index.byActor[actor] ?? [] where graph.isLowering[l] && !p.contains(l) {
+                guard let t = graph.ops[l].target, t != actor else { continue }
+                for o in (index.byActor[t] ?? []) + (index.addsOf[t] ?? []) {
                     work += 1
                     if p.contains(o) && concurrent(l, o) { return false }
                 }
             }
             // What threatens it.
-            for l in loweringsOf[actor] ?? [] where !p.contains(l) {
+            for l in index.loweringsOf[actor] ?? [] where !p.contains(l) {
                 work += 1
-                let ofItself = ops[l].actor == actor
+                let ofItself = graph.ops[l].actor == actor
                 if ofItself, lowering, op.target == actor { continue }
                 removalThreats.append(l)
             }
             if case .add(let k) = op.change {
-                for l in loweringsOf[k] ?? [] where !p.contains(l) {
+                for l in index.loweringsOf[k] ?? [] where !p.contains(l) {
                     work += 1
-                    guard case .remove = ops[l].change, ops[l].actor != k, rank[l] >= r else { continue }
+                    guard case .remove = graph.ops[l].change, graph.ops[l].actor != k, graph.rank[l] >= r else { continue }
                     addThreats.append(l)
                 }
             }
@@ -366,16 +382,16 @@ public struct RoomResolution: Sendable {
         // Decided: after its past, and after its threats (no cycle), as rule 5 orders it.
         let v: PastView
         do {
-            let app = applied
+            let app = graph.applied
             v = view(for: op, past: p) { p.contains($0) && app[$0] }
         }
         var verdict = RoomAuthority.check(op, in: v)
-        if verdict == nil, removalThreats.contains(where: { applied[$0] }) { verdict = .removedConcurrently }
-        if verdict == nil, addThreats.contains(where: { applied[$0] }) { verdict = .overruled }
+        if verdict == nil, removalThreats.contains(where: { graph.applied[$0] }) { verdict = .removedConcurrently }
+        if verdict == nil, addThreats.contains(where: { graph.applied[$0] }) { verdict = .overruled }
         fastInserts += 1
         register(op, past: p, authorized: auth, rank: r, lowering: lowering, applied: verdict == nil)
         if let verdict {
-            rejected[op.hash] = verdict
+            offered.rejected[op.hash] = verdict
         } else {
             appliedNow(id)
         }
@@ -386,38 +402,38 @@ public struct RoomResolution: Sendable {
     private mutating func register(
         _ op: RoomOperation, past p: GraphBits, authorized auth: Bool, rank r: UInt8, lowering: Bool, applied a: Bool
     ) {
-        let id = ops.count
-        ops.append(op)
-        idOf[op.hash] = id
-        past.append(p)
-        authorized.append(auth)
-        rank.append(r)
-        isLowering.append(lowering)
-        applied.append(a)
-        byActor[op.actor, default: []].append(id)
+        let id = graph.ops.count
+        graph.ops.append(op)
+        graph.idOf[op.hash] = id
+        graph.past.append(p)
+        graph.authorized.append(auth)
+        graph.rank.append(r)
+        graph.isLowering.append(lowering)
+        graph.applied.append(a)
+        index.byActor[op.actor, default: []].append(id)
         switch op.change {
         case .create(_, let listed, _):
             for k in Set(listed + [op.actor]) { insertKeyOp(id, k) }
-            nameOps = insertOrdered(id, into: take(&nameOps))
-            policyOps = insertOrdered(id, into: take(&policyOps))
+            index.nameOps = insertOrdered(id, into: take(&index.nameOps))
+            index.policyOps = insertOrdered(id, into: take(&index.policyOps))
         case .add(let k):
             insertKeyOp(id, k)
-            addsOf[k, default: []].append(id)
-            addBits.insert(id)
+            index.addsOf[k, default: []].append(id)
+            index.addBits.insert(id)
         case .remove(let k), .setRole(let k, _):
             insertKeyOp(id, k)
         case .join:
             insertKeyOp(id, op.actor)
         case .rename:
-            nameOps = insertOrdered(id, into: take(&nameOps))
+            index.nameOps = insertOrdered(id, into: take(&index.nameOps))
         case .setPolicy:
-            policyOps = insertOrdered(id, into: take(&policyOps))
+            index.policyOps = insertOrdered(id, into: take(&index.policyOps))
         }
-        if lowering, let t = op.target { loweringsOf[t, default: []].append(id) }
+        if lowering, let t = op.target { index.loweringsOf[t, default: []].append(id) }
     }
 
     private mutating func insertKeyOp(_ id: Int, _ k: IdentityPublicKey) {
-        keyOps[k] = insertOrdered(id, into: keyOps.removeValue(forKey: k) ?? [])
+        index.keyOps[k] = insertOrdered(id, into: index.keyOps.removeValue(forKey: k) ?? [])
     }
 
     /// Moves a list out (so inserting into it copies nothing).
@@ -435,7 +451,7 @@ public struct RoomResolution: Sendable {
         while lo < hi {
             work += 1
             let mid = (lo + hi) / 2
-            if RoomResolver.precedes(ops[list[mid]], ops[id]) { lo = mid + 1 } else { hi = mid }
+            if RoomResolver.precedes(graph.ops[list[mid]], graph.ops[id]) { lo = mid + 1 } else { hi = mid }
         }
         list.insert(id, at: lo)
         return list
@@ -443,32 +459,32 @@ public struct RoomResolution: Sendable {
 
     /// A newly applied operation: the fold of what it touches, heads, version, order.
     private mutating func appliedNow(_ id: Int) {
-        let op = ops[id]
-        appliedOrder = insertOrdered(id, into: take(&appliedOrder))
-        for parent in op.parents { if let pid = idOf[parent] { headSet.remove(pid) } }
-        headSet.insert(id)
-        version = max(version, op.sequence)
-        let app = applied
+        let op = graph.ops[id]
+        shown.appliedOrder = insertOrdered(id, into: take(&shown.appliedOrder))
+        for parent in op.parents { if let pid = graph.idOf[parent] { shown.headSet.remove(pid) } }
+        shown.headSet.insert(id)
+        shown.version = max(shown.version, op.sequence)
+        let app = graph.applied
         switch op.change {
         case .rename:
-            if let last = nameOps.last(where: { app[$0] }), case .rename(let n) = ops[last].change { fold.name = n }
+            if let last = index.nameOps.last(where: { app[$0] }), case .rename(let n) = graph.ops[last].change { shown.fold.name = n }
         case .setPolicy:
-            if let last = policyOps.last(where: { app[$0] }), case .setPolicy(let p) = ops[last].change {
-                fold.policy = p
+            if let last = index.policyOps.last(where: { app[$0] }), case .setPolicy(let p) = graph.ops[last].change {
+                shown.fold.policy = p
             }
         case .create:
             break  // only in a rebuild
         default:
             guard let k = op.target else { break }
             let (r, j) = keyState(k) { app[$0] }
-            if (fold.roles[k] != nil) != (r != nil) {
-                if r != nil { Self.sortedInsert(k, into: &members) } else { Self.sortedRemove(k, from: &members) }
+            if (shown.fold.roles[k] != nil) != (r != nil) {
+                if r != nil { Self.sortedInsert(k, into: &shown.members) } else { Self.sortedRemove(k, from: &shown.members) }
             }
-            if fold.joined.contains(k) != j {
-                if j { Self.sortedInsert(k, into: &joined) } else { Self.sortedRemove(k, from: &joined) }
+            if shown.fold.joined.contains(k) != j {
+                if j { Self.sortedInsert(k, into: &shown.joined) } else { Self.sortedRemove(k, from: &shown.joined) }
             }
-            fold.roles[k] = r
-            if j { fold.joined.insert(k) } else { fold.joined.remove(k) }
+            shown.fold.roles[k] = r
+            if j { shown.fold.joined.insert(k) } else { shown.fold.joined.remove(k) }
         }
     }
 
@@ -499,30 +515,30 @@ public struct RoomResolution: Sendable {
     /// with bit sets, per-key folds and a heap for rule 5.
     private mutating func rebuild() {
         rebuilds += 1
-        rejected = rejected.filter { $0.value == .otherRoom }
-        waiting = []
-        ops = []
-        idOf = [:]
-        past = []
-        authorized = []
-        rank = []
-        isLowering = []
-        applied = []
-        keyOps = [:]
-        nameOps = []
-        policyOps = []
-        byActor = [:]
-        addsOf = [:]
-        addBits = GraphBits()
-        loweringsOf = [:]
+        offered.rejected = offered.rejected.filter { $0.value == .otherRoom }
+        offered.waiting = []
+        graph.ops = []
+        graph.idOf = [:]
+        graph.past = []
+        graph.authorized = []
+        graph.rank = []
+        graph.isLowering = []
+        graph.applied = []
+        index.keyOps = [:]
+        index.nameOps = []
+        index.policyOps = []
+        index.byActor = [:]
+        index.addsOf = [:]
+        index.addBits = GraphBits()
+        index.loweringsOf = [:]
         cycleBroken = false
-        fold = RoomFold()
-        appliedOrder = []
-        headSet = []
-        version = 1
+        shown.fold = RoomFold()
+        shown.appliedOrder = []
+        shown.headSet = []
+        shown.version = 1
 
         // 1. The graph, in (sequence, hash) order: ids are graph positions here.
-        let ordered = known.values.sorted(by: RoomResolver.precedes)
+        let ordered = offered.known.values.sorted(by: RoomResolver.precedes)
         work += ordered.count
         for op in ordered {
             if case .create = op.change {
@@ -531,47 +547,47 @@ public struct RoomResolution: Sendable {
                         op, past: GraphBits(), authorized: true, rank: RoomRole.owner.rawValue, lowering: false,
                         applied: true)
                 } else {
-                    rejected[op.hash] = .secondCreate
+                    offered.rejected[op.hash] = .secondCreate
                 }
                 continue
             }
             switch classify(op) {
             case .graph(let p): register(op, past: p, authorized: false, rank: 0, lowering: false, applied: false)
-            case .waiting: waiting.insert(op.hash)
-            case .rejected(let why): rejected[op.hash] = why
+            case .waiting: offered.waiting.insert(op.hash)
+            case .rejected(let why): offered.rejected[op.hash] = why
             }
         }
-        let n = ops.count
+        let n = graph.ops.count
         guard n > 0 else { return }  // unreachable: the root is in its own graph
 
         // 3. Authority in the authorised past, rank, lowerings.
-        loweringsOf = [:]
+        index.loweringsOf = [:]
         for i in 1..<n {
-            let (auth, r, lowering) = authority(of: ops[i], past: past[i])
-            authorized[i] = auth
-            rank[i] = r
-            isLowering[i] = lowering
-            if lowering, let t = ops[i].target { loweringsOf[t, default: []].append(i) }
+            let (auth, r, lowering) = authority(of: graph.ops[i], past: graph.past[i])
+            graph.authorized[i] = auth
+            graph.rank[i] = r
+            graph.isLowering[i] = lowering
+            if lowering, let t = graph.ops[i].target { index.loweringsOf[t, default: []].append(i) }
         }
 
         // 4. Who threatens whom.
         var removalThreats = [[Int]](repeating: [], count: n)
         var addThreats = [[Int]](repeating: [], count: n)
         var threatens = [[Int]](repeating: [], count: n)
-        for l in 0..<n where isLowering[l] {
-            guard let target = ops[l].target else { continue }
-            let ofItself = target == ops[l].actor
-            for o in byActor[target] ?? [] {
+        for l in 0..<n where graph.isLowering[l] {
+            guard let target = graph.ops[l].target else { continue }
+            let ofItself = target == graph.ops[l].actor
+            for o in index.byActor[target] ?? [] {
                 work += 1
                 guard concurrent(l, o), ofItself || !seen(o, by: l) else { continue }
-                if ofItself, isLowering[o], ops[o].target == target { continue }
+                if ofItself, graph.isLowering[o], graph.ops[o].target == target { continue }
                 removalThreats[o].append(l)
                 threatens[l].append(o)
             }
-            guard case .remove = ops[l].change, !ofItself else { continue }
-            for o in addsOf[target] ?? [] {
+            guard case .remove = graph.ops[l].change, !ofItself else { continue }
+            for o in index.addsOf[target] ?? [] {
                 work += 1
-                guard concurrent(l, o), rank[l] >= rank[o], !seen(o, by: l) else { continue }
+                guard concurrent(l, o), graph.rank[l] >= graph.rank[o], !seen(o, by: l) else { continue }
                 addThreats[o].append(l)
                 threatens[l].append(o)
             }
@@ -582,8 +598,8 @@ public struct RoomResolution: Sendable {
         var pendingParents = [Int](repeating: 0, count: n)
         var pendingThreats = [Int](repeating: 0, count: n)
         for i in 0..<n {
-            for parent in ops[i].parents {
-                if let pid = idOf[parent] {
+            for parent in graph.ops[i].parents {
+                if let pid = graph.idOf[parent] {
                     children[pid].append(i)
                     pendingParents[i] += 1
                 }
@@ -603,10 +619,10 @@ public struct RoomResolution: Sendable {
                 cycleBroken = true
                 work += n
                 func strongest(_ i: Int) -> UInt8 {
-                    (removalThreats[i] + addThreats[i]).filter { !decided[$0] }.map { rank[$0] }.max() ?? 0
+                    (removalThreats[i] + addThreats[i]).filter { !decided[$0] }.map { graph.rank[$0] }.max() ?? 0
                 }
                 next = (0..<n).filter { !decided[$0] && pendingParents[$0] == 0 }
-                    .min { (strongest($0), rank[$0], $0) < (strongest($1), rank[$1], $1) }
+                    .min { (strongest($0), graph.rank[$0], $0) < (strongest($1), graph.rank[$1], $1) }
             }
             guard let i = next else { break }  // unreachable: the root has no parents
             decided[i] = true
@@ -614,18 +630,18 @@ public struct RoomResolution: Sendable {
             if i != 0 {
                 let v: PastView
                 do {
-                    let app = applied
-                    let p = past[i]
-                    v = view(for: ops[i], past: p) { p.contains($0) && app[$0] }
+                    let app = graph.applied
+                    let p = graph.past[i]
+                    v = view(for: graph.ops[i], past: p) { p.contains($0) && app[$0] }
                 }
-                if let why = RoomAuthority.check(ops[i], in: v) {
-                    rejected[ops[i].hash] = why
-                } else if removalThreats[i].contains(where: { decided[$0] && applied[$0] }) {
-                    rejected[ops[i].hash] = .removedConcurrently
-                } else if addThreats[i].contains(where: { decided[$0] && applied[$0] }) {
-                    rejected[ops[i].hash] = .overruled
+                if let why = RoomAuthority.check(graph.ops[i], in: v) {
+                    offered.rejected[graph.ops[i].hash] = why
+                } else if removalThreats[i].contains(where: { decided[$0] && graph.applied[$0] }) {
+                    offered.rejected[graph.ops[i].hash] = .removedConcurrently
+                } else if addThreats[i].contains(where: { decided[$0] && graph.applied[$0] }) {
+                    offered.rejected[graph.ops[i].hash] = .overruled
                 } else {
-                    applied[i] = true
+                    graph.applied[i] = true
                 }
             }
             for c in children[i] {
@@ -640,16 +656,16 @@ public struct RoomResolution: Sendable {
 
         // 6. The applied operations folded; heads from applied operations only.
         var followed = Set<RoomOperationHash>()
-        for i in 0..<n where applied[i] {
-            fold.apply(ops[i])
-            appliedOrder.append(i)
-            followed.formUnion(ops[i].parents)
-            version = max(version, ops[i].sequence)
+        for i in 0..<n where graph.applied[i] {
+            shown.fold.apply(graph.ops[i])
+            shown.appliedOrder.append(i)
+            followed.formUnion(graph.ops[i].parents)
+            shown.version = max(shown.version, graph.ops[i].sequence)
         }
         work += n
-        headSet = Set(appliedOrder.filter { !followed.contains(ops[$0].hash) })
-        members = fold.roles.keys.sorted()
-        joined = fold.joined.sorted()
+        shown.headSet = Set(shown.appliedOrder.filter { !followed.contains(graph.ops[$0].hash) })
+        shown.members = shown.fold.roles.keys.sorted()
+        shown.joined = shown.fold.joined.sorted()
     }
 }
 
