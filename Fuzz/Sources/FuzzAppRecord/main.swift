@@ -67,7 +67,7 @@ private func checkRoundTrip(_ record: AppRecord) {
         return
     case .chat, .ack, .cardUpdate, .ping, .pong, .readReceipt, .roomOperation, .roomChat, .listenPorts, .refused,
         .messageAction, .status, .file, .addressRecord, .contactTags, .dialBackRequest, .dialBackResult,
-        .roomMessage(.verified), .roomHave:
+        .roomMessage(.verified), .roomHave, .roomCard, .roomOpsHave:
         var decoder = RecordStreamDecoder()
         decoder.append(record.encoded())
         let again = try? decoder.next()

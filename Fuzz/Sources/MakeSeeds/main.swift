@@ -161,6 +161,19 @@ let syncRecords: [(String, AppRecord)] = [
             RoomHave(
                 roomID: syncRoom,
                 holding: [FuzzFixtures.initiator.identity.publicKey: SequenceRanges([1...3, 5...9])]))
+    ),
+    // A member's card passed on by the room ("Room cards") and the heads of the room's
+    // operation graph ("Operation summaries").
+    ("room-card", .roomCard(RoomCardRecord(roomID: syncRoom, card: FuzzFixtures.responder.card.encoded()))),
+    (
+        "room-ops-have",
+        .roomOpsHave(
+            RoomOperationsHave(
+                roomID: syncRoom,
+                heads: [
+                    RoomOperationHash(exactly: Array(repeating: 0x33, count: 32)),
+                    RoomOperationHash(exactly: Array(repeating: 0x44, count: 32))
+                ]))
     )
 ]
 var stream = RecordStreamEncoder()
