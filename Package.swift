@@ -22,6 +22,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // HeapModule: the priority queues of room resolution's rule 5 and the room simulation's
+        // events (already in the graph through swift-nio).
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // `parley web` only (the ParleyWeb target): the local HTTP + WebSocket server.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -43,7 +46,9 @@ let package = Package(
         .target(name: "CConfinedSpawn", linkerSettings: [.linkedLibrary("seccomp")]),
 
         // Pure core: keys, cards, Noise, framing, wire messages. No I/O.
-        .target(name: "ParleyCore", dependencies: ["CSodium"]),
+        .target(
+            name: "ParleyCore",
+            dependencies: ["CSodium", .product(name: "HeapModule", package: "swift-collections")]),
         // The node's decisions (send window, session table, dialling, trust, room
         // distribution, admission): pure values that take events and return actions, with
         // the clock and randomness injected. No NIO, no GRDB, no clock reads.
@@ -112,7 +117,12 @@ let package = Package(
         // In-process rooms of many members that sync (the real ParleyNodeCore rules, a
         // simulated network and a mock clock), for RoomScaleTests and parley-bench row 14; no
         // product target depends on it.
-        .target(name: "RoomSyncSimulation", dependencies: ["ParleyCore", "ParleyNodeCore", "SeededRandom"]),
+        .target(
+            name: "RoomSyncSimulation",
+            dependencies: [
+                "ParleyCore", "ParleyNodeCore", "SeededRandom",
+                .product(name: "HeapModule", package: "swift-collections"),
+            ]),
 
         // `make bench`: Parley's figures beside their references (docs/BENCHMARKS.md).
         .executableTarget(name: "parley-bench", dependencies: [

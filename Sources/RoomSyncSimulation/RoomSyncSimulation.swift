@@ -1,3 +1,4 @@
+import HeapModule
 import ParleyCore
 import ParleyNodeCore
 import SeededRandom
@@ -43,7 +44,9 @@ public struct RoomSyncSimulation {
         case operationsHave(holds: Bool)
     }
 
-    struct Event {
+    /// Ordered by (at, order): `order` is unique (`push` numbers them), so events at the same
+    /// time run in the order they were scheduled.
+    struct Event: Comparable {
         var at: MonotonicInstant
         var order: Int
         var kind: Kind
@@ -51,6 +54,9 @@ public struct RoomSyncSimulation {
             case deliver(from: Int, to: Int, epochs: (Int, Int), Payload)
             case tick(Int)
         }
+
+        static func < (a: Event, b: Event) -> Bool { (a.at, a.order) < (b.at, b.order) }
+        static func == (a: Event, b: Event) -> Bool { (a.at, a.order) == (b.at, b.order) }
     }
 
     public let keys: [IdentityPublicKey]
@@ -72,7 +78,7 @@ public struct RoomSyncSimulation {
     private var rng: SplitMix64
     private var index: [IdentityPublicKey: Int] = [:]
     private var epoch: [Int]
-    private var heap: [Event] = []
+    private var heap = Heap<Event>()
     private var order = 0
     private var scheduledTick: [MonotonicInstant?]
     /// Per author: per recipient, the messages queued for it and not acknowledged.
@@ -277,8 +283,8 @@ public struct RoomSyncSimulation {
 
     /// Runs events until `deadline` (or until `stop` says so, checked after each event).
     public mutating func run(until deadline: MonotonicInstant, stop: (RoomSyncSimulation) -> Bool = { _ in false }) {
-        while let first = heap.first, first.at <= deadline {
-            let e = popEvent()
+        while let first = heap.min, first.at <= deadline {
+            let e = heap.removeMin()
             if e.at > now { now = e.at }
             switch e.kind {
             case let .deliver(from, to, epochs, payload):
@@ -414,40 +420,10 @@ public struct RoomSyncSimulation {
         push(Event(at: at, order: 0, kind: .tick(i)))
     }
 
-    // A binary heap on (at, order).
-    private static func before(_ a: Event, _ b: Event) -> Bool { (a.at, a.order) < (b.at, b.order) }
-
     private mutating func push(_ e: Event) {
         var e = e
         order += 1
         e.order = order
-        heap.append(e)
-        var c = heap.count - 1
-        while c > 0 {
-            let p = (c - 1) / 2
-            guard Self.before(heap[c], heap[p]) else { break }
-            heap.swapAt(c, p)
-            c = p
-        }
-    }
-
-    private mutating func popEvent() -> Event {
-        let top = heap[0]
-        let last = heap.removeLast()
-        if !heap.isEmpty {
-            heap[0] = last
-            var p = 0
-            while true {
-                let l = 2 * p + 1
-                let r = l + 1
-                var m = p
-                if l < heap.count, Self.before(heap[l], heap[m]) { m = l }
-                if r < heap.count, Self.before(heap[r], heap[m]) { m = r }
-                if m == p { break }
-                heap.swapAt(p, m)
-                p = m
-            }
-        }
-        return top
+        heap.insert(e)
     }
 }

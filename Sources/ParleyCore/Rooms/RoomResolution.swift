@@ -1,3 +1,5 @@
+import HeapModule
+
 /// A room resolved incrementally: `RoomResolver`'s rule (docs/PROTOCOL.md, "Who may do
 /// what, and convergence"), kept as a cache that takes one new operation at a time, so a
 /// node does not replay the room's history after every operation (issue 30, "Rooms as big
@@ -607,11 +609,11 @@ public struct RoomResolution: Sendable {
             pendingThreats[i] = removalThreats[i].count + addThreats[i].count
         }
         var decided = [Bool](repeating: false, count: n)
-        var heap = MinHeap()
-        for i in 0..<n where pendingParents[i] == 0 && pendingThreats[i] == 0 { heap.push(i) }
+        var heap = Heap<Int>()  // rule 5 takes the lowest ready operation first
+        for i in 0..<n where pendingParents[i] == 0 && pendingThreats[i] == 0 { heap.insert(i) }
         var decidedCount = 0
         while decidedCount < n {
-            var next = heap.pop()
+            var next = heap.popMin()
             work += 1
             if next == nil {
                 // A cycle: ignore the weakest threat. First the operation whose strongest
@@ -646,11 +648,11 @@ public struct RoomResolution: Sendable {
             }
             for c in children[i] {
                 pendingParents[c] -= 1
-                if pendingParents[c] == 0, pendingThreats[c] == 0, !decided[c] { heap.push(c) }
+                if pendingParents[c] == 0, pendingThreats[c] == 0, !decided[c] { heap.insert(c) }
             }
             for o in threatens[i] {
                 pendingThreats[o] -= 1
-                if pendingParents[o] == 0, pendingThreats[o] == 0, !decided[o] { heap.push(o) }
+                if pendingParents[o] == 0, pendingThreats[o] == 0, !decided[o] { heap.insert(o) }
             }
         }
 
@@ -715,41 +717,5 @@ struct GraphBits: Sendable, Equatable {
         }
         for k in other.words.indices { words[k] |= other.words[k] }
         return other.words.count
-    }
-}
-
-/// A binary min-heap of graph ids (rule 5 takes the lowest ready operation first).
-private struct MinHeap {
-    private var items: [Int] = []
-
-    mutating func push(_ x: Int) {
-        items.append(x)
-        var i = items.count - 1
-        while i > 0 {
-            let parent = (i - 1) / 2
-            guard items[i] < items[parent] else { break }
-            items.swapAt(i, parent)
-            i = parent
-        }
-    }
-
-    mutating func pop() -> Int? {
-        guard let top = items.first else { return nil }
-        let last = items.removeLast()
-        if !items.isEmpty {
-            items[0] = last
-            var i = 0
-            while true {
-                let l = 2 * i + 1
-                let r = l + 1
-                var m = i
-                if l < items.count, items[l] < items[m] { m = l }
-                if r < items.count, items[r] < items[m] { m = r }
-                if m == i { break }
-                items.swapAt(i, m)
-                i = m
-            }
-        }
-        return top
     }
 }
