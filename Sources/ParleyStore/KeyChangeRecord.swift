@@ -1,16 +1,18 @@
+import ParleyCore
+
 /// What the user decided about a key change.
 public enum KeyChangeStatus: String, Codable, Sendable {
     case pending, accepted, rejected
 }
 
 /// A known name now presented by a different identity: held until the user decides.
-public struct KeyChangeRecord: Sendable, Equatable, Codable {
+public struct KeyChangeRecord: Sendable, Equatable {
     public var id: Int64
     public var displayName: String
-    /// Identity hex of the peer that had the name.
-    public var oldIdentity: String
-    /// Identity hex that now claims it.
-    public var newIdentity: String
+    /// The identity of the peer that had the name.
+    public var oldIdentity: IdentityPublicKey
+    /// The identity that now claims it.
+    public var newIdentity: IdentityPublicKey
     /// The encoded card the new identity presented (refreshed if it is seen again while pending).
     public var newCard: [UInt8]
     /// "host:port" where the new identity was seen.
@@ -22,7 +24,8 @@ public struct KeyChangeRecord: Sendable, Equatable, Codable {
     public var resolvedAt: Int64?
 
     public init(
-        id: Int64, displayName: String, oldIdentity: String, newIdentity: String, newCard: [UInt8],
+        id: Int64, displayName: String, oldIdentity: IdentityPublicKey, newIdentity: IdentityPublicKey,
+        newCard: [UInt8],
         address: String?, detectedAt: Int64, status: KeyChangeStatus, resolvedAt: Int64? = nil
     ) {
         self.id = id

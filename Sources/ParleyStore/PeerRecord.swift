@@ -1,3 +1,5 @@
+import ParleyCore
+
 /// How far this node trusts a peer's identity.
 public enum TrustState: String, Codable, Sendable {
     /// Accepted on first contact (trust on first use), not verified by a person.
@@ -12,16 +14,16 @@ public enum TrustState: String, Codable, Sendable {
 }
 
 /// A peer this node knows, with the latest card it accepted from it.
-public struct PeerRecord: Sendable, Equatable, Codable {
-    /// Identity hex: the peer's Ed25519 public key, lowercase.
-    public var identity: String
+public struct PeerRecord: Sendable, Equatable {
+    /// The peer's Ed25519 public key (stored as lowercase hex; the store converts).
+    public var identity: IdentityPublicKey
     public var displayName: String
     public var hostName: String
     /// The latest accepted encoded card, byte for byte.
     public var card: [UInt8]
     public var cardSequence: Int64
-    /// Hex of the peer's X25519 Noise static public key, lowercase.
-    public var noiseKey: String
+    /// The peer's X25519 Noise static public key.
+    public var noiseKey: NoisePublicKey
     public var trust: TrustState
     /// Unix ms.
     public var firstSeen: Int64
@@ -29,16 +31,16 @@ public struct PeerRecord: Sendable, Equatable, Codable {
     public var lastSeen: Int64
     /// "host:port" last dialled or seen.
     public var lastAddress: String?
-    /// Identity hex that replaced this one (a person replaced the contact's key).
-    public var replacedBy: String?
+    /// The identity that replaced this one (a person replaced the contact's key).
+    public var replacedBy: IdentityPublicKey?
     /// The person's own name for this peer; shown instead of `displayName`, which is only
     /// what the peer calls itself.
     public var nickname: String?
 
     public init(
-        identity: String, displayName: String, hostName: String, card: [UInt8], cardSequence: Int64,
-        noiseKey: String, trust: TrustState, firstSeen: Int64, lastSeen: Int64,
-        lastAddress: String? = nil, replacedBy: String? = nil, nickname: String? = nil
+        identity: IdentityPublicKey, displayName: String, hostName: String, card: [UInt8], cardSequence: Int64,
+        noiseKey: NoisePublicKey, trust: TrustState, firstSeen: Int64, lastSeen: Int64,
+        lastAddress: String? = nil, replacedBy: IdentityPublicKey? = nil, nickname: String? = nil
     ) {
         self.identity = identity
         self.displayName = displayName

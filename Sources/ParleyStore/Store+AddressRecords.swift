@@ -10,8 +10,8 @@ extension Store {
     public static let maxAddressRecordBytes = WireLimits.maxAddressRecordBytes
 
     /// Keeps `record` as `identity`'s latest (replacing an older one). One transaction.
-    public func saveAddressRecord(_ record: [UInt8], of identity: String, issuedAt: Int64) throws(StoreError) {
-        try InputValidation.requireIdentity(identity, "identity")
+    public func saveAddressRecord(_ record: [UInt8], of identity: IdentityPublicKey, issuedAt: Int64) throws(StoreError)
+    {
         guard !record.isEmpty, record.count <= Self.maxAddressRecordBytes else {
             throw .invalidArgument("address record must be 1 to \(Self.maxAddressRecordBytes) bytes")
         }
@@ -21,16 +21,17 @@ extension Store {
                     INSERT INTO address_record (identity, record, issued_at) VALUES (?, ?, ?)
                     ON CONFLICT (identity) DO UPDATE SET record = excluded.record, issued_at = excluded.issued_at
                     WHERE excluded.issued_at > address_record.issued_at
-                    """, arguments: [identity, Data(record), issuedAt])
+                    """, arguments: [identity.hex, Data(record), issuedAt])
         }
     }
 
     /// Whether the local user has written to `peer` (address gossip's test of a contact:
     /// a message *from* someone proves nothing, anyone can send one).
-    public func hasSentMessages(to peer: String) throws(StoreError) -> Bool {
+    public func hasSentMessages(to peer: IdentityPublicKey) throws(StoreError) -> Bool {
         try read { db in
             try Bool.fetchOne(
-                db, sql: "SELECT 1 FROM message WHERE peer = ? AND direction = 'outgoing' LIMIT 1", arguments: [peer])
+                db, sql: "SELECT 1 FROM message WHERE peer = ? AND direction = 'outgoing' LIMIT 1",
+                arguments: [peer.hex])
                 != nil
         }
     }

@@ -1,4 +1,5 @@
 import GRDB
+import ParleyCore
 
 /// Where known peers can be dialled: the addresses a session with them was dialled at and
 /// the listening ports they announced, on the host their session came from. Read at start
@@ -9,8 +10,8 @@ extension Store {
 
     /// Remembers that `identity` was reachable at `address` ("host:port") at `at`; the
     /// oldest addresses beyond `maxAddressesPerPeer` are forgotten. One transaction.
-    public func rememberAddress(_ address: String, of identity: String, at: Int64) throws(StoreError) {
-        try InputValidation.requireIdentity(identity, "identity")
+    public func rememberAddress(_ address: String, of identity: IdentityPublicKey, at: Int64) throws(StoreError) {
+        let identity = identity.hex
         guard !address.isEmpty, address.utf8.count <= 300 else {
             throw .invalidArgument("address must be 1 to 300 bytes")
         }
@@ -30,7 +31,7 @@ extension Store {
 
     /// Every remembered address by peer identity, newest first, for peers that are neither
     /// blocked nor replaced by a new key.
-    public func rememberedAddresses() throws(StoreError) -> [String: [String]] {
+    public func rememberedAddresses() throws(StoreError) -> [IdentityPublicKey: [String]] {
         try read { db in
             let rows = try Row.fetchAll(
                 db,
@@ -39,8 +40,10 @@ extension Store {
                     WHERE p.trust <> 'blocked' AND p.replaced_by IS NULL
                     ORDER BY a.identity, a.learned_at DESC, a.address
                     """)
-            var out: [String: [String]] = [:]
-            for row in rows { out[try row.text(0), default: []].append(try row.text(1)) }
+            var out: [IdentityPublicKey: [String]] = [:]
+            for row in rows {
+                out[try row.identityKey(0, column: "peer_address.identity"), default: []].append(try row.text(1))
+            }
             return out
         }
     }

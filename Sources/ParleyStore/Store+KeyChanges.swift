@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ParleyCore
 
 // Key history: each time a person replaced a contact's key (`replacePeer`), an accepted
 // `key_change` row records it. Rows from before `trust-v2` (when a new identity under a
@@ -10,15 +11,14 @@ extension Store {
         """
 
     /// Replacements of `identity`'s key, or by it, oldest first.
-    public func keyChanges(involving identity: String) throws(StoreError) -> [KeyChangeRecord] {
-        try InputValidation.requireIdentity(identity, "identity")
-        return try read { db in
+    public func keyChanges(involving identity: IdentityPublicKey) throws(StoreError) -> [KeyChangeRecord] {
+        try read { db in
             let statement = try db.cachedStatement(
                 sql: """
                     SELECT \(Self.keyChangeColumns) FROM key_change
                     WHERE (old_identity = ? OR new_identity = ?) AND status = 'accepted' ORDER BY id
                     """)
-            return try Self.fetchKeyChanges(statement, [identity, identity])
+            return try Self.fetchKeyChanges(statement, [identity.hex, identity.hex])
         }
     }
 
@@ -42,8 +42,8 @@ extension Store {
                 KeyChangeRecord(
                     id: try row.int64(0),
                     displayName: try row.text(1),
-                    oldIdentity: try row.text(2),
-                    newIdentity: try row.text(3),
+                    oldIdentity: try row.identityKey(2, column: "key_change.old_identity"),
+                    newIdentity: try row.identityKey(3, column: "key_change.new_identity"),
                     newCard: try row.bytes(4),
                     address: try row.optionalText(5),
                     detectedAt: try row.int64(6),

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ParleyCore
 
 // Peers this node has pinned, with their latest accepted card and trust state.
 extension Store {
@@ -8,9 +9,8 @@ extension Store {
         last_seen, last_address, replaced_by, nickname
         """
 
-    public func peer(identity: String) throws(StoreError) -> PeerRecord? {
-        try InputValidation.requireIdentity(identity, "identity")
-        return try read { db in try Self.peer(db, identity: identity) }
+    public func peer(identity: IdentityPublicKey) throws(StoreError) -> PeerRecord? {
+        try read { db in try Self.peer(db, identity: identity) }
     }
 
     /// Every known peer, replaced ones included, ordered by name then identity.
@@ -61,23 +61,21 @@ extension Store {
     }
 
     /// Sets the trust state of a known peer; `.notFound` if unknown.
-    public func setTrust(identity: String, _ trust: TrustState) throws(StoreError) {
-        try InputValidation.requireIdentity(identity, "identity")
+    public func setTrust(identity: IdentityPublicKey, _ trust: TrustState) throws(StoreError) {
         try write { db in
             let update = try db.cachedStatement(sql: "UPDATE peer SET trust = ? WHERE identity = ?")
-            try update.execute(arguments: [trust.rawValue, identity])
-            guard db.changesCount == 1 else { throw StoreError.notFound("peer \(identity)") }
+            try update.execute(arguments: [trust.rawValue, identity.hex])
+            guard db.changesCount == 1 else { throw StoreError.notFound("peer \(identity.hex)") }
         }
     }
 
     /// Sets (or, with nil, clears) the person's nickname for a peer; `.notFound` if unknown.
-    public func setNickname(identity: String, _ nickname: String?) throws(StoreError) {
-        try InputValidation.requireIdentity(identity, "identity")
+    public func setNickname(identity: IdentityPublicKey, _ nickname: String?) throws(StoreError) {
         if let nickname { try InputValidation.requireNoNUL(nickname, "nickname") }
         try write { db in
             let update = try db.cachedStatement(sql: "UPDATE peer SET nickname = ? WHERE identity = ?")
-            try update.execute(arguments: [nickname, identity])
-            guard db.changesCount == 1 else { throw StoreError.notFound("peer \(identity)") }
+            try update.execute(arguments: [nickname, identity.hex])
+            guard db.changesCount == 1 else { throw StoreError.notFound("peer \(identity.hex)") }
         }
     }
 
@@ -88,22 +86,22 @@ extension Store {
     /// many queued messages moved. `.notFound` if either is unknown; `.conflict` if the old
     /// one was already replaced.
     @discardableResult
-    public func replacePeer(old: String, new: String, at: Int64) throws(StoreError) -> Int {
-        try InputValidation.requireIdentity(old, "old identity")
-        try InputValidation.requireIdentity(new, "new identity")
+    public func replacePeer(old: IdentityPublicKey, new: IdentityPublicKey, at: Int64) throws(StoreError) -> Int {
         guard old != new else { throw .invalidArgument("a key cannot replace itself") }
         return try write { db in
-            guard let oldPeer = try Self.peer(db, identity: old) else { throw StoreError.notFound("peer \(old)") }
-            guard let newPeer = try Self.peer(db, identity: new) else { throw StoreError.notFound("peer \(new)") }
-            if let by = oldPeer.replacedBy { throw StoreError.conflict("peer \(old) was already replaced by \(by)") }
+            guard let oldPeer = try Self.peer(db, identity: old) else { throw StoreError.notFound("peer \(old.hex)") }
+            guard let newPeer = try Self.peer(db, identity: new) else { throw StoreError.notFound("peer \(new.hex)") }
+            if let by = oldPeer.replacedBy {
+                throw StoreError.conflict("peer \(old.hex) was already replaced by \(by.hex)")
+            }
             let current = try db.cachedStatement(
                 sql: """
                     UPDATE peer SET replaced_by = NULL, trust = 'verified' WHERE identity = ?
                     """)
-            try current.execute(arguments: [new])
+            try current.execute(arguments: [new.hex])
             let replace = try db.cachedStatement(sql: "UPDATE peer SET replaced_by = ? WHERE identity = ?")
-            try replace.execute(arguments: [new, old])
-            let moved = try Self.retarget(db, from: old, to: new)
+            try replace.execute(arguments: [new.hex, old.hex])
+            let moved = try Self.retarget(db, from: old.hex, to: new.hex)
             let history = try db.cachedStatement(
                 sql: """
                     INSERT INTO key_change (display_name, old_identity, new_identity, new_card, address, detected_at,
@@ -111,7 +109,7 @@ extension Store {
                     VALUES (?, ?, ?, ?, ?, ?, 'accepted', ?, ?)
                     """)
             try history.execute(arguments: [
-                oldPeer.label, old, new, Data(newPeer.card), newPeer.lastAddress, at, at,
+                oldPeer.label, old.hex, new.hex, Data(newPeer.card), newPeer.lastAddress, at, at,
                 oldPeer.trust == .pending ? TrustState.pinned.rawValue : oldPeer.trust.rawValue
             ])
             return moved
@@ -119,9 +117,8 @@ extension Store {
     }
 
     /// The keys a contact had before its current one, newest first (each replaced by the next).
-    public func previousKeys(of identity: String) throws(StoreError) -> [PeerRecord] {
-        try InputValidation.requireIdentity(identity, "identity")
-        return try read { db in
+    public func previousKeys(of identity: IdentityPublicKey) throws(StoreError) -> [PeerRecord] {
+        try read { db in
             var chain: [PeerRecord] = []
             var current = identity
             let statement = try db.cachedStatement(
@@ -130,7 +127,7 @@ extension Store {
                     """)
             // Bounded: a chain longer than the peer table would mean a cycle.
             for _ in 0..<1_000 {
-                guard let previous = try Self.fetchPeers(statement, [current]).first,
+                guard let previous = try Self.fetchPeers(statement, [current.hex]).first,
                     !chain.contains(where: { $0.identity == previous.identity })
                 else { break }
                 chain.append(previous)
@@ -143,8 +140,8 @@ extension Store {
     /// Forgets a peer: its pin, trust, nickname and replacement history go; its messages
     /// stay (history is the person's, and a queue is keyed by identity, so if the same key
     /// comes back it is a first contact again and the queue flows). `.notFound` if unknown.
-    public func forgetPeer(identity: String) throws(StoreError) {
-        try InputValidation.requireIdentity(identity, "identity")
+    public func forgetPeer(identity: IdentityPublicKey) throws(StoreError) {
+        let identity = identity.hex
         try write { db in
             try db.execute(
                 sql: "DELETE FROM key_change WHERE old_identity = ? OR new_identity = ?",
@@ -157,8 +154,7 @@ extension Store {
 
     /// Records contact with a known peer: `lastSeen` moves forward to `at` (never back), and
     /// `lastAddress` becomes `address` when one is given. `.notFound` if unknown.
-    public func touchPeer(identity: String, at: Int64, address: String?) throws(StoreError) {
-        try InputValidation.requireIdentity(identity, "identity")
+    public func touchPeer(identity: IdentityPublicKey, at: Int64, address: String?) throws(StoreError) {
         if let address { try InputValidation.requireNoNUL(address, "address") }
         try relaxedWrite { db in
             let update = try db.cachedStatement(
@@ -166,31 +162,29 @@ extension Store {
                     UPDATE peer SET last_seen = MAX(last_seen, ?), last_address = COALESCE(?, last_address)
                     WHERE identity = ?
                     """)
-            try update.execute(arguments: [at, address, identity])
-            guard db.changesCount == 1 else { throw StoreError.notFound("peer \(identity)") }
+            try update.execute(arguments: [at, address, identity.hex])
+            guard db.changesCount == 1 else { throw StoreError.notFound("peer \(identity.hex)") }
         }
     }
 
     // MARK: - Helpers
 
     static func validate(_ record: PeerRecord) throws(StoreError) {
-        try InputValidation.requireIdentity(record.identity, "peer identity")
-        try InputValidation.requireLowercaseHex(record.noiseKey, length: InputValidation.keyHexLength, "noise key")
         try InputValidation.requireNoNUL(record.displayName, "display name")
         try InputValidation.requireNoNUL(record.hostName, "host name")
         if let address = record.lastAddress { try InputValidation.requireNoNUL(address, "address") }
         if let nickname = record.nickname { try InputValidation.requireNoNUL(nickname, "nickname") }
         if let replacedBy = record.replacedBy {
-            try InputValidation.requireIdentity(replacedBy, "replacedBy")
             guard replacedBy != record.identity else {
-                throw .invalidArgument("peer \(record.identity) cannot be replaced by itself")
+                throw .invalidArgument("peer \(record.identity.hex) cannot be replaced by itself")
             }
         }
     }
 
     static func upsertPeer(_ db: Database, _ record: PeerRecord) throws {
         if let replacedBy = record.replacedBy, try peer(db, identity: replacedBy) == nil {
-            throw StoreError.conflict("peer \(record.identity) is marked replaced by unknown peer \(replacedBy)")
+            throw StoreError.conflict(
+                "peer \(record.identity.hex) is marked replaced by unknown peer \(replacedBy.hex)")
         }
         let upsert = try db.cachedStatement(
             sql: """
@@ -204,15 +198,15 @@ extension Store {
                     nickname = excluded.nickname
                 """)
         try upsert.execute(arguments: [
-            record.identity, record.displayName, record.hostName, Data(record.card), record.cardSequence,
-            record.noiseKey, record.trust.rawValue, record.firstSeen, record.lastSeen, record.lastAddress,
-            record.replacedBy, record.nickname
+            record.identity.hex, record.displayName, record.hostName, Data(record.card), record.cardSequence,
+            record.noiseKey.hex, record.trust.rawValue, record.firstSeen, record.lastSeen, record.lastAddress,
+            record.replacedBy?.hex, record.nickname
         ])
     }
 
-    static func peer(_ db: Database, identity: String) throws -> PeerRecord? {
+    static func peer(_ db: Database, identity: IdentityPublicKey) throws -> PeerRecord? {
         let statement = try db.cachedStatement(sql: "SELECT \(peerColumns) FROM peer WHERE identity = ?")
-        return try fetchPeers(statement, [identity]).first
+        return try fetchPeers(statement, [identity.hex]).first
     }
 
     static func fetchPeers(_ statement: Statement, _ arguments: StatementArguments) throws -> [PeerRecord] {
@@ -221,17 +215,17 @@ extension Store {
         while let row = try rows.next() {
             peers.append(
                 PeerRecord(
-                    identity: try row.text(0),
+                    identity: try row.identityKey(0, column: "peer.identity"),
                     displayName: try row.text(1),
                     hostName: try row.text(2),
                     card: try row.bytes(3),
                     cardSequence: try row.int64(4),
-                    noiseKey: try row.text(5),
+                    noiseKey: try row.noiseKey(5, column: "peer.noise_key"),
                     trust: try row.enumeration(TrustState.self, 6, column: "peer.trust"),
                     firstSeen: try row.int64(7),
                     lastSeen: try row.int64(8),
                     lastAddress: try row.optionalText(9),
-                    replacedBy: try row.optionalText(10),
+                    replacedBy: try row.optionalIdentityKey(10, column: "peer.replaced_by"),
                     nickname: try row.optionalText(11)))
         }
         return peers

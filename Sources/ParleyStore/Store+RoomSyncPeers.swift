@@ -1,4 +1,5 @@
 import GRDB
+import ParleyCore
 
 /// Which room-sync features a peer announced at its latest session, kept across restarts
 /// (issue 30): an author queues its new room message (and, with operation summaries, its
@@ -18,11 +19,11 @@ public enum RoomSyncFeature: String, Sendable, CaseIterable {
 }
 
 extension Store {
-    /// Records whether `identity` (hex) announced `feature` at its latest session.
-    public func setRoomSyncPeer(_ identity: String, _ feature: RoomSyncFeature = .messages, syncing: Bool)
+    /// Records whether `identity` announced `feature` at its latest session.
+    public func setRoomSyncPeer(_ identity: IdentityPublicKey, _ feature: RoomSyncFeature = .messages, syncing: Bool)
         throws(StoreError)
     {
-        try InputValidation.requireIdentity(identity, "identity")
+        let identity = identity.hex
         try relaxedWrite { db in
             if syncing {
                 try db.execute(
@@ -34,12 +35,13 @@ extension Store {
         }
     }
 
-    /// Identities (hex) last seen with `feature`.
-    public func roomSyncPeers(_ feature: RoomSyncFeature = .messages) throws(StoreError) -> [String] {
+    /// Identities last seen with `feature`.
+    public func roomSyncPeers(_ feature: RoomSyncFeature = .messages) throws(StoreError) -> [IdentityPublicKey] {
         try read { db in
             try String.fetchAll(
                 db, sql: "SELECT substr(key, ?) FROM setting WHERE key >= ? AND key < ? ORDER BY key",
-                arguments: [feature.rawValue.count + 1, feature.rawValue, feature.end])
+                arguments: [feature.rawValue.count + 1, feature.rawValue, feature.end]
+            ).map { hex throws in try StoredKey.identity(hex, column: "setting.key") }
         }
     }
 }

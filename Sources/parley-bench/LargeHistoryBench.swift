@@ -296,8 +296,8 @@ struct HistoryBook {
         for p in peers {
             try store.upsertPeer(
                 PeerRecord(
-                    identity: p.identity.publicKey.hex, displayName: p.card.displayName, hostName: "bench.invalid",
-                    card: p.card.encoded(), cardSequence: 1, noiseKey: p.noiseStatic.publicKey.hex, trust: .pinned,
+                    identity: p.identity.publicKey, displayName: p.card.displayName, hostName: "bench.invalid",
+                    card: p.card.encoded(), cardSequence: 1, noiseKey: p.noiseStatic.publicKey, trust: .pinned,
                     firstSeen: now, lastSeen: now))
         }
         for (i, id) in roomIDs.enumerated() {

@@ -1,15 +1,17 @@
 import Foundation
+import GRDB
+import ParleyCore
 import XCTest
 
 @testable import ParleyStore
 
 final class StoreAddressRecordTests: StoreDirectoryTestCase {
-    private let alice = String(repeating: "a1", count: 32)
+    private let alice = StoredKeyFixture.key(0xa1)
 
-    private func peer(_ id: String) -> PeerRecord {
+    private func peer(_ id: IdentityPublicKey) -> PeerRecord {
         PeerRecord(
             identity: id, displayName: "alice", hostName: "h", card: [1], cardSequence: 1,
-            noiseKey: String(repeating: "55", count: 32), trust: .pinned, firstSeen: 1, lastSeen: 1, lastAddress: nil)
+            noiseKey: StoredKeyFixture.noiseKey(0x55), trust: .pinned, firstSeen: 1, lastSeen: 1, lastAddress: nil)
     }
 
     func testTheNewestRecordIsKeptAndGoesWithThePeerAndSurvivesAReopen() throws {

@@ -20,6 +20,9 @@ final class StoreTests: StoreDirectoryTestCase {
 
     private func messageID(_ n: Int) -> String { String(format: "%032x", n) }
 
+    /// The typed key the peer API takes for a fixture's hex.
+    private func key(_ hex: String) -> IdentityPublicKey { StoredKeyFixture.key(hex) }
+
     private var databasePath: String { directory + "/parley.sqlite" }
 
     private func open(_ durability: Durability = .full) throws -> Store {
@@ -39,8 +42,8 @@ final class StoreTests: StoreDirectoryTestCase {
 
     private func peerRecord(_ identity: String, name: String, address: String? = nil, seen: Int64 = 10) -> PeerRecord {
         PeerRecord(
-            identity: identity, displayName: name, hostName: "\(name)-host", card: [1, 2, 3, 0, 255],
-            cardSequence: 1, noiseKey: Self.identity(0x55), trust: .pinned, firstSeen: seen, lastSeen: seen,
+            identity: key(identity), displayName: name, hostName: "\(name)-host", card: [1, 2, 3, 0, 255],
+            cardSequence: 1, noiseKey: StoredKeyFixture.noiseKey(0x55), trust: .pinned, firstSeen: seen, lastSeen: seen,
             lastAddress: address)
     }
 
@@ -274,9 +277,9 @@ final class StoreTests: StoreDirectoryTestCase {
         _ = try store.storeIncoming([incoming(1, from: bob)], at: 10)
         let expired = try store.expireUnusedPeers(lastSeenBefore: 100, keep: [frank])
         XCTAssertEqual(expired, [alice])
-        XCTAssertNil(try store.peer(identity: alice))
-        for kept in [bob, carol, dave, erin, frank] { XCTAssertNotNil(try store.peer(identity: kept)) }
-        try store.setNickname(identity: frank, "Frank")
+        XCTAssertNil(try store.peer(identity: key(alice)))
+        for kept in [bob, carol, dave, erin, frank] { XCTAssertNotNil(try store.peer(identity: key(kept))) }
+        try store.setNickname(identity: key(frank), "Frank")
         XCTAssertEqual(try store.expireUnusedPeers(lastSeenBefore: 100), [], "a nicknamed key is the person's decision")
     }
 
@@ -365,47 +368,47 @@ final class StoreTests: StoreDirectoryTestCase {
         try store.upsertPeer(peerRecord(alice, name: "alice", address: "10.0.0.1:7000", seen: 100))
         try store.upsertPeer(peerRecord(bob, name: "bob", address: "10.0.0.2:7000", seen: 100))
         XCTAssertEqual(
-            try store.peer(identity: alice), peerRecord(alice, name: "alice", address: "10.0.0.1:7000", seen: 100))
-        XCTAssertNil(try store.peer(identity: carol))
+            try store.peer(identity: key(alice)), peerRecord(alice, name: "alice", address: "10.0.0.1:7000", seen: 100))
+        XCTAssertNil(try store.peer(identity: key(carol)))
 
         // Upsert overwrites, but the earliest firstSeen is kept.
         var updated = peerRecord(alice, name: "alice", address: "10.0.0.9:7000", seen: 300)
         updated.card = [9, 9]
         updated.cardSequence = 2
         try store.upsertPeer(updated)
-        let stored = try XCTUnwrap(try store.peer(identity: alice))
+        let stored = try XCTUnwrap(try store.peer(identity: key(alice)))
         XCTAssertEqual(stored.card, [9, 9])
         XCTAssertEqual(stored.cardSequence, 2)
         XCTAssertEqual(stored.firstSeen, 100)
         XCTAssertEqual(stored.lastSeen, 300)
 
-        XCTAssertEqual(try store.peers(named: "alice").map(\.identity), [alice])
+        XCTAssertEqual(try store.peers(named: "alice").map(\.identity), [key(alice)])
         XCTAssertEqual(try store.peers(named: "nobody"), [])
-        XCTAssertEqual(try store.peer(atAddress: "10.0.0.9:7000")?.identity, alice)
+        XCTAssertEqual(try store.peer(atAddress: "10.0.0.9:7000")?.identity, key(alice))
         XCTAssertNil(try store.peer(atAddress: "10.0.0.1:7000"))
-        XCTAssertEqual(try store.peers().map(\.identity), [alice, bob])
+        XCTAssertEqual(try store.peers().map(\.identity), [key(alice), key(bob)])
 
         // touchPeer moves lastSeen forward only, and keeps the address when none is given.
-        try store.touchPeer(identity: bob, at: 500, address: "10.0.0.3:7001")
-        try store.touchPeer(identity: bob, at: 400, address: nil)
-        XCTAssertEqual(try store.peer(identity: bob)?.lastSeen, 500)
-        XCTAssertEqual(try store.peer(identity: bob)?.lastAddress, "10.0.0.3:7001")
-        XCTAssertEqual(try store.peer(atAddress: "10.0.0.3:7001")?.identity, bob)
+        try store.touchPeer(identity: key(bob), at: 500, address: "10.0.0.3:7001")
+        try store.touchPeer(identity: key(bob), at: 400, address: nil)
+        XCTAssertEqual(try store.peer(identity: key(bob))?.lastSeen, 500)
+        XCTAssertEqual(try store.peer(identity: key(bob))?.lastAddress, "10.0.0.3:7001")
+        XCTAssertEqual(try store.peer(atAddress: "10.0.0.3:7001")?.identity, key(bob))
 
-        try store.setTrust(identity: bob, .verified)
-        XCTAssertEqual(try store.peer(identity: bob)?.trust, .verified)
+        try store.setTrust(identity: key(bob), .verified)
+        XCTAssertEqual(try store.peer(identity: key(bob))?.trust, .verified)
 
-        assertStoreError(try store.setTrust(identity: carol, .blocked), .notFound("peer \(carol)"))
-        assertStoreError(try store.touchPeer(identity: carol, at: 1, address: nil), .notFound("peer \(carol)"))
+        assertStoreError(try store.setTrust(identity: key(carol), .blocked), .notFound("peer \(carol)"))
+        assertStoreError(try store.touchPeer(identity: key(carol), at: 1, address: nil), .notFound("peer \(carol)"))
         var dangling = peerRecord(bob, name: "bob")
-        dangling.replacedBy = carol
+        dangling.replacedBy = key(carol)
         assertStoreError(
             try store.upsertPeer(dangling),
             .conflict("peer \(bob) is marked replaced by unknown peer \(carol)"))
-        var badKey = peerRecord(carol, name: "carol")
-        badKey.noiseKey = "zz"
-        XCTAssertThrowsError(try store.upsertPeer(badKey))
-        XCTAssertNil(try store.peer(identity: carol))
+        var nulName = peerRecord(carol, name: "carol")
+        nulName.displayName = "car\u{0}ol"
+        XCTAssertThrowsError(try store.upsertPeer(nulName))
+        XCTAssertNil(try store.peer(identity: key(carol)))
     }
 
     // MARK: - Trust: replacement, nicknames, forgetting
@@ -417,42 +420,44 @@ final class StoreTests: StoreDirectoryTestCase {
         _ = try store.enqueue([outgoing(1, to: alice), outgoing(2, to: alice), outgoing(3, to: alice)], sender: me)
         _ = try store.markDelivered(ids: [messageID(1)], by: alice, at: 20)
 
-        XCTAssertEqual(try store.replacePeer(old: alice, new: carol, at: 30), 2, "the two undelivered ones move")
-        XCTAssertEqual(try store.peer(identity: alice)?.replacedBy, carol)
-        XCTAssertEqual(try store.peer(identity: carol)?.trust, .verified, "a person compared the new key")
+        XCTAssertEqual(
+            try store.replacePeer(old: key(alice), new: key(carol), at: 30), 2, "the two undelivered ones move")
+        XCTAssertEqual(try store.peer(identity: key(alice))?.replacedBy, key(carol))
+        XCTAssertEqual(try store.peer(identity: key(carol))?.trust, .verified, "a person compared the new key")
         XCTAssertEqual(try store.pendingOutgoing(to: carol, limit: 10).map(\.id), [messageID(2), messageID(3)])
         XCTAssertEqual(try store.pendingOutgoing(to: alice, limit: 10), [])
         XCTAssertEqual(
             try store.message(id: messageID(1))?.recipient, alice, "delivered history stays with the old key")
-        XCTAssertEqual(try store.previousKeys(of: carol).map(\.identity), [alice])
-        XCTAssertEqual(try store.keyChanges(involving: carol).map(\.oldIdentity), [alice])
+        XCTAssertEqual(try store.previousKeys(of: key(carol)).map(\.identity), [key(alice)])
+        XCTAssertEqual(try store.keyChanges(involving: key(carol)).map(\.oldIdentity), [key(alice)])
         assertStoreError(
-            try store.replacePeer(old: alice, new: carol, at: 40),
+            try store.replacePeer(old: key(alice), new: key(carol), at: 40),
             .conflict("peer \(alice) was already replaced by \(carol)"))
-        assertStoreError(try store.replacePeer(old: carol, new: bob, at: 40), .notFound("peer \(bob)"))
+        assertStoreError(try store.replacePeer(old: key(carol), new: key(bob), at: 40), .notFound("peer \(bob)"))
     }
 
     func testNicknamesAndForgetting() throws {
         let store = try open()
         try store.upsertPeer(peerRecord(alice, name: "alice"))
-        try store.setNickname(identity: alice, "Alice (lab)")
-        XCTAssertEqual(try store.peer(identity: alice)?.label, "Alice (lab)")
-        var rec = try XCTUnwrap(try store.peer(identity: alice))
+        try store.setNickname(identity: key(alice), "Alice (lab)")
+        XCTAssertEqual(try store.peer(identity: key(alice))?.label, "Alice (lab)")
+        var rec = try XCTUnwrap(try store.peer(identity: key(alice)))
         rec.cardSequence += 1
         try store.upsertPeer(rec)
-        XCTAssertEqual(try store.peer(identity: alice)?.nickname, "Alice (lab)", "a card update keeps the nickname")
-        try store.setNickname(identity: alice, nil)
-        XCTAssertEqual(try store.peer(identity: alice)?.label, "alice")
-        assertStoreError(try store.setNickname(identity: bob, "x"), .notFound("peer \(bob)"))
+        XCTAssertEqual(
+            try store.peer(identity: key(alice))?.nickname, "Alice (lab)", "a card update keeps the nickname")
+        try store.setNickname(identity: key(alice), nil)
+        XCTAssertEqual(try store.peer(identity: key(alice))?.label, "alice")
+        assertStoreError(try store.setNickname(identity: key(bob), "x"), .notFound("peer \(bob)"))
 
         _ = try store.enqueue([outgoing(1, to: alice)], sender: me)
         try store.upsertPeer(peerRecord(bob, name: "bob"))
-        _ = try store.replacePeer(old: alice, new: bob, at: 5)
-        try store.forgetPeer(identity: bob)
-        XCTAssertNil(try store.peer(identity: bob))
-        XCTAssertNil(try store.peer(identity: alice)?.replacedBy, "nothing points at a forgotten peer")
+        _ = try store.replacePeer(old: key(alice), new: key(bob), at: 5)
+        try store.forgetPeer(identity: key(bob))
+        XCTAssertNil(try store.peer(identity: key(bob)))
+        XCTAssertNil(try store.peer(identity: key(alice))?.replacedBy, "nothing points at a forgotten peer")
         XCTAssertEqual(try store.pendingOutgoing(to: bob, limit: 10).count, 1, "its queue is kept for a first contact")
-        assertStoreError(try store.forgetPeer(identity: bob), .notFound("peer \(bob)"))
+        assertStoreError(try store.forgetPeer(identity: key(bob)), .notFound("peer \(bob)"))
     }
 
     // MARK: - Settings
@@ -629,8 +634,8 @@ final class StoreTests: StoreDirectoryTestCase {
         }
         try queue.close()
         let store = try open()
-        XCTAssertEqual(try store.peer(identity: alice)?.trust, .verified, "the old peer's trust is back")
-        let held = try XCTUnwrap(try store.peer(identity: newID))
+        XCTAssertEqual(try store.peer(identity: key(alice))?.trust, .verified, "the old peer's trust is back")
+        let held = try XCTUnwrap(try store.peer(identity: newKey.publicKey))
         XCTAssertEqual(held.trust, .pending)
         XCTAssertEqual(held.displayName, "alice")
         XCTAssertEqual(held.cardSequence, 3)

@@ -38,6 +38,6 @@ extension ControlDispatcher {
     func trustForget(_ p: TrustForgetParams, id: JSONRPCID?) throws -> Reply {
         let peer = try node.resolvePeer(p.peer)
         try node.forget(peer)
-        return .typed(id: id, result: TrustForgetResult(fingerprint: Node.fingerprint(ofHex: peer.identity)))
+        return .typed(id: id, result: TrustForgetResult(fingerprint: Node.fingerprint(of: peer.identity)))
     }
 }

@@ -25,7 +25,7 @@ extension ControlDispatcher {
         let peer = try node.resolvePeer(p.peer)
         if let refusal = node.sendRefusal(peer) { throw refusal }
         try requireJoined(room)
-        let target = try IdentityPublicKey(bytes: Sodium.fromHex(peer.identity) ?? [])
+        let target = peer.identity
         let state = try node.roomState(room)
         if state?.isMember(target) == true { throw RoomError.alreadyMember(room: room.name, peer: peer.displayName) }
         let updated = try node.changeRoom(room, .add(target))
@@ -106,7 +106,7 @@ extension ControlDispatcher {
         }
         do {
             let peer = try node.resolvePeer(selector)
-            return (peer.identity, peer.displayName)
+            return (peer.identity.hex, peer.displayName)
         } catch {
             // A member this node never had a session with is not a known peer: match the
             // room's own member list by fingerprint prefix.

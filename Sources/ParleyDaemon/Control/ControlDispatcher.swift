@@ -94,7 +94,7 @@ struct ControlDispatcher {
         case .messagesList(let p):
             if let selector = p.peer, Self.namesRoom(selector) { return try listRoomMessages(selector, p, id: id) }
             let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeerIncludingReplaced(q) }
-            return .typed(id: id, result: try historyPage(p, scope: peer.map { .peer($0.identity) } ?? .everything))
+            return .typed(id: id, result: try historyPage(p, scope: peer.map { .peer($0.identity.hex) } ?? .everything))
         case .messagesSearch(let p):
             return .typed(id: id, result: try search(p))
         case .messagesSubscribe(let p):
@@ -102,7 +102,7 @@ struct ControlDispatcher {
                 return .subscribe(filterIdentity: try node.resolveRoom(selector).id, since: p.since)
             }
             let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
-            return .subscribe(filterIdentity: peer?.identity, since: p.since)
+            return .subscribe(filterIdentity: peer?.identity.hex, since: p.since)
         case .messagesMarkRead(let p):
             if Self.namesRoom(p.peer) { return try markRoomRead(p, id: id) }
             let peer = try node.resolvePeer(p.peer)
@@ -114,7 +114,7 @@ struct ControlDispatcher {
             return .typed(
                 id: id,
                 result: MessagesForgetResult(
-                    fingerprint: Node.fingerprint(ofHex: peer.identity),
+                    fingerprint: Node.fingerprint(of: peer.identity),
                     deleted: deleted))
         // Rooms (ControlDispatcher+Rooms.swift).
         case .roomsList:
@@ -176,7 +176,7 @@ struct ControlDispatcher {
         if let selector = p.peer, Self.namesRoom(selector) {
             scope = .room(try node.resolveRoom(selector).id)
         } else if let selector = p.peer {
-            scope = .peer(try node.resolvePeer(selector).identity)
+            scope = .peer(try node.resolvePeer(selector).identity.hex)
         } else {
             scope = .everything
         }
@@ -337,7 +337,7 @@ struct ControlDispatcher {
                 q,
                 candidates: c.map {
                     PeerCandidate(
-                        name: $0.label, fingerprint: Node.fingerprint(ofHex: $0.identity),
+                        name: $0.label, fingerprint: Node.fingerprint(of: $0.identity),
                         trust: ControlViews.trust($0.trust))
                 })
         case .peerBlocked, .peerAwaitingApproval, .peerReplaced: return JSONRPCError(.peerNotTrusted, e.description)

@@ -6,13 +6,12 @@ import ParleyStore
 /// `doctor.peer`: the dial planner's view of one peer, read only.
 extension Node {
     func doctorPeer(_ rec: PeerRecord, mdns: MDNSState) -> DoctorPeerResult {
-        let key = IdentityPublicKey(hex: rec.identity)
-        let compact = key.map { Fingerprint($0).compact }
-        let remembered = key.map { DialTargetKey(rememberedPeer: $0) }
+        let key = rec.identity
+        let compact = Fingerprint(key).compact
+        let remembered = DialTargetKey(rememberedPeer: key)
         let proven = dialDriver.planner.targets.filter { entry in
             let t = entry.value
-            return (key != nil && t.identity == key) || (compact != nil && t.fingerprintHint == compact)
-                || entry.key == remembered
+            return t.identity == key || t.fingerprintHint == compact || entry.key == remembered
         }
         // An advertisement from a stranger at the time it was found carries no fingerprint
         // (private presence tokens), and its target learns the identity only when a session

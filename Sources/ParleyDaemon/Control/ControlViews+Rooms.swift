@@ -10,7 +10,7 @@ extension Node {
             RoomMemberInfo(
                 name: displayName(of: m), fingerprint: Node.fingerprint(ofHex: m), you: m == myIdentity,
                 role: (r.roles[m] ?? .member).description, joined: joined.contains(m),
-                verified: m == myIdentity ? nil : peerRecord(m)?.trust == .verified)
+                verified: m == myIdentity ? nil : IdentityPublicKey(hex: m).flatMap(peerRecord)?.trust == .verified)
         }
         return RoomInfo(
             id: r.id, name: r.name, members: members, member: r.isMember,
@@ -35,7 +35,7 @@ extension Node {
     /// them have a session up, for `messages.send`'s answer.
     func roomRecipientsOnline(_ room: RoomRecord) -> (all: Int, online: Int) {
         let others = room.joined.filter { $0 != myIdentity }
-        return (others.count, others.filter(isOnline).count)
+        return (others.count, others.filter { IdentityPublicKey(hex: $0).map(isOnline) ?? false }.count)
     }
 
     /// A room's name as this node resolved it (the id's first 8 digits if unknown).

@@ -21,9 +21,17 @@ extension Node {
     /// marker with the fingerprint's start, so a look-alike can never pass for the other.
     func displayName(of identity: String) -> String {
         if identity == myIdentity { return ownIdentity.card.displayName }
-        guard let rec = peerRecord(identity) else { return String(Node.fingerprint(ofHex: identity).prefix(9)) }
-        if let key = IdentityPublicKey(hex: identity), nameClash(of: key) != nil {
-            return "\(rec.label) (⚠ \(Node.fingerprint(ofHex: identity).prefix(9)))"
+        guard let key = IdentityPublicKey(hex: identity) else {
+            return String(Node.fingerprint(ofHex: identity).prefix(9))
+        }
+        return displayName(of: key)
+    }
+
+    func displayName(of key: IdentityPublicKey) -> String {
+        if key == myIdentityKey { return ownIdentity.card.displayName }
+        guard let rec = peerRecord(key) else { return String(Node.fingerprint(of: key).prefix(9)) }
+        if nameClash(of: key) != nil {
+            return "\(rec.label) (⚠ \(Node.fingerprint(of: key).prefix(9)))"
         }
         return rec.label
     }
@@ -120,17 +128,16 @@ extension Node {
     }
 
     /// The safety number of this node's key and `identity`'s (the same on both sides).
-    func safetyNumber(with identity: String) -> String {
-        guard let k = IdentityPublicKey(hex: identity) else { return "" }
-        return SafetyNumber.compute(ownIdentity.keys.identity.publicKey, k)
+    func safetyNumber(with identity: IdentityPublicKey) -> String {
+        SafetyNumber.compute(ownIdentity.keys.identity.publicKey, identity)
     }
 
-    func nameClashInfo(_ identity: String) -> NameClashInfo? {
-        guard let key = IdentityPublicKey(hex: identity), let clash = nameClash(of: key) else { return nil }
+    func nameClashInfo(_ key: IdentityPublicKey) -> NameClashInfo? {
+        guard let clash = nameClash(of: key) else { return nil }
         return NameClashInfo(
             kind: clash.kind == .sameName ? .sameName : .confusable,
             with: clash.with.map { other in
-                let rec = peerRecord(other.hex)
+                let rec = peerRecord(other)
                 return PeerCandidate(
                     name: rec?.label ?? "", fingerprint: other.fingerprintText,
                     trust: rec.map { ControlViews.trust($0.trust) })
@@ -142,12 +149,12 @@ extension Node {
         let u = unread ?? ((try? store.unreadCounts()) ?? [:])
         return PeerInfo(
             name: rec.displayName, host: rec.hostName,
-            fingerprint: Node.fingerprint(ofHex: rec.identity), identityKey: rec.identity,
+            fingerprint: Node.fingerprint(of: rec.identity), identityKey: rec.identity.hex,
             online: isOnline(rec.identity), addresses: addresses(of: rec.identity),
             trust: ControlViews.trust(rec.trust), safetyNumber: safetyNumber(with: rec.identity),
-            lastSeen: Int(rec.lastSeen), queued: q[rec.identity] ?? 0,
-            unread: u[rec.identity] ?? 0, nickname: rec.nickname, nameClash: nameClashInfo(rec.identity),
-            status: IdentityPublicKey(hex: rec.identity).flatMap { sessionDriver.statuses[$0] }.flatMap {
+            lastSeen: Int(rec.lastSeen), queued: q[rec.identity.hex] ?? 0,
+            unread: u[rec.identity.hex] ?? 0, nickname: rec.nickname, nameClash: nameClashInfo(rec.identity),
+            status: sessionDriver.statuses[rec.identity].flatMap {
                 $0.isEmpty ? nil : $0.text
             })
     }
@@ -156,10 +163,10 @@ extension Node {
     func trustShow(_ rec: PeerRecord) throws(NodeError) -> TrustShowResult {
         let info = peerInfo(rec)
         let digits = info.safetyNumber.filter(\.isNumber)
-        let peerFP = IdentityPublicKey(hex: rec.identity).map { Fingerprint($0).compact } ?? rec.identity
+        let peerFP = Fingerprint(rec.identity).compact
         let previous = try previousKeys(of: rec).map {
             PreviousKeyInfo(
-                fingerprint: Node.fingerprint(ofHex: $0.identity), name: $0.displayName,
+                fingerprint: Node.fingerprint(of: $0.identity), name: $0.displayName,
                 firstSeen: Int($0.firstSeen), lastSeen: Int($0.lastSeen))
         }
         return TrustShowResult(

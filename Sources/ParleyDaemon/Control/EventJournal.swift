@@ -205,6 +205,7 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
                     name: node.displayName(of: identity), status: status))
         case .peerOnline(let id), .peerOffline(let id):
             guard let rec = try? node.store.peer(identity: id) else { return nil }
+            let id = id.hex
             let info = node.peerInfo(rec)
             if case .peerOnline = event {
                 return Rendered(
@@ -214,10 +215,10 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
                 method: ControlEvent.peerOffline, peer: id, messageRowID: nil, params: PeerOfflineEvent(peer: info))
         case let .newPeer(rec, address):
             let e = PeerNewEvent(
-                name: node.displayName(of: rec.identity), fingerprint: Node.fingerprint(ofHex: rec.identity),
+                name: node.displayName(of: rec.identity), fingerprint: Node.fingerprint(of: rec.identity),
                 trust: ControlViews.trust(rec.trust), address: address,
                 safetyNumber: node.safetyNumber(with: rec.identity), nameClash: node.nameClashInfo(rec.identity))
-            return Rendered(method: ControlEvent.peerNew, peer: rec.identity, messageRowID: nil, params: e)
+            return Rendered(method: ControlEvent.peerNew, peer: rec.identity.hex, messageRowID: nil, params: e)
         case .roomUpdated(let room):
             // Filtered by room id: `messages.subscribe` with "#room" follows the room.
             return Rendered(

@@ -81,7 +81,7 @@ final class DialDriver {
         nextWatchToken += 1
         let token = nextWatchToken
         if let id = planner.targets[key]?.identity, sessions().isConnected(id) {
-            report(.connected(identity: id.hex))
+            report(.connected(identity: id))
             return token
         }
         watchers[key, default: []].append((token, report))

@@ -72,11 +72,10 @@ final class GossipDriver {
     /// send a chat too, so a message *from* it proves nothing. The only identities whose
     /// addresses we keep or relay, and the only peers we relay to.
     func isContact(_ peer: IdentityPublicKey) -> Bool {
-        guard let rec = directory.peer(peer.hex), let known = PeerDirectory.knownPeer(rec),
-            known.standing == .trusted
+        guard let rec = directory.peer(peer), PeerDirectory.knownPeer(rec).standing == .trusted
         else { return false }
         if rec.trust == .verified || talkedWith.contains(peer) { return true }
-        guard (try? store.hasSentMessages(to: peer.hex)) == true else { return false }
+        guard (try? store.hasSentMessages(to: peer)) == true else { return false }
         talkedWith.insert(peer)
         return true
     }
@@ -98,7 +97,7 @@ final class GossipDriver {
     }
 
     func contactSet() -> Set<IdentityPublicKey> {
-        Set(((try? directory.peers()) ?? []).compactMap { IdentityPublicKey(hex: $0.identity) }.filter(isContact))
+        Set(((try? directory.peers()) ?? []).map(\.identity).filter(isContact))
     }
 
     // MARK: Our own record

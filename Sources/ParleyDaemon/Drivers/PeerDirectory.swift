@@ -23,7 +23,7 @@ final class PeerDirectory {
             clashes = nil
         }
     }
-    private var byIdentity: [String: PeerRecord]?
+    private var byIdentity: [IdentityPublicKey: PeerRecord]?
     private var clashes: [IdentityPublicKey: NameClashes.Clash]?
     /// When unused identities were last expired.
     private var lastExpiry: MonotonicInstant?
@@ -60,8 +60,8 @@ final class PeerDirectory {
         return read
     }
 
-    /// A pinned peer by identity hex.
-    func peer(_ identity: String) -> PeerRecord? {
+    /// A pinned peer by identity.
+    func peer(_ identity: IdentityPublicKey) -> PeerRecord? {
         if byIdentity == nil, let every = try? peers() {
             byIdentity = Dictionary(every.map { ($0.identity, $0) }, uniquingKeysWith: { a, _ in a })
         }
@@ -72,8 +72,7 @@ final class PeerDirectory {
     /// holds: who an advertisement's presence token or fingerprint names.
     func firstUnblocked(where matches: (IdentityPublicKey) -> Bool) -> IdentityPublicKey? {
         for rec in (try? peers()) ?? [] where rec.trust != .blocked {
-            guard let key = IdentityPublicKey(hex: rec.identity) else { continue }
-            if matches(key) { return key }
+            if matches(rec.identity) { return rec.identity }
         }
         return nil
     }
@@ -83,7 +82,7 @@ final class PeerDirectory {
         try store.upsertPeer(rec)
     }
 
-    func setTrust(identity: String, _ trust: TrustState) throws(StoreError) {
+    func setTrust(identity: IdentityPublicKey, _ trust: TrustState) throws(StoreError) {
         all = nil
         try store.setTrust(identity: identity, trust)
     }
@@ -91,10 +90,9 @@ final class PeerDirectory {
     // MARK: Decisions about them (ParleyNodeCore)
 
     /// The record as the trust decision sees it.
-    static func knownPeer(_ rec: PeerRecord) -> KnownPeer? {
-        guard let identity = IdentityPublicKey(hex: rec.identity) else { return nil }
-        return KnownPeer(
-            identity: identity, displayName: rec.displayName,
+    static func knownPeer(_ rec: PeerRecord) -> KnownPeer {
+        KnownPeer(
+            identity: rec.identity, displayName: rec.displayName,
             cardSequence: UInt64(max(0, rec.cardSequence)), card: rec.card,
             standing: KnownPeer.Standing(
                 blocked: rec.trust == .blocked, replaced: rec.replacedBy != nil,
@@ -103,7 +101,7 @@ final class PeerDirectory {
 
     /// A stranger or a known peer, for the session table's eviction order.
     func sessionStanding(of peer: IdentityPublicKey) -> SessionTable<ObjectIdentifier>.Standing {
-        let record = self.peer(peer.hex)
+        let record = self.peer(peer)
         return .of(pinned: record != nil, verified: record?.trust == .verified) {
             try? self.store.hasMessages(with: peer.hex)
         }
@@ -119,11 +117,10 @@ final class PeerDirectory {
         records.reserveCapacity(every.count)
         entries.reserveCapacity(every.count)
         for rec in every {
-            guard let key = IdentityPublicKey(hex: rec.identity) else { continue }
             records.append(rec)
             entries.append(
                 .init(
-                    identity: key, displayName: rec.displayName, nickname: rec.nickname,
+                    identity: rec.identity, displayName: rec.displayName, nickname: rec.nickname,
                     replaced: rec.replacedBy != nil))
         }
         switch PeerNameResolution.resolve(query, in: entries) {
@@ -136,10 +133,8 @@ final class PeerDirectory {
     /// Which live peers' labels (nickname, or self-asserted name) look alike, or like ours.
     func nameClashes() -> [IdentityPublicKey: NameClashes.Clash] {
         if let clashes { return clashes }
-        let entries = ((try? peers()) ?? []).filter { $0.replacedBy == nil }.compactMap { rec in
-            IdentityPublicKey(hex: rec.identity).map {
-                NameClashes.Entry(identity: $0, selfAssertedName: rec.displayName, nickname: rec.nickname)
-            }
+        let entries = ((try? peers()) ?? []).filter { $0.replacedBy == nil }.map { rec in
+            NameClashes.Entry(identity: rec.identity, selfAssertedName: rec.displayName, nickname: rec.nickname)
         }
         let found = NameClashes.find(entries, myName: myName)
         clashes = found

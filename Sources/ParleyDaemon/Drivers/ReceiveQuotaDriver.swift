@@ -27,7 +27,7 @@ final class ReceiveQuotaDriver {
     func standing(of sender: IdentityPublicKey) -> ReceiveQuota.Standing {
         if cache.correspondents.contains(sender) { return .correspondent }
         let isCorrespondent =
-            directory.peer(sender.hex)?.trust == .verified || ((try? store.hasWritten(to: sender.hex)) ?? false)
+            directory.peer(sender)?.trust == .verified || ((try? store.hasWritten(to: sender.hex)) ?? false)
         guard isCorrespondent else { return .stranger }
         if cache.correspondents.count >= NodeLimits.maxSessions { cache.correspondents.removeAll() }
         cache.correspondents.insert(sender)

@@ -187,11 +187,11 @@ final class SessionDriver {
                     "session of a stranger closed to make room for a known peer", ["peer": stranger.fingerprintText])
                 links[h]?.connection.close(reason: .normal, text: "making room")
             case .peerOnline(let p):
-                emit(.peerOnline(identity: p.hex))
+                emit(.peerOnline(identity: p))
             case .peerOffline(let p):
                 statuses[p] = nil
                 statusThrottle.forget(p)
-                emit(.peerOffline(identity: p.hex))
+                emit(.peerOffline(identity: p))
             case .scheduleOfflineCheck(let p, let due):
                 offlineTimers[p]?.cancel()
                 offlineTimers[p] = loop.scheduleTask(deadline: due.deadline) { [weak self] in

@@ -114,7 +114,7 @@ extension Node {
 
     /// The policy's verdict with what is stored from the sender and the free space now.
     func judge(size: UInt64, from peer: IdentityPublicKey, userAccepted: Bool) -> FileAcceptPolicy.Verdict {
-        let verified = peerRecord(peer.hex)?.trust == .verified
+        let verified = peerRecord(peer)?.trust == .verified
         let peerMessages = (try? store.incomingUsage(from: peer.hex)) ?? (0, 0)
         let allMessages = (try? store.incomingUsageTotal()) ?? (0, 0)
         let peerFiles = (try? store.incomingFileBytes(from: peer.hex)) ?? 0

@@ -43,7 +43,7 @@ extension Node {
                 if let conn = activeConnection(for: peer.identity), !conn.remoteFeatures.contains(.files) {
                     throw FileError.peerLacksFiles(displayName(of: peer.identity))
                 }
-                recipients = [peer.identity]
+                recipients = [peer.identity.hex]
             }
         } catch {
             for file in staged { copies.remove(file.copy) }

@@ -4,7 +4,7 @@ import ParleyNodeCore
 /// How one dial of a target ended, for `peers.connect` with `wait`.
 enum DialOutcome {
     /// A session with this peer is up (or already was).
-    case connected(identity: String)
+    case connected(identity: IdentityPublicKey)
     /// The TCP connection, the handshake or the peer's trust refused us; the text says which.
     case failed(String)
 }

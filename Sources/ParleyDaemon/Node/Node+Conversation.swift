@@ -35,7 +35,7 @@ extension Node {
         }
         let peer: PeerRecord
         do {
-            guard let rec = try store.peer(identity: target.peer) else {
+            guard let key = IdentityPublicKey(hex: target.peer), let rec = try store.peer(identity: key) else {
                 throw ConversationError.messageNotFound(target.id)
             }
             peer = rec
@@ -89,7 +89,7 @@ extension Node {
             messageDriver.actionOutboxMayHaveWork = true
             if kind == .delete { messageDriver.deleteApplied() }
             emit(.messageUpdated(updated))
-            let recipients = target.room == nil ? [target.peer] : members.map(\.hex)
+            let recipients = target.room == nil ? IdentityPublicKey(hex: target.peer).map { [$0] } ?? [] : members
             for peer in recipients { if let conn = activeConnection(for: peer) { pump(conn) } }
             return updated
         } catch let e as StoreError { throw NodeError.storage(e) }

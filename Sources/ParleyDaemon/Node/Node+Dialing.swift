@@ -46,8 +46,7 @@ extension Node {
     }
 
     /// The addresses `peers.list` shows for a peer: its session's, then its dial targets'.
-    func addresses(of identity: String) -> [String] {
-        guard let key = IdentityPublicKey(hex: identity) else { return [] }
+    func addresses(of key: IdentityPublicKey) -> [String] {
         var out: [String] = []
         if let c = activeConnection(for: key) { out.append(c.remoteAddress) }
         for t in dialDriver.planner.targets(of: key) {
@@ -113,16 +112,14 @@ extension Node {
     /// At start: every remembered peer is dialled (unless it dials us first).
     func redialRememberedPeers() {
         guard let remembered = try? store.rememberedAddresses() else { return }
-        for (hex, addresses) in remembered.sorted(by: { $0.key < $1.key }) {
-            guard let identity = IdentityPublicKey(hex: hex) else { continue }
+        for (identity, addresses) in remembered.sorted(by: { $0.key < $1.key }) {
             let parsed = addresses.compactMap { try? HostPort(parsing: $0) }.map(DialAddress.init)
             perform(dialDriver.planner.remember(identity, addresses: parsed, sessions: sessionView))
         }
     }
 
     /// A blocked or forgotten peer is not dialled at its remembered addresses any more.
-    func stopDialingRemembered(_ identityHex: String) {
-        guard let key = IdentityPublicKey(hex: identityHex) else { return }
+    func stopDialingRemembered(_ key: IdentityPublicKey) {
         perform(dialDriver.planner.remove(DialTargetKey(rememberedPeer: key)))
         gossipDriver.gossip.forget(key)
     }
@@ -132,7 +129,7 @@ extension Node {
         let parsed = addresses.compactMap { try? HostPort(parsing: $0) }.filter { $0.port != 0 }
         guard !parsed.isEmpty else { return }
         for hp in parsed {
-            try? store.rememberAddress(DialAddress(hp).description, of: peer.hex, at: nowMs)
+            try? store.rememberAddress(DialAddress(hp).description, of: peer, at: nowMs)
         }
         perform(dialDriver.planner.remember(peer, addresses: parsed.map(DialAddress.init), sessions: sessionView))
     }

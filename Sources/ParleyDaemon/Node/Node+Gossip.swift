@@ -49,11 +49,11 @@ extension Node {
                 "addresses": record.endpoints.map(\.description).joined(separator: ",")
             ])
         try? store.saveAddressRecord(
-            record.encoded(), of: record.identity.hex, issuedAt: Int64(clamping: record.issuedAt))
+            record.encoded(), of: record.identity, issuedAt: Int64(clamping: record.issuedAt))
         // Every address in a record is the signer's claim (it may name any host): dialled
         // under the rate limit of unknown advertisements until one reaches the peer.
         let addresses = record.endpoints.map { DialAddress(host: $0.host, port: $0.port) }
-        for a in addresses { try? store.rememberAddress(a.description, of: record.identity.hex, at: nowMs) }
+        for a in addresses { try? store.rememberAddress(a.description, of: record.identity, at: nowMs) }
         perform(
             dialDriver.planner.remember(
                 record.identity, addresses: addresses, sessions: sessionView, gossiped: true,
@@ -151,10 +151,10 @@ extension Node {
     func dialBackCandidate() -> (IdentityPublicKey, String)? {
         let candidates = sessionDriver.table.peers.map { peer in
             DialBackWitness.Candidate(
-                identity: peer, verified: peerRecord(peer.hex)?.trust == .verified,
+                identity: peer, verified: peerRecord(peer)?.trust == .verified,
                 understandsProbe: activeConnection(for: peer)?.remoteFeatures.contains(.addressGossip) ?? false)
         }
         guard let peer = DialBackWitness.choose(candidates) else { return nil }
-        return (peer, peerRecord(peer.hex)?.displayName ?? peer.fingerprintText)
+        return (peer, peerRecord(peer)?.displayName ?? peer.fingerprintText)
     }
 }

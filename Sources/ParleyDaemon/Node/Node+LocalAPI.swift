@@ -23,7 +23,7 @@ extension Node {
             do { all = try allPeers() } catch { throw .storage(error) }
             guard
                 let previous = all.first(where: {
-                    $0.replacedBy != nil && Fingerprint.normalize(Node.fingerprint(ofHex: $0.identity)) == whole
+                    $0.replacedBy != nil && Fingerprint.normalize(Node.fingerprint(of: $0.identity)) == whole
                 })
             else { throw error }
             return previous
@@ -48,7 +48,7 @@ extension Node {
 
     /// Marks a peer verified after a person compared fingerprints.
     func verify(_ peer: PeerRecord, fingerprint given: String) throws(NodeError) -> PeerRecord {
-        let expected = Node.fingerprint(ofHex: peer.identity)
+        let expected = Node.fingerprint(of: peer.identity)
         let g = try requireWholeFingerprint(given, of: expected)
         guard g == Fingerprint.normalize(expected) else { throw .fingerprintMismatch(expected: expected, given: given) }
         return try setTrustAndReload(peer, .verified)
@@ -67,7 +67,7 @@ extension Node {
         let g = try requireWholeFingerprint(given)
         let all: [PeerRecord]
         do { all = try allPeers() } catch { throw .storage(error) }
-        guard let new = all.first(where: { Fingerprint.normalize(Node.fingerprint(ofHex: $0.identity)) == g }) else {
+        guard let new = all.first(where: { Fingerprint.normalize(Node.fingerprint(of: $0.identity)) == g }) else {
             throw .newKeyNotFound(given)
         }
         guard new.identity != old.identity else {
@@ -75,14 +75,14 @@ extension Node {
         }
         if let by = new.replacedBy {
             throw .notApplicable(
-                "\(given) was itself replaced by \(Node.fingerprint(ofHex: by)): it cannot stand for \(old.label)")
+                "\(given) was itself replaced by \(Node.fingerprint(of: by)): it cannot stand for \(old.label)")
         }
         if let by = old.replacedBy { throw .peerReplaced(old, by: by) }
         if let typed {
             let digits = { (text: String) in text.filter { $0.isASCII && $0.isNumber } }
             let expected = digits(safetyNumber(with: new.identity))
             guard !expected.isEmpty, digits(typed) == expected else {
-                throw .safetyNumberMismatch(label: old.label, newFingerprint: Node.fingerprint(ofHex: new.identity))
+                throw .safetyNumberMismatch(label: old.label, newFingerprint: Node.fingerprint(of: new.identity))
             }
         }
         let moved: Int
@@ -97,14 +97,12 @@ extension Node {
         log.warning(
             "a person replaced a contact's key",
             [
-                "name": old.label, "old": Node.fingerprint(ofHex: old.identity),
-                "new": Node.fingerprint(ofHex: new.identity)
+                "name": old.label, "old": Node.fingerprint(of: old.identity),
+                "new": Node.fingerprint(of: new.identity)
             ])
-        if let oldKey = IdentityPublicKey(hex: old.identity), let newKey = IdentityPublicKey(hex: new.identity) {
-            activeConnection(for: oldKey)?.close(reason: .notTrusted, text: "key was replaced")
-            perform(dialDriver.planner.redirect(from: oldKey, to: newKey, sessions: sessionView))
-            if let conn = activeConnection(for: newKey) { pump(conn) }
-        }
+        activeConnection(for: old.identity)?.close(reason: .notTrusted, text: "key was replaced")
+        perform(dialDriver.planner.redirect(from: old.identity, to: new.identity, sessions: sessionView))
+        if let conn = activeConnection(for: new.identity) { pump(conn) }
         let updated = (try? store.peer(identity: new.identity)) ?? nil
         return (updated ?? new, moved)
     }
@@ -115,10 +113,8 @@ extension Node {
             throw .notApplicable("\(peer.label) is not awaiting approval (it is \(peer.trust.rawValue))")
         }
         let updated = try setTrustAndReload(peer, .pinned)
-        if let key = IdentityPublicKey(hex: peer.identity),
-            let addresses = try? store.rememberedAddresses()[peer.identity]
-        {
-            rememberAddresses(of: key, addresses)
+        if let addresses = try? store.rememberedAddresses()[peer.identity] {
+            rememberAddresses(of: peer.identity, addresses)
         }
         redialNow(peer)
         return updated
@@ -130,7 +126,7 @@ extension Node {
         activeConnection(for: peer.identity)?.close(reason: .notTrusted, text: "blocked")
         stopDialingRemembered(peer.identity)
         log.info(
-            "peer blocked by a person", ["peer": peer.label, "fingerprint": Node.fingerprint(ofHex: peer.identity)])
+            "peer blocked by a person", ["peer": peer.label, "fingerprint": Node.fingerprint(of: peer.identity)])
         return updated
     }
 
@@ -156,7 +152,7 @@ extension Node {
     /// longer count against the receive quota, so what it sends is taken again.
     func forgetMessages(with peer: PeerRecord) throws(NodeError) -> Int {
         let deleted: Int
-        do { deleted = try store.deleteConversation(with: peer.identity) } catch { throw .storage(error) }
+        do { deleted = try store.deleteConversation(with: peer.identity.hex) } catch { throw .storage(error) }
         messageDriver.quota.countsChanged()
         // The outbox counts (queued messages per peer) are re-read from the store.
         messageDriver.outboxChanged()
@@ -189,8 +185,7 @@ extension Node {
 
     /// Dials every target that reached this peer now, rather than after its backoff.
     private func redialNow(_ peer: PeerRecord) {
-        guard let key = IdentityPublicKey(hex: peer.identity) else { return }
-        for target in dialDriver.planner.targets(of: key) {
+        for target in dialDriver.planner.targets(of: peer.identity) {
             perform(dialDriver.planner.dial(target, sessions: sessionView))
         }
     }

@@ -105,10 +105,7 @@ extension Node {
                 results[i] = .failure(refusal)
                 continue
             }
-            guard let key = IdentityPublicKey(hex: peer.identity) else {
-                results[i] = .failure(.peerNotFound(peer.identity))
-                continue
-            }
+            let key = peer.identity
             if messageDriver.outbox.queuedCount(for: key) + planned[key, default: 0] >= NodeLimits.maxQueuedPerPeer {
                 results[i] = .failure(.queueFull(peer, NodeLimits.maxQueuedPerPeer))
                 continue
@@ -116,7 +113,7 @@ extension Node {
             planned[key, default: 0] += 1
             batch.append(
                 NewOutgoingMessage(
-                    id: MessageID.random().hex, recipient: peer.identity, body: body, createdAt: now,
+                    id: MessageID.random().hex, recipient: key.hex, body: body, createdAt: now,
                     replyTo: replyTo))
             batchIndex.append(i)
         }

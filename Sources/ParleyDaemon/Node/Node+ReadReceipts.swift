@@ -18,9 +18,9 @@ extension Node {
         let unread: Int
         do {
             ids = try store.markIncomingRead(
-                from: peer.identity, upTo: upTo, at: nowMs,
+                from: peer.identity.hex, upTo: upTo, at: nowMs,
                 queueReceipts: messageDriver.sendsReadReceipts)
-            unread = try store.unreadCounts()[peer.identity] ?? 0
+            unread = try store.unreadCounts()[peer.identity.hex] ?? 0
         } catch {
             throw .storage(error)
         }

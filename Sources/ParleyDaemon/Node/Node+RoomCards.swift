@@ -18,7 +18,7 @@ extension Node {
         if actor == myIdentityKey {
             bytes = ownIdentity.card.encoded()
         } else {
-            guard let rec = peerRecord(actor.hex), rec.replacedBy == nil,
+            guard let rec = peerRecord(actor), rec.replacedBy == nil,
                 rec.trust == .pinned || rec.trust == .verified, !rec.card.isEmpty
             else { return }
             bytes = rec.card
@@ -64,7 +64,7 @@ extension Node {
         let subject = card.identityKey
         let state = try? roomEntry(room).state
         let verdict = RoomCardAdmission.judge(
-            subject: subject, room: state, me: myIdentityKey, sender: sender, known: peerRecord(subject.hex) != nil)
+            subject: subject, room: state, me: myIdentityKey, sender: sender, known: peerRecord(subject) != nil)
         switch verdict {
         case .learn:
             learnRoomCard(card, room: room, from: sender)
@@ -87,8 +87,8 @@ extension Node {
         let pending = TrustDecision.newIdentity(card: card, policy: options.newIdentities) == .holdNewPeer
         let now = nowMs
         let rec = PeerRecord(
-            identity: card.identityKey.hex, displayName: card.displayName, hostName: card.hostName,
-            card: card.encoded(), cardSequence: Int64(clamping: card.sequence), noiseKey: card.noiseKey.hex,
+            identity: card.identityKey, displayName: card.displayName, hostName: card.hostName,
+            card: card.encoded(), cardSequence: Int64(clamping: card.sequence), noiseKey: card.noiseKey,
             trust: pending ? .pending : .pinned, firstSeen: now, lastSeen: now)
         do { try upsertPeer(rec) } catch {
             log.error("could not keep a room member's card", ["error": "\(error)"])

@@ -129,9 +129,9 @@ extension Node {
         if !roomBook.sync.syncingLoaded {
             roomBook.sync.syncingLoaded = true
             do {
-                let stored = try store.roomSyncPeers().compactMap { IdentityPublicKey(hex: $0) }
+                let stored = try store.roomSyncPeers()
                 roomBook.sync.syncing.formUnion(stored)
-                let summarizing = try store.roomSyncPeers(.operations).compactMap { IdentityPublicKey(hex: $0) }
+                let summarizing = try store.roomSyncPeers(.operations)
                 roomBook.sync.summarizing.formUnion(summarizing)
             } catch {
                 log.error(
@@ -151,7 +151,7 @@ extension Node {
             guard roomBook.sync.summarizing.contains(peer) != syncing else { return }
             if syncing { roomBook.sync.summarizing.insert(peer) } else { roomBook.sync.summarizing.remove(peer) }
         }
-        do { try store.setRoomSyncPeer(peer.hex, feature, syncing: syncing) } catch {
+        do { try store.setRoomSyncPeer(peer, feature, syncing: syncing) } catch {
             log.warning(
                 "could not keep whether a peer syncs rooms", ["peer": peer.fingerprintText, "error": "\(error)"])
         }

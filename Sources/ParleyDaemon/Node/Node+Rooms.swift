@@ -350,7 +350,7 @@ extension Node {
     func createRoom(name: String, members: [PeerRecord], policy: RoomOperation.Policy = .init()) throws -> RoomRecord {
         loop.preconditionInEventLoop()
         for p in members { if let refusal = sendRefusal(p) { throw refusal } }
-        let keys = try members.map { try IdentityPublicKey(bytes: Sodium.fromHex($0.identity) ?? []) }
+        let keys = members.map(\.identity)
         guard Set(keys + [myIdentityKey]).count <= RoomLimits.maxCreateMembers else {
             throw RoomError.tooManyMembers(RoomLimits.maxCreateMembers)
         }

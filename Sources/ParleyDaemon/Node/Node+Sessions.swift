@@ -58,10 +58,6 @@ extension Node {
         sessionDriver.activeConnection(for: peer)
     }
 
-    func activeConnection(for identity: String) -> PeerConnection? {
-        IdentityPublicKey(hex: identity).flatMap(activeConnection(for:))
-    }
-
     /// The peer of `conn` if `conn` is the session kept for it (records on any other
     /// connection are ignored).
     func activePeer(of conn: PeerConnection) -> IdentityPublicKey? {
@@ -71,9 +67,7 @@ extension Node {
         return peer
     }
 
-    func isOnline(_ identity: String) -> Bool {
-        IdentityPublicKey(hex: identity).map(sessionDriver.table.isOnline) ?? false
-    }
+    func isOnline(_ identity: IdentityPublicKey) -> Bool { sessionDriver.table.isOnline(identity) }
 
     // MARK: PeerConnectionDelegate: the handshake's outcome
 
@@ -128,7 +122,7 @@ extension Node {
                 // handshake: its trust decision comes after (`confirmPeerKeepsSession`).
                 if dialDriver.isWatched(key) {
                     conn.confirmPeerKeepsSession(probe: UInt64(dialDriver.random.uniform(below: .max))) { [weak self] in
-                        self?.finishDialWatch(key, .connected(identity: peer.hex))
+                        self?.finishDialWatch(key, .connected(identity: peer))
                     }
                 }
                 // The address we reached it at is one to try again after a restart.
@@ -137,7 +131,7 @@ extension Node {
             if !gossipDriver.listenPorts.isEmpty {
                 conn.send(.listenPorts(Array(gossipDriver.listenPorts.prefix(WireLimits.maxListenPorts))))
             }
-            try? store.touchPeer(identity: peer.hex, at: nowMs, address: link.dialTarget?.rawValue)
+            try? store.touchPeer(identity: peer, at: nowMs, address: link.dialTarget?.rawValue)
             log.info(
                 "session up",
                 [

@@ -12,13 +12,13 @@ extension Node {
     }
 
     /// The store's record as the trust decision sees it (`PeerDirectory.knownPeer`).
-    static func knownPeer(_ rec: PeerRecord) -> KnownPeer? { PeerDirectory.knownPeer(rec) }
+    static func knownPeer(_ rec: PeerRecord) -> KnownPeer { PeerDirectory.knownPeer(rec) }
 
     func admitTrust(of remote: Card, connection conn: PeerConnection, dialTarget: DialTargetKey?) -> TrustOutcome {
-        let id = remote.identityKey.hex
         do {
-            if let rec = try store.peer(identity: id), let known = Self.knownPeer(rec) {
-                return try apply(TrustDecision.known(known, card: remote), card: remote, record: rec, connection: conn)
+            if let rec = try store.peer(identity: remote.identityKey) {
+                return try apply(
+                    TrustDecision.known(Self.knownPeer(rec), card: remote), card: remote, record: rec, connection: conn)
             }
             let verdict = TrustDecision.newIdentity(card: remote, policy: options.newIdentities)
             return try apply(verdict, card: remote, record: nil, connection: conn)
@@ -46,9 +46,9 @@ extension Node {
         case .pinNewPeer, .holdNewPeer:
             let held = verdict == .holdNewPeer
             let rec = PeerRecord(
-                identity: id, displayName: remote.displayName, hostName: remote.hostName,
+                identity: remote.identityKey, displayName: remote.displayName, hostName: remote.hostName,
                 card: remote.encoded(), cardSequence: Int64(clamping: remote.sequence),
-                noiseKey: remote.noiseKey.hex, trust: held ? .pending : .pinned, firstSeen: now,
+                noiseKey: remote.noiseKey, trust: held ? .pending : .pinned, firstSeen: now,
                 lastSeen: now, lastAddress: address, replacedBy: nil)
             try upsertPeer(rec)
             var fields = ["peer": remote.displayName, "fingerprint": remote.fingerprint.description]
@@ -97,7 +97,7 @@ extension Node {
         var rec = record
         rec.card = card.encoded()
         rec.cardSequence = Int64(clamping: card.sequence)
-        rec.noiseKey = card.noiseKey.hex
+        rec.noiseKey = card.noiseKey
         rec.displayName = card.displayName
         rec.hostName = card.hostName
         try upsertPeer(rec)
@@ -126,9 +126,9 @@ extension Node {
                 conn.close(reason: .protocolError, text: "card update: \(error)")
                 return
             }
-            let rec = try store.peer(identity: peer.hex)
+            let rec = try store.peer(identity: peer)
             switch TrustDecision.cardUpdate(
-                newCard, sessionIdentity: peer, pinned: rec.flatMap(Self.knownPeer),
+                newCard, sessionIdentity: peer, pinned: rec.map(Self.knownPeer),
                 nowSeconds: UInt64(max(0, nowMs / 1000)))
             {
             case .otherIdentity:

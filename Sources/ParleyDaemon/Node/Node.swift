@@ -105,6 +105,9 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         return printed
     }
 
+    /// A key's fingerprint as people read it (`fingerprint(ofHex:)` for a stored hex string).
+    static func fingerprint(of key: IdentityPublicKey) -> String { Fingerprint(key).description }
+
     /// Fingerprints printed so far, by identity hex: every message event names its sender
     /// and recipient, and hashing and base32-encoding the key each time showed in profiles.
     /// A pure function of the key, so a cache cannot go stale; bounded for hostile churn.
@@ -149,12 +152,12 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         try peerDirectory.peers()  // `PeerDirectory` keeps them until a record is written
     }
 
-    /// A pinned peer by identity hex, from the cache.
-    func peerRecord(_ identity: String) -> PeerRecord? { peerDirectory.peer(identity) }
+    /// A pinned peer by identity, from the cache.
+    func peerRecord(_ identity: IdentityPublicKey) -> PeerRecord? { peerDirectory.peer(identity) }
 
     func upsertPeer(_ rec: PeerRecord) throws(StoreError) { try peerDirectory.upsert(rec) }
 
-    func setTrust(identity: String, _ trust: TrustState) throws(StoreError) {
+    func setTrust(identity: IdentityPublicKey, _ trust: TrustState) throws(StoreError) {
         try peerDirectory.setTrust(identity: identity, trust)
     }
 

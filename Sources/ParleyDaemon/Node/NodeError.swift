@@ -11,7 +11,7 @@ enum NodeError: Error, CustomStringConvertible {
     /// Nothing is sent to a peer held for approval.
     case peerAwaitingApproval(PeerRecord)
     /// The peer's key was replaced by a person; the new key is its current one.
-    case peerReplaced(PeerRecord, by: String)
+    case peerReplaced(PeerRecord, by: IdentityPublicKey)
     case bodyTooLarge(Int)
     case emptyBody
     case storage(StoreError)
@@ -36,20 +36,20 @@ enum NodeError: Error, CustomStringConvertible {
             return "no peer named '\(q)' (use a display name or a fingerprint prefix; see `parley peers`)"
         case let .peerAmbiguous(q, c):
             return "'\(q)' matches \(c.count) peers: "
-                + c.map { "\($0.label) (\(Node.fingerprint(ofHex: $0.identity)), \($0.trust.rawValue))" }.joined(
+                + c.map { "\($0.label) (\(Node.fingerprint(of: $0.identity)), \($0.trust.rawValue))" }.joined(
                     separator: ", ")
                 + "; names are labels a peer chooses: use a fingerprint prefix, or give one a nickname with "
                 + "`parley trust nickname FINGERPRINT NAME`"
         case .peerBlocked(let p):
-            return "\(p.label) (\(Node.fingerprint(ofHex: p.identity))) is blocked: nothing is sent to it; "
-                + "`parley trust unblock \(Node.fingerprint(ofHex: p.identity))` to allow it again"
+            return "\(p.label) (\(Node.fingerprint(of: p.identity))) is blocked: nothing is sent to it; "
+                + "`parley trust unblock \(Node.fingerprint(of: p.identity))` to allow it again"
         case .peerAwaitingApproval(let p):
-            let fp = Node.fingerprint(ofHex: p.identity)
+            let fp = Node.fingerprint(of: p.identity)
             return "\(p.label) (\(fp)) is a new key awaiting your approval: compare `parley trust show \(fp)` with "
                 + "its owner, then `parley trust accept \(fp)` (or `parley trust block \(fp)`)"
         case let .peerReplaced(p, by):
-            return "\(p.label)'s old key \(Node.fingerprint(ofHex: p.identity)) was replaced by "
-                + "\(Node.fingerprint(ofHex: by)): send to the new key (`parley peers` lists it)"
+            return "\(p.label)'s old key \(Node.fingerprint(of: p.identity)) was replaced by "
+                + "\(Node.fingerprint(of: by)): send to the new key (`parley peers` lists it)"
         case .bodyTooLarge(let n):
             return "message body is \(n) bytes; the limit is \(WireLimits.maxBodyBytes)"
         case .emptyBody:

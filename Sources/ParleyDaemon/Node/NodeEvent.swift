@@ -15,8 +15,8 @@ enum NodeEvent {
     case messageUpdated(StoredMessage)
     /// A peer's status line arrived or changed.
     case peerStatus(identity: String, status: String)
-    case peerOnline(identity: String)
-    case peerOffline(identity: String)
+    case peerOnline(identity: IdentityPublicKey)
+    case peerOffline(identity: IdentityPublicKey)
     /// A key never seen before connected: pinned on first use, or held for approval.
     /// `address`: where it connected from or was dialled.
     case newPeer(PeerRecord, address: String?)

@@ -41,8 +41,8 @@ final class GossipDriverTests: XCTestCase {
         let c = who.card
         try driver.directory.upsert(
             PeerRecord(
-                identity: c.identityKey.hex, displayName: c.displayName, hostName: c.hostName, card: c.encoded(),
-                cardSequence: Int64(c.sequence), noiseKey: c.noiseKey.hex, trust: trust, firstSeen: 1, lastSeen: 1,
+                identity: c.identityKey, displayName: c.displayName, hostName: c.hostName, card: c.encoded(),
+                cardSequence: Int64(c.sequence), noiseKey: c.noiseKey, trust: trust, firstSeen: 1, lastSeen: 1,
                 lastAddress: nil, replacedBy: nil))
     }
 

@@ -36,10 +36,10 @@ final class NodeObserversTests: XCTestCase {
         observers.add(gone!)
         gone = nil
         XCTAssertNil(goneRef, "not kept alive by the node")
-        observers.emit(.peerOnline(identity: "x"), from: hub.node)
+        observers.emit(.peerOnline(identity: hub.node.myIdentityKey), from: hub.node)
         XCTAssertEqual(kept.events, 1)
         observers.remove(kept)
-        observers.emit(.peerOnline(identity: "x"), from: hub.node)
+        observers.emit(.peerOnline(identity: hub.node.myIdentityKey), from: hub.node)
         XCTAssertEqual(kept.events, 1, "removed: told nothing more")
 
         XCTAssertNil(observers.messageJournal("message.received", at: 1), "no journal listens: no rows")

@@ -40,26 +40,26 @@ final class PeerDirectoryTests: XCTestCase {
         let c = who.card
         try directory.upsert(
             PeerRecord(
-                identity: c.identityKey.hex, displayName: c.displayName, hostName: c.hostName, card: c.encoded(),
-                cardSequence: Int64(c.sequence), noiseKey: c.noiseKey.hex, trust: trust, firstSeen: lastSeen,
+                identity: c.identityKey, displayName: c.displayName, hostName: c.hostName, card: c.encoded(),
+                cardSequence: Int64(c.sequence), noiseKey: c.noiseKey, trust: trust, firstSeen: lastSeen,
                 lastSeen: lastSeen, lastAddress: nil, replacedBy: nil))
         return who
     }
 
     func testAWriteThroughTheDirectoryIsSeenAtOnceAndASharedNameIsAmbiguous() throws {
         let bob = try pin("bob")
-        XCTAssertEqual(try directory.resolve("bob").identity, bob.identityHex)
+        XCTAssertEqual(try directory.resolve("bob").identity, bob.identity)
         let other = try pin("bob")
         XCTAssertThrowsError(try directory.resolve("bob")) { error in
             guard case NodeError.peerAmbiguous(_, let found) = error else { return XCTFail("\(error)") }
-            XCTAssertEqual(Set(found.map(\.identity)), [bob.identityHex, other.identityHex])
+            XCTAssertEqual(Set(found.map(\.identity)), [bob.identity, other.identity])
         }
         XCTAssertEqual(directory.nameClashes()[bob.card.identityKey]?.with, [other.card.identityKey])
         // A nickname written behind the directory's back is seen once it is told.
-        try store.setNickname(identity: bob.identityHex, "work bob")
+        try store.setNickname(identity: bob.identity, "work bob")
         directory.invalidate()
-        XCTAssertEqual(try directory.resolve("work bob").identity, bob.identityHex)
-        XCTAssertEqual(try directory.resolve("bob").identity, other.identityHex, "the nickname hides the name")
+        XCTAssertEqual(try directory.resolve("work bob").identity, bob.identity)
+        XCTAssertEqual(try directory.resolve("bob").identity, other.identity, "the nickname hides the name")
     }
 
     func testUnusedKeysExpireAtMostOncePerIntervalOnTheMockClock() throws {
@@ -71,8 +71,8 @@ final class PeerDirectoryTests: XCTestCase {
                 keep: [online.identityHex])
         }
         XCTAssertEqual(try due(), 1)
-        XCTAssertNil(directory.peer(idle.identityHex), "the directory re-reads after an expiry")
-        XCTAssertNotNil(directory.peer(online.identityHex), "a peer online now is kept")
+        XCTAssertNil(directory.peer(idle.identity), "the directory re-reads after an expiry")
+        XCTAssertNotNil(directory.peer(online.identity), "a peer online now is kept")
         try pin("later", lastSeen: 1)
         loop.advanceTime(by: .seconds(3_599))
         XCTAssertNil(try due(), "not due within the interval")

@@ -78,8 +78,8 @@ final class RoomSyncPeersTests: XCTestCase {
                 issuedAt: 1, sequence: 1)
             try alice.node.upsertPeer(
                 PeerRecord(
-                    identity: k.publicKey.hex, displayName: name, hostName: "", card: c.encoded(), cardSequence: 1,
-                    noiseKey: c.noiseKey.hex, trust: .pinned, firstSeen: 1, lastSeen: 1))
+                    identity: k.publicKey, displayName: name, hostName: "", card: c.encoded(), cardSequence: 1,
+                    noiseKey: c.noiseKey, trust: .pinned, firstSeen: 1, lastSeen: 1))
             return k.publicKey
         }
         let carol = try pin("carol")
@@ -92,7 +92,7 @@ final class RoomSyncPeersTests: XCTestCase {
                 roles: [me: .owner, carol.hex: .member], joined: [me, carol.hex].sorted(), updatedAt: 1))
         loop.advanceTime(by: .seconds(120))
         alice.node.expireUnusedIdentitiesIfDue(now: clock.monotonicNow())
-        XCTAssertNotNil(try alice.node.store.peer(identity: carol.hex), "a co-member's name stays")
-        XCTAssertNil(try alice.node.store.peer(identity: stranger.hex), "a stranger's key is forgotten")
+        XCTAssertNotNil(try alice.node.store.peer(identity: carol), "a co-member's name stays")
+        XCTAssertNil(try alice.node.store.peer(identity: stranger), "a stranger's key is forgotten")
     }
 }

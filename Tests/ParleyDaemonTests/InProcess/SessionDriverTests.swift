@@ -23,7 +23,7 @@ final class SessionDriverTests: XCTestCase {
     }
 
     private func offline(_ events: [NodeEvent], _ peer: IdentityPublicKey) -> Int {
-        events.filter { if case .peerOffline(peer.hex) = $0 { return true } else { return false } }.count
+        events.filter { if case .peerOffline(peer) = $0 { return true } else { return false } }.count
     }
 
     /// The peer closed a duplicate connection: offline only after the debounce, on the

@@ -55,10 +55,10 @@ final class TwoNodeTests: XCTestCase {
         _ = try connect()
         XCTAssertTrue(alice.node.sessionDriver.table.isOnline(bob.identity))
         XCTAssertTrue(bob.node.sessionDriver.table.isOnline(alice.identity))
-        XCTAssertEqual(try alice.node.store.peer(identity: bob.identity.hex)?.trust, .pinned)
-        XCTAssertEqual(try bob.node.store.peer(identity: alice.identity.hex)?.displayName, "alice")
+        XCTAssertEqual(try alice.node.store.peer(identity: bob.identity)?.trust, .pinned)
+        XCTAssertEqual(try bob.node.store.peer(identity: alice.identity)?.displayName, "alice")
         XCTAssertTrue(
-            alice.events.contains { if case .peerOnline(bob.identity.hex) = $0 { return true } else { return false } })
+            alice.events.contains { if case .peerOnline(bob.identity) = $0 { return true } else { return false } })
     }
 
     func testAMessageIsStoredAcknowledgedAndMarkedDelivered() throws {
@@ -106,7 +106,7 @@ final class TwoNodeTests: XCTestCase {
         }
         // An event without an id waits in bob's journal: it must be stored before the
         // message's row so ids keep the order of emission.
-        bobJournal.node(bob.node, didEmit: .peerOnline(identity: alice.identity.hex))
+        bobJournal.node(bob.node, didEmit: .peerOnline(identity: alice.identity))
         let sent = try alice.node.send(to: try bobAtAlice(), body: "one commit each")
         let (aliceBefore, bobBefore) = (
             alice.node.store.committedWriteTransactions, bob.node.store.committedWriteTransactions
@@ -202,7 +202,7 @@ final class TwoNodeTests: XCTestCase {
         try link.exchange(.initiatorToResponder)
         XCTAssertFalse(alice.node.sessionDriver.table.isOnline(bob.identity))
         XCTAssertTrue(
-            alice.events.contains { if case .peerOffline(bob.identity.hex) = $0 { return true } else { return false } })
+            alice.events.contains { if case .peerOffline(bob.identity) = $0 { return true } else { return false } })
     }
 
     func testASecondConnectionOfTheSamePairIsClosedByTheTieBreak() throws {
@@ -234,11 +234,11 @@ final class TwoNodeTests: XCTestCase {
         try link.exchange()
         XCTAssertTrue(alice.node.sessionDriver.table.isOnline(impostor.identity), "a new key is pinned on first use")
         XCTAssertTrue(alice.node.sessionDriver.table.isOnline(bob.identity), "the real bob's session is untouched")
-        XCTAssertEqual(try alice.node.store.peer(identity: bob.identity.hex)?.trust, .pinned)
+        XCTAssertEqual(try alice.node.store.peer(identity: bob.identity)?.trust, .pinned)
         XCTAssertEqual(alice.node.nameClash(of: bob.identity)?.with, [impostor.identity])
         XCTAssertEqual(alice.node.nameClash(of: impostor.identity)?.kind, .sameName)
         XCTAssertThrowsError(try alice.node.resolvePeer("bob"), "a shared name never picks one")
-        XCTAssertEqual(try alice.node.resolvePeer(bob.identity.hex).identity, bob.identity.hex)
+        XCTAssertEqual(try alice.node.resolvePeer(bob.identity.hex).identity, bob.identity)
         XCTAssertTrue(alice.node.displayName(of: impostor.identity.hex).contains("⚠"))
     }
 
@@ -253,7 +253,7 @@ final class TwoNodeTests: XCTestCase {
         link.advance(.seconds(2))  // a later second: the re-issued card's sequence grows by time
         try carol.node.reissueCard(displayName: "bob", hostName: "carol-host")
         try carolLink.exchange()
-        XCTAssertEqual(try alice.node.store.peer(identity: carol.identity.hex)?.displayName, "bob")
+        XCTAssertEqual(try alice.node.store.peer(identity: carol.identity)?.displayName, "bob")
         XCTAssertEqual(alice.node.nameClash(of: carol.identity)?.with, [bob.identity])
         XCTAssertEqual(alice.node.nameClash(of: bob.identity)?.with, [carol.identity])
         XCTAssertThrowsError(try alice.node.resolvePeer("bob"))
@@ -267,7 +267,7 @@ final class TwoNodeTests: XCTestCase {
         try link.exchange()
         XCTAssertFalse(strict.node.sessionDriver.table.isOnline(alice.identity))
         XCTAssertEqual(link.initiatorConnection.remoteCloseReason, .notTrusted)
-        let held = try XCTUnwrap(try strict.node.store.peer(identity: alice.identity.hex))
+        let held = try XCTUnwrap(try strict.node.store.peer(identity: alice.identity))
         XCTAssertEqual(held.trust, .pending)
         XCTAssertThrowsError(try strict.node.send(to: held, body: "hi")) { error in
             guard case NodeError.peerAwaitingApproval = error else { return XCTFail("\(error)") }

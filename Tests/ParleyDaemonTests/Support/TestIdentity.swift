@@ -23,6 +23,7 @@ struct TestIdentity {
             issuedAt: Self.issuedAt, sequence: 1)
     }
 
+    var identity: IdentityPublicKey { card.identityKey }
     var identityHex: String { card.identityKey.hex }
 
     /// A fresh handshake for one connection, in the role its direction gives.
@@ -35,8 +36,8 @@ struct TestIdentity {
     /// This party as another node's store pins it after a first handshake.
     func pinnedRecord(at ms: Int64 = 1_700_000_000_000) -> PeerRecord {
         PeerRecord(
-            identity: identityHex, displayName: name, hostName: "\(name).local", card: card.encoded(),
-            cardSequence: Int64(card.sequence), noiseKey: card.noiseKey.hex, trust: .pinned,
+            identity: card.identityKey, displayName: name, hostName: "\(name).local", card: card.encoded(),
+            cardSequence: Int64(card.sequence), noiseKey: card.noiseKey, trust: .pinned,
             firstSeen: ms, lastSeen: ms)
     }
 }

@@ -1,0 +1,66 @@
+import Foundation
+import GRDB
+import ParleyCore
+import XCTest
+
+@testable import ParleyStore
+
+/// The peer tables keep keys as lowercase hex and the API hands out typed keys: what the
+/// store reads back is parsed, and a damaged value is a `.corrupt` error, never a trap or
+/// a key that no longer finds its own row.
+final class StoredKeysTests: StoreDirectoryTestCase {
+    private let alice = StoredKeyFixture.key(0xa1)
+    private let bob = StoredKeyFixture.key(0xb0)
+
+    private func record(_ identity: IdentityPublicKey, replacedBy: IdentityPublicKey? = nil) -> PeerRecord {
+        PeerRecord(
+            identity: identity, displayName: "alice", hostName: "h", card: [1], cardSequence: 1,
+            noiseKey: StoredKeyFixture.noiseKey(0x55), trust: .pinned, firstSeen: 1, lastSeen: 1,
+            replacedBy: replacedBy)
+    }
+
+    /// Rewrites one column of alice's row behind the store's back (a damaged or hand-edited file).
+    private func damage(_ column: String, to value: String, in directory: String) throws {
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = false  // replaced_by names no row: that is the damage
+        let queue = try DatabaseQueue(path: directory + "/" + Store.fileName, configuration: configuration)
+        try queue.write { db in
+            try db.execute(sql: "UPDATE peer SET \(column) = ? WHERE identity = ?", arguments: [value, alice.hex])
+        }
+    }
+
+    func testTypedKeysRoundTripThroughTheirStoredHex() throws {
+        var store: Store? = try Store(directory: directory)
+        try store!.upsertPeer(record(bob))
+        try store!.upsertPeer(record(alice, replacedBy: bob))
+        try store!.rememberAddress("10.0.0.1:7744", of: alice, at: 5)
+        try store!.setRoomSyncPeer(alice, syncing: true)
+        store = nil
+        store = try Store(directory: directory)
+        XCTAssertEqual(try store!.peer(identity: alice), record(alice, replacedBy: bob))
+        XCTAssertEqual(try store!.rememberedAddresses(), [:], "a replaced key is not redialled")
+        XCTAssertEqual(try store!.roomSyncPeers(), [alice])
+    }
+
+    func testADamagedStoredKeyIsCorruptNotATrap() throws {
+        for (i, (column, value)) in [
+            ("noise_key", "zz"), ("noise_key", String(repeating: "AB", count: 32)),
+            ("replaced_by", String(repeating: "0", count: 63))
+        ].enumerated() {
+            let directory = directory + "/\(i)"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+            var store: Store? = try Store(directory: directory)
+            try store!.upsertPeer(record(alice))
+            store = nil
+            try damage(column, to: value, in: directory)
+            store = try Store(directory: directory)
+            XCTAssertThrowsError(try store!.peer(identity: alice), "\(column) = \(value)") { error in
+                guard case .corrupt(_, let reason) = error as? StoreError else {
+                    return XCTFail("\(column) = \(value): \(error)")
+                }
+                XCTAssertTrue(reason.contains("peer.\(column)"), reason)
+            }
+            XCTAssertThrowsError(try store!.peers())
+        }
+    }
+}
