@@ -1,6 +1,8 @@
+import ParleyCore
+
 /// One file transfer as the store keeps it (table `file_transfer`, migration `files-v1`).
-/// Identities and ids are lowercase hex, like the rest of the store; the node converts at
-/// this boundary.
+/// The transfer id, peer and room are typed here; the table keeps them as lowercase hex,
+/// converted inside the store (StoredKeys.swift).
 public struct FileTransferRecord: Sendable, Equatable {
     public enum Direction: String, Sendable { case incoming = "in", outgoing = "out" }
     /// `offered`: waiting for an answer (incoming: the local user's; outgoing: the peer's).
@@ -12,10 +14,10 @@ public struct FileTransferRecord: Sendable, Equatable {
     }
 
     public var rowID: Int64
-    public var transfer: String
-    public var peer: String
+    public var transfer: TransferID
+    public var peer: IdentityPublicKey
     public var direction: Direction
-    public var room: String?
+    public var room: RoomID?
     public var name: String
     public var size: Int64
     public var mediaType: String
@@ -40,7 +42,8 @@ public struct FileTransferRecord: Sendable, Equatable {
     public var updatedAt: Int64
 
     public init(
-        rowID: Int64 = 0, transfer: String, peer: String, direction: Direction, room: String?, name: String,
+        rowID: Int64 = 0, transfer: TransferID, peer: IdentityPublicKey, direction: Direction, room: RoomID?,
+        name: String,
         size: Int64, mediaType: String, caption: String, thumbnail: [UInt8], chunkSize: Int64, contentHash: [UInt8],
         listHash: [UInt8], chunkHashes: [UInt8]?, state: State, verified: Int64 = 0, sourcePath: String? = nil,
         sourceSize: Int64? = nil, sourceMtime: Int64? = nil, savedPath: String? = nil, error: String? = nil,

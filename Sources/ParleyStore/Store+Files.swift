@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ParleyCore
 
 /// File transfers (issue 18, migration `files-v1`): metadata only; the bytes live in files.
 extension Store {
@@ -13,7 +14,6 @@ extension Store {
     /// same (peer, transfer, direction) is returned unchanged (a repeated offer).
     public func insertTransfer(_ t: FileTransferRecord) throws(StoreError) -> (record: FileTransferRecord, isNew: Bool)
     {
-        try InputValidation.requireIdentity(t.peer, "peer")
         try InputValidation.requireNoNUL(t.name, "name")
         return try write { db in
             if let existing = try Self.fetchTransfer(db, peer: t.peer, transfer: t.transfer, direction: t.direction) {
@@ -27,7 +27,8 @@ extension Store {
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
-                    t.transfer, t.peer, t.direction.rawValue, t.room, t.name, t.size, t.mediaType, t.caption,
+                    t.transfer.hex, t.peer.hex, t.direction.rawValue, t.room?.hex, t.name, t.size, t.mediaType,
+                    t.caption,
                     t.thumbnail.isEmpty ? nil : Data(t.thumbnail), t.chunkSize, Data(t.contentHash),
                     Data(t.listHash), t.chunkHashes.map { Data($0) }, t.state.rawValue, t.verified, t.sourcePath,
                     t.sourceSize, t.sourceMtime, t.savedPath, t.error, t.createdAt, t.updatedAt
@@ -38,9 +39,9 @@ extension Store {
         }
     }
 
-    public func transfer(peer: String, transfer: String, direction: FileTransferRecord.Direction) throws(StoreError)
-        -> FileTransferRecord?
-    {
+    public func transfer(
+        peer: IdentityPublicKey, transfer: TransferID, direction: FileTransferRecord.Direction
+    ) throws(StoreError) -> FileTransferRecord? {
         try read { db in try Self.fetchTransfer(db, peer: peer, transfer: transfer, direction: direction) }
     }
 
@@ -76,14 +77,14 @@ extension Store {
     }
 
     /// Unfinished transfers with `peer` (offered or transferring), oldest first.
-    public func unfinishedTransfers(with peer: String) throws(StoreError) -> [FileTransferRecord] {
+    public func unfinishedTransfers(with peer: IdentityPublicKey) throws(StoreError) -> [FileTransferRecord] {
         try read { db in
             try Row.fetchAll(
                 db,
                 sql: """
                     SELECT \(Self.fileTransferColumns) FROM file_transfer
                     WHERE peer = ? AND state IN ('offered', 'transferring') ORDER BY row_id
-                    """, arguments: [peer]
+                    """, arguments: [peer.hex]
             ).map(Self.decodeTransfer)
         }
     }
@@ -106,7 +107,7 @@ extension Store {
     /// any chunk was taken (offers refused at once): a peer offering again and again cannot
     /// grow the table. Returns how many were deleted.
     @discardableResult
-    public func pruneRefusedOffers(from peer: String, keep: Int) throws(StoreError) -> Int {
+    public func pruneRefusedOffers(from peer: IdentityPublicKey, keep: Int) throws(StoreError) -> Int {
         try write { db in
             try db.execute(
                 sql: """
@@ -115,7 +116,7 @@ extension Store {
                         WHERE peer = ? AND direction = 'in' AND state = 'failed' AND verified = 0
                             AND saved_path IS NULL
                         ORDER BY row_id DESC LIMIT -1 OFFSET ?)
-                    """, arguments: [peer, max(0, keep)])
+                    """, arguments: [peer.hex, max(0, keep)])
             return db.changesCount
         }
     }
@@ -153,27 +154,27 @@ extension Store {
 
     /// File bytes taken in from `peer` (nil: from everyone), counted for the receive quota:
     /// completed and accepted incoming transfers.
-    public func incomingFileBytes(from peer: String?) throws(StoreError) -> Int {
+    public func incomingFileBytes(from peer: IdentityPublicKey?) throws(StoreError) -> Int {
         try read { db in
             let sql = """
                 SELECT coalesce(sum(size), 0) FROM file_transfer
                 WHERE direction = 'in' AND state IN ('transferring', 'completed')
                 """
             if let peer {
-                return try Int.fetchOne(db, sql: sql + " AND peer = ?", arguments: [peer]) ?? 0
+                return try Int.fetchOne(db, sql: sql + " AND peer = ?", arguments: [peer.hex]) ?? 0
             }
             return try Int.fetchOne(db, sql: sql) ?? 0
         }
     }
 
     static func fetchTransfer(
-        _ db: Database, peer: String, transfer: String, direction: FileTransferRecord.Direction
+        _ db: Database, peer: IdentityPublicKey, transfer: TransferID, direction: FileTransferRecord.Direction
     ) throws -> FileTransferRecord? {
         try Row.fetchOne(
             db,
             sql: """
                 SELECT \(fileTransferColumns) FROM file_transfer WHERE peer = ? AND transfer = ? AND direction = ?
-                """, arguments: [peer, transfer, direction.rawValue]
+                """, arguments: [peer.hex, transfer.hex, direction.rawValue]
         ).map(decodeTransfer)
     }
 
@@ -186,8 +187,11 @@ extension Store {
         }
         func blob(_ i: Int) throws -> [UInt8]? { try row.decode(Data?.self, atIndex: i).map { [UInt8]($0) } }
         return FileTransferRecord(
-            rowID: try row.int64(0), transfer: try row.text(1), peer: try row.text(2), direction: direction,
-            room: try row.optionalText(4), name: try row.text(5), size: try row.int64(6), mediaType: try row.text(7),
+            rowID: try row.int64(0),
+            transfer: try row.fixedLengthID(TransferID.self, 1, column: "file_transfer.transfer"),
+            peer: try row.identityKey(2, column: "file_transfer.peer"), direction: direction,
+            room: try row.optionalFixedLengthID(RoomID.self, 4, column: "file_transfer.room"), name: try row.text(5),
+            size: try row.int64(6), mediaType: try row.text(7),
             caption: try row.text(8), thumbnail: try blob(9) ?? [], chunkSize: try row.int64(10),
             contentHash: try blob(11) ?? [], listHash: try blob(12) ?? [], chunkHashes: try blob(13), state: state,
             verified: try row.int64(15), sourcePath: try row.optionalText(16), sourceSize: try row.optionalInt64(17),

@@ -42,6 +42,30 @@ final class StoredKeysTests: StoreDirectoryTestCase {
         XCTAssertEqual(try store!.roomSyncPeers(), [alice])
     }
 
+    func testATransferIsFoundByItsTypedKeysAndADamagedIDIsCorrupt() throws {
+        let store = try Store(directory: directory)
+        let transfer = TransferID(exactly: [UInt8](repeating: 7, count: TransferID.length))
+        let room = RoomID(exactly: [UInt8](repeating: 9, count: RoomID.length))
+        let offered = FileTransferRecord(
+            transfer: transfer, peer: alice, direction: .incoming, room: room, name: "a.txt", size: 3,
+            mediaType: "text/plain", caption: "", thumbnail: [], chunkSize: 1, contentHash: [1], listHash: [2],
+            chunkHashes: nil, state: .offered, createdAt: 1, updatedAt: 1)
+        let stored = try store.insertTransfer(offered).record
+        XCTAssertEqual(try store.transfer(peer: alice, transfer: transfer, direction: .incoming), stored)
+        XCTAssertNil(try store.transfer(peer: bob, transfer: transfer, direction: .incoming), "keyed on the sender too")
+        XCTAssertEqual(try store.transfers(idPrefix: String(transfer.hex.prefix(6)), limit: 5), [stored])
+        XCTAssertEqual(try store.unfinishedTransfers(with: alice).map(\.room), [room])
+        try store.close()
+        let queue = try DatabaseQueue(path: directory + "/" + Store.fileName)
+        try queue.write { db in try db.execute(sql: "UPDATE file_transfer SET room = 'not hex'") }
+        try queue.close()
+        let reopened = try Store(directory: directory)
+        XCTAssertThrowsError(try reopened.recentTransfers(limit: 5)) { error in
+            guard case .corrupt(_, let reason) = error as? StoreError else { return XCTFail("\(error)") }
+            XCTAssertTrue(reason.contains("file_transfer.room"), reason)
+        }
+    }
+
     func testADamagedStoredKeyIsCorruptNotATrap() throws {
         for (i, (column, value)) in [
             ("noise_key", "zz"), ("noise_key", String(repeating: "AB", count: 32)),

@@ -236,7 +236,7 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
             }
             // Filtered like messages: by the peer, or by the room a room file was sent to.
             return Rendered(
-                method: type(of: params).method, peer: rec.room ?? rec.peer, messageRowID: nil, params: params)
+                method: type(of: params).method, peer: rec.room?.hex ?? rec.peer.hex, messageRowID: nil, params: params)
         }
     }
 

@@ -29,7 +29,7 @@ final class FileDriver {
     /// from the store) when needed; a final one is not kept.
     func outgoing(_ key: FileKey, _ rec: FileTransferRecord? = nil) -> OutgoingFile? {
         if let f = book.outgoing[key] { return f }
-        let record = rec ?? (try? store.transfer(peer: key.peer.hex, transfer: key.transfer.hex, direction: .outgoing))
+        let record = rec ?? (try? store.transfer(peer: key.peer, transfer: key.transfer, direction: .outgoing))
         guard let record, record.direction == .outgoing else { return nil }
         let f = OutgoingFile(record: record)
         if !record.state.isFinal { book.outgoing[key] = f }
@@ -40,7 +40,7 @@ final class FileDriver {
     /// record (given, or read from the store) when needed.
     func incoming(_ key: FileKey, _ rec: FileTransferRecord? = nil) -> IncomingFile? {
         if let f = book.incoming[key] { return f }
-        let record = rec ?? (try? store.transfer(peer: key.peer.hex, transfer: key.transfer.hex, direction: .incoming))
+        let record = rec ?? (try? store.transfer(peer: key.peer, transfer: key.transfer, direction: .incoming))
         guard let record, record.direction == .incoming, record.state == .transferring, let offer = record.offer
         else { return nil }
         let f = IncomingFile(record: record, offer: offer)
@@ -51,7 +51,7 @@ final class FileDriver {
     /// The current record (in memory if the transfer is running, else `rec`) and its rate
     /// while it transfers.
     func current(_ rec: FileTransferRecord) -> (FileTransferRecord, UInt64?) {
-        guard let key = rec.key else { return (rec, nil) }
+        let key = rec.key
         switch rec.direction {
         case .outgoing:
             if let f = book.outgoing[key] {

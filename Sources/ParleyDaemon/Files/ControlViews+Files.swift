@@ -8,8 +8,8 @@ extension Node {
         let (rec, liveRate) = currentRecord(stored)
         let done = min(rec.size, rec.verified * rec.chunkSize)
         return FileTransferInfo(
-            id: rec.transfer, direction: rec.direction == .incoming ? "in" : "out",
-            peer: Node.fingerprint(ofHex: rec.peer), peerName: displayName(of: rec.peer), room: rec.room,
+            id: rec.transfer.hex, direction: rec.direction == .incoming ? "in" : "out",
+            peer: Node.fingerprint(of: rec.peer), peerName: displayName(of: rec.peer), room: rec.room?.hex,
             name: rec.name, size: Int(rec.size), mediaType: rec.mediaType,
             caption: rec.caption.isEmpty ? nil : rec.caption,
             state: rec.state.rawValue, bytesDone: Int(rec.state == .completed ? rec.size : done),

@@ -59,17 +59,12 @@ struct FileBook {
 extension FileTransferRecord {
     /// The offer this record was made from (outgoing) or received as (incoming).
     var offer: FileOffer? {
-        guard let t = TransferID(hex: transfer), contentHash.count == FileHash.length,
-            listHash.count == FileHash.length
-        else { return nil }
+        guard contentHash.count == FileHash.length, listHash.count == FileHash.length else { return nil }
         return FileOffer(
-            transfer: t, size: UInt64(max(0, size)), chunkSize: UInt32(clamping: chunkSize), contentHash: contentHash,
-            listHash: listHash, room: room.flatMap { RoomID(hex: $0) }, name: name, mediaType: mediaType,
+            transfer: transfer, size: UInt64(max(0, size)), chunkSize: UInt32(clamping: chunkSize),
+            contentHash: contentHash, listHash: listHash, room: room, name: name, mediaType: mediaType,
             caption: caption, thumbnail: thumbnail)
     }
 
-    var key: FileKey? {
-        guard let p = IdentityPublicKey(hex: peer), let t = TransferID(hex: transfer) else { return nil }
-        return FileKey(peer: p, transfer: t)
-    }
+    var key: FileKey { FileKey(peer: peer, transfer: transfer) }
 }

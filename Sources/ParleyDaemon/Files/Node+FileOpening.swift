@@ -10,10 +10,10 @@ extension Node {
     func openReceivedFile(_ prefix: String) throws(FileError) -> (FileTransferRecord, Int32, Int) {
         let rec = currentRecord(try findTransfer(prefix)).0
         guard rec.direction == .incoming else {
-            throw .wrongState(id: rec.transfer, state: "outgoing", wanted: "an incoming transfer")
+            throw .wrongState(id: rec.transfer.hex, state: "outgoing", wanted: "an incoming transfer")
         }
         guard rec.state == .completed, let path = rec.savedPath else {
-            throw .wrongState(id: rec.transfer, state: rec.state.rawValue, wanted: "completed")
+            throw .wrongState(id: rec.transfer.hex, state: rec.state.rawValue, wanted: "completed")
         }
         // After a move of the state directory the record names the old place
         // (`ReceivedFileLocation`); the first candidate that opens is used.

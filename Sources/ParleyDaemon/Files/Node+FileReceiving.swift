@@ -15,11 +15,11 @@ extension Node {
         // Ids are unique per pair in both directions: an offer reusing one of ours is a
         // confused or hostile sender; ignored, so `fileEnd` stays unambiguous.
         if fileDriver.book.outgoing[key] != nil
-            || (try? store.transfer(peer: key.peer.hex, transfer: key.transfer.hex, direction: .outgoing)) != nil
+            || (try? store.transfer(peer: key.peer, transfer: key.transfer, direction: .outgoing)) != nil
         {
             return
         }
-        if let existing = try? store.transfer(peer: key.peer.hex, transfer: key.transfer.hex, direction: .incoming) {
+        if let existing = try? store.transfer(peer: key.peer, transfer: key.transfer, direction: .incoming) {
             switch existing.state {
             case .offered: break
             case .transferring:
@@ -41,7 +41,7 @@ extension Node {
         }
         let now = nowMs
         let rec = FileTransferRecord(
-            transfer: key.transfer.hex, peer: key.peer.hex, direction: .incoming, room: offer.room?.hex,
+            transfer: key.transfer, peer: key.peer, direction: .incoming, room: offer.room,
             name: FileName.sanitize(offer.name), size: Int64(offer.size), mediaType: offer.mediaType,
             caption: offer.caption, thumbnail: offer.thumbnail, chunkSize: Int64(offer.chunkSize),
             contentHash: offer.contentHash, listHash: offer.listHash, chunkHashes: nil,
@@ -80,7 +80,7 @@ extension Node {
         }
         let now = nowMs
         let rec = FileTransferRecord(
-            transfer: key.transfer.hex, peer: key.peer.hex, direction: .incoming, room: offer.room?.hex,
+            transfer: key.transfer, peer: key.peer, direction: .incoming, room: offer.room,
             name: FileName.sanitize(offer.name), size: Int64(clamping: offer.size), mediaType: offer.mediaType,
             caption: "", thumbnail: [], chunkSize: Int64(offer.chunkSize), contentHash: offer.contentHash,
             listHash: offer.listHash, chunkHashes: nil, state: .failed, error: reason, createdAt: now,
@@ -88,7 +88,7 @@ extension Node {
         do {
             let stored = try store.insertTransfer(rec)
             guard stored.isNew else { return }
-            try store.pruneRefusedOffers(from: key.peer.hex, keep: Self.maxRefusedOffersKeptPerPeer)
+            try store.pruneRefusedOffers(from: key.peer, keep: Self.maxRefusedOffersKeptPerPeer)
             emitFile(stored.record, .failed)
         } catch {
             log.error("could not record a refused file offer", ["error": "\(error)"])
@@ -105,7 +105,7 @@ extension Node {
             let joined = ((try? store.rooms()) ?? []).first { $0.id == room.hex }?.isMember ?? false
             guard joined, isRoomMember(peer, room: room.hex) else { return "not a member of that room" }
         }
-        let waiting = ((try? store.unfinishedTransfers(with: peer.hex)) ?? []).filter {
+        let waiting = ((try? store.unfinishedTransfers(with: peer)) ?? []).filter {
             $0.direction == .incoming && $0.state == .offered
         }
         if waiting.count >= Self.maxWaitingOffersPerPeer { return "too many of your offers wait for an answer" }
@@ -117,7 +117,7 @@ extension Node {
         let verified = peerRecord(peer)?.trust == .verified
         let peerMessages = (try? store.incomingUsage(from: peer.hex)) ?? (0, 0)
         let allMessages = (try? store.incomingUsageTotal()) ?? (0, 0)
-        let peerFiles = (try? store.incomingFileBytes(from: peer.hex)) ?? 0
+        let peerFiles = (try? store.incomingFileBytes(from: peer)) ?? 0
         let allFiles = (try? store.incomingFileBytes(from: nil)) ?? 0
         return fileAcceptPolicy.decide(
             size: size, senderVerified: verified, standing: quotaStanding(of: peer), userAccepted: userAccepted,
@@ -140,7 +140,7 @@ extension Node {
     // MARK: Performing the state machine's actions
 
     func performIncoming(_ actions: [IncomingTransfer.Action], _ f: IncomingFile, on conn: PeerConnection?) {
-        guard let key = f.record.key else { return }
+        let key = f.record.key
         do throws(FileError) {
             for action in actions {
                 switch action {
@@ -254,8 +254,9 @@ extension Node {
 
     func acceptFile(_ prefix: String) throws(FileError) -> FileTransferRecord {
         let rec = try findTransfer(prefix)
-        guard rec.direction == .incoming, rec.state == .offered, let key = rec.key else {
-            throw .wrongState(id: rec.transfer, state: rec.state.rawValue, wanted: "an incoming offer")
+        let key = rec.key
+        guard rec.direction == .incoming, rec.state == .offered else {
+            throw .wrongState(id: rec.transfer.hex, state: rec.state.rawValue, wanted: "an incoming offer")
         }
         if case .refuse(let reason) = judge(size: UInt64(max(0, rec.size)), from: key.peer, userAccepted: true) {
             activeConnection(for: key.peer)?.send(.file(.end(key.transfer, .failed, reason)))
@@ -277,11 +278,12 @@ extension Node {
 
     func rejectFile(_ prefix: String) throws(FileError) -> FileTransferRecord {
         let rec = try findTransfer(prefix)
-        guard rec.direction == .incoming, !rec.state.isFinal, let key = rec.key else {
-            throw .wrongState(id: rec.transfer, state: rec.state.rawValue, wanted: "an incoming offer")
+        let key = rec.key
+        guard rec.direction == .incoming, !rec.state.isFinal else {
+            throw .wrongState(id: rec.transfer.hex, state: rec.state.rawValue, wanted: "an incoming offer")
         }
         activeConnection(for: key.peer)?.send(.file(.end(key.transfer, .rejected, "")))
         endIncoming(rec, key, .rejected, error: nil)
-        return (try? findTransfer(rec.transfer)) ?? rec
+        return (try? findTransfer(rec.transfer.hex)) ?? rec
     }
 }

@@ -28,22 +28,22 @@ extension Node {
     {
         loop.preconditionInEventLoop()
         let copies = OutgoingCopies(stateDirectory: ownIdentity.stateDirectory)
-        var recipients: [String] = []
-        var room: String?
+        var recipients: [IdentityPublicKey] = []
+        var room: RoomID?
         do {
             if selector.hasPrefix("#") {
                 let r = try resolveRoom(selector)
                 guard r.isMember else { throw RoomError.notMember(r) }
-                recipients = r.joined.filter { $0 != myIdentity }
+                recipients = r.joined.filter { $0 != myIdentity }.compactMap { IdentityPublicKey(hex: $0) }
                 guard !recipients.isEmpty else { throw FileError.noRecipients(selector) }
-                room = r.id
+                room = RoomID(hex: r.id)
             } else {
                 let peer = try resolvePeer(selector)
                 if let refusal = sendRefusal(peer) { throw refusal }
                 if let conn = activeConnection(for: peer.identity), !conn.remoteFeatures.contains(.files) {
                     throw FileError.peerLacksFiles(displayName(of: peer.identity))
                 }
-                recipients = [peer.identity.hex]
+                recipients = [peer.identity]
             }
         } catch {
             for file in staged { copies.remove(file.copy) }
@@ -91,13 +91,13 @@ extension Node {
 
     private func storeOffers(
         _ d: SourceFile.Digest, name: String, mediaType: String, caption: String, thumbnail: [UInt8],
-        paths: [String], room: String?, recipients: [String], chunkSize: Int
+        paths: [String], room: RoomID?, recipients: [IdentityPublicKey], chunkSize: Int
     ) throws -> [FileTransferRecord] {
         let now = nowMs
         var out: [FileTransferRecord] = []
         for (peer, path) in zip(recipients, paths) {
             let rec = FileTransferRecord(
-                transfer: TransferID.random().hex, peer: peer, direction: .outgoing, room: room, name: name,
+                transfer: TransferID.random(), peer: peer, direction: .outgoing, room: room, name: name,
                 size: Int64(d.size), mediaType: mediaType, caption: caption, thumbnail: thumbnail,
                 chunkSize: Int64(chunkSize), contentHash: d.contentHash, listHash: d.listHash,
                 chunkHashes: d.chunkHashes.flatMap { $0 }, state: .offered, sourcePath: path,
@@ -105,7 +105,7 @@ extension Node {
             let stored: FileTransferRecord
             do { stored = try store.insertTransfer(rec).record } catch { throw FileError.storage(error) }
             out.append(stored)
-            guard let key = stored.key else { continue }
+            let key = stored.key
             fileDriver.book.outgoing[key] = OutgoingFile(record: stored)
             emitFile(stored, .offered)
             if let conn = activeConnection(for: key.peer), conn.remoteFeatures.contains(.files),

@@ -30,18 +30,18 @@ extension Node {
     func filesSessionStarted(_ conn: PeerConnection) {
         guard let peer = activePeer(of: conn), conn.remoteFeatures.contains(.files) else { return }
         let unfinished: [FileTransferRecord]
-        do { unfinished = try store.unfinishedTransfers(with: peer.hex) } catch {
+        do { unfinished = try store.unfinishedTransfers(with: peer) } catch {
             log.error("could not read file transfers", ["error": "\(error)"])
             return
         }
         for rec in unfinished {
-            guard let key = rec.key else { continue }
+            let key = rec.key
             switch rec.direction {
             case .outgoing:
                 guard let f = outgoingFile(key, rec) else { continue }
                 f.machine.sessionEnded()
                 guard rec.state == .offered, let offer = rec.offer else { continue }
-                if let room = rec.room, !isRoomMember(peer, room: room) {
+                if let room = rec.room, !isRoomMember(peer, room: room.hex) {
                     // Removed before it answered: a file sent to the room is no longer for it.
                     conn.send(.file(.end(key.transfer, .cancelled, "no longer a member of the room")))
                     finishOutgoing(f, key, .cancelled, error: "no longer a member of the room")
@@ -113,7 +113,7 @@ extension Node {
         }
         guard
             let rec = fileDriver.book.incoming[key]?.record
-                ?? (try? store.transfer(peer: key.peer.hex, transfer: key.transfer.hex, direction: .incoming)),
+                ?? (try? store.transfer(peer: key.peer, transfer: key.transfer, direction: .incoming)),
             !rec.state.isFinal
         else { return }
         let state: FileTransferRecord.State = outcome == .cancelled ? .cancelled : .failed
@@ -148,7 +148,7 @@ extension Node {
         let found: [FileTransferRecord]
         do { found = try store.transfers(idPrefix: prefix, limit: 2) } catch { throw .storage(error) }
         guard let first = found.first else { throw .notFound(prefix) }
-        guard found.count == 1 || first.transfer == prefix else { throw .ambiguous(prefix, found.count) }
+        guard found.count == 1 || first.transfer.hex == prefix else { throw .ambiguous(prefix, found.count) }
         return first
     }
 
@@ -157,15 +157,16 @@ extension Node {
 
     func cancelFile(_ prefix: String) throws(FileError) -> FileTransferRecord {
         let rec = try findTransfer(prefix)
-        guard !rec.state.isFinal, let key = rec.key else {
-            throw .wrongState(id: rec.transfer, state: rec.state.rawValue, wanted: "offered or transferring")
+        let key = rec.key
+        guard !rec.state.isFinal else {
+            throw .wrongState(id: rec.transfer.hex, state: rec.state.rawValue, wanted: "offered or transferring")
         }
         activeConnection(for: key.peer)?.send(.file(.end(key.transfer, .cancelled, "")))
         switch rec.direction {
         case .outgoing: if let f = outgoingFile(key, rec) { finishOutgoing(f, key, .cancelled, error: nil) }
         case .incoming: endIncoming(rec, key, .cancelled, error: nil)
         }
-        return currentRecord(try findTransfer(rec.transfer)).0
+        return currentRecord(try findTransfer(rec.transfer.hex)).0
     }
 
     /// Ends an incoming transfer whether it is running (partial file, runtime) or only offered.

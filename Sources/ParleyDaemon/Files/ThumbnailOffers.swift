@@ -33,8 +33,8 @@ extension Node {
     /// that does not start like a JPEG or PNG is refused rather than handed on to a client.
     func fileThumbnail(_ prefix: String) throws(FileError) -> (id: String, type: ThumbnailImageType, bytes: [UInt8]) {
         let rec = try findTransfer(prefix)
-        guard !rec.thumbnail.isEmpty else { throw .noThumbnail(rec.transfer) }
-        guard let type = ThumbnailImageType.sniff(rec.thumbnail) else { throw .thumbnailNotImage(rec.transfer) }
-        return (rec.transfer, type, rec.thumbnail)
+        guard !rec.thumbnail.isEmpty else { throw .noThumbnail(rec.transfer.hex) }
+        guard let type = ThumbnailImageType.sniff(rec.thumbnail) else { throw .thumbnailNotImage(rec.transfer.hex) }
+        return (rec.transfer.hex, type, rec.thumbnail)
     }
 }

@@ -68,9 +68,9 @@ final class NotifyHook: NodeObserver, @unchecked Sendable {
             let env = NotifyHookEnvironment.make(
                 base: baseEnvironment,
                 message: .init(
-                    fromName: node.displayName(of: rec.peer), fromFingerprint: Node.fingerprint(ofHex: rec.peer),
-                    id: rec.transfer, receivedAt: rec.updatedAt, body: rec.caption,
-                    room: rec.room.map { "#" + node.roomDisplayName(ofHex: $0) },
+                    fromName: node.displayName(of: rec.peer), fromFingerprint: Node.fingerprint(of: rec.peer),
+                    id: rec.transfer.hex, receivedAt: rec.updatedAt, body: rec.caption,
+                    room: rec.room.map { "#" + node.roomDisplayName(ofHex: $0.hex) },
                     file: (rec.name, rec.size, kind == .offered ? "offered" : "completed")),
                 includeBody: includeBody)
             run(env)

@@ -94,19 +94,19 @@ final class FileTransferInProcessTests: XCTestCase {
         let (path, content) = try sourceFile(bytes: 300_000)
         let sent = try send(path)
         try link.exchange()
-        let offered = try incoming(sent.transfer)
+        let offered = try incoming(sent.transfer.hex)
         XCTAssertEqual(offered.state, .offered, "an unverified sender's file waits for the user")
         XCTAssertEqual(offered.caption, "the data")
         XCTAssertFalse(FileManager.default.fileExists(atPath: bob.directory + "/files/source.bin"))
 
-        _ = try bob.node.acceptFile(String(sent.transfer.prefix(8)))
+        _ = try bob.node.acceptFile(String(sent.transfer.hex.prefix(8)))
         try link.exchange()
-        let done = try incoming(sent.transfer)
+        let done = try incoming(sent.transfer.hex)
         XCTAssertEqual(done.state, .completed)
         XCTAssertEqual(done.savedPath, bob.directory + "/files/source.bin")
         XCTAssertEqual(
             try [UInt8](Data(contentsOf: URL(fileURLWithPath: bob.directory + "/files/source.bin"))), content)
-        XCTAssertEqual(try alice.node.store.transfers(idPrefix: sent.transfer, limit: 1).first?.state, .completed)
+        XCTAssertEqual(try alice.node.store.transfers(idPrefix: sent.transfer.hex, limit: 1).first?.state, .completed)
         let kinds = bob.events.compactMap { e -> FileEventKind? in
             if case let .file(_, kind, _) = e { return kind } else { return nil }
         }
@@ -121,11 +121,11 @@ final class FileTransferInProcessTests: XCTestCase {
         try link.exchange()
         let sent = try send(path)
         try link.exchange()
-        _ = try bob.node.acceptFile(sent.transfer)
+        _ = try bob.node.acceptFile(sent.transfer.hex)
         // Bob's want goes out; alice's chunks come back, bob's fileHave records are held.
         try link.exchange(.responderToInitiator)
         try link.exchange(.initiatorToResponder)
-        let durable = try incoming(sent.transfer).verified
+        let durable = try incoming(sent.transfer.hex).verified
         XCTAssertEqual(durable, 256, "the whole first window, checkpointed every 64 chunks")
         // The link is cut (no goodbye), then a new session.
         link.initiatorConnection.drop()
@@ -133,7 +133,7 @@ final class FileTransferInProcessTests: XCTestCase {
         loop.run()
         let again = try InProcessLink(from: alice, to: bob, loop: loop)
         let moved = try again.exchange()
-        let done = try incoming(sent.transfer)
+        let done = try incoming(sent.transfer.hex)
         XCTAssertEqual(done.state, .completed)
         XCTAssertLessThan(moved.forward, 50 * 65_536, "only the last 44 chunks were sent again")
         XCTAssertEqual(try [UInt8](Data(contentsOf: URL(fileURLWithPath: try XCTUnwrap(done.savedPath)))), content)
@@ -147,10 +147,10 @@ final class FileTransferInProcessTests: XCTestCase {
         let (path, _) = try sourceFile(bytes: 200_000)
         let sent = try send(path)
         try link.exchange()
-        let out = try XCTUnwrap(try alice.node.store.transfers(idPrefix: sent.transfer, limit: 1).first)
+        let out = try XCTUnwrap(try alice.node.store.transfers(idPrefix: sent.transfer.hex, limit: 1).first)
         XCTAssertEqual(out.state, .failed)
         XCTAssertTrue(out.error?.contains("quota") == true, out.error ?? "no error")
-        let refused = try incoming(sent.transfer)
+        let refused = try incoming(sent.transfer.hex)
         XCTAssertEqual(refused.state, .failed, "the receiver lists what it refused")
         XCTAssertEqual(
             out.error, "the other side says: " + (refused.error ?? "-"), "the receiver lists the reason it gave")
@@ -165,8 +165,8 @@ final class FileTransferInProcessTests: XCTestCase {
         // The same offer again (a sender that did not hear the answer): one row, one event.
         bob.node.connection(link.responderConnection, receivedFile: .offer(try XCTUnwrap(out.offer)))
         try link.exchange()
-        XCTAssertEqual(try bob.node.store.transfers(idPrefix: sent.transfer, limit: 5).count, 1)
-        XCTAssertEqual(try incoming(sent.transfer).state, .failed)
+        XCTAssertEqual(try bob.node.store.transfers(idPrefix: sent.transfer.hex, limit: 5).count, 1)
+        XCTAssertEqual(try incoming(sent.transfer.hex).state, .failed)
         let failedAgain = bob.events.filter { e in
             if case let .file(_, kind, _) = e { return kind == .failed } else { return false }
         }
@@ -234,12 +234,12 @@ final class FileTransferInProcessTests: XCTestCase {
         let copy = try XCTUnwrap(sent.sourcePath)
         XCTAssertTrue(copy.hasPrefix(alice.directory + "/outgoing/"), copy)
         try Data([1, 2, 3]).write(to: URL(fileURLWithPath: copy))
-        _ = try bob.node.acceptFile(sent.transfer)
+        _ = try bob.node.acceptFile(sent.transfer.hex)
         try link.exchange()
-        let out = try XCTUnwrap(try alice.node.store.transfers(idPrefix: sent.transfer, limit: 1).first)
+        let out = try XCTUnwrap(try alice.node.store.transfers(idPrefix: sent.transfer.hex, limit: 1).first)
         XCTAssertEqual(out.state, .failed)
         XCTAssertTrue(out.error?.contains("changed") == true)
-        XCTAssertEqual(try incoming(sent.transfer).state, .failed)
+        XCTAssertEqual(try incoming(sent.transfer.hex).state, .failed)
         XCTAssertEqual((try? FileManager.default.contentsOfDirectory(atPath: bob.directory + "/files")) ?? [], [])
         XCTAssertFalse(FileManager.default.fileExists(atPath: copy), "the copy goes when its transfer ends")
     }
@@ -253,9 +253,9 @@ final class FileTransferInProcessTests: XCTestCase {
         let sent = try send(path)
         try FileManager.default.removeItem(atPath: path)
         try link.exchange()
-        _ = try bob.node.acceptFile(sent.transfer)
+        _ = try bob.node.acceptFile(sent.transfer.hex)
         try link.exchange()
-        XCTAssertEqual(try incoming(sent.transfer).state, .completed)
+        XCTAssertEqual(try incoming(sent.transfer.hex).state, .completed)
         XCTAssertEqual(
             try [UInt8](Data(contentsOf: URL(fileURLWithPath: bob.directory + "/files/source.bin"))), content)
         XCTAssertEqual(
@@ -270,11 +270,11 @@ final class FileTransferInProcessTests: XCTestCase {
         let (path, content) = try sourceFile(bytes: 70_000)
         let sent = try send(path)
         try link.exchange()
-        XCTAssertThrowsError(try bob.node.openReceivedFile(sent.transfer), "still an offer")
-        XCTAssertThrowsError(try alice.node.openReceivedFile(sent.transfer), "outgoing")
-        _ = try bob.node.acceptFile(sent.transfer)
+        XCTAssertThrowsError(try bob.node.openReceivedFile(sent.transfer.hex), "still an offer")
+        XCTAssertThrowsError(try alice.node.openReceivedFile(sent.transfer.hex), "outgoing")
+        _ = try bob.node.acceptFile(sent.transfer.hex)
         try link.exchange()
-        let (record, fd, size) = try bob.node.openReceivedFile(String(sent.transfer.prefix(8)))
+        let (record, fd, size) = try bob.node.openReceivedFile(String(sent.transfer.hex.prefix(8)))
         defer { close(fd) }
         XCTAssertEqual(record.transfer, sent.transfer)
         XCTAssertEqual(size, content.count)
