@@ -13,14 +13,16 @@ import ParleyStore
 /// Its state is its own and lives on the node's event loop (the loop is its lock); the
 /// refusal bound runs on the injected clock.
 final class FileDriver {
-    let store: Store
+    /// Only the file-transfer concern of the store (`FileTransferStore`), read on a miss of
+    /// `book`; the per-chunk writes go to the node's concrete `Store`.
+    let store: any FileTransferStore
     let clock: any NodeClock
     /// The running transfers, by peer and transfer id.
     var book = FileBook()
     /// How many refused offers per sender are written and announced.
     private var refusals = RefusalRecordLimit()
 
-    init(store: Store, clock: any NodeClock) {
+    init(store: any FileTransferStore, clock: any NodeClock) {
         self.store = store
         self.clock = clock
     }

@@ -18,7 +18,8 @@ final class GossipDriver {
     let loop: EventLoop
     let clock: any NodeClock
     let log: Logger
-    let store: Store
+    /// Only the address-book concern of the store (`AddressBookStore`).
+    let store: any AddressBookStore
     let directory: PeerDirectory
     /// Signs our address record.
     private let identity: IdentityKeyPair
@@ -50,7 +51,8 @@ final class GossipDriver {
         [:]
 
     init(
-        identity: IdentityKeyPair, store: Store, directory: PeerDirectory, loop: EventLoop, clock: any NodeClock,
+        identity: IdentityKeyPair, store: any AddressBookStore, directory: PeerDirectory, loop: EventLoop,
+        clock: any NodeClock,
         log: Logger
     ) {
         self.identity = identity

@@ -26,13 +26,13 @@ final class OwnIdentity {
     /// Called after the card was re-issued (the daemon re-advertises).
     var onCardChanged: ((Card) -> Void)?
 
-    private let store: Store
+    private let store: any SettingsStore
     private let clock: any NodeClock
     /// `node.whoami`'s answer: it hex-encodes the card and prints the fingerprint, and is
     /// what clients call to check the daemon is there.
     private var whoamiCache: NodeWhoamiResult?
 
-    init(keys: NodeKeys, card: Card, networkKey: SecretBytes?, store: Store, clock: any NodeClock) {
+    init(keys: NodeKeys, card: Card, networkKey: SecretBytes?, store: any SettingsStore, clock: any NodeClock) {
         self.keys = keys
         self.card = card
         self.networkKey = networkKey

@@ -11,7 +11,8 @@ import ParleyStore
 ///
 /// Its caches are its own and live on the node's event loop (the loop is its lock).
 final class PeerDirectory {
-    let store: Store
+    /// Only the peer concern of the store (`PeerStore`).
+    let store: any PeerStore
     /// This node's own name: a peer whose name looks like it is a clash too.
     var myName: String {
         didSet { if myName != oldValue { clashes = nil } }
@@ -28,7 +29,7 @@ final class PeerDirectory {
     /// When unused identities were last expired.
     private var lastExpiry: MonotonicInstant?
 
-    init(store: Store, myName: String) {
+    init(store: any PeerStore, myName: String) {
         self.store = store
         self.myName = myName
     }
@@ -103,7 +104,7 @@ final class PeerDirectory {
     func sessionStanding(of peer: IdentityPublicKey) -> SessionTable<ObjectIdentifier>.Standing {
         let record = self.peer(peer)
         return .of(pinned: record != nil, verified: record?.trust == .verified) {
-            try? self.store.hasMessages(with: peer.hex)
+            try? self.store.hasExchangedMessages(with: peer)
         }
     }
 
