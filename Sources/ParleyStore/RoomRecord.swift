@@ -14,37 +14,38 @@ public enum RoomStatus: String, Sendable, Equatable {
 
 /// A room as this node last resolved it (a cache of what its operations say).
 public struct RoomRecord: Sendable, Equatable {
-    /// 32 lowercase hex digits (16 random bytes chosen by the creator).
-    public var id: String
-    /// Hash (hex) of the create operation this node pinned for the room.
-    public var root: String
+    /// The room's id (the table keeps it as 32 lowercase hex digits).
+    public var id: RoomID
+    /// Hash of the create operation this node pinned for the room.
+    public var root: RoomOperationHash
     public var name: String
-    /// Identity hex of the creator.
-    public var creator: String
+    /// The creator's identity.
+    public var creator: IdentityPublicKey
     /// Unix ms on the creator's clock.
     public var createdAt: Int64
     /// Highest sequence among the applied operations.
     public var version: Int64
-    /// Identity hex of every current member, ascending.
-    public var members: [String]
+    /// Every current member, ascending (byte order, the same as their hex's).
+    public var members: [IdentityPublicKey]
     /// Whether this node is a joined member (false while invited, once it left or was removed).
     public var isMember: Bool { status == .joined }
     public var status: RoomStatus
-    /// Each member's role (identity hex → role).
-    public var roles: [String: RoomRole]
-    /// Members that accepted (identity hex), ascending; the others are invited.
-    public var joined: [String]
+    /// Each member's role.
+    public var roles: [IdentityPublicKey: RoomRole]
+    /// Members that accepted, ascending; the others are invited.
+    public var joined: [IdentityPublicKey]
     /// The room's policy: only admins and owners may add members.
     public var onlyAdminsAdd: Bool
-    /// Identity hex of the peer that delivered the invitation (invited rooms).
-    public var inviter: String?
+    /// The peer that delivered the invitation (invited rooms).
+    public var inviter: IdentityPublicKey?
     /// Unix ms of this node's last change to the record.
     public var updatedAt: Int64
 
     public init(
-        id: String, root: String, name: String, creator: String, createdAt: Int64, version: Int64,
-        members: [String], status: RoomStatus, roles: [String: RoomRole] = [:], joined: [String]? = nil,
-        onlyAdminsAdd: Bool = false, inviter: String? = nil, updatedAt: Int64
+        id: RoomID, root: RoomOperationHash, name: String, creator: IdentityPublicKey, createdAt: Int64,
+        version: Int64, members: [IdentityPublicKey], status: RoomStatus, roles: [IdentityPublicKey: RoomRole] = [:],
+        joined: [IdentityPublicKey]? = nil, onlyAdminsAdd: Bool = false, inviter: IdentityPublicKey? = nil,
+        updatedAt: Int64
     ) {
         self.status = status
         self.roles = roles
@@ -62,15 +63,15 @@ public struct RoomRecord: Sendable, Equatable {
     }
 }
 
-/// A stored room operation: its hash, room, sequence and signed encoding (hex / bytes as
-/// on the wire). The store does not interpret it; the node decodes and verifies.
+/// A stored room operation: its hash, room, sequence and signed encoding (bytes as on the
+/// wire). The store does not interpret it; the node decodes and verifies.
 public struct StoredRoomOperation: Sendable, Equatable {
-    public var hash: String
-    public var room: String
+    public var hash: RoomOperationHash
+    public var room: RoomID
     public var sequence: Int64
     public var encoded: [UInt8]
 
-    public init(hash: String, room: String, sequence: Int64, encoded: [UInt8]) {
+    public init(hash: RoomOperationHash, room: RoomID, sequence: Int64, encoded: [UInt8]) {
         self.hash = hash
         self.room = room
         self.sequence = sequence

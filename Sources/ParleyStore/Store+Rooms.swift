@@ -22,35 +22,31 @@ extension Store {
 
     /// Stores an operation unless one with the same hash is stored. Returns whether it was new.
     public func insertRoomOperation(_ op: StoredRoomOperation, at: Int64) throws(StoreError) -> Bool {
-        try Self.requireOperationHash(op.hash)
-        try Self.requireRoomID(op.room)
-        return try write { db in
+        try write { db in
             try db.execute(
                 sql: """
                     INSERT INTO room_operation (hash, room, sequence, encoded, received_at) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT (hash) DO NOTHING
-                    """, arguments: [op.hash, op.room, op.sequence, Data(op.encoded), at])
+                    """, arguments: [op.hash.hex, op.room.hex, op.sequence, Data(op.encoded), at])
             return db.changesCount == 1
         }
     }
 
     /// Every stored operation of a room, in (sequence, hash) order.
-    public func roomOperations(room: String) throws(StoreError) -> [StoredRoomOperation] {
-        try Self.requireRoomID(room)
-        return try read { db in
+    public func roomOperations(room: RoomID) throws(StoreError) -> [StoredRoomOperation] {
+        try read { db in
             let statement = try db.cachedStatement(
                 sql: """
                     SELECT hash, room, sequence, encoded FROM room_operation WHERE room = ? ORDER BY sequence, hash
                     """)
-            return try Self.fetchOperations(statement, [room])
+            return try Self.fetchOperations(statement, [room.hex])
         }
     }
 
     /// How many operations are stored for a room.
-    public func roomOperationCount(room: String) throws(StoreError) -> Int {
-        try Self.requireRoomID(room)
-        return try read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM room_operation WHERE room = ?", arguments: [room]) ?? 0
+    public func roomOperationCount(room: RoomID) throws(StoreError) -> Int {
+        try read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM room_operation WHERE room = ?", arguments: [room.hex]) ?? 0
         }
     }
 
@@ -62,9 +58,9 @@ extension Store {
 
     /// Queues operations for members (idempotent: an operation already queued for a member
     /// stays queued once). Sent in (sequence, hash) order, so parents go before children.
-    public func queueRoomOperations(_ hashes: [String], for members: [String], at: Int64) throws(StoreError) {
-        for h in hashes { try Self.requireOperationHash(h) }
-        for m in members { try InputValidation.requireIdentity(m, "member") }
+    public func queueRoomOperations(
+        _ hashes: [RoomOperationHash], for members: [IdentityPublicKey], at: Int64
+    ) throws(StoreError) {
         guard !hashes.isEmpty, !members.isEmpty else { return }
         try write { db in
             let insert = try db.cachedStatement(
@@ -72,18 +68,18 @@ extension Store {
                     INSERT INTO room_operation_outbox (operation, member, ack_id, queued_at) VALUES (?, ?, ?, ?)
                     ON CONFLICT (member, operation) DO NOTHING
                     """)
-            for m in members {
-                for h in hashes {
-                    try insert.execute(arguments: [h, m, String(h.prefix(InputValidation.messageIDHexLength)), at])
-                }
+            let hashes = hashes.map { (hash: $0.hex, ackID: $0.ackID.hex) }
+            for m in members.map(\.hex) {
+                for h in hashes { try insert.execute(arguments: [h.hash, m, h.ackID, at]) }
             }
             roomOutboxesKnownEmpty = false
         }
     }
 
     /// Operations still to be sent to `member`, parents first, at most `limit`.
-    public func pendingRoomOperations(to member: String, limit: Int) throws(StoreError) -> [StoredRoomOperation] {
-        try InputValidation.requireIdentity(member, "member")
+    public func pendingRoomOperations(
+        to member: IdentityPublicKey, limit: Int
+    ) throws(StoreError) -> [StoredRoomOperation] {
         let limit = InputValidation.pageSize(limit)
         guard limit > 0 else { return [] }
         return try read { db in
@@ -93,18 +89,21 @@ extension Store {
                     JOIN room_operation o ON o.hash = q.operation
                     WHERE q.member = ? ORDER BY o.sequence, o.hash LIMIT ?
                     """)
-            return try Self.fetchOperations(statement, [member, limit])
+            return try Self.fetchOperations(statement, [member.hex, limit])
         }
     }
 
-    /// `member` acknowledged operations by their ack ids (first 32 hex digits of the hash).
-    /// Returns how many outbox rows were removed; unknown ids change nothing.
+    /// `member` acknowledged operations by their ack ids (`RoomOperationHash.ackID`: the
+    /// hash's first 16 bytes). Returns how many outbox rows were removed; unknown ids change
+    /// nothing.
     @discardableResult
-    public func acknowledgeRoomOperations(ackIDs: [String], by member: String) throws(StoreError) -> Int {
-        try InputValidation.requireIdentity(member, "member")
-        let ids = ackIDs.filter { (try? InputValidation.requireMessageID($0)) != nil }
-        guard !ids.isEmpty else { return 0 }
-        return try write { db in try Self.acknowledgeRoomOperations(db, ackIDs: ids, by: member) }
+    public func acknowledgeRoomOperations(ackIDs: [MessageID], by member: IdentityPublicKey) throws(StoreError)
+        -> Int
+    {
+        guard !ackIDs.isEmpty else { return 0 }
+        return try write { db in
+            try Self.acknowledgeRoomOperations(db, ackIDs: ackIDs.map(\.hex), by: member.hex)
+        }
     }
 
     static func acknowledgeRoomOperations(_ db: Database, ackIDs: [String], by member: String) throws -> Int {
@@ -135,9 +134,8 @@ extension Store {
 
     // MARK: - Resolved state
 
-    public func room(id: String) throws(StoreError) -> RoomRecord? {
-        try Self.requireRoomID(id)
-        return try read { db in try Self.fetchRooms(db, where: "id = ?", [id]).first }
+    public func room(id: RoomID) throws(StoreError) -> RoomRecord? {
+        try read { db in try Self.fetchRooms(db, where: "id = ?", [id.hex]).first }
     }
 
     /// Every known room, by name then id.
@@ -147,13 +145,9 @@ extension Store {
 
     /// Writes a room's resolved state (insert or replace, members included).
     public func saveRoom(_ room: RoomRecord) throws(StoreError) {
-        try Self.requireRoomID(room.id)
-        try Self.requireOperationHash(room.root)
-        try InputValidation.requireIdentity(room.creator, "creator")
         try InputValidation.requireNoNUL(room.name, "room name")
-        for m in room.members { try InputValidation.requireIdentity(m, "member") }
-        if let inviter = room.inviter { try InputValidation.requireIdentity(inviter, "inviter") }
         let joined = Set(room.joined)
+        let id = room.id.hex
         try write { db in
             try db.execute(
                 sql: """
@@ -166,36 +160,36 @@ extension Store {
                         inviter = excluded.inviter, only_admins_add = excluded.only_admins_add
                     """,
                 arguments: [
-                    room.id, room.root, room.name, room.creator, room.createdAt, room.version,
-                    room.isMember ? 1 : 0, room.updatedAt, room.status.rawValue, room.inviter,
+                    id, room.root.hex, room.name, room.creator.hex, room.createdAt, room.version,
+                    room.isMember ? 1 : 0, room.updatedAt, room.status.rawValue, room.inviter?.hex,
                     room.onlyAdminsAdd ? 1 : 0
                 ])
-            try db.execute(sql: "DELETE FROM room_member WHERE room = ?", arguments: [room.id])
+            try db.execute(sql: "DELETE FROM room_member WHERE room = ?", arguments: [id])
             let insert = try db.cachedStatement(
                 sql: "INSERT INTO room_member (room, identity, role, joined) VALUES (?, ?, ?, ?)")
             for m in Set(room.members) {
                 try insert.execute(arguments: [
-                    room.id, m, Int((room.roles[m] ?? .member).rawValue), joined.contains(m) ? 1 : 0
+                    id, m.hex, Int((room.roles[m] ?? .member).rawValue), joined.contains(m) ? 1 : 0
                 ])
             }
         }
     }
 
     /// Unanswered invitations that `inviter` delivered (bounded per peer).
-    public func invitationCount(from inviter: String) throws(StoreError) -> Int {
-        try InputValidation.requireIdentity(inviter, "inviter")
-        return try read { db in
+    public func invitationCount(from inviter: IdentityPublicKey) throws(StoreError) -> Int {
+        try read { db in
             try Int.fetchOne(
                 db, sql: "SELECT COUNT(*) FROM room WHERE status = 'invited' AND inviter = ?",
-                arguments: [inviter]) ?? 0
+                arguments: [inviter.hex]) ?? 0
         }
     }
 
     /// Forgets the invitations nobody answered since `before` (Unix ms): their room ids.
-    public func forgetInvitations(before: Int64) throws(StoreError) -> [String] {
+    public func forgetInvitations(before: Int64) throws(StoreError) -> [RoomID] {
         let stale = try read { db in
             try String.fetchAll(
-                db, sql: "SELECT id FROM room WHERE status = 'invited' AND updated_at < ?", arguments: [before])
+                db, sql: "SELECT id FROM room WHERE status = 'invited' AND updated_at < ?", arguments: [before]
+            ).map { hex throws in try StoredKey.id(RoomID.self, hex, column: "room.id") }
         }
         for room in stale { try forgetInvitation(room: room) }
         return stale
@@ -203,8 +197,8 @@ extension Store {
 
     /// Forgets a room whose invitation was declined or expired: its operations, their
     /// outbox, its state. A room with messages is never forgotten (only invitations are).
-    public func forgetInvitation(room: String) throws(StoreError) {
-        try Self.requireRoomID(room)
+    public func forgetInvitation(room: RoomID) throws(StoreError) {
+        let room = room.hex
         try write { db in
             guard try String.fetchOne(db, sql: "SELECT status FROM room WHERE id = ?", arguments: [room]) == "invited"
             else {
@@ -555,7 +549,9 @@ extension Store {
             let data = try row.decode(Data.self, atIndex: 3)
             out.append(
                 StoredRoomOperation(
-                    hash: try row.text(0), room: try row.text(1), sequence: try row.int64(2),
+                    hash: try row.fixedLengthID(RoomOperationHash.self, 0, column: "room_operation.hash"),
+                    room: try row.fixedLengthID(RoomID.self, 1, column: "room_operation.room"),
+                    sequence: try row.int64(2),
                     encoded: [UInt8](data)))
         }
         return out
@@ -574,24 +570,25 @@ extension Store {
         var out: [RoomRecord] = []
         let rows = try Row.fetchCursor(statement, arguments: arguments)
         while let row = try rows.next() {
-            let id = try row.text(0)
+            let id = try row.fixedLengthID(RoomID.self, 0, column: "room.id")
             let statusText = try row.text(6)
             guard let status = RoomStatus(rawValue: statusText) else {
                 throw UnexpectedStoredValue(column: "room.status", value: statusText)
             }
             out.append(
                 RoomRecord(
-                    id: id, root: try row.text(1), name: try row.text(2), creator: try row.text(3),
+                    id: id, root: try row.fixedLengthID(RoomOperationHash.self, 1, column: "room.root"),
+                    name: try row.text(2), creator: try row.identityKey(3, column: "room.creator"),
                     createdAt: try row.int64(4), version: try row.int64(5),
                     members: [], status: status, onlyAdminsAdd: try row.int64(9) != 0,
-                    inviter: row[8] as String?, updatedAt: try row.int64(7)))
+                    inviter: try row.optionalIdentityKey(8, column: "room.inviter"), updatedAt: try row.int64(7)))
         }
         for i in out.indices {
-            var list: [String] = []
-            var roles: [String: RoomRole] = [:]
-            var joined: [String] = []
-            for row in try Row.fetchAll(members, arguments: [out[i].id]) {
-                let identity = try row.text(0)
+            var list: [IdentityPublicKey] = []
+            var roles: [IdentityPublicKey: RoomRole] = [:]
+            var joined: [IdentityPublicKey] = []
+            for row in try Row.fetchAll(members, arguments: [out[i].id.hex]) {
+                let identity = try row.identityKey(0, column: "room_member.identity")
                 list.append(identity)
                 roles[identity] = RoomRole(rawValue: UInt8(clamping: try row.int64(1))) ?? .member
                 if try row.int64(2) != 0 { joined.append(identity) }

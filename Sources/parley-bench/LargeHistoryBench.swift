@@ -304,11 +304,13 @@ struct HistoryBook {
             // Stored as history (status retired: no operations to resolve), so the row
             // measures messages, not room resolution; rooms.list, messages.list '#room',
             // search and export read them as any other room.
-            let members = ([me] + peers.prefix(8).map { $0.identity.publicKey.hex }).sorted()
+            let myKey = try IdentityPublicKey(bytes: Sodium.fromHex(me) ?? [])
+            let members = ([myKey] + peers.prefix(8).map { $0.identity.publicKey }).sorted()
+            let roomID = RoomID(exactly: Sodium.fromHex(id) ?? [])
             try store.saveRoom(
                 RoomRecord(
-                    id: id, root: id + id, name: roomNames[i], creator: me, createdAt: now, version: 1,
-                    members: members, status: .retired, updatedAt: now))
+                    id: roomID, root: RoomOperationHash(exactly: roomID.bytes + roomID.bytes), name: roomNames[i],
+                    creator: myKey, createdAt: now, version: 1, members: members, status: .retired, updatedAt: now))
         }
     }
 

@@ -199,7 +199,7 @@ final class ControlConnectionTests: XCTestCase {
             return try SignedRoomMessage.decode(bytes).roomSequence
         }
         XCTAssertEqual(sequences, [1, 2, 3, 4])
-        XCTAssertEqual(try store.nextRoomSequence(room: room.id, author: me), 5)
+        XCTAssertEqual(try store.nextRoomSequence(room: room.id.hex, author: me), 5)
     }
 
     /// One request and the same request in a pipelined batch get the same bytes.

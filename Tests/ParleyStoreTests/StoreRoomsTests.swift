@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ParleyCore
 import XCTest
 
 @testable import ParleyStore
@@ -21,6 +22,12 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
     private func opHash(_ n: Int) -> String { Self.hex(UInt8(n), 32) }
 
     private func open() throws -> Store { try Store(directory: directory, durability: .normal) }
+
+    /// The typed keys the room API takes for the hex fixtures.
+    private func key(_ hex: String) -> IdentityPublicKey { StoredKeyFixture.key(hex) }
+    private func roomID(_ hex: String) -> RoomID { RoomID(hex: hex)! }
+    private func op(_ n: Int) -> RoomOperationHash { RoomOperationHash(hex: opHash(n))! }
+    private func ack(_ n: Int) -> MessageID { op(n).ackID }
 
     private func send(_ store: Store, _ n: Int, to members: [String]) throws -> StoredMessage {
         try store.enqueueRoomMessage(
@@ -109,9 +116,10 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
     func testAMessageForTheInvitedWaitsUntilEachJoins() throws {
         let store = try open()
         var record = RoomRecord(
-            id: room, root: opHash(1), name: "lab", creator: me, createdAt: 1, version: 1,
-            members: [me, bob, carol], status: .joined,
-            roles: [me: .owner, bob: .member, carol: .member], joined: [me], onlyAdminsAdd: false, updatedAt: 2)
+            id: roomID(room), root: op(1), name: "lab", creator: key(me), createdAt: 1, version: 1,
+            members: [key(me), key(bob), key(carol)], status: .joined,
+            roles: [key(me): .owner, key(bob): .member, key(carol): .member], joined: [key(me)], onlyAdminsAdd: false,
+            updatedAt: 2)
         try store.saveRoom(record)
         let welcome = try send(store, 1, to: [bob, carol])
         XCTAssertEqual(welcome.state, .queued)
@@ -119,14 +127,14 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
         XCTAssertEqual(try store.pendingRoomMessages(to: bob, limit: 10), [], "bob has not joined")
         XCTAssertEqual(try store.pendingRoomMessages(to: carol, limit: 10), [])
 
-        record.joined = [me, bob]
+        record.joined = [key(me), key(bob)]
         record.version = 2
         try store.saveRoom(record)
         XCTAssertEqual(try store.pendingRoomMessages(to: bob, limit: 10).map(\.id), [welcome.id])
         XCTAssertEqual(try store.pendingRoomMessages(to: carol, limit: 10), [], "carol has not joined")
         XCTAssertEqual(
             try store.acknowledgeRoomTraffic(ids: [welcome.id], by: bob, at: 300).held.map(\.id), [welcome.id])
-        record.joined = [me, bob, carol]
+        record.joined = [key(me), key(bob), key(carol)]
         record.version = 3
         try store.saveRoom(record)
         XCTAssertEqual(try store.pendingRoomMessages(to: carol, limit: 10).map(\.id), [welcome.id])
@@ -184,15 +192,15 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
         let store = try open()
         XCTAssertTrue(
             try store.insertRoomOperation(
-                StoredRoomOperation(hash: opHash(2), room: room, sequence: 2, encoded: [2]), at: 1))
+                StoredRoomOperation(hash: op(2), room: roomID(room), sequence: 2, encoded: [2]), at: 1))
         XCTAssertTrue(
             try store.insertRoomOperation(
-                StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [1]), at: 1))
+                StoredRoomOperation(hash: op(1), room: roomID(room), sequence: 1, encoded: [1]), at: 1))
         XCTAssertFalse(
             try store.insertRoomOperation(
-                StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [9]), at: 2))
-        XCTAssertEqual(try store.roomOperations(room: room).map(\.encoded), [[1], [2]])
-        XCTAssertEqual(try store.roomOperationCount(room: room), 2)
+                StoredRoomOperation(hash: op(1), room: roomID(room), sequence: 1, encoded: [9]), at: 2))
+        XCTAssertEqual(try store.roomOperations(room: roomID(room)).map(\.encoded), [[1], [2]])
+        XCTAssertEqual(try store.roomOperationCount(room: roomID(room)), 2)
         XCTAssertEqual(try store.roomsWithOperationsCount(), 1)
     }
 
@@ -213,13 +221,13 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
         XCTAssertFalse(store.roomOutboxesMayHaveWork)
 
         _ = try store.insertRoomOperation(
-            StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [1]), at: 1)
+            StoredRoomOperation(hash: op(1), room: roomID(room), sequence: 1, encoded: [1]), at: 1)
         XCTAssertFalse(store.roomOutboxesMayHaveWork, "storing an operation queues nothing by itself")
-        try store.queueRoomOperations([opHash(1)], for: [carol], at: 3)
+        try store.queueRoomOperations([op(1)], for: [key(carol)], at: 3)
         XCTAssertTrue(store.roomOutboxesMayHaveWork, "a queued operation")
         try store.checkRoomOutboxesEmpty()
         XCTAssertTrue(store.roomOutboxesMayHaveWork)
-        XCTAssertEqual(try store.acknowledgeRoomOperations(ackIDs: [String(opHash(1).prefix(32))], by: carol), 1)
+        XCTAssertEqual(try store.acknowledgeRoomOperations(ackIDs: [ack(1)], by: key(carol)), 1)
         try store.checkRoomOutboxesEmpty()
         XCTAssertFalse(store.roomOutboxesMayHaveWork)
 
@@ -232,59 +240,59 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
         let store = try open()
         for n in [1, 2] {
             _ = try store.insertRoomOperation(
-                StoredRoomOperation(hash: opHash(n), room: room, sequence: Int64(n), encoded: [UInt8(n)]), at: 1)
+                StoredRoomOperation(hash: op(n), room: roomID(room), sequence: Int64(n), encoded: [UInt8(n)]), at: 1)
         }
-        try store.queueRoomOperations([opHash(2), opHash(1)], for: [bob, carol], at: 5)
-        try store.queueRoomOperations([opHash(1)], for: [bob], at: 6)  // idempotent
-        XCTAssertEqual(try store.pendingRoomOperations(to: bob, limit: 10).map(\.hash), [opHash(1), opHash(2)])
-        let ackID = String(opHash(1).prefix(32))
-        XCTAssertEqual(try store.acknowledgeRoomOperations(ackIDs: [ackID], by: bob), 1)
-        XCTAssertEqual(try store.pendingRoomOperations(to: bob, limit: 10).map(\.hash), [opHash(2)])
-        XCTAssertEqual(try store.pendingRoomOperations(to: carol, limit: 10).map(\.hash), [opHash(1), opHash(2)])
+        try store.queueRoomOperations([op(2), op(1)], for: [key(bob), key(carol)], at: 5)
+        try store.queueRoomOperations([op(1)], for: [key(bob)], at: 6)  // idempotent
+        XCTAssertEqual(try store.pendingRoomOperations(to: key(bob), limit: 10).map(\.hash), [op(1), op(2)])
+        XCTAssertEqual(try store.acknowledgeRoomOperations(ackIDs: [ack(1)], by: key(bob)), 1)
+        XCTAssertEqual(try store.pendingRoomOperations(to: key(bob), limit: 10).map(\.hash), [op(2)])
+        XCTAssertEqual(try store.pendingRoomOperations(to: key(carol), limit: 10).map(\.hash), [op(1), op(2)])
         // The combined ack path clears operations and room messages in one go.
         let m = try send(store, 1, to: [carol])
         let done = try store.acknowledgeRoomTraffic(ids: [String(opHash(2).prefix(32)), m.id], by: carol, at: 9)
         XCTAssertEqual(done.delivered.map(\.id), [m.id])
-        XCTAssertEqual(try store.pendingRoomOperations(to: carol, limit: 10).map(\.hash), [opHash(1)])
+        XCTAssertEqual(try store.pendingRoomOperations(to: key(carol), limit: 10).map(\.hash), [op(1)])
     }
 
     func testRoomStateIsReplacedWhole() throws {
         let store = try open()
         var record = RoomRecord(
-            id: room, root: opHash(1), name: "lab", creator: me, createdAt: 1, version: 1,
-            members: [me, bob, carol], status: .joined,
-            roles: [me: .owner, bob: .admin, carol: .member], joined: [me, bob],
+            id: roomID(room), root: op(1), name: "lab", creator: key(me), createdAt: 1, version: 1,
+            members: [key(me), key(bob), key(carol)], status: .joined,
+            roles: [key(me): .owner, key(bob): .admin, key(carol): .member], joined: [key(me), key(bob)],
             onlyAdminsAdd: true, updatedAt: 2)
         try store.saveRoom(record)
-        XCTAssertEqual(try store.room(id: room), record)
-        record.members = [me, bob]
-        record.roles = [me: .owner, bob: .member]
+        XCTAssertEqual(try store.room(id: roomID(room)), record)
+        record.members = [key(me), key(bob)]
+        record.roles = [key(me): .owner, key(bob): .member]
         record.version = 2
         try store.saveRoom(record)
-        XCTAssertEqual(try store.room(id: room)?.members, [me, bob])
+        XCTAssertEqual(try store.room(id: roomID(room))?.members, [key(me), key(bob)])
         XCTAssertEqual(try store.rooms().map(\.version), [2])
         // Survives a reopen.
         try store.close()
-        XCTAssertEqual(try open().room(id: room), record)
+        XCTAssertEqual(try open().room(id: roomID(room)), record)
     }
 
     func testInvitationsAreCountedPerInviterAndForgottenWhole() throws {
         let store = try open()
         let invited = RoomRecord(
-            id: room, root: opHash(1), name: "fake", creator: bob, createdAt: 1, version: 1,
-            members: [me, bob], status: .invited, roles: [me: .member, bob: .owner], joined: [bob],
-            inviter: bob, updatedAt: 2)
+            id: roomID(room), root: op(1), name: "fake", creator: key(bob), createdAt: 1, version: 1,
+            members: [key(me), key(bob)], status: .invited, roles: [key(me): .member, key(bob): .owner],
+            joined: [key(bob)],
+            inviter: key(bob), updatedAt: 2)
         try store.saveRoom(invited)
         XCTAssertTrue(
             try store.insertRoomOperation(
-                StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [1]), at: 1))
-        XCTAssertEqual(try store.invitationCount(from: bob), 1)
-        XCTAssertEqual(try store.invitationCount(from: carol), 0)
-        XCTAssertEqual(try store.room(id: room)?.inviter, bob)
-        try store.forgetInvitation(room: room)
-        XCTAssertNil(try store.room(id: room))
-        XCTAssertEqual(try store.roomOperations(room: room), [])
-        XCTAssertEqual(try store.invitationCount(from: bob), 0)
+                StoredRoomOperation(hash: op(1), room: roomID(room), sequence: 1, encoded: [1]), at: 1))
+        XCTAssertEqual(try store.invitationCount(from: key(bob)), 1)
+        XCTAssertEqual(try store.invitationCount(from: key(carol)), 0)
+        XCTAssertEqual(try store.room(id: roomID(room))?.inviter, key(bob))
+        try store.forgetInvitation(room: roomID(room))
+        XCTAssertNil(try store.room(id: roomID(room)))
+        XCTAssertEqual(try store.roomOperations(room: roomID(room)), [])
+        XCTAssertEqual(try store.invitationCount(from: key(bob)), 0)
     }
 
     func testStaleInvitationsAreForgotten() throws {
@@ -293,12 +301,12 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
         for (id, at) in [(room, Int64(10)), (fresh, Int64(1_000))] {
             try store.saveRoom(
                 RoomRecord(
-                    id: id, root: opHash(1), name: "x", creator: bob, createdAt: 1, version: 1,
-                    members: [me, bob], status: .invited, inviter: bob, updatedAt: at))
+                    id: roomID(id), root: op(1), name: "x", creator: key(bob), createdAt: 1, version: 1,
+                    members: [key(me), key(bob)], status: .invited, inviter: key(bob), updatedAt: at))
         }
-        XCTAssertEqual(try store.forgetInvitations(before: 500), [room])
-        XCTAssertNil(try store.room(id: room))
-        XCTAssertNotNil(try store.room(id: fresh))
+        XCTAssertEqual(try store.forgetInvitations(before: 500), [roomID(room)])
+        XCTAssertNil(try store.room(id: roomID(room)))
+        XCTAssertNotNil(try store.room(id: roomID(fresh)))
     }
 
     private func hex(_ byte: UInt8, _ count: Int) -> String { Self.hex(byte, count) }
@@ -306,15 +314,15 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
     func testForgettingNeverTouchesAJoinedRoom() throws {
         let store = try open()
         let joined = RoomRecord(
-            id: room, root: opHash(1), name: "lab", creator: me, createdAt: 1, version: 1,
-            members: [me], status: .joined, roles: [me: .owner], joined: [me], updatedAt: 2)
+            id: roomID(room), root: op(1), name: "lab", creator: key(me), createdAt: 1, version: 1,
+            members: [key(me)], status: .joined, roles: [key(me): .owner], joined: [key(me)], updatedAt: 2)
         try store.saveRoom(joined)
         XCTAssertTrue(
             try store.insertRoomOperation(
-                StoredRoomOperation(hash: opHash(1), room: room, sequence: 1, encoded: [1]), at: 1))
-        try store.forgetInvitation(room: room)
-        XCTAssertEqual(try store.room(id: room), joined)
-        XCTAssertEqual(try store.roomOperations(room: room).count, 1)
+                StoredRoomOperation(hash: op(1), room: roomID(room), sequence: 1, encoded: [1]), at: 1))
+        try store.forgetInvitation(room: roomID(room))
+        XCTAssertEqual(try store.room(id: roomID(room)), joined)
+        XCTAssertEqual(try store.roomOperations(room: roomID(room)).count, 1)
     }
 
     /// rooms-v2: a version-1 room keeps its messages, becomes `retired`, and its
@@ -342,19 +350,18 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
         }
         try queue.close()
         let store = try open()
-        let retired = try XCTUnwrap(try store.room(id: room))
+        let retired = try XCTUnwrap(try store.room(id: roomID(room)))
         XCTAssertEqual(retired.status, .retired)
         XCTAssertFalse(retired.isMember)
-        XCTAssertEqual(retired.members, [me, bob], "the member list stays as it was, for the history")
-        XCTAssertEqual(try store.roomOperations(room: room), [])
-        XCTAssertEqual(try store.pendingRoomOperations(to: bob, limit: 10), [])
+        XCTAssertEqual(retired.members, [key(me), key(bob)], "the member list stays as it was, for the history")
+        XCTAssertEqual(try store.roomOperations(room: roomID(room)), [])
+        XCTAssertEqual(try store.pendingRoomOperations(to: key(bob), limit: 10), [])
     }
 
     func testMalformedInputIsRefused() throws {
+        // Room ids and operation hashes are typed (`RoomID`, `RoomOperationHash`): malformed
+        // hex cannot reach those functions (StoredKeysTests: a damaged stored one is corrupt).
         let store = try open()
-        XCTAssertThrowsError(try store.room(id: "not-hex"))
-        XCTAssertThrowsError(
-            try store.insertRoomOperation(StoredRoomOperation(hash: "00", room: room, sequence: 1, encoded: []), at: 1))
         XCTAssertThrowsError(
             try store.enqueueRoomMessage(
                 id: messageID(1), room: room, body: "x", createdAt: 1, sender: me,

@@ -42,6 +42,30 @@ final class StoredKeysTests: StoreDirectoryTestCase {
         XCTAssertEqual(try store!.roomSyncPeers(), [alice])
     }
 
+    func testARoomRoundTripsTypedAndADamagedMemberIsCorrupt() throws {
+        let store = try Store(directory: directory)
+        let room = RoomRecord(
+            id: RoomID(exactly: [UInt8](repeating: 3, count: RoomID.length)),
+            root: RoomOperationHash(exactly: [UInt8](repeating: 4, count: RoomOperationHash.length)), name: "lab",
+            creator: alice, createdAt: 1, version: 1, members: [alice, bob], status: .invited,
+            roles: [alice: .owner, bob: .member], joined: [alice], inviter: alice, updatedAt: 2)
+        try store.saveRoom(room)
+        XCTAssertEqual(try store.room(id: room.id), room)
+        XCTAssertEqual(try store.invitationCount(from: alice), 1)
+        try store.close()
+        let queue = try DatabaseQueue(path: directory + "/" + Store.fileName)
+        try queue.write { db in
+            try db.execute(
+                sql: "UPDATE room_member SET identity = upper(identity) WHERE identity = ?", arguments: [bob.hex])
+        }
+        try queue.close()
+        let reopened = try Store(directory: directory)
+        XCTAssertThrowsError(try reopened.rooms()) { error in
+            guard case .corrupt(_, let reason) = error as? StoreError else { return XCTFail("\(error)") }
+            XCTAssertTrue(reason.contains("room_member.identity"), reason)
+        }
+    }
+
     func testATransferIsFoundByItsTypedKeysAndADamagedIDIsCorrupt() throws {
         let store = try Store(directory: directory)
         let transfer = TransferID(exactly: [UInt8](repeating: 7, count: TransferID.length))

@@ -35,9 +35,9 @@ extension ControlDispatcher {
     func removeFromRoom(_ p: RoomsRemoveParams, id: JSONRPCID?) throws -> Reply {
         let room = try node.resolveRoom(p.room)
         let (identity, name) = try memberToRemove(p.peer, room: room)
-        if identity != node.myIdentity { try requireJoined(room) }
+        if identity != node.myIdentityKey { try requireJoined(room) }
         guard room.members.contains(identity) else { throw RoomError.notAMember(room: room.name, peer: name) }
-        let updated = try node.changeRoom(room, .remove(try IdentityPublicKey(bytes: Sodium.fromHex(identity) ?? [])))
+        let updated = try node.changeRoom(room, .remove(identity))
         return .typed(id: id, result: RoomResult(room: node.roomInfo(updated)))
     }
 
@@ -62,8 +62,7 @@ extension ControlDispatcher {
         let (identity, name) = try memberToRemove(p.peer, room: room)
         guard room.members.contains(identity) else { throw RoomError.notAMember(room: room.name, peer: name) }
         guard let role = RoomRole(name: p.role) else { throw JSONRPCError.invalidParams("unknown role \(p.role)") }
-        let updated = try node.changeRoom(
-            room, .setRole(try IdentityPublicKey(bytes: Sodium.fromHex(identity) ?? []), role))
+        let updated = try node.changeRoom(room, .setRole(identity, role))
         return .typed(id: id, result: RoomResult(room: node.roomInfo(updated)))
     }
 
@@ -83,39 +82,37 @@ extension ControlDispatcher {
 
     func listRoomMessages(_ selector: String, _ p: MessagesListParams, id: JSONRPCID?) throws -> Reply {
         let room = try node.resolveRoom(selector)
-        return .typed(id: id, result: try historyPage(p, scope: .room(room.id)))
+        return .typed(id: id, result: try historyPage(p, scope: .room(room.id.hex)))
     }
 
     func markRoomRead(_ p: MessagesMarkReadParams, id: JSONRPCID?) throws -> Reply {
         let room = try node.resolveRoom(p.peer)
         let (marked, unread): (Int, Int)
         do {
-            marked = try node.store.markRoomRead(room: room.id, upTo: p.upTo.map { Int64($0) }, at: Node.nowMs()).count
-            unread = try node.store.roomUnreadCount(room: room.id)
+            marked = try node.store.markRoomRead(
+                room: room.id.hex, upTo: p.upTo.map { Int64($0) }, at: Node.nowMs()
+            ).count
+            unread = try node.store.roomUnreadCount(room: room.id.hex)
         } catch { throw ControlFailure.markRead(room: p.peer, error) }
         return .typed(id: id, result: MessagesMarkReadResult(marked: marked, unread: unread))
     }
 
     /// The member `rooms.remove` names: a peer, or this node itself (by its own name or
     /// fingerprint prefix), which is leaving.
-    private func memberToRemove(_ selector: String, room: RoomRecord) throws -> (String, String) {
+    private func memberToRemove(_ selector: String, room: RoomRecord) throws -> (IdentityPublicKey, String) {
         if selector == node.ownIdentity.card.displayName || node.fingerprint.matches(prefix: selector)
             || selector == node.myIdentity
         {
-            return (node.myIdentity, node.ownIdentity.card.displayName)
+            return (node.myIdentityKey, node.ownIdentity.card.displayName)
         }
         do {
             let peer = try node.resolvePeer(selector)
-            return (peer.identity.hex, peer.displayName)
+            return (peer.identity, peer.displayName)
         } catch {
             // A member this node never had a session with is not a known peer: match the
             // room's own member list by fingerprint prefix.
-            let matches = room.members.filter { m in
-                Sodium.fromHex(m).flatMap { try? IdentityPublicKey(bytes: $0) }.map {
-                    Fingerprint($0).matches(prefix: selector)
-                } ?? false
-            }
-            if matches.count == 1 { return (matches[0], Node.fingerprint(ofHex: matches[0])) }
+            let matches = room.members.filter { Fingerprint($0).matches(prefix: selector) }
+            if matches.count == 1 { return (matches[0], Node.fingerprint(of: matches[0])) }
             throw error
         }
     }
@@ -124,7 +121,7 @@ extension ControlDispatcher {
         switch e {
         case .notFound(let q): return .roomNotFound(q)
         case let .ambiguous(q, rooms):
-            return .roomAmbiguous(q, candidates: rooms.map { RoomCandidate(id: $0.id, name: $0.name) })
+            return .roomAmbiguous(q, candidates: rooms.map { RoomCandidate(id: $0.id.hex, name: $0.name) })
         case .notMember, .tooManyOperations, .refused, .notJoined: return JSONRPCError(.notPermitted, e.description)
         case .notInvited: return .invalidParams(e.description)
         case .alreadyMember, .notAMember, .tooManyMembers, .invalid: return .invalidParams(e.description)

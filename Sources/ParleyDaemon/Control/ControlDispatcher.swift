@@ -99,7 +99,7 @@ struct ControlDispatcher {
             return .typed(id: id, result: try search(p))
         case .messagesSubscribe(let p):
             if let selector = p.peer, Self.namesRoom(selector) {
-                return .subscribe(filterIdentity: try node.resolveRoom(selector).id, since: p.since)
+                return .subscribe(filterIdentity: try node.resolveRoom(selector).id.hex, since: p.since)
             }
             let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeer(q) }
             return .subscribe(filterIdentity: peer?.identity.hex, since: p.since)
@@ -174,7 +174,7 @@ struct ControlDispatcher {
     func search(_ p: MessagesSearchParams) throws -> MessagesSearchResult {
         let scope: HistoryScope
         if let selector = p.peer, Self.namesRoom(selector) {
-            scope = .room(try node.resolveRoom(selector).id)
+            scope = .room(try node.resolveRoom(selector).id.hex)
         } else if let selector = p.peer {
             scope = .peer(try node.resolvePeer(selector).identity.hex)
         } else {

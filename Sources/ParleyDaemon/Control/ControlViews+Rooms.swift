@@ -8,18 +8,18 @@ extension Node {
         let joined = Set(r.joined)
         let members = r.members.map { m in
             RoomMemberInfo(
-                name: displayName(of: m), fingerprint: Node.fingerprint(ofHex: m), you: m == myIdentity,
+                name: displayName(of: m), fingerprint: Node.fingerprint(of: m), you: m == myIdentityKey,
                 role: (r.roles[m] ?? .member).description, joined: joined.contains(m),
-                verified: m == myIdentity ? nil : IdentityPublicKey(hex: m).flatMap(peerRecord)?.trust == .verified)
+                verified: m == myIdentityKey ? nil : peerRecord(m)?.trust == .verified)
         }
         return RoomInfo(
-            id: r.id, name: r.name, members: members, member: r.isMember,
-            creator: Node.fingerprint(ofHex: r.creator), creatorName: displayName(of: r.creator),
+            id: r.id.hex, name: r.name, members: members, member: r.isMember,
+            creator: Node.fingerprint(of: r.creator), creatorName: displayName(of: r.creator),
             createdAt: Int(r.createdAt), version: Int(r.version),
-            queued: (try? store.queuedRoomMessageCount(room: r.id)) ?? 0,
-            unread: (try? store.roomUnreadCount(room: r.id)) ?? 0,
-            status: r.status.rawValue, role: r.roles[myIdentity]?.description,
-            invitedBy: r.inviter.map(Node.fingerprint(ofHex:)), onlyAdminsAdd: r.onlyAdminsAdd,
+            queued: (try? store.queuedRoomMessageCount(room: r.id.hex)) ?? 0,
+            unread: (try? store.roomUnreadCount(room: r.id.hex)) ?? 0,
+            status: r.status.rawValue, role: r.roles[myIdentityKey]?.description,
+            invitedBy: r.inviter.map(Node.fingerprint(of:)), onlyAdminsAdd: r.onlyAdminsAdd,
             invitedByName: r.inviter.map { displayName(of: $0) }, sharedHistory: roomPolicy(r).sharedHistory)
     }
 
@@ -27,15 +27,15 @@ extension Node {
     /// `onlyAdminsAdd`).
     func roomPolicy(_ r: RoomRecord) -> RoomOperation.Policy {
         let cached = RoomOperation.Policy(onlyAdminsAdd: r.onlyAdminsAdd)
-        guard let id = RoomID(hex: r.id), let state = try? roomEntry(id).state else { return cached }
+        guard let state = try? roomEntry(r.id).state else { return cached }
         return state.policy
     }
 
     /// The other joined members of `room` (who a message to it goes to) and how many of
     /// them have a session up, for `messages.send`'s answer.
     func roomRecipientsOnline(_ room: RoomRecord) -> (all: Int, online: Int) {
-        let others = room.joined.filter { $0 != myIdentity }
-        return (others.count, others.filter { IdentityPublicKey(hex: $0).map(isOnline) ?? false }.count)
+        let others = room.joined.filter { $0 != myIdentityKey }
+        return (others.count, others.filter(isOnline).count)
     }
 
     /// A room's name as this node resolved it (the id's first 8 digits if unknown).

@@ -222,7 +222,7 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
         case .roomUpdated(let room):
             // Filtered by room id: `messages.subscribe` with "#room" follows the room.
             return Rendered(
-                method: ControlEvent.roomUpdated, peer: room.id, messageRowID: nil,
+                method: ControlEvent.roomUpdated, peer: room.id.hex, messageRowID: nil,
                 params: RoomUpdatedEvent(room: node.roomInfo(room)))
         case let .file(rec, kind, rate):
             let info = node.fileInfo(rec, rate: rate)

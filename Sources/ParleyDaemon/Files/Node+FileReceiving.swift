@@ -102,8 +102,8 @@ extension Node {
         if let problem = FileOffer.limitViolation(size: offer.size, chunkSize: offer.chunkSize) { return problem }
         if let problem = offer.hashViolation { return problem }
         if let room = offer.room {
-            let joined = ((try? store.rooms()) ?? []).first { $0.id == room.hex }?.isMember ?? false
-            guard joined, isRoomMember(peer, room: room.hex) else { return "not a member of that room" }
+            let joined = ((try? store.room(id: room)) ?? nil)?.isMember ?? false
+            guard joined, isRoomMember(peer, room: room) else { return "not a member of that room" }
         }
         let waiting = ((try? store.unfinishedTransfers(with: peer)) ?? []).filter {
             $0.direction == .incoming && $0.state == .offered

@@ -34,9 +34,9 @@ extension Node {
             if selector.hasPrefix("#") {
                 let r = try resolveRoom(selector)
                 guard r.isMember else { throw RoomError.notMember(r) }
-                recipients = r.joined.filter { $0 != myIdentity }.compactMap { IdentityPublicKey(hex: $0) }
+                recipients = r.joined.filter { $0 != myIdentityKey }
                 guard !recipients.isEmpty else { throw FileError.noRecipients(selector) }
-                room = RoomID(hex: r.id)
+                room = r.id
             } else {
                 let peer = try resolvePeer(selector)
                 if let refusal = sendRefusal(peer) { throw refusal }

@@ -41,7 +41,7 @@ extension Node {
                 guard let f = outgoingFile(key, rec) else { continue }
                 f.machine.sessionEnded()
                 guard rec.state == .offered, let offer = rec.offer else { continue }
-                if let room = rec.room, !isRoomMember(peer, room: room.hex) {
+                if let room = rec.room, !isRoomMember(peer, room: room) {
                     // Removed before it answered: a file sent to the room is no longer for it.
                     conn.send(.file(.end(key.transfer, .cancelled, "no longer a member of the room")))
                     finishOutgoing(f, key, .cancelled, error: "no longer a member of the room")
@@ -55,9 +55,9 @@ extension Node {
         }
     }
 
-    /// Whether `peer` is (still) a member of the room `room` (hex id) as this node resolved it.
-    func isRoomMember(_ peer: IdentityPublicKey, room: String) -> Bool {
-        ((try? store.rooms()) ?? []).first { $0.id == room }?.members.contains(peer.hex) ?? false
+    /// Whether `peer` is (still) a member of the room `room` as this node resolved it.
+    func isRoomMember(_ peer: IdentityPublicKey, room: RoomID) -> Bool {
+        ((try? store.room(id: room)) ?? nil)?.members.contains(peer) ?? false
     }
 
     /// A session ended: nothing more is sent until the next `fileWant`.

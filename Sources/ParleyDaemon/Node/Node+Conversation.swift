@@ -28,7 +28,9 @@ extension Node {
         if let roomID = target.room {
             let room: RoomRecord
             do {
-                guard let rec = try store.room(id: roomID) else { throw RoomError.notFound(roomID) }
+                guard let id = RoomID(hex: roomID), let rec = try store.room(id: id) else {
+                    throw RoomError.notFound(roomID)
+                }
                 room = rec
             } catch let e as StoreError { throw NodeError.storage(e) }
             return try sendToRoom(room, body: body, replyTo: target.id)

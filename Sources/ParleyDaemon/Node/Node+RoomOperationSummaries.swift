@@ -53,7 +53,7 @@ extension Node {
             log.debug(
                 "room operations a member lacks queued for it",
                 ["room": have.roomID.hex, "to": peer.fingerprintText, "count": "\(send.count)"])
-            try store.queueRoomOperations(send.map(\.hash.hex), for: [peer.hex], at: nowMs)
+            try store.queueRoomOperations(send.map(\.hash), for: [peer], at: nowMs)
             pump(conn)
         }
         guard theyHaveMore else { return }

@@ -76,7 +76,7 @@ extension Node {
     /// The joined members of each room this node has joined (its own view).
     func joinedRoomMembers() -> [Set<IdentityPublicKey>] {
         guard let rooms = try? store.rooms() else { return [] }
-        return rooms.filter { $0.status == .joined }.map { Set($0.joined.compactMap { IdentityPublicKey(hex: $0) }) }
+        return rooms.filter { $0.status == .joined }.map { Set($0.joined) }
     }
 
     /// Whether `identity` is a joined member of a room this node has joined: co-members'
@@ -99,10 +99,10 @@ extension Node {
         var shared: [RoomID] = []
         do {
             for r in try store.rooms() where r.status == .joined {
-                guard let id = RoomID(hex: r.id), let state = try roomEntry(id).state,
+                guard let state = try roomEntry(r.id).state,
                     state.hasJoined(myIdentityKey), state.hasJoined(peer)
                 else { continue }
-                shared.append(id)
+                shared.append(r.id)
             }
         } catch {
             log.error("could not list rooms for sync", ["error": "\(error)"])

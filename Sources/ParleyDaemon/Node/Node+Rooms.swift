@@ -15,7 +15,7 @@ extension Node {
     func roomEntry(_ id: RoomID) throws(StoreError) -> RoomBook.Entry {
         if let e = roomBook.entries[id] { return e }
         var entry = RoomBook.Entry()
-        for stored in try store.roomOperations(room: id.hex) {
+        for stored in try store.roomOperations(room: id) {
             do {
                 let op = try RoomOperation.decode(stored.encoded)
                 entry.operations[op.hash] = op
@@ -24,9 +24,7 @@ extension Node {
                 log.warning("stored room operation does not decode; ignored", ["room": id.hex, "error": "\(error)"])
             }
         }
-        if let rec = try store.room(id: id.hex), let hash = RoomOperationHash(hex: rec.root),
-            let root = entry.operations[hash]
-        {
+        if let rec = try store.room(id: id), let root = entry.operations[rec.root] {
             entry.root = root
             entry.resolution = RoomResolution(root: root, operations: Array(entry.operations.values))
             entry.state = entry.resolution?.state
@@ -45,7 +43,7 @@ extension Node {
     func reResolveStoredRooms() throws(StoreError) -> [RoomRecord] {
         var changed: [RoomRecord] = []
         for previous in try store.rooms() where previous.status != .retired {
-            guard let id = RoomID(hex: previous.id), let state = try roomEntry(id).state else { continue }
+            guard let state = try roomEntry(previous.id).state else { continue }
             var now = roomRecord(state, previous: previous, deliveredBy: nil, now: previous.updatedAt)
             guard now != previous else { continue }
             now.updatedAt = nowMs
@@ -54,7 +52,7 @@ extension Node {
             log.info(
                 "room resolved again under the current rule",
                 [
-                    "room": now.name, "id": now.id, "status": now.status.rawValue, "was": previous.status.rawValue,
+                    "room": now.name, "id": now.id.hex, "status": now.status.rawValue, "was": previous.status.rawValue,
                     "joined": "\(now.joined.count)", "wasJoined": "\(previous.joined.count)"
                 ])
             emit(.roomUpdated(now))
@@ -64,8 +62,7 @@ extension Node {
 
     /// The room as resolved now (nil before its create is known).
     func roomState(_ room: RoomRecord) throws -> RoomState? {
-        guard let id = RoomID(hex: room.id) else { throw RoomError.notFound(room.id) }
-        return try storing { () throws(StoreError) in try roomEntry(id).state }
+        try storing { () throws(StoreError) in try roomEntry(room.id).state }
     }
 
     /// Takes a verified operation (received from `peer`, or this node's own when nil):
@@ -99,7 +96,7 @@ extension Node {
             let unapplied = entry.operations.values.filter {
                 $0.actor == op.actor && [.removedConcurrently, .overruled].contains(before?.rejected[$0.hash])
             }.count
-            let invitations = before == nil ? try store.invitationCount(from: peer.hex) : 0
+            let invitations = before == nil ? try store.invitationCount(from: peer) : 0
             let verdict = RoomAdmission.verdict(
                 for: op, before: before, after: after, me: myIdentityKey,
                 operationCount: entry.operations.count, unappliedByActor: unapplied,
@@ -122,7 +119,7 @@ extension Node {
         guard
             try store.insertRoomOperation(
                 StoredRoomOperation(
-                    hash: op.hash.hex, room: op.roomID.hex,
+                    hash: op.hash, room: op.roomID,
                     sequence: Int64(clamping: op.sequence),
                     encoded: op.encoded()), at: now)
         else {
@@ -141,11 +138,11 @@ extension Node {
                 "room operation kept but not applied",
                 ["room": op.roomID.hex, "from": source, "reason": reason.rawValue])
         }
-        let previous = try store.room(id: op.roomID.hex)
+        let previous = try store.room(id: op.roomID)
         try saveRoomState(after, previous: previous, deliveredBy: peer, now: now)
         roomSyncMembershipChanged(after)
         try distribute(op, before: before, after: after, from: peer, entry: entry, now: now)
-        if let rec = try store.room(id: op.roomID.hex),
+        if let rec = try store.room(id: op.roomID),
             rec
                 != previous.map({
                     var p = $0
@@ -189,13 +186,14 @@ extension Node {
         // Stale invitations go first, so they do not count against the peer's share.
         for id in try store.forgetInvitations(before: nowMs - Int64(RoomAdmission.invitationLifetimeDays) * 86_400_000)
         {
-            if let rid = RoomID(hex: id) { roomBook.entries[rid] = nil }
+            roomBook.entries[id] = nil
             log.info(
-                "unanswered room invitation forgotten", ["id": id, "days": "\(RoomAdmission.invitationLifetimeDays)"])
+                "unanswered room invitation forgotten",
+                ["id": id.hex, "days": "\(RoomAdmission.invitationLifetimeDays)"])
         }
         let verdict = RoomAdmission.verdict(
             for: op, before: nil, after: state, me: myIdentityKey, operationCount: 0,
-            unappliedByActor: 0, invitationsFromSender: try store.invitationCount(from: peer.hex))
+            unappliedByActor: 0, invitationsFromSender: try store.invitationCount(from: peer))
         switch verdict {
         case .wait, .keep:
             holdWaitingRoomOperation(op, from: peer)
@@ -216,7 +214,7 @@ extension Node {
         for o in keep {
             _ = try store.insertRoomOperation(
                 StoredRoomOperation(
-                    hash: o.hash.hex, room: o.roomID.hex,
+                    hash: o.hash, room: o.roomID,
                     sequence: Int64(clamping: o.sequence),
                     encoded: o.encoded()), at: now)
             entry.operations[o.hash] = o
@@ -227,7 +225,7 @@ extension Node {
         roomBook.entries[op.roomID] = entry
         roomBook.waiting[peer] = roomBook.waiting[peer]?.filter { !entry.operations.keys.contains($0.op.hash) }
         try saveRoomState(state, previous: nil, deliveredBy: peer, now: now)
-        if let rec = try store.room(id: op.roomID.hex) {
+        if let rec = try store.room(id: op.roomID) {
             log.info(
                 "room invitation",
                 [
@@ -259,14 +257,12 @@ extension Node {
         _ s: RoomState, previous: RoomRecord?, deliveredBy peer: IdentityPublicKey?, now: Int64
     ) -> RoomRecord {
         let status = status(in: s, previous: previous)
-        let inviter = status == .invited ? (previous?.status == .invited ? previous?.inviter : peer?.hex) : nil
-        var roles: [String: RoomRole] = [:]
-        for (k, r) in s.roles { roles[k.hex] = r }
+        let inviter = status == .invited ? (previous?.status == .invited ? previous?.inviter : peer) : nil
         return RoomRecord(
-            id: s.roomID.hex, root: s.root.hex, name: s.name, creator: s.creator.hex,
+            id: s.roomID, root: s.root, name: s.name, creator: s.creator,
             createdAt: Int64(clamping: s.createdAt), version: Int64(clamping: s.version),
-            members: s.members.map(\.hex), status: status, roles: roles,
-            joined: s.joined.map(\.hex), onlyAdminsAdd: s.policy.onlyAdminsAdd,
+            members: s.members, status: status, roles: s.roles,
+            joined: s.joined, onlyAdminsAdd: s.policy.onlyAdminsAdd,
             inviter: inviter, updatedAt: now)
     }
 
@@ -332,10 +328,10 @@ extension Node {
         let plan = boundedOperationPlan(
             RoomDistribution.plan(for: op, before: before, after: after, me: myIdentityKey, receivedFrom: peer),
             for: op, after: after)
-        try store.queueRoomOperations([op.hash.hex], for: plan.operationTo.map(\.hex), at: now)
+        try store.queueRoomOperations([op.hash], for: plan.operationTo, at: now)
         if !plan.wholeLogTo.isEmpty {
-            let log = entry.operations.values.sorted(by: RoomResolver.precedes).map(\.hash.hex)
-            try store.queueRoomOperations(log, for: plan.wholeLogTo.map(\.hex), at: now)
+            let log = entry.operations.values.sorted(by: RoomResolver.precedes).map(\.hash)
+            try store.queueRoomOperations(log, for: plan.wholeLogTo, at: now)
         }
         var sessions = Set(plan.operationTo + plan.wholeLogTo)
         // A member that just joined gets the room messages that waited for it while invited.
@@ -362,7 +358,7 @@ extension Node {
         } catch { throw RoomError.invalid(error.description) }
         let rec = try storing { () throws(StoreError) in
             try acceptRoomOperation(op, from: nil)
-            return try store.room(id: op.roomID.hex)
+            return try store.room(id: op.roomID)
         }
         guard let rec else { throw RoomError.notFound(op.roomID.hex) }
         return rec
@@ -378,7 +374,7 @@ extension Node {
     /// and sends it.
     func changeRoom(_ room: RoomRecord, _ change: RoomOperation.Change) throws -> RoomRecord {
         loop.preconditionInEventLoop()
-        guard let id = RoomID(hex: room.id) else { throw RoomError.notFound(room.id) }
+        let id = room.id
         let entry = try storing { () throws(StoreError) in try roomEntry(id) }
         guard let state = entry.state, let root = entry.root, state.isMember(myIdentityKey) else {
             throw RoomError.notMember(room)
@@ -434,7 +430,7 @@ extension Node {
         }
         var planned: [Planned] = []
         var nextSequence: [RoomID: UInt64] = [:]
-        var queued: [String: Int] = [:]
+        var queued: [RoomID: Int] = [:]
         let createdAt = nowMs
         for (i, send) in sends.enumerated() {
             do {
@@ -442,22 +438,22 @@ extension Node {
                 guard size > 0 else { throw NodeError.emptyBody }
                 guard size <= WireLimits.maxBodyBytes else { throw NodeError.bodyTooLarge(size) }
                 let room = send.room
-                guard let id = RoomID(hex: room.id) else { throw RoomError.notFound(room.id) }
+                let id = room.id
                 guard let state = try storing({ () throws(StoreError) in try roomEntry(id).state }),
                     state.hasJoined(myIdentityKey)
                 else {
                     if room.status == .invited { throw RoomError.notJoined(room) }
                     throw RoomError.notMember(room)
                 }
-                if queued[room.id] == nil {
-                    queued[room.id] = try storing { () throws(StoreError) in
-                        try store.queuedRoomMessageCount(room: room.id)
+                if queued[id] == nil {
+                    queued[id] = try storing { () throws(StoreError) in
+                        try store.queuedRoomMessageCount(room: id.hex)
                     }
                 }
-                guard queued[room.id, default: 0] < RoomDaemonLimits.maxQueuedPerRoom else {
+                guard queued[id, default: 0] < RoomDaemonLimits.maxQueuedPerRoom else {
                     throw RoomError.queueFull(room, RoomDaemonLimits.maxQueuedPerRoom)
                 }
-                queued[room.id, default: 0] += 1
+                queued[id, default: 0] += 1
                 // Members known to sync rooms get it from a few of them (`RoomFanOut`), the
                 // others from this node as before.
                 let recipients = roomMessageRecipients(state)
@@ -465,7 +461,7 @@ extension Node {
                 // Signed before it is stored, and kept in the same transaction: members that
                 // sync rooms get the signed form.
                 if nextSequence[id] == nil {
-                    nextSequence[id] = try? store.nextRoomSequence(room: room.id, author: myIdentity)
+                    nextSequence[id] = try? store.nextRoomSequence(room: id.hex, author: myIdentity)
                 }
                 var signed: SignedRoomMessage?
                 if let sequence = nextSequence[id] {
@@ -478,11 +474,11 @@ extension Node {
                     Planned(
                         index: i, recipients: recipients, signed: signed,
                         message: Store.NewRoomMessage(
-                            id: messageID.hex, room: room.id, body: send.body, createdAt: createdAt,
+                            id: messageID.hex, room: id.hex, body: send.body, createdAt: createdAt,
                             members: recipients.map(\.hex), replyTo: send.replyTo,
                             signed: signed.map {
                                 Store.SignedRoomMessageRow(
-                                    room: room.id, author: myIdentity, sequence: $0.roomSequence,
+                                    room: id.hex, author: myIdentity, sequence: $0.roomSequence,
                                     id: messageID.hex, encoded: $0.encoded())
                             })))
             } catch {
@@ -524,7 +520,7 @@ extension Node {
         }
         let prefix = query.lowercased()
         if prefix.count >= RoomDaemonLimits.minIDPrefix, prefix.allSatisfy(\.isHexDigit) {
-            let found = all.filter { $0.id.hasPrefix(prefix) }
+            let found = all.filter { $0.id.hex.hasPrefix(prefix) }
             if found.count == 1 { return found[0] }
             if found.count > 1 { throw RoomError.ambiguous(selector, found) }
         }
@@ -714,7 +710,7 @@ extension Node {
         let pending: [StoredRoomOperation]
         do {
             pending = try store.pendingRoomOperations(
-                to: peer.hex, limit: (sessionDriver.links[handle]?.window.count ?? 0) + free)
+                to: peer, limit: (sessionDriver.links[handle]?.window.count ?? 0) + free)
         } catch {
             log.error("could not read the room operation outbox", ["error": "\(error)"])
             return
@@ -722,13 +718,11 @@ extension Node {
         let now = clock.monotonicNow()
         for stored in pending {
             guard let free = sessionDriver.links[handle]?.window.freeSlots, free > 0 else { break }
-            let key = String(stored.hash.prefix(MessageID.length * 2))
-            guard let ackID = MessageID(hex: key), sessionDriver.links[handle]?.window.isInFlight(ackID) == false else {
-                continue
-            }
+            let ackID = stored.hash.ackID
+            guard sessionDriver.links[handle]?.window.isInFlight(ackID) == false else { continue }
             guard let op = try? RoomOperation.decode(stored.encoded) else {
-                log.warning("stored room operation does not decode; dropped from the outbox", ["hash": stored.hash])
-                _ = try? store.acknowledgeRoomOperations(ackIDs: [key], by: peer.hex)
+                log.warning("stored room operation does not decode; dropped from the outbox", ["hash": stored.hash.hex])
+                _ = try? store.acknowledgeRoomOperations(ackIDs: [ackID], by: peer)
                 continue
             }
             // Policy bit 1 (history shared with new members) is read only by nodes with room

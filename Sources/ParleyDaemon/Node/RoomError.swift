@@ -48,7 +48,7 @@ enum RoomError: Error, CustomStringConvertible {
                 "no room matches '\(q)' (use #NAME or an id prefix of at least \(RoomDaemonLimits.minIDPrefix) hex digits; see `parley rooms`)"
         case let .ambiguous(q, c):
             return "'\(q)' matches \(c.count) rooms: "
-                + c.map { "#\($0.name) (\($0.id.prefix(8)))" }.joined(separator: ", ")
+                + c.map { "#\($0.name) (\($0.id.hex.prefix(8)))" }.joined(separator: ", ")
                 + "; use an id prefix"
         case .notMember(let r) where r.status == .retired:
             return

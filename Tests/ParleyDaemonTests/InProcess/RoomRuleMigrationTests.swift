@@ -32,26 +32,26 @@ final class RoomRuleMigrationTests: XCTestCase {
         for op in [root, mj, promote, addBob, bobJoins, demote, kick] {
             _ = try store.insertRoomOperation(
                 StoredRoomOperation(
-                    hash: op.hash.hex, room: rid.hex, sequence: Int64(op.sequence), encoded: op.encoded()), at: 1)
+                    hash: op.hash, room: rid, sequence: Int64(op.sequence), encoded: op.encoded()), at: 1)
         }
         // What the version-2 rule computed: bob invited, never joined (his join void).
-        let members = [aliceKey.publicKey, bob.publicKey, mallory.publicKey].map(\.hex).sorted()
+        let members = [aliceKey.publicKey, bob.publicKey, mallory.publicKey].sorted()
         let old = RoomRecord(
-            id: rid.hex, root: root.hash.hex, name: "team", creator: aliceKey.publicKey.hex, createdAt: 1,
+            id: rid, root: root.hash, name: "team", creator: aliceKey.publicKey, createdAt: 1,
             version: Int64(demote.sequence), members: members, status: .joined,
-            roles: [aliceKey.publicKey.hex: .owner, bob.publicKey.hex: .member, mallory.publicKey.hex: .member],
-            joined: [aliceKey.publicKey.hex, mallory.publicKey.hex].sorted(), updatedAt: 1)
+            roles: [aliceKey.publicKey: .owner, bob.publicKey: .member, mallory.publicKey: .member],
+            joined: [aliceKey.publicKey, mallory.publicKey].sorted(), updatedAt: 1)
         try store.saveRoom(old)
-        XCTAssertFalse(try XCTUnwrap(store.room(id: rid.hex)).joined.contains(bob.publicKey.hex))
+        XCTAssertFalse(try XCTUnwrap(store.room(id: rid)).joined.contains(bob.publicKey))
 
         alice.node.start()
         loop.run()
-        let now = try XCTUnwrap(store.room(id: rid.hex))
-        XCTAssertTrue(now.joined.contains(bob.publicKey.hex), "bob is a joined member again")
+        let now = try XCTUnwrap(store.room(id: rid))
+        XCTAssertTrue(now.joined.contains(bob.publicKey), "bob is a joined member again")
         XCTAssertEqual(now.members, members)
         XCTAssertEqual(now.status, .joined)
         XCTAssertTrue(
-            alice.events.contains { if case .roomUpdated(let r) = $0 { return r.id == rid.hex } else { return false } })
+            alice.events.contains { if case .roomUpdated(let r) = $0 { return r.id == rid } else { return false } })
         // Nothing changes at the next start: the cache now says what the operations say.
         XCTAssertEqual(try alice.node.reResolveStoredRooms(), [])
         alice.node.stop()

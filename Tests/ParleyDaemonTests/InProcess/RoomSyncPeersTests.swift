@@ -84,12 +84,13 @@ final class RoomSyncPeersTests: XCTestCase {
         }
         let carol = try pin("carol")
         let stranger = try pin("stranger")
-        let me = alice.identity.hex
+        let me = alice.identity
         try alice.node.store.saveRoom(
             RoomRecord(
-                id: String(repeating: "ab", count: 16), root: String(repeating: "cd", count: 32), name: "lab",
-                creator: me, createdAt: 1, version: 2, members: [me, carol.hex].sorted(), status: .joined,
-                roles: [me: .owner, carol.hex: .member], joined: [me, carol.hex].sorted(), updatedAt: 1))
+                id: RoomID(exactly: [UInt8](repeating: 0xab, count: 16)),
+                root: RoomOperationHash(exactly: [UInt8](repeating: 0xcd, count: 32)), name: "lab",
+                creator: me, createdAt: 1, version: 2, members: [me, carol].sorted(), status: .joined,
+                roles: [me: .owner, carol: .member], joined: [me, carol].sorted(), updatedAt: 1))
         loop.advanceTime(by: .seconds(120))
         alice.node.expireUnusedIdentitiesIfDue(now: clock.monotonicNow())
         XCTAssertNotNil(try alice.node.store.peer(identity: carol), "a co-member's name stays")
