@@ -12,22 +12,28 @@ import Foundation
 /// Foundation's encoder instead, so the output is the same either way.
 public enum CanonicalJSON {
     public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        try encode(value, appendingTo: &out)
+        return out
+    }
+
+    /// Appends `value`'s canonical JSON to `out`, which the caller reuses from line to line
+    /// (a control connection's output buffer, the journal's line buffer): a type written by
+    /// hand goes straight in, without an array of its own that grows and is copied. On a
+    /// throw `out` is as it was.
+    public static func encode<T: Encodable>(_ value: T, appendingTo out: inout [UInt8]) throws {
         if let writable = value as? any CanonicalJSONWritable {
-            var out: [UInt8] = []
-            out.reserveCapacity(256)
             writable.writeCanonicalJSON(into: &out)
-            return out
+            return
         }
         do {
             let encoder = CanonicalEncoder(codingPath: [])
             try value.encode(to: encoder)
             guard let node = encoder.node, !encoder.usedUnsupported else { throw CanonicalEncodingUnsupported() }
-            var out: [UInt8] = []
-            out.reserveCapacity(256)
             node.write(into: &out)
-            return out
         } catch is CanonicalEncodingUnsupported {
-            return Array(try ControlJSON.encoder().encode(value))
+            out.append(contentsOf: try ControlJSON.encoder().encode(value))
         }
     }
 }

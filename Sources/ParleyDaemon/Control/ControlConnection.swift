@@ -26,8 +26,10 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
     private var filterIdentity: String?
     /// A resuming subscription still sending stored events; live ones wait in `live`.
     private var replay: Replay?
-    private var backlogBytes = 0
-    private var backlogCount = 0
+    /// A subscriber's lines written (or held) and not yet taken by the socket.
+    private var backlog = Backlog()
+    /// The answer being encoded, reused from answer to answer so its capacity stays.
+    private var encoded: [UInt8] = []
     private var closing = false
     /// Answers still to come (`Reply.later`), by token: what stops each if the client
     /// goes away first. While any is outstanding the idle timeout is off.
@@ -48,6 +50,11 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
         var bytes = 0
         /// Reading was paused because `lines` passed `maxHeldBytes`.
         var paused = false
+    }
+
+    private struct Backlog {
+        var bytes = 0
+        var count = 0
     }
 
     private struct Replay {
@@ -149,7 +156,7 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
                 for answer in dispatcher.sendBatch(sends) {
                     switch answer {
                     case .sent(let success):
-                        if let data = try? CanonicalJSON.encode(success) { _ = send(data) }
+                        sendEncoded(success)
                     case .failed(let response):
                         write(response)
                     }
@@ -339,8 +346,8 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
         guard let context, !closing else { return }
         // A subscriber that stopped reading must not make the daemon grow.
         if !context.channel.isWritable,
-            backlogCount + 1 > ControlLimits.maxSubscriptionBacklogNotifications
-                || backlogBytes + data.count > ControlLimits.maxSubscriptionBacklogBytes
+            backlog.count + 1 > ControlLimits.maxSubscriptionBacklogNotifications
+                || backlog.bytes + data.count > ControlLimits.maxSubscriptionBacklogBytes
         {
             cutOffSlowSubscriber()
             return
@@ -350,7 +357,7 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
 
     private func cutOffSlowSubscriber() {
         guard !closing else { return }
-        node.log.warning("control client too slow; subscription cut off", ["backlog": "\(backlogCount)"])
+        node.log.warning("control client too slow; subscription cut off", ["backlog": "\(backlog.count)"])
         closeSubscription(SubscriptionClosedEvent.tooSlow())
     }
 
@@ -376,16 +383,23 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
     // MARK: Writing
 
     private func writeSuccess<R: Encodable & Sendable>(id: JSONRPCID?, result: R) {
-        if let data = try? CanonicalJSON.encode(JSONRPCTypedSuccess(id: id, result: result)) {
-            send(data)
-        } else {
+        if !sendEncoded(JSONRPCTypedSuccess(id: id, result: result)) {
             write(JSONRPCResponse(id: id, error: .internalError("cannot encode the result")))
         }
     }
 
     private func write(_ response: JSONRPCResponse) {
-        guard let data = try? CanonicalJSON.encode(response) else { return }
-        send(data)
+        sendEncoded(response)
+    }
+
+    /// Encodes `value` into the connection's reused line buffer (no array of its own per
+    /// answer; a `messages.send` answer is written by hand straight into it) and sends it.
+    @discardableResult
+    private func sendEncoded<T: Encodable>(_ value: T) -> Bool {
+        encoded.removeAll(keepingCapacity: true)
+        guard (try? CanonicalJSON.encode(value, appendingTo: &encoded)) != nil else { return false }
+        send(encoded)
+        return true
     }
 
     @discardableResult
@@ -406,15 +420,15 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
             return nil
         }
         let size = buf.readableBytes
-        backlogBytes += size
-        backlogCount += 1
+        backlog.bytes += size
+        backlog.count += 1
         let promise = context.eventLoop.makePromise(of: Void.self)
         promise.futureResult.assumeIsolated().whenComplete { [weak self] _ in
             guard let self else { return }
-            self.backlogBytes -= size
-            self.backlogCount -= 1
+            self.backlog.bytes -= size
+            self.backlog.count -= 1
             // A cut-off subscriber is closed as soon as it has read up to the notice.
-            if self.closing && self.backlogCount == 0 { self.context?.close(promise: nil) }
+            if self.closing && self.backlog.count == 0 { self.context?.close(promise: nil) }
         }
         context.write(wrapOutboundOut(buf), promise: promise)
         return promise.futureResult
@@ -426,14 +440,14 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
         var promise: EventLoopPromise<Void>?
         if subscribed {
             let size = line.readableBytes
-            backlogBytes += size
-            backlogCount += 1
+            backlog.bytes += size
+            backlog.count += 1
             let p = context.eventLoop.makePromise(of: Void.self)
             p.futureResult.assumeIsolated().whenComplete { [weak self] _ in
                 guard let self else { return }
-                self.backlogBytes -= size
-                self.backlogCount -= 1
-                if self.closing && self.backlogCount == 0 { self.context?.close(promise: nil) }
+                self.backlog.bytes -= size
+                self.backlog.count -= 1
+                if self.closing && self.backlog.count == 0 { self.context?.close(promise: nil) }
             }
             promise = p
         }
