@@ -174,6 +174,19 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
     }
 
     private static func decode(_ line: [UInt8]) -> Result<DecodedRequest, DecodeFailure> {
+        // The per-message request first, without a JSON tree (`MessagesSendLine`); any line
+        // it does not fully understand takes the general route, which gives every error.
+        if let send = MessagesSendLine.parse(line) {
+            switch send.params {
+            case .success(let params):
+                return .success(
+                    DecodedRequest(
+                        request: JSONRPCRequest(id: send.id, method: ControlMethod.messagesSend),
+                        call: .messagesSend(params)))
+            case .failure(let error):
+                return .failure(DecodeFailure(id: send.id, error: error, isNotification: send.id == nil))
+            }
+        }
         switch ControlRequestParser.parse(line: line) {
         case .failure(let error):
             return .failure(
