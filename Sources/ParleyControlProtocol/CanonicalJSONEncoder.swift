@@ -55,20 +55,15 @@ public struct CanonicalObjectWriter {
     }
 
     private mutating func key(_ name: StaticString, _ out: inout [UInt8]) {
-        // `,"name":` put together on the stack and appended at once: an append per byte
-        // (each a uniqueness and capacity check) was most of a key's cost, and an array
-        // literal an allocation per key (callgrind).
-        let count = name.utf8CodeUnitCount
-        let comma = first ? 0 : 1
+        if !first { out.append(UInt8(ascii: ",")) }
         first = false
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count + 4) { text in
-            text[0] = UInt8(ascii: ",")
-            text[comma] = UInt8(ascii: "\"")
-            for k in 0..<count { text[comma + 1 + k] = name.utf8Start[k] }
-            text[comma + 1 + count] = UInt8(ascii: "\"")
-            text[comma + 2 + count] = UInt8(ascii: ":")
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: text[0..<(comma + 3 + count)]))
-        }
+        out.append(UInt8(ascii: "\""))
+        Self.append(name, &out)
+        // Byte by byte: an array literal here was an allocation per key, and the key put
+        // together in a temporary allocation of its size cost more than these appends
+        // (callgrind).
+        out.append(UInt8(ascii: "\""))
+        out.append(UInt8(ascii: ":"))
     }
 
     private static func append(_ text: StaticString, _ out: inout [UInt8]) {

@@ -440,7 +440,9 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
     /// Writes this turn's lines once the turn's other work is done: answers, notifications
     /// and released lines of one event-loop turn leave in a single write.
     private func flushAtEndOfTurn() {
-        guard !output.flushScheduled, let context else { return }
+        // Nothing to write (the turn's lines are held for the disk) and no read to check
+        // after: no task either.
+        guard !output.flushScheduled, !output.ready.isEmpty || output.readThisTurn, let context else { return }
         output.flushScheduled = true
         context.eventLoop.assumeIsolated().execute { [weak self] in
             guard let self else { return }
