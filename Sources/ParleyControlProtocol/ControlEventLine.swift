@@ -13,12 +13,20 @@ public enum ControlEventLine {
     public static func bytes(method: String, params: some ControlEventParamsWritable, eventID: Int?) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(512)
+        write(method: method, params: params, eventID: eventID, appendingTo: &out)
+        return out
+    }
+
+    /// The line appended to `out`, a buffer the caller reuses (the journal writes every
+    /// notification of a flush into one, whose capacity stays from flush to flush).
+    public static func write(
+        method: String, params: some ControlEventParamsWritable, eventID: Int?, appendingTo out: inout [UInt8]
+    ) {
         out.append(contentsOf: prefix)
         CanonicalNode.writeString(method, into: &out)
         out.append(contentsOf: paramsKey)
         params.writeCanonicalJSON(eventID: eventID, into: &out)
         out.append(UInt8(ascii: "}"))
-        return out
     }
 
     private static let prefix = Array("{\"jsonrpc\":\"\(JSONRPCVersion.string)\",\"method\":".utf8)

@@ -134,6 +134,79 @@ final class CanonicalJSONTests: XCTestCase {
         }
     }
 
+    /// The daemon writes every hot line into a buffer it reuses (a control connection's
+    /// answer buffer, the journal's line buffer): lines appended one after another to one
+    /// buffer, cleared or not in between, are each exactly Foundation's bytes, for message
+    /// shapes with unicode, escapes, nil fields, rooms, replies, reactions and room delivery.
+    func testLinesAppendedToOneReusedBufferAreFoundationsBytes() throws {
+        var rng = SplitMix64(seed: 0x5EED_0032)
+        let alphabet = Array("aZ9 \"\\/\n\t\u{0}\u{1F}\u{7F}é漢🙂\u{2028}{}[],:")
+        func text(_ max: Int) -> String {
+            String((0..<Int.random(in: 0...max, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! })
+        }
+        func maybe<T>(_ v: T) -> T? { Bool.random(using: &rng) ? v : nil }
+        var reused: [UInt8] = []
+        var expected: [UInt8] = []
+        for round in 0..<400 {
+            let info = MessageInfo(
+                id: text(32), from: text(64), fromName: text(12), to: text(64), toName: text(12),
+                direction: Bool.random(using: &rng) ? .incoming : .outgoing,
+                sequence: Int.random(in: 0...Int.max, using: &rng),
+                createdAt: Int.random(in: Int.min...Int.max, using: &rng), body: text(300),
+                state: MessageState.allCases.randomElement(using: &rng)!,
+                deliveredAt: maybe(Int.random(in: Int.min...Int.max, using: &rng)),
+                cursor: Int.random(in: 0...Int.max, using: &rng), readAt: maybe(Int.max),
+                room: maybe(MessageRoom(id: text(16), name: text(16))),
+                replyTo: maybe(
+                    MessageQuote(
+                        id: text(32), fromName: maybe(text(6)), excerpt: maybe(text(40)),
+                        deleted: Bool.random(using: &rng))),
+                editedAt: maybe(-1), deletedAt: maybe(0),
+                reactions: (0..<Int.random(in: 0...3, using: &rng)).map { _ in
+                    MessageReaction(
+                        reaction: text(4), fromNames: (0..<Int.random(in: 0...3, using: &rng)).map { _ in text(5) },
+                        mine: Bool.random(using: &rng))
+                },
+                roomDelivery: maybe(
+                    RoomDelivery(
+                        members: Int.random(in: 0...1000, using: &rng),
+                        heldBy: (0..<Int.random(in: 0...3, using: &rng)).map { _ in
+                            MessageHolder(fingerprint: text(20), name: text(8), at: Int.random(in: 0...99, using: &rng))
+                        })))
+            if round % 7 == 0 {
+                // The connection clears its buffer before each answer: capacity stays, bytes go.
+                reused.removeAll(keepingCapacity: true)
+                expected.removeAll()
+            }
+            let id: JSONRPCID? = [nil, .number(Int.random(in: Int.min...Int.max, using: &rng)), .string(text(8))]
+                .randomElement(using: &rng)!
+            let answer = JSONRPCTypedSuccess(
+                id: id,
+                result: MessagesSendResult(
+                    message: info, peerOnline: maybe(Bool.random(using: &rng)), roomRecipients: maybe(2),
+                    roomRecipientsOnline: maybe(1)))
+            try CanonicalJSON.encode(answer, appendingTo: &reused)
+            expected += try ControlJSON.encoder().encode(answer)
+            let eventID = maybe(Int.random(in: 0...Int.max, using: &rng))
+            for params in [
+                MessageReceivedEvent(message: info) as any ControlEventParamsWritable,
+                MessageDeliveredEvent(id: text(32), to: text(20), deliveredAt: Int.random(in: 0...Int.max, using: &rng))
+            ] {
+                ControlEventLine.write(
+                    method: type(of: params).method, params: params, eventID: eventID, appendingTo: &reused)
+                var members = try JSONValue(encoding: params).objectValue ?? [:]
+                if let eventID { members[ControlEvent.eventIDKey] = .int(eventID) }
+                expected += try ControlJSON.encoder().encode(
+                    JSONRPCNotification(method: type(of: params).method, params: members))
+            }
+            // A response that is not written by hand goes through the generic encoder, appended too.
+            let error = JSONRPCResponse(id: id, error: .invalidParams(text(20)))
+            try CanonicalJSON.encode(error, appendingTo: &reused)
+            expected += try ControlJSON.encoder().encode(error)
+            XCTAssertEqual(String(decoding: reused, as: UTF8.self), String(decoding: expected, as: UTF8.self))
+        }
+    }
+
     /// `JSONValue(encoding:)` and back gives the value Foundation's round trip gave.
     func testJSONValueRoundTripAgreesWithFoundation() throws {
         let info = MessageInfo(

@@ -94,6 +94,7 @@ final class ControlConnectionTests: XCTestCase {
                 2, "messages.send", ["to": "bob", "body": "two", "wait": true, "timeoutMs": 60_000]))
         let two = try XCTUnwrap(try client.node.node.store.messages(peer: nil, after: nil, limit: 10).last)
         client.node.node.emit(.messageRefused(two, .peerQuota))
+        client.loop.run()  // answers leave at the end of the loop's turn
         let refused = try client.answers()
         XCTAssertEqual(refused.map(\.id), [2])
         XCTAssertEqual(refused.map(\.errorCode), [ControlErrorCode.timeout.rawValue])
@@ -156,6 +157,39 @@ final class ControlConnectionTests: XCTestCase {
         // Nothing pending: the next answer goes straight out.
         try client.write(ControlTestClient.request(4, "node.whoami"))
         XCTAssertEqual(try client.answers().map(\.id), [4])
+        held.gate.signal()
+        try store.close()
+    }
+
+    /// One write per turn: the answers to a read's pipelined requests leave in one buffer
+    /// (one write system call), not one per line as before.
+    func testPipelinedAnswersLeaveInOneWrite() throws {
+        let client = try ControlTestClient()
+        try client.write((1...20).map { ControlTestClient.request($0, "node.whoami") }.joined())
+        let writes = try client.writes()
+        XCTAssertEqual(writes.count, 1, "one write for the turn's 20 answers")
+        let ids = writes.joined().split(separator: "\n").map {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["id"] as? Int
+        }
+        XCTAssertEqual(ids, (1...20).map { $0 })
+    }
+
+    /// With group commit the answers held for the sync are released together: one write for
+    /// all of them and the answer held behind them.
+    func testAnswersReleasedBySyncLeaveInOneWrite() throws {
+        let client = try ControlTestClient()
+        _ = try pinBob(client)
+        let store = client.node.node.store
+        let held = HeldSync()
+        try store.startGroupCommit(sync: { held.sync() }, hop: { held.hop($0) }, failed: { _ in XCTFail("failed") })
+        try client.write(
+            (1...10).map { send($0, "bob", "m\($0)") }.joined() + ControlTestClient.request(11, "node.whoami"))
+        XCTAssertEqual(try client.writes().count, 0, "nothing is written before the sync")
+        held.release()
+        client.loop.run()
+        let writes = try client.writes()
+        XCTAssertEqual(writes.count, 1)
+        XCTAssertEqual(writes.first?.split(separator: "\n").count, 11)
         held.gate.signal()
         try store.close()
     }

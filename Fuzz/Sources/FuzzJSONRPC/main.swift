@@ -5,7 +5,9 @@ import ParleyControlProtocol
 /// overflow path runs), each line through `ControlRequestParser` and, when it parses,
 /// into the params type its method names, as the daemon's dispatcher does. The daemon's
 /// answer to a rejected line must itself be a well-formed response line. The same
-/// lines also go through `ControlServerMessage.parse`, the client's reader.
+/// lines also go through `ControlServerMessage.parse`, the client's reader, and through
+/// `MessagesSendLine`, the daemon's typed reader of `messages.send`, which must agree with
+/// the general route on every line it takes (differential).
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzJSONRPC(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
@@ -61,6 +63,7 @@ private func referenceLines(_ bytes: [UInt8], maxLineBytes: Int) -> (lines: [[UI
 }
 
 private func handle(line: [UInt8]) {
+    checkSendFastPath(line)
     switch ControlRequestParser.parse(line: line) {
     case .success(let request):
         decodeParams(of: request)
@@ -107,4 +110,24 @@ private func decodeParams(of request: JSONRPCRequest) {
     case ControlMethod.peersNickname: _ = try? request.decodeParams(PeersNicknameParams.self)
     default: break
     }
+}
+
+/// The daemon reads a plain `messages.send` line with `MessagesSendLine` (no JSON tree) and
+/// every other line with the general route: where the fast path takes a line, the general
+/// route must read the same id and params, or reject the params with the same error.
+private func checkSendFastPath(_ line: [UInt8]) {
+    guard let fast = MessagesSendLine.parse(line) else { return }
+    guard case .success(let request) = ControlRequestParser.parse(line: line),
+        request.method == ControlMethod.messagesSend
+    else {
+        preconditionFailure("the messages.send fast path took a line the general parser refuses")
+    }
+    precondition(fast.id == request.id, "the messages.send fast path read another id")
+    let general: Result<MessagesSendParams, JSONRPCError>
+    do {
+        general = .success(try request.decodeParams(MessagesSendParams.self))
+    } catch {
+        general = .failure(error)
+    }
+    precondition(fast.params == general, "the messages.send fast path disagrees with the general route")
 }

@@ -26,28 +26,23 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
     private var filterIdentity: String?
     /// A resuming subscription still sending stored events; live ones wait in `live`.
     private var replay: Replay?
-    private var backlogBytes = 0
-    private var backlogCount = 0
+    /// A subscriber's lines written (or held) and not yet taken by the socket.
+    private var backlog = Backlog()
+    /// Lines encoded and not yet written: this turn's, written out in one write at its end,
+    /// and those held for the disk (ControlOutput.swift).
+    private var output = ControlOutput()
     private var closing = false
     /// Answers still to come (`Reply.later`), by token: what stops each if the client
     /// goes away first. While any is outstanding the idle timeout is off.
     private var waits = OutstandingAnswers()
-    /// Lines written after a commit that is not on disk yet, in order, each with the commit
-    /// it waits for (0: none of its own, it only keeps its place): group commit
-    /// (Store+GroupCommit.swift) answers a send, and shows a received message, only once
-    /// it is durable. Written out by `releaseDurable`.
-    private var hold = HeldLines()
     /// Answers held for the disk beyond which the client's requests are not read: a
     /// client pipelining during a slow sync cannot make the daemon grow without bound. The
     /// same figure as the low mark of unread answers (`ControlServer.unreadAnswersWaterMark`).
     static let maxHeldBytes = 1 << 20
 
-    /// The lines held for the disk, their bytes, and whether reading is paused for them.
-    private struct HeldLines {
-        var lines: [(line: ByteBuffer, promise: EventLoopPromise<Void>?, through: UInt64)] = []
+    private struct Backlog {
         var bytes = 0
-        /// Reading was paused because `lines` passed `maxHeldBytes`.
-        var paused = false
+        var count = 0
     }
 
     private struct Replay {
@@ -56,6 +51,9 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
         /// The newest event id when the subscription started: live events come after it.
         let through: Int64
         var live: [(line: [UInt8], peer: String?)] = []
+        /// This page's lines are held for the disk: `releaseDurable` sends the next page
+        /// once they are out.
+        var waitsForDisk = false
     }
 
     init(node: Node, info: DaemonRuntimeInfo, journal: EventJournal, onClose: @escaping (ControlConnection) -> Void) {
@@ -106,14 +104,20 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
             fail(with: .lineTooLong())
             return
         }
-        context.flush()
-        // A client that sends requests but does not read the answers: stop reading its
-        // requests until it has taken what is queued, so its answers cannot pile up in
-        // the daemon (resumed in channelWritabilityChanged).
+        // The answers go out at the end of the turn, with every other line of it, in one write.
+        output.readThisTurn = true
+        flushAtEndOfTurn()
+    }
+
+    /// After the turn's write: a client that sends requests but does not read the answers
+    /// stops being read until it has taken what is queued, so its answers cannot pile up
+    /// in the daemon (resumed in channelWritabilityChanged); so does one whose answers wait
+    /// for a slow disk (resumed by releaseDurable).
+    private func pauseReadingIfBehind(_ context: ChannelHandlerContext) {
         if !context.channel.isWritable {
             setReading(false, context)
-        } else if hold.bytes > Self.maxHeldBytes {
-            hold.paused = true  // resumed by releaseDurable
+        } else if output.heldBytes > Self.maxHeldBytes {
+            output.readingPausedForDisk = true
             setReading(false, context)
         }
     }
@@ -149,7 +153,7 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
                 for answer in dispatcher.sendBatch(sends) {
                     switch answer {
                     case .sent(let success):
-                        if let data = try? CanonicalJSON.encode(success) { _ = send(data) }
+                        sendEncoded(success)
                     case .failed(let response):
                         write(response)
                     }
@@ -170,6 +174,19 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
     }
 
     private static func decode(_ line: [UInt8]) -> Result<DecodedRequest, DecodeFailure> {
+        // The per-message request first, without a JSON tree (`MessagesSendLine`); any line
+        // it does not fully understand takes the general route, which gives every error.
+        if let send = MessagesSendLine.parse(line) {
+            switch send.params {
+            case .success(let params):
+                return .success(
+                    DecodedRequest(
+                        request: JSONRPCRequest(id: send.id, method: ControlMethod.messagesSend),
+                        call: .messagesSend(params)))
+            case .failure(let error):
+                return .failure(DecodeFailure(id: send.id, error: error, isNotification: send.id == nil))
+            }
+        }
         switch ControlRequestParser.parse(line: line) {
         case .failure(let error):
             return .failure(
@@ -261,22 +278,30 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
             closeSubscription(code: .internalError, message: "cannot read stored events: \(error)")
             return
         }
-        var last: EventLoopFuture<Void>?
-        for item in page.items where passes(item.peer) { last = send(item.line) }
+        for item in page.items where passes(item.peer) { send(item.line) }
         r.next = max(page.scannedThrough, r.next + 1)
         if r.next >= r.through {
             replay = nil
             for item in r.live where passes(item.peer) { writeNotification(item.line) }
-            context.flush()
+            flushAtEndOfTurn()
             return
         }
         replay = r
-        context.flush()
-        let loop = context.eventLoop
-        if let last {
-            last.assumeIsolated().whenComplete { [weak self] _ in self?.startReplay() }
+        continueReplayOnceTaken()
+    }
+
+    /// The next page of a replay once the client has taken this one (written to a socket
+    /// that accepted it), so a resuming client cannot make the daemon hold more than a page.
+    private func continueReplayOnceTaken() {
+        guard let context, replay != nil else { return }
+        if output.isHolding {
+            replay?.waitsForDisk = true  // releaseDurable comes back here
+            return
+        }
+        if let written = flushNow() {
+            written.assumeIsolated().whenComplete { [weak self] _ in self?.startReplay() }
         } else {
-            loop.assumeIsolated().execute { [weak self] in self?.startReplay() }
+            context.eventLoop.assumeIsolated().execute { [weak self] in self?.startReplay() }
         }
     }
 
@@ -303,7 +328,7 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
                 case .response(let response): self.write(response)
                 }
             }
-            self.context?.flush()
+            self.flushAtEndOfTurn()
             self.armIdleTimer()
         }
         // Answered at once (nothing to wait for): nothing to keep.
@@ -326,21 +351,20 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
         }
         guard passes(peer) else { return }
         writeNotification(line)
-        // Flushed once per journal batch (`journalDeliveredBatch`): one write system call
-        // for a batch of notifications instead of one per line.
     }
 
     func journalDeliveredBatch(_ journal: EventJournal) {
         guard subscribed, !closing, replay == nil else { return }
-        context?.flush()
+        // With the rest of the turn's lines, in one write.
+        flushAtEndOfTurn()
     }
 
     private func writeNotification(_ data: [UInt8]) {
         guard let context, !closing else { return }
         // A subscriber that stopped reading must not make the daemon grow.
         if !context.channel.isWritable,
-            backlogCount + 1 > ControlLimits.maxSubscriptionBacklogNotifications
-                || backlogBytes + data.count > ControlLimits.maxSubscriptionBacklogBytes
+            backlog.count + 1 > ControlLimits.maxSubscriptionBacklogNotifications
+                || backlog.bytes + data.count > ControlLimits.maxSubscriptionBacklogBytes
         {
             cutOffSlowSubscriber()
             return
@@ -350,7 +374,7 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
 
     private func cutOffSlowSubscriber() {
         guard !closing else { return }
-        node.log.warning("control client too slow; subscription cut off", ["backlog": "\(backlogCount)"])
+        node.log.warning("control client too slow; subscription cut off", ["backlog": "\(backlog.count)"])
         closeSubscription(SubscriptionClosedEvent.tooSlow())
     }
 
@@ -363,11 +387,9 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
         guard let context, !closing else { return }
         closing = true
         replay = nil
-        if let n = try? JSONRPCNotification(event: event), let data = try? CanonicalJSON.encode(n) {
-            send(data)
-        }
+        if let n = try? JSONRPCNotification(event: event) { sendEncoded(n) }
         let channel = context.channel
-        context.flush()
+        flushNow()
         // Give a client that wakes up a few seconds to read up to the notice; nothing more is
         // queued meanwhile (closing is set), so memory stays bounded; then close regardless.
         context.eventLoop.scheduleTask(in: .seconds(10)) { channel.close(promise: nil) }
@@ -376,92 +398,103 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
     // MARK: Writing
 
     private func writeSuccess<R: Encodable & Sendable>(id: JSONRPCID?, result: R) {
-        if let data = try? CanonicalJSON.encode(JSONRPCTypedSuccess(id: id, result: result)) {
-            send(data)
-        } else {
+        if !sendEncoded(JSONRPCTypedSuccess(id: id, result: result)) {
             write(JSONRPCResponse(id: id, error: .internalError("cannot encode the result")))
         }
     }
 
     private func write(_ response: JSONRPCResponse) {
-        guard let data = try? CanonicalJSON.encode(response) else { return }
-        send(data)
+        sendEncoded(response)
     }
 
+    /// Encodes `value` straight into the connection's output (no array of its own per
+    /// answer; a `messages.send` answer is written by hand) as one line.
     @discardableResult
-    private func send(_ data: [UInt8]) -> EventLoopFuture<Void>? {
-        guard let context else { return nil }
-        var buf = context.channel.allocator.buffer(capacity: data.count + 1)
-        buf.writeBytes(data)
-        buf.writeInteger(UInt8(ascii: "\n"))
-        // Behind a commit not on disk yet (or behind lines that are): held, in order.
+    private func sendEncoded<T: Encodable>(_ value: T) -> Bool {
+        append { try CanonicalJSON.encode(value, appendingTo: &$0) }
+    }
+
+    /// A line already encoded (a notification the journal wrote once for every subscriber).
+    private func send(_ line: [UInt8]) {
+        append { $0.append(contentsOf: line) }
+    }
+
+    /// Adds one line to the output: behind a commit not on disk yet (or behind lines that
+    /// are), held in order until `releaseDurable`; otherwise to this turn's write. Only a
+    /// subscriber's lines count in its backlog: it is sent what it did not ask for, while
+    /// the answers to a client's own requests are bounded by its reading.
+    @discardableResult
+    private func append(_ write: (inout [UInt8]) throws -> Void) -> Bool {
+        guard context != nil else { return false }
         let unsynced = node.store.unsyncedCommit
-        if unsynced != nil || !hold.lines.isEmpty {
-            return hold(buf, through: unsynced ?? 0)
+        let wasHolding = output.isHolding
+        guard let size = output.append(heldBehind: unsynced, accounted: subscribed, write) else { return false }
+        if subscribed {
+            backlog.bytes += size
+            backlog.count += 1
         }
-        // Only a subscriber can fall behind (it is sent what it did not ask for); the
-        // answers to a client's own requests need no backlog accounting.
-        guard subscribed else {
-            context.write(wrapOutboundOut(buf), promise: nil)
+        if !wasHolding, let first = output.firstHeldCommit { waitForDisk(through: first) }
+        return true
+    }
+
+    /// Writes this turn's lines once the turn's other work is done: answers, notifications
+    /// and released lines of one event-loop turn leave in a single write.
+    private func flushAtEndOfTurn() {
+        // Nothing to write (the turn's lines are held for the disk) and no read to check
+        // after: no task either.
+        guard !output.flushScheduled, !output.ready.isEmpty || output.readThisTurn, let context else { return }
+        output.flushScheduled = true
+        context.eventLoop.assumeIsolated().execute { [weak self] in
+            guard let self else { return }
+            self.output.flushScheduled = false
+            self.flushNow()
+            if self.output.readThisTurn, let context = self.context {
+                self.output.readThisTurn = false
+                self.pauseReadingIfBehind(context)
+            }
+        }
+    }
+
+    /// Writes and flushes what is ready, as one buffer: one write system call. The future
+    /// completes once the socket took it (nil: nothing to write).
+    @discardableResult
+    private func flushNow() -> EventLoopFuture<Void>? {
+        guard let context, !output.ready.isEmpty else { return nil }
+        var buffer = context.channel.allocator.buffer(capacity: output.ready.count)
+        let accounted = output.takeReady { buffer.writeBytes($0) }
+        guard accounted.count > 0 else {
+            context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
             return nil
         }
-        let size = buf.readableBytes
-        backlogBytes += size
-        backlogCount += 1
         let promise = context.eventLoop.makePromise(of: Void.self)
         promise.futureResult.assumeIsolated().whenComplete { [weak self] _ in
             guard let self else { return }
-            self.backlogBytes -= size
-            self.backlogCount -= 1
+            self.backlog.bytes -= accounted.bytes
+            self.backlog.count -= accounted.count
             // A cut-off subscriber is closed as soon as it has read up to the notice.
-            if self.closing && self.backlogCount == 0 { self.context?.close(promise: nil) }
+            if self.closing && self.backlog.count == 0 { self.context?.close(promise: nil) }
         }
-        context.write(wrapOutboundOut(buf), promise: promise)
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: promise)
         return promise.futureResult
-    }
-
-    /// Keeps `line` until commit `through` is on disk (`releaseDurable` writes it out).
-    private func hold(_ line: ByteBuffer, through: UInt64) -> EventLoopFuture<Void>? {
-        guard let context else { return nil }
-        var promise: EventLoopPromise<Void>?
-        if subscribed {
-            let size = line.readableBytes
-            backlogBytes += size
-            backlogCount += 1
-            let p = context.eventLoop.makePromise(of: Void.self)
-            p.futureResult.assumeIsolated().whenComplete { [weak self] _ in
-                guard let self else { return }
-                self.backlogBytes -= size
-                self.backlogCount -= 1
-                if self.closing && self.backlogCount == 0 { self.context?.close(promise: nil) }
-            }
-            promise = p
-        }
-        hold.lines.append((line, promise, through))
-        hold.bytes += line.readableBytes
-        if hold.lines.count == 1 { waitForDisk(through: through) }
-        return promise?.futureResult
     }
 
     private func waitForDisk(through ticket: UInt64) {
         node.store.whenDurable(through: ticket) { [weak self] in self?.releaseDurable() }
     }
 
-    /// Writes out the held lines whose commits are on disk, in order, and flushes.
+    /// Moves the held lines whose commits are on disk to this turn's write, in order.
     private func releaseDurable() {
         guard let context else { return }
-        var released = 0
-        for h in hold.lines {
-            guard h.through == 0 || node.store.isDurable(h.through) else { break }
-            context.write(wrapOutboundOut(h.line), promise: h.promise)
-            hold.bytes -= h.line.readableBytes
-            released += 1
+        output.releaseDurable { node.store.isDurable($0) }
+        if let first = output.firstHeldCommit { waitForDisk(through: first) }
+        if replay?.waitsForDisk == true, !output.isHolding {
+            replay?.waitsForDisk = false
+            continueReplayOnceTaken()
+        } else {
+            flushAtEndOfTurn()
         }
-        hold.lines.removeFirst(released)
-        context.flush()
-        if let first = hold.lines.first { waitForDisk(through: first.through) }
-        if hold.paused, hold.bytes <= Self.maxHeldBytes {
-            hold.paused = false
+        if output.readingPausedForDisk, output.heldBytes <= Self.maxHeldBytes {
+            output.readingPausedForDisk = false
             if context.channel.isWritable { setReading(true, context) }
         }
     }
@@ -469,14 +502,12 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
     private func fail(with error: JSONRPCError) {
         guard let context, !closing else { return }
         closing = true
-        // Straight out, ahead of any line still held for the disk: the connection closes.
-        if let data = try? CanonicalJSON.encode(JSONRPCResponse(id: nil, error: error)) {
-            var buf = context.channel.allocator.buffer(capacity: data.count + 1)
-            buf.writeBytes(data)
-            buf.writeInteger(UInt8(ascii: "\n"))
-            context.write(wrapOutboundOut(buf), promise: nil)
+        // Straight out after this turn's lines, ahead of any line still held for the disk:
+        // the connection closes.
+        output.append(heldBehind: nil, accounted: false, ignoringHeld: true) {
+            try CanonicalJSON.encode(JSONRPCResponse(id: nil, error: error), appendingTo: &$0)
         }
-        context.flush()
+        flushNow()
         context.close(promise: nil)
     }
 
@@ -488,8 +519,7 @@ final class ControlConnection: ChannelInboundHandler, EventJournalSubscriber {
     func channelInactive(context: ChannelHandlerContext) {
         idleTimer?.cancel()
         waits.cancelAll()
-        for h in hold.lines { h.promise?.fail(ChannelError.ioOnClosedChannel) }
-        hold = HeldLines()
+        output.dropHeld()
         replay = nil
         journal.removeSubscriber(self)
         self.context = nil

@@ -58,6 +58,8 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
     private(set) var prunedThrough: Int64 = 0
     private var appendedSincePrune = 0
     private var lastPruneAt: Int64 = 0
+    /// The notification line being handed to subscribers, reused for every line.
+    private var lineBuffer: [UInt8] = []
 
     /// A node event as a notification, before it has an id. The params stay typed until
     /// the one encoding that gives every subscriber the same bytes.
@@ -141,8 +143,13 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
         let targets = subscribers.values.compactMap(\.value)
         if !targets.isEmpty {
             for (e, id) in zip(batch, ids) {
-                guard let line = Self.line(method: e.method, params: e.params, eventID: id) else { continue }
-                for t in targets { t.journal(self, deliver: line, peer: e.peer) }
+                // Every line of the flush is written into the same buffer, whose capacity stays
+                // from line to line and flush to flush (a subscriber copies what it is given).
+                lineBuffer.removeAll(keepingCapacity: true)
+                guard Self.write(method: e.method, params: e.params, eventID: id, appendingTo: &lineBuffer) else {
+                    continue
+                }
+                for t in targets { t.journal(self, deliver: lineBuffer, peer: e.peer) }
             }
             for t in targets { t.journalDeliveredBatch(self) }
         }
@@ -154,12 +161,26 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
 
     /// One notification's JSON text: the event's params with its `eventId` added.
     static func line<P: Encodable>(method: String, params: P, eventID: Int64?) -> [UInt8]? {
+        var out: [UInt8] = []
+        out.reserveCapacity(512)
+        return write(method: method, params: params, eventID: eventID, appendingTo: &out) ? out : nil
+    }
+
+    /// `line`, appended to a buffer the caller reuses; false (and `out` unchanged) if the
+    /// params cannot be encoded.
+    static func write<P: Encodable>(method: String, params: P, eventID: Int64?, appendingTo out: inout [UInt8])
+        -> Bool
+    {
         // The per-message events are written by hand (same bytes, a fraction of the cost).
         if let writable = params as? any ControlEventParamsWritable {
-            return ControlEventLine.bytes(method: method, params: writable, eventID: eventID.map { Int($0) })
+            ControlEventLine.write(
+                method: method, params: writable, eventID: eventID.map { Int($0) }, appendingTo: &out)
+            return true
         }
-        return try? CanonicalJSON.encode(
-            JournalNotification(method: method, params: params, eventID: eventID.map { Int($0) }))
+        return
+            (try? CanonicalJSON.encode(
+                JournalNotification(method: method, params: params, eventID: eventID.map { Int($0) }),
+                appendingTo: &out)) != nil
     }
 
     private func prune() {

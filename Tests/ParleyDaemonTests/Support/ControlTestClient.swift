@@ -61,6 +61,15 @@ final class ControlTestClient {
         return text.split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// What each write the daemon made carried (one `write` system call each), in order.
+    func writes() throws -> [String] {
+        var out: [String] = []
+        while var buffer = try channel.readOutbound(as: ByteBuffer.self) {
+            out.append(buffer.readString(length: buffer.readableBytes) ?? "")
+        }
+        return out
+    }
+
     static func request(_ id: Int?, _ method: String, _ params: [String: Any]? = nil) -> String {
         var object: [String: Any] = ["jsonrpc": "2.0", "method": method]
         if let id { object["id"] = id }
