@@ -44,6 +44,23 @@ final class TransportInPlaceTests: XCTestCase {
         XCTAssertEqual(a2.messagesSent, a1.messagesSent)
     }
 
+    /// A flush of a pump's chunks keeps the buffer for the next one instead of giving it back
+    /// and growing it again (a copy of every sent byte, row 10i). A flush carries a turn's 4
+    /// chunks and often more (chat, a pump that `connectionBecameWritable` restarted): at 5 the
+    /// doubling array was just over 512 KiB, the old limit.
+    func testAFlushOfAPumpsChunksKeepsTheBuffer() {
+        var e = RecordStreamEncoder()
+        let t = TransferID.random()
+        for round in 0..<3 {
+            for i in 0..<5 {
+                e.append(.file(.chunk(t, index: UInt64(5 * round + i), data: Sodium.randomBytes(65_536))))
+            }
+            e.drain { _ in }
+            XCTAssertEqual(e.pendingByteCount, 0)
+            XCTAssertGreaterThanOrEqual(e.capacity, 5 * 65_565, "round \(round): the buffer was given back")
+        }
+    }
+
     func testDrainEmptiesTheBufferEvenWhenSealingFails() {
         struct Refused: Error {}
         var e = RecordStreamEncoder()
