@@ -4,9 +4,9 @@ import XCTest
 
 @testable import ParleyDaemon
 
-/// The daemon's own copy of a file a client sends: the kernel copies it where it can
-/// (`copy_file_range`), a buffer where it cannot; either way the copy holds exactly what
-/// reading the descriptor gives, from its first byte, whatever the descriptor's position.
+/// The daemon's own copy of a file a client sends holds exactly what reading the descriptor
+/// gives, from its first byte, whatever the descriptor's position (also for a file whose
+/// size the kernel does not know), and is private to the daemon.
 final class OutgoingCopiesTests: XCTestCase {
     private var directory = ""
 
@@ -44,8 +44,8 @@ final class OutgoingCopiesTests: XCTestCase {
         }
     }
 
-    /// A file whose size the kernel reports as 0 though reading gives bytes (procfs): the
-    /// kernel's copy gives nothing, so the copy is made by reading, and holds the bytes.
+    /// A file whose size the kernel reports as 0 though reading gives bytes (procfs): the copy
+    /// holds what reading gives (a copy by size, or by `copy_file_range`, would be empty).
     func testAFileOfUnknownSizeIsCopiedByReading() throws {
         let fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC)
         XCTAssertGreaterThanOrEqual(fd, 0)

@@ -55,63 +55,6 @@ struct OutgoingCopies: Sendable {
             close(out)
             if !done { unlink(path) }
         }
-        let copied: UInt64
-        if let n = try copyInKernel(from: fd, to: out, name: name) {
-            copied = n
-        } else {
-            copied = try copyThroughBuffer(from: fd, to: out, name: name)
-        }
-        guard copied <= FileLimits.maxFileBytes else { throw .tooLarge(path: name, size: copied) }
-        guard fsync(out) == 0 else { throw .io(path: directory, operation: "cannot write a copy in", errno: errno) }
-        done = true
-        return path
-    }
-
-    /// The bytes copied by the kernel (`copy_file_range`): never through this process's
-    /// memory (a file system that shares extents, such as XFS or Btrfs, copies none at all).
-    /// Nil if the kernel cannot copy between these two files and nothing was copied yet: the
-    /// caller copies through a buffer. Stops at the limit plus one byte (a file that grew).
-    private func copyInKernel(from fd: Int32, to out: Int32, name: String) throws(FileError) -> UInt64? {
-        var copied: UInt64 = 0
-        var inOffset: Int64 = 0
-        while copied <= FileLimits.maxFileBytes {
-            let want = Int(min(UInt64(Self.copyInKernelStepBytes), FileLimits.maxFileBytes + 1 - copied))
-            guard let copyFileRange = Self.copyFileRange else { return nil }
-            let n = copyFileRange(fd, &inOffset, out, nil, want, 0)
-            if n < 0 {
-                let e = errno
-                if e == EINTR { continue }
-                // Not supported for this pair of files (an old kernel, another file system, a
-                // special file system): only before the first byte; later it is a real error.
-                if copied == 0, [EXDEV, EINVAL, ENOSYS, EOPNOTSUPP, EBADF, EPERM].contains(e) { return nil }
-                if [ENOSPC, EDQUOT, EFBIG].contains(e) {
-                    throw .io(path: directory, operation: "cannot write a copy in", errno: e)
-                }
-                throw .io(path: name, operation: "cannot read", errno: e)
-            }
-            // Nothing at the first call: an empty file, or one whose size the kernel does not
-            // know (procfs reports 0): the buffer copies what reading gives.
-            if n == 0 { return copied == 0 ? nil : copied }
-            copied += UInt64(n)
-        }
-        return copied
-    }
-
-    /// `copy_file_range(2)`: glibc declares it only under _GNU_SOURCE, which the Swift Glibc
-    /// module does not set, so it is looked up once by name (nil: the buffer copies).
-    private typealias CopyFileRange =
-        @convention(c) (
-            Int32, UnsafeMutablePointer<Int64>?, Int32, UnsafeMutablePointer<Int64>?, Int, UInt32
-        ) -> Int
-    private static let copyFileRange: CopyFileRange? = dlsym(nil, "copy_file_range").map {
-        unsafeBitCast($0, to: CopyFileRange.self)
-    }
-
-    /// A `copy_file_range` call copies at most this much: a file is copied in steps, each
-    /// checked against the size limit (and interruptible).
-    static let copyInKernelStepBytes = 64 << 20
-
-    private func copyThroughBuffer(from fd: Int32, to out: Int32, name: String) throws(FileError) -> UInt64 {
         var buffer = [UInt8](repeating: 0, count: Self.copyBufferBytes)
         var offset: UInt64 = 0
         while true {
@@ -133,7 +76,9 @@ struct OutgoingCopies: Sendable {
                 written += w
             }
         }
-        return offset
+        guard fsync(out) == 0 else { throw .io(path: directory, operation: "cannot write a copy in", errno: errno) }
+        done = true
+        return path
     }
 
     /// A second name for the copy, one per further recipient.
