@@ -44,6 +44,23 @@ final class TransportInPlaceTests: XCTestCase {
         XCTAssertEqual(a2.messagesSent, a1.messagesSent)
     }
 
+    /// A flush of a pump's chunks keeps the buffer for the next one instead of giving it back
+    /// and growing it again (a copy of every sent byte, row 10i). A flush carries a turn's 4
+    /// chunks and often more (chat, a pump that `connectionBecameWritable` restarted): at 5 the
+    /// doubling array was just over 512 KiB, the old limit.
+    func testAFlushOfAPumpsChunksKeepsTheBuffer() {
+        var e = RecordStreamEncoder()
+        let t = TransferID.random()
+        for round in 0..<3 {
+            for i in 0..<5 {
+                e.append(.file(.chunk(t, index: UInt64(5 * round + i), data: Sodium.randomBytes(65_536))))
+            }
+            e.drain { _ in }
+            XCTAssertEqual(e.pendingByteCount, 0)
+            XCTAssertGreaterThanOrEqual(e.capacity, 5 * 65_565, "round \(round): the buffer was given back")
+        }
+    }
+
     func testDrainEmptiesTheBufferEvenWhenSealingFails() {
         struct Refused: Error {}
         var e = RecordStreamEncoder()
@@ -235,5 +252,55 @@ final class TransportInPlaceTests: XCTestCase {
             pieces[1].withUnsafeBytes { out.copyMemory(from: $0) }
         }
         XCTAssertEqual(try d.next(), .file(.chunk(t, index: 0, data: data)))
+    }
+
+    /// The sender reads a chunk straight into the stream (`appendFileChunk`): the bytes queued
+    /// are exactly those of `append(.file(.chunk(...)))`, whatever came before and after.
+    func testAFileChunkFilledInPlaceEncodesAsTheRecordDoes() {
+        let t = TransferID.random()
+        let data = Sodium.randomBytes(65_536)
+        var viaRecord = RecordStreamEncoder()
+        var inPlace = RecordStreamEncoder()
+        viaRecord.append(.ping(9))
+        viaRecord.append(.file(.chunk(t, index: 41, data: data)))
+        viaRecord.append(.file(.chunk(t, index: 42, data: Array(data[0..<100]))))
+        inPlace.append(.ping(9))
+        inPlace.appendFileChunk(t, index: 41, length: data.count) { out in
+            data.withUnsafeBytes { out.copyMemory(from: $0) }
+        }
+        inPlace.appendFileChunk(t, index: 42, length: 100) { out in
+            data.withUnsafeBytes { out.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[0..<100])) }
+        }
+        var a: [[UInt8]] = []
+        var b: [[UInt8]] = []
+        viaRecord.drain { a.append(Array($0)) }
+        inPlace.drain { b.append(Array($0)) }
+        XCTAssertEqual(b, a)
+        XCTAssertGreaterThan(b.count, 1)
+    }
+
+    /// A read that fails (the source shrank) leaves nothing of its record in the stream: the
+    /// records before it leave intact and the session stays in step.
+    func testAFailedFileChunkFillLeavesNothingQueued() {
+        struct ShortRead: Error {}
+        let t = TransferID.random()
+        var e = RecordStreamEncoder()
+        e.append(.ping(1))
+        let before = e.pendingByteCount
+        XCTAssertThrowsError(
+            try e.appendFileChunk(t, index: 0, length: 65_536) {
+                (out: UnsafeMutableRawBufferPointer) throws(ShortRead) in
+                out.initializeMemory(as: UInt8.self, repeating: 0xEE)
+                throw ShortRead()
+            })
+        XCTAssertEqual(e.pendingByteCount, before)
+        e.append(.ping(2))
+        var pieces: [[UInt8]] = []
+        e.drain { pieces.append(Array($0)) }
+        var d = RecordStreamDecoder()
+        for p in pieces { d.append(p) }
+        XCTAssertEqual(try d.next(), .ping(1))
+        XCTAssertEqual(try d.next(), .ping(2))
+        XCTAssertNil(try d.next())
     }
 }

@@ -217,27 +217,36 @@ extension Node {
             }
             for index in f.machine.take(budget: budget) {
                 budget -= 1
-                guard let data = readChunk(f, index), Int(index) < f.hashes.count,
-                    f.recheckChunk != index || FileHash.of(data) == f.hashes[Int(index)]
-                else {
+                guard sendChunk(f, key, index, on: conn) else {
                     failOutgoing(f, key, "the source file changed while it was being sent; send it again", on: conn)
                     break
                 }
                 if f.recheckChunk == index { f.recheckChunk = nil }
-                conn.send(.file(.chunk(key.transfer, index: index, data: data)))
             }
             if f.machine.canSend { more = true }
         }
         if more { schedulePumpFiles(conn) }
     }
 
-    private func readChunk(_ f: OutgoingFile, _ index: UInt64) -> [UInt8]? {
-        guard let source = f.source else { return nil }
-        let length = f.record.offer?.chunkLength(index) ?? 0
-        guard let data = try? source.read(offset: index * UInt64(f.record.chunkSize), length: length),
-            data.count == length
-        else { return nil }
-        return data
+    /// Reads chunk `index` from the source straight into the connection's outgoing record
+    /// stream (one buffer, reused every flush: no array per chunk, no copy of it). False if
+    /// the source could not be read in full, or a re-fetched chunk no longer matches its hash.
+    private func sendChunk(_ f: OutgoingFile, _ key: FileKey, _ index: UInt64, on conn: PeerConnection) -> Bool {
+        guard let source = f.source, Int(index) < f.hashes.count, let offer = f.record.offer else { return false }
+        let recheck = f.recheckChunk == index
+        let expected = f.hashes[Int(index)]
+        do throws(FileError) {
+            try conn.sendFileChunk(key.transfer, index: index, length: offer.chunkLength(index)) {
+                out throws(FileError) in
+                try source.read(offset: index * UInt64(f.record.chunkSize), into: out)
+                if recheck, FileHash.of(UnsafeRawBufferPointer(out)) != expected {
+                    throw .notSendable(path: source.path, reason: "it changed while being sent")
+                }
+            }
+        } catch {
+            return false
+        }
+        return true
     }
 
     /// Our side cannot go on: tell the receiver why, record it.

@@ -40,27 +40,20 @@ final class SourceFile {
         return Int64(st.st_size) == size && m == modified
     }
 
-    /// `length` bytes at `offset`; fewer only if the file shrank (the caller's hash check fails).
-    func read(offset: UInt64, length: Int) throws(FileError) -> [UInt8] {
-        // Read straight into the array's storage: no zero-fill first (a pass over every
-        // byte sent, twice per byte counting the offer's hashing).
-        var failure: Int32 = 0
-        let out = [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
-            var done = 0
-            while done < length {
-                let n = pread(fd, buffer.baseAddress! + done, length - done, off_t(offset) + off_t(done))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
-                    break
-                }
-                if n == 0 { break }
-                done += n
+    /// Fills `buffer` with the bytes at `offset`: where the chunk is sent from (the record
+    /// stream's pending buffer), with no array of its own and no zero-fill first. Throws if the
+    /// file ended first (it shrank since it was offered).
+    func read(offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws(FileError) {
+        var done = 0
+        while done < buffer.count {
+            let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .io(path: path, operation: "cannot read", errno: errno)
             }
-            initialized = done
+            if n == 0 { throw .notSendable(path: path, reason: "it is shorter than when it was offered") }
+            done += n
         }
-        if failure != 0 { throw .io(path: path, operation: "cannot read", errno: failure) }
-        return out
     }
 
     /// What an offer needs: the chunk hashes and the hash of their list, which is the file's

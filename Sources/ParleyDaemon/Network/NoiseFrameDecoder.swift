@@ -100,6 +100,7 @@ final class NoiseFrameDecoder: ChannelInboundHandler {
     /// ran out first (or the frame was invalid).
     private func complete(from incoming: inout ByteBuffer, context: ChannelHandlerContext) -> Bool {
         if case .header(var start) = partial {
+            partial = nil
             // Under two bytes: put the header together (a byte or two), then assemble.
             var joined = context.channel.allocator.buffer(capacity: start.readableBytes + incoming.readableBytes)
             joined.writeBuffer(&start)
@@ -115,6 +116,9 @@ final class NoiseFrameDecoder: ChannelInboundHandler {
             if failed { return false }
         }
         guard case .assembling(var buffer, let total) = partial else { return true }
+        // Let go of `partial`'s reference first: with two references the write below copied the
+        // whole buffer before adding to it (copy-on-write), once more per split frame.
+        partial = nil
         let take = min(total - buffer.readableBytes, incoming.readableBytes)
         var piece = incoming.readSlice(length: take)!
         buffer.writeBuffer(&piece)
@@ -122,7 +126,6 @@ final class NoiseFrameDecoder: ChannelInboundHandler {
             partial = .assembling(buffer, total: total)
             return false
         }
-        partial = nil
         let message = buffer.getSlice(at: buffer.readerIndex + Frame.headerLength, length: total - Frame.headerLength)!
         context.fireChannelRead(wrapInboundOut(message))
         return !failed

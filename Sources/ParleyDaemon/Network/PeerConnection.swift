@@ -334,6 +334,18 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         scheduleFlush()
     }
 
+    /// Queues a `fileChunk` record whose data `fill` writes where it will be sealed from
+    /// (`RecordStreamEncoder.appendFileChunk`): the sender `pread`s the source there. If
+    /// `fill` throws, nothing is queued. On a session not (or no longer) established, `fill`
+    /// is not called.
+    func sendFileChunk<E: Error>(
+        _ transfer: TransferID, index: UInt64, length: Int, _ fill: (UnsafeMutableRawBufferPointer) throws(E) -> Void
+    ) throws(E) {
+        guard case .established = state else { return }
+        try outgoing.encoder.appendFileChunk(transfer, index: index, length: length, fill)
+        scheduleFlush()
+    }
+
     private func scheduleFlush() {
         guard !outgoing.flushScheduled, let loop = context?.eventLoop else { return }
         outgoing.flushScheduled = true
