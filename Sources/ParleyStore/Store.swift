@@ -90,6 +90,7 @@ public final class Store: @unchecked Sendable {
             // Negative cache_size means KiB.
             try db.execute(sql: "PRAGMA cache_size = -\(Store.pageCacheKiB)")
             Schema.registerSearchFunction(db)
+            Schema.registerUnhexFunction(db)
         }
 
         do {
