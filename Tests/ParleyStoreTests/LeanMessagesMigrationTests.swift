@@ -223,7 +223,13 @@ final class LeanMessagesMigrationTests: StoreDirectoryTestCase {
             try s.pendingActions(to: peer(2), limit: 10).map(\.target), [String(format: "%032x", 2)],
             "the edit of the delivered message is sent; the one of the queued message waits")
         // Journal replay renders each event's message from the table.
-        let events = try s.events(after: 0, through: try s.eventBounds().last, limit: 1000)
+        let last = try s.eventBounds().last
+        var events: [JournalEvent] = []
+        for _ in 0..<(n / 997 / StoreLimits.maximumPageSize + 2) {
+            let page = try s.events(after: events.last?.id ?? 0, through: last, limit: StoreLimits.maximumPageSize)
+            if page.isEmpty { break }
+            events += page
+        }
         XCTAssertEqual(events.count, (n - 3) / 997)
         let rendered = try s.messages(rowIDs: events.compactMap(\.event.messageRowID))
         XCTAssertEqual(rendered.count, events.count)
