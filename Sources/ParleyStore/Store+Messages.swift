@@ -72,20 +72,12 @@ extension Store {
                     INSERT INTO message (id, sender, recipient, peer, incoming, state, sequence, created_at, reply_to)
                     VALUES (?1, ?2, ?3, ?3, 0, 0, ?4, ?5, ?6)
                     """)
-            // Each key turned into its party id once per batch (a batch is mostly one peer's).
-            let senderParty = try Self.ensureParty(db, hex: sender)
-            var recipients: [String: Int64] = [:]
+            let senderParty = try self.party(db, hex: sender)
             var stored: [StoredMessage] = []
             stored.reserveCapacity(messages.count)
             for (offset, message) in messages.enumerated() {
                 let sequence = sequences.lowerBound + Int64(offset)
-                let recipient: Int64
-                if let known = recipients[message.recipient] {
-                    recipient = known
-                } else {
-                    recipient = try Self.ensureParty(db, hex: message.recipient)
-                    recipients[message.recipient] = recipient
-                }
+                let recipient = try self.party(db, hex: message.recipient)
                 do {
                     try insert.executeDirect([
                         .blob(try Self.idBytes(message.id)), .int(senderParty), .int(recipient),
@@ -165,7 +157,7 @@ extension Store {
     public func markDelivered(_ ids: [MessageID], by recipient: IdentityPublicKey, at: Int64, journal: MessageJournal?)
         throws(StoreError) -> [DeliveredMessage]
     {
-        try markDelivered(ids, recipientKey: recipient.bytes, recipient: recipient.hex, at: at, journal: journal)
+        try markDelivered(ids, recipient: recipient.hex, at: at, journal: journal)
     }
 
     private func markDelivered(hexIDs ids: [String], recipient: String, at: Int64, journal: MessageJournal?)
@@ -173,15 +165,15 @@ extension Store {
     {
         try markDelivered(
             ids.compactMap { Sodium.fromHex($0).map(MessageID.init(exactly:)) },
-            recipientKey: Sodium.fromHex(recipient) ?? [], recipient: recipient, at: at, journal: journal)
+            recipient: recipient, at: at, journal: journal)
     }
 
     private func markDelivered(
-        _ ids: [MessageID], recipientKey: [UInt8], recipient: String, at: Int64, journal: MessageJournal?
+        _ ids: [MessageID], recipient: String, at: Int64, journal: MessageJournal?
     ) throws(StoreError) -> [DeliveredMessage] {
         guard !ids.isEmpty else { return [] }
         return try relaxedWrite { db in
-            guard let party = try Self.partyID(db, key: recipientKey) else { return [] }
+            guard let party = try self.knownParty(db, hex: recipient) else { return [] }
             // Find, then update by row_id: cheaper than UPDATE ... RETURNING, which makes
             // SQLite build a temporary table for every single ack.
             // INDEXED BY: without statistics SQLite would pick the outbox index on recipient
@@ -294,14 +286,7 @@ extension Store {
                 sql: """
                     SELECT \(Self.messageColumns) FROM message WHERE id = ? AND sender = ?
                     """)
-            // Each key turned into its party id once per batch (a batch is one peer's).
-            var parties: [String: Int64] = [:]
-            func party(_ hex: String) throws -> Int64 {
-                if let known = parties[hex] { return known }
-                let id = try Self.ensureParty(db, hex: hex)
-                parties[hex] = id
-                return id
-            }
+            func party(_ hex: String) throws -> Int64 { try self.party(db, hex: hex) }
             var results: [(message: StoredMessage, isNew: Bool)] = []
             results.reserveCapacity(messages.count)
             var newCount = 0

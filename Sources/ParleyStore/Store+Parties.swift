@@ -32,6 +32,38 @@ extension Store {
         return db.lastInsertedRowID
     }
 
+    /// Most party ids `partyIDs` keeps: a node talks with tens of peers and rooms, and a
+    /// flood of new keys only empties it (each lookup then costs one index probe again).
+    static let partyIDCacheLimit = 4096
+
+    /// `ensureParty` through `partyIDs`: the message path resolves the same few keys in
+    /// every transaction, and one message in flight is one transaction (~3,000 instructions
+    /// per probe in callgrind). Only ids found by a lookup are kept, never one inserted by
+    /// this transaction (it may still roll back; a failed write also empties the cache).
+    /// Inside a write, under `lock`.
+    func party(_ db: Database, hex: String) throws -> Int64 {
+        if let id = partyIDs[hex] { return id }
+        guard let key = Sodium.fromHex(hex) else { throw UnexpectedStoredValue(column: "party.key", value: hex) }
+        if let id = try Self.partyID(db, key: key) {
+            rememberParty(hex, id)
+            return id
+        }
+        return try Self.ensureParty(db, key: key)
+    }
+
+    /// `partyID(_:hex:)` through `partyIDs` (nil: no message names the key yet).
+    func knownParty(_ db: Database, hex: String) throws -> Int64? {
+        if let id = partyIDs[hex] { return id }
+        guard let id = try Self.partyID(db, hex: hex) else { return nil }
+        rememberParty(hex, id)
+        return id
+    }
+
+    private func rememberParty(_ hex: String, _ id: Int64) {
+        if partyIDs.count >= Self.partyIDCacheLimit { partyIDs.removeAll() }
+        partyIDs[hex] = id
+    }
+
     /// `ensureParty` for a hex key the caller validated.
     static func ensureParty(_ db: Database, hex: String) throws -> Int64 {
         guard let key = Sodium.fromHex(hex) else { throw UnexpectedStoredValue(column: "party.key", value: hex) }
