@@ -39,8 +39,8 @@ extension Store {
                     RETURNING row_id, id
                     """)
             let rows = try Row.fetchAll(update, arguments: [at, queueReceipts ? 1 : 0, peer, upTo ?? Int64.max])
-            return try rows.map { (rowID: try $0.int64(0), id: Sodium.hex(try $0.bytes(1))) }.sorted { $0.rowID < $1.rowID }.map(
-                \.id)
+            let changed = try rows.map { (rowID: try $0.int64(0), id: Sodium.hex(try $0.bytes(1))) }
+            return changed.sorted { $0.rowID < $1.rowID }.map(\.id)
         }
     }
 

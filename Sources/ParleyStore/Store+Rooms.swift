@@ -551,8 +551,8 @@ extension Store {
                     WHERE room = \(Self.partyOfHexParameter) AND incoming = 1 AND read_at IS NULL AND row_id <= ?
                     RETURNING row_id, id
                     """, arguments: [at, room, upTo ?? Int64.max])
-            return try rows.map { (rowID: try $0.int64(0), id: Sodium.hex(try $0.bytes(1))) }.sorted { $0.rowID < $1.rowID }.map(
-                \.id)
+            let changed = try rows.map { (rowID: try $0.int64(0), id: Sodium.hex(try $0.bytes(1))) }
+            return changed.sorted { $0.rowID < $1.rowID }.map(\.id)
         }
     }
 

@@ -94,11 +94,12 @@ final class LeanMessagesMigrationTests: StoreDirectoryTestCase {
                         String(format: "%032x", target), me
                     ])
             }
-            try db.execute(sql: """
-                    UPDATE counter SET value = (SELECT COUNT(*) FROM message WHERE state = 'queued') WHERE name = 'messages_queued';
-                    UPDATE counter SET value = (SELECT COUNT(*) FROM message WHERE state = 'delivered') WHERE name = 'messages_delivered';
-                    UPDATE counter SET value = (SELECT COUNT(*) FROM message WHERE state = 'received') WHERE name = 'messages_received';
-                """)
+            try db.execute(
+                sql: """
+                        UPDATE counter SET value = (SELECT COUNT(*) FROM message WHERE state = 'queued') WHERE name = 'messages_queued';
+                        UPDATE counter SET value = (SELECT COUNT(*) FROM message WHERE state = 'delivered') WHERE name = 'messages_delivered';
+                        UPDATE counter SET value = (SELECT COUNT(*) FROM message WHERE state = 'received') WHERE name = 'messages_received';
+                    """)
         }
         try queue.close()
         try FileManager.default.copyItem(atPath: path, toPath: oldCopy)
@@ -193,7 +194,8 @@ final class LeanMessagesMigrationTests: StoreDirectoryTestCase {
         let page = try s.historyPage(.peer(peer(3)), after: nil, before: nil, limit: 50)
         XCTAssertEqual(page.messages.map(\.rowID), e.peerPage)
         XCTAssertTrue(page.hasOlder)
-        XCTAssertEqual(try s.historyPage(.room(room), after: nil, before: nil, limit: 50).messages.map(\.rowID), e.roomPage)
+        XCTAssertEqual(
+            try s.historyPage(.room(room), after: nil, before: nil, limit: 50).messages.map(\.rowID), e.roomPage)
         XCTAssertEqual(try s.pendingOutgoing(to: peer(4), limit: 100).map(\.rowID), e.outbox)
         XCTAssertEqual(try s.pendingReadReceipts(to: peer(5), limit: 100), e.receipts)
         XCTAssertFalse(e.receipts.isEmpty)
@@ -237,16 +239,25 @@ final class LeanMessagesMigrationTests: StoreDirectoryTestCase {
 
         // Ids continue above the deleted newest rows; a duplicate id is still refused.
         let sent = try s.enqueue(
-            [NewOutgoingMessage(id: String(repeating: "f", count: 32), recipient: peer(3), body: "after", createdAt: 1)],
+            [
+                NewOutgoingMessage(
+                    id: String(repeating: "f", count: 32), recipient: peer(3), body: "after", createdAt: 1)
+            ],
             sender: me)
         XCTAssertEqual(sent.first?.rowID, Int64(n) + 1, "AUTOINCREMENT's high-water mark survived the rebuild")
         XCTAssertThrowsError(
             try s.enqueue(
                 [NewOutgoingMessage(id: String(format: "%032x", 1), recipient: peer(4), body: "x", createdAt: 1)],
                 sender: me))
-        XCTAssertEqual(try s.storeIncoming(
-            [IncomingMessage(id: String(format: "%032x", 3), sender: peer(3), recipient: me, sequence: 3, createdAt: 1, body: "again")],
-            at: 9).first?.isNew, false, "a resent incoming message is still recognised")
+        XCTAssertEqual(
+            try s.storeIncoming(
+                [
+                    IncomingMessage(
+                        id: String(format: "%032x", 3), sender: peer(3), recipient: me, sequence: 3, createdAt: 1,
+                        body: "again")
+                ],
+                at: 9
+            ).first?.isNew, false, "a resent incoming message is still recognised")
         try s.close()
         store = nil
 
@@ -269,26 +280,33 @@ final class LeanMessagesMigrationTests: StoreDirectoryTestCase {
             // What a message's row and index entries occupy (dbstat: pages of the table and
             // its indexes, and of `party`), before and after.
             func bytesPerMessage(_ schema: String, _ tables: String) throws -> Double {
-                let bytes = try Int.fetchOne(
-                    db,
-                    sql: """
-                        SELECT SUM(pgsize) FROM dbstat('\(schema)')
-                        WHERE name IN (SELECT name FROM \(schema).sqlite_master WHERE tbl_name IN (\(tables)))
-                        """) ?? 0
+                let bytes =
+                    try Int.fetchOne(
+                        db,
+                        sql: """
+                            SELECT SUM(pgsize) FROM dbstat('\(schema)')
+                            WHERE name IN (SELECT name FROM \(schema).sqlite_master WHERE tbl_name IN (\(tables)))
+                            """) ?? 0
                 return Double(bytes) / Double(n - 3)
             }
             let old = try bytesPerMessage("old", "'message'")
             let new = try bytesPerMessage("main", "'message', 'party'")
             print(
-                "LeanMessagesMigrationTests: message table and indexes \(Int(old)) bytes per message before, \(Int(new)) after")
+                "LeanMessagesMigrationTests: message table and indexes \(Int(old)) bytes per message before, \(Int(new)) after"
+            )
             XCTAssertLessThan(new, old / 3, "the lean rows and indexes take less than a third of the space")
             XCTAssertEqual(try Row.fetchAll(db, sql: "PRAGMA main.foreign_key_check").count, 0)
             XCTAssertEqual(try String.fetchOne(db, sql: "PRAGMA main.integrity_check"), "ok")
             XCTAssertEqual(
                 try String.fetchAll(
-                    db, sql: "SELECT name FROM main.sqlite_master WHERE type = 'index' AND tbl_name = 'message' ORDER BY name"),
-                ["message_id_sender", "message_peer", "message_queued", "message_receipt_pending", "message_room",
-                 "message_unread"])
+                    db,
+                    sql:
+                        "SELECT name FROM main.sqlite_master WHERE type = 'index' AND tbl_name = 'message' ORDER BY name"
+                ),
+                [
+                    "message_id_sender", "message_peer", "message_queued", "message_receipt_pending", "message_room",
+                    "message_unread"
+                ])
         }
         try queue.close()
     }
