@@ -89,7 +89,7 @@ extension Schema {
                 sql: """
                     SELECT row_id, id, sender, recipient, room, reply_to FROM message
                     WHERE length(\(unhex)(id)) IS NOT 16 OR length(\(unhex)(sender)) IS NOT 32
-                       OR length(\(unhex)(recipient)) NOT IN (16, 32)
+                       OR COALESCE(length(\(unhex)(recipient)), 0) NOT IN (16, 32)
                        OR (room IS NOT NULL AND length(\(unhex)(room)) IS NOT 16)
                        OR (reply_to IS NOT NULL AND length(\(unhex)(reply_to)) IS NOT 16)
                     LIMIT 1

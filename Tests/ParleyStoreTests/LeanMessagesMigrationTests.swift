@@ -314,14 +314,21 @@ final class LeanMessagesMigrationTests: StoreDirectoryTestCase {
     /// A value the lean table cannot hold (not hex: only a damaged or hand-edited file has
     /// one) refuses the store, naming the row, and changes nothing.
     func testAValueThatIsNotHexStopsTheMigrationAndKeepsTheStore() throws {
+        try refusesTheStore(
+            "UPDATE message SET reply_to = 'not hex at all, 32 characters!!!' WHERE row_id = 4", naming: 4)
+    }
+
+    func testARecipientThatIsNotHexStopsTheMigrationAndKeepsTheStore() throws {
+        try refusesTheStore("UPDATE message SET recipient = 'room?', peer = 'room?' WHERE row_id = 5", naming: 5)
+    }
+
+    private func refusesTheStore(_ damage: String, naming row: Int) throws {
         try oldStore(messages: 10)
         let queue = try DatabaseQueue(path: path)
-        try queue.write { db in
-            try db.execute(sql: "UPDATE message SET reply_to = 'not hex at all, 32 characters!!!' WHERE row_id = 4")
-        }
+        try queue.write { db in try db.execute(sql: damage) }
         try queue.close()
         XCTAssertThrowsError(try Store(directory: directory)) { error in
-            XCTAssertTrue("\(error)".contains("row 4"), "\(error)")
+            XCTAssertTrue("\(error)".contains("row \(row)"), "\(error)")
         }
         let after = try DatabaseQueue(path: path)
         try after.read { db in
