@@ -33,6 +33,11 @@ extension Row {
         try withUnsafeData(atIndex: index) { data in data.map { [UInt8]($0) } ?? [] }
     }
 
+    /// A BLOB column as bytes, nil for NULL.
+    func optionalBytes(_ index: Int) throws -> [UInt8]? {
+        try withUnsafeData(atIndex: index) { data in data.map { [UInt8]($0) } }
+    }
+
     /// A BLOB column holding UTF-8 text (message bodies).
     func utf8Blob(_ index: Int) throws -> String {
         try withUnsafeData(atIndex: index) { data in

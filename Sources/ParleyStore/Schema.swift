@@ -183,6 +183,7 @@ enum Schema {
         registerRoomSyncMigration(&migrator)
         registerJournalIndexMigration(&migrator)
         registerMessageChecksMigration(&migrator)
+        registerLeanMessagesMigration(&migrator)
         return migrator
     }
 }

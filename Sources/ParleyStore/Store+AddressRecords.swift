@@ -30,8 +30,10 @@ extension Store {
     public func hasSentMessages(to peer: IdentityPublicKey) throws(StoreError) -> Bool {
         try read { db in
             try Bool.fetchOne(
-                db, sql: "SELECT 1 FROM message WHERE peer = ? AND direction = 'outgoing' LIMIT 1",
-                arguments: [peer.hex])
+                db,
+                sql: """
+                    SELECT 1 FROM message WHERE peer = \(Self.partyOfHexParameter) AND incoming = 0 LIMIT 1
+                    """, arguments: [peer.hex])
                 != nil
         }
     }

@@ -121,12 +121,17 @@ extension Store {
             throw .invalidArgument("a message id is \(Self.minimumMessageIDPrefix) to 32 hex digits")
         }
         return try read { db in
-            // Hex digits sort below "g", so this range is exactly the ids with the prefix.
+            // Ids are 16 bytes: those with the prefix lie between the prefix filled up with
+            // zero digits and filled up with f digits (BLOBs compare bytewise).
+            let fill = 32 - prefix.count
+            guard let low = Self.idBlob(prefix + String(repeating: "0", count: fill)),
+                let high = Self.idBlob(prefix + String(repeating: "f", count: fill))
+            else { return [] }
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT \(Self.messageColumns) FROM message WHERE id >= ? AND id < ? ORDER BY row_id LIMIT ?
+                    SELECT \(Self.messageColumns) FROM message WHERE id BETWEEN ? AND ? ORDER BY row_id LIMIT ?
                     """)
-            return try Self.fetchMessages(statement, [prefix, prefix + "g", limit])
+            return try Self.fetchMessages(statement, [low, high, limit])
         }
     }
 
@@ -237,14 +242,17 @@ extension Store {
             let find = try db.cachedStatement(
                 sql: """
                     SELECT \(Self.messageColumns) FROM message
-                    WHERE id = ? AND room IS NULL AND peer = ? AND (sender = ? OR sender = ?) ORDER BY row_id LIMIT 1
+                    WHERE id = ? AND room IS NULL AND peer = \(Self.partyOfHexParameter)
+                      AND (sender = \(Self.partyOfHexParameter) OR sender = \(Self.partyOfHexParameter))
+                    ORDER BY row_id LIMIT 1
                     """)
             // In a room, by id within the room; the author's own message first (ids are
             // unique per sender only).
             let findInRoom = try db.cachedStatement(
                 sql: """
                     SELECT \(Self.messageColumns) FROM message
-                    WHERE id = ? AND room = ? ORDER BY sender = ? DESC, row_id LIMIT 1
+                    WHERE id = ? AND room = \(Self.partyOfHexParameter)
+                    ORDER BY sender = \(Self.partyOfHexParameter) DESC, row_id LIMIT 1
                     """)
             let byRow = try db.cachedStatement(sql: "SELECT \(Self.messageColumns) FROM message WHERE row_id = ?")
             let known = try db.cachedStatement(
@@ -258,8 +266,8 @@ extension Store {
                 }
                 let target =
                     try a.room.map { room in
-                        try Self.fetchMessages(findInRoom, [a.target, room, a.author]).first
-                    } ?? Self.fetchMessages(find, [a.target, a.author, a.author, me]).first
+                        try Self.fetchMessages(findInRoom, [Self.idBlob(a.target), room, a.author]).first
+                    } ?? Self.fetchMessages(find, [Self.idBlob(a.target), a.author, a.author, me]).first
                 let reaction = (a.kind == .react || a.kind == .unreact) ? a.body : nil
                 let facts = try target.map { try Self.facts(db, $0, author: a.author, reaction: reaction) }
                 let allowed = judge(a, facts)
@@ -355,13 +363,17 @@ extension Store {
                     SELECT a.id, a.author, a.peer, a.sequence, a.created_at, a.target, a.target_author, a.kind, a.body, a.room
                     FROM message_action a
                     WHERE a.peer = ? AND a.room IS NULL AND a.state = 'queued' AND NOT EXISTS (
-                        SELECT 1 FROM message m WHERE m.id = a.target AND m.sender = a.target_author AND m.state = 'queued')
+                        SELECT 1 FROM message m
+                        WHERE m.id = \(Schema.unhexFunction)(a.target) AND m.state = 0
+                          AND m.sender = (SELECT id FROM party WHERE key = \(Schema.unhexFunction)(a.target_author)))
                     UNION ALL
                     SELECT a.id, a.author, a.peer, a.sequence, a.created_at, a.target, a.target_author, a.kind, a.body, a.room
                     FROM action_delivery d JOIN message_action a ON a.row_id = d.action_row
                     WHERE d.member = ? AND d.state = 'queued' AND NOT EXISTS (
                         SELECT 1 FROM message m JOIN room_delivery r ON r.message_row = m.row_id
-                        WHERE m.id = a.target AND m.sender = a.target_author AND r.member = d.member AND r.state = 'queued')
+                        WHERE m.id = \(Schema.unhexFunction)(a.target)
+                          AND m.sender = (SELECT id FROM party WHERE key = \(Schema.unhexFunction)(a.target_author))
+                          AND r.member = d.member AND r.state = 'queued')
                     ORDER BY 4 LIMIT ?
                     """)
             var out: [StoredAction] = []

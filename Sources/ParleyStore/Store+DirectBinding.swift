@@ -1,5 +1,6 @@
 import GRDB
 import GRDBSQLite
+import ParleyCore
 
 /// One parameter of a per-message statement, bound through SQLite's C API.
 ///
@@ -33,6 +34,14 @@ struct DirectRow {
         else { return nil }
         let count = Int(sqlite3_column_bytes(handle, column))
         return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+    }
+
+    /// A BLOB column as lowercase hex, nil for NULL.
+    func optionalHex(_ column: Int32) -> String? {
+        guard sqlite3_column_type(handle, column) != SQLITE_NULL, let blob = sqlite3_column_blob(handle, column)
+        else { return nil }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return Sodium.hex(Array(UnsafeRawBufferPointer(start: blob, count: count)))
     }
 }
 

@@ -19,7 +19,9 @@ extension Store {
                     WHERE trust IN ('pinned', 'pending') AND last_seen < ? AND nickname IS NULL AND replaced_by IS NULL
                       AND NOT EXISTS (SELECT 1 FROM peer AS p WHERE p.replaced_by = peer.identity)
                       AND NOT EXISTS (SELECT 1 FROM key_change WHERE old_identity = peer.identity OR new_identity = peer.identity)
-                      AND NOT EXISTS (SELECT 1 FROM message WHERE message.peer = peer.identity)
+                      AND NOT EXISTS (
+                          SELECT 1 FROM party JOIN message ON message.peer = party.id
+                          WHERE party.key = \(Schema.unhexFunction)(peer.identity))
                     """, arguments: [lastSeenBefore])
             let expired = candidates.filter { !keep.contains($0) }
             let delete = try db.cachedStatement(sql: "DELETE FROM peer WHERE identity = ?")

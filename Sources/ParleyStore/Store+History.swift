@@ -86,10 +86,10 @@ extension Store {
             return ("", [])
         case .peer(let identity):
             try InputValidation.requireIdentity(identity, "peer")
-            return (" AND \(t)peer = ? AND \(t)room IS NULL", [identity])
+            return (" AND \(t)peer = \(partyOfHexParameter) AND \(t)room IS NULL", [identity])
         case .room(let room):
             try requireRoomID(room)
-            return (" AND \(t)room = ?", [room])
+            return (" AND \(t)room = \(partyOfHexParameter)", [room])
         }
     }
 }

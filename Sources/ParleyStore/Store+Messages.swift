@@ -13,9 +13,11 @@ extension Store {
     /// `messageColumns` for a query that names the message table `table` (an alias).
     static func messageColumns(of table: String) -> String {
         [
-            "row_id", "id", "direction", "sender", "recipient", "sequence", "created_at",
+            "row_id", "id", "incoming", "(SELECT key FROM party WHERE party.id = \(table).sender)",
+            "(SELECT key FROM party WHERE party.id = \(table).recipient)", "sequence", "created_at",
             "(SELECT body FROM message_body WHERE message_body.row_id = \(table).row_id)",
-            "state", "delivered_at", "received_at", "read_at", "room", "reply_to", "edited_at", "deleted_at"
+            "state", "delivered_at", "received_at", "read_at",
+            "(SELECT key FROM party WHERE party.id = \(table).room)", "reply_to", "edited_at", "deleted_at"
         ]
         .map { $0.hasPrefix("(") ? $0 : "\(table).\($0)" }
         .joined(separator: ", ")
@@ -67,17 +69,19 @@ extension Store {
             let sequences = try Self.reserveSequenceNumbers(db, count: messages.count)
             let insert = try db.cachedStatement(
                 sql: """
-                    INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state, reply_to)
-                    VALUES (?, 'outgoing', ?, ?, ?, ?, ?, 'queued', ?)
+                    INSERT INTO message (id, sender, recipient, peer, incoming, state, sequence, created_at, reply_to)
+                    VALUES (?1, ?2, ?3, ?3, 0, 0, ?4, ?5, ?6)
                     """)
+            let senderParty = try self.party(db, hex: sender)
             var stored: [StoredMessage] = []
             stored.reserveCapacity(messages.count)
             for (offset, message) in messages.enumerated() {
                 let sequence = sequences.lowerBound + Int64(offset)
+                let recipient = try self.party(db, hex: message.recipient)
                 do {
                     try insert.executeDirect([
-                        .text(message.id), .text(sender), .text(message.recipient), .text(message.recipient),
-                        .int(sequence), .int(message.createdAt), .optionalText(message.replyTo)
+                        .blob(try Self.idBytes(message.id)), .int(senderParty), .int(recipient),
+                        .int(sequence), .int(message.createdAt), .optionalBlob(try message.replyTo.map(Self.idBytes))
                     ])
                 } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
                     throw StoreError.conflict("message id \(message.id) from \(sender) is already stored")
@@ -106,13 +110,14 @@ extension Store {
         let limit = InputValidation.pageSize(limit)
         guard limit > 0 else { return [] }
         return try read { db in
-            // `state = 'queued'` is a literal so SQLite can use the partial outbox index.
+            guard let party = try Self.partyID(db, hex: recipient) else { return [] }
+            // `state = 0` is a literal so SQLite can use the partial outbox index.
             let statement = try db.cachedStatement(
                 sql: """
                     SELECT \(Self.messageColumns) FROM message
-                    WHERE recipient = ? AND state = 'queued' AND sequence > ? ORDER BY sequence LIMIT ?
+                    WHERE recipient = ? AND state = 0 AND sequence > ? ORDER BY sequence LIMIT ?
                     """)
-            return try Self.fetchMessages(statement, [recipient, afterSequence, limit])
+            return try Self.fetchMessages(statement, [party, afterSequence, limit])
         }
     }
 
@@ -121,12 +126,13 @@ extension Store {
         try read { db in
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT recipient, COUNT(*) FROM message WHERE state = 'queued' GROUP BY recipient
+                    SELECT (SELECT key FROM party WHERE party.id = recipient), COUNT(*) FROM message
+                    WHERE state = 0 GROUP BY recipient
                     """)
             var result: [String: Int] = [:]
             let rows = try Row.fetchCursor(statement)
             while let row = try rows.next() {
-                result[try row.text(0)] = Int(try row.int64(1))
+                result[Sodium.hex(try row.bytes(0))] = Int(try row.int64(1))
             }
             return result
         }
@@ -151,36 +157,46 @@ extension Store {
     public func markDelivered(_ ids: [MessageID], by recipient: IdentityPublicKey, at: Int64, journal: MessageJournal?)
         throws(StoreError) -> [DeliveredMessage]
     {
-        try markDelivered(hexIDs: ids.map(\.hex), recipient: recipient.hex, at: at, journal: journal)
+        try markDelivered(ids, recipient: recipient.hex, at: at, journal: journal)
     }
 
     private func markDelivered(hexIDs ids: [String], recipient: String, at: Int64, journal: MessageJournal?)
         throws(StoreError) -> [DeliveredMessage]
     {
+        try markDelivered(
+            ids.compactMap { Sodium.fromHex($0).map(MessageID.init(exactly:)) },
+            recipient: recipient, at: at, journal: journal)
+    }
+
+    private func markDelivered(
+        _ ids: [MessageID], recipient: String, at: Int64, journal: MessageJournal?
+    ) throws(StoreError) -> [DeliveredMessage] {
         guard !ids.isEmpty else { return [] }
         return try relaxedWrite { db in
+            guard let party = try self.knownParty(db, hex: recipient) else { return [] }
             // Find, then update by row_id: cheaper than UPDATE ... RETURNING, which makes
             // SQLite build a temporary table for every single ack.
             // INDEXED BY: without statistics SQLite would pick the outbox index on recipient
             // and scan every queued message per ack, quadratic in a big batch.
             let find = try db.cachedStatement(
                 sql: """
-                    SELECT row_id, room FROM message INDEXED BY \(Schema.Index.messageIDSender)
-                    WHERE id = ? AND recipient = ? AND state = 'queued'
+                    SELECT row_id, (SELECT key FROM party WHERE party.id = room)
+                    FROM message INDEXED BY \(Schema.Index.messageIDSender)
+                    WHERE id = ? AND recipient = ? AND state = 0
                     """)
             let update = try db.cachedStatement(
                 sql: """
-                    UPDATE message SET state = 'delivered', delivered_at = ? WHERE row_id = ?
+                    UPDATE message SET state = 1, delivered_at = ? WHERE row_id = ?
                     """)
             var changed: [DeliveredMessage] = []
             changed.reserveCapacity(ids.count)
             for id in ids {
                 // Read whole before updating (the same id twice in one ack finds it once).
                 let first = changed.count
-                try find.queryDirect([.text(id), .text(recipient)]) { row in
+                try find.queryDirect([.blob(id.bytes), .int(party)]) { row in
                     changed.append(
                         DeliveredMessage(
-                            rowID: row.int64(0), id: id, recipient: recipient, room: row.optionalText(1),
+                            rowID: row.int64(0), id: id.hex, recipient: recipient, room: row.optionalHex(1),
                             deliveredAt: at))
                 }
                 for d in changed[first...] {
@@ -207,12 +223,13 @@ extension Store {
     /// Readdresses every undelivered message for `oldRecipient` to `newRecipient`, inside
     /// `acceptKeyChange`'s transaction. Sequence numbers and ids are kept. Returns how many moved.
     static func retarget(_ db: Database, from oldRecipient: String, to newRecipient: String) throws -> Int {
-        guard oldRecipient != newRecipient else { return 0 }
+        guard oldRecipient != newRecipient, let old = try partyID(db, hex: oldRecipient) else { return 0 }
+        let new = try ensureParty(db, hex: newRecipient)
         let update = try db.cachedStatement(
             sql: """
-                UPDATE message SET recipient = ?, peer = ? WHERE recipient = ? AND state = 'queued'
+                UPDATE message SET recipient = ?1, peer = ?1 WHERE recipient = ?2 AND state = 0
                 """)
-        try update.execute(arguments: [newRecipient, newRecipient, oldRecipient])
+        try update.execute(arguments: [new, old])
         return db.changesCount
     }
 
@@ -260,22 +277,26 @@ extension Store {
         return try write(feeding: .writeCommitting, deferringSync: true) { db in
             let insert = try db.cachedStatement(
                 sql: """
-                    INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state, received_at,
-                                         reply_to)
-                    VALUES (?, 'incoming', ?, ?, ?, ?, ?, 'received', ?, ?)
+                    INSERT INTO message (id, sender, recipient, peer, incoming, state, sequence, created_at,
+                                         received_at, reply_to)
+                    VALUES (?1, ?2, ?3, ?2, 1, 2, ?4, ?5, ?6, ?7)
                     ON CONFLICT (id, sender) DO NOTHING
                     """)
             let existing = try db.cachedStatement(
                 sql: """
                     SELECT \(Self.messageColumns) FROM message WHERE id = ? AND sender = ?
                     """)
+            func party(_ hex: String) throws -> Int64 { try self.party(db, hex: hex) }
             var results: [(message: StoredMessage, isNew: Bool)] = []
             results.reserveCapacity(messages.count)
             var newCount = 0
             for message in messages {
+                let id = try Self.idBytes(message.id)
+                let sender = try party(message.sender)
                 try insert.executeDirect([
-                    .text(message.id), .text(message.sender), .text(message.recipient), .text(message.sender),
-                    .int(message.sequence), .int(message.createdAt), .int(at), .optionalText(message.replyTo)
+                    .blob(id), .int(sender), .int(try party(message.recipient)),
+                    .int(message.sequence), .int(message.createdAt), .int(at),
+                    .optionalBlob(try message.replyTo.map(Self.idBytes))
                 ])
                 if db.changesCount == 1 {
                     newCount += 1
@@ -290,7 +311,7 @@ extension Store {
                                 receivedAt: at, replyTo: message.replyTo), true
                         ))
                 } else {
-                    guard let stored = try Self.fetchMessages(existing, [message.id, message.sender]).first else {
+                    guard let stored = try Self.fetchMessages(existing, [Data(id), sender]).first else {
                         // The insert conflicted on exactly this key inside this transaction.
                         throw UnexpectedStoredValue(column: "message.id", value: message.id)
                     }
@@ -333,7 +354,9 @@ extension Store {
         let upper = before ?? Int64.max
         return try read { db in
             // A peer's history is the direct conversation: room messages are listed by room.
-            let range = "row_id > ? AND row_id < ?" + (peer == nil ? "" : " AND peer = ? AND room IS NULL")
+            let range =
+                "row_id > ? AND row_id < ?"
+                + (peer == nil ? "" : " AND peer = \(Self.partyOfHexParameter) AND room IS NULL")
             let sql =
                 before == nil
                 ? "SELECT \(Self.messageColumns) FROM message WHERE \(range) ORDER BY row_id LIMIT ?"
@@ -358,7 +381,7 @@ extension Store {
                 sql: """
                     SELECT \(Self.messageColumns) FROM message WHERE id = ? ORDER BY row_id LIMIT 1
                     """)
-            return try Self.fetchMessages(statement, [id]).first
+            return try Self.fetchMessages(statement, [Self.idBlob(id)]).first
         }
     }
 
@@ -369,9 +392,9 @@ extension Store {
         return try read { db in
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT \(Self.messageColumns) FROM message WHERE id = ? AND sender = ?
+                    SELECT \(Self.messageColumns) FROM message WHERE id = ? AND sender = \(Self.partyOfHexParameter)
                     """)
-            return try Self.fetchMessages(statement, [id, sender]).first
+            return try Self.fetchMessages(statement, [Self.idBlob(id), sender]).first
         }
     }
 
@@ -428,21 +451,25 @@ extension Store {
 
     /// Reads a row selected with `messageColumns`.
     static func decodeMessage(_ row: Row) throws -> StoredMessage {
-        StoredMessage(
+        let stateCode = try row.int64(8)
+        guard let state = MessageState(code: stateCode) else {
+            throw UnexpectedStoredValue(column: "message.state", value: String(stateCode))
+        }
+        return StoredMessage(
             rowID: try row.int64(0),
-            id: try row.text(1),
-            direction: try row.enumeration(MessageDirection.self, 2, column: "message.direction"),
-            sender: try row.text(3),
-            recipient: try row.text(4),
+            id: Sodium.hex(try row.bytes(1)),
+            direction: try row.int64(2) == 0 ? .outgoing : .incoming,
+            sender: Sodium.hex(try row.bytes(3)),
+            recipient: Sodium.hex(try row.bytes(4)),
             sequence: try row.int64(5),
             createdAt: try row.int64(6),
             body: try row.utf8Blob(7),
-            state: try row.enumeration(MessageState.self, 8, column: "message.state"),
+            state: state,
             deliveredAt: try row.optionalInt64(9),
             receivedAt: try row.optionalInt64(10),
             readAt: try row.optionalInt64(11),
-            room: try row.optionalText(12),
-            replyTo: try row.optionalText(13),
+            room: try row.optionalBytes(12).map(Sodium.hex),
+            replyTo: try row.optionalBytes(13).map(Sodium.hex),
             editedAt: try row.optionalInt64(14),
             deletedAt: try row.optionalInt64(15))
     }

@@ -8,7 +8,7 @@ extension Store {
     /// Messages and body bytes stored from one sender (incoming direct messages).
     public func incomingUsage(from sender: String) throws(StoreError) -> (messages: Int, bytes: Int) {
         try InputValidation.requireIdentity(sender, "sender")
-        return try incomingUsage(where: "AND m.peer = ?", arguments: [sender])
+        return try incomingUsage(where: "AND m.peer = \(Self.partyOfHexParameter)", arguments: [sender])
     }
 
     /// Messages and body bytes stored from all senders together.
@@ -22,8 +22,10 @@ extension Store {
     public func incomingUsageFromStrangers() throws(StoreError) -> (messages: Int, bytes: Int) {
         try incomingUsage(
             where: """
-                AND NOT EXISTS (SELECT 1 FROM peer p WHERE p.identity = m.peer AND p.trust = 'verified')
-                AND NOT EXISTS (SELECT 1 FROM message o WHERE o.peer = m.peer AND o.direction = 'outgoing')
+                AND NOT EXISTS (
+                    SELECT 1 FROM peer p JOIN party s ON s.id = m.sender
+                    WHERE p.identity = lower(hex(s.key)) AND p.trust = 'verified')
+                AND NOT EXISTS (SELECT 1 FROM message o WHERE o.peer = m.peer AND o.incoming = 0)
                 """,
             arguments: [])
     }
@@ -39,7 +41,7 @@ extension Store {
                 sql: """
                     SELECT count(*), coalesce(sum(length(b.body)), 0) FROM message m
                     JOIN message_body b ON b.row_id = m.row_id
-                    WHERE m.direction = 'incoming' \(filter)
+                    WHERE m.incoming = 1 \(filter)
                     """, arguments: arguments)
             return (row?[0] ?? 0, row?[1] ?? 0)
         }
@@ -51,7 +53,10 @@ extension Store {
         try InputValidation.requireIdentity(peer, "peer")
         return try read { db in
             try Bool.fetchOne(
-                db, sql: "SELECT 1 FROM message WHERE peer = ? AND direction = 'outgoing' LIMIT 1", arguments: [peer])
+                db,
+                sql: """
+                    SELECT 1 FROM message WHERE peer = \(Self.partyOfHexParameter) AND incoming = 0 LIMIT 1
+                    """, arguments: [peer])
                 != nil
         }
     }
@@ -60,7 +65,9 @@ extension Store {
     /// a peer that never exchanged one is a stranger when the session table is full.
     public func hasMessages(with peer: String) throws(StoreError) -> Bool {
         try read { db in
-            try Bool.fetchOne(db, sql: "SELECT 1 FROM message WHERE peer = ? LIMIT 1", arguments: [peer]) != nil
+            try Bool.fetchOne(
+                db, sql: "SELECT 1 FROM message WHERE peer = \(Self.partyOfHexParameter) LIMIT 1",
+                arguments: [peer]) != nil
         }
     }
 
@@ -68,9 +75,12 @@ extension Store {
     public func storedIncomingIDs(_ ids: [String], from sender: String) throws(StoreError) -> Set<String> {
         guard !ids.isEmpty else { return [] }
         return try read { db in
+            guard let party = try Self.partyID(db, hex: sender) else { return [] }
             let lookup = try db.cachedStatement(sql: "SELECT 1 FROM message WHERE id = ? AND sender = ?")
             var found: Set<String> = []
-            for id in ids where try Bool.fetchOne(lookup, arguments: [id, sender]) != nil { found.insert(id) }
+            for id in ids where try Bool.fetchOne(lookup, arguments: [Self.idBlob(id), party]) != nil {
+                found.insert(id)
+            }
             return found
         }
     }
@@ -83,10 +93,16 @@ extension Store {
         try InputValidation.requireIdentity(peer, "peer")
         return try write { db in
             let rows = try Row.fetchAll(
-                db, sql: "SELECT row_id, state FROM message WHERE peer = ? AND room IS NULL",
+                db,
+                sql: """
+                    SELECT row_id, state FROM message WHERE peer = \(Self.partyOfHexParameter) AND room IS NULL
+                    """,
                 arguments: [peer])
             var byState: [String: Int] = [:]
-            for row in rows { byState[row["state"] as String, default: 0] += 1 }
+            for row in rows {
+                let code: Int64 = row["state"]
+                byState[MessageState(code: code)?.rawValue ?? "", default: 0] += 1
+            }
             let ids: [Int64] = rows.map { $0["row_id"] }
             for start in stride(from: 0, to: ids.count, by: 500) {
                 let part = Array(ids[start..<min(start + 500, ids.count)])
@@ -116,16 +132,17 @@ extension Store {
             let find = try db.cachedStatement(
                 sql: """
                     SELECT \(Self.messageColumns) FROM message INDEXED BY \(Schema.Index.messageIDSender)
-                    WHERE id = ? AND recipient = ? AND state = 'queued' AND room IS NULL
+                    WHERE id = ? AND recipient = ? AND state = 0 AND room IS NULL
                     """)
             let upsert = try db.cachedStatement(
                 sql: """
                     INSERT INTO message_refusal (row_id, reason, at) VALUES (?, ?, ?)
                     ON CONFLICT (row_id) DO UPDATE SET reason = excluded.reason, at = excluded.at
                     """)
+            guard let party = try Self.partyID(db, hex: recipient) else { return [] }
             var refused: [StoredMessage] = []
             for id in ids {
-                for message in try Self.fetchMessages(find, [id, recipient]) {
+                for message in try Self.fetchMessages(find, [Self.idBlob(id), party]) {
                     upsert.setUncheckedArguments([message.rowID, reason, at])
                     try upsert.execute()
                     refused.append(message)

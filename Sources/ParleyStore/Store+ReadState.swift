@@ -1,4 +1,5 @@
 import GRDB
+import ParleyCore
 
 // Read state: which incoming messages this node's user has read (and which read receipts
 // still have to be sent), and which outgoing messages the recipient reported as read.
@@ -10,13 +11,13 @@ extension Store {
         try read { db in
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT peer, COUNT(*) FROM message
-                    WHERE direction = 'incoming' AND read_at IS NULL AND room IS NULL GROUP BY peer
+                    SELECT (SELECT key FROM party WHERE party.id = sender), COUNT(*) FROM message
+                    WHERE incoming = 1 AND read_at IS NULL AND room IS NULL GROUP BY sender
                     """)
             var result: [String: Int] = [:]
             let rows = try Row.fetchCursor(statement)
             while let row = try rows.next() {
-                result[try row.text(0)] = Int(try row.int64(1))
+                result[Sodium.hex(try row.bytes(0))] = Int(try row.int64(1))
             }
             return result
         }
@@ -34,12 +35,12 @@ extension Store {
             let update = try db.cachedStatement(
                 sql: """
                     UPDATE message SET read_at = ?, receipt_pending = ?
-                    WHERE peer = ? AND direction = 'incoming' AND read_at IS NULL AND room IS NULL AND row_id <= ?
+                    WHERE sender = \(Self.partyOfHexParameter) AND incoming = 1 AND read_at IS NULL AND room IS NULL AND row_id <= ?
                     RETURNING row_id, id
                     """)
             let rows = try Row.fetchAll(update, arguments: [at, queueReceipts ? 1 : 0, peer, upTo ?? Int64.max])
-            return try rows.map { (rowID: try $0.int64(0), id: try $0.text(1)) }.sorted { $0.rowID < $1.rowID }.map(
-                \.id)
+            let changed = try rows.map { (rowID: try $0.int64(0), id: Sodium.hex(try $0.bytes(1))) }
+            return changed.sorted { $0.rowID < $1.rowID }.map(\.id)
         }
     }
 
@@ -52,16 +53,23 @@ extension Store {
         return try read { db in
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT id FROM message WHERE peer = ? AND receipt_pending = 1 ORDER BY row_id LIMIT ?
+                    SELECT id FROM message WHERE sender = \(Self.partyOfHexParameter) AND receipt_pending = 1 ORDER BY row_id LIMIT ?
                     """)
-            return try String.fetchAll(statement, arguments: [peer, limit])
+            return try Row.fetchAll(statement, arguments: [peer, limit]).map { Sodium.hex(try $0.bytes(0)) }
         }
     }
 
     /// Every peer that is owed at least one read receipt.
     public func peersOwedReadReceipts() throws(StoreError) -> Set<String> {
         try read { db in
-            Set(try String.fetchAll(db, sql: "SELECT DISTINCT peer FROM message WHERE receipt_pending = 1"))
+            Set(
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT (SELECT key FROM party WHERE party.id = sender) FROM message
+                        WHERE receipt_pending = 1 GROUP BY sender
+                        """
+                ).map { Sodium.hex(try $0.bytes(0)) })
         }
     }
 
@@ -76,7 +84,8 @@ extension Store {
                 sql: """
                     UPDATE message SET receipt_pending = 0 WHERE id = ? AND sender = ? AND receipt_pending = 1
                     """)
-            for id in ids { try update.execute(arguments: [id, peer]) }
+            guard let party = try Self.partyID(db, hex: peer) else { return }
+            for id in ids { try update.execute(arguments: [Self.idBlob(id), party]) }
         }
     }
 
@@ -94,11 +103,12 @@ extension Store {
             let update = try db.cachedStatement(
                 sql: """
                     UPDATE message SET read_at = ?
-                    WHERE id = ? AND recipient = ? AND state = 'delivered' AND read_at IS NULL
+                    WHERE id = ? AND recipient = ? AND state = 1 AND read_at IS NULL
                     RETURNING \(Self.messageColumns)
                     """)
+            guard let party = try Self.partyID(db, hex: recipient) else { return [] }
             var changed: [StoredMessage] = []
-            for id in ids { changed += try Self.fetchMessages(update, [at, id, recipient]) }
+            for id in ids { changed += try Self.fetchMessages(update, [at, Self.idBlob(id), party]) }
             return changed
         }
     }

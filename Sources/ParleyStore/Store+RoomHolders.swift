@@ -74,7 +74,9 @@ extension Store {
             let queued = try db.cachedStatement(
                 sql: """
                     SELECT s.id FROM room_signed_message s
-                    JOIN message m ON m.id = s.id AND m.sender = s.author AND m.room = s.room AND m.direction = 'outgoing'
+                    JOIN message m ON m.id = \(Schema.unhexFunction)(s.id)
+                        AND m.sender = (SELECT id FROM party WHERE key = \(Schema.unhexFunction)(s.author))
+                        AND m.room = (SELECT id FROM party WHERE key = \(Schema.unhexFunction)(s.room)) AND m.incoming = 0
                     JOIN room_delivery d ON d.message_row = m.row_id AND d.member = ? AND d.state = 'queued'
                     WHERE s.room = ? AND s.author = ? AND s.room_sequence BETWEEN ? AND ?
                     """)

@@ -296,15 +296,18 @@ extension Store {
         let state: MessageState = recipients.isEmpty ? .delivered : .queued
         let deliveredAt: Int64? = recipients.isEmpty ? m.createdAt : nil
         do {
+            // The room is the recipient of its outgoing messages (one row for all members).
+            let room = try ensureParty(db, hex: m.room)
+            let replyTo: Data? = m.replyTo.flatMap { idBlob($0) }
             try db.execute(
                 sql: """
-                    INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state,
+                    INSERT INTO message (id, sender, recipient, peer, incoming, state, sequence, created_at,
                                          delivered_at, room, reply_to)
-                    VALUES (?, 'outgoing', ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    VALUES (?1, ?2, ?3, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?9)
                     """,
                 arguments: [
-                    m.id, sender, m.room, m.room, sequence, m.createdAt, state.rawValue, deliveredAt, m.room,
-                    m.replyTo
+                    idBlob(m.id), try ensureParty(db, hex: sender), room, state.code, sequence, m.createdAt,
+                    deliveredAt, room, replyTo
                 ])
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
             throw StoreError.conflict("message id \(m.id) from \(sender) is already stored")
@@ -366,8 +369,9 @@ extension Store {
                 sql: """
                     SELECT \(Self.joinedMessageColumns) FROM room_delivery d JOIN message m ON m.row_id = d.message_row
                     WHERE d.member = ? AND d.state = 'queued'
-                      AND NOT EXISTS (SELECT 1 FROM room_member r WHERE r.room = m.room AND r.identity = d.member
-                                                                    AND r.joined = 0)
+                      AND NOT EXISTS (SELECT 1 FROM room_member r
+                                      WHERE r.room = (SELECT lower(hex(key)) FROM party WHERE party.id = m.room)
+                                        AND r.identity = d.member AND r.joined = 0)
                     ORDER BY m.sequence LIMIT ?
                     """)
             return try Self.fetchMessages(statement, [member, limit])
@@ -392,7 +396,7 @@ extension Store {
             sql: """
                 UPDATE room_delivery SET state = 'delivered', delivered_at = ?
                 WHERE member = ? AND state = 'queued'
-                  AND message_row IN (SELECT row_id FROM message WHERE id = ? AND direction = 'outgoing' AND room IS NOT NULL)
+                  AND message_row IN (SELECT row_id FROM message WHERE id = ? AND incoming = 0 AND room IS NOT NULL)
                 RETURNING message_row
                 """)
         let remaining = try db.cachedStatement(
@@ -401,13 +405,13 @@ extension Store {
                 """)
         let finish = try db.cachedStatement(
             sql: """
-                UPDATE message SET state = 'delivered', delivered_at = ? WHERE row_id = ? AND state = 'queued'
+                UPDATE message SET state = 1, delivered_at = ? WHERE row_id = ? AND state = 0
                 RETURNING \(Self.messageColumns)
                 """)
         let one = try db.cachedStatement(sql: "SELECT \(Self.messageColumns) FROM message WHERE row_id = ?")
         var change = RoomDeliveryChange()
         for id in ids {
-            for row in try Int64.fetchAll(deliver, arguments: [at, member, id]) {
+            for row in try Int64.fetchAll(deliver, arguments: [at, member, idBlob(id)]) {
                 guard try Int.fetchOne(remaining, arguments: [row]) == 0 else {
                     change.held += try Self.fetchMessages(one, [row])
                     continue
@@ -425,8 +429,12 @@ extension Store {
         try Self.requireRoomID(room)
         return try read { db in
             try Int.fetchOne(
-                db, sql: "SELECT COUNT(*) FROM message WHERE recipient = ? AND room = ? AND state = 'queued'",
-                arguments: [room, room]) ?? 0
+                db,
+                sql: """
+                    SELECT COUNT(*) FROM message
+                    WHERE recipient = \(Self.partyOfHexParameter) AND room = recipient AND state = 0
+                    """,
+                arguments: [room]) ?? 0
         }
     }
 
@@ -447,9 +455,9 @@ extension Store {
         return try write { db in
             let insert = try db.cachedStatement(
                 sql: """
-                    INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state,
+                    INSERT INTO message (id, sender, recipient, peer, incoming, state, sequence, created_at,
                                          received_at, room, reply_to)
-                    VALUES (?, 'incoming', ?, ?, ?, ?, ?, 'received', ?, ?, ?)
+                    VALUES (?1, ?2, ?3, ?2, 1, 2, ?4, ?5, ?6, ?7, ?8)
                     ON CONFLICT (id, sender) DO NOTHING
                     """)
             let existing = try db.cachedStatement(
@@ -458,10 +466,12 @@ extension Store {
                     """)
             var results: [(message: StoredMessage, isNew: Bool)] = []
             var newCount = 0
+            let roomParty = try Self.ensureParty(db, hex: room)
             for m in messages {
+                let sender = try Self.ensureParty(db, hex: m.sender)
                 try insert.execute(arguments: [
-                    m.id, m.sender, m.recipient, m.sender, m.sequence, m.createdAt,
-                    at, room, m.replyTo
+                    Self.idBlob(m.id), sender, try Self.ensureParty(db, hex: m.recipient), m.sequence, m.createdAt,
+                    at, roomParty, m.replyTo.flatMap { Self.idBlob($0) }
                 ])
                 if db.changesCount == 1 {
                     newCount += 1
@@ -475,7 +485,7 @@ extension Store {
                                 state: .received, receivedAt: at, room: room, replyTo: m.replyTo), true
                         ))
                 } else {
-                    guard let stored = try Self.fetchMessages(existing, [m.id, m.sender]).first else {
+                    guard let stored = try Self.fetchMessages(existing, [Self.idBlob(m.id), sender]).first else {
                         throw UnexpectedStoredValue(column: "message.id", value: m.id)
                     }
                     results.append((stored, false))
@@ -494,7 +504,7 @@ extension Store {
         let limit = InputValidation.pageSize(limit)
         guard limit > 0 else { return [] }
         return try read { db in
-            let range = "row_id > ? AND row_id < ? AND room = ?"
+            let range = "row_id > ? AND row_id < ? AND room = \(Self.partyOfHexParameter)"
             let sql =
                 before == nil
                 ? "SELECT \(Self.messageColumns) FROM message WHERE \(range) ORDER BY row_id LIMIT ?"
@@ -516,7 +526,8 @@ extension Store {
             try Int.fetchOne(
                 db,
                 sql: """
-                    SELECT COUNT(*) FROM message WHERE room = ? AND direction = 'incoming' AND read_at IS NULL
+                    SELECT COUNT(*) FROM message
+                    WHERE room = \(Self.partyOfHexParameter) AND incoming = 1 AND read_at IS NULL
                     """, arguments: [room]) ?? 0
         }
     }
@@ -531,11 +542,11 @@ extension Store {
                 db,
                 sql: """
                     UPDATE message SET read_at = ?
-                    WHERE room = ? AND direction = 'incoming' AND read_at IS NULL AND row_id <= ?
+                    WHERE room = \(Self.partyOfHexParameter) AND incoming = 1 AND read_at IS NULL AND row_id <= ?
                     RETURNING row_id, id
                     """, arguments: [at, room, upTo ?? Int64.max])
-            return try rows.map { (rowID: try $0.int64(0), id: try $0.text(1)) }.sorted { $0.rowID < $1.rowID }.map(
-                \.id)
+            let changed = try rows.map { (rowID: try $0.int64(0), id: Sodium.hex(try $0.bytes(1))) }
+            return changed.sorted { $0.rowID < $1.rowID }.map(\.id)
         }
     }
 

@@ -48,6 +48,9 @@ public final class Store: @unchecked Sendable {
     /// Guarded by `lock`: how far the search index is fed (a mirror of the
     /// `search_indexed_through` counter, moved only after the commit that moved the counter).
     var searchFeed = SearchIndexFeed(indexedThrough: 0)
+    /// Party ids (`Store+Parties`) by hex key, as committed lookups found them; under `lock`.
+    /// Cleared when a write fails (its transaction, and any party it added, rolled back).
+    var partyIDs: [String: Int64] = [:]
     /// Guarded by `lock`: write transactions committed since open. What the message path's
     /// tests count (one per side per batch of messages, the journal's rows included).
     private var committedWrites = 0
@@ -90,6 +93,7 @@ public final class Store: @unchecked Sendable {
             // Negative cache_size means KiB.
             try db.execute(sql: "PRAGMA cache_size = -\(Store.pageCacheKiB)")
             Schema.registerSearchFunction(db)
+            Schema.registerUnhexFunction(db)
         }
 
         do {
@@ -196,6 +200,7 @@ public final class Store: @unchecked Sendable {
             }
             return result
         } catch {
+            partyIDs.removeAll()
             throw StoreError.translating(error, path: path)
         }
     }
@@ -281,6 +286,7 @@ public final class Store: @unchecked Sendable {
             committedWrites += 1
             return result
         } catch {
+            partyIDs.removeAll()
             throw StoreError.translating(error, path: path)
         }
     }

@@ -67,6 +67,17 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     /// utime + stime in clock ticks (fields 14 and 15 of /proc/PID/stat).
+    /// Bytes this process sent to the storage layer so far (`write_bytes` of
+    /// /proc/PID/io: counted when a page is dirtied, every thread): the WAL, checkpoints,
+    /// anything else it writes.
+    func diskWriteBytes() -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("write_bytes:") {
+            return Int(line.dropFirst("write_bytes:".count).trimmingCharacters(in: .whitespaces))
+        }
+        return nil
+    }
+
     func cpuTicks() -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let close = text.lastIndex(of: ")")

@@ -85,6 +85,9 @@ struct ParleyChatBench {
         /// CPU (user + system) each daemon spent during the run, in seconds.
         var cpuA = 0.0
         var cpuB = 0.0
+        /// Bytes each daemon sent to the disk during the run (/proc/PID/io).
+        var diskA = 0
+        var diskB = 0
         var completed: Bool { delivered == sent && received == sent && sent > 0 }
     }
 
@@ -136,6 +139,8 @@ struct ParleyChatBench {
         let batchLimit = 64
         let cpuA0 = a.child.cpuTicks() ?? 0
         let cpuB0 = b.child.cpuTicks() ?? 0
+        let diskA0 = a.child.diskWriteBytes() ?? 0
+        let diskB0 = b.child.diskWriteBytes() ?? 0
         let start = Clock.nowNs()
         while answered < count && !deadline.passed {
             let room = min(window - (sent - answered), count - sent, batchLimit)
@@ -169,6 +174,8 @@ struct ParleyChatBench {
         var r = Pipelined()
         r.cpuA = Double((a.child.cpuTicks() ?? 0) - cpuA0) / ChildProcess.ticksPerSecond
         r.cpuB = Double((b.child.cpuTicks() ?? 0) - cpuB0) / ChildProcess.ticksPerSecond
+        r.diskA = (a.child.diskWriteBytes() ?? 0) - diskA0
+        r.diskB = (b.child.diskWriteBytes() ?? 0) - diskB0
         r.sent = sent
         r.answered = answered
         r.received = recvLog.count

@@ -52,7 +52,8 @@ extension ParleyBench {
                 let rate = r.elapsedDeliveredNs > 0 ? Double(r.delivered) / (Double(r.elapsedDeliveredNs) / 1e9) : 0
                 var note =
                     "\(r.sent) sends; daemon CPU per message: A \(fmt(r.cpuA / Double(max(r.sent, 1)) * 1e6)) µs, "
-                    + "B \(fmt(r.cpuB / Double(max(r.sent, 1)) * 1e6)) µs; median latency \(fmt(r.latency.median / 1e6)) ms"
+                    + "B \(fmt(r.cpuB / Double(max(r.sent, 1)) * 1e6)) µs; median latency \(fmt(r.latency.median / 1e6)) ms; "
+                    + "disk written per message: A \(r.diskA / max(r.sent, 1)) B, B \(r.diskB / max(r.sent, 1)) B"
                 if !r.completed {
                     note += "; INCOMPLETE: \(r.received) received, \(r.delivered) delivered before the time limit"
                 }

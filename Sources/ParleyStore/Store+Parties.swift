@@ -1,0 +1,104 @@
+import Foundation
+import GRDB
+import ParleyCore
+
+/// The `party` table (`lean-messages-v1`): every identity key and room id a message names,
+/// stored once; messages refer to a party by its integer id. These helpers turn keys into
+/// ids inside a transaction; ids never leave the store.
+extension Store {
+    /// SQL for the party id of the hex key bound at this `?` (NULL when no message names
+    /// it): for the queries whose callers still give identities and rooms as hex.
+    static let partyOfHexParameter = "(SELECT id FROM party WHERE key = \(Schema.unhexFunction)(?))"
+
+    /// The id of `key`, nil if no message names it yet.
+    static func partyID(_ db: Database, key: [UInt8]) throws -> Int64? {
+        let select = try db.cachedStatement(sql: "SELECT id FROM party WHERE key = ?")
+        var id: Int64?
+        try select.queryDirect([.blob(key)]) { row in id = row.int64(0) }
+        return id
+    }
+
+    /// The id of the key in `hex`, nil if it is not hex or no message names it yet.
+    static func partyID(_ db: Database, hex: String) throws -> Int64? {
+        guard let key = Sodium.fromHex(hex) else { return nil }
+        return try partyID(db, key: key)
+    }
+
+    /// The id of `key`, added if new (same transaction).
+    static func ensureParty(_ db: Database, key: [UInt8]) throws -> Int64 {
+        if let id = try partyID(db, key: key) { return id }
+        let insert = try db.cachedStatement(sql: "INSERT INTO party (key) VALUES (?)")
+        try insert.executeDirect([.blob(key)])
+        return db.lastInsertedRowID
+    }
+
+    /// Most party ids `partyIDs` keeps: a node talks with tens of peers and rooms, and a
+    /// flood of new keys only empties it (each lookup then costs one index probe again).
+    static let partyIDCacheLimit = 4096
+
+    /// `ensureParty` through `partyIDs`: the message path resolves the same few keys in
+    /// every transaction, and one message in flight is one transaction (~3,000 instructions
+    /// per probe in callgrind). Only ids found by a lookup are kept, never one inserted by
+    /// this transaction (it may still roll back; a failed write also empties the cache).
+    /// Inside a write, under `lock`.
+    func party(_ db: Database, hex: String) throws -> Int64 {
+        if let id = partyIDs[hex] { return id }
+        guard let key = Sodium.fromHex(hex) else { throw UnexpectedStoredValue(column: "party.key", value: hex) }
+        if let id = try Self.partyID(db, key: key) {
+            rememberParty(hex, id)
+            return id
+        }
+        return try Self.ensureParty(db, key: key)
+    }
+
+    /// `partyID(_:hex:)` through `partyIDs` (nil: no message names the key yet).
+    func knownParty(_ db: Database, hex: String) throws -> Int64? {
+        if let id = partyIDs[hex] { return id }
+        guard let id = try Self.partyID(db, hex: hex) else { return nil }
+        rememberParty(hex, id)
+        return id
+    }
+
+    private func rememberParty(_ hex: String, _ id: Int64) {
+        if partyIDs.count >= Self.partyIDCacheLimit { partyIDs.removeAll() }
+        partyIDs[hex] = id
+    }
+
+    /// `ensureParty` for a hex key the caller validated.
+    static func ensureParty(_ db: Database, hex: String) throws -> Int64 {
+        guard let key = Sodium.fromHex(hex) else { throw UnexpectedStoredValue(column: "party.key", value: hex) }
+        return try ensureParty(db, key: key)
+    }
+
+    /// 16-byte message id from validated hex.
+    static func idBytes(_ hex: String) throws -> [UInt8] {
+        guard let bytes = Sodium.fromHex(hex) else { throw UnexpectedStoredValue(column: "message.id", value: hex) }
+        return bytes
+    }
+
+    /// A message id given by a caller as hex, as the BLOB the table holds; nil if malformed
+    /// (it then matches nothing).
+    static func idBlob(_ hex: String) -> Data? {
+        Sodium.fromHex(hex).map { Data($0) }
+    }
+}
+
+/// `message.state` as stored.
+extension MessageState {
+    var code: Int64 {
+        switch self {
+        case .queued: 0
+        case .delivered: 1
+        case .received: 2
+        }
+    }
+
+    init?(code: Int64) {
+        switch code {
+        case 0: self = .queued
+        case 1: self = .delivered
+        case 2: self = .received
+        default: return nil
+        }
+    }
+}
