@@ -7,8 +7,10 @@
 /// flight, as long as its client hears "sent" only after the commit and the receiver
 /// acknowledges only what it stored.
 extension ParleyBench {
-    /// The goals against that floor: median and p99.
-    static let latencyMedianFloorRatio = 1.5
+    /// The goals against that floor: median ≤ 2× (issue 32, which replaces issue 21's 1.5×:
+    /// one fdatasync and one relay hop is the floor, and issue 32 allows the second side's
+    /// commit to overlap only where the crash guarantees allow), p99 ≤ 3× (issue 21).
+    static let latencyMedianFloorRatio = 2.0
     static let latencyP99FloorRatio = 3.0
 
     func latencyRows(

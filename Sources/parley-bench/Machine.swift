@@ -26,6 +26,13 @@ struct Machine: Codable {
             memoryMiB: memKiB / 1024, kernel: "Linux " + release, stateFilesystem: filesystem(of: workDir))
     }
 
+    /// The 1-minute load average now (/proc/loadavg), or nil where there is none. On a
+    /// shared machine it says how much else ran beside the benchmark.
+    static func loadAverage() -> Double? {
+        guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return nil }
+        return text.split(separator: " ").first.flatMap { Double($0) }
+    }
+
     /// The mount's type for `path` (it decides what an fsync costs), from /proc/self/mounts.
     static func filesystem(of path: String) -> String {
         guard let mounts = try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8) else { return "unknown" }

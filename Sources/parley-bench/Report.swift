@@ -7,6 +7,11 @@ struct Report: Codable {
     var mode: String
     var command: String
     var date: String
+    /// When the run began (`date` is when it ended).
+    var started: String?
+    /// The 1-minute load average sampled as each row group ended: other work on the
+    /// machine moves the wall-clock rows, not the instruction counts.
+    var loadAverages: [Double] = []
     var machine: Machine
     var rows: [BenchRow]
 
@@ -14,7 +19,15 @@ struct Report: Codable {
     static let endMarker = "<!-- bench:end -->"
 
     func markdown() -> String {
-        var out = "Measured \(date) with `\(command)` (\(mode) run).\n\n"
+        var out = "Measured \(started.map { "from \($0) to " } ?? "")\(date) with `\(command)` (\(mode) run)."
+        if let low = loadAverages.min(), let high = loadAverages.max() {
+            out +=
+                " Load average (1 min) over the run \(fmt(low))–\(fmt(high)) on \(machine.cpus) CPUs"
+                + (high > Double(machine.cpus)
+                    ? ": other work shared the machine, so wall-clock rows are noisy; instruction counts (3i, 4i, 10i) are what compares between runs."
+                    : ".")
+        }
+        out += "\n\n"
         out += "Machine: \(machine.cpus) CPUs, \(machine.cpuModel), \(machine.memoryMiB) MiB RAM, \(machine.kernel); "
         out += "daemon state on \(machine.stateFilesystem).\n\n"
         out += "| Row | Measure | Parley | Reference | Ratio | Goal | Result | Reference is |\n"

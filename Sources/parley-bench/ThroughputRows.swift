@@ -2,8 +2,10 @@
 /// may await their answer) and judged at its own best, so that neither Parley nor the
 /// reference is measured only at a window that suits the other.
 extension ParleyBench {
-    /// The issue's throughput goals: 64-byte texts, durability on.
-    static let throughputGoal = 100_000.0
+    /// The throughput goal, 64-byte texts, durability on: ≥ 50,000 msg/s on this 2-core
+    /// machine (issue 32, which replaces issue 21's 100,000 and adds 4d's durable reference).
+    static let throughputGoal = 50_000.0
+    /// p99 under load at Parley's best window (issue 21; issue 32 keeps it).
     static let underLoadP99GoalMs = 5.0
     /// Issue 32: at least half the rate of a durable log that group-commits (Redis).
     static let durableReferenceGoalRatio = 0.5
@@ -14,6 +16,18 @@ extension ParleyBench {
         var rate: Double
         var p99Ms: Double
         var note: String
+        /// Each daemon's CPU seconds per message (Parley only): a daemon whose event loop
+        /// spends `c` per message cannot pass 1 / c messages per second on its one loop.
+        var cpuPerMessage: (a: Double, b: Double)? = nil
+    }
+
+    /// What bounds the rate, measured: the busier daemon's CPU per message and the rate it
+    /// caps one event loop at (the measured reason of a MISS, issue 32).
+    static func cpuBound(_ f: WindowFigures) -> String {
+        guard let c = f.cpuPerMessage, max(c.a, c.b) > 0 else { return "" }
+        let (who, cpu) = c.a >= c.b ? ("A (sender)", c.a) : ("B (receiver)", c.b)
+        return "; bound: \(who) spends \(fmt(cpu * 1e6)) µs of CPU per message, at most "
+            + "\(fmt(1 / cpu)) msg/s on its event loop"
     }
 
     func throughputRows(
@@ -57,7 +71,10 @@ extension ParleyBench {
                 if !r.completed {
                     note += "; INCOMPLETE: \(r.received) received, \(r.delivered) delivered before the time limit"
                 }
-                let mine = WindowFigures(window: window, rate: rate, p99Ms: r.latency.p99 / 1e6, note: note)
+                let sent = Double(max(r.sent, 1))
+                let mine = WindowFigures(
+                    window: window, rate: rate, p99Ms: r.latency.p99 / 1e6, note: note,
+                    cpuPerMessage: (r.cpuA / sent, r.cpuB / sent))
                 parley.append(mine)
                 rows.append(
                     BenchRow(
@@ -93,7 +110,7 @@ extension ParleyBench {
             BenchRow(
                 id: "4a", measure: "Chat throughput, 64 B texts, best window (durability full)", unit: "msg/s",
                 parley: best.rate, reference: refBest?.rate, referenceName: refName,
-                goal: .valueAtLeast(Self.throughputGoal), note: where_ + "; " + best.note),
+                goal: .valueAtLeast(Self.throughputGoal), note: where_ + "; " + best.note + Self.cpuBound(best)),
             BenchRow(
                 id: "4b", measure: "Latency p99 at that window", unit: "ms", parley: best.p99Ms,
                 reference: refBest?.p99Ms, referenceName: "ngircd p99 at its best window",
@@ -108,7 +125,7 @@ extension ParleyBench {
                     + (durableBest.map { "Redis best at window \($0.window)" } ?? "Redis not measured")
                     + "; Redis at every window: "
                     + durable.map { "\($0.window): \(fmt($0.rate))" }.joined(separator: ", ")
-                    + "; issue 32 also asks ≥ 50,000 msg/s"
+                    + "; issue 32 also asks ≥ 50,000 msg/s (row 4a)"
                     + (durableNotes.isEmpty ? "" : "; " + durableNotes.joined(separator: "; ")))
         ] + rows
     }

@@ -51,8 +51,12 @@ struct ParleyBench: ParsableCommand {
             attributes: [.posixPermissions: 0o700])
         defer { if !keep { try? FileManager.default.removeItem(atPath: work) } }
 
+        let formatter = ISO8601DateFormatter()
+        let started = formatter.string(from: Date())
+        var loads: [Double] = Machine.loadAverage().map { [$0] } ?? []
         var all: [BenchRow] = []
         func add(_ r: [BenchRow]) {
+            if let load = Machine.loadAverage() { loads.append(load) }
             for row in r {
                 let id = row.id.padding(toLength: 4, withPad: " ", startingAt: 0)
                 let m = row.measure.padding(toLength: 64, withPad: " ", startingAt: 0)
@@ -197,11 +201,12 @@ struct ParleyBench: ParsableCommand {
             progress("row 15: bob catches up a room's history from one member")
             add(RoomCatchUpBench(scale: scale, binary: parleyd, workDir: work).run())
         }
-        let formatter = ISO8601DateFormatter()
+        if let load = Machine.loadAverage() { loads.append(load) }
         let report = Report(
-            mode: smoke ? "smoke" : "full",
+            mode: smoke ? "smoke" : rows.map { "full scale, rows \($0) only" } ?? "full",
             command: command ?? (["parley-bench"] + CommandLine.arguments.dropFirst()).joined(separator: " "),
-            date: formatter.string(from: Date()), machine: Machine.describe(workDir: work), rows: all)
+            date: formatter.string(from: Date()), started: started, loadAverages: loads,
+            machine: Machine.describe(workDir: work), rows: all)
         say("")
         say(report.markdown())
         try report.writeJSON(to: json)

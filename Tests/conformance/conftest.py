@@ -40,7 +40,7 @@ def wait_until(predicate, timeout=10.0, what="condition"):
         last = predicate()
         if last:
             return last
-        time.sleep(0.05)
+        time.sleep(0.05)  # the poll interval of this bounded wait
     raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
 
 

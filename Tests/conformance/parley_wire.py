@@ -158,7 +158,7 @@ class Session:
                 s.close_socket()
                 if attempt == attempts - 1:
                     raise
-                time.sleep(0.3)
+                time.sleep(0.3)  # the daemon's per-address rate is in real time: back off (bounded by attempts)
 
     # frames ("Framing")
     def send_frame(self, payload: bytes):

@@ -176,4 +176,4 @@ class DebHost:
                 return
             if time.monotonic() >= deadline:
                 raise AssertionError(f"{self.name}: {what} did not happen within {timeout} s")
-            time.sleep(0.3)
+            time.sleep(0.3)  # the poll interval of this bounded wait

@@ -38,7 +38,7 @@ def wait_until(predicate, timeout=10.0, interval=0.05, what="condition"):
         last = predicate()
         if last:
             return last
-        time.sleep(interval)
+        time.sleep(interval)  # the poll interval of this bounded wait
     raise AssertionError(f"timed out after {timeout}s waiting for {what}; last value: {last!r}")
 
 

@@ -64,7 +64,7 @@ def test_non_reading_peer_flooding_pings_keeps_the_victims_memory_bounded(victim
         if sent_during < 3:
             honest_still_flows(alice, bob, f"during the ping flood {sent_during}")
             sent_during += 1
-        time.sleep(0.2)
+        time.sleep(0.2)  # the RSS sampling period during the fixed-length flood, not a synchronisation
     out = finish(attack)
     peak = max(peak, rss_kib(alice))
     print(f"victim RSS before {before} KiB, peak {peak} KiB, growth {peak - before} KiB; adversary: {out}")

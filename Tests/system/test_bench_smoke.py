@@ -84,6 +84,14 @@ def test_smoke_run_prints_every_row_and_valid_json():
     for rid in ("3i", "4i"):
         assert rows[rid].get("reference"), f"row {rid} has no C floor: {rows[rid]['note']}"
     assert rows["4d"]["goal"] == "ratio ≥ 0.5", rows["4d"]
+    # Issue 32's goals replace issue 21's where it sets them: 4a ≥ 50,000 msg/s (was 100,000),
+    # 3a ≤ 2× the floor (was 1.5×); 3b and 4b keep issue 21's.
+    assert digits(rows["4a"]["goal"]) == "≥50000msg/s", rows["4a"]
+    assert rows["3a"]["goal"] == "ratio ≤ 2" and rows["3b"]["goal"] == "ratio ≤ 3", (rows["3a"], rows["3b"])
+    assert rows["4b"]["goal"] == "≤ 5 ms", rows["4b"]
+    # Files against sftp (issue 32): judged when row 10 ran.
+    if "10s" in rows:
+        assert rows["10s"]["goal"] == "ratio ≥ 1" and rows["10t"]["goal"] == "ratio ≤ 1.1", (rows["10s"], rows["10t"])
     assert rows["4d"].get("reference"), f"row 4d has no Redis figure: {rows['4d']['note']}"
     assert rows["5"]["goal"] == "—", rows["5"]
     # Row 12's goals are the issue's.

@@ -33,7 +33,11 @@ def is_found(name):
 def test_advertisement_is_found_with_address_and_txt(lab):
     name = unique("alice")
     browser = lab.exec("h2", mdns("browse"), background=True)
-    time.sleep(0.5)  # let the browser start, so the time measured is the advertisement's
+    # The browser is up (so the time measured is the advertisement's) once it reports a
+    # warm-up advertisement of h1.
+    warm = unique("warm")
+    lab.exec("h1", mdns("advertise", warm, "7099", "v=1"), background=True)
+    browser.wait_for(is_found(warm), DISCOVERY_TIMEOUT)
     advertiser = lab.exec("h1", mdns("advertise", name, "7000", "v=1", f"fp={FINGERPRINT}"),
                           background=True)
 
@@ -131,7 +135,9 @@ def test_own_advertisement_is_not_reported(lab):
     b = lab.exec("h2", mdns("advertise", "--browse", bob, "7021", "v=1"), background=True)
     a.wait_for(is_found(bob), DISCOVERY_TIMEOUT)
     b.wait_for(is_found(alice), DISCOVERY_TIMEOUT)
-    time.sleep(2)  # time enough for a (wrong) report of our own instance to arrive
+    # Positive evidence: each browser did get its own advertisement back, and said "own".
+    a.wait_for(lambda l: l == f"own {alice}", DISCOVERY_TIMEOUT)
+    b.wait_for(lambda l: l == f"own {bob}", DISCOVERY_TIMEOUT)
     assert not any(l.startswith(f"found {alice} ") for l in a.lines()), a.lines()
     assert not any(l.startswith(f"found {bob} ") for l in b.lines()), b.lines()
 

@@ -10,7 +10,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
+import threading
 from pathlib import Path
 
 import pytest
@@ -131,10 +131,12 @@ def test_chat_opens_at_the_newest_and_page_up_loads_older_history(cluster):
         wait_until(lambda: alice.peer_info("bob")["unread"] == 0, what="what chat shows is read")
         # Page Up until the very first message: older pages are loaded on the way.
         for _ in range(12):
-            tmux.keys("PPage")
-            time.sleep(0.3)
-            if tmux.has("bob: h0 "):
+            if tmux.has("bob: h0"):
                 break
+            before = tmux.screen()
+            tmux.keys("PPage")
+            wait_until(lambda: tmux.screen() != before,
+                       what=f"Page Up moves the view (or loads an older page); screen was:\n{before}")
         s = wait_until(lambda: tmux.has("bob: h0"), what="the oldest message after Page Up")
         assert "more lines below (PgDn)" in s
         for _ in range(12):
@@ -257,20 +259,28 @@ def test_connect_does_not_report_success_when_the_peer_refuses_after_the_handsha
 
 def test_follow_survives_a_daemon_restart_without_printing_peers_offline(cluster):
     alice, bob = pair(cluster)
-    f = subprocess.Popen([PARLEY, "follow", "--socket", str(alice.socket)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    # From the newest event now: what follows is printed whenever follow gets to subscribe.
+    since = alice.call("messages.subscribe", {})["lastEventId"]
+    f = subprocess.Popen([PARLEY, "follow", "--since", str(since), "--socket", str(alice.socket)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(f.stdout), daemon=True)
+    reader.start()
     try:
-        time.sleep(0.5)
         bob.cli("send", "alice", "before", "--wait")
         alice.stop()
         alice.start()
         wait_until(lambda: alice.online("bob"), what="bob back", timeout=30)
         bob.cli("send", "alice", "after the restart", "--wait")
-        time.sleep(1)
+        wait_until(lambda: any("bob: after the restart" in l for l in lines), timeout=30,
+                   what="follow prints the message sent after the restart")
         assert f.poll() is None, "follow kept running"
     finally:
         f.terminate()
-        out, err = f.communicate(timeout=10)
+        f.wait(timeout=10)
+        reader.join(timeout=10)
+        err = f.stderr.read()
+    out = "".join(lines)
     assert "bob: before" in out and "bob: after the restart" in out, out
     assert "bob is offline" not in out, "our own shutdown is not bob going offline"
     assert "reconnected" in err

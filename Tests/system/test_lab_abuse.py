@@ -62,7 +62,7 @@ def test_fake_advertisements_are_bounded_and_dials_to_their_address_rate_limited
     while time.monotonic() - start < 40:
         fds, threads = fds_and_threads(h1)
         peak_fds, peak_threads = max(peak_fds, fds), max(peak_threads, threads)
-        time.sleep(1)
+        time.sleep(1)  # the sampling period of a 40 s measurement (dials counted per window)
     from_h1 = [l for l in listener.lines() if l.endswith("from " + lab3.ip("h1"))]
     print(f"{FAKE_ADVERTS} fake adverts: h1 peak fds {peak_fds}, threads {peak_threads}; "
           f"h1 dialled the victim {len(from_h1)} times in 40 s; victim at {h3_ip}")
@@ -283,7 +283,7 @@ def test_a_replayed_presence_advertisement_draws_no_dial_while_its_peer_is_conne
     start = time.monotonic()
     while time.monotonic() - start < REPLAY_SECONDS:
         assert h1.online("h2")
-        time.sleep(1)
+        time.sleep(1)  # the sampling period of a REPLAY_SECONDS measurement (dials counted per window)
     from_h1 = [l for l in listener.lines() if l.endswith("from " + lab3.ip("h1"))]
     print(f"replayed advertisement of h2 at {lab3.ip('h3')}: h1 dialled it {len(from_h1)} times in {REPLAY_SECONDS} s")
     assert from_h1 == [], from_h1

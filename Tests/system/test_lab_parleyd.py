@@ -1,5 +1,6 @@
 """Issue 4: parleyd on a real (simulated) LAN: hosts in network namespaces, each with
 its own avahi-daemon; nodes find each other with no configuration at all."""
+import re
 import time
 
 import pytest
@@ -166,23 +167,30 @@ def test_discovery_time_against_avahi_itself(lab3):
     """Issue 6 row 8, measured in the lab: process start on h1 -> seen on h2, for parleyd
     and for avahi-publish (the reference), with the same observer (avahi-browse on h2);
     then seen -> session established. Printed in the pytest summary ("measured")."""
-    def seen(service, name, start_cmd, host="h1"):
+    def seen(service, name, start_cmd, ready):
         browse = lab3.exec("h2", ["avahi-browse", "-p", service], background=True)
-        time.sleep(1.0)  # the browser is up and has nothing to report yet
-        before = len(browse.lines())  # h2's own advertisement, already there
+        # The browser is up once it reports `ready`, an advertisement of h2's already out.
+        i, _, _ = browse.wait_for(lambda l: l.startswith("+;") and f";{ready};" in l, timeout=20)
         t0 = time.monotonic()
         started = start_cmd()
-        # parleyd's instance name is random (private presence, issue 15): the first new one.
-        _, t, _ = browse.wait_for(lambda l: l.startswith("+;") and (f";{name};" in l if name else True),
-                                  timeout=20, after=before)
+        # parleyd's instance name is random (private presence, issue 15): the first new one
+        # that is not h2's (which avahi-browse may list again, once per address family).
+        _, t, _ = browse.wait_for(
+            lambda l: l.startswith("+;") and f";{ready};" not in l and (f";{name};" in l if name else True),
+            timeout=20, after=i + 1)
         browse.stop()
         return t - t0, started
 
+    lab3.exec("h2", ["avahi-publish", "-s", "warm", "_parleyref._tcp", "9"], background=True)
     ref, _ = seen("_parleyref._tcp", "ref",
-                  lambda: lab3.exec("h1", ["avahi-publish", "-s", "ref", "_parleyref._tcp", "9"], background=True))
+                  lambda: lab3.exec("h1", ["avahi-publish", "-s", "ref", "_parleyref._tcp", "9"], background=True),
+                  ready="warm")
     h2 = lab_node(lab3, "h2").start()
-    time.sleep(2.0)  # h2's own advertisement is out before the browser starts counting
-    parley, h1 = seen("_parley._tcp", None, lambda: lab_node(lab3, "h1").start(wait=False))
+    # h2's own advertisement is out (its log names the instance once avahi registered it).
+    h2_instance = wait_until(lambda: re.findall(r"advertised on mDNS.*?instance[=:]\s*\"?(parley-[^\s\"]+)",
+                                                h2.log_path.read_text()), timeout=20,
+                             what="h2's advertisement is out")[-1]
+    parley, h1 = seen("_parley._tcp", None, lambda: lab_node(lab3, "h1").start(wait=False), ready=h2_instance)
     t1 = time.monotonic()
     wait_until(lambda: h2.online("h1"), timeout=20, interval=0.01, what="session after discovery")
     session = time.monotonic() - t1

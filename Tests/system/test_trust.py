@@ -196,7 +196,10 @@ def test_a_blocked_key_gets_no_session_and_nothing_from_it_is_stored(cluster):
     wait_until(lambda: not peer_by_fp(alice, carol_fp)["online"], what="carol's session ends")
     assert peer_by_fp(alice, carol_fp)["trust"] == "blocked"
     carol.cli("send", "alice", "let me in")
-    time.sleep(3)  # no evidence to wait for: alice refuses a blocked key without a log line
+    # Positive evidence of the refusal: a dial of carol's own, waited for, is turned away by
+    # alice's trust decision (a close record), so no session ever carried the queued message.
+    with pytest.raises(RPCError, match="does not trust this node"):
+        carol.call("peers.connect", {"address": alice.address, "wait": True})
     assert incoming(alice, carol_fp) == [], "nothing from a blocked key is stored"
     assert carol.peer_info("alice")["queued"] == 1, "the sender keeps it queued"
     with pytest.raises(RPCError) as e:
@@ -210,7 +213,7 @@ def test_a_node_that_lost_its_store_but_kept_its_key_is_accepted_again(cluster):
     alice, bob = pair(cluster)
     bob_fp = bob.whoami()["fingerprint"]
     bob.stop()
-    time.sleep(1.1)  # the card sequence follows the issue time, in seconds
+    time.sleep(1.1)  # a real-time condition: the card sequence is the issue time in seconds, so it must tick over
     for f in bob.state_dir.glob("parley.sqlite*"):
         shutil.move(str(f), str(f) + ".corrupt-aside")
     bob.start()
@@ -228,7 +231,10 @@ def test_hold_policy_keeps_a_new_key_out_until_a_person_accepts_it(cluster):
     held = peer_by_fp(alice, carol_fp)
     assert held["trust"] == "pending" and not held["online"]
     carol.cli("send", "alice", "hello?")
-    time.sleep(2)  # no evidence to wait for: alice refuses a held key without a log line
+    # Positive evidence of the refusal: a dial of carol's own, waited for, is turned away by
+    # alice's trust decision (a close record), so no session ever carried the queued message.
+    with pytest.raises(RPCError, match="does not trust this node"):
+        carol.call("peers.connect", {"address": alice.address, "wait": True})
     assert incoming(alice, carol_fp) == [], "nothing from a held key is shown or stored"
     with pytest.raises(RPCError) as e:
         alice.call("messages.send", {"to": carol_fp, "body": "x"})
