@@ -12,14 +12,21 @@ private final class RecordingDelegate: PeerConnectionDelegate {
     var chats: [[ChatRecord]] = []
     var acks: [MessageID] = []
     var closed: [Error?] = []
+    /// Acknowledgements and room traffic as delivered: "ack" or "room", with how many.
+    var ackAndRoomOrder: [String] = []
 
     func connectionEstablished(_ connection: PeerConnection) { established += 1 }
     func connection(_ connection: PeerConnection, received chats: [ChatRecord]) { self.chats.append(chats) }
-    func connection(_ connection: PeerConnection, acknowledged ids: [MessageID]) { acks += ids }
+    func connection(_ connection: PeerConnection, acknowledged ids: [MessageID]) {
+        acks += ids
+        ackAndRoomOrder.append("ack \(ids.count)")
+    }
     func connection(_ connection: PeerConnection, receivedReadReceipts ids: [MessageID]) {}
     func connection(_ connection: PeerConnection, receivedCard card: [UInt8]) {}
     func connection(_ connection: PeerConnection, announcedListenPorts ports: [UInt16]) {}
-    func connection(_ connection: PeerConnection, receivedRoomTraffic records: [RoomTraffic]) {}
+    func connection(_ connection: PeerConnection, receivedRoomTraffic records: [RoomTraffic]) {
+        ackAndRoomOrder.append("room \(records.count)")
+    }
     func connection(_ connection: PeerConnection, refused ids: [MessageID], reason: RefusalReason) {}
     func connection(_ connection: PeerConnection, receivedActions actions: [MessageActionRecord]) {}
     func connection(_ connection: PeerConnection, receivedStatus status: PresenceStatus) {}
@@ -206,6 +213,31 @@ final class PeerConnectionTests: XCTestCase {
         XCTAssertEqual(
             bob.delegate.chats.map { $0.map(\.body) }, [["message 1", "message 2", "message 3"]],
             "three frames of one read are reported together")
+    }
+
+    func testAcknowledgementsAndRoomTrafficOfOneReadArriveInTheirOrder() throws {
+        try shuttle()
+        // One read: room record, ack, ack, room record, room record, ack. A member that
+        // acknowledges an operation and then summarizes its graph without it lacks it
+        // again: the node must see the ack first (the conformance suite's operation
+        // summaries: the summary after the ack was answered without the acked operation).
+        let room = RoomID(exactly: [UInt8](repeating: 0xab, count: 16))
+        func roomChat(_ n: Int) -> AppRecord {
+            .roomChat(
+                RoomChatRecord(
+                    id: MessageID.random(), roomID: room, sequence: UInt64(n), createdAt: 1_700_000_000_000,
+                    body: "room \(n)"))
+        }
+        let order: [AppRecord] = [
+            roomChat(1), .ack([MessageID.random()]), .ack([MessageID.random()]), roomChat(2), roomChat(3),
+            .ack([MessageID.random()])
+        ]
+        for r in order { alice.connection.send(r) }
+        loop.run()
+        try bob.channel.writeInbound(bob.channel.allocator.buffer(bytes: try alice.takeOutbound()))
+        XCTAssertEqual(
+            bob.delegate.ackAndRoomOrder, ["room 1", "ack 2", "room 2", "ack 1"],
+            "batched per read, in the order the peer sent them")
     }
 
     // MARK: Backpressure (issue 15)

@@ -6,7 +6,7 @@ import os
 import time
 import struct
 
-from parley_wire import ACK, ROOM_OPERATION, Identity, Session, record
+from parley_wire import ACK, PING, PONG, ROOM_OPERATION, Identity, Session, record
 from test_room_sync import acked, collect, daemon_accepts, op_hash
 from test_rooms import CREATE, JOIN, create_body, daemon_key, room_op  # noqa: F401 (fixtures below)
 from test_rooms import daemon  # noqa: F401
@@ -57,34 +57,45 @@ def test_a_member_that_asks_again_and_again_is_sent_at_most_twice_the_log_per_se
     """A joined member that acknowledges what it is sent, drops it and sends the same old
     summary every 2 s: the daemon queues what those heads lack each time, until twice the
     room's log (3 operations: the create and two joins) has gone to this session; then
-    nothing more in answer to its summaries."""
+    nothing more in answer to its summaries. Each acknowledgement goes in one message with
+    the next summary: the daemon handles a session's records in order, so the summary after
+    the acknowledgement lacks those operations again."""
     session, room, create_hash, jx, jd = joined_room(daemon)
     log_size = 3
-    summary = record(ROOM_OPS_HAVE, room + bytes([1]) + create_hash)
+    unacked = []
+
+    def summary(heads):
+        heads = sorted(heads)
+        return record(ROOM_OPS_HAVE, room + bytes([len(heads)]) + b"".join(heads))
 
     def ops_in(rs):
         return [op_hash(p) for t, p in rs if t == ROOM_OPERATION]
 
-    def ask(expect):
-        """One summary (after the daemon's read interval), then its answer acknowledged:
-        `expect` operations, or, when 0, none within a few seconds."""
-        time.sleep(2.2)  # the daemon reads one summary per 2 s per session and room
-        session.send_records(summary)
-        if expect:
-            got = ops_in(collect(session, lambda rs: len(ops_in(rs)) >= expect, timeout=15))
-        else:
-            try:
-                got = ops_in(collect(session, lambda rs: len(ops_in(rs)) > 0, timeout=4))
-            except TimeoutError:
-                got = []
-        if got:
-            session.send_records(record(ACK, struct.pack(">H", len(got)) + b"".join(h[:16] for h in got)))
-        return got
+    def ask(heads):
+        """The acknowledgement of the last answer, then one summary, in one message."""
+        # The daemon reads one summary per 2 s per session and room, timed from when it
+        # read the last one: before it sent that one's answer, which this client has
+        # received. Both clocks are the host's monotonic clock, so 2.2 s from here is
+        # more than 2 s on the daemon's, however late the daemon runs.
+        time.sleep(2.2)
+        ack = [record(ACK, struct.pack(">H", len(unacked)) + b"".join(h[:16] for h in unacked))] if unacked else []
+        session.send_records(*ack, summary(heads))
+        unacked.clear()
 
     sent = []
     for _ in range(2 * log_size // 2):  # 2 lacking operations a time: 6 = twice the log
-        got = ask(2)
+        ask([create_hash])
+        got = ops_in(collect(session, lambda rs: len(ops_in(rs)) >= 2, timeout=15))
         assert set(got) == {jx, jd}, "the operations outside the summary's past"
         sent += got
-    assert ask(0) == [], "past twice the room's log: nothing more for this session"
+        unacked += got
     assert len(sent) == 2 * log_size
+    # Past twice the room's log: nothing more for this session. Positive evidence that the
+    # daemon read this summary: it names a head the daemon lacks, so the daemon answers
+    # with its own heads (its first answer on this session); the operations it queues in
+    # answer to a summary go out before that answer. Then a ping's pong, read after it.
+    ask([create_hash, os.urandom(32)])
+    got = collect(session, lambda rs: any(t == ROOM_OPS_HAVE for t, _ in rs), timeout=15)
+    session.send_records(record(PING, struct.pack(">Q", 7)))
+    got += collect(session, lambda rs: any(t == PONG and p == struct.pack(">Q", 7) for t, p in rs), timeout=15)
+    assert ops_in(got) == [], "past twice the room's log: nothing more for this session"

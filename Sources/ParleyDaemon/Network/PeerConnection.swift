@@ -199,8 +199,8 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         case .close(let reason, _):
             remoteCloseReason = reason
             closeChannel()
-        case .roomOperation(let op): batch.roomTraffic.append(.operation(op))
-        case .roomChat(let c): batch.roomTraffic.append(.chat(c))
+        case .roomOperation(let op): appendRoomTraffic(.operation(op))
+        case .roomChat(let c): appendRoomTraffic(.chat(c))
         case .messageAction(let a): batch.actions.append(a)
         case .status(let s): delegate?.connection(self, receivedStatus: s)
         case .listenPorts(let ports): delegate?.connection(self, announcedListenPorts: ports)
@@ -209,11 +209,39 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
         case .contactTags(let t): delegate?.connection(self, receivedContactTags: t)
         case .dialBackRequest(let r): delegate?.connection(self, receivedDialBackRequest: r)
         case .dialBackResult(let r): delegate?.connection(self, receivedDialBackResult: r)
-        case .roomMessage(let m): batch.roomTraffic.append(.signed(m))
-        case .roomHave(let h): batch.roomTraffic.append(.have(h))
-        case .roomCard(let c): batch.roomTraffic.append(.card(c))
-        case .roomOpsHave(let h): batch.roomTraffic.append(.operationsHave(h))
+        case .roomMessage(let m): appendRoomTraffic(.signed(m))
+        case .roomHave(let h): appendRoomTraffic(.have(h))
+        case .roomCard(let c): appendRoomTraffic(.card(c))
+        case .roomOpsHave(let h): appendRoomTraffic(.operationsHave(h))
         case .unknown: break
+        }
+    }
+
+    /// Room traffic and acknowledgements reach the node in the order the peer sent them,
+    /// though each is batched per read: the node's answer to a room record can depend on
+    /// what the peer acknowledged before it. A member that acknowledges an operation and
+    /// then sends an operation summary without it (it dropped it) lacks it again; read in
+    /// the other order, the summary would find the operation still queued for that member
+    /// (nothing new to queue) and the acknowledgement would then remove it, so it would
+    /// never be sent again. So a room record read after acknowledgements first delivers
+    /// the batch so far (its room traffic all came before those acknowledgements).
+    private func appendRoomTraffic(_ traffic: RoomTraffic) {
+        if !batch.acks.isEmpty { deliverRoomTrafficThenAcks() }
+        batch.roomTraffic.append(traffic)
+    }
+
+    /// Delivers the read's room traffic, then its acknowledgements: every room record
+    /// still in the batch came before every acknowledgement in it (`appendRoomTraffic`).
+    private func deliverRoomTrafficThenAcks() {
+        if !batch.roomTraffic.isEmpty {
+            let traffic = batch.roomTraffic
+            batch.roomTraffic.removeAll(keepingCapacity: true)
+            delegate?.connection(self, receivedRoomTraffic: traffic)
+        }
+        if !batch.acks.isEmpty {
+            let acks = batch.acks
+            batch.acks.removeAll(keepingCapacity: true)
+            delegate?.connection(self, acknowledged: acks)
         }
     }
 
@@ -237,16 +265,7 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
             batch.actions.removeAll(keepingCapacity: true)
             delegate?.connection(self, receivedActions: actions)
         }
-        if !batch.roomTraffic.isEmpty {
-            let traffic = batch.roomTraffic
-            batch.roomTraffic.removeAll(keepingCapacity: true)
-            delegate?.connection(self, receivedRoomTraffic: traffic)
-        }
-        if !batch.acks.isEmpty {
-            let acks = batch.acks
-            batch.acks.removeAll(keepingCapacity: true)
-            delegate?.connection(self, acknowledged: acks)
-        }
+        deliverRoomTrafficThenAcks()
         if !batch.refusals.isEmpty {
             let refusals = batch.refusals
             batch.refusals.removeAll(keepingCapacity: true)
