@@ -165,32 +165,42 @@ struct CanonicalRawWriter {
             var i = 0
             let count = bytes.count
             while i < count {
-                let byte = bytes[i]
-                // One comparison for the common case: printable and not `"` or `\`.
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else {
+                // Eight bytes at a time while none needs escaping (most text), then byte by
+                // byte to the end of the word that has one.
+                while i &+ 8 <= count,
+                    !Self.needsEscape(UnsafeRawPointer(bytes.baseAddress! + i).loadUnaligned(as: UInt64.self))
+                {
+                    i &+= 8
+                }
+                let wordEnd = Swift.min(i &+ 8, count)
+                while i < wordEnd {
+                    let byte = bytes[i]
+                    // One comparison for the common case: printable and not `"` or `\`.
+                    guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else {
+                        i += 1
+                        continue
+                    }
+                    p = Self.copy(bytes, runStart..<i, to: p)
+                    p[0] = UInt8(ascii: "\\")
+                    switch byte {
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"): p[1] = byte
+                    case 0x08: p[1] = UInt8(ascii: "b")
+                    case 0x0C: p[1] = UInt8(ascii: "f")
+                    case 0x0A: p[1] = UInt8(ascii: "n")
+                    case 0x0D: p[1] = UInt8(ascii: "r")
+                    case 0x09: p[1] = UInt8(ascii: "t")
+                    default:
+                        p[1] = UInt8(ascii: "u")
+                        p[2] = UInt8(ascii: "0")
+                        p[3] = UInt8(ascii: "0")
+                        p[4] = Self.hexDigit(byte >> 4)
+                        p[5] = Self.hexDigit(byte & 0x0F)
+                        p += 4
+                    }
+                    p += 2
                     i += 1
-                    continue
+                    runStart = i
                 }
-                p = Self.copy(bytes, runStart..<i, to: p)
-                p[0] = UInt8(ascii: "\\")
-                switch byte {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"): p[1] = byte
-                case 0x08: p[1] = UInt8(ascii: "b")
-                case 0x0C: p[1] = UInt8(ascii: "f")
-                case 0x0A: p[1] = UInt8(ascii: "n")
-                case 0x0D: p[1] = UInt8(ascii: "r")
-                case 0x09: p[1] = UInt8(ascii: "t")
-                default:
-                    p[1] = UInt8(ascii: "u")
-                    p[2] = UInt8(ascii: "0")
-                    p[3] = UInt8(ascii: "0")
-                    p[4] = Self.hexDigit(byte >> 4)
-                    p[5] = Self.hexDigit(byte & 0x0F)
-                    p += 4
-                }
-                p += 2
-                i += 1
-                runStart = i
             }
             p = Self.copy(bytes, runStart..<count, to: p)
             p.initialize(to: UInt8(ascii: "\""))
@@ -204,6 +214,19 @@ struct CanonicalRawWriter {
         guard !range.isEmpty, let base = bytes.baseAddress else { return p }
         p.initialize(from: base + range.lowerBound, count: range.count)
         return p + range.count
+    }
+
+    /// Whether any of the eight bytes in `word` is a control (below 0x20), `"` or `\`: the
+    /// exact "has a byte less than n" and "has a zero byte" tests of Bit Twiddling Hacks
+    /// (S. E. Anderson); bytes from 0x80 up never count.
+    private static func needsEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let high: UInt64 = 0x8080_8080_8080_8080
+        let control = (word &- ones &* 0x20) & ~word & high
+        let quote = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
+        let backslash = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
+        let zero = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)
+        return (control | zero) & high != 0
     }
 
     private static func hexDigit(_ nibble: UInt8) -> UInt8 {

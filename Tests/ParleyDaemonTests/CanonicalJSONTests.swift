@@ -243,6 +243,31 @@ final class CanonicalJSONTests: XCTestCase {
         }
     }
 
+    /// Strings are scanned eight bytes at a time for a byte to escape (`CanonicalRawWriter`):
+    /// every byte that needs escaping and some that do not (DEL, 0x80 and up, the bytes
+    /// next to `"`, `\\` and 0x20), at every offset in and across the eight-byte words, alone
+    /// and with a second one, are written exactly as Foundation writes them.
+    func testEveryEscapeAtEveryOffsetMatchesFoundation() throws {
+        let special: [Character] =
+            (0..<0x20).map { Character(Unicode.Scalar(UInt8($0))) } + [
+                "\"", "\\", " ", "!", "#", "[", "]", "\u{7F}", "\u{80}", "é", "漢", "🙂", "/"
+            ]
+        for c in special {
+            for offset in 0..<20 {
+                for tail in [0, 1, 7, 8, 9] {
+                    let text = String(repeating: "a", count: offset) + String(c) + String(repeating: "b", count: tail)
+                    let twice = text + String(c) + text
+                    for s in [text, twice] {
+                        let room = MessageRoom(id: s, name: "r")
+                        XCTAssertEqual(
+                            try CanonicalJSON.encode(room), Array(try ControlJSON.encoder().encode(room)),
+                            "\(c.unicodeScalars.map { $0.value }) at \(offset)")
+                    }
+                }
+            }
+        }
+    }
+
     /// `JSONValue(encoding:)` and back gives the value Foundation's round trip gave.
     func testJSONValueRoundTripAgreesWithFoundation() throws {
         let info = MessageInfo(
