@@ -35,12 +35,34 @@ public enum ControlEventLine {
 
 extension MessageDeliveredEvent: ControlEventParamsWritable {
     public func writeCanonicalJSON(eventID: Int?, into out: inout [UInt8]) {
-        var o = CanonicalObjectWriter(into: &out)
-        o.int("deliveredAt", deliveredAt, &out)
-        if let eventID { o.int("eventId", eventID, &out) }
-        o.string("id", id, &out)
-        o.string("to", to, &out)
-        o.end(&out)
+        CanonicalRawWriter.append(MessageDeliveredParams(event: self, eventID: eventID), to: &out)
+    }
+}
+
+/// `message.delivered`'s params with `eventId` in its sorted place, written in place in the
+/// output buffer (`CanonicalRawWriter`).
+private struct MessageDeliveredParams: CanonicalJSONRawWritable {
+    let event: MessageDeliveredEvent
+    let eventID: Int?
+
+    /// Keys with their punctuation and the braces: 39 bytes, rounded up.
+    var canonicalJSONMaxLength: Int {
+        64 + 2 * CanonicalRawWriter.maxIntLength + CanonicalRawWriter.maxLength(event.id)
+            + CanonicalRawWriter.maxLength(event.to)
+    }
+
+    func writeCanonicalJSON(to w: inout CanonicalRawWriter) {
+        w.raw("{\"deliveredAt\":")
+        w.int(event.deliveredAt)
+        if let eventID {
+            w.raw(",\"eventId\":")
+            w.int(eventID)
+        }
+        w.raw(",\"id\":")
+        w.string(event.id)
+        w.raw(",\"to\":")
+        w.string(event.to)
+        w.raw("}")
     }
 }
 

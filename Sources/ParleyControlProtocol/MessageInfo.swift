@@ -134,35 +134,91 @@ public struct MessageInfo: Codable, Sendable, Hashable {
 }
 
 /// By hand: a `MessageInfo` is in every message event and every `messages.send` answer.
-/// Keys in sorted order; nil optionals as `null` (see `encode(to:)`).
-extension MessageInfo: CanonicalJSONWritable {
+/// Keys in sorted order; nil optionals as `null` (see `encode(to:)`). Written in place in
+/// the output buffer (`CanonicalRawWriter`).
+extension MessageInfo: CanonicalJSONWritable, CanonicalJSONRawWritable {
     public func writeCanonicalJSON(into out: inout [UInt8]) {
-        var o = CanonicalObjectWriter(into: &out)
-        o.string("body", body, &out)
-        o.int("createdAt", createdAt, &out)
-        o.int("cursor", cursor, &out)
-        o.int("deletedAt", deletedAt, &out)
-        o.int("deliveredAt", deliveredAt, &out)
-        o.string("direction", direction.rawValue, &out)
-        o.int("editedAt", editedAt, &out)
-        o.string("from", from, &out)
-        o.string("fromName", fromName, &out)
-        o.string("id", id, &out)
-        o.value("reactions", HandWrittenArray(reactions), &out)
-        o.int("readAt", readAt, &out)
-        if let replyTo { o.value("replyTo", replyTo, &out) } else { o.null("replyTo", &out) }
-        if let room { o.value("room", room, &out) } else { o.null("room", &out) }
-        if let roomDelivery { o.value("roomDelivery", roomDelivery, &out) } else { o.null("roomDelivery", &out) }
-        o.int("sequence", sequence, &out)
-        o.string("state", state.rawValue, &out)
-        o.string("to", to, &out)
-        o.string("toName", toName, &out)
-        o.end(&out)
+        CanonicalRawWriter.append(self, to: &out)
+    }
+
+    /// Keys with their quotes, colons and commas, the braces, `direction` and `state`:
+    /// 222 bytes, rounded up.
+    private static let fixedJSONLength = 256
+
+    var canonicalJSONMaxLength: Int {
+        typealias W = CanonicalRawWriter
+        return Self.fixedJSONLength + W.maxLength(body) + W.maxLength(from) + W.maxLength(fromName)
+            + W.maxLength(id) + W.maxLength(to) + W.maxLength(toName) + 7 * W.maxIntLength
+            + W.maxLength(reactions) + W.maxLength(replyTo) + W.maxLength(room) + W.maxLength(roomDelivery)
+    }
+
+    func writeCanonicalJSON(to w: inout CanonicalRawWriter) {
+        w.raw("{\"body\":")
+        w.string(body)
+        w.raw(",\"createdAt\":")
+        w.int(createdAt)
+        w.raw(",\"cursor\":")
+        w.int(cursor)
+        w.raw(",\"deletedAt\":")
+        w.int(deletedAt)
+        w.raw(",\"deliveredAt\":")
+        w.int(deliveredAt)
+        w.raw(",\"direction\":")
+        w.raw(direction.canonicalJSON)
+        w.raw(",\"editedAt\":")
+        w.int(editedAt)
+        w.raw(",\"from\":")
+        w.string(from)
+        w.raw(",\"fromName\":")
+        w.string(fromName)
+        w.raw(",\"id\":")
+        w.string(id)
+        w.raw(",\"reactions\":")
+        w.array(reactions)
+        w.raw(",\"readAt\":")
+        w.int(readAt)
+        w.raw(",\"replyTo\":")
+        w.value(replyTo)
+        w.raw(",\"room\":")
+        w.value(room)
+        w.raw(",\"roomDelivery\":")
+        w.value(roomDelivery)
+        w.raw(",\"sequence\":")
+        w.int(sequence)
+        w.raw(",\"state\":")
+        w.raw(state.canonicalJSON)
+        w.raw(",\"to\":")
+        w.string(to)
+        w.raw(",\"toName\":")
+        w.string(toName)
+        w.raw("}")
+    }
+}
+
+extension MessageDirection {
+    /// The raw value as a JSON string.
+    var canonicalJSON: StaticString {
+        switch self {
+        case .incoming: "\"in\""
+        case .outgoing: "\"out\""
+        }
+    }
+}
+
+extension MessageState {
+    /// The raw value as a JSON string.
+    var canonicalJSON: StaticString {
+        switch self {
+        case .queued: "\"queued\""
+        case .partial: "\"partial\""
+        case .delivered: "\"delivered\""
+        case .received: "\"received\""
+        }
     }
 }
 
 /// What a reply shows of the message it answers.
-public struct MessageQuote: Codable, Sendable, Hashable, CanonicalJSONWritable {
+public struct MessageQuote: Codable, Sendable, Hashable, CanonicalJSONWritable, CanonicalJSONRawWritable {
     /// The quoted message's id.
     public var id: String
     /// Its author's name as this node shows it; null if this node does not have the message.
@@ -191,19 +247,32 @@ public struct MessageQuote: Codable, Sendable, Hashable, CanonicalJSONWritable {
     }
 
     public func writeCanonicalJSON(into out: inout [UInt8]) {
-        var o = CanonicalObjectWriter(into: &out)
-        o.bool("deleted", deleted, &out)
-        if let excerpt { o.string("excerpt", excerpt, &out) } else { o.null("excerpt", &out) }
-        if let fromName { o.string("fromName", fromName, &out) } else { o.null("fromName", &out) }
-        o.string("id", id, &out)
-        o.end(&out)
+        CanonicalRawWriter.append(self, to: &out)
+    }
+
+    /// Keys with their punctuation, the braces and `deleted`'s value: 46 bytes, rounded up.
+    var canonicalJSONMaxLength: Int {
+        64 + CanonicalRawWriter.maxLength(excerpt) + CanonicalRawWriter.maxLength(fromName)
+            + CanonicalRawWriter.maxLength(id)
+    }
+
+    func writeCanonicalJSON(to w: inout CanonicalRawWriter) {
+        w.raw("{\"deleted\":")
+        w.bool(deleted)
+        w.raw(",\"excerpt\":")
+        w.string(excerpt)
+        w.raw(",\"fromName\":")
+        w.string(fromName)
+        w.raw(",\"id\":")
+        w.string(id)
+        w.raw("}")
     }
 }
 
 /// Who holds an outgoing room message (issue 30): the members it was sent to that
 /// acknowledged it to this node or listed it in their room summary (so a member that got it
 /// from another member counts, once this node hears from it).
-public struct RoomDelivery: Codable, Sendable, Hashable, CanonicalJSONWritable {
+public struct RoomDelivery: Codable, Sendable, Hashable, CanonicalJSONWritable, CanonicalJSONRawWritable {
     /// How many members it was sent to (the room's other joined members when it was written).
     public var members: Int
     /// The members known to hold it, in the order this node learned it.
@@ -215,15 +284,25 @@ public struct RoomDelivery: Codable, Sendable, Hashable, CanonicalJSONWritable {
     }
 
     public func writeCanonicalJSON(into out: inout [UInt8]) {
-        var o = CanonicalObjectWriter(into: &out)
-        o.value("heldBy", HandWrittenArray(heldBy), &out)
-        o.int("members", members, &out)
-        o.end(&out)
+        CanonicalRawWriter.append(self, to: &out)
+    }
+
+    /// Keys with their punctuation and the braces: 22 bytes, rounded up.
+    var canonicalJSONMaxLength: Int {
+        32 + CanonicalRawWriter.maxLength(heldBy) + CanonicalRawWriter.maxIntLength
+    }
+
+    func writeCanonicalJSON(to w: inout CanonicalRawWriter) {
+        w.raw("{\"heldBy\":")
+        w.array(heldBy)
+        w.raw(",\"members\":")
+        w.int(members)
+        w.raw("}")
     }
 }
 
 /// A member that holds a room message.
-public struct MessageHolder: Codable, Sendable, Hashable, CanonicalJSONWritable {
+public struct MessageHolder: Codable, Sendable, Hashable, CanonicalJSONWritable, CanonicalJSONRawWritable {
     public var fingerprint: String
     /// Its name as this node shows it.
     public var name: String
@@ -237,16 +316,28 @@ public struct MessageHolder: Codable, Sendable, Hashable, CanonicalJSONWritable 
     }
 
     public func writeCanonicalJSON(into out: inout [UInt8]) {
-        var o = CanonicalObjectWriter(into: &out)
-        o.int("at", at, &out)
-        o.string("fingerprint", fingerprint, &out)
-        o.string("name", name, &out)
-        o.end(&out)
+        CanonicalRawWriter.append(self, to: &out)
+    }
+
+    /// Keys with their punctuation and the braces: 30 bytes, rounded up.
+    var canonicalJSONMaxLength: Int {
+        32 + CanonicalRawWriter.maxIntLength + CanonicalRawWriter.maxLength(fingerprint)
+            + CanonicalRawWriter.maxLength(name)
+    }
+
+    func writeCanonicalJSON(to w: inout CanonicalRawWriter) {
+        w.raw("{\"at\":")
+        w.int(at)
+        w.raw(",\"fingerprint\":")
+        w.string(fingerprint)
+        w.raw(",\"name\":")
+        w.string(name)
+        w.raw("}")
     }
 }
 
 /// One reaction text on a message and who chose it.
-public struct MessageReaction: Codable, Sendable, Hashable, CanonicalJSONWritable {
+public struct MessageReaction: Codable, Sendable, Hashable, CanonicalJSONWritable, CanonicalJSONRawWritable {
     public var reaction: String
     /// Names of the reactors, as this node shows them (this node's own name included).
     public var fromNames: [String]
@@ -260,34 +351,21 @@ public struct MessageReaction: Codable, Sendable, Hashable, CanonicalJSONWritabl
     }
 
     public func writeCanonicalJSON(into out: inout [UInt8]) {
-        var o = CanonicalObjectWriter(into: &out)
-        o.value("fromNames", HandWrittenArray(fromNames), &out)
-        o.bool("mine", mine, &out)
-        o.string("reaction", reaction, &out)
-        o.end(&out)
-    }
-}
-
-/// An array written by hand, element by element.
-struct HandWrittenArray<Element: Encodable>: CanonicalJSONWritable {
-    let elements: [Element]
-    init(_ elements: [Element]) { self.elements = elements }
-
-    func encode(to encoder: Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(elements)
+        CanonicalRawWriter.append(self, to: &out)
     }
 
-    func writeCanonicalJSON(into out: inout [UInt8]) {
-        out.append(UInt8(ascii: "["))
-        for (i, e) in elements.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            if let w = e as? any CanonicalJSONWritable {
-                w.writeCanonicalJSON(into: &out)
-            } else if let s = e as? String {
-                CanonicalNode.writeString(s, into: &out)
-            }
-        }
-        out.append(UInt8(ascii: "]"))
+    /// Keys with their punctuation, the braces and `mine`'s value: 39 bytes, rounded up.
+    var canonicalJSONMaxLength: Int {
+        64 + CanonicalRawWriter.maxLength(fromNames) + CanonicalRawWriter.maxLength(reaction)
+    }
+
+    func writeCanonicalJSON(to w: inout CanonicalRawWriter) {
+        w.raw("{\"fromNames\":")
+        w.array(fromNames)
+        w.raw(",\"mine\":")
+        w.bool(mine)
+        w.raw(",\"reaction\":")
+        w.string(reaction)
+        w.raw("}")
     }
 }

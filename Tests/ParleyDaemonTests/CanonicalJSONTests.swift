@@ -207,6 +207,67 @@ final class CanonicalJSONTests: XCTestCase {
         }
     }
 
+    /// `MessageInfo` and its parts are written in place in the buffer's spare capacity
+    /// (`CanonicalRawWriter`): at their longest (every byte of every string a control
+    /// character, six bytes each; `Int.min`), into a buffer with no spare capacity, into one
+    /// shared with a copy (which must keep its bytes) and line after line into one buffer.
+    func testMessagesWrittenInPlaceAtTheirLongestAreFoundationsBytes() throws {
+        let worst = String(repeating: "\u{1}", count: 300)
+        let longest = MessageInfo(
+            id: worst, from: worst, fromName: worst, to: worst, toName: worst, direction: .outgoing,
+            sequence: Int.min, createdAt: Int.min, body: worst, state: .delivered, deliveredAt: Int.min,
+            cursor: Int.min, readAt: Int.min, room: MessageRoom(id: worst, name: worst),
+            replyTo: MessageQuote(id: worst, fromName: worst, excerpt: worst, deleted: false),
+            editedAt: Int.min, deletedAt: Int.min,
+            reactions: [MessageReaction(reaction: worst, fromNames: [worst, worst], mine: false)],
+            roomDelivery: RoomDelivery(
+                members: Int.min, heldBy: [MessageHolder(fingerprint: worst, name: worst, at: Int.min)]))
+        let empty = MessageInfo(
+            id: "", from: "", fromName: "", to: "", toName: "", direction: .incoming, sequence: 0,
+            createdAt: 0, body: "", state: .received, deliveredAt: nil, cursor: 0)
+        for info in [longest, empty] {
+            let expected = try ControlJSON.encoder().encode(info)
+            XCTAssertEqual(try CanonicalJSON.encode(info), Array(expected))
+
+            var full: [UInt8] = Array("x".utf8)
+            full.reserveCapacity(1)
+            let before = full
+            let shared = full
+            try CanonicalJSON.encode(info, appendingTo: &full)
+            XCTAssertEqual(full, before + expected)
+            XCTAssertEqual(shared, before, "the copy sharing the buffer keeps its bytes")
+
+            var lines: [UInt8] = []
+            for _ in 0..<50 { try CanonicalJSON.encode(info, appendingTo: &lines) }
+            XCTAssertEqual(lines, Array([[UInt8]](repeating: Array(expected), count: 50).joined()))
+        }
+    }
+
+    /// Strings are scanned eight bytes at a time for a byte to escape (`CanonicalRawWriter`):
+    /// every byte that needs escaping and some that do not (DEL, 0x80 and up, the bytes
+    /// next to `"`, `\\` and 0x20), at every offset in and across the eight-byte words, alone
+    /// and with a second one, are written exactly as Foundation writes them.
+    func testEveryEscapeAtEveryOffsetMatchesFoundation() throws {
+        let special: [Character] =
+            (0..<0x20).map { Character(Unicode.Scalar(UInt8($0))) } + [
+                "\"", "\\", " ", "!", "#", "[", "]", "\u{7F}", "\u{80}", "é", "漢", "🙂", "/"
+            ]
+        for c in special {
+            for offset in 0..<20 {
+                for tail in [0, 1, 7, 8, 9] {
+                    let text = String(repeating: "a", count: offset) + String(c) + String(repeating: "b", count: tail)
+                    let twice = text + String(c) + text
+                    for s in [text, twice] {
+                        let room = MessageRoom(id: s, name: "r")
+                        XCTAssertEqual(
+                            try CanonicalJSON.encode(room), Array(try ControlJSON.encoder().encode(room)),
+                            "\(c.unicodeScalars.map { $0.value }) at \(offset)")
+                    }
+                }
+            }
+        }
+    }
+
     /// `JSONValue(encoding:)` and back gives the value Foundation's round trip gave.
     func testJSONValueRoundTripAgreesWithFoundation() throws {
         let info = MessageInfo(
