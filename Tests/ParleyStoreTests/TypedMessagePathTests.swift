@@ -19,7 +19,8 @@ final class TypedMessagePathTests: StoreDirectoryTestCase {
         let stored = try XCTUnwrap(try store.message(id: id.hex, sender: sender.hex))
         XCTAssertEqual(stored, typed[0].message)
         XCTAssertEqual(
-            [stored.id, stored.sender, stored.recipient, stored.replyTo], [id.hex, sender.hex, me.hex, reply.hex])
+            [stored.id.hex, stored.sender.hex, stored.recipient.hex, stored.replyTo?.hex],
+            [id.hex, sender.hex, me.hex, reply.hex])
         XCTAssertEqual([stored.sequence, stored.createdAt, stored.receivedAt], [7, 70, 100])
         // The hex form of the same chat is the same message: a duplicate, not a second row.
         let again = try store.storeIncoming(
