@@ -100,14 +100,13 @@ extension Store {
     /// sequence first, at most `limit` (clamped to `StoreLimits.maximumPageSize`). The
     /// outbox pump passes the last sequence it already sent on a session, so it never
     /// re-reads what is in flight.
-    public func pendingOutgoing(to recipient: String, afterSequence: Int64 = 0, limit: Int) throws(StoreError)
-        -> [StoredMessage]
+    public func pendingOutgoing(to recipient: IdentityPublicKey, afterSequence: Int64 = 0, limit: Int)
+        throws(StoreError) -> [StoredMessage]
     {
-        try InputValidation.requireIdentity(recipient, "recipient")
         let limit = InputValidation.pageSize(limit)
         guard limit > 0 else { return [] }
         return try read { db in
-            guard let party = try Self.partyID(db, hex: recipient) else { return [] }
+            guard let party = try Self.partyID(db, key: recipient.bytes) else { return [] }
             // `state = 0` is a literal so SQLite can use the partial outbox index.
             let statement = try db.cachedStatement(
                 sql: """
@@ -118,18 +117,24 @@ extension Store {
         }
     }
 
-    /// Every recipient with undelivered messages, and how many.
-    public func pendingRecipients() throws(StoreError) -> [String: Int] {
+    /// Every peer with undelivered direct messages, and how many.
+    public func pendingRecipients() throws(StoreError) -> [IdentityPublicKey: Int] {
         try read { db in
             let statement = try db.cachedStatement(
                 sql: """
                     SELECT (SELECT key FROM party WHERE party.id = recipient), COUNT(*) FROM message
                     WHERE state = 0 GROUP BY recipient
                     """)
-            var result: [String: Int] = [:]
+            var result: [IdentityPublicKey: Int] = [:]
             let rows = try Row.fetchCursor(statement)
             while let row = try rows.next() {
-                result[Sodium.hex(try row.bytes(0))] = Int(try row.int64(1))
+                // A room's queued messages are counted per member (`room_delivery`), not here.
+                let bytes = try row.bytes(0)
+                switch MessageParty(storedBytes: bytes) {
+                case .peer(let key): result[key, default: 0] += Int(try row.int64(1))
+                case .room: continue
+                case nil: throw UnexpectedStoredValue(column: "message.recipient", value: "\(bytes.count) bytes")
+                }
             }
             return result
         }

@@ -38,6 +38,13 @@ extension Store.NewRoomMessage {
 }
 
 extension Store {
+    func pendingOutgoing(to recipient: String, afterSequence: Int64 = 0, limit: Int) throws(StoreError)
+        -> [StoredMessage]
+    {
+        try InputValidation.requireIdentity(recipient, "recipient")
+        return try pendingOutgoing(to: IdentityPublicKey(hex: recipient)!, afterSequence: afterSequence, limit: limit)
+    }
+
     /// Hex lookups as a client would type them: malformed hex is refused as before.
     func message(id: String) throws(StoreError) -> StoredMessage? {
         try InputValidation.requireMessageID(id)

@@ -153,7 +153,8 @@ extension Node {
             })
     }
 
-    func peerInfo(_ rec: PeerRecord, queued: [String: Int]? = nil, unread: [String: Int]? = nil) -> PeerInfo {
+    func peerInfo(_ rec: PeerRecord, queued: [IdentityPublicKey: Int]? = nil, unread: [String: Int]? = nil) -> PeerInfo
+    {
         let q = queued ?? ((try? store.pendingRecipients()) ?? [:])
         let u = unread ?? ((try? store.unreadCounts()) ?? [:])
         return PeerInfo(
@@ -161,7 +162,7 @@ extension Node {
             fingerprint: Node.fingerprint(of: rec.identity), identityKey: rec.identity.hex,
             online: isOnline(rec.identity), addresses: addresses(of: rec.identity),
             trust: ControlViews.trust(rec.trust), safetyNumber: safetyNumber(with: rec.identity),
-            lastSeen: Int(rec.lastSeen), queued: q[rec.identity.hex] ?? 0,
+            lastSeen: Int(rec.lastSeen), queued: q[rec.identity] ?? 0,
             unread: u[rec.identity.hex] ?? 0, nickname: rec.nickname, nameClash: nameClashInfo(rec.identity),
             status: sessionDriver.statuses[rec.identity].flatMap {
                 $0.isEmpty ? nil : $0.text

@@ -35,7 +35,7 @@ extension Node {
         } else {
             do {
                 pending = try store.pendingOutgoing(
-                    to: peer.hex, afterSequence: window.directSentThrough,
+                    to: peer, afterSequence: window.directSentThrough,
                     limit: window.freeSlots)
             } catch {
                 log.error("could not read the outbox", ["error": "\(error)"])
@@ -86,7 +86,7 @@ extension Node {
         if messageDriver.outbox.needsCounts, let counts = try? store.pendingRecipients() {
             messageDriver.outbox.loadCounts(
                 Dictionary(
-                    counts.compactMap { k, v in IdentityPublicKey(hex: k).map { ($0, v) } },
+                    counts.map { ($0.key, $0.value) },
                     uniquingKeysWith: +))
         }
         var planned: [IdentityPublicKey: Int] = [:]
