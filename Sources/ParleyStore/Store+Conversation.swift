@@ -173,7 +173,7 @@ extension Store {
     {
         try InputValidation.requireMessageID(action.id)
         try InputValidation.requireIdentity(me, "author")
-        let room = action.target.room
+        let room = action.target.room?.hex
         if let room { try Self.requireRoomID(room) } else { try InputValidation.requireIdentity(action.peer, "peer") }
         for m in action.members { try InputValidation.requireIdentity(m, "member") }
         let members = Array(Set(action.members)).sorted()
@@ -189,7 +189,7 @@ extension Store {
             let state = room != nil && members.isEmpty ? "delivered" : "queued"
             try insert.execute(arguments: [
                 action.id, me, room ?? action.peer, sequence, action.createdAt,
-                action.target.id, action.target.sender, action.kind.rawValue,
+                action.target.id.hex, action.target.sender.hex, action.kind.rawValue,
                 action.body.map { Data($0.utf8) }, state, room
             ])
             if room != nil {
@@ -275,7 +275,7 @@ extension Store {
                 let keptBody = allowed ? a.body : nil
                 try insert.execute(arguments: [
                     a.id, a.author, a.author, a.sequence, a.createdAt, a.target,
-                    target?.sender ?? a.author, a.kind.rawValue, keptBody.map { Data($0.utf8) },
+                    target?.sender.hex ?? a.author, a.kind.rawValue, keptBody.map { Data($0.utf8) },
                     a.room
                 ])
                 guard db.changesCount == 1 else {
@@ -320,20 +320,20 @@ extension Store {
                 sql: """
                     UPDATE message_action SET body = NULL WHERE target_author = ? AND target = ? AND kind = 'edit'
                     """
-            ).execute(arguments: [target.sender, target.id])
+            ).execute(arguments: [target.sender.hex, target.id.hex])
             // Our edits of it still queued are overtaken by the delete: never sent.
             try db.cachedStatement(
                 sql: """
                     UPDATE action_delivery SET state = 'delivered' WHERE state = 'queued' AND action_row IN (
                         SELECT row_id FROM message_action WHERE target_author = ? AND target = ? AND kind = 'edit')
                     """
-            ).execute(arguments: [target.sender, target.id])
+            ).execute(arguments: [target.sender.hex, target.id.hex])
             try db.cachedStatement(
                 sql: """
                     UPDATE message_action SET state = 'delivered'
                     WHERE target_author = ? AND target = ? AND kind = 'edit' AND state = 'queued'
                     """
-            ).execute(arguments: [target.sender, target.id])
+            ).execute(arguments: [target.sender.hex, target.id.hex])
             try db.cachedStatement(sql: "DELETE FROM reaction WHERE message_row = ?").execute(arguments: [target.rowID])
         case .react, .unreact:
             // A later change of the same reaction wins; an older one arriving late does not.

@@ -36,6 +36,14 @@ struct DirectRow {
         return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
     }
 
+    /// A BLOB column's bytes, nil for NULL.
+    func optionalBytes(_ column: Int32) -> [UInt8]? {
+        guard sqlite3_column_type(handle, column) != SQLITE_NULL, let blob = sqlite3_column_blob(handle, column)
+        else { return nil }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return Array(UnsafeRawBufferPointer(start: blob, count: count))
+    }
+
     /// A BLOB column as lowercase hex, nil for NULL.
     func optionalHex(_ column: Int32) -> String? {
         guard sqlite3_column_type(handle, column) != SQLITE_NULL, let blob = sqlite3_column_blob(handle, column)

@@ -53,17 +53,14 @@ extension Store {
 
     // MARK: - Outgoing
 
-    /// Queues `messages` from `sender` (this node's identity hex), assigning consecutive
+    /// Queues `messages` from `sender` (this node's identity), assigning consecutive
     /// sequence numbers in array order. One transaction, durable when it returns — or,
     /// with group commit running, once `whenDurable` says so (answer the client only then);
-    /// a duplicate message id fails the whole batch with `.conflict`.
-    public func enqueue(_ messages: [NewOutgoingMessage], sender: String) throws(StoreError) -> [StoredMessage] {
-        try InputValidation.requireIdentity(sender, "sender")
-        for message in messages {
-            try InputValidation.requireMessageID(message.id)
-            try InputValidation.requireIdentity(message.recipient, "recipient")
-            if let replyTo = message.replyTo { try InputValidation.requireMessageID(replyTo) }
-        }
+    /// a duplicate message id fails the whole batch with `.conflict`. Keys and ids are
+    /// typed, so they are bound as the BLOBs the table holds with nothing to check.
+    public func enqueue(_ messages: [NewOutgoingMessage], sender: IdentityPublicKey) throws(StoreError)
+        -> [StoredMessage]
+    {
         guard !messages.isEmpty else { return [] }
         return try write(feeding: .writeCommitting, deferringSync: true) { db in
             let sequences = try Self.reserveSequenceNumbers(db, count: messages.count)
@@ -72,26 +69,26 @@ extension Store {
                     INSERT INTO message (id, sender, recipient, peer, incoming, state, sequence, created_at, reply_to)
                     VALUES (?1, ?2, ?3, ?3, 0, 0, ?4, ?5, ?6)
                     """)
-            let senderParty = try self.party(db, hex: sender)
+            let senderParty = try self.party(db, key: sender.bytes)
             var stored: [StoredMessage] = []
             stored.reserveCapacity(messages.count)
             for (offset, message) in messages.enumerated() {
                 let sequence = sequences.lowerBound + Int64(offset)
-                let recipient = try self.party(db, hex: message.recipient)
+                let recipient = try self.party(db, key: message.recipient.bytes)
                 do {
                     try insert.executeDirect([
-                        .blob(try Self.idBytes(message.id)), .int(senderParty), .int(recipient),
-                        .int(sequence), .int(message.createdAt), .optionalBlob(try message.replyTo.map(Self.idBytes))
+                        .blob(message.id.bytes), .int(senderParty), .int(recipient),
+                        .int(sequence), .int(message.createdAt), .optionalBlob(message.replyTo?.bytes)
                     ])
                 } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
-                    throw StoreError.conflict("message id \(message.id) from \(sender) is already stored")
+                    throw StoreError.conflict("message id \(message.id.hex) from \(sender.hex) is already stored")
                 }
                 let row = db.lastInsertedRowID
                 try Self.insertBody(db, row: row, body: message.body)
                 stored.append(
                     StoredMessage(
                         rowID: row, id: message.id, direction: .outgoing, sender: sender,
-                        recipient: message.recipient, sequence: sequence, createdAt: message.createdAt,
+                        recipient: .peer(message.recipient), sequence: sequence, createdAt: message.createdAt,
                         body: message.body, state: .queued, replyTo: message.replyTo))
             }
             try Self.adjustCounter(db, Schema.Counter.queued, by: messages.count)
@@ -103,14 +100,13 @@ extension Store {
     /// sequence first, at most `limit` (clamped to `StoreLimits.maximumPageSize`). The
     /// outbox pump passes the last sequence it already sent on a session, so it never
     /// re-reads what is in flight.
-    public func pendingOutgoing(to recipient: String, afterSequence: Int64 = 0, limit: Int) throws(StoreError)
-        -> [StoredMessage]
+    public func pendingOutgoing(to recipient: IdentityPublicKey, afterSequence: Int64 = 0, limit: Int)
+        throws(StoreError) -> [StoredMessage]
     {
-        try InputValidation.requireIdentity(recipient, "recipient")
         let limit = InputValidation.pageSize(limit)
         guard limit > 0 else { return [] }
         return try read { db in
-            guard let party = try Self.partyID(db, hex: recipient) else { return [] }
+            guard let party = try Self.partyID(db, key: recipient.bytes) else { return [] }
             // `state = 0` is a literal so SQLite can use the partial outbox index.
             let statement = try db.cachedStatement(
                 sql: """
@@ -121,18 +117,24 @@ extension Store {
         }
     }
 
-    /// Every recipient with undelivered messages, and how many.
-    public func pendingRecipients() throws(StoreError) -> [String: Int] {
+    /// Every peer with undelivered direct messages, and how many.
+    public func pendingRecipients() throws(StoreError) -> [IdentityPublicKey: Int] {
         try read { db in
             let statement = try db.cachedStatement(
                 sql: """
                     SELECT (SELECT key FROM party WHERE party.id = recipient), COUNT(*) FROM message
                     WHERE state = 0 GROUP BY recipient
                     """)
-            var result: [String: Int] = [:]
+            var result: [IdentityPublicKey: Int] = [:]
             let rows = try Row.fetchCursor(statement)
             while let row = try rows.next() {
-                result[Sodium.hex(try row.bytes(0))] = Int(try row.int64(1))
+                // A room's queued messages are counted per member (`room_delivery`), not here.
+                let bytes = try row.bytes(0)
+                switch MessageParty(storedBytes: bytes) {
+                case .peer(let key): result[key, default: 0] += Int(try row.int64(1))
+                case .room: continue
+                case nil: throw UnexpectedStoredValue(column: "message.recipient", value: "\(bytes.count) bytes")
+                }
             }
             return result
         }
@@ -147,8 +149,8 @@ extension Store {
         -> [DeliveredMessage]
     {
         try InputValidation.requireIdentity(recipient, "recipient")
-        let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
-        return try markDelivered(hexIDs: ids, recipient: recipient, at: at, journal: nil)
+        guard let key = IdentityPublicKey(hex: recipient) else { return [] }
+        return try markDelivered(ids.compactMap(MessageID.init(hex:)), by: key, at: at, journal: nil)
     }
 
     /// `markDelivered` with typed ids (nothing to validate), and with `journal`, the
@@ -157,23 +159,10 @@ extension Store {
     public func markDelivered(_ ids: [MessageID], by recipient: IdentityPublicKey, at: Int64, journal: MessageJournal?)
         throws(StoreError) -> [DeliveredMessage]
     {
-        try markDelivered(ids, recipient: recipient.hex, at: at, journal: journal)
-    }
-
-    private func markDelivered(hexIDs ids: [String], recipient: String, at: Int64, journal: MessageJournal?)
-        throws(StoreError) -> [DeliveredMessage]
-    {
-        try markDelivered(
-            ids.compactMap { Sodium.fromHex($0).map(MessageID.init(exactly:)) },
-            recipient: recipient, at: at, journal: journal)
-    }
-
-    private func markDelivered(
-        _ ids: [MessageID], recipient: String, at: Int64, journal: MessageJournal?
-    ) throws(StoreError) -> [DeliveredMessage] {
         guard !ids.isEmpty else { return [] }
         return try relaxedWrite { db in
-            guard let party = try self.knownParty(db, hex: recipient) else { return [] }
+            guard let party = try self.knownParty(db, key: recipient.bytes) else { return [] }
+            let recipient = MessageParty.peer(recipient)
             // Find, then update by row_id: cheaper than UPDATE ... RETURNING, which makes
             // SQLite build a temporary table for every single ack.
             // INDEXED BY: without statistics SQLite would pick the outbox index on recipient
@@ -196,7 +185,8 @@ extension Store {
                 try find.queryDirect([.blob(id.bytes), .int(party)]) { row in
                     changed.append(
                         DeliveredMessage(
-                            rowID: row.int64(0), id: id.hex, recipient: recipient, room: row.optionalHex(1),
+                            rowID: row.int64(0), id: id, recipient: recipient,
+                            room: row.optionalBytes(1).flatMap(RoomID.init(bytes:)),
                             deliveredAt: at))
                 }
                 for d in changed[first...] {
@@ -210,7 +200,7 @@ extension Store {
                     db,
                     changed.map {
                         NewJournalEvent(
-                            at: journal.at, method: journal.method, peer: $0.room ?? $0.recipient,
+                            at: journal.at, method: journal.method, peer: $0.conversation.hex,
                             messageRowID: $0.rowID,
                             params: nil)
                     })
@@ -238,35 +228,27 @@ extension Store {
     /// Stores messages received from peers at local time `at`, in one transaction: durable
     /// when it returns, or with group commit running once `whenDurable` says so (acknowledge
     /// only then). De-duplicates by (sender, id): a message already stored comes back as the existing
-    /// row with `isNew` false, so a retransmission after a lost ack is harmless. A malformed
-    /// id or identity fails the whole batch with `.invalidArgument`.
+    /// row with `isNew` false, so a retransmission after a lost ack is harmless. Ids and
+    /// keys are typed: bound as the BLOBs the table holds, nothing to validate.
     ///
     /// With `journal`, each new message's event is written in the same transaction
     /// (`StoredMessage.journalEventID`); a duplicate gets none.
     public func storeIncoming(_ messages: [IncomingMessage], at: Int64, journal: MessageJournal? = nil)
         throws(StoreError) -> [(message: StoredMessage, isNew: Bool)]
     {
-        for message in messages {
-            try InputValidation.requireMessageID(message.id)
-            try InputValidation.requireIdentity(message.sender, "sender")
-            try InputValidation.requireIdentity(message.recipient, "recipient")
-            if let replyTo = message.replyTo { try InputValidation.requireMessageID(replyTo) }
-        }
-        return try storeChecked(messages, at: at, journal: journal)
+        try storeChecked(messages, at: at, journal: journal)
     }
 
-    /// `storeIncoming` for chats from one peer with typed id and keys: nothing to validate
-    /// again, and each key is turned into its stored form once per batch, not per message.
+    /// `storeIncoming` for chats from one peer as its session decoded them.
     public func storeIncoming(
         _ chats: [ReceivedChat], from sender: IdentityPublicKey, to recipient: IdentityPublicKey, at: Int64,
         journal: MessageJournal?
     ) throws(StoreError) -> [(message: StoredMessage, isNew: Bool)] {
-        let (senderHex, recipientHex) = (sender.hex, recipient.hex)
-        return try storeChecked(
+        try storeChecked(
             chats.map {
                 IncomingMessage(
-                    id: $0.id.hex, sender: senderHex, recipient: recipientHex, sequence: $0.sequence,
-                    createdAt: $0.createdAt, body: $0.body, replyTo: $0.replyTo?.hex)
+                    id: $0.id, sender: sender, recipient: recipient, sequence: $0.sequence,
+                    createdAt: $0.createdAt, body: $0.body, replyTo: $0.replyTo)
             }, at: at, journal: journal)
     }
 
@@ -286,17 +268,17 @@ extension Store {
                 sql: """
                     SELECT \(Self.messageColumns) FROM message WHERE id = ? AND sender = ?
                     """)
-            func party(_ hex: String) throws -> Int64 { try self.party(db, hex: hex) }
+            func party(_ key: IdentityPublicKey) throws -> Int64 { try self.party(db, key: key.bytes) }
             var results: [(message: StoredMessage, isNew: Bool)] = []
             results.reserveCapacity(messages.count)
             var newCount = 0
             for message in messages {
-                let id = try Self.idBytes(message.id)
+                let id = message.id.bytes
                 let sender = try party(message.sender)
                 try insert.executeDirect([
                     .blob(id), .int(sender), .int(try party(message.recipient)),
                     .int(message.sequence), .int(message.createdAt), .int(at),
-                    .optionalBlob(try message.replyTo.map(Self.idBytes))
+                    .optionalBlob(message.replyTo?.bytes)
                 ])
                 if db.changesCount == 1 {
                     newCount += 1
@@ -306,14 +288,14 @@ extension Store {
                         (
                             StoredMessage(
                                 rowID: row, id: message.id, direction: .incoming,
-                                sender: message.sender, recipient: message.recipient, sequence: message.sequence,
+                                sender: message.sender, recipient: .peer(message.recipient), sequence: message.sequence,
                                 createdAt: message.createdAt, body: message.body, state: .received,
                                 receivedAt: at, replyTo: message.replyTo), true
                         ))
                 } else {
                     guard let stored = try Self.fetchMessages(existing, [Data(id), sender]).first else {
                         // The insert conflicted on exactly this key inside this transaction.
-                        throw UnexpectedStoredValue(column: "message.id", value: message.id)
+                        throw UnexpectedStoredValue(column: "message.id", value: message.id.hex)
                     }
                     results.append((stored, false))
                 }
@@ -326,7 +308,7 @@ extension Store {
                     fresh.map { k in
                         let m = results[k].message
                         return NewJournalEvent(
-                            at: journal.at, method: journal.method, peer: m.room ?? m.peer, messageRowID: m.rowID,
+                            at: journal.at, method: journal.method, peer: m.conversation.hex, messageRowID: m.rowID,
                             params: nil)
                     })
                 for (k, id) in zip(fresh, eventIDs) { results[k].message.journalEventID = id }
@@ -374,27 +356,25 @@ extension Store {
 
     /// The message with this id; if several senders happened to choose the same id, the
     /// first stored. Use `message(id:sender:)` to be exact.
-    public func message(id: String) throws(StoreError) -> StoredMessage? {
-        try InputValidation.requireMessageID(id)
-        return try read { db in
+    public func message(id: MessageID) throws(StoreError) -> StoredMessage? {
+        try read { db in
             let statement = try db.cachedStatement(
                 sql: """
                     SELECT \(Self.messageColumns) FROM message WHERE id = ? ORDER BY row_id LIMIT 1
                     """)
-            return try Self.fetchMessages(statement, [Self.idBlob(id)]).first
+            return try Self.fetchMessages(statement, [Data(id.bytes)]).first
         }
     }
 
     /// The message with this id from this sender.
-    public func message(id: String, sender: String) throws(StoreError) -> StoredMessage? {
-        try InputValidation.requireMessageID(id)
-        try InputValidation.requireIdentity(sender, "sender")
-        return try read { db in
+    public func message(id: MessageID, sender: IdentityPublicKey) throws(StoreError) -> StoredMessage? {
+        try read { db in
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT \(Self.messageColumns) FROM message WHERE id = ? AND sender = \(Self.partyOfHexParameter)
+                    SELECT \(Self.messageColumns) FROM message
+                    WHERE id = ? AND sender = (SELECT id FROM party WHERE key = ?)
                     """)
-            return try Self.fetchMessages(statement, [Self.idBlob(id), sender]).first
+            return try Self.fetchMessages(statement, [Data(id.bytes), Data(sender.bytes)]).first
         }
     }
 
@@ -455,12 +435,32 @@ extension Store {
         guard let state = MessageState(code: stateCode) else {
             throw UnexpectedStoredValue(column: "message.state", value: String(stateCode))
         }
+        let idBytes = try row.bytes(1)
+        guard let id = MessageID(bytes: idBytes) else {
+            throw UnexpectedStoredValue(column: "message.id", value: "\(idBytes.count) bytes")
+        }
+        let senderBytes = try row.bytes(3)
+        guard senderBytes.count == IdentityPublicKey.length, let sender = try? IdentityPublicKey(bytes: senderBytes)
+        else {
+            throw UnexpectedStoredValue(column: "message.sender", value: "\(senderBytes.count) bytes")
+        }
+        let recipientBytes = try row.bytes(4)
+        guard let recipient = MessageParty(storedBytes: recipientBytes) else {
+            throw UnexpectedStoredValue(column: "message.recipient", value: "\(recipientBytes.count) bytes")
+        }
+        func optionalID<ID: FixedLengthID>(_ index: Int, _ column: String) throws -> ID? {
+            guard let bytes = try row.optionalBytes(index) else { return nil }
+            guard let id = ID(bytes: bytes) else {
+                throw UnexpectedStoredValue(column: column, value: "\(bytes.count) bytes")
+            }
+            return id
+        }
         return StoredMessage(
             rowID: try row.int64(0),
-            id: Sodium.hex(try row.bytes(1)),
+            id: id,
             direction: try row.int64(2) == 0 ? .outgoing : .incoming,
-            sender: Sodium.hex(try row.bytes(3)),
-            recipient: Sodium.hex(try row.bytes(4)),
+            sender: sender,
+            recipient: recipient,
             sequence: try row.int64(5),
             createdAt: try row.int64(6),
             body: try row.utf8Blob(7),
@@ -468,8 +468,8 @@ extension Store {
             deliveredAt: try row.optionalInt64(9),
             receivedAt: try row.optionalInt64(10),
             readAt: try row.optionalInt64(11),
-            room: try row.optionalBytes(12).map(Sodium.hex),
-            replyTo: try row.optionalBytes(13).map(Sodium.hex),
+            room: try optionalID(12, "message.room"),
+            replyTo: try optionalID(13, "message.reply_to"),
             editedAt: try row.optionalInt64(14),
             deletedAt: try row.optionalInt64(15))
     }

@@ -41,27 +41,38 @@ extension Store {
     /// per probe in callgrind). Only ids found by a lookup are kept, never one inserted by
     /// this transaction (it may still roll back; a failed write also empties the cache).
     /// Inside a write, under `lock`.
-    func party(_ db: Database, hex: String) throws -> Int64 {
-        if let id = partyIDs[hex] { return id }
-        guard let key = Sodium.fromHex(hex) else { throw UnexpectedStoredValue(column: "party.key", value: hex) }
+    func party(_ db: Database, key: [UInt8]) throws -> Int64 {
+        if let id = partyIDs[key] { return id }
         if let id = try Self.partyID(db, key: key) {
-            rememberParty(hex, id)
+            rememberParty(key, id)
             return id
         }
         return try Self.ensureParty(db, key: key)
     }
 
-    /// `partyID(_:hex:)` through `partyIDs` (nil: no message names the key yet).
-    func knownParty(_ db: Database, hex: String) throws -> Int64? {
-        if let id = partyIDs[hex] { return id }
-        guard let id = try Self.partyID(db, hex: hex) else { return nil }
-        rememberParty(hex, id)
+    /// `party(_:key:)` for a key a caller still gives as hex.
+    func party(_ db: Database, hex: String) throws -> Int64 {
+        guard let key = Sodium.fromHex(hex) else { throw UnexpectedStoredValue(column: "party.key", value: hex) }
+        return try party(db, key: key)
+    }
+
+    /// `partyID(_:key:)` through `partyIDs` (nil: no message names the key yet).
+    func knownParty(_ db: Database, key: [UInt8]) throws -> Int64? {
+        if let id = partyIDs[key] { return id }
+        guard let id = try Self.partyID(db, key: key) else { return nil }
+        rememberParty(key, id)
         return id
     }
 
-    private func rememberParty(_ hex: String, _ id: Int64) {
+    /// `knownParty(_:key:)` for a key a caller still gives as hex (nil if not hex).
+    func knownParty(_ db: Database, hex: String) throws -> Int64? {
+        guard let key = Sodium.fromHex(hex) else { return nil }
+        return try knownParty(db, key: key)
+    }
+
+    private func rememberParty(_ key: [UInt8], _ id: Int64) {
         if partyIDs.count >= Self.partyIDCacheLimit { partyIDs.removeAll() }
-        partyIDs[hex] = id
+        partyIDs[key] = id
     }
 
     /// `ensureParty` for a hex key the caller validated.

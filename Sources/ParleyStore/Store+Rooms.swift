@@ -218,16 +218,17 @@ extension Store {
 
     /// One room message this node writes (`enqueueRoomMessages`).
     public struct NewRoomMessage: Sendable {
-        public var id: String
-        public var room: String
+        public var id: MessageID
+        public var room: RoomID
         public var body: String
         public var createdAt: Int64
+        /// Identity hex of each member to deliver to (`room_delivery.member`).
         public var members: [String]
-        public var replyTo: String?
+        public var replyTo: MessageID?
         public var signed: SignedRoomMessageRow?
 
         public init(
-            id: String, room: String, body: String, createdAt: Int64, members: [String], replyTo: String? = nil,
+            id: MessageID, room: RoomID, body: String, createdAt: Int64, members: [String], replyTo: MessageID? = nil,
             signed: SignedRoomMessageRow? = nil
         ) {
             self.id = id
@@ -247,8 +248,8 @@ extension Store {
     /// node) signed it for room sync, is kept in the same transaction: one commit per
     /// message sent, not two.
     public func enqueueRoomMessage(
-        id: String, room: String, body: String, createdAt: Int64, sender: String,
-        members: [String], replyTo: String? = nil, signed: SignedRoomMessageRow? = nil
+        id: MessageID, room: RoomID, body: String, createdAt: Int64, sender: IdentityPublicKey,
+        members: [String], replyTo: MessageID? = nil, signed: SignedRoomMessageRow? = nil
     ) throws(StoreError) -> StoredMessage {
         try enqueueRoomMessages(
             [
@@ -260,20 +261,16 @@ extension Store {
 
     /// The same for a run of messages (pipelined sends) in one transaction: all or none (a
     /// failure stores nothing and consumes no sequence number).
-    public func enqueueRoomMessages(_ messages: [NewRoomMessage], sender: String) throws(StoreError)
+    public func enqueueRoomMessages(_ messages: [NewRoomMessage], sender: IdentityPublicKey) throws(StoreError)
         -> [StoredMessage]
     {
-        try InputValidation.requireIdentity(sender, "sender")
         for m in messages {
             if let signed = m.signed {
                 try Self.validateSignedRow(signed)
-                guard signed.id == m.id, signed.room == m.room, signed.author == sender else {
+                guard signed.id == m.id.hex, signed.room == m.room.hex, signed.author == sender.hex else {
                     throw .invalidArgument("the signed form is of another message")
                 }
             }
-            try InputValidation.requireMessageID(m.id)
-            if let replyTo = m.replyTo { try InputValidation.requireMessageID(replyTo) }
-            try Self.requireRoomID(m.room)
             for member in m.members { try InputValidation.requireIdentity(member, "member") }
         }
         guard !messages.isEmpty else { return [] }
@@ -289,7 +286,9 @@ extension Store {
         }
     }
 
-    private static func insertRoomMessage(_ db: Database, _ m: NewRoomMessage, sender: String, sequence: Int64) throws
+    private static func insertRoomMessage(
+        _ db: Database, _ m: NewRoomMessage, sender: IdentityPublicKey, sequence: Int64
+    ) throws
         -> StoredMessage
     {
         let recipients = Array(Set(m.members)).sorted()
@@ -297,8 +296,8 @@ extension Store {
         let deliveredAt: Int64? = recipients.isEmpty ? m.createdAt : nil
         do {
             // The room is the recipient of its outgoing messages (one row for all members).
-            let room = try ensureParty(db, hex: m.room)
-            let replyTo: Data? = m.replyTo.flatMap { idBlob($0) }
+            let room = try ensureParty(db, key: m.room.bytes)
+            let replyTo: Data? = m.replyTo.map { Data($0.bytes) }
             try db.execute(
                 sql: """
                     INSERT INTO message (id, sender, recipient, peer, incoming, state, sequence, created_at,
@@ -306,11 +305,11 @@ extension Store {
                     VALUES (?1, ?2, ?3, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?9)
                     """,
                 arguments: [
-                    idBlob(m.id), try ensureParty(db, hex: sender), room, state.code, sequence, m.createdAt,
+                    Data(m.id.bytes), try ensureParty(db, key: sender.bytes), room, state.code, sequence, m.createdAt,
                     deliveredAt, room, replyTo
                 ])
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
-            throw StoreError.conflict("message id \(m.id) from \(sender) is already stored")
+            throw StoreError.conflict("message id \(m.id.hex) from \(sender.hex) is already stored")
         }
         let row = db.lastInsertedRowID
         try insertBody(db, row: row, body: m.body)
@@ -320,11 +319,11 @@ extension Store {
                 """)
         for r in recipients { try insert.execute(arguments: [row, r]) }
         if let signed = m.signed, try insertSignedRow(db, signed, at: m.createdAt) != .inserted {
-            throw StoreError.conflict("room sequence \(signed.sequence) of \(sender) is already used")
+            throw StoreError.conflict("room sequence \(signed.sequence) of \(sender.hex) is already used")
         }
         try adjustCounter(db, state == .queued ? Schema.Counter.queued : Schema.Counter.delivered, by: 1)
         return StoredMessage(
-            rowID: row, id: m.id, direction: .outgoing, sender: sender, recipient: m.room,
+            rowID: row, id: m.id, direction: .outgoing, sender: sender, recipient: .room(m.room),
             sequence: sequence, createdAt: m.createdAt, body: m.body, state: state,
             deliveredAt: deliveredAt, room: m.room, replyTo: m.replyTo)
     }
@@ -442,15 +441,9 @@ extension Store {
 
     /// Stores messages received for `room`, de-duplicated by (sender, id) like direct
     /// messages: a message already stored comes back with `isNew` false. One transaction.
-    public func storeIncomingRoomMessages(_ messages: [IncomingMessage], room: String, at: Int64) throws(StoreError)
-        -> [(message: StoredMessage, isNew: Bool)]
+    public func storeIncomingRoomMessages(_ messages: [IncomingMessage], room: RoomID, at: Int64)
+        throws(StoreError) -> [(message: StoredMessage, isNew: Bool)]
     {
-        try Self.requireRoomID(room)
-        for message in messages {
-            try InputValidation.requireMessageID(message.id)
-            try InputValidation.requireIdentity(message.sender, "sender")
-            try InputValidation.requireIdentity(message.recipient, "recipient")
-        }
         guard !messages.isEmpty else { return [] }
         return try write { db in
             let insert = try db.cachedStatement(
@@ -466,12 +459,12 @@ extension Store {
                     """)
             var results: [(message: StoredMessage, isNew: Bool)] = []
             var newCount = 0
-            let roomParty = try Self.ensureParty(db, hex: room)
+            let roomParty = try Self.ensureParty(db, key: room.bytes)
             for m in messages {
-                let sender = try Self.ensureParty(db, hex: m.sender)
+                let sender = try Self.ensureParty(db, key: m.sender.bytes)
                 try insert.execute(arguments: [
-                    Self.idBlob(m.id), sender, try Self.ensureParty(db, hex: m.recipient), m.sequence, m.createdAt,
-                    at, roomParty, m.replyTo.flatMap { Self.idBlob($0) }
+                    Data(m.id.bytes), sender, try Self.ensureParty(db, key: m.recipient.bytes), m.sequence,
+                    m.createdAt, at, roomParty, m.replyTo.map { Data($0.bytes) }
                 ])
                 if db.changesCount == 1 {
                     newCount += 1
@@ -481,12 +474,13 @@ extension Store {
                         (
                             StoredMessage(
                                 rowID: row, id: m.id, direction: .incoming, sender: m.sender,
-                                recipient: m.recipient, sequence: m.sequence, createdAt: m.createdAt, body: m.body,
+                                recipient: .peer(m.recipient), sequence: m.sequence, createdAt: m.createdAt,
+                                body: m.body,
                                 state: .received, receivedAt: at, room: room, replyTo: m.replyTo), true
                         ))
                 } else {
-                    guard let stored = try Self.fetchMessages(existing, [Self.idBlob(m.id), sender]).first else {
-                        throw UnexpectedStoredValue(column: "message.id", value: m.id)
+                    guard let stored = try Self.fetchMessages(existing, [Data(m.id.bytes), sender]).first else {
+                        throw UnexpectedStoredValue(column: "message.id", value: m.id.hex)
                     }
                     results.append((stored, false))
                 }

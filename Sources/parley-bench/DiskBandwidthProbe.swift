@@ -27,13 +27,13 @@ struct DiskBandwidthProbe {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let store = try Store(directory: dir, durability: .full)
         defer { try? store.close() }
-        let me = String(repeating: "a", count: 64)
-        let peer = String(repeating: "b", count: 64)
+        let me = try IdentityPublicKey(bytes: [UInt8](repeating: 0xaa, count: IdentityPublicKey.length))
+        let peer = try IdentityPublicKey(bytes: [UInt8](repeating: 0xbb, count: IdentityPublicKey.length))
         let body = String(repeating: "x", count: Self.chunkBytes)
         let t0 = Clock.nowNs()
         for _ in 0..<transactions {
             let batch = (0..<Self.storeBatch).map { _ in
-                NewOutgoingMessage(id: MessageID.random().hex, recipient: peer, body: body, createdAt: 0)
+                NewOutgoingMessage(id: MessageID.random(), recipient: peer, body: body, createdAt: 0)
             }
             _ = try store.enqueue(batch, sender: me)
         }

@@ -18,11 +18,11 @@ struct DurableCommitBench {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let store = try Store(directory: dir, durability: .full)
         defer { try? store.close() }
-        let me = String(repeating: "a", count: 64)
-        let peer = String(repeating: "b", count: 64)
+        let me = try IdentityPublicKey(bytes: [UInt8](repeating: 0xaa, count: IdentityPublicKey.length))
+        let peer = try IdentityPublicKey(bytes: [UInt8](repeating: 0xbb, count: IdentityPublicKey.length))
         let body = String(repeating: "x", count: 64)
         func message() -> NewOutgoingMessage {
-            NewOutgoingMessage(id: MessageID.random().hex, recipient: peer, body: body, createdAt: 0)
+            NewOutgoingMessage(id: MessageID.random(), recipient: peer, body: body, createdAt: 0)
         }
         var single = Samples()
         for _ in 0..<n {

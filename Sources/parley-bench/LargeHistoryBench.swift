@@ -323,25 +323,26 @@ struct HistoryBook {
         var i = 0
         while i < scale.historyMessages {
             let end = min(i + LargeHistoryBench.buildBatch, scale.historyMessages)
+            let meKey = IdentityPublicKey(hex: me)!
             var direct: [IncomingMessage] = []
             var rooms: [Int: [IncomingMessage]] = [:]
             for k in i..<end {
                 let c = k % conversations
                 let wordCount = 6 + Int(rng.next() % 12)
                 let body = (0..<wordCount).map { _ in vocabulary[draw(&rng)] }.joined(separator: " ")
-                let id = String(format: "%016llx%016llx", rng.next(), UInt64(k))
+                let id = MessageID(hex: String(format: "%016llx%016llx", rng.next(), UInt64(k)))!
                 let at = start + Int64(k) * 1000
                 if c < scale.historyPeers {
                     sequences[c] += 1
                     direct.append(
                         IncomingMessage(
-                            id: id, sender: peers[c].identity.publicKey.hex, recipient: me, sequence: sequences[c],
+                            id: id, sender: peers[c].identity.publicKey, recipient: meKey, sequence: sequences[c],
                             createdAt: at, body: body))
                 } else {
                     let author = peers[k % 8]
                     rooms[c - scale.historyPeers, default: []].append(
                         IncomingMessage(
-                            id: id, sender: author.identity.publicKey.hex, recipient: me, sequence: Int64(k),
+                            id: id, sender: author.identity.publicKey, recipient: meKey, sequence: Int64(k),
                             createdAt: at, body: body))
                 }
             }
@@ -356,7 +357,9 @@ struct HistoryBook {
                 for id in roomIDs { _ = try store.markRoomRead(room: id, upTo: nil, at: at) }
             }
             _ = try store.storeIncoming(direct, at: at)
-            for (r, list) in rooms { _ = try store.storeIncomingRoomMessages(list, room: roomIDs[r], at: at) }
+            for (r, list) in rooms {
+                _ = try store.storeIncomingRoomMessages(list, room: RoomID(hex: roomIDs[r])!, at: at)
+            }
             i = end
         }
     }

@@ -229,7 +229,7 @@ final class ControlConnectionTests: XCTestCase {
         let stored = try store.messages(peer: nil, after: nil, limit: 10)
         XCTAssertEqual(stored.map(\.body), ["r1", "r2", "r3", "r4"])
         let sequences = try stored.map { m -> UInt64 in
-            let bytes = try XCTUnwrap(try store.signedRoomMessage(id: m.id, author: me))
+            let bytes = try XCTUnwrap(try store.signedRoomMessage(id: m.id.hex, author: me))
             return try SignedRoomMessage.decode(bytes).roomSequence
         }
         XCTAssertEqual(sequences, [1, 2, 3, 4])

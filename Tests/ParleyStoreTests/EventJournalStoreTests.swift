@@ -96,7 +96,7 @@ final class EventJournalStoreTests: XCTestCase {
         let sent = try store.enqueue(
             [NewOutgoingMessage(id: String(format: "%032x", 77), recipient: bob, body: "out", createdAt: 1)],
             sender: me.hex)
-        let id = try XCTUnwrap(MessageID(hex: sent[0].id))
+        let id = sent[0].id
         let marks = store.committedWriteTransactions
         let delivered = try store.markDelivered(
             [id, id], by: peer, at: 50, journal: try MessageJournal(method: "message.delivered", at: 60))
@@ -105,7 +105,7 @@ final class EventJournalStoreTests: XCTestCase {
         XCTAssertEqual(
             try store.events(after: 4, through: 5, limit: 10).map(\.event),
             [NewJournalEvent(at: 60, method: "message.delivered", peer: bob, messageRowID: sent[0].rowID, params: nil)])
-        XCTAssertEqual(try store.message(id: sent[0].id)?.state, .delivered)
+        XCTAssertEqual(try store.message(id: sent[0].id.hex)?.state, .delivered)
         XCTAssertThrowsError(try MessageJournal(method: "", at: 0))
     }
 

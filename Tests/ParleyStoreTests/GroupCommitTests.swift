@@ -153,7 +153,7 @@ final class GroupCommitTests: StoreDirectoryTestCase {
         let hops = Hops()
         try store!.startGroupCommit(hop: { hops.add($0) }, failed: { _ in XCTFail("failed") })
         var ids: [String] = []
-        for i in 0..<20 { ids.append(try queue(store!, "m\(i)").id) }
+        for i in 0..<20 { ids.append(try queue(store!, "m\(i)").id.hex) }
         var ran = false
         store!.whenDurable { ran = true }
         for _ in 0..<20 where !ran { hops.runArrived() }

@@ -206,13 +206,13 @@ final class LeanMessagesMigrationTests: StoreDirectoryTestCase {
 
         // One message of each kind, whole.
         let reply = try XCTUnwrap(s.message(id: String(format: "%032x", 13 * 3), sender: peer(13 * 3 % 7)))
-        XCTAssertEqual(reply.replyTo, String(format: "%032x", 13 * 3 - 1))
+        XCTAssertEqual(reply.replyTo?.hex, String(format: "%032x", 13 * 3 - 1))
         XCTAssertEqual(reply.direction, .incoming)
-        XCTAssertEqual(reply.recipient, me)
+        XCTAssertEqual(reply.recipient.hex, me)
         XCTAssertEqual(reply.body, "body 39")
         let roomOut = try XCTUnwrap(s.message(id: String(format: "%032x", 22), sender: me))
-        XCTAssertEqual(roomOut.room, room)
-        XCTAssertEqual(roomOut.recipient, room)
+        XCTAssertEqual(roomOut.room?.hex, room)
+        XCTAssertEqual(roomOut.recipient.hex, room)
         XCTAssertEqual(roomOut.state, .queued)
         XCTAssertEqual(try s.pendingRoomMessages(to: peer(1), limit: 500).first?.rowID, 11)
         XCTAssertEqual(try s.pendingRoomMessages(to: peer(2), limit: 500), [])
@@ -235,7 +235,7 @@ final class LeanMessagesMigrationTests: StoreDirectoryTestCase {
         XCTAssertEqual(events.count, (n - 3) / 997)
         let rendered = try s.messages(rowIDs: events.compactMap(\.event.messageRowID))
         XCTAssertEqual(rendered.count, events.count)
-        for event in events { XCTAssertEqual(rendered[event.event.messageRowID ?? 0]?.peer, event.event.peer) }
+        for event in events { XCTAssertEqual(rendered[event.event.messageRowID ?? 0]?.peer.hex, event.event.peer) }
 
         // Ids continue above the deleted newest rows; a duplicate id is still refused.
         let sent = try s.enqueue(

@@ -144,7 +144,7 @@ final class MessageChecksMigrationTests: StoreDirectoryTestCase {
         }
         XCTAssertEqual(try store.message(id: String(format: "%032x", 1))?.body, "body 1")
         let receivedRoom = try store.message(id: String(format: "%032x", 33))
-        XCTAssertEqual(receivedRoom?.room, String(format: "%032x", 5))
+        XCTAssertEqual(receivedRoom?.room?.hex, String(format: "%032x", 5))
         XCTAssertEqual(receivedRoom?.state, .received)
     }
 }

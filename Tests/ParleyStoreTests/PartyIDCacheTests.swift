@@ -29,6 +29,6 @@ final class PartyIDCacheTests: StoreDirectoryTestCase {
         _ = try store.enqueue([NewOutgoingMessage(id: id(5), recipient: x, body: "to x", createdAt: 1)], sender: me)
         XCTAssertEqual(try store.pendingOutgoing(to: x, limit: 10).map(\.body), ["to x"])
         XCTAssertEqual(try store.pendingOutgoing(to: y, limit: 10).map(\.body), ["to y"])
-        XCTAssertEqual(try store.message(id: id(5), sender: me)?.recipient, x)
+        XCTAssertEqual(try store.message(id: id(5), sender: me)?.recipient.hex, x)
     }
 }

@@ -73,7 +73,7 @@ final class ReadStateTests: XCTestCase {
         XCTAssertEqual(
             try store.markReadByRecipient(ids: [id(3)], by: bob, at: 60), [], "still queued: the ack comes first")
         let read = try store.markReadByRecipient(ids: [id(1), id(2), "not-an-id"], by: bob, at: 60)
-        XCTAssertEqual(read.map(\.id), [id(1), id(2)])
+        XCTAssertEqual(read.map(\.id.hex), [id(1), id(2)])
         XCTAssertEqual(read.map(\.readAt), [60, 60])
         XCTAssertEqual(try store.markReadByRecipient(ids: [id(1)], by: bob, at: 70), [], "receipts are idempotent")
         XCTAssertEqual(try store.message(id: id(1), sender: me)?.readAt, 60)

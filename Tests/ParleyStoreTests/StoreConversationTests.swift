@@ -52,10 +52,10 @@ final class StoreConversationTests: XCTestCase {
                     id: id(2), recipient: bob, body: "answer", createdAt: 2,
                     replyTo: id(1))
             ], sender: me)[0]
-        XCTAssertEqual(reply.replyTo, id(1))
-        XCTAssertEqual(try store.message(id: id(2), sender: me)?.replyTo, id(1))
-        XCTAssertEqual(try incoming(store, 3, from: bob, body: "thanks", replyTo: id(2)).replyTo, id(2))
-        XCTAssertEqual(try store.messages(idPrefix: id(3)).map(\.id), [id(3)])
+        XCTAssertEqual(reply.replyTo?.hex, id(1))
+        XCTAssertEqual(try store.message(id: id(2), sender: me)?.replyTo?.hex, id(1))
+        XCTAssertEqual(try incoming(store, 3, from: bob, body: "thanks", replyTo: id(2)).replyTo?.hex, id(2))
+        XCTAssertEqual(try store.messages(idPrefix: id(3)).map(\.id.hex), [id(3)])
         XCTAssertEqual(try store.messages(idPrefix: "00000000").count, 2, "ambiguous prefixes return several")
         XCTAssertThrowsError(try store.messages(idPrefix: "0000"), "too short")
         XCTAssertThrowsError(try store.messages(idPrefix: "zzzzzzzz"), "not hex")
@@ -75,7 +75,7 @@ final class StoreConversationTests: XCTestCase {
             return a.author == bob
         }
         XCTAssertNil(seen[id(10)]!, "carol is not part of the conversation: the target is not found for her")
-        XCTAssertEqual(seen[id(11)]!?.message.id, id(1))
+        XCTAssertEqual(seen[id(11)]!?.message.id.hex, id(1))
         XCTAssertNil(out[0].updated)
         XCTAssertEqual(out[1].updated?.body, "bob's, edited")
         XCTAssertEqual(out[1].updated?.editedAt, 9)

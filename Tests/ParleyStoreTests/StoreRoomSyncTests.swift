@@ -15,10 +15,12 @@ final class StoreRoomSyncTests: StoreDirectoryTestCase {
         var store: Store? = try Store(directory: directory)
         XCTAssertEqual(try store!.nextRoomSequence(room: room, author: alice), 1)
         XCTAssertEqual(
-            try store!.insertSignedRoomMessage(room: room, author: alice, sequence: 1, id: id(1), encoded: [1, 2], at: 1),
+            try store!.insertSignedRoomMessage(
+                room: room, author: alice, sequence: 1, id: id(1), encoded: [1, 2], at: 1),
             .inserted)
         XCTAssertEqual(
-            try store!.insertSignedRoomMessage(room: room, author: alice, sequence: 1, id: id(1), encoded: [1, 2], at: 2),
+            try store!.insertSignedRoomMessage(
+                room: room, author: alice, sequence: 1, id: id(1), encoded: [1, 2], at: 2),
             .duplicate)
         XCTAssertEqual(
             try store!.insertSignedRoomMessage(room: room, author: alice, sequence: 1, id: id(9), encoded: [9], at: 3),
@@ -50,7 +52,7 @@ final class StoreRoomSyncTests: StoreDirectoryTestCase {
         let sent = try store.enqueueRoomMessage(
             id: id(1), room: room, body: "hi", createdAt: 1, sender: alice, members: [bob],
             signed: row(1, sequence: 1))
-        XCTAssertEqual(sent.id, id(1))
+        XCTAssertEqual(sent.id.hex, id(1))
         XCTAssertEqual(try store.signedRoomMessage(id: id(1), author: alice), [1])
         XCTAssertEqual(try store.nextRoomSequence(room: room, author: alice), 2)
         // A signed form that reuses a sequence: the message is not stored either.

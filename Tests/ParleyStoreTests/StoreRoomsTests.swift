@@ -41,18 +41,18 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
         let store = try open()
         let m = try send(store, 1, to: [bob, carol])
         XCTAssertEqual(m.state, .queued)
-        XCTAssertEqual(m.room, room)
+        XCTAssertEqual(m.room?.hex, room)
         XCTAssertEqual(try store.pendingRoomMessages(to: bob, limit: 10).map(\.id), [m.id])
         XCTAssertEqual(try store.pendingRoomMessages(to: carol, limit: 10).map(\.id), [m.id])
         XCTAssertEqual(try store.counts().queued, 1)
         XCTAssertEqual(try store.queuedRoomMessageCount(room: room), 1)
 
-        XCTAssertEqual(try store.markRoomDeliveries(ids: [m.id], by: bob, at: 500), [])
+        XCTAssertEqual(try store.markRoomDeliveries(ids: [m.id.hex], by: bob, at: 500), [])
         XCTAssertEqual(try store.pendingRoomMessages(to: bob, limit: 10), [])
         XCTAssertEqual(
-            try store.markRoomDeliveries(ids: [m.id], by: bob, at: 501), [], "a repeated ack changes nothing")
-        let done = try store.markRoomDeliveries(ids: [m.id], by: carol, at: 600)
-        XCTAssertEqual(done.map(\.id), [m.id])
+            try store.markRoomDeliveries(ids: [m.id.hex], by: bob, at: 501), [], "a repeated ack changes nothing")
+        let done = try store.markRoomDeliveries(ids: [m.id.hex], by: carol, at: 600)
+        XCTAssertEqual(done.map(\.id.hex), [m.id.hex])
         XCTAssertEqual(done.first?.state, .delivered)
         XCTAssertEqual(done.first?.deliveredAt, 600)
         XCTAssertEqual(try store.counts().queued, 0)
@@ -68,14 +68,14 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
         for n in 1...3 {
             let m = try send(store, n, to: [bob, carol])
             _ = try store.insertSignedRoomMessage(
-                room: room, author: me, sequence: UInt64(n), id: m.id, encoded: [UInt8(n)], at: 100)
+                room: room, author: me, sequence: UInt64(n), id: m.id.hex, encoded: [UInt8(n)], at: 100)
             sent.append(m)
         }
         XCTAssertEqual(try store.roomHolders(ofRows: [sent[0].rowID])[sent[0].rowID]?.held.count, 0)
         XCTAssertEqual(try store.roomHolders(ofRows: [sent[0].rowID])[sent[0].rowID]?.members, 2)
         // Carol acknowledges the first: held by carol, not delivered yet.
-        let ack = try store.acknowledgeRoomTraffic(ids: [sent[0].id], by: carol, at: 200)
-        XCTAssertEqual(ack.held.map(\.id), [sent[0].id])
+        let ack = try store.acknowledgeRoomTraffic(ids: [sent[0].id.hex], by: carol, at: 200)
+        XCTAssertEqual(ack.held.map(\.id.hex), [sent[0].id.hex])
         XCTAssertEqual(ack.delivered, [])
         XCTAssertEqual(try store.roomHolders(ofRows: [sent[0].rowID])[sent[0].rowID]?.held.map(\.member), [carol])
         // A stranger's summary changes nothing.
@@ -97,10 +97,10 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
     func testAnAckFromANonRecipientChangesNothing() throws {
         let store = try open()
         let m = try send(store, 1, to: [bob])
-        XCTAssertEqual(try store.markRoomDeliveries(ids: [m.id], by: carol, at: 1), [])
+        XCTAssertEqual(try store.markRoomDeliveries(ids: [m.id.hex], by: carol, at: 1), [])
         XCTAssertEqual(try store.pendingRoomMessages(to: bob, limit: 10).map(\.id), [m.id])
         // A direct-message ack path does not touch room messages either.
-        XCTAssertEqual(try store.markDelivered(ids: [m.id], by: bob, at: 1), [])
+        XCTAssertEqual(try store.markDelivered(ids: [m.id.hex], by: bob, at: 1), [])
     }
 
     func testRoomOfOneIsDeliveredAtOnce() throws {
@@ -133,13 +133,15 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
         XCTAssertEqual(try store.pendingRoomMessages(to: bob, limit: 10).map(\.id), [welcome.id])
         XCTAssertEqual(try store.pendingRoomMessages(to: carol, limit: 10), [], "carol has not joined")
         XCTAssertEqual(
-            try store.acknowledgeRoomTraffic(ids: [welcome.id], by: bob, at: 300).held.map(\.id), [welcome.id])
+            try store.acknowledgeRoomTraffic(ids: [welcome.id.hex], by: bob, at: 300).held.map(\.id.hex),
+            [welcome.id.hex])
         record.joined = [key(me), key(bob), key(carol)]
         record.version = 3
         try store.saveRoom(record)
         XCTAssertEqual(try store.pendingRoomMessages(to: carol, limit: 10).map(\.id), [welcome.id])
         XCTAssertEqual(
-            try store.acknowledgeRoomTraffic(ids: [welcome.id], by: carol, at: 400).delivered.map(\.id), [welcome.id])
+            try store.acknowledgeRoomTraffic(ids: [welcome.id.hex], by: carol, at: 400).delivered.map(\.id.hex),
+            [welcome.id.hex])
     }
 
     func testPendingRoomMessagesComeInSequenceOrderAfterDirectOnesShareTheCounter() throws {
@@ -163,7 +165,7 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
             id: messageID(1), sender: bob, recipient: me, sequence: 3, createdAt: 4, body: "hi room")
         let first = try store.storeIncomingRoomMessages([incoming], room: room, at: 10)
         XCTAssertEqual(first.map(\.isNew), [true])
-        XCTAssertEqual(first[0].message.room, room)
+        XCTAssertEqual(first[0].message.room?.hex, room)
         XCTAssertEqual(try store.storeIncomingRoomMessages([incoming], room: room, at: 11).map(\.isNew), [false])
         _ = try store.storeIncoming(
             [
@@ -216,7 +218,7 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
         XCTAssertTrue(store.roomOutboxesMayHaveWork, "a queued room message")
         try store.checkRoomOutboxesEmpty()
         XCTAssertTrue(store.roomOutboxesMayHaveWork, "still queued for bob")
-        _ = try store.markRoomDeliveries(ids: [m.id], by: bob, at: 2)
+        _ = try store.markRoomDeliveries(ids: [m.id.hex], by: bob, at: 2)
         try store.checkRoomOutboxesEmpty()
         XCTAssertFalse(store.roomOutboxesMayHaveWork)
 
@@ -250,8 +252,8 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
         XCTAssertEqual(try store.pendingRoomOperations(to: key(carol), limit: 10).map(\.hash), [op(1), op(2)])
         // The combined ack path clears operations and room messages in one go.
         let m = try send(store, 1, to: [carol])
-        let done = try store.acknowledgeRoomTraffic(ids: [String(opHash(2).prefix(32)), m.id], by: carol, at: 9)
-        XCTAssertEqual(done.delivered.map(\.id), [m.id])
+        let done = try store.acknowledgeRoomTraffic(ids: [String(opHash(2).prefix(32)), m.id.hex], by: carol, at: 9)
+        XCTAssertEqual(done.delivered.map(\.id.hex), [m.id.hex])
         XCTAssertEqual(try store.pendingRoomOperations(to: key(carol), limit: 10).map(\.hash), [op(1)])
     }
 

@@ -88,7 +88,7 @@ final class StoreTests: StoreDirectoryTestCase {
         }
 
         let recovered = try Store(directory: crashDirectory)
-        XCTAssertEqual(try recovered.pendingOutgoing(to: alice, limit: 10).map(\.id), (1...5).map(messageID))
+        XCTAssertEqual(try recovered.pendingOutgoing(to: alice, limit: 10).map(\.id.hex), (1...5).map(messageID))
         XCTAssertEqual(try recovered.nextSequenceNumbers(count: 1), 6...6)
         XCTAssertEqual(try recovered.counts().queued, 5)
     }
@@ -111,7 +111,7 @@ final class StoreTests: StoreDirectoryTestCase {
                 XCTAssertFalse(try store.read { db in try db.tableExists("scratch") })
             }
             _ = try store.enqueue([message], sender: me)
-            XCTAssertEqual(try store.pendingOutgoing(to: bob, limit: 10).map(\.id), [messageID(1)])
+            XCTAssertEqual(try store.pendingOutgoing(to: bob, limit: 10).map(\.id.hex), [messageID(1)])
             try store.close()
         }
     }
@@ -132,13 +132,13 @@ final class StoreTests: StoreDirectoryTestCase {
         _ = try store.enqueue([outgoing(4, to: alice), outgoing(5, to: carol)], sender: me)
 
         let toAlice = try store.pendingOutgoing(to: alice, limit: 10)
-        XCTAssertEqual(toAlice.map(\.id), [1, 3, 4].map(messageID))
+        XCTAssertEqual(toAlice.map(\.id.hex), [1, 3, 4].map(messageID))
         XCTAssertEqual(toAlice.map(\.sequence), [1, 3, 4])
-        XCTAssertTrue(toAlice.allSatisfy { $0.state == .queued && $0.direction == .outgoing && $0.sender == me })
+        XCTAssertTrue(toAlice.allSatisfy { $0.state == .queued && $0.direction == .outgoing && $0.sender.hex == me })
         XCTAssertEqual(try store.pendingOutgoing(to: alice, limit: 2).map(\.sequence), [1, 3])
         XCTAssertEqual(try store.pendingOutgoing(to: alice, limit: 0), [])
-        XCTAssertEqual(try store.pendingRecipients(), [alice: 3, bob: 1, carol: 1])
-        XCTAssertEqual(try store.pendingOutgoing(to: bob, limit: 10).map(\.id), [messageID(2)])
+        XCTAssertEqual(try store.pendingRecipients(), [key(alice): 3, key(bob): 1, key(carol): 1])
+        XCTAssertEqual(try store.pendingOutgoing(to: bob, limit: 10).map(\.id.hex), [messageID(2)])
     }
 
     func testEnqueueReturnsWhatIsStored() throws {
@@ -171,14 +171,14 @@ final class StoreTests: StoreDirectoryTestCase {
 
         let changed = try store.markDelivered(
             ids: [messageID(1), messageID(2), messageID(3), "not-an-id", messageID(99)], by: alice, at: 60)
-        XCTAssertEqual(changed.map(\.id), [messageID(1), messageID(3)])
-        XCTAssertTrue(changed.allSatisfy { $0.deliveredAt == 60 && $0.recipient == alice && $0.room == nil })
+        XCTAssertEqual(changed.map(\.id.hex), [messageID(1), messageID(3)])
+        XCTAssertTrue(changed.allSatisfy { $0.deliveredAt == 60 && $0.recipient.hex == alice && $0.room == nil })
         XCTAssertEqual(
             changed.map(\.rowID), [messageID(1), messageID(3)].compactMap { try? store.message(id: $0)?.rowID })
         // The same id twice in one acknowledgement changes it once.
         _ = try store.enqueue([outgoing(4, to: alice)], sender: me)
         XCTAssertEqual(
-            try store.markDelivered(ids: [messageID(4), messageID(4)], by: alice, at: 61).map(\.id), [messageID(4)])
+            try store.markDelivered(ids: [messageID(4), messageID(4)], by: alice, at: 61).map(\.id.hex), [messageID(4)])
         XCTAssertEqual(try store.message(id: messageID(1))?.state, .delivered)
         XCTAssertEqual(try store.message(id: messageID(2))?.state, .queued)
 
@@ -187,7 +187,7 @@ final class StoreTests: StoreDirectoryTestCase {
         XCTAssertEqual(try store.message(id: messageID(1))?.deliveredAt, 60)
 
         XCTAssertEqual(try store.pendingOutgoing(to: alice, limit: 10), [])
-        XCTAssertEqual(try store.pendingRecipients(), [bob: 1])
+        XCTAssertEqual(try store.pendingRecipients(), [key(bob): 1])
         let counts = try store.counts()
         XCTAssertEqual([counts.queued, counts.delivered, counts.received], [1, 3, 0])
     }
@@ -232,7 +232,7 @@ final class StoreTests: StoreDirectoryTestCase {
         XCTAssertEqual(try store.messages(peer: alice, after: nil, limit: 10), [])
         XCTAssertEqual(try store.messages(peer: bob, after: nil, limit: 10).count, 2, "other conversations stay")
         XCTAssertEqual(try store.incomingUsage(from: alice).messages, 0)
-        XCTAssertEqual(try store.pendingRecipients(), [bob: 1])
+        XCTAssertEqual(try store.pendingRecipients(), [key(bob): 1])
         let counts = try store.counts()
         XCTAssertEqual([counts.queued, counts.delivered, counts.received], [1, 0, 1])
         try store.close()
@@ -251,7 +251,7 @@ final class StoreTests: StoreDirectoryTestCase {
         let store = try open()
         _ = try store.enqueue([outgoing(1, to: alice), outgoing(2, to: bob)], sender: me)
         let refused = try store.recordRefusal(ids: [messageID(1), messageID(2), "junk"], by: alice, reason: 3, at: 40)
-        XCTAssertEqual(refused.map(\.id), [messageID(1)], "bob's message is not alice's to refuse")
+        XCTAssertEqual(refused.map(\.id.hex), [messageID(1)], "bob's message is not alice's to refuse")
         XCTAssertEqual(try store.message(id: messageID(1))?.state, .queued, "a refused message stays queued")
         XCTAssertEqual(try store.refusal(ofMessageRow: refused[0].rowID)?.reason, 3)
         XCTAssertEqual(try store.refusal(ofMessageRow: refused[0].rowID)?.at, 40)
@@ -310,16 +310,6 @@ final class StoreTests: StoreDirectoryTestCase {
         XCTAssertEqual(try store.counts().received, 2)
     }
 
-    func testMalformedIncomingFailsTheBatchWithoutStoringAnything() throws {
-        let store = try open()
-        var bad = incoming(2, from: alice)
-        bad.sender = String(alice.uppercased())
-        assertStoreError(
-            try store.storeIncoming([incoming(1, from: alice), bad], at: 1),
-            .invalidArgument("sender must be lowercase hex"))
-        XCTAssertNil(try store.message(id: messageID(1)))
-    }
-
     // MARK: - History
 
     func testHistoryPagesForwardAndBackwardWithPeerFilter() throws {
@@ -331,7 +321,7 @@ final class StoreTests: StoreDirectoryTestCase {
         _ = try store.storeIncoming([incoming(6, from: alice)], at: 2)
 
         let all = try store.messages(peer: nil, after: nil, limit: 100)
-        XCTAssertEqual(all.map(\.id), (1...6).map(messageID))
+        XCTAssertEqual(all.map(\.id.hex), (1...6).map(messageID))
         XCTAssertEqual(all.map(\.rowID), all.map(\.rowID).sorted())
         let rows = all.map(\.rowID)
 
@@ -352,11 +342,12 @@ final class StoreTests: StoreDirectoryTestCase {
             Array(rows[2...3]))
 
         // Peer filter: both directions with that peer.
-        XCTAssertEqual(try store.messages(peer: alice, after: nil, limit: 100).map(\.id), [1, 2, 4, 6].map(messageID))
-        XCTAssertEqual(try store.messages(peer: bob, after: nil, limit: 100).map(\.id), [3, 5].map(messageID))
-        XCTAssertEqual(try store.messages(peer: alice, after: rows[1], limit: 1).map(\.id), [messageID(4)])
         XCTAssertEqual(
-            try store.messages(peer: alice, after: nil, before: rows[5], limit: 2).map(\.id),
+            try store.messages(peer: alice, after: nil, limit: 100).map(\.id.hex), [1, 2, 4, 6].map(messageID))
+        XCTAssertEqual(try store.messages(peer: bob, after: nil, limit: 100).map(\.id.hex), [3, 5].map(messageID))
+        XCTAssertEqual(try store.messages(peer: alice, after: rows[1], limit: 1).map(\.id.hex), [messageID(4)])
+        XCTAssertEqual(
+            try store.messages(peer: alice, after: nil, before: rows[5], limit: 2).map(\.id.hex),
             [2, 4].map(messageID))
         XCTAssertEqual(try store.messages(peer: carol, after: nil, limit: 100), [])
     }
@@ -424,10 +415,10 @@ final class StoreTests: StoreDirectoryTestCase {
             try store.replacePeer(old: key(alice), new: key(carol), at: 30), 2, "the two undelivered ones move")
         XCTAssertEqual(try store.peer(identity: key(alice))?.replacedBy, key(carol))
         XCTAssertEqual(try store.peer(identity: key(carol))?.trust, .verified, "a person compared the new key")
-        XCTAssertEqual(try store.pendingOutgoing(to: carol, limit: 10).map(\.id), [messageID(2), messageID(3)])
+        XCTAssertEqual(try store.pendingOutgoing(to: carol, limit: 10).map(\.id.hex), [messageID(2), messageID(3)])
         XCTAssertEqual(try store.pendingOutgoing(to: alice, limit: 10), [])
         XCTAssertEqual(
-            try store.message(id: messageID(1))?.recipient, alice, "delivered history stays with the old key")
+            try store.message(id: messageID(1))?.recipient.hex, alice, "delivered history stays with the old key")
         XCTAssertEqual(try store.previousKeys(of: key(carol)).map(\.identity), [key(alice)])
         XCTAssertEqual(try store.keyChanges(involving: key(carol)).map(\.oldIdentity), [key(alice)])
         assertStoreError(
@@ -557,11 +548,8 @@ final class StoreTests: StoreDirectoryTestCase {
 
     func testMalformedIdentifiersAreRefused() throws {
         let store = try open()
-        XCTAssertThrowsError(try store.enqueue([outgoing(1, to: "alice")], sender: me))
-        XCTAssertThrowsError(
-            try store.enqueue(
-                [NewOutgoingMessage(id: "short", recipient: alice, body: "", createdAt: 0)],
-                sender: me))
+        // Messages themselves are typed (`NewOutgoingMessage`): a malformed id or key
+        // cannot reach the store; what still comes as text is checked.
         XCTAssertThrowsError(try store.pendingOutgoing(to: alice + "\0", limit: 1))
         XCTAssertThrowsError(try store.peers(named: "a\0b"))
         XCTAssertEqual(try store.counts().queued, 0)
@@ -580,11 +568,11 @@ final class StoreTests: StoreDirectoryTestCase {
         func walBytes() throws -> Int { (try FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int) ?? 0 }
         let before = try walBytes()
         XCTAssertGreaterThan(before, 65_000, "the body went through the WAL once")
-        let delivered = try store.markDelivered(ids: [sent[0].id], by: bob, at: 5)
+        let delivered = try store.markDelivered(ids: [sent[0].id.hex], by: bob, at: 5)
         XCTAssertEqual(delivered.map(\.rowID), [sent[0].rowID])
         let growth = try walBytes() - before
         XCTAssertLessThan(growth, 16_384, "marking delivered wrote \(growth) bytes: the body was rewritten")
-        XCTAssertEqual(try store.message(id: sent[0].id, sender: me)?.body, body)
+        XCTAssertEqual(try store.message(id: sent[0].id.hex, sender: me)?.body, body)
     }
 
     /// A database from before message-bodies-v1 keeps every body, now in message_body.

@@ -44,6 +44,12 @@ public struct IdentityPublicKey: Hashable, Sendable {
     }
 
     public var hex: String { Sodium.hex(bytes) }
+
+    /// The key from its hex (control params, JSON); nil for anything else.
+    public init?(hex: String) {
+        guard let bytes = Sodium.fromHex(hex), let key = try? IdentityPublicKey(bytes: bytes) else { return nil }
+        self = key
+    }
 }
 
 /// A node's long-term Ed25519 signing key. Only signs cards (and room operations).

@@ -11,28 +11,30 @@ import ParleyStore
 extension ControlDispatcher {
     /// `messages.send` with `wait`: answers with the delivered message, the peer's refusal
     /// (issue 15: waiting longer would only end in a timeout) or `sendTimeout`.
-    func awaitDelivery(of messageID: String, timeoutMs: Int, id: JSONRPCID?) -> Reply {
+    func awaitDelivery(of messageID: MessageID, timeoutMs: Int, id: JSONRPCID?) -> Reply {
         let node = self.node
         return .later { answer in
             let wait = DeliveryWait(messageID: messageID, node: node) { outcome in
                 switch outcome {
                 case .delivered:
                     // The delivery mark carries only what changed; the answer shows the whole message.
-                    if let m = try? node.store.message(id: messageID, sender: node.myIdentity) {
+                    if let m = try? node.store.message(id: messageID, sender: node.myIdentityKey) {
                         answer(.result(MessagesSendResult(message: node.messageInfo(m))))
                     } else {
                         answer(
                             .response(
                                 JSONRPCResponse(
                                     id: id,
-                                    error: .internalError("message \(messageID) was delivered but cannot be read back"))
+                                    error: .internalError(
+                                        "message \(messageID.hex) was delivered but cannot be read back"))
                             ))
                     }
                 case .refused(let reason):
-                    answer(.response(JSONRPCResponse(id: id, error: .sendRefused(id: messageID, reason: reason))))
+                    answer(.response(JSONRPCResponse(id: id, error: .sendRefused(id: messageID.hex, reason: reason))))
                 case .timedOut:
                     answer(
-                        .response(JSONRPCResponse(id: id, error: .sendTimeout(id: messageID, timeoutMs: timeoutMs))))
+                        .response(JSONRPCResponse(id: id, error: .sendTimeout(id: messageID.hex, timeoutMs: timeoutMs)))
+                    )
                 }
             }
             wait.start(timeout: .milliseconds(Int64(timeoutMs)))
@@ -89,12 +91,12 @@ final class DeliveryWait: NodeObserver {
         case timedOut
     }
 
-    private let messageID: String
+    private let messageID: MessageID
     private let node: Node
     private var report: ((Outcome) -> Void)?
     private var timer: Scheduled<Void>?
 
-    init(messageID: String, node: Node, report: @escaping (Outcome) -> Void) {
+    init(messageID: MessageID, node: Node, report: @escaping (Outcome) -> Void) {
         self.messageID = messageID
         self.node = node
         self.report = report

@@ -39,6 +39,10 @@ extension Node {
     }
 
     /// A room's name as this node resolved it (the id's first 8 digits if unknown).
+    func roomDisplayName(of id: RoomID) -> String {
+        (try? roomEntry(id).state?.name) ?? String(id.hex.prefix(8))
+    }
+
     func roomDisplayName(ofHex id: String) -> String {
         RoomID(hex: id).flatMap { try? roomEntry($0).state?.name } ?? String(id.prefix(8))
     }
@@ -46,8 +50,9 @@ extension Node {
     /// Adds the room to a message's view: `room`, and for outgoing room messages `to` =
     /// the room id and `toName` = `#name`.
     func withRoom(_ info: MessageInfo, _ m: StoredMessage) -> MessageInfo {
-        guard let id = m.room else { return info }
-        let name = roomDisplayName(ofHex: id)
+        guard let room = m.room else { return info }
+        let name = roomDisplayName(of: room)
+        let id = room.hex
         var out = info
         out.room = MessageRoom(id: id, name: name)
         if m.direction == .outgoing {

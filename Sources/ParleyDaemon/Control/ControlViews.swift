@@ -27,6 +27,15 @@ extension Node {
         return displayName(of: key)
     }
 
+    /// A message's other party as named in its view: a peer's name, or (an outgoing room
+    /// message's recipient) the room id's start until `withRoom` names the room.
+    func displayName(of party: MessageParty) -> String {
+        switch party {
+        case .peer(let key): displayName(of: key)
+        case .room(let id): String(id.hex.prefix(9))
+        }
+    }
+
     func displayName(of key: IdentityPublicKey) -> String {
         if key == myIdentityKey { return ownIdentity.card.displayName }
         guard let rec = peerRecord(key) else { return String(Node.fingerprint(of: key).prefix(9)) }
@@ -68,9 +77,9 @@ extension Node {
             holders,
             withRoom(
                 MessageInfo(
-                    id: m.id,
-                    from: Node.fingerprint(ofHex: m.sender), fromName: displayName(of: m.sender),
-                    to: Node.fingerprint(ofHex: m.recipient), toName: displayName(of: m.recipient),
+                    id: m.id.hex,
+                    from: Node.fingerprint(of: m.sender), fromName: displayName(of: m.sender),
+                    to: Node.fingerprint(of: m.recipient), toName: displayName(of: m.recipient),
                     direction: m.direction == .incoming ? .incoming : .outgoing,
                     sequence: Int(m.sequence), createdAt: Int(m.createdAt), body: m.body,
                     state: ParleyControlProtocol.MessageState(rawValue: m.state.rawValue) ?? .queued,
@@ -101,13 +110,13 @@ extension Node {
     private func quote(of m: StoredMessage) -> MessageQuote? {
         guard let id = m.replyTo else { return nil }
         // Same conversation: the same room, or the same direct peer.
-        let quoted = ((try? store.messages(idPrefix: id, limit: 4)) ?? []).first {
+        let quoted = ((try? store.messages(idPrefix: id.hex, limit: 4)) ?? []).first {
             $0.id == id && $0.room == m.room && (m.room != nil || $0.peer == m.peer)
         }
-        guard let quoted else { return MessageQuote(id: id, fromName: nil, excerpt: nil, deleted: false) }
+        guard let quoted else { return MessageQuote(id: id.hex, fromName: nil, excerpt: nil, deleted: false) }
         let excerpt = String(quoted.body.prefix(ControlLimits.maxQuoteExcerptCharacters))
         return MessageQuote(
-            id: id, fromName: displayName(of: quoted.sender), excerpt: excerpt,
+            id: id.hex, fromName: displayName(of: quoted.sender), excerpt: excerpt,
             deleted: quoted.deletedAt != nil)
     }
 
@@ -144,7 +153,8 @@ extension Node {
             })
     }
 
-    func peerInfo(_ rec: PeerRecord, queued: [String: Int]? = nil, unread: [String: Int]? = nil) -> PeerInfo {
+    func peerInfo(_ rec: PeerRecord, queued: [IdentityPublicKey: Int]? = nil, unread: [String: Int]? = nil) -> PeerInfo
+    {
         let q = queued ?? ((try? store.pendingRecipients()) ?? [:])
         let u = unread ?? ((try? store.unreadCounts()) ?? [:])
         return PeerInfo(
@@ -152,7 +162,7 @@ extension Node {
             fingerprint: Node.fingerprint(of: rec.identity), identityKey: rec.identity.hex,
             online: isOnline(rec.identity), addresses: addresses(of: rec.identity),
             trust: ControlViews.trust(rec.trust), safetyNumber: safetyNumber(with: rec.identity),
-            lastSeen: Int(rec.lastSeen), queued: q[rec.identity.hex] ?? 0,
+            lastSeen: Int(rec.lastSeen), queued: q[rec.identity] ?? 0,
             unread: u[rec.identity.hex] ?? 0, nickname: rec.nickname, nameClash: nameClashInfo(rec.identity),
             status: sessionDriver.statuses[rec.identity].flatMap {
                 $0.isEmpty ? nil : $0.text

@@ -208,9 +208,9 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
             // From the mark itself: the message was not read back (its replay is rendered
             // from the stored row by `messageParams`, with the same fields).
             return Rendered(
-                method: ControlEvent.messageDelivered, peer: d.room ?? d.recipient, messageRowID: d.rowID,
+                method: ControlEvent.messageDelivered, peer: d.conversation.hex, messageRowID: d.rowID,
                 params: MessageDeliveredEvent(
-                    id: d.id, to: Node.fingerprint(ofHex: d.recipient), deliveredAt: Int(d.deliveredAt)),
+                    id: d.id.hex, to: Node.fingerprint(of: d.recipient), deliveredAt: Int(d.deliveredAt)),
                 eventID: d.journalEventID)
         case .messageRead(let m):
             return messageEvent(ControlEvent.messageRead, m)
@@ -265,7 +265,7 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
         guard let params = messageParams(method, m, justStored: justStored) else { return nil }
         // A room message concerns its room (what "#room" filters on), not the direct
         // conversation with its author.
-        return Rendered(method: method, peer: m.room ?? m.peer, messageRowID: m.rowID, params: params)
+        return Rendered(method: method, peer: m.conversation.hex, messageRowID: m.rowID, params: params)
     }
 
     /// The params of a message event, from the message as stored: the same for a live
@@ -278,15 +278,15 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
             return MessageReceivedEvent(message: node.messageInfo(m, justStored: justStored))
         case ControlEvent.messageDelivered:
             return MessageDeliveredEvent(
-                id: m.id, to: Node.fingerprint(ofHex: m.recipient), deliveredAt: Int(m.deliveredAt ?? 0))
+                id: m.id.hex, to: Node.fingerprint(of: m.recipient), deliveredAt: Int(m.deliveredAt ?? 0))
         case ControlEvent.messageRead:
-            return MessageReadEvent(id: m.id, to: Node.fingerprint(ofHex: m.recipient), readAt: Int(m.readAt ?? 0))
+            return MessageReadEvent(id: m.id.hex, to: Node.fingerprint(of: m.recipient), readAt: Int(m.readAt ?? 0))
         case ControlEvent.messageRefused:
             // From the store, so a replay shows the refusal as recorded.
             guard let r = try? node.store.refusal(ofMessageRow: m.rowID) else { return nil }
             let reason = RefusalReason(rawValue: UInt8(clamping: r.reason)) ?? .unknown
             return MessageRefusedEvent(
-                id: m.id, to: Node.fingerprint(ofHex: m.recipient), reason: "\(reason)",
+                id: m.id.hex, to: Node.fingerprint(of: m.recipient), reason: "\(reason)",
                 text: reason.description, refusedAt: Int(r.at))
         case ControlEvent.messageUpdated:
             // Rendered from the message as it is now: a replayed edit event after a delete

@@ -28,17 +28,15 @@ extension Node {
         if let roomID = target.room {
             let room: RoomRecord
             do {
-                guard let id = RoomID(hex: roomID), let rec = try store.room(id: id) else {
-                    throw RoomError.notFound(roomID)
-                }
+                guard let rec = try store.room(id: roomID) else { throw RoomError.notFound(roomID.hex) }
                 room = rec
             } catch let e as StoreError { throw NodeError.storage(e) }
             return try sendToRoom(room, body: body, replyTo: target.id)
         }
         let peer: PeerRecord
         do {
-            guard let key = IdentityPublicKey(hex: target.peer), let rec = try store.peer(identity: key) else {
-                throw ConversationError.messageNotFound(target.id)
+            guard let key = target.peer.peerKey, let rec = try store.peer(identity: key) else {
+                throw ConversationError.messageNotFound(target.id.hex)
             }
             peer = rec
         } catch let e as StoreError { throw NodeError.storage(e) }
@@ -62,11 +60,11 @@ extension Node {
             // A room message's change goes to every other member of the room in our view.
             var members: [IdentityPublicKey] = []
             var amMember = false
-            if let roomID = target.room.flatMap(RoomID.init(hex:)), let state = try roomEntry(roomID).state {
+            if let roomID = target.room, let state = try roomEntry(roomID).state {
                 amMember = state.hasJoined(myIdentityKey)
                 members = RoomDistribution.messageRecipients(in: state, me: myIdentityKey)
             }
-            let destination = target.room ?? target.peer
+            let destination = target.conversation.hex
             guard try store.queuedActionCount(to: destination) < NodeLimits.maxQueuedActionsPerPeer else {
                 throw ConversationError.queueFull(NodeLimits.maxQueuedActionsPerPeer)
             }
@@ -77,7 +75,7 @@ extension Node {
                 reactionsByMe: facts.reactionsByAuthor,
                 reactionIsNew: !facts.hasThisReaction)
             {
-                throw ConversationError.refused(refusal, target.id)
+                throw ConversationError.refused(refusal, target.id.hex)
             }
             let actionID = MessageID.random()
             let updated = try store.performLocalAction(
@@ -85,13 +83,13 @@ extension Node {
                     id: actionID.hex, peer: destination, target: target, kind: kind,
                     body: body, createdAt: nowMs, members: members.map(\.hex)),
                 me: myIdentity, at: nowMs)
-            if let roomID = target.room.flatMap(RoomID.init(hex:)), let targetID = MessageID(hex: target.id) {
-                signRoomChange(action, of: targetID, id: actionID, room: roomID)
+            if let roomID = target.room {
+                signRoomChange(action, of: target.id, id: actionID, room: roomID)
             }
             messageDriver.actionOutboxMayHaveWork = true
             if kind == .delete { messageDriver.deleteApplied() }
             emit(.messageUpdated(updated))
-            let recipients = target.room == nil ? IdentityPublicKey(hex: target.peer).map { [$0] } ?? [] : members
+            let recipients = target.room == nil ? target.peer.peerKey.map { [$0] } ?? [] : members
             for peer in recipients { if let conn = activeConnection(for: peer) { pump(conn) } }
             return updated
         } catch let e as StoreError { throw NodeError.storage(e) }
@@ -112,11 +110,10 @@ extension Node {
     /// The rules' view of a stored message.
     func actionTarget(_ facts: ActionTargetFacts) -> ActionTarget? {
         let m = facts.message
-        guard let author = IdentityPublicKey(hex: m.sender) else { return nil }
         return ActionTarget(
-            author: author, conversationPeer: m.room == nil ? IdentityPublicKey(hex: m.peer) : nil,
+            author: m.sender, conversationPeer: m.room == nil ? m.peer.peerKey : nil,
             isDeleted: m.deletedAt != nil, appliedChangeSequence: facts.changeSequence,
-            room: m.room.flatMap(RoomID.init(hex:)))
+            room: m.room)
     }
 
     /// Sets this node's status line, keeps it, and tells every connected peer that

@@ -35,7 +35,7 @@ extension Node {
         } else {
             do {
                 pending = try store.pendingOutgoing(
-                    to: peer.hex, afterSequence: window.directSentThrough,
+                    to: peer, afterSequence: window.directSentThrough,
                     limit: window.freeSlots)
             } catch {
                 log.error("could not read the outbox", ["error": "\(error)"])
@@ -44,7 +44,7 @@ extension Node {
         }
         let now = clock.monotonicNow()
         for m in pending {
-            guard let id = MessageID(hex: m.id) else { continue }
+            let id = m.id
             guard
                 sessionDriver.links[handle]?.window.admit(
                     id, bytes: m.body.utf8.count, lane: .direct, sequence: m.sequence,
@@ -54,7 +54,7 @@ extension Node {
                 continue
             }
             // A peer that predates replies gets the reply as a plain chat (it would skip 0x09).
-            let replyTo = conn.remoteFeatures.contains(.conversation) ? m.replyTo.flatMap { MessageID(hex: $0) } : nil
+            let replyTo = conn.remoteFeatures.contains(.conversation) ? m.replyTo : nil
             conn.send(
                 .chat(
                     ChatRecord(
@@ -78,7 +78,7 @@ extension Node {
     /// Queues several messages in ONE transaction (one fsync): a pipelining client's
     /// requests from one read are committed together, and each is answered only after
     /// that commit. Invalid ones fail alone; a storage failure fails all of them.
-    func sendMany(_ items: [(PeerRecord, String)], replyTo: String? = nil) -> [Result<StoredMessage, NodeError>] {
+    func sendMany(_ items: [(PeerRecord, String)], replyTo: MessageID? = nil) -> [Result<StoredMessage, NodeError>] {
         loop.preconditionInEventLoop()
         var results = [Result<StoredMessage, NodeError>?](repeating: nil, count: items.count)
         var batch: [NewOutgoingMessage] = []
@@ -86,7 +86,7 @@ extension Node {
         if messageDriver.outbox.needsCounts, let counts = try? store.pendingRecipients() {
             messageDriver.outbox.loadCounts(
                 Dictionary(
-                    counts.compactMap { k, v in IdentityPublicKey(hex: k).map { ($0, v) } },
+                    counts.map { ($0.key, $0.value) },
                     uniquingKeysWith: +))
         }
         var planned: [IdentityPublicKey: Int] = [:]
@@ -113,7 +113,7 @@ extension Node {
             planned[key, default: 0] += 1
             batch.append(
                 NewOutgoingMessage(
-                    id: MessageID.random().hex, recipient: key.hex, body: body, createdAt: now,
+                    id: MessageID.random(), recipient: key, body: body, createdAt: now,
                     replyTo: replyTo))
             batchIndex.append(i)
         }
@@ -131,11 +131,11 @@ extension Node {
                 }
             }
             do {
-                let stored = try store.enqueue(batch, sender: myIdentity)
+                let stored = try store.enqueue(batch, sender: myIdentityKey)
                 for (k, m) in stored.enumerated() where k < batchIndex.count { results[batchIndex[k]] = .success(m) }
                 var newest: [IdentityPublicKey: Int64] = [:]
                 for m in stored {
-                    if let key = IdentityPublicKey(hex: m.recipient) {
+                    if let key = m.recipient.peerKey {
                         newest[key] = max(newest[key] ?? m.sequence, m.sequence)
                     }
                 }
@@ -147,10 +147,10 @@ extension Node {
                 for peer in planned.keys where gossipDriver.wroteTo(peer) {
                     if let conn = activeConnection(for: peer) { startGossip(on: conn, peer: peer) }
                 }
-                let byRecipient = caughtUp.isEmpty ? [:] : Dictionary(grouping: stored, by: \.recipient)
+                let byRecipient = caughtUp.isEmpty ? [:] : Dictionary(grouping: stored, by: \StoredMessage.recipient)
                 for peer in planned.keys {
                     guard let conn = activeConnection(for: peer) else { continue }
-                    pump(conn, justQueued: caughtUp.contains(peer) ? byRecipient[peer.hex] ?? [] : nil)
+                    pump(conn, justQueued: caughtUp.contains(peer) ? byRecipient[.peer(peer)] ?? [] : nil)
                 }
             } catch {
                 for i in batchIndex { results[i] = .failure(.storage(error)) }

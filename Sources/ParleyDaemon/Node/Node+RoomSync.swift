@@ -298,7 +298,7 @@ extension Node {
     /// The signed form of a room message this node wrote, for a member that syncs rooms;
     /// remembered as sent so its acknowledgement tells sync the member holds it.
     func signedRoomMessageForSending(_ m: StoredMessage, to peer: IdentityPublicKey) -> SignedRoomMessage? {
-        guard m.sender == myIdentity, let bytes = try? store.signedRoomMessage(id: m.id, author: myIdentity),
+        guard m.sender == myIdentityKey, let bytes = try? store.signedRoomMessage(id: m.id.hex, author: myIdentity),
             let signed = try? SignedRoomMessage.decode(bytes)
         else { return nil }
         roomBook.sync.pushed[peer, default: [:]][signed.id] = (signed.roomID, signed.author, signed.roomSequence)
@@ -458,15 +458,13 @@ extension Node {
             let results = try store.storeIncomingRoomMessages(
                 toShow.filter { $0.roomID == room }.map {
                     IncomingMessage(
-                        id: $0.id.hex, sender: $0.author.hex, recipient: myIdentity,
+                        id: $0.id, sender: $0.author, recipient: myIdentityKey,
                         sequence: Int64(clamping: $0.roomSequence), createdAt: Int64(clamping: $0.createdAt),
-                        body: $0.body, replyTo: $0.replyTo?.hex)
-                }, room: room.hex, at: now)
+                        body: $0.body, replyTo: $0.replyTo)
+                }, room: room, at: now)
             for r in results where r.isNew {
                 shown.append(r.message)
-                if let author = IdentityPublicKey(hex: r.message.sender) {
-                    quotaStored([r.message.body.utf8.count], from: author)
-                }
+                quotaStored([r.message.body.utf8.count], from: r.message.sender)
             }
         }
         let mono = clock.monotonicNow()
@@ -502,7 +500,7 @@ extension Node {
         for c in changes {
             guard let target = c.target, c.action != nil else { continue }
             let held = try store.messages(idPrefix: target.hex, limit: 4).contains {
-                $0.id == target.hex && $0.room == c.roomID.hex
+                $0.id == target && $0.room == c.roomID
             }
             if held {
                 ready.append(c)
@@ -581,8 +579,8 @@ extension Node {
     /// Applies the waiting changes whose target is among `targets` (hex ids of messages just
     /// stored) and acknowledges each to the peer that handed it over, if still connected
     /// (otherwise it comes again and is de-duplicated).
-    private func retryWaitingRoomChanges(targets: Set<String>) {
-        let due = roomBook.sync.waitingChanges.filter { $0.change.target.map { targets.contains($0.hex) } ?? false }
+    private func retryWaitingRoomChanges(targets: Set<MessageID>) {
+        let due = roomBook.sync.waitingChanges.filter { $0.change.target.map { targets.contains($0) } ?? false }
         guard !due.isEmpty else { return }
         roomBook.sync.waitingChanges.removeAll { w in due.contains { $0.change == w.change } }
         var peers: [IdentityPublicKey] = []

@@ -409,7 +409,7 @@ extension Node {
     }
 
     /// Queues a message to every other member of the room; returns once it is on disk.
-    func sendToRoom(_ room: RoomRecord, body: String, replyTo: String? = nil) throws -> StoredMessage {
+    func sendToRoom(_ room: RoomRecord, body: String, replyTo: MessageID? = nil) throws -> StoredMessage {
         try sendManyToRoom([(room, body, replyTo)])[0].get()
     }
 
@@ -418,8 +418,9 @@ extension Node {
     /// transaction, so a run of room messages costs one commit, like a run of direct ones
     /// (`sendMany`). A send that fails its checks fails alone; a failed transaction fails
     /// the run.
-    func sendManyToRoom(_ sends: [(room: RoomRecord, body: String, replyTo: String?)]) -> [Result<StoredMessage, Error>]
-    {
+    func sendManyToRoom(_ sends: [(room: RoomRecord, body: String, replyTo: MessageID?)]) -> [Result<
+        StoredMessage, Error
+    >] {
         loop.preconditionInEventLoop()
         var results = [Result<StoredMessage, Error>?](repeating: nil, count: sends.count)
         struct Planned {
@@ -464,18 +465,19 @@ extension Node {
                     nextSequence[id] = try? store.nextRoomSequence(room: id.hex, author: myIdentity)
                 }
                 var signed: SignedRoomMessage?
+                let replyTo = send.replyTo
                 if let sequence = nextSequence[id] {
                     signed = signRoomMessage(
                         id: messageID, room: id, sequence: sequence, state: state, body: send.body,
-                        createdAt: createdAt, replyTo: send.replyTo.flatMap { MessageID(hex: $0) })
+                        createdAt: createdAt, replyTo: replyTo)
                     if signed != nil { nextSequence[id] = sequence + 1 }
                 }
                 planned.append(
                     Planned(
                         index: i, recipients: recipients, signed: signed,
                         message: Store.NewRoomMessage(
-                            id: messageID.hex, room: id.hex, body: send.body, createdAt: createdAt,
-                            members: recipients.map(\.hex), replyTo: send.replyTo,
+                            id: messageID, room: id, body: send.body, createdAt: createdAt,
+                            members: recipients.map(\.hex), replyTo: replyTo,
                             signed: signed.map {
                                 Store.SignedRoomMessageRow(
                                     room: id.hex, author: myIdentity, sequence: $0.roomSequence,
@@ -487,7 +489,7 @@ extension Node {
         }
         if !planned.isEmpty {
             do {
-                let stored = try store.enqueueRoomMessages(planned.map(\.message), sender: myIdentity)
+                let stored = try store.enqueueRoomMessages(planned.map(\.message), sender: myIdentityKey)
                 var pumped: Set<IdentityPublicKey> = []
                 for (p, m) in zip(planned, stored) {
                     results[p.index] = .success(m)
@@ -627,11 +629,11 @@ extension Node {
             case .accept:
                 let incoming = list.map {
                     IncomingMessage(
-                        id: $0.id.hex, sender: sender.hex, recipient: myIdentity,
+                        id: $0.id, sender: sender, recipient: myIdentityKey,
                         sequence: Int64(clamping: $0.sequence), createdAt: Int64(clamping: $0.createdAt), body: $0.body,
-                        replyTo: $0.replyTo?.hex)
+                        replyTo: $0.replyTo)
                 }
-                let results = try store.storeIncomingRoomMessages(incoming, room: roomID.hex, at: now)
+                let results = try store.storeIncomingRoomMessages(incoming, room: roomID, at: now)
                 acks += list.map(\.id)
                 received += results.filter(\.isNew).map(\.message)
             case .hold:
@@ -757,7 +759,8 @@ extension Node {
         let now = clock.monotonicNow()
         for m in pending {
             guard let free = sessionDriver.links[handle]?.window.freeSlots, free > 0 else { break }
-            guard let mid = MessageID(hex: m.id), let rid = m.room.flatMap(RoomID.init(hex:)) else { continue }
+            let mid = m.id
+            guard let rid = m.room else { continue }
             guard
                 sessionDriver.links[handle]?.window.admit(mid, bytes: m.body.utf8.count, lane: .roomChat, now: now)
                     == true
@@ -768,7 +771,7 @@ extension Node {
                 continue
             }
             // A member whose node predates replies gets a plain room message.
-            let replyTo = conn.remoteFeatures.contains(.conversation) ? m.replyTo.flatMap { MessageID(hex: $0) } : nil
+            let replyTo = conn.remoteFeatures.contains(.conversation) ? m.replyTo : nil
             conn.send(
                 .roomChat(
                     RoomChatRecord(

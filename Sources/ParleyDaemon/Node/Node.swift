@@ -94,24 +94,34 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
 
     var nowMs: Int64 { clock.wallMilliseconds() }
 
+    /// A message party as the control protocol prints it: a peer's fingerprint, a room's id.
+    static func fingerprint(of party: MessageParty) -> String {
+        switch party {
+        case .peer(let key): fingerprint(of: key)
+        case .room(let id): id.hex
+        }
+    }
+
     static func fingerprint(ofHex hex: String) -> String {
-        if let known = fingerprintCache.withLockedValue({ $0[hex] }) { return known }
-        guard let b = Sodium.fromHex(hex), let k = try? IdentityPublicKey(bytes: b) else { return hex }
-        let printed = Fingerprint(k).description
+        guard let key = IdentityPublicKey(hex: hex) else { return hex }
+        return fingerprint(of: key)
+    }
+
+    /// A key's fingerprint as people read it (`fingerprint(ofHex:)` for hex from a client).
+    static func fingerprint(of key: IdentityPublicKey) -> String {
+        if let known = fingerprintCache.withLockedValue({ $0[key] }) { return known }
+        let printed = Fingerprint(key).description
         fingerprintCache.withLockedValue { cache in
             if cache.count >= fingerprintCacheLimit { cache.removeAll(keepingCapacity: true) }
-            cache[hex] = printed
+            cache[key] = printed
         }
         return printed
     }
 
-    /// A key's fingerprint as people read it (`fingerprint(ofHex:)` for a stored hex string).
-    static func fingerprint(of key: IdentityPublicKey) -> String { Fingerprint(key).description }
-
-    /// Fingerprints printed so far, by identity hex: every message event names its sender
+    /// Fingerprints printed so far, by identity: every message event names its sender
     /// and recipient, and hashing and base32-encoding the key each time showed in profiles.
     /// A pure function of the key, so a cache cannot go stale; bounded for hostile churn.
-    private static let fingerprintCache = NIOLockedValueBox<[String: String]>([:])
+    private static let fingerprintCache = NIOLockedValueBox<[IdentityPublicKey: String]>([:])
     private static let fingerprintCacheLimit = 4_096
 
     // MARK: Lifecycle
@@ -184,14 +194,6 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
 
     /// This node as `node.whoami` describes it.
     func whoami() -> NodeWhoamiResult { ownIdentity.whoami() }
-}
-
-extension IdentityPublicKey {
-    /// The key from its lowercase hex (as the store keeps it); nil for anything else.
-    init?(hex: String) {
-        guard let bytes = Sodium.fromHex(hex), let key = try? IdentityPublicKey(bytes: bytes) else { return nil }
-        self = key
-    }
 }
 
 extension String {

@@ -70,7 +70,7 @@ final class NotifyHook: NodeObserver, @unchecked Sendable {
                 message: .init(
                     fromName: node.displayName(of: rec.peer), fromFingerprint: Node.fingerprint(of: rec.peer),
                     id: rec.transfer.hex, receivedAt: rec.updatedAt, body: rec.caption,
-                    room: rec.room.map { "#" + node.roomDisplayName(ofHex: $0.hex) },
+                    room: rec.room.map { "#" + node.roomDisplayName(of: $0) },
                     file: (rec.name, rec.size, kind == .offered ? "offered" : "completed")),
                 includeBody: includeBody)
             run(env)
@@ -80,9 +80,9 @@ final class NotifyHook: NodeObserver, @unchecked Sendable {
         let env = NotifyHookEnvironment.make(
             base: baseEnvironment,
             message: .init(
-                fromName: node.displayName(of: m.sender), fromFingerprint: Node.fingerprint(ofHex: m.sender),
-                id: m.id, receivedAt: m.receivedAt ?? Node.nowMs(), body: m.body,
-                room: m.room.map { "#" + node.roomDisplayName(ofHex: $0) }),
+                fromName: node.displayName(of: m.sender), fromFingerprint: Node.fingerprint(of: m.sender),
+                id: m.id.hex, receivedAt: m.receivedAt ?? Node.nowMs(), body: m.body,
+                room: m.room.map { "#" + node.roomDisplayName(of: $0) }),
             includeBody: includeBody)
         run(env)
     }

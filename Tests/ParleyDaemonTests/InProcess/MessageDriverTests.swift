@@ -83,7 +83,7 @@ final class MessageDriverTests: XCTestCase {
         -> IncomingMessage
     {
         IncomingMessage(
-            id: MessageID.random().hex, sender: sender.hex, recipient: me.hex, sequence: Int64(n), createdAt: 1,
+            id: MessageID.random(), sender: sender, recipient: me, sequence: Int64(n), createdAt: 1,
             body: body)
     }
 
@@ -121,8 +121,8 @@ final class MessageDriverTests: XCTestCase {
         XCTAssertEqual(peer, ReceiveQuota.Usage(messages: 0, bytes: 0), "counted again after the delete")
 
         _ = try store.enqueue(
-            [NewOutgoingMessage(id: MessageID.random().hex, recipient: stranger.hex, body: "hi", createdAt: 12)],
-            sender: me.hex)
+            [NewOutgoingMessage(id: MessageID.random(), recipient: stranger, body: "hi", createdAt: 12)],
+            sender: me)
         XCTAssertEqual(quota.standing(of: stranger), .correspondent, "written to by the user")
     }
 }

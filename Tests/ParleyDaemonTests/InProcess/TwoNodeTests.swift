@@ -65,7 +65,7 @@ final class TwoNodeTests: XCTestCase {
         let link = try connect()
         let sent = try alice.node.send(to: try bobAtAlice(), body: "lunch at noon?")
         try link.exchange()
-        let received = try bob.node.store.message(id: sent.id, sender: alice.identity.hex)
+        let received = try bob.node.store.message(id: sent.id, sender: alice.identity)
         XCTAssertEqual(received?.body, "lunch at noon?")
         XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .delivered)
         XCTAssertTrue(
@@ -83,7 +83,7 @@ final class TwoNodeTests: XCTestCase {
             sync: { held.sync() }, hop: { held.hop($0) }, failed: { _ in XCTFail("failed") })
         let sent = try alice.node.send(to: try bobAtAlice(), body: "after the sync")
         try link.exchange()
-        XCTAssertEqual(try bob.node.store.message(id: sent.id, sender: alice.identity.hex)?.body, "after the sync")
+        XCTAssertEqual(try bob.node.store.message(id: sent.id, sender: alice.identity)?.body, "after the sync")
         XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .queued, "no ack before bob's sync")
         held.release()
         loop.run()
@@ -136,7 +136,7 @@ final class TwoNodeTests: XCTestCase {
         // Alice's frames cross, bob's acks are held back.
         try link.exchange(.initiatorToResponder)
         func arrived() throws -> Int {
-            try sent.filter { try bob.node.store.message(id: $0.id, sender: alice.identity.hex) != nil }.count
+            try sent.filter { try bob.node.store.message(id: $0.id, sender: alice.identity) != nil }.count
         }
         func delivered() throws -> Int {
             try sent.filter { try alice.node.store.message(id: $0.id)?.state == .delivered }.count
