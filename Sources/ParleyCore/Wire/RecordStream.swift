@@ -31,22 +31,11 @@ public struct RecordStreamEncoder: Sendable {
         pending.appendUInt32(UInt32(FileRecord.chunkHeaderLength + length))
         pending.append(contentsOf: transfer.bytes)
         pending.appendUInt64(index)
-        var failure: E?
-        withoutActuallyEscaping(fill) { fill in
-            pending.append(
-                contentsOf: UninitializedTail(count: length) { out in
-                    do throws(E) {
-                        try fill(out)
-                    } catch {
-                        // Defined bytes until they are removed below.
-                        out.initializeMemory(as: UInt8.self, repeating: 0)
-                        failure = error
-                    }
-                })
-        }
-        if let failure {
+        do throws(E) {
+            try UninitializedTail.append(length, to: &pending, fill)
+        } catch {
             pending.removeSubrange(old...)
-            throw failure
+            throw error
         }
     }
 
@@ -133,22 +122,11 @@ public struct RecordStreamDecoder: Sendable {
             readIndex = 0
         }
         let old = buffer.count
-        var failure: E?
-        withoutActuallyEscaping(fill) { fill in
-            buffer.append(
-                contentsOf: UninitializedTail(count: count) { out in
-                    do throws(E) {
-                        try fill(out)
-                    } catch {
-                        // Defined bytes until they are removed below.
-                        out.initializeMemory(as: UInt8.self, repeating: 0)
-                        failure = error
-                    }
-                })
-        }
-        if let failure {
+        do throws(E) {
+            try UninitializedTail.append(count, to: &buffer, fill)
+        } catch {
             buffer.removeSubrange(old...)
-            throw failure
+            throw error
         }
     }
 
@@ -215,6 +193,27 @@ private struct UninitializedTail: Sequence {
     let fill: (UnsafeMutableRawBufferPointer) -> Void
 
     var underestimatedCount: Int { count }
+
+    /// Appends `count` bytes that `fill` writes to `array`. If `fill` throws, the bytes it
+    /// was given are zeroed (defined) and stay appended: the caller removes them, together
+    /// with anything it appended before them, and rethrows.
+    static func append<E: Error>(
+        _ count: Int, to array: inout [UInt8], _ fill: (UnsafeMutableRawBufferPointer) throws(E) -> Void
+    ) throws(E) {
+        var failure: E?
+        withoutActuallyEscaping(fill) { fill in
+            array.append(
+                contentsOf: UninitializedTail(count: count) { out in
+                    do throws(E) {
+                        try fill(out)
+                    } catch {
+                        out.initializeMemory(as: UInt8.self, repeating: 0)
+                        failure = error
+                    }
+                })
+        }
+        if let failure { throw failure }
+    }
 
     /// Yields nothing: the bytes exist only through `_copyContents`.
     func makeIterator() -> EmptyCollection<UInt8>.Iterator { EmptyCollection<UInt8>().makeIterator() }
