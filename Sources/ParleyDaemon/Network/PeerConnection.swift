@@ -233,16 +233,20 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
     /// Delivers the read's room traffic, then its acknowledgements: every room record
     /// still in the batch came before every acknowledgement in it (`appendRoomTraffic`).
     private func deliverRoomTrafficThenAcks() {
-        if !batch.roomTraffic.isEmpty {
-            let traffic = batch.roomTraffic
-            batch.roomTraffic.removeAll(keepingCapacity: true)
+        if let traffic = drain(&batch.roomTraffic) {
             delegate?.connection(self, receivedRoomTraffic: traffic)
         }
-        if !batch.acks.isEmpty {
-            let acks = batch.acks
-            batch.acks.removeAll(keepingCapacity: true)
+        if let acks = drain(&batch.acks) {
             delegate?.connection(self, acknowledged: acks)
         }
+    }
+
+    /// The batch's items of one kind, leaving that list empty with its capacity kept; nil
+    /// when the read brought none.
+    private func drain<T>(_ items: inout [T]) -> [T]? {
+        guard !items.isEmpty else { return nil }
+        defer { items.removeAll(keepingCapacity: true) }
+        return items
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -255,25 +259,17 @@ final class PeerConnection: ChannelInboundHandler, RemovableChannelHandler {
             send(.pong(pong))
         }
         // Batches: the node stores every chat of this read in one transaction.
-        if !batch.chats.isEmpty {
-            let chats = batch.chats
-            batch.chats.removeAll(keepingCapacity: true)
+        if let chats = drain(&batch.chats) {
             delegate?.connection(self, received: chats)
         }
-        if !batch.actions.isEmpty {
-            let actions = batch.actions
-            batch.actions.removeAll(keepingCapacity: true)
+        if let actions = drain(&batch.actions) {
             delegate?.connection(self, receivedActions: actions)
         }
         deliverRoomTrafficThenAcks()
-        if !batch.refusals.isEmpty {
-            let refusals = batch.refusals
-            batch.refusals.removeAll(keepingCapacity: true)
+        if let refusals = drain(&batch.refusals) {
             for (reason, ids) in refusals { delegate?.connection(self, refused: ids, reason: reason) }
         }
-        if !batch.readReceipts.isEmpty {
-            let receipts = batch.readReceipts
-            batch.readReceipts.removeAll(keepingCapacity: true)
+        if let receipts = drain(&batch.readReceipts) {
             delegate?.connection(self, receivedReadReceipts: receipts)
         }
         context.fireChannelReadComplete()
