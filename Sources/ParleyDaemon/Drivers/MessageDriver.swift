@@ -3,18 +3,15 @@ import ParleyCore
 import ParleyNodeCore
 import ParleyStore
 
-/// The one-to-one message path's state that outlives a session: how many messages the
-/// outbox holds per peer (`OutboxLedger`, the send admission's bound and the pump's "may
-/// have unsent" hint), whether the action outbox (edits, deletes, reactions) may hold
-/// work, what the receive quota has counted (`ReceiveQuotaDriver`), whether read receipts
-/// are sent, and when deleted texts' words are purged from the search index
-/// (`ErasurePurgeSchedule`). What is in flight on a session is the session's
-/// (`NodeLink.window`); the messages themselves are the store's.
+/// The message path's state beside the direct messages (those are `DirectMessageDriver`'s,
+/// with the outbox's counts): whether the action outbox (edits, deletes, reactions) may
+/// hold work, what the receive quota has counted (`ReceiveQuotaDriver`), whether read
+/// receipts are sent, and when deleted texts' words are purged from the search index
+/// (`ErasurePurgeSchedule`).
 ///
-/// `Node+Outbox.swift` (sending, acks), `Node+Conversation.swift` (actions, erasure),
-/// `Node+Quota.swift` (receiving) and `Node+ReadReceipts.swift` route to it. Its state is
-/// its own and lives on the node's event loop (the loop is its lock); the purge's delay
-/// runs on the injected clock.
+/// `Node+Conversation.swift` (actions, erasure), `Node+Quota.swift` (receiving) and
+/// `Node+ReadReceipts.swift` route to it. Its state is its own and lives on the node's
+/// event loop (the loop is its lock); the purge's delay runs on the injected clock.
 final class MessageDriver {
     private let loop: EventLoop
     private let clock: any NodeClock
@@ -22,8 +19,6 @@ final class MessageDriver {
     /// Purges erased texts' words from the search index (the store's, in the daemon).
     private let purgeSearchIndex: () throws -> Void
 
-    /// Queued messages per peer, for send admission and the pump.
-    var outbox = OutboxLedger()
     /// False once the action outbox was found empty (and nothing was queued since): the
     /// action pump then skips its query.
     var actionOutboxMayHaveWork = true
@@ -44,9 +39,6 @@ final class MessageDriver {
         self.quota = ReceiveQuotaDriver(store: store, directory: directory)
         self.purgeSearchIndex = purgeSearchIndex ?? { try store.purgeErasedTextFromSearchIndex() }
     }
-
-    /// The user moved or deleted queued messages: the per-peer counts are read again.
-    func outboxChanged() { outbox = OutboxLedger() }
 
     // MARK: Erasure
 

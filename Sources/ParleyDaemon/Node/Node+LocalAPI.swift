@@ -93,7 +93,7 @@ extension Node {
             }
         } catch { throw .storage(error) }
         peerDirectory.invalidate()
-        messageDriver.outbox.forgetAll()  // messages moved to another recipient: count and query again
+        directMessages.outboxChanged()  // messages moved to another recipient: count and query again
         log.warning(
             "a person replaced a contact's key",
             [
@@ -155,7 +155,7 @@ extension Node {
         do { deleted = try store.deleteConversation(with: peer.identity.hex) } catch { throw .storage(error) }
         messageDriver.quota.countsChanged()
         // The outbox counts (queued messages per peer) are re-read from the store.
-        messageDriver.outboxChanged()
+        directMessages.outboxChanged()
         if let conn = activeConnection(for: peer.identity) {
             // Queued messages that were in flight are gone: start the window afresh (what
             // is still owed, room traffic, is sent again and de-duplicated by the peer).
@@ -193,11 +193,17 @@ extension Node {
 
 extension Node {
     /// Why nothing may be sent to `peer` now, if anything forbids it.
-    func sendRefusal(_ peer: PeerRecord) -> NodeError? {
-        if let by = peer.replacedBy { return .peerReplaced(peer, by: by) }
-        switch peer.trust {
-        case .blocked: return .peerBlocked(peer)
-        case .pending: return .peerAwaitingApproval(peer)
+    func sendRefusal(_ peer: PeerRecord) -> NodeError? { peer.sendRefusal }
+}
+
+extension PeerRecord {
+    /// Why nothing may be sent to this peer now, if anything forbids it: replaced first,
+    /// then blocked, then awaiting approval.
+    var sendRefusal: NodeError? {
+        if let by = replacedBy { return .peerReplaced(self, by: by) }
+        switch trust {
+        case .blocked: return .peerBlocked(self)
+        case .pending: return .peerAwaitingApproval(self)
         case .pinned, .verified: return nil
         }
     }

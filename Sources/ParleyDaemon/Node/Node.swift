@@ -16,9 +16,11 @@ import ParleyStore
 ///   `TrustDecision`; `Node+Trust.swift` records what it says.
 /// - Dialling: `DialDriver` (`DialPlanner`); `Node+Dialing.swift` opens its connections.
 /// - Our reachability, address gossip, dial-back: `GossipDriver`; `Node+Gossip.swift`.
-/// - The message path: `SendWindow` per session (`NodeLink`), and `MessageDriver` (outbox
-///   counts, the action outbox, the receive quota's counts, read receipts, the search-index
-///   purge); `Node+Outbox.swift`, `Node+Conversation.swift`, `Node+Quota.swift`.
+/// - The one-to-one message path: `DirectMessageDriver` (send admission, the pump, received
+///   chats, acknowledgements, outbox counts; `SendWindow` per session in `NodeLink`);
+///   `Node+Outbox.swift` routes to it and is its host. `MessageDriver` (the action
+///   outbox, the receive quota's counts, read receipts, the search-index purge);
+///   `Node+Conversation.swift`, `Node+Quota.swift`.
 /// - Files: `FileDriver`; `Files/Node+File*.swift`.
 /// - Who hears from the node: `NodeObservers`.
 /// - Rooms: `RoomDistribution`; `Node+Rooms.swift`.
@@ -30,7 +32,6 @@ import ParleyStore
 final class Node: PeerConnectionDelegate, @unchecked Sendable {
     let loop: EventLoop
     let store: Store
-    let clock: any NodeClock
     let options: NodeOptions
     var log: Logger
     /// Security events (failed handshakes, spoofing): logged once per source per minute.
@@ -51,14 +52,19 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     let dialDriver: DialDriver
     /// File transfers in memory (`FileBook`), the pump queue, the refusal bound.
     let fileDriver: FileDriver
-    /// The message path's lasting state: outbox counts, the action outbox hint, the
-    /// receive quota's counts, read receipts, the search-index purge.
+    /// The one-to-one message path: local sends (`SendAdmission`), the pump, received
+    /// chats, acknowledgements, and the outbox's counts.
+    let directMessages: DirectMessageDriver<Node>
+    /// The message path's other lasting state: the action outbox hint, the receive quota's
+    /// counts, read receipts, the search-index purge.
     let messageDriver: MessageDriver
     /// Rooms: decoded operations and resolved state, loaded lazily (Node+Rooms.swift).
     var roomBook = RoomBook()
     /// Who hears from the node: event observers and the daemon's per-tick chore.
     let observers = NodeObservers()
 
+    /// Time for every decision (injected: a mock clock in the in-process tests).
+    var clock: any NodeClock { sessionDriver.clock }
     var myIdentityKey: IdentityPublicKey { ownIdentity.keys.identity.publicKey }
     var myIdentity: String { ownIdentity.keys.identityHex }
     var fingerprint: Fingerprint { Fingerprint(ownIdentity.keys.identity.publicKey) }
@@ -72,7 +78,6 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         self.ownIdentity = OwnIdentity(keys: keys, card: card, networkKey: networkKey, store: store, clock: clock)
         self.options = options
         self.log = log
-        self.clock = clock
         self.sessionDriver = SessionDriver(
             table: SessionTable(me: keys.identity.publicKey, maxSessions: options.maxSessions),
             loop: loop, clock: clock, log: log)
@@ -83,8 +88,11 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         self.dialDriver = DialDriver(
             planner: DialPlanner(backoff: options.redial), loop: loop, clock: clock, random: random)
         self.messageDriver = MessageDriver(store: store, directory: peerDirectory, loop: loop, clock: clock, log: log)
+        self.directMessages = DirectMessageDriver(
+            store: store, me: keys.identity.publicKey, loop: loop, clock: clock, log: log)
         self.attackLog = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60))
         sessionDriver.emit = { [unowned self] in self.emit($0) }
+        directMessages.host = self
         dialDriver.open = { [unowned self] in self.openConnection($0, $1, expectedFingerprint: $2) }
         dialDriver.sessions = { [unowned self] in self.sessionView }
     }

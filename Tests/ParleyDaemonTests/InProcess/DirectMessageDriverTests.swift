@@ -1,0 +1,341 @@
+import Foundation
+import NIOCore
+import NIOEmbedded
+import ParleyControlProtocol
+import ParleyCore
+import ParleyNodeCore
+import XCTest
+
+@testable import ParleyDaemon
+@testable import ParleyStore
+
+/// The one-to-one message path's driver on a virtual-time loop with a real store (SQLite
+/// in a temporary directory): a host that stands in for the node, and links that record
+/// what the driver sends. Send admission, the pump within the window and in the lanes'
+/// order, acknowledgements marking deliveries, and receiving: stored, acknowledged only
+/// once durable, and never acknowledged when the store fails.
+final class DirectMessageDriverTests: XCTestCase {
+    var loop: EmbeddedEventLoop!
+    var clock: LoopClock!
+    var directory: String!
+    var store: Store!
+    var me: TestIdentity!
+    var bob: TestIdentity!
+    var host: RecordingHost!
+
+    override func setUpWithError() throws {
+        loop = EmbeddedEventLoop()
+        clock = LoopClock(loop: loop)
+        directory = NSTemporaryDirectory() + "parley-directmessages-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        store = try Store(directory: directory)
+        me = try TestIdentity(name: "me")
+        bob = try TestIdentity(name: "bob")
+        host = RecordingHost()
+    }
+
+    override func tearDownWithError() throws {
+        host = nil
+        store = nil
+        _ = try? loop.syncShutdownGracefully()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private func driver(
+        store: (any MessageStore)? = nil, maxQueuedPerPeer: Int = NodeLimits.maxQueuedPerPeer
+    ) -> DirectMessageDriver<RecordingHost> {
+        let d = DirectMessageDriver<RecordingHost>(
+            store: store ?? self.store, me: me.identity, loop: loop, clock: clock, log: testLogger(),
+            admission: SendAdmission(maxQueuedPerPeer: maxQueuedPerPeer))
+        d.host = host
+        return d
+    }
+
+    private func chat(_ n: UInt64, _ body: String) -> ChatRecord {
+        ChatRecord(id: .random(), sequence: n, createdAt: 1, body: body)
+    }
+
+    // MARK: Admission
+
+    /// Each item fails alone for its own reason; the queue bound counts what the store
+    /// already holds for the peer (read once) and what the batch admitted before it.
+    func testSendAdmitsOrRefusesEachItemAndCountsTheStoredQueue() throws {
+        _ = try store.enqueue(
+            [NewOutgoingMessage(id: .random(), recipient: bob.identity, body: "earlier", createdAt: 1)],
+            sender: me.identity)
+        let messages = driver(maxQueuedPerPeer: 3)
+        var blocked = try TestIdentity(name: "carol").pinnedRecord()
+        blocked.trust = .blocked
+        let bobRecord = bob.pinnedRecord()
+        let big = String(repeating: "x", count: WireLimits.maxBodyBytes + 1)
+        let results = messages.send([
+            (bobRecord, "one"), (bobRecord, ""), (blocked, "hi"), (bobRecord, big), (bobRecord, "two"),
+            (bobRecord, "three")
+        ])
+        XCTAssertEqual(try results[0].get().body, "one")
+        XCTAssertEqual(try results[4].get().body, "two")
+        func failure(_ r: Result<StoredMessage, NodeError>) -> NodeError? {
+            if case .failure(let e) = r { return e } else { return nil }
+        }
+        guard case .emptyBody = failure(results[1]) else { return XCTFail("\(results[1])") }
+        guard case .peerBlocked = failure(results[2]) else { return XCTFail("\(results[2])") }
+        guard case .bodyTooLarge(WireLimits.maxBodyBytes + 1) = failure(results[3]) else {
+            return XCTFail("\(results[3])")
+        }
+        guard case .queueFull(_, 3) = failure(results[5]) else { return XCTFail("\(results[5])") }
+        XCTAssertEqual(try store.pendingRecipients(), [bob.identity: 3], "only the admitted ones were stored")
+        XCTAssertEqual(messages.ledger.queuedCount(for: bob.identity), 3)
+        XCTAssertEqual(host.wroteTo, [bob.identity], "gossip is told who was written to")
+    }
+
+    // MARK: The pump
+
+    /// A session with a window of two: two chats go out, in sequence, between the room
+    /// operations and the actions and room messages; each ack marks its message delivered
+    /// (`message.delivered`), frees a slot and the next one goes out.
+    func testThePumpSendsWithinTheWindowAndAcksMarkDeliveries() throws {
+        let messages = driver()
+        let link = host.connect(bob.identity, window: SendWindowLimits(maxCount: 2))
+        let sent = try (1...4).map { n in
+            try messages.send([(bob.pinnedRecord(), "m\(n)")])[0].get()
+        }
+        XCTAssertEqual(link.chats.map(\.body), ["m1", "m2"], "the window holds two")
+        XCTAssertEqual(link.chats.map(\.sequence), sent[0..<2].map { UInt64($0.sequence) })
+        let firstPump = Array(host.log.prefix(5))
+        XCTAssertEqual(firstPump, ["roomOperations", "chat m1", "actions", "roomMessages", "roomOperations"])
+
+        messages.acknowledged([sent[0].id], on: link)
+        XCTAssertEqual(try store.message(id: sent[0].id)?.state, .delivered)
+        XCTAssertEqual(try store.message(id: sent[1].id)?.state, .queued)
+        XCTAssertEqual(host.delivered, [sent[0].id])
+        XCTAssertEqual(link.chats.map(\.body), ["m1", "m2", "m3"], "the freed slot took the next")
+        XCTAssertEqual(host.acknowledgedLanes.last?.sync, [sent[0].id], "room sync sees every acked id")
+        XCTAssertEqual(messages.ledger.queuedCount(for: bob.identity), 3)
+
+        messages.acknowledged([sent[1].id, sent[2].id], on: link)
+        XCTAssertEqual(link.chats.map(\.body), ["m1", "m2", "m3", "m4"])
+        messages.acknowledged([sent[3].id], on: link)
+        XCTAssertEqual(try store.pendingRecipients(), [:])
+        XCTAssertEqual(host.delivered, sent.map(\.id))
+        XCTAssertEqual(messages.ledger.queuedCount(for: bob.identity), 0)
+    }
+
+    /// A session that had sent everything takes new messages as stored (no read-back of
+    /// the rows just written); a backlog queued before the driver knew it is read, and so
+    /// is the first send after it (the driver does not know the backlog's newest sequence).
+    func testACaughtUpSessionIsNotReadBackButABacklogIs() throws {
+        _ = try store.enqueue(
+            [NewOutgoingMessage(id: .random(), recipient: bob.identity, body: "backlog", createdAt: 1)],
+            sender: me.identity)
+        let counting = CountingMessageStore(store)
+        let messages = driver(store: counting)
+        let link = host.connect(bob.identity)
+        messages.pump(link)
+        XCTAssertEqual(counting.pendingReads, 1, "a backlog the driver did not queue: read")
+        XCTAssertEqual(link.chats.map(\.body), ["backlog"])
+        _ = try messages.send([(bob.pinnedRecord(), "new 1")])[0].get()
+        XCTAssertEqual(counting.pendingReads, 2, "the backlog's newest sequence was not known: read")
+        for n in 2...3 { _ = try messages.send([(bob.pinnedRecord(), "new \(n)")])[0].get() }
+        XCTAssertEqual(link.chats.map(\.body), ["backlog", "new 1", "new 2", "new 3"])
+        XCTAssertEqual(counting.pendingReads, 2, "the session was caught up: sent as stored")
+        messages.pump(link)
+        XCTAssertEqual(counting.pendingReads, 2, "nothing unsent: no query either")
+    }
+
+    /// No session for the peer: queued, nothing sent; the pump on the session when it
+    /// comes up sends it.
+    func testAMessageQueuedWhileOfflineGoesOutWhenTheSessionComesUp() throws {
+        let messages = driver()
+        let sent = try messages.send([(bob.pinnedRecord(), "later")])[0].get()
+        XCTAssertEqual(try store.message(id: sent.id)?.state, .queued)
+        let link = host.connect(bob.identity)
+        XCTAssertTrue(link.chats.isEmpty)
+        messages.pump(link)
+        XCTAssertEqual(link.chats.map(\.id), [sent.id])
+    }
+
+    // MARK: Receiving
+
+    /// Stored at once, acknowledged only once the store's commit is on disk (group
+    /// commit held by the test), and announced once.
+    func testReceivedChatsAreStoredThenAcknowledgedOnlyOnceDurable() throws {
+        let held = HeldSync()
+        try store.startGroupCommit(sync: { held.sync() }, hop: { held.hop($0) }, failed: { _ in XCTFail("failed") })
+        let messages = driver()
+        let link = host.connect(bob.identity)
+        let chats = [chat(1, "hello"), chat(2, "again")]
+        messages.received(chats, on: link)
+        XCTAssertEqual(try store.message(id: chats[0].id, sender: bob.identity)?.body, "hello")
+        XCTAssertTrue(link.acks.isEmpty, "no ack before the sync")
+        XCTAssertEqual(host.received.map(\.body), ["hello", "again"])
+        held.release()
+        XCTAssertEqual(link.acks, [chats.map(\.id)])
+        messages.received([chats[0]], on: link)
+        XCTAssertEqual(host.received.count, 2, "a resend is stored once and announced once")
+        held.gate.signal()
+    }
+
+    /// The store fails: nothing is acknowledged (the sender keeps the messages queued and
+    /// sends them again), nothing is announced, and the session is closed.
+    func testAStoreFailureOnReceiveClosesWithoutAcknowledging() throws {
+        let failing = CountingMessageStore(store)
+        failing.failStoreIncoming = true
+        let messages = driver(store: failing)
+        let link = host.connect(bob.identity)
+        messages.received([chat(1, "lost?")], on: link)
+        loop.run()
+        XCTAssertTrue(link.acks.isEmpty)
+        XCTAssertTrue(host.received.isEmpty)
+        XCTAssertEqual(link.closed, "receiver storage failure")
+    }
+
+    /// What the receive quota refuses is refused on the wire, not stored, not acked.
+    func testTheQuotaIsJudgedBeforeTheStore() throws {
+        let messages = driver()
+        let link = host.connect(bob.identity)
+        let chats = [chat(1, "kept"), chat(2, "over")]
+        host.refuse = [chats[1].id]
+        messages.received(chats, on: link)
+        XCTAssertEqual(link.refused, [chats[1].id])
+        XCTAssertEqual(link.acks, [[chats[0].id]])
+        XCTAssertNil(try store.message(id: chats[1].id, sender: bob.identity))
+    }
+
+    /// Records on a connection that is not the peer's session are ignored.
+    func testRecordsOnAnInactiveConnectionAreIgnored() throws {
+        let messages = driver()
+        let stale = RecordingLink(peer: bob.identity, log: host)
+        messages.received([chat(1, "stale")], on: stale)
+        XCTAssertTrue(stale.acks.isEmpty)
+        XCTAssertTrue(host.received.isEmpty)
+    }
+}
+
+/// One session's connection that records what the driver gives it.
+final class RecordingLink: MessageLink {
+    let peer: IdentityPublicKey
+    private weak var log: RecordingHost?
+    var isWritable = true
+    var remoteFeatures: ProtocolFeatures = .supported
+    var remoteIdentityKey: IdentityPublicKey? { peer }
+    private(set) var chats: [ChatRecord] = []
+    private(set) var acks: [[MessageID]] = []
+    private(set) var refused: [MessageID] = []
+    private(set) var closed: String?
+
+    init(peer: IdentityPublicKey, log: RecordingHost) {
+        self.peer = peer
+        self.log = log
+    }
+
+    func send(_ record: AppRecord) {
+        switch record {
+        case .chat(let c):
+            chats.append(c)
+            log?.log.append("chat \(c.body)")
+        case .ack(let ids): acks.append(ids)
+        case .refused(_, let ids): refused += ids
+        default: break
+        }
+    }
+
+    func close(reason: CloseReason, text: String) { closed = text }
+}
+
+/// Stands in for the node: one session per connected peer with its window, the other
+/// lanes as entries in `log`, a receive quota that refuses what the test says.
+final class RecordingHost: DirectMessageHost {
+    typealias Link = RecordingLink
+    var links: [IdentityPublicKey: RecordingLink] = [:]
+    var windows: [ObjectIdentifier: SendWindow] = [:]
+    var log: [String] = []
+    var refuse: Set<MessageID> = []
+    var wroteTo: [IdentityPublicKey] = []
+    var received: [StoredMessage] = []
+    var delivered: [MessageID] = []
+    var acknowledgedLanes: [(actions: [MessageID], room: [MessageID], sync: [MessageID])] = []
+
+    func connect(_ peer: IdentityPublicKey, window: SendWindowLimits = SendWindowLimits()) -> RecordingLink {
+        let link = RecordingLink(peer: peer, log: self)
+        links[peer] = link
+        windows[ObjectIdentifier(link)] = SendWindow(limits: window)
+        return link
+    }
+
+    func activePeer(of link: RecordingLink) -> IdentityPublicKey? { links[link.peer] === link ? link.peer : nil }
+    func activeConnection(for peer: IdentityPublicKey) -> RecordingLink? { links[peer] }
+    func withWindow<R>(of link: RecordingLink, _ body: (inout SendWindow) -> R) -> R? {
+        guard windows[ObjectIdentifier(link)] != nil else { return nil }
+        return body(&windows[ObjectIdentifier(link)]!)
+    }
+    func promote(_ peer: IdentityPublicKey) {}
+    func pumpRoomOperations(_ link: RecordingLink, peer: IdentityPublicKey) { log.append("roomOperations") }
+    func pumpActions(_ link: RecordingLink, peer: IdentityPublicKey) { log.append("actions") }
+    func pumpRoomMessages(_ link: RecordingLink, peer: IdentityPublicKey) { log.append("roomMessages") }
+    func actionsAcknowledged(_ ids: [MessageID], by peer: IdentityPublicKey) {
+        acknowledgedLanes.append((ids, [], []))
+    }
+    func roomTrafficAcknowledged(_ ids: [MessageID], by peer: IdentityPublicKey) {
+        acknowledgedLanes[acknowledgedLanes.count - 1].room = ids
+    }
+    func roomSyncAcknowledged(_ ids: [MessageID], by peer: IdentityPublicKey) {
+        acknowledgedLanes[acknowledgedLanes.count - 1].sync = ids
+    }
+    func judgeByQuota(_ chats: [ChatRecord], from sender: IdentityPublicKey)
+        -> (store: [ChatRecord], refused: [(RefusalReason, [MessageID])])
+    {
+        let over = chats.filter { refuse.contains($0.id) }.map(\.id)
+        return (chats.filter { !refuse.contains($0.id) }, over.isEmpty ? [] : [(.peerQuota, over)])
+    }
+    func sendRefusals(_ refused: [(RefusalReason, [MessageID])], on link: RecordingLink) {
+        for (reason, ids) in refused { link.send(.refused(reason, ids)) }
+    }
+    func quotaStored(_ bodies: [Int], from sender: IdentityPublicKey) {}
+    func wroteTo(_ peer: IdentityPublicKey) { wroteTo.append(peer) }
+    func emit(_ e: NodeEvent) {
+        switch e {
+        case .messageReceived(let m): received.append(m)
+        case .messageDelivered(let m): delivered.append(m.id)
+        default: break
+        }
+    }
+    func messageJournal(_ method: String) -> MessageJournal? { nil }
+}
+
+/// A real store behind the `MessageStore` seam, counting the outbox reads and failing
+/// `storeIncoming` when told.
+final class CountingMessageStore: MessageStore {
+    let inner: Store
+    private(set) var pendingReads = 0
+    var failStoreIncoming = false
+    init(_ inner: Store) { self.inner = inner }
+
+    var path: String { inner.path }
+    var roomOutboxesMayHaveWork: Bool { inner.roomOutboxesMayHaveWork }
+    func enqueue(_ messages: [NewOutgoingMessage], sender: IdentityPublicKey) throws(StoreError) -> [StoredMessage] {
+        try inner.enqueue(messages, sender: sender)
+    }
+    func pendingOutgoing(to recipient: IdentityPublicKey, afterSequence: Int64, limit: Int)
+        throws(StoreError) -> [StoredMessage]
+    {
+        pendingReads += 1
+        return try inner.pendingOutgoing(to: recipient, afterSequence: afterSequence, limit: limit)
+    }
+    func pendingRecipients() throws(StoreError) -> [IdentityPublicKey: Int] { try inner.pendingRecipients() }
+    func storeIncoming(
+        _ chats: [ReceivedChat], from sender: IdentityPublicKey, to recipient: IdentityPublicKey, at: Int64,
+        journal: MessageJournal?
+    ) throws(StoreError) -> [(message: StoredMessage, isNew: Bool)] {
+        if failStoreIncoming { throw .io(path: inner.path, reason: "disk I/O error (test)") }
+        return try inner.storeIncoming(chats, from: sender, to: recipient, at: at, journal: journal)
+    }
+    func markDelivered(_ ids: [MessageID], by recipient: IdentityPublicKey, at: Int64, journal: MessageJournal?)
+        throws(StoreError) -> [DeliveredMessage]
+    {
+        try inner.markDelivered(ids, by: recipient, at: at, journal: journal)
+    }
+    func whenDurable(through ticket: UInt64?, _ action: @escaping () -> Void) {
+        inner.whenDurable(through: ticket, action)
+    }
+}
