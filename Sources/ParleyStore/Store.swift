@@ -32,6 +32,16 @@ public final class Store: @unchecked Sendable {
     static let pageCacheKiB = 16 * 1024
     /// New database files are readable by the owner only: they hold message history.
     static let fileMode: mode_t = 0o600
+    /// Page size of a NEW database file (an existing file keeps the size it was made with;
+    /// changing it would take a VACUUM out of WAL mode). Every commit writes each page it
+    /// dirtied to the WAL with a checksum over the whole page, ~1.1 instructions per byte:
+    /// one message alone in its transaction dirties 5–9 pages (its row, its body, the
+    /// indexes, counters, the journal), so at 4 KiB the checksums alone were ~90,000
+    /// instructions per message one in flight on the two daemons (issue 32 part 7). 2 KiB,
+    /// not 1: smaller pages split more often under batches (row 4i: +2,300 instructions a
+    /// message at 2 KiB, +6,200 at 1 KiB, for −48,000 and −62,000 one in flight), and
+    /// FTS5's 4,050-byte leaves and 64 KiB bodies span fewer overflow pages.
+    static let newFilePageSize = 2048
 
     /// Absolute or relative path of the database file, as opened.
     public let path: String
@@ -60,6 +70,9 @@ public final class Store: @unchecked Sendable {
     var groupCommit = GroupCommitLedger<() -> Void>()
     /// Runs a closure on the store's thread (group commit's waiters run there).
     var groupCommitHop: (@Sendable (@escaping @Sendable () -> Void) -> Void)?
+    /// Guarded by `lock`: the statements every write transaction runs, prepared at the first
+    /// write and released before the connection closes (`TransactionStatements`).
+    var transactionStatements: TransactionStatements?
 
     /// Opens (creating if absent) `parley.sqlite` in `directory`, which must already exist.
     /// A file that is not a Parley database, is damaged, or is locked by another process is
@@ -84,6 +97,8 @@ public final class Store: @unchecked Sendable {
         configuration.prepareDatabase { db in
             // Must precede the first WAL access so SQLite keeps the WAL index in heap memory.
             try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE")
+            // Takes effect only on a file with no pages yet (and before WAL is on).
+            try db.execute(sql: "PRAGMA page_size = \(Store.newFilePageSize)")
             let journalMode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
             guard journalMode == "wal" else {
                 throw StoreError.io(
@@ -132,6 +147,8 @@ public final class Store: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard !isClosed else { return }
+        // Held statements would keep the connection open past close (SQLite's close_v2).
+        transactionStatements = nil
         do { try database.close() } catch { throw StoreError.translating(error, path: path) }
         isClosed = true
     }
@@ -180,7 +197,7 @@ public final class Store: @unchecked Sendable {
                 defer {
                     if syncsItself { try? db.cachedStatement(sql: "PRAGMA synchronous = NORMAL").executeDirect([]) }
                 }
-                return try Self.inTransaction(db) { db in
+                return try inTransaction(db) { db in
                     let result = try body(db)
                     fedThrough = try feedSearchIndex(db, occasion)
                     return result
@@ -223,9 +240,7 @@ public final class Store: @unchecked Sendable {
         }
         // Every write asks; through the C API (GRDB's generic fetch cost ~15,000 instructions).
         var newest: Int64 = 0  // MAX of no rows is NULL, read as 0
-        try db.cachedStatement(sql: "SELECT MAX(row_id) FROM message_body").queryDirect([]) { row in
-            newest = row.int64(0)
-        }
+        try transactionStatements(db).newestBody.queryDirect([]) { row in newest = row.int64(0) }
         guard let rows = searchFeed.rowsToIndex(newestBodyRow: newest, occasion: occasion) else { return nil }
         let mark = try db.cachedStatement(
             sql: "UPDATE counter SET value = ? WHERE name = '\(Schema.Counter.searchIndexedThrough)'")
@@ -243,12 +258,17 @@ public final class Store: @unchecked Sendable {
     /// Not GRDB's `inTransaction`: that executes `BEGIN` and `COMMIT` from SQL text each
     /// time, and SQLite compiles a statement from text on every call (two compilations per
     /// transaction, 14 per message on the sender in callgrind: 14 % of its instructions).
-    /// Cached statements are compiled once per connection.
-    private static func inTransaction<T>(_ db: Database, _ body: (Database) throws -> T) throws -> T {
-        try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
+    /// `BEGIN` and `COMMIT` are prepared once (`TransactionStatements`) and stepped through
+    /// the C API, like the per-message statements: GRDB's `execute()` (argument checks,
+    /// its statement hooks) and its statement cache's lookup by SQL text cost ~6,000
+    /// instructions per transaction, a lone message's transaction being the common case one
+    /// in flight (issue 32 part 7). SQLite's own commit hook, which GRDB installs, still runs.
+    private func inTransaction<T>(_ db: Database, _ body: (Database) throws -> T) throws -> T {
+        let statements = try transactionStatements(db)
+        try statements.begin.executeDirect([])
         do {
             let result = try body(db)
-            try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+            try statements.commit.executeDirect([])
             return result
         } catch {
             // SQLite may already have rolled back by itself (a full disk, an I/O error).
@@ -270,7 +290,7 @@ public final class Store: @unchecked Sendable {
         do {
             // With group commit the connection is at synchronous=NORMAL already.
             if walSyncer != nil {
-                let result = try database.writeWithoutTransaction { db in try Self.inTransaction(db, body) }
+                let result = try database.writeWithoutTransaction { db in try inTransaction(db, body) }
                 committedWrites += 1
                 return result
             }
@@ -281,7 +301,7 @@ public final class Store: @unchecked Sendable {
                     try? db.cachedStatement(sql: "PRAGMA synchronous = \(durability.synchronousPragma)").executeDirect(
                         [])
                 }
-                return try Self.inTransaction(db, body)
+                return try inTransaction(db, body)
             }
             committedWrites += 1
             return result
@@ -289,6 +309,17 @@ public final class Store: @unchecked Sendable {
             partyIDs.removeAll()
             throw StoreError.translating(error, path: path)
         }
+    }
+
+    /// The statements of every write transaction, prepared once; under `lock`.
+    func transactionStatements(_ db: Database) throws -> TransactionStatements {
+        if let statements = transactionStatements { return statements }
+        let statements = TransactionStatements(
+            begin: try db.makeStatement(sql: "BEGIN IMMEDIATE TRANSACTION"),
+            commit: try db.makeStatement(sql: "COMMIT TRANSACTION"),
+            newestBody: try db.makeStatement(sql: "SELECT MAX(row_id) FROM message_body"))
+        transactionStatements = statements
+        return statements
     }
 
     /// Write transactions committed since the store was opened.
@@ -348,4 +379,13 @@ public final class Store: @unchecked Sendable {
             throw StoreError.corrupt(path: path, reason: "SQLite file with foreign tables and no Parley application id")
         }
     }
+}
+
+/// `BEGIN IMMEDIATE`, `COMMIT` and the search feed's probe, which every write transaction
+/// runs: held by the store rather than looked up in GRDB's statement cache by their SQL
+/// text (a hash of the text per lookup) at every transaction.
+struct TransactionStatements {
+    let begin: Statement
+    let commit: Statement
+    let newestBody: Statement
 }

@@ -123,6 +123,53 @@ def test_sigkill_mid_burst_loses_nothing_and_duplicates_nothing(cluster, victim)
     assert journaled(alice, "message.delivered") >= sent_ids
 
 
+@pytest.mark.parametrize("victim", ["sender", "both"])
+def test_a_delivery_seen_before_a_sigkill_is_kept_and_the_message_shown_once(cluster, victim):
+    """Issue 32 part 7: a delivery mark and its message.delivered row commit in one
+    transaction without a sync of their own (Store.relaxedWrite under group commit), and
+    the event is sent only after that commit. A client sees message.delivered and the
+    daemon is SIGKILLed at once (with the receiver too): after the restart the message is
+    delivered at once, its event is in the journal, the receiver shows it exactly once, and
+    nothing is sent again."""
+    alice, bob = pair(cluster)
+    sub = alice.rpc(timeout=30)
+    sub.call("messages.subscribe", {})
+    sender = alice.rpc(timeout=30)
+    ids = []
+    for i in range(5):
+        mid = sender.call("messages.send", {"to": "bob", "body": f"tick {i}"})["message"]["id"]
+        for _ in range(50):  # a few notifications per message at most
+            n = sub.next_notification(timeout=30)
+            if n["method"] == "message.delivered" and n["params"]["id"] == mid:
+                break
+        else:
+            raise AssertionError(f"no message.delivered for {mid}")
+        ids.append(mid)
+    # Right after the last message.delivered reached the client.
+    targets = {"sender": [alice], "both": [alice, bob]}[victim]
+    for target in targets:
+        target.kill(signal.SIGKILL)
+    sub.close()
+    sender.close()
+    for target in targets:
+        target.stop()
+        target.start()
+    # Before any session is back: what the client saw is on disk.
+    states = {m["id"]: m["state"] for m in alice.messages("bob") if m["direction"] == "out"}
+    assert [states.get(mid) for mid in ids] == ["delivered"] * len(ids)
+    assert journaled(alice, "message.delivered") >= set(ids)
+    wait_until(lambda: alice.online("bob") and bob.online("alice"), timeout=30, what="session back")
+    # A sixth message goes through the same session after every earlier one would have been
+    # resent (the outbox is sent again in sequence order at a new session): then bob shows
+    # each message once.
+    last = alice.call("messages.send", {"to": "bob", "body": "tick 5"})["message"]["id"]
+    wait_until(lambda: last in {m["id"] for m in bob.messages("alice")}, timeout=30, what="bob gets the sixth")
+    got = [m["id"] for m in bob.messages("alice") if m["direction"] == "in"]
+    assert got == ids + [last], "a message is missing or shown twice at the receiver"
+    wait_until(lambda: all(m["state"] == "delivered" for m in alice.messages("bob") if m["direction"] == "out"),
+               timeout=30, what="the sixth delivered")
+
+
 def journaled(node, method):
     """The message ids of every `method` event in `node`'s journal, replayed from the start."""
     r = node.rpc(timeout=30)

@@ -29,6 +29,10 @@ public struct IdentityPublicKey: Hashable, Sendable {
         self.bytes = bytes
     }
 
+    /// The 32 bytes hashed as one buffer: the synthesized hash combines the array byte by
+    /// byte (~1,000 instructions a key; keys are dictionary keys all over the message path).
+    public func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
+
     /// Verifies a detached Ed25519 signature (64 bytes) over `message`.
     public func verify(signature: [UInt8], message: [UInt8]) -> Bool {
         Sodium.ensureInitialized()
@@ -111,6 +115,10 @@ public struct NoisePublicKey: Hashable, Sendable {
         }
         self.bytes = bytes
     }
+
+    /// The 32 bytes hashed as one buffer: the synthesized hash combines the array byte by
+    /// byte (~1,000 instructions a key; keys are dictionary keys all over the message path).
+    public func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
 
     public var hex: String { Sodium.hex(bytes) }
 }

@@ -23,4 +23,8 @@ extension FixedLengthID {
 
     public var hex: String { Sodium.hex(bytes) }
     public var description: String { hex }
+
+    /// The bytes hashed as one buffer (what every conforming type's `Hashable` uses instead
+    /// of the synthesized byte-by-byte hash of the array).
+    public func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
 }
