@@ -34,6 +34,6 @@ public protocol PeerStore: AnyObject {
 
 extension Store: PeerStore {
     public func hasExchangedMessages(with peer: IdentityPublicKey) throws(StoreError) -> Bool {
-        try hasMessages(with: peer.hex)
+        try hasMessages(with: peer)
     }
 }

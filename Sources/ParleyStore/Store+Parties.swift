@@ -10,6 +10,18 @@ extension Store {
     /// it): for the queries whose callers still give identities and rooms as hex.
     static let partyOfHexParameter = "(SELECT id FROM party WHERE key = \(Schema.unhexFunction)(?))"
 
+    /// SQL for the party id of the key bound at this `?` as a BLOB (`keyBlob`; NULL when
+    /// no message names it): for the queries that take a typed key.
+    static let partyOfKeyParameter = "(SELECT id FROM party WHERE key = ?)"
+
+    /// A typed key or id as the BLOB the `party` and `message` tables hold.
+    static func keyBlob(_ key: IdentityPublicKey) -> Data { Data(key.bytes) }
+    static func keyBlob(_ party: MessageParty) -> Data { Data(party.bytes) }
+    static func keyBlob<ID: FixedLengthID>(_ id: ID) -> Data { Data(id.bytes) }
+
+    /// A message id as the BLOB `message.id` holds.
+    static func idBlob(_ id: MessageID) -> Data { Data(id.bytes) }
+
     /// The id of `key`, nil if no message names it yet.
     static func partyID(_ db: Database, key: [UInt8]) throws -> Int64? {
         let select = try db.cachedStatement(sql: "SELECT id FROM party WHERE key = ?")

@@ -30,6 +30,26 @@ extension Row {
     }
 }
 
+/// The same for the BLOB columns of the lean message schema (`party.key`, `message.id`):
+/// a BLOB of the wrong length is a damaged file (`StoreError.corrupt`).
+extension Row {
+    func identityKeyBlob(_ index: Int, column: String) throws -> IdentityPublicKey {
+        let bytes = try self.bytes(index)
+        guard bytes.count == IdentityPublicKey.length, let key = try? IdentityPublicKey(bytes: bytes) else {
+            throw UnexpectedStoredValue(column: column, value: "\(bytes.count) bytes")
+        }
+        return key
+    }
+
+    func idBlob<ID: FixedLengthID>(_ type: ID.Type, _ index: Int, column: String) throws -> ID {
+        let bytes = try self.bytes(index)
+        guard let id = ID(bytes: bytes) else {
+            throw UnexpectedStoredValue(column: column, value: "\(bytes.count) bytes")
+        }
+        return id
+    }
+}
+
 /// Parsing a stored hex key. Lowercase only: that is all the store writes, and a key read
 /// back in another spelling would not match its own row when bound again as `.hex`.
 enum StoredKey {

@@ -153,7 +153,8 @@ extension Node {
             })
     }
 
-    func peerInfo(_ rec: PeerRecord, queued: [IdentityPublicKey: Int]? = nil, unread: [String: Int]? = nil) -> PeerInfo
+    func peerInfo(_ rec: PeerRecord, queued: [IdentityPublicKey: Int]? = nil, unread: [IdentityPublicKey: Int]? = nil)
+        -> PeerInfo
     {
         let q = queued ?? ((try? store.pendingRecipients()) ?? [:])
         let u = unread ?? ((try? store.unreadCounts()) ?? [:])
@@ -163,7 +164,7 @@ extension Node {
             online: isOnline(rec.identity), addresses: addresses(of: rec.identity),
             trust: ControlViews.trust(rec.trust), safetyNumber: safetyNumber(with: rec.identity),
             lastSeen: Int(rec.lastSeen), queued: q[rec.identity] ?? 0,
-            unread: u[rec.identity.hex] ?? 0, nickname: rec.nickname, nameClash: nameClashInfo(rec.identity),
+            unread: u[rec.identity] ?? 0, nickname: rec.nickname, nameClash: nameClashInfo(rec.identity),
             status: sessionDriver.statuses[rec.identity].flatMap {
                 $0.isEmpty ? nil : $0.text
             })

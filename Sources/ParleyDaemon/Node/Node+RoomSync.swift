@@ -425,7 +425,8 @@ extension Node {
                     id: $0.id, roomID: $0.roomID, sequence: $0.roomSequence, createdAt: $0.createdAt, body: $0.body,
                     replyTo: $0.replyTo)
             }
-            let (_, refused) = judgeByQuota(chats, from: author)
+            // A count the store cannot give throws: none of the read is stored or acknowledged.
+            let (_, refused) = try judgeByQuota(chats, from: author)
             if !refused.isEmpty {
                 sendRefusals(refused, on: conn)
                 refusedIDs.formUnion(refused.flatMap(\.1))

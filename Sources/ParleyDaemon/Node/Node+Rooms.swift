@@ -538,7 +538,13 @@ extension Node {
         var records = records
         let roomChats = records.compactMap { if case .chat(let c) = $0 { c } else { nil } }
         if !roomChats.isEmpty {
-            let (_, refused) = judgeByQuota(roomChats, from: sender)
+            let refused: [(RefusalReason, [MessageID])]
+            do { (_, refused) = try judgeByQuota(roomChats, from: sender) } catch {
+                // Not counted, so none is taken: nothing of this read is stored or
+                // acknowledged; the sender keeps it queued for the next session.
+                conn.close(reason: .normal, text: Self.uncountedCloseText)
+                return
+            }
             if !refused.isEmpty {
                 let out = Set(refused.flatMap(\.1))
                 records.removeAll { if case .chat(let c) = $0 { out.contains(c.id) } else { false } }
