@@ -354,7 +354,7 @@ struct HistoryBook {
                     _ = try store.markIncomingRead(
                         from: p.identity.publicKey, upTo: nil, at: at, queueReceipts: false)
                 }
-                for id in roomIDs { _ = try store.markRoomRead(room: id, upTo: nil, at: at) }
+                for id in roomIDs { _ = try store.markRoomRead(room: RoomID(hex: id)!, upTo: nil, at: at) }
             }
             _ = try store.storeIncoming(direct, at: at)
             for (r, list) in rooms {

@@ -223,7 +223,7 @@ final class LeanMessagesMigrationTests: StoreDirectoryTestCase {
         XCTAssertEqual(try s.reactions(onRows: [23])[23]?.map(\.reaction), ["ok"])
         XCTAssertEqual(try s.refusal(ofMessageRow: 7)?.reason, 2)
         XCTAssertEqual(
-            try s.pendingActions(to: peer(2), limit: 10).map(\.target), [String(format: "%032x", 2)],
+            try s.pendingActions(to: peer(2), limit: 10).map(\.target.hex), [String(format: "%032x", 2)],
             "the edit of the delivered message is sent; the one of the queued message waits")
         // Journal replay renders each event's message from the table.
         let last = try s.eventBounds().last

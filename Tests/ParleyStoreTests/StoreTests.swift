@@ -277,8 +277,8 @@ final class StoreTests: StoreDirectoryTestCase {
         try store.upsertPeer(blocked)
         try store.upsertPeer(peerRecord(frank, name: "frank", seen: 10))  // online now (kept by the caller)
         _ = try store.storeIncoming([incoming(1, from: bob)], at: 10)
-        let expired = try store.expireUnusedPeers(lastSeenBefore: 100, keep: [frank])
-        XCTAssertEqual(expired, [alice])
+        let expired = try store.expireUnusedPeers(lastSeenBefore: 100, keep: [key(frank)])
+        XCTAssertEqual(expired, [key(alice)])
         XCTAssertNil(try store.peer(identity: key(alice)))
         for kept in [bob, carol, dave, erin, frank] { XCTAssertNotNil(try store.peer(identity: key(kept))) }
         try store.setNickname(identity: key(frank), "Frank")
