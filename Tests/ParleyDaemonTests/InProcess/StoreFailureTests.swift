@@ -56,6 +56,32 @@ final class StoreFailureTests: XCTestCase {
         XCTAssertEqual(try bob.node.store.message(id: sent.id, sender: alice.identity)?.body, "lunch at noon?")
         XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .delivered)
     }
+
+    /// The same for room chats (counted against their author's quota like direct ones).
+    func testARoomChatIsNotTakenWhileTheReceiverCannotCountWhatItsAuthorKeeps() throws {
+        var link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        let room = try alice.node.createRoom(name: "lunch", members: [try alice.node.resolvePeer("bob")])
+        try link.exchange()
+        _ = try bob.node.acceptInvitation(try XCTUnwrap(try bob.node.store.room(id: room.id)))
+        try link.exchange()
+        let counts = bob.node.messageDriver.quota.store
+        bob.node.messageDriver.quota.store = UncountableQuotaStore(counts)
+        let sent = try alice.node.sendToRoom(try XCTUnwrap(try alice.node.store.room(id: room.id)), body: "noon?")
+        try link.exchange()
+        XCTAssertNil(
+            try bob.node.store.message(id: sent.id, sender: alice.identity),
+            "not taken on a count the store could not make")
+        XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .queued, "still queued at the sender")
+        XCTAssertTrue(
+            bobLog.lines.contains { $0.contains("could not count what is stored from a peer") }, "\(bobLog.lines)")
+
+        bob.node.messageDriver.quota.store = counts
+        link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        XCTAssertEqual(try bob.node.store.message(id: sent.id, sender: alice.identity)?.body, "noon?")
+        XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .delivered)
+    }
 }
 
 /// The node's real store behind the `ReceiveQuotaStore` seam, except that every count
