@@ -212,9 +212,11 @@ extension Store {
 
     /// Readdresses every undelivered message for `oldRecipient` to `newRecipient`, inside
     /// `acceptKeyChange`'s transaction. Sequence numbers and ids are kept. Returns how many moved.
-    static func retarget(_ db: Database, from oldRecipient: String, to newRecipient: String) throws -> Int {
-        guard oldRecipient != newRecipient, let old = try partyID(db, hex: oldRecipient) else { return 0 }
-        let new = try ensureParty(db, hex: newRecipient)
+    static func retarget(_ db: Database, from oldRecipient: IdentityPublicKey, to newRecipient: IdentityPublicKey)
+        throws -> Int
+    {
+        guard oldRecipient != newRecipient, let old = try partyID(db, key: oldRecipient.bytes) else { return 0 }
+        let new = try ensureParty(db, key: newRecipient.bytes)
         let update = try db.cachedStatement(
             sql: """
                 UPDATE message SET recipient = ?1, peer = ?1 WHERE recipient = ?2 AND state = 0
