@@ -26,7 +26,8 @@ public protocol PeerStore: AnyObject {
     func keyChanges(involving identity: IdentityPublicKey) throws(StoreError) -> [KeyChangeRecord]
     /// Forgets unused first-seen keys (Store+Expiry.swift); the identities forgotten.
     @discardableResult
-    func expireUnusedPeers(lastSeenBefore: Int64, keep: Set<String>) throws(StoreError) -> [String]
+    func expireUnusedPeers(lastSeenBefore: Int64, keep: Set<IdentityPublicKey>) throws(StoreError)
+        -> [IdentityPublicKey]
     /// Whether any message was exchanged with `peer`: a correspondent outranks a stranger
     /// when the session table must evict one.
     func hasExchangedMessages(with peer: IdentityPublicKey) throws(StoreError) -> Bool
@@ -34,6 +35,6 @@ public protocol PeerStore: AnyObject {
 
 extension Store: PeerStore {
     public func hasExchangedMessages(with peer: IdentityPublicKey) throws(StoreError) -> Bool {
-        try hasMessages(with: peer.hex)
+        try hasMessages(with: peer)
     }
 }

@@ -32,8 +32,8 @@ extension Store {
             try Bool.fetchOne(
                 db,
                 sql: """
-                    SELECT 1 FROM message WHERE peer = \(Self.partyOfHexParameter) AND incoming = 0 LIMIT 1
-                    """, arguments: [peer.hex])
+                    SELECT 1 FROM message WHERE peer = \(Self.partyOfKeyParameter) AND incoming = 0 LIMIT 1
+                    """, arguments: [Self.keyBlob(peer)])
                 != nil
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ParleyCore
 
 /// What an action does to its target message.
 public enum MessageActionKind: String, Codable, Sendable {
@@ -7,41 +8,42 @@ public enum MessageActionKind: String, Codable, Sendable {
 }
 
 /// An edit, delete or reaction as the store keeps it (ours queued or delivered, the
-/// peers' received).
+/// peers' received). The action tables keep hex TEXT; these are parsed in one place
+/// (`StoredKeys.swift`), a damaged value is `StoreError.corrupt`.
 public struct StoredAction: Sendable, Equatable {
-    public var id: String
-    /// Identity hex of who made the change.
-    public var author: String
-    /// The other party of the conversation: where ours go, where theirs came from.
-    public var peer: String
+    public var id: MessageID
+    /// Who made the change.
+    public var author: IdentityPublicKey
+    /// The conversation: the peer ours go to or theirs came from, or the room.
+    public var peer: MessageParty
     public var sequence: Int64
     public var createdAt: Int64
     /// Id and author of the message acted on.
-    public var target: String
-    public var targetAuthor: String
+    public var target: MessageID
+    public var targetAuthor: IdentityPublicKey
     public var kind: MessageActionKind
     /// The new text of an edit (nil once the target was deleted), the reaction text of
     /// `react`/`unreact`, nil for `delete`.
     public var body: String?
-    /// The room (id hex) of an action on a room message; nil in a direct conversation.
-    public var room: String? = nil
+    /// The room of an action on a room message; nil in a direct conversation.
+    public var room: RoomID? = nil
 }
 
 /// An action of this node's user, before it has a sequence number.
 public struct NewLocalAction: Sendable {
-    public var id: String
-    /// The other party of a direct conversation, or the room id of a room message.
-    public var peer: String
+    public var id: MessageID
+    /// The other party of a direct conversation, or the room of a room message.
+    public var peer: MessageParty
     public var target: StoredMessage
     public var kind: MessageActionKind
     public var body: String?
     public var createdAt: Int64
     /// For a room message: every other member, each of whom is sent the action.
-    public var members: [String]
+    public var members: [IdentityPublicKey]
 
     public init(
-        id: String, peer: String, target: StoredMessage, kind: MessageActionKind, body: String?, createdAt: Int64,
-        members: [String] = []
+        id: MessageID, peer: MessageParty, target: StoredMessage, kind: MessageActionKind, body: String?,
+        createdAt: Int64, members: [IdentityPublicKey] = []
     ) {
         self.id = id
         self.peer = peer
@@ -55,19 +57,19 @@ public struct NewLocalAction: Sendable {
 
 /// An action that arrived from `author` over its own session, already decoded.
 public struct IncomingAction: Sendable {
-    public var id: String
-    public var author: String
+    public var id: MessageID
+    public var author: IdentityPublicKey
     public var sequence: Int64
     public var createdAt: Int64
-    public var target: String
+    public var target: MessageID
     public var kind: MessageActionKind
     public var body: String?
-    /// The room (id hex) the action names; nil in the direct conversation with the author.
-    public var room: String?
+    /// The room the action names; nil in the direct conversation with the author.
+    public var room: RoomID?
 
     public init(
-        id: String, author: String, sequence: Int64, createdAt: Int64, target: String,
-        kind: MessageActionKind, body: String?, room: String? = nil
+        id: MessageID, author: IdentityPublicKey, sequence: Int64, createdAt: Int64, target: MessageID,
+        kind: MessageActionKind, body: String?, room: RoomID? = nil
     ) {
         self.id = id
         self.author = author
@@ -102,7 +104,7 @@ public struct ReceivedActionOutcome: Sendable {
 
 /// A reaction on a message: who and what.
 public struct StoredReaction: Sendable, Equatable {
-    public var reactor: String
+    public var reactor: IdentityPublicKey
     public var reaction: String
 }
 
@@ -135,14 +137,26 @@ extension Store {
         }
     }
 
+    /// Messages with exactly this id (ids are unique per sender: several senders may have
+    /// chosen it), at most `limit`, in local order.
+    public func messages(id: MessageID, limit: Int) throws(StoreError) -> [StoredMessage] {
+        let limit = InputValidation.pageSize(limit)
+        guard limit > 0 else { return [] }
+        return try read { db in
+            let statement = try db.cachedStatement(
+                sql: "SELECT \(Self.messageColumns) FROM message WHERE id = ? ORDER BY row_id LIMIT ?")
+            return try Self.fetchMessages(statement, [Self.idBlob(id), limit])
+        }
+    }
+
     /// The facts the rules need about `target` for an action by `author`.
-    public func actionTargetFacts(_ target: StoredMessage, author: String, reaction: String?) throws(StoreError)
-        -> ActionTargetFacts
+    public func actionTargetFacts(_ target: StoredMessage, author: IdentityPublicKey, reaction: String?)
+        throws(StoreError) -> ActionTargetFacts
     {
         try read { db in try Self.facts(db, target, author: author, reaction: reaction) }
     }
 
-    static func facts(_ db: Database, _ target: StoredMessage, author: String, reaction: String?) throws
+    static func facts(_ db: Database, _ target: StoredMessage, author: IdentityPublicKey, reaction: String?) throws
         -> ActionTargetFacts
     {
         let seq = try Int64.fetchOne(
@@ -153,7 +167,7 @@ extension Store {
                 db.cachedStatement(
                     sql: """
                         SELECT COUNT(*) FROM reaction WHERE message_row = ? AND reactor = ? AND present = 1
-                        """), arguments: [target.rowID, author]) ?? 0
+                        """), arguments: [target.rowID, author.hex]) ?? 0
         var has = false
         if let reaction {
             has =
@@ -161,22 +175,18 @@ extension Store {
                     db.cachedStatement(
                         sql: """
                             SELECT EXISTS (SELECT 1 FROM reaction WHERE message_row = ? AND reactor = ? AND reaction = ? AND present = 1)
-                            """), arguments: [target.rowID, author, reaction]) ?? false
+                            """), arguments: [target.rowID, author.hex, reaction]) ?? false
         }
         return ActionTargetFacts(message: target, changeSequence: seq, reactionsByAuthor: count, hasThisReaction: has)
     }
 
     /// Applies this node's own action to its store and queues it for the peer, in one
     /// transaction. Returns the target as it is now.
-    public func performLocalAction(_ action: NewLocalAction, me: String, at now: Int64) throws(StoreError)
-        -> StoredMessage
+    public func performLocalAction(_ action: NewLocalAction, me: IdentityPublicKey, at now: Int64)
+        throws(StoreError) -> StoredMessage
     {
-        try InputValidation.requireMessageID(action.id)
-        try InputValidation.requireIdentity(me, "author")
         let room = action.target.room?.hex
-        if let room { try Self.requireRoomID(room) } else { try InputValidation.requireIdentity(action.peer, "peer") }
-        for m in action.members { try InputValidation.requireIdentity(m, "member") }
-        let members = Array(Set(action.members)).sorted()
+        let members = Array(Set(action.members.map(\.hex))).sorted()
         return try write { db in
             let sequence = try Self.reserveSequenceNumbers(db, count: 1).lowerBound
             let insert = try db.cachedStatement(
@@ -188,7 +198,7 @@ extension Store {
             // A room action with nobody else in the room has no one to wait for.
             let state = room != nil && members.isEmpty ? "delivered" : "queued"
             try insert.execute(arguments: [
-                action.id, me, room ?? action.peer, sequence, action.createdAt,
+                action.id.hex, me.hex, room ?? action.peer.hex, sequence, action.createdAt,
                 action.target.id.hex, action.target.sender.hex, action.kind.rawValue,
                 action.body.map { Data($0.utf8) }, state, room
             ])
@@ -217,17 +227,11 @@ extension Store {
     /// allows, in one transaction. `judge` sees the target's facts (nil: no message with
     /// that id from the author or from this node in the conversation with the author).
     public func receiveActions(
-        _ actions: [IncomingAction], me: String, at now: Int64,
+        _ actions: [IncomingAction], me: IdentityPublicKey, at now: Int64,
         judge: (IncomingAction, ActionTargetFacts?) -> Bool
     ) throws(StoreError)
         -> [ReceivedActionOutcome]
     {
-        for a in actions {
-            try InputValidation.requireMessageID(a.id)
-            try InputValidation.requireMessageID(a.target)
-            try InputValidation.requireIdentity(a.author, "author")
-        }
-        try InputValidation.requireIdentity(me, "me")
         guard !actions.isEmpty else { return [] }
         return try write { db in
             let insert = try db.cachedStatement(
@@ -242,8 +246,8 @@ extension Store {
             let find = try db.cachedStatement(
                 sql: """
                     SELECT \(Self.messageColumns) FROM message
-                    WHERE id = ? AND room IS NULL AND peer = \(Self.partyOfHexParameter)
-                      AND (sender = \(Self.partyOfHexParameter) OR sender = \(Self.partyOfHexParameter))
+                    WHERE id = ? AND room IS NULL AND peer = \(Self.partyOfKeyParameter)
+                      AND (sender = \(Self.partyOfKeyParameter) OR sender = \(Self.partyOfKeyParameter))
                     ORDER BY row_id LIMIT 1
                     """)
             // In a room, by id within the room; the author's own message first (ids are
@@ -251,8 +255,8 @@ extension Store {
             let findInRoom = try db.cachedStatement(
                 sql: """
                     SELECT \(Self.messageColumns) FROM message
-                    WHERE id = ? AND room = \(Self.partyOfHexParameter)
-                    ORDER BY sender = \(Self.partyOfHexParameter) DESC, row_id LIMIT 1
+                    WHERE id = ? AND room = \(Self.partyOfKeyParameter)
+                    ORDER BY sender = \(Self.partyOfKeyParameter) DESC, row_id LIMIT 1
                     """)
             let byRow = try db.cachedStatement(sql: "SELECT \(Self.messageColumns) FROM message WHERE row_id = ?")
             let known = try db.cachedStatement(
@@ -260,23 +264,29 @@ extension Store {
             var outcomes: [ReceivedActionOutcome] = []
             for a in actions {
                 // A resend (its ack was lost): already judged and applied once.
-                if try Bool.fetchOne(known, arguments: [a.author, a.id]) == true {
+                if try Bool.fetchOne(known, arguments: [a.author.hex, a.id.hex]) == true {
                     outcomes.append(ReceivedActionOutcome(action: a, isNew: false, updated: nil))
                     continue
                 }
                 let target =
                     try a.room.map { room in
-                        try Self.fetchMessages(findInRoom, [Self.idBlob(a.target), room, a.author]).first
-                    } ?? Self.fetchMessages(find, [Self.idBlob(a.target), a.author, a.author, me]).first
+                        try Self.fetchMessages(
+                            findInRoom, [Self.idBlob(a.target), Self.keyBlob(room), Self.keyBlob(a.author)]
+                        ).first
+                    }
+                    ?? Self.fetchMessages(
+                        find,
+                        [Self.idBlob(a.target), Self.keyBlob(a.author), Self.keyBlob(a.author), Self.keyBlob(me)]
+                    ).first
                 let reaction = (a.kind == .react || a.kind == .unreact) ? a.body : nil
                 let facts = try target.map { try Self.facts(db, $0, author: a.author, reaction: reaction) }
                 let allowed = judge(a, facts)
                 // A refused action is kept without its text: only its id, to de-duplicate.
                 let keptBody = allowed ? a.body : nil
                 try insert.execute(arguments: [
-                    a.id, a.author, a.author, a.sequence, a.createdAt, a.target,
-                    target?.sender.hex ?? a.author, a.kind.rawValue, keptBody.map { Data($0.utf8) },
-                    a.room
+                    a.id.hex, a.author.hex, a.author.hex, a.sequence, a.createdAt, a.target.hex,
+                    (target?.sender ?? a.author).hex, a.kind.rawValue, keptBody.map { Data($0.utf8) },
+                    a.room?.hex
                 ])
                 guard db.changesCount == 1 else {
                     outcomes.append(ReceivedActionOutcome(action: a, isNew: false, updated: nil))
@@ -298,7 +308,7 @@ extension Store {
     /// The one place an action changes a message, for ours and the peers'.
     static func apply(
         _ db: Database, kind: MessageActionKind, body: String?, sequence: Int64,
-        to target: StoredMessage, by author: String, at now: Int64
+        to target: StoredMessage, by author: IdentityPublicKey, at now: Int64
     ) throws {
         switch kind {
         case .edit:
@@ -344,15 +354,14 @@ extension Store {
                         sequence = excluded.sequence, present = excluded.present
                     WHERE excluded.sequence > reaction.sequence
                     """
-            ).execute(arguments: [target.rowID, author, body ?? "", sequence, kind == .react ? 1 : 0])
+            ).execute(arguments: [target.rowID, author.hex, body ?? "", sequence, kind == .react ? 1 : 0])
         }
     }
 
     /// Our actions for `peer` still to send, oldest first, at most `limit`. An action waits
     /// until its target (if ours) is delivered, so it never reaches the peer before the
     /// message it changes.
-    public func pendingActions(to peer: String, limit: Int) throws(StoreError) -> [StoredAction] {
-        try InputValidation.requireIdentity(peer, "peer")
+    public func pendingActions(to peer: IdentityPublicKey, limit: Int) throws(StoreError) -> [StoredAction] {
         let limit = InputValidation.pageSize(limit)
         guard limit > 0 else { return [] }
         return try read { db in
@@ -377,29 +386,33 @@ extension Store {
                     ORDER BY 4 LIMIT ?
                     """)
             var out: [StoredAction] = []
-            let rows = try Row.fetchCursor(statement, arguments: [peer, peer, limit])
+            let rows = try Row.fetchCursor(statement, arguments: [peer.hex, peer.hex, limit])
             while let row = try rows.next() {
                 let data: Data? = row[8]
                 let body = data.map { String(decoding: $0, as: UTF8.self) }
                 out.append(
                     StoredAction(
-                        id: try row.text(0), author: try row.text(1), peer: try row.text(2), sequence: try row.int64(3),
-                        createdAt: try row.int64(4), target: try row.text(5), targetAuthor: try row.text(6),
+                        id: try row.fixedLengthID(MessageID.self, 0, column: "message_action.id"),
+                        author: try row.identityKey(1, column: "message_action.author"),
+                        peer: try row.party(2, column: "message_action.peer"), sequence: try row.int64(3),
+                        createdAt: try row.int64(4),
+                        target: try row.fixedLengthID(MessageID.self, 5, column: "message_action.target"),
+                        targetAuthor: try row.identityKey(6, column: "message_action.target_author"),
                         kind: try row.enumeration(MessageActionKind.self, 7, column: "message_action.kind"), body: body,
-                        room: try row.optionalText(9)))
+                        room: try row.optionalFixedLengthID(RoomID.self, 9, column: "message_action.room")))
             }
             return out
         }
     }
 
-    /// How many of our actions to `peer` (an identity, or a room id) are still queued.
-    public func queuedActionCount(to peer: String) throws(StoreError) -> Int {
+    /// How many of our actions to `peer` (a peer, or a room) are still queued.
+    public func queuedActionCount(to peer: MessageParty) throws(StoreError) -> Int {
         try read { db in
             try Int.fetchOne(
                 db.cachedStatement(
                     sql: """
                         SELECT COUNT(*) FROM message_action WHERE peer = ? AND state = 'queued'
-                        """), arguments: [peer]) ?? 0
+                        """), arguments: [peer.hex]) ?? 0
         }
     }
 
@@ -417,10 +430,9 @@ extension Store {
 
     /// Marks our actions with these ids, sent to `peer`, delivered. Returns how many changed.
     @discardableResult
-    public func markActionsDelivered(ids: [String], by peer: String) throws(StoreError) -> Int {
-        try InputValidation.requireIdentity(peer, "peer")
-        let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
+    public func markActionsDelivered(ids: [MessageID], by peer: IdentityPublicKey) throws(StoreError) -> Int {
         guard !ids.isEmpty else { return 0 }
+        let peer = peer.hex
         return try relaxedWrite { db in
             let update = try db.cachedStatement(
                 sql: """
@@ -440,7 +452,7 @@ extension Store {
                         SELECT 1 FROM action_delivery d WHERE d.action_row = message_action.row_id AND d.state = 'queued')
                     """)
             var changed = 0
-            for id in ids {
+            for id in ids.map(\.hex) {
                 try update.execute(arguments: [peer, id])
                 changed += db.changesCount
                 try memberDone.execute(arguments: [peer, id])
@@ -479,7 +491,8 @@ extension Store {
                 let cursor = try Row.fetchCursor(statement, arguments: StatementArguments(chunk))
                 while let row = try cursor.next() {
                     out[try row.int64(0), default: []].append(
-                        StoredReaction(reactor: try row.text(1), reaction: try row.text(2)))
+                        StoredReaction(
+                            reactor: try row.identityKey(1, column: "reaction.reactor"), reaction: try row.text(2)))
                 }
             }
             return out
@@ -505,13 +518,13 @@ extension Store {
 
     /// The raw text of every action stored about a message (for tests: a delete must
     /// leave none).
-    public func actionBodies(target: String, targetAuthor: String) throws(StoreError) -> [String] {
+    public func actionBodies(target: MessageID, targetAuthor: IdentityPublicKey) throws(StoreError) -> [String] {
         try read { db in
             try Data.fetchAll(
                 db,
                 sql: """
                     SELECT body FROM message_action WHERE target = ? AND target_author = ? AND body IS NOT NULL AND kind = 'edit'
-                    """, arguments: [target, targetAuthor]
+                    """, arguments: [target.hex, targetAuthor.hex]
             ).map { String(decoding: $0, as: UTF8.self) }
         }
     }

@@ -1,4 +1,5 @@
 import GRDB
+import ParleyCore
 
 /// Unused identities are not kept forever (issue 15): a key that connected, was pinned on
 /// first use (or held for approval), and never exchanged a message is forgotten once it has
@@ -10,9 +11,11 @@ extension Store {
     /// with no message in either direction, no nickname and no part in a key replacement,
     /// except those in `keep` (e.g. online now). Returns the identities forgotten.
     @discardableResult
-    public func expireUnusedPeers(lastSeenBefore: Int64, keep: Set<String> = []) throws(StoreError) -> [String] {
+    public func expireUnusedPeers(lastSeenBefore: Int64, keep: Set<IdentityPublicKey> = []) throws(StoreError)
+        -> [IdentityPublicKey]
+    {
         try write { db in
-            let candidates = try String.fetchAll(
+            let candidates = try Row.fetchAll(
                 db,
                 sql: """
                     SELECT identity FROM peer
@@ -22,10 +25,11 @@ extension Store {
                       AND NOT EXISTS (
                           SELECT 1 FROM party JOIN message ON message.peer = party.id
                           WHERE party.key = \(Schema.unhexFunction)(peer.identity))
-                    """, arguments: [lastSeenBefore])
+                    """, arguments: [lastSeenBefore]
+            ).map { try $0.identityKey(0, column: "peer.identity") }
             let expired = candidates.filter { !keep.contains($0) }
             let delete = try db.cachedStatement(sql: "DELETE FROM peer WHERE identity = ?")
-            for identity in expired { try delete.execute(arguments: [identity]) }
+            for identity in expired { try delete.execute(arguments: [identity.hex]) }
             return expired
         }
     }

@@ -1,13 +1,15 @@
+import Foundation
 import GRDB
+import ParleyCore
 
 /// Which part of the message log a history page is taken from.
 public enum HistoryScope: Sendable, Hashable {
     /// Every message, direct and room.
     case everything
-    /// The direct conversation with this peer (identity hex); room messages are not in it.
-    case peer(String)
-    /// One room's messages (room id hex).
-    case room(String)
+    /// The direct conversation with this peer; room messages are not in it.
+    case peer(IdentityPublicKey)
+    /// One room's messages.
+    case room(RoomID)
 }
 
 /// One page of history, ascending by `rowID`, and whether the log has more on either side
@@ -85,11 +87,9 @@ extension Store {
         case .everything:
             return ("", [])
         case .peer(let identity):
-            try InputValidation.requireIdentity(identity, "peer")
-            return (" AND \(t)peer = \(partyOfHexParameter) AND \(t)room IS NULL", [identity])
+            return (" AND \(t)peer = \(partyOfKeyParameter) AND \(t)room IS NULL", [keyBlob(identity)])
         case .room(let room):
-            try requireRoomID(room)
-            return (" AND \(t)room = \(partyOfHexParameter)", [room])
+            return (" AND \(t)room = \(partyOfKeyParameter)", [keyBlob(room)])
         }
     }
 }

@@ -212,9 +212,11 @@ extension Store {
 
     /// Readdresses every undelivered message for `oldRecipient` to `newRecipient`, inside
     /// `acceptKeyChange`'s transaction. Sequence numbers and ids are kept. Returns how many moved.
-    static func retarget(_ db: Database, from oldRecipient: String, to newRecipient: String) throws -> Int {
-        guard oldRecipient != newRecipient, let old = try partyID(db, hex: oldRecipient) else { return 0 }
-        let new = try ensureParty(db, hex: newRecipient)
+    static func retarget(_ db: Database, from oldRecipient: IdentityPublicKey, to newRecipient: IdentityPublicKey)
+        throws -> Int
+    {
+        guard oldRecipient != newRecipient, let old = try partyID(db, key: oldRecipient.bytes) else { return 0 }
+        let new = try ensureParty(db, key: newRecipient.bytes)
         let update = try db.cachedStatement(
             sql: """
                 UPDATE message SET recipient = ?1, peer = ?1 WHERE recipient = ?2 AND state = 0
@@ -326,10 +328,9 @@ extension Store {
     /// the FIRST `limit` such rows (paging forward); with it, the LAST `limit` (paging
     /// backward from `before`); either way returned ascending. `limit` is clamped to
     /// `StoreLimits.maximumPageSize`.
-    public func messages(peer: String?, after cursor: Int64?, before: Int64? = nil, limit: Int)
+    public func messages(peer: IdentityPublicKey?, after cursor: Int64?, before: Int64? = nil, limit: Int)
         throws(StoreError) -> [StoredMessage]
     {
-        if let peer { try InputValidation.requireIdentity(peer, "peer") }
         let limit = InputValidation.pageSize(limit)
         guard limit > 0 else { return [] }
         let lower = cursor ?? Int64.min
@@ -338,7 +339,7 @@ extension Store {
             // A peer's history is the direct conversation: room messages are listed by room.
             let range =
                 "row_id > ? AND row_id < ?"
-                + (peer == nil ? "" : " AND peer = \(Self.partyOfHexParameter) AND room IS NULL")
+                + (peer == nil ? "" : " AND peer = \(Self.partyOfKeyParameter) AND room IS NULL")
             let sql =
                 before == nil
                 ? "SELECT \(Self.messageColumns) FROM message WHERE \(range) ORDER BY row_id LIMIT ?"
@@ -348,7 +349,7 @@ extension Store {
                 """
             let statement = try db.cachedStatement(sql: sql)
             var arguments: [any DatabaseValueConvertible] = [lower, upper]
-            if let peer { arguments.append(peer) }
+            if let peer { arguments.append(Self.keyBlob(peer)) }
             arguments.append(limit)
             return try Self.fetchMessages(statement, StatementArguments(arguments))
         }

@@ -6,9 +6,17 @@ import ParleyCore
 /// stored once; messages refer to a party by its integer id. These helpers turn keys into
 /// ids inside a transaction; ids never leave the store.
 extension Store {
-    /// SQL for the party id of the hex key bound at this `?` (NULL when no message names
-    /// it): for the queries whose callers still give identities and rooms as hex.
-    static let partyOfHexParameter = "(SELECT id FROM party WHERE key = \(Schema.unhexFunction)(?))"
+    /// SQL for the party id of the key bound at this `?` as a BLOB (`keyBlob`; NULL when
+    /// no message names it): for the queries that take a typed key.
+    static let partyOfKeyParameter = "(SELECT id FROM party WHERE key = ?)"
+
+    /// A typed key or id as the BLOB the `party` and `message` tables hold.
+    static func keyBlob(_ key: IdentityPublicKey) -> Data { Data(key.bytes) }
+    static func keyBlob(_ party: MessageParty) -> Data { Data(party.bytes) }
+    static func keyBlob<ID: FixedLengthID>(_ id: ID) -> Data { Data(id.bytes) }
+
+    /// A message id as the BLOB `message.id` holds.
+    static func idBlob(_ id: MessageID) -> Data { Data(id.bytes) }
 
     /// The id of `key`, nil if no message names it yet.
     static func partyID(_ db: Database, key: [UInt8]) throws -> Int64? {
@@ -16,12 +24,6 @@ extension Store {
         var id: Int64?
         try select.queryDirect([.blob(key)]) { row in id = row.int64(0) }
         return id
-    }
-
-    /// The id of the key in `hex`, nil if it is not hex or no message names it yet.
-    static func partyID(_ db: Database, hex: String) throws -> Int64? {
-        guard let key = Sodium.fromHex(hex) else { return nil }
-        return try partyID(db, key: key)
     }
 
     /// The id of `key`, added if new (same transaction).
@@ -50,12 +52,6 @@ extension Store {
         return try Self.ensureParty(db, key: key)
     }
 
-    /// `party(_:key:)` for a key a caller still gives as hex.
-    func party(_ db: Database, hex: String) throws -> Int64 {
-        guard let key = Sodium.fromHex(hex) else { throw UnexpectedStoredValue(column: "party.key", value: hex) }
-        return try party(db, key: key)
-    }
-
     /// `partyID(_:key:)` through `partyIDs` (nil: no message names the key yet).
     func knownParty(_ db: Database, key: [UInt8]) throws -> Int64? {
         if let id = partyIDs[key] { return id }
@@ -64,31 +60,13 @@ extension Store {
         return id
     }
 
-    /// `knownParty(_:key:)` for a key a caller still gives as hex (nil if not hex).
-    func knownParty(_ db: Database, hex: String) throws -> Int64? {
-        guard let key = Sodium.fromHex(hex) else { return nil }
-        return try knownParty(db, key: key)
-    }
-
     private func rememberParty(_ key: [UInt8], _ id: Int64) {
         if partyIDs.count >= Self.partyIDCacheLimit { partyIDs.removeAll() }
         partyIDs[key] = id
     }
 
-    /// `ensureParty` for a hex key the caller validated.
-    static func ensureParty(_ db: Database, hex: String) throws -> Int64 {
-        guard let key = Sodium.fromHex(hex) else { throw UnexpectedStoredValue(column: "party.key", value: hex) }
-        return try ensureParty(db, key: key)
-    }
-
-    /// 16-byte message id from validated hex.
-    static func idBytes(_ hex: String) throws -> [UInt8] {
-        guard let bytes = Sodium.fromHex(hex) else { throw UnexpectedStoredValue(column: "message.id", value: hex) }
-        return bytes
-    }
-
-    /// A message id given by a caller as hex, as the BLOB the table holds; nil if malformed
-    /// (it then matches nothing).
+    /// A message id prefix filled up to 32 digits by the caller (`messages(idPrefix:)`: text
+    /// a person typed), as the BLOB the table holds; nil if malformed (it matches nothing).
     static func idBlob(_ hex: String) -> Data? {
         Sodium.fromHex(hex).map { Data($0) }
     }

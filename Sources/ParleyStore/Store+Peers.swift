@@ -101,7 +101,7 @@ extension Store {
             try current.execute(arguments: [new.hex])
             let replace = try db.cachedStatement(sql: "UPDATE peer SET replaced_by = ? WHERE identity = ?")
             try replace.execute(arguments: [new.hex, old.hex])
-            let moved = try Self.retarget(db, from: old.hex, to: new.hex)
+            let moved = try Self.retarget(db, from: old, to: new)
             let history = try db.cachedStatement(
                 sql: """
                     INSERT INTO key_change (display_name, old_identity, new_identity, new_card, address, detected_at,

@@ -1,4 +1,6 @@
+import Foundation
 import GRDB
+import ParleyCore
 
 /// What the receive quota (ParleyNodeCore `ReceiveQuota`) needs from the store: how much
 /// is kept from a peer and from everyone, which incoming ids are already stored (a resent
@@ -6,9 +8,8 @@ import GRDB
 /// user can make room (issue 15).
 extension Store {
     /// Messages and body bytes stored from one sender (incoming direct messages).
-    public func incomingUsage(from sender: String) throws(StoreError) -> (messages: Int, bytes: Int) {
-        try InputValidation.requireIdentity(sender, "sender")
-        return try incomingUsage(where: "AND m.peer = \(Self.partyOfHexParameter)", arguments: [sender])
+    public func incomingUsage(from sender: IdentityPublicKey) throws(StoreError) -> (messages: Int, bytes: Int) {
+        try incomingUsage(where: "AND m.peer = \(Self.partyOfKeyParameter)", arguments: [Self.keyBlob(sender)])
     }
 
     /// Messages and body bytes stored from all senders together.
@@ -49,35 +50,36 @@ extension Store {
 
     /// Whether the user ever wrote `peer` a direct message (kept now): the receive quota's
     /// correspondent, whom a fresh key cannot become on its own.
-    public func hasWritten(to peer: String) throws(StoreError) -> Bool {
-        try InputValidation.requireIdentity(peer, "peer")
-        return try read { db in
+    public func hasWritten(to peer: IdentityPublicKey) throws(StoreError) -> Bool {
+        try read { db in
             try Bool.fetchOne(
                 db,
                 sql: """
-                    SELECT 1 FROM message WHERE peer = \(Self.partyOfHexParameter) AND incoming = 0 LIMIT 1
-                    """, arguments: [peer])
+                    SELECT 1 FROM message WHERE peer = \(Self.partyOfKeyParameter) AND incoming = 0 LIMIT 1
+                    """, arguments: [Self.keyBlob(peer)])
                 != nil
         }
     }
 
     /// Whether any message (either direction, direct or room) was exchanged with `peer`:
     /// a peer that never exchanged one is a stranger when the session table is full.
-    public func hasMessages(with peer: String) throws(StoreError) -> Bool {
+    public func hasMessages(with peer: IdentityPublicKey) throws(StoreError) -> Bool {
         try read { db in
             try Bool.fetchOne(
-                db, sql: "SELECT 1 FROM message WHERE peer = \(Self.partyOfHexParameter) LIMIT 1",
-                arguments: [peer]) != nil
+                db, sql: "SELECT 1 FROM message WHERE peer = \(Self.partyOfKeyParameter) LIMIT 1",
+                arguments: [Self.keyBlob(peer)]) != nil
         }
     }
 
     /// Those of `ids` already stored from `sender`.
-    public func storedIncomingIDs(_ ids: [String], from sender: String) throws(StoreError) -> Set<String> {
+    public func storedIncomingIDs(_ ids: [MessageID], from sender: IdentityPublicKey) throws(StoreError)
+        -> Set<MessageID>
+    {
         guard !ids.isEmpty else { return [] }
         return try read { db in
-            guard let party = try Self.partyID(db, hex: sender) else { return [] }
+            guard let party = try Self.partyID(db, key: sender.bytes) else { return [] }
             let lookup = try db.cachedStatement(sql: "SELECT 1 FROM message WHERE id = ? AND sender = ?")
-            var found: Set<String> = []
+            var found: Set<MessageID> = []
             for id in ids where try Bool.fetchOne(lookup, arguments: [Self.idBlob(id), party]) != nil {
                 found.insert(id)
             }
@@ -89,15 +91,14 @@ extension Store {
     /// ones too: they will not be sent), their bodies and refusals. Returns how many were
     /// deleted. Room messages are not part of it.
     @discardableResult
-    public func deleteConversation(with peer: String) throws(StoreError) -> Int {
-        try InputValidation.requireIdentity(peer, "peer")
-        return try write { db in
+    public func deleteConversation(with peer: IdentityPublicKey) throws(StoreError) -> Int {
+        try write { db in
             let rows = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT row_id, state FROM message WHERE peer = \(Self.partyOfHexParameter) AND room IS NULL
+                    SELECT row_id, state FROM message WHERE peer = \(Self.partyOfKeyParameter) AND room IS NULL
                     """,
-                arguments: [peer])
+                arguments: [Self.keyBlob(peer)])
             var byState: [String: Int] = [:]
             for row in rows {
                 let code: Int64 = row["state"]
@@ -122,11 +123,9 @@ extension Store {
     /// Records that `recipient` refused to store these of our queued messages (`reason` is
     /// the wire code). They stay queued. Returns the messages concerned (ids that name no
     /// queued message of ours to that peer are ignored).
-    public func recordRefusal(ids: [String], by recipient: String, reason: Int, at: Int64) throws(StoreError)
-        -> [StoredMessage]
+    public func recordRefusal(ids: [MessageID], by recipient: IdentityPublicKey, reason: Int, at: Int64)
+        throws(StoreError) -> [StoredMessage]
     {
-        try InputValidation.requireIdentity(recipient, "recipient")
-        let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
         guard !ids.isEmpty else { return [] }
         return try relaxedWrite { db in
             let find = try db.cachedStatement(
@@ -139,7 +138,7 @@ extension Store {
                     INSERT INTO message_refusal (row_id, reason, at) VALUES (?, ?, ?)
                     ON CONFLICT (row_id) DO UPDATE SET reason = excluded.reason, at = excluded.at
                     """)
-            guard let party = try Self.partyID(db, hex: recipient) else { return [] }
+            guard let party = try Self.partyID(db, key: recipient.bytes) else { return [] }
             var refused: [StoredMessage] = []
             for id in ids {
                 for message in try Self.fetchMessages(find, [Self.idBlob(id), party]) {

@@ -4,20 +4,20 @@ import ParleyCore
 // Read state: which incoming messages this node's user has read (and which read receipts
 // still have to be sent), and which outgoing messages the recipient reported as read.
 extension Store {
-    /// Unread incoming direct messages per conversation (the sender's identity hex); room
+    /// Unread incoming direct messages per conversation (the sender's key); room
     /// messages count per room (`roomUnreadCount`). Served by the partial `message_unread`
     /// index, so it costs the number of unread rows.
-    public func unreadCounts() throws(StoreError) -> [String: Int] {
+    public func unreadCounts() throws(StoreError) -> [IdentityPublicKey: Int] {
         try read { db in
             let statement = try db.cachedStatement(
                 sql: """
                     SELECT (SELECT key FROM party WHERE party.id = sender), COUNT(*) FROM message
                     WHERE incoming = 1 AND read_at IS NULL AND room IS NULL GROUP BY sender
                     """)
-            var result: [String: Int] = [:]
+            var result: [IdentityPublicKey: Int] = [:]
             let rows = try Row.fetchCursor(statement)
             while let row = try rows.next() {
-                result[Sodium.hex(try row.bytes(0))] = Int(try row.int64(1))
+                result[try row.identityKeyBlob(0, column: "party.key")] = Int(try row.int64(1))
             }
             return result
         }
@@ -27,40 +27,43 @@ extension Store {
     /// `upTo` is nil) read at `at`. With `queueReceipts` each one is also flagged as owing
     /// the sender a read receipt (`pendingReadReceipts`). Returns the ids of the messages
     /// that changed, in log order; already-read messages are left alone. One transaction.
-    public func markIncomingRead(from peer: String, upTo: Int64?, at: Int64, queueReceipts: Bool)
-        throws(StoreError) -> [String]
+    public func markIncomingRead(from peer: IdentityPublicKey, upTo: Int64?, at: Int64, queueReceipts: Bool)
+        throws(StoreError) -> [MessageID]
     {
-        try InputValidation.requireIdentity(peer, "peer")
-        return try write { db in
+        try write { db in
             let update = try db.cachedStatement(
                 sql: """
                     UPDATE message SET read_at = ?, receipt_pending = ?
-                    WHERE sender = \(Self.partyOfHexParameter) AND incoming = 1 AND read_at IS NULL AND room IS NULL AND row_id <= ?
+                    WHERE sender = \(Self.partyOfKeyParameter) AND incoming = 1 AND read_at IS NULL AND room IS NULL AND row_id <= ?
                     RETURNING row_id, id
                     """)
-            let rows = try Row.fetchAll(update, arguments: [at, queueReceipts ? 1 : 0, peer, upTo ?? Int64.max])
-            let changed = try rows.map { (rowID: try $0.int64(0), id: Sodium.hex(try $0.bytes(1))) }
+            let rows = try Row.fetchAll(
+                update, arguments: [at, queueReceipts ? 1 : 0, Self.keyBlob(peer), upTo ?? Int64.max])
+            let changed = try rows.map {
+                (rowID: try $0.int64(0), id: try $0.idBlob(MessageID.self, 1, column: "message.id"))
+            }
             return changed.sorted { $0.rowID < $1.rowID }.map(\.id)
         }
     }
 
     /// Ids of messages from `peer` that were read here and whose read receipt is still
     /// owed, oldest first, at most `limit` (clamped to `StoreLimits.maximumPageSize`).
-    public func pendingReadReceipts(to peer: String, limit: Int) throws(StoreError) -> [String] {
-        try InputValidation.requireIdentity(peer, "peer")
+    public func pendingReadReceipts(to peer: IdentityPublicKey, limit: Int) throws(StoreError) -> [MessageID] {
         let limit = InputValidation.pageSize(limit)
         guard limit > 0 else { return [] }
         return try read { db in
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT id FROM message WHERE sender = \(Self.partyOfHexParameter) AND receipt_pending = 1 ORDER BY row_id LIMIT ?
+                    SELECT id FROM message WHERE sender = \(Self.partyOfKeyParameter) AND receipt_pending = 1 ORDER BY row_id LIMIT ?
                     """)
-            return try Row.fetchAll(statement, arguments: [peer, limit]).map { Sodium.hex(try $0.bytes(0)) }
+            return try Row.fetchAll(statement, arguments: [Self.keyBlob(peer), limit]).map {
+                try $0.idBlob(MessageID.self, 0, column: "message.id")
+            }
         }
     }
 
     /// Every peer that is owed at least one read receipt.
-    public func peersOwedReadReceipts() throws(StoreError) -> Set<String> {
+    public func peersOwedReadReceipts() throws(StoreError) -> Set<IdentityPublicKey> {
         try read { db in
             Set(
                 try Row.fetchAll(
@@ -69,35 +72,31 @@ extension Store {
                         SELECT (SELECT key FROM party WHERE party.id = sender) FROM message
                         WHERE receipt_pending = 1 GROUP BY sender
                         """
-                ).map { Sodium.hex(try $0.bytes(0)) })
+                ).map { try $0.identityKeyBlob(0, column: "party.key") })
         }
     }
 
     /// The read receipts for these messages from `peer` were handed to a session (or are
     /// no longer wanted): stop owing them.
-    public func clearPendingReadReceipts(ids: [String], from peer: String) throws(StoreError) {
-        try InputValidation.requireIdentity(peer, "peer")
-        let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
+    public func clearPendingReadReceipts(ids: [MessageID], from peer: IdentityPublicKey) throws(StoreError) {
         guard !ids.isEmpty else { return }
         try relaxedWrite { db in
             let update = try db.cachedStatement(
                 sql: """
                     UPDATE message SET receipt_pending = 0 WHERE id = ? AND sender = ? AND receipt_pending = 1
                     """)
-            guard let party = try Self.partyID(db, hex: peer) else { return }
+            guard let party = try Self.partyID(db, key: peer.bytes) else { return }
             for id in ids { try update.execute(arguments: [Self.idBlob(id), party]) }
         }
     }
 
     /// The recipient `recipient` reported these outgoing messages read at `at`. Only
     /// delivered messages to that recipient that were not yet marked read change (the
-    /// caller applies the implied acknowledgement first); they are returned. Malformed ids
-    /// match nothing. One transaction.
-    public func markReadByRecipient(ids: [String], by recipient: String, at: Int64) throws(StoreError)
-        -> [StoredMessage]
+    /// caller applies the implied acknowledgement first); they are returned. One
+    /// transaction.
+    public func markReadByRecipient(ids: [MessageID], by recipient: IdentityPublicKey, at: Int64)
+        throws(StoreError) -> [StoredMessage]
     {
-        try InputValidation.requireIdentity(recipient, "recipient")
-        let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
         guard !ids.isEmpty else { return [] }
         return try relaxedWrite { db in
             let update = try db.cachedStatement(
@@ -106,7 +105,7 @@ extension Store {
                     WHERE id = ? AND recipient = ? AND state = 1 AND read_at IS NULL
                     RETURNING \(Self.messageColumns)
                     """)
-            guard let party = try Self.partyID(db, hex: recipient) else { return [] }
+            guard let party = try Self.partyID(db, key: recipient.bytes) else { return [] }
             var changed: [StoredMessage] = []
             for id in ids { changed += try Self.fetchMessages(update, [at, Self.idBlob(id), party]) }
             return changed

@@ -1,4 +1,5 @@
 import GRDB
+import ParleyCore
 
 /// What one acknowledgement or summary changed in the room outbox (issue 30, "delivery
 /// state that says the truth"): room messages now held by every member they were sent to
@@ -23,7 +24,7 @@ public struct RoomMessageHolders: Sendable, Equatable {
     public var members: Int
     /// Those known to hold it (they acknowledged it, or their summary lists it), with when
     /// this node learned it, in that order.
-    public var held: [(member: String, at: Int64)]
+    public var held: [(member: IdentityPublicKey, at: Int64)]
 
     public static func == (a: Self, b: Self) -> Bool {
         a.members == b.members && a.held.map(\.member) == b.held.map(\.member) && a.held.map(\.at) == b.held.map(\.at)
@@ -43,12 +44,16 @@ extension Store {
             var result: [Int64: RoomMessageHolders] = [:]
             for row in Set(rows) {
                 var members = 0
-                var held: [(String, Int64)] = []
+                var held: [(IdentityPublicKey, Int64)] = []
                 let cursor = try Row.fetchCursor(statement, arguments: [row])
                 while let r = try cursor.next() {
                     members += 1
                     if try r.decode(String.self, atIndex: 1) == "delivered" {
-                        held.append((try r.decode(String.self, atIndex: 0), try r.decode(Int64?.self, atIndex: 2) ?? 0))
+                        held.append(
+                            (
+                                try r.identityKey(0, column: "room_delivery.member"),
+                                try r.decode(Int64?.self, atIndex: 2) ?? 0
+                            ))
                     }
                 }
                 if members > 0 { result[row] = RoomMessageHolders(members: members, held: held) }
@@ -63,11 +68,8 @@ extension Store {
     /// summary from anyone the message was not sent to changes nothing, and a member that
     /// claims what it lacks only keeps it from itself (other members' sync still offers it).
     public func markRoomMessagesHeld(
-        room: String, author: String, ranges: [ClosedRange<UInt64>], by member: String, at: Int64
+        room: RoomID, author: IdentityPublicKey, ranges: [ClosedRange<UInt64>], by member: IdentityPublicKey, at: Int64
     ) throws(StoreError) -> RoomDeliveryChange {
-        try Self.requireRoomID(room)
-        try InputValidation.requireIdentity(author, "author")
-        try InputValidation.requireIdentity(member, "member")
         guard !ranges.isEmpty else { return RoomDeliveryChange() }
         // Re-derivable bookkeeping, like an acknowledgement.
         return try relaxedWrite { db in
@@ -80,11 +82,13 @@ extension Store {
                     JOIN room_delivery d ON d.message_row = m.row_id AND d.member = ? AND d.state = 'queued'
                     WHERE s.room = ? AND s.author = ? AND s.room_sequence BETWEEN ? AND ?
                     """)
-            var ids: [String] = []
+            var ids: [MessageID] = []
             for r in ranges {
                 let low = Int64(clamping: r.lowerBound)
                 let high = Int64(clamping: r.upperBound)
-                ids += try String.fetchAll(queued, arguments: [member, room, author, low, high])
+                ids += try Row.fetchAll(queued, arguments: [member.hex, room.hex, author.hex, low, high]).map {
+                    try $0.fixedLengthID(MessageID.self, 0, column: "room_signed_message.id")
+                }
             }
             guard !ids.isEmpty else { return RoomDeliveryChange() }
             return try Self.markRoomDeliveryChange(db, ids: ids, by: member, at: at)

@@ -19,13 +19,13 @@ extension Store {
 
     /// One signed room message to keep (`insertSignedRoomMessages`).
     public struct SignedRoomMessageRow: Sendable {
-        public var room: String
-        public var author: String
+        public var room: RoomID
+        public var author: IdentityPublicKey
         public var sequence: UInt64
-        public var id: String
+        public var id: MessageID
         public var encoded: [UInt8]
 
-        public init(room: String, author: String, sequence: UInt64, id: String, encoded: [UInt8]) {
+        public init(room: RoomID, author: IdentityPublicKey, sequence: UInt64, id: MessageID, encoded: [UInt8]) {
             self.room = room
             self.author = author
             self.sequence = sequence
@@ -37,7 +37,7 @@ extension Store {
     /// Keeps `encoded` (a verified `SignedRoomMessage`) unless its (room, author, sequence)
     /// is held. One transaction.
     public func insertSignedRoomMessage(
-        room: String, author: String, sequence: UInt64, id: String, encoded: [UInt8], at: Int64
+        room: RoomID, author: IdentityPublicKey, sequence: UInt64, id: MessageID, encoded: [UInt8], at: Int64
     ) throws(StoreError) -> SignedRoomMessageInsert {
         try insertSignedRoomMessages(
             [SignedRoomMessageRow(room: room, author: author, sequence: sequence, id: id, encoded: encoded)], at: at)[0]
@@ -54,9 +54,6 @@ extension Store {
     }
 
     static func validateSignedRow(_ r: SignedRoomMessageRow) throws(StoreError) {
-        try requireRoomID(r.room)
-        try InputValidation.requireIdentity(r.author, "author")
-        try InputValidation.requireMessageID(r.id)
         guard r.sequence >= 1, r.sequence <= UInt64(Int64.max) else {
             throw .invalidArgument("room sequence out of range")
         }
@@ -70,7 +67,7 @@ extension Store {
     {
         let existing = try db.cachedStatement(
             sql: "SELECT encoded FROM room_signed_message WHERE room = ? AND author = ? AND room_sequence = ?")
-        if let held = try Data.fetchOne(existing, arguments: [r.room, r.author, Int64(r.sequence)]) {
+        if let held = try Data.fetchOne(existing, arguments: [r.room.hex, r.author.hex, Int64(r.sequence)]) {
             return [UInt8](held) == r.encoded ? .duplicate : .conflict
         }
         let insert = try db.cachedStatement(
@@ -78,29 +75,26 @@ extension Store {
                 INSERT INTO room_signed_message (room, author, room_sequence, id, encoded, stored_at)
                 VALUES (?, ?, ?, ?, ?, ?)
                 """)
-        try insert.execute(arguments: [r.room, r.author, Int64(r.sequence), r.id, Data(r.encoded), at])
+        try insert.execute(arguments: [r.room.hex, r.author.hex, Int64(r.sequence), r.id.hex, Data(r.encoded), at])
         return .inserted
     }
 
     /// The next sequence number `author` uses in `room`: one more than the highest held.
-    public func nextRoomSequence(room: String, author: String) throws(StoreError) -> UInt64 {
-        try Self.requireRoomID(room)
-        try InputValidation.requireIdentity(author, "author")
-        return try read { db in
+    public func nextRoomSequence(room: RoomID, author: IdentityPublicKey) throws(StoreError) -> UInt64 {
+        try read { db in
             let highest = try Int64.fetchOne(
                 db, sql: "SELECT MAX(room_sequence) FROM room_signed_message WHERE room = ? AND author = ?",
-                arguments: [room, author])
+                arguments: [room.hex, author.hex])
             return UInt64(max(0, highest ?? 0)) + 1
         }
     }
 
     /// The signed encodings of `author`'s messages `sequences` in `room` (those held), in
     /// the order asked.
-    public func signedRoomMessages(room: String, author: String, sequences: [UInt64]) throws(StoreError)
+    public func signedRoomMessages(room: RoomID, author: IdentityPublicKey, sequences: [UInt64]) throws(StoreError)
         -> [[UInt8]]
     {
-        try Self.requireRoomID(room)
-        try InputValidation.requireIdentity(author, "author")
+        let (room, author) = (room.hex, author.hex)
         return try read { db in
             let one = try db.cachedStatement(
                 sql: "SELECT encoded FROM room_signed_message WHERE room = ? AND author = ? AND room_sequence = ?")
@@ -113,25 +107,27 @@ extension Store {
     }
 
     /// The signed encoding of the message `id` written by `author` (nil for an unsigned one).
-    public func signedRoomMessage(id: String, author: String) throws(StoreError) -> [UInt8]? {
-        try InputValidation.requireMessageID(id)
-        try InputValidation.requireIdentity(author, "author")
-        return try read { db in
+    public func signedRoomMessage(id: MessageID, author: IdentityPublicKey) throws(StoreError) -> [UInt8]? {
+        try read { db in
             try Data.fetchOne(
-                db, sql: "SELECT encoded FROM room_signed_message WHERE id = ? AND author = ?", arguments: [id, author]
+                db, sql: "SELECT encoded FROM room_signed_message WHERE id = ? AND author = ?",
+                arguments: [id.hex, author.hex]
             ).map { [UInt8]($0) }
         }
     }
 
     /// Every held (room, author, sequence), for room sync's ranges at start: ascending.
-    public func signedRoomMessageSequences() throws(StoreError) -> [(room: String, author: String, sequence: UInt64)] {
+    public func signedRoomMessageSequences() throws(StoreError)
+        -> [(room: RoomID, author: IdentityPublicKey, sequence: UInt64)]
+    {
         try read { db in
             try Row.fetchAll(
                 db,
                 sql: "SELECT room, author, room_sequence FROM room_signed_message ORDER BY room, author, room_sequence"
             ).map { row in
                 (
-                    try row.decode(String.self, atIndex: 0), try row.decode(String.self, atIndex: 1),
+                    try row.fixedLengthID(RoomID.self, 0, column: "room_signed_message.room"),
+                    try row.identityKey(1, column: "room_signed_message.author"),
                     UInt64(max(0, try row.decode(Int64.self, atIndex: 2)))
                 )
             }

@@ -119,15 +119,13 @@ extension Store {
     /// One acknowledgement from `member` applied to both room outboxes in one transaction:
     /// operations (by ack id) and room messages (by message id). Returns the room messages
     /// now delivered to every member.
-    public func acknowledgeRoomTraffic(ids: [String], by member: String, at: Int64) throws(StoreError)
+    public func acknowledgeRoomTraffic(ids: [MessageID], by member: IdentityPublicKey, at: Int64) throws(StoreError)
         -> RoomDeliveryChange
     {
-        try InputValidation.requireIdentity(member, "member")
-        let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
         guard !ids.isEmpty else { return RoomDeliveryChange() }
         // Re-derivable bookkeeping, like `markDelivered`: a lost ack means a resend.
         return try relaxedWrite { db in
-            _ = try Self.acknowledgeRoomOperations(db, ackIDs: ids, by: member)
+            _ = try Self.acknowledgeRoomOperations(db, ackIDs: ids.map(\.hex), by: member.hex)
             return try Self.markRoomDeliveryChange(db, ids: ids, by: member, at: at)
         }
     }
@@ -222,14 +220,14 @@ extension Store {
         public var room: RoomID
         public var body: String
         public var createdAt: Int64
-        /// Identity hex of each member to deliver to (`room_delivery.member`).
-        public var members: [String]
+        /// Each member to deliver to (`room_delivery.member`, kept as hex).
+        public var members: [IdentityPublicKey]
         public var replyTo: MessageID?
         public var signed: SignedRoomMessageRow?
 
         public init(
-            id: MessageID, room: RoomID, body: String, createdAt: Int64, members: [String], replyTo: MessageID? = nil,
-            signed: SignedRoomMessageRow? = nil
+            id: MessageID, room: RoomID, body: String, createdAt: Int64, members: [IdentityPublicKey],
+            replyTo: MessageID? = nil, signed: SignedRoomMessageRow? = nil
         ) {
             self.id = id
             self.room = room
@@ -249,7 +247,7 @@ extension Store {
     /// message sent, not two.
     public func enqueueRoomMessage(
         id: MessageID, room: RoomID, body: String, createdAt: Int64, sender: IdentityPublicKey,
-        members: [String], replyTo: MessageID? = nil, signed: SignedRoomMessageRow? = nil
+        members: [IdentityPublicKey], replyTo: MessageID? = nil, signed: SignedRoomMessageRow? = nil
     ) throws(StoreError) -> StoredMessage {
         try enqueueRoomMessages(
             [
@@ -267,11 +265,10 @@ extension Store {
         for m in messages {
             if let signed = m.signed {
                 try Self.validateSignedRow(signed)
-                guard signed.id == m.id.hex, signed.room == m.room.hex, signed.author == sender.hex else {
+                guard signed.id == m.id, signed.room == m.room, signed.author == sender else {
                     throw .invalidArgument("the signed form is of another message")
                 }
             }
-            for member in m.members { try InputValidation.requireIdentity(member, "member") }
         }
         guard !messages.isEmpty else { return [] }
         return try write { db in
@@ -291,7 +288,7 @@ extension Store {
     ) throws
         -> StoredMessage
     {
-        let recipients = Array(Set(m.members)).sorted()
+        let recipients = Array(Set(m.members.map(\.hex))).sorted()
         let state: MessageState = recipients.isEmpty ? .delivered : .queued
         let deliveredAt: Int64? = recipients.isEmpty ? m.createdAt : nil
         do {
@@ -359,8 +356,7 @@ extension Store {
     /// A message queued for a member that is only invited (written before anyone else had
     /// joined: it waits for the invited) is held back until the room's cached state says the
     /// member joined: a node that has not joined drops room messages (and acknowledges them).
-    public func pendingRoomMessages(to member: String, limit: Int) throws(StoreError) -> [StoredMessage] {
-        try InputValidation.requireIdentity(member, "member")
+    public func pendingRoomMessages(to member: IdentityPublicKey, limit: Int) throws(StoreError) -> [StoredMessage] {
         let limit = InputValidation.pageSize(limit)
         guard limit > 0 else { return [] }
         return try read { db in
@@ -373,24 +369,25 @@ extension Store {
                                         AND r.identity = d.member AND r.joined = 0)
                     ORDER BY m.sequence LIMIT ?
                     """)
-            return try Self.fetchMessages(statement, [member, limit])
+            return try Self.fetchMessages(statement, [member.hex, limit])
         }
     }
 
     /// `member` acknowledged these room messages. Returns the messages that are now
     /// delivered to every member (their row turns `delivered`); ids that name no queued
     /// delivery to `member` change nothing.
-    public func markRoomDeliveries(ids: [String], by member: String, at: Int64) throws(StoreError) -> [StoredMessage] {
-        try InputValidation.requireIdentity(member, "member")
-        let ids = ids.filter { (try? InputValidation.requireMessageID($0)) != nil }
+    public func markRoomDeliveries(ids: [MessageID], by member: IdentityPublicKey, at: Int64) throws(StoreError)
+        -> [StoredMessage]
+    {
         guard !ids.isEmpty else { return [] }
         return try write { db in try Self.markRoomDeliveryChange(db, ids: ids, by: member, at: at).delivered }
     }
 
     /// Marks `ids` held by `member` (its acknowledgement, or its summary: `Store+RoomHolders`).
-    static func markRoomDeliveryChange(_ db: Database, ids: [String], by member: String, at: Int64) throws
-        -> RoomDeliveryChange
+    static func markRoomDeliveryChange(_ db: Database, ids: [MessageID], by member: IdentityPublicKey, at: Int64)
+        throws -> RoomDeliveryChange
     {
+        let member = member.hex
         let deliver = try db.cachedStatement(
             sql: """
                 UPDATE room_delivery SET state = 'delivered', delivered_at = ?
@@ -424,16 +421,15 @@ extension Store {
     }
 
     /// Outgoing messages to a room that some member has not acknowledged yet.
-    public func queuedRoomMessageCount(room: String) throws(StoreError) -> Int {
-        try Self.requireRoomID(room)
-        return try read { db in
+    public func queuedRoomMessageCount(room: RoomID) throws(StoreError) -> Int {
+        try read { db in
             try Int.fetchOne(
                 db,
                 sql: """
                     SELECT COUNT(*) FROM message
-                    WHERE recipient = \(Self.partyOfHexParameter) AND room = recipient AND state = 0
+                    WHERE recipient = \(Self.partyOfKeyParameter) AND room = recipient AND state = 0
                     """,
-                arguments: [room]) ?? 0
+                arguments: [Self.keyBlob(room)]) ?? 0
         }
     }
 
@@ -491,14 +487,13 @@ extension Store {
     }
 
     /// A room's history in local order, paged like `messages(peer:after:before:limit:)`.
-    public func roomMessages(room: String, after cursor: Int64?, before: Int64? = nil, limit: Int)
+    public func roomMessages(room: RoomID, after cursor: Int64?, before: Int64? = nil, limit: Int)
         throws(StoreError) -> [StoredMessage]
     {
-        try Self.requireRoomID(room)
         let limit = InputValidation.pageSize(limit)
         guard limit > 0 else { return [] }
         return try read { db in
-            let range = "row_id > ? AND row_id < ? AND room = \(Self.partyOfHexParameter)"
+            let range = "row_id > ? AND row_id < ? AND room = \(Self.partyOfKeyParameter)"
             let sql =
                 before == nil
                 ? "SELECT \(Self.messageColumns) FROM message WHERE \(range) ORDER BY row_id LIMIT ?"
@@ -507,39 +502,40 @@ extension Store {
                 ORDER BY row_id DESC LIMIT ?) ORDER BY row_id
                 """
             let statement = try db.cachedStatement(sql: sql)
-            return try Self.fetchMessages(statement, [cursor ?? Int64.min, before ?? Int64.max, room, limit])
+            return try Self.fetchMessages(
+                statement, [cursor ?? Int64.min, before ?? Int64.max, Self.keyBlob(room), limit])
         }
     }
 
     // MARK: - Read state
 
     /// Unread incoming messages in a room.
-    public func roomUnreadCount(room: String) throws(StoreError) -> Int {
-        try Self.requireRoomID(room)
-        return try read { db in
+    public func roomUnreadCount(room: RoomID) throws(StoreError) -> Int {
+        try read { db in
             try Int.fetchOne(
                 db,
                 sql: """
                     SELECT COUNT(*) FROM message
-                    WHERE room = \(Self.partyOfHexParameter) AND incoming = 1 AND read_at IS NULL
-                    """, arguments: [room]) ?? 0
+                    WHERE room = \(Self.partyOfKeyParameter) AND incoming = 1 AND read_at IS NULL
+                    """, arguments: [Self.keyBlob(room)]) ?? 0
         }
     }
 
     /// Marks the room's unread incoming messages with `rowID <= upTo` (all if nil) read at
     /// `at`; returns their ids in log order. Room messages owe no read receipts: telling
     /// every author who read what is not worth a record per member and message.
-    public func markRoomRead(room: String, upTo: Int64?, at: Int64) throws(StoreError) -> [String] {
-        try Self.requireRoomID(room)
-        return try write { db in
+    public func markRoomRead(room: RoomID, upTo: Int64?, at: Int64) throws(StoreError) -> [MessageID] {
+        try write { db in
             let rows = try Row.fetchAll(
                 db,
                 sql: """
                     UPDATE message SET read_at = ?
-                    WHERE room = \(Self.partyOfHexParameter) AND incoming = 1 AND read_at IS NULL AND row_id <= ?
+                    WHERE room = \(Self.partyOfKeyParameter) AND incoming = 1 AND read_at IS NULL AND row_id <= ?
                     RETURNING row_id, id
-                    """, arguments: [at, room, upTo ?? Int64.max])
-            let changed = try rows.map { (rowID: try $0.int64(0), id: Sodium.hex(try $0.bytes(1))) }
+                    """, arguments: [at, Self.keyBlob(room), upTo ?? Int64.max])
+            let changed = try rows.map {
+                (rowID: try $0.int64(0), id: try $0.idBlob(MessageID.self, 1, column: "message.id"))
+            }
             return changed.sorted { $0.rowID < $1.rowID }.map(\.id)
         }
     }

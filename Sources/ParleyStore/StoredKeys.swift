@@ -25,8 +25,32 @@ extension Row {
         try StoredKey.id(type, try text(index), column: column)
     }
 
+    func party(_ index: Int, column: String) throws -> MessageParty {
+        try StoredKey.party(try text(index), column: column)
+    }
+
     func optionalFixedLengthID<ID: FixedLengthID>(_ type: ID.Type, _ index: Int, column: String) throws -> ID? {
         try optionalText(index).map { hex throws in try StoredKey.id(type, hex, column: column) }
+    }
+}
+
+/// The same for the BLOB columns of the lean message schema (`party.key`, `message.id`):
+/// a BLOB of the wrong length is a damaged file (`StoreError.corrupt`).
+extension Row {
+    func identityKeyBlob(_ index: Int, column: String) throws -> IdentityPublicKey {
+        let bytes = try self.bytes(index)
+        guard bytes.count == IdentityPublicKey.length, let key = try? IdentityPublicKey(bytes: bytes) else {
+            throw UnexpectedStoredValue(column: column, value: "\(bytes.count) bytes")
+        }
+        return key
+    }
+
+    func idBlob<ID: FixedLengthID>(_ type: ID.Type, _ index: Int, column: String) throws -> ID {
+        let bytes = try self.bytes(index)
+        guard let id = ID(bytes: bytes) else {
+            throw UnexpectedStoredValue(column: column, value: "\(bytes.count) bytes")
+        }
+        return id
     }
 }
 
@@ -52,6 +76,13 @@ enum StoredKey {
             throw UnexpectedStoredValue(column: column, value: hex)
         }
         return id
+    }
+
+    /// A conversation named in hex (`message_action.peer`): a peer's key (64 digits) or a
+    /// room id (32).
+    static func party(_ hex: String, column: String) throws -> MessageParty {
+        if hex.utf8.count == 2 * IdentityPublicKey.length { return .peer(try identity(hex, column: column)) }
+        return .room(try id(RoomID.self, hex, column: column))
     }
 
     static func isLowercaseHex(_ hex: String, length: Int) -> Bool {

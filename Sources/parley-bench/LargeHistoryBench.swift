@@ -352,9 +352,9 @@ struct HistoryBook {
                 // as after any working day: unread counts are of the last batch only.
                 for p in peers {
                     _ = try store.markIncomingRead(
-                        from: p.identity.publicKey.hex, upTo: nil, at: at, queueReceipts: false)
+                        from: p.identity.publicKey, upTo: nil, at: at, queueReceipts: false)
                 }
-                for id in roomIDs { _ = try store.markRoomRead(room: id, upTo: nil, at: at) }
+                for id in roomIDs { _ = try store.markRoomRead(room: RoomID(hex: id)!, upTo: nil, at: at) }
             }
             _ = try store.storeIncoming(direct, at: at)
             for (r, list) in rooms {

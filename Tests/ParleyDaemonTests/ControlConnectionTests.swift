@@ -225,15 +225,15 @@ final class ControlConnectionTests: XCTestCase {
         XCTAssertEqual(answers.map(\.id), [1, 2, 3, 4])
         XCTAssertEqual(answers.map(\.errorCode), [nil, nil, nil, nil])
         let store = client.node.node.store
-        let me = client.node.node.myIdentity
+        let me = client.node.node.myIdentityKey
         let stored = try store.messages(peer: nil, after: nil, limit: 10)
         XCTAssertEqual(stored.map(\.body), ["r1", "r2", "r3", "r4"])
         let sequences = try stored.map { m -> UInt64 in
-            let bytes = try XCTUnwrap(try store.signedRoomMessage(id: m.id.hex, author: me))
+            let bytes = try XCTUnwrap(try store.signedRoomMessage(id: m.id, author: me))
             return try SignedRoomMessage.decode(bytes).roomSequence
         }
         XCTAssertEqual(sequences, [1, 2, 3, 4])
-        XCTAssertEqual(try store.nextRoomSequence(room: room.id.hex, author: me), 5)
+        XCTAssertEqual(try store.nextRoomSequence(room: room.id, author: me), 5)
     }
 
     /// One request and the same request in a pipelined batch get the same bytes.

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ParleyCore
 import XCTest
 
 @testable import ParleyStore
@@ -10,6 +11,8 @@ final class ReadStateTests: XCTestCase {
     private let me = String(repeating: "01", count: 32)
     private let alice = String(repeating: "a1", count: 32)
     private let bob = String(repeating: "b0", count: 32)
+    private var aliceKey: IdentityPublicKey { StoredKeyFixture.key(alice) }
+    private var bobKey: IdentityPublicKey { StoredKeyFixture.key(bob) }
 
     override func setUpWithError() throws {
         directory =
@@ -22,6 +25,7 @@ final class ReadStateTests: XCTestCase {
     override func tearDownWithError() throws { try? FileManager.default.removeItem(atPath: directory) }
 
     private func id(_ n: Int) -> String { String(format: "%032x", n) }
+    private func mid(_ n: Int) -> MessageID { MessageID(hex: id(n))! }
 
     private func receive(_ store: Store, _ ns: ClosedRange<Int>, from sender: String) throws -> [StoredMessage] {
         try store.storeIncoming(
@@ -36,30 +40,30 @@ final class ReadStateTests: XCTestCase {
         let store = try Store(directory: directory)
         let fromAlice = try receive(store, 1...5, from: alice)
         _ = try receive(store, 10...11, from: bob)
-        XCTAssertEqual(try store.unreadCounts(), [alice: 5, bob: 2])
+        XCTAssertEqual(try store.unreadCounts(), [aliceKey: 5, bobKey: 2])
 
-        let marked = try store.markIncomingRead(from: alice, upTo: fromAlice[2].rowID, at: 100, queueReceipts: true)
-        XCTAssertEqual(marked, [id(1), id(2), id(3)])
-        XCTAssertEqual(try store.unreadCounts(), [alice: 2, bob: 2])
+        let marked = try store.markIncomingRead(from: aliceKey, upTo: fromAlice[2].rowID, at: 100, queueReceipts: true)
+        XCTAssertEqual(marked, [mid(1), mid(2), mid(3)])
+        XCTAssertEqual(try store.unreadCounts(), [aliceKey: 2, bobKey: 2])
         XCTAssertEqual(try store.message(id: id(2), sender: alice)?.readAt, 100)
         XCTAssertNil(try store.message(id: id(4), sender: alice)?.readAt)
         XCTAssertEqual(
-            try store.markIncomingRead(from: alice, upTo: fromAlice[2].rowID, at: 200, queueReceipts: true), [],
+            try store.markIncomingRead(from: aliceKey, upTo: fromAlice[2].rowID, at: 200, queueReceipts: true), [],
             "reading again changes nothing")
         XCTAssertEqual(try store.message(id: id(2), sender: alice)?.readAt, 100, "the first read time is kept")
 
-        XCTAssertEqual(try store.pendingReadReceipts(to: alice, limit: 10), [id(1), id(2), id(3)])
-        XCTAssertEqual(try store.pendingReadReceipts(to: alice, limit: 2), [id(1), id(2)])
-        XCTAssertEqual(try store.peersOwedReadReceipts(), [alice])
-        try store.clearPendingReadReceipts(ids: [id(1), id(2)], from: alice)
-        XCTAssertEqual(try store.pendingReadReceipts(to: alice, limit: 10), [id(3)])
-        try store.clearPendingReadReceipts(ids: [id(3)], from: bob)
-        XCTAssertEqual(try store.pendingReadReceipts(to: alice, limit: 10), [id(3)], "scoped to the sender")
+        XCTAssertEqual(try store.pendingReadReceipts(to: aliceKey, limit: 10), [mid(1), mid(2), mid(3)])
+        XCTAssertEqual(try store.pendingReadReceipts(to: aliceKey, limit: 2), [mid(1), mid(2)])
+        XCTAssertEqual(try store.peersOwedReadReceipts(), [aliceKey])
+        try store.clearPendingReadReceipts(ids: [mid(1), mid(2)], from: aliceKey)
+        XCTAssertEqual(try store.pendingReadReceipts(to: aliceKey, limit: 10), [mid(3)])
+        try store.clearPendingReadReceipts(ids: [mid(3)], from: bobKey)
+        XCTAssertEqual(try store.pendingReadReceipts(to: aliceKey, limit: 10), [mid(3)], "scoped to the sender")
 
         // With receipts off the messages are read all the same, but nothing is owed.
-        XCTAssertEqual(try store.markIncomingRead(from: bob, upTo: nil, at: 300, queueReceipts: false).count, 2)
-        XCTAssertEqual(try store.unreadCounts(), [alice: 2])
-        XCTAssertEqual(try store.pendingReadReceipts(to: bob, limit: 10), [])
+        XCTAssertEqual(try store.markIncomingRead(from: bobKey, upTo: nil, at: 300, queueReceipts: false).count, 2)
+        XCTAssertEqual(try store.unreadCounts(), [aliceKey: 2])
+        XCTAssertEqual(try store.pendingReadReceipts(to: bobKey, limit: 10), [])
     }
 
     func testReceiptsFromTheRecipientMarkOnlyItsDeliveredMessages() throws {
@@ -69,13 +73,13 @@ final class ReadStateTests: XCTestCase {
             sender: me)
         _ = try store.markDelivered(ids: [id(1), id(2)], by: bob, at: 50)
         XCTAssertEqual(
-            try store.markReadByRecipient(ids: [id(1)], by: alice, at: 60), [], "alice cannot read bob's mail")
+            try store.markReadByRecipient(ids: [mid(1)], by: aliceKey, at: 60), [], "alice cannot read bob's mail")
         XCTAssertEqual(
-            try store.markReadByRecipient(ids: [id(3)], by: bob, at: 60), [], "still queued: the ack comes first")
-        let read = try store.markReadByRecipient(ids: [id(1), id(2), "not-an-id"], by: bob, at: 60)
+            try store.markReadByRecipient(ids: [mid(3)], by: bobKey, at: 60), [], "still queued: the ack comes first")
+        let read = try store.markReadByRecipient(ids: [mid(1), mid(2)], by: bobKey, at: 60)
         XCTAssertEqual(read.map(\.id.hex), [id(1), id(2)])
         XCTAssertEqual(read.map(\.readAt), [60, 60])
-        XCTAssertEqual(try store.markReadByRecipient(ids: [id(1)], by: bob, at: 70), [], "receipts are idempotent")
+        XCTAssertEqual(try store.markReadByRecipient(ids: [mid(1)], by: bobKey, at: 70), [], "receipts are idempotent")
         XCTAssertEqual(try store.message(id: id(1), sender: me)?.readAt, 60)
         XCTAssertEqual(try store.messages(rowIDs: [sent[0].rowID, 999_999]).keys.sorted(), [sent[0].rowID])
     }
@@ -95,10 +99,10 @@ final class ReadStateTests: XCTestCase {
         }
         try queue.close()
         let store = try Store(directory: directory)
-        XCTAssertEqual(try store.unreadCounts(), [alice: 1])
+        XCTAssertEqual(try store.unreadCounts(), [aliceKey: 1])
         XCTAssertEqual(try store.message(id: id(1), sender: alice)?.body, "hi")
         XCTAssertNil(try store.message(id: id(1), sender: alice)?.readAt)
-        XCTAssertEqual(try store.pendingReadReceipts(to: alice, limit: 10), [])
+        XCTAssertEqual(try store.pendingReadReceipts(to: aliceKey, limit: 10), [])
         XCTAssertEqual(try store.eventBounds().last, 0)
     }
 }

@@ -71,8 +71,8 @@ final class StoreConversationTests: XCTestCase {
                 action(11, from: bob, seq: 2, target: 1, .edit, "bob's, edited")
             ], me: me, at: 9
         ) { a, facts in
-            seen[a.id] = facts
-            return a.author == bob
+            seen[a.id.hex] = facts
+            return a.author.hex == bob
         }
         XCTAssertNil(seen[id(10)]!, "carol is not part of the conversation: the target is not found for her")
         XCTAssertEqual(seen[id(11)]!?.message.id.hex, id(1))
@@ -137,7 +137,9 @@ final class StoreConversationTests: XCTestCase {
         _ = try store.receiveActions([action(12, from: bob, seq: 6, target: 1, .react, "👍")], me: me, at: 9) { _, _ in
             true
         }
-        XCTAssertEqual(try store.reactions(onRows: [m.rowID])[m.rowID], [StoredReaction(reactor: bob, reaction: "👍")])
+        XCTAssertEqual(
+            try store.reactions(onRows: [m.rowID])[m.rowID],
+            [StoredReaction(reactor: StoredKeyFixture.key(bob), reaction: "👍")])
     }
 
     func testOurActionsWaitForTheirTargetsDeliveryAndLeaveOnAck() throws {
@@ -156,9 +158,9 @@ final class StoreConversationTests: XCTestCase {
         XCTAssertEqual(try store.queuedActionCount(to: carol), 0)
         _ = try store.markDelivered(ids: [id(1)], by: bob, at: 4)
         let pending = try store.pendingActions(to: bob, limit: 10)
-        XCTAssertEqual(pending.map(\.id), [id(2)])
+        XCTAssertEqual(pending.map(\.id.hex), [id(2)])
         XCTAssertEqual(pending.first?.body, "fixed")
-        XCTAssertEqual(pending.first?.target, id(1))
+        XCTAssertEqual(pending.first?.target.hex, id(1))
         XCTAssertEqual(try store.markActionsDelivered(ids: [id(2)], by: carol), 0, "only the peer it went to")
         XCTAssertEqual(try store.markActionsDelivered(ids: [id(2)], by: bob), 1)
         XCTAssertEqual(try store.pendingActions(to: bob, limit: 10), [])
@@ -196,14 +198,14 @@ final class StoreConversationTests: XCTestCase {
         XCTAssertEqual(try store.pendingActions(to: bob, limit: 10), [], "the message has not reached bob yet")
         _ = try store.acknowledgeRoomTraffic(ids: [id(1)], by: bob, at: 4)
         let forBob = try store.pendingActions(to: bob, limit: 10)
-        XCTAssertEqual(forBob.map(\.id), [id(2)])
-        XCTAssertEqual(forBob.first?.room, room)
+        XCTAssertEqual(forBob.map(\.id.hex), [id(2)])
+        XCTAssertEqual(forBob.first?.room?.hex, room)
         XCTAssertEqual(try store.pendingActions(to: carol, limit: 10), [], "carol has not acknowledged the message")
         XCTAssertEqual(try store.markActionsDelivered(ids: [id(2)], by: bob), 1)
         XCTAssertEqual(try store.pendingActions(to: bob, limit: 10), [])
         XCTAssertTrue(try store.hasQueuedActions(), "carol still waits for it")
         _ = try store.acknowledgeRoomTraffic(ids: [id(1)], by: carol, at: 5)
-        XCTAssertEqual(try store.pendingActions(to: carol, limit: 10).map(\.id), [id(2)])
+        XCTAssertEqual(try store.pendingActions(to: carol, limit: 10).map(\.id.hex), [id(2)])
         XCTAssertEqual(try store.markActionsDelivered(ids: [id(2)], by: carol), 1)
         XCTAssertFalse(try store.hasQueuedActions())
     }
@@ -231,7 +233,7 @@ final class StoreConversationTests: XCTestCase {
                     id: id(12), author: bob, sequence: 3, createdAt: 1, target: id(1), kind: .edit, body: "x")
             ], me: me, at: 3
         ) { a, f in
-            facts[a.id] = f
+            facts[a.id.hex] = f
             return f != nil
         }
         XCTAssertEqual(facts[id(10)]!?.message.body, "in the room")

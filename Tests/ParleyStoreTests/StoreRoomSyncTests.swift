@@ -37,8 +37,6 @@ final class StoreRoomSyncTests: StoreDirectoryTestCase {
         XCTAssertEqual(try store!.signedRoomMessageSequences().map(\.sequence), [1, 3])
         XCTAssertThrowsError(
             try store!.insertSignedRoomMessage(room: room, author: alice, sequence: 0, id: id(4), encoded: [4], at: 5))
-        XCTAssertThrowsError(
-            try store!.insertSignedRoomMessage(room: "zz", author: alice, sequence: 5, id: id(5), encoded: [5], at: 5))
     }
 
     /// The author's own message and its signed form are stored in one transaction (one

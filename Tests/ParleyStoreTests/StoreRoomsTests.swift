@@ -77,7 +77,7 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
         let ack = try store.acknowledgeRoomTraffic(ids: [sent[0].id.hex], by: carol, at: 200)
         XCTAssertEqual(ack.held.map(\.id.hex), [sent[0].id.hex])
         XCTAssertEqual(ack.delivered, [])
-        XCTAssertEqual(try store.roomHolders(ofRows: [sent[0].rowID])[sent[0].rowID]?.held.map(\.member), [carol])
+        XCTAssertEqual(try store.roomHolders(ofRows: [sent[0].rowID])[sent[0].rowID]?.held.map(\.member.hex), [carol])
         // A stranger's summary changes nothing.
         let stranger = Self.hex(0xee, 32)
         XCTAssertTrue(
@@ -88,7 +88,7 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
         XCTAssertEqual(summary.held.map(\.id), [sent[1].id])
         XCTAssertEqual(try store.pendingRoomMessages(to: bob, limit: 10).map(\.id), [sent[2].id])
         XCTAssertEqual(
-            try store.roomHolders(ofRows: [sent[0].rowID])[sent[0].rowID]?.held.map(\.member), [carol, bob])
+            try store.roomHolders(ofRows: [sent[0].rowID])[sent[0].rowID]?.held.map(\.member.hex), [carol, bob])
         // Again: nothing changes.
         XCTAssertTrue(try store.markRoomMessagesHeld(room: room, author: me, ranges: [1...2], by: bob, at: 301).isEmpty)
         XCTAssertEqual(try store.roomHolders(ofRows: [999]), [:])
@@ -360,14 +360,15 @@ final class StoreRoomsTests: StoreDirectoryTestCase {
         XCTAssertEqual(try store.pendingRoomOperations(to: key(bob), limit: 10), [])
     }
 
-    func testMalformedInputIsRefused() throws {
-        // Room ids and operation hashes are typed (`RoomID`, `RoomOperationHash`): malformed
-        // hex cannot reach those functions (StoredKeysTests: a damaged stored one is corrupt).
+    func testASignedFormOfAnotherMessageIsRefused() throws {
+        // Room ids, members and operation hashes are typed (`RoomID`, `IdentityPublicKey`,
+        // `RoomOperationHash`): malformed hex cannot reach those functions (StoredKeysTests:
+        // a damaged stored one is corrupt). What the types cannot say is still checked.
         let store = try open()
+        let other = Store.SignedRoomMessageRow(room: room, author: me, sequence: 1, id: messageID(2), encoded: [1])
         XCTAssertThrowsError(
             try store.enqueueRoomMessage(
-                id: messageID(1), room: room, body: "x", createdAt: 1, sender: me,
-                members: ["BOB"]))
+                id: messageID(1), room: room, body: "x", createdAt: 1, sender: me, members: [bob], signed: other))
         XCTAssertEqual(try store.counts().queued, 0, "nothing was written")
     }
 }

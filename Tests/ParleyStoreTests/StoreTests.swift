@@ -22,6 +22,7 @@ final class StoreTests: StoreDirectoryTestCase {
 
     /// The typed key the peer API takes for a fixture's hex.
     private func key(_ hex: String) -> IdentityPublicKey { StoredKeyFixture.key(hex) }
+    private func mid(_ n: Int) -> MessageID { MessageID(hex: messageID(n))! }
 
     private var databasePath: String { directory + "/parley.sqlite" }
 
@@ -202,24 +203,25 @@ final class StoreTests: StoreDirectoryTestCase {
                 incoming(3, from: bob, body: "z")
             ], at: 10)
         _ = try store.enqueue([outgoing(4, to: alice, body: "outgoing does not count")], sender: me)
-        XCTAssertEqual(try store.incomingUsage(from: alice).messages, 2)
-        XCTAssertEqual(try store.incomingUsage(from: alice).bytes, 8)
-        XCTAssertEqual(try store.incomingUsage(from: carol).messages, 0)
+        XCTAssertEqual(try store.incomingUsage(from: key(alice)).messages, 2)
+        XCTAssertEqual(try store.incomingUsage(from: key(alice)).bytes, 8)
+        XCTAssertEqual(try store.incomingUsage(from: key(carol)).messages, 0)
         XCTAssertEqual(try store.incomingUsageTotal().messages, 3)
         XCTAssertEqual(try store.incomingUsageTotal().bytes, 9)
         XCTAssertEqual(
-            try store.storedIncomingIDs([messageID(1), messageID(3), messageID(9)], from: alice), [messageID(1)])
+            try store.storedIncomingIDs([mid(1), mid(3), mid(9)], from: key(alice)), [mid(1)])
     }
 
     func testACorrespondentIsAPeerTheUserWroteToNotOneThatOnlyWroteToUs() throws {
         let store = try open()
         _ = try store.storeIncoming([incoming(1, from: alice), incoming(2, from: bob)], at: 10)
-        XCTAssertFalse(try store.hasWritten(to: alice), "a stream of incoming messages makes nobody a correspondent")
+        XCTAssertFalse(
+            try store.hasWritten(to: key(alice)), "a stream of incoming messages makes nobody a correspondent")
         _ = try store.enqueue([outgoing(3, to: alice)], sender: me)
-        XCTAssertTrue(try store.hasWritten(to: alice), "queued already counts: the user chose to write")
-        XCTAssertFalse(try store.hasWritten(to: bob))
-        _ = try store.deleteConversation(with: alice)
-        XCTAssertFalse(try store.hasWritten(to: alice), "deleting the conversation forgets it")
+        XCTAssertTrue(try store.hasWritten(to: key(alice)), "queued already counts: the user chose to write")
+        XCTAssertFalse(try store.hasWritten(to: key(bob)))
+        _ = try store.deleteConversation(with: key(alice))
+        XCTAssertFalse(try store.hasWritten(to: key(alice)), "deleting the conversation forgets it")
     }
 
     func testDeletingAConversationRemovesBothDirectionsAndKeepsTheCounts() throws {
@@ -227,11 +229,11 @@ final class StoreTests: StoreDirectoryTestCase {
         _ = try store.storeIncoming([incoming(1, from: alice), incoming(2, from: bob)], at: 10)
         _ = try store.enqueue([outgoing(3, to: alice), outgoing(4, to: alice), outgoing(5, to: bob)], sender: me)
         _ = try store.markDelivered(ids: [messageID(3)], by: alice, at: 20)
-        _ = try store.recordRefusal(ids: [messageID(4)], by: alice, reason: 1, at: 30)
-        XCTAssertEqual(try store.deleteConversation(with: alice), 3)
+        _ = try store.recordRefusal(ids: [mid(4)], by: key(alice), reason: 1, at: 30)
+        XCTAssertEqual(try store.deleteConversation(with: key(alice)), 3)
         XCTAssertEqual(try store.messages(peer: alice, after: nil, limit: 10), [])
         XCTAssertEqual(try store.messages(peer: bob, after: nil, limit: 10).count, 2, "other conversations stay")
-        XCTAssertEqual(try store.incomingUsage(from: alice).messages, 0)
+        XCTAssertEqual(try store.incomingUsage(from: key(alice)).messages, 0)
         XCTAssertEqual(try store.pendingRecipients(), [key(bob): 1])
         let counts = try store.counts()
         XCTAssertEqual([counts.queued, counts.delivered, counts.received], [1, 0, 1])
@@ -250,12 +252,12 @@ final class StoreTests: StoreDirectoryTestCase {
     func testARefusalIsRecordedForOurQueuedMessagesToThatPeerOnly() throws {
         let store = try open()
         _ = try store.enqueue([outgoing(1, to: alice), outgoing(2, to: bob)], sender: me)
-        let refused = try store.recordRefusal(ids: [messageID(1), messageID(2), "junk"], by: alice, reason: 3, at: 40)
+        let refused = try store.recordRefusal(ids: [mid(1), mid(2)], by: key(alice), reason: 3, at: 40)
         XCTAssertEqual(refused.map(\.id.hex), [messageID(1)], "bob's message is not alice's to refuse")
         XCTAssertEqual(try store.message(id: messageID(1))?.state, .queued, "a refused message stays queued")
         XCTAssertEqual(try store.refusal(ofMessageRow: refused[0].rowID)?.reason, 3)
         XCTAssertEqual(try store.refusal(ofMessageRow: refused[0].rowID)?.at, 40)
-        _ = try store.recordRefusal(ids: [messageID(1)], by: alice, reason: 1, at: 50)
+        _ = try store.recordRefusal(ids: [mid(1)], by: key(alice), reason: 1, at: 50)
         XCTAssertEqual(try store.refusal(ofMessageRow: refused[0].rowID)?.reason, 1, "the last refusal is kept")
     }
 
@@ -275,8 +277,8 @@ final class StoreTests: StoreDirectoryTestCase {
         try store.upsertPeer(blocked)
         try store.upsertPeer(peerRecord(frank, name: "frank", seen: 10))  // online now (kept by the caller)
         _ = try store.storeIncoming([incoming(1, from: bob)], at: 10)
-        let expired = try store.expireUnusedPeers(lastSeenBefore: 100, keep: [frank])
-        XCTAssertEqual(expired, [alice])
+        let expired = try store.expireUnusedPeers(lastSeenBefore: 100, keep: [key(frank)])
+        XCTAssertEqual(expired, [key(alice)])
         XCTAssertNil(try store.peer(identity: key(alice)))
         for kept in [bob, carol, dave, erin, frank] { XCTAssertNotNil(try store.peer(identity: key(kept))) }
         try store.setNickname(identity: key(frank), "Frank")

@@ -111,4 +111,46 @@ final class StoredKeysTests: StoreDirectoryTestCase {
             XCTAssertThrowsError(try store!.peers())
         }
     }
+
+    /// The action, reaction and signed room-message tables keep hex too (round 13 typed
+    /// their API): a damaged value read back is `.corrupt`, naming the column, never a trap.
+    func testDamagedActionReactionAndSignedRoomRowsAreCorruptNotATrap() throws {
+        var store: Store? = try Store(directory: directory)
+        let received = try store!.storeIncoming(
+            [
+                IncomingMessage(
+                    id: MessageID(exactly: [UInt8](repeating: 1, count: 16)), sender: bob, recipient: alice,
+                    sequence: 1, createdAt: 1, body: "hi")
+            ], at: 2)[0].message
+        _ = try store!.performLocalAction(
+            NewLocalAction(
+                id: MessageID(exactly: [UInt8](repeating: 2, count: 16)), peer: .peer(bob), target: received,
+                kind: .react, body: "👍", createdAt: 3),
+            me: alice, at: 3)
+        let room = RoomID(exactly: [UInt8](repeating: 7, count: 16))
+        _ = try store!.insertSignedRoomMessage(
+            room: room, author: alice, sequence: 1, id: MessageID(exactly: [UInt8](repeating: 3, count: 16)),
+            encoded: [1], at: 4)
+        XCTAssertEqual(try store!.pendingActions(to: bob, limit: 10).map(\.author), [alice])
+        XCTAssertEqual(try store!.reactions(onRows: [received.rowID])[received.rowID]?.map(\.reactor), [alice])
+        XCTAssertEqual(try store!.signedRoomMessageSequences().map(\.author), [alice])
+        store = nil
+        let queue = try DatabaseQueue(path: directory + "/" + Store.fileName)
+        try queue.write { db in
+            try db.execute(sql: "UPDATE message_action SET author = upper(author)")
+            try db.execute(sql: "UPDATE reaction SET reactor = 'zz'")
+            try db.execute(sql: "UPDATE room_signed_message SET author = substr(author, 2)")
+        }
+        try queue.close()
+        store = try Store(directory: directory)
+        func assertCorrupt<T>(_ column: String, _ body: () throws -> T) {
+            XCTAssertThrowsError(try body(), column) { error in
+                guard case .corrupt(_, let reason) = error as? StoreError else { return XCTFail("\(column): \(error)") }
+                XCTAssertTrue(reason.contains(column), reason)
+            }
+        }
+        assertCorrupt("message_action.author") { try store!.pendingActions(to: bob, limit: 10) }
+        assertCorrupt("reaction.reactor") { try store!.reactions(onRows: [received.rowID]) }
+        assertCorrupt("room_signed_message.author") { try store!.signedRoomMessageSequences() }
+    }
 }

@@ -43,7 +43,7 @@ final class TypedMessagePathTests: StoreDirectoryTestCase {
         let bob = try IdentityPublicKey(bytes: Array(repeating: 0xb0, count: 32))
         let room = RoomID(exactly: Array(repeating: 0x77, count: 16))
         let roomMessage = try store.enqueueRoomMessage(
-            id: .random(), room: room, body: "to the room", createdAt: 1, sender: me, members: [bob.hex])
+            id: .random(), room: room, body: "to the room", createdAt: 1, sender: me, members: [bob])
         XCTAssertEqual(roomMessage.recipient, .room(room))
         XCTAssertEqual(roomMessage.conversation, .room(room))
         XCTAssertEqual(try store.message(id: roomMessage.id, sender: me), roomMessage)

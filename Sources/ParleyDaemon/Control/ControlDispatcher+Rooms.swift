@@ -82,7 +82,7 @@ extension ControlDispatcher {
 
     func listRoomMessages(_ selector: String, _ p: MessagesListParams, id: JSONRPCID?) throws -> Reply {
         let room = try node.resolveRoom(selector)
-        return .typed(id: id, result: try historyPage(p, scope: .room(room.id.hex)))
+        return .typed(id: id, result: try historyPage(p, scope: .room(room.id)))
     }
 
     func markRoomRead(_ p: MessagesMarkReadParams, id: JSONRPCID?) throws -> Reply {
@@ -90,9 +90,9 @@ extension ControlDispatcher {
         let (marked, unread): (Int, Int)
         do {
             marked = try node.store.markRoomRead(
-                room: room.id.hex, upTo: p.upTo.map { Int64($0) }, at: Node.nowMs()
+                room: room.id, upTo: p.upTo.map { Int64($0) }, at: Node.nowMs()
             ).count
-            unread = try node.store.roomUnreadCount(room: room.id.hex)
+            unread = try node.store.roomUnreadCount(room: room.id)
         } catch { throw ControlFailure.markRead(room: p.peer, error) }
         return .typed(id: id, result: MessagesMarkReadResult(marked: marked, unread: unread))
     }

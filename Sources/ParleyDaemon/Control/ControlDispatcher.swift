@@ -94,7 +94,7 @@ struct ControlDispatcher {
         case .messagesList(let p):
             if let selector = p.peer, Self.namesRoom(selector) { return try listRoomMessages(selector, p, id: id) }
             let peer = try p.peer.map { (q: String) throws(NodeError) in try node.resolvePeerIncludingReplaced(q) }
-            return .typed(id: id, result: try historyPage(p, scope: peer.map { .peer($0.identity.hex) } ?? .everything))
+            return .typed(id: id, result: try historyPage(p, scope: peer.map { .peer($0.identity) } ?? .everything))
         case .messagesSearch(let p):
             return .typed(id: id, result: try search(p))
         case .messagesSubscribe(let p):
@@ -174,9 +174,9 @@ struct ControlDispatcher {
     func search(_ p: MessagesSearchParams) throws -> MessagesSearchResult {
         let scope: HistoryScope
         if let selector = p.peer, Self.namesRoom(selector) {
-            scope = .room(try node.resolveRoom(selector).id.hex)
+            scope = .room(try node.resolveRoom(selector).id)
         } else if let selector = p.peer {
-            scope = .peer(try node.resolvePeer(selector).identity.hex)
+            scope = .peer(try node.resolvePeer(selector).identity)
         } else {
             scope = .everything
         }

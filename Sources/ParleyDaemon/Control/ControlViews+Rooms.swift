@@ -16,8 +16,8 @@ extension Node {
             id: r.id.hex, name: r.name, members: members, member: r.isMember,
             creator: Node.fingerprint(of: r.creator), creatorName: displayName(of: r.creator),
             createdAt: Int(r.createdAt), version: Int(r.version),
-            queued: (try? store.queuedRoomMessageCount(room: r.id.hex)) ?? 0,
-            unread: (try? store.roomUnreadCount(room: r.id.hex)) ?? 0,
+            queued: (try? store.queuedRoomMessageCount(room: r.id)) ?? 0,
+            unread: (try? store.roomUnreadCount(room: r.id)) ?? 0,
             status: r.status.rawValue, role: r.roles[myIdentityKey]?.description,
             invitedBy: r.inviter.map(Node.fingerprint(of:)), onlyAdminsAdd: r.onlyAdminsAdd,
             invitedByName: r.inviter.map { displayName(of: $0) }, sharedHistory: roomPolicy(r).sharedHistory)
@@ -41,10 +41,6 @@ extension Node {
     /// A room's name as this node resolved it (the id's first 8 digits if unknown).
     func roomDisplayName(of id: RoomID) -> String {
         (try? roomEntry(id).state?.name) ?? String(id.hex.prefix(8))
-    }
-
-    func roomDisplayName(ofHex id: String) -> String {
-        RoomID(hex: id).flatMap { try? roomEntry($0).state?.name } ?? String(id.prefix(8))
     }
 
     /// Adds the room to a message's view: `room`, and for outgoing room messages `to` =

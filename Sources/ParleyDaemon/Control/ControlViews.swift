@@ -16,17 +16,6 @@ enum ControlViews {
 
 /// Turns the node's records into the control protocol's wire types.
 extension Node {
-    /// How a message, a notification or an export names a peer: the person's nickname or
-    /// the peer's own name, and, when that name looks like another peer's (or ours), a
-    /// marker with the fingerprint's start, so a look-alike can never pass for the other.
-    func displayName(of identity: String) -> String {
-        if identity == myIdentity { return ownIdentity.card.displayName }
-        guard let key = IdentityPublicKey(hex: identity) else {
-            return String(Node.fingerprint(ofHex: identity).prefix(9))
-        }
-        return displayName(of: key)
-    }
-
     /// A message's other party as named in its view: a peer's name, or (an outgoing room
     /// message's recipient) the room id's start until `withRoom` names the room.
     func displayName(of party: MessageParty) -> String {
@@ -36,6 +25,9 @@ extension Node {
         }
     }
 
+    /// How a message, a notification or an export names a peer: the person's nickname or
+    /// the peer's own name, and, when that name looks like another peer's (or ours), a
+    /// marker with the fingerprint's start, so a look-alike can never pass for the other.
     func displayName(of key: IdentityPublicKey) -> String {
         if key == myIdentityKey { return ownIdentity.card.displayName }
         guard let rec = peerRecord(key) else { return String(Node.fingerprint(of: key).prefix(9)) }
@@ -99,7 +91,7 @@ extension Node {
             members: holders.members,
             heldBy: holders.held.map {
                 MessageHolder(
-                    fingerprint: Node.fingerprint(ofHex: $0.member), name: displayName(of: $0.member), at: Int($0.at))
+                    fingerprint: Node.fingerprint(of: $0.member), name: displayName(of: $0.member), at: Int($0.at))
             })
         if out.state == .queued && !holders.held.isEmpty { out.state = .partial }
         return out
@@ -110,7 +102,7 @@ extension Node {
     private func quote(of m: StoredMessage) -> MessageQuote? {
         guard let id = m.replyTo else { return nil }
         // Same conversation: the same room, or the same direct peer.
-        let quoted = ((try? store.messages(idPrefix: id.hex, limit: 4)) ?? []).first {
+        let quoted = ((try? store.messages(id: id, limit: 4)) ?? []).first {
             $0.id == id && $0.room == m.room && (m.room != nil || $0.peer == m.peer)
         }
         guard let quoted else { return MessageQuote(id: id.hex, fromName: nil, excerpt: nil, deleted: false) }
@@ -125,14 +117,15 @@ extension Node {
     private func reactionViews(_ rows: [StoredReaction]) -> [MessageReaction] {
         guard !rows.isEmpty else { return [] }
         var order: [String] = []
-        var by: [String: [String]] = [:]
+        var by: [String: [IdentityPublicKey]] = [:]
         for r in rows {
             if by[r.reaction] == nil { order.append(r.reaction) }
             by[r.reaction, default: []].append(r.reactor)
         }
         return order.map { text in
             let who = by[text] ?? []
-            return MessageReaction(reaction: text, fromNames: who.map(displayName(of:)), mine: who.contains(myIdentity))
+            return MessageReaction(
+                reaction: text, fromNames: who.map(displayName(of:)), mine: who.contains(myIdentityKey))
         }
     }
 
@@ -153,7 +146,8 @@ extension Node {
             })
     }
 
-    func peerInfo(_ rec: PeerRecord, queued: [IdentityPublicKey: Int]? = nil, unread: [String: Int]? = nil) -> PeerInfo
+    func peerInfo(_ rec: PeerRecord, queued: [IdentityPublicKey: Int]? = nil, unread: [IdentityPublicKey: Int]? = nil)
+        -> PeerInfo
     {
         let q = queued ?? ((try? store.pendingRecipients()) ?? [:])
         let u = unread ?? ((try? store.unreadCounts()) ?? [:])
@@ -163,7 +157,7 @@ extension Node {
             online: isOnline(rec.identity), addresses: addresses(of: rec.identity),
             trust: ControlViews.trust(rec.trust), safetyNumber: safetyNumber(with: rec.identity),
             lastSeen: Int(rec.lastSeen), queued: q[rec.identity] ?? 0,
-            unread: u[rec.identity.hex] ?? 0, nickname: rec.nickname, nameClash: nameClashInfo(rec.identity),
+            unread: u[rec.identity] ?? 0, nickname: rec.nickname, nameClash: nameClashInfo(rec.identity),
             status: sessionDriver.statuses[rec.identity].flatMap {
                 $0.isEmpty ? nil : $0.text
             })

@@ -220,9 +220,9 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
             return messageEvent(ControlEvent.messageUpdated, m)
         case let .peerStatus(identity, status):
             return Rendered(
-                method: ControlEvent.peerStatus, peer: identity, messageRowID: nil,
+                method: ControlEvent.peerStatus, peer: identity.hex, messageRowID: nil,
                 params: PeerStatusEvent(
-                    fingerprint: Node.fingerprint(ofHex: identity),
+                    fingerprint: Node.fingerprint(of: identity),
                     name: node.displayName(of: identity), status: status))
         case .peerOnline(let id), .peerOffline(let id):
             guard let rec = try? node.store.peer(identity: id) else { return nil }

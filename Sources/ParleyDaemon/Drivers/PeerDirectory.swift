@@ -43,7 +43,8 @@ final class PeerDirectory {
     /// once per `interval` of the monotonic clock. Returns how many were forgotten (nil:
     /// not due yet).
     func expireUnused(
-        now: MonotonicInstant, every interval: Duration, lastSeenBefore: Int64, keep: @autoclosure () -> Set<String>
+        now: MonotonicInstant, every interval: Duration, lastSeenBefore: Int64,
+        keep: @autoclosure () -> Set<IdentityPublicKey>
     ) throws(StoreError) -> Int? {
         guard lastExpiry.map({ now - $0 >= interval }) ?? true else { return nil }
         lastExpiry = now

@@ -11,13 +11,15 @@ import ParleyStore
 ///
 /// Its state is its own and lives on the node's event loop (the loop is its lock).
 final class ReceiveQuotaDriver {
-    private let store: Store
+    /// The counts' source: the node's `Store`; a unit test stands a failing one here to
+    /// check that a count the store cannot give defers what was being judged.
+    var store: any ReceiveQuotaStore
     private let directory: PeerDirectory
     /// The stored usage per peer and in total, the known correspondents, the strangers'
     /// usage and intake rate.
     private(set) var cache = QuotaCache()
 
-    init(store: Store, directory: PeerDirectory) {
+    init(store: any ReceiveQuotaStore, directory: PeerDirectory) {
         self.store = store
         self.directory = directory
     }
@@ -26,8 +28,10 @@ final class ReceiveQuotaDriver {
     /// peer stays one in the cache until the user deletes messages (`countsChanged`).
     func standing(of sender: IdentityPublicKey) -> ReceiveQuota.Standing {
         if cache.correspondents.contains(sender) { return .correspondent }
+        // A store that cannot tell makes it a stranger this time (the smaller allowance: an
+        // error never widens what is taken in); it is asked again next time.
         let isCorrespondent =
-            directory.peer(sender)?.trust == .verified || ((try? store.hasWritten(to: sender.hex)) ?? false)
+            directory.peer(sender)?.trust == .verified || ((try? store.hasWritten(to: sender)) ?? false)
         guard isCorrespondent else { return .stranger }
         if cache.correspondents.count >= NodeLimits.maxSessions { cache.correspondents.removeAll() }
         cache.correspondents.insert(sender)
@@ -50,10 +54,16 @@ final class ReceiveQuotaDriver {
         // Bounded: one entry per peer that sent something; beyond the session cap the
         // cache starts again (a count is one indexed query).
         if cache.perPeer.count >= NodeLimits.maxSessions { cache.perPeer.removeAll() }
-        let u = try store.incomingUsage(from: sender.hex)
+        let u = try store.incomingUsage(from: sender)
         let peer = ReceiveQuota.Usage(messages: u.messages, bytes: u.bytes)
         cache.perPeer[sender] = peer
         return (peer, total)
+    }
+
+    /// File bytes taken in from `sender` and from everyone (transfers accepted or completed),
+    /// counted each time (a file offer is rare; the count is one indexed query).
+    func fileBytes(of sender: IdentityPublicKey) throws(StoreError) -> (peer: Int, total: Int) {
+        (try store.incomingFileBytes(from: sender), try store.incomingFileBytes(from: nil))
     }
 
     /// What all strangers together have stored (issue 29, M2), from the cache or counted once.

@@ -129,13 +129,13 @@ final class SessionDriver {
         statuses[sender] = status
         switch statusThrottle.received(from: sender, now: clock.monotonicNow()) {
         case .show:
-            emit(.peerStatus(identity: sender.hex, status: status.text))
+            emit(.peerStatus(identity: sender, status: status.text))
         case .holdUntil(let due):
             loop.scheduleTask(deadline: due.deadline) { [weak self] in
                 guard let self else { return }
                 self.statusThrottle.due(sender, now: self.clock.monotonicNow())
                 if let latest = self.statuses[sender] {
-                    self.emit(.peerStatus(identity: sender.hex, status: latest.text))
+                    self.emit(.peerStatus(identity: sender, status: latest.text))
                 }
             }
         case .held:

@@ -11,28 +11,37 @@ extension Node {
     /// fill the store with offers nobody answers.
     static let maxWaitingOffersPerPeer = 64
 
+    /// What the sender is told when this node cannot consult its store about an offer (a
+    /// count, a lookup): the offer is refused, never admitted on a count nobody could take,
+    /// and the sender can send it again.
+    static let offerStoreFailureReason = "the recipient could not check its storage; send the file again later"
+
     func receivedOffer(_ offer: FileOffer, key: FileKey, on conn: PeerConnection) {
-        // Ids are unique per pair in both directions: an offer reusing one of ours is a
-        // confused or hostile sender; ignored, so `fileEnd` stays unambiguous.
-        if fileDriver.book.outgoing[key] != nil
-            || (try? store.transfer(peer: key.peer, transfer: key.transfer, direction: .outgoing)) != nil
-        {
-            return
-        }
-        if let existing = try? store.transfer(peer: key.peer, transfer: key.transfer, direction: .incoming) {
-            switch existing.state {
-            case .offered: break
-            case .transferring:
-                if let f = incomingFile(key, existing) { performIncoming(f.machine.start(), f, on: conn) }
-            default: conn.send(Self.endRecord(key.transfer, existing))
+        let verdict: FileAcceptPolicy.Verdict
+        do throws(StoreError) {
+            // Ids are unique per pair in both directions: an offer reusing one of ours is a
+            // confused or hostile sender; ignored, so `fileEnd` stays unambiguous.
+            if fileDriver.book.outgoing[key] != nil { return }
+            if try store.transfer(peer: key.peer, transfer: key.transfer, direction: .outgoing) != nil { return }
+            if let existing = try store.transfer(peer: key.peer, transfer: key.transfer, direction: .incoming) {
+                switch existing.state {
+                case .offered: break
+                case .transferring:
+                    if let f = incomingFile(key, existing) { performIncoming(f.machine.start(), f, on: conn) }
+                default: conn.send(Self.endRecord(key.transfer, existing))
+                }
+                return
             }
-            return
-        }
-        var verdict: FileAcceptPolicy.Verdict
-        if let reason = refusal(of: offer, from: key.peer) {
-            verdict = .refuse(reason)
-        } else {
-            verdict = judge(size: offer.size, from: key.peer, userAccepted: false)
+            if let reason = try refusal(of: offer, from: key.peer) {
+                verdict = .refuse(reason)
+            } else {
+                verdict = try judge(size: offer.size, from: key.peer, userAccepted: false)
+            }
+        } catch {
+            log.error(
+                "could not check a file offer against the store; refused",
+                ["peer": key.peer.fingerprintText, "error": "\(error)"])
+            verdict = .refuse(Self.offerStoreFailureReason)
         }
         if case .refuse(let reason) = verdict {
             conn.send(.file(.end(key.transfer, .failed, reason)))
@@ -98,14 +107,17 @@ extension Node {
     }
 
     /// Why a well-formed offer is refused before policy: limits, room membership, flood.
-    private func refusal(of offer: FileOffer, from peer: IdentityPublicKey) -> String? {
+    /// Throws when the store cannot tell (the caller refuses: an unknown is never a yes).
+    private func refusal(of offer: FileOffer, from peer: IdentityPublicKey) throws(StoreError) -> String? {
         if let problem = FileOffer.limitViolation(size: offer.size, chunkSize: offer.chunkSize) { return problem }
         if let problem = offer.hashViolation { return problem }
         if let room = offer.room {
-            let joined = ((try? store.room(id: room)) ?? nil)?.isMember ?? false
-            guard joined, isRoomMember(peer, room: room) else { return "not a member of that room" }
+            let record = try store.room(id: room)
+            guard let record, record.isMember, record.members.contains(peer) else {
+                return "not a member of that room"
+            }
         }
-        let waiting = ((try? store.unfinishedTransfers(with: peer)) ?? []).filter {
+        let waiting = try store.unfinishedTransfers(with: peer).filter {
             $0.direction == .incoming && $0.state == .offered
         }
         if waiting.count >= Self.maxWaitingOffersPerPeer { return "too many of your offers wait for an answer" }
@@ -113,16 +125,21 @@ extension Node {
     }
 
     /// The policy's verdict with what is stored from the sender and the free space now.
-    func judge(size: UInt64, from peer: IdentityPublicKey, userAccepted: Bool) -> FileAcceptPolicy.Verdict {
+    /// The counts are the receive quota's (messages cached as they are stored, file bytes
+    /// counted); a count the store cannot give throws, and the caller must not read it as
+    /// "nothing stored" (that would admit any file past the quota).
+    func judge(size: UInt64, from peer: IdentityPublicKey, userAccepted: Bool) throws(StoreError)
+        -> FileAcceptPolicy.Verdict
+    {
         let verified = peerRecord(peer)?.trust == .verified
-        let peerMessages = (try? store.incomingUsage(from: peer.hex)) ?? (0, 0)
-        let allMessages = (try? store.incomingUsageTotal()) ?? (0, 0)
-        let peerFiles = (try? store.incomingFileBytes(from: peer)) ?? 0
-        let allFiles = (try? store.incomingFileBytes(from: nil)) ?? 0
+        let quota = messageDriver.quota
+        let messages = try quota.usage(of: peer)
+        let files = try quota.fileBytes(of: peer)
         return fileAcceptPolicy.decide(
             size: size, senderVerified: verified, standing: quotaStanding(of: peer), userAccepted: userAccepted,
-            peerUsage: ReceiveQuota.Usage(messages: peerMessages.0, bytes: peerMessages.1 + peerFiles),
-            totalUsage: ReceiveQuota.Usage(messages: allMessages.0, bytes: allMessages.1 + allFiles),
+            peerUsage: ReceiveQuota.Usage(messages: messages.peer.messages, bytes: messages.peer.bytes + files.peer),
+            totalUsage: ReceiveQuota.Usage(
+                messages: messages.total.messages, bytes: messages.total.bytes + files.total),
             freeDiskBytes: freeBytes(at: downloadDirectory))
     }
 
@@ -148,7 +165,11 @@ extension Node {
                     conn?.send(.file(.want(key.transfer, from: from, needList: needList)))
                 case .keepHashList(let hashes):
                     let all = hashes.flatMap { $0 }
-                    try? store.setTransferChunkHashes(rowID: f.record.rowID, all)
+                    // Not kept: a resume asks for the list again (`IncomingTransfer` starts
+                    // without a verified list), so the transfer goes on.
+                    recordingFailed("the chunk hash list", key) { () throws(StoreError) in
+                        try store.setTransferChunkHashes(rowID: f.record.rowID, all)
+                    }
                     f.record.chunkHashes = all
                 case let .write(offset, data):
                     try writer(f, key).write(data, index: offset / UInt64(f.record.chunkSize))
@@ -210,7 +231,11 @@ extension Node {
             failIncoming(f, key, error, on: activeConnection(for: key.peer))
             return
         }
-        try? store.setTransferVerified(rowID: f.record.rowID, Int64(verified), at: nowMs)
+        // Not kept: the stored count lags behind the disk, so a resume starts earlier (the
+        // data before it is synced either way); the transfer goes on.
+        recordingFailed("a checkpoint", key) { () throws(StoreError) in
+            try store.setTransferVerified(rowID: f.record.rowID, Int64(verified), at: nowMs)
+        }
         f.record.verified = max(f.record.verified, Int64(verified))
         f.machine.checkpointed(verified)
         activeConnection(for: key.peer)?.send(.file(.have(key.transfer, verified: verified)))
@@ -224,7 +249,9 @@ extension Node {
         switch outcome {
         case .saved(let path):
             f.writer = nil  // the partial file is now the saved file: nothing to discard
-            try? store.setTransferVerified(rowID: f.record.rowID, Int64(count), at: nowMs)
+            recordingFailed("the final count", key) { () throws(StoreError) in
+                try store.setTransferVerified(rowID: f.record.rowID, Int64(count), at: nowMs)
+            }
             f.record.verified = Int64(count)
             f.record.savedPath = path
             conn?.send(.file(.end(key.transfer, .completed, "")))
@@ -243,11 +270,25 @@ extension Node {
         f.record.state = state
         f.record.error = error
         f.record.updatedAt = nowMs
-        try? store.setTransferState(
-            rowID: f.record.rowID, state, error: error, savedPath: f.record.savedPath, at: nowMs)
+        recordingFailed("its end (\(state.rawValue))", key) { () throws(StoreError) in
+            try store.setTransferState(
+                rowID: f.record.rowID, state, error: error, savedPath: f.record.savedPath, at: nowMs)
+        }
         fileDriver.book.incoming[key] = nil
         emitFile(f.record, state == .completed ? .completed : state == .failed ? .failed : .cancelled)
         log.info("file transfer ended", ["state": state.rawValue, "peer": key.peer.fingerprintText])
+    }
+
+    /// A transfer's progress or end the store could not record: logged, never silent. What
+    /// the store holds stays consistent: counts only ever lag behind the disk (a resume
+    /// then starts earlier), and a transfer whose end was not recorded is still
+    /// `transferring` there (the next session resumes it and ends it again).
+    func recordingFailed(_ what: String, _ key: FileKey, _ write: () throws(StoreError) -> Void) {
+        do { try write() } catch {
+            log.error(
+                "could not record an incoming transfer's progress",
+                ["what": what, "peer": key.peer.fingerprintText, "transfer": "\(key.transfer)", "error": "\(error)"])
+        }
     }
 
     // MARK: Local answers
@@ -258,9 +299,17 @@ extension Node {
         guard rec.direction == .incoming, rec.state == .offered else {
             throw .wrongState(id: rec.transfer.hex, state: rec.state.rawValue, wanted: "an incoming offer")
         }
-        if case .refuse(let reason) = judge(size: UInt64(max(0, rec.size)), from: key.peer, userAccepted: true) {
+        // A count the store cannot give fails the accept (the offer stays offered; the user
+        // can accept again): never a transfer admitted on an unknown count.
+        let verdict: FileAcceptPolicy.Verdict
+        do { verdict = try judge(size: UInt64(max(0, rec.size)), from: key.peer, userAccepted: true) } catch {
+            throw .storage(error)
+        }
+        if case .refuse(let reason) = verdict {
             activeConnection(for: key.peer)?.send(.file(.end(key.transfer, .failed, reason)))
-            try? store.setTransferState(rowID: rec.rowID, .failed, error: reason, at: nowMs)
+            recordingFailed("a refused accept", key) { () throws(StoreError) in
+                try store.setTransferState(rowID: rec.rowID, .failed, error: reason, at: nowMs)
+            }
             var failed = rec
             failed.state = .failed
             failed.error = reason

@@ -64,11 +64,11 @@ extension Node {
                 amMember = state.hasJoined(myIdentityKey)
                 members = RoomDistribution.messageRecipients(in: state, me: myIdentityKey)
             }
-            let destination = target.conversation.hex
+            let destination = target.conversation
             guard try store.queuedActionCount(to: destination) < NodeLimits.maxQueuedActionsPerPeer else {
                 throw ConversationError.queueFull(NodeLimits.maxQueuedActionsPerPeer)
             }
-            let facts = try store.actionTargetFacts(target, author: myIdentity, reaction: reactionText)
+            let facts = try store.actionTargetFacts(target, author: myIdentityKey, reaction: reactionText)
             if let refusal = ConversationRules.judgeLocal(
                 action, me: myIdentityKey, target: actionTarget(facts),
                 amRoomMember: amMember,
@@ -80,9 +80,9 @@ extension Node {
             let actionID = MessageID.random()
             let updated = try store.performLocalAction(
                 NewLocalAction(
-                    id: actionID.hex, peer: destination, target: target, kind: kind,
-                    body: body, createdAt: nowMs, members: members.map(\.hex)),
-                me: myIdentity, at: nowMs)
+                    id: actionID, peer: destination, target: target, kind: kind,
+                    body: body, createdAt: nowMs, members: members),
+                me: myIdentityKey, at: nowMs)
             if let roomID = target.room {
                 signRoomChange(action, of: target.id, id: actionID, room: roomID)
             }
@@ -156,7 +156,7 @@ extension Node {
         guard let window = sessionDriver.links[handle]?.window, window.freeSlots > 0 else { return }
         let pending: [StoredAction]
         do {
-            pending = try store.pendingActions(to: peer.hex, limit: window.freeSlots + window.count)
+            pending = try store.pendingActions(to: peer, limit: window.freeSlots + window.count)
             if pending.isEmpty, try !store.hasQueuedActions() { messageDriver.actionOutboxMayHaveWork = false }
         } catch {
             log.error("could not read the action outbox", ["error": "\(error)"])
@@ -164,7 +164,7 @@ extension Node {
         }
         let now = clock.monotonicNow()
         for a in pending {
-            guard let id = MessageID(hex: a.id), let target = MessageID(hex: a.target) else { continue }
+            let (id, target) = (a.id, a.target)
             if sessionDriver.links[handle]?.window.isInFlight(id) == true { continue }
             let action: MessageActionRecord.Action
             switch a.kind {
@@ -188,13 +188,13 @@ extension Node {
                 .messageAction(
                     MessageActionRecord(
                         id: id, sequence: UInt64(max(0, a.sequence)), createdAt: UInt64(max(0, a.createdAt)),
-                        target: target, action: action, room: a.room.flatMap(RoomID.init(hex:)))))
+                        target: target, action: action, room: a.room)))
         }
     }
 
     func actionsAcknowledged(_ ids: [MessageID], by peer: IdentityPublicKey) {
         guard !ids.isEmpty, messageDriver.actionOutboxMayHaveWork else { return }
-        do { try store.markActionsDelivered(ids: ids.map(\.hex), by: peer.hex) } catch {
+        do { try store.markActionsDelivered(ids: ids, by: peer) } catch {
             log.error(
                 "could not record an action's delivery; it will be sent again and de-duplicated",
                 ["error": "\(error)"])
@@ -216,9 +216,9 @@ extension Node {
             case let .reaction(r, added): (kind, body) = (added ? .react : .unreact, r.text)
             }
             return IncomingAction(
-                id: a.id.hex, author: sender.hex, sequence: Int64(clamping: a.sequence),
-                createdAt: Int64(clamping: a.createdAt), target: a.target.hex, kind: kind, body: body,
-                room: a.room?.hex)
+                id: a.id, author: sender, sequence: Int64(clamping: a.sequence),
+                createdAt: Int64(clamping: a.createdAt), target: a.target, kind: kind, body: body,
+                room: a.room)
         }
         // Whether the sender may act in each room named (both of us members in our view).
         var roomAccepts: [RoomID: Bool] = [:]
@@ -231,12 +231,12 @@ extension Node {
                 RoomDistribution.messageVerdict(in: state ?? nil, from: sender, me: myIdentityKey) == .accept
         }
         // The decoded record of each id (the first, should a peer repeat an id in one read).
-        var records: [String: MessageActionRecord] = [:]
-        for a in actions where records[a.id.hex] == nil { records[a.id.hex] = a }
+        var records: [MessageID: MessageActionRecord] = [:]
+        for a in actions where records[a.id] == nil { records[a.id] = a }
         var refusals: [(IncomingAction, ActionRefusal)] = []
         let outcomes: [ReceivedActionOutcome]
         do {
-            outcomes = try store.receiveActions(incoming, me: myIdentity, at: nowMs) { action, facts in
+            outcomes = try store.receiveActions(incoming, me: myIdentityKey, at: nowMs) { action, facts in
                 guard let record = records[action.id] else { return false }
                 let verdict = judgeChange(
                     record.action, sequence: action.sequence, from: sender, room: record.room,
@@ -258,7 +258,7 @@ extension Node {
         for (a, why) in refusals {
             _ = attackLog.log(
                 key: sender.hex, "message action refused",
-                ["peer": sender.fingerprintText, "kind": a.kind.rawValue, "target": a.target, "why": "\(why)"])
+                ["peer": sender.fingerprintText, "kind": a.kind.rawValue, "target": "\(a.target)", "why": "\(why)"])
         }
         if outcomes.contains(where: { $0.updated != nil && $0.action.kind == .delete }) {
             messageDriver.deleteApplied()

@@ -152,7 +152,7 @@ extension Node {
     /// longer count against the receive quota, so what it sends is taken again.
     func forgetMessages(with peer: PeerRecord) throws(NodeError) -> Int {
         let deleted: Int
-        do { deleted = try store.deleteConversation(with: peer.identity.hex) } catch { throw .storage(error) }
+        do { deleted = try store.deleteConversation(with: peer.identity) } catch { throw .storage(error) }
         messageDriver.quota.countsChanged()
         // The outbox counts (queued messages per peer) are re-read from the store.
         directMessages.outboxChanged()

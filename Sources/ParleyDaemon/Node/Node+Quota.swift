@@ -16,25 +16,40 @@ extension Node {
 
     /// Splits one read's chats from `sender` into those to store and those refused (with
     /// their reason). Chats already stored (a resend) always go on to be acknowledged.
+    /// When the store cannot count what `sender` has stored, nothing is judged admissible:
+    /// the sender's session is closed ("receiver storage failure", what a failed store
+    /// write says too) and none is stored or acknowledged, so the sender keeps them queued
+    /// and sends them again at the next session.
     func judgeByQuota(_ chats: [ChatRecord], from sender: IdentityPublicKey)
         -> (store: [ChatRecord], refused: [(RefusalReason, [MessageID])])
     {
-        let (verdicts, refused) = quotaVerdicts(chats.map { ($0.id, $0.body.utf8.count) }, from: sender)
-        return (zip(chats, verdicts).filter { $0.1 == nil }.map(\.0), refused)
+        do {
+            let (verdicts, refused) = try quotaVerdicts(chats.map { ($0.id, $0.body.utf8.count) }, from: sender)
+            return (zip(chats, verdicts).filter { $0.1 == nil }.map(\.0), refused)
+        } catch {
+            activeConnection(for: sender)?.close(reason: .normal, text: Self.uncountedCloseText)
+            return ([], [])
+        }
     }
 
     /// The same for room chats (counted against their author's quota like direct ones).
-    func judgeByQuota(_ chats: [RoomChatRecord], from sender: IdentityPublicKey)
+    /// Throws when the store cannot count: the caller stores none of them and closes the
+    /// session they came on (the rest stays queued at the sender).
+    func judgeByQuota(_ chats: [RoomChatRecord], from sender: IdentityPublicKey) throws(StoreError)
         -> (store: [RoomChatRecord], refused: [(RefusalReason, [MessageID])])
     {
-        let (verdicts, refused) = quotaVerdicts(chats.map { ($0.id, $0.body.utf8.count) }, from: sender)
+        let (verdicts, refused) = try quotaVerdicts(chats.map { ($0.id, $0.body.utf8.count) }, from: sender)
         return (zip(chats, verdicts).filter { $0.1 == nil }.map(\.0), refused)
     }
 
+    /// The close text when incoming chats could not be judged or stored: the sender's
+    /// messages stay queued there.
+    static let uncountedCloseText = "receiver storage failure"
+
     /// For each (id, body size) of one read: nil to store it, or why not; and the refused
-    /// ids grouped by reason.
+    /// ids grouped by reason. Throws (after logging) when the store cannot count.
     private func quotaVerdicts(_ chats: [(id: MessageID, size: Int)], from sender: IdentityPublicKey)
-        -> ([RefusalReason?], [(RefusalReason, [MessageID])])
+        throws(StoreError) -> ([RefusalReason?], [(RefusalReason, [MessageID])])
     {
         guard !chats.isEmpty else { return ([], []) }
         let peerUsage: ReceiveQuota.Usage
@@ -46,10 +61,12 @@ extension Node {
             (peerUsage, totalUsage) = try quota.usage(of: sender)
             strangersUsage = standing == .stranger ? try quota.strangersUsage() : .init()
         } catch {
-            // Not measurable: store them (the store's own errors still refuse with no ack).
+            // Not measurable: nothing is taken on a count nobody could make (a failed count
+            // is not "nothing stored"); they stay queued at the sender.
             log.error(
-                "could not count what is stored from a peer; its messages are taken unchecked", ["error": "\(error)"])
-            return ([RefusalReason?](repeating: nil, count: chats.count), [])
+                "could not count what is stored from a peer; its messages are not taken now",
+                ["peer": displayName(of: sender), "error": "\(error)"])
+            throw error
         }
         let free = freeDiskBytes()
         let now = clock.monotonicNow()
@@ -61,9 +78,10 @@ extension Node {
             sender: standing, freeDiskBytes: free, intake: &trial, now: now)
         if verdicts.contains(where: { $0 != nil }) {
             // Refuse only what we do not already have: a resent stored message is acked.
-            let known = (try? store.storedIncomingIDs(chats.map(\.id.hex), from: sender.hex)) ?? []
+            // A store that cannot tell leaves them refused (the sender sends them again).
+            let known = (try? store.storedIncomingIDs(chats.map(\.id), from: sender)) ?? []
             if !known.isEmpty {
-                let fresh = chats.indices.filter { !known.contains(chats[$0].id.hex) }
+                let fresh = chats.indices.filter { !known.contains(chats[$0].id) }
                 trial = intake
                 let again = options.quota.decide(
                     bodySizes: fresh.map { chats[$0].size }, peer: peerUsage, total: totalUsage,
@@ -82,8 +100,8 @@ extension Node {
             attackLog.log(
                 key: "quota:" + sender.hex, "incoming messages refused: over the receive quota",
                 [
-                    "peer": displayName(of: sender.hex), "reason": "\(reason)", "count": "\(ids.count)",
-                    "next": Self.remedy(for: reason, standing: standing, peer: displayName(of: sender.hex))
+                    "peer": displayName(of: sender), "reason": "\(reason)", "count": "\(ids.count)",
+                    "next": Self.remedy(for: reason, standing: standing, peer: displayName(of: sender))
                 ])
         }
         return (verdicts, refused.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key, $0.value) })
@@ -152,14 +170,13 @@ extension Node {
         _ = sessionDriver.links[ObjectIdentifier(conn)]?.window.acknowledge(ids)
         do {
             let refusedMessages = try store.recordRefusal(
-                ids: ids.map(\.hex), by: peer.hex, reason: Int(reason.rawValue),
-                at: nowMs)
+                ids: ids, by: peer, reason: Int(reason.rawValue), at: nowMs)
             for m in refusedMessages { emit(.messageRefused(m, reason)) }
             if !refusedMessages.isEmpty {
                 log.warning(
                     "a peer refused to store our messages; they stay queued",
                     [
-                        "peer": displayName(of: peer.hex), "reason": reason.description,
+                        "peer": displayName(of: peer), "reason": reason.description,
                         "count": "\(refusedMessages.count)"
                     ])
             }

@@ -14,13 +14,13 @@ extension Node {
     /// Returns how many messages changed and how many from the peer are still unread.
     func markRead(_ peer: PeerRecord, upTo: Int64?) throws(NodeError) -> (marked: Int, unread: Int) {
         loop.preconditionInEventLoop()
-        let ids: [String]
+        let ids: [MessageID]
         let unread: Int
         do {
             ids = try store.markIncomingRead(
-                from: peer.identity.hex, upTo: upTo, at: nowMs,
+                from: peer.identity, upTo: upTo, at: nowMs,
                 queueReceipts: messageDriver.sendsReadReceipts)
-            unread = try store.unreadCounts()[peer.identity.hex] ?? 0
+            unread = try store.unreadCounts()[peer.identity] ?? 0
         } catch {
             throw .storage(error)
         }
@@ -32,13 +32,13 @@ extension Node {
     /// not acknowledged: once written to a session they are no longer owed (see
     /// docs/PROTOCOL.md, readReceipt). With read receipts off nothing is sent.
     func sendPendingReadReceipts(_ conn: PeerConnection) {
-        guard messageDriver.sendsReadReceipts, let peer = activePeer(of: conn)?.hex else { return }
+        guard messageDriver.sendsReadReceipts, let peer = activePeer(of: conn) else { return }
         for _ in 0..<Self.maxReadReceiptRecordsPerFlush {
-            let ids: [String]
+            let ids: [MessageID]
             do {
                 ids = try store.pendingReadReceipts(to: peer, limit: WireLimits.maxAcksPerRecord)
                 guard !ids.isEmpty else { return }
-                conn.send(.readReceipt(ids.compactMap(MessageID.init(hex:))))
+                conn.send(.readReceipt(ids))
                 try store.clearPendingReadReceipts(ids: ids, from: peer)
             } catch {
                 log.error(
@@ -56,7 +56,7 @@ extension Node {
         // may have been lost with an earlier session). Already-delivered ones are unchanged.
         connection(conn, acknowledged: ids)
         do {
-            let read = try store.markReadByRecipient(ids: ids.map(\.hex), by: peer.hex, at: nowMs)
+            let read = try store.markReadByRecipient(ids: ids, by: peer, at: nowMs)
             for m in read { emit(.messageRead(m)) }
         } catch {
             log.error("could not record read receipts", ["peer": peer.fingerprintText, "error": "\(error)"])

@@ -18,9 +18,7 @@ extension Node {
                 var current: (RoomID, IdentityPublicKey)?
                 var ranges = SequenceRanges()
                 for row in try store.signedRoomMessageSequences() {
-                    guard let room = RoomID(hex: row.room), let author = IdentityPublicKey(hex: row.author) else {
-                        continue
-                    }
+                    let (room, author) = (row.room, row.author)
                     if let c = current, c != (room, author) {
                         roomBook.sync.machine.load(room: c.0, author: c.1, ranges: ranges)
                         ranges = SequenceRanges()
@@ -56,10 +54,7 @@ extension Node {
             // until a member (this one included) passes them on.
             if entries[room] == nil { entries[room] = try? self.roomEntry(room) }
             guard let entry = entries[room], let state = entry.state,
-                let bytes = try? self.store.signedRoomMessages(
-                    room: room.hex, author: author.hex, sequences: [sequence]
-                )
-                .first,
+                let bytes = try? self.store.signedRoomMessages(room: room, author: author, sequences: [sequence]).first,
                 let m = try? SignedRoomMessage.decode(bytes)
             else { return false }
             if folds[m.anchor] == nil {
@@ -268,12 +263,12 @@ extension Node {
     func signRoomChange(_ action: MessageActionRecord.Action, of target: MessageID, id: MessageID, room: RoomID) {
         do {
             guard let state = try roomEntry(room).state else { return }
-            let sequence = try store.nextRoomSequence(room: room.hex, author: myIdentity)
+            let sequence = try store.nextRoomSequence(room: room, author: myIdentityKey)
             let signed = try SignedRoomMessage.signChange(
                 action, of: target, roomID: room, roomSequence: sequence, id: id, createdAt: UInt64(max(0, nowMs)),
                 anchor: state.heads.map(\.hash), by: ownIdentity.keys.identity)
             _ = try store.insertSignedRoomMessage(
-                room: room.hex, author: myIdentity, sequence: sequence, id: id.hex, encoded: signed.encoded(),
+                room: room, author: myIdentityKey, sequence: sequence, id: id, encoded: signed.encoded(),
                 at: nowMs)
             let now = clock.monotonicNow()
             let me = myIdentityKey
@@ -288,7 +283,7 @@ extension Node {
         -> SignedRoomMessage?
     {
         guard conn.remoteFeatures.contains(.roomSync),
-            let bytes = try? store.signedRoomMessage(id: id.hex, author: myIdentity),
+            let bytes = try? store.signedRoomMessage(id: id, author: myIdentityKey),
             let signed = try? SignedRoomMessage.decode(bytes), signed.kind.isChange
         else { return nil }
         roomBook.sync.pushed[peer, default: [:]][signed.id] = (signed.roomID, signed.author, signed.roomSequence)
@@ -298,7 +293,7 @@ extension Node {
     /// The signed form of a room message this node wrote, for a member that syncs rooms;
     /// remembered as sent so its acknowledgement tells sync the member holds it.
     func signedRoomMessageForSending(_ m: StoredMessage, to peer: IdentityPublicKey) -> SignedRoomMessage? {
-        guard m.sender == myIdentityKey, let bytes = try? store.signedRoomMessage(id: m.id.hex, author: myIdentity),
+        guard m.sender == myIdentityKey, let bytes = try? store.signedRoomMessage(id: m.id, author: myIdentityKey),
             let signed = try? SignedRoomMessage.decode(bytes)
         else { return nil }
         roomBook.sync.pushed[peer, default: [:]][signed.id] = (signed.roomID, signed.author, signed.roomSequence)
@@ -325,7 +320,7 @@ extension Node {
             do {
                 roomDeliveryChanged(
                     try store.markRoomMessagesHeld(
-                        room: have.roomID.hex, author: myIdentity, ranges: mine.ranges, by: peer.hex, at: nowMs))
+                        room: have.roomID, author: myIdentityKey, ranges: mine.ranges, by: peer, at: nowMs))
             } catch {
                 log.error("could not record what a member's summary holds", ["error": "\(error)"])
             }
@@ -425,7 +420,8 @@ extension Node {
                     id: $0.id, roomID: $0.roomID, sequence: $0.roomSequence, createdAt: $0.createdAt, body: $0.body,
                     replyTo: $0.replyTo)
             }
-            let (_, refused) = judgeByQuota(chats, from: author)
+            // A count the store cannot give throws: none of the read is stored or acknowledged.
+            let (_, refused) = try judgeByQuota(chats, from: author)
             if !refused.isEmpty {
                 sendRefusals(refused, on: conn)
                 refusedIDs.formUnion(refused.flatMap(\.1))
@@ -436,7 +432,7 @@ extension Node {
         let inserts = try store.insertSignedRoomMessages(
             keep.map {
                 Store.SignedRoomMessageRow(
-                    room: $0.roomID.hex, author: $0.author.hex, sequence: $0.roomSequence, id: $0.id.hex,
+                    room: $0.roomID, author: $0.author, sequence: $0.roomSequence, id: $0.id,
                     encoded: $0.encoded())
             }, at: now)
         var toShow: [SignedRoomMessage] = []
@@ -499,7 +495,7 @@ extension Node {
         var ready: [SignedRoomMessage] = []
         for c in changes {
             guard let target = c.target, c.action != nil else { continue }
-            let held = try store.messages(idPrefix: target.hex, limit: 4).contains {
+            let held = try store.messages(id: target, limit: 4).contains {
                 $0.id == target && $0.room == c.roomID
             }
             if held {
@@ -517,8 +513,10 @@ extension Node {
             }
         }
         guard !ready.isEmpty else { return [] }
-        var byID: [String: SignedRoomMessage] = [:]
-        for c in ready where byID[c.id.hex + c.author.hex] == nil { byID[c.id.hex + c.author.hex] = c }
+        var byID: [SignedRoomMessageKey: SignedRoomMessage] = [:]
+        for c in ready where byID[.init(id: c.id, author: c.author)] == nil {
+            byID[.init(id: c.id, author: c.author)] = c
+        }
         let incoming = ready.compactMap { c -> IncomingAction? in
             guard let target = c.target, let action = c.action else { return nil }
             let (kind, body): (MessageActionKind, String?)
@@ -528,13 +526,13 @@ extension Node {
             case let .reaction(r, added): (kind, body) = (added ? .react : .unreact, r.text)
             }
             return IncomingAction(
-                id: c.id.hex, author: c.author.hex, sequence: Int64(clamping: c.roomSequence),
-                createdAt: Int64(clamping: c.createdAt), target: target.hex, kind: kind, body: body,
-                room: c.roomID.hex)
+                id: c.id, author: c.author, sequence: Int64(clamping: c.roomSequence),
+                createdAt: Int64(clamping: c.createdAt), target: target, kind: kind, body: body,
+                room: c.roomID)
         }
         var refusals: [(SignedRoomMessage, ActionRefusal)] = []
-        let outcomes = try store.receiveActions(incoming, me: myIdentity, at: nowMs) { action, facts in
-            guard let c = byID[action.id + action.author], let act = c.action else { return false }
+        let outcomes = try store.receiveActions(incoming, me: myIdentityKey, at: nowMs) { action, facts in
+            guard let c = byID[.init(id: action.id, author: action.author)], let act = c.action else { return false }
             // Membership is settled: the change is entitled at its anchor (checked before).
             let verdict = judgeChange(
                 act, sequence: action.sequence, from: c.author, room: c.roomID, roomAccepts: true, facts: facts)
@@ -560,7 +558,7 @@ extension Node {
         _ = try store.insertSignedRoomMessages(
             ready.map {
                 Store.SignedRoomMessageRow(
-                    room: $0.roomID.hex, author: $0.author.hex, sequence: $0.roomSequence, id: $0.id.hex,
+                    room: $0.roomID, author: $0.author, sequence: $0.roomSequence, id: $0.id,
                     encoded: $0.encoded())
             }, at: now)
         let mono = clock.monotonicNow()
@@ -610,7 +608,7 @@ extension Node {
                 guard let conn = activeConnection(for: peer), conn.remoteFeatures.contains(.roomSync) else { continue }
                 let encoded: [[UInt8]]
                 do {
-                    encoded = try store.signedRoomMessages(room: room.hex, author: author.hex, sequences: sequences)
+                    encoded = try store.signedRoomMessages(room: room, author: author, sequences: sequences)
                 } catch {
                     log.error("could not read signed room messages to pass on", ["error": "\(error)"])
                     continue
@@ -637,4 +635,10 @@ extension Node {
             }
         }
     }
+}
+
+/// Names one signed room message or change: ids are unique per author only.
+private struct SignedRoomMessageKey: Hashable {
+    let id: MessageID
+    let author: IdentityPublicKey
 }

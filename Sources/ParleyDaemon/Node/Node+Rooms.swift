@@ -448,7 +448,7 @@ extension Node {
                 }
                 if queued[id] == nil {
                     queued[id] = try storing { () throws(StoreError) in
-                        try store.queuedRoomMessageCount(room: id.hex)
+                        try store.queuedRoomMessageCount(room: id)
                     }
                 }
                 guard queued[id, default: 0] < RoomDaemonLimits.maxQueuedPerRoom else {
@@ -462,7 +462,7 @@ extension Node {
                 // Signed before it is stored, and kept in the same transaction: members that
                 // sync rooms get the signed form.
                 if nextSequence[id] == nil {
-                    nextSequence[id] = try? store.nextRoomSequence(room: id.hex, author: myIdentity)
+                    nextSequence[id] = try? store.nextRoomSequence(room: id, author: myIdentityKey)
                 }
                 var signed: SignedRoomMessage?
                 let replyTo = send.replyTo
@@ -477,11 +477,11 @@ extension Node {
                         index: i, recipients: recipients, signed: signed,
                         message: Store.NewRoomMessage(
                             id: messageID, room: id, body: send.body, createdAt: createdAt,
-                            members: recipients.map(\.hex), replyTo: replyTo,
+                            members: recipients, replyTo: replyTo,
                             signed: signed.map {
                                 Store.SignedRoomMessageRow(
-                                    room: id.hex, author: myIdentity, sequence: $0.roomSequence,
-                                    id: messageID.hex, encoded: $0.encoded())
+                                    room: id, author: myIdentityKey, sequence: $0.roomSequence,
+                                    id: messageID, encoded: $0.encoded())
                             })))
             } catch {
                 results[i] = .failure(error)
@@ -538,7 +538,13 @@ extension Node {
         var records = records
         let roomChats = records.compactMap { if case .chat(let c) = $0 { c } else { nil } }
         if !roomChats.isEmpty {
-            let (_, refused) = judgeByQuota(roomChats, from: sender)
+            let refused: [(RefusalReason, [MessageID])]
+            do { (_, refused) = try judgeByQuota(roomChats, from: sender) } catch {
+                // Not counted, so none is taken: nothing of this read is stored or
+                // acknowledged; the sender keeps it queued for the next session.
+                conn.close(reason: .normal, text: Self.uncountedCloseText)
+                return
+            }
             if !refused.isEmpty {
                 let out = Set(refused.flatMap(\.1))
                 records.removeAll { if case .chat(let c) = $0 { out.contains(c.id) } else { false } }
@@ -699,7 +705,7 @@ extension Node {
     func roomTrafficAcknowledged(_ ids: [MessageID], by peer: IdentityPublicKey) {
         guard !ids.isEmpty, store.roomOutboxesMayHaveWork else { return }
         do {
-            roomDeliveryChanged(try store.acknowledgeRoomTraffic(ids: ids.map(\.hex), by: peer.hex, at: nowMs))
+            roomDeliveryChanged(try store.acknowledgeRoomTraffic(ids: ids, by: peer, at: nowMs))
         } catch {
             log.error("could not record room delivery; it will be sent again and de-duplicated", ["error": "\(error)"])
         }
@@ -751,7 +757,7 @@ extension Node {
         let pending: [StoredMessage]
         do {
             pending = try store.pendingRoomMessages(
-                to: peer.hex, limit: (sessionDriver.links[handle]?.window.count ?? 0) + free)
+                to: peer, limit: (sessionDriver.links[handle]?.window.count ?? 0) + free)
         } catch {
             log.error("could not read the room outbox", ["error": "\(error)"])
             return

@@ -191,7 +191,7 @@ extension Node {
             guard
                 let count = try peerDirectory.expireUnused(
                     now: now, every: options.unusedIdentityCheckInterval, lastSeenBefore: before,
-                    keep: Set(sessionDriver.table.peers.map(\.hex)).union(coMemberHexes())),
+                    keep: Set(sessionDriver.table.peers).union(coMembers())),
                 count > 0
             else { return }
             log.info("forgot identities that were never used", ["count": "\(count)"])
@@ -200,8 +200,8 @@ extension Node {
         }
     }
 
-    private func coMemberHexes() -> Set<String> {
-        Set(joinedRoomMembers().flatMap { $0 }.map(\.hex))
+    private func coMembers() -> Set<IdentityPublicKey> {
+        Set(joinedRoomMembers().flatMap { $0 })
     }
 
     /// A stranger (unverified, never exchanged a message) or a known peer, for the session

@@ -110,12 +110,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         }
     }
 
-    static func fingerprint(ofHex hex: String) -> String {
-        guard let key = IdentityPublicKey(hex: hex) else { return hex }
-        return fingerprint(of: key)
-    }
-
-    /// A key's fingerprint as people read it (`fingerprint(ofHex:)` for hex from a client).
+    /// A key's fingerprint as people read it.
     static func fingerprint(of key: IdentityPublicKey) -> String {
         if let known = fingerprintCache.withLockedValue({ $0[key] }) { return known }
         let printed = Fingerprint(key).description

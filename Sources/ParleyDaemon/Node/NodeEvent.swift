@@ -14,7 +14,7 @@ enum NodeEvent {
     /// A message was edited, deleted for everyone, or its reactions changed (here or by the peer).
     case messageUpdated(StoredMessage)
     /// A peer's status line arrived or changed.
-    case peerStatus(identity: String, status: String)
+    case peerStatus(identity: IdentityPublicKey, status: String)
     case peerOnline(identity: IdentityPublicKey)
     case peerOffline(identity: IdentityPublicKey)
     /// A key never seen before connected: pinned on first use, or held for approval.

@@ -4,10 +4,10 @@ import NIOEmbedded
 import ParleyControlProtocol
 import ParleyCore
 import ParleyNodeCore
-import ParleyStore
 import XCTest
 
 @testable import ParleyDaemon
+@testable import ParleyStore
 
 /// Two whole nodes in one process (real stores, real handshakes, real files) sending a file:
 /// the offer, the user's accept, the hash list, chunks and checkpoints, the final hash and
@@ -137,6 +137,98 @@ final class FileTransferInProcessTests: XCTestCase {
         XCTAssertEqual(done.state, .completed)
         XCTAssertLessThan(moved.forward, 50 * 65_536, "only the last 44 chunks were sent again")
         XCTAssertEqual(try [UInt8](Data(contentsOf: URL(fileURLWithPath: try XCTUnwrap(done.savedPath)))), content)
+    }
+
+    /// Runs `sql` on bob's own database file (on his store's connection, outside its write
+    /// path), to damage it the way a failing disk or a broken file would.
+    private func damageBobsStore(_ sql: String) throws {
+        try bob.node.store.database.writeWithoutTransaction { db in try db.execute(sql: sql) }
+    }
+
+    /// The offer's answer at alice, after one exchange.
+    private func offerAnswer(_ link: InProcessLink, bytes: Int = 200_000) throws -> (FileTransferRecord, String) {
+        let (path, _) = try sourceFile(bytes: bytes)
+        let sent = try send(path)
+        try link.exchange()
+        let out = try XCTUnwrap(try alice.node.store.transfers(idPrefix: sent.transfer.hex, limit: 1).first)
+        return (out, sent.transfer.hex)
+    }
+
+    /// A file offer is judged against what the receiver keeps from its sender; when the
+    /// store cannot count that, the offer is refused with a reason the sender sees, never
+    /// taken as if nothing were stored.
+    func testAnOfferIsRefusedWhenTheReceiverCannotCountWhatItKeepsFromTheSender() throws {
+        let link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        try damageBobsStore("ALTER TABLE message_body RENAME TO message_body_lost")
+        let (out, id) = try offerAnswer(link)
+        XCTAssertEqual(out.state, .failed, "refused, not offered to bob's user on an unknown count")
+        XCTAssertEqual(out.error, "the other side says: " + Node.offerStoreFailureReason)
+        // Bob's own record of the refusal is a write, which this damage stops too (logged).
+        XCTAssertNil(try bob.node.store.transfers(idPrefix: id, limit: 1).first)
+    }
+
+    /// The same when the store cannot look up the transfers (an id already used, the
+    /// offers waiting for an answer): the lookups' errors are not "none".
+    func testAnOfferIsRefusedWhenTheReceiverCannotReadItsTransfers() throws {
+        let link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        try damageBobsStore("ALTER TABLE file_transfer RENAME TO file_transfer_lost")
+        let (out, _) = try offerAnswer(link)
+        XCTAssertEqual(out.state, .failed, "answered at once, not left waiting for an answer that never comes")
+        XCTAssertEqual(out.error, "the other side says: " + Node.offerStoreFailureReason)
+    }
+
+    /// The user accepts while the store cannot count: the accept fails with the store's
+    /// error and the offer stays offered (accepting again works once the store does).
+    func testAcceptingWhileTheStoreCannotCountFailsAndKeepsTheOffer() throws {
+        let link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        let (out, id) = try offerAnswer(link)
+        XCTAssertEqual(out.state, .offered)
+        let counts = bob.node.messageDriver.quota.store
+        bob.node.messageDriver.quota.store = UncountableQuotaStore(counts)
+        XCTAssertThrowsError(try bob.node.acceptFile(String(id.prefix(8)))) { error in
+            guard case FileError.storage = error else { return XCTFail("\(error)") }
+        }
+        try link.exchange()
+        XCTAssertEqual(try incoming(id).state, .offered, "still waiting for the user")
+        bob.node.messageDriver.quota.store = counts
+        _ = try bob.node.acceptFile(String(id.prefix(8)))
+        try link.exchange()
+        XCTAssertEqual(try incoming(id).state, .completed)
+    }
+
+    /// A progress write the store refuses is logged, not swallowed, and the transfer goes
+    /// on: the stored count only lags behind the disk (a resume would start earlier).
+    func testAProgressWriteTheStoreRefusesIsLoggedAndTheFileStillArrives() throws {
+        let bobLog = CollectedLogLines()
+        bob.node.stop()
+        try? FileManager.default.removeItem(atPath: bob.directory)
+        var options = NodeOptions()
+        options.fileInlineDigestBytes = 64 << 20
+        options.fileDiskWorkInline = true
+        bob = try InProcessNode(name: "bob", loop: loop, clock: clock, options: options, log: bobLog.logger())
+        bob.node.ownIdentity.stateDirectory = bob.directory
+        let link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        try damageBobsStore(
+            """
+            CREATE TRIGGER refuse_progress BEFORE UPDATE OF verified ON file_transfer
+            BEGIN SELECT RAISE(ABORT, 'injected: progress cannot be written'); END
+            """)
+        let (path, content) = try sourceFile(bytes: 300_000)
+        let sent = try send(path)
+        try link.exchange()
+        _ = try bob.node.acceptFile(String(sent.transfer.hex.prefix(8)))
+        try link.exchange()
+        let done = try incoming(sent.transfer.hex)
+        XCTAssertEqual(done.state, .completed)
+        XCTAssertEqual(
+            try [UInt8](Data(contentsOf: URL(fileURLWithPath: bob.directory + "/files/source.bin"))), content)
+        XCTAssertTrue(
+            bobLog.lines.contains { $0.contains("could not record an incoming transfer's progress") },
+            "\(bobLog.lines)")
     }
 
     func testAnOfferRefusedAtOnceIsListedAtTheReceiverWithTheReason() throws {

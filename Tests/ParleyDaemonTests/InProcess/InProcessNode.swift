@@ -33,7 +33,10 @@ final class InProcessNode: NodeObserver {
     let directory: String
     private(set) var events: [NodeEvent] = []
 
-    init(name: String, loop: EmbeddedEventLoop, clock: LoopClock, options: NodeOptions = NodeOptions()) throws {
+    init(
+        name: String, loop: EmbeddedEventLoop, clock: LoopClock, options: NodeOptions = NodeOptions(),
+        log: Logger = testLogger()
+    ) throws {
         directory = NSTemporaryDirectory() + "parley-inprocess-\(name)-\(UUID().uuidString)"
         try FileManager.default.createDirectory(
             atPath: directory, withIntermediateDirectories: true,
@@ -44,7 +47,7 @@ final class InProcessNode: NodeObserver {
             identity: keys.identity, noiseKey: keys.noiseStatic.publicKey, displayName: name,
             hostName: name + "-host", issuedAt: UInt64(clock.wallMilliseconds() / 1000), sequence: 1)
         node = Node(
-            loop: loop, store: store, keys: keys, card: card, options: options, log: testLogger(),
+            loop: loop, store: store, keys: keys, card: card, options: options, log: log,
             networkKey: nil, clock: clock, random: LowestRandom())
         node.ownIdentity.stateDirectory = directory
         node.addObserver(self)

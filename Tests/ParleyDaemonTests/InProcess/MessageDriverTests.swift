@@ -115,7 +115,7 @@ final class MessageDriverTests: XCTestCase {
         XCTAssertEqual(total, ReceiveQuota.Usage(messages: 3, bytes: 9))
         XCTAssertEqual(try quota.strangersUsage(), ReceiveQuota.Usage(messages: 3, bytes: 9))
 
-        XCTAssertEqual(try store.deleteConversation(with: stranger.hex), 3)
+        XCTAssertEqual(try store.deleteConversation(with: stranger), 3)
         quota.countsChanged()
         (peer, total) = try quota.usage(of: stranger)
         XCTAssertEqual(peer, ReceiveQuota.Usage(messages: 0, bytes: 0), "counted again after the delete")

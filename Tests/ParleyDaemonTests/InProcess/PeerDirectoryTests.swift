@@ -68,7 +68,7 @@ final class PeerDirectoryTests: XCTestCase {
         let due = { [self] in
             try directory.expireUnused(
                 now: clock.monotonicNow(), every: .seconds(3_600), lastSeenBefore: 1_000,
-                keep: [online.identityHex])
+                keep: [online.identity])
         }
         XCTAssertEqual(try due(), 1)
         XCTAssertNil(directory.peer(idle.identity), "the directory re-reads after an expiry")

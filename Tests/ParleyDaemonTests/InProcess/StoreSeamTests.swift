@@ -103,7 +103,9 @@ private final class CountingPeerStore: PeerStore {
     func keyChanges(involving identity: IdentityPublicKey) throws(StoreError) -> [KeyChangeRecord] {
         try inner.keyChanges(involving: identity)
     }
-    func expireUnusedPeers(lastSeenBefore: Int64, keep: Set<String>) throws(StoreError) -> [String] {
+    func expireUnusedPeers(lastSeenBefore: Int64, keep: Set<IdentityPublicKey>) throws(StoreError)
+        -> [IdentityPublicKey]
+    {
         try inner.expireUnusedPeers(lastSeenBefore: lastSeenBefore, keep: keep)
     }
     func hasExchangedMessages(with peer: IdentityPublicKey) throws(StoreError) -> Bool {

@@ -169,7 +169,7 @@ final class TwoNodeTests: XCTestCase {
         XCTAssertEqual(try link.initiatorFramesHeld(), heldBefore + 1, "the message was written again")
         try link.exchange()  // the stall ends: both copies arrive, in order
         XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .delivered)
-        let atBob = try bob.node.store.messages(peer: alice.identity.hex, after: nil, limit: 10)
+        let atBob = try bob.node.store.messages(peer: alice.identity, after: nil, limit: 10)
         XCTAssertEqual(atBob.map(\.id), [sent.id], "the second copy was de-duplicated")
         XCTAssertEqual(
             bob.events.filter { if case .messageReceived = $0 { return true } else { return false } }.count, 1)
@@ -239,7 +239,7 @@ final class TwoNodeTests: XCTestCase {
         XCTAssertEqual(alice.node.nameClash(of: impostor.identity)?.kind, .sameName)
         XCTAssertThrowsError(try alice.node.resolvePeer("bob"), "a shared name never picks one")
         XCTAssertEqual(try alice.node.resolvePeer(bob.identity.hex).identity, bob.identity)
-        XCTAssertTrue(alice.node.displayName(of: impostor.identity.hex).contains("⚠"))
+        XCTAssertTrue(alice.node.displayName(of: impostor.identity).contains("⚠"))
     }
 
     /// A pinned peer that renames itself to another pinned peer's name is marked at once

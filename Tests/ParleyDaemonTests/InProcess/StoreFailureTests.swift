@@ -1,0 +1,127 @@
+import Foundation
+import NIOCore
+import NIOEmbedded
+import ParleyCore
+import ParleyNodeCore
+import XCTest
+
+@testable import ParleyDaemon
+@testable import ParleyStore
+
+/// A store error is never read as a default that admits: when the receiver cannot count
+/// what a sender keeps, its chats are not taken (they stay queued at the sender, which
+/// sends them again at the next session), never taken "unchecked" past the quota.
+final class StoreFailureTests: XCTestCase {
+    var loop: EmbeddedEventLoop!
+    var clock: LoopClock!
+    var alice: InProcessNode!
+    var bob: InProcessNode!
+    let bobLog = CollectedLogLines()
+
+    override func setUpWithError() throws {
+        loop = EmbeddedEventLoop()
+        clock = LoopClock(loop: loop)
+        alice = try InProcessNode(name: "alice", loop: loop, clock: clock)
+        bob = try InProcessNode(name: "bob", loop: loop, clock: clock, log: bobLog.logger())
+    }
+
+    override func tearDownWithError() throws {
+        alice.node.stop()
+        bob.node.stop()
+        _ = try? loop.syncShutdownGracefully()
+        for n in [alice, bob] { try? FileManager.default.removeItem(atPath: n!.directory) }
+        alice = nil
+        bob = nil
+    }
+
+    func testAChatIsNotTakenWhileTheReceiverCannotCountWhatItsSenderKeeps() throws {
+        var link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        let counts = bob.node.messageDriver.quota.store
+        bob.node.messageDriver.quota.store = UncountableQuotaStore(counts)
+        let sent = try alice.node.send(to: try alice.node.resolvePeer("bob"), body: "lunch at noon?")
+        try link.exchange()
+        XCTAssertNil(
+            try bob.node.store.message(id: sent.id, sender: alice.identity),
+            "not taken on a count the store could not make")
+        XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .queued, "still queued at the sender")
+        XCTAssertTrue(
+            bobLog.lines.contains { $0.contains("could not count what is stored from a peer") }, "\(bobLog.lines)")
+        XCTAssertFalse(bob.node.sessionDriver.table.isOnline(alice.identity), "the session was closed")
+
+        // The store counts again: the next session delivers it, nothing lost.
+        bob.node.messageDriver.quota.store = counts
+        link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        XCTAssertEqual(try bob.node.store.message(id: sent.id, sender: alice.identity)?.body, "lunch at noon?")
+        XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .delivered)
+    }
+
+    /// The same for room chats (counted against their author's quota like direct ones).
+    func testARoomChatIsNotTakenWhileTheReceiverCannotCountWhatItsAuthorKeeps() throws {
+        var link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        let room = try alice.node.createRoom(name: "lunch", members: [try alice.node.resolvePeer("bob")])
+        try link.exchange()
+        _ = try bob.node.acceptInvitation(try XCTUnwrap(try bob.node.store.room(id: room.id)))
+        try link.exchange()
+        let counts = bob.node.messageDriver.quota.store
+        bob.node.messageDriver.quota.store = UncountableQuotaStore(counts)
+        let sent = try alice.node.sendToRoom(try XCTUnwrap(try alice.node.store.room(id: room.id)), body: "noon?")
+        try link.exchange()
+        XCTAssertNil(
+            try bob.node.store.message(id: sent.id, sender: alice.identity),
+            "not taken on a count the store could not make")
+        XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .queued, "still queued at the sender")
+        XCTAssertTrue(
+            bobLog.lines.contains { $0.contains("could not count what is stored from a peer") }, "\(bobLog.lines)")
+
+        bob.node.messageDriver.quota.store = counts
+        link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        XCTAssertEqual(try bob.node.store.message(id: sent.id, sender: alice.identity)?.body, "noon?")
+        XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .delivered)
+    }
+}
+
+/// The node's real store behind the `ReceiveQuotaStore` seam, except that every count
+/// fails as a damaged or unreadable file makes it fail.
+final class UncountableQuotaStore: ReceiveQuotaStore {
+    let inner: any ReceiveQuotaStore
+    init(_ inner: any ReceiveQuotaStore) { self.inner = inner }
+
+    private var failure: StoreError { .io(path: "parley.sqlite", reason: "injected: the count cannot be read") }
+
+    func incomingUsage(from sender: IdentityPublicKey) throws(StoreError) -> (messages: Int, bytes: Int) {
+        throw failure
+    }
+    func incomingUsageTotal() throws(StoreError) -> (messages: Int, bytes: Int) { throw failure }
+    func incomingUsageFromStrangers() throws(StoreError) -> (messages: Int, bytes: Int) { throw failure }
+    func hasWritten(to peer: IdentityPublicKey) throws(StoreError) -> Bool { try inner.hasWritten(to: peer) }
+    func incomingFileBytes(from peer: IdentityPublicKey?) throws(StoreError) -> Int { throw failure }
+}
+
+/// Collects what a node logs, for tests that check an error is said, not swallowed.
+final class CollectedLogLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: [String] = []
+
+    var lines: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return storage
+    }
+
+    func logger() -> Logger {
+        let level = SharedLogLevel(.warning)
+        return Logger(label: "test") { _ in
+            ParleyLogHandler(
+                format: .human, level: level,
+                output: LogOutput(sink: { [self] line in
+                    lock.lock()
+                    storage.append(line)
+                    lock.unlock()
+                }))
+        }
+    }
+}
