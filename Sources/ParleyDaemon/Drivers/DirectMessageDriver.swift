@@ -55,8 +55,9 @@ protocol DirectMessageHost: AnyObject {
     func roomTrafficAcknowledged(_ ids: [MessageID], by peer: IdentityPublicKey)
     func roomSyncAcknowledged(_ ids: [MessageID], by peer: IdentityPublicKey)
 
-    // The receive quota (Node+Quota.swift).
-    func judgeByQuota(_ chats: [ChatRecord], from sender: IdentityPublicKey)
+    // The receive quota (Node+Quota.swift). Throws when the store cannot count what the
+    // sender has stored: then nothing is taken (a failed count is not "nothing stored").
+    func judgeByQuota(_ chats: [ChatRecord], from sender: IdentityPublicKey) throws(StoreError)
         -> (store: [ChatRecord], refused: [(RefusalReason, [MessageID])])
     func sendRefusals(_ refused: [(RefusalReason, [MessageID])], on link: Link)
     func quotaStored(_ bodies: [Int], from sender: IdentityPublicKey)
@@ -67,6 +68,13 @@ protocol DirectMessageHost: AnyObject {
     func emit(_ e: NodeEvent)
     /// The journal rows a message transaction should write for `method` events, or nil.
     func messageJournal(_ method: String) -> MessageJournal?
+}
+
+/// Why the driver closes a session: the peer sees the text in the close record.
+enum DirectMessageDriverCloseText {
+    /// Incoming chats could not be judged or stored: the sender's messages stay queued
+    /// there and are sent again at the next session.
+    static let receiverStorageFailure = "receiver storage failure"
 }
 
 /// The one-to-one message path, from a local send to the peer's acknowledgement
@@ -254,13 +262,21 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
     /// Chats from the peer of `link`: judged by the receive quota (what is over it is
     /// refused, not stored, and stays queued at the sender), stored, then acknowledged
     /// once on disk.
-    func received(_ chats: [ChatRecord], on link: Link) {
+    func received(_ arrived: [ChatRecord], on link: Link) {
         guard let host, let sender = host.activePeer(of: link) else { return }
         let now = clock.wallMilliseconds()
         // The receive quota and the disk floor first: what is over them is refused, not
         // stored (the sender keeps it queued).
-        let (chats, refused) = host.judgeByQuota(chats, from: sender)
-        host.sendRefusals(refused, on: link)
+        let chats: [ChatRecord]
+        do {
+            let refused: [(RefusalReason, [MessageID])]
+            (chats, refused) = try host.judgeByQuota(arrived, from: sender)
+            host.sendRefusals(refused, on: link)
+        } catch {
+            // Not measurable: none is stored or acknowledged; they stay queued at the sender.
+            link.close(reason: .normal, text: DirectMessageDriverCloseText.receiverStorageFailure)
+            return
+        }
         guard !chats.isEmpty else { return }
         host.promote(sender)  // no longer a stranger (SessionTable's eviction order)
         let incoming = chats.map {
@@ -277,7 +293,7 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
         } catch {
             // Not stored, so not acknowledged: the sender keeps them queued and resends.
             log.error("could not store incoming messages; they stay queued at the sender", ["error": "\(error)"])
-            link.close(reason: .normal, text: "receiver storage failure")
+            link.close(reason: .normal, text: DirectMessageDriverCloseText.receiverStorageFailure)
             return
         }
         // Acknowledged once on disk: with group commit the transaction above returns before

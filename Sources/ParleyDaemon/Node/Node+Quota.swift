@@ -16,20 +16,15 @@ extension Node {
 
     /// Splits one read's chats from `sender` into those to store and those refused (with
     /// their reason). Chats already stored (a resend) always go on to be acknowledged.
-    /// When the store cannot count what `sender` has stored, nothing is judged admissible:
-    /// the sender's session is closed ("receiver storage failure", what a failed store
-    /// write says too) and none is stored or acknowledged, so the sender keeps them queued
-    /// and sends them again at the next session.
-    func judgeByQuota(_ chats: [ChatRecord], from sender: IdentityPublicKey)
+    /// Throws when the store cannot count what `sender` has stored: nothing is judged
+    /// admissible then; the caller (`DirectMessageDriver.received`) stores and acknowledges
+    /// none and closes the session, so the sender keeps them queued and sends them again
+    /// at the next session.
+    func judgeByQuota(_ chats: [ChatRecord], from sender: IdentityPublicKey) throws(StoreError)
         -> (store: [ChatRecord], refused: [(RefusalReason, [MessageID])])
     {
-        do {
-            let (verdicts, refused) = try quotaVerdicts(chats.map { ($0.id, $0.body.utf8.count) }, from: sender)
-            return (zip(chats, verdicts).filter { $0.1 == nil }.map(\.0), refused)
-        } catch {
-            activeConnection(for: sender)?.close(reason: .normal, text: Self.uncountedCloseText)
-            return ([], [])
-        }
+        let (verdicts, refused) = try quotaVerdicts(chats.map { ($0.id, $0.body.utf8.count) }, from: sender)
+        return (zip(chats, verdicts).filter { $0.1 == nil }.map(\.0), refused)
     }
 
     /// The same for room chats (counted against their author's quota like direct ones).
@@ -44,7 +39,7 @@ extension Node {
 
     /// The close text when incoming chats could not be judged or stored: the sender's
     /// messages stay queued there.
-    static let uncountedCloseText = "receiver storage failure"
+    static let uncountedCloseText = DirectMessageDriverCloseText.receiverStorageFailure
 
     /// For each (id, body size) of one read: nil to store it, or why not; and the refused
     /// ids grouped by reason. Throws (after logging) when the store cannot count.

@@ -190,6 +190,22 @@ final class DirectMessageDriverTests: XCTestCase {
         XCTAssertEqual(link.closed, "receiver storage failure")
     }
 
+    /// The quota cannot count: nothing is stored, acknowledged, refused or announced, and
+    /// the session is closed (the sender keeps them queued), never "taken unchecked".
+    func testAQuotaThatCannotCountTakesNothingAndCloses() throws {
+        let messages = driver()
+        let link = host.connect(bob.identity)
+        host.quotaCountFails = true
+        let chats = [chat(1, "uncounted")]
+        messages.received(chats, on: link)
+        loop.run()
+        XCTAssertTrue(link.acks.isEmpty)
+        XCTAssertTrue(link.refused.isEmpty)
+        XCTAssertTrue(host.received.isEmpty)
+        XCTAssertNil(try store.message(id: chats[0].id, sender: bob.identity))
+        XCTAssertEqual(link.closed, "receiver storage failure")
+    }
+
     /// What the receive quota refuses is refused on the wire, not stored, not acked.
     func testTheQuotaIsJudgedBeforeTheStore() throws {
         let messages = driver()
@@ -251,6 +267,8 @@ final class RecordingHost: DirectMessageHost {
     var windows: [ObjectIdentifier: SendWindow] = [:]
     var log: [String] = []
     var refuse: Set<MessageID> = []
+    /// The receive quota's count fails (the store cannot say what the sender keeps).
+    var quotaCountFails = false
     var wroteTo: [IdentityPublicKey] = []
     var received: [StoredMessage] = []
     var delivered: [MessageID] = []
@@ -282,9 +300,10 @@ final class RecordingHost: DirectMessageHost {
     func roomSyncAcknowledged(_ ids: [MessageID], by peer: IdentityPublicKey) {
         acknowledgedLanes[acknowledgedLanes.count - 1].sync = ids
     }
-    func judgeByQuota(_ chats: [ChatRecord], from sender: IdentityPublicKey)
+    func judgeByQuota(_ chats: [ChatRecord], from sender: IdentityPublicKey) throws(StoreError)
         -> (store: [ChatRecord], refused: [(RefusalReason, [MessageID])])
     {
+        if quotaCountFails { throw StoreError.io(path: "test", reason: "count failed") }
         let over = chats.filter { refuse.contains($0.id) }.map(\.id)
         return (chats.filter { !refuse.contains($0.id) }, over.isEmpty ? [] : [(.peerQuota, over)])
     }
