@@ -18,17 +18,20 @@ final class StartTimeoutExtensionTests: XCTestCase {
     func testTheStandardLimitsKeepAHangToSystemdsDefaultTimeout() {
         let l = StartTimeoutExtension.Limits.standard
         XCTAssertEqual(l.tick, .seconds(5))
+        XCTAssertEqual(l.idleTick, .milliseconds(250), "an upgrade's first extension follows its start within this")
         XCTAssertEqual(l.grant, .seconds(30))
         XCTAssertGreaterThanOrEqual(l.grant, l.tick * 3, "several looks before an extension lapses")
         XCTAssertEqual(l.stallGrace + l.grant, .seconds(90), "a hang is stopped 90 s after its last progress")
         XCTAssertEqual(StartTimeoutExtension.microseconds(l.grant), 30_000_000)
     }
 
-    func testNothingIsSaidWhenNoLongWorkRuns() {
+    func testNothingIsSaidWhenNoLongWorkRunsAndItIsLookedForOften() {
         var d = StartTimeoutExtension(startedAt: .seconds(100))
         for t in stride(from: 100, through: 1000, by: 5) {
             XCTAssertEqual(d.look(now: .seconds(t), work: nil), .none)
         }
+        XCTAssertEqual(d.nextLook(after: nil), .milliseconds(250))
+        XCTAssertEqual(d.nextLook(after: work(1)), .seconds(5))
     }
 
     func testProgressingWorkIsExtendedAtEveryLookWithItsStatus() {

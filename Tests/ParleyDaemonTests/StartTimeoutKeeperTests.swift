@@ -29,7 +29,8 @@ final class StartTimeoutKeeperTests: XCTestCase {
     /// Short limits (the standard ones are seconds to minutes): look every 100 ms, grant 1 s,
     /// stop 1 s after the last progress.
     private let limits = StartTimeoutExtension.Limits(
-        tick: .milliseconds(100), grant: .seconds(1), stallGrace: .seconds(1), maxStartup: .seconds(3600))
+        tick: .milliseconds(100), idleTick: .milliseconds(20), grant: .seconds(1), stallGrace: .seconds(1),
+        maxStartup: .seconds(3600))
 
     private func writePreLeanStore(messages: Int) throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

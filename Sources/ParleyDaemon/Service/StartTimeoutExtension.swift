@@ -28,6 +28,10 @@ public struct StartTimeoutExtension: Sendable {
         /// looks long (a late wake-up on a loaded machine never lets it lapse), rarely
         /// enough to cost nothing (start-up only).
         public var tick: Duration
+        /// How often it looks while no long work runs (most of a start-up takes well under
+        /// a second): a quarter second, so the first extension follows the start of an
+        /// upgrade that soon, well inside even a start timeout of a few seconds.
+        public var idleTick: Duration
         /// Asked for at each look while the work progresses, counted from now: six ticks.
         public var grant: Duration
         /// How long the progress count may stand still before extending stops. SQLite runs
@@ -42,15 +46,19 @@ public struct StartTimeoutExtension: Sendable {
         /// still fits, and a runaway migration (whose SQLite count keeps moving) is stopped.
         public var maxStartup: Duration
 
-        public init(tick: Duration, grant: Duration, stallGrace: Duration, maxStartup: Duration) {
+        public init(
+            tick: Duration, idleTick: Duration, grant: Duration, stallGrace: Duration, maxStartup: Duration
+        ) {
             self.tick = tick
+            self.idleTick = idleTick
             self.grant = grant
             self.stallGrace = stallGrace
             self.maxStartup = maxStartup
         }
 
         public static let standard = Limits(
-            tick: .seconds(5), grant: .seconds(30), stallGrace: .seconds(60), maxStartup: .seconds(6 * 3600))
+            tick: .seconds(5), idleTick: .milliseconds(250), grant: .seconds(30), stallGrace: .seconds(60),
+            maxStartup: .seconds(6 * 3600))
     }
 
     /// Long start-up work as seen at one look: what it is (for the admin) and its count.
@@ -126,6 +134,9 @@ public struct StartTimeoutExtension: Sendable {
             microseconds: Self.microseconds(limits.grant),
             status: "\(work.description), \(since) s so far; it is safe to wait")
     }
+
+    /// When to look again after a look that saw `work`.
+    public func nextLook(after work: Work?) -> Duration { work == nil ? limits.idleTick : limits.tick }
 
     private mutating func stopped(_ status: String) -> Action {
         guard !saidStopped else { return .none }

@@ -3,7 +3,7 @@ import Logging
 import ParleyStore
 
 /// Performs `StartTimeoutExtension` during start-up: a thread of its own looks at the long
-/// work every `limits.tick` and sends what the decision says to systemd. Its own thread,
+/// work (every `limits.tick` while it runs, `limits.idleTick` otherwise) and sends what the decision says to systemd. Its own thread,
 /// because the work it watches (the store's migrations) blocks the thread that runs it.
 /// Started before the store opens, stopped before READY=1 (nothing is sent after `stop()`
 /// returns).
@@ -84,7 +84,7 @@ final class StartTimeoutKeeper: @unchecked Sendable {
             condition.lock()
             looks += 1
             condition.broadcast()
-            let wakeAt = Date().addingTimeInterval(Self.seconds(limits.tick))
+            let wakeAt = Date().addingTimeInterval(Self.seconds(decision.nextLook(after: current)))
             while !stopping, condition.wait(until: wakeAt) {}
         }
         running = false
