@@ -87,8 +87,11 @@ public final class Daemon: Service, @unchecked Sendable {
         return (config.stateDirectory as NSString).appendingPathComponent(ControlSocketPath.socketFileName)
     }
 
-    /// Loads (or creates) the node's keys, opens the store and returns the current card.
-    public static func loadIdentity(config: DaemonConfiguration) throws(StartError) -> (NodeKeys, Store, Card, Bool) {
+    /// Loads (or creates) the node's keys, opens the store (upgrading it, reported to
+    /// `storeUpgrade`) and returns the current card.
+    public static func loadIdentity(
+        config: DaemonConfiguration, storeUpgrade: StoreUpgradeProgress? = nil
+    ) throws(StartError) -> (NodeKeys, Store, Card, Bool) {
         let keys: NodeKeys
         let created: Bool
         do { (keys, created) = try KeyFiles.loadOrCreate(stateDirectory: config.stateDirectory) } catch {
@@ -98,7 +101,7 @@ public final class Daemon: Service, @unchecked Sendable {
         do {
             store = try Store(
                 directory: config.stateDirectory,
-                durability: config.durability)
+                durability: config.durability, upgradeProgress: storeUpgrade)
         } catch { throw .store(error) }
         do {
             let card = try OwnCard.current(
@@ -131,7 +134,27 @@ public final class Daemon: Service, @unchecked Sendable {
     }
 
     private func start() async throws {
-        let (keys, store, card, created) = try Self.loadIdentity(config: config)
+        // Start-up can be long: opening an older store upgrades it first, minutes on a big
+        // store or a slow disk. Until READY=1 the keeper asks systemd for more time while
+        // the upgrade makes progress, and only then (StartTimeoutExtension), so the unit's
+        // start timeout cannot kill a working upgrade in a restart loop, yet still stops a
+        // hung one. It says nothing when there is nothing long to report.
+        let storeUpgrade = StoreUpgradeProgress()
+        let keeper = notifier.map {
+            StartTimeoutKeeper(notifier: $0, log: self.log, work: StartTimeoutKeeper.work(of: storeUpgrade))
+        }
+        keeper?.start()
+        defer { keeper?.stop() }
+        let upgradeStarted = ContinuousClock.now
+        let (keys, store, card, created) = try Self.loadIdentity(config: config, storeUpgrade: storeUpgrade)
+        if storeUpgrade.completedMigrations > 0 {
+            log.info(
+                "upgraded the message store",
+                [
+                    "migrations": "\(storeUpgrade.completedMigrations)",
+                    "seconds": "\((ContinuousClock.now - upgradeStarted).components.seconds)"
+                ])
+        }
         self.store = store
         if created { log.info("created a new identity", ["state_dir": config.stateDirectory]) }
         let psk = try loadNetworkKey()
@@ -229,6 +252,7 @@ public final class Daemon: Service, @unchecked Sendable {
             startDiscovery(node: node, port: bound.first.flatMap { UInt16($0.split(separator: ":").last ?? "") } ?? 0)
         }
         startSystemdIntegration()
+        keeper?.stop()  // before READY=1: nothing about start-up may follow it
         _ = notifier?.ready(status: await statusLine())
     }
 

@@ -77,7 +77,13 @@ public final class Store: @unchecked Sendable {
     /// Opens (creating if absent) `parley.sqlite` in `directory`, which must already exist.
     /// A file that is not a Parley database, is damaged, or is locked by another process is
     /// an error naming the file; it is never replaced by a fresh database.
-    public init(directory: String, durability: Durability = .full) throws(StoreError) {
+    ///
+    /// Opening an older store upgrades its schema first; on a big store that can take
+    /// minutes. `upgradeProgress`, when given, reports which migration runs and that SQLite
+    /// is working on it, for whoever must tell someone (the daemon tells systemd).
+    public init(
+        directory: String, durability: Durability = .full, upgradeProgress: StoreUpgradeProgress? = nil
+    ) throws(StoreError) {
         let path = directory.hasSuffix("/") ? directory + Self.fileName : directory + "/" + Self.fileName
         self.path = path
         self.durability = durability
@@ -124,7 +130,11 @@ public final class Store: @unchecked Sendable {
                         path: path, reason: "it was migrated by a newer version of Parley")
                 }
             }
-            try migrator.migrate(database)
+            if let upgradeProgress {
+                try StoreUpgradeProgress.migrate(database, with: migrator, reporting: upgradeProgress)
+            } else {
+                try migrator.migrate(database)
+            }
         } catch {
             throw StoreError.translating(error, path: path)
         }

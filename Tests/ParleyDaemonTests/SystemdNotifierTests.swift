@@ -8,7 +8,7 @@ import XCTest
 #endif
 
 /// A real AF_UNIX datagram socket standing in for systemd's notify socket.
-private final class NotifySocketListener {
+final class NotifySocketListener {
     let fd: Int32
     /// What to put in $NOTIFY_SOCKET.
     let notifySocket: String

@@ -24,84 +24,11 @@ final class LeanMessagesMigrationTests: StoreDirectoryTestCase {
     private let room = String(format: "%032x", 5)
     private func peer(_ k: Int) -> String { String(format: "%064x", k) }
 
-    /// The old store: row i is incoming when i % 3 == 0, else outgoing (queued when
-    /// i % 3 == 1, delivered when 2), with peer i % 7; i % 11 == 0 in the room; some read,
-    /// owing a receipt, replies, edited, deleted; room deliveries, actions, reactions, a
-    /// refusal, journal events, search terms.
+    /// The old store (Tests/fixtures/pre-lean-store/messages.sql says what is in it, shared
+    /// with the booted upgrade test): every kind of message row and everything that refers
+    /// to messages.
     private func oldStore(messages n: Int) throws {
-        var configuration = Configuration()
-        configuration.prepareDatabase { db in Schema.registerSearchFunction(db) }
-        let queue = try DatabaseQueue(path: path, configuration: configuration)
-        let migrations = Schema.migrator.migrations
-        let previous = try XCTUnwrap(migrations.firstIndex(of: Schema.leanMessagesMigration)).advanced(by: -1)
-        try Schema.migrator.migrate(queue, upTo: migrations[previous])
-        try queue.write { db in
-            try db.execute(
-                sql: """
-                    WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < \(n))
-                    INSERT INTO message (id, direction, sender, recipient, peer, sequence, created_at, state,
-                                         delivered_at, received_at, read_at, receipt_pending, room, reply_to,
-                                         edited_at, deleted_at, change_sequence)
-                    SELECT printf('%032x', i),
-                           CASE i % 3 WHEN 0 THEN 'incoming' ELSE 'outgoing' END,
-                           CASE i % 3 WHEN 0 THEN printf('%064x', i % 7) ELSE '\(me)' END,
-                           CASE WHEN i % 3 = 0 THEN '\(me)' WHEN i % 11 = 0 THEN '\(room)' ELSE printf('%064x', i % 7) END,
-                           CASE WHEN i % 3 <> 0 AND i % 11 = 0 THEN '\(room)' ELSE printf('%064x', i % 7) END,
-                           i, 1700000000000 + i,
-                           CASE i % 3 WHEN 0 THEN 'received' WHEN 1 THEN 'queued' ELSE 'delivered' END,
-                           CASE i % 3 WHEN 2 THEN 1700000000500 + i END,
-                           CASE i % 3 WHEN 0 THEN 1700000000400 + i END,
-                           CASE WHEN i % 5 = 0 THEN 1700000000900 + i END,
-                           CASE WHEN i % 3 = 0 AND i % 10 = 0 AND i % 11 <> 0 THEN 1 ELSE 0 END,
-                           CASE WHEN i % 11 = 0 THEN '\(room)' END,
-                           CASE WHEN i % 13 = 0 THEN printf('%032x', i - 1) END,
-                           CASE WHEN i % 17 = 0 THEN 1700000001000 + i END,
-                           CASE WHEN i % 19 = 0 THEN 1700000002000 + i END,
-                           CASE WHEN i % 17 = 0 OR i % 19 = 0 THEN i END
-                    FROM k;
-                    -- The newest rows deleted (before anything refers to them): AUTOINCREMENT
-                    -- must still never hand out their ids.
-                    DELETE FROM message WHERE row_id > \(n - 3);
-                    INSERT INTO message_body (row_id, body)
-                        SELECT row_id, CAST(CASE WHEN row_id % 1000 = 0 THEN 'needle ' ELSE 'body ' END || row_id AS BLOB)
-                        FROM message;
-                    -- Search: the needles are indexed (the rest counts as indexed).
-                    INSERT INTO message_search (rowid, body)
-                        SELECT row_id, parley_search_text(body) FROM message_body WHERE row_id % 1000 = 0;
-                    UPDATE counter SET value = \(n) WHERE name = 'search_indexed_through';
-                    -- Each outgoing room message queued for two members, one of whom has it.
-                    INSERT INTO room_delivery (message_row, member, state, delivered_at)
-                        SELECT row_id, printf('%064x', 1), 'queued', NULL FROM message WHERE room IS NOT NULL AND direction = 'outgoing'
-                        UNION ALL
-                        SELECT row_id, printf('%064x', 2), 'delivered', 1 FROM message WHERE room IS NOT NULL AND direction = 'outgoing';
-                    INSERT INTO reaction (message_row, reactor, reaction, sequence, present)
-                        SELECT row_id, '\(me)', 'ok', 1, 1 FROM message WHERE row_id % 23 = 0;
-                    INSERT INTO event (id, at, method, peer, message_row)
-                        SELECT row_id, 1, 'message.received', peer, row_id FROM message WHERE row_id % 997 = 0;
-                    UPDATE counter SET value = (SELECT COALESCE(MAX(id), 0) FROM event) WHERE name = 'last_event_id';
-                    INSERT INTO message_refusal (row_id, reason, at) VALUES (7, 2, 5);
-                    """)
-            // Our edit of a delivered message (ready to send) and of a queued one (waits).
-            for (actionID, target) in [(1, 2), (2, 1)] {
-                try db.execute(
-                    sql: """
-                        INSERT INTO message_action (id, author, peer, direction, sequence, created_at, target,
-                                                    target_author, kind, body, state)
-                        VALUES (?, ?, ?, 'outgoing', ?, 1, ?, ?, 'edit', CAST('new' AS BLOB), 'queued')
-                        """,
-                    arguments: [
-                        String(format: "%032x", 10_000_000 + actionID), me, peer(target % 7), 10_000_000 + actionID,
-                        String(format: "%032x", target), me
-                    ])
-            }
-            try db.execute(
-                sql: """
-                        UPDATE counter SET value = (SELECT COUNT(*) FROM message WHERE state = 'queued') WHERE name = 'messages_queued';
-                        UPDATE counter SET value = (SELECT COUNT(*) FROM message WHERE state = 'delivered') WHERE name = 'messages_delivered';
-                        UPDATE counter SET value = (SELECT COUNT(*) FROM message WHERE state = 'received') WHERE name = 'messages_received';
-                    """)
-        }
-        try queue.close()
+        try PreLeanStoreFixture.write(path: path, messages: n, me: me, room: room)
         try FileManager.default.copyItem(atPath: path, toPath: oldCopy)
     }
 

@@ -10,7 +10,8 @@ import ParleyControlProtocol
 /// sd_notify(3) without libsystemd: one datagram of newline-separated "KEY=VALUE"
 /// assignments to the AF_UNIX socket systemd names in $NOTIFY_SOCKET.
 ///
-/// Used for Type=notify start-up ("READY=1"), status text, shutdown ("STOPPING=1"),
+/// Used for Type=notify start-up ("READY=1", and "EXTEND_TIMEOUT_USEC" while a long
+/// store upgrade runs before it), status text, shutdown ("STOPPING=1"),
 /// watchdog pings ("WATCHDOG=1") and reloads (`reloading()`, then "READY=1" once the
 /// new configuration is in effect). Failures never throw: a daemon must keep running
 /// when systemd is gone, but the result says what went wrong so it can be logged.
@@ -65,6 +66,15 @@ public struct SystemdNotifier: Sendable {
     @discardableResult
     public func status(_ text: String) -> Result<Void, SystemdNotifyError> {
         notify([Self.statusAssignment(text)])
+    }
+
+    /// "EXTEND_TIMEOUT_USEC=…" plus an optional status line: while starting (before
+    /// READY=1), systemd's start timeout (and a running watchdog's) ends no sooner than
+    /// `microseconds` from now. Must be sent again before that runs out to keep going
+    /// (StartTimeoutExtension decides when). systemd < 236 ignores it.
+    @discardableResult
+    public func extendTimeout(microseconds: UInt64, status: String? = nil) -> Result<Void, SystemdNotifyError> {
+        notify(["EXTEND_TIMEOUT_USEC=\(microseconds)"] + (status.map { [Self.statusAssignment($0)] } ?? []))
     }
 
     @discardableResult
