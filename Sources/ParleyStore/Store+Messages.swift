@@ -23,6 +23,27 @@ extension Store {
         .joined(separator: ", ")
     }
 
+    /// The first of `chunk` whose id its sender already has stored (earlier chunks of the
+    /// same batch included) or that repeats one earlier in `chunk`: what made a multi-row
+    /// insert fail on the message key (the failed statement left none of its rows).
+    static func firstDuplicate(_ db: Database, _ chunk: ArraySlice<NewOutgoingMessage>, sender: Int64) throws
+        -> MessageID?
+    {
+        let probe = try db.cachedStatement(sql: "SELECT 1 FROM message WHERE id = ? AND sender = ?")
+        var seen: Set<MessageID> = []
+        for message in chunk {
+            var stored = false
+            try probe.queryDirect([.blob(message.id.bytes), .int(sender)]) { _ in stored = true }
+            if stored || !seen.insert(message.id).inserted { return message.id }
+        }
+        return nil
+    }
+
+    /// The row of the message with key (id, sender party), bound in that order.
+    static func messageRow(_ db: Database) throws -> Statement {
+        try db.cachedStatement(sql: "SELECT row_id FROM message WHERE id = ? AND sender = ?")
+    }
+
     /// Stores the body of the message just inserted as `row` (same transaction).
     static func insertBody(_ db: Database, row: Int64, body: String) throws {
         let statement = try db.cachedStatement(sql: "INSERT INTO message_body (row_id, body) VALUES (?, ?)")
@@ -64,32 +85,46 @@ extension Store {
         guard !messages.isEmpty else { return [] }
         return try write(feeding: .writeCommitting, deferringSync: true) { db in
             let sequences = try Self.reserveSequenceNumbers(db, count: messages.count)
-            let insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO message (id, sender, recipient, peer, incoming, state, sequence, created_at, reply_to)
-                    VALUES (?1, ?2, ?3, ?3, 0, 0, ?4, ?5, ?6)
-                    """)
             let senderParty = try self.party(db, key: sender.bytes)
             var stored: [StoredMessage] = []
             stored.reserveCapacity(messages.count)
-            for (offset, message) in messages.enumerated() {
-                let sequence = sequences.lowerBound + Int64(offset)
-                let recipient = try self.party(db, key: message.recipient.bytes)
-                do {
-                    try insert.executeDirect([
-                        .blob(message.id.bytes), .int(senderParty), .int(recipient),
-                        .int(sequence), .int(message.createdAt), .optionalBlob(message.replyTo?.bytes)
-                    ])
-                } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
-                    throw StoreError.conflict("message id \(message.id.hex) from \(sender.hex) is already stored")
+            // Many rows per statement (`RowBatch`): rows and bodies a chunk at a time.
+            for chunk in RowBatch.chunks(messages.count) {
+                var values: [DirectValue] = []
+                values.reserveCapacity(6 * chunk.count)
+                for k in chunk {
+                    let message = messages[k]
+                    values.append(.blob(message.id.bytes))
+                    values.append(.int(senderParty))
+                    values.append(.int(try self.party(db, key: message.recipient.bytes)))
+                    values.append(.int(sequences.lowerBound + Int64(k)))
+                    values.append(.int(message.createdAt))
+                    values.append(.optionalBlob(message.replyTo?.bytes))
                 }
-                let row = db.lastInsertedRowID
-                try Self.insertBody(db, row: row, body: message.body)
-                stored.append(
-                    StoredMessage(
-                        rowID: row, id: message.id, direction: .outgoing, sender: sender,
-                        recipient: .peer(message.recipient), sequence: sequence, createdAt: message.createdAt,
-                        body: message.body, state: .queued, replyTo: message.replyTo))
+                do {
+                    try db.cachedStatement(sql: RowBatch.shape(Self.outgoingInsertShapes, rows: chunk.count))
+                        .executeDirect(values)
+                } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+                    // The statement undid its rows; name the id (stored before, or twice in this batch).
+                    let id = try Self.firstDuplicate(db, messages[chunk], sender: senderParty)
+                    throw StoreError.conflict(
+                        "message id \(id?.hex ?? "(unknown)") from \(sender.hex) is already stored")
+                }
+                guard db.changesCount == chunk.count else {
+                    throw UnexpectedStoredValue(
+                        column: "message", value: "\(db.changesCount) of \(chunk.count) rows inserted")
+                }
+                let firstRow = db.lastInsertedRowID - Int64(chunk.count) + 1
+                try Self.insertBodies(db, firstRow: firstRow, chunk.map { messages[$0].body })
+                for k in chunk {
+                    let message = messages[k]
+                    stored.append(
+                        StoredMessage(
+                            rowID: firstRow + Int64(k - chunk.lowerBound), id: message.id, direction: .outgoing,
+                            sender: sender, recipient: .peer(message.recipient),
+                            sequence: sequences.lowerBound + Int64(k), createdAt: message.createdAt,
+                            body: message.body, state: .queued, replyTo: message.replyTo))
+                }
             }
             try Self.adjustCounter(db, Schema.Counter.queued, by: messages.count)
             return stored
@@ -164,33 +199,41 @@ extension Store {
             guard let party = try self.knownParty(db, key: recipient.bytes) else { return [] }
             let recipient = MessageParty.peer(recipient)
             // Find, then update by row_id: cheaper than UPDATE ... RETURNING, which makes
-            // SQLite build a temporary table for every single ack.
-            // INDEXED BY: without statistics SQLite would pick the outbox index on recipient
-            // and scan every queued message per ack, quadratic in a big batch.
-            let find = try db.cachedStatement(
-                sql: """
-                    SELECT row_id, (SELECT key FROM party WHERE party.id = room)
-                    FROM message INDEXED BY \(Schema.Index.messageIDSender)
-                    WHERE id = ? AND recipient = ? AND state = 0
-                    """)
-            let update = try db.cachedStatement(
-                sql: """
-                    UPDATE message SET state = 1, delivered_at = ? WHERE row_id = ?
-                    """)
+            // SQLite build a temporary table for every statement. Both a chunk of ids at a
+            // time (`RowBatch`): one statement finds a chunk's rows, one marks them.
             var changed: [DeliveredMessage] = []
             changed.reserveCapacity(ids.count)
-            for id in ids {
-                // Read whole before updating (the same id twice in one ack finds it once).
-                let first = changed.count
-                try find.queryDirect([.blob(id.bytes), .int(party)]) { row in
-                    changed.append(
-                        DeliveredMessage(
-                            rowID: row.int64(0), id: id, recipient: recipient,
-                            room: row.optionalBytes(1).flatMap(RoomID.init(bytes:)),
-                            deliveredAt: at))
+            var seen: Set<MessageID> = []
+            seen.reserveCapacity(ids.count)
+            // The same id twice in one ack is marked once.
+            let unique = ids.filter { seen.insert($0).inserted }
+            for chunk in RowBatch.chunks(unique.count) {
+                var values: [DirectValue] = [.int(party)]
+                values.reserveCapacity(1 + chunk.count)
+                for k in chunk { values.append(.blob(unique[k].bytes)) }
+                var found: [MessageID: [(row: Int64, room: RoomID?)]] = [:]
+                try db.cachedStatement(sql: RowBatch.shape(Self.queuedRowsShapes, rows: chunk.count)).queryDirect(
+                    values
+                ) {
+                    row in
+                    guard let id = row.optionalBytes(0).flatMap(MessageID.init(bytes:)) else { return }
+                    found[id, default: []].append((row.int64(1), row.optionalBytes(2).flatMap(RoomID.init(bytes:))))
                 }
-                for d in changed[first...] {
-                    try update.executeDirect([.int(at), .int(d.rowID)])
+                guard !found.isEmpty else { continue }
+                let first = changed.count
+                for k in chunk {
+                    for hit in found[unique[k]] ?? [] {
+                        changed.append(
+                            DeliveredMessage(
+                                rowID: hit.row, id: unique[k], recipient: recipient, room: hit.room, deliveredAt: at))
+                    }
+                }
+                for rows in RowBatch.chunks(changed.count - first) {
+                    var marks: [DirectValue] = [.int(at)]
+                    marks.reserveCapacity(1 + rows.count)
+                    for k in rows { marks.append(.int(changed[first + k].rowID)) }
+                    try db.cachedStatement(sql: RowBatch.shape(Self.deliveredMarkShapes, rows: rows.count))
+                        .executeDirect(marks)
                 }
             }
             try Self.adjustCounter(db, Schema.Counter.queued, by: -changed.count)
@@ -209,6 +252,22 @@ extension Store {
             return changed
         }
     }
+
+    /// The queued rows to recipient ?1 among the ids ?2...: id, row, room key (`markDelivered`).
+    /// INDEXED BY: without statistics SQLite would pick the outbox index on recipient and
+    /// scan every queued message, quadratic in a big batch.
+    static let queuedRowsShapes = RowBatch.shapes(
+        """
+        SELECT id, row_id, (SELECT key FROM party WHERE party.id = room)
+        FROM message INDEXED BY \(Schema.Index.messageIDSender)
+        WHERE recipient = ?1 AND state = 0 AND id IN (
+        """, suffix: ")"
+    ) { k in "?\(k + 2)" }
+
+    /// Delivered at ?1: the rows ?2... (`markDelivered`).
+    static let deliveredMarkShapes = RowBatch.shapes(
+        "UPDATE message SET state = 1, delivered_at = ?1 WHERE row_id IN (", suffix: ")"
+    ) { k in "?\(k + 2)" }
 
     /// Readdresses every undelivered message for `oldRecipient` to `newRecipient`, inside
     /// `acceptKeyChange`'s transaction. Sequence numbers and ids are kept. Returns how many moved.
@@ -257,13 +316,6 @@ extension Store {
     {
         guard !messages.isEmpty else { return [] }
         return try write(feeding: .writeCommitting, deferringSync: true) { db in
-            let insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO message (id, sender, recipient, peer, incoming, state, sequence, created_at,
-                                         received_at, reply_to)
-                    VALUES (?1, ?2, ?3, ?2, 1, 2, ?4, ?5, ?6, ?7)
-                    ON CONFLICT (id, sender) DO NOTHING
-                    """)
             let existing = try db.cachedStatement(
                 sql: """
                     SELECT \(Self.messageColumns) FROM message WHERE id = ? AND sender = ?
@@ -272,32 +324,81 @@ extension Store {
             var results: [(message: StoredMessage, isNew: Bool)] = []
             results.reserveCapacity(messages.count)
             var newCount = 0
-            for message in messages {
-                let id = message.id.bytes
-                let sender = try party(message.sender)
-                try insert.executeDirect([
-                    .blob(id), .int(sender), .int(try party(message.recipient)),
-                    .int(message.sequence), .int(message.createdAt), .int(at),
-                    .optionalBlob(message.replyTo?.bytes)
-                ])
-                if db.changesCount == 1 {
-                    newCount += 1
-                    let row = db.lastInsertedRowID
-                    try Self.insertBody(db, row: row, body: message.body)
-                    results.append(
-                        (
-                            StoredMessage(
-                                rowID: row, id: message.id, direction: .incoming,
-                                sender: message.sender, recipient: .peer(message.recipient), sequence: message.sequence,
-                                createdAt: message.createdAt, body: message.body, state: .received,
-                                receivedAt: at, replyTo: message.replyTo), true
-                        ))
-                } else {
-                    guard let stored = try Self.fetchMessages(existing, [Data(id), sender]).first else {
-                        // The insert conflicted on exactly this key inside this transaction.
+            func stored(_ message: IncomingMessage, row: Int64) -> StoredMessage {
+                StoredMessage(
+                    rowID: row, id: message.id, direction: .incoming,
+                    sender: message.sender, recipient: .peer(message.recipient), sequence: message.sequence,
+                    createdAt: message.createdAt, body: message.body, state: .received,
+                    receivedAt: at, replyTo: message.replyTo)
+            }
+            // Many rows per statement (`RowBatch`); a message stored already is skipped by
+            // the statement and comes back as the stored row.
+            for chunk in RowBatch.chunks(messages.count) {
+                var senders: [Int64] = []
+                senders.reserveCapacity(chunk.count)
+                var values: [DirectValue] = []
+                values.reserveCapacity(7 * chunk.count)
+                for k in chunk {
+                    let message = messages[k]
+                    let sender = try party(message.sender)
+                    senders.append(sender)
+                    values.append(.blob(message.id.bytes))
+                    values.append(.int(sender))
+                    values.append(.int(try party(message.recipient)))
+                    values.append(.int(message.sequence))
+                    values.append(.int(message.createdAt))
+                    values.append(.int(at))
+                    values.append(.optionalBlob(message.replyTo?.bytes))
+                }
+                // Every row this statement adds gets an id above the newest before it.
+                var newestBefore: Int64 = 0  // MAX of no rows is NULL, read as 0
+                try db.cachedStatement(sql: "SELECT MAX(row_id) FROM message").queryDirect([]) {
+                    newestBefore = $0.int64(0)
+                }
+                try db.cachedStatement(sql: RowBatch.shape(Self.incomingInsertShapes, rows: chunk.count))
+                    .executeDirect(values)
+                let inserted = db.changesCount
+                let last = db.lastInsertedRowID
+                if inserted == chunk.count {
+                    // Consecutive ids, above every row before (AUTOINCREMENT may skip ids
+                    // a failed or skipped insert used up).
+                    guard last - Int64(chunk.count) >= newestBefore else {
+                        throw UnexpectedStoredValue(
+                            column: "message.row_id", value: "\(last) after \(newestBefore) for \(chunk.count) rows")
+                    }
+                    let firstRow = last - Int64(chunk.count) + 1
+                    try Self.insertBodies(db, firstRow: firstRow, chunk.map { messages[$0].body })
+                    for k in chunk {
+                        results.append((stored(messages[k], row: firstRow + Int64(k - chunk.lowerBound)), true))
+                    }
+                    newCount += chunk.count
+                    continue
+                }
+                // Some were stored before (a retransmission after a lost ack), or one id
+                // came twice: the rows this statement added are those above `newestBefore`
+                // (a skipped row may still have used up an id); each goes to the first
+                // message of the chunk with its key.
+                var claimed: Set<Int64> = []
+                for (offset, k) in chunk.enumerated() {
+                    let message = messages[k]
+                    var row: Int64?
+                    try Self.messageRow(db).queryDirect([.blob(message.id.bytes), .int(senders[offset])]) {
+                        row = $0.int64(0)
+                    }
+                    guard let row else {
+                        // The insert stored or skipped exactly this key inside this transaction.
                         throw UnexpectedStoredValue(column: "message.id", value: message.id.hex)
                     }
-                    results.append((stored, false))
+                    if row > newestBefore, claimed.insert(row).inserted {
+                        try Self.insertBody(db, row: row, body: message.body)
+                        results.append((stored(message, row: row), true))
+                        newCount += 1
+                    } else {
+                        guard
+                            let old = try Self.fetchMessages(existing, [Data(message.id.bytes), senders[offset]]).first
+                        else { throw UnexpectedStoredValue(column: "message.id", value: message.id.hex) }
+                        results.append((old, false))
+                    }
                 }
             }
             try Self.adjustCounter(db, Schema.Counter.received, by: newCount)
