@@ -39,11 +39,6 @@ extension Store {
         return nil
     }
 
-    /// The row of the message with key (id, sender party), bound in that order.
-    static func messageRow(_ db: Database) throws -> Statement {
-        try db.cachedStatement(sql: "SELECT row_id FROM message WHERE id = ? AND sender = ?")
-    }
-
     /// Stores the body of the message just inserted as `row` (same transaction).
     static func insertBody(_ db: Database, row: Int64, body: String) throws {
         let statement = try db.cachedStatement(sql: "INSERT INTO message_body (row_id, body) VALUES (?, ?)")
@@ -203,29 +198,44 @@ extension Store {
             // time (`RowBatch`): one statement finds a chunk's rows, one marks them.
             var changed: [DeliveredMessage] = []
             changed.reserveCapacity(ids.count)
-            var seen: Set<MessageID> = []
-            seen.reserveCapacity(ids.count)
             // The same id twice in one ack is marked once.
-            let unique = ids.filter { seen.insert($0).inserted }
+            var unique = ids
+            if ids.count > 1 {
+                var seen: Set<MessageID> = []
+                seen.reserveCapacity(ids.count)
+                unique = ids.filter { seen.insert($0).inserted }
+            }
             for chunk in RowBatch.chunks(unique.count) {
                 var values: [DirectValue] = [.int(party)]
                 values.reserveCapacity(1 + chunk.count)
                 for k in chunk { values.append(.blob(unique[k].bytes)) }
-                var found: [MessageID: [(row: Int64, room: RoomID?)]] = [:]
+                // The rows come in index order: put them back in the ack's.
+                var found: [(id: MessageID, row: Int64, room: RoomID?)] = []
                 try db.cachedStatement(sql: RowBatch.shape(Self.queuedRowsShapes, rows: chunk.count)).queryDirect(
                     values
                 ) {
                     row in
                     guard let id = row.optionalBytes(0).flatMap(MessageID.init(bytes:)) else { return }
-                    found[id, default: []].append((row.int64(1), row.optionalBytes(2).flatMap(RoomID.init(bytes:))))
+                    found.append((id, row.int64(1), row.optionalBytes(2).flatMap(RoomID.init(bytes:))))
                 }
                 guard !found.isEmpty else { continue }
                 let first = changed.count
-                for k in chunk {
-                    for hit in found[unique[k]] ?? [] {
+                if chunk.count == 1 {
+                    for hit in found {
                         changed.append(
                             DeliveredMessage(
-                                rowID: hit.row, id: unique[k], recipient: recipient, room: hit.room, deliveredAt: at))
+                                rowID: hit.row, id: hit.id, recipient: recipient, room: hit.room, deliveredAt: at))
+                    }
+                } else {
+                    var rowsByID: [MessageID: [(row: Int64, room: RoomID?)]] = [:]
+                    for hit in found { rowsByID[hit.id, default: []].append((hit.row, hit.room)) }
+                    for k in chunk {
+                        for hit in rowsByID[unique[k]] ?? [] {
+                            changed.append(
+                                DeliveredMessage(
+                                    rowID: hit.row, id: unique[k], recipient: recipient, room: hit.room, deliveredAt: at
+                                ))
+                        }
                     }
                 }
                 for rows in RowBatch.chunks(changed.count - first) {
@@ -256,18 +266,24 @@ extension Store {
     /// The queued rows to recipient ?1 among the ids ?2...: id, row, room key (`markDelivered`).
     /// INDEXED BY: without statistics SQLite would pick the outbox index on recipient and
     /// scan every queued message, quadratic in a big batch.
-    static let queuedRowsShapes = RowBatch.shapes(
+    static let queuedRowsShapes = inList(
         """
         SELECT id, row_id, (SELECT key FROM party WHERE party.id = room)
         FROM message INDEXED BY \(Schema.Index.messageIDSender)
-        WHERE recipient = ?1 AND state = 0 AND id IN (
-        """, suffix: ")"
-    ) { k in "?\(k + 2)" }
+        WHERE recipient = ?1 AND state = 0 AND id
+        """)
 
     /// Delivered at ?1: the rows ?2... (`markDelivered`).
-    static let deliveredMarkShapes = RowBatch.shapes(
-        "UPDATE message SET state = 1, delivered_at = ?1 WHERE row_id IN (", suffix: ")"
-    ) { k in "?\(k + 2)" }
+    static let deliveredMarkShapes = inList("UPDATE message SET state = 1, delivered_at = ?1 WHERE row_id")
+
+    /// `prefix` compared with the parameters ?2... of each chunk size: `= ?2` for one (an
+    /// IN list makes SQLite build a temporary b-tree of its values, each statement),
+    /// `IN (?2, ?3, ...)` for more.
+    static func inList(_ prefix: String) -> [String] {
+        var shapes = RowBatch.shapes(prefix + " IN (", suffix: ")") { k in "?\(k + 2)" }
+        shapes[0] = prefix + " = ?2"
+        return shapes
+    }
 
     /// Readdresses every undelivered message for `oldRecipient` to `newRecipient`, inside
     /// `acceptKeyChange`'s transaction. Sequence numbers and ids are kept. Returns how many moved.
@@ -320,6 +336,9 @@ extension Store {
                 sql: """
                     SELECT \(Self.messageColumns) FROM message WHERE id = ? AND sender = ?
                     """)
+            // One row, skipped if its key is stored: for a chunk that had such a row.
+            let insertOne = try db.cachedStatement(
+                sql: RowBatch.shape(Self.incomingInsertShapes, rows: 1) + " ON CONFLICT (id, sender) DO NOTHING")
             func party(_ key: IdentityPublicKey) throws -> Int64 { try self.party(db, key: key.bytes) }
             var results: [(message: StoredMessage, isNew: Bool)] = []
             results.reserveCapacity(messages.count)
@@ -350,56 +369,44 @@ extension Store {
                     values.append(.int(at))
                     values.append(.optionalBlob(message.replyTo?.bytes))
                 }
-                // Every row this statement adds gets an id above the newest before it.
-                var newestBefore: Int64 = 0  // MAX of no rows is NULL, read as 0
-                try db.cachedStatement(sql: "SELECT MAX(row_id) FROM message").queryDirect([]) {
-                    newestBefore = $0.int64(0)
-                }
-                try db.cachedStatement(sql: RowBatch.shape(Self.incomingInsertShapes, rows: chunk.count))
-                    .executeDirect(values)
-                let inserted = db.changesCount
-                let last = db.lastInsertedRowID
-                if inserted == chunk.count {
-                    // Consecutive ids, above every row before (AUTOINCREMENT may skip ids
-                    // a failed or skipped insert used up).
-                    guard last - Int64(chunk.count) >= newestBefore else {
-                        throw UnexpectedStoredValue(
-                            column: "message.row_id", value: "\(last) after \(newestBefore) for \(chunk.count) rows")
+                do {
+                    try db.cachedStatement(sql: RowBatch.shape(Self.incomingInsertShapes, rows: chunk.count))
+                        .executeDirect(values)
+                } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+                    // One was stored before (a retransmission after a lost ack), or one id
+                    // came twice: the statement undid its rows; this chunk goes row by row,
+                    // a row stored already coming back as stored.
+                    for (offset, k) in chunk.enumerated() {
+                        let message = messages[k]
+                        try insertOne.executeDirect(Array(values[(7 * offset)..<(7 * offset + 7)]))
+                        if db.changesCount == 1 {
+                            let row = db.lastInsertedRowID
+                            try Self.insertBody(db, row: row, body: message.body)
+                            results.append((stored(message, row: row), true))
+                            newCount += 1
+                        } else {
+                            guard
+                                let old = try Self.fetchMessages(existing, [Data(message.id.bytes), senders[offset]])
+                                    .first
+                            else {
+                                // The insert conflicted on exactly this key inside this transaction.
+                                throw UnexpectedStoredValue(column: "message.id", value: message.id.hex)
+                            }
+                            results.append((old, false))
+                        }
                     }
-                    let firstRow = last - Int64(chunk.count) + 1
-                    try Self.insertBodies(db, firstRow: firstRow, chunk.map { messages[$0].body })
-                    for k in chunk {
-                        results.append((stored(messages[k], row: firstRow + Int64(k - chunk.lowerBound)), true))
-                    }
-                    newCount += chunk.count
                     continue
                 }
-                // Some were stored before (a retransmission after a lost ack), or one id
-                // came twice: the rows this statement added are those above `newestBefore`
-                // (a skipped row may still have used up an id); each goes to the first
-                // message of the chunk with its key.
-                var claimed: Set<Int64> = []
-                for (offset, k) in chunk.enumerated() {
-                    let message = messages[k]
-                    var row: Int64?
-                    try Self.messageRow(db).queryDirect([.blob(message.id.bytes), .int(senders[offset])]) {
-                        row = $0.int64(0)
-                    }
-                    guard let row else {
-                        // The insert stored or skipped exactly this key inside this transaction.
-                        throw UnexpectedStoredValue(column: "message.id", value: message.id.hex)
-                    }
-                    if row > newestBefore, claimed.insert(row).inserted {
-                        try Self.insertBody(db, row: row, body: message.body)
-                        results.append((stored(message, row: row), true))
-                        newCount += 1
-                    } else {
-                        guard
-                            let old = try Self.fetchMessages(existing, [Data(message.id.bytes), senders[offset]]).first
-                        else { throw UnexpectedStoredValue(column: "message.id", value: message.id.hex) }
-                        results.append((old, false))
-                    }
+                guard db.changesCount == chunk.count else {
+                    throw UnexpectedStoredValue(
+                        column: "message", value: "\(db.changesCount) of \(chunk.count) rows inserted")
                 }
+                let firstRow = db.lastInsertedRowID - Int64(chunk.count) + 1
+                try Self.insertBodies(db, firstRow: firstRow, chunk.map { messages[$0].body })
+                for k in chunk {
+                    results.append((stored(messages[k], row: firstRow + Int64(k - chunk.lowerBound)), true))
+                }
+                newCount += chunk.count
             }
             try Self.adjustCounter(db, Schema.Counter.received, by: newCount)
             if let journal, newCount > 0 {

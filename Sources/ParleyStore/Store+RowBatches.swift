@@ -17,9 +17,8 @@ import ParleyCore
 /// Row ids: a multi-row INSERT into an AUTOINCREMENT table gives its rows consecutive ids
 /// in `VALUES` order, each one above the largest the table ever had; so a chunk of n rows
 /// that all went in (`changesCount == n`) holds `lastInsertedRowID - n + 1 ... lastInsertedRowID`.
-/// A chunk where a row was skipped (`ON CONFLICT DO NOTHING`) is resolved row by row
-/// (`storeChecked`): a skipped row may have used up an id, so there the new rows are the
-/// ones above the newest row before the statement.
+/// A chunk with a message stored before fails on the message key and goes row by row
+/// (`storeChecked`, `enqueue`).
 enum RowBatch {
     /// Rows per statement at most: enough that the fixed cost is a few percent of a row's;
     /// few enough that a statement has at most 7 × 32 = 224 parameters (SQLite's limit is 32,766).
@@ -71,13 +70,13 @@ extension Store {
         return "(?\(p + 1), ?\(p + 2), ?\(p + 3), ?\(p + 3), 0, 0, ?\(p + 4), ?\(p + 5), ?\(p + 6))"
     }
 
-    /// The incoming message row, seven parameters per row (`storeIncoming`); a row whose
-    /// (id, sender) is stored already is skipped.
+    /// The incoming message row, seven parameters per row (`storeIncoming`). A row whose
+    /// (id, sender) is stored already fails the statement, which then undoes its rows
+    /// (SQLite's ABORT): skipping it (`ON CONFLICT DO NOTHING`) would leave the other rows'
+    /// ids unknown, since a skipped row may use up an id.
     static let incomingInsertShapes = RowBatch.shapes(
-        """
-        INSERT INTO message (id, sender, recipient, peer, incoming, state, sequence, created_at, received_at, reply_to) \
-        VALUES 
-        """, suffix: " ON CONFLICT (id, sender) DO NOTHING"
+        "INSERT INTO message (id, sender, recipient, peer, incoming, state, sequence, created_at, received_at, reply_to)"
+            + " VALUES "
     ) { k in
         let p = 7 * k
         return "(?\(p + 1), ?\(p + 2), ?\(p + 3), ?\(p + 2), 1, 2, ?\(p + 4), ?\(p + 5), ?\(p + 6), ?\(p + 7))"

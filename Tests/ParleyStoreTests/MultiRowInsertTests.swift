@@ -117,4 +117,43 @@ final class MultiRowInsertTests: StoreDirectoryTestCase {
         XCTAssertEqual(again.map(\.isNew), Array(repeating: false, count: 70))
         XCTAssertEqual(try store.counts().received, 69)
     }
+
+    func testDeliveryMarksOverSeveralChunksFollowTheAckAndMarkEachMessageOnce() throws {
+        let store = try Store(directory: directory)
+        let alice = peers[0]
+        let bob = peers[1]
+        let toAlice = try store.enqueue(
+            (0..<40).map { NewOutgoingMessage(id: id($0), recipient: alice, body: "\($0)", createdAt: 1) }, sender: me)
+        _ = try store.enqueue(
+            [NewOutgoingMessage(id: id(100), recipient: bob, body: "bob's", createdAt: 1)], sender: me)
+        // Reversed, with repeats, an unknown id and bob's message (not alice's to acknowledge).
+        var ack = (0..<40).reversed().map { id($0) }
+        ack.insert(id(7), at: 3)
+        ack.insert(id(999), at: 10)
+        ack.insert(id(100), at: 20)
+        ack.append(id(39))
+        let journal = try MessageJournal(method: "message.delivered", at: 3)
+        let changed = try store.markDelivered(ack, by: alice, at: 50, journal: journal)
+        // In the ack's order of first mention.
+        var mentioned: Set<MessageID> = []
+        let expected = ack.filter { $0 != id(999) && $0 != id(100) && mentioned.insert($0).inserted }
+        XCTAssertEqual(expected.count, 40)
+        XCTAssertEqual(changed.map(\.id), expected)
+        let rows = Dictionary(uniqueKeysWithValues: toAlice.map { ($0.id, $0.rowID) })
+        XCTAssertEqual(changed.map(\.rowID), expected.map { rows[$0] })
+        XCTAssertTrue(changed.allSatisfy { $0.deliveredAt == 50 && $0.recipient == .peer(alice) && $0.room == nil })
+        XCTAssertEqual(changed.compactMap(\.journalEventID).count, 40)
+        for message in toAlice {
+            let stored = try XCTUnwrap(try store.message(id: message.id, sender: me))
+            XCTAssertEqual([stored.state == .delivered, stored.deliveredAt == 50], [true, true], "\(message.id)")
+        }
+        XCTAssertEqual(try store.message(id: id(100), sender: me)?.state, .queued)
+        let counts = try store.counts()
+        XCTAssertEqual([counts.queued, counts.delivered], [1, 40])
+        XCTAssertEqual(
+            try store.markDelivered(ack, by: alice, at: 60, journal: nil), [], "an ack repeated changes nothing")
+        // One id alone (the one-statement shape).
+        XCTAssertEqual(try store.markDelivered([id(100)], by: bob, at: 70, journal: nil).map(\.id), [id(100)])
+        XCTAssertEqual(try store.counts().queued, 0)
+    }
 }
