@@ -110,7 +110,9 @@ extension Store {
                         column: "message", value: "\(db.changesCount) of \(chunk.count) rows inserted")
                 }
                 let firstRow = db.lastInsertedRowID - Int64(chunk.count) + 1
-                try Self.insertBodies(db, firstRow: firstRow, chunk.map { messages[$0].body })
+                try Self.insertBodies(db, firstRow: firstRow, count: chunk.count) {
+                    messages[chunk.lowerBound + $0].body
+                }
                 for k in chunk {
                     let message = messages[k]
                     stored.append(
@@ -206,29 +208,28 @@ extension Store {
                 unique = ids.filter { seen.insert($0).inserted }
             }
             for chunk in RowBatch.chunks(unique.count) {
-                var values: [DirectValue] = [.int(party)]
+                var values: [DirectValue] = []
                 values.reserveCapacity(1 + chunk.count)
+                values.append(.int(party))
                 for k in chunk { values.append(.blob(unique[k].bytes)) }
-                // The rows come in index order: put them back in the ack's.
-                var found: [(id: MessageID, row: Int64, room: RoomID?)] = []
-                try db.cachedStatement(sql: RowBatch.shape(Self.queuedRowsShapes, rows: chunk.count)).queryDirect(
-                    values
-                ) {
-                    row in
-                    guard let id = row.optionalBytes(0).flatMap(MessageID.init(bytes:)) else { return }
-                    found.append((id, row.int64(1), row.optionalBytes(2).flatMap(RoomID.init(bytes:))))
-                }
-                guard !found.isEmpty else { continue }
+                let statement = try db.cachedStatement(sql: RowBatch.shape(Self.queuedRowsShapes, rows: chunk.count))
                 let first = changed.count
                 if chunk.count == 1 {
-                    for hit in found {
+                    let id = unique[chunk.lowerBound]
+                    try statement.queryDirect(values) { row in
                         changed.append(
                             DeliveredMessage(
-                                rowID: hit.row, id: hit.id, recipient: recipient, room: hit.room, deliveredAt: at))
+                                rowID: row.int64(1), id: id, recipient: recipient,
+                                room: row.optionalBytes(2).flatMap(RoomID.init(bytes:)), deliveredAt: at))
                     }
                 } else {
+                    // The rows come in the index's order: put them back in the ack's.
                     var rowsByID: [MessageID: [(row: Int64, room: RoomID?)]] = [:]
-                    for hit in found { rowsByID[hit.id, default: []].append((hit.row, hit.room)) }
+                    try statement.queryDirect(values) { row in
+                        guard let id = row.optionalBytes(0).flatMap(MessageID.init(bytes:)) else { return }
+                        rowsByID[id, default: []].append(
+                            (row.int64(1), row.optionalBytes(2).flatMap(RoomID.init(bytes:))))
+                    }
                     for k in chunk {
                         for hit in rowsByID[unique[k]] ?? [] {
                             changed.append(
@@ -239,8 +240,9 @@ extension Store {
                     }
                 }
                 for rows in RowBatch.chunks(changed.count - first) {
-                    var marks: [DirectValue] = [.int(at)]
+                    var marks: [DirectValue] = []
                     marks.reserveCapacity(1 + rows.count)
+                    marks.append(.int(at))
                     for k in rows { marks.append(.int(changed[first + k].rowID)) }
                     try db.cachedStatement(sql: RowBatch.shape(Self.deliveredMarkShapes, rows: rows.count))
                         .executeDirect(marks)
@@ -336,9 +338,6 @@ extension Store {
                 sql: """
                     SELECT \(Self.messageColumns) FROM message WHERE id = ? AND sender = ?
                     """)
-            // One row, skipped if its key is stored: for a chunk that had such a row.
-            let insertOne = try db.cachedStatement(
-                sql: RowBatch.shape(Self.incomingInsertShapes, rows: 1) + " ON CONFLICT (id, sender) DO NOTHING")
             func party(_ key: IdentityPublicKey) throws -> Int64 { try self.party(db, key: key.bytes) }
             var results: [(message: StoredMessage, isNew: Bool)] = []
             results.reserveCapacity(messages.count)
@@ -378,7 +377,8 @@ extension Store {
                     // a row stored already coming back as stored.
                     for (offset, k) in chunk.enumerated() {
                         let message = messages[k]
-                        try insertOne.executeDirect(Array(values[(7 * offset)..<(7 * offset + 7)]))
+                        try db.cachedStatement(sql: Self.incomingInsertOrSkip)
+                            .executeDirect(Array(values[(7 * offset)..<(7 * offset + 7)]))
                         if db.changesCount == 1 {
                             let row = db.lastInsertedRowID
                             try Self.insertBody(db, row: row, body: message.body)
@@ -402,7 +402,9 @@ extension Store {
                         column: "message", value: "\(db.changesCount) of \(chunk.count) rows inserted")
                 }
                 let firstRow = db.lastInsertedRowID - Int64(chunk.count) + 1
-                try Self.insertBodies(db, firstRow: firstRow, chunk.map { messages[$0].body })
+                try Self.insertBodies(db, firstRow: firstRow, count: chunk.count) {
+                    messages[chunk.lowerBound + $0].body
+                }
                 for k in chunk {
                     results.append((stored(messages[k], row: firstRow + Int64(k - chunk.lowerBound)), true))
                 }

@@ -26,16 +26,23 @@ enum RowBatch {
 
     /// `count` rows split into chunks: as many of `maxRows` as fit, then the rest in
     /// descending powers of two (at most six statement shapes per kind, each compiled once).
-    static func chunks(_ count: Int) -> [Range<Int>] {
-        var result: [Range<Int>] = []
-        var start = 0
-        var size = maxRows
-        while start < count {
+    /// A sequence, not an array: one message in flight is one chunk, and allocations are
+    /// what that path pays for most.
+    static func chunks(_ count: Int) -> Chunks { Chunks(count: count) }
+
+    struct Chunks: Sequence, IteratorProtocol {
+        let count: Int
+        private var start = 0
+        private var size = RowBatch.maxRows
+
+        init(count: Int) { self.count = count }
+
+        mutating func next() -> Range<Int>? {
+            guard start < count else { return nil }
             while size > count - start { size /= 2 }
-            result.append(start..<(start + size))
-            start += size
+            defer { start += size }
+            return start..<(start + size)
         }
-        return result
     }
 
     /// `prefix` followed by `rows` copies of `row(k)` (k = 0..<rows) joined by commas:
@@ -82,17 +89,23 @@ extension Store {
         return "(?\(p + 1), ?\(p + 2), ?\(p + 3), ?\(p + 2), 1, 2, ?\(p + 4), ?\(p + 5), ?\(p + 6), ?\(p + 7))"
     }
 
+    /// One incoming row, skipped if its key is stored (a chunk that failed on the key goes
+    /// row by row with this).
+    static let incomingInsertOrSkip =
+        RowBatch.shape(incomingInsertShapes, rows: 1) + " ON CONFLICT (id, sender) DO NOTHING"
+
     /// Bodies: (row_id, body) per row.
     static let bodyInsertShapes = RowBatch.shapes("INSERT INTO message_body (row_id, body) VALUES ") { _ in "(?, ?)" }
 
-    /// Stores `bodies[k]` as the body of row `firstRow + k`, one chunk per statement.
-    static func insertBodies(_ db: Database, firstRow: Int64, _ bodies: [String]) throws {
-        for chunk in RowBatch.chunks(bodies.count) {
+    /// Stores `body(k)` as the body of row `firstRow + k` for k in 0..<count, one chunk per
+    /// statement.
+    static func insertBodies(_ db: Database, firstRow: Int64, count: Int, _ body: (Int) -> String) throws {
+        for chunk in RowBatch.chunks(count) {
             var values: [DirectValue] = []
             values.reserveCapacity(2 * chunk.count)
             for k in chunk {
                 values.append(.int(firstRow + Int64(k)))
-                values.append(.utf8Blob(bodies[k]))
+                values.append(.utf8Blob(body(k)))
             }
             try db.cachedStatement(sql: RowBatch.shape(bodyInsertShapes, rows: chunk.count)).executeDirect(values)
         }

@@ -16,10 +16,10 @@ final class MultiRowInsertTests: StoreDirectoryTestCase {
     }
 
     func testChunksCoverEveryRowInPowersOfTwoUpToTheMaximum() {
-        XCTAssertEqual(RowBatch.chunks(0), [])
-        XCTAssertEqual(RowBatch.chunks(75), [0..<32, 32..<64, 64..<72, 72..<74, 74..<75])
+        XCTAssertEqual(Array(RowBatch.chunks(0)), [])
+        XCTAssertEqual(Array(RowBatch.chunks(75)), [0..<32, 32..<64, 64..<72, 72..<74, 74..<75])
         for count in 0...300 {
-            let chunks = RowBatch.chunks(count)
+            let chunks = Array(RowBatch.chunks(count))
             XCTAssertEqual(chunks.flatMap { Array($0) }, Array(0..<count), "count \(count)")
             for chunk in chunks {
                 XCTAssertTrue(chunk.count <= RowBatch.maxRows && chunk.count.nonzeroBitCount == 1, "\(chunk)")
