@@ -196,56 +196,33 @@ extension Store {
             guard let party = try self.knownParty(db, key: recipient.bytes) else { return [] }
             let recipient = MessageParty.peer(recipient)
             // Find, then update by row_id: cheaper than UPDATE ... RETURNING, which makes
-            // SQLite build a temporary table for every statement. Both a chunk of ids at a
-            // time (`RowBatch`): one statement finds a chunk's rows, one marks them.
+            // SQLite build a temporary table for every single ack.
+            // INDEXED BY: without statistics SQLite would pick the outbox index on recipient
+            // and scan every queued message per ack, quadratic in a big batch.
+            let find = try db.cachedStatement(
+                sql: """
+                    SELECT row_id, (SELECT key FROM party WHERE party.id = room)
+                    FROM message INDEXED BY \(Schema.Index.messageIDSender)
+                    WHERE id = ? AND recipient = ? AND state = 0
+                    """)
+            let update = try db.cachedStatement(
+                sql: """
+                    UPDATE message SET state = 1, delivered_at = ? WHERE row_id = ?
+                    """)
             var changed: [DeliveredMessage] = []
             changed.reserveCapacity(ids.count)
-            // The same id twice in one ack is marked once.
-            var unique = ids
-            if ids.count > 1 {
-                var seen: Set<MessageID> = []
-                seen.reserveCapacity(ids.count)
-                unique = ids.filter { seen.insert($0).inserted }
-            }
-            for chunk in RowBatch.chunks(unique.count) {
-                var values: [DirectValue] = []
-                values.reserveCapacity(1 + chunk.count)
-                values.append(.int(party))
-                for k in chunk { values.append(.blob(unique[k].bytes)) }
-                let statement = try db.cachedStatement(sql: RowBatch.shape(Self.queuedRowsShapes, rows: chunk.count))
+            for id in ids {
+                // Read whole before updating (the same id twice in one ack finds it once).
                 let first = changed.count
-                if chunk.count == 1 {
-                    let id = unique[chunk.lowerBound]
-                    try statement.queryDirect(values) { row in
-                        changed.append(
-                            DeliveredMessage(
-                                rowID: row.int64(1), id: id, recipient: recipient,
-                                room: row.optionalBytes(2).flatMap(RoomID.init(bytes:)), deliveredAt: at))
-                    }
-                } else {
-                    // The rows come in the index's order: put them back in the ack's.
-                    var rowsByID: [MessageID: [(row: Int64, room: RoomID?)]] = [:]
-                    try statement.queryDirect(values) { row in
-                        guard let id = row.optionalBytes(0).flatMap(MessageID.init(bytes:)) else { return }
-                        rowsByID[id, default: []].append(
-                            (row.int64(1), row.optionalBytes(2).flatMap(RoomID.init(bytes:))))
-                    }
-                    for k in chunk {
-                        for hit in rowsByID[unique[k]] ?? [] {
-                            changed.append(
-                                DeliveredMessage(
-                                    rowID: hit.row, id: unique[k], recipient: recipient, room: hit.room, deliveredAt: at
-                                ))
-                        }
-                    }
+                try find.queryDirect([.blob(id.bytes), .int(party)]) { row in
+                    changed.append(
+                        DeliveredMessage(
+                            rowID: row.int64(0), id: id, recipient: recipient,
+                            room: row.optionalBytes(1).flatMap(RoomID.init(bytes:)),
+                            deliveredAt: at))
                 }
-                for rows in RowBatch.chunks(changed.count - first) {
-                    var marks: [DirectValue] = []
-                    marks.reserveCapacity(1 + rows.count)
-                    marks.append(.int(at))
-                    for k in rows { marks.append(.int(changed[first + k].rowID)) }
-                    try db.cachedStatement(sql: RowBatch.shape(Self.deliveredMarkShapes, rows: rows.count))
-                        .executeDirect(marks)
+                for d in changed[first...] {
+                    try update.executeDirect([.int(at), .int(d.rowID)])
                 }
             }
             try Self.adjustCounter(db, Schema.Counter.queued, by: -changed.count)
@@ -263,28 +240,6 @@ extension Store {
             }
             return changed
         }
-    }
-
-    /// The queued rows to recipient ?1 among the ids ?2...: id, row, room key (`markDelivered`).
-    /// INDEXED BY: without statistics SQLite would pick the outbox index on recipient and
-    /// scan every queued message, quadratic in a big batch.
-    static let queuedRowsShapes = inList(
-        """
-        SELECT id, row_id, (SELECT key FROM party WHERE party.id = room)
-        FROM message INDEXED BY \(Schema.Index.messageIDSender)
-        WHERE recipient = ?1 AND state = 0 AND id
-        """)
-
-    /// Delivered at ?1: the rows ?2... (`markDelivered`).
-    static let deliveredMarkShapes = inList("UPDATE message SET state = 1, delivered_at = ?1 WHERE row_id")
-
-    /// `prefix` compared with the parameters ?2... of each chunk size: `= ?2` for one (an
-    /// IN list makes SQLite build a temporary b-tree of its values, each statement),
-    /// `IN (?2, ?3, ...)` for more.
-    static func inList(_ prefix: String) -> [String] {
-        var shapes = RowBatch.shapes(prefix + " IN (", suffix: ")") { k in "?\(k + 2)" }
-        shapes[0] = prefix + " = ?2"
-        return shapes
     }
 
     /// Readdresses every undelivered message for `oldRecipient` to `newRecipient`, inside

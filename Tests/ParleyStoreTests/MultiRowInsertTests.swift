@@ -118,7 +118,7 @@ final class MultiRowInsertTests: StoreDirectoryTestCase {
         XCTAssertEqual(try store.counts().received, 69)
     }
 
-    func testDeliveryMarksOverSeveralChunksFollowTheAckAndMarkEachMessageOnce() throws {
+    func testALongAckMarksEachMessageOnceInItsOrder() throws {
         let store = try Store(directory: directory)
         let alice = peers[0]
         let bob = peers[1]
@@ -152,7 +152,7 @@ final class MultiRowInsertTests: StoreDirectoryTestCase {
         XCTAssertEqual([counts.queued, counts.delivered], [1, 40])
         XCTAssertEqual(
             try store.markDelivered(ack, by: alice, at: 60, journal: nil), [], "an ack repeated changes nothing")
-        // One id alone (the one-statement shape).
+        // One id alone.
         XCTAssertEqual(try store.markDelivered([id(100)], by: bob, at: 70, journal: nil).map(\.id), [id(100)])
         XCTAssertEqual(try store.counts().queued, 0)
     }
