@@ -44,6 +44,9 @@ let package = Package(
         // The thumbnail child's confinement: Landlock and a seccomp filter (Debian's
         // libseccomp-dev) applied between fork and execve, which Swift cannot do.
         .target(name: "CConfinedSpawn", linkerSettings: [.linkedLibrary("seccomp")]),
+        // `sqlite3_config`, which is variadic (Swift cannot call it): the store turns
+        // SQLite's memory statistics off (Store.swift, docs/BENCHMARKS.md issue 32 part 6).
+        .systemLibrary(name: "CSQLiteConfig"),
 
         // Pure core: keys, cards, Noise, framing, wire messages. No I/O.
         .target(
@@ -59,6 +62,7 @@ let package = Package(
             "ParleyCore",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            "CSQLiteConfig",
         ]),
         // JSON-RPC 2.0 types shared by the daemon and the CLI.
         .target(name: "ParleyControlProtocol"),

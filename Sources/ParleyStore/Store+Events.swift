@@ -92,23 +92,36 @@ extension Store {
         return try relaxedWrite { db in try Self.insertEvents(db, events) }
     }
 
+    /// The journal's row, six parameters per row (`insertEvents`).
+    static let eventInsertShapes = RowBatch.shapes(
+        "INSERT INTO event (id, at, method, peer, message_row, params) VALUES "
+    ) {
+        _ in "(?, ?, ?, ?, ?, ?)"
+    }
+
     /// Appends `events` inside the caller's transaction (already validated, or built by the
     /// store itself); returns their ids.
+
     static func insertEvents(_ db: Database, _ events: [NewJournalEvent]) throws -> [Int64] {
         guard !events.isEmpty else { return [] }
         // No RETURNING (a temporary table per statement; see reserveSequenceNumbers).
         try adjustCounter(db, Schema.Counter.lastEventID, by: events.count)
         let last = try counterValue(db, Schema.Counter.lastEventID)
         let first = last - Int64(events.count) + 1
-        let insert = try db.cachedStatement(
-            sql: """
-                INSERT INTO event (id, at, method, peer, message_row, params) VALUES (?, ?, ?, ?, ?, ?)
-                """)
-        for (offset, e) in events.enumerated() {
-            try insert.executeDirect([
-                .int(first + Int64(offset)), .int(e.at), .text(e.method), .optionalText(e.peer),
-                .optionalInt(e.messageRowID), .optionalBlob(e.params)
-            ])
+        // Many rows per statement, as the message rows they describe (`RowBatch`).
+        for chunk in RowBatch.chunks(events.count) {
+            var values: [DirectValue] = []
+            values.reserveCapacity(6 * chunk.count)
+            for k in chunk {
+                let e = events[k]
+                values.append(.int(first + Int64(k)))
+                values.append(.int(e.at))
+                values.append(.text(e.method))
+                values.append(.optionalText(e.peer))
+                values.append(.optionalInt(e.messageRowID))
+                values.append(.optionalBlob(e.params))
+            }
+            try db.cachedStatement(sql: RowBatch.shape(eventInsertShapes, rows: chunk.count)).executeDirect(values)
         }
         return Array(first...last)
     }

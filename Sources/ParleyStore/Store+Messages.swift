@@ -23,6 +23,22 @@ extension Store {
         .joined(separator: ", ")
     }
 
+    /// The first of `chunk` whose id its sender already has stored (earlier chunks of the
+    /// same batch included) or that repeats one earlier in `chunk`: what made a multi-row
+    /// insert fail on the message key (the failed statement left none of its rows).
+    static func firstDuplicate(_ db: Database, _ chunk: ArraySlice<NewOutgoingMessage>, sender: Int64) throws
+        -> MessageID?
+    {
+        let probe = try db.cachedStatement(sql: "SELECT 1 FROM message WHERE id = ? AND sender = ?")
+        var seen: Set<MessageID> = []
+        for message in chunk {
+            var stored = false
+            try probe.queryDirect([.blob(message.id.bytes), .int(sender)]) { _ in stored = true }
+            if stored || !seen.insert(message.id).inserted { return message.id }
+        }
+        return nil
+    }
+
     /// Stores the body of the message just inserted as `row` (same transaction).
     static func insertBody(_ db: Database, row: Int64, body: String) throws {
         let statement = try db.cachedStatement(sql: "INSERT INTO message_body (row_id, body) VALUES (?, ?)")
@@ -64,32 +80,48 @@ extension Store {
         guard !messages.isEmpty else { return [] }
         return try write(feeding: .writeCommitting, deferringSync: true) { db in
             let sequences = try Self.reserveSequenceNumbers(db, count: messages.count)
-            let insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO message (id, sender, recipient, peer, incoming, state, sequence, created_at, reply_to)
-                    VALUES (?1, ?2, ?3, ?3, 0, 0, ?4, ?5, ?6)
-                    """)
             let senderParty = try self.party(db, key: sender.bytes)
             var stored: [StoredMessage] = []
             stored.reserveCapacity(messages.count)
-            for (offset, message) in messages.enumerated() {
-                let sequence = sequences.lowerBound + Int64(offset)
-                let recipient = try self.party(db, key: message.recipient.bytes)
-                do {
-                    try insert.executeDirect([
-                        .blob(message.id.bytes), .int(senderParty), .int(recipient),
-                        .int(sequence), .int(message.createdAt), .optionalBlob(message.replyTo?.bytes)
-                    ])
-                } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
-                    throw StoreError.conflict("message id \(message.id.hex) from \(sender.hex) is already stored")
+            // Many rows per statement (`RowBatch`): rows and bodies a chunk at a time.
+            for chunk in RowBatch.chunks(messages.count) {
+                var values: [DirectValue] = []
+                values.reserveCapacity(6 * chunk.count)
+                for k in chunk {
+                    let message = messages[k]
+                    values.append(.blob(message.id.bytes))
+                    values.append(.int(senderParty))
+                    values.append(.int(try self.party(db, key: message.recipient.bytes)))
+                    values.append(.int(sequences.lowerBound + Int64(k)))
+                    values.append(.int(message.createdAt))
+                    values.append(.optionalBlob(message.replyTo?.bytes))
                 }
-                let row = db.lastInsertedRowID
-                try Self.insertBody(db, row: row, body: message.body)
-                stored.append(
-                    StoredMessage(
-                        rowID: row, id: message.id, direction: .outgoing, sender: sender,
-                        recipient: .peer(message.recipient), sequence: sequence, createdAt: message.createdAt,
-                        body: message.body, state: .queued, replyTo: message.replyTo))
+                do {
+                    try db.cachedStatement(sql: RowBatch.shape(Self.outgoingInsertShapes, rows: chunk.count))
+                        .executeDirect(values)
+                } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+                    // The statement undid its rows; name the id (stored before, or twice in this batch).
+                    let id = try Self.firstDuplicate(db, messages[chunk], sender: senderParty)
+                    throw StoreError.conflict(
+                        "message id \(id?.hex ?? "(unknown)") from \(sender.hex) is already stored")
+                }
+                guard db.changesCount == chunk.count else {
+                    throw UnexpectedStoredValue(
+                        column: "message", value: "\(db.changesCount) of \(chunk.count) rows inserted")
+                }
+                let firstRow = db.lastInsertedRowID - Int64(chunk.count) + 1
+                try Self.insertBodies(db, firstRow: firstRow, count: chunk.count) {
+                    messages[chunk.lowerBound + $0].body
+                }
+                for k in chunk {
+                    let message = messages[k]
+                    stored.append(
+                        StoredMessage(
+                            rowID: firstRow + Int64(k - chunk.lowerBound), id: message.id, direction: .outgoing,
+                            sender: sender, recipient: .peer(message.recipient),
+                            sequence: sequences.lowerBound + Int64(k), createdAt: message.createdAt,
+                            body: message.body, state: .queued, replyTo: message.replyTo))
+                }
             }
             try Self.adjustCounter(db, Schema.Counter.queued, by: messages.count)
             return stored
@@ -259,13 +291,6 @@ extension Store {
     {
         guard !messages.isEmpty else { return [] }
         return try write(feeding: .writeCommitting, deferringSync: true) { db in
-            let insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO message (id, sender, recipient, peer, incoming, state, sequence, created_at,
-                                         received_at, reply_to)
-                    VALUES (?1, ?2, ?3, ?2, 1, 2, ?4, ?5, ?6, ?7)
-                    ON CONFLICT (id, sender) DO NOTHING
-                    """)
             let existing = try db.cachedStatement(
                 sql: """
                     SELECT \(Self.messageColumns) FROM message WHERE id = ? AND sender = ?
@@ -274,33 +299,73 @@ extension Store {
             var results: [(message: StoredMessage, isNew: Bool)] = []
             results.reserveCapacity(messages.count)
             var newCount = 0
-            for message in messages {
-                let id = message.id.bytes
-                let sender = try party(message.sender)
-                try insert.executeDirect([
-                    .blob(id), .int(sender), .int(try party(message.recipient)),
-                    .int(message.sequence), .int(message.createdAt), .int(at),
-                    .optionalBlob(message.replyTo?.bytes)
-                ])
-                if db.changesCount == 1 {
-                    newCount += 1
-                    let row = db.lastInsertedRowID
-                    try Self.insertBody(db, row: row, body: message.body)
-                    results.append(
-                        (
-                            StoredMessage(
-                                rowID: row, id: message.id, direction: .incoming,
-                                sender: message.sender, recipient: .peer(message.recipient), sequence: message.sequence,
-                                createdAt: message.createdAt, body: message.body, state: .received,
-                                receivedAt: at, replyTo: message.replyTo), true
-                        ))
-                } else {
-                    guard let stored = try Self.fetchMessages(existing, [Data(id), sender]).first else {
-                        // The insert conflicted on exactly this key inside this transaction.
-                        throw UnexpectedStoredValue(column: "message.id", value: message.id.hex)
-                    }
-                    results.append((stored, false))
+            func stored(_ message: IncomingMessage, row: Int64) -> StoredMessage {
+                StoredMessage(
+                    rowID: row, id: message.id, direction: .incoming,
+                    sender: message.sender, recipient: .peer(message.recipient), sequence: message.sequence,
+                    createdAt: message.createdAt, body: message.body, state: .received,
+                    receivedAt: at, replyTo: message.replyTo)
+            }
+            // Many rows per statement (`RowBatch`); a message stored already is skipped by
+            // the statement and comes back as the stored row.
+            for chunk in RowBatch.chunks(messages.count) {
+                var senders: [Int64] = []
+                senders.reserveCapacity(chunk.count)
+                var values: [DirectValue] = []
+                values.reserveCapacity(7 * chunk.count)
+                for k in chunk {
+                    let message = messages[k]
+                    let sender = try party(message.sender)
+                    senders.append(sender)
+                    values.append(.blob(message.id.bytes))
+                    values.append(.int(sender))
+                    values.append(.int(try party(message.recipient)))
+                    values.append(.int(message.sequence))
+                    values.append(.int(message.createdAt))
+                    values.append(.int(at))
+                    values.append(.optionalBlob(message.replyTo?.bytes))
                 }
+                do {
+                    try db.cachedStatement(sql: RowBatch.shape(Self.incomingInsertShapes, rows: chunk.count))
+                        .executeDirect(values)
+                } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+                    // One was stored before (a retransmission after a lost ack), or one id
+                    // came twice: the statement undid its rows; this chunk goes row by row,
+                    // a row stored already coming back as stored.
+                    for (offset, k) in chunk.enumerated() {
+                        let message = messages[k]
+                        try db.cachedStatement(sql: Self.incomingInsertOrSkip)
+                            .executeDirect(Array(values[(7 * offset)..<(7 * offset + 7)]))
+                        if db.changesCount == 1 {
+                            let row = db.lastInsertedRowID
+                            try Self.insertBody(db, row: row, body: message.body)
+                            results.append((stored(message, row: row), true))
+                            newCount += 1
+                        } else {
+                            guard
+                                let old = try Self.fetchMessages(existing, [Data(message.id.bytes), senders[offset]])
+                                    .first
+                            else {
+                                // The insert conflicted on exactly this key inside this transaction.
+                                throw UnexpectedStoredValue(column: "message.id", value: message.id.hex)
+                            }
+                            results.append((old, false))
+                        }
+                    }
+                    continue
+                }
+                guard db.changesCount == chunk.count else {
+                    throw UnexpectedStoredValue(
+                        column: "message", value: "\(db.changesCount) of \(chunk.count) rows inserted")
+                }
+                let firstRow = db.lastInsertedRowID - Int64(chunk.count) + 1
+                try Self.insertBodies(db, firstRow: firstRow, count: chunk.count) {
+                    messages[chunk.lowerBound + $0].body
+                }
+                for k in chunk {
+                    results.append((stored(messages[k], row: firstRow + Int64(k - chunk.lowerBound)), true))
+                }
+                newCount += chunk.count
             }
             try Self.adjustCounter(db, Schema.Counter.received, by: newCount)
             if let journal, newCount > 0 {

@@ -1,3 +1,4 @@
+import CSQLiteConfig
 import Foundation
 import GRDB
 import ParleyCore
@@ -74,6 +75,13 @@ public final class Store: @unchecked Sendable {
     /// write and released before the connection closes (`TransactionStatements`).
     var transactionStatements: TransactionStatements?
 
+    /// SQLite's memory statistics turned off, once per process, before the first store opens
+    /// a connection (`parley_sqlite_disable_memory_statistics` in CSQLiteConfig: each SQLite
+    /// allocation otherwise takes a global mutex to count itself). True if it took effect;
+    /// false if SQLite was already initialized (something opened a database first), which
+    /// costs only speed.
+    static let sqliteMemoryStatisticsOff = parley_sqlite_disable_memory_statistics() == SQLITE_OK
+
     /// Opens (creating if absent) `parley.sqlite` in `directory`, which must already exist.
     /// A file that is not a Parley database, is damaged, or is locked by another process is
     /// an error naming the file; it is never replaced by a fresh database.
@@ -94,6 +102,7 @@ public final class Store: @unchecked Sendable {
         }
         try Self.createPrivateFileIfMissing(path)
 
+        _ = Self.sqliteMemoryStatisticsOff
         var configuration = Configuration()
         configuration.label = "parley.store"
         configuration.foreignKeysEnabled = true
