@@ -306,8 +306,8 @@ extension Store {
                     createdAt: message.createdAt, body: message.body, state: .received,
                     receivedAt: at, replyTo: message.replyTo)
             }
-            // Many rows per statement (`RowBatch`); a message stored already is skipped by
-            // the statement and comes back as the stored row.
+            // Many rows per statement (`RowBatch`); a chunk with a message stored already
+            // fails on the message key and goes row by row (below).
             for chunk in RowBatch.chunks(messages.count) {
                 var senders: [Int64] = []
                 senders.reserveCapacity(chunk.count)
