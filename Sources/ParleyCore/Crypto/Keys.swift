@@ -22,6 +22,8 @@ public struct IdentityPublicKey: Hashable, Sendable {
     public static let length = 32
     public let bytes: [UInt8]
 
+    public func hash(into hasher: inout Hasher) { hashFixedLengthBytes(bytes, into: &hasher) }
+
     public init(bytes: [UInt8]) throws(KeyError) {
         guard bytes.count == Self.length else {
             throw .wrongLength(what: "identity public key", expected: Self.length, got: bytes.count)
@@ -104,6 +106,8 @@ public final class IdentityKeyPair: Sendable {
 public struct NoisePublicKey: Hashable, Sendable {
     public static let length = 32
     public let bytes: [UInt8]
+
+    public func hash(into hasher: inout Hasher) { hashFixedLengthBytes(bytes, into: &hasher) }
 
     public init(bytes: [UInt8]) throws(KeyError) {
         guard bytes.count == Self.length else {
