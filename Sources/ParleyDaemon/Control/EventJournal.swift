@@ -146,17 +146,22 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
         }
         let targets = subscribers.values.compactMap(\.value)
         if !targets.isEmpty {
-            for (e, id) in zip(batch, ids) {
+            // By index: each event read in place, not copied out of the batch for the loop.
+            for k in batch.indices {
+                let id = ids[k]
                 // Every line of the flush is written into the same buffer, whose capacity stays
                 // from line to line and flush to flush (a subscriber copies what it is given).
                 lineBuffer.removeAll(keepingCapacity: true)
-                if let params = e.handWritten {
+                if let params = batch[k].handWritten {
                     ControlEventLine.write(
-                        method: e.method, params: params, eventID: id.map { Int($0) }, appendingTo: &lineBuffer)
-                } else if !Self.write(method: e.method, params: e.params, eventID: id, appendingTo: &lineBuffer) {
+                        method: batch[k].method, params: params, eventID: id.map { Int($0) },
+                        appendingTo: &lineBuffer)
+                } else if !Self.write(
+                    method: batch[k].method, params: batch[k].params, eventID: id, appendingTo: &lineBuffer)
+                {
                     continue
                 }
-                for t in targets { t.journal(self, deliver: lineBuffer, peer: e.peer) }
+                for t in targets { t.journal(self, deliver: lineBuffer, peer: batch[k].peer) }
             }
             for t in targets { t.journalDeliveredBatch(self) }
         }
