@@ -22,16 +22,14 @@ public struct IdentityPublicKey: Hashable, Sendable {
     public static let length = 32
     public let bytes: [UInt8]
 
+    public func hash(into hasher: inout Hasher) { hashFixedLengthBytes(bytes, into: &hasher) }
+
     public init(bytes: [UInt8]) throws(KeyError) {
         guard bytes.count == Self.length else {
             throw .wrongLength(what: "identity public key", expected: Self.length, got: bytes.count)
         }
         self.bytes = bytes
     }
-
-    /// The 32 bytes hashed as one buffer: the synthesized hash combines the array byte by
-    /// byte (~1,000 instructions a key; keys are dictionary keys all over the message path).
-    public func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
 
     /// Verifies a detached Ed25519 signature (64 bytes) over `message`.
     public func verify(signature: [UInt8], message: [UInt8]) -> Bool {
@@ -109,16 +107,14 @@ public struct NoisePublicKey: Hashable, Sendable {
     public static let length = 32
     public let bytes: [UInt8]
 
+    public func hash(into hasher: inout Hasher) { hashFixedLengthBytes(bytes, into: &hasher) }
+
     public init(bytes: [UInt8]) throws(KeyError) {
         guard bytes.count == Self.length else {
             throw .wrongLength(what: "Noise public key", expected: Self.length, got: bytes.count)
         }
         self.bytes = bytes
     }
-
-    /// The 32 bytes hashed as one buffer: the synthesized hash combines the array byte by
-    /// byte (~1,000 instructions a key; keys are dictionary keys all over the message path).
-    public func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
 
     public var hex: String { Sodium.hex(bytes) }
 }

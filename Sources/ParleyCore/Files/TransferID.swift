@@ -4,6 +4,8 @@ public struct TransferID: FixedLengthID {
     public static let length = 16
     public let bytes: [UInt8]
 
+    public func hash(into hasher: inout Hasher) { hashFixedLengthBytes(bytes, into: &hasher) }
+
     public init(exactly bytes: [UInt8]) {
         precondition(bytes.count == Self.length, "TransferID must be \(Self.length) bytes")
         self.bytes = bytes

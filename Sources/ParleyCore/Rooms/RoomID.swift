@@ -6,6 +6,8 @@ public struct RoomID: FixedLengthID, Comparable {
     public static let length = 16
     public let bytes: [UInt8]
 
+    public func hash(into hasher: inout Hasher) { hashFixedLengthBytes(bytes, into: &hasher) }
+
     public init(exactly bytes: [UInt8]) {
         precondition(bytes.count == Self.length, "RoomID must be \(Self.length) bytes")
         self.bytes = bytes
@@ -26,6 +28,8 @@ public struct RoomID: FixedLengthID, Comparable {
 public struct RoomOperationHash: FixedLengthID, Comparable {
     public static let length = 32
     public let bytes: [UInt8]
+
+    public func hash(into hasher: inout Hasher) { hashFixedLengthBytes(bytes, into: &hasher) }
 
     public init(exactly bytes: [UInt8]) {
         precondition(bytes.count == Self.length, "RoomOperationHash must be \(Self.length) bytes")

@@ -100,6 +100,8 @@ public struct MessageID: FixedLengthID {
     public static let length = 16
     public let bytes: [UInt8]
 
+    public func hash(into hasher: inout Hasher) { hashFixedLengthBytes(bytes, into: &hasher) }
+
     public init(exactly bytes: [UInt8]) {
         precondition(bytes.count == Self.length, "MessageID must be \(Self.length) bytes")
         self.bytes = bytes

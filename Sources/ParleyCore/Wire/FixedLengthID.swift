@@ -23,8 +23,15 @@ extension FixedLengthID {
 
     public var hex: String { Sodium.hex(bytes) }
     public var description: String { hex }
+}
 
-    /// The bytes hashed as one buffer (what every conforming type's `Hashable` uses instead
-    /// of the synthesized byte-by-byte hash of the array).
-    public func hash(into hasher: inout Hasher) { bytes.withUnsafeBytes { hasher.combine(bytes: $0) } }
+/// `hash(into:)` for a type that is its bytes (the ids here, `IdentityPublicKey`): the
+/// bytes in one call. The synthesized conformance hashes a `[UInt8]` as its count and then
+/// each byte by itself, a call into the hasher per byte: ~12,000 instructions per message
+/// on the sender (every dictionary and set keyed by a message id or a peer's key,
+/// docs/BENCHMARKS.md "issue 32 part 8"). Equal values have equal bytes, so they hash
+/// alike; the length is fixed per type, so leaving it out merges nothing.
+@inlinable
+public func hashFixedLengthBytes(_ bytes: [UInt8], into hasher: inout Hasher) {
+    bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
 }

@@ -12,6 +12,18 @@ enum ControlViews {
         case .blocked: return .blocked
         }
     }
+
+    /// A stored message's state as the control protocol names it (the same words). A
+    /// switch, not `init(rawValue:)` of the other's raw value: that compared strings, ~450
+    /// instructions in every message line (docs/BENCHMARKS.md "issue 32 part 8"), and a
+    /// state added to the store must now be named here.
+    static func state(_ s: ParleyStore.MessageState) -> ParleyControlProtocol.MessageState {
+        switch s {
+        case .queued: return .queued
+        case .delivered: return .delivered
+        case .received: return .received
+        }
+    }
 }
 
 /// Turns the node's records into the control protocol's wire types.
@@ -74,7 +86,7 @@ extension Node {
                     to: Node.fingerprint(of: m.recipient), toName: displayName(of: m.recipient),
                     direction: m.direction == .incoming ? .incoming : .outgoing,
                     sequence: Int(m.sequence), createdAt: Int(m.createdAt), body: m.body,
-                    state: ParleyControlProtocol.MessageState(rawValue: m.state.rawValue) ?? .queued,
+                    state: ControlViews.state(m.state),
                     deliveredAt: m.deliveredAt.map { Int($0) }, cursor: Int(m.rowID),
                     readAt: m.readAt.map { Int($0) }, replyTo: quote(of: m),
                     editedAt: m.editedAt.map { Int($0) }, deletedAt: m.deletedAt.map { Int($0) },

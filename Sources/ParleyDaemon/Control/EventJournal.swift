@@ -68,6 +68,10 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
         var peer: String?
         var messageRowID: Int64?
         var params: any ControlEventParams
+        /// `params` again when its line is written by hand (the per-message events), known
+        /// where it is rendered: finding it out by a dynamic cast cost ~1,200 instructions
+        /// a line.
+        var handWritten: (any ControlEventParamsWritable)? = nil
         /// Set when the event's row was written in its message's own transaction
         /// (`MessageJournal`); nil: the flush stores it.
         var eventID: Int64? = nil
@@ -142,14 +146,22 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
         }
         let targets = subscribers.values.compactMap(\.value)
         if !targets.isEmpty {
-            for (e, id) in zip(batch, ids) {
+            // By index: each event read in place, not copied out of the batch for the loop.
+            for k in batch.indices {
+                let id = ids[k]
                 // Every line of the flush is written into the same buffer, whose capacity stays
                 // from line to line and flush to flush (a subscriber copies what it is given).
                 lineBuffer.removeAll(keepingCapacity: true)
-                guard Self.write(method: e.method, params: e.params, eventID: id, appendingTo: &lineBuffer) else {
+                if let params = batch[k].handWritten {
+                    ControlEventLine.write(
+                        method: batch[k].method, params: params, eventID: id.map { Int($0) },
+                        appendingTo: &lineBuffer)
+                } else if !Self.write(
+                    method: batch[k].method, params: batch[k].params, eventID: id, appendingTo: &lineBuffer)
+                {
                     continue
                 }
-                for t in targets { t.journal(self, deliver: lineBuffer, peer: e.peer) }
+                for t in targets { t.journal(self, deliver: lineBuffer, peer: batch[k].peer) }
             }
             for t in targets { t.journalDeliveredBatch(self) }
         }
@@ -201,17 +213,20 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
     private func render(_ event: NodeEvent) -> Rendered? {
         switch event {
         case .messageReceived(let m):
-            var rendered = messageEvent(ControlEvent.messageReceived, m, justStored: true)
-            rendered?.eventID = m.journalEventID
-            return rendered
+            // `messageParams` for this method, typed (`handWritten`); a room message
+            // concerns its room, as in `messageEvent`.
+            let params = MessageReceivedEvent(message: node.messageInfo(m, justStored: true))
+            return Rendered(
+                method: ControlEvent.messageReceived, peer: m.conversation.hex, messageRowID: m.rowID,
+                params: params, handWritten: params, eventID: m.journalEventID)
         case .messageDelivered(let d):
             // From the mark itself: the message was not read back (its replay is rendered
             // from the stored row by `messageParams`, with the same fields).
+            let params = MessageDeliveredEvent(
+                id: d.id.hex, to: Node.fingerprint(of: d.recipient), deliveredAt: Int(d.deliveredAt))
             return Rendered(
                 method: ControlEvent.messageDelivered, peer: d.conversation.hex, messageRowID: d.rowID,
-                params: MessageDeliveredEvent(
-                    id: d.id.hex, to: Node.fingerprint(of: d.recipient), deliveredAt: Int(d.deliveredAt)),
-                eventID: d.journalEventID)
+                params: params, handWritten: params, eventID: d.journalEventID)
         case .messageRead(let m):
             return messageEvent(ControlEvent.messageRead, m)
         case .messageRefused(let m, _):

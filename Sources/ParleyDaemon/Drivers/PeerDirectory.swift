@@ -22,10 +22,20 @@ final class PeerDirectory {
         didSet {
             byIdentity = nil
             clashes = nil
+            resolved.removeAll()
         }
     }
     private var byIdentity: [IdentityPublicKey: PeerRecord]?
     private var clashes: [IdentityPublicKey: NameClashes.Clash]?
+    /// Queries `resolve` found one peer for, with that peer, until the records change: a
+    /// pipelining client names the same peer in every `messages.send`, and resolving it
+    /// anew (an entry per record, lowercasing, fingerprints) was ~6,000 instructions per
+    /// message. A pure function of the records and the query, so it cannot go stale while
+    /// `all` stands; bounded in count and in each query's length (a local client may name
+    /// many peers, or write long names).
+    private var resolved: [String: PeerRecord] = [:]
+    private static let maxResolvedQueries = 256
+    private static let maxResolvedQueryBytes = 256
     /// When unused identities were last expired.
     private var lastExpiry: MonotonicInstant?
 
@@ -114,6 +124,7 @@ final class PeerDirectory {
     func resolve(_ query: String) throws(NodeError) -> PeerRecord {
         let every: [PeerRecord]
         do { every = try peers() } catch { throw .storage(error) }
+        if let known = resolved[query] { return known }
         var records: [PeerRecord] = []
         var entries: [PeerNameResolution.Entry] = []
         records.reserveCapacity(every.count)
@@ -126,7 +137,12 @@ final class PeerDirectory {
                     replaced: rec.replacedBy != nil))
         }
         switch PeerNameResolution.resolve(query, in: entries) {
-        case .found(let i): return records[i]
+        case .found(let i):
+            if query.utf8.count <= Self.maxResolvedQueryBytes {
+                if resolved.count >= Self.maxResolvedQueries { resolved.removeAll(keepingCapacity: true) }
+                resolved[query] = records[i]
+            }
+            return records[i]
         case .ambiguous(let found): throw .peerAmbiguous(query, found.map { records[$0] })
         case .notFound: throw .peerNotFound(query)
         }

@@ -59,7 +59,11 @@ public struct SessionTable<Handle: Hashable & Sendable>: Sendable {
     public let maxPerAddress: Int
     public let maxPerNetwork: Int
 
-    private var sessions: [IdentityPublicKey: Session] = [:]
+    /// Internal only so the lookups below can be inlined into the daemon, specialized for
+    /// its handle type: called generically across the module boundary, one `isOnline` (in
+    /// every `messages.send` answer) cost ~3,900 instructions in callgrind (docs/BENCHMARKS.md
+    /// "issue 32 part 8"). Written only by this file.
+    @usableFromInline var sessions: [IdentityPublicKey: Session] = [:]
     private var offlinePending: [IdentityPublicKey: MonotonicInstant] = [:]
     private var perAddress: [String: Int] = [:]
     private var perNetwork: [String: Int] = [:]
@@ -87,10 +91,12 @@ public struct SessionTable<Handle: Hashable & Sendable>: Sendable {
 
     public var count: Int { sessions.count }
     public var peers: Dictionary<IdentityPublicKey, Session>.Keys { sessions.keys }
-    public func session(for peer: IdentityPublicKey) -> Session? { sessions[peer] }
-    public func handle(for peer: IdentityPublicKey) -> Handle? { sessions[peer]?.handle }
-    public func isOnline(_ peer: IdentityPublicKey) -> Bool { sessions[peer] != nil }
-    public func isActive(_ handle: Handle, for peer: IdentityPublicKey) -> Bool { sessions[peer]?.handle == handle }
+    @inlinable public func session(for peer: IdentityPublicKey) -> Session? { sessions[peer] }
+    @inlinable public func handle(for peer: IdentityPublicKey) -> Handle? { sessions[peer]?.handle }
+    @inlinable public func isOnline(_ peer: IdentityPublicKey) -> Bool { sessions[peer] != nil }
+    @inlinable public func isActive(_ handle: Handle, for peer: IdentityPublicKey) -> Bool {
+        sessions[peer]?.handle == handle
+    }
 
     /// Whether a session with `peer` could be kept now: the cap counts peers, so a
     /// second session with a peer already online never counts twice.

@@ -62,6 +62,27 @@ final class PeerDirectoryTests: XCTestCase {
         XCTAssertEqual(try directory.resolve("bob").identity, other.identity, "the nickname hides the name")
     }
 
+    /// `resolve` remembers what a name found (a pipelining client names the same peer in
+    /// every send) only while the records it was found in stand: every write through the
+    /// directory, and `invalidate()`, make it resolve again.
+    func testARememberedNameIsResolvedAgainAfterEveryWrite() throws {
+        let carol = try pin("carol")
+        XCTAssertEqual(try directory.resolve("carol").identity, carol.identity)
+        XCTAssertEqual(try directory.resolve("carol").identity, carol.identity, "remembered")
+        try directory.setTrust(identity: carol.identity, .blocked)
+        XCTAssertEqual(try directory.resolve("carol").trust, .blocked, "a trust change through the directory")
+        try store.setNickname(identity: carol.identity, "c")
+        directory.invalidate()
+        XCTAssertEqual(try directory.resolve("c").identity, carol.identity)
+        let newCarol = try pin("carol2")
+        var replaced = try XCTUnwrap(directory.peer(carol.identity))
+        replaced.replacedBy = newCarol.identity
+        try directory.upsert(replaced)
+        XCTAssertThrowsError(try directory.resolve("c"), "a replaced key is never found") { error in
+            guard case NodeError.peerNotFound = error else { return XCTFail("\(error)") }
+        }
+    }
+
     func testUnusedKeysExpireAtMostOncePerIntervalOnTheMockClock() throws {
         let idle = try pin("idle", lastSeen: 1)
         let online = try pin("online", lastSeen: 1)
