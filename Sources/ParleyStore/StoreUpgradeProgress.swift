@@ -64,9 +64,11 @@ public final class StoreUpgradeProgress: Sendable {
         }
     }
 
-    func end(completed: Bool) {
+    /// `migrations`: how many the step that ended ran (more than one only for the all-at-once
+    /// upgrade of a store whose migrations were applied out of order).
+    func end(completed: Bool, migrations: Int = 1) {
         state.withLock { s in
-            if completed { s.finished += 1 }
+            if completed { s.finished += migrations }
             s.name = nil
         }
     }
@@ -106,7 +108,7 @@ public final class StoreUpgradeProgress: Sendable {
                 progress.end(completed: false)
                 throw error
             }
-            progress.end(completed: true)
+            progress.end(completed: true, migrations: pending.count)
             return
         }
         for (offset, name) in pending.enumerated() {
