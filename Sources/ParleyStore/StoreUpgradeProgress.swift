@@ -64,9 +64,11 @@ public final class StoreUpgradeProgress: Sendable {
         }
     }
 
-    func end(completed: Bool) {
+    /// `migrations`: how many the step that ended ran (more than one only for the all-at-once
+    /// upgrade of a store whose migrations were applied out of order).
+    func end(completed: Bool, migrations: Int = 1) {
         state.withLock { s in
-            if completed { s.finished += 1 }
+            if completed { s.finished += migrations }
             s.name = nil
         }
     }
@@ -93,6 +95,21 @@ public final class StoreUpgradeProgress: Sendable {
             try? database.writeWithoutTransaction { db in
                 sqlite3_progress_handler(db.sqliteConnection, 0, nil, nil)
             }
+        }
+        // GRDB's `migrate(_:upTo:)` stops the process (`fatalError`) for a target registered
+        // before a migration already applied: a store made by a build whose migrations were
+        // registered in another order (two branches that each added one). Then all of them
+        // at once, as `migrate(_:)` runs them, reported as one step.
+        let lastApplied = migrator.migrations.lastIndex { applied.contains($0) }
+        let firstPending = migrator.migrations.firstIndex { !applied.contains($0) }
+        if let lastApplied, let firstPending, firstPending < lastApplied {
+            progress.begin(pending.joined(separator: ", "), index: 1, count: 1)
+            do { try migrator.migrate(database) } catch {
+                progress.end(completed: false)
+                throw error
+            }
+            progress.end(completed: true, migrations: pending.count)
+            return
         }
         for (offset, name) in pending.enumerated() {
             progress.begin(name, index: offset + 1, count: pending.count)

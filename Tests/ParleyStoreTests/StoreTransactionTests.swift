@@ -71,4 +71,32 @@ final class StoreTransactionTests: StoreDirectoryTestCase {
         XCTAssertNotNil(try reopened.message(id: taken))
         XCTAssertNil(try reopened.message(id: lost))
     }
+
+    /// A COMMIT that fails (here a deferred foreign key, checked only at COMMIT; a full disk
+    /// or an I/O error fail there too) rolls the transaction back through the held
+    /// statements: nothing of it stays, the connection is out of the transaction, and the
+    /// next write commits.
+    func testAFailedCommitRollsBackAndTheNextWriteCommits() throws {
+        let store = try Store(directory: directory)
+        XCTAssertThrowsError(
+            try store.write { db in
+                try db.execute(sql: "PRAGMA defer_foreign_keys = ON")
+                try db.execute(
+                    sql: """
+                        INSERT INTO reaction (message_row, reactor, reaction, sequence, present)
+                        VALUES (999999, 'x', 'y', 1, 1)
+                        """)
+            })
+        let left = try store.read { db in
+            (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM reaction") ?? -1, db.isInsideTransaction)
+        }
+        XCTAssertEqual(left.0, 0, "the failed commit's rows are rolled back")
+        XCTAssertFalse(left.1)
+        let next = MessageID.random()
+        _ = try store.enqueue([message(next)], sender: me)
+        try store.close()
+        let reopened = try Store(directory: directory)
+        XCTAssertNotNil(try reopened.message(id: next))
+        XCTAssertEqual(try reopened.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM reaction") }, 0)
+    }
 }

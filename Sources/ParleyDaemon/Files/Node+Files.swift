@@ -175,7 +175,9 @@ extension Node {
             finishIncoming(f, key, state, error: error)
             return
         }
-        try? store.setTransferState(rowID: rec.rowID, state, error: error, at: nowMs)
+        recordingFailed("its end (\(state.rawValue))", key) { () throws(StoreError) in
+            try store.setTransferState(rowID: rec.rowID, state, error: error, at: nowMs)
+        }
         var r = rec
         r.state = state
         r.error = error

@@ -91,7 +91,14 @@ extension Node {
             if let nickname = old.nickname, new.nickname == nil {
                 try store.setNickname(identity: new.identity, nickname)
             }
-        } catch { throw .storage(error) }
+        } catch {
+            // The replacement may have committed before the nickname failed: the records
+            // and the queue are read again, or a name resolved before would still send to
+            // the retired key.
+            peerDirectory.invalidate()
+            directMessages.outboxChanged()
+            throw .storage(error)
+        }
         peerDirectory.invalidate()
         directMessages.outboxChanged()  // messages moved to another recipient: count and query again
         log.warning(
