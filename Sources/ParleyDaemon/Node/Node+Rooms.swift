@@ -566,6 +566,7 @@ extension Node {
             acks += outcome.acks
             receivedSigned += outcome.shown
         }
+        var failed = false
         do {
             for record in records {
                 switch record {
@@ -598,14 +599,14 @@ extension Node {
             try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
             try storeSigned(&signed)
         } catch {
-            // What was stored is acknowledged; the rest stays queued at the sender.
+            // What was stored is acknowledged and counted; the rest stays queued at the sender.
             log.error("could not store room traffic; it stays queued at the sender", ["error": "\(error)"])
-            sendAcks(acks, on: conn)
-            conn.close(reason: .normal, text: "receiver storage failure")
-            for m in received + receivedSigned { emit(.messageReceived(m)) }
-            return
+            failed = true
         }
         sendAcks(acks, on: conn)
+        if failed { conn.close(reason: .normal, text: Self.uncountedCloseText) }
+        // Counted even when a later record failed: the receive quota's cached counts (which
+        // also judge file offers) must not fall behind what the store holds.
         quotaStored(received.map { $0.body.utf8.count }, from: sender)
         if !received.isEmpty { sessionDriver.table.promote(sender) }
         for m in received + receivedSigned { emit(.messageReceived(m)) }
@@ -696,6 +697,8 @@ extension Node {
             var received: [StoredMessage] = []
             try storeRoomChats(&chats, from: sender, acks: &acks, received: &received)
             sendAcks(acks, on: conn)
+            quotaStored(received.map { $0.body.utf8.count }, from: sender)
+            if !received.isEmpty { sessionDriver.table.promote(sender) }
             for m in received { emit(.messageReceived(m)) }
         }
     }

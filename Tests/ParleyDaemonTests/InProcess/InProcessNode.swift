@@ -141,6 +141,20 @@ final class InProcessLink {
         }
     }
 
+    /// Hands everything the initiator has written so far to the responder as ONE read (TCP
+    /// coalescing several writes into one segment), then exchanges as usual.
+    func exchangeCoalescingForward() throws {
+        _ = try initiatorFramesHeld()
+        guard var joined = heldForward.first else {
+            try exchange()
+            return
+        }
+        for buf in heldForward.dropFirst() { joined.writeImmutableBuffer(buf) }
+        heldForward.removeAll()
+        if responder.isActive { try responder.writeInbound(joined) }
+        try exchange()
+    }
+
     /// Moves virtual time for both nodes (their timers fire as the loop passes them).
     func advance(_ d: TimeAmount) {
         loop.advanceTime(by: d)

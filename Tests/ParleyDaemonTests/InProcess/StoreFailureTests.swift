@@ -82,6 +82,58 @@ final class StoreFailureTests: XCTestCase {
         XCTAssertEqual(try bob.node.store.message(id: sent.id, sender: alice.identity)?.body, "noon?")
         XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .delivered)
     }
+
+    /// One read carries chats for two rooms; the first room's commits, the second's fails.
+    /// What was stored is still counted: the receive quota's cached counts (which judge
+    /// later chats and file offers) never fall behind what the store holds.
+    func testRoomChatsStoredBeforeAFailureInTheSameReadAreCounted() throws {
+        var link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        var rooms: [RoomRecord] = []
+        for name in ["lunch", "standup"] {
+            let room = try alice.node.createRoom(name: name, members: [try alice.node.resolvePeer("bob")])
+            try link.exchange()
+            _ = try bob.node.acceptInvitation(try XCTUnwrap(try bob.node.store.room(id: room.id)))
+            try link.exchange()
+            rooms.append(try XCTUnwrap(try alice.node.store.room(id: room.id)))
+        }
+        // The quota's counts are cached from a first chat on.
+        _ = try alice.node.sendToRoom(rooms[0], body: "first")
+        try link.exchange()
+        let before = try bob.node.messageDriver.quota.usage(of: alice.identity).peer
+        XCTAssertEqual(before.messages, try bob.node.store.incomingUsage(from: alice.identity).messages)
+
+        // Bob's store takes one more room message from here on, then fails (a full disk).
+        let stored = try bob.node.store.read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM message WHERE room IS NOT NULL") ?? 0
+        }
+        try bob.node.store.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TEMP TRIGGER second_room_message_fails BEFORE INSERT ON message
+                    WHEN NEW.room IS NOT NULL
+                        AND (SELECT COUNT(*) FROM message WHERE room IS NOT NULL) >= \(stored + 1)
+                    BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END
+                    """)
+        }
+        // Unsigned room chats, as a peer without `roomSync` sends them, both in one read.
+        let conn = try XCTUnwrap(alice.node.activeConnection(for: bob.identity))
+        for (k, room) in rooms.enumerated() {
+            conn.send(
+                .roomChat(
+                    RoomChatRecord(
+                        id: MessageID.random(), roomID: room.id, sequence: UInt64(1_000 + k), createdAt: 1,
+                        body: k == 0 ? "noon?" : "at ten")))
+        }
+        try link.exchangeCoalescingForward()
+        XCTAssertTrue(
+            bobLog.lines.contains { $0.contains("could not store room traffic") }, "\(bobLog.lines)")
+        let counted = try bob.node.messageDriver.quota.usage(of: alice.identity).peer
+        let inStore = try bob.node.store.incomingUsage(from: alice.identity)
+        XCTAssertEqual(inStore.messages, before.messages + 1, "one of the two was stored")
+        XCTAssertEqual(counted.messages, inStore.messages, "the cached count is the store's")
+        XCTAssertEqual(counted.bytes, inStore.bytes)
+    }
 }
 
 /// The node's real store behind the `ReceiveQuotaStore` seam, except that every count
