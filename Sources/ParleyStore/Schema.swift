@@ -7,7 +7,9 @@ enum Schema {
     /// other program is recognised as such instead of being migrated: ASCII "PRLY".
     static let applicationID: Int32 = 0x5052_4C59
 
-    /// Names in the `counter` table.
+    /// Names of counters: rows of the `counter` table; since `message-counters-one-row-v1`
+    /// the five the message path moves are columns of `message_counter` instead
+    /// (`CounterLedger.Name`).
     enum Counter {
         /// Last sequence number handed out by this node; 0 means none yet.
         static let lastSequence = "last_sequence"
@@ -184,6 +186,7 @@ enum Schema {
         registerJournalIndexMigration(&migrator)
         registerMessageChecksMigration(&migrator)
         registerLeanMessagesMigration(&migrator)
+        registerMessageCountersMigration(&migrator)
         return migrator
     }
 }

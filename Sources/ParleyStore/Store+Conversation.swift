@@ -188,7 +188,7 @@ extension Store {
         let room = action.target.room?.hex
         let members = Array(Set(action.members.map(\.hex))).sorted()
         return try write { db in
-            let sequence = try Self.reserveSequenceNumbers(db, count: 1).lowerBound
+            let sequence = try self.reserveSequenceNumbers(db, count: 1).lowerBound
             let insert = try db.cachedStatement(
                 sql: """
                     INSERT INTO message_action (id, author, peer, direction, sequence, created_at, target, target_author,

@@ -89,7 +89,7 @@ extension Store {
             }
         }
         guard !events.isEmpty else { return [] }
-        return try relaxedWrite { db in try Self.insertEvents(db, events) }
+        return try relaxedWrite { db in try self.insertEvents(db, events) }
     }
 
     /// The journal's row, six parameters per row (`insertEvents`).
@@ -102,11 +102,11 @@ extension Store {
     /// Appends `events` inside the caller's transaction (already validated, or built by the
     /// store itself); returns their ids.
 
-    static func insertEvents(_ db: Database, _ events: [NewJournalEvent]) throws -> [Int64] {
+    func insertEvents(_ db: Database, _ events: [NewJournalEvent]) throws -> [Int64] {
         guard !events.isEmpty else { return [] }
         // No RETURNING (a temporary table per statement; see reserveSequenceNumbers).
-        try adjustCounter(db, Schema.Counter.lastEventID, by: events.count)
-        let last = try counterValue(db, Schema.Counter.lastEventID)
+        try adjustCounter(db, .lastEventID, by: events.count)
+        let last = try counterValue(db, .lastEventID)
         let first = last - Int64(events.count) + 1
         // Many rows per statement, as the message rows they describe (`RowBatch`).
         for chunk in RowBatch.chunks(events.count) {
@@ -121,7 +121,7 @@ extension Store {
                 values.append(.optionalInt(e.messageRowID))
                 values.append(.optionalBlob(e.params))
             }
-            try db.cachedStatement(sql: RowBatch.shape(eventInsertShapes, rows: chunk.count)).executeDirect(values)
+            try db.cachedStatement(sql: RowBatch.shape(Self.eventInsertShapes, rows: chunk.count)).executeDirect(values)
         }
         return Array(first...last)
     }
@@ -157,13 +157,18 @@ extension Store {
     public func eventBounds() throws(StoreError) -> (prunedThrough: Int64, last: Int64) {
         try read { db in
             let statement = try db.cachedStatement(sql: "SELECT value FROM counter WHERE name = ?")
-            func value(_ name: String) throws -> Int64 {
-                guard let v = try Int64.fetchOne(statement, arguments: [name]), v >= 0 else {
-                    throw UnexpectedStoredValue(column: "counter.\(name)", value: "missing or negative")
-                }
-                return v
+            guard let pruned = try Int64.fetchOne(statement, arguments: [Schema.Counter.eventsPrunedThrough]),
+                pruned >= 0
+            else {
+                throw UnexpectedStoredValue(
+                    column: "counter.\(Schema.Counter.eventsPrunedThrough)", value: "missing or negative")
             }
-            return (try value(Schema.Counter.eventsPrunedThrough), try value(Schema.Counter.lastEventID))
+            let last = try storedCounters(db)[CounterLedger.Name.lastEventID.rawValue]
+            guard last >= 0 else {
+                throw UnexpectedStoredValue(
+                    column: "\(Schema.messageCounterTable).\(Schema.Counter.lastEventID)", value: String(last))
+            }
+            return (pruned, last)
         }
     }
 
@@ -175,7 +180,7 @@ extension Store {
         guard keepLast >= 0 else { throw .invalidArgument("keepLast must not be negative") }
         return try relaxedWrite { db in
             let counter = try db.cachedStatement(sql: "SELECT value FROM counter WHERE name = ?")
-            let last = try Int64.fetchOne(counter, arguments: [Schema.Counter.lastEventID]) ?? 0
+            let last = try counterValue(db, .lastEventID)
             let pruned = try Int64.fetchOne(counter, arguments: [Schema.Counter.eventsPrunedThrough]) ?? 0
             var through = max(pruned, last - Int64(keepLast))
             // Everything before the oldest event that is recent enough goes: ids grow with

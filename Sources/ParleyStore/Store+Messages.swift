@@ -52,15 +52,16 @@ extension Store {
     /// `.full` durability, even across power loss).
     public func nextSequenceNumbers(count: Int) throws(StoreError) -> ClosedRange<Int64> {
         guard count > 0 else { throw .invalidArgument("sequence number count must be positive, got \(count)") }
-        return try write { db in try Self.reserveSequenceNumbers(db, count: count) }
+        return try write { db in try self.reserveSequenceNumbers(db, count: count) }
     }
 
-    static func reserveSequenceNumbers(_ db: Database, count: Int) throws -> ClosedRange<Int64> {
-        // An UPDATE then a SELECT rather than UPDATE ... RETURNING: SQLite builds a
-        // temporary table for every RETURNING statement (~18,000 instructions per message
-        // in callgrind).
-        try adjustCounter(db, Schema.Counter.lastSequence, by: count)
-        let last = try counterValue(db, Schema.Counter.lastSequence)
+    func reserveSequenceNumbers(_ db: Database, count: Int) throws -> ClosedRange<Int64> {
+        // The counter moves in the `CounterLedger` (written once before COMMIT) and its
+        // value comes from the ledger, read from the row only once after a rollback or an
+        // open; not UPDATE ... RETURNING: SQLite builds a temporary table for every
+        // RETURNING statement (~18,000 instructions per message in callgrind).
+        try adjustCounter(db, .lastSequence, by: count)
+        let last = try counterValue(db, .lastSequence)
         guard last >= Int64(count) else {
             throw UnexpectedStoredValue(column: "counter.\(Schema.Counter.lastSequence)", value: String(last))
         }
@@ -79,7 +80,7 @@ extension Store {
     {
         guard !messages.isEmpty else { return [] }
         return try write(feeding: .writeCommitting, deferringSync: true) { db in
-            let sequences = try Self.reserveSequenceNumbers(db, count: messages.count)
+            let sequences = try self.reserveSequenceNumbers(db, count: messages.count)
             let senderParty = try self.party(db, key: sender.bytes)
             var stored: [StoredMessage] = []
             stored.reserveCapacity(messages.count)
@@ -123,7 +124,7 @@ extension Store {
                             body: message.body, state: .queued, replyTo: message.replyTo))
                 }
             }
-            try Self.adjustCounter(db, Schema.Counter.queued, by: messages.count)
+            try self.adjustCounter(db, .queued, by: messages.count)
             return stored
         }
     }
@@ -225,10 +226,10 @@ extension Store {
                     try update.executeDirect([.int(at), .int(d.rowID)])
                 }
             }
-            try Self.adjustCounter(db, Schema.Counter.queued, by: -changed.count)
-            try Self.adjustCounter(db, Schema.Counter.delivered, by: changed.count)
+            try self.adjustCounter(db, .queued, by: -changed.count)
+            try self.adjustCounter(db, .delivered, by: changed.count)
             if let journal {
-                let eventIDs = try Self.insertEvents(
+                let eventIDs = try self.insertEvents(
                     db,
                     changed.map {
                         NewJournalEvent(
@@ -367,10 +368,10 @@ extension Store {
                 }
                 newCount += chunk.count
             }
-            try Self.adjustCounter(db, Schema.Counter.received, by: newCount)
+            try self.adjustCounter(db, .received, by: newCount)
             if let journal, newCount > 0 {
                 let fresh = results.indices.filter { results[$0].isNew }
-                let eventIDs = try Self.insertEvents(
+                let eventIDs = try self.insertEvents(
                     db,
                     fresh.map { k in
                         let m = results[k].message
@@ -447,43 +448,57 @@ extension Store {
     /// Totals by state, from counters kept in step with every change (no table scan).
     public func counts() throws(StoreError) -> (queued: Int, delivered: Int, received: Int) {
         try read { db in
-            let statement = try db.cachedStatement(sql: "SELECT name, value FROM counter")
-            var values: [String: Int64] = [:]
-            let rows = try Row.fetchCursor(statement)
-            while let row = try rows.next() {
-                values[try row.text(0)] = try row.int64(1)
-            }
-            func count(_ name: String) throws -> Int {
-                guard let value = values[name], value >= 0, let count = Int(exactly: value) else {
-                    throw UnexpectedStoredValue(column: "counter.\(name)", value: String(describing: values[name]))
+            let values = try storedCounters(db)
+            func count(_ name: CounterLedger.Name) throws -> Int {
+                let value = values[name.rawValue]
+                guard value >= 0, let count = Int(exactly: value) else {
+                    throw UnexpectedStoredValue(
+                        column: "\(Schema.messageCounterTable).\(name.column)", value: String(value))
                 }
                 return count
             }
-            return (
-                try count(Schema.Counter.queued), try count(Schema.Counter.delivered),
-                try count(Schema.Counter.received)
-            )
+            return (try count(.queued), try count(.delivered), try count(.received))
         }
     }
 
     // MARK: - Helpers
 
-    /// Bound and stepped through SQLite's C API (`executeDirect`): the message path adjusts
-    /// two or three counters per transaction, and GRDB's generic binding cost ~10,000
-    /// instructions each.
-    static func adjustCounter(_ db: Database, _ name: String, by delta: Int) throws {
+    /// Adds `delta` to a counter. Inside the store's transactions the delta is gathered in
+    /// the `CounterLedger` and written with the others by one statement before `COMMIT`
+    /// (`inTransaction`); outside them (none on the message path), at once.
+    func adjustCounter(_ db: Database, _ name: CounterLedger.Name, by delta: Int) throws {
         guard delta != 0 else { return }
-        let update = try db.cachedStatement(sql: "UPDATE counter SET value = value + ? WHERE name = ?")
-        try update.executeDirect([.int(Int64(delta)), .text(name)])
+        if counterLedger.isOpen {
+            counterLedger.add(Int64(delta), to: name)
+            return
+        }
+        let update = try db.cachedStatement(
+            sql: "UPDATE \(Schema.messageCounterTable) SET \(name.column) = \(name.column) + ? WHERE id = 1")
+        try update.executeDirect([.int(Int64(delta))])
     }
 
-    /// A counter's value; a missing counter is a damaged store.
-    static func counterValue(_ db: Database, _ name: String) throws -> Int64 {
-        let select = try db.cachedStatement(sql: "SELECT value FROM counter WHERE name = ?")
-        var value: Int64?
-        try select.queryDirect([.text(name)]) { row in value = row.int64(0) }
-        guard let value else { throw UnexpectedStoredValue(column: "counter.\(name)", value: "missing") }
-        return value
+    /// A counter's value, its pending delta included; the row is read only when the ledger
+    /// does not remember the committed values (after an open or a rollback). A missing row
+    /// is a damaged store.
+    func counterValue(_ db: Database, _ name: CounterLedger.Name) throws -> Int64 {
+        if counterLedger.isOpen, let value = counterLedger.value(name) { return value }
+        let values = try storedCounters(db)
+        guard counterLedger.isOpen else { return values[name.rawValue] }
+        for counter in CounterLedger.Name.allCases { counterLedger.learn(values[counter.rawValue], for: counter) }
+        return counterLedger.value(name) ?? values[name.rawValue]
+    }
+
+    /// The stored (committed, inside a transaction before its flush) counters, in
+    /// `CounterLedger.Name` order.
+    func storedCounters(_ db: Database) throws -> [Int64] {
+        var values: [Int64] = []
+        try transactionStatements(db).counterRead.queryDirect([]) { row in
+            values = CounterLedger.Name.allCases.map { row.int64(Int32($0.rawValue)) }
+        }
+        guard values.count == CounterLedger.Name.allCases.count else {
+            throw UnexpectedStoredValue(column: Schema.messageCounterTable, value: "missing")
+        }
+        return values
     }
 
     static func fetchMessages(_ statement: Statement, _ arguments: StatementArguments) throws -> [StoredMessage] {

@@ -113,9 +113,9 @@ extension Store {
                 try db.execute(sql: "DELETE FROM message_body WHERE row_id IN (\(marks))", arguments: args)
                 try db.execute(sql: "DELETE FROM message WHERE row_id IN (\(marks))", arguments: args)
             }
-            try Self.adjustCounter(db, Schema.Counter.queued, by: -(byState["queued"] ?? 0))
-            try Self.adjustCounter(db, Schema.Counter.delivered, by: -(byState["delivered"] ?? 0))
-            try Self.adjustCounter(db, Schema.Counter.received, by: -(byState["received"] ?? 0))
+            try self.adjustCounter(db, .queued, by: -(byState["queued"] ?? 0))
+            try self.adjustCounter(db, .delivered, by: -(byState["delivered"] ?? 0))
+            try self.adjustCounter(db, .received, by: -(byState["received"] ?? 0))
             return ids.count
         }
     }

@@ -91,7 +91,7 @@ extension Store {
                 }
             }
             guard !ids.isEmpty else { return RoomDeliveryChange() }
-            return try Self.markRoomDeliveryChange(db, ids: ids, by: member, at: at)
+            return try self.markRoomDeliveryChange(db, ids: ids, by: member, at: at)
         }
     }
 }

@@ -126,7 +126,7 @@ extension Store {
         // Re-derivable bookkeeping, like `markDelivered`: a lost ack means a resend.
         return try relaxedWrite { db in
             _ = try Self.acknowledgeRoomOperations(db, ackIDs: ids.map(\.hex), by: member.hex)
-            return try Self.markRoomDeliveryChange(db, ids: ids, by: member, at: at)
+            return try self.markRoomDeliveryChange(db, ids: ids, by: member, at: at)
         }
     }
 
@@ -272,18 +272,18 @@ extension Store {
         }
         guard !messages.isEmpty else { return [] }
         return try write { db in
-            let sequences = try Self.reserveSequenceNumbers(db, count: messages.count)
+            let sequences = try self.reserveSequenceNumbers(db, count: messages.count)
             var out: [StoredMessage] = []
             out.reserveCapacity(messages.count)
             for (m, sequence) in zip(messages, sequences) {
-                out.append(try Self.insertRoomMessage(db, m, sender: sender, sequence: sequence))
+                out.append(try self.insertRoomMessage(db, m, sender: sender, sequence: sequence))
             }
             if out.contains(where: { $0.state == .queued }) { roomOutboxesKnownEmpty = false }
             return out
         }
     }
 
-    private static func insertRoomMessage(
+    private func insertRoomMessage(
         _ db: Database, _ m: NewRoomMessage, sender: IdentityPublicKey, sequence: Int64
     ) throws
         -> StoredMessage
@@ -293,7 +293,7 @@ extension Store {
         let deliveredAt: Int64? = recipients.isEmpty ? m.createdAt : nil
         do {
             // The room is the recipient of its outgoing messages (one row for all members).
-            let room = try ensureParty(db, key: m.room.bytes)
+            let room = try Self.ensureParty(db, key: m.room.bytes)
             let replyTo: Data? = m.replyTo.map { Data($0.bytes) }
             try db.execute(
                 sql: """
@@ -302,23 +302,24 @@ extension Store {
                     VALUES (?1, ?2, ?3, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?9)
                     """,
                 arguments: [
-                    Data(m.id.bytes), try ensureParty(db, key: sender.bytes), room, state.code, sequence, m.createdAt,
+                    Data(m.id.bytes), try Self.ensureParty(db, key: sender.bytes), room, state.code, sequence,
+                    m.createdAt,
                     deliveredAt, room, replyTo
                 ])
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
             throw StoreError.conflict("message id \(m.id.hex) from \(sender.hex) is already stored")
         }
         let row = db.lastInsertedRowID
-        try insertBody(db, row: row, body: m.body)
+        try Self.insertBody(db, row: row, body: m.body)
         let insert = try db.cachedStatement(
             sql: """
                 INSERT INTO room_delivery (message_row, member, state) VALUES (?, ?, 'queued')
                 """)
         for r in recipients { try insert.execute(arguments: [row, r]) }
-        if let signed = m.signed, try insertSignedRow(db, signed, at: m.createdAt) != .inserted {
+        if let signed = m.signed, try Self.insertSignedRow(db, signed, at: m.createdAt) != .inserted {
             throw StoreError.conflict("room sequence \(signed.sequence) of \(sender.hex) is already used")
         }
-        try adjustCounter(db, state == .queued ? Schema.Counter.queued : Schema.Counter.delivered, by: 1)
+        try adjustCounter(db, state == .queued ? .queued : .delivered, by: 1)
         return StoredMessage(
             rowID: row, id: m.id, direction: .outgoing, sender: sender, recipient: .room(m.room),
             sequence: sequence, createdAt: m.createdAt, body: m.body, state: state,
@@ -380,11 +381,11 @@ extension Store {
         -> [StoredMessage]
     {
         guard !ids.isEmpty else { return [] }
-        return try write { db in try Self.markRoomDeliveryChange(db, ids: ids, by: member, at: at).delivered }
+        return try write { db in try self.markRoomDeliveryChange(db, ids: ids, by: member, at: at).delivered }
     }
 
     /// Marks `ids` held by `member` (its acknowledgement, or its summary: `Store+RoomHolders`).
-    static func markRoomDeliveryChange(_ db: Database, ids: [MessageID], by member: IdentityPublicKey, at: Int64)
+    func markRoomDeliveryChange(_ db: Database, ids: [MessageID], by member: IdentityPublicKey, at: Int64)
         throws -> RoomDeliveryChange
     {
         let member = member.hex
@@ -407,7 +408,7 @@ extension Store {
         let one = try db.cachedStatement(sql: "SELECT \(Self.messageColumns) FROM message WHERE row_id = ?")
         var change = RoomDeliveryChange()
         for id in ids {
-            for row in try Int64.fetchAll(deliver, arguments: [at, member, idBlob(id)]) {
+            for row in try Int64.fetchAll(deliver, arguments: [at, member, Self.idBlob(id)]) {
                 guard try Int.fetchOne(remaining, arguments: [row]) == 0 else {
                     change.held += try Self.fetchMessages(one, [row])
                     continue
@@ -415,8 +416,8 @@ extension Store {
                 change.delivered += try Self.fetchMessages(finish, [at, row])
             }
         }
-        try Self.adjustCounter(db, Schema.Counter.queued, by: -change.delivered.count)
-        try Self.adjustCounter(db, Schema.Counter.delivered, by: change.delivered.count)
+        try self.adjustCounter(db, .queued, by: -change.delivered.count)
+        try self.adjustCounter(db, .delivered, by: change.delivered.count)
         return change
     }
 
@@ -481,7 +482,7 @@ extension Store {
                     results.append((stored, false))
                 }
             }
-            try Self.adjustCounter(db, Schema.Counter.received, by: newCount)
+            try self.adjustCounter(db, .received, by: newCount)
             return results
         }
     }

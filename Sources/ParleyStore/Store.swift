@@ -74,6 +74,9 @@ public final class Store: @unchecked Sendable {
     /// Guarded by `lock`: the statements every write transaction runs, prepared at the first
     /// write and released before the connection closes (`TransactionStatements`).
     var transactionStatements: TransactionStatements?
+    /// Guarded by `lock`: the counters' pending deltas and remembered values
+    /// (`CounterLedger`), written once per transaction by `inTransaction`.
+    var counterLedger = CounterLedger()
 
     /// SQLite's memory statistics turned off, once per process, before the first store opens
     /// a connection (`parley_sqlite_disable_memory_statistics` in CSQLiteConfig: each SQLite
@@ -168,6 +171,7 @@ public final class Store: @unchecked Sendable {
         guard !isClosed else { return }
         // Held statements would keep the connection open past close (SQLite's close_v2).
         transactionStatements = nil
+        counterLedger.rolledBack()
         do { try database.close() } catch { throw StoreError.translating(error, path: path) }
         isClosed = true
     }
@@ -285,11 +289,18 @@ public final class Store: @unchecked Sendable {
     private func inTransaction<T>(_ db: Database, _ body: (Database) throws -> T) throws -> T {
         let statements = try transactionStatements(db)
         try statements.begin.executeDirect([])
+        counterLedger.begin()
         do {
             let result = try body(db)
+            // The counters the body moved, all in one statement (`CounterLedger`).
+            if counterLedger.hasPendingChanges {
+                try statements.counterFlush.executeDirect(counterLedger.flushArguments)
+            }
             try statements.commit.executeDirect([])
+            counterLedger.committed()
             return result
         } catch {
+            counterLedger.rolledBack()
             // SQLite may already have rolled back by itself (a full disk, an I/O error).
             if db.isInsideTransaction { try? db.cachedStatement(sql: "ROLLBACK TRANSACTION").execute() }
             throw error
@@ -336,7 +347,9 @@ public final class Store: @unchecked Sendable {
         let statements = TransactionStatements(
             begin: try db.makeStatement(sql: "BEGIN IMMEDIATE TRANSACTION"),
             commit: try db.makeStatement(sql: "COMMIT TRANSACTION"),
-            newestBody: try db.makeStatement(sql: "SELECT MAX(row_id) FROM message_body"))
+            newestBody: try db.makeStatement(sql: "SELECT MAX(row_id) FROM message_body"),
+            counterFlush: try db.makeStatement(sql: CounterLedger.flushStatementSQL),
+            counterRead: try db.makeStatement(sql: CounterLedger.readStatementSQL))
         transactionStatements = statements
         return statements
     }
@@ -407,4 +420,8 @@ struct TransactionStatements {
     let begin: Statement
     let commit: Statement
     let newestBody: Statement
+    /// `CounterLedger.flushStatementSQL`: the transaction's counter deltas.
+    let counterFlush: Statement
+    /// `CounterLedger.readStatementSQL`: the counters' stored values.
+    let counterRead: Statement
 }

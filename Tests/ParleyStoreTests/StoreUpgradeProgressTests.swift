@@ -39,12 +39,17 @@ final class StoreUpgradeProgressTests: StoreDirectoryTestCase {
         print("StoreUpgradeProgressTests: 30,000 messages upgraded in \(Date().timeIntervalSince(opened)) s")
 
         let migrations = seen.lock.withLock { seen.migrations }
-        XCTAssertEqual(Set(migrations.map(\.name)), [Schema.leanMessagesMigration], "\(migrations)")
-        XCTAssertTrue(migrations.allSatisfy { $0.index == 1 && $0.count == 1 })
-        XCTAssertGreaterThan(
-            Set(migrations.map(\.marks)).count, 1, "the count moved while the migration ran: \(migrations)")
+        // lean-messages-v1 is the long one; message-counters-one-row-v1 after it takes no time
+        // and may come and go between two looks.
+        let lean = migrations.filter { $0.name == Schema.leanMessagesMigration }
+        XCTAssertFalse(lean.isEmpty, "\(migrations)")
+        XCTAssertTrue(
+            Set(migrations.map(\.name)).isSubset(of: [Schema.leanMessagesMigration, "message-counters-one-row-v1"]),
+            "\(migrations)")
+        XCTAssertTrue(lean.allSatisfy { $0.index == 1 && $0.count == 2 }, "\(lean)")
+        XCTAssertGreaterThan(Set(lean.map(\.marks)).count, 1, "the count moved while the migration ran: \(migrations)")
         XCTAssertNil(progress.current, "nothing runs once the store is open")
-        XCTAssertEqual(progress.completedMigrations, 1)
+        XCTAssertEqual(progress.completedMigrations, 2)
 
         // The handler is gone: the store's own work moves nothing.
         let marks = progress.marks

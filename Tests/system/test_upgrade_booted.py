@@ -123,11 +123,11 @@ def test_a_big_store_upgrades_under_a_start_timeout_shorter_than_the_upgrade(deb
         lab_module.record(f"upgrade of {MESSAGES} messages under TimeoutStartSec={SHORT_START_TIMEOUT}", took)
         assert took > SHORT_START_TIMEOUT + SHORT_WATCHDOG, (
             f"the upgrade took {took:.1f} s: not longer than the timeouts it must outlast")
-        upgrading = [s for s in statuses if s.startswith("upgrading the message store (lean-messages-v1, 1 of 1)")]
+        upgrading = [s for s in statuses if s.startswith("upgrading the message store (lean-messages-v1, 1 of 2)")]
         assert upgrading, statuses
         assert all(s.endswith("s so far; it is safe to wait") for s in upgrading), upgrading
         journal = h.check("journalctl", "-u", UNIT, "--no-pager", "-o", "cat")
-        assert "upgrading the message store (lean-messages-v1, 1 of 1); this can take minutes" in journal, journal[-3000:]
+        assert "upgrading the message store (lean-messages-v1, 1 of 2); this can take minutes" in journal, journal[-3000:]
         assert "upgraded the message store" in journal, journal[-3000:]
         assert "Start operation timed out" not in journal and "Watchdog timeout" not in journal, journal[-3000:]
 
