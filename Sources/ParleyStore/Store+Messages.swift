@@ -106,12 +106,7 @@ extension Store {
                     throw StoreError.conflict(
                         "message id \(id?.hex ?? "(unknown)") from \(sender.hex) is already stored")
                 }
-                guard db.changesCount == chunk.count else {
-                    throw UnexpectedStoredValue(
-                        column: "message", value: "\(db.changesCount) of \(chunk.count) rows inserted")
-                }
-                let firstRow = db.lastInsertedRowID - Int64(chunk.count) + 1
-                try Self.insertBodies(db, firstRow: firstRow, count: chunk.count) {
+                let firstRow = try Self.insertedMessageRows(db, count: chunk.count) {
                     messages[chunk.lowerBound + $0].body
                 }
                 for k in chunk {
@@ -355,12 +350,7 @@ extension Store {
                     }
                     continue
                 }
-                guard db.changesCount == chunk.count else {
-                    throw UnexpectedStoredValue(
-                        column: "message", value: "\(db.changesCount) of \(chunk.count) rows inserted")
-                }
-                let firstRow = db.lastInsertedRowID - Int64(chunk.count) + 1
-                try Self.insertBodies(db, firstRow: firstRow, count: chunk.count) {
+                let firstRow = try Self.insertedMessageRows(db, count: chunk.count) {
                     messages[chunk.lowerBound + $0].body
                 }
                 for k in chunk {

@@ -99,6 +99,18 @@ extension Store {
 
     /// Stores `body(k)` as the body of row `firstRow + k` for k in 0..<count, one chunk per
     /// statement.
+    /// After a multi-row INSERT of `count` message rows: checks that every row went in,
+    /// stores their bodies, and returns the first row's id (the rows' ids are consecutive:
+    /// `message` has AUTOINCREMENT, no triggers, and the rows were given no ids).
+    static func insertedMessageRows(_ db: Database, count: Int, _ body: (Int) -> String) throws -> Int64 {
+        guard db.changesCount == count else {
+            throw UnexpectedStoredValue(column: "message", value: "\(db.changesCount) of \(count) rows inserted")
+        }
+        let firstRow = db.lastInsertedRowID - Int64(count) + 1
+        try insertBodies(db, firstRow: firstRow, count: count, body)
+        return firstRow
+    }
+
     static func insertBodies(_ db: Database, firstRow: Int64, count: Int, _ body: (Int) -> String) throws {
         for chunk in RowBatch.chunks(count) {
             var values: [DirectValue] = []
