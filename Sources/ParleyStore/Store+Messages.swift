@@ -464,6 +464,9 @@ extension Store {
         }
         let update = try db.cachedStatement(
             sql: "UPDATE \(Schema.messageCounterTable) SET \(name.column) = \(name.column) + ? WHERE id = 1")
+        // The row moved outside the ledger: what it remembers is stale (a sequence number
+        // handed out twice otherwise); the next transaction reads the row again.
+        counterLedger.rolledBack()
         try update.executeDirect([.int(Int64(delta))])
     }
 

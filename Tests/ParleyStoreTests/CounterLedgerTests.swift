@@ -131,6 +131,18 @@ final class CounterLedgerTests: StoreDirectoryTestCase {
         try assertCountersMatchTheRows(store, "reopened, then a send", lastSequence: 12)
     }
 
+    /// A counter moved outside any transaction (no ledger open) goes straight to the row;
+    /// the ledger must then forget what it remembered, or the next send would be handed a
+    /// sequence number already given out.
+    func testACounterMovedOutsideATransactionIsNotShadowedByARememberedValue() throws {
+        let store = try Store(directory: directory)
+        XCTAssertEqual(try store.enqueue([outgoing(0, to: alice)], sender: me).map(\.sequence), [1])
+        try store.database.writeWithoutTransaction { db in try store.adjustCounter(db, .lastSequence, by: 5) }
+        XCTAssertEqual(
+            try store.enqueue([outgoing(1, to: alice)], sender: me).map(\.sequence), [7],
+            "the row's value (6), not the remembered one (1), is where the next sequence starts")
+    }
+
     func testARolledBackTransactionLeavesNoDeltaAndForgetsWhatItRemembered() {
         var ledger = CounterLedger()
         ledger.begin()
