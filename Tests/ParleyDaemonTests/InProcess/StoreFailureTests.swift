@@ -34,6 +34,15 @@ final class StoreFailureTests: XCTestCase {
         bob = nil
     }
 
+    /// A room alice creates with bob, and bob joins (alice's record of it).
+    private func roomBobJoined(_ name: String, over link: InProcessLink) throws -> RoomRecord {
+        let room = try alice.node.createRoom(name: name, members: [try alice.node.resolvePeer("bob")])
+        try link.exchange()
+        _ = try bob.node.acceptInvitation(try XCTUnwrap(try bob.node.store.room(id: room.id)))
+        try link.exchange()
+        return try XCTUnwrap(try alice.node.store.room(id: room.id))
+    }
+
     func testAChatIsNotTakenWhileTheReceiverCannotCountWhatItsSenderKeeps() throws {
         var link = try InProcessLink(from: alice, to: bob, loop: loop)
         try link.exchange()
@@ -61,10 +70,7 @@ final class StoreFailureTests: XCTestCase {
     func testARoomChatIsNotTakenWhileTheReceiverCannotCountWhatItsAuthorKeeps() throws {
         var link = try InProcessLink(from: alice, to: bob, loop: loop)
         try link.exchange()
-        let room = try alice.node.createRoom(name: "lunch", members: [try alice.node.resolvePeer("bob")])
-        try link.exchange()
-        _ = try bob.node.acceptInvitation(try XCTUnwrap(try bob.node.store.room(id: room.id)))
-        try link.exchange()
+        let room = try roomBobJoined("lunch", over: link)
         let counts = bob.node.messageDriver.quota.store
         bob.node.messageDriver.quota.store = UncountableQuotaStore(counts)
         let sent = try alice.node.sendToRoom(try XCTUnwrap(try alice.node.store.room(id: room.id)), body: "noon?")
@@ -91,11 +97,7 @@ final class StoreFailureTests: XCTestCase {
         try link.exchange()
         var rooms: [RoomRecord] = []
         for name in ["lunch", "standup"] {
-            let room = try alice.node.createRoom(name: name, members: [try alice.node.resolvePeer("bob")])
-            try link.exchange()
-            _ = try bob.node.acceptInvitation(try XCTUnwrap(try bob.node.store.room(id: room.id)))
-            try link.exchange()
-            rooms.append(try XCTUnwrap(try alice.node.store.room(id: room.id)))
+            rooms.append(try roomBobJoined(name, over: link))
         }
         // The quota's counts are cached from a first chat on.
         _ = try alice.node.sendToRoom(rooms[0], body: "first")
