@@ -93,6 +93,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         self.attackLog = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60))
         sessionDriver.emit = { [unowned self] in self.emit($0) }
         directMessages.host = self
+        fileDriver.host = self
         dialDriver.open = { [unowned self] in self.openConnection($0, $1, expectedFingerprint: $2) }
         dialDriver.sessions = { [unowned self] in self.sessionView }
     }

@@ -62,8 +62,8 @@ final class FileDriverTests: XCTestCase {
 
     func testATransferTheStoreDoesNotHoldIsNotInMemory() throws {
         let key = FileKey(peer: try TestIdentity(name: "p").card.identityKey, transfer: TransferID.random())
-        XCTAssertNil(driver.outgoing(key))
-        XCTAssertNil(driver.incoming(key))
+        XCTAssertNil(try driver.outgoing(key))
+        XCTAssertNil(try driver.incoming(key))
         XCTAssertTrue(driver.book.outgoing.isEmpty && driver.book.incoming.isEmpty)
     }
 }

@@ -62,10 +62,10 @@ final class StoreSeamTests: XCTestCase {
             return try store.insertTransfer(rec).record.key
         }
         let running = try offer(.transferring)
-        for _ in 0..<10 { XCTAssertNotNil(driver.outgoing(running)) }
+        for _ in 0..<10 { XCTAssertNotNil(try driver.outgoing(running)) }
         XCTAssertEqual(counting.transferReads, 1, "then served from the book")
         let done = try offer(.completed)
-        for _ in 0..<3 { XCTAssertEqual(driver.outgoing(done)?.record.state, .completed) }
+        for _ in 0..<3 { XCTAssertEqual(try driver.outgoing(done)?.record.state, .completed) }
         XCTAssertEqual(counting.transferReads, 4, "a final transfer is not kept in memory")
     }
 }

@@ -1,34 +1,25 @@
 import Foundation
-import NIOCore
 import ParleyCore
 import ParleyNodeCore
 import ParleyStore
 
-/// Receiving files: offers judged by `FileAcceptPolicy`, chunks judged by
-/// `IncomingTransfer`, and what it says performed on the partial file and the store.
-extension Node {
-    /// Offers from one peer waiting for the local user: more are refused, so a peer cannot
-    /// fill the store with offers nobody answers.
-    static let maxWaitingOffersPerPeer = 64
-
-    /// What the sender is told when this node cannot consult its store about an offer (a
-    /// count, a lookup): the offer is refused, never admitted on a count nobody could take,
-    /// and the sender can send it again.
-    static let offerStoreFailureReason = "the recipient could not check its storage; send the file again later"
-
-    func receivedOffer(_ offer: FileOffer, key: FileKey, on conn: PeerConnection) {
+/// Receiving files: offers judged (`FileOfferRefusal`, then `FileAcceptPolicy`), chunks
+/// judged by `IncomingTransfer`, and what it says performed on the partial file and the
+/// store.
+extension FileDriver {
+    func receivedOffer(_ offer: FileOffer, key: FileKey, on link: any FileLink) {
         let verdict: FileAcceptPolicy.Verdict
         do throws(StoreError) {
             // Ids are unique per pair in both directions: an offer reusing one of ours is a
             // confused or hostile sender; ignored, so `fileEnd` stays unambiguous.
-            if fileDriver.book.outgoing[key] != nil { return }
+            if book.outgoing[key] != nil { return }
             if try store.transfer(peer: key.peer, transfer: key.transfer, direction: .outgoing) != nil { return }
             if let existing = try store.transfer(peer: key.peer, transfer: key.transfer, direction: .incoming) {
                 switch existing.state {
                 case .offered: break
                 case .transferring:
-                    if let f = incomingFile(key, existing) { performIncoming(f.machine.start(), f, on: conn) }
-                default: conn.send(Self.endRecord(key.transfer, existing))
+                    if let f = incoming(record: existing) { performIncoming(f.machine.start(), f, on: link) }
+                default: link.send(Self.endRecord(key.transfer, existing))
                 }
                 return
             }
@@ -44,7 +35,7 @@ extension Node {
             verdict = .refuse(Self.offerStoreFailureReason)
         }
         if case .refuse(let reason) = verdict {
-            conn.send(.file(.end(key.transfer, .failed, reason)))
+            link.send(.file(.end(key.transfer, .failed, reason)))
             recordRefusedOffer(offer, key: key, reason: reason)
             return
         }
@@ -57,20 +48,19 @@ extension Node {
             state: verdict == .accept ? .transferring : .offered, createdAt: now, updatedAt: now)
         let stored: FileTransferRecord
         do { stored = try store.insertTransfer(rec).record } catch {
-            log.error("could not store a file offer", ["error": "\(error)"])
+            // Not kept: the sender is told, and can offer it again.
+            log.error("could not store a file offer; refused", ["peer": key.peer.fingerprintText, "error": "\(error)"])
+            link.send(.file(.end(key.transfer, .failed, Self.offerStoreFailureReason)))
             return
         }
         emitFile(stored, .offered)
         log.info(
             "file offered to us",
             ["peer": key.peer.fingerprintText, "size": "\(offer.size)", "accepted": "\(verdict == .accept)"])
-        if verdict == .accept, let f = incomingFile(key, stored) { performIncoming(f.machine.start(), f, on: conn) }
+        if verdict == .accept, let f = incoming(record: stored) {
+            performIncoming(f.machine.start(), f, on: link)
+        }
     }
-
-    /// Refused offers kept per peer for the local user to see (`files.list`, `file.failed`):
-    /// enough to explain what a real sender tried; a peer that keeps offering cannot grow
-    /// the store past it (the oldest are deleted).
-    static let maxRefusedOffersKeptPerPeer = 32
 
     /// An offer refused at once (limits, room, flood, quota, disk floor) is listed at the
     /// receiver too, `failed` with the reason, so the local user learns what was not taken
@@ -78,7 +68,7 @@ extension Node {
     private func recordRefusedOffer(_ offer: FileOffer, key: FileKey, reason: String) {
         // Bounded in time as well as in rows: a flood of refused offers is answered
         // (`fileEnd` above) but listed only at `RefusalRecordLimit`'s rate.
-        switch fileDriver.refusalListed(from: key.peer) {
+        switch refusalListed(from: key.peer) {
         case .record: break
         case .dropFirst:
             log.warning(
@@ -106,68 +96,48 @@ extension Node {
         log.debug("file offer refused", ["peer": key.peer.fingerprintText, "reason": reason])
     }
 
-    /// Why a well-formed offer is refused before policy: limits, room membership, flood.
-    /// Throws when the store cannot tell (the caller refuses: an unknown is never a yes).
+    /// Why a well-formed offer is refused before policy (`FileOfferRefusal`). Throws when
+    /// the store cannot tell (the caller refuses: an unknown is never a yes).
     private func refusal(of offer: FileOffer, from peer: IdentityPublicKey) throws(StoreError) -> String? {
-        if let problem = FileOffer.limitViolation(size: offer.size, chunkSize: offer.chunkSize) { return problem }
-        if let problem = offer.hashViolation { return problem }
+        var senderInRoom: Bool?
         if let room = offer.room {
-            let record = try store.room(id: room)
-            guard let record, record.isMember, record.members.contains(peer) else {
-                return "not a member of that room"
-            }
+            guard let host else { return FileOfferRefusal.notRoomMember }
+            senderInRoom = try host.roomAdmitsOffer(from: peer, in: room)
         }
         let waiting = try store.unfinishedTransfers(with: peer).filter {
             $0.direction == .incoming && $0.state == .offered
         }
-        if waiting.count >= Self.maxWaitingOffersPerPeer { return "too many of your offers wait for an answer" }
-        return nil
+        return FileOfferRefusal.reason(for: offer, senderInRoom: senderInRoom, waitingOffers: waiting.count)
     }
 
     /// The policy's verdict with what is stored from the sender and the free space now.
-    /// The counts are the receive quota's (messages cached as they are stored, file bytes
-    /// counted); a count the store cannot give throws, and the caller must not read it as
-    /// "nothing stored" (that would admit any file past the quota).
+    /// A count the store cannot give throws, and the caller must not read it as "nothing
+    /// stored" (that would admit any file past the quota).
     func judge(size: UInt64, from peer: IdentityPublicKey, userAccepted: Bool) throws(StoreError)
         -> FileAcceptPolicy.Verdict
     {
-        let verified = peerRecord(peer)?.trust == .verified
-        let quota = messageDriver.quota
-        let messages = try quota.usage(of: peer)
-        let files = try quota.fileBytes(of: peer)
-        return fileAcceptPolicy.decide(
-            size: size, senderVerified: verified, standing: quotaStanding(of: peer), userAccepted: userAccepted,
-            peerUsage: ReceiveQuota.Usage(messages: messages.peer.messages, bytes: messages.peer.bytes + files.peer),
-            totalUsage: ReceiveQuota.Usage(
-                messages: messages.total.messages, bytes: messages.total.bytes + files.total),
-            freeDiskBytes: freeBytes(at: downloadDirectory))
-    }
-
-    func freeBytes(at directory: String) -> Int? {
-        var s = statvfs()
-        var dir = directory
-        // The download directory may not exist yet: measure the nearest existing parent.
-        while statvfs(dir, &s) != 0 {
-            guard let slash = dir.lastIndex(of: "/"), slash != dir.startIndex else { return freeDiskBytes() }
-            dir = String(dir[..<slash])
-        }
-        return Int(clamping: UInt64(s.f_bavail) &* UInt64(s.f_frsize))
+        guard let host else { return .refuse(Self.offerStoreFailureReason) }
+        let usage = try host.receiveUsage(of: peer)
+        return host.fileAcceptPolicy.decide(
+            size: size, senderVerified: host.senderVerified(peer), standing: host.quotaStanding(of: peer),
+            userAccepted: userAccepted, peerUsage: usage.peer, totalUsage: usage.total,
+            freeDiskBytes: host.freeBytes(at: host.downloadDirectory))
     }
 
     // MARK: Performing the state machine's actions
 
-    func performIncoming(_ actions: [IncomingTransfer.Action], _ f: IncomingFile, on conn: PeerConnection?) {
+    func performIncoming(_ actions: [IncomingTransfer.Action], _ f: IncomingFile, on link: (any FileLink)?) {
         let key = f.record.key
         do throws(FileError) {
             for action in actions {
                 switch action {
                 case let .want(from, needList):
-                    conn?.send(.file(.want(key.transfer, from: from, needList: needList)))
+                    link?.send(.file(.want(key.transfer, from: from, needList: needList)))
                 case .keepHashList(let hashes):
                     let all = hashes.flatMap { $0 }
                     // Not kept: a resume asks for the list again (`IncomingTransfer` starts
                     // without a verified list), so the transfer goes on.
-                    recordingFailed("the chunk hash list", key) { () throws(StoreError) in
+                    recordingFailed("the chunk hash list", key, .incoming) { () throws(StoreError) in
                         try store.setTransferChunkHashes(rowID: f.record.rowID, all)
                     }
                     f.record.chunkHashes = all
@@ -190,18 +160,18 @@ extension Node {
                         self?.finishedWriting(key, count: count, outcome)
                     }
                 case .fail(let reason):
-                    conn?.send(.file(.end(key.transfer, .failed, reason)))
+                    link?.send(.file(.end(key.transfer, .failed, reason)))
                     finishIncoming(f, key, .failed, error: reason)
                 }
             }
         } catch {
-            failIncoming(f, key, error, on: conn)
+            failIncoming(f, key, error, on: link)
         }
     }
 
     /// The receiver could not write or sync: the sender is told (disk full or not), the
     /// transfer ends failed with the local error.
-    private func failIncoming(_ f: IncomingFile, _ key: FileKey, _ error: FileError, on conn: PeerConnection?) {
+    private func failIncoming(_ f: IncomingFile, _ key: FileKey, _ error: FileError, on link: (any FileLink)?) {
         let reason: String
         if case let .io(_, _, code) = error, code == ENOSPC {
             reason = "the recipient's disk is full"
@@ -209,55 +179,58 @@ extension Node {
             reason = "the recipient could not write the file"
         }
         log.error("file transfer failed", ["error": "\(error)"])
-        conn?.send(.file(.end(key.transfer, .failed, reason)))
+        link?.send(.file(.end(key.transfer, .failed, reason)))
         finishIncoming(f, key, .failed, error: "\(error)")
     }
 
     /// The partial file and its writer, created on the first chunk.
     private func writer(_ f: IncomingFile, _ key: FileKey) throws(FileError) -> PartialFileWriter {
         if let w = f.writer { return w }
-        try ensureDownloadDirectory()
-        let p = try PartialFile(directory: downloadDirectory, transfer: key.transfer)
+        guard let host else { throw .io(path: "", operation: "the node is stopping", errno: ECANCELED) }
+        try ensureDownloadDirectory(host.downloadDirectory)
+        let p = try PartialFile(directory: host.downloadDirectory, transfer: key.transfer)
         let w = PartialFileWriter(
-            partial: p, chunkSize: UInt64(f.record.chunkSize), loop: loop, inline: options.fileDiskWorkInline)
+            partial: p, chunkSize: UInt64(f.record.chunkSize), loop: host.loop,
+            inline: host.fileSettings.diskWorkInline)
         f.writer = w
         return w
     }
 
     /// A checkpoint's sync is done: record the count, tell the sender (on the session up now).
     private func checkpointDurable(_ key: FileKey, verified: UInt64, error: FileError?) {
-        guard let f = fileDriver.book.incoming[key] else { return }
+        guard let f = book.incoming[key] else { return }
+        let link = host?.fileLink(for: key.peer)
         if let error {
-            failIncoming(f, key, error, on: activeConnection(for: key.peer))
+            failIncoming(f, key, error, on: link)
             return
         }
         // Not kept: the stored count lags behind the disk, so a resume starts earlier (the
         // data before it is synced either way); the transfer goes on.
-        recordingFailed("a checkpoint", key) { () throws(StoreError) in
+        recordingFailed("a checkpoint", key, .incoming) { () throws(StoreError) in
             try store.setTransferVerified(rowID: f.record.rowID, Int64(verified), at: nowMs)
         }
         f.record.verified = max(f.record.verified, Int64(verified))
         f.machine.checkpointed(verified)
-        activeConnection(for: key.peer)?.send(.file(.have(key.transfer, verified: verified)))
+        link?.send(.file(.have(key.transfer, verified: verified)))
     }
 
     /// Every chunk was verified and written: the writer made the file durable and moved it
     /// into place. Tell the sender.
     private func finishedWriting(_ key: FileKey, count: UInt64, _ outcome: PartialFileWriter.Outcome) {
-        guard let f = fileDriver.book.incoming[key] else { return }
-        let conn = activeConnection(for: key.peer)
+        guard let f = book.incoming[key] else { return }
+        let link = host?.fileLink(for: key.peer)
         switch outcome {
         case .saved(let path):
             f.writer = nil  // the partial file is now the saved file: nothing to discard
-            recordingFailed("the final count", key) { () throws(StoreError) in
+            recordingFailed("the final count", key, .incoming) { () throws(StoreError) in
                 try store.setTransferVerified(rowID: f.record.rowID, Int64(count), at: nowMs)
             }
             f.record.verified = Int64(count)
             f.record.savedPath = path
-            conn?.send(.file(.end(key.transfer, .completed, "")))
+            link?.send(.file(.end(key.transfer, .completed, "")))
             finishIncoming(f, key, .completed, error: nil)
         case .failed(let error):
-            failIncoming(f, key, error, on: conn)
+            failIncoming(f, key, error, on: link)
         }
     }
 
@@ -266,73 +239,39 @@ extension Node {
         f.machine.end()
         if state != .completed { f.writer?.discard() }
         f.writer = nil
-        if state != .completed { unlink(downloadDirectory + "/" + PartialFile.name(for: key.transfer)) }
+        if state != .completed, let dir = host?.downloadDirectory {
+            unlink(dir + "/" + PartialFile.name(for: key.transfer))
+        }
         f.record.state = state
         f.record.error = error
         f.record.updatedAt = nowMs
-        recordingFailed("its end (\(state.rawValue))", key) { () throws(StoreError) in
+        recordingFailed("its end (\(state.rawValue))", key, .incoming) { () throws(StoreError) in
             try store.setTransferState(
                 rowID: f.record.rowID, state, error: error, savedPath: f.record.savedPath, at: nowMs)
         }
-        fileDriver.book.incoming[key] = nil
+        book.incoming[key] = nil
         emitFile(f.record, state == .completed ? .completed : state == .failed ? .failed : .cancelled)
         log.info("file transfer ended", ["state": state.rawValue, "peer": key.peer.fingerprintText])
     }
 
-    /// A transfer's progress or end the store could not record: logged, never silent. What
-    /// the store holds stays consistent: counts only ever lag behind the disk (a resume
-    /// then starts earlier), and a transfer whose end was not recorded is still
-    /// `transferring` there (the next session resumes it and ends it again).
-    func recordingFailed(_ what: String, _ key: FileKey, _ write: () throws(StoreError) -> Void) {
-        do { try write() } catch {
-            log.error(
-                "could not record an incoming transfer's progress",
-                ["what": what, "peer": key.peer.fingerprintText, "transfer": "\(key.transfer)", "error": "\(error)"])
+    /// Ends an incoming transfer whether it is running (partial file, runtime) or only
+    /// offered; the record as it ended.
+    @discardableResult
+    func endIncoming(_ rec: FileTransferRecord, _ key: FileKey, _ state: FileTransferRecord.State, error: String?)
+        -> FileTransferRecord
+    {
+        if let f = incoming(record: rec) {
+            finishIncoming(f, key, state, error: error)
+            return f.record
         }
-    }
-
-    // MARK: Local answers
-
-    func acceptFile(_ prefix: String) throws(FileError) -> FileTransferRecord {
-        let rec = try findTransfer(prefix)
-        let key = rec.key
-        guard rec.direction == .incoming, rec.state == .offered else {
-            throw .wrongState(id: rec.transfer.hex, state: rec.state.rawValue, wanted: "an incoming offer")
+        recordingFailed("its end (\(state.rawValue))", key, .incoming) { () throws(StoreError) in
+            try store.setTransferState(rowID: rec.rowID, state, error: error, savedPath: nil, at: nowMs)
         }
-        // A count the store cannot give fails the accept (the offer stays offered; the user
-        // can accept again): never a transfer admitted on an unknown count.
-        let verdict: FileAcceptPolicy.Verdict
-        do { verdict = try judge(size: UInt64(max(0, rec.size)), from: key.peer, userAccepted: true) } catch {
-            throw .storage(error)
-        }
-        if case .refuse(let reason) = verdict {
-            activeConnection(for: key.peer)?.send(.file(.end(key.transfer, .failed, reason)))
-            recordingFailed("a refused accept", key) { () throws(StoreError) in
-                try store.setTransferState(rowID: rec.rowID, .failed, error: reason, at: nowMs)
-            }
-            var failed = rec
-            failed.state = .failed
-            failed.error = reason
-            emitFile(failed, .failed)
-            return failed
-        }
-        do { try store.setTransferState(rowID: rec.rowID, .transferring, at: nowMs) } catch { throw .storage(error) }
-        var accepted = rec
-        accepted.state = .transferring
-        if let f = incomingFile(key, accepted), let conn = activeConnection(for: key.peer) {
-            performIncoming(f.machine.start(), f, on: conn)
-        }
-        return accepted
-    }
-
-    func rejectFile(_ prefix: String) throws(FileError) -> FileTransferRecord {
-        let rec = try findTransfer(prefix)
-        let key = rec.key
-        guard rec.direction == .incoming, !rec.state.isFinal else {
-            throw .wrongState(id: rec.transfer.hex, state: rec.state.rawValue, wanted: "an incoming offer")
-        }
-        activeConnection(for: key.peer)?.send(.file(.end(key.transfer, .rejected, "")))
-        endIncoming(rec, key, .rejected, error: nil)
-        return (try? findTransfer(rec.transfer.hex)) ?? rec
+        var r = rec
+        r.state = state
+        r.error = error
+        r.updatedAt = nowMs
+        emitFile(r, state == .failed ? .failed : .cancelled)
+        return r
     }
 }
