@@ -1,0 +1,360 @@
+import Foundation
+import NIOCore
+import NIOEmbedded
+import ParleyCore
+import ParleyNodeCore
+import XCTest
+
+@testable import ParleyDaemon
+@testable import ParleyStore
+
+/// The file driver in process, without a node: a real store on a temp file, the mock
+/// clock of a virtual-time loop, a host that answers the room and quota questions as the
+/// test says, and a link that records what the driver sends. A removed member and a store
+/// that fails are the hostile parts: neither gets a file, and no failure is swallowed.
+final class FileDriverFlowTests: XCTestCase {
+    var loop: EmbeddedEventLoop!
+    var directory: String!
+    var store: Store!
+    var seam: FailingFileTransferStore!
+    var host: FakeFileHost!
+    var link: RecordingFileLink!
+    var driver: FileDriver!
+    let log = CollectedLogLines()
+    let room = RoomID.random()
+
+    override func setUpWithError() throws {
+        loop = EmbeddedEventLoop()
+        directory = NSTemporaryDirectory() + "parley-fileflow-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        store = try Store(directory: directory)
+        seam = FailingFileTransferStore(store)
+        let peer = try TestIdentity(name: "bob").identity
+        link = RecordingFileLink(peer: peer)
+        host = FakeFileHost(loop: loop, directory: directory, link: link, log: log.logger())
+        driver = newDriver()
+    }
+
+    override func tearDownWithError() throws {
+        driver = nil
+        host = nil
+        _ = try? loop.syncShutdownGracefully()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A driver with nothing in memory (as after a restart), on the same store and host.
+    private func newDriver() -> FileDriver {
+        let d = FileDriver(store: seam, clock: LoopClock(loop: loop))
+        d.host = host
+        return d
+    }
+
+    private var peer: IdentityPublicKey { link.peer }
+
+    /// Offers a small file to the peer (a room file when `room` is given) through the driver.
+    private func offer(room: RoomID? = nil) throws -> FileTransferRecord {
+        let path = directory + "/minutes-\(UUID().uuidString).txt"
+        try Data(repeating: 7, count: 10_000).write(to: URL(fileURLWithPath: path))
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        defer { close(fd) }
+        let copy = try driver.copies.copy(descriptor: fd, name: "minutes.txt")
+        let future = try driver.send(
+            [StagedOutgoingFile(copy: copy, name: "minutes.txt", mediaType: nil)], to: [peer], room: room,
+            caption: nil)
+        loop.run()
+        return try XCTUnwrap(try future.wait().first)
+    }
+
+    private func stored(_ rec: FileTransferRecord) throws -> FileTransferRecord? {
+        try store.transfer(peer: rec.peer, transfer: rec.transfer, direction: rec.direction)
+    }
+
+    private func failUpdates(of table: String = "file_transfer", on event: String = "UPDATE") throws {
+        try store.write { db in
+            try db.execute(
+                sql: """
+                    CREATE TEMP TRIGGER transfer_write_fails BEFORE \(event) ON \(table)
+                    BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END
+                    """)
+        }
+    }
+
+    private func healUpdates() throws {
+        try store.write { db in try db.execute(sql: "DROP TRIGGER transfer_write_fails") }
+    }
+
+    // MARK: A removed member
+
+    /// A room member removed after the offer wants the file: the old offer is no way in.
+    /// It is told the transfer is cancelled, nothing of the file goes out, and the store
+    /// records the end.
+    func testAMemberRemovedAfterTheOfferIsNotServedTheRoomFile() throws {
+        host.membership = .success(true)
+        let sent = try offer(room: room)
+        XCTAssertEqual(link.sent.count, 1, "offered while a member")
+        host.membership = .success(false)
+        link.sent.removeAll()
+
+        driver.received(.want(sent.transfer, from: 0, needList: true), on: link)
+        loop.run()
+        XCTAssertEqual(link.sent, [.file(.end(sent.transfer, .cancelled, RoomFileAccess.notMemberReason))])
+        XCTAssertTrue(link.chunks.isEmpty, "no chunk of a room file goes to a former member")
+        XCTAssertEqual(try stored(sent)?.state, .cancelled)
+    }
+
+    /// The same want from a member is served: the list, then the chunks.
+    func testAMemberWhoWantsTheRoomFileIsServed() throws {
+        host.membership = .success(true)
+        let sent = try offer(room: room)
+        link.sent.removeAll()
+        driver.received(.want(sent.transfer, from: 0, needList: true), on: link)
+        loop.run()
+        XCTAssertEqual(link.chunks, [0])
+        XCTAssertEqual(try stored(sent)?.state, .transferring)
+    }
+
+    /// When the store cannot say whether the peer is still in the room, the room file is
+    /// neither offered again nor cancelled at the next session (a failed read is not
+    /// "removed"); once the store answers, the offer goes out again.
+    func testAMembershipTheStoreCannotTellNeitherOffersNorCancelsTheRoomFile() throws {
+        host.membership = .success(true)
+        host.linkUp = false
+        let sent = try offer(room: room)
+        host.linkUp = true
+        host.membership = .failure(.io(path: "parley.sqlite", reason: "injected: rooms cannot be read"))
+        driver = newDriver()
+        driver.sessionStarted(link)
+        XCTAssertEqual(link.sent, [], "neither the offer nor a cancellation")
+        XCTAssertEqual(try stored(sent)?.state, .offered, "not cancelled on a failed read")
+        XCTAssertTrue(log.lines.contains { $0.contains("could not read a room's members") }, "\(log.lines)")
+
+        host.membership = .success(true)
+        driver.sessionStarted(link)
+        XCTAssertEqual(link.sent, [.file(.offer(try XCTUnwrap(sent.offer)))])
+    }
+
+    /// A want while the store cannot tell the membership is not served on a guess either:
+    /// the session is closed, and the receiver asks again at the next one.
+    func testAWantWhileTheMembershipCannotBeReadClosesTheSession() throws {
+        host.membership = .success(true)
+        let sent = try offer(room: room)
+        link.sent.removeAll()
+        host.membership = .failure(.io(path: "parley.sqlite", reason: "injected"))
+        driver.received(.want(sent.transfer, from: 0, needList: true), on: link)
+        loop.run()
+        XCTAssertEqual(link.closed, FileDriver.storageFailureCloseText)
+        XCTAssertTrue(link.chunks.isEmpty)
+        XCTAssertEqual(try stored(sent)?.state, .offered)
+    }
+
+    /// An offer for a room the sender is not in (as this node resolved it) is refused.
+    func testAnOfferForARoomTheSenderIsNotInIsRefused() throws {
+        host.roomAdmits = false
+        let offer = FileOffer(
+            transfer: .random(), size: 10, chunkSize: 4096, contentHash: FileHash.of([UInt8](repeating: 1, count: 32)),
+            listHash: FileHash.of([UInt8](repeating: 1, count: 32)), room: room, name: "x", mediaType: "text/plain",
+            caption: "", thumbnail: [])
+        driver.received(.offer(offer), on: link)
+        XCTAssertEqual(link.sent, [.file(.end(offer.transfer, .failed, FileOfferRefusal.notRoomMember))])
+    }
+
+    // MARK: Store failures
+
+    /// A peer's records about a transfer the store cannot read are not answered on a
+    /// guess ("unknown transfer" would end it for good at the receiver) nor dropped
+    /// silently (the transfer would stall): the session is closed, said in the log, and
+    /// the transfer resumes at the next session.
+    func testRecordsAboutATransferTheStoreCannotReadCloseTheSession() throws {
+        let sent = try offer()
+        for record in [
+            FileRecord.want(sent.transfer, from: 0, needList: true), .hashes(sent.transfer, first: 0, hashes: []),
+            .chunk(sent.transfer, index: 0, data: [1]), .end(sent.transfer, .cancelled, "")
+        ] {
+            driver = newDriver()
+            link.sent.removeAll()
+            link.closed = nil
+            seam.failTransferReads = true
+            driver.received(record, on: link)
+            XCTAssertEqual(link.closed, FileDriver.storageFailureCloseText, "\(record)")
+            XCTAssertEqual(link.sent, [], "\(record): nothing said on a failed read")
+            seam.failTransferReads = false
+        }
+        XCTAssertEqual(try stored(sent)?.state, .offered, "nothing ended on a failed read")
+        XCTAssertTrue(log.lines.contains { $0.contains("could not read a file transfer") }, "\(log.lines)")
+
+        driver = newDriver()
+        link.closed = nil  // the next session
+        driver.received(.want(sent.transfer, from: 0, needList: true), on: link)
+        loop.run()
+        XCTAssertEqual(link.chunks, [0], "served once the store reads again")
+    }
+
+    /// An outgoing transfer's end the store cannot record is logged, and the daemon's copy
+    /// of the file is kept: the store still says offered, so the next session offers it
+    /// again, the receiver answers with its end, and that end is recorded. Nothing lost.
+    func testAnOutgoingEndTheStoreCannotRecordIsLoggedAndRecordedAtTheNextSession() throws {
+        let sent = try offer()
+        let copy = try XCTUnwrap(sent.sourcePath)
+        try failUpdates()
+        driver.received(.end(sent.transfer, .rejected, ""), on: link)
+        XCTAssertTrue(
+            log.lines.contains { $0.contains("could not record an outgoing transfer's progress") }, "\(log.lines)")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: copy), "the copy stays while the store says open")
+        XCTAssertEqual(try stored(sent)?.state, .offered)
+
+        try healUpdates()
+        driver = newDriver()
+        link.sent.removeAll()
+        driver.sessionStarted(link)
+        XCTAssertEqual(link.sent, [.file(.offer(try XCTUnwrap(sent.offer)))], "offered again")
+        driver.received(.end(sent.transfer, .rejected, ""), on: link)
+        XCTAssertEqual(try stored(sent)?.state, .rejected)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: copy), "removed once the end is recorded")
+    }
+
+    /// A transfer's start and a confirmed count the store cannot record are logged; the
+    /// file is still served (the stored state only lags: a resume starts earlier).
+    func testAStartAndACountTheStoreCannotRecordAreLoggedAndTheFileStillGoes() throws {
+        let sent = try offer()
+        try failUpdates()
+        driver.received(.want(sent.transfer, from: 0, needList: true), on: link)
+        loop.run()
+        XCTAssertEqual(link.chunks, [0])
+        driver.received(.have(sent.transfer, verified: 1), on: link)
+        let failures = log.lines.filter { $0.contains("could not record an outgoing transfer's progress") }
+        XCTAssertTrue(failures.contains { $0.contains("its start") }, "\(log.lines)")
+        XCTAssertTrue(failures.contains { $0.contains("a confirmed count") }, "\(log.lines)")
+    }
+
+    /// An offer the store cannot keep is refused to the sender with the reason (it can
+    /// offer again), never dropped with the sender left waiting.
+    func testAnOfferTheStoreCannotKeepIsRefusedToTheSender() throws {
+        try failUpdates(on: "INSERT")
+        let offer = FileOffer(
+            transfer: .random(), size: 10, chunkSize: 4096, contentHash: FileHash.of([UInt8](repeating: 1, count: 32)),
+            listHash: FileHash.of([UInt8](repeating: 1, count: 32)), room: nil, name: "x", mediaType: "text/plain",
+            caption: "", thumbnail: [])
+        driver.received(.offer(offer), on: link)
+        XCTAssertEqual(link.sent, [.file(.end(offer.transfer, .failed, FileDriver.offerStoreFailureReason))])
+        XCTAssertTrue(log.lines.contains { $0.contains("could not store a file offer") }, "\(log.lines)")
+    }
+}
+
+/// What the file driver sent on one session, and whether it closed it.
+final class RecordingFileLink: FileLink {
+    let peer: IdentityPublicKey
+    var sent: [AppRecord] = []
+    var chunks: [UInt64] = []
+    var closed: String?
+    init(peer: IdentityPublicKey) { self.peer = peer }
+
+    var isWritable: Bool { closed == nil }
+    var remoteFeatures: ProtocolFeatures { .supported }
+    var remoteIdentityKey: IdentityPublicKey? { peer }
+    func send(_ record: AppRecord) { sent.append(record) }
+    func close(reason: CloseReason, text: String) { closed = text }
+    func sendFileChunk<E: Error>(
+        _ transfer: TransferID, index: UInt64, length: Int, _ fill: (UnsafeMutableRawBufferPointer) throws(E) -> Void
+    ) throws(E) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: length, alignment: 1)
+        defer { buffer.deallocate() }
+        try fill(buffer)
+        chunks.append(index)
+    }
+}
+
+/// The node's side of the file driver, as a test sets it.
+final class FakeFileHost: FileHost {
+    let loop: EventLoop
+    let log: Logger
+    let directory: String
+    let link: RecordingFileLink
+    var linkUp = true
+    var membership: Result<Bool, StoreError> = .success(true)
+    var roomAdmits = true
+    var events: [NodeEvent] = []
+
+    init(loop: EventLoop, directory: String, link: RecordingFileLink, log: Logger) {
+        self.loop = loop
+        self.directory = directory
+        self.link = link
+        self.log = log
+    }
+
+    func filePeer(of link: any FileLink) -> IdentityPublicKey? {
+        linkUp && link === self.link ? self.link.peer : nil
+    }
+    func fileLink(for peer: IdentityPublicKey) -> (any FileLink)? {
+        linkUp && peer == link.peer ? link : nil
+    }
+    func roomMembership(of peer: IdentityPublicKey, in room: RoomID) throws(StoreError) -> Bool {
+        try membership.get()
+    }
+    func roomAdmitsOffer(from peer: IdentityPublicKey, in room: RoomID) throws(StoreError) -> Bool { roomAdmits }
+    var fileAcceptPolicy: FileAcceptPolicy { FileAcceptPolicy() }
+    func senderVerified(_ peer: IdentityPublicKey) -> Bool { false }
+    func quotaStanding(of sender: IdentityPublicKey) -> ReceiveQuota.Standing { .correspondent }
+    func receiveUsage(of peer: IdentityPublicKey) throws(StoreError)
+        -> (peer: ReceiveQuota.Usage, total: ReceiveQuota.Usage)
+    {
+        (ReceiveQuota.Usage(messages: 0, bytes: 0), ReceiveQuota.Usage(messages: 0, bytes: 0))
+    }
+    func freeBytes(at directory: String) -> Int? { nil }
+    var downloadDirectory: String { directory + "/files" }
+    var fileStateDirectory: String? { directory }
+    var fileSettings: FileDriver.Settings { FileDriver.Settings(inlineDigestBytes: 64 << 20, diskWorkInline: true) }
+    func makeThumbnail(path: String, mediaType: String, size: UInt64) -> EventLoopFuture<[UInt8]> {
+        loop.makeSucceededFuture([])
+    }
+    func emit(_ e: NodeEvent) { events.append(e) }
+}
+
+/// The real store behind the `FileTransferStore` seam, except that reading one transfer
+/// fails while `failTransferReads` is set (a damaged page, an I/O error).
+final class FailingFileTransferStore: FileTransferStore {
+    let inner: Store
+    var failTransferReads = false
+    init(_ inner: Store) { self.inner = inner }
+
+    func insertTransfer(_ t: FileTransferRecord) throws(StoreError) -> (record: FileTransferRecord, isNew: Bool) {
+        try inner.insertTransfer(t)
+    }
+    func transfer(peer: IdentityPublicKey, transfer: TransferID, direction: FileTransferRecord.Direction)
+        throws(StoreError) -> FileTransferRecord?
+    {
+        if failTransferReads { throw .io(path: inner.path, reason: "injected: the transfer cannot be read") }
+        return try inner.transfer(peer: peer, transfer: transfer, direction: direction)
+    }
+    func transfer(rowID: Int64) throws(StoreError) -> FileTransferRecord? { try inner.transfer(rowID: rowID) }
+    func transfers(idPrefix prefix: String, limit: Int) throws(StoreError) -> [FileTransferRecord] {
+        try inner.transfers(idPrefix: prefix, limit: limit)
+    }
+    func recentTransfers(limit: Int) throws(StoreError) -> [FileTransferRecord] {
+        try inner.recentTransfers(limit: limit)
+    }
+    func unfinishedTransfers(with peer: IdentityPublicKey) throws(StoreError) -> [FileTransferRecord] {
+        try inner.unfinishedTransfers(with: peer)
+    }
+    func unfinishedOutgoingSourcePaths() throws(StoreError) -> Set<String> {
+        try inner.unfinishedOutgoingSourcePaths()
+    }
+    func pruneRefusedOffers(from peer: IdentityPublicKey, keep: Int) throws(StoreError) -> Int {
+        try inner.pruneRefusedOffers(from: peer, keep: keep)
+    }
+    func setTransferState(
+        rowID: Int64, _ state: FileTransferRecord.State, error: String?, savedPath: String?, at: Int64
+    ) throws(StoreError) {
+        try inner.setTransferState(rowID: rowID, state, error: error, savedPath: savedPath, at: at)
+    }
+    func setTransferVerified(rowID: Int64, _ verified: Int64, at: Int64) throws(StoreError) {
+        try inner.setTransferVerified(rowID: rowID, verified, at: at)
+    }
+    func setTransferChunkHashes(rowID: Int64, _ hashes: [UInt8]) throws(StoreError) {
+        try inner.setTransferChunkHashes(rowID: rowID, hashes)
+    }
+    func incomingFileBytes(from peer: IdentityPublicKey?) throws(StoreError) -> Int {
+        try inner.incomingFileBytes(from: peer)
+    }
+}

@@ -1,0 +1,40 @@
+import ParleyCore
+import XCTest
+
+@testable import ParleyNodeCore
+
+/// Who a room file still goes to, and why an offer is refused before the policy.
+final class RoomFileAccessTests: XCTestCase {
+    func testARoomFileGoesOnlyToAMemberAndAnUnknownDecidesNothing() {
+        XCTAssertEqual(RoomFileAccess.outgoing(room: true, isMember: true), .serve)
+        XCTAssertEqual(
+            RoomFileAccess.outgoing(room: true, isMember: false), .cancel(reason: RoomFileAccess.notMemberReason))
+        XCTAssertEqual(RoomFileAccess.outgoing(room: true, isMember: nil), .hold, "a failed read is not 'removed'")
+        XCTAssertEqual(RoomFileAccess.outgoing(room: false, isMember: nil), .serve, "a file for one peer")
+    }
+
+    private func offer(size: UInt64 = 10, chunkSize: UInt32 = 4096, listHash: [UInt8]? = nil) -> FileOffer {
+        let hash = FileHash.of([1, 2, 3])
+        return FileOffer(
+            transfer: .random(), size: size, chunkSize: chunkSize, contentHash: hash, listHash: listHash ?? hash,
+            room: nil, name: "x", mediaType: "text/plain", caption: "", thumbnail: [])
+    }
+
+    func testAnOfferIsRefusedForItsLimitsItsHashesItsRoomAndAFlood() {
+        XCTAssertNil(FileOfferRefusal.reason(for: offer(), senderInRoom: nil, waitingOffers: 0))
+        XCTAssertNil(FileOfferRefusal.reason(for: offer(), senderInRoom: true, waitingOffers: 0))
+        XCTAssertNotNil(FileOfferRefusal.reason(for: offer(chunkSize: 1000), senderInRoom: nil, waitingOffers: 0))
+        XCTAssertNotNil(
+            FileOfferRefusal.reason(for: offer(listHash: FileHash.of([9])), senderInRoom: nil, waitingOffers: 0))
+        XCTAssertEqual(
+            FileOfferRefusal.reason(for: offer(), senderInRoom: false, waitingOffers: 0), FileOfferRefusal.notRoomMember
+        )
+        XCTAssertEqual(
+            FileOfferRefusal.reason(
+                for: offer(), senderInRoom: nil, waitingOffers: FileOfferRefusal.maxWaitingOffersPerPeer),
+            FileOfferRefusal.tooManyWaiting)
+        XCTAssertNil(
+            FileOfferRefusal.reason(
+                for: offer(), senderInRoom: nil, waitingOffers: FileOfferRefusal.maxWaitingOffersPerPeer - 1))
+    }
+}
