@@ -5,12 +5,22 @@ import XCTest
 
 /// Who a room file still goes to, and why an offer is refused before the policy.
 final class RoomFileAccessTests: XCTestCase {
-    func testARoomFileGoesOnlyToAMemberAndAnUnknownDecidesNothing() {
-        XCTAssertEqual(RoomFileAccess.outgoing(room: true, isMember: true), .serve)
+    func testAnUnansweredRoomOfferGoesOnlyToAMemberAndAnUnknownDecidesNothing() {
+        XCTAssertEqual(RoomFileAccess.outgoing(isRoomFile: true, answered: false, isMember: true), .serve)
         XCTAssertEqual(
-            RoomFileAccess.outgoing(room: true, isMember: false), .cancel(reason: RoomFileAccess.notMemberReason))
-        XCTAssertEqual(RoomFileAccess.outgoing(room: true, isMember: nil), .hold, "a failed read is not 'removed'")
-        XCTAssertEqual(RoomFileAccess.outgoing(room: false, isMember: nil), .serve, "a file for one peer")
+            RoomFileAccess.outgoing(isRoomFile: true, answered: false, isMember: false),
+            .cancel(reason: RoomFileAccess.notMemberReason))
+        XCTAssertEqual(
+            RoomFileAccess.outgoing(isRoomFile: true, answered: false, isMember: nil), .hold,
+            "a failed read is not 'removed'")
+        XCTAssertEqual(RoomFileAccess.outgoing(isRoomFile: false, answered: false, isMember: nil), .serve)
+        XCTAssertFalse(RoomFileAccess.asksMembership(isRoomFile: false, answered: false), "a file for one peer")
+    }
+
+    /// A removed member keeps a transfer it accepted while a member (docs/PROTOCOL.md).
+    func testATransferAcceptedBeforeTheRemovalGoesOn() {
+        XCTAssertFalse(RoomFileAccess.asksMembership(isRoomFile: true, answered: true))
+        XCTAssertEqual(RoomFileAccess.outgoing(isRoomFile: true, answered: true, isMember: false), .serve)
     }
 
     private func offer(size: UInt64 = 10, chunkSize: UInt32 = 4096, listHash: [UInt8]? = nil) -> FileOffer {

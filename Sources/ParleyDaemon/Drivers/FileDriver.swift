@@ -187,14 +187,16 @@ final class FileDriver: @unchecked Sendable {
     /// Whether an outgoing room file still goes to `peer` (`RoomFileAccess`); a membership
     /// the store cannot tell is logged and held.
     func roomAccess(_ rec: FileTransferRecord, peer: IdentityPublicKey) -> RoomFileAccess.Verdict {
-        guard let room = rec.room else { return RoomFileAccess.outgoing(room: false, isMember: nil) }
+        let answered = rec.state != .offered
         var member: Bool?
-        do { member = try host?.roomMembership(of: peer, in: room) } catch {
-            log.error(
-                "could not read a room's members for one of its files; not sent until it can",
-                ["peer": peer.fingerprintText, "transfer": "\(rec.transfer)", "error": "\(error)"])
+        if let room = rec.room, RoomFileAccess.asksMembership(isRoomFile: true, answered: answered) {
+            do { member = try host?.roomMembership(of: peer, in: room) } catch {
+                log.error(
+                    "could not read a room's members for one of its files; not sent until it can",
+                    ["peer": peer.fingerprintText, "transfer": "\(rec.transfer)", "error": "\(error)"])
+            }
         }
-        return RoomFileAccess.outgoing(room: true, isMember: member)
+        return RoomFileAccess.outgoing(isRoomFile: rec.room != nil, answered: answered, isMember: member)
     }
 
     /// The session with `peer` on `link` ended: nothing more is sent until the next

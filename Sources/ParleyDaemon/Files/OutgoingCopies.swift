@@ -6,7 +6,7 @@ import ParleyCore
 /// descriptor (it opened the file with its own rights); the daemon copies the bytes here at
 /// once, so the file can be served after a restart and after the client is gone, and the
 /// daemon never opens a path a client chose. One hard link per recipient, removed when that
-/// transfer ends (`Node.finishOutgoing`), so a room's members share the bytes on disk.
+/// transfer ends (`FileDriver.finishOutgoing`), so a room's members share the bytes on disk.
 struct OutgoingCopies: Sendable {
     let directory: String
 

@@ -21,7 +21,7 @@ import ParleyStore
 ///   `Node+Outbox.swift` routes to it and is its host. `MessageDriver` (the action
 ///   outbox, the receive quota's counts, read receipts, the search-index purge);
 ///   `Node+Conversation.swift`, `Node+Quota.swift`.
-/// - Files: `FileDriver`; `Files/Node+File*.swift`.
+/// - Files: `FileDriver` (Drivers/Files/); `Files/Node+File*.swift` route to it and are its host.
 /// - Who hears from the node: `NodeObservers`.
 /// - Rooms: `RoomDistribution`; `Node+Rooms.swift`.
 /// - Local requests from the control socket: `Node+LocalAPI.swift`.

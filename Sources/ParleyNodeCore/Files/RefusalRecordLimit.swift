@@ -3,7 +3,7 @@ import ParleyCore
 /// How many refused file offers from one sender are written to the store. An offer the
 /// receiver refuses at once (limits, room, flood, quota, disk floor) is kept as a failed
 /// incoming transfer so the local user sees what was not taken; the rows are bounded per
-/// sender (`Node.maxRefusedOffersKeptPerPeer`), but each is a store write and a
+/// sender (`FileDriver.maxRefusedOffersKeptPerPeer`), but each is a store write and a
 /// `file.failed` event, and a hostile peer could make one per offer record as fast as its
 /// session carries them. A token bucket per sender bounds the writes in time too: a
 /// burst, then one per `interval`. Offers beyond it are still answered (`fileEnd` failed,

@@ -1,7 +1,10 @@
 /// Whether a file sent to a room still goes to one of its recipients (docs/PROTOCOL.md
-/// "Files"). A room file is offered to the room's joined members; one removed (or gone)
-/// since then must not get it by answering the old offer, wanting it later, or resuming it
-/// at the next session: a removed member is a former member, not a recipient.
+/// "Files in rooms"). A room file is offered to the room's joined members. One removed
+/// since keeps a transfer it accepted while a member (the bytes were meant for it then),
+/// but an offer it had not answered is no way in: it is cancelled when the removed member
+/// wants it, whenever that is, and not offered again at the next session. Before this
+/// decision, a `fileWant` after the removal was served while the same offer was cancelled
+/// at the next session: the outcome was the removed member's timing.
 ///
 /// Pure: the driver asks the store whether the peer is still a member and passes the
 /// answer, `nil` when the store could not say (then nothing is decided on a guess: the
@@ -20,11 +23,15 @@ public enum RoomFileAccess {
     /// The reason a removed member's transfer ends with.
     public static let notMemberReason = "no longer a member of the room"
 
+    /// Whether the recipient's membership decides: only for a room file the recipient has
+    /// not answered yet (`answered`: it accepted it, the transfer is running or resumes).
+    public static func asksMembership(isRoomFile: Bool, answered: Bool) -> Bool { isRoomFile && !answered }
+
     /// `isMember`: whether `peer` is still a member of the transfer's room as this node
-    /// resolved it, nil if the store could not tell. A file for one peer (no room) is
-    /// always served.
-    public static func outgoing(room isRoomFile: Bool, isMember: Bool?) -> Verdict {
-        guard isRoomFile else { return .serve }
+    /// resolved it, nil if the store could not tell. A file for one peer (no room), or one
+    /// the recipient already accepted, is always served.
+    public static func outgoing(isRoomFile: Bool, answered: Bool, isMember: Bool?) -> Verdict {
+        guard asksMembership(isRoomFile: isRoomFile, answered: answered) else { return .serve }
         switch isMember {
         case .some(true): return .serve
         case .some(false): return .cancel(reason: notMemberReason)

@@ -87,7 +87,8 @@ final class FileDriverFlowTests: XCTestCase {
 
     // MARK: A removed member
 
-    /// A room member removed after the offer wants the file: the old offer is no way in.
+    /// A room member removed before it answered the offer wants the file (in the same
+    /// session: the next one would cancel the offer anyway): the old offer is no way in.
     /// It is told the transfer is cancelled, nothing of the file goes out, and the store
     /// records the end.
     func testAMemberRemovedAfterTheOfferIsNotServedTheRoomFile() throws {
@@ -102,6 +103,23 @@ final class FileDriverFlowTests: XCTestCase {
         XCTAssertEqual(link.sent, [.file(.end(sent.transfer, .cancelled, RoomFileAccess.notMemberReason))])
         XCTAssertTrue(link.chunks.isEmpty, "no chunk of a room file goes to a former member")
         XCTAssertEqual(try stored(sent)?.state, .cancelled)
+    }
+
+    /// A transfer the member accepted before its removal goes on (docs/PROTOCOL.md "Files
+    /// in rooms": a removed member keeps what it accepted), also when it resumes.
+    func testATransferAcceptedBeforeTheRemovalGoesOnAfterIt() throws {
+        host.membership = .success(true)
+        let sent = try offer(room: room)
+        driver.received(.want(sent.transfer, from: 0, needList: true), on: link)
+        loop.run()
+        XCTAssertEqual(link.chunks, [0])
+        host.membership = .success(false)
+        driver = newDriver()  // a restart: the resume reads the store
+        link.sent.removeAll()
+        driver.received(.want(sent.transfer, from: 0, needList: false), on: link)
+        loop.run()
+        XCTAssertEqual(link.chunks, [0, 0], "resumed")
+        XCTAssertEqual(try stored(sent)?.state, .transferring)
     }
 
     /// The same want from a member is served: the list, then the chunks.

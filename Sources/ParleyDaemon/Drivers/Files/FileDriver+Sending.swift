@@ -97,8 +97,8 @@ extension FileDriver {
 
     // MARK: Serving
 
-    /// The receiver's `fileWant`: accept, resume or re-fetch from `from`. A room file is
-    /// served only to a peer still in the room (`RoomFileAccess`).
+    /// The receiver's `fileWant`: accept, resume or re-fetch from `from`. An unanswered
+    /// room offer is served only to a peer still in the room (`RoomFileAccess`).
     func receivedWant(_ key: FileKey, from: UInt64, needList: Bool, on link: any FileLink) {
         let found: OutgoingFile?
         do { found = try outgoing(key) } catch { return storageFailed("fileWant", key, error, on: link) }
@@ -113,7 +113,7 @@ extension FileDriver {
         switch roomAccess(f.record, peer: key.peer) {
         case .serve: break
         case .cancel(let reason):
-            // Removed from the room after the offer: the old offer is no way in.
+            // Removed from the room before it answered: the old offer is no way in.
             link.send(.file(.end(key.transfer, .cancelled, reason)))
             finishOutgoing(f, key, .cancelled, error: reason)
             return
