@@ -24,7 +24,9 @@ extension FileDriver {
     func send(
         _ staged: [StagedOutgoingFile], to recipients: [IdentityPublicKey], room: RoomID?, caption: String?
     ) throws -> EventLoopFuture<[FileTransferRecord]> {
-        guard let host else { throw FileError.noRecipients("the node is stopping") }
+        guard let host else {
+            throw FileError.notSendable(path: staged.first?.name ?? "", reason: "parleyd is stopping; send it again")
+        }
         let loop = host.loop
         let copies = self.copies
         let chunkSize = FileLimits.preferredChunkSize
