@@ -242,12 +242,13 @@ final class ConversationDriverTests: XCTestCase {
     func testAReceiptFromThePeerMarksOurMessageRead() throws {
         let conversation = driver()
         let mine = try toBob("read me")
+        // The node takes a receipt as the ack first (the reader stored the message).
+        _ = try store.markDelivered([mine.id], by: bob.identity, at: 2, journal: nil)
+        let link = host.connect(bob.identity)
         let stale = ConversationLink(peer: bob.identity)
         conversation.readReceiptsReceived([mine.id], on: stale)
         XCTAssertTrue(host.read.isEmpty, "not the peer's session")
-        let link = host.connect(bob.identity)
-        // The node takes a receipt as the ack first (the reader stored the message).
-        _ = try store.markDelivered([mine.id], by: bob.identity, at: 2, journal: nil)
+        XCTAssertNil(try store.message(id: mine.id, sender: me.identity)?.readAt)
         conversation.readReceiptsReceived([mine.id], on: link)
         XCTAssertEqual(host.read, [mine.id])
         XCTAssertNotNil(try store.message(id: mine.id, sender: me.identity)?.readAt)
