@@ -204,27 +204,8 @@ final class ConversationDriver<Host: ConversationHost> {
             return
         }
         let now = clock.monotonicNow()
-        // A room change goes only to a member still joined in our view: one removed (or
-        // the room left or forgotten here) since it was queued is owed nothing, so its
-        // delivery is dropped, never sent. A room whose state cannot be read now waits.
-        var stillJoined: [RoomID: Bool?] = [:]
-        var notOwed: [MessageID] = []
         for a in pending {
             let id = a.id
-            if let room = a.room {
-                if stillJoined[room] == nil {
-                    do { stillJoined[room] = .some(try host.roomState(room)?.hasJoined(peer) ?? false) } catch {
-                        stillJoined[room] = .some(nil)
-                    }
-                }
-                switch stillJoined[room] ?? nil {
-                case .some(true): break
-                case .some(false):
-                    notOwed.append(id)
-                    continue
-                case .none: continue
-                }
-            }
             if host.withWindow(of: link, { $0.isInFlight(id) }) == true { continue }
             let action: MessageActionRecord.Action
             switch a.kind {
@@ -248,12 +229,6 @@ final class ConversationDriver<Host: ConversationHost> {
                     MessageActionRecord(
                         id: id, sequence: UInt64(max(0, a.sequence)), createdAt: UInt64(max(0, a.createdAt)),
                         target: a.target, action: action, room: a.room)))
-        }
-        guard !notOwed.isEmpty else { return }
-        do { _ = try store.markActionsDelivered(ids: notOwed, by: peer) } catch {
-            log.error(
-                "could not drop room changes owed to a peer that left the room; they stay held back",
-                ["error": "\(error)"])
         }
     }
 

@@ -191,27 +191,6 @@ final class ConversationDriverTests: XCTestCase {
         XCTAssertEqual(try store.queuedActionCount(to: .peer(bob.identity)), 0)
     }
 
-    /// A room change queued for a member who is removed before it goes out is owed
-    /// nothing: it is not sent when the removed member's session comes up (its text would
-    /// reach someone no longer in the room), and it is no longer pending for it.
-    func testARoomChangeIsNotSentToAMemberRemovedSinceItWasQueued() throws {
-        let (roomID, withBob, bobRemoved) = try room()
-        let target = try store.enqueueRoomMessage(
-            id: .random(), room: roomID, body: "to the room", createdAt: 1, sender: me.identity,
-            members: [bob.identity])
-        _ = try store.markRoomDeliveries(ids: [target.id], by: bob.identity, at: 2)
-        let conversation = driver()
-        host.rooms[roomID] = withBob
-        _ = try conversation.perform(.edit(body: "the secret plan"), on: target)
-        XCTAssertEqual(try store.pendingActions(to: bob.identity, limit: 10).count, 1, "queued for bob")
-
-        host.rooms[roomID] = bobRemoved
-        let link = host.connect(bob.identity)
-        conversation.pumpActions(link, peer: bob.identity)
-        XCTAssertTrue(link.actions.isEmpty, "not sent to a removed member")
-        XCTAssertEqual(try store.pendingActions(to: bob.identity, limit: 10).count, 0, "no longer owed")
-    }
-
     // MARK: Read receipts
 
     /// Reading bob's messages sends him one receipt naming them, once: a second flush (a
