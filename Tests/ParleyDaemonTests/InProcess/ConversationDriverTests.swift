@@ -103,6 +103,37 @@ final class ConversationDriverTests: XCTestCase {
         XCTAssertEqual(host.updated.count, 1)
     }
 
+    /// A peer reaches only its own conversation with us: bob cannot react to, edit or
+    /// delete what carol wrote me or what I wrote carol (it is as unknown to him as a
+    /// message that does not exist), whatever ids he learnt.
+    func testAPeerCannotTouchAnotherConversation() throws {
+        let carol = try TestIdentity(name: "carol")
+        let fromCarol = try store.storeIncoming(
+            [ReceivedChat(id: .random(), sequence: 1, createdAt: 1, body: "carol's words")], from: carol.identity,
+            to: me.identity, at: 1, journal: nil)[0].message
+        let toCarol = try store.enqueue(
+            [NewOutgoingMessage(id: .random(), recipient: carol.identity, body: "for carol", createdAt: 1)],
+            sender: me.identity)[0]
+        let conversation = driver()
+        let link = host.connect(bob.identity)
+        let thumbs = try Reaction("👍")
+        let attempts = [
+            action(.reaction(thumbs, added: true), on: fromCarol.id, sequence: 5),
+            action(.reaction(thumbs, added: true), on: toCarol.id, sequence: 6),
+            action(.edit(body: "rewritten"), on: fromCarol.id, sequence: 7),
+            action(.delete, on: toCarol.id, sequence: 8)
+        ]
+        conversation.received(attempts, on: link)
+        XCTAssertEqual(link.acks, [attempts.map(\.id)], "acknowledged, so not sent again")
+        XCTAssertTrue(host.updated.isEmpty)
+        XCTAssertFalse(
+            try store.actionTargetFacts(fromCarol, author: bob.identity, reaction: thumbs.text).hasThisReaction)
+        XCTAssertFalse(
+            try store.actionTargetFacts(toCarol, author: bob.identity, reaction: thumbs.text).hasThisReaction)
+        XCTAssertEqual(try store.message(id: fromCarol.id, sender: carol.identity)?.body, "carol's words")
+        XCTAssertNil(try store.message(id: toCarol.id, sender: me.identity)?.deletedAt)
+    }
+
     /// A removed member's reaction to a room message is refused, whether it names the
     /// room or poses as a direct-conversation change; while a member, the same reaction
     /// applies.
