@@ -343,7 +343,7 @@ struct ControlDispatcher {
         case .peerBlocked, .peerAwaitingApproval, .peerReplaced: return JSONRPCError(.peerNotTrusted, e.description)
         case .bodyTooLarge(let n): return .bodyTooLarge(bytes: n, maxBytes: WireLimits.maxBodyBytes)
         case .emptyBody: return .invalidParams(e.description)
-        case .storage: return JSONRPCError(.storageFailed, e.description)
+        case .storage, .outboxUncounted: return JSONRPCError(.storageFailed, e.description)
         case .fingerprintMismatch, .safetyNumberMismatch: return JSONRPCError(.fingerprintMismatch, e.description)
         case .fingerprintTooShort: return .invalidParams(e.description)
         case .newKeyNotFound: return JSONRPCError(.peerNotFound, e.description)

@@ -131,10 +131,17 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
     /// Queues several messages in ONE transaction (one fsync): a pipelining client's
     /// requests from one read are committed together, and each is answered only after
     /// that commit. Invalid ones fail alone (`SendAdmission`); a storage failure fails all
-    /// of them.
+    /// of them, and so does a queue the store cannot count (`NodeError.outboxUncounted`).
     func send(_ items: [(PeerRecord, String)], replyTo: MessageID? = nil) -> [Result<StoredMessage, NodeError>] {
         loop.preconditionInEventLoop()
-        if ledger.needsCounts, let counts = try? store.pendingRecipients() { ledger.loadCounts(counts) }
+        if ledger.needsCounts {
+            // The per-peer bound is checked on the stored queue: a count nobody could make
+            // admits nothing (it is not "nothing queued").
+            do { ledger.loadCounts(try store.pendingRecipients()) } catch {
+                log.error("could not count the queued messages; nothing is queued now", ["error": "\(error)"])
+                return items.map { _ in .failure(.outboxUncounted(error)) }
+            }
+        }
         let decision = admission.judge(
             items.map {
                 SendAdmission<NodeError>.Item(

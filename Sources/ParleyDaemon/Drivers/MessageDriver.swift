@@ -3,15 +3,15 @@ import ParleyCore
 import ParleyNodeCore
 import ParleyStore
 
-/// The message path's state beside the direct messages (those are `DirectMessageDriver`'s,
-/// with the outbox's counts): whether the action outbox (edits, deletes, reactions) may
-/// hold work, what the receive quota has counted (`ReceiveQuotaDriver`), whether read
-/// receipts are sent, and when deleted texts' words are purged from the search index
-/// (`ErasurePurgeSchedule`).
+/// The message path's drivers beside the direct messages (those are `DirectMessageDriver`'s,
+/// with the outbox's counts): the conversation records (`ConversationDriver`: edits,
+/// deletes, reactions and their outbox, read receipts, our status line), the receive
+/// quota (`ReceiveQuotaDriver`), and when deleted texts' words are purged from the search
+/// index (`ErasurePurgeSchedule`).
 ///
-/// `Node+Conversation.swift` (actions, erasure), `Node+Quota.swift` (receiving) and
-/// `Node+ReadReceipts.swift` route to it. Its state is its own and lives on the node's
-/// event loop (the loop is its lock); the purge's delay runs on the injected clock.
+/// `Node+Conversation.swift`, `Node+Quota.swift` and `Node+ReadReceipts.swift` route to
+/// them. Its state is its own and lives on the node's event loop (the loop is its lock);
+/// the purge's delay runs on the injected clock.
 final class MessageDriver {
     private let loop: EventLoop
     private let clock: any NodeClock
@@ -19,25 +19,31 @@ final class MessageDriver {
     /// Purges erased texts' words from the search index (the store's, in the daemon).
     private let purgeSearchIndex: () throws -> Void
 
-    /// False once the action outbox was found empty (and nothing was queued since): the
-    /// action pump then skips its query.
-    var actionOutboxMayHaveWork = true
-    /// `read_receipts`: tell senders when the local user read their messages.
-    var sendsReadReceipts = true
-    /// The receive quota's counts and the strangers' rate.
+    /// Edits, deletes, reactions, read receipts and our status line.
+    let conversation: ConversationDriver<Node>
+    /// The receive quota: its counts, the strangers' rate, the verdicts, peers' refusals.
     let quota: ReceiveQuotaDriver
     /// When the words of deleted messages are purged from the search index.
     private var erasurePurge = ErasurePurgeSchedule()
 
     init(
         store: Store, directory: PeerDirectory, loop: EventLoop, clock: any NodeClock, log: Logger,
+        quotaLimits: ReceiveQuota = .standard, attackLog: RateLimitedLog? = nil,
         purgeSearchIndex: (() throws -> Void)? = nil
     ) {
         self.loop = loop
         self.clock = clock
         self.log = log
-        self.quota = ReceiveQuotaDriver(store: store, directory: directory)
+        self.conversation = ConversationDriver(store: store, loop: loop, clock: clock, log: log, attackLog: attackLog)
+        self.quota = ReceiveQuotaDriver(
+            store: store, directory: directory, limits: quotaLimits, clock: clock, log: log, attackLog: attackLog)
         self.purgeSearchIndex = purgeSearchIndex ?? { try store.purgeErasedTextFromSearchIndex() }
+    }
+
+    /// `read_receipts`: tell senders when the local user read their messages.
+    var sendsReadReceipts: Bool {
+        get { conversation.sendsReadReceipts }
+        set { conversation.sendsReadReceipts = newValue }
     }
 
     // MARK: Erasure

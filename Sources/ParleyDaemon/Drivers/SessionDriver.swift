@@ -28,9 +28,6 @@ final class SessionDriver {
     var table: SessionTable<ObjectIdentifier>
     /// Inbound connections per source while they handshake.
     private var admission = AdmissionControl()
-    /// This node's own status line, as last set (kept in the store's settings; told to
-    /// each peer that understands it at session start).
-    var ownStatus = PresenceStatus.none
     /// Each online peer's latest status line (forgotten when it goes offline).
     private(set) var statuses: [IdentityPublicKey: PresenceStatus] = [:]
     /// At most one shown status change per peer per second (a flood costs no more).

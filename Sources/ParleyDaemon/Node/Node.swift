@@ -18,9 +18,11 @@ import ParleyStore
 /// - Our reachability, address gossip, dial-back: `GossipDriver`; `Node+Gossip.swift`.
 /// - The one-to-one message path: `DirectMessageDriver` (send admission, the pump, received
 ///   chats, acknowledgements, outbox counts; `SendWindow` per session in `NodeLink`);
-///   `Node+Outbox.swift` routes to it and is its host. `MessageDriver` (the action
-///   outbox, the receive quota's counts, read receipts, the search-index purge);
-///   `Node+Conversation.swift`, `Node+Quota.swift`.
+///   `Node+Outbox.swift` routes to it and is its host. `MessageDriver` holds
+///   `ConversationDriver` (edits, deletes, reactions and their outbox, read receipts, our
+///   status line) and `ReceiveQuotaDriver` (the receive quota's counts and verdicts,
+///   peers' refusals), and the search-index purge; `Node+Conversation.swift`,
+///   `Node+ReadReceipts.swift` and `Node+Quota.swift` route to them and are their host.
 /// - Files: `FileDriver` (Drivers/Files/); `Files/Node+File*.swift` route to it and are its host.
 /// - Who hears from the node: `NodeObservers`.
 /// - Rooms: `RoomDistribution`; `Node+Rooms.swift`.
@@ -55,8 +57,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// The one-to-one message path: local sends (`SendAdmission`), the pump, received
     /// chats, acknowledgements, and the outbox's counts.
     let directMessages: DirectMessageDriver<Node>
-    /// The message path's other lasting state: the action outbox hint, the receive quota's
-    /// counts, read receipts, the search-index purge.
+    /// The message path's other drivers: conversation records (`ConversationDriver`), the
+    /// receive quota (`ReceiveQuotaDriver`), the search-index purge.
     let messageDriver: MessageDriver
     /// Rooms: decoded operations and resolved state, loaded lazily (Node+Rooms.swift).
     var roomBook = RoomBook()
@@ -87,13 +89,18 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             identity: keys.identity, store: store, directory: peerDirectory, loop: loop, clock: clock, log: log)
         self.dialDriver = DialDriver(
             planner: DialPlanner(backoff: options.redial), loop: loop, clock: clock, random: random)
-        self.messageDriver = MessageDriver(store: store, directory: peerDirectory, loop: loop, clock: clock, log: log)
+        let attackLog = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60))
+        self.attackLog = attackLog
+        self.messageDriver = MessageDriver(
+            store: store, directory: peerDirectory, loop: loop, clock: clock, log: log, quotaLimits: options.quota,
+            attackLog: attackLog)
         self.directMessages = DirectMessageDriver(
             store: store, me: keys.identity.publicKey, loop: loop, clock: clock, log: log)
-        self.attackLog = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60))
         sessionDriver.emit = { [unowned self] in self.emit($0) }
         directMessages.host = self
         fileDriver.host = self
+        messageDriver.conversation.host = self
+        messageDriver.quota.host = self
         dialDriver.open = { [unowned self] in self.openConnection($0, $1, expectedFingerprint: $2) }
         dialDriver.sessions = { [unowned self] in self.sessionView }
     }

@@ -15,6 +15,9 @@ enum NodeError: Error, CustomStringConvertible {
     case bodyTooLarge(Int)
     case emptyBody
     case storage(StoreError)
+    /// The store could not count the messages already queued: nothing was queued (the
+    /// per-peer bound cannot be checked on a count nobody could make).
+    case outboxUncounted(StoreError)
     case fingerprintMismatch(expected: String, given: String)
     /// `trust.replace` with a safety number that is not the one computed with the new key.
     case safetyNumberMismatch(label: String, newFingerprint: String)
@@ -56,6 +59,9 @@ enum NodeError: Error, CustomStringConvertible {
             return "message body is empty"
         case .storage(let e):
             return "could not store the message, nothing was accepted: \(e)"
+        case .outboxUncounted(let e):
+            return "could not count the messages already queued (\(e)), so nothing was queued: check the state "
+                + "directory's disk space and permissions (`parley doctor`), then send again"
         case let .fingerprintMismatch(expected, given):
             return
                 "fingerprint \(given) does not match the pinned key \(expected): do NOT trust this peer until you find out why"

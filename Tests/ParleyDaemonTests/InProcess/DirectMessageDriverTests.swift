@@ -89,6 +89,31 @@ final class DirectMessageDriverTests: XCTestCase {
         XCTAssertEqual(host.wroteTo, [bob.identity], "gossip is told who was written to")
     }
 
+    /// The store cannot count what is already queued: nothing is admitted past a bound
+    /// nobody could check (fail closed), nothing is stored, and each send says what to do.
+    func testSendRefusesEverythingWhenTheQueuedCountFails() throws {
+        _ = try store.enqueue(
+            [NewOutgoingMessage(id: .random(), recipient: bob.identity, body: "earlier", createdAt: 1)],
+            sender: me.identity)
+        let failing = CountingMessageStore(store)
+        failing.failPendingRecipients = true
+        let messages = driver(store: failing, maxQueuedPerPeer: 1)
+        let results = messages.send([(bob.pinnedRecord(), "one"), (bob.pinnedRecord(), "two")])
+        for r in results {
+            guard case .failure(.outboxUncounted(let e)) = r else { return XCTFail("\(r)") }
+            XCTAssertEqual(e, .io(path: store.path, reason: "disk I/O error (test)"))
+            XCTAssertTrue(
+                NodeError.outboxUncounted(e).description.contains("nothing was queued"),
+                NodeError.outboxUncounted(e).description)
+        }
+        XCTAssertEqual(try store.pendingRecipients(), [bob.identity: 1], "nothing more was stored")
+        XCTAssertTrue(host.wroteTo.isEmpty)
+        failing.failPendingRecipients = false
+        guard case .failure(.queueFull) = messages.send([(bob.pinnedRecord(), "three")])[0] else {
+            return XCTFail("once the store counts again, the bound holds")
+        }
+    }
+
     // MARK: The pump
 
     /// A session with a window of two: two chats go out, in sequence, between the room
@@ -328,6 +353,7 @@ final class CountingMessageStore: MessageStore {
     let inner: Store
     private(set) var pendingReads = 0
     var failStoreIncoming = false
+    var failPendingRecipients = false
     init(_ inner: Store) { self.inner = inner }
 
     var path: String { inner.path }
@@ -341,7 +367,10 @@ final class CountingMessageStore: MessageStore {
         pendingReads += 1
         return try inner.pendingOutgoing(to: recipient, afterSequence: afterSequence, limit: limit)
     }
-    func pendingRecipients() throws(StoreError) -> [IdentityPublicKey: Int] { try inner.pendingRecipients() }
+    func pendingRecipients() throws(StoreError) -> [IdentityPublicKey: Int] {
+        if failPendingRecipients { throw .io(path: inner.path, reason: "disk I/O error (test)") }
+        return try inner.pendingRecipients()
+    }
     func storeIncoming(
         _ chats: [ReceivedChat], from sender: IdentityPublicKey, to recipient: IdentityPublicKey, at: Int64,
         journal: MessageJournal?
