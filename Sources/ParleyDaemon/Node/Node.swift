@@ -23,7 +23,8 @@ import ParleyStore
 ///   `Node+Conversation.swift`, `Node+Quota.swift`.
 /// - Files: `FileDriver`; `Files/Node+File*.swift`.
 /// - Who hears from the node: `NodeObservers`.
-/// - Rooms: `RoomDistribution`; `Node+Rooms.swift`.
+/// - Rooms: `RoomDriver` (operations, resolution, room messages, cards; `RoomDistribution`
+///   and `RoomAdmission` decide); `Node+Rooms.swift` routes to it and is its host.
 /// - Local requests from the control socket: `Node+LocalAPI.swift`.
 ///
 /// Everything runs on one event loop (`loop`), so the state needs no locks; entry points
@@ -58,8 +59,9 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// The message path's other lasting state: the action outbox hint, the receive quota's
     /// counts, read receipts, the search-index purge.
     let messageDriver: MessageDriver
-    /// Rooms: decoded operations and resolved state, loaded lazily (Node+Rooms.swift).
-    var roomBook = RoomBook()
+    /// Rooms: their operations and resolved state, waiting operations, held messages, room
+    /// cards (`RoomBook`); the local room API and room traffic (Node+Rooms.swift routes).
+    let rooms: RoomDriver<Node>
     /// Who hears from the node: event observers and the daemon's per-tick chore.
     let observers = NodeObservers()
 
@@ -90,9 +92,13 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         self.messageDriver = MessageDriver(store: store, directory: peerDirectory, loop: loop, clock: clock, log: log)
         self.directMessages = DirectMessageDriver(
             store: store, me: keys.identity.publicKey, loop: loop, clock: clock, log: log)
+        self.rooms = RoomDriver(
+            store: store, identity: keys.identity, newIdentities: options.newIdentities, loop: loop, clock: clock,
+            log: log)
         self.attackLog = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60))
         sessionDriver.emit = { [unowned self] in self.emit($0) }
         directMessages.host = self
+        rooms.host = self
         dialDriver.open = { [unowned self] in self.openConnection($0, $1, expectedFingerprint: $2) }
         dialDriver.sessions = { [unowned self] in self.sessionView }
     }
