@@ -26,7 +26,8 @@ struct RoomBook {
 
     /// Room messages from an author this node does not know as a joined member yet, per
     /// author, unacknowledged (the author keeps them queued): released when the room
-    /// changes, not held beyond the bounds (`RoomDaemonLimits.maxHeldChat*`).
+    /// changes, not held beyond the bounds (`RoomDaemonLimits.maxHeldChat*`), dropped when
+    /// the author's session ends.
     var heldChats = HeldRoomChats(
         limits: .init(
             perAuthor: RoomDaemonLimits.maxHeldChatsPerAuthor,

@@ -35,15 +35,17 @@ public struct HeldRoomChats: Sendable {
     public var authors: [IdentityPublicKey] { Array(byAuthor.keys) }
 
     /// Holds what fits of `list` (in order; the first that does not fit ends it, so what is
-    /// held is a prefix of what the author sent); an id already held is not held twice.
+    /// held is a prefix of what the author sent); an id already held, or repeated in `list`,
+    /// is not held twice.
     /// Returns how many `author` has held now.
     @discardableResult
     public mutating func hold(_ list: [RoomChatRecord], from author: IdentityPublicKey) -> Int {
         var held = byAuthor.removeValue(forKey: author) ?? []
         defer { byAuthor[author] = held.isEmpty ? nil : held }
-        let known = Set(held.map(\.id))
+        var known = Set(held.map(\.id))
         var authorBytes = held.reduce(0) { $0 + $1.body.utf8.count }
-        for c in list where !known.contains(c.id) {
+        // An id sent twice in one read is held (and counted) once.
+        for c in list where known.insert(c.id).inserted {
             let size = c.body.utf8.count
             guard held.count < limits.perAuthor, authorBytes + size <= limits.bytesPerAuthor,
                 totalBytes + size <= limits.bytes
@@ -53,6 +55,14 @@ public struct HeldRoomChats: Sendable {
             totalBytes += size
         }
         return held.count
+    }
+
+    /// Forgets what `author` has held (its session ended: it sends them again on the next
+    /// one, as none was acknowledged), so an author that went away keeps no share of the
+    /// bound.
+    public mutating func drop(author: IdentityPublicKey) {
+        guard let held = byAuthor.removeValue(forKey: author) else { return }
+        totalBytes -= held.reduce(0) { $0 + $1.body.utf8.count }
     }
 
     /// Takes out the messages of `room` from every author whose messages may move now

@@ -180,6 +180,23 @@ final class RoomDriverTests: XCTestCase {
         XCTAssertEqual(rooms.book.heldChats.totalBytes, 0)
     }
 
+    /// Held messages are dropped when their author's session ends (it sends them again on
+    /// the next one: none was acknowledged), so authors that went away, or keys made up
+    /// for one session, do not keep the shared bound filled and honest newcomers' early
+    /// messages unheld.
+    func testHeldMessagesAreDroppedWhenTheirAuthorsSessionEnds() throws {
+        let rec = try room(inviting: [bob, carol], joining: [bob])
+        let carolLink = host.link(for: carol.identity)
+        rooms.received([.chat(chat("early", in: rec.id))], on: carolLink)
+        XCTAssertEqual(rooms.book.heldChats.held(from: carol.identity).count, 1)
+        XCTAssertEqual(rooms.book.heldChats.totalBytes, 5)
+
+        rooms.sessionEnded(carol.identity)
+        XCTAssertTrue(rooms.book.heldChats.held(from: carol.identity).isEmpty)
+        XCTAssertEqual(rooms.book.heldChats.totalBytes, 0)
+        XCTAssertTrue(carolLink.acks.isEmpty, "never acknowledged: carol still has it queued")
+    }
+
     // MARK: Who may act
 
     /// An operation by someone who is not a member is refused and logged as an attack: not

@@ -158,6 +158,13 @@ extension RoomDriver {
         }
     }
 
+    /// `peer`'s session ended: the room messages held from it are dropped (none was
+    /// acknowledged, so it sends them again on its next session), so an author that went
+    /// away, or a key made up for one session, keeps no share of `HeldRoomChats`' bound.
+    func sessionEnded(_ peer: IdentityPublicKey) {
+        book.heldChats.drop(author: peer)
+    }
+
     /// The room part of an acknowledgement: ids the window knew as room traffic, and ids it
     /// did not know at all (sent on an earlier session).
     func acknowledged(_ ids: [MessageID], by peer: IdentityPublicKey) {
