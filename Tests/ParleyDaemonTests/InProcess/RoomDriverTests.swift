@@ -253,6 +253,38 @@ final class RoomDriverTests: XCTestCase {
         XCTAssertEqual(link.acks.count, 100, "the chats (not for us) and operations are acknowledged")
     }
 
+    // MARK: Store failures
+
+    /// The store fails to keep a read's room messages: none is acknowledged (the author
+    /// keeps them queued), what came before in the read is, and the session is closed; a
+    /// receive quota that cannot count takes nothing of the read.
+    func testAStoreThatFailsLosesNoRoomMessage() throws {
+        let failing = FailingRoomStore(store)
+        rooms = RoomDriver(
+            store: failing, identity: alice.keys.identity, newIdentities: .accept, loop: loop, clock: clock,
+            log: testLogger())
+        rooms.host = host
+        let rec = try room(inviting: [bob], joining: [bob])
+        let bobLink = host.link(for: bob.identity)
+        let joinAck = try XCTUnwrap(bobLink.acks.last)
+        failing.failStoreIncoming = true
+        let lost = chat("not stored", in: rec.id)
+        rooms.received([.chat(lost)], on: bobLink)
+        XCTAssertFalse(bobLink.acks.contains(lost.id), "not acknowledged: bob sends it again")
+        XCTAssertEqual(bobLink.closed, DirectMessageDriverCloseText.receiverStorageFailure)
+        XCTAssertEqual(bobLink.acks.last, joinAck)
+        XCTAssertEqual(try storedBodies(in: rec.id), [])
+
+        failing.failStoreIncoming = false
+        host.quotaCountFails = true
+        let uncounted = chat("not counted", in: rec.id, n: 2)
+        let carolLink = host.link(for: carol.identity)
+        rooms.received([.chat(uncounted)], on: carolLink)
+        XCTAssertEqual(carolLink.closed, DirectMessageDriverCloseText.receiverStorageFailure)
+        XCTAssertTrue(carolLink.acks.isEmpty)
+        XCTAssertTrue(rooms.book.heldChats.held(from: carol.identity).isEmpty, "not even held")
+    }
+
     // MARK: The pumps
 
     /// A queued operation goes out within the session's window, followed by its actor's
@@ -316,6 +348,8 @@ final class RoomTestHost: RoomHost {
     var roomsUpdated: [RoomID] = []
     var quotaCounted: [IdentityPublicKey: [Int]] = [:]
     var pumped: [IdentityPublicKey] = []
+    /// The receive quota's count fails (the store cannot say what the author keeps).
+    var quotaCountFails = false
 
     init(card: Card) { self.card = card }
 
@@ -337,7 +371,10 @@ final class RoomTestHost: RoomHost {
     func pump(_ link: RoomTestLink) { pumped.append(link.peer) }
     func judgeByQuota(_ chats: [RoomChatRecord], from sender: IdentityPublicKey) throws(StoreError)
         -> (store: [RoomChatRecord], refused: [(RefusalReason, [MessageID])])
-    { (chats, []) }
+    {
+        if quotaCountFails { throw StoreError.io(path: "test", reason: "count failed") }
+        return (chats, [])
+    }
     func sendRefusals(_ refused: [(RefusalReason, [MessageID])], on link: RoomTestLink) {}
     func quotaStored(_ bodies: [Int], from sender: IdentityPublicKey) {
         if !bodies.isEmpty { quotaCounted[sender, default: []] += bodies }
@@ -377,4 +414,61 @@ final class RoomTestHost: RoomHost {
     func logAttack(key: String, _ message: String, _ fields: [String: String]) {
         attacks.append((key, message, fields))
     }
+}
+
+/// A real store behind the `RoomStore` seam that fails storing received room messages when
+/// told.
+final class FailingRoomStore: RoomStore {
+    let inner: Store
+    var failStoreIncoming = false
+    init(_ inner: Store) { self.inner = inner }
+
+    func roomOperations(room: RoomID) throws(StoreError) -> [StoredRoomOperation] {
+        try inner.roomOperations(room: room)
+    }
+    func insertRoomOperation(_ op: StoredRoomOperation, at: Int64) throws(StoreError) -> Bool {
+        try inner.insertRoomOperation(op, at: at)
+    }
+    func room(id: RoomID) throws(StoreError) -> RoomRecord? { try inner.room(id: id) }
+    func rooms() throws(StoreError) -> [RoomRecord] { try inner.rooms() }
+    func saveRoom(_ room: RoomRecord) throws(StoreError) { try inner.saveRoom(room) }
+    func invitationCount(from inviter: IdentityPublicKey) throws(StoreError) -> Int {
+        try inner.invitationCount(from: inviter)
+    }
+    func forgetInvitations(before: Int64) throws(StoreError) -> [RoomID] { try inner.forgetInvitations(before: before) }
+    func queueRoomOperations(_ hashes: [RoomOperationHash], for members: [IdentityPublicKey], at: Int64)
+        throws(StoreError)
+    {
+        try inner.queueRoomOperations(hashes, for: members, at: at)
+    }
+    func pendingRoomOperations(to member: IdentityPublicKey, limit: Int) throws(StoreError) -> [StoredRoomOperation] {
+        try inner.pendingRoomOperations(to: member, limit: limit)
+    }
+    func acknowledgeRoomOperations(ackIDs: [MessageID], by member: IdentityPublicKey) throws(StoreError) -> Int {
+        try inner.acknowledgeRoomOperations(ackIDs: ackIDs, by: member)
+    }
+    func queuedRoomMessageCount(room: RoomID) throws(StoreError) -> Int { try inner.queuedRoomMessageCount(room: room) }
+    func nextRoomSequence(room: RoomID, author: IdentityPublicKey) throws(StoreError) -> UInt64 {
+        try inner.nextRoomSequence(room: room, author: author)
+    }
+    func enqueueRoomMessages(_ messages: [Store.NewRoomMessage], sender: IdentityPublicKey) throws(StoreError)
+        -> [StoredMessage]
+    {
+        try inner.enqueueRoomMessages(messages, sender: sender)
+    }
+    func pendingRoomMessages(to member: IdentityPublicKey, limit: Int) throws(StoreError) -> [StoredMessage] {
+        try inner.pendingRoomMessages(to: member, limit: limit)
+    }
+    func storeIncomingRoomMessages(_ messages: [IncomingMessage], room: RoomID, at: Int64)
+        throws(StoreError) -> [(message: StoredMessage, isNew: Bool)]
+    {
+        if failStoreIncoming { throw .io(path: inner.path, reason: "disk I/O error (test)") }
+        return try inner.storeIncomingRoomMessages(messages, room: room, at: at)
+    }
+    func acknowledgeRoomTraffic(ids: [MessageID], by member: IdentityPublicKey, at: Int64) throws(StoreError)
+        -> RoomDeliveryChange
+    {
+        try inner.acknowledgeRoomTraffic(ids: ids, by: member, at: at)
+    }
+    var roomOutboxesMayHaveWork: Bool { inner.roomOutboxesMayHaveWork }
 }
