@@ -178,6 +178,7 @@ extension Node {
         perform(dialDriver.planner.sessionDown(peer, random: dialDriver.random))
         gossipDriver.gossip.sessionEnded(peer)
         roomSyncSessionEnded(peer)
+        rooms.sessionEnded(peer)
     }
 
     /// Forgets keys pinned on first use (or held) that never exchanged a message and were

@@ -25,7 +25,8 @@ import ParleyStore
 ///   `Node+ReadReceipts.swift` and `Node+Quota.swift` route to them and are their host.
 /// - Files: `FileDriver` (Drivers/Files/); `Files/Node+File*.swift` route to it and are its host.
 /// - Who hears from the node: `NodeObservers`.
-/// - Rooms: `RoomDistribution`; `Node+Rooms.swift`.
+/// - Rooms: `RoomDriver` (operations, resolution, room messages, cards; `RoomDistribution`
+///   and `RoomAdmission` decide); `Node+Rooms.swift` routes to it and is its host.
 /// - Local requests from the control socket: `Node+LocalAPI.swift`.
 ///
 /// Everything runs on one event loop (`loop`), so the state needs no locks; entry points
@@ -60,8 +61,9 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// The message path's other drivers: conversation records (`ConversationDriver`), the
     /// receive quota (`ReceiveQuotaDriver`), the search-index purge.
     let messageDriver: MessageDriver
-    /// Rooms: decoded operations and resolved state, loaded lazily (Node+Rooms.swift).
-    var roomBook = RoomBook()
+    /// Rooms: their operations and resolved state, waiting operations, held messages, room
+    /// cards (`RoomBook`); the local room API and room traffic (Node+Rooms.swift routes).
+    let rooms: RoomDriver<Node>
     /// Who hears from the node: event observers and the daemon's per-tick chore.
     let observers = NodeObservers()
 
@@ -96,11 +98,15 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             attackLog: attackLog)
         self.directMessages = DirectMessageDriver(
             store: store, me: keys.identity.publicKey, loop: loop, clock: clock, log: log)
+        self.rooms = RoomDriver(
+            store: store, identity: keys.identity, newIdentities: options.newIdentities, loop: loop, clock: clock,
+            log: log)
         sessionDriver.emit = { [unowned self] in self.emit($0) }
         directMessages.host = self
         fileDriver.host = self
         messageDriver.conversation.host = self
         messageDriver.quota.host = self
+        rooms.host = self
         dialDriver.open = { [unowned self] in self.openConnection($0, $1, expectedFingerprint: $2) }
         dialDriver.sessions = { [unowned self] in self.sessionView }
     }

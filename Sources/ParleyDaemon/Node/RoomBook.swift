@@ -1,9 +1,10 @@
 import ParleyCore
 import ParleyNodeCore
 
-/// The node's in-memory view of rooms: every room's decoded operations and resolved state,
-/// so resolving after a new operation does not re-read and re-verify the whole history.
-/// Filled lazily from the store (which stays the truth) and confined to the node's loop.
+/// The rooms' state in memory, owned by `RoomDriver`: every room's decoded operations and
+/// resolved state, so resolving after a new operation does not re-read and re-verify the
+/// whole history. Filled lazily from the store (which stays the truth) and confined to the
+/// node's loop.
 struct RoomBook {
     struct Entry {
         /// The pinned create operation, once known.
@@ -21,12 +22,17 @@ struct RoomBook {
 
     /// Operations waiting for a parent, per peer that sent them (bounded, in memory only:
     /// `RoomAdmission.maxWaitingPerSender`).
-    var waiting: [IdentityPublicKey: [(op: RoomOperation, since: MonotonicInstant)]] = [:]
+    var waiting = WaitingRoomOperations()
 
     /// Room messages from an author this node does not know as a joined member yet, per
     /// author, unacknowledged (the author keeps them queued): released when the room
-    /// changes, dropped from memory when over the bound or when the session ends.
-    var heldChats: [IdentityPublicKey: [RoomChatRecord]] = [:]
+    /// changes, not held beyond the bounds (`RoomDaemonLimits.maxHeldChat*`), dropped when
+    /// the author's session ends.
+    var heldChats = HeldRoomChats(
+        limits: .init(
+            perAuthor: RoomDaemonLimits.maxHeldChatsPerAuthor,
+            bytesPerAuthor: RoomDaemonLimits.maxHeldChatBytesPerAuthor,
+            bytes: RoomDaemonLimits.maxHeldChatBytes))
 
     /// Rooms whose waiting operations and held messages are to be offered again, and
     /// whether that is under way (so it runs as a loop, never as nested calls).

@@ -1,0 +1,88 @@
+import ParleyCore
+import ParleyNodeCore
+import XCTest
+
+/// The room driver's pure parts (issue 32): operations waiting for a parent
+/// (`WaitingRoomOperations`), messages held until their author is a member
+/// (`HeldRoomChats`) and the inputs of `RoomAdmission` (`RoomIntake`).
+final class RoomIntakeStateTests: XCTestCase {
+    let alice = IdentityKeyPair.generate()
+    let bob = IdentityKeyPair.generate()
+    let mallory = IdentityKeyPair.generate()
+    let t0 = MonotonicInstant(nanoseconds: 1_000_000_000)
+
+    private func chain(_ n: Int) throws -> [RoomOperation] {
+        var ops = [try RoomOperation.create(name: "lab", members: [bob.publicKey], by: alice, createdAt: 1)]
+        for i in 0..<n {
+            ops.append(
+                try RoomOperation.change(
+                    .rename("r\(i)"), roomID: ops[0].roomID, after: [ops.last!], by: alice, createdAt: UInt64(2 + i)))
+        }
+        return ops
+    }
+
+    /// Per peer: bounded, a duplicate held once, the oldest dropped after the timeout
+    /// whoever holds next; taken per peer in the resolver's order once their parents are held.
+    func testWaitingOperationsAreBoundedExpireAndAreTakenWhenReady() throws {
+        let ops = try chain(4)
+        var waiting = WaitingRoomOperations(maxPerPeer: 2, timeout: .seconds(10))
+        XCTAssertEqual(waiting.hold(ops[3], from: mallory.publicKey, now: t0), .held)
+        XCTAssertEqual(waiting.hold(ops[3], from: mallory.publicKey, now: t0), .alreadyWaiting)
+        XCTAssertEqual(waiting.hold(ops[2], from: mallory.publicKey, now: t0), .held)
+        XCTAssertEqual(waiting.hold(ops[4], from: mallory.publicKey, now: t0), .overLimit(limit: 2))
+        XCTAssertEqual(waiting.hold(ops[2], from: bob.publicKey, now: t0 + .seconds(5)), .held)
+        XCTAssertEqual(waiting.others(of: ops[0].roomID, from: mallory.publicKey, except: ops[3].hash), [ops[2]])
+
+        // Only ops[2]'s parent (ops[1]) is held: ops[3] waits on.
+        let held = Dictionary(uniqueKeysWithValues: ops[0...1].map { ($0.hash, $0) })
+        let taken = waiting.takeReady(room: ops[0].roomID, held: held)
+        XCTAssertEqual(Set(taken.map(\.peer)), [mallory.publicKey, bob.publicKey])
+        XCTAssertTrue(taken.allSatisfy { $0.operations == [ops[2]] })
+        XCTAssertEqual(waiting.total, 1)
+
+        // mallory's last one times out when bob holds something ten seconds later.
+        XCTAssertEqual(waiting.hold(ops[4], from: bob.publicKey, now: t0 + .seconds(10)), .held)
+        XCTAssertEqual(waiting.count(from: mallory.publicKey), 0)
+        XCTAssertEqual(waiting.total, 1)
+        // An unknown room: everything of it may move.
+        XCTAssertEqual(waiting.takeReady(room: ops[0].roomID, held: nil).map(\.operations), [[ops[4]]])
+    }
+
+    /// Held per author within the count, the author's bytes and the total; released per
+    /// room when the author may move; dropped with the author's session.
+    func testHeldChatsAreBoundedReleasedAndDropped() {
+        let room = RoomID.random()
+        let other = RoomID.random()
+        var held = HeldRoomChats(limits: .init(perAuthor: 3, bytesPerAuthor: 10, bytes: 14))
+        func chat(_ body: String, _ r: RoomID) -> RoomChatRecord {
+            RoomChatRecord(id: .random(), roomID: r, sequence: 1, createdAt: 1, body: body)
+        }
+        let a1 = chat("aaaa", room)
+        XCTAssertEqual(held.hold([a1, a1, chat("bbbb", other), chat("cccc", room)], from: bob.publicKey), 2)
+        XCTAssertEqual(held.totalBytes, 8, "a1 once; the third would pass bob's 10 bytes")
+        XCTAssertEqual(held.hold([chat("dddddd", room), chat("ee", room)], from: mallory.publicKey), 1)
+        XCTAssertEqual(held.totalBytes, 14)
+        XCTAssertEqual(held.hold([chat("f", room)], from: alice.publicKey), 0, "the total is full")
+
+        XCTAssertTrue(held.release(room: room) { $0 != bob.publicKey }.map(\.author) == [mallory.publicKey])
+        XCTAssertEqual(held.totalBytes, 8)
+        let bobs = held.release(room: room) { _ in true }
+        XCTAssertEqual(bobs.first?.chats.map(\.id), [a1.id])
+        XCTAssertEqual(held.held(from: bob.publicKey).map(\.roomID), [other])
+        held.drop(author: bob.publicKey)
+        XCTAssertEqual(held.totalBytes, 0)
+        XCTAssertTrue(held.authors.isEmpty)
+    }
+
+    /// The invitation root only once something names this node; a stranger's key named is
+    /// not an invitation.
+    func testAnUnknownRoomIsResolvedOnlyOnceItNamesThisNode() throws {
+        let root = try RoomOperation.create(name: "x", members: [bob.publicKey], by: mallory, createdAt: 1)
+        let addAlice = try RoomOperation.change(
+            .add(alice.publicKey), roomID: root.roomID, after: [root], by: mallory, createdAt: 2)
+        XCTAssertNil(RoomIntake.invitationRoot(of: [root], me: alice.publicKey))
+        XCTAssertNil(RoomIntake.invitationRoot(of: [addAlice], me: alice.publicKey), "no create yet")
+        XCTAssertEqual(RoomIntake.invitationRoot(of: [addAlice, root], me: alice.publicKey), root)
+        XCTAssertEqual(RoomIntake.unapplied(by: mallory.publicKey, among: [root, addAlice], before: nil), 0)
+    }
+}
