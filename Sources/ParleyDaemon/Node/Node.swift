@@ -23,7 +23,8 @@ import ParleyStore
 ///   `Node+Conversation.swift`, `Node+Quota.swift`.
 /// - Files: `FileDriver`; `Files/Node+File*.swift`.
 /// - Who hears from the node: `NodeObservers`.
-/// - Rooms: `RoomDistribution`; `Node+Rooms.swift`.
+/// - Rooms: `RoomDistribution`; `Node+Rooms.swift`. Room sync: `RoomSyncDriver` (the one
+///   performer of `RoomSyncStateMachine.Action`), held by `RoomBook`; `Node+RoomSync.swift`.
 /// - Local requests from the control socket: `Node+LocalAPI.swift`.
 ///
 /// Everything runs on one event loop (`loop`), so the state needs no locks; entry points
@@ -59,7 +60,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// counts, read receipts, the search-index purge.
     let messageDriver: MessageDriver
     /// Rooms: decoded operations and resolved state, loaded lazily (Node+Rooms.swift).
-    var roomBook = RoomBook()
+    var roomBook: RoomBook
     /// Who hears from the node: event observers and the daemon's per-tick chore.
     let observers = NodeObservers()
 
@@ -90,9 +91,13 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         self.messageDriver = MessageDriver(store: store, directory: peerDirectory, loop: loop, clock: clock, log: log)
         self.directMessages = DirectMessageDriver(
             store: store, me: keys.identity.publicKey, loop: loop, clock: clock, log: log)
-        self.attackLog = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60))
+        let attackLog = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60))
+        self.attackLog = attackLog
+        self.roomBook = RoomBook(
+            sync: RoomSyncDriver(store: store, identity: keys.identity, clock: clock, log: log, attackLog: attackLog))
         sessionDriver.emit = { [unowned self] in self.emit($0) }
         directMessages.host = self
+        roomBook.sync.host = self
         dialDriver.open = { [unowned self] in self.openConnection($0, $1, expectedFingerprint: $2) }
         dialDriver.sessions = { [unowned self] in self.sessionView }
     }
