@@ -16,7 +16,9 @@ public protocol RoomSyncStore: AnyObject {
     func signedRoomMessages(room: RoomID, author: IdentityPublicKey, sequences: [UInt64]) throws(StoreError)
         -> [[UInt8]]
     func signedRoomMessage(id: MessageID, author: IdentityPublicKey) throws(StoreError) -> [UInt8]?
-    func signedRoomMessageSequences() throws(StoreError) -> [(room: RoomID, author: IdentityPublicKey, sequence: UInt64)]
+    func signedRoomMessageSequences() throws(StoreError) -> [(
+        room: RoomID, author: IdentityPublicKey, sequence: UInt64
+    )]
 
     // Who syncs (Store+RoomSyncPeers.swift).
     func setRoomSyncPeer(_ identity: IdentityPublicKey, _ feature: RoomSyncFeature, syncing: Bool) throws(StoreError)

@@ -58,7 +58,8 @@ extension RoomSyncDriver {
                 folds[m.anchor] = .some(
                     RoomEntitlement.membership(at: m.anchor, state: state, operations: entry.operations))
             }
-            switch RoomEntitlement.verdict(author: m.author, membershipThen: folds[m.anchor] ?? nil, for: me, state: state)
+            switch RoomEntitlement.verdict(
+                author: m.author, membershipThen: folds[m.anchor] ?? nil, for: me, state: state)
             {
             case .entitled:
                 break
