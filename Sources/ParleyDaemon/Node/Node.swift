@@ -26,7 +26,9 @@ import ParleyStore
 /// - Files: `FileDriver` (Drivers/Files/); `Files/Node+File*.swift` route to it and are its host.
 /// - Who hears from the node: `NodeObservers`.
 /// - Rooms: `RoomDriver` (operations, resolution, room messages, cards; `RoomDistribution`
-///   and `RoomAdmission` decide); `Node+Rooms.swift` routes to it and is its host.
+///   and `RoomAdmission` decide); `Node+Rooms.swift` routes to it and is its host. Room
+///   sync: `RoomSyncDriver` (the one performer of `RoomSyncStateMachine.Action`), held by
+///   `RoomBook`; `Node+RoomSync.swift` routes to it and is its host.
 /// - Local requests from the control socket: `Node+LocalAPI.swift`.
 ///
 /// Everything runs on one event loop (`loop`), so the state needs no locks; entry points
@@ -100,13 +102,15 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             store: store, me: keys.identity.publicKey, loop: loop, clock: clock, log: log)
         self.rooms = RoomDriver(
             store: store, identity: keys.identity, newIdentities: options.newIdentities, loop: loop, clock: clock,
-            log: log)
+            log: log,
+            sync: RoomSyncDriver(store: store, identity: keys.identity, clock: clock, log: log, attackLog: attackLog))
         sessionDriver.emit = { [unowned self] in self.emit($0) }
         directMessages.host = self
         fileDriver.host = self
         messageDriver.conversation.host = self
         messageDriver.quota.host = self
         rooms.host = self
+        rooms.book.sync.host = self
         dialDriver.open = { [unowned self] in self.openConnection($0, $1, expectedFingerprint: $2) }
         dialDriver.sessions = { [unowned self] in self.sessionView }
     }

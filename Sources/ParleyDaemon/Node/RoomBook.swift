@@ -39,8 +39,9 @@ struct RoomBook {
     var roomsToRetry: Set<RoomID> = []
     var retrying = false
 
-    /// Room sync (issue 30): what to announce and pass on to which member.
-    var sync = RoomSyncBook()
+    /// Room sync (issue 30): what to announce and pass on to which member; the driver
+    /// owns its state (`RoomSyncBook`).
+    let sync: RoomSyncDriver<Node>
 
     /// Room cards (issue 30): members' cards passed on with operations.
     var cards = RoomCardBook()

@@ -39,7 +39,7 @@ final class RoomDriverTests: XCTestCase {
         host = RoomTestHost(card: alice.card)
         rooms = RoomDriver(
             store: store, identity: alice.keys.identity, newIdentities: .accept, loop: loop, clock: clock,
-            log: testLogger())
+            log: testLogger(), sync: syncDriver())
         rooms.host = host
     }
 
@@ -52,6 +52,13 @@ final class RoomDriverTests: XCTestCase {
     }
 
     // MARK: Helpers
+
+    /// Room sync's driver, which `RoomBook` holds; these tests do not drive it (no host).
+    private func syncDriver() -> RoomSyncDriver<Node> {
+        RoomSyncDriver(
+            store: store, identity: alice.keys.identity, clock: clock, log: testLogger(),
+            attackLog: RateLimitedLog(logger: testLogger(), level: .warning, interval: .seconds(60)))
+    }
 
     /// A room alice created with `invited`, and each of `joining` joined (their joins
     /// received on their sessions).
@@ -262,7 +269,7 @@ final class RoomDriverTests: XCTestCase {
         let failing = FailingRoomStore(store)
         rooms = RoomDriver(
             store: failing, identity: alice.keys.identity, newIdentities: .accept, loop: loop, clock: clock,
-            log: testLogger())
+            log: testLogger(), sync: syncDriver())
         rooms.host = host
         let rec = try room(inviting: [bob], joining: [bob])
         let bobLink = host.link(for: bob.identity)

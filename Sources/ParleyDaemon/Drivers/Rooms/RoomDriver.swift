@@ -36,13 +36,15 @@ final class RoomDriver<Host: RoomHost> {
     let newIdentities: TrustDecision.NewIdentityPolicy
     /// The node (set once it is built; it owns this driver).
     unowned var host: Host?
-    /// The rooms' state in memory (room sync's part, `book.sync`, is Node+RoomSync.swift's).
-    var book = RoomBook()
+    /// The rooms' state in memory (room sync's part, `book.sync`, is `RoomSyncDriver`, reached
+    /// through Node+RoomSync.swift).
+    var book: RoomBook
 
     init(
         store: any RoomStore, identity: IdentityKeyPair, newIdentities: TrustDecision.NewIdentityPolicy,
-        loop: EventLoop, clock: any NodeClock, log: Logger
+        loop: EventLoop, clock: any NodeClock, log: Logger, sync: RoomSyncDriver<Node>
     ) {
+        self.book = RoomBook(sync: sync)
         self.store = store
         self.identity = identity
         self.me = identity.publicKey

@@ -5,33 +5,34 @@ import ParleyStore
 /// Operation summaries (issue 30; docs/PROTOCOL.md "Operation summaries"): members that
 /// announce features bit 5 send a room's operations to a few of each other
 /// (`RoomOperationFanOut`) and compare the heads of their operation graphs, so each fills
-/// the other's gaps; the summaries ride on room sync's (`performRoomSync`).
-extension Node {
-    /// Sends this node's heads of `room` on `conn` if its peer compares them and both are
+/// the other's gaps; the summaries ride on room sync's (`RoomSyncStateMachine.Action.sendHave`).
+extension RoomSyncDriver {
+    /// Sends this node's heads of `room` on `link` if its peer compares them and both are
     /// joined members in this node's view.
-    func sendRoomOperationsHave(room: RoomID, on conn: PeerConnection) {
-        guard conn.remoteFeatures.contains(.roomOperationSummaries), let peer = activePeer(of: conn),
-            let entry = try? roomEntry(room), let state = entry.state,
-            state.hasJoined(myIdentityKey), state.hasJoined(peer)
+    func sendOperationsHave(room: RoomID, on link: Link) {
+        guard link.remoteFeatures.contains(.roomOperationSummaries), let host, let peer = host.activePeer(of: link),
+            let entry = try? host.roomForSync(room), let state = entry.state,
+            state.hasJoined(me), state.hasJoined(peer)
         else { return }
-        conn.send(
+        link.send(
             .roomOpsHave(RoomOperationsHave(roomID: room, heads: RoomOperationFanOut.heads(of: entry.operations))))
     }
 
     /// A member's heads of a room: what it lacks is queued for it (durably, parents first,
     /// like any operation); if it holds a head this node lacks, this node answers with its
     /// own heads (at most once per `replyInterval`), so the member sends it the rest.
-    func receivedRoomOperationsHave(_ have: RoomOperationsHave, from peer: IdentityPublicKey, on conn: PeerConnection)
+    func receivedOperationsHave(_ have: RoomOperationsHave, from peer: IdentityPublicKey, on link: Link)
         throws(StoreError)
     {
-        let entry = try roomEntry(have.roomID)
-        guard let state = entry.state, state.hasJoined(myIdentityKey), state.hasJoined(peer) else {
+        guard let host else { return }
+        let entry = try host.roomForSync(have.roomID)
+        guard let state = entry.state, state.hasJoined(me), state.hasJoined(peer) else {
             log.debug(
                 "operation summary ignored: not both joined", ["room": have.roomID.hex, "from": peer.fingerprintText])
             return
         }
         let now = clock.monotonicNow()
-        var reads = roomBook.sync.summariesRead[peer]?[have.roomID]
+        var reads = book.summariesRead[peer]?[have.roomID]
         if let last = reads?.last, now - last < RoomOperationSummaryLimits.readInterval {
             log.debug("operation summary ignored: too soon", ["room": have.roomID.hex, "from": peer.fingerprintText])
             return
@@ -48,37 +49,35 @@ extension Node {
                 ["room": have.roomID.hex, "from": peer.fingerprintText, "withheld": "\(missing.count - send.count)"])
         }
         reads?.operationsSent += send.count
-        roomBook.sync.summariesRead[peer, default: [:]][have.roomID] = reads
+        book.summariesRead[peer, default: [:]][have.roomID] = reads
         if !send.isEmpty {
             log.debug(
                 "room operations a member lacks queued for it",
                 ["room": have.roomID.hex, "to": peer.fingerprintText, "count": "\(send.count)"])
             try store.queueRoomOperations(send.map(\.hash), for: [peer], at: nowMs)
-            pump(conn)
+            host.pump(link)
         }
         guard theyHaveMore else { return }
-        if let last = roomBook.sync.summaryReplies[peer]?[have.roomID],
-            now - last < RoomOperationSummaryLimits.replyInterval
-        {
+        if let last = book.summaryReplies[peer]?[have.roomID], now - last < RoomOperationSummaryLimits.replyInterval {
             return
         }
-        roomBook.sync.summaryReplies[peer, default: [:]][have.roomID] = now
-        sendRoomOperationsHave(room: have.roomID, on: conn)
+        book.summaryReplies[peer, default: [:]][have.roomID] = now
+        sendOperationsHave(room: have.roomID, on: link)
     }
 
-    /// Narrows who a new operation is queued for (`RoomOperationFanOut`).
+    /// Narrows who a new operation is queued for (`RoomOperationFanOut`): those that do not
+    /// compare summaries all, and a few of those that do, online ones first.
     func boundedOperationPlan(
         _ plan: RoomDistribution.OperationPlan, for op: RoomOperation, after: RoomState
     ) -> RoomDistribution.OperationPlan {
         var online: Set<IdentityPublicKey> = []
         for m in plan.operationTo {
-            if let conn = activeConnection(for: m), conn.remoteFeatures.contains(.roomOperationSummaries) {
+            if let link = host?.activeConnection(for: m), link.remoteFeatures.contains(.roomOperationSummaries) {
                 online.insert(m)
             }
         }
         var rng = SystemRandomNumberGenerator()
         return RoomOperationFanOut.narrow(
-            plan, for: op, after: after, me: myIdentityKey, summarizing: knownSummarizingPeers(), online: online,
-            using: &rng)
+            plan, for: op, after: after, me: me, summarizing: knownSummarizingPeers(), online: online, using: &rng)
     }
 }

@@ -1,7 +1,7 @@
 import ParleyCore
 import ParleyNodeCore
 
-/// Room sync's state on the node (issue 30): the pure `RoomSyncStateMachine` and the signed
+/// `RoomSyncDriver`'s state (issue 30): the pure `RoomSyncStateMachine` and the signed
 /// messages sent on each session and not yet acknowledged (so an acknowledgement, which
 /// names only a message id, tells the machine which member now holds which message).
 /// In memory (but `syncing`): the store holds the messages, and a new session compares again.
