@@ -121,7 +121,7 @@ extension Store {
                 values.append(.optionalInt(e.messageRowID))
                 values.append(.optionalBlob(e.params))
             }
-            try db.cachedStatement(sql: RowBatch.shape(Self.eventInsertShapes, rows: chunk.count)).executeDirect(values)
+            try heldShape(db, .event, rows: chunk.count).executeDirect(values)
         }
         return Array(first...last)
     }

@@ -349,7 +349,8 @@ public final class Store: @unchecked Sendable {
             commit: try db.makeStatement(sql: "COMMIT TRANSACTION"),
             newestBody: try db.makeStatement(sql: "SELECT MAX(row_id) FROM message_body"),
             counterFlush: try db.makeStatement(sql: CounterLedger.flushStatementSQL),
-            counterRead: try db.makeStatement(sql: CounterLedger.readStatementSQL))
+            counterRead: try db.makeStatement(sql: CounterLedger.readStatementSQL),
+            shapes: HeldShapes())
         transactionStatements = statements
         return statements
     }
@@ -424,4 +425,6 @@ struct TransactionStatements {
     let counterFlush: Statement
     /// `CounterLedger.readStatementSQL`: the counters' stored values.
     let counterRead: Statement
+    /// The message path's multi-row INSERTs, one statement per chunk size (`HeldShapes`).
+    let shapes: HeldShapes
 }
