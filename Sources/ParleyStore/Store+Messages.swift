@@ -290,7 +290,18 @@ extension Store {
     {
         guard !messages.isEmpty else { return [] }
         return try write(feeding: .writeCommitting, deferringSync: true) { db in
-            func party(_ key: IdentityPublicKey) throws -> Int64 { try self.party(db, key: key.bytes) }
+            // A batch comes from one session: the same sender and recipient in every row, so
+            // the two last lookups answer nearly all (an equal key's bytes share one buffer,
+            // so comparing them is a pointer check).
+            var recent: [(key: IdentityPublicKey, id: Int64)] = []
+            recent.reserveCapacity(2)
+            func party(_ key: IdentityPublicKey) throws -> Int64 {
+                for r in recent where r.key == key { return r.id }
+                let id = try self.party(db, key: key.bytes)
+                if recent.count == 2 { recent.removeFirst() }
+                recent.append((key, id))
+                return id
+            }
             var results: [(message: StoredMessage, isNew: Bool)] = []
             results.reserveCapacity(messages.count)
             var newCount = 0

@@ -61,7 +61,7 @@ public final class Store: @unchecked Sendable {
     var searchFeed = SearchIndexFeed(indexedThrough: 0)
     /// Party ids (`Store+Parties`) by hex key, as committed lookups found them; under `lock`.
     /// Cleared when a write fails (its transaction, and any party it added, rolled back).
-    var partyIDs: [[UInt8]: Int64] = [:]
+    var partyIDs: [PartyKey: Int64] = [:]
     /// Guarded by `lock`: write transactions committed since open. What the message path's
     /// tests count (one per side per batch of messages, the journal's rows included).
     private var committedWrites = 0
