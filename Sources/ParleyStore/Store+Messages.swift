@@ -375,10 +375,9 @@ extension Store {
                 let eventIDs = try self.insertEvents(
                     db,
                     fresh.map { k in
-                        let m = results[k].message
-                        return NewJournalEvent(
-                            at: journal.at, method: journal.method, peer: m.conversation.hex, messageRowID: m.rowID,
-                            params: nil)
+                        NewJournalEvent(
+                            at: journal.at, method: journal.method, peer: Self.ownMessageConversation,
+                            messageRowID: results[k].message.rowID, params: nil)
                     })
                 for (k, id) in zip(fresh, eventIDs) { results[k].message.journalEventID = id }
             }
