@@ -30,6 +30,20 @@ final class HeldShapes {
 
     private var statements: [Statement?] = Array(repeating: nil, count: Kind.allCases.count * sizesPerKind)
 
+    /// Every kind's every chunk size, prepared now (the store's first write, at open): a
+    /// daemon compiles each of them once in its life anyway, ~30,000 instructions a shape
+    /// (24 shapes, a fraction of a millisecond), and compiling them at the first batch that
+    /// needs one put that one-time cost inside the message path (issue 32 part 11).
+    func prepareAll(_ db: Database) throws {
+        for kind in Kind.allCases {
+            var rows = 1
+            while rows <= RowBatch.maxRows {
+                _ = try statement(db, kind, rows: rows)
+                rows *= 2
+            }
+        }
+    }
+
     /// The statement inserting `rows` rows of `kind` (a power of two up to `RowBatch.maxRows`).
     func statement(_ db: Database, _ kind: Kind, rows: Int) throws -> Statement {
         precondition(rows > 0 && rows <= RowBatch.maxRows && rows & (rows - 1) == 0, "not a chunk size: \(rows)")

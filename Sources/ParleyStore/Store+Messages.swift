@@ -350,8 +350,9 @@ extension Store {
                             guard
                                 let old = try Self.fetchMessages(
                                     db.cachedStatement(sql: Self.storedIncomingQuery),
-                                    [Data(message.id.bytes), senders[offset]])
-                                    .first
+                                    [Data(message.id.bytes), senders[offset]]
+                                )
+                                .first
                             else {
                                 // The insert conflicted on exactly this key inside this transaction.
                                 throw UnexpectedStoredValue(column: "message.id", value: message.id.hex)

@@ -351,6 +351,7 @@ public final class Store: @unchecked Sendable {
             counterFlush: try db.makeStatement(sql: CounterLedger.flushStatementSQL),
             counterRead: try db.makeStatement(sql: CounterLedger.readStatementSQL),
             shapes: HeldShapes())
+        try statements.shapes.prepareAll(db)
         transactionStatements = statements
         return statements
     }
