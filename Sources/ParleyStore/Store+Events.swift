@@ -92,6 +92,25 @@ extension Store {
         return try relaxedWrite { db in try self.insertEvents(db, events) }
     }
 
+    /// The `peer` a message transaction's own event row stores (`storeIncoming` with a
+    /// `MessageJournal`): "the conversation of `message_row`", which `events` reads back as
+    /// the room id's or peer identity's hex, the same text the row held before. Writing
+    /// the 64-character hex cost the message path a hex conversion and 63 bytes per event
+    /// (issue 32 part 11); the message row names the conversation already, and a message
+    /// transaction's message never changes conversation (only queued outgoing messages are
+    /// readdressed, by a key change, and their event is written at delivery). Never a valid
+    /// subject (`requireEventSubject`), so no event appended from outside can mean it.
+    static let ownMessageConversation = ""
+
+    /// `events`' peer column: `ownMessageConversation` resolved through the message's
+    /// party (NULL once the message is gone: a replay skips such an event anyway).
+    static let eventPeerColumn = """
+        CASE WHEN event.peer = '\(ownMessageConversation)' THEN (
+            SELECT lower(hex(party.key)) FROM message JOIN party ON party.id = COALESCE(message.room, message.peer)
+            WHERE message.row_id = event.message_row)
+        ELSE event.peer END
+        """
+
     /// The journal's row, six parameters per row (`insertEvents`).
     static let eventInsertShapes = RowBatch.shapes(
         "INSERT INTO event (id, at, method, peer, message_row, params) VALUES "
@@ -121,7 +140,7 @@ extension Store {
                 values.append(.optionalInt(e.messageRowID))
                 values.append(.optionalBlob(e.params))
             }
-            try db.cachedStatement(sql: RowBatch.shape(Self.eventInsertShapes, rows: chunk.count)).executeDirect(values)
+            try heldShape(db, .event, rows: chunk.count).executeDirect(values)
         }
         return Array(first...last)
     }
@@ -134,7 +153,7 @@ extension Store {
         return try read { db in
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT id, at, method, peer, message_row, params FROM event
+                    SELECT id, at, method, \(Self.eventPeerColumn), message_row, params FROM event
                     WHERE id > ? AND id <= ? ORDER BY id LIMIT ?
                     """)
             var result: [JournalEvent] = []

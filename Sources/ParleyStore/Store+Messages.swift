@@ -98,15 +98,14 @@ extension Store {
                     values.append(.optionalBlob(message.replyTo?.bytes))
                 }
                 do {
-                    try db.cachedStatement(sql: RowBatch.shape(Self.outgoingInsertShapes, rows: chunk.count))
-                        .executeDirect(values)
+                    try self.heldShape(db, .outgoingMessage, rows: chunk.count).executeDirect(values)
                 } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
                     // The statement undid its rows; name the id (stored before, or twice in this batch).
                     let id = try Self.firstDuplicate(db, messages[chunk], sender: senderParty)
                     throw StoreError.conflict(
                         "message id \(id?.hex ?? "(unknown)") from \(sender.hex) is already stored")
                 }
-                let firstRow = try Self.insertedMessageRows(db, count: chunk.count) {
+                let firstRow = try self.insertedMessageRows(db, count: chunk.count) {
                     messages[chunk.lowerBound + $0].body
                 }
                 for k in chunk {
@@ -282,16 +281,27 @@ extension Store {
             }, at: at, journal: journal)
     }
 
+    /// The stored row of an incoming message, by (id, sender): looked up only when a chunk
+    /// met a message stored before (its SQL is long, and GRDB's cache hashes it per lookup).
+    static let storedIncomingQuery = "SELECT \(messageColumns) FROM message WHERE id = ? AND sender = ?"
+
     private func storeChecked(_ messages: [IncomingMessage], at: Int64, journal: MessageJournal?)
         throws(StoreError) -> [(message: StoredMessage, isNew: Bool)]
     {
         guard !messages.isEmpty else { return [] }
         return try write(feeding: .writeCommitting, deferringSync: true) { db in
-            let existing = try db.cachedStatement(
-                sql: """
-                    SELECT \(Self.messageColumns) FROM message WHERE id = ? AND sender = ?
-                    """)
-            func party(_ key: IdentityPublicKey) throws -> Int64 { try self.party(db, key: key.bytes) }
+            // A batch comes from one session: the same sender and recipient in every row, so
+            // the two last lookups answer nearly all (an equal key's bytes share one buffer,
+            // so comparing them is a pointer check).
+            var recent: [(key: IdentityPublicKey, id: Int64)] = []
+            recent.reserveCapacity(2)
+            func party(_ key: IdentityPublicKey) throws -> Int64 {
+                for r in recent where r.key == key { return r.id }
+                let id = try self.party(db, key: key.bytes)
+                if recent.count == 2 { recent.removeFirst() }
+                recent.append((key, id))
+                return id
+            }
             var results: [(message: StoredMessage, isNew: Bool)] = []
             results.reserveCapacity(messages.count)
             var newCount = 0
@@ -322,8 +332,7 @@ extension Store {
                     values.append(.optionalBlob(message.replyTo?.bytes))
                 }
                 do {
-                    try db.cachedStatement(sql: RowBatch.shape(Self.incomingInsertShapes, rows: chunk.count))
-                        .executeDirect(values)
+                    try self.heldShape(db, .incomingMessage, rows: chunk.count).executeDirect(values)
                 } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
                     // One was stored before (a retransmission after a lost ack), or one id
                     // came twice: the statement undid its rows; this chunk goes row by row,
@@ -339,8 +348,11 @@ extension Store {
                             newCount += 1
                         } else {
                             guard
-                                let old = try Self.fetchMessages(existing, [Data(message.id.bytes), senders[offset]])
-                                    .first
+                                let old = try Self.fetchMessages(
+                                    db.cachedStatement(sql: Self.storedIncomingQuery),
+                                    [Data(message.id.bytes), senders[offset]]
+                                )
+                                .first
                             else {
                                 // The insert conflicted on exactly this key inside this transaction.
                                 throw UnexpectedStoredValue(column: "message.id", value: message.id.hex)
@@ -350,7 +362,7 @@ extension Store {
                     }
                     continue
                 }
-                let firstRow = try Self.insertedMessageRows(db, count: chunk.count) {
+                let firstRow = try self.insertedMessageRows(db, count: chunk.count) {
                     messages[chunk.lowerBound + $0].body
                 }
                 for k in chunk {
@@ -364,10 +376,9 @@ extension Store {
                 let eventIDs = try self.insertEvents(
                     db,
                     fresh.map { k in
-                        let m = results[k].message
-                        return NewJournalEvent(
-                            at: journal.at, method: journal.method, peer: m.conversation.hex, messageRowID: m.rowID,
-                            params: nil)
+                        NewJournalEvent(
+                            at: journal.at, method: journal.method, peer: Self.ownMessageConversation,
+                            messageRowID: results[k].message.rowID, params: nil)
                     })
                 for (k, id) in zip(fresh, eventIDs) { results[k].message.journalEventID = id }
             }

@@ -44,7 +44,7 @@ extension Store {
     /// this transaction (it may still roll back; a failed write also empties the cache).
     /// Inside a write, under `lock`.
     func party(_ db: Database, key: [UInt8]) throws -> Int64 {
-        if let id = partyIDs[key] { return id }
+        if let id = partyIDs[PartyKey(key)] { return id }
         if let id = try Self.partyID(db, key: key) {
             rememberParty(key, id)
             return id
@@ -54,7 +54,7 @@ extension Store {
 
     /// `partyID(_:key:)` through `partyIDs` (nil: no message names the key yet).
     func knownParty(_ db: Database, key: [UInt8]) throws -> Int64? {
-        if let id = partyIDs[key] { return id }
+        if let id = partyIDs[PartyKey(key)] { return id }
         guard let id = try Self.partyID(db, key: key) else { return nil }
         rememberParty(key, id)
         return id
@@ -62,13 +62,28 @@ extension Store {
 
     private func rememberParty(_ key: [UInt8], _ id: Int64) {
         if partyIDs.count >= Self.partyIDCacheLimit { partyIDs.removeAll() }
-        partyIDs[key] = id
+        partyIDs[PartyKey(key)] = id
     }
 
     /// A message id prefix filled up to 32 digits by the caller (`messages(idPrefix:)`: text
     /// a person typed), as the BLOB the table holds; nil if malformed (it matches nothing).
     static func idBlob(_ hex: String) -> Data? {
         Sodium.fromHex(hex).map { Data($0) }
+    }
+}
+
+/// A party's key (an identity key or a room id) as `Store.partyIDs` keys it: hashed as one
+/// buffer. `[UInt8]`'s own `Hashable` feeds the hasher a byte at a time, ~1,100
+/// instructions a lookup for a 32-byte key, and the message path looks up two parties per
+/// received message (issue 32 part 11). Equal keys have equal bytes, so they hash alike.
+struct PartyKey: Hashable {
+    let bytes: [UInt8]
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(bytes.count)
+        hashFixedLengthBytes(bytes, into: &hasher)
     }
 }
 

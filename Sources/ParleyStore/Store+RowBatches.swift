@@ -102,7 +102,7 @@ extension Store {
     /// After a multi-row INSERT of `count` message rows: checks that every row went in,
     /// stores their bodies, and returns the first row's id (the rows' ids are consecutive:
     /// `message` has AUTOINCREMENT, no triggers, and the rows were given no ids).
-    static func insertedMessageRows(_ db: Database, count: Int, _ body: (Int) -> String) throws -> Int64 {
+    func insertedMessageRows(_ db: Database, count: Int, _ body: (Int) -> String) throws -> Int64 {
         guard db.changesCount == count else {
             throw UnexpectedStoredValue(column: "message", value: "\(db.changesCount) of \(count) rows inserted")
         }
@@ -111,7 +111,7 @@ extension Store {
         return firstRow
     }
 
-    static func insertBodies(_ db: Database, firstRow: Int64, count: Int, _ body: (Int) -> String) throws {
+    func insertBodies(_ db: Database, firstRow: Int64, count: Int, _ body: (Int) -> String) throws {
         for chunk in RowBatch.chunks(count) {
             var values: [DirectValue] = []
             values.reserveCapacity(2 * chunk.count)
@@ -119,7 +119,7 @@ extension Store {
                 values.append(.int(firstRow + Int64(k)))
                 values.append(.utf8Blob(body(k)))
             }
-            try db.cachedStatement(sql: RowBatch.shape(bodyInsertShapes, rows: chunk.count)).executeDirect(values)
+            try heldShape(db, .body, rows: chunk.count).executeDirect(values)
         }
     }
 }

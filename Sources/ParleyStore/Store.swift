@@ -61,7 +61,7 @@ public final class Store: @unchecked Sendable {
     var searchFeed = SearchIndexFeed(indexedThrough: 0)
     /// Party ids (`Store+Parties`) by hex key, as committed lookups found them; under `lock`.
     /// Cleared when a write fails (its transaction, and any party it added, rolled back).
-    var partyIDs: [[UInt8]: Int64] = [:]
+    var partyIDs: [PartyKey: Int64] = [:]
     /// Guarded by `lock`: write transactions committed since open. What the message path's
     /// tests count (one per side per batch of messages, the journal's rows included).
     private var committedWrites = 0
@@ -349,7 +349,9 @@ public final class Store: @unchecked Sendable {
             commit: try db.makeStatement(sql: "COMMIT TRANSACTION"),
             newestBody: try db.makeStatement(sql: "SELECT MAX(row_id) FROM message_body"),
             counterFlush: try db.makeStatement(sql: CounterLedger.flushStatementSQL),
-            counterRead: try db.makeStatement(sql: CounterLedger.readStatementSQL))
+            counterRead: try db.makeStatement(sql: CounterLedger.readStatementSQL),
+            shapes: HeldShapes())
+        try statements.shapes.prepareAll(db)
         transactionStatements = statements
         return statements
     }
@@ -424,4 +426,6 @@ struct TransactionStatements {
     let counterFlush: Statement
     /// `CounterLedger.readStatementSQL`: the counters' stored values.
     let counterRead: Statement
+    /// The message path's multi-row INSERTs, one statement per chunk size (`HeldShapes`).
+    let shapes: HeldShapes
 }

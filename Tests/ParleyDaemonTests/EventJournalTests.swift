@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOEmbedded
 import ParleyControlProtocol
+import ParleyCore
 import ParleyStore
 import XCTest
 
@@ -127,4 +128,35 @@ final class EventJournalTests: XCTestCase {
                 NSDictionary(dictionary: r), NSDictionary(dictionary: l), "a replayed event reads as it did live")
         }
     }
+
+    /// Issue 32 part 11: the journal rows `storeIncoming` writes in the messages' own
+    /// transaction no longer hold the peer's hex; a resuming client still gets, for each
+    /// received message, the very line and peer filter a live subscriber got.
+    func testAReceivedMessagesReplayIsTheLiveLineAndPeer() throws {
+        let journal = journal()
+        let recorder = RawJournalRecorder()
+        journal.addSubscriber(recorder)
+        let me = node.node.myIdentityKey
+        let received = try node.node.store.storeIncoming(
+            (1...3).map {
+                IncomingMessage(
+                    id: try XCTUnwrap(MessageID(hex: String(format: "%032x", $0))), sender: bob.identity, recipient: me,
+                    sequence: Int64($0), createdAt: 1_700_000_000_000, body: "hello \($0)")
+            }, at: 1_700_000_000_100, journal: try MessageJournal(method: ControlEvent.messageReceived, at: 5))
+        for (m, _) in received { journal.node(node.node, didEmit: .messageReceived(m)) }
+        loop.run()
+        XCTAssertEqual(recorder.lines.count, 3)
+        XCTAssertEqual(recorder.lines.map(\.peer), Array(repeating: bob.identity.hex, count: 3))
+        let replayed = try journal.replay(after: 0, through: journal.lastEventID)
+        XCTAssertEqual(replayed.items.map(\.peer), recorder.lines.map(\.peer), "filtered by the same peer")
+        XCTAssertEqual(
+            replayed.items.map { String(decoding: $0.line, as: UTF8.self) },
+            recorder.lines.map { String(decoding: $0.line, as: UTF8.self) }, "byte for byte the live lines")
+    }
+}
+
+/// What the journal hands a subscriber, as bytes.
+private final class RawJournalRecorder: EventJournalSubscriber {
+    var lines: [(line: [UInt8], peer: String?)] = []
+    func journal(_ journal: EventJournal, deliver line: [UInt8], peer: String?) { lines.append((line, peer)) }
 }

@@ -109,6 +109,42 @@ final class EventJournalStoreTests: XCTestCase {
         XCTAssertThrowsError(try MessageJournal(method: "", at: 0))
     }
 
+    /// Issue 32 part 11: a message transaction's event row no longer stores its peer's
+    /// 64-character hex, only a marker that it concerns its message's conversation; reading
+    /// the journal (what a resuming client's replay and its peer filter are built from) gives
+    /// exactly what the hex row gave, before and after reopening, next to rows still holding
+    /// the text (written before the change, or appended by the journal's flush).
+    func testAMessageTransactionsEventsReadBackAsTheTextTheyStoredBefore() throws {
+        var store: Store? = try Store(directory: directory)
+        let me = String(repeating: "a1", count: 32)
+        let carol = String(repeating: "c3", count: 32)
+        func incoming(_ n: Int, from sender: String) -> IncomingMessage {
+            IncomingMessage(
+                id: String(format: "%032x", n), sender: sender, recipient: me, sequence: Int64(n), createdAt: 5,
+                body: "hello \(n)")
+        }
+        let journal = try MessageJournal(method: "message.received", at: 1_234)
+        let stored = try XCTUnwrap(store).storeIncoming(
+            [incoming(1, from: bob), incoming(2, from: carol), incoming(3, from: bob)], at: 7, journal: journal)
+        let rows = stored.map(\.message.rowID)
+        // The same events as the journal wrote them before: the peer as text.
+        let asText = zip(rows, [bob, carol, bob]).map {
+            NewJournalEvent(at: 1_234, method: "message.received", peer: $1, messageRowID: $0, params: nil)
+        }
+        XCTAssertEqual(try store?.appendEvents(asText), [4, 5, 6])
+        let markers = try XCTUnwrap(store).read { db in
+            try String.fetchAll(db, sql: "SELECT peer FROM event WHERE id <= 3 ORDER BY id")
+        }
+        XCTAssertEqual(markers, ["", "", ""], "no hex in the message transaction's rows")
+        for round in ["open", "reopened"] {
+            let events = try XCTUnwrap(store).events(after: 0, through: 6, limit: 10).map(\.event)
+            XCTAssertEqual(Array(events[0..<3]), asText, round)
+            XCTAssertEqual(Array(events[3..<6]), asText, round)
+            try store?.close()
+            store = try Store(directory: directory)
+        }
+    }
+
     func testMalformedEventsAreRefused() throws {
         let store = try Store(directory: directory)
         let both = NewJournalEvent(at: 1, method: "x", peer: nil, messageRowID: 1, params: [1])

@@ -31,4 +31,28 @@ final class PartyIDCacheTests: StoreDirectoryTestCase {
         XCTAssertEqual(try store.pendingOutgoing(to: y, limit: 10).map(\.body), ["to y"])
         XCTAssertEqual(try store.message(id: id(5), sender: me)?.recipient.hex, x)
     }
+
+    /// The cache's keys hash their bytes as one buffer (issue 32 part 11): equal keys find
+    /// each other, a room id (16 bytes) and an identity (32) that share a prefix do not, and
+    /// an incoming batch from two senders files each row under its own sender.
+    func testPartyKeysOfEitherLengthAreFoundAgainAndKeptApart() throws {
+        let identity = [UInt8](repeating: 7, count: 32)
+        let room = [UInt8](repeating: 7, count: 16)
+        XCTAssertEqual(PartyKey(identity), PartyKey(Array(identity)))
+        XCTAssertEqual(PartyKey(identity).hashValue, PartyKey(Array(identity)).hashValue)
+        let cache: [PartyKey: Int64] = [PartyKey(identity): 1, PartyKey(room): 2]
+        XCTAssertEqual(cache[PartyKey(Array(identity))], 1)
+        XCTAssertEqual(cache[PartyKey(Array(room))], 2)
+
+        let store = try Store(directory: directory)
+        func incoming(_ n: Int, from sender: String) -> IncomingMessage {
+            IncomingMessage(id: id(n), sender: sender, recipient: me, sequence: Int64(n), createdAt: 1, body: "m\(n)")
+        }
+        let batch = [incoming(1, from: x), incoming(2, from: y), incoming(3, from: x), incoming(4, from: y)]
+        _ = try store.storeIncoming(batch, at: 2)
+        for (n, sender) in [(1, x), (2, y), (3, x), (4, y)] {
+            XCTAssertEqual(try store.message(id: id(n), sender: sender)?.body, "m\(n)")
+            XCTAssertEqual(try store.message(id: id(n), sender: sender)?.peer.hex, sender)
+        }
+    }
 }

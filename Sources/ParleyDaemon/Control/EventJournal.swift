@@ -60,6 +60,8 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
     private var lastPruneAt: Int64 = 0
     /// The notification line being handed to subscribers, reused for every line.
     private var lineBuffer: [UInt8] = []
+    /// The last conversation an event concerned, with its hex (`subject(of:)`).
+    private var lastSubject: (party: MessageParty, hex: String)?
 
     /// A node event as a notification, before it has an id. The params stay typed until
     /// the one encoding that gives every subscriber the same bytes.
@@ -67,14 +69,39 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
         var method: String
         var peer: String?
         var messageRowID: Int64?
-        var params: any ControlEventParams
-        /// `params` again when its line is written by hand (the per-message events), known
-        /// where it is rendered: finding it out by a dynamic cast cost ~1,200 instructions
-        /// a line.
-        var handWritten: (any ControlEventParamsWritable)? = nil
+        var params: Params
         /// Set when the event's row was written in its message's own transaction
         /// (`MessageJournal`); nil: the flush stores it.
         var eventID: Int64? = nil
+
+        /// The params, and whether their line is written by hand (the per-message events),
+        /// known where they are rendered: finding it out by a dynamic cast cost ~1,200
+        /// instructions a line. One existential, not the same params twice: a message's
+        /// params are a whole `MessageInfo`, boxed, copied and freed once per box (~600
+        /// instructions an event, issue 32 part 11).
+        enum Params {
+            case encodable(any ControlEventParams)
+            case handWritten(any ControlEventParamsWritable)
+
+            var encodable: any ControlEventParams {
+                switch self {
+                case .encodable(let p): p
+                case .handWritten(let p): p
+                }
+            }
+        }
+
+        init(method: String, peer: String?, messageRowID: Int64?, params: any ControlEventParams) {
+            self.init(method: method, peer: peer, messageRowID: messageRowID, params: .encodable(params))
+        }
+
+        init(method: String, peer: String?, messageRowID: Int64?, params: Params, eventID: Int64? = nil) {
+            self.method = method
+            self.peer = peer
+            self.messageRowID = messageRowID
+            self.params = params
+            self.eventID = eventID
+        }
     }
 
     init(node: Node, limits: Limits = .standard) {
@@ -132,9 +159,10 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
             do {
                 let stored = try unstored.map { k in
                     let e = batch[k]
+                    let params: any ControlEventParams = e.params.encodable
                     return NewJournalEvent(
                         at: now, method: e.method, peer: e.peer, messageRowID: e.messageRowID,
-                        params: e.messageRowID == nil ? try CanonicalJSON.encode(e.params) : nil)
+                        params: e.messageRowID == nil ? try CanonicalJSON.encode(params) : nil)
                 }
                 let assigned = try node.store.appendEvents(stored)
                 for (k, id) in zip(unstored, assigned) { ids[k] = id }
@@ -152,14 +180,14 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
                 // Every line of the flush is written into the same buffer, whose capacity stays
                 // from line to line and flush to flush (a subscriber copies what it is given).
                 lineBuffer.removeAll(keepingCapacity: true)
-                if let params = batch[k].handWritten {
+                switch batch[k].params {
+                case .handWritten(let params):
                     ControlEventLine.write(
                         method: batch[k].method, params: params, eventID: id.map { Int($0) },
                         appendingTo: &lineBuffer)
-                } else if !Self.write(
-                    method: batch[k].method, params: batch[k].params, eventID: id, appendingTo: &lineBuffer)
-                {
-                    continue
+                case .encodable(let params):
+                    guard Self.write(method: batch[k].method, params: params, eventID: id, appendingTo: &lineBuffer)
+                    else { continue }
                 }
                 for t in targets { t.journal(self, deliver: lineBuffer, peer: batch[k].peer) }
             }
@@ -217,16 +245,16 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
             // concerns its room, as in `messageEvent`.
             let params = MessageReceivedEvent(message: node.messageInfo(m, justStored: true))
             return Rendered(
-                method: ControlEvent.messageReceived, peer: m.conversation.hex, messageRowID: m.rowID,
-                params: params, handWritten: params, eventID: m.journalEventID)
+                method: ControlEvent.messageReceived, peer: subject(of: m.conversation), messageRowID: m.rowID,
+                params: .handWritten(params), eventID: m.journalEventID)
         case .messageDelivered(let d):
             // From the mark itself: the message was not read back (its replay is rendered
             // from the stored row by `messageParams`, with the same fields).
             let params = MessageDeliveredEvent(
                 id: d.id.hex, to: Node.fingerprint(of: d.recipient), deliveredAt: Int(d.deliveredAt))
             return Rendered(
-                method: ControlEvent.messageDelivered, peer: d.conversation.hex, messageRowID: d.rowID,
-                params: params, handWritten: params, eventID: d.journalEventID)
+                method: ControlEvent.messageDelivered, peer: subject(of: d.conversation), messageRowID: d.rowID,
+                params: .handWritten(params), eventID: d.journalEventID)
         case .messageRead(let m):
             return messageEvent(ControlEvent.messageRead, m)
         case .messageRefused(let m, _):
@@ -276,11 +304,21 @@ final class EventJournal: NodeObserver, InTransactionJournal, @unchecked Sendabl
         }
     }
 
+    /// A conversation as the events' subject (its hex, what subscribers filter on). A
+    /// batch of messages is nearly always one conversation's: the last one's hex is kept
+    /// rather than converted again for every event (~800 instructions, issue 32 part 11).
+    private func subject(of party: MessageParty) -> String {
+        if let last = lastSubject, last.party == party { return last.hex }
+        let hex = party.hex
+        lastSubject = (party, hex)
+        return hex
+    }
+
     private func messageEvent(_ method: String, _ m: StoredMessage, justStored: Bool = false) -> Rendered? {
         guard let params = messageParams(method, m, justStored: justStored) else { return nil }
         // A room message concerns its room (what "#room" filters on), not the direct
         // conversation with its author.
-        return Rendered(method: method, peer: m.conversation.hex, messageRowID: m.rowID, params: params)
+        return Rendered(method: method, peer: subject(of: m.conversation), messageRowID: m.rowID, params: params)
     }
 
     /// The params of a message event, from the message as stored: the same for a live
