@@ -189,6 +189,22 @@ extension RoomSyncDriver {
                 }
             }
         }
+        // Each change is a row kept (and passed on to other members): it counts against its
+        // author's receive quota, whoever handed it over. Over it: a `refused` record to the
+        // member that handed it over; not stored, not acknowledged, not relayed. A count the
+        // store cannot give throws: none of the read is acknowledged.
+        var overQuota: Set<SignedRoomMessageKey> = []
+        var authors: [IdentityPublicKey] = []
+        for c in ready where !authors.contains(c.author) { authors.append(c.author) }
+        for author in authors {
+            let theirs = ready.filter { $0.author == author }
+            let refused = try host.judgeActionsByQuota(
+                theirs.map { ($0.id, Self.keptBytes(of: $0)) }, from: author)
+            guard !refused.isEmpty else { continue }
+            if let link = host.activeConnection(for: peer) { host.sendRefusals(refused, on: link) }
+            for id in refused.flatMap(\.1) { overQuota.insert(.init(id: id, author: author)) }
+        }
+        if !overQuota.isEmpty { ready.removeAll { overQuota.contains(.init(id: $0.id, author: $0.author)) } }
         guard !ready.isEmpty else { return [] }
         var byID: [SignedRoomMessageKey: SignedRoomMessage] = [:]
         for c in ready where byID[.init(id: c.id, author: c.author)] == nil {
@@ -243,9 +259,27 @@ extension RoomSyncDriver {
                 machine.stored(room: $0.roomID, author: $0.author, sequence: $0.roomSequence, from: peer, now: mono)
             }
         }
+        for author in authors {
+            let added = outcomes.filter { $0.action.author == author }
+            if added.contains(where: \.isNew) {
+                host.quotaStored(
+                    added.filter(\.isNew).map { $0.updated != nil ? ($0.action.body?.utf8.count ?? 0) : 0 },
+                    from: author)
+            }
+        }
         if outcomes.contains(where: { $0.updated != nil && $0.action.kind == .delete }) { host.roomMessageDeleted() }
         for o in outcomes { if let m = o.updated { host.emit(.messageUpdated(m)) } }
         return ready.map(\.id)
+    }
+
+    /// The bytes the receive quota counts for a signed change: the text its row keeps
+    /// (an edit's text, a reaction), as `Store.incomingUsage` sums them.
+    static func keptBytes(of change: SignedRoomMessage) -> Int {
+        switch change.action {
+        case .edit(let text)?: text.utf8.count
+        case .reaction(let r, _)?: r.text.utf8.count
+        case .delete?, nil: 0
+        }
     }
 
     /// Applies the waiting changes whose target is among `targets` (messages just stored)
