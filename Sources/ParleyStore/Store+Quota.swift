@@ -131,7 +131,8 @@ extension Store {
     }
 
     /// Deletes the direct conversation with `peer`: every message to and from it (queued
-    /// ones too: they will not be sent), their bodies and refusals. Returns how many were
+    /// ones too: they will not be sent), their bodies and refusals, and the peer's edits,
+    /// deletes and reactions kept from it. Returns how many were
     /// deleted. Room messages are not part of it.
     @discardableResult
     public func deleteConversation(with peer: IdentityPublicKey) throws(StoreError) -> Int {
@@ -153,9 +154,19 @@ extension Store {
                 let marks = databaseQuestionMarks(count: part.count)
                 let args = StatementArguments(part)
                 try db.execute(sql: "DELETE FROM message_refusal WHERE row_id IN (\(marks))", arguments: args)
+                // Reactions name their message's row (a foreign key): they go first, or a
+                // conversation anyone reacted in could not be forgotten.
+                try db.execute(sql: "DELETE FROM reaction WHERE message_row IN (\(marks))", arguments: args)
                 try db.execute(sql: "DELETE FROM message_body WHERE row_id IN (\(marks))", arguments: args)
                 try db.execute(sql: "DELETE FROM message WHERE row_id IN (\(marks))", arguments: args)
             }
+            // The peer's edits, deletes and reactions in the direct conversation go with it:
+            // they count against its receive quota, so forgetting the conversation makes room
+            // (a resend of one is judged anew: its target is gone, so it is refused by the rules).
+            try db.execute(
+                sql: """
+                    DELETE FROM message_action WHERE author = ? AND direction = 'incoming' AND room IS NULL
+                    """, arguments: [peer.hex])
             try self.adjustCounter(db, .queued, by: -(byState["queued"] ?? 0))
             try self.adjustCounter(db, .delivered, by: -(byState["delivered"] ?? 0))
             try self.adjustCounter(db, .received, by: -(byState["received"] ?? 0))

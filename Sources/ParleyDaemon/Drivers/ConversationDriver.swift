@@ -288,10 +288,27 @@ final class ConversationDriver<Host: ConversationHost> {
             link.close(reason: .normal, text: DirectMessageDriverCloseText.receiverStorageFailure)
             return
         }
-        host.sendRefusals(refusedByQuota, on: link)
         let overQuota = Set(refusedByQuota.flatMap(\.1))
+        // Over the quota: refused (they stay queued at the sender), to a peer that keeps
+        // refused changes queued; an older one would resend them at once, so to it they
+        // are acknowledged and dropped (`ProtocolFeatures.actionRefusals`).
+        var dropped: [MessageID] = []
+        if !overQuota.isEmpty {
+            if link.remoteFeatures.contains(.actionRefusals) {
+                host.sendRefusals(refusedByQuota, on: link)
+            } else {
+                dropped = arrived.map(\.id).filter { overQuota.contains($0) }
+                attackLog.log(
+                    key: "action-quota:" + sender.hex,
+                    "edits, deletes or reactions over the receive quota acknowledged and dropped (the peer's version cannot keep refused ones queued)",
+                    ["peer": sender.fingerprintText, "count": "\(dropped.count)"])
+            }
+        }
         let actions = overQuota.isEmpty ? arrived : arrived.filter { !overQuota.contains($0.id) }
-        guard !actions.isEmpty else { return }
+        guard !actions.isEmpty else {
+            if !dropped.isEmpty { link.sendAcks(dropped) }
+            return
+        }
         let incoming = actions.map { a -> IncomingAction in
             let (kind, body) = Self.stored(a.action)
             return IncomingAction(
@@ -331,7 +348,7 @@ final class ConversationDriver<Host: ConversationHost> {
             link.close(reason: .normal, text: DirectMessageDriverCloseText.receiverStorageFailure)
             return
         }
-        link.sendAcks(actions.map(\.id))
+        link.sendAcks(actions.map(\.id) + dropped)
         host.quotaStored(Self.keptSizes(outcomes), from: sender)
         for (a, why) in refusals {
             _ = attackLog.log(

@@ -169,6 +169,35 @@ final class ConversationDriverTests: XCTestCase {
         XCTAssertEqual(link.refused.count, 2)
     }
 
+    /// A peer whose version cannot keep refused changes queued (no features bit 6) would
+    /// resend a refused one at once: over the quota its changes are acknowledged and
+    /// dropped instead, and the store's rows stop growing all the same. When the user
+    /// forgets the conversation, its changes go with it and make room again.
+    func testOverTheQuotaAnOlderPeersChangesAreDroppedAndForgettingMakesRoom() throws {
+        let quota = quota(rows: 3)
+        host.quota = quota
+        let his = try fromBob("hi")
+        let conversation = driver()
+        let link = host.connect(bob.identity)
+        link.remoteFeatures = [.conversation]
+        let thumbs = try Reaction("👍")
+        let flood = (0..<12).map {
+            action(.reaction(thumbs, added: $0 % 2 == 0), on: his.id, sequence: UInt64(2 + $0))
+        }
+        conversation.received(flood, on: link)
+        XCTAssertEqual(link.acks.flatMap { $0 }.sorted { $0.hex < $1.hex }, flood.map(\.id).sorted { $0.hex < $1.hex })
+        XCTAssertTrue(link.refused.isEmpty, "an older peer is never sent a refusal it would answer by resending")
+        XCTAssertEqual(try store.incomingActionRows(from: bob.identity), 2, "the rows stopped at the quota")
+        XCTAssertNil(link.closed)
+
+        XCTAssertGreaterThan(try store.deleteConversation(with: bob.identity), 0)
+        quota.countsChanged()
+        XCTAssertEqual(try store.incomingActionRows(from: bob.identity), 0, "forgotten with the conversation")
+        let again = try fromBob("hello again")
+        conversation.received([action(.edit(body: "hello again!"), on: again.id, sequence: 50)], on: link)
+        XCTAssertEqual(try store.message(id: again.id, sender: bob.identity)?.body, "hello again!", "room again")
+    }
+
     /// A count the store cannot give takes nothing: none of the read is stored or
     /// acknowledged and the session closes (the sender keeps them queued).
     func testAQuotaCountTheStoreCannotGiveTakesNoAction() throws {
