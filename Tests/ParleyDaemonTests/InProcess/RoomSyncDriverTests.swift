@@ -275,6 +275,32 @@ final class RoomSyncDriverTests: XCTestCase {
         XCTAssertEqual(link.refused.count, 1)
     }
 
+    /// Handed over by a member whose version cannot keep refused changes queued (no
+    /// features bit 6): over the author's quota they are acknowledged and dropped (never
+    /// stored, kept signed or applied), so that member does not resend them at once.
+    func testSignedChangesOverTheQuotaFromAnOlderMemberAreDropped() throws {
+        let state = try lab()
+        var limits = ReceiveQuota.standard
+        limits.stranger = ReceiveQuota.Allowance(messages: 1, bytes: 1 << 20)
+        host.quota = ReceiveQuotaDriver(
+            store: store, directory: PeerDirectory(store: store, myName: "me"), limits: limits, clock: clock,
+            log: testLogger())
+        let sync = driver()
+        let link = host.connect(bob.publicKey)
+        link.remoteFeatures = [.conversation, .roomSync]
+        let m = try signed("hello", by: alice, sequence: 1, in: state)
+        _ = try sync.receivedSignedMessages([.verified(m)], from: bob.publicKey, on: link)
+        let edit = try SignedRoomMessage.signChange(
+            .edit(body: "rewritten"), of: m.id, roomID: state.roomID, roomSequence: 2, id: .random(),
+            createdAt: UInt64(clock.wallMilliseconds()), anchor: state.heads.map(\.hash), by: alice)
+        let out = try sync.receivedSignedMessages([.verified(edit)], from: bob.publicKey, on: link)
+        XCTAssertEqual(out.acks, [edit.id], "acknowledged: an older member would resend a refusal at once")
+        XCTAssertTrue(link.refused.isEmpty)
+        XCTAssertEqual(try store.incomingActionRows(from: alice.publicKey), 0)
+        XCTAssertNil(try store.signedRoomMessage(id: edit.id, author: alice.publicKey))
+        XCTAssertEqual(try shownBodies(state), ["hello"])
+    }
+
     // MARK: This node's messages
 
     /// This node sends its own room message itself to every member not known to sync and
