@@ -158,6 +158,15 @@ final class ConversationDriverTests: XCTestCase {
         XCTAssertEqual(link.refused.map(\.0), [.peerQuota, .peerQuota])
         XCTAssertEqual(link.refused.flatMap(\.1), flood.map(\.id), "every one refused, so it stays queued there")
         XCTAssertEqual(try store.incomingActionRows(from: bob.identity), 5, "the store's rows stopped growing")
+        // What the quota counts from the store: his message (its text now the last edit's)
+        // and his five changes with the text each row keeps (two edits, three reaction
+        // rows: an add, its withdrawal, an add again), in his usage, everyone's and
+        // strangers' together.
+        let texts = 2 * "hi everyone".utf8.count + "hi all".utf8.count + 3 * thumbs.text.utf8.count
+        XCTAssertEqual(try store.incomingUsage(from: bob.identity).messages, 6)
+        XCTAssertEqual(try store.incomingUsage(from: bob.identity).bytes, texts)
+        XCTAssertEqual(try store.incomingUsageTotal().messages, 6)
+        XCTAssertEqual(try store.incomingUsageFromStrangers().messages, 6)
         let kept = try XCTUnwrap(store.message(id: his.id, sender: bob.identity))
         XCTAssertEqual(kept.body, "hi everyone", "nothing refused was applied")
         XCTAssertNil(kept.deletedAt)
