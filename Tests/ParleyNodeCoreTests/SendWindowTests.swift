@@ -36,6 +36,19 @@ final class SendWindowTests: XCTestCase {
             "a body larger than the bound still goes alone")
     }
 
+    /// A refusal frees the slots like an ack; refused edits, deletes and reactions are
+    /// remembered for the session (the pump does not offer them again), chats are not
+    /// (their cursor already keeps them off the session).
+    func testARefusalFreesTheSlotAndRemembersRefusedActions() {
+        var w = SendWindow(limits: SendWindowLimits(maxCount: 2, maxBytes: 1_000_000, ackTimeout: .seconds(30)))
+        XCTAssertTrue(w.admit(messageID(1), bytes: 10, lane: .messageAction, now: clock.now))
+        XCTAssertTrue(w.admit(messageID(2), bytes: 10, lane: .direct, sequence: 1, now: clock.now))
+        let left = w.refuse([messageID(1), messageID(2)])
+        XCTAssertEqual(left.actionItems, [messageID(1)])
+        XCTAssertEqual(w.freeSlots, 2)
+        XCTAssertEqual(w.refusedActions, [messageID(1)])
+    }
+
     func testAnItemInFlightIsNotAdmittedTwice() {
         var w = SendWindow(limits: SendWindowLimits())
         XCTAssertTrue(w.admit(messageID(1), bytes: 5, lane: .roomOperation, now: clock.now))

@@ -32,9 +32,18 @@ public struct ProtocolFeatures: OptionSet, Hashable, Sendable {
     /// member (docs/PROTOCOL.md "Operation summaries").
     public static let roomOperationSummaries = ProtocolFeatures(rawValue: 1 << 5)
 
+    /// Refused changes (issue 32): the node takes a `refused` record (0x07) that names its
+    /// edits, deletes and reactions (0x0A ... 0x0C, 0x13 ... 0x15) or signed room changes
+    /// (0x16 kinds 3 ... 5) as it takes one for chats: they stay queued and are not offered
+    /// again on that session. A receiver over its quota refuses changes only to a peer
+    /// that announced this; an older peer would resend a refused change at once, for as
+    /// long as the session lasts, so to it they are acknowledged and dropped instead
+    /// (docs/PROTOCOL.md "refused").
+    public static let actionRefusals = ProtocolFeatures(rawValue: 1 << 6)
+
     /// What this version understands.
     public static let supported: ProtocolFeatures = [
-        .conversation, .files, .addressGossip, .roomSync, .roomCards, .roomOperationSummaries
+        .conversation, .files, .addressGossip, .roomSync, .roomCards, .roomOperationSummaries, .actionRefusals
     ]
 }
 

@@ -31,6 +31,15 @@ protocol ConversationHost: AnyObject {
     /// A delete erased a text (the search index is purged: `MessageDriver.deleteApplied`).
     func deleteApplied()
     func emit(_ e: NodeEvent)
+
+    // The receive quota (Node+Quota.swift): every action row a peer makes this store keep
+    // counts against that peer's quota like a chat (one message, its text's bytes).
+    /// For each (id, text bytes) of one read from `sender`: those refused, by reason.
+    /// Throws when the store cannot count: nothing of the read is taken.
+    func judgeActionsByQuota(_ actions: [(id: MessageID, size: Int)], from sender: IdentityPublicKey)
+        throws(StoreError) -> [(RefusalReason, [MessageID])]
+    func sendRefusals(_ refused: [(RefusalReason, [MessageID])], on link: Link)
+    func quotaStored(_ bodies: [Int], from sender: IdentityPublicKey)
 }
 
 /// Where a reply goes: the room of its target, or the other party of its conversation.
@@ -175,6 +184,19 @@ final class ConversationDriver<Host: ConversationHost> {
         }
     }
 
+    /// The bytes the receive quota counts for a peer's action: the text the store keeps
+    /// with its row (an edit's text, a reaction), as `Store.incomingUsage` sums them.
+    static func keptBytes(_ action: MessageActionRecord.Action) -> Int {
+        stored(action).1?.utf8.count ?? 0
+    }
+
+    /// What newly stored actions added to their author's usage, one entry per new row:
+    /// its text's bytes if applied, 0 if refused or stale (kept without text, to
+    /// de-duplicate: still a row). Resends (already stored) add nothing.
+    static func keptSizes(_ outcomes: [ReceivedActionOutcome]) -> [Int] {
+        outcomes.filter(\.isNew).map { $0.updated != nil ? ($0.action.body?.utf8.count ?? 0) : 0 }
+    }
+
     /// `ConversationRules.judge` on what the store knows of the change's target (whoever
     /// handed the change over: its author directly, or a member passing on a signed one).
     static func judgeChange(
@@ -206,7 +228,10 @@ final class ConversationDriver<Host: ConversationHost> {
         let now = clock.monotonicNow()
         for a in pending {
             let id = a.id
-            if host.withWindow(of: link, { $0.isInFlight(id) }) == true { continue }
+            // In flight, or refused by the peer on this session (it stays queued).
+            if host.withWindow(of: link, { $0.isInFlight(id) || $0.refusedActions.contains(id) }) == true {
+                continue
+            }
             let action: MessageActionRecord.Action
             switch a.kind {
             case .edit: action = .edit(body: a.body ?? "")
@@ -245,13 +270,45 @@ final class ConversationDriver<Host: ConversationHost> {
 
     // MARK: Actions from a peer
 
-    /// Edits, deletes and reactions from the peer of `link`: stored and judged by
-    /// `ConversationRules` in one transaction, then acknowledged (refused ones too: a
-    /// resend would be refused again). A store failure acknowledges none and closes the
-    /// session (the sender keeps them queued).
-    func received(_ actions: [MessageActionRecord], on link: Link) {
+    /// Edits, deletes and reactions from the peer of `link`: first judged by the peer's
+    /// receive quota (each is a row this store keeps: over the quota it is answered with a
+    /// `refused` record, not stored, and stays queued at the sender), then stored and
+    /// judged by `ConversationRules` in one transaction, then acknowledged (those the rules
+    /// refuse too: a resend would be refused again). A store failure, or a count the store
+    /// cannot give, acknowledges none and closes the session (the sender keeps them queued).
+    func received(_ arrived: [MessageActionRecord], on link: Link) {
         guard let host, let sender = host.activePeer(of: link) else { return }
         let me = host.myIdentityKey
+        let refusedByQuota: [(RefusalReason, [MessageID])]
+        do {
+            refusedByQuota = try host.judgeActionsByQuota(
+                arrived.map { ($0.id, Self.keptBytes($0.action)) }, from: sender)
+        } catch {
+            // Not measurable: none is stored or acknowledged; they stay queued at the sender.
+            link.close(reason: .normal, text: DirectMessageDriverCloseText.receiverStorageFailure)
+            return
+        }
+        let overQuota = Set(refusedByQuota.flatMap(\.1))
+        // Over the quota: refused (they stay queued at the sender), to a peer that keeps
+        // refused changes queued; an older one would resend them at once, so to it they
+        // are acknowledged and dropped (`ProtocolFeatures.actionRefusals`).
+        var dropped: [MessageID] = []
+        if !overQuota.isEmpty {
+            if link.remoteFeatures.contains(.actionRefusals) {
+                host.sendRefusals(refusedByQuota, on: link)
+            } else {
+                dropped = arrived.map(\.id).filter { overQuota.contains($0) }
+                attackLog.log(
+                    key: "action-quota:" + sender.hex,
+                    "edits, deletes or reactions over the receive quota acknowledged and dropped (the peer's version cannot keep refused ones queued)",
+                    ["peer": sender.fingerprintText, "count": "\(dropped.count)"])
+            }
+        }
+        let actions = overQuota.isEmpty ? arrived : arrived.filter { !overQuota.contains($0.id) }
+        guard !actions.isEmpty else {
+            if !dropped.isEmpty { link.sendAcks(dropped) }
+            return
+        }
         let incoming = actions.map { a -> IncomingAction in
             let (kind, body) = Self.stored(a.action)
             return IncomingAction(
@@ -291,7 +348,8 @@ final class ConversationDriver<Host: ConversationHost> {
             link.close(reason: .normal, text: DirectMessageDriverCloseText.receiverStorageFailure)
             return
         }
-        link.sendAcks(actions.map(\.id))
+        link.sendAcks(actions.map(\.id) + dropped)
+        host.quotaStored(Self.keptSizes(outcomes), from: sender)
         for (a, why) in refusals {
             _ = attackLog.log(
                 key: sender.hex, "message action refused",

@@ -17,7 +17,9 @@ protocol ReceiveQuotaHost: AnyObject {
 }
 
 /// The receive quota (issue 15; docs/PROTOCOL.md, "refused"): incoming chats, direct and
-/// room ones, are judged by `ReceiveQuota.decide` (ParleyNodeCore) before they are stored;
+/// room ones, and edits, deletes and reactions (direct, or signed room changes counted
+/// against their author; each a row kept, one message plus its text's bytes, issue 32)
+/// are judged by `ReceiveQuota.decide` (ParleyNodeCore) before they are stored;
 /// the ones over a quota, or arriving while the disk is under its floor, are answered with
 /// a `refused` record instead of an ack and stay queued at the sender. At the sender, a
 /// peer's refusal is recorded here (the message stays queued for the next session).

@@ -34,6 +34,15 @@ extension Node {
         return (zip(chats, verdicts).filter { $0.1 == nil }.map(\.0), refused)
     }
 
+    /// The same for edits, deletes and reactions (direct ones from the session's peer, or
+    /// signed room changes counted against their author): each row the store would keep
+    /// counts as one message with its text's bytes. Returns the refused, by reason.
+    func judgeActionsByQuota(_ actions: [(id: MessageID, size: Int)], from sender: IdentityPublicKey)
+        throws(StoreError) -> [(RefusalReason, [MessageID])]
+    {
+        try messageDriver.quota.judge(actions, from: sender).refused
+    }
+
     /// The close text when incoming chats could not be judged or stored: the sender's
     /// messages stay queued there.
     static let uncountedCloseText = DirectMessageDriverCloseText.receiverStorageFailure
@@ -71,7 +80,14 @@ extension Node {
     /// window's slots are free), stay queued, and the refusal is recorded and reported.
     func connection(_ conn: PeerConnection, refused ids: [MessageID], reason: RefusalReason) {
         guard let peer = activePeer(of: conn) else { return }
-        _ = sessionDriver.links[ObjectIdentifier(conn)]?.window.acknowledge(ids)
+        let left = sessionDriver.links[ObjectIdentifier(conn)]?.window.refuse(ids)
+        if let actions = left?.actionItems, !actions.isEmpty {
+            // Our edits, deletes or reactions: they stay queued (not offered again on this
+            // session), like refused chats; the peer has no room for more from us now.
+            log.warning(
+                "a peer refused to store our edits, deletes or reactions; they stay queued",
+                ["peer": displayName(of: peer), "reason": reason.description, "count": "\(actions.count)"])
+        }
         messageDriver.quota.refusedByPeer(ids, by: peer, reason: reason)
         pump(conn)
     }

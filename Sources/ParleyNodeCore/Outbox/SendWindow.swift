@@ -59,6 +59,14 @@ public struct SendWindow: Sendable {
     /// rows after it. Reset to 0 by the ack-timeout resend.
     public private(set) var directSentThrough: Int64 = 0
 
+    /// Edits, deletes and reactions the peer refused on this session (a `refused` record:
+    /// over its receive quota). They stay queued in the store and are not offered again
+    /// on this session (docs/PROTOCOL.md "refused"), as the direct cursor does for chats;
+    /// without this, the pump would resend each at once and the peer refuse it again, for
+    /// as long as the session lasts. Bounded by what this session sent (the action outbox
+    /// is bounded per peer, `NodeLimits.maxQueuedActionsPerPeer`).
+    public private(set) var refusedActions: Set<MessageID> = []
+
     public init(limits: SendWindowLimits) { self.limits = limits }
 
     public var count: Int { inFlight.count }
@@ -102,6 +110,15 @@ public struct SendWindow: Sendable {
             case .roomOperation, .roomChat: result.roomItems.append(id)
             }
         }
+        return result
+    }
+
+    /// The peer refused these (a `refused` record): they leave the window like
+    /// acknowledged ones, and the refused edits, deletes and reactions are remembered so
+    /// the action pump does not offer them again on this session (`refusedActions`).
+    public mutating func refuse(_ ids: [MessageID]) -> Acknowledgement {
+        let result = acknowledge(ids)
+        refusedActions.formUnion(result.actionItems)
         return result
     }
 

@@ -103,6 +103,149 @@ final class ConversationDriverTests: XCTestCase {
         XCTAssertEqual(host.updated.count, 1)
     }
 
+    // MARK: The receive quota counts actions
+
+    /// The receive quota over the test's store: a stranger may make it keep `rows` rows
+    /// (messages and actions together).
+    private func quota(rows: Int) -> ReceiveQuotaDriver {
+        var limits = ReceiveQuota.standard
+        limits.stranger = ReceiveQuota.Allowance(messages: rows, bytes: 1 << 20)
+        return ReceiveQuotaDriver(
+            store: store, directory: PeerDirectory(store: store, myName: "me"), limits: limits, clock: clock,
+            log: testLogger())
+    }
+
+    /// Bob (a stranger here, allowed 6 rows) wrote one message, then reacts and edits:
+    /// his first five changes are stored and applied; after that every new one, of any
+    /// kind (a reaction toggled on and off, an edit, a delete, a change of an unknown
+    /// message), is answered with `refused` (peerQuota), not acknowledged, and the store's
+    /// rows from him stop growing. A resend of a change already stored is acknowledged,
+    /// never refused; his message and the changes taken stay as they were.
+    func testAFloodOfReactionsAndEditsIsRefusedOverTheQuota() throws {
+        host.quota = quota(rows: 6)
+        let his = try fromBob("hi")
+        let conversation = driver()
+        let link = host.connect(bob.identity)
+        let thumbs = try Reaction("👍")
+        let legit = [
+            action(.reaction(thumbs, added: true), on: his.id, sequence: 2),
+            action(.edit(body: "hi all"), on: his.id, sequence: 3),
+            action(.reaction(thumbs, added: false), on: his.id, sequence: 4),
+            action(.reaction(thumbs, added: true), on: his.id, sequence: 5),
+            action(.edit(body: "hi everyone"), on: his.id, sequence: 6)
+        ]
+        conversation.received(legit, on: link)
+        XCTAssertEqual(link.acks, [legit.map(\.id)], "a small stream is taken")
+        XCTAssertTrue(link.refused.isEmpty)
+        XCTAssertEqual(try store.message(id: his.id, sender: bob.identity)?.body, "hi everyone")
+        XCTAssertEqual(try store.incomingActionRows(from: bob.identity), 5)
+
+        // Over the allowance: toggles, edits, a delete, an unknown target; in two reads.
+        var flood: [MessageActionRecord] = []
+        for i in 0..<20 {
+            let seq = UInt64(10 + i)
+            switch i % 4 {
+            case 0: flood.append(action(.reaction(thumbs, added: false), on: his.id, sequence: seq))
+            case 1: flood.append(action(.reaction(thumbs, added: true), on: his.id, sequence: seq))
+            case 2: flood.append(action(.edit(body: String(repeating: "x", count: 1000)), on: his.id, sequence: seq))
+            default: flood.append(action(.reaction(thumbs, added: true), on: .random(), sequence: seq))
+            }
+        }
+        flood.append(action(.delete, on: his.id, sequence: 99))
+        conversation.received(Array(flood[..<10]), on: link)
+        conversation.received(Array(flood[10...]), on: link)
+        XCTAssertEqual(link.acks.count, 1, "nothing over the quota is acknowledged")
+        XCTAssertEqual(link.refused.map(\.0), [.peerQuota, .peerQuota])
+        XCTAssertEqual(link.refused.flatMap(\.1), flood.map(\.id), "every one refused, so it stays queued there")
+        XCTAssertEqual(try store.incomingActionRows(from: bob.identity), 5, "the store's rows stopped growing")
+        // What the quota counts from the store: his message (its text now the last edit's)
+        // and his five changes with the text each row keeps (two edits, three reaction
+        // rows: an add, its withdrawal, an add again), in his usage, everyone's and
+        // strangers' together.
+        let texts = 2 * "hi everyone".utf8.count + "hi all".utf8.count + 3 * thumbs.text.utf8.count
+        XCTAssertEqual(try store.incomingUsage(from: bob.identity).messages, 6)
+        XCTAssertEqual(try store.incomingUsage(from: bob.identity).bytes, texts)
+        XCTAssertEqual(try store.incomingUsageTotal().messages, 6)
+        XCTAssertEqual(try store.incomingUsageFromStrangers().messages, 6)
+        let kept = try XCTUnwrap(store.message(id: his.id, sender: bob.identity))
+        XCTAssertEqual(kept.body, "hi everyone", "nothing refused was applied")
+        XCTAssertNil(kept.deletedAt)
+        XCTAssertNil(link.closed)
+
+        // A resend of one already stored (its ack was lost) is acknowledged, not refused.
+        conversation.received([legit[1]], on: link)
+        XCTAssertEqual(link.acks.last, [legit[1].id])
+        XCTAssertEqual(link.refused.count, 2)
+    }
+
+    /// A peer whose version cannot keep refused changes queued (no features bit 6) would
+    /// resend a refused one at once: over the quota its changes are acknowledged and
+    /// dropped instead, and the store's rows stop growing all the same. When the user
+    /// forgets the conversation, its changes go with it and make room again.
+    func testOverTheQuotaAnOlderPeersChangesAreDroppedAndForgettingMakesRoom() throws {
+        let quota = quota(rows: 3)
+        host.quota = quota
+        let his = try fromBob("hi")
+        let conversation = driver()
+        let link = host.connect(bob.identity)
+        link.remoteFeatures = [.conversation]
+        let thumbs = try Reaction("👍")
+        let flood = (0..<12).map {
+            action(.reaction(thumbs, added: $0 % 2 == 0), on: his.id, sequence: UInt64(2 + $0))
+        }
+        conversation.received(flood, on: link)
+        XCTAssertEqual(link.acks.flatMap { $0 }.sorted { $0.hex < $1.hex }, flood.map(\.id).sorted { $0.hex < $1.hex })
+        XCTAssertTrue(link.refused.isEmpty, "an older peer is never sent a refusal it would answer by resending")
+        XCTAssertEqual(try store.incomingActionRows(from: bob.identity), 2, "the rows stopped at the quota")
+        XCTAssertNil(link.closed)
+
+        XCTAssertGreaterThan(try store.deleteConversation(with: bob.identity), 0)
+        quota.countsChanged()
+        XCTAssertEqual(try store.incomingActionRows(from: bob.identity), 0, "forgotten with the conversation")
+        let again = try fromBob("hello again")
+        conversation.received([action(.edit(body: "hello again!"), on: again.id, sequence: 50)], on: link)
+        XCTAssertEqual(try store.message(id: again.id, sender: bob.identity)?.body, "hello again!", "room again")
+    }
+
+    /// A count the store cannot give takes nothing: none of the read is stored or
+    /// acknowledged and the session closes (the sender keeps them queued).
+    func testAQuotaCountTheStoreCannotGiveTakesNoAction() throws {
+        let his = try fromBob("hi")
+        let quota = quota(rows: 100)
+        quota.store = UncountableQuotaStore(store)
+        host.quota = quota
+        let conversation = driver()
+        let link = host.connect(bob.identity)
+        conversation.received([action(.edit(body: "hi all"), on: his.id, sequence: 2)], on: link)
+        XCTAssertEqual(link.acks, [])
+        XCTAssertEqual(link.closed, DirectMessageDriverCloseText.receiverStorageFailure)
+        XCTAssertEqual(try store.incomingActionRows(from: bob.identity), 0)
+        XCTAssertEqual(try store.message(id: his.id, sender: bob.identity)?.body, "hi")
+    }
+
+    /// At the sender: a change the peer refused is not offered again on this session
+    /// (the pump would otherwise resend it at once, for as long as the session lasts); it
+    /// stays queued and goes with the next session.
+    func testAChangeThePeerRefusedIsNotResentOnTheSameSession() throws {
+        let mine = try toBob("my words")
+        _ = try store.markDelivered([mine.id], by: bob.identity, at: 2, journal: nil)
+        let conversation = driver()
+        let link = host.connect(bob.identity)
+        _ = try conversation.perform(.edit(body: "my words, corrected"), on: mine)
+        conversation.pumpActions(link, peer: bob.identity)
+        XCTAssertEqual(link.actions.count, 1)
+        let id = link.actions[0].id
+        _ = host.withWindow(of: link) { $0.refuse([id]) }
+        conversation.pumpActions(link, peer: bob.identity)
+        XCTAssertEqual(link.actions.count, 1, "not offered again on this session")
+        XCTAssertEqual(try store.queuedActionCount(to: .peer(bob.identity)), 1, "still queued")
+        XCTAssertEqual(host.withWindow(of: link) { $0.freeSlots }, SendWindowLimits().maxCount, "its slot is free")
+
+        let next = host.connect(bob.identity)
+        conversation.pumpActions(next, peer: bob.identity)
+        XCTAssertEqual(next.actions.map(\.id), [id], "offered again on the next session")
+    }
+
     /// A peer reaches only its own conversation with us: bob cannot react to, edit or
     /// delete what carol wrote me or what I wrote carol (it is as unknown to him as a
     /// message that does not exist), whatever ids he learnt.
@@ -299,6 +442,7 @@ final class ConversationLink: MessageLink {
     private(set) var acks: [[MessageID]] = []
     private(set) var receipts: [[MessageID]] = []
     private(set) var statuses: [String] = []
+    private(set) var refused: [(RefusalReason, [MessageID])] = []
     private(set) var closed: String?
 
     init(peer: IdentityPublicKey) { self.peer = peer }
@@ -309,6 +453,7 @@ final class ConversationLink: MessageLink {
         case .ack(let ids): acks.append(ids)
         case .readReceipt(let ids): receipts.append(ids)
         case .status(let s): statuses.append(s.text)
+        case let .refused(reason, ids): refused.append((reason, ids))
         default: break
         }
     }
@@ -328,6 +473,8 @@ final class ConversationTestHost: ConversationHost {
     var read: [MessageID] = []
     var pumped = 0
     var deletes = 0
+    /// The receive quota (a real driver over the test's store); nil takes everything.
+    var quota: ReceiveQuotaDriver?
 
     init(me: IdentityPublicKey) { self.me = me }
 
@@ -353,6 +500,15 @@ final class ConversationTestHost: ConversationHost {
         -> SignedRoomMessage?
     { nil }
     func deleteApplied() { deletes += 1 }
+    func judgeActionsByQuota(_ actions: [(id: MessageID, size: Int)], from sender: IdentityPublicKey)
+        throws(StoreError) -> [(RefusalReason, [MessageID])]
+    {
+        try quota?.judge(actions, from: sender).refused ?? []
+    }
+    func sendRefusals(_ refused: [(RefusalReason, [MessageID])], on link: ConversationLink) {
+        for (reason, ids) in refused { link.send(.refused(reason, ids)) }
+    }
+    func quotaStored(_ bodies: [Int], from sender: IdentityPublicKey) { quota?.stored(bodies, from: sender) }
     func emit(_ e: NodeEvent) {
         switch e {
         case .messageUpdated(let m): updated.append(m)

@@ -224,6 +224,83 @@ final class RoomSyncDriverTests: XCTestCase {
         XCTAssertEqual(lines.matching("signed room change refused").count, 1)
     }
 
+    /// Signed changes count against their **author's** receive quota, whoever hands them
+    /// over: alice (a stranger here, allowed 4 rows) has her message and three reactions
+    /// taken; her further reactions and edits, passed on by bob, are answered to bob with
+    /// `refused` (peerQuota): not applied, not stored (nor kept signed, so never passed
+    /// on), not acknowledged; the store's rows from her stop growing. A resend of a change
+    /// already taken is acknowledged, never refused.
+    func testSignedChangesOverTheAuthorsQuotaAreRefused() throws {
+        let state = try lab()
+        var limits = ReceiveQuota.standard
+        limits.stranger = ReceiveQuota.Allowance(messages: 4, bytes: 1 << 20)
+        host.quota = ReceiveQuotaDriver(
+            store: store, directory: PeerDirectory(store: store, myName: "me"), limits: limits, clock: clock,
+            log: testLogger())
+        let sync = driver()
+        let link = host.connect(bob.publicKey)
+        let m = try signed("hello", by: alice, sequence: 1, in: state)
+        _ = try sync.receivedSignedMessages([.verified(m)], from: bob.publicKey, on: link)
+        func change(_ action: MessageActionRecord.Action, _ sequence: UInt64) throws -> SignedRoomMessage {
+            try SignedRoomMessage.signChange(
+                action, of: m.id, roomID: state.roomID, roomSequence: sequence, id: .random(),
+                createdAt: UInt64(clock.wallMilliseconds()), anchor: state.heads.map(\.hash), by: alice)
+        }
+        let thumbs = try Reaction("👍")
+        var taken: [SignedRoomMessage] = []
+        for n in 2...4 { taken.append(try change(.reaction(thumbs, added: n % 2 == 0), UInt64(n))) }
+        let first = try sync.receivedSignedMessages(taken.map { .verified($0) }, from: bob.publicKey, on: link)
+        XCTAssertEqual(first.acks, taken.map(\.id), "a small stream is taken")
+        XCTAssertTrue(link.refused.isEmpty)
+        XCTAssertEqual(try store.incomingActionRows(from: alice.publicKey), 3)
+
+        var flood: [SignedRoomMessage] = []
+        for n in 5...24 {
+            let action: MessageActionRecord.Action =
+                n % 3 == 0 ? .edit(body: "edit \(n)") : .reaction(thumbs, added: n % 2 == 0)
+            flood.append(try change(action, UInt64(n)))
+        }
+        let over = try sync.receivedSignedMessages(flood.map { .verified($0) }, from: bob.publicKey, on: link)
+        XCTAssertEqual(over.acks, [], "nothing over the quota is acknowledged")
+        XCTAssertEqual(link.refused.map(\.0), [.peerQuota])
+        XCTAssertEqual(link.refused.flatMap(\.1), flood.map(\.id), "refused to the member that handed them over")
+        XCTAssertEqual(try store.incomingActionRows(from: alice.publicKey), 3, "the store's rows stopped growing")
+        XCTAssertNil(
+            try store.signedRoomMessage(id: flood[0].id, author: alice.publicKey), "not kept signed: not passed on")
+        XCTAssertEqual(try shownBodies(state), ["hello"], "no refused edit applied")
+        XCTAssertNil(link.closed)
+
+        let again = try sync.receivedSignedMessages([.verified(taken[0])], from: bob.publicKey, on: link)
+        XCTAssertEqual(again.acks, [taken[0].id], "a resend of one taken is acknowledged")
+        XCTAssertEqual(link.refused.count, 1)
+    }
+
+    /// Handed over by a member whose version cannot keep refused changes queued (no
+    /// features bit 6): over the author's quota they are acknowledged and dropped (never
+    /// stored, kept signed or applied), so that member does not resend them at once.
+    func testSignedChangesOverTheQuotaFromAnOlderMemberAreDropped() throws {
+        let state = try lab()
+        var limits = ReceiveQuota.standard
+        limits.stranger = ReceiveQuota.Allowance(messages: 1, bytes: 1 << 20)
+        host.quota = ReceiveQuotaDriver(
+            store: store, directory: PeerDirectory(store: store, myName: "me"), limits: limits, clock: clock,
+            log: testLogger())
+        let sync = driver()
+        let link = host.connect(bob.publicKey)
+        link.remoteFeatures = [.conversation, .roomSync]
+        let m = try signed("hello", by: alice, sequence: 1, in: state)
+        _ = try sync.receivedSignedMessages([.verified(m)], from: bob.publicKey, on: link)
+        let edit = try SignedRoomMessage.signChange(
+            .edit(body: "rewritten"), of: m.id, roomID: state.roomID, roomSequence: 2, id: .random(),
+            createdAt: UInt64(clock.wallMilliseconds()), anchor: state.heads.map(\.hash), by: alice)
+        let out = try sync.receivedSignedMessages([.verified(edit)], from: bob.publicKey, on: link)
+        XCTAssertEqual(out.acks, [edit.id], "acknowledged: an older member would resend a refusal at once")
+        XCTAssertTrue(link.refused.isEmpty)
+        XCTAssertEqual(try store.incomingActionRows(from: alice.publicKey), 0)
+        XCTAssertNil(try store.signedRoomMessage(id: edit.id, author: alice.publicKey))
+        XCTAssertEqual(try shownBodies(state), ["hello"])
+    }
+
     // MARK: This node's messages
 
     /// This node sends its own room message itself to every member not known to sync and
@@ -317,6 +394,7 @@ final class SyncLink: MessageLink {
     private(set) var acks: [[MessageID]] = []
     private(set) var pushed: [SignedRoomMessage] = []
     private(set) var haves: [RoomHave] = []
+    private(set) var refused: [(RefusalReason, [MessageID])] = []
     private(set) var closed: String?
 
     init(peer: IdentityPublicKey) { self.peer = peer }
@@ -326,6 +404,7 @@ final class SyncLink: MessageLink {
         case .ack(let ids): acks.append(ids)
         case .roomMessage(.verified(let m)): pushed.append(m)
         case .roomHave(let h): haves.append(h)
+        case let .refused(reason, ids): refused.append((reason, ids))
         default: break
         }
     }
@@ -362,8 +441,21 @@ final class SyncHost: RoomSyncHost {
     {
         (chats, [])
     }
-    func sendRefusals(_ refused: [(RefusalReason, [MessageID])], on link: SyncLink) {}
-    func quotaStored(_ bodies: [Int], from sender: IdentityPublicKey) { quotaStored.append(sender) }
+    /// The receive quota for signed changes (a real driver over the test's store); nil
+    /// takes everything.
+    var quota: ReceiveQuotaDriver?
+    func judgeActionsByQuota(_ actions: [(id: MessageID, size: Int)], from author: IdentityPublicKey)
+        throws(StoreError) -> [(RefusalReason, [MessageID])]
+    {
+        try quota?.judge(actions, from: author).refused ?? []
+    }
+    func sendRefusals(_ refused: [(RefusalReason, [MessageID])], on link: SyncLink) {
+        for (reason, ids) in refused { link.send(.refused(reason, ids)) }
+    }
+    func quotaStored(_ bodies: [Int], from sender: IdentityPublicKey) {
+        quotaStored.append(sender)
+        quota?.stored(bodies, from: sender)
+    }
     func judgeChange(
         _ action: MessageActionRecord.Action, sequence: Int64, from author: IdentityPublicKey, room: RoomID?,
         roomAccepts: Bool, facts: ActionTargetFacts?

@@ -165,7 +165,9 @@ extension RoomSyncDriver {
     /// deletes its own message; anyone entitled reacts), applied, kept signed for sync.
     /// One whose target this node does not hold yet is neither stored nor acknowledged: it
     /// is held (`RoomSyncBook.waitingChanges`) until the target arrives, and comes again
-    /// anyway (its author's outbox, or a later session's sync). Returns the ids to
+    /// anyway (its author's outbox, or a later session's sync). One over its author's
+    /// receive quota is refused to `peer` (not stored, not acknowledged), or acknowledged
+    /// and dropped if `peer`'s version cannot keep refused changes queued. Returns the ids to
     /// acknowledge.
     func receivedSignedChanges(_ changes: [SignedRoomMessage], from peer: IdentityPublicKey)
         throws(StoreError) -> [MessageID]
@@ -189,7 +191,36 @@ extension RoomSyncDriver {
                 }
             }
         }
-        guard !ready.isEmpty else { return [] }
+        // Each change is a row kept (and passed on to other members): it counts against its
+        // author's receive quota, whoever handed it over. Over it: a `refused` record to the
+        // member that handed it over; not stored, not acknowledged, not relayed. A count the
+        // store cannot give throws: none of the read is acknowledged.
+        // A member whose version cannot keep refused changes queued would resend them at
+        // once: to it they are acknowledged and dropped (`ProtocolFeatures.actionRefusals`).
+        var overQuota: Set<SignedRoomMessageKey> = []
+        var dropped: [MessageID] = []
+        var authors: [IdentityPublicKey] = []
+        for c in ready where !authors.contains(c.author) { authors.append(c.author) }
+        for author in authors {
+            let theirs = ready.filter { $0.author == author }
+            let refused = try host.judgeActionsByQuota(
+                theirs.map { ($0.id, Self.keptBytes(of: $0)) }, from: author)
+            guard !refused.isEmpty else { continue }
+            let ids = refused.flatMap(\.1)
+            let link = host.activeConnection(for: peer)
+            if link?.remoteFeatures.contains(.actionRefusals) ?? true {
+                if let link { host.sendRefusals(refused, on: link) }
+            } else {
+                dropped += ids
+                attackLog.log(
+                    key: "room-change-quota:" + author.hex,
+                    "signed room changes over their author's receive quota acknowledged and dropped (the member's version cannot keep refused ones queued)",
+                    ["from": peer.fingerprintText, "author": author.fingerprintText, "count": "\(ids.count)"])
+            }
+            for id in ids { overQuota.insert(.init(id: id, author: author)) }
+        }
+        if !overQuota.isEmpty { ready.removeAll { overQuota.contains(.init(id: $0.id, author: $0.author)) } }
+        guard !ready.isEmpty else { return dropped }
         var byID: [SignedRoomMessageKey: SignedRoomMessage] = [:]
         for c in ready where byID[.init(id: c.id, author: c.author)] == nil {
             byID[.init(id: c.id, author: c.author)] = c
@@ -243,9 +274,27 @@ extension RoomSyncDriver {
                 machine.stored(room: $0.roomID, author: $0.author, sequence: $0.roomSequence, from: peer, now: mono)
             }
         }
+        for author in authors {
+            let added = outcomes.filter { $0.action.author == author }
+            if added.contains(where: \.isNew) {
+                host.quotaStored(
+                    added.filter(\.isNew).map { $0.updated != nil ? ($0.action.body?.utf8.count ?? 0) : 0 },
+                    from: author)
+            }
+        }
         if outcomes.contains(where: { $0.updated != nil && $0.action.kind == .delete }) { host.roomMessageDeleted() }
         for o in outcomes { if let m = o.updated { host.emit(.messageUpdated(m)) } }
-        return ready.map(\.id)
+        return ready.map(\.id) + dropped
+    }
+
+    /// The bytes the receive quota counts for a signed change: the text its row keeps
+    /// (an edit's text, a reaction), as `Store.incomingUsage` sums them.
+    static func keptBytes(of change: SignedRoomMessage) -> Int {
+        switch change.action {
+        case .edit(let text)?: text.utf8.count
+        case .reaction(let r, _)?: r.text.utf8.count
+        case .delete?, nil: 0
+        }
     }
 
     /// Applies the waiting changes whose target is among `targets` (messages just stored)

@@ -27,6 +27,10 @@ protocol RoomSyncHost: AnyObject {
     /// Throws when the store cannot count: then none of the read is stored or acknowledged.
     func judgeByQuota(_ chats: [RoomChatRecord], from author: IdentityPublicKey) throws(StoreError)
         -> (store: [RoomChatRecord], refused: [(RefusalReason, [MessageID])])
+    /// Signed edits, deletes and reactions, by their author's quota (each is a row kept:
+    /// one message, its text's bytes). Returns the refused, by reason; throws as above.
+    func judgeActionsByQuota(_ actions: [(id: MessageID, size: Int)], from author: IdentityPublicKey)
+        throws(StoreError) -> [(RefusalReason, [MessageID])]
     func sendRefusals(_ refused: [(RefusalReason, [MessageID])], on link: Link)
     func quotaStored(_ bodies: [Int], from sender: IdentityPublicKey)
 
