@@ -77,6 +77,22 @@ enum DirectMessageDriverCloseText {
     static let receiverStorageFailure = "receiver storage failure"
 }
 
+/// When an acknowledged message's delivery mark is written (issue 32 part 10).
+enum DeliveryMarkFold {
+    /// How long a mark waits for the message path's next transaction (a send, a message
+    /// received) to ride on before it is written alone. Its `message.delivered` waits as
+    /// long when nothing else is written: far below what a person notices (~100 ms) and
+    /// what a client waits for before its next send (a send's answer does not wait for
+    /// the previous message's delivery), and long enough for a client that sends one
+    /// message at a time to send its next one within it: then the mark costs ~12,000
+    /// instructions in that transaction instead of ~37,000 alone (docs/BENCHMARKS.md,
+    /// part 10).
+    static let flushDelay: TimeAmount = .milliseconds(5)
+    /// Acknowledged ids that may wait at most: past it they are written at once. Bounds
+    /// the memory a peer sending many acks in one window can hold (four full ack records).
+    static let maxPendingIDs = 4 * WireLimits.maxAcksPerRecord
+}
+
 /// The one-to-one message path, from a local send to the peer's acknowledgement
 /// (docs/ARCHITECTURE.md, "One message through the code"; docs/PROTOCOL.md, "Messages"
 /// and "Acknowledgements"):
@@ -87,8 +103,12 @@ enum DirectMessageDriverCloseText {
 ///   the room operations and the actions and room messages (`DirectMessageHost`).
 /// - `received`: the receive quota first, then `storeIncoming`, then the acknowledgement
 ///   once the store says the rows are on disk; never before.
-/// - `acknowledged`: the window frees the slots, the store marks the deliveries, the other
-///   lanes take their part of the ack, and the session is pumped again.
+/// - `acknowledged`: the window frees the slots, the deliveries are queued to be marked
+///   (`DeliveryMarkFold`: they ride on the next `send` or `received` transaction, or are
+///   written alone after `DeliveryMarkFold.flushDelay`), the other lanes take their part of
+///   the ack, and the session is pumped again. `message.delivered` is sent once a mark is
+///   committed, never before: a crash before that loses the mark and nothing else (the
+///   message is sent again and de-duplicated by the peer, docs/CONTROL.md).
 ///
 /// It owns the outbox's counts (`OutboxLedger`: the admission's bound and the pump's "may
 /// have unsent" hint, so a caught-up session's new messages are sent as stored, not read
@@ -110,6 +130,8 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
     private(set) var ledger = OutboxLedger()
     /// What may be queued (its limits: `WireLimits.maxBodyBytes`, `NodeLimits.maxQueuedPerPeer`).
     private let admission: SendAdmission<NodeError>
+    /// Writes the queued delivery marks alone if no transaction carried them in time.
+    private var markFlush: Scheduled<Void>?
 
     init(
         store: any MessageStore, me: IdentityPublicKey, loop: EventLoop, clock: any NodeClock, log: Logger,
@@ -175,8 +197,10 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
                     caughtUp.insert(peer)
                 }
             }
+            prepareToCarryDeliveryMarks()
             do {
                 let stored = try store.enqueue(batch, sender: me)
+                deliveryMarksCarried()
                 for (k, m) in stored.enumerated() where k < batchIndex.count { results[batchIndex[k]] = .success(m) }
                 var newest: [IdentityPublicKey: Int64] = [:]
                 for m in stored {
@@ -195,6 +219,7 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
                     pump(link, justQueued: caughtUp.contains(peer) ? byRecipient[.peer(peer)] ?? [] : nil)
                 }
             } catch {
+                deliveryMarksCarried()
                 for i in batchIndex { results[i] = .failure(.storage(error)) }
             }
         }
@@ -285,17 +310,21 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
                 body: $0.body, replyTo: $0.replyTo)
         }
         let results: [(message: StoredMessage, isNew: Bool)]
+        prepareToCarryDeliveryMarks()
         do {
             // The message.received events commit with the messages (one transaction).
             results = try store.storeIncoming(
                 incoming, from: sender, to: me, at: now,
                 journal: host.messageJournal(ControlEvent.messageReceived))
         } catch {
+            deliveryMarksCarried()
             // Not stored, so not acknowledged: the sender keeps them queued and resends.
             log.error("could not store incoming messages; they stay queued at the sender", ["error": "\(error)"])
             link.close(reason: .normal, text: DirectMessageDriverCloseText.receiverStorageFailure)
             return
         }
+        // Marks that rode on it first: their journal rows precede the messages' rows.
+        deliveryMarksCarried()
         // Acknowledged once on disk: with group commit the transaction above returns before
         // its sync (Store+GroupCommit.swift), and an ack stops the sender's retries.
         let ids = chats.map(\.id)
@@ -307,26 +336,74 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
         for r in results where r.isNew { host.emit(.messageReceived(r.message)) }
     }
 
-    /// The peer of `link` acknowledged `ids`: the window frees their slots, the store marks
-    /// the direct ones delivered (`message.delivered`), the other lanes take their part,
-    /// and the session is pumped again.
+    /// The peer of `link` acknowledged `ids`: the window frees their slots, the direct ones'
+    /// delivery marks are queued (`DeliveryMarkFold`; `message.delivered` once committed),
+    /// the other lanes take their part, and the session is pumped again.
     func acknowledged(_ ids: [MessageID], on link: Link) {
         guard let host, let peer = link.remoteIdentityKey else { return }
         let ack = host.withWindow(of: link) { $0.acknowledge(ids) } ?? SendWindow.Acknowledgement(unknown: ids)
-        do {
-            let changed = try store.markDelivered(
-                ids, by: peer, at: clock.wallMilliseconds(),
-                journal: host.messageJournal(ControlEvent.messageDelivered))
-            if !changed.isEmpty { host.promote(peer) }
-            ledger.delivered(changed.count, by: peer)
-            for m in changed { host.emit(.messageDelivered(m)) }
-        } catch {
-            log.error(
-                "could not record delivery; the messages will be sent again and de-duplicated", ["error": "\(error)"])
+        let waiting = store.queueDeliveryMarks(ids, by: peer, at: clock.wallMilliseconds())
+        if waiting >= DeliveryMarkFold.maxPendingIDs {
+            flushDeliveryMarks()
+        } else if markFlush == nil, waiting > 0 {
+            markFlush = loop.scheduleTask(in: DeliveryMarkFold.flushDelay) { [weak self] in
+                self?.markFlush = nil
+                self?.flushDeliveryMarks()
+            }
         }
         host.actionsAcknowledged(ack.actionItems + ack.unknown, by: peer)
         host.roomTrafficAcknowledged(ack.roomItems + ack.unknown, by: peer)
         host.roomSyncAcknowledged(ids, by: peer)
         pump(link)
+    }
+
+    // MARK: Delivery marks
+
+    /// Writes the queued delivery marks now, alone, and reports what they delivered (the
+    /// timer, too many waiting, and `Node.stop`: a clean stop loses no mark).
+    func flushDeliveryMarks() {
+        markFlush?.cancel()
+        markFlush = nil
+        if store.hasPendingDeliveryMarks {
+            do {
+                try store.flushDeliveryMarks(journal: host?.messageJournal(ControlEvent.messageDelivered))
+            } catch {
+                log.error(
+                    "could not record delivery; the messages will be sent again and de-duplicated",
+                    ["error": "\(error)"])
+            }
+        }
+        reportDeliveries()
+    }
+
+    /// Before a transaction that carries the queued marks: their journal rows, asked now so
+    /// that events held by the journal are stored first (ids in the order events are sent).
+    private func prepareToCarryDeliveryMarks() {
+        guard store.hasPendingDeliveryMarks else { return }
+        store.journalDeliveryMarks(host?.messageJournal(ControlEvent.messageDelivered))
+    }
+
+    /// After a transaction that may have carried the queued marks: what they delivered is
+    /// reported; the timer is not needed any more unless the transaction failed (then they
+    /// wait again).
+    private func deliveryMarksCarried() {
+        if !store.hasPendingDeliveryMarks {
+            markFlush?.cancel()
+            markFlush = nil
+        }
+        reportDeliveries()
+    }
+
+    /// `message.delivered` for every message a committed mark delivered.
+    private func reportDeliveries() {
+        let delivered = store.takeCommittedDeliveries()
+        guard !delivered.isEmpty else { return }
+        var perPeer: [IdentityPublicKey: Int] = [:]
+        for d in delivered { if let peer = d.recipient.peerKey { perPeer[peer, default: 0] += 1 } }
+        for (peer, count) in perPeer {
+            host?.promote(peer)
+            ledger.delivered(count, by: peer)
+        }
+        for d in delivered { host?.emit(.messageDelivered(d)) }
     }
 }
