@@ -87,7 +87,7 @@ enum DeliveryMarkFold {
     /// message at a time to send its next one within it: then the mark costs ~12,000
     /// instructions in that transaction instead of ~37,000 alone (docs/BENCHMARKS.md,
     /// part 10).
-    static let flushDelay: TimeAmount = .milliseconds(5)
+    static let flushDelay: TimeAmount = .milliseconds(20)
     /// Acknowledged ids that may wait at most: past it they are written at once. Bounds
     /// the memory a peer sending many acks in one window can hold (four full ack records).
     static let maxPendingIDs = 4 * WireLimits.maxAcksPerRecord
