@@ -130,8 +130,12 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
     private(set) var ledger = OutboxLedger()
     /// What may be queued (its limits: `WireLimits.maxBodyBytes`, `NodeLimits.maxQueuedPerPeer`).
     private let admission: SendAdmission<NodeError>
-    /// Writes the queued delivery marks alone if no transaction carried them in time.
+    /// Writes the queued delivery marks alone if no transaction carried them in time. Armed
+    /// while marks wait, never cancelled (a cancel cost ~6,000 instructions a message one
+    /// in flight): when it fires with younger marks waiting it is armed again for them.
     private var markFlush: Scheduled<Void>?
+    /// When the oldest waiting delivery mark was queued; nil when none waits.
+    private var marksWaitingSince: MonotonicInstant?
 
     init(
         store: any MessageStore, me: IdentityPublicKey, loop: EventLoop, clock: any NodeClock, log: Logger,
@@ -345,11 +349,9 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
         let waiting = store.queueDeliveryMarks(ids, by: peer, at: clock.wallMilliseconds())
         if waiting >= DeliveryMarkFold.maxPendingIDs {
             flushDeliveryMarks()
-        } else if markFlush == nil, waiting > 0 {
-            markFlush = loop.scheduleTask(in: DeliveryMarkFold.flushDelay) { [weak self] in
-                self?.markFlush = nil
-                self?.flushDeliveryMarks()
-            }
+        } else if waiting > 0 {
+            if marksWaitingSince == nil { marksWaitingSince = clock.monotonicNow() }
+            armMarkFlush(in: DeliveryMarkFold.flushDelay)
         }
         host.actionsAcknowledged(ack.actionItems + ack.unknown, by: peer)
         host.roomTrafficAcknowledged(ack.roomItems + ack.unknown, by: peer)
@@ -362,8 +364,7 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
     /// Writes the queued delivery marks now, alone, and reports what they delivered (the
     /// timer, too many waiting, and `Node.stop`: a clean stop loses no mark).
     func flushDeliveryMarks() {
-        markFlush?.cancel()
-        markFlush = nil
+        marksWaitingSince = nil
         if store.hasPendingDeliveryMarks {
             do {
                 try store.flushDeliveryMarks(journal: host?.messageJournal(ControlEvent.messageDelivered))
@@ -384,14 +385,32 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
     }
 
     /// After a transaction that may have carried the queued marks: what they delivered is
-    /// reported; the timer is not needed any more unless the transaction failed (then they
-    /// wait again).
+    /// reported; if it failed they wait again (from when they first waited).
     private func deliveryMarksCarried() {
-        if !store.hasPendingDeliveryMarks {
-            markFlush?.cancel()
-            markFlush = nil
-        }
+        if !store.hasPendingDeliveryMarks { marksWaitingSince = nil }
         reportDeliveries()
+    }
+
+    private func armMarkFlush(in delay: TimeAmount) {
+        guard markFlush == nil else { return }
+        markFlush = loop.scheduleTask(in: delay) { [weak self] in self?.markFlushDue() }
+    }
+
+    /// The timer: the marks that waited `DeliveryMarkFold.flushDelay` are written alone;
+    /// younger ones (queued after a transaction carried the older) wait their own delay.
+    private func markFlushDue() {
+        markFlush = nil
+        guard let since = marksWaitingSince, store.hasPendingDeliveryMarks else {
+            marksWaitingSince = nil
+            return
+        }
+        let waited = (clock.monotonicNow() - since).wholeNanoseconds
+        let delay = DeliveryMarkFold.flushDelay.nanoseconds
+        if waited >= delay {
+            flushDeliveryMarks()
+        } else {
+            armMarkFlush(in: .nanoseconds(delay - waited))
+        }
     }
 
     /// `message.delivered` for every message a committed mark delivered.

@@ -185,6 +185,32 @@ final class DirectMessageDriverTests: XCTestCase {
         XCTAssertEqual(messages.ledger.queuedCount(for: bob.identity), 0)
     }
 
+    /// The timer is armed once and not cancelled when a transaction carries the marks: a
+    /// mark queued later, just before it fires, still waits its whole delay (for the next
+    /// send to carry it), then is written alone.
+    func testAMarkQueuedJustBeforeTheTimerFiresWaitsItsWholeDelay() throws {
+        let messages = driver()
+        let link = host.connect(bob.identity)
+        let first = try messages.send([(bob.pinnedRecord(), "m1")])[0].get()
+        messages.acknowledged([first.id], on: link)  // arms the timer at 0
+        loop.advanceTime(by: .milliseconds(1))
+        let second = try messages.send([(bob.pinnedRecord(), "m2")])[0].get()  // carries m1's mark
+        XCTAssertEqual(host.delivered, [first.id])
+        let quarter = DeliveryMarkFold.flushDelay.nanoseconds / 4
+        loop.advanceTime(by: .nanoseconds(3 * quarter - 1_000_000))
+        messages.acknowledged([second.id], on: link)  // at 3/4 of the delay
+        let before = store.committedWriteTransactions
+        loop.advanceTime(by: .nanoseconds(quarter))  // the timer fires: m2's mark is young
+        XCTAssertEqual(store.committedWriteTransactions, before, "not written before its own delay")
+        XCTAssertEqual(try store.message(id: second.id)?.state, .queued)
+        loop.advanceTime(by: .nanoseconds(3 * quarter - 1))
+        XCTAssertEqual(try store.message(id: second.id)?.state, .queued)
+        loop.advanceTime(by: .nanoseconds(1))
+        XCTAssertEqual(try store.message(id: second.id)?.state, .delivered, "written alone at its delay")
+        XCTAssertEqual(store.committedWriteTransactions, before + 1)
+        XCTAssertEqual(host.delivered, [first.id, second.id])
+    }
+
     /// Acks naming many ids (a peer may name ids it never got, or ids of earlier sessions)
     /// are not held without bound: at `DeliveryMarkFold.maxPendingIDs` they are written at once.
     func testManyWaitingAcknowledgedIdsAreWrittenAtOnce() throws {
