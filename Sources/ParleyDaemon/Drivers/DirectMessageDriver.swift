@@ -81,12 +81,11 @@ enum DirectMessageDriverCloseText {
 enum DeliveryMarkFold {
     /// How long a mark waits for the message path's next transaction (a send, a message
     /// received) to ride on before it is written alone. Its `message.delivered` waits as
-    /// long when nothing else is written: far below what a person notices (~100 ms) and
-    /// what a client waits for before its next send (a send's answer does not wait for
-    /// the previous message's delivery), and long enough for a client that sends one
-    /// message at a time to send its next one within it: then the mark costs ~12,000
-    /// instructions in that transaction instead of ~37,000 alone (docs/BENCHMARKS.md,
-    /// part 10).
+    /// long when nothing else is written: far below what a person notices (~100 ms), and
+    /// a send's answer never waits for it. Long enough for a client that sends one message
+    /// at a time to send its next one within it even on a loaded machine (5 ms was often
+    /// too short under a profiler): then the mark rides on that transaction, ~28,000
+    /// instructions less than a transaction of its own (docs/BENCHMARKS.md, part 10).
     static let flushDelay: TimeAmount = .milliseconds(20)
     /// Acknowledged ids that may wait at most: past it they are written at once. Bounds
     /// the memory a peer sending many acks in one window can hold (four full ack records).
