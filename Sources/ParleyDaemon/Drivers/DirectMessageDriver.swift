@@ -203,7 +203,7 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
             prepareToCarryDeliveryMarks()
             do {
                 let stored = try store.enqueue(batch, sender: me)
-                deliveryMarksCarried()
+                let delivered = deliveryMarksCarried()
                 for (k, m) in stored.enumerated() where k < batchIndex.count { results[batchIndex[k]] = .success(m) }
                 var newest: [IdentityPublicKey: Int64] = [:]
                 for m in stored {
@@ -221,8 +221,9 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
                     guard let link = host?.activeConnection(for: peer) else { continue }
                     pump(link, justQueued: caughtUp.contains(peer) ? byRecipient[.peer(peer)] ?? [] : nil)
                 }
+                pumpSessions(of: delivered.subtracting(planned.keys))
             } catch {
-                deliveryMarksCarried()
+                _ = deliveryMarksCarried()
                 for i in batchIndex { results[i] = .failure(.storage(error)) }
             }
         }
@@ -320,14 +321,14 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
                 incoming, from: sender, to: me, at: now,
                 journal: host.messageJournal(ControlEvent.messageReceived))
         } catch {
-            deliveryMarksCarried()
+            _ = deliveryMarksCarried()
             // Not stored, so not acknowledged: the sender keeps them queued and resends.
             log.error("could not store incoming messages; they stay queued at the sender", ["error": "\(error)"])
             link.close(reason: .normal, text: DirectMessageDriverCloseText.receiverStorageFailure)
             return
         }
         // Marks that rode on it first: their journal rows precede the messages' rows.
-        deliveryMarksCarried()
+        let delivered = deliveryMarksCarried()
         // Acknowledged once on disk: with group commit the transaction above returns before
         // its sync (Store+GroupCommit.swift), and an ack stops the sender's retries.
         let ids = chats.map(\.id)
@@ -337,6 +338,7 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
         }
         host.quotaStored(results.filter(\.isNew).map { $0.message.body.utf8.count }, from: sender)
         for r in results where r.isNew { host.emit(.messageReceived(r.message)) }
+        pumpSessions(of: delivered)
     }
 
     /// The peer of `link` acknowledged `ids`: the window frees their slots, the direct ones'
@@ -361,8 +363,9 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
     // MARK: Delivery marks
 
     /// Writes the queued delivery marks now, alone, and reports what they delivered (the
-    /// timer, too many waiting, and `Node.stop`: a clean stop loses no mark).
-    func flushDeliveryMarks() {
+    /// timer, too many waiting, a read receipt, and `Node.stop`: a clean stop loses no
+    /// mark); `pumping`: the sessions of the peers they delivered to are pumped again.
+    func flushDeliveryMarks(pumping: Bool = true) {
         marksWaitingSince = nil
         if store.hasPendingDeliveryMarks {
             do {
@@ -373,7 +376,17 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
                     ["error": "\(error)"])
             }
         }
-        reportDeliveries()
+        let delivered = reportDeliveries()
+        if pumping { pumpSessions(of: delivered) }
+    }
+
+    /// A delivery can release what waits for it (an edit, delete or reaction is sent only
+    /// once its target is delivered: `Store.pendingActions`), so the peers' sessions are
+    /// pumped once the marks are committed.
+    private func pumpSessions(of peers: Set<IdentityPublicKey>) {
+        for peer in peers {
+            if let link = host?.activeConnection(for: peer) { pump(link) }
+        }
     }
 
     /// Before a transaction that carries the queued marks: their journal rows, asked now so
@@ -385,9 +398,9 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
 
     /// After a transaction that may have carried the queued marks: what they delivered is
     /// reported; if it failed they wait again (from when they first waited).
-    private func deliveryMarksCarried() {
+    private func deliveryMarksCarried() -> Set<IdentityPublicKey> {
         if !store.hasPendingDeliveryMarks { marksWaitingSince = nil }
-        reportDeliveries()
+        return reportDeliveries()
     }
 
     private func armMarkFlush(in delay: TimeAmount) {
@@ -412,10 +425,12 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
         }
     }
 
-    /// `message.delivered` for every message a committed mark delivered.
-    private func reportDeliveries() {
+    /// `message.delivered` for every message a committed mark delivered; the peers they
+    /// were delivered to.
+    @discardableResult
+    private func reportDeliveries() -> Set<IdentityPublicKey> {
         let delivered = store.takeCommittedDeliveries()
-        guard !delivered.isEmpty else { return }
+        guard !delivered.isEmpty else { return [] }
         var perPeer: [IdentityPublicKey: Int] = [:]
         for d in delivered { if let peer = d.recipient.peerKey { perPeer[peer, default: 0] += 1 } }
         for (peer, count) in perPeer {
@@ -423,5 +438,6 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
             ledger.delivered(count, by: peer)
         }
         for d in delivered { host?.emit(.messageDelivered(d)) }
+        return Set(perPeer.keys)
     }
 }

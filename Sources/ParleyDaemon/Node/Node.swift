@@ -144,7 +144,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     func stop() {
         loop.preconditionInEventLoop()
         // Acknowledged deliveries still waiting for a transaction are written now.
-        directMessages.flushDeliveryMarks()
+        directMessages.flushDeliveryMarks(pumping: false)
         sessionDriver.stop()
         dialDriver.perform(dialDriver.planner.stop())
         for link in sessionDriver.links.values { link.connection.close(reason: .normal, text: "shutting down") }

@@ -31,6 +31,29 @@ final class DeliveryMarkStopTests: XCTestCase {
         bob = nil
     }
 
+    /// A read receipt implies the ack (Node+ReadReceipts.swift) and is recorded only on a
+    /// delivered message: arriving right behind the ack, while the ack's mark still waits,
+    /// it must still mark the message read (message.delivered first, then message.read).
+    func testAReadReceiptRightBehindTheAckMarksTheMessageRead() throws {
+        let link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        let sent = try alice.node.send(to: try alice.node.resolvePeer("bob"), body: "read me")
+        try link.exchange(.initiatorToResponder)  // bob stores it; its ack waits in bob's output
+        _ = try bob.node.markRead(try bob.node.resolvePeer("alice"), upTo: nil)  // and the receipt
+        try link.exchange()  // alice reads both without virtual time moving
+        let atAlice = try alice.node.store.message(id: sent.id)
+        XCTAssertEqual(atAlice?.state, .delivered)
+        XCTAssertNotNil(atAlice?.readAt, "the receipt was recorded")
+        let order = alice.events.compactMap { e -> String? in
+            switch e {
+            case .messageDelivered(let m) where m.id == sent.id: return "delivered"
+            case .messageRead(let m) where m.id == sent.id: return "read"
+            default: return nil
+            }
+        }
+        XCTAssertEqual(order, ["delivered", "read"])
+    }
+
     func testAStopWritesAndReportsAMarkStillWaiting() throws {
         let link = try InProcessLink(from: alice, to: bob, loop: loop)
         try link.exchange()

@@ -211,6 +211,27 @@ final class DirectMessageDriverTests: XCTestCase {
         XCTAssertEqual(host.delivered, [first.id, second.id])
     }
 
+    /// An edit, delete or reaction waits until its target is delivered: once a waiting
+    /// mark is committed (by the timer, or by a received message's transaction) the
+    /// peer's session is pumped again, so what waited for the delivery goes out.
+    func testTheSessionIsPumpedAgainOnceAWaitingMarkIsCommitted() throws {
+        let messages = driver()
+        let link = host.connect(bob.identity)
+        let first = try messages.send([(bob.pinnedRecord(), "m1")])[0].get()
+        messages.acknowledged([first.id], on: link)
+        host.log.removeAll()
+        loop.advanceTime(by: DeliveryMarkFold.flushDelay)
+        XCTAssertEqual(host.delivered, [first.id])
+        XCTAssertTrue(host.log.contains("actions"), "pumped after the timer's mark: \(host.log)")
+
+        let second = try messages.send([(bob.pinnedRecord(), "m2")])[0].get()
+        messages.acknowledged([second.id], on: link)
+        host.log.removeAll()
+        messages.received([chat(1, "reply")], on: link)
+        XCTAssertEqual(host.delivered, [first.id, second.id])
+        XCTAssertTrue(host.log.contains("actions"), "pumped after the carried mark: \(host.log)")
+    }
+
     /// Acks naming many ids (a peer may name ids it never got, or ids of earlier sessions)
     /// are not held without bound: at `DeliveryMarkFold.maxPendingIDs` they are written at once.
     func testManyWaitingAcknowledgedIdsAreWrittenAtOnce() throws {
