@@ -54,6 +54,20 @@ final class DeliveryMarkStopTests: XCTestCase {
         XCTAssertEqual(order, ["delivered", "read"])
     }
 
+    /// An edit made before the message's ack waits for its target's delivery: it reaches
+    /// the peer once the waiting mark is written (here by the timer: nothing else is sent).
+    func testAnEditWaitingForItsTargetGoesOutOnceTheMarkIsWritten() throws {
+        let link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        let sent = try alice.node.send(to: try alice.node.resolvePeer("bob"), body: "typo")
+        _ = try alice.node.perform(.edit(body: "fixed"), on: sent)  // before the ack
+        try link.exchange()
+        link.writeDeliveryMarks()
+        try link.exchange()
+        XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .delivered)
+        XCTAssertEqual(try bob.node.store.message(id: sent.id, sender: alice.identity)?.body, "fixed")
+    }
+
     func testAStopWritesAndReportsAMarkStillWaiting() throws {
         let link = try InProcessLink(from: alice, to: bob, loop: loop)
         try link.exchange()
