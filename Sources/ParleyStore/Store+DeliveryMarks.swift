@@ -2,10 +2,11 @@ import GRDB
 import ParleyCore
 
 /// Delivery marks that ride on the message path's next transaction (`DeliveryMarkQueue`,
-/// issue 32 part 10). One in flight, a mark alone in its transaction cost ~37,000
-/// instructions on the sender (BEGIN/COMMIT, the counters' row, the WAL frames of every page
-/// it dirtied), where inside another transaction it costs ~12,000: the pages it dirties
-/// (the counters' row, the journal's last leaf) are dirtied by that transaction anyway.
+/// issue 32 part 10). One in flight, a mark alone in its transaction cost ~68,000
+/// instructions on the sender; inside the next enqueue ~36,000 (callgrind,
+/// docs/BENCHMARKS.md part 10): no BEGIN/COMMIT of its own, one write of the counters' row,
+/// and the pages it dirties (the counters' row, the journal's last leaf) are written to the
+/// WAL once for both.
 ///
 /// What a crash can lose: a mark not yet committed (SIGKILL, power cut). Nothing was
 /// reported for it: `message.delivered` and its journal row come only from a committed
