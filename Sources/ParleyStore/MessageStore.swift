@@ -28,6 +28,19 @@ public protocol MessageStore: AnyObject {
     /// Marks the messages `recipient` acknowledged as delivered; the ones that changed.
     func markDelivered(_ ids: [MessageID], by recipient: IdentityPublicKey, at: Int64, journal: MessageJournal?)
         throws(StoreError) -> [DeliveredMessage]
+    /// Queues the delivery marks of `ids`, which `recipient` acknowledged at `at`: the next
+    /// `enqueue` or `storeIncoming` writes them in its transaction, or `flushDeliveryMarks`
+    /// alone. Returns how many acknowledged ids wait (Store+DeliveryMarks.swift).
+    @discardableResult
+    func queueDeliveryMarks(_ ids: [MessageID], by recipient: IdentityPublicKey, at: Int64) -> Int
+    var hasPendingDeliveryMarks: Bool { get }
+    /// The journal rows the queued marks write, whichever transaction carries them.
+    func journalDeliveryMarks(_ journal: MessageJournal?)
+    /// Writes the queued marks now in one transaction; if that fails they are given up
+    /// (their messages are sent again at the next session).
+    func flushDeliveryMarks(journal: MessageJournal?) throws(StoreError)
+    /// The messages committed marks delivered since the last call, each once.
+    func takeCommittedDeliveries() -> [DeliveredMessage]
     /// Runs `action` once commit `ticket` (nil: the newest so far) is on disk.
     func whenDurable(through ticket: UInt64?, _ action: @escaping () -> Void)
     /// False while both room outboxes are known to be empty: the pump then skips the room

@@ -80,6 +80,8 @@ extension Store {
     {
         guard !messages.isEmpty else { return [] }
         return try write(feeding: .writeCommitting, deferringSync: true) { db in
+            // Delivery marks waiting for a transaction ride on this one (Store+DeliveryMarks.swift).
+            try self.carryDeliveryMarks(db)
             let sequences = try self.reserveSequenceNumbers(db, count: messages.count)
             let senderParty = try self.party(db, key: sender.bytes)
             var stored: [StoredMessage] = []
@@ -182,31 +184,47 @@ extension Store {
 
     /// `markDelivered` with typed ids (nothing to validate), and with `journal`, the
     /// delivery events written in the mark's own transaction
-    /// (`DeliveredMessage.journalEventID`).
+    /// (`DeliveredMessage.journalEventID`). The message path queues its marks instead
+    /// (`queueDeliveryMarks`, Store+DeliveryMarks.swift): they ride on its next transaction.
     public func markDelivered(_ ids: [MessageID], by recipient: IdentityPublicKey, at: Int64, journal: MessageJournal?)
         throws(StoreError) -> [DeliveredMessage]
     {
         guard !ids.isEmpty else { return [] }
         return try relaxedWrite { db in
-            guard let party = try self.knownParty(db, key: recipient.bytes) else { return [] }
-            let recipient = MessageParty.peer(recipient)
-            // Find, then update by row_id: cheaper than UPDATE ... RETURNING, which makes
-            // SQLite build a temporary table for every single ack.
-            // INDEXED BY: without statistics SQLite would pick the outbox index on recipient
-            // and scan every queued message per ack, quadratic in a big batch.
-            let find = try db.cachedStatement(
-                sql: """
-                    SELECT row_id, (SELECT key FROM party WHERE party.id = room)
-                    FROM message INDEXED BY \(Schema.Index.messageIDSender)
-                    WHERE id = ? AND recipient = ? AND state = 0
-                    """)
-            let update = try db.cachedStatement(
-                sql: """
-                    UPDATE message SET state = 1, delivered_at = ? WHERE row_id = ?
-                    """)
-            var changed: [DeliveredMessage] = []
-            changed.reserveCapacity(ids.count)
-            for id in ids {
+            try self.applyDeliveryMarks(
+                db, [PendingDeliveryMark(ids: ids, recipient: recipient, at: at)], journal: journal)
+        }
+    }
+
+    /// `applyDeliveryMarks`' statements, built once (an interpolated string was built again
+    /// for every mark, ~1,600 instructions one in flight).
+    static let deliveryFindSQL = """
+        SELECT row_id, (SELECT key FROM party WHERE party.id = room)
+        FROM message INDEXED BY \(Schema.Index.messageIDSender)
+        WHERE id = ? AND recipient = ? AND state = 0
+        """
+    static let deliveryUpdateSQL = "UPDATE message SET state = 1, delivered_at = ? WHERE row_id = ?"
+
+    /// Inside a write transaction: marks each mark's queued messages with these ids,
+    /// addressed to its recipient, delivered; the ones that changed. Per id: one index probe
+    /// for the row, one UPDATE by row; nothing else of the message is read back
+    /// (`DeliveredMessage`). The counters move and, with `journal`, the events are written
+    /// in the same transaction.
+    func applyDeliveryMarks(_ db: Database, _ marks: [PendingDeliveryMark], journal: MessageJournal?) throws
+        -> [DeliveredMessage]
+    {
+        // Find, then update by row_id: cheaper than UPDATE ... RETURNING, which makes
+        // SQLite build a temporary table for every single ack.
+        // INDEXED BY: without statistics SQLite would pick the outbox index on recipient
+        // and scan every queued message per ack, quadratic in a big batch.
+        let find = try db.cachedStatement(sql: Self.deliveryFindSQL)
+        let update = try db.cachedStatement(sql: Self.deliveryUpdateSQL)
+        var changed: [DeliveredMessage] = []
+        for mark in marks {
+            guard let party = try self.knownParty(db, key: mark.recipient.bytes) else { continue }
+            let recipient = MessageParty.peer(mark.recipient)
+            changed.reserveCapacity(changed.count + mark.ids.count)
+            for id in mark.ids {
                 // Read whole before updating (the same id twice in one ack finds it once).
                 let first = changed.count
                 try find.queryDirect([.blob(id.bytes), .int(party)]) { row in
@@ -214,27 +232,28 @@ extension Store {
                         DeliveredMessage(
                             rowID: row.int64(0), id: id, recipient: recipient,
                             room: row.optionalBytes(1).flatMap(RoomID.init(bytes:)),
-                            deliveredAt: at))
+                            deliveredAt: mark.at))
                 }
                 for d in changed[first...] {
-                    try update.executeDirect([.int(at), .int(d.rowID)])
+                    try update.executeDirect([.int(mark.at), .int(d.rowID)])
                 }
             }
-            try self.adjustCounter(db, .queued, by: -changed.count)
-            try self.adjustCounter(db, .delivered, by: changed.count)
-            if let journal {
-                let eventIDs = try self.insertEvents(
-                    db,
-                    changed.map {
-                        NewJournalEvent(
-                            at: journal.at, method: journal.method, peer: $0.conversation.hex,
-                            messageRowID: $0.rowID,
-                            params: nil)
-                    })
-                for (k, id) in eventIDs.enumerated() { changed[k].journalEventID = id }
-            }
-            return changed
         }
+        guard !changed.isEmpty else { return [] }
+        try self.adjustCounter(db, .queued, by: -changed.count)
+        try self.adjustCounter(db, .delivered, by: changed.count)
+        if let journal {
+            let eventIDs = try self.insertEvents(
+                db,
+                changed.map {
+                    NewJournalEvent(
+                        at: journal.at, method: journal.method, peer: $0.conversation.hex,
+                        messageRowID: $0.rowID,
+                        params: nil)
+                })
+            for (k, id) in eventIDs.enumerated() { changed[k].journalEventID = id }
+        }
+        return changed
     }
 
     /// Readdresses every undelivered message for `oldRecipient` to `newRecipient`, inside
@@ -290,6 +309,8 @@ extension Store {
     {
         guard !messages.isEmpty else { return [] }
         return try write(feeding: .writeCommitting, deferringSync: true) { db in
+            // Delivery marks waiting for a transaction ride on this one (Store+DeliveryMarks.swift).
+            try self.carryDeliveryMarks(db)
             // A batch comes from one session: the same sender and recipient in every row, so
             // the two last lookups answer nearly all (an equal key's bytes share one buffer,
             // so comparing them is a pointer check).

@@ -77,6 +77,9 @@ public final class Store: @unchecked Sendable {
     /// Guarded by `lock`: the counters' pending deltas and remembered values
     /// (`CounterLedger`), written once per transaction by `inTransaction`.
     var counterLedger = CounterLedger()
+    /// Guarded by `lock`: delivery marks waiting for the message path's next transaction
+    /// (`DeliveryMarkQueue`, Store+DeliveryMarks.swift).
+    var deliveryMarks = DeliveryMarkQueue()
 
     /// SQLite's memory statistics turned off, once per process, before the first store opens
     /// a connection (`parley_sqlite_disable_memory_statistics` in CSQLiteConfig: each SQLite
@@ -166,6 +169,9 @@ public final class Store: @unchecked Sendable {
         walSyncer = nil
         lock.unlock()
         syncer?.stop()
+        // Marks still queued are written (the daemon's node flushes them before; this is
+        // for any other owner of the store): a clean stop loses no delivery.
+        try? flushDeliveryMarks(journal: deliveryMarkJournal)
         lock.lock()
         defer { lock.unlock() }
         guard !isClosed else { return }
@@ -298,9 +304,11 @@ public final class Store: @unchecked Sendable {
             }
             try statements.commit.executeDirect([])
             counterLedger.committed()
+            deliveryMarks.committed()
             return result
         } catch {
             counterLedger.rolledBack()
+            deliveryMarks.rolledBack()
             // SQLite may already have rolled back by itself (a full disk, an I/O error).
             if db.isInsideTransaction { try? db.cachedStatement(sql: "ROLLBACK TRANSACTION").execute() }
             throw error

@@ -77,6 +77,21 @@ enum DirectMessageDriverCloseText {
     static let receiverStorageFailure = "receiver storage failure"
 }
 
+/// When an acknowledged message's delivery mark is written (issue 32 part 10).
+enum DeliveryMarkFold {
+    /// How long a mark waits for the message path's next transaction (a send, a message
+    /// received) to ride on before it is written alone. Its `message.delivered` waits as
+    /// long when nothing else is written: far below what a person notices (~100 ms), and
+    /// a send's answer never waits for it. Long enough for a client that sends one message
+    /// at a time to send its next one within it even on a loaded machine (5 ms was often
+    /// too short under a profiler): then the mark rides on that transaction, ~28,000
+    /// instructions less than a transaction of its own (docs/BENCHMARKS.md, part 10).
+    static let flushDelay: TimeAmount = .milliseconds(20)
+    /// Acknowledged ids that may wait at most: past it they are written at once. Bounds
+    /// the memory a peer sending many acks in one window can hold (four full ack records).
+    static let maxPendingIDs = 4 * WireLimits.maxAcksPerRecord
+}
+
 /// The one-to-one message path, from a local send to the peer's acknowledgement
 /// (docs/ARCHITECTURE.md, "One message through the code"; docs/PROTOCOL.md, "Messages"
 /// and "Acknowledgements"):
@@ -87,8 +102,12 @@ enum DirectMessageDriverCloseText {
 ///   the room operations and the actions and room messages (`DirectMessageHost`).
 /// - `received`: the receive quota first, then `storeIncoming`, then the acknowledgement
 ///   once the store says the rows are on disk; never before.
-/// - `acknowledged`: the window frees the slots, the store marks the deliveries, the other
-///   lanes take their part of the ack, and the session is pumped again.
+/// - `acknowledged`: the window frees the slots, the deliveries are queued to be marked
+///   (`DeliveryMarkFold`: they ride on the next `send` or `received` transaction, or are
+///   written alone after `DeliveryMarkFold.flushDelay`), the other lanes take their part of
+///   the ack, and the session is pumped again. `message.delivered` is sent once a mark is
+///   committed, never before: a crash before that loses the mark and nothing else (the
+///   message is sent again and de-duplicated by the peer, docs/CONTROL.md).
 ///
 /// It owns the outbox's counts (`OutboxLedger`: the admission's bound and the pump's "may
 /// have unsent" hint, so a caught-up session's new messages are sent as stored, not read
@@ -110,6 +129,12 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
     private(set) var ledger = OutboxLedger()
     /// What may be queued (its limits: `WireLimits.maxBodyBytes`, `NodeLimits.maxQueuedPerPeer`).
     private let admission: SendAdmission<NodeError>
+    /// Writes the queued delivery marks alone if no transaction carried them in time. Armed
+    /// while marks wait, never cancelled (a cancel cost ~6,000 instructions a message one
+    /// in flight): when it fires with younger marks waiting it is armed again for them.
+    private var markFlush: Scheduled<Void>?
+    /// When the oldest waiting delivery mark was queued; nil when none waits.
+    private var marksWaitingSince: MonotonicInstant?
 
     init(
         store: any MessageStore, me: IdentityPublicKey, loop: EventLoop, clock: any NodeClock, log: Logger,
@@ -182,8 +207,10 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
                     caughtUp.insert(peer)
                 }
             }
+            prepareToCarryDeliveryMarks()
             do {
                 let stored = try store.enqueue(batch, sender: me)
+                let delivered = deliveryMarksCarried()
                 for (k, m) in stored.enumerated() where k < batchIndex.count { results[batchIndex[k]] = .success(m) }
                 var newest: [IdentityPublicKey: Int64] = [:]
                 for m in stored {
@@ -201,7 +228,9 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
                     guard let link = host?.activeConnection(for: peer) else { continue }
                     pump(link, justQueued: caughtUp.contains(peer) ? byRecipient[.peer(peer)] ?? [] : nil)
                 }
+                pumpSessions(of: delivered.subtracting(planned.keys))
             } catch {
+                _ = deliveryMarksCarried()
                 for i in batchIndex { results[i] = .failure(.storage(error)) }
             }
         }
@@ -292,17 +321,21 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
                 body: $0.body, replyTo: $0.replyTo)
         }
         let results: [(message: StoredMessage, isNew: Bool)]
+        prepareToCarryDeliveryMarks()
         do {
             // The message.received events commit with the messages (one transaction).
             results = try store.storeIncoming(
                 incoming, from: sender, to: me, at: now,
                 journal: host.messageJournal(ControlEvent.messageReceived))
         } catch {
+            _ = deliveryMarksCarried()
             // Not stored, so not acknowledged: the sender keeps them queued and resends.
             log.error("could not store incoming messages; they stay queued at the sender", ["error": "\(error)"])
             link.close(reason: .normal, text: DirectMessageDriverCloseText.receiverStorageFailure)
             return
         }
+        // Marks that rode on it first: their journal rows precede the messages' rows.
+        let delivered = deliveryMarksCarried()
         // Acknowledged once on disk: with group commit the transaction above returns before
         // its sync (Store+GroupCommit.swift), and an ack stops the sender's retries.
         let ids = chats.map(\.id)
@@ -312,28 +345,106 @@ final class DirectMessageDriver<Host: DirectMessageHost> {
         }
         host.quotaStored(results.filter(\.isNew).map { $0.message.body.utf8.count }, from: sender)
         for r in results where r.isNew { host.emit(.messageReceived(r.message)) }
+        pumpSessions(of: delivered)
     }
 
-    /// The peer of `link` acknowledged `ids`: the window frees their slots, the store marks
-    /// the direct ones delivered (`message.delivered`), the other lanes take their part,
-    /// and the session is pumped again.
+    /// The peer of `link` acknowledged `ids`: the window frees their slots, the direct ones'
+    /// delivery marks are queued (`DeliveryMarkFold`; `message.delivered` once committed),
+    /// the other lanes take their part, and the session is pumped again.
     func acknowledged(_ ids: [MessageID], on link: Link) {
         guard let host, let peer = link.remoteIdentityKey else { return }
         let ack = host.withWindow(of: link) { $0.acknowledge(ids) } ?? SendWindow.Acknowledgement(unknown: ids)
-        do {
-            let changed = try store.markDelivered(
-                ids, by: peer, at: clock.wallMilliseconds(),
-                journal: host.messageJournal(ControlEvent.messageDelivered))
-            if !changed.isEmpty { host.promote(peer) }
-            ledger.delivered(changed.count, by: peer)
-            for m in changed { host.emit(.messageDelivered(m)) }
-        } catch {
-            log.error(
-                "could not record delivery; the messages will be sent again and de-duplicated", ["error": "\(error)"])
+        let waiting = store.queueDeliveryMarks(ids, by: peer, at: clock.wallMilliseconds())
+        if waiting >= DeliveryMarkFold.maxPendingIDs {
+            flushDeliveryMarks()
+        } else if waiting > 0 {
+            if marksWaitingSince == nil { marksWaitingSince = clock.monotonicNow() }
+            armMarkFlush(in: DeliveryMarkFold.flushDelay)
         }
         host.actionsAcknowledged(ack.actionItems + ack.unknown, by: peer)
         host.roomTrafficAcknowledged(ack.roomItems + ack.unknown, by: peer)
         host.roomSyncAcknowledged(ids, by: peer)
         pump(link)
+    }
+
+    // MARK: Delivery marks
+
+    /// Writes the queued delivery marks now, alone, and reports what they delivered (the
+    /// timer, too many waiting, a read receipt, and `Node.stop`: a clean stop loses no
+    /// mark); `pumping`: the sessions of the peers they delivered to are pumped again.
+    func flushDeliveryMarks(pumping: Bool = true) {
+        marksWaitingSince = nil
+        if store.hasPendingDeliveryMarks {
+            do {
+                try store.flushDeliveryMarks(journal: host?.messageJournal(ControlEvent.messageDelivered))
+            } catch {
+                log.error(
+                    "could not record delivery; the messages will be sent again and de-duplicated",
+                    ["error": "\(error)"])
+            }
+        }
+        let delivered = reportDeliveries()
+        if pumping { pumpSessions(of: delivered) }
+    }
+
+    /// A delivery can release what waits for it (an edit, delete or reaction is sent only
+    /// once its target is delivered: `Store.pendingActions`), so the peers' sessions are
+    /// pumped once the marks are committed.
+    private func pumpSessions(of peers: Set<IdentityPublicKey>) {
+        for peer in peers {
+            if let link = host?.activeConnection(for: peer) { pump(link) }
+        }
+    }
+
+    /// Before a transaction that carries the queued marks: their journal rows, asked now so
+    /// that events held by the journal are stored first (ids in the order events are sent).
+    private func prepareToCarryDeliveryMarks() {
+        guard store.hasPendingDeliveryMarks else { return }
+        store.journalDeliveryMarks(host?.messageJournal(ControlEvent.messageDelivered))
+    }
+
+    /// After a transaction that may have carried the queued marks: what they delivered is
+    /// reported; if it failed they wait again (from when they first waited).
+    private func deliveryMarksCarried() -> Set<IdentityPublicKey> {
+        if !store.hasPendingDeliveryMarks { marksWaitingSince = nil }
+        return reportDeliveries()
+    }
+
+    private func armMarkFlush(in delay: TimeAmount) {
+        guard markFlush == nil else { return }
+        markFlush = loop.scheduleTask(in: delay) { [weak self] in self?.markFlushDue() }
+    }
+
+    /// The timer: the marks that waited `DeliveryMarkFold.flushDelay` are written alone;
+    /// younger ones (queued after a transaction carried the older) wait their own delay.
+    private func markFlushDue() {
+        markFlush = nil
+        guard let since = marksWaitingSince, store.hasPendingDeliveryMarks else {
+            marksWaitingSince = nil
+            return
+        }
+        let waited = (clock.monotonicNow() - since).wholeNanoseconds
+        let delay = DeliveryMarkFold.flushDelay.nanoseconds
+        if waited >= delay {
+            flushDeliveryMarks()
+        } else {
+            armMarkFlush(in: .nanoseconds(delay - waited))
+        }
+    }
+
+    /// `message.delivered` for every message a committed mark delivered; the peers they
+    /// were delivered to.
+    @discardableResult
+    private func reportDeliveries() -> Set<IdentityPublicKey> {
+        let delivered = store.takeCommittedDeliveries()
+        guard !delivered.isEmpty else { return [] }
+        var perPeer: [IdentityPublicKey: Int] = [:]
+        for d in delivered { if let peer = d.recipient.peerKey { perPeer[peer, default: 0] += 1 } }
+        for (peer, count) in perPeer {
+            host?.promote(peer)
+            ledger.delivered(count, by: peer)
+        }
+        for d in delivered { host?.emit(.messageDelivered(d)) }
+        return Set(perPeer.keys)
     }
 }

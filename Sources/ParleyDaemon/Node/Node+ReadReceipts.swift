@@ -20,6 +20,9 @@ extension Node {
         // The reader stored the message before reading it: a receipt implies the ack (which
         // may have been lost with an earlier session). Already-delivered ones are unchanged.
         connection(conn, acknowledged: ids)
+        // Only a delivered message is marked read: the marks waiting for a transaction
+        // (`DeliveryMarkFold`, this ack's or one just before it) are written first.
+        directMessages.flushDeliveryMarks()
         conversation.readReceiptsReceived(ids, on: conn)
     }
 }

@@ -161,6 +161,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// Says goodbye to every peer and stops dialling.
     func stop() {
         loop.preconditionInEventLoop()
+        // Acknowledged deliveries still waiting for a transaction are written now.
+        directMessages.flushDeliveryMarks(pumping: false)
         sessionDriver.stop()
         dialDriver.perform(dialDriver.planner.stop())
         for link in sessionDriver.links.values { link.connection.close(reason: .normal, text: "shutting down") }

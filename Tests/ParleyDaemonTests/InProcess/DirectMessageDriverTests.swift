@@ -131,6 +131,7 @@ final class DirectMessageDriverTests: XCTestCase {
         XCTAssertEqual(firstPump, ["roomOperations", "chat m1", "actions", "roomMessages", "roomOperations"])
 
         messages.acknowledged([sent[0].id], on: link)
+        loop.advanceTime(by: DeliveryMarkFold.flushDelay)  // no transaction to ride on: the marks' timer
         XCTAssertEqual(try store.message(id: sent[0].id)?.state, .delivered)
         XCTAssertEqual(try store.message(id: sent[1].id)?.state, .queued)
         XCTAssertEqual(host.delivered, [sent[0].id])
@@ -141,8 +142,155 @@ final class DirectMessageDriverTests: XCTestCase {
         messages.acknowledged([sent[1].id, sent[2].id], on: link)
         XCTAssertEqual(link.chats.map(\.body), ["m1", "m2", "m3", "m4"])
         messages.acknowledged([sent[3].id], on: link)
+        loop.advanceTime(by: DeliveryMarkFold.flushDelay)
         XCTAssertEqual(try store.pendingRecipients(), [:])
         XCTAssertEqual(host.delivered, sent.map(\.id))
+        XCTAssertEqual(messages.ledger.queuedCount(for: bob.identity), 0)
+    }
+
+    // MARK: Delivery marks ride on the next transaction (issue 32 part 10)
+
+    /// One in flight: the ack's mark waits, and the next send's transaction writes it with
+    /// the new message (one transaction, not two); `message.delivered` only after that
+    /// commit, and the timer is not needed any more.
+    func testAnAcknowledgedMarkRidesOnTheNextSendsTransaction() throws {
+        let messages = driver()
+        let link = host.connect(bob.identity)
+        let first = try messages.send([(bob.pinnedRecord(), "m1")])[0].get()
+        let before = store.committedWriteTransactions
+        messages.acknowledged([first.id], on: link)
+        XCTAssertEqual(store.committedWriteTransactions, before, "the ack alone writes nothing")
+        XCTAssertEqual(try store.message(id: first.id)?.state, .queued)
+        XCTAssertEqual(host.delivered, [], "no message.delivered before the mark is committed")
+        XCTAssertEqual(messages.ledger.queuedCount(for: bob.identity), 1)
+
+        let second = try messages.send([(bob.pinnedRecord(), "m2")])[0].get()
+        XCTAssertEqual(store.committedWriteTransactions, before + 1, "the send carried the mark")
+        XCTAssertEqual(try store.message(id: first.id)?.state, .delivered)
+        XCTAssertEqual(try store.message(id: second.id)?.state, .queued)
+        XCTAssertEqual(host.delivered, [first.id])
+        XCTAssertEqual(messages.ledger.queuedCount(for: bob.identity), 1)
+        loop.advanceTime(by: DeliveryMarkFold.flushDelay * 4)
+        XCTAssertEqual(store.committedWriteTransactions, before + 1, "nothing was left for the timer")
+        XCTAssertEqual(host.delivered, [first.id], "reported once")
+    }
+
+    /// A message from the peer arriving first carries the mark instead; the delivery is
+    /// reported before the new message, the order of their journal rows.
+    func testAMarkRidesOnTheNextReceivedMessagesTransactionAndIsReportedFirst() throws {
+        host.journals = true
+        let messages = driver()
+        let link = host.connect(bob.identity)
+        let first = try messages.send([(bob.pinnedRecord(), "m1")])[0].get()
+        messages.acknowledged([first.id], on: link)
+        let before = store.committedWriteTransactions
+        messages.received([chat(1, "reply")], on: link)
+        XCTAssertEqual(store.committedWriteTransactions, before + 1, "one transaction: the reply and the mark")
+        XCTAssertEqual(try store.message(id: first.id)?.state, .delivered)
+        XCTAssertEqual(host.emitted, ["delivered \(first.id.hex)", "received reply"])
+        let rows = try store.events(after: 0, through: 10, limit: 10).map(\.event.method)
+        XCTAssertEqual(rows, [ControlEvent.messageDelivered, ControlEvent.messageReceived])
+    }
+
+    /// Nothing else written: the mark is written alone once `DeliveryMarkFold.flushDelay`
+    /// has passed, not before.
+    func testAMarkWithNothingToRideOnIsWrittenAloneAfterTheFlushDelay() throws {
+        let messages = driver()
+        let link = host.connect(bob.identity)
+        let first = try messages.send([(bob.pinnedRecord(), "m1")])[0].get()
+        let before = store.committedWriteTransactions
+        messages.acknowledged([first.id], on: link)
+        loop.advanceTime(by: DeliveryMarkFold.flushDelay - .milliseconds(1))
+        XCTAssertEqual(try store.message(id: first.id)?.state, .queued)
+        XCTAssertEqual(host.delivered, [])
+        loop.advanceTime(by: .milliseconds(1))
+        XCTAssertEqual(try store.message(id: first.id)?.state, .delivered)
+        XCTAssertEqual(store.committedWriteTransactions, before + 1)
+        XCTAssertEqual(host.delivered, [first.id])
+        XCTAssertEqual(messages.ledger.queuedCount(for: bob.identity), 0)
+    }
+
+    /// The timer is armed once and not cancelled when a transaction carries the marks: a
+    /// mark queued later, just before it fires, still waits its whole delay (for the next
+    /// send to carry it), then is written alone.
+    func testAMarkQueuedJustBeforeTheTimerFiresWaitsItsWholeDelay() throws {
+        let messages = driver()
+        let link = host.connect(bob.identity)
+        let first = try messages.send([(bob.pinnedRecord(), "m1")])[0].get()
+        messages.acknowledged([first.id], on: link)  // arms the timer at 0
+        loop.advanceTime(by: .milliseconds(1))
+        let second = try messages.send([(bob.pinnedRecord(), "m2")])[0].get()  // carries m1's mark
+        XCTAssertEqual(host.delivered, [first.id])
+        let quarter = DeliveryMarkFold.flushDelay.nanoseconds / 4
+        loop.advanceTime(by: .nanoseconds(3 * quarter - 1_000_000))
+        messages.acknowledged([second.id], on: link)  // at 3/4 of the delay
+        let before = store.committedWriteTransactions
+        loop.advanceTime(by: .nanoseconds(quarter))  // the timer fires: m2's mark is young
+        XCTAssertEqual(store.committedWriteTransactions, before, "not written before its own delay")
+        XCTAssertEqual(try store.message(id: second.id)?.state, .queued)
+        loop.advanceTime(by: .nanoseconds(3 * quarter - 1))
+        XCTAssertEqual(try store.message(id: second.id)?.state, .queued)
+        loop.advanceTime(by: .nanoseconds(1))
+        XCTAssertEqual(try store.message(id: second.id)?.state, .delivered, "written alone at its delay")
+        XCTAssertEqual(store.committedWriteTransactions, before + 1)
+        XCTAssertEqual(host.delivered, [first.id, second.id])
+    }
+
+    /// An edit, delete or reaction waits until its target is delivered: once a waiting
+    /// mark is committed (by the timer, or by a received message's transaction) the
+    /// peer's session is pumped again, so what waited for the delivery goes out.
+    func testTheSessionIsPumpedAgainOnceAWaitingMarkIsCommitted() throws {
+        let messages = driver()
+        let link = host.connect(bob.identity)
+        let first = try messages.send([(bob.pinnedRecord(), "m1")])[0].get()
+        messages.acknowledged([first.id], on: link)
+        host.log.removeAll()
+        loop.advanceTime(by: DeliveryMarkFold.flushDelay)
+        XCTAssertEqual(host.delivered, [first.id])
+        XCTAssertTrue(host.log.contains("actions"), "pumped after the timer's mark: \(host.log)")
+
+        let second = try messages.send([(bob.pinnedRecord(), "m2")])[0].get()
+        messages.acknowledged([second.id], on: link)
+        host.log.removeAll()
+        messages.received([chat(1, "reply")], on: link)
+        XCTAssertEqual(host.delivered, [first.id, second.id])
+        XCTAssertTrue(host.log.contains("actions"), "pumped after the carried mark: \(host.log)")
+    }
+
+    /// Acks naming many ids (a peer may name ids it never got, or ids of earlier sessions)
+    /// are not held without bound: at `DeliveryMarkFold.maxPendingIDs` they are written at once.
+    func testManyWaitingAcknowledgedIdsAreWrittenAtOnce() throws {
+        let counting = CountingMessageStore(store)
+        let messages = driver(store: counting)
+        let link = host.connect(bob.identity)
+        let first = try messages.send([(bob.pinnedRecord(), "m1")])[0].get()
+        let unknown = (1..<DeliveryMarkFold.maxPendingIDs).map { _ in MessageID.random() }
+        messages.acknowledged(Array(unknown.prefix(WireLimits.maxAcksPerRecord)), on: link)
+        XCTAssertEqual(counting.markFlushes, 0)
+        messages.acknowledged(Array(unknown.dropFirst(WireLimits.maxAcksPerRecord)) + [first.id], on: link)
+        XCTAssertEqual(counting.markFlushes, 1, "written at the bound, without waiting for the timer")
+        XCTAssertEqual(try store.message(id: first.id)?.state, .delivered)
+        XCTAssertEqual(host.delivered, [first.id])
+        XCTAssertFalse(store.hasPendingDeliveryMarks)
+    }
+
+    /// A transaction that carried marks and failed leaves them waiting (its rollback undid
+    /// them, and nothing is reported); the timer writes them.
+    func testMarksCarriedByAFailedTransactionWaitAgain() throws {
+        let counting = CountingMessageStore(store)
+        let messages = driver(store: counting)
+        let link = host.connect(bob.identity)
+        let first = try messages.send([(bob.pinnedRecord(), "m1")])[0].get()
+        messages.acknowledged([first.id], on: link)
+        counting.duplicateNextEnqueue = true  // the enqueue fails at its insert, after the marks
+        let failed = messages.send([(bob.pinnedRecord(), "m2")])[0]
+        guard case .failure(.storage) = failed else { return XCTFail("\(failed)") }
+        XCTAssertEqual(try store.message(id: first.id)?.state, .queued, "the rollback undid the mark")
+        XCTAssertTrue(store.hasPendingDeliveryMarks)
+        XCTAssertEqual(host.delivered, [])
+        loop.advanceTime(by: DeliveryMarkFold.flushDelay)
+        XCTAssertEqual(try store.message(id: first.id)?.state, .delivered)
+        XCTAssertEqual(host.delivered, [first.id])
         XCTAssertEqual(messages.ledger.queuedCount(for: bob.identity), 0)
     }
 
@@ -337,14 +485,24 @@ final class RecordingHost: DirectMessageHost {
     }
     func quotaStored(_ bodies: [Int], from sender: IdentityPublicKey) {}
     func wroteTo(_ peer: IdentityPublicKey) { wroteTo.append(peer) }
+    /// Message events in the order they were sent ("delivered BODY-less id", "received body").
+    var emitted: [String] = []
+    /// Whether message transactions write journal rows (as under a resumable subscriber).
+    var journals = false
     func emit(_ e: NodeEvent) {
         switch e {
-        case .messageReceived(let m): received.append(m)
-        case .messageDelivered(let m): delivered.append(m.id)
+        case .messageReceived(let m):
+            received.append(m)
+            emitted.append("received \(m.body)")
+        case .messageDelivered(let m):
+            delivered.append(m.id)
+            emitted.append("delivered \(m.id.hex)")
         default: break
         }
     }
-    func messageJournal(_ method: String) -> MessageJournal? { nil }
+    func messageJournal(_ method: String) -> MessageJournal? {
+        journals ? try? MessageJournal(method: method, at: 1) : nil
+    }
 }
 
 /// A real store behind the `MessageStore` seam, counting the outbox reads and failing
@@ -358,8 +516,15 @@ final class CountingMessageStore: MessageStore {
 
     var path: String { inner.path }
     var roomOutboxesMayHaveWork: Bool { inner.roomOutboxesMayHaveWork }
+    /// The next `enqueue` names its first message twice: the store's transaction fails at
+    /// the insert (`.conflict`) and rolls back.
+    var duplicateNextEnqueue = false
     func enqueue(_ messages: [NewOutgoingMessage], sender: IdentityPublicKey) throws(StoreError) -> [StoredMessage] {
-        try inner.enqueue(messages, sender: sender)
+        if duplicateNextEnqueue, let first = messages.first {
+            duplicateNextEnqueue = false
+            return try inner.enqueue(messages + [first], sender: sender)
+        }
+        return try inner.enqueue(messages, sender: sender)
     }
     func pendingOutgoing(to recipient: IdentityPublicKey, afterSequence: Int64, limit: Int)
         throws(StoreError) -> [StoredMessage]
@@ -386,4 +551,15 @@ final class CountingMessageStore: MessageStore {
     func whenDurable(through ticket: UInt64?, _ action: @escaping () -> Void) {
         inner.whenDurable(through: ticket, action)
     }
+    private(set) var markFlushes = 0
+    func queueDeliveryMarks(_ ids: [MessageID], by recipient: IdentityPublicKey, at: Int64) -> Int {
+        inner.queueDeliveryMarks(ids, by: recipient, at: at)
+    }
+    var hasPendingDeliveryMarks: Bool { inner.hasPendingDeliveryMarks }
+    func journalDeliveryMarks(_ journal: MessageJournal?) { inner.journalDeliveryMarks(journal) }
+    func flushDeliveryMarks(journal: MessageJournal?) throws(StoreError) {
+        markFlushes += 1
+        try inner.flushDeliveryMarks(journal: journal)
+    }
+    func takeCommittedDeliveries() -> [DeliveredMessage] { inner.takeCommittedDeliveries() }
 }

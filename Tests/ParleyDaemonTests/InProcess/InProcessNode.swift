@@ -159,4 +159,8 @@ final class InProcessLink {
     func advance(_ d: TimeAmount) {
         loop.advanceTime(by: d)
     }
+
+    /// Moves virtual time past `DeliveryMarkFold.flushDelay`: acknowledged deliveries that
+    /// found no transaction to ride on are marked (and `message.delivered` sent).
+    func writeDeliveryMarks() { advance(DeliveryMarkFold.flushDelay) }
 }

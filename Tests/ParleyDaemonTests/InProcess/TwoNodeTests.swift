@@ -67,6 +67,7 @@ final class TwoNodeTests: XCTestCase {
         try link.exchange()
         let received = try bob.node.store.message(id: sent.id, sender: alice.identity)
         XCTAssertEqual(received?.body, "lunch at noon?")
+        link.writeDeliveryMarks()  // no transaction to ride on: the marks' timer
         XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .delivered)
         XCTAssertTrue(
             alice.events.contains {
@@ -88,6 +89,7 @@ final class TwoNodeTests: XCTestCase {
         held.release()
         loop.run()
         try link.exchange()
+        link.writeDeliveryMarks()  // no transaction to ride on: the marks' timer
         XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .delivered)
         held.gate.signal()
     }
@@ -116,6 +118,7 @@ final class TwoNodeTests: XCTestCase {
             bob.node.store.committedWriteTransactions - bobBefore, 2, "the waiting event, then the message with its row"
         )
         try link.exchange()
+        link.writeDeliveryMarks()  // no transaction to ride on: the marks' timer
         XCTAssertEqual(alice.node.store.committedWriteTransactions - aliceBefore, 1, "the mark with its row")
         loop.run()
         XCTAssertEqual(
@@ -145,6 +148,7 @@ final class TwoNodeTests: XCTestCase {
         XCTAssertEqual(try delivered(), 0)
         try link.exchange()  // the acks arrive, the window opens, the rest follows
         XCTAssertEqual(try arrived(), 10)
+        link.writeDeliveryMarks()  // no transaction to ride on: the marks' timer
         XCTAssertEqual(try delivered(), 10)
         XCTAssertEqual(alice.node.sessionDriver.links[ObjectIdentifier(link.initiatorConnection)]?.window.isEmpty, true)
     }
@@ -168,6 +172,7 @@ final class TwoNodeTests: XCTestCase {
         alice.node.keepaliveTick()  // past 30 s: the window resets and the pump sends it again
         XCTAssertEqual(try link.initiatorFramesHeld(), heldBefore + 1, "the message was written again")
         try link.exchange()  // the stall ends: both copies arrive, in order
+        link.writeDeliveryMarks()  // no transaction to ride on: the marks' timer
         XCTAssertEqual(try alice.node.store.message(id: sent.id)?.state, .delivered)
         let atBob = try bob.node.store.messages(peer: alice.identity, after: nil, limit: 10)
         XCTAssertEqual(atBob.map(\.id), [sent.id], "the second copy was de-duplicated")
