@@ -204,6 +204,26 @@ final class RoomDriverTests: XCTestCase {
         XCTAssertTrue(carolLink.acks.isEmpty, "never acknowledged: carol still has it queued")
     }
 
+    /// A removed member (or any peer that names a room alice is in) keeps sending room
+    /// messages, one per read: they are held, never stored, and alice's log says so once
+    /// per author per interval, not once per read (the log is not the attacker's to fill).
+    func testARemovedMembersHeldMessagesAreLoggedOncePerInterval() throws {
+        let lines = CollectedLogLines()
+        rooms = RoomDriver(
+            store: store, identity: alice.keys.identity, newIdentities: .accept, loop: loop, clock: clock,
+            log: lines.logger(level: .info), sync: syncDriver())
+        rooms.host = host
+        let rec = try room(inviting: [bob, carol], joining: [bob, carol])
+        _ = try rooms.change(rec, .remove(bob.identity))
+        let bobLink = host.link(for: bob.identity)
+        let acksBefore = bobLink.acks
+        for i in 0..<200 { rooms.received([.chat(chat("spam \(i)", in: rec.id, n: UInt64(i + 1)))], on: bobLink) }
+        XCTAssertEqual(try storedBodies(in: rec.id), [])
+        XCTAssertEqual(bobLink.acks, acksBefore, "none acknowledged")
+        let held = lines.lines.filter { $0.contains("are held, unacknowledged") }
+        XCTAssertEqual(held.count, 1, "\(held.count) lines for 200 reads")
+    }
+
     // MARK: Who may act
 
     /// An operation by someone who is not a member is refused and logged as an attack: not
