@@ -312,6 +312,20 @@ final class RoomDriverTests: XCTestCase {
         XCTAssertTrue(rooms.book.heldChats.held(from: carol.identity).isEmpty, "not even held")
     }
 
+    // MARK: Sending
+
+    /// Room sync's fan-out picks bob only (carol syncs rooms and would get alice's message
+    /// from a member passing it on), but the message could not be signed: nobody can pass
+    /// an unsigned message on, so it is queued for every member, carol too. Queued for the
+    /// fan-out's pick alone, carol would never receive it while alice saw it delivered.
+    func testAMessageThatCouldNotBeSignedIsQueuedForEveryMember() throws {
+        let rec = try room(inviting: [bob, carol], joining: [bob, carol])
+        host.fanOut = [bob.identity]
+        let sent = try XCTUnwrap(rooms.send([(rec, "minutes attached", nil)]).first?.get())
+        XCTAssertEqual(try store.pendingRoomMessages(to: bob.identity, limit: 10).map(\.id), [sent.id])
+        XCTAssertEqual(try store.pendingRoomMessages(to: carol.identity, limit: 10).map(\.id), [sent.id])
+    }
+
     // MARK: The pumps
 
     /// A queued operation goes out within the session's window, followed by its actor's
@@ -410,9 +424,12 @@ final class RoomTestHost: RoomHost {
     func boundedOperationPlan(
         _ plan: RoomDistribution.OperationPlan, for op: RoomOperation, after: RoomState
     ) -> RoomDistribution.OperationPlan { plan }
+    /// Who room sync's fan-out picks for this node's own message (nil: every member).
+    var fanOut: [IdentityPublicKey]?
     func roomMessageRecipients(_ state: RoomState) -> [IdentityPublicKey] {
-        RoomDistribution.messageRecipients(in: state, me: card.identityKey)
+        fanOut ?? RoomDistribution.messageRecipients(in: state, me: card.identityKey)
     }
+    /// This node's room messages are not signed (as when its sequence cannot be read).
     func signRoomMessage(
         id: MessageID, room: RoomID, sequence: UInt64, state: RoomState, body: String, createdAt: Int64,
         replyTo: MessageID?
