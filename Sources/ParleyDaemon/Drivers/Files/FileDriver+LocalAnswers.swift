@@ -87,15 +87,17 @@ extension FileDriver {
     /// would offer the file again or resume it, and deliver (or download) what the user
     /// stopped. The peer is told nothing yet.
     private func recordLocalEnd(_ rec: FileTransferRecord, _ state: FileTransferRecord.State) throws(FileError) {
-        do { try store.setTransferState(rowID: rec.rowID, state, error: nil, savedPath: nil, at: nowMs) } catch {
-            log.error(
-                "could not record the user's end of a transfer; nothing was changed",
-                [
-                    "state": state.rawValue, "peer": rec.peer.fingerprintText, "transfer": "\(rec.transfer)",
-                    "error": "\(error)"
-                ])
-            throw .storage(error)
+        var failure: StoreError?
+        let what = "the user's answer (\(state.rawValue); nothing changed)"
+        recordingFailed(what, rec.key, rec.direction) { () throws(StoreError) in
+            do throws(StoreError) {
+                try store.setTransferState(rowID: rec.rowID, state, error: nil, savedPath: nil, at: nowMs)
+            } catch {
+                failure = error
+                throw error
+            }
         }
+        if let failure { throw .storage(failure) }
     }
 
     /// `files.open`: a completed incoming file, opened read-only from the download
