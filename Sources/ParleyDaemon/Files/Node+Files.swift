@@ -88,9 +88,11 @@ extension Node: FileHost {
         try store.room(id: room)?.members.contains(peer) ?? false
     }
 
+    /// A joined member's, as for room messages (`RoomDistribution.messageVerdict`): an
+    /// invitee that has not joined is in `members` but sends nothing into the room.
     func roomAdmitsOffer(from peer: IdentityPublicKey, in room: RoomID) throws(StoreError) -> Bool {
         guard let record = try store.room(id: room) else { return false }
-        return record.isMember && record.members.contains(peer)
+        return record.isMember && record.joined.contains(peer)
     }
 
     func senderVerified(_ peer: IdentityPublicKey) -> Bool { peerRecord(peer)?.trust == .verified }

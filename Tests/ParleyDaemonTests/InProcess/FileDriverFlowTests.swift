@@ -246,6 +246,64 @@ final class FileDriverFlowTests: XCTestCase {
         XCTAssertTrue(failures.contains { $0.contains("a confirmed count") }, "\(log.lines)")
     }
 
+    /// The user cancels an offer while the store cannot record it. The cancel is not
+    /// reported done: the store would still say offered, the daemon's copy is kept (an
+    /// outgoing end not recorded keeps it, above), so the next session would offer the file
+    /// again and deliver what the user cancelled. Nothing is told to the peer; once the
+    /// store records again, the cancel goes through: recorded, told, the copy removed.
+    func testACancelTheStoreCannotRecordIsNotReportedDone() throws {
+        let sent = try offer()
+        let copy = try XCTUnwrap(sent.sourcePath)
+        link.sent.removeAll()
+        try failUpdates()
+        XCTAssertThrowsError(try driver.cancel(sent.transfer.hex)) { error in
+            guard case FileError.storage = error else { return XCTFail("\(error)") }
+        }
+        XCTAssertEqual(link.sent, [], "the peer is not told of a cancel that did not happen")
+        XCTAssertEqual(try stored(sent)?.state, .offered)
+        XCTAssertFalse(
+            host.events.contains { if case .file(_, .cancelled, _) = $0 { true } else { false } },
+            "no cancelled event for a cancel that did not happen")
+
+        try healUpdates()
+        XCTAssertEqual(try driver.cancel(sent.transfer.hex).state, .cancelled)
+        XCTAssertEqual(link.sent, [.file(.end(sent.transfer, .cancelled, ""))])
+        XCTAssertEqual(try stored(sent)?.state, .cancelled)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: copy), "removed once the cancel is recorded")
+        driver = newDriver()
+        link.sent.removeAll()
+        driver.sessionStarted(link)
+        XCTAssertEqual(link.sent, [], "a cancelled file is not offered again")
+    }
+
+    /// The same for an incoming transfer the user accepted, then cancels or rejects while
+    /// the store cannot record it: not reported done (the next session would resume the
+    /// download the user stopped), the sender is not told, the partial state stays.
+    func testAnIncomingCancelOrRejectTheStoreCannotRecordIsNotReportedDone() throws {
+        let offer = FileOffer(
+            transfer: .random(), size: 10, chunkSize: 4096, contentHash: FileHash.of([UInt8](repeating: 1, count: 32)),
+            listHash: FileHash.of([UInt8](repeating: 1, count: 32)), room: nil, name: "x", mediaType: "text/plain",
+            caption: "", thumbnail: [])
+        driver.received(.offer(offer), on: link)
+        let key = (peer, offer.transfer)
+        XCTAssertEqual(try store.transfer(peer: key.0, transfer: key.1, direction: .incoming)?.state, .offered)
+        XCTAssertEqual(try driver.accept(offer.transfer.hex).state, .transferring)
+        link.sent.removeAll()
+        try failUpdates()
+        for answer in [driver.cancel, driver.reject] {
+            XCTAssertThrowsError(try answer(offer.transfer.hex)) { error in
+                guard case FileError.storage = error else { return XCTFail("\(error)") }
+            }
+            XCTAssertEqual(link.sent, [], "the sender is not told of an end that did not happen")
+            XCTAssertEqual(
+                try store.transfer(peer: key.0, transfer: key.1, direction: .incoming)?.state, .transferring)
+        }
+        try healUpdates()
+        XCTAssertEqual(try driver.reject(offer.transfer.hex).state, .rejected)
+        XCTAssertEqual(link.sent, [.file(.end(offer.transfer, .rejected, ""))])
+        XCTAssertEqual(try store.transfer(peer: key.0, transfer: key.1, direction: .incoming)?.state, .rejected)
+    }
+
     /// An offer the store cannot keep is refused to the sender with the reason (it can
     /// offer again), never dropped with the sender left waiting.
     func testAnOfferTheStoreCannotKeepIsRefusedToTheSender() throws {

@@ -9,7 +9,8 @@ import XCTest
 
 /// An offered file's end (the person rejects it, or the sender cancels it) that the store
 /// cannot record is logged like every other incoming transfer's record (`recordingFailed`),
-/// never dropped silently: the store still says "offered", and the log says why.
+/// never dropped silently: the store still says "offered", and the log says why (and the
+/// person's reject fails with `storageFailed`, so it is not reported done).
 final class FileEndRecordingFailureTests: XCTestCase {
     var loop: EmbeddedEventLoop!
     var clock: LoopClock!
@@ -63,7 +64,8 @@ final class FileEndRecordingFailureTests: XCTestCase {
                     BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END
                     """)
         }
-        _ = try bob.node.rejectFile(String(sent.transfer.hex.prefix(8)))
+        // Not reported done either (the user can reject again): FileDriverFlowTests.
+        XCTAssertThrowsError(try bob.node.rejectFile(String(sent.transfer.hex.prefix(8))))
         XCTAssertTrue(
             bobLog.lines.contains { $0.contains("could not record an incoming transfer's progress") },
             "\(bobLog.lines)")

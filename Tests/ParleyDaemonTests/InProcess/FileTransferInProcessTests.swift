@@ -383,4 +383,20 @@ final class FileTransferInProcessTests: XCTestCase {
         try link.exchange()
         XCTAssertTrue(link.initiatorConnection.remoteFeatures.contains(.files))
     }
+
+    /// A room offer is taken only from a joined member, as a room message is
+    /// (`RoomDistribution.messageVerdict`): an invitee that has not joined sends no file
+    /// into the room (an honest node cannot: `files.send` to a room needs a join).
+    func testARoomOfferIsTakenOnlyFromAJoinedMember() throws {
+        let invitee = IdentityKeyPair.generate().publicKey
+        let root = RoomOperationHash(exactly: [UInt8](repeating: 9, count: 32))
+        let room = RoomID.random()
+        try alice.node.store.saveRoom(
+            RoomRecord(
+                id: room, root: root, name: "lab", creator: alice.identity, createdAt: 1, version: 3,
+                members: [alice.identity, bob.identity, invitee], status: .joined,
+                joined: [alice.identity, bob.identity], updatedAt: 1))
+        XCTAssertTrue(try alice.node.roomAdmitsOffer(from: bob.identity, in: room))
+        XCTAssertFalse(try alice.node.roomAdmitsOffer(from: invitee, in: room), "invited, not joined")
+    }
 }

@@ -204,6 +204,26 @@ final class RoomDriverTests: XCTestCase {
         XCTAssertTrue(carolLink.acks.isEmpty, "never acknowledged: carol still has it queued")
     }
 
+    /// A removed member (or any peer that names a room alice is in) keeps sending room
+    /// messages, one per read: they are held, never stored, and alice's log says so once
+    /// per author per interval, not once per read (the log is not the attacker's to fill).
+    func testARemovedMembersHeldMessagesAreLoggedOncePerInterval() throws {
+        let lines = CollectedLogLines()
+        rooms = RoomDriver(
+            store: store, identity: alice.keys.identity, newIdentities: .accept, loop: loop, clock: clock,
+            log: lines.logger(level: .info), sync: syncDriver())
+        rooms.host = host
+        let rec = try room(inviting: [bob, carol], joining: [bob, carol])
+        _ = try rooms.change(rec, .remove(bob.identity))
+        let bobLink = host.link(for: bob.identity)
+        let acksBefore = bobLink.acks
+        for i in 0..<200 { rooms.received([.chat(chat("spam \(i)", in: rec.id, n: UInt64(i + 1)))], on: bobLink) }
+        XCTAssertEqual(try storedBodies(in: rec.id), [])
+        XCTAssertEqual(bobLink.acks, acksBefore, "none acknowledged")
+        let held = lines.lines.filter { $0.contains("are held, unacknowledged") }
+        XCTAssertEqual(held.count, 1, "\(held.count) lines for 200 reads")
+    }
+
     // MARK: Who may act
 
     /// An operation by someone who is not a member is refused and logged as an attack: not
@@ -290,6 +310,20 @@ final class RoomDriverTests: XCTestCase {
         XCTAssertEqual(carolLink.closed, DirectMessageDriverCloseText.receiverStorageFailure)
         XCTAssertTrue(carolLink.acks.isEmpty)
         XCTAssertTrue(rooms.book.heldChats.held(from: carol.identity).isEmpty, "not even held")
+    }
+
+    // MARK: Sending
+
+    /// Room sync's fan-out picks bob only (carol syncs rooms and would get alice's message
+    /// from a member passing it on), but the message could not be signed: nobody can pass
+    /// an unsigned message on, so it is queued for every member, carol too. Queued for the
+    /// fan-out's pick alone, carol would never receive it while alice saw it delivered.
+    func testAMessageThatCouldNotBeSignedIsQueuedForEveryMember() throws {
+        let rec = try room(inviting: [bob, carol], joining: [bob, carol])
+        host.fanOut = [bob.identity]
+        let sent = try XCTUnwrap(rooms.send([(rec, "minutes attached", nil)]).first?.get())
+        XCTAssertEqual(try store.pendingRoomMessages(to: bob.identity, limit: 10).map(\.id), [sent.id])
+        XCTAssertEqual(try store.pendingRoomMessages(to: carol.identity, limit: 10).map(\.id), [sent.id])
     }
 
     // MARK: The pumps
@@ -390,9 +424,12 @@ final class RoomTestHost: RoomHost {
     func boundedOperationPlan(
         _ plan: RoomDistribution.OperationPlan, for op: RoomOperation, after: RoomState
     ) -> RoomDistribution.OperationPlan { plan }
+    /// Who room sync's fan-out picks for this node's own message (nil: every member).
+    var fanOut: [IdentityPublicKey]?
     func roomMessageRecipients(_ state: RoomState) -> [IdentityPublicKey] {
-        RoomDistribution.messageRecipients(in: state, me: card.identityKey)
+        fanOut ?? RoomDistribution.messageRecipients(in: state, me: card.identityKey)
     }
+    /// This node's room messages are not signed (as when its sequence cannot be read).
     func signRoomMessage(
         id: MessageID, room: RoomID, sequence: UInt64, state: RoomState, body: String, createdAt: Int64,
         replyTo: MessageID?

@@ -180,6 +180,39 @@ final class RoomSyncDriverTests: XCTestCase {
         XCTAssertEqual(try shownBodies(state), [])
     }
 
+    /// A joined member signs messages naming operations nobody holds, and changes naming
+    /// messages nobody holds, one per read: none is stored or acknowledged, and this node's
+    /// log notes each kind once per member per interval, not once per message (the log is
+    /// not a member's to fill).
+    func testMessagesAndChangesNamingWhatIsNotHeldAreLoggedOncePerInterval() throws {
+        let state = try lab()
+        let notes = LockedLines()
+        let logger = Logger(label: "roomsync-notes") { _ in
+            ParleyLogHandler(
+                format: .human, level: SharedLogLevel(.info), output: LogOutput(sink: { notes.append($0) }))
+        }
+        let sync = RoomSyncDriver<SyncHost>(
+            store: store, identity: me, clock: clock, log: logger,
+            attackLog: RateLimitedLog(logger: logger, level: .warning, interval: .seconds(60)))
+        sync.host = host
+        let link = host.connect(bob.publicKey)
+        let madeUp = [RoomOperationHash(exactly: (0..<32).map { _ in UInt8.random(in: 0...255) })]
+        for i in 1...100 {
+            let m = try SignedRoomMessage.sign(
+                roomID: state.roomID, roomSequence: UInt64(i), id: .random(),
+                createdAt: UInt64(clock.wallMilliseconds()),
+                anchor: madeUp, body: "x", by: bob)
+            let change = try SignedRoomMessage.signChange(
+                .edit(body: "y"), of: .random(), roomID: state.roomID, roomSequence: UInt64(1000 + i), id: .random(),
+                createdAt: UInt64(clock.wallMilliseconds()), anchor: state.heads.map(\.hash), by: bob)
+            let out = try sync.receivedSignedMessages([.verified(m), .verified(change)], from: bob.publicKey, on: link)
+            XCTAssertEqual(out.acks, [])
+        }
+        XCTAssertEqual(try shownBodies(state), [])
+        XCTAssertEqual(notes.matching("names operations not held yet").count, 1)
+        XCTAssertEqual(notes.matching("names a message not held yet").count, 1)
+    }
+
     // MARK: Changes
 
     /// alice's edit of her message arrives before the message: held (not applied, not

@@ -167,8 +167,8 @@ final class CollectedLogLines: @unchecked Sendable {
         return storage
     }
 
-    func logger() -> Logger {
-        let level = SharedLogLevel(.warning)
+    func logger(level minimum: Logger.Level = .warning) -> Logger {
+        let level = SharedLogLevel(minimum)
         return Logger(label: "test") { _ in
             ParleyLogHandler(
                 format: .human, level: level,

@@ -24,11 +24,12 @@ extension FileDriver {
         guard !rec.state.isFinal else {
             throw .wrongState(id: rec.transfer.hex, state: rec.state.rawValue, wanted: "offered or transferring")
         }
+        try recordLocalEnd(rec, .cancelled)
         host?.fileLink(for: key.peer)?.send(.file(.end(key.transfer, .cancelled, "")))
         switch rec.direction {
         case .outgoing:
             guard let f = outgoing(record: rec) else { return rec }
-            finishOutgoing(f, key, .cancelled, error: nil)
+            finishOutgoing(f, key, .cancelled, error: nil, alreadyRecorded: true)
             return f.record
         case .incoming:
             return endIncoming(rec, key, .cancelled, error: nil)
@@ -75,8 +76,28 @@ extension FileDriver {
         guard rec.direction == .incoming, !rec.state.isFinal else {
             throw .wrongState(id: rec.transfer.hex, state: rec.state.rawValue, wanted: "an incoming offer")
         }
+        try recordLocalEnd(rec, .rejected)
         host?.fileLink(for: key.peer)?.send(.file(.end(key.transfer, .rejected, "")))
         return endIncoming(rec, key, .rejected, error: nil)
+    }
+
+    /// The local user's cancel or reject, recorded before the peer is told or anything is
+    /// undone. One the store cannot record is not done, and the user hears so (and can
+    /// answer again): the store would still say the transfer is open, so the next session
+    /// would offer the file again or resume it, and deliver (or download) what the user
+    /// stopped. The peer is told nothing yet.
+    private func recordLocalEnd(_ rec: FileTransferRecord, _ state: FileTransferRecord.State) throws(FileError) {
+        var failure: StoreError?
+        let what = "the user's answer (\(state.rawValue); nothing changed)"
+        recordingFailed(what, rec.key, rec.direction) { () throws(StoreError) in
+            do throws(StoreError) {
+                try store.setTransferState(rowID: rec.rowID, state, error: nil, savedPath: nil, at: nowMs)
+            } catch {
+                failure = error
+                throw error
+            }
+        }
+        if let failure { throw .storage(failure) }
     }
 
     /// `files.open`: a completed incoming file, opened read-only from the download

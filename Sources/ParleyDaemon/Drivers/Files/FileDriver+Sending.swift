@@ -258,13 +258,19 @@ extension FileDriver {
     /// store could not record is logged and the copy kept: the store still says it is
     /// open, so the next session offers it again (an offer) or the receiver's next
     /// `fileWant` is answered, and the receiver's answer ends it again.
-    func finishOutgoing(_ f: OutgoingFile, _ key: FileKey, _ state: FileTransferRecord.State, error: String?) {
+    /// `alreadyRecorded`: the caller recorded the end first (the local user's cancel).
+    func finishOutgoing(
+        _ f: OutgoingFile, _ key: FileKey, _ state: FileTransferRecord.State, error: String?,
+        alreadyRecorded: Bool = false
+    ) {
         f.record.state = state
         f.record.error = error
         f.record.updatedAt = nowMs
-        let recorded = recordingFailed("its end (\(state.rawValue))", key, .outgoing) { () throws(StoreError) in
-            try store.setTransferState(rowID: f.record.rowID, state, error: error, savedPath: nil, at: nowMs)
-        }
+        let recorded =
+            alreadyRecorded
+            || recordingFailed("its end (\(state.rawValue))", key, .outgoing) { () throws(StoreError) in
+                try store.setTransferState(rowID: f.record.rowID, state, error: error, savedPath: nil, at: nowMs)
+            }
         f.source = nil
         f.machine.sessionEnded()
         book.outgoing[key] = nil

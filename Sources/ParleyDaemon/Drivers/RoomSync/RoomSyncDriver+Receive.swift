@@ -65,7 +65,10 @@ extension RoomSyncDriver {
                 break
             case .anchorUnknown:
                 // The operations it names are still on their way: not acknowledged, sent again.
-                log.info(
+                // Once per peer per interval: a member can sign messages naming made-up
+                // operations as fast as its session carries them.
+                noticeLog.log(
+                    key: "anchor:" + peer.hex,
                     "signed room message names operations not held yet; not acknowledged",
                     ["room": m.roomID.hex, "from": peer.fingerprintText])
                 continue
@@ -182,7 +185,9 @@ extension RoomSyncDriver {
             if held {
                 ready.append(c)
             } else if !book.waitingChanges.contains(where: { $0.change.id == c.id && $0.change.author == c.author }) {
-                log.info(
+                // Once per peer per interval (the waiting list is bounded, the log must be too).
+                noticeLog.log(
+                    key: "change-target:" + peer.hex,
                     "signed room change names a message not held yet; held, not acknowledged",
                     ["room": c.roomID.hex, "from": peer.fingerprintText, "target": target.hex])
                 book.waitingChanges.append((c, peer))

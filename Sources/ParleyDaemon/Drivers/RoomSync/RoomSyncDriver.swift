@@ -30,6 +30,9 @@ final class RoomSyncDriver<Host: RoomSyncHost> {
     let log: Logger
     /// Forged, misdirected or refused messages: one line per peer per interval.
     let attackLog: RateLimitedLog
+    /// What a member can make this node note at will (messages naming operations not held,
+    /// changes naming messages not held): once per peer per interval.
+    let noticeLog: RateLimitedLog
     /// The node (set once it is built; it owns this driver through `RoomBook`).
     unowned var host: Host?
     /// The sync state machine, what was pushed and not acknowledged, who syncs, the
@@ -48,6 +51,7 @@ final class RoomSyncDriver<Host: RoomSyncHost> {
         self.clock = clock
         self.log = log
         self.attackLog = attackLog
+        self.noticeLog = RateLimitedLog(logger: log, level: .info, interval: .seconds(60))
     }
 
     // MARK: State

@@ -96,10 +96,6 @@ extension RoomDriver {
                     throw RoomError.queueFull(room, RoomDaemonLimits.maxQueuedPerRoom)
                 }
                 queued[id, default: 0] += 1
-                // Members known to sync rooms get it from a few of them (`RoomFanOut`), the
-                // others from this node as before.
-                let recipients =
-                    host?.roomMessageRecipients(state) ?? RoomDistribution.messageRecipients(in: state, me: me)
                 let messageID = MessageID.random()
                 // Signed before it is stored, and kept in the same transaction: members that
                 // sync rooms get the signed form.
@@ -112,6 +108,13 @@ extension RoomDriver {
                         createdAt: createdAt, replyTo: replyTo)
                     if signed != nil { nextSequence[id] = sequence + 1 }
                 }
+                // Members known to sync rooms get a signed message from a few of them
+                // (`RoomFanOut`), the others from this node. One that could not be signed (its
+                // sequence unreadable, the signing failed) cannot be passed on by anyone, so
+                // it goes from this node to every member, as before room sync: queued for
+                // the fan-out's few only, the others would never receive it.
+                let everyone = RoomDistribution.messageRecipients(in: state, me: me)
+                let recipients = signed == nil ? everyone : host?.roomMessageRecipients(state) ?? everyone
                 planned.append(
                     PlannedRoomSend(
                         index: i, recipients: recipients, signed: signed,

@@ -122,7 +122,10 @@ extension RoomDriver {
                 received += results.filter(\.isNew).map(\.message)
             case .hold:
                 let held = book.heldChats.hold(list, from: sender)
-                log.info(
+                // Once per author per interval: one line per read would let a removed member
+                // (or any peer that names a room this node is in) write the log at will.
+                heldLog.log(
+                    key: sender.hex,
                     "room messages from an author not (yet) a member in this node's view are held, unacknowledged",
                     ["room": roomID.hex, "from": sender.fingerprintText, "held": "\(held)"])
             case .notForUs:

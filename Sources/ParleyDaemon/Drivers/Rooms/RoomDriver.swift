@@ -34,6 +34,10 @@ final class RoomDriver<Host: RoomHost> {
     let identity: IdentityKeyPair
     /// Whether a room member's card learnt through the room is pinned or held for approval.
     let newIdentities: TrustDecision.NewIdentityPolicy
+    /// What any peer with a session can make this node log (room messages held from an
+    /// author that is not a joined member): once per author per interval, so naming a room
+    /// this node is in does not let a non-member write the log at will.
+    let heldLog: RateLimitedLog
     /// The node (set once it is built; it owns this driver).
     unowned var host: Host?
     /// The rooms' state in memory (room sync's part, `book.sync`, is `RoomSyncDriver`, reached
@@ -52,6 +56,7 @@ final class RoomDriver<Host: RoomHost> {
         self.loop = loop
         self.clock = clock
         self.log = log
+        self.heldLog = RateLimitedLog(logger: log, level: .info, interval: .seconds(60))
     }
 
     var nowMs: Int64 { clock.wallMilliseconds() }
