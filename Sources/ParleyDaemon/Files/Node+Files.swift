@@ -65,16 +65,6 @@ extension Node: FileHost {
         fileDriver.emitFile(rec, kind, rate: rate)
     }
 
-    /// Whether `peer` is (still) a member of the room `room` as this node resolved it;
-    /// false also when the store cannot tell (logged). The file driver asks
-    /// `roomMembership`, which says so instead.
-    func isRoomMember(_ peer: IdentityPublicKey, room: RoomID) -> Bool {
-        do { return try roomMembership(of: peer, in: room) } catch {
-            log.error("could not read a room's members", ["room": room.hex, "error": "\(error)"])
-            return false
-        }
-    }
-
     // MARK: FileHost
 
     func filePeer(of link: any FileLink) -> IdentityPublicKey? {

@@ -39,9 +39,6 @@ extension Node {
             action, sequence: sequence, from: author, room: room, roomAccepts: roomAccepts, facts: facts)
     }
 
-    /// The rules' view of a stored message.
-    func actionTarget(_ facts: ActionTargetFacts) -> ActionTarget? { facts.ruleTarget }
-
     func setStatus(_ text: String) throws -> (PresenceStatus, Int) { try conversation.setStatus(text) }
     func loadOwnStatus() { conversation.loadOwnStatus() }
     func announceStatus(on conn: PeerConnection) { conversation.announceStatus(on: conn) }

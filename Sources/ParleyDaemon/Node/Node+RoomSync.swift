@@ -131,11 +131,6 @@ extension Node {
 
     // MARK: Operation summaries
 
-    /// Sends this node's heads of `room` on `conn` if its peer compares them.
-    func sendRoomOperationsHave(room: RoomID, on conn: PeerConnection) {
-        roomSync.sendOperationsHave(room: room, on: conn)
-    }
-
     /// A member's heads of a room (`RoomSyncDriver.receivedOperationsHave`).
     func receivedRoomOperationsHave(_ have: RoomOperationsHave, from peer: IdentityPublicKey, on conn: PeerConnection)
         throws(StoreError)

@@ -19,13 +19,6 @@ extension Node {
         do { return try rooms.entry(room.id).state } catch { throw NodeError.storage(error) }
     }
 
-    /// A verified operation (a peer's, or this node's own when `peer` is nil):
-    /// `RoomDriver.accept`. False for a duplicate, a refused or a waiting one.
-    @discardableResult
-    func acceptRoomOperation(_ op: RoomOperation, from peer: IdentityPublicKey?) throws(StoreError) -> Bool {
-        try rooms.accept(op, from: peer)
-    }
-
     /// Room sync's state, still in the room book (Node+RoomSync.swift reads and changes
     /// `roomBook.sync`, and `roomBook.cards` when a session ends): changed in place.
     var roomBook: RoomBook {
