@@ -24,9 +24,7 @@ final class ConversationDriverTests: XCTestCase {
     override func setUpWithError() throws {
         loop = EmbeddedEventLoop()
         clock = LoopClock(loop: loop)
-        directory = NSTemporaryDirectory() + "parley-conversation-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        directory = try makeTestDirectory("parley-conversation")
         store = try Store(directory: directory)
         me = try TestIdentity(name: "me")
         bob = try TestIdentity(name: "bob")

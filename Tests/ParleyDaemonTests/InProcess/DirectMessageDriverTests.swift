@@ -26,9 +26,7 @@ final class DirectMessageDriverTests: XCTestCase {
     override func setUpWithError() throws {
         loop = EmbeddedEventLoop()
         clock = LoopClock(loop: loop)
-        directory = NSTemporaryDirectory() + "parley-directmessages-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        directory = try makeTestDirectory("parley-directmessages")
         store = try Store(directory: directory)
         me = try TestIdentity(name: "me")
         bob = try TestIdentity(name: "bob")

@@ -25,9 +25,7 @@ final class FileDriverFlowTests: XCTestCase {
 
     override func setUpWithError() throws {
         loop = EmbeddedEventLoop()
-        directory = NSTemporaryDirectory() + "parley-fileflow-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        directory = try makeTestDirectory("parley-fileflow")
         store = try Store(directory: directory)
         seam = FailingFileTransferStore(store)
         let peer = try TestIdentity(name: "bob").identity
@@ -389,48 +387,15 @@ final class FakeFileHost: FileHost {
 
 /// The real store behind the `FileTransferStore` seam, except that reading one transfer
 /// fails while `failTransferReads` is set (a damaged page, an I/O error).
-final class FailingFileTransferStore: FileTransferStore {
+final class FailingFileTransferStore: ForwardingFileTransferStore {
     let inner: Store
     var failTransferReads = false
     init(_ inner: Store) { self.inner = inner }
 
-    func insertTransfer(_ t: FileTransferRecord) throws(StoreError) -> (record: FileTransferRecord, isNew: Bool) {
-        try inner.insertTransfer(t)
-    }
     func transfer(peer: IdentityPublicKey, transfer: TransferID, direction: FileTransferRecord.Direction)
         throws(StoreError) -> FileTransferRecord?
     {
         if failTransferReads { throw .io(path: inner.path, reason: "injected: the transfer cannot be read") }
         return try inner.transfer(peer: peer, transfer: transfer, direction: direction)
-    }
-    func transfer(rowID: Int64) throws(StoreError) -> FileTransferRecord? { try inner.transfer(rowID: rowID) }
-    func transfers(idPrefix prefix: String, limit: Int) throws(StoreError) -> [FileTransferRecord] {
-        try inner.transfers(idPrefix: prefix, limit: limit)
-    }
-    func recentTransfers(limit: Int) throws(StoreError) -> [FileTransferRecord] {
-        try inner.recentTransfers(limit: limit)
-    }
-    func unfinishedTransfers(with peer: IdentityPublicKey) throws(StoreError) -> [FileTransferRecord] {
-        try inner.unfinishedTransfers(with: peer)
-    }
-    func unfinishedOutgoingSourcePaths() throws(StoreError) -> Set<String> {
-        try inner.unfinishedOutgoingSourcePaths()
-    }
-    func pruneRefusedOffers(from peer: IdentityPublicKey, keep: Int) throws(StoreError) -> Int {
-        try inner.pruneRefusedOffers(from: peer, keep: keep)
-    }
-    func setTransferState(
-        rowID: Int64, _ state: FileTransferRecord.State, error: String?, savedPath: String?, at: Int64
-    ) throws(StoreError) {
-        try inner.setTransferState(rowID: rowID, state, error: error, savedPath: savedPath, at: at)
-    }
-    func setTransferVerified(rowID: Int64, _ verified: Int64, at: Int64) throws(StoreError) {
-        try inner.setTransferVerified(rowID: rowID, verified, at: at)
-    }
-    func setTransferChunkHashes(rowID: Int64, _ hashes: [UInt8]) throws(StoreError) {
-        try inner.setTransferChunkHashes(rowID: rowID, hashes)
-    }
-    func incomingFileBytes(from peer: IdentityPublicKey?) throws(StoreError) -> Int {
-        try inner.incomingFileBytes(from: peer)
     }
 }

@@ -20,9 +20,7 @@ final class GossipDriverTests: XCTestCase {
     override func setUpWithError() throws {
         loop = EmbeddedEventLoop()
         clock = LoopClock(loop: loop)
-        directory = NSTemporaryDirectory() + "parley-gossipdriver-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        directory = try makeTestDirectory("parley-gossipdriver")
         store = try Store(directory: directory)
         let me = try TestIdentity(name: "me")
         driver = GossipDriver(

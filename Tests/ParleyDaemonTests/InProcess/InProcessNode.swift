@@ -60,6 +60,15 @@ final class InProcessNode: NodeObserver {
     var identity: IdentityPublicKey { node.myIdentityKey }
 }
 
+/// A new, empty directory of its own for a test's store (`prefix-UUID` under the temporary
+/// directory, mode 0700 as the daemon's state directory); the test removes it in tearDown.
+func makeTestDirectory(_ prefix: String) throws -> String {
+    let directory = NSTemporaryDirectory() + "\(prefix)-\(UUID().uuidString)"
+    try FileManager.default.createDirectory(
+        atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    return directory
+}
+
 /// The one place the tests build a daemon logger: quiet unless a test wants the lines.
 func testLogger() -> Logger {
     let level = SharedLogLevel(.error)

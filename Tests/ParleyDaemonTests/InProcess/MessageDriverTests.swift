@@ -20,9 +20,7 @@ final class MessageDriverTests: XCTestCase {
     override func setUpWithError() throws {
         loop = EmbeddedEventLoop()
         clock = LoopClock(loop: loop)
-        directory = NSTemporaryDirectory() + "parley-messagedriver-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        directory = try makeTestDirectory("parley-messagedriver")
         store = try Store(directory: directory)
     }
 

@@ -13,9 +13,7 @@ final class OwnIdentityTests: XCTestCase {
     func testAReissuedCardIsKeptAndWhoamiFollowsIt() throws {
         let loop = EmbeddedEventLoop()
         let clock = LoopClock(loop: loop)
-        let dir = NSTemporaryDirectory() + "parley-ownidentity-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(
-            atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let dir = try makeTestDirectory("parley-ownidentity")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (keys, _) = try KeyFiles.loadOrCreate(stateDirectory: dir)
         let store = try Store(directory: dir)

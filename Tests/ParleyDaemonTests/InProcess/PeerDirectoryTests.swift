@@ -20,9 +20,7 @@ final class PeerDirectoryTests: XCTestCase {
     override func setUpWithError() throws {
         loop = EmbeddedEventLoop()
         clock = LoopClock(loop: loop)
-        dir = NSTemporaryDirectory() + "parley-peerdirectory-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(
-            atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        dir = try makeTestDirectory("parley-peerdirectory")
         store = try Store(directory: dir)
         directory = PeerDirectory(store: store, myName: "me")
     }

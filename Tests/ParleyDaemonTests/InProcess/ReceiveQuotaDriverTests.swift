@@ -23,9 +23,7 @@ final class ReceiveQuotaDriverTests: XCTestCase {
     override func setUpWithError() throws {
         loop = EmbeddedEventLoop()
         clock = LoopClock(loop: loop)
-        directory = NSTemporaryDirectory() + "parley-quota-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        directory = try makeTestDirectory("parley-quota")
         store = try Store(directory: directory)
         me = try TestIdentity(name: "me")
         bob = try TestIdentity(name: "bob")

@@ -28,9 +28,7 @@ final class RoomDriverTests: XCTestCase {
     override func setUpWithError() throws {
         loop = EmbeddedEventLoop()
         clock = LoopClock(loop: loop)
-        directory = NSTemporaryDirectory() + "parley-rooms-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        directory = try makeTestDirectory("parley-rooms")
         store = try Store(directory: directory)
         alice = try TestIdentity(name: "alice")
         bob = try TestIdentity(name: "bob")

@@ -37,9 +37,7 @@ final class RoomSyncDriverTests: XCTestCase {
     override func setUpWithError() throws {
         loop = EmbeddedEventLoop()
         clock = LoopClock(loop: loop)
-        directory = NSTemporaryDirectory() + "parley-roomsync-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        directory = try makeTestDirectory("parley-roomsync")
         store = try Store(directory: directory)
         host = SyncHost()
         lines = LockedLines()

@@ -20,9 +20,7 @@ final class StoreSeamTests: XCTestCase {
     override func setUpWithError() throws {
         loop = EmbeddedEventLoop()
         clock = LoopClock(loop: loop)
-        dir = NSTemporaryDirectory() + "parley-storeseam-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(
-            atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        dir = try makeTestDirectory("parley-storeseam")
         store = try Store(directory: dir)
     }
 
@@ -114,7 +112,7 @@ private final class CountingPeerStore: PeerStore {
 }
 
 /// A real store behind the `FileTransferStore` seam, counting lookups by key.
-private final class CountingFileTransferStore: FileTransferStore {
+private final class CountingFileTransferStore: ForwardingFileTransferStore {
     let inner: Store
     private(set) var transferReads = 0
     init(_ inner: Store) { self.inner = inner }
@@ -124,38 +122,5 @@ private final class CountingFileTransferStore: FileTransferStore {
     ) throws(StoreError) -> FileTransferRecord? {
         transferReads += 1
         return try inner.transfer(peer: peer, transfer: transfer, direction: direction)
-    }
-    func insertTransfer(_ t: FileTransferRecord) throws(StoreError) -> (record: FileTransferRecord, isNew: Bool) {
-        try inner.insertTransfer(t)
-    }
-    func transfer(rowID: Int64) throws(StoreError) -> FileTransferRecord? { try inner.transfer(rowID: rowID) }
-    func transfers(idPrefix prefix: String, limit: Int) throws(StoreError) -> [FileTransferRecord] {
-        try inner.transfers(idPrefix: prefix, limit: limit)
-    }
-    func recentTransfers(limit: Int) throws(StoreError) -> [FileTransferRecord] {
-        try inner.recentTransfers(limit: limit)
-    }
-    func unfinishedTransfers(with peer: IdentityPublicKey) throws(StoreError) -> [FileTransferRecord] {
-        try inner.unfinishedTransfers(with: peer)
-    }
-    func unfinishedOutgoingSourcePaths() throws(StoreError) -> Set<String> {
-        try inner.unfinishedOutgoingSourcePaths()
-    }
-    func pruneRefusedOffers(from peer: IdentityPublicKey, keep: Int) throws(StoreError) -> Int {
-        try inner.pruneRefusedOffers(from: peer, keep: keep)
-    }
-    func setTransferState(
-        rowID: Int64, _ state: FileTransferRecord.State, error: String?, savedPath: String?, at: Int64
-    ) throws(StoreError) {
-        try inner.setTransferState(rowID: rowID, state, error: error, savedPath: savedPath, at: at)
-    }
-    func setTransferVerified(rowID: Int64, _ verified: Int64, at: Int64) throws(StoreError) {
-        try inner.setTransferVerified(rowID: rowID, verified, at: at)
-    }
-    func setTransferChunkHashes(rowID: Int64, _ hashes: [UInt8]) throws(StoreError) {
-        try inner.setTransferChunkHashes(rowID: rowID, hashes)
-    }
-    func incomingFileBytes(from peer: IdentityPublicKey?) throws(StoreError) -> Int {
-        try inner.incomingFileBytes(from: peer)
     }
 }
