@@ -3,8 +3,8 @@ import ParleyNodeCore
 import ParleyStore
 
 /// What the room driver needs from the rest of the node: the sessions to write to, the
-/// receive quota, room sync's entry points (Node+RoomSync.swift and
-/// Node+RoomOperationSummaries.swift, which keep their own state), the pinned peers a room
+/// receive quota, room sync's entry points (Node+RoomSync.swift, which routes them to
+/// `RoomSyncDriver`, the owner of sync's state), the pinned peers a room
 /// card may add to, the observers and the security log. `Node` is the host
 /// (Node+Rooms.swift); a test stands in for it (`RoomDriverTests`).
 protocol RoomHost: AnyObject {
@@ -27,7 +27,7 @@ protocol RoomHost: AnyObject {
     func sendRefusals(_ refused: [(RefusalReason, [MessageID])], on link: Link)
     func quotaStored(_ bodies: [Int], from sender: IdentityPublicKey)
 
-    // Room sync (Node+RoomSync.swift, Node+RoomOperationSummaries.swift).
+    // Room sync (Node+RoomSync.swift routes these to `RoomSyncDriver`).
     /// The room's membership changed (sync stops with members no longer joined).
     func roomSyncMembershipChanged(_ state: RoomState)
     /// Narrows who a new operation is queued for (`RoomOperationFanOut`).
