@@ -4,6 +4,7 @@ Each Node is one parleyd process with its own state directory and control socket
 Processes are started with --no-mdns and --listen 127.0.0.1:0 unless a test says
 otherwise; the bound port is read back through node.status.
 """
+import collections
 import json
 import os
 import shutil
@@ -349,3 +350,22 @@ class Cluster:
             for log in self.dir.glob("*.log"):
                 shutil.copy(log, dest / log.name)
         self.tmp.cleanup()
+
+
+def journal_counts(node, method):
+    """How many `method` events the journal holds per message id, replayed from the start."""
+    r = node.rpc(timeout=30)
+    try:
+        last = r.call("messages.subscribe", {"since": 0})["lastEventId"]
+        counts, event_id = collections.Counter(), 0
+        for _ in range(last):  # at most one line per event
+            if event_id >= last:
+                break
+            n = r.next_notification(timeout=15)
+            event_id = n["params"].get("eventId", event_id)
+            if n["method"] == method:
+                p = n["params"]
+                counts[p["message"]["id"] if "message" in p else p["id"]] += 1
+        return counts
+    finally:
+        r.close()

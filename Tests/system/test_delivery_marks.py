@@ -6,12 +6,11 @@ journal row come only from the committed mark. What a crash can lose is the mark
 message is still queued after the restart, is sent again, the receiver stores it once and
 acknowledges it again, and the mark is made then (docs/CONTROL.md, `message.delivered`).
 """
-import collections
 import signal
 
 import pytest
 
-from parley_harness import wait_until
+from parley_harness import journal_counts, wait_until
 
 
 def pair(cluster, a="alice", b="bob"):
@@ -19,25 +18,6 @@ def pair(cluster, a="alice", b="bob"):
     nb = cluster.node(b, peers=[na.address]).start()
     wait_until(lambda: na.online(b) and nb.online(a), what=f"{a} and {b} online")
     return na, nb
-
-
-def journal_counts(node, method):
-    """How many `method` events the journal holds per message id, replayed from the start."""
-    r = node.rpc(timeout=30)
-    try:
-        last = r.call("messages.subscribe", {"since": 0})["lastEventId"]
-        counts, event_id = collections.Counter(), 0
-        for _ in range(last):  # at most one line per event
-            if event_id >= last:
-                break
-            n = r.next_notification(timeout=15)
-            event_id = n["params"].get("eventId", event_id)
-            if n["method"] == method:
-                p = n["params"]
-                counts[p["message"]["id"] if "message" in p else p["id"]] += 1
-        return counts
-    finally:
-        r.close()
 
 
 def out_states(node, peer):
