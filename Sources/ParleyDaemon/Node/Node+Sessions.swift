@@ -232,6 +232,7 @@ extension Node {
             else { continue }
             if sessionDriver.links[handle]?.window.resetIfAckTimedOut(now: now) == true { pump(conn) }
         }
+        rooms.tick(now: now)
         roomSyncTick()
         observers.onTick?()
     }

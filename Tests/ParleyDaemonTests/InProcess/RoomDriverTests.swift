@@ -159,7 +159,54 @@ final class RoomDriverTests: XCTestCase {
         XCTAssertEqual(rooms.book.waiting.total, 1)
     }
 
+    /// The daemon's tick drops what waited its time even when no peer sends anything more:
+    /// a peer that sent operations with missing parents and vanished does not keep them in
+    /// memory until some other peer's operation is held.
+    func testWaitingOperationsExpireOnTheTickWithoutAnotherOperation() throws {
+        let rec = try room(inviting: [bob], joining: [bob])
+        let state = try XCTUnwrap(rooms.entry(rec.id).state)
+        let orphanParent = try RoomOperation.change(
+            .rename("a"), roomID: rec.id, after: state.heads, by: mallory.keys.identity, createdAt: 2)
+        let orphan = try RoomOperation.change(
+            .rename("m"), roomID: rec.id, after: [orphanParent], by: mallory.keys.identity, createdAt: 3)
+        rooms.received([.operation(orphan)], on: host.link(for: mallory.identity))
+        XCTAssertEqual(rooms.book.waiting.total, 1)
+
+        loop.advanceTime(by: .seconds(Int64(RoomAdmission.waitingTimeoutSeconds) - 1))
+        rooms.tick(now: clock.monotonicNow())
+        XCTAssertEqual(rooms.book.waiting.total, 1, "not yet timed out: still waiting")
+        loop.advanceTime(by: .seconds(1))
+        rooms.tick(now: clock.monotonicNow())
+        XCTAssertEqual(rooms.book.waiting.total, 0, "timed out: dropped on the tick")
+    }
+
     // MARK: Held messages
+
+    /// A held message resent by its author (ack timeouts: it is never acknowledged while
+    /// held) is judged by the receive quota once: the strangers' shared rate loses one
+    /// message's worth, not one per resend.
+    func testAHeldMessageResentManyTimesTakesFromTheStrangersRateOnce() throws {
+        let rec = try room(inviting: [bob, carol], joining: [bob])
+        let quota = ReceiveQuotaDriver(
+            store: store, directory: PeerDirectory(store: store, myName: "alice"), limits: .standard, clock: clock,
+            log: testLogger())
+        host.quota = quota
+        let carolLink = host.link(for: carol.identity)
+        let early = chat("before my join reached you", in: rec.id)
+        for _ in 0..<5 { rooms.received([.chat(early)], on: carolLink) }
+        rooms.received([.chat(early), .chat(early)], on: carolLink)
+        XCTAssertEqual(rooms.book.heldChats.held(from: carol.identity).map(\.id), [early.id])
+        XCTAssertTrue(carolLink.acks.isEmpty)
+
+        var once = StrangerIntake(now: clock.monotonicNow())
+        XCTAssertTrue(once.take(size: early.body.utf8.count, now: clock.monotonicNow()))
+        XCTAssertEqual(quota.cache.strangerIntake, once, "one message's worth taken, not one per resend")
+
+        // Released when carol's join arrives: stored once, no further charge.
+        rooms.received([.operation(try sign(.join, by: carol, in: rec.id))], on: host.link(for: bob.identity))
+        XCTAssertEqual(try storedBodies(in: rec.id), ["before my join reached you"])
+        XCTAssertEqual(quota.cache.strangerIntake, once)
+    }
 
     /// A message from an author not yet known as a joined member is held, unacknowledged
     /// and not stored; when the operation that makes it one arrives, it is stored,
@@ -408,11 +455,15 @@ final class RoomTestHost: RoomHost {
     }
     func promote(_ peer: IdentityPublicKey) {}
     func pump(_ link: RoomTestLink) { pumped.append(link.peer) }
+    /// A real receive quota, when a test sets one (else everything is taken).
+    var quota: ReceiveQuotaDriver?
     func judgeByQuota(_ chats: [RoomChatRecord], from sender: IdentityPublicKey) throws(StoreError)
         -> (store: [RoomChatRecord], refused: [(RefusalReason, [MessageID])])
     {
         if quotaCountFails { throw StoreError.io(path: "test", reason: "count failed") }
-        return (chats, [])
+        guard let quota else { return (chats, []) }
+        let (verdicts, refused) = try quota.judge(chats.map { ($0.id, $0.body.utf8.count) }, from: sender)
+        return (zip(chats, verdicts).filter { $0.1 == nil }.map(\.0), refused)
     }
     func sendRefusals(_ refused: [(RefusalReason, [MessageID])], on link: RoomTestLink) {}
     func quotaStored(_ bodies: [Int], from sender: IdentityPublicKey) {

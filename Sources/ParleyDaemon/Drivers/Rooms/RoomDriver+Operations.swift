@@ -177,6 +177,14 @@ extension RoomDriver {
         }
     }
 
+    /// The daemon's periodic tick (`Node.keepaliveTick`, every `KeepalivePolicy.tickInterval`):
+    /// operations that waited `RoomAdmission.waitingTimeoutSeconds` for a parent are dropped
+    /// from every peer. Without it they went only when some peer's next operation was held,
+    /// so a peer that vanished kept its share in memory until then.
+    func tick(now: MonotonicInstant) {
+        book.waiting.expire(now: now)
+    }
+
     /// Offers the operations and messages that waited on `room` again, until none moves.
     /// Iterative, not recursive: an operation taken here may free others (a chain sent
     /// children first frees up to a whole room's log), and each would otherwise nest

@@ -13,7 +13,14 @@ extension RoomDriver {
         // Room chats count against their author's receive quota like direct ones (issue 15):
         // what is over it is refused, not stored; operations are bounded by the room limits.
         var records = records
-        let roomChats = records.compactMap { if case .chat(let c) = $0 { c } else { nil } }
+        // A message already held from this author was judged (and took from the strangers'
+        // rate) when it was first held: its resends while held (it is not acknowledged, so
+        // the author's window sends it again after each ack timeout) are not judged again,
+        // nor is an id repeated within the read.
+        var judged = Set(book.heldChats.held(from: sender).map(\.id))
+        let roomChats = records.compactMap {
+            if case .chat(let c) = $0, judged.insert(c.id).inserted { c } else { nil }
+        }
         if !roomChats.isEmpty {
             let refused: [(RefusalReason, [MessageID])]
             do { (_, refused) = try host.judgeByQuota(roomChats, from: sender) } catch {
