@@ -302,6 +302,41 @@ final class FileDriverFlowTests: XCTestCase {
         XCTAssertEqual(try store.transfer(peer: key.0, transfer: key.1, direction: .incoming)?.state, .rejected)
     }
 
+    /// The user accepts an offer that the disk floor refuses while the store cannot record
+    /// the refusal: the accept is not reported `failed` (the store still says offered, so
+    /// the offer would come back while the sender was told it ended); it fails with the
+    /// storage error, the sender is not told and no event says failed. Once the store
+    /// records again, the same accept is refused, recorded, and the sender told.
+    func testAnAcceptRefusedByTheQuotaThatTheStoreCannotRecordIsNotReportedFailed() throws {
+        let offer = FileOffer(
+            transfer: .random(), size: 10, chunkSize: 4096, contentHash: FileHash.of([UInt8](repeating: 1, count: 32)),
+            listHash: FileHash.of([UInt8](repeating: 1, count: 32)), room: nil, name: "x", mediaType: "text/plain",
+            caption: "", thumbnail: [])
+        driver.received(.offer(offer), on: link)
+        let key = (peer, offer.transfer)
+        XCTAssertEqual(try store.transfer(peer: key.0, transfer: key.1, direction: .incoming)?.state, .offered)
+        link.sent.removeAll()
+        host.events.removeAll()
+        host.freeDisk = 0
+        try failUpdates()
+        XCTAssertThrowsError(try driver.accept(offer.transfer.hex)) { error in
+            guard case FileError.storage = error else { return XCTFail("\(error)") }
+        }
+        XCTAssertEqual(link.sent, [], "the sender is not told of a refusal that was not recorded")
+        XCTAssertEqual(try store.transfer(peer: key.0, transfer: key.1, direction: .incoming)?.state, .offered)
+        XCTAssertFalse(
+            host.events.contains { if case .file(_, .failed, _) = $0 { true } else { false } },
+            "no failed event for a refusal that was not recorded")
+        XCTAssertTrue(log.lines.contains { $0.contains("a refused accept") }, "\(log.lines)")
+
+        try healUpdates()
+        let refused = try driver.accept(offer.transfer.hex)
+        XCTAssertEqual(refused.state, .failed)
+        let reason = try XCTUnwrap(refused.error)
+        XCTAssertEqual(link.sent, [.file(.end(offer.transfer, .failed, reason))])
+        XCTAssertEqual(try store.transfer(peer: key.0, transfer: key.1, direction: .incoming)?.state, .failed)
+    }
+
     /// An offer the store cannot keep is refused to the sender with the reason (it can
     /// offer again), never dropped with the sender left waiting.
     func testAnOfferTheStoreCannotKeepIsRefusedToTheSender() throws {
@@ -375,7 +410,9 @@ final class FakeFileHost: FileHost {
     {
         (ReceiveQuota.Usage(messages: 0, bytes: 0), ReceiveQuota.Usage(messages: 0, bytes: 0))
     }
-    func freeBytes(at directory: String) -> Int? { nil }
+    /// Free bytes on the download directory's file system (nil: unknown, no floor applied).
+    var freeDisk: Int?
+    func freeBytes(at directory: String) -> Int? { freeDisk }
     var downloadDirectory: String { directory + "/files" }
     var fileStateDirectory: String? { directory }
     var fileSettings: FileDriver.Settings { FileDriver.Settings(inlineDigestBytes: 64 << 20, diskWorkInline: true) }

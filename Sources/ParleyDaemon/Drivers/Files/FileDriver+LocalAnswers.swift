@@ -50,10 +50,22 @@ extension FileDriver {
         }
         let link = host?.fileLink(for: key.peer)
         if case .refuse(let reason) = verdict {
-            link?.send(.file(.end(key.transfer, .failed, reason)))
-            recordingFailed("a refused accept", key, .incoming) { () throws(StoreError) in
-                try store.setTransferState(rowID: rec.rowID, .failed, error: reason, savedPath: nil, at: nowMs)
+            // Recorded before the sender is told, like a reject: a refusal the store cannot
+            // record is not reported as `failed` (the store would still say offered, and the
+            // next session would show the offer again while the sender had ended it). It
+            // fails with the storage error instead; nothing changed, the sender is not told,
+            // and the user's next accept judges the offer again.
+            var failure: StoreError?
+            recordingFailed("a refused accept (nothing changed)", key, .incoming) { () throws(StoreError) in
+                do throws(StoreError) {
+                    try store.setTransferState(rowID: rec.rowID, .failed, error: reason, savedPath: nil, at: nowMs)
+                } catch {
+                    failure = error
+                    throw error
+                }
             }
+            if let failure { throw .storage(failure) }
+            link?.send(.file(.end(key.transfer, .failed, reason)))
             var failed = rec
             failed.state = .failed
             failed.error = reason
