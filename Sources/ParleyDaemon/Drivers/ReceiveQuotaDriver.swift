@@ -124,7 +124,9 @@ final class ReceiveQuotaDriver {
                 key: "quota:" + sender.hex, "incoming messages refused: over the receive quota",
                 [
                     "peer": name, "reason": "\(reason)", "count": "\(ids.count)",
-                    "next": Self.remedy(for: reason, standing: standing, peer: name)
+                    // The commands name the key in hex: a peer picks its own name, which may
+                    // be another peer's, hold shell syntax, or carry the look-alike marker.
+                    "next": Self.remedy(for: reason, standing: standing, peer: sender.hex)
                 ])
         }
         return (verdicts, refused.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key, $0.value) })
@@ -136,7 +138,10 @@ final class ReceiveQuotaDriver {
     /// trust for that. A stranger's refused messages stay queued at the sender, so nothing
     /// is lost by waiting; blocking stops it; deleting messages frees their place (the
     /// sender still has the refused ones queued, and acknowledged ones are never sent
-    /// again); a raised limit is bounded by the config's ranges and the disk floor stays.
+    /// again, but the deletion cannot be undone: the person saves a copy first,
+    /// `saveThenForget`); a raised limit is bounded by the config's ranges and the disk
+    /// floor stays. `peer` is how the commands name the peer: the caller passes its key in
+    /// hex (unambiguous, and nothing a shell reads as syntax), never its chosen name.
     static func remedy(for reason: RefusalReason, standing: ReceiveQuota.Standing, peer: String) -> String {
         switch reason {
         case .peerQuota where standing == .stranger, .strangersShare:
@@ -144,14 +149,26 @@ final class ReceiveQuotaDriver {
                 + "sent more than strangers may store; if you do not know it, block it (parley trust block "
                 + "\(peer)); if you think you know who it is, ask them in person, not through this key"
         case .peerQuota, .unknown:
-            "delete old messages with the peer (parley export, then parley forget-messages \(peer)) or raise "
-                + "quota_verified_peer_messages / quota_verified_peer_mib in parleyd.toml"
+            "nothing is lost: the sender keeps the refused messages queued. Raise "
+                + "quota_verified_peer_messages / quota_verified_peer_mib in parleyd.toml, or make room: "
+                + Self.saveThenForget(peer)
         case .nodeQuota:
-            "delete old conversations (parley export, then parley forget-messages PEER) or raise "
-                + "quota_total_messages / quota_total_mib in parleyd.toml"
+            "nothing is lost: the senders keep the refused messages queued. Raise "
+                + "quota_total_messages / quota_total_mib in parleyd.toml, or make room: "
+                + Self.saveThenForget("PEER")
         case .diskFull:
             "free disk space on the state directory's file system (or lower disk_floor_mib in parleyd.toml)"
         }
+    }
+
+    /// The way to make room that loses nothing the person wants: `forget-messages` deletes
+    /// the whole conversation both ways and cannot be undone, so a copy is saved to a file
+    /// first (`parley export` alone writes to the terminal and, without a peer, every
+    /// conversation), and checked before anything is deleted.
+    static func saveThenForget(_ peer: String) -> String {
+        let file = "parley-\(String(peer.filter { $0.isASCII && ($0.isLetter || $0.isNumber) }.prefix(16))).txt"
+        return "save the conversation first (parley export \(peer) > \(file)), check the file, then delete it "
+            + "(parley forget-messages \(peer): deletes every message with that peer, both ways, for good)"
     }
 
     /// Free bytes for an unprivileged writer on the file system of the file at `path`, or

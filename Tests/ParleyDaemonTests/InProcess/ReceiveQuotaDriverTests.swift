@@ -55,6 +55,25 @@ final class ReceiveQuotaDriverTests: XCTestCase {
         return chats.map(\.id)
     }
 
+    /// The refusal's advice names the commands' peer by its key in hex, never by the name
+    /// the peer chose: a name may be another peer's (the command would block or delete the
+    /// wrong one) or hold shell syntax the person would paste and run.
+    func testTheRefusalAdviceNamesTheKeyNotThePeersChosenName() throws {
+        let lines = CollectedLogLines()
+        var limits = ReceiveQuota.standard
+        limits.stranger = ReceiveQuota.Allowance(messages: 2, bytes: 1 << 20)
+        let quota = ReceiveQuotaDriver(
+            store: store, directory: PeerDirectory(store: store, myName: "me"), limits: limits, clock: clock,
+            log: lines.logger())
+        quota.host = host
+        host.name = "alice $(touch /tmp/owned)"
+        try storedFromBob(2)
+        XCTAssertEqual(try quota.judge([(.random(), 3)], from: bob.identity).verdicts, [.peerQuota])
+        let advice = try XCTUnwrap(lines.lines.first { $0.contains("over the receive quota") }, "\(lines.lines)")
+        XCTAssertTrue(advice.contains("parley trust block \(bob.identity.hex)"), advice)
+        XCTAssertFalse(advice.contains("block alice"), advice)
+    }
+
     /// A stranger at its allowance: a new message is refused (`peerQuota`), a resend of
     /// one already stored is not (it goes on to be acknowledged, else the sender would
     /// retry it for ever).
@@ -119,7 +138,9 @@ final class ReceiveQuotaDriverTests: XCTestCase {
 final class QuotaTestHost: ReceiveQuotaHost {
     var free: Int? = 1 << 40
     var refused: [(MessageID, RefusalReason)] = []
-    func displayName(of key: IdentityPublicKey) -> String { String(key.hex.prefix(8)) }
+    /// The name the log shows for a peer (a peer's own choice; nil: its key's start).
+    var name: String?
+    func displayName(of key: IdentityPublicKey) -> String { name ?? String(key.hex.prefix(8)) }
     func freeDiskBytes() -> Int? { free }
     func emit(_ e: NodeEvent) {
         if case .messageRefused(let m, let reason) = e { refused.append((m.id, reason)) }
