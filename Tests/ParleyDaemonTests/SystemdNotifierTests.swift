@@ -145,4 +145,51 @@ final class SystemdNotifierTests: XCTestCase {
         XCTAssertEqual(failure(notifier.ready()), SystemdNotifyError.sendFailed(errno: ENOENT))
         XCTAssertTrue(SystemdNotifyError.sendFailed(errno: ENOENT).description.contains("No such file"))
     }
+
+    /// A notify socket nobody reads (systemd stuck) fills after a few datagrams
+    /// (`net.unix.max_dgram_qlen`); a blocking send would then stop the event loop that
+    /// sends the watchdog pings. Every send returns at once: what does not fit is dropped
+    /// with `.socketFull`, and what fitted is there to read. The sends run on their own
+    /// thread, waited for at most 10 s; a send still blocked then is woken by closing the
+    /// socket.
+    func testAFullNotifySocketNeverBlocksTheSender() throws {
+        var listener: NotifySocketListener? = try NotifySocketListener(
+            name: directory.appendingPathComponent("notify").path)
+        let notifier = try XCTUnwrap(SystemdNotifier(socketPath: try XCTUnwrap(listener).notifySocket))
+        let attempts = 200  // far above any datagram queue length a Linux default allows
+        let results = CollectedNotifyResults()
+        let done = expectation(description: "every send returned")
+        Thread.detachNewThread {
+            for _ in 0..<attempts { results.append(notifier.watchdog()) }
+            done.fulfill()
+        }
+        let finished = XCTWaiter.wait(for: [done], timeout: 10) == .completed
+        if !finished { listener = nil }  // wakes a send blocked on the full queue
+        XCTAssertTrue(finished, "a send blocked on the full notify socket")
+        guard finished, let listener else { return }
+        let all = results.values
+        XCTAssertEqual(all.count, attempts)
+        let delivered = all.filter { if case .success = $0 { true } else { false } }.count
+        let full = all.filter { if case .failure(.socketFull) = $0 { true } else { false } }.count
+        XCTAssertGreaterThan(delivered, 0)
+        XCTAssertGreaterThan(full, 0, "the queue filled: the rest were dropped, not waited for")
+        XCTAssertEqual(delivered + full, attempts, "no other failure")
+        XCTAssertEqual(listener.receive(), "WATCHDOG=1", "what fitted was delivered")
+    }
+}
+
+/// Results collected on another thread.
+private final class CollectedNotifyResults: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: [Result<Void, SystemdNotifyError>] = []
+    func append(_ r: Result<Void, SystemdNotifyError>) {
+        lock.lock()
+        storage.append(r)
+        lock.unlock()
+    }
+    var values: [Result<Void, SystemdNotifyError>] {
+        lock.lock()
+        defer { lock.unlock() }
+        return storage
+    }
 }

@@ -15,6 +15,12 @@ import ParleyControlProtocol
 /// watchdog pings ("WATCHDOG=1") and reloads (`reloading()`, then "READY=1" once the
 /// new configuration is in effect). Failures never throw: a daemon must keep running
 /// when systemd is gone, but the result says what went wrong so it can be logged.
+///
+/// Never blocks: the socket is non-blocking and sent with MSG_DONTWAIT. A notify socket
+/// nobody reads (systemd stuck, or a hostile $NOTIFY_SOCKET under a hand-made service)
+/// fills after a few datagrams (`net.unix.max_dgram_qlen`, 10 by default), and a blocking
+/// send would then stop the event loop that sends the watchdog pings; the datagram is
+/// dropped instead (`.socketFull`) and the next one tried again.
 public struct SystemdNotifier: Sendable {
     /// The socket as given: an absolute path, or "@name" for the abstract namespace.
     public let socketPath: String
@@ -106,7 +112,8 @@ public struct SystemdNotifier: Sendable {
 
     private func send(_ message: [UInt8]) -> Result<Void, SystemdNotifyError> {
         #if os(Linux)
-            let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            let fd = socket(
+                AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         #else
             let fd = socket(AF_UNIX, SOCK_DGRAM, 0)
         #endif
@@ -132,12 +139,15 @@ public struct SystemdNotifier: Sendable {
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
                 message.withUnsafeBytes { body in
                     sendto(
-                        fd, body.baseAddress, body.count, Int32(MSG_NOSIGNAL), socketAddress,
+                        fd, body.baseAddress, body.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT), socketAddress,
                         socklen_t(addressLength))
                 }
             }
         }
-        if sent < 0 { return .failure(.sendFailed(errno: errno)) }
+        if sent < 0 {
+            let code = errno
+            return .failure(code == EAGAIN || code == EWOULDBLOCK ? .socketFull : .sendFailed(errno: code))
+        }
         if sent != message.count { return .failure(.shortSend(sent: sent, expected: message.count)) }
         return .success(())
     }
@@ -150,6 +160,9 @@ public enum SystemdNotifyError: Error, Equatable, Sendable, CustomStringConverti
     case socketFailed(errno: Int32)
     case sendFailed(errno: Int32)
     case shortSend(sent: Int, expected: Int)
+    /// The notify socket's queue is full (nothing reads it): this notification was dropped
+    /// rather than wait.
+    case socketFull
 
     public var description: String {
         switch self {
@@ -163,6 +176,9 @@ public enum SystemdNotifyError: Error, Equatable, Sendable, CustomStringConverti
             "cannot send to $NOTIFY_SOCKET: \(String(cString: strerror(code)))"
         case .shortSend(let sent, let expected):
             "sd_notify datagram truncated (\(sent) of \(expected) bytes sent)"
+        case .socketFull:
+            "$NOTIFY_SOCKET is full (systemd is not reading it); this notification was dropped, "
+                + "the next one is tried again (check the service manager: systemctl status)"
         }
     }
 }
