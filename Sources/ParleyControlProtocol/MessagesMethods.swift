@@ -105,6 +105,10 @@ public struct MessagesListResult: Codable, Sendable, Hashable {
     public var olderCursor: Int?
     /// Pass as `after` for the page of newer messages; nil when nothing newer exists.
     public var newerCursor: Int?
+    /// The cursors of stored messages in this page's range that could not be read (a
+    /// damaged store): left out of `messages`, the rest of the page is there. Absent when
+    /// none.
+    public var unreadable: [Int] = []
 
     public init(messages: [MessageInfo], nextCursor: Int?, olderCursor: Int? = nil, newerCursor: Int? = nil) {
         self.messages = messages
@@ -117,14 +121,17 @@ public struct MessagesListResult: Codable, Sendable, Hashable {
     /// before the first message shown, the newer one starts just after the last.
     public init(
         messages: [MessageInfo], hasOlder: Bool, hasNewer: Bool, pagedForward: Bool,
-        requestedAfter: Int? = nil, requestedBefore: Int? = nil
+        requestedAfter: Int? = nil, requestedBefore: Int? = nil, unreadable: [Int] = []
     ) {
-        let older = hasOlder ? (messages.first?.cursor ?? requestedAfter.map { $0 + 1 }) : nil
-        let newer = hasNewer ? (messages.last?.cursor ?? requestedBefore.map { $0 - 1 }) : nil
+        // The page's range includes its unreadable rows: the next page starts beyond them.
+        let range = messages.map(\.cursor) + unreadable
+        let older = hasOlder ? (range.min() ?? requestedAfter.map { $0 + 1 }) : nil
+        let newer = hasNewer ? (range.max() ?? requestedBefore.map { $0 - 1 }) : nil
         self.init(messages: messages, nextCursor: pagedForward ? newer : older, olderCursor: older, newerCursor: newer)
+        self.unreadable = unreadable
     }
 
-    enum CodingKeys: String, CodingKey { case messages, nextCursor, olderCursor, newerCursor }
+    enum CodingKeys: String, CodingKey { case messages, nextCursor, olderCursor, newerCursor, unreadable }
 
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -132,6 +139,7 @@ public struct MessagesListResult: Codable, Sendable, Hashable {
         nextCursor = try c.decodeIfPresent(Int.self, forKey: .nextCursor)
         olderCursor = try c.decodeIfPresent(Int.self, forKey: .olderCursor)
         newerCursor = try c.decodeIfPresent(Int.self, forKey: .newerCursor)
+        unreadable = try c.decodeIfPresent([Int].self, forKey: .unreadable) ?? []
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -141,6 +149,7 @@ public struct MessagesListResult: Codable, Sendable, Hashable {
         try c.encode(nextCursor, forKey: .nextCursor)
         try c.encode(olderCursor, forKey: .olderCursor)
         try c.encode(newerCursor, forKey: .newerCursor)
+        if !unreadable.isEmpty { try c.encode(unreadable, forKey: .unreadable) }
     }
 }
 

@@ -21,11 +21,16 @@ public struct HistoryPage: Sendable, Equatable {
     public var hasOlder: Bool
     /// A message newer than the last one of the page exists.
     public var hasNewer: Bool
+    /// Rows of the page's range that could not be read (damaged): left out of `messages`;
+    /// `hasOlder` and `hasNewer` count from the page's whole range, these included, so
+    /// paging goes on past them.
+    public var unreadable: [UnreadableRow]
 
-    public init(messages: [StoredMessage], hasOlder: Bool, hasNewer: Bool) {
+    public init(messages: [StoredMessage], hasOlder: Bool, hasNewer: Bool, unreadable: [UnreadableRow] = []) {
         self.messages = messages
         self.hasOlder = hasOlder
         self.hasNewer = hasNewer
+        self.unreadable = unreadable
     }
 }
 
@@ -35,7 +40,8 @@ extension Store {
     /// before `before` (before the end of the log without it). With `after` (and no
     /// `before`) it is the OLDEST `limit` messages strictly after `after`: paging forward
     /// from a cursor. Either way the page is returned ascending. `limit` is clamped to
-    /// `StoreLimits.maximumPageSize`.
+    /// `StoreLimits.maximumPageSize`. A row that does not decode is left out and named in
+    /// `unreadable` (one damaged message must not hide the rest of the conversation).
     public func historyPage(_ scope: HistoryScope, after: Int64?, before: Int64?, limit: Int)
         throws(StoreError) -> HistoryPage
     {
@@ -54,7 +60,11 @@ extension Store {
                 """
             let arguments: [any DatabaseValueConvertible] =
                 [after ?? Int64.min, before ?? Int64.max] + scopeArguments + [limit]
-            let rows = try Self.fetchMessages(try db.cachedStatement(sql: sql), StatementArguments(arguments))
+            var unreadable: [UnreadableRow] = []
+            let rows = try Self.fetchMessages(
+                try db.cachedStatement(sql: sql), StatementArguments(arguments), unreadable: &unreadable)
+            // The page's range, unreadable rows included, so the probes below look beyond them.
+            let rowIDs = rows.map(\.rowID) + unreadable.map(\.rowID)
             // Whether more exists on each side: one indexed probe each (message_peer for a
             // peer, the room index for a room, the primary key otherwise).
             let exists = try db.cachedStatement(
@@ -65,15 +75,15 @@ extension Store {
             }
             let older: Bool
             let newer: Bool
-            if let first = rows.first, let last = rows.last {
-                older = try any(Int64.min, first.rowID)
-                newer = try any(last.rowID, Int64.max)
+            if let first = rowIDs.min(), let last = rowIDs.max() {
+                older = try any(Int64.min, first)
+                newer = try any(last, Int64.max)
             } else {
                 // An empty page: more exists only beyond the bounds that were asked for.
                 older = try after.map { try any(Int64.min, $0 &+ 1) } ?? false
                 newer = try before.map { try any($0 &- 1, Int64.max) } ?? false
             }
-            return HistoryPage(messages: rows, hasOlder: older, hasNewer: newer)
+            return HistoryPage(messages: rows, hasOlder: older, hasNewer: newer, unreadable: unreadable)
         }
     }
 

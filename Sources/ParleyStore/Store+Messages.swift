@@ -535,6 +535,33 @@ extension Store {
         return messages
     }
 
+    /// The same, leaving out a row that does not decode (`UnreadableRow`, added to
+    /// `unreadable`) instead of failing the whole read; an error of the read itself
+    /// (`DatabaseError`) still fails it.
+    static func fetchMessages(
+        _ statement: Statement, _ arguments: StatementArguments, unreadable: inout [UnreadableRow]
+    ) throws -> [StoredMessage] {
+        var messages: [StoredMessage] = []
+        let rows = try Row.fetchCursor(statement, arguments: arguments)
+        while let row = try rows.next() {
+            do {
+                messages.append(try decodeMessage(row))
+            } catch let error as DatabaseError {
+                throw error
+            } catch {
+                // row_id is the INTEGER PRIMARY KEY: always an integer.
+                let rowID = (try? row.int64(0)) ?? 0
+                // Only what is wrong, never the row: a decoding error of GRDB's prints the
+                // row's values, the message's body among them, and this goes to the log.
+                let problem =
+                    (error as? UnexpectedStoredValue)?.description
+                    ?? "a column is NULL or of the wrong type (\(type(of: error)))"
+                unreadable.append(UnreadableRow(table: "message", rowID: rowID, problem: problem))
+            }
+        }
+        return messages
+    }
+
     /// Reads a row selected with `messageColumns`.
     static func decodeMessage(_ row: Row) throws -> StoredMessage {
         let stateCode = try row.int64(8)

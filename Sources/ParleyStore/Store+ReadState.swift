@@ -27,20 +27,25 @@ extension Store {
     /// `upTo` is nil) read at `at`. With `queueReceipts` each one is also flagged as owing
     /// the sender a read receipt (`pendingReadReceipts`). Returns the ids of the messages
     /// that changed, in log order; already-read messages are left alone. One transaction.
+    /// A damaged row (its id is not a message id, `UnreadableRow`) is marked read but owes
+    /// no receipt and is not returned: one such row must not keep the person from marking
+    /// the conversation read (`parley read` does it for every page it shows).
     public func markIncomingRead(from peer: IdentityPublicKey, upTo: Int64?, at: Int64, queueReceipts: Bool)
         throws(StoreError) -> [MessageID]
     {
         try write { db in
             let update = try db.cachedStatement(
                 sql: """
-                    UPDATE message SET read_at = ?, receipt_pending = ?
+                    UPDATE message SET read_at = ?,
+                        receipt_pending = CASE WHEN length(id) = \(MessageID.length) THEN ? ELSE 0 END
                     WHERE sender = \(Self.partyOfKeyParameter) AND incoming = 1 AND read_at IS NULL AND room IS NULL AND row_id <= ?
                     RETURNING row_id, id
                     """)
             let rows = try Row.fetchAll(
                 update, arguments: [at, queueReceipts ? 1 : 0, Self.keyBlob(peer), upTo ?? Int64.max])
-            let changed = try rows.map {
-                (rowID: try $0.int64(0), id: try $0.idBlob(MessageID.self, 1, column: "message.id"))
+            let changed = try rows.compactMap { row -> (rowID: Int64, id: MessageID)? in
+                guard let id = try? row.idBlob(MessageID.self, 1, column: "message.id") else { return nil }
+                return (try row.int64(0), id)
             }
             return changed.sorted { $0.rowID < $1.rowID }.map(\.id)
         }

@@ -12,7 +12,8 @@ struct ExportCommand: ParsableCommand {
         discussion: """
             --format json writes one object per message and line, oldest first, with the keys documented \
             in docs/CONTROL.md ("parley export"). --format text writes a readable transcript. Exporting \
-            does not mark anything read.
+            does not mark anything read. Messages the store cannot read (damaged) are left out and named \
+            on stderr, and the exit status is then 1: the export is not a complete copy.
             """)
 
     enum Format: String, ExpressibleByArgument, CaseIterable {
@@ -33,6 +34,7 @@ struct ExportCommand: ParsableCommand {
 
     func run() throws {
         let format = self.format ?? (options.json ? .json : .text)
+        var unreadable: [Int] = []
         try Session.run(options, peer: peer) { client in
             if format == .text {
                 let me = try client.call(NodeWhoamiParams())
@@ -43,15 +45,21 @@ struct ExportCommand: ParsableCommand {
             while true {
                 let page = try client.call(
                     MessagesListParams(peer: peer, after: after, limit: ControlLimits.maxListLimit))
+                unreadable += page.unreadable
                 for m in page.messages {
                     switch format {
                     case .json: Console.json(ExportedMessage(m))
                     case .text: TranscriptFormat.lines(m, time: { TranscriptFormat.timestamp($0) }).forEach(Console.out)
                     }
                 }
-                guard let next = page.nextCursor, !page.messages.isEmpty else { return }
+                guard let next = page.nextCursor, !page.messages.isEmpty || !page.unreadable.isEmpty else { break }
                 after = next
             }
+        }
+        // Not a complete copy: a script that exports before deleting must not go on.
+        guard unreadable.isEmpty else {
+            Console.err(UnreadableMessages.notice(unreadable, what: "this export"))
+            throw ExitCode(CLIExitCode.daemonError)
         }
     }
 }

@@ -87,8 +87,9 @@ struct ReadCommand: ParsableCommand {
             let listed = (try? client.call(FilesListParams(limit: TranscriptAttachments.transfersRead)).transfers) ?? []
             let lines = TranscriptAttachments.lines(
                 page: page, transfers: Array(listed.reversed()), scope: try scope(client), showID: ids)
-            if lines.isEmpty { Console.out("No messages.") }
+            if lines.isEmpty && page.unreadable.isEmpty { Console.out("No messages.") }
             lines.forEach(Console.out)
+            if !page.unreadable.isEmpty { Console.err(UnreadableMessages.notice(page.unreadable, what: "this page")) }
             var command = "parley read"
             if let peer { command += " \(ShellQuoting.word(Terminal.line(peer)))" }
             if let limit { command += " --limit \(limit)" }

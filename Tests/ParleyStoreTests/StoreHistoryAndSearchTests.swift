@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ParleyCore
 import XCTest
 
 @testable import ParleyStore
@@ -37,6 +38,63 @@ final class StoreHistoryAndSearchTests: StoreDirectoryTestCase {
     }
 
     // MARK: - History
+
+    /// Changes a stored row with the sqlite3 program while no store has the file open (the
+    /// daemon holds it exclusively), as damage (or a bad edit) outside parleyd would, CHECK
+    /// constraints off.
+    private func damage(_ sql: String) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        p.arguments = [directory + "/" + Store.fileName, "PRAGMA ignore_check_constraints = ON; " + sql]
+        try p.run()
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 0, "sqlite3 \(sql)")
+    }
+
+    /// One damaged row (its id no longer 16 bytes) does not take the conversation with it:
+    /// every page that holds it is returned without it, names it in `unreadable`, and
+    /// paging in both directions goes on past it, even when a page holds nothing else.
+    func testADamagedRowIsLeftOutOfItsPageAndNamedAndPagingGoesOn() throws {
+        let rows = try conversation(try open(), bodies: (1...7).map { "m\($0)" })  // closed again
+        try damage("UPDATE message SET id = x'0102' WHERE row_id = \(rows[4])")
+        let store = try open()
+
+        let page = try store.historyPage(.peer(alice), after: nil, before: nil, limit: 3)
+        XCTAssertEqual(page.messages.map(\.body), ["m6", "m7"], "the rest of the page")
+        XCTAssertEqual(page.unreadable.map(\.rowID), [rows[4]])
+        XCTAssertTrue(page.unreadable.first?.problem.contains("message.id") == true, "\(page.unreadable)")
+        XCTAssertTrue(page.hasOlder)
+
+        // A page of the damaged row alone: empty, named, and both sides still reachable.
+        let alone = try store.historyPage(.peer(alice), after: rows[3], before: rows[5], limit: 3)
+        XCTAssertEqual(alone.messages, [])
+        XCTAssertEqual(alone.unreadable.map(\.rowID), [rows[4]])
+        XCTAssertTrue(alone.hasOlder)
+        XCTAssertTrue(alone.hasNewer)
+
+        // Paging forward from the start, as `parley export` does, reads every other message.
+        var after: Int64 = 0
+        var bodies: [String] = []
+        var unreadable: [Int64] = []
+        for _ in 0..<10 {
+            let p = try store.historyPage(.peer(alice), after: after, before: nil, limit: 2)
+            bodies += p.messages.map(\.body)
+            unreadable += p.unreadable.map(\.rowID)
+            guard p.hasNewer, let last = (p.messages.map(\.rowID) + p.unreadable.map(\.rowID)).max() else { break }
+            after = last
+        }
+        XCTAssertEqual(bodies, ["m1", "m2", "m3", "m4", "m6", "m7"])
+        XCTAssertEqual(unreadable, [rows[4]])
+
+        // Marking the conversation read (`parley read` does after each page) goes past it:
+        // the readable incoming ones are marked and owe receipts, the damaged one owes none.
+        let marked = try store.markIncomingRead(
+            from: IdentityPublicKey(hex: alice)!, upTo: nil, at: 100, queueReceipts: true)
+        XCTAssertEqual(marked.map(\.hex), [messageID(1), messageID(3), messageID(7)])
+        XCTAssertEqual(
+            try store.pendingReadReceipts(to: IdentityPublicKey(hex: alice)!, limit: 10).map(\.hex),
+            [messageID(1), messageID(3), messageID(7)])
+    }
 
     func testWithoutCursorsThePageIsTheNewestAndSaysThereIsOlder() throws {
         let store = try open()

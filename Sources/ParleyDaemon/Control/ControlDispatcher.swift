@@ -165,9 +165,15 @@ struct ControlDispatcher {
             page = try node.store.historyPage(
                 scope, after: p.after.map { Int64($0) }, before: p.before.map { Int64($0) }, limit: p.effectiveLimit)
         } catch { throw ControlFailure.storeRead(what: "the messages", error) }
+        for row in page.unreadable {
+            node.log.error(
+                "a stored message could not be read; left out of the history page (the rest is shown)",
+                ["row": "\(row.rowID)", "problem": row.problem])
+        }
         return MessagesListResult(
             messages: node.messageInfos(page.messages), hasOlder: page.hasOlder, hasNewer: page.hasNewer,
-            pagedForward: p.pagesForward, requestedAfter: p.after, requestedBefore: p.before)
+            pagedForward: p.pagesForward, requestedAfter: p.after, requestedBefore: p.before,
+            unreadable: page.unreadable.map { Int($0.rowID) })
     }
 
     /// `messages.search`: the store's ranked hits in the conversation or room asked for.
