@@ -323,6 +323,19 @@ final class TrustDriverTests: XCTestCase {
         XCTAssertEqual(trust.admit(bob.card, dialTarget: nil, remoteAddress: "x"), .keep)
         XCTAssertEqual(host.newPeers.count, 2, "pinned anew, announced anew")
     }
+
+    /// A former contact's retired key (a lost or stolen device's) must not become current,
+    /// and trusted, again when the person forgets the key that replaced it.
+    func testForgettingANewKeyNeverReinstatesTheKeyItReplaced() throws {
+        let old = try trust.verify(try pinned(bob), fingerprint: whole(bob))
+        try pinned(mallory)
+        let (new, _) = try trust.replaceKey(of: old, newFingerprint: whole(mallory), safetyNumber: nil)
+        try trust.forget(new)
+        XCTAssertEqual(
+            trust.admit(bob.card, dialTarget: nil, remoteAddress: "192.0.2.66:1"), .refuse(.notTrusted, "blocked"))
+        XCTAssertEqual(try store.peer(identity: bob.identity)?.trust, .blocked)
+        XCTAssertEqual(try trust.directory.resolve("bob").sendRefusal.map { "\($0)" }?.contains("blocked"), true)
+    }
 }
 
 /// Stands in for the node: records what the trust driver asks of it.
