@@ -72,6 +72,27 @@ final class TrustChecksTests: XCTestCase {
         XCTAssertTrue(KeyReplacementCheck.safetyNumber("1 2 3", matches: "123"))
     }
 
+    // MARK: NicknameCheck
+
+    func testANicknameMustNotLookLikeAnotherLivePeersNameOrOurs() {
+        let entries = [
+            NameClashes.Entry(identity: bob, selfAssertedName: "bob"),
+            NameClashes.Entry(identity: carol, selfAssertedName: "carol", nickname: "Carol (lab)"),
+            NameClashes.Entry(identity: mallory, selfAssertedName: "mallory")
+        ]
+        func check(_ n: String?) -> NicknameCheck.Refusal? {
+            NicknameCheck.check(n, for: mallory, among: entries, myName: "alice")
+        }
+        XCTAssertEqual(check("bob"), .looksLikeAnotherPeer([bob]))
+        XCTAssertEqual(check("B\u{043E}B"), .looksLikeAnotherPeer([bob]), "look-alike letters")
+        XCTAssertEqual(check("carol (lab)"), .looksLikeAnotherPeer([carol]), "another's nickname")
+        XCTAssertEqual(check("carol"), .looksLikeAnotherPeer([carol]), "another's own name, though nicknamed")
+        XCTAssertEqual(check("Alice"), .looksLikeMe)
+        XCTAssertNil(check("Mallory"), "its own name")
+        XCTAssertNil(check("bob (impostor?)"))
+        XCTAssertNil(check(nil), "removing a nickname is always fine")
+    }
+
     // MARK: TrustAdmission
 
     func testEachRefusalHasItsTextAndOnlyAttacksAreLogged() {

@@ -273,6 +273,23 @@ final class TrustDriverTests: XCTestCase {
         XCTAssertNil(try store.peer(identity: carol.identity)?.replacedBy)
     }
 
+    /// A nickname is the strongest name: one that looks like another key's name (a script
+    /// in the page may call `peers.nickname`) would make "bob" find mallory.
+    func testANicknameThatLooksLikeAnotherKeysNameIsRefused() throws {
+        let bobPin = try pinned(bob)
+        let malloryPin = try pinned(mallory)
+        for name in ["bob", "Bob", "b\u{043E}b", "alice"] {
+            XCTAssertThrowsError(try trust.setNickname(malloryPin, name), name) {
+                guard case NodeError.notApplicable = $0 else { return XCTFail("\($0)") }
+            }
+        }
+        XCTAssertNil(try store.peer(identity: mallory.identity)?.nickname, "nothing was changed")
+        XCTAssertEqual(try trust.directory.resolve("bob").identity, bob.identity)
+        XCTAssertEqual(try trust.setNickname(bobPin, "Bob").nickname, "Bob", "its own name, another case: fine")
+        XCTAssertEqual(try trust.setNickname(malloryPin, "Mallory (lab)").nickname, "Mallory (lab)")
+        XCTAssertEqual(try trust.setNickname(malloryPin, nil).nickname, nil)
+    }
+
     // MARK: Verify, block, unblock, forget
 
     func testVerifyNeedsThePeersWholeFingerprint() throws {

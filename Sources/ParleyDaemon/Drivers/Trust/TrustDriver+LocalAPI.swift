@@ -141,8 +141,29 @@ extension TrustDriver {
         host?.stopDialingRemembered(peer.identity)
     }
 
-    /// The person's own name for a peer (nil removes it).
+    /// The person's own name for a peer (nil removes it). One that looks like another live
+    /// peer's name, or ours, is refused (`NicknameCheck`): it would make that name find this key.
     func setNickname(_ peer: PeerRecord, _ nickname: String?) throws(NodeError) -> PeerRecord {
+        let live: [PeerRecord]
+        do { live = try directory.peers().filter { $0.replacedBy == nil } } catch { throw .storage(error) }
+        let entries = live.map {
+            NameClashes.Entry(identity: $0.identity, selfAssertedName: $0.displayName, nickname: $0.nickname)
+        }
+        switch NicknameCheck.check(nickname, for: peer.identity, among: entries, myName: directory.myName) {
+        case nil: break
+        case .looksLikeMe:
+            throw .notApplicable(
+                "'\(nickname ?? "")' looks like this node's own name: a nickname must tell keys apart; "
+                    + "choose another (nothing was changed)")
+        case .looksLikeAnotherPeer(let others):
+            let named = live.filter { others.contains($0.identity) }.map {
+                "\($0.label) (\(Self.printed($0.identity)))"
+            }
+            throw .notApplicable(
+                "'\(nickname ?? "")' looks like the name of another key, \(named.joined(separator: ", ")): a "
+                    + "nickname must tell keys apart, or that name would find this key; choose another "
+                    + "(nothing was changed)")
+        }
         do { try store.setNickname(identity: peer.identity, nickname) } catch { throw .storage(error) }
         directory.invalidate()
         var applied = peer
