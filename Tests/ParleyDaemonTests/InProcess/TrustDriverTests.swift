@@ -46,10 +46,10 @@ final class TrustDriverTests: XCTestCase {
 
     // MARK: Helpers
 
-    private func driver(_ policy: TrustDecision.NewIdentityPolicy) -> TrustDriver {
+    private func driver(_ policy: TrustDecision.NewIdentityPolicy, log: Logger = testLogger()) -> TrustDriver {
         let d = TrustDriver(
             store: seam, directory: PeerDirectory(store: store, myName: "alice"), me: alice.identity,
-            newIdentities: policy, clock: clock, log: testLogger())
+            newIdentities: policy, clock: clock, log: log)
         d.host = host
         return d
     }
@@ -164,6 +164,30 @@ final class TrustDriverTests: XCTestCase {
             try trust.verify(
                 try XCTUnwrap(store.peer(identity: mallory.identity)), fingerprint: whole(bob)),
             "the contact's fingerprint does not verify the look-alike")
+    }
+
+    /// A look-alike name is said in the log, whether a new key brings it or a known key
+    /// renames itself into it (still itself: only the name is marked).
+    func testALookAlikeNameIsLoggedWhenANewKeyBringsItOrAKnownKeyTakesIt() throws {
+        let lines = LockedLines()
+        trust = driver(
+            .accept,
+            log: Logger(label: "trust-test") { _ in
+                ParleyLogHandler(
+                    format: .human, level: SharedLogLevel(.warning), output: LogOutput(sink: { lines.append($0) }))
+            })
+        try pinned(bob)
+        try pinned(mallory)
+        XCTAssertTrue(lines.matching("looks like another peer's").isEmpty, "distinct names")
+        let link = TrustTestLink(peer: mallory.identity)
+        XCTAssertEqual(
+            trust.received(card: try card(of: mallory, name: "b\u{043E}b", sequence: 2).encoded(), on: link), .pinned)
+        XCTAssertEqual(lines.matching("renamed itself; its new name looks like another peer's").count, 1)
+        XCTAssertEqual(try store.peer(identity: bob.identity)?.displayName, "bob", "bob is still bob")
+        let carol = try TestIdentity(name: "carol")
+        XCTAssertEqual(
+            trust.admit(try card(of: carol, name: "Bob", sequence: 1), dialTarget: nil, remoteAddress: "x"), .keep)
+        XCTAssertEqual(lines.matching("new peer pinned; its name looks like another peer's").count, 1)
     }
 
     // MARK: Card updates on a live session
