@@ -9,9 +9,6 @@ extension Node {
     /// The handshake's trust outcome (`TrustAdmission`): kept, or closed with a reason.
     typealias TrustOutcome = TrustAdmission
 
-    /// The store's record as the trust decision sees it (`PeerDirectory.knownPeer`).
-    static func knownPeer(_ rec: PeerRecord) -> KnownPeer { PeerDirectory.knownPeer(rec) }
-
     func admitTrust(of remote: Card, connection conn: PeerConnection, dialTarget: DialTargetKey?) -> TrustOutcome {
         trustDriver.admit(remote, dialTarget: dialTarget, remoteAddress: conn.remoteAddress)
     }
