@@ -77,7 +77,8 @@ final class TrustDriver {
         case .keep:
             return .keep
         case .keepAndUpdateCard:
-            // A re-issued card from the same identity: a rotation or rename, accepted silently.
+            // A re-issued card from the same identity: a rotation or rename, accepted (a new
+            // name that looks like another peer's is logged, `pin`).
             guard let record else { return .keep }
             try pin(remote, over: record)
             return .keep
@@ -106,11 +107,8 @@ final class TrustDriver {
             return held ? .heldForApproval : .keep
         case .refuse(let refusal):
             if let note = TrustAdmission.securityNote(refusal) {
-                host?.logAttack(
-                    key: remote.identityKey.hex, note,
-                    refusalFields(
-                        refusal, card: remote, record: record,
-                        remoteAddress: remoteAddress))
+                let fields = refusalFields(refusal, card: remote, record: record, remoteAddress: remoteAddress)
+                host?.logAttack(key: remote.identityKey.hex, note, fields)
             }
             return TrustAdmission.refusal(refusal)
         }
