@@ -146,7 +146,12 @@ extension Store {
             try db.execute(
                 sql: "DELETE FROM key_change WHERE old_identity = ? OR new_identity = ?",
                 arguments: [identity, identity])
-            try db.execute(sql: "UPDATE peer SET replaced_by = NULL WHERE replaced_by = ?", arguments: [identity])
+            // The keys it replaced were retired by a person (a lost or stolen device's): with
+            // nothing to point at they would be current again, and trusted. They stay refused,
+            // as blocked, until a person unblocks one.
+            try db.execute(
+                sql: "UPDATE peer SET replaced_by = NULL, trust = 'blocked' WHERE replaced_by = ?",
+                arguments: [identity])
             try db.execute(sql: "DELETE FROM peer WHERE identity = ?", arguments: [identity])
             guard db.changesCount == 1 else { throw StoreError.notFound("peer \(identity)") }
         }

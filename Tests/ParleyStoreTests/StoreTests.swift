@@ -449,6 +449,7 @@ final class StoreTests: StoreDirectoryTestCase {
         try store.forgetPeer(identity: key(bob))
         XCTAssertNil(try store.peer(identity: key(bob)))
         XCTAssertNil(try store.peer(identity: key(alice))?.replacedBy, "nothing points at a forgotten peer")
+        XCTAssertEqual(try store.peer(identity: key(alice))?.trust, .blocked, "the retired key stays refused")
         XCTAssertEqual(try store.pendingOutgoing(to: bob, limit: 10).count, 1, "its queue is kept for a first contact")
         assertStoreError(try store.forgetPeer(identity: key(bob)), .notFound("peer \(bob)"))
     }

@@ -13,7 +13,9 @@ import ParleyStore
 /// - Connections, sessions and presence: `SessionDriver` (the one performer of
 ///   `SessionTable.Action`); `Node+Sessions.swift` routes the handshake's outcome to it.
 /// - Pinned peers, the names that find them, their standing: `PeerDirectory`. Trust:
-///   `TrustDecision`; `Node+Trust.swift` records what it says.
+///   `TrustDriver` (Drivers/Trust/: the handshake's trust outcome, card updates, the
+///   person's trust requests; `TrustDecision` and friends decide); `Node+Trust.swift` and
+///   Node+LocalAPI.swift route to it, and Node is its host.
 /// - Dialling: `DialDriver` (`DialPlanner`); `Node+Dialing.swift` opens its connections.
 /// - Our reachability, address gossip, dial-back: `GossipDriver`; `Node+Gossip.swift`.
 /// - The one-to-one message path: `DirectMessageDriver` (send admission, the pump, received
@@ -48,8 +50,9 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// Connections, sessions and presence, the keepalive tick, stopping; the one performer
     /// of `SessionTable.Action`.
     let sessionDriver: SessionDriver
-    /// The pinned peers, cached, and the decisions about them (names, standing, clashes).
-    let peerDirectory: PeerDirectory
+    /// Trust on first use and the person's trust decisions; it holds the pinned peers,
+    /// cached, and the decisions about them (names, standing, clashes): `peerDirectory`.
+    let trustDriver: TrustDriver
     /// Our reachability (listeners, own address record, mDNS self-sighting), address
     /// gossip among contacts and the dial-back probe.
     let gossipDriver: GossipDriver
@@ -69,6 +72,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
     /// Who hears from the node: event observers and the daemon's per-tick chore.
     let observers = NodeObservers()
 
+    /// The pinned peers, cached, and the decisions about them (names, standing, clashes).
+    var peerDirectory: PeerDirectory { trustDriver.directory }
     /// Time for every decision (injected: a mock clock in the in-process tests).
     var clock: any NodeClock { sessionDriver.clock }
     var myIdentityKey: IdentityPublicKey { ownIdentity.keys.identity.publicKey }
@@ -87,16 +92,19 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         self.sessionDriver = SessionDriver(
             table: SessionTable(me: keys.identity.publicKey, maxSessions: options.maxSessions),
             loop: loop, clock: clock, log: log)
-        self.peerDirectory = PeerDirectory(store: store, myName: card.displayName)
+        let directory = PeerDirectory(store: store, myName: card.displayName)
+        self.trustDriver = TrustDriver(
+            store: store, directory: directory, me: keys.identity.publicKey, newIdentities: options.newIdentities,
+            clock: clock, log: log)
         self.fileDriver = FileDriver(store: store, clock: clock)
         self.gossipDriver = GossipDriver(
-            identity: keys.identity, store: store, directory: peerDirectory, loop: loop, clock: clock, log: log)
+            identity: keys.identity, store: store, directory: directory, loop: loop, clock: clock, log: log)
         self.dialDriver = DialDriver(
             planner: DialPlanner(backoff: options.redial), loop: loop, clock: clock, random: random)
         let attackLog = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60))
         self.attackLog = attackLog
         self.messageDriver = MessageDriver(
-            store: store, directory: peerDirectory, loop: loop, clock: clock, log: log, quotaLimits: options.quota,
+            store: store, directory: directory, loop: loop, clock: clock, log: log, quotaLimits: options.quota,
             attackLog: attackLog)
         self.directMessages = DirectMessageDriver(
             store: store, me: keys.identity.publicKey, loop: loop, clock: clock, log: log)
@@ -105,6 +113,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             log: log,
             sync: RoomSyncDriver(store: store, identity: keys.identity, clock: clock, log: log, attackLog: attackLog))
         sessionDriver.emit = { [unowned self] in self.emit($0) }
+        trustDriver.host = self
         directMessages.host = self
         fileDriver.host = self
         messageDriver.conversation.host = self
