@@ -14,6 +14,29 @@ final class NameSkeletonTests: XCTestCase {
         XCTAssertEqual(NameSkeleton.of("José"), NameSkeleton.of("Jose\u{301}"), "normalization forms")
     }
 
+    /// Unicode's table maps a capital O to 0 and a capital I to 1 but not the small letters:
+    /// "BOB" once had another skeleton than "bob", so a stranger named in capitals went
+    /// unmarked beside the contact it imitates.
+    func testCaseNeverMattersEvenWhereTheTableMapsOnlyTheCapital() {
+        XCTAssertEqual(NameSkeleton.of("BOB"), NameSkeleton.of("bob"))
+        XCTAssertEqual(NameSkeleton.of("Ivan"), NameSkeleton.of("ivan"))
+        XCTAssertEqual(NameSkeleton.of("OLGA"), NameSkeleton.of("olga"))
+        XCTAssertEqual(NameSkeleton.of("B0B"), NameSkeleton.of("bob"), "digit zero")
+        // Every Latin capital, whose small letter Unicode gives no look-alike of its own:
+        // a name of that capital looks like (is marked with) the same name in small letters.
+        // (Where both have their own, e.g. Ð and ð, the two look different and stay apart.)
+        for code in UInt32(0x41)...0x17F {
+            guard let capital = Unicode.Scalar(code), capital.properties.isUppercase else { continue }
+            let small = capital.properties.lowercaseMapping.unicodeScalars
+            guard small.count == 1, let s = small.first, NameSkeleton.prototypeTable[s.value] == nil
+                || NameSkeleton.prototypeTable[s.value] == NameSkeleton.prototypeTable[code]
+            else { continue }
+            XCTAssertEqual(
+                NameSkeleton.of("x" + String(capital)), NameSkeleton.of("x" + String(s)),
+                "U+\(String(code, radix: 16)) \(capital) against \(s)")
+        }
+    }
+
     /// Issue 29 (H1): every character that renders as white space or nothing, at either
     /// end, doubled, or inside, in any script: the name looks like "bob" on a terminal or
     /// in a browser (which collapses runs of white space and hides a trailing one).

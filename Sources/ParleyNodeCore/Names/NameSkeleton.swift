@@ -32,7 +32,7 @@ public enum NameSkeleton {
         var out = String.UnicodeScalarView()
         for scalar in text.unicodeScalars {
             if BlankCharacters.isBlank(scalar) { continue }
-            if let prototype = table[scalar.value] {
+            if let prototype = prototypeTable[scalar.value] {
                 out.append(contentsOf: prototype)
             } else {
                 out.append(scalar)
@@ -41,14 +41,28 @@ public enum NameSkeleton {
         return String(out)
     }
 
-    /// Code point -> prototype, parsed once from the generated text.
-    private static let table: [UInt32: [Unicode.Scalar]] = {
+    /// Code point -> prototype, parsed once from the generated text, closed under case.
+    ///
+    /// Unicode's table is case-sensitive: it maps a capital O to the digit 0 and a capital I
+    /// to 1 (they look alike), but leaves the small o and i alone. Lower-casing between the
+    /// two passes then split "BOB" ("b0b") from "bob", and "Ivan" from "ivan": a stranger
+    /// named in capitals went unmarked beside the contact it imitates. So a small letter
+    /// whose capital has a prototype, and has none of its own, takes its capital's: case
+    /// never matters, as the skeleton promises (a few more names are marked alike, e.g.
+    /// "ivan" and "lvan"; a mark only says "look at the fingerprint").
+    static let prototypeTable: [UInt32: [Unicode.Scalar]] = {
         var map: [UInt32: [Unicode.Scalar]] = [:]
         map.reserveCapacity(ConfusablesTable.entryCount)
         for line in ConfusablesTable.text.split(separator: "\n") {
             let fields = line.split(separator: " ").compactMap { UInt32($0, radix: 16) }
             guard fields.count >= 2 else { continue }
             map[fields[0]] = fields.dropFirst().compactMap(Unicode.Scalar.init)
+        }
+        for (code, prototype) in map {
+            guard let capital = Unicode.Scalar(code) else { continue }
+            let small = capital.properties.lowercaseMapping.unicodeScalars
+            guard small.count == 1, let s = small.first, s != capital, map[s.value] == nil else { continue }
+            map[s.value] = prototype
         }
         return map
     }()
