@@ -102,6 +102,22 @@ final class GossipDriver {
         Set(((try? directory.peers()) ?? []).map(\.identity).filter(isContact))
     }
 
+    // MARK: Records of others
+
+    /// Keeps an accepted record in the store, so it can be relayed after a restart before
+    /// its subject is back. One the store cannot keep is still relayed in this run; the
+    /// failure is logged.
+    func keep(_ record: SignedAddressRecord) {
+        do {
+            try store.saveAddressRecord(
+                record.encoded(), of: record.identity, issuedAt: Int64(clamping: record.issuedAt))
+        } catch {
+            log.error(
+                "could not keep a contact's address record for after a restart",
+                ["peer": record.identity.fingerprintText, "error": "\(error)"])
+        }
+    }
+
     // MARK: Our own record
 
     /// Our own record: the addresses we listen at, signed now and then.

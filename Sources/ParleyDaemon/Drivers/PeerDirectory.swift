@@ -99,6 +99,24 @@ final class PeerDirectory {
         try store.setTrust(identity: identity, trust)
     }
 
+    /// What became of recording a sighting (`touch`).
+    enum Sighting: Equatable {
+        case recorded
+        /// The store could not write it: the record keeps its older time and address.
+        case notRecorded(StoreError)
+    }
+
+    /// `peer` was seen now (a session came up), dialled at `address` if we dialled it. The
+    /// cache is not dropped for it: a session costs one write, not a reload of every record.
+    func touch(_ peer: IdentityPublicKey, at nowMs: Int64, address: String?) -> Sighting {
+        do {
+            try store.touchPeer(identity: peer, at: nowMs, address: address)
+            return .recorded
+        } catch {
+            return .notRecorded(error)
+        }
+    }
+
     // MARK: Decisions about them (ParleyNodeCore)
 
     /// The record as the trust decision sees it.

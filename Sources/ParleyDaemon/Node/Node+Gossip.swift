@@ -48,16 +48,12 @@ extension Node {
                 "peer": record.identity.fingerprintText, "from": peer.fingerprintText,
                 "addresses": record.endpoints.map(\.description).joined(separator: ",")
             ])
-        try? store.saveAddressRecord(
-            record.encoded(), of: record.identity, issuedAt: Int64(clamping: record.issuedAt))
+        gossipDriver.keep(record)
         // Every address in a record is the signer's claim (it may name any host): dialled
         // under the rate limit of unknown advertisements until one reaches the peer.
-        let addresses = record.endpoints.map { DialAddress(host: $0.host, port: $0.port) }
-        for a in addresses { try? store.rememberAddress(a.description, of: record.identity, at: nowMs) }
-        perform(
-            dialDriver.planner.remember(
-                record.identity, addresses: addresses, sessions: sessionView, gossiped: true,
-                now: clock.monotonicNow()))
+        dialDriver.remember(
+            record.identity, addresses: record.endpoints.map { DialAddress(host: $0.host, port: $0.port) },
+            gossiped: true)
     }
 
     /// At start: the contacts' records kept from earlier runs, so they can be relayed

@@ -11,10 +11,12 @@ import ParleyStore
 /// nothing itself. docs/ARCHITECTURE.md, "Drivers".
 ///
 /// - Connections, sessions and presence: `SessionDriver` (the one performer of
-///   `SessionTable.Action`); `Node+Sessions.swift` routes the handshake's outcome to it.
+///   `SessionTable.Action` and `EstablishedSessionDecision.Action`); `Node+Sessions.swift`
+///   routes the connection events to it and is its `SessionHost`.
 /// - Pinned peers, the names that find them, their standing: `PeerDirectory`. Trust:
 ///   `TrustDecision`; `Node+Trust.swift` records what it says.
-/// - Dialling: `DialDriver` (`DialPlanner`); `Node+Dialing.swift` opens its connections.
+/// - Dialling and the address book: `DialDriver` (`DialPlanner`); `Node+Dialing.swift`
+///   opens its connections.
 /// - Our reachability, address gossip, dial-back: `GossipDriver`; `Node+Gossip.swift`.
 /// - The one-to-one message path: `DirectMessageDriver` (send admission, the pump, received
 ///   chats, acknowledgements, outbox counts; `SendWindow` per session in `NodeLink`);
@@ -84,17 +86,18 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         self.ownIdentity = OwnIdentity(keys: keys, card: card, networkKey: networkKey, store: store, clock: clock)
         self.options = options
         self.log = log
+        let attackLog = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60))
+        self.attackLog = attackLog
+        self.peerDirectory = PeerDirectory(store: store, myName: card.displayName)
+        self.dialDriver = DialDriver(
+            planner: DialPlanner(backoff: options.redial), loop: loop, clock: clock, random: random, store: store,
+            log: log, attackLog: attackLog)
         self.sessionDriver = SessionDriver(
             table: SessionTable(me: keys.identity.publicKey, maxSessions: options.maxSessions),
-            loop: loop, clock: clock, log: log)
-        self.peerDirectory = PeerDirectory(store: store, myName: card.displayName)
+            loop: loop, clock: clock, log: log, attackLog: attackLog, dial: dialDriver, directory: peerDirectory)
         self.fileDriver = FileDriver(store: store, clock: clock)
         self.gossipDriver = GossipDriver(
             identity: keys.identity, store: store, directory: peerDirectory, loop: loop, clock: clock, log: log)
-        self.dialDriver = DialDriver(
-            planner: DialPlanner(backoff: options.redial), loop: loop, clock: clock, random: random)
-        let attackLog = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60))
-        self.attackLog = attackLog
         self.messageDriver = MessageDriver(
             store: store, directory: peerDirectory, loop: loop, clock: clock, log: log, quotaLimits: options.quota,
             attackLog: attackLog)
@@ -105,6 +108,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             log: log,
             sync: RoomSyncDriver(store: store, identity: keys.identity, clock: clock, log: log, attackLog: attackLog))
         sessionDriver.emit = { [unowned self] in self.emit($0) }
+        sessionDriver.host = self
         directMessages.host = self
         fileDriver.host = self
         messageDriver.conversation.host = self
