@@ -17,7 +17,8 @@ import ParleyStore
 ///   `TrustDecision`; `Node+Trust.swift` records what it says.
 /// - Dialling and the address book: `DialDriver` (`DialPlanner`); `Node+Dialing.swift`
 ///   opens its connections.
-/// - Our reachability, address gossip, dial-back: `GossipDriver`; `Node+Gossip.swift`.
+/// - Our reachability, address gossip, dial-back, doctor's facts: `GossipDriver`
+///   (Drivers/Gossip/); `Node+Gossip.swift` routes to it and is its `GossipHost`.
 /// - The one-to-one message path: `DirectMessageDriver` (send admission, the pump, received
 ///   chats, acknowledgements, outbox counts; `SendWindow` per session in `NodeLink`);
 ///   `Node+Outbox.swift` routes to it and is its host. `MessageDriver` holds
@@ -97,7 +98,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             loop: loop, clock: clock, log: log, attackLog: attackLog, dial: dialDriver, directory: peerDirectory)
         self.fileDriver = FileDriver(store: store, clock: clock)
         self.gossipDriver = GossipDriver(
-            identity: keys.identity, store: store, directory: peerDirectory, loop: loop, clock: clock, log: log)
+            identity: keys.identity, store: store, directory: peerDirectory, loop: loop, clock: clock, log: log,
+            dial: dialDriver, sessions: sessionDriver)
         self.messageDriver = MessageDriver(
             store: store, directory: peerDirectory, loop: loop, clock: clock, log: log, quotaLimits: options.quota,
             attackLog: attackLog)
@@ -109,6 +111,7 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             sync: RoomSyncDriver(store: store, identity: keys.identity, clock: clock, log: log, attackLog: attackLog))
         sessionDriver.emit = { [unowned self] in self.emit($0) }
         sessionDriver.host = self
+        gossipDriver.host = self
         directMessages.host = self
         fileDriver.host = self
         messageDriver.conversation.host = self

@@ -178,6 +178,32 @@ final class SessionEstablishmentTests: XCTestCase {
         XCTAssertEqual(recorder.pumped, [ObjectIdentifier(link.initiatorConnection)])
     }
 
+    /// A signed address record on a session: a stranger's (a key pinned by a handshake
+    /// alone, which anyone on the LAN can mint) is not taken; a verified contact's is kept
+    /// in the address book and dialled.
+    func testAnAddressRecordIsTakenOnlyFromAContact() throws {
+        let alice = try node("alice")
+        let bob = try node("bob")
+        let link = try InProcessLink(from: alice, to: bob, loop: loop)
+        try link.exchange()
+        alice.node.dialDriver.open = { _, _, _ in }
+        let record = try SignedAddressRecord(
+            signing: [try XCTUnwrap(SignedAddressRecord.Endpoint(host: "192.0.2.50", port: 7744))],
+            issuedAt: UInt64(clock.wallMilliseconds()), with: bob.node.ownIdentity.keys.identity)
+        let remembered = DialTargetKey(rememberedPeer: bob.identity)
+
+        alice.node.connection(link.initiatorConnection, receivedAddressRecord: record)
+        XCTAssertNil(alice.node.dialDriver.planner.targets[remembered]?.candidates.first { $0.host == "192.0.2.50" })
+        XCTAssertNil(try alice.node.store.rememberedAddresses()[bob.identity]?.first { $0.hasPrefix("192.0.2.50") })
+
+        _ = try alice.node.verify(
+            try alice.node.resolvePeer(bob.identity.hex), fingerprint: Fingerprint(bob.identity).description)
+        alice.node.connection(link.initiatorConnection, receivedAddressRecord: record)
+        XCTAssertNotNil(
+            alice.node.dialDriver.planner.targets[remembered]?.candidates.first { $0.host == "192.0.2.50" })
+        XCTAssertNotNil(try alice.node.store.rememberedAddresses()[bob.identity]?.first { $0.hasPrefix("192.0.2.50") })
+    }
+
     /// A sighting the store cannot write is a typed outcome (logged by the driver), never
     /// a lost session.
     func testASightingTheStoreCannotWriteIsReported() throws {
