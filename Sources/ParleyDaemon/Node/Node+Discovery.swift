@@ -4,7 +4,8 @@ import ParleyCore
 import ParleyNodeCore
 
 /// Dial targets found by mDNS: routed to `DialDriver` (`AdvertisementTriage`, then the
-/// planner). Discovery says where a node might be; the handshake says who it is.
+/// planner), with presence tokens and fingerprints looked up in `PeerDirectory`.
+/// Discovery says where a node might be; the handshake says who it is.
 extension Node {
     func discovered(
         instance: String, addresses: [String], port: UInt16, fingerprintHint: String?,
@@ -17,32 +18,13 @@ extension Node {
                 presence: presence, version: version),
             from: DialDriver.Viewpoint(
                 ownInstance: gossipDriver.ownInstanceName, ownFingerprint: fingerprint.compact,
-                recognise: { [unowned self] in self.presenceMatch($0) },
-                isKnown: { [unowned self] in self.isKnownPeer(compactFingerprint: $0) }))
+                recognise: { [unowned self] in
+                    self.peerDirectory.presenceMatch(
+                        $0, me: self.myIdentityKey, networkKey: self.ownIdentity.networkKey?.copyBytes(),
+                        unixSeconds: UInt64(max(0, self.nowMs / 1000)))
+                },
+                isKnown: { [unowned self] in self.peerDirectory.isKnown(compactFingerprint: $0) }))
         if verdict == .ownAdvertisement { gossipDriver.ownAdvertisementSeen = true }
-    }
-
-    /// Who a private presence token names: us, a known (not blocked) peer, or nobody.
-    private func presenceMatch(_ presence: (nonce: [UInt8], token: [UInt8])) -> AdvertisementTriage.PresenceMatch {
-        if recognises(presence, as: myIdentityKey) { return .ours }
-        return contact(presentedBy: presence).map { .contact($0) } ?? .nobody
-    }
-
-    /// The known (not blocked) peer whose presence token this is, if any. One HMAC per
-    /// peer and epoch: a few hundred contacts cost well under a millisecond per advert.
-    func contact(presentedBy presence: (nonce: [UInt8], token: [UInt8])) -> IdentityPublicKey? {
-        peerDirectory.firstUnblocked { recognises(presence, as: $0) }
-    }
-
-    private func recognises(_ presence: (nonce: [UInt8], token: [UInt8]), as key: IdentityPublicKey) -> Bool {
-        PresenceToken.matches(
-            presence.token, nonce: presence.nonce, identity: key, networkKey: ownIdentity.networkKey?.copyBytes(),
-            epoch: PresenceToken.epoch(atUnixSeconds: UInt64(max(0, nowMs / 1000))))
-    }
-
-    /// Whether a pinned or verified peer has this compact fingerprint.
-    func isKnownPeer(compactFingerprint: String) -> Bool {
-        peerDirectory.firstUnblocked { Fingerprint($0).compact == compactFingerprint } != nil
     }
 
     func discoveryLost(instance: String) {

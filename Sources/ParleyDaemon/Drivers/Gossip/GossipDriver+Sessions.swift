@@ -69,8 +69,17 @@ extension GossipDriver {
                 ["error": "\(error)"])
             return
         }
+        var undecodable = 0
+        defer {
+            if undecodable > 0 {
+                log.warning("kept address records that no longer verify were skipped", ["count": "\(undecodable)"])
+            }
+        }
         for bytes in stored {
-            guard let record = try? SignedAddressRecord.decode(bytes) else { continue }
+            guard let record = try? SignedAddressRecord.decode(bytes) else {
+                undecodable += 1
+                continue
+            }
             _ = gossip.received(
                 record, from: record.identity, isContact: { [unowned self] in self.isContact($0) },
                 nowMs: UInt64(max(0, nowMs)))
