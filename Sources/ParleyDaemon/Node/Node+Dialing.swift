@@ -1,5 +1,4 @@
 import NIOCore
-import NIOPosix
 import ParleyControlProtocol
 import ParleyCore
 import ParleyNodeCore
@@ -51,30 +50,20 @@ extension Node {
 
     func perform(_ actions: [DialPlanner.Action]) { dialDriver.perform(actions) }
 
-    /// Opens a TCP connection for a dial target (`DialDriver.open`).
+    /// Opens a TCP connection for a dial target (`DialDriver.open`): a handler made here
+    /// (the node is its delegate), dialled by `SessionDialer`; a failed connect is forgotten
+    /// by the sessions driver and reported to the dial driver.
     func openConnection(_ key: DialTargetKey, _ address: DialAddress, expectedFingerprint: String?) {
         let conn = makeConnection(direction: .outbound, dialedAddress: key, expectedFingerprint: expectedFingerprint)
-        // The handler is created here, on the loop, and only ever used on it.
-        let bound = NIOLoopBound(conn, eventLoop: loop)
-        let deadAfter = options.deadAfter.duration
-        ClientBootstrap(group: loop)
-            .channelOption(.socketOption(.so_reuseaddr), value: 1)
-            .channelOption(.writeBufferWaterMark, value: PeerConnection.outboundWaterMark)
-            .channelOption(.recvAllocator, value: NoiseFrameDecoder.receiveAllocator)
-            .connectTimeout(options.handshakeTimeout)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try SessionSocketOptions.apply(to: channel, deadAfter: deadAfter)
-                    try channel.pipeline.syncOperations.addHandler(NoiseFrameDecoder())
-                    try channel.pipeline.syncOperations.addHandler(bound.value)
-                }
-            }
-            .connect(host: address.host, port: Int(address.port))
-            .whenComplete { [weak self] result in
-                guard let self, case .failure(let error) = result else { return }
-                self.sessionDriver.links[ObjectIdentifier(bound.value)] = nil
-                self.dialDriver.connectFailed(key, error)
-            }
+        let handle = ObjectIdentifier(conn)
+        SessionDialer.dial(
+            conn, to: address, on: loop, connectTimeout: options.handshakeTimeout,
+            deadAfter: options.deadAfter.duration
+        ) { [weak self] error in
+            guard let self else { return }
+            self.sessionDriver.links[handle] = nil
+            self.dialDriver.connectFailed(key, error)
+        }
     }
 }
 
