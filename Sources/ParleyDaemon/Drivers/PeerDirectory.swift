@@ -89,6 +89,27 @@ final class PeerDirectory {
         return nil
     }
 
+    /// Who a private presence token names (docs/PROTOCOL.md "Private presence"): this
+    /// node (`me`), the first pinned, not blocked peer it matches, or nobody. One HMAC per
+    /// peer and epoch: a few hundred contacts cost well under a millisecond per advert.
+    func presenceMatch(
+        _ presence: (nonce: [UInt8], token: [UInt8]), me: IdentityPublicKey, networkKey: [UInt8]?,
+        unixSeconds: UInt64
+    ) -> AdvertisementTriage.PresenceMatch {
+        let epoch = PresenceToken.epoch(atUnixSeconds: unixSeconds)
+        func names(_ key: IdentityPublicKey) -> Bool {
+            PresenceToken.matches(
+                presence.token, nonce: presence.nonce, identity: key, networkKey: networkKey, epoch: epoch)
+        }
+        if names(me) { return .ours }
+        return firstUnblocked(where: names).map { .contact($0) } ?? .nobody
+    }
+
+    /// Whether a pinned, not blocked peer has this compact fingerprint.
+    func isKnown(compactFingerprint: String) -> Bool {
+        firstUnblocked { Fingerprint($0).compact == compactFingerprint } != nil
+    }
+
     func upsert(_ rec: PeerRecord) throws(StoreError) {
         all = nil
         try store.upsertPeer(rec)
@@ -97,6 +118,24 @@ final class PeerDirectory {
     func setTrust(identity: IdentityPublicKey, _ trust: TrustState) throws(StoreError) {
         all = nil
         try store.setTrust(identity: identity, trust)
+    }
+
+    /// What became of recording a sighting (`touch`).
+    enum Sighting: Equatable {
+        case recorded
+        /// The store could not write it: the record keeps its older time and address.
+        case notRecorded(StoreError)
+    }
+
+    /// `peer` was seen now (a session came up), dialled at `address` if we dialled it. The
+    /// cache is not dropped for it: a session costs one write, not a reload of every record.
+    func touch(_ peer: IdentityPublicKey, at nowMs: Int64, address: String?) -> Sighting {
+        do {
+            try store.touchPeer(identity: peer, at: nowMs, address: address)
+            return .recorded
+        } catch {
+            return .notRecorded(error)
+        }
     }
 
     // MARK: Decisions about them (ParleyNodeCore)

@@ -1,15 +1,10 @@
 import NIOCore
-import NIOPosix
 import ParleyControlProtocol
 import ParleyCore
 import ParleyNodeCore
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
-/// Dialling: `DialDriver` performs what `DialPlanner` decides (open a connection through
-/// `open` here, arm or cancel a target's redial timer); the node feeds it the outcomes.
+/// Dialling: routes to `DialDriver`, which performs what `DialPlanner` decides and keeps
+/// the address book; `openConnection` here builds the NIO bootstrap it asks for.
 extension Node {
     /// What the planner may ask about sessions that are up.
     var sessionView: DialPlanner.SessionView {
@@ -49,74 +44,34 @@ extension Node {
     func addresses(of key: IdentityPublicKey) -> [String] {
         var out: [String] = []
         if let c = activeConnection(for: key) { out.append(c.remoteAddress) }
-        for t in dialDriver.planner.targets(of: key) {
-            // A remembered peer's target is named by its identity: show its addresses.
-            let shown =
-                dialDriver.planner.targets[t]?.source == .remembered
-                ? (dialDriver.planner.targets[t]?.candidates.map(\.description) ?? []) : [t.rawValue]
-            for a in shown where !out.contains(a) { out.append(a) }
-        }
+        for a in dialDriver.shownAddresses(of: key) where !out.contains(a) { out.append(a) }
         return out
     }
 
     func perform(_ actions: [DialPlanner.Action]) { dialDriver.perform(actions) }
 
-    /// Opens a TCP connection for a dial target (`DialDriver.open`).
+    /// Opens a TCP connection for a dial target (`DialDriver.open`): a handler made here
+    /// (the node is its delegate), dialled by `SessionDialer`; a failed connect is forgotten
+    /// by the sessions driver and reported to the dial driver.
     func openConnection(_ key: DialTargetKey, _ address: DialAddress, expectedFingerprint: String?) {
         let conn = makeConnection(direction: .outbound, dialedAddress: key, expectedFingerprint: expectedFingerprint)
-        // The handler is created here, on the loop, and only ever used on it.
-        let bound = NIOLoopBound(conn, eventLoop: loop)
-        let deadAfter = options.deadAfter.duration
-        ClientBootstrap(group: loop)
-            .channelOption(.socketOption(.so_reuseaddr), value: 1)
-            .channelOption(.writeBufferWaterMark, value: PeerConnection.outboundWaterMark)
-            .channelOption(.recvAllocator, value: NoiseFrameDecoder.receiveAllocator)
-            .connectTimeout(options.handshakeTimeout)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try SessionSocketOptions.apply(to: channel, deadAfter: deadAfter)
-                    try channel.pipeline.syncOperations.addHandler(NoiseFrameDecoder())
-                    try channel.pipeline.syncOperations.addHandler(bound.value)
-                }
-            }
-            .connect(host: address.host, port: Int(address.port))
-            .whenComplete { [weak self] result in
-                guard let self, case .failure(let error) = result else { return }
-                self.sessionDriver.links[ObjectIdentifier(bound.value)] = nil
-                self.log.debug("dial failed", ["address": key.rawValue, "error": "\(error)"])
-                self.perform(self.dialDriver.planner.attemptFailed(key, random: self.dialDriver.random))
-                self.finishDialWatch(key, .failed("cannot connect to \(key.rawValue): \(Self.describe(error))"))
-            }
-    }
-}
-
-extension Node {
-    /// A connect error in words a user knows ("connection refused"), not NIO's type dump.
-    static func describe(_ error: Error) -> String {
-        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)).lowercased() }
-        if let c = error as? NIOConnectionError, let first = c.connectionErrors.first {
-            return describe(first.error)
+        let handle = ObjectIdentifier(conn)
+        SessionDialer.dial(
+            conn, to: address, on: loop, connectTimeout: options.handshakeTimeout,
+            deadAfter: options.deadAfter.duration
+        ) { [weak self] error in
+            guard let self else { return }
+            self.sessionDriver.links[handle] = nil
+            self.dialDriver.connectFailed(key, error)
         }
-        if error is ChannelError { return "\(error)" }
-        return "\(error)"
     }
-}
-
-extension DialAddress {
-    init(_ hp: HostPort) { self.init(host: hp.host, port: hp.port) }
 }
 
 /// Reconnecting without mDNS: the addresses peers were reached at or announced are kept
-/// in the store and fed to `DialPlanner.remember`, which decides what to dial.
+/// in the store and fed to `DialPlanner.remember` (`DialDriver`), which decides what to dial.
 extension Node {
     /// At start: every remembered peer is dialled (unless it dials us first).
-    func redialRememberedPeers() {
-        guard let remembered = try? store.rememberedAddresses() else { return }
-        for (identity, addresses) in remembered.sorted(by: { $0.key < $1.key }) {
-            let parsed = addresses.compactMap { try? HostPort(parsing: $0) }.map(DialAddress.init)
-            perform(dialDriver.planner.remember(identity, addresses: parsed, sessions: sessionView))
-        }
-    }
+    func redialRememberedPeers() { dialDriver.redialRemembered() }
 
     /// A blocked or forgotten peer is not dialled at its remembered addresses any more.
     func stopDialingRemembered(_ key: IdentityPublicKey) {
@@ -126,12 +81,7 @@ extension Node {
 
     /// `peer` can be reached at these "host:port" addresses: store them and tell the planner.
     func rememberAddresses(of peer: IdentityPublicKey, _ addresses: [String]) {
-        let parsed = addresses.compactMap { try? HostPort(parsing: $0) }.filter { $0.port != 0 }
-        guard !parsed.isEmpty else { return }
-        for hp in parsed {
-            try? store.rememberAddress(DialAddress(hp).description, of: peer, at: nowMs)
-        }
-        perform(dialDriver.planner.remember(peer, addresses: parsed.map(DialAddress.init), sessions: sessionView))
+        dialDriver.remember(peer, at: addresses)
     }
 
     /// The peer's `listenPorts` record: it listens on these ports of the host its session
@@ -140,6 +90,6 @@ extension Node {
         guard let peer = activePeer(of: conn) else { return }
         let host = conn.remoteAddress.hostPart
         let shown = host.contains(":") ? "[\(host)]" : host
-        rememberAddresses(of: peer, ports.prefix(WireLimits.maxListenPorts).map { "\(shown):\($0)" })
+        dialDriver.remember(peer, at: ports.prefix(WireLimits.maxListenPorts).map { "\(shown):\($0)" })
     }
 }

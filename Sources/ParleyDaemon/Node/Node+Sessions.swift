@@ -3,8 +3,10 @@ import ParleyCore
 import ParleyNodeCore
 import ParleyStore
 
-/// Connections and sessions: admission of inbound connections, the handshake's outcome
-/// (spoof check, trust, the session table), presence, and the keepalive tick.
+/// Connections and sessions: routes the connection events to `SessionDriver` (admission,
+/// the handshake's outcome through `EstablishedSessionDecision`, the close, the keepalive
+/// tick), and is its `SessionHost`: the trust decision and what starts and ends with a
+/// session in the other drivers, in their order.
 extension Node {
     // MARK: Connections
 
@@ -49,10 +51,6 @@ extension Node {
         return conn
     }
 
-    private func releaseAdmission(_ conn: PeerConnection) {
-        sessionDriver.handshakeEnded(ObjectIdentifier(conn), source: conn.remoteAddress.hostPart)
-    }
-
     /// The connection that carries the session with `peer`, if one is up.
     func activeConnection(for peer: IdentityPublicKey) -> PeerConnection? {
         sessionDriver.activeConnection(for: peer)
@@ -60,149 +58,20 @@ extension Node {
 
     /// The peer of `conn` if `conn` is the session kept for it (records on any other
     /// connection are ignored).
-    func activePeer(of conn: PeerConnection) -> IdentityPublicKey? {
-        guard let peer = conn.remoteIdentityKey, sessionDriver.table.isActive(ObjectIdentifier(conn), for: peer) else {
-            return nil
-        }
-        return peer
-    }
+    func activePeer(of conn: PeerConnection) -> IdentityPublicKey? { sessionDriver.activePeer(of: conn) }
 
     func isOnline(_ identity: IdentityPublicKey) -> Bool { sessionDriver.table.isOnline(identity) }
 
     // MARK: PeerConnectionDelegate: the handshake's outcome
 
-    func connectionEstablished(_ conn: PeerConnection) {
-        releaseAdmission(conn)
-        let handle = ObjectIdentifier(conn)
-        guard let est = conn.established, let link = sessionDriver.links[handle], !sessionDriver.stopping else {
-            conn.close(reason: .normal)
-            return
-        }
-        let remote = est.remoteCard
-        let peer = remote.identityKey
-        // Inbound connections count against their source's caps; our own dials do not.
-        let source = conn.direction == .inbound ? SourceAddress(conn.remoteAddress.hostPart) : nil
-        let standing = sessionStanding(of: peer)
-        guard sessionDriver.table.wouldAdmit(peer, source: source, standing: standing) else {
-            // Before the trust decision: a refused stranger's key is not pinned.
-            attackLog.log(
-                key: "sessions-full:" + (source?.network ?? "all"), "session limit reached; refusing",
-                ["limit": "\(sessionDriver.table.maxSessions)", "source": source?.address ?? "-"])
-            conn.close(reason: .normal, text: "too many sessions")
-            return
-        }
-        if case .spoofed(let expected) = AdvertisedIdentityCheck.check(
-            claimed: link.expectedFingerprint, proven: peer)
-        {
-            // The advertisement claimed one identity, the handshake proved another.
-            attackLog.log(
-                key: "spoof:" + conn.remoteAddress.hostPart,
-                "SPOOFING: an mDNS advertisement claimed a fingerprint its handshake did not prove; not trusted",
-                ["claimed": expected, "proven": remote.fingerprint.description, "address": conn.remoteAddress])
-            conn.close(reason: .notTrusted, text: "advertised fingerprint does not match")
-            if let key = link.dialTarget { dialDriver.planner.spoofDetected(key) }
-            return
-        }
-        if let key = link.dialTarget {
-            perform(dialDriver.planner.provedIdentity(key, identity: peer, random: dialDriver.random))
-        }
+    func connectionEstablished(_ conn: PeerConnection) { sessionDriver.connectionEstablished(conn) }
 
-        switch admitTrust(of: remote, connection: conn, dialTarget: link.dialTarget) {
-        case .keep: break
-        case .refuse(let reason, let text):
-            conn.close(reason: reason, text: text)
-            return
-        }
+    func connectionClosed(_ conn: PeerConnection, error: Error?) { sessionDriver.connectionClosed(conn, error: error) }
 
-        let side = SessionTieBreak.Side(direction: conn.direction, remoteBootID: est.remoteBootID)
-        let kept = sessionDriver.established(handle, peer: peer, side: side, source: source, standing: standing) {
-            if let key = link.dialTarget {
-                dialDriver.planner.sessionUp(key, identity: peer)
-                // Told once the peer shows it kept the session, not at our end of the
-                // handshake: its trust decision comes after (`confirmPeerKeepsSession`).
-                if dialDriver.isWatched(key) {
-                    conn.confirmPeerKeepsSession(probe: UInt64(dialDriver.random.uniform(below: .max))) { [weak self] in
-                        self?.finishDialWatch(key, .connected(identity: peer))
-                    }
-                }
-                // The address we reached it at is one to try again after a restart.
-                rememberAddresses(of: peer, [conn.remoteAddress])
-            }
-            if !gossipDriver.listenPorts.isEmpty {
-                conn.send(.listenPorts(Array(gossipDriver.listenPorts.prefix(WireLimits.maxListenPorts))))
-            }
-            try? store.touchPeer(identity: peer, at: nowMs, address: link.dialTarget?.rawValue)
-            log.info(
-                "session up",
-                [
-                    "peer": remote.displayName, "fingerprint": remote.fingerprint.description,
-                    "address": conn.remoteAddress, "direction": conn.direction.rawValue
-                ])
-        }
-        // Closed as a duplicate, or refused (the driver closed it): nothing starts on it.
-        guard kept else { return }
-        announceStatus(on: conn)
-        startGossip(on: conn, peer: peer)
-        pump(conn)
-        sendPendingReadReceipts(conn)
-        filesSessionStarted(conn)
-        roomSyncSessionStarted(conn, peer: peer)
-    }
-
-    func connectionClosed(_ conn: PeerConnection, error: Error?) {
-        let handle = ObjectIdentifier(conn)
-        releaseAdmission(conn)
-        if activePeer(of: conn) != nil { filesSessionEnded(conn) }
-        let link = sessionDriver.links.removeValue(forKey: handle)
-        if let error, conn.established == nil {
-            // A failed handshake: log once per source address, never per packet.
-            attackLog.log(
-                key: conn.remoteAddress.hostPart, "handshake failed",
-                ["address": conn.remoteAddress, "error": "\(error)"])
-        } else if let error {
-            log.info("session closed", ["address": conn.remoteAddress, "error": "\(error)"])
-        }
-        if let key = link?.dialTarget {
-            // Watchers left after a session came up were told at activation: any still
-            // here waited for an attempt that ended without a session.
-            let reason = conn.remoteCloseReason
-            dialDriver.attemptFailed(
-                key, Self.whyNoSession(conn, error: error, address: key.rawValue),
-                refusedByTrust: reason == .keyChangePending || reason == .notTrusted)
-        }
-        let wasSession = sessionDriver.closed(
-            handle, peer: conn.remoteIdentityKey,
-            peerKeptAnother: conn.remoteCloseReason == .duplicate)
-        guard wasSession, let peer = conn.remoteIdentityKey else { return }
-        log.info("session down", ["peer": peer.fingerprintText])
-        perform(dialDriver.planner.sessionDown(peer, random: dialDriver.random))
-        gossipDriver.gossip.sessionEnded(peer)
-        roomSyncSessionEnded(peer)
-        rooms.sessionEnded(peer)
-    }
-
-    /// Forgets keys pinned on first use (or held) that never exchanged a message and were
-    /// not seen for `options.unusedIdentityLifetime`, once per
-    /// `options.unusedIdentityCheckInterval` (`PeerDirectory.expireUnused`).
-    /// Co-members of joined rooms are kept: a member's name learnt from its card through the
-    /// room (room cards) stays while both are in the room, however long it is away.
+    /// Forgets unused keys when due (`SessionDriver.expireUnusedIdentities`).
     func expireUnusedIdentitiesIfDue(now: MonotonicInstant) {
-        let before = nowMs - options.unusedIdentityLifetime.wholeMilliseconds
-        do {
-            guard
-                let count = try peerDirectory.expireUnused(
-                    now: now, every: options.unusedIdentityCheckInterval, lastSeenBefore: before,
-                    keep: Set(sessionDriver.table.peers).union(coMembers())),
-                count > 0
-            else { return }
-            log.info("forgot identities that were never used", ["count": "\(count)"])
-        } catch {
-            log.error("could not expire unused identities", ["error": "\(error)"])
-        }
-    }
-
-    private func coMembers() -> Set<IdentityPublicKey> {
-        Set(joinedRoomMembers().flatMap { $0 })
+        sessionDriver.expireUnusedIdentities(
+            now: now, lifetime: options.unusedIdentityLifetime, every: options.unusedIdentityCheckInterval)
     }
 
     /// A stranger (unverified, never exchanged a message) or a known peer, for the session
@@ -214,9 +83,10 @@ extension Node {
     // MARK: Keepalive
 
     /// The daemon-wide periodic tick (every `KeepalivePolicy.tickInterval`, 5 s by
-    /// default): liveness of every session (`KeepalivePolicy.sweep`), the ack-timeout
-    /// resend of every send window, and the hourly expiry of unused identities. One timer
-    /// for all of them, so an idle daemon wakes once per tick whatever it holds.
+    /// default): the expiry of unused identities, liveness of every session
+    /// (`KeepalivePolicy.sweep`) and the ack-timeout resend (`SessionDriver`), room sync's
+    /// tick and the daemon's chore. One timer for all of them, so an idle daemon wakes
+    /// once per tick whatever it holds.
     func keepaliveTick() {
         let now = clock.monotonicNow()
         expireUnusedIdentitiesIfDue(now: now)
@@ -227,15 +97,45 @@ extension Node {
             }
         }
         sessionDriver.keepaliveSweep(options.keepalive, now: now)
-        for peer in sessionDriver.table.peers {
-            guard let handle = sessionDriver.table.handle(for: peer), let conn = sessionDriver.links[handle]?.connection
-            else { continue }
-            if sessionDriver.links[handle]?.window.resetIfAckTimedOut(now: now) == true { pump(conn) }
-        }
+        sessionDriver.resendTimedOut(now: now)
         rooms.tick(now: now)
         roomSyncTick()
         observers.onTick?()
     }
+}
+
+// MARK: - SessionHost: the other drivers' steps, in order
+
+extension Node: SessionHost {
+    func judgeTrust(of card: Card, connection conn: PeerConnection, dialTarget: DialTargetKey?)
+        -> (reason: CloseReason, text: String)?
+    {
+        switch admitTrust(of: card, connection: conn, dialTarget: dialTarget) {
+        case .keep: return nil
+        case .refuse(let reason, let text): return (reason, text)
+        }
+    }
+
+    var listenPorts: [UInt16] { gossipDriver.listenPorts }
+
+    func sessionStarted(_ conn: PeerConnection, peer: IdentityPublicKey) {
+        announceStatus(on: conn)
+        startGossip(on: conn, peer: peer)
+        pump(conn)
+        sendPendingReadReceipts(conn)
+        filesSessionStarted(conn)
+        roomSyncSessionStarted(conn, peer: peer)
+    }
+
+    func sessionClosing(_ conn: PeerConnection) { filesSessionEnded(conn) }
+
+    func sessionEnded(_ peer: IdentityPublicKey) {
+        gossipDriver.gossip.sessionEnded(peer)
+        roomSyncSessionEnded(peer)
+        rooms.sessionEnded(peer)
+    }
+
+    func coMembers() -> Set<IdentityPublicKey> { Set(joinedRoomMembers().flatMap { $0 }) }
 }
 
 extension IdentityPublicKey {

@@ -11,13 +11,16 @@ import ParleyStore
 /// nothing itself. docs/ARCHITECTURE.md, "Drivers".
 ///
 /// - Connections, sessions and presence: `SessionDriver` (the one performer of
-///   `SessionTable.Action`); `Node+Sessions.swift` routes the handshake's outcome to it.
+///   `SessionTable.Action` and `EstablishedSessionDecision.Action`); `Node+Sessions.swift`
+///   routes the connection events to it and is its `SessionHost`.
 /// - Pinned peers, the names that find them, their standing: `PeerDirectory`. Trust:
 ///   `TrustDriver` (Drivers/Trust/: the handshake's trust outcome, card updates, the
 ///   person's trust requests; `TrustDecision` and friends decide); `Node+Trust.swift` and
 ///   Node+LocalAPI.swift route to it, and Node is its host.
-/// - Dialling: `DialDriver` (`DialPlanner`); `Node+Dialing.swift` opens its connections.
-/// - Our reachability, address gossip, dial-back: `GossipDriver`; `Node+Gossip.swift`.
+/// - Dialling and the address book: `DialDriver` (`DialPlanner`); `Node+Dialing.swift`
+///   opens its connections.
+/// - Our reachability, address gossip, dial-back, doctor's facts: `GossipDriver`
+///   (Drivers/Gossip/); `Node+Gossip.swift` routes to it and is its `GossipHost`.
 /// - The one-to-one message path: `DirectMessageDriver` (send admission, the pump, received
 ///   chats, acknowledgements, outbox counts; `SendWindow` per session in `NodeLink`);
 ///   `Node+Outbox.swift` routes to it and is its host. `MessageDriver` holds
@@ -89,20 +92,22 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
         self.ownIdentity = OwnIdentity(keys: keys, card: card, networkKey: networkKey, store: store, clock: clock)
         self.options = options
         self.log = log
-        self.sessionDriver = SessionDriver(
-            table: SessionTable(me: keys.identity.publicKey, maxSessions: options.maxSessions),
-            loop: loop, clock: clock, log: log)
+        let attackLog = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60))
+        self.attackLog = attackLog
         let directory = PeerDirectory(store: store, myName: card.displayName)
         self.trustDriver = TrustDriver(
             store: store, directory: directory, me: keys.identity.publicKey, newIdentities: options.newIdentities,
             clock: clock, log: log)
+        self.dialDriver = DialDriver(
+            planner: DialPlanner(backoff: options.redial), loop: loop, clock: clock, random: random, store: store,
+            log: log, attackLog: attackLog)
+        self.sessionDriver = SessionDriver(
+            table: SessionTable(me: keys.identity.publicKey, maxSessions: options.maxSessions),
+            loop: loop, clock: clock, log: log, attackLog: attackLog, dial: dialDriver, directory: directory)
         self.fileDriver = FileDriver(store: store, clock: clock)
         self.gossipDriver = GossipDriver(
-            identity: keys.identity, store: store, directory: directory, loop: loop, clock: clock, log: log)
-        self.dialDriver = DialDriver(
-            planner: DialPlanner(backoff: options.redial), loop: loop, clock: clock, random: random)
-        let attackLog = RateLimitedLog(logger: log, level: .warning, interval: .seconds(60))
-        self.attackLog = attackLog
+            identity: keys.identity, store: store, directory: directory, loop: loop, clock: clock, log: log,
+            dial: dialDriver, sessions: sessionDriver)
         self.messageDriver = MessageDriver(
             store: store, directory: directory, loop: loop, clock: clock, log: log, quotaLimits: options.quota,
             attackLog: attackLog)
@@ -114,6 +119,8 @@ final class Node: PeerConnectionDelegate, @unchecked Sendable {
             sync: RoomSyncDriver(store: store, identity: keys.identity, clock: clock, log: log, attackLog: attackLog))
         sessionDriver.emit = { [unowned self] in self.emit($0) }
         trustDriver.host = self
+        sessionDriver.host = self
+        gossipDriver.host = self
         directMessages.host = self
         fileDriver.host = self
         messageDriver.conversation.host = self

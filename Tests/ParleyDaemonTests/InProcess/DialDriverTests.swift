@@ -2,6 +2,7 @@ import NIOCore
 import NIOEmbedded
 import ParleyCore
 import ParleyNodeCore
+import ParleyStore
 import XCTest
 
 @testable import ParleyDaemon
@@ -15,19 +16,24 @@ final class DialDriverTests: XCTestCase {
     var driver: DialDriver!
     var opened: [(DialTargetKey, DialAddress)] = []
 
+    var directory: String!
+
     override func setUp() {
         loop = EmbeddedEventLoop()
         clock = LoopClock(loop: loop)
+        directory = try! makeTestDirectory("parley-dial")
         driver = DialDriver(
             planner: DialPlanner(
                 backoff: RedialBackoff(initial: .milliseconds(500), maximum: .seconds(30))),
-            loop: loop, clock: clock, random: LowestRandom())
+            loop: loop, clock: clock, random: LowestRandom(), store: try! Store(directory: directory),
+            log: testLogger(), attackLog: RateLimitedLog(logger: testLogger(), level: .warning, interval: .seconds(60)))
         opened = []
         driver.open = { [unowned self] key, address, _ in self.opened.append((key, address)) }
     }
 
     override func tearDown() {
         _ = try? loop.syncShutdownGracefully()
+        try? FileManager.default.removeItem(atPath: directory)
     }
 
     private var address: DialAddress { DialAddress(host: "192.0.2.7", port: 7744) }

@@ -23,9 +23,17 @@ final class GossipDriverTests: XCTestCase {
         directory = try makeTestDirectory("parley-gossipdriver")
         store = try Store(directory: directory)
         let me = try TestIdentity(name: "me")
+        let peers = PeerDirectory(store: store, myName: "me")
+        let attackLog = RateLimitedLog(logger: testLogger(), level: .warning, interval: .seconds(60))
+        let dial = DialDriver(
+            planner: DialPlanner(backoff: RedialBackoff(initial: .milliseconds(500), maximum: .seconds(30))),
+            loop: loop, clock: clock, random: LowestRandom(), store: store, log: testLogger(), attackLog: attackLog)
         driver = GossipDriver(
-            identity: me.keys.identity, store: store, directory: PeerDirectory(store: store, myName: "me"),
-            loop: loop, clock: clock, log: testLogger())
+            identity: me.keys.identity, store: store, directory: peers,
+            loop: loop, clock: clock, log: testLogger(), dial: dial,
+            sessions: SessionDriver(
+                table: SessionTable(me: me.card.identityKey), loop: loop, clock: clock, log: testLogger(),
+                attackLog: attackLog, dial: dial, directory: peers))
     }
 
     override func tearDownWithError() throws {

@@ -87,10 +87,15 @@ final class InProcessLink {
     let initiatorConnection: PeerConnection
     let responderConnection: PeerConnection
 
-    /// `a` dials `b`.
-    init(from a: InProcessNode, to b: InProcessNode, loop: EmbeddedEventLoop) throws {
+    /// `a` dials `b`, for `dialTarget` if given (with the fingerprint an advertisement
+    /// claimed for it).
+    init(
+        from a: InProcessNode, to b: InProcessNode, loop: EmbeddedEventLoop, dialTarget: DialTargetKey? = nil,
+        expectedFingerprint: String? = nil
+    ) throws {
         self.loop = loop
-        initiatorConnection = a.node.makeConnection(direction: .outbound, dialedAddress: nil)
+        initiatorConnection = a.node.makeConnection(
+            direction: .outbound, dialedAddress: dialTarget, expectedFingerprint: expectedFingerprint)
         responderConnection = b.node.makeConnection(direction: .inbound, dialedAddress: nil)
         initiator = EmbeddedChannel(loop: loop)
         responder = EmbeddedChannel(loop: loop)

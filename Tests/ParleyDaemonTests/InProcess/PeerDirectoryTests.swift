@@ -111,4 +111,35 @@ final class PeerDirectoryTests: XCTestCase {
         XCTAssertNil(names(foe))
         XCTAssertNil(names(try TestIdentity(name: "unknown")))
     }
+
+    /// A private presence token names us, a pinned peer, or nobody: a blocked peer's token
+    /// (or one made under another network key, or in another epoch) names nobody, so the
+    /// advertisement is dialled as a stranger's and claims no fingerprint.
+    func testAPresenceTokenNamesUsAPinnedPeerOrNobody() throws {
+        let me = try TestIdentity(name: "me").card.identityKey
+        let friend = try pin("friend").card.identityKey
+        let foe = try pin("foe", trust: .blocked).card.identityKey
+        let networkKey = [UInt8](repeating: 7, count: 32)
+        let nonce = [UInt8](repeating: 1, count: PresenceToken.nonceLength)
+        let now: UInt64 = 1_750_000_000
+        func token(_ key: IdentityPublicKey, key nk: [UInt8]? = networkKey, at t: UInt64 = now) -> (
+            nonce: [UInt8], token: [UInt8]
+        ) {
+            (
+                nonce,
+                PresenceToken.make(
+                    identity: key, networkKey: nk, epoch: PresenceToken.epoch(atUnixSeconds: t), nonce: nonce)
+            )
+        }
+        func match(_ p: (nonce: [UInt8], token: [UInt8])) -> AdvertisementTriage.PresenceMatch {
+            directory.presenceMatch(p, me: me, networkKey: networkKey, unixSeconds: now)
+        }
+        XCTAssertEqual(match(token(me)), .ours)
+        XCTAssertEqual(match(token(friend)), .contact(friend))
+        XCTAssertEqual(match(token(foe)), .nobody, "a blocked key is nobody we know")
+        XCTAssertEqual(match(token(friend, key: [UInt8](repeating: 8, count: 32))), .nobody)
+        XCTAssertEqual(match(token(friend, at: now + 10 * 86_400)), .nobody)
+        XCTAssertTrue(directory.isKnown(compactFingerprint: Fingerprint(friend).compact))
+        XCTAssertFalse(directory.isKnown(compactFingerprint: Fingerprint(foe).compact))
+    }
 }

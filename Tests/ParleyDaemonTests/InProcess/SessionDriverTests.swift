@@ -20,6 +20,24 @@ final class SessionDriverTests: XCTestCase {
 
     override func tearDown() {
         _ = try? loop.syncShutdownGracefully()
+        for d in directories { try? FileManager.default.removeItem(atPath: d) }
+    }
+
+    private var directories: [String] = []
+
+    /// A driver of its own (no node), over a real store in a temporary directory.
+    private func bareDriver(me: IdentityPublicKey) throws -> SessionDriver {
+        let directory = try makeTestDirectory("parley-sessions")
+        directories.append(directory)
+        let store = try Store(directory: directory)
+        let dial = DialDriver(
+            planner: DialPlanner(backoff: RedialBackoff(initial: .milliseconds(500), maximum: .seconds(30))),
+            loop: loop, clock: clock, random: LowestRandom(), store: store, log: testLogger(),
+            attackLog: RateLimitedLog(logger: testLogger(), level: .warning, interval: .seconds(60)))
+        return SessionDriver(
+            table: SessionTable(me: me), loop: loop, clock: clock, log: testLogger(),
+            attackLog: RateLimitedLog(logger: testLogger(), level: .warning, interval: .seconds(60)), dial: dial,
+            directory: PeerDirectory(store: store, myName: "me"))
     }
 
     private func offline(_ events: [NodeEvent], _ peer: IdentityPublicKey) -> Int {
@@ -31,7 +49,7 @@ final class SessionDriverTests: XCTestCase {
     func testTheOfflineDebounceRunsOnTheInjectedClockAndForgetsTheStatus() throws {
         let me = try TestIdentity(name: "me").card.identityKey
         let peer = try TestIdentity(name: "peer").card.identityKey
-        let driver = SessionDriver(table: SessionTable(me: me), loop: loop, clock: clock, log: testLogger())
+        let driver = try bareDriver(me: me)
         var events: [NodeEvent] = []
         driver.emit = { events.append($0) }
         let handle = ObjectIdentifier(NSObject())
@@ -118,7 +136,7 @@ final class SessionDriverTests: XCTestCase {
     /// `stop` the driver says it is stopping and the tick never runs again.
     func testTheTickRunsOnTheInjectedClockUntilStop() throws {
         let me = try TestIdentity(name: "me").card.identityKey
-        let driver = SessionDriver(table: SessionTable(me: me), loop: loop, clock: clock, log: testLogger())
+        let driver = try bareDriver(me: me)
         var ticks = 0
         driver.startTicking(every: .seconds(5)) { ticks += 1 }
         loop.advanceTime(by: .milliseconds(4_999))

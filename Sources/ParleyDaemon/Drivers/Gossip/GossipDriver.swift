@@ -9,7 +9,11 @@ import ParleyStore
 /// ports it announces, its signed address record, its mDNS instance name and whether its
 /// own advertisement came back), address gossip among contacts (`AddressGossip`, and who
 /// is a contact), and the dial-back probe of `parley doctor` (answering one under its
-/// rate limit, and waiting for the answer to ours).
+/// rate limit, and waiting for the answer to ours). It performs what `AddressGossip`
+/// decides on sessions (+Sessions.swift: our record and tags at a session's start, records
+/// taken or not, relays), and answers `parley doctor`'s questions about reachability.
+/// Learned addresses go to the `DialDriver`; sessions are read from the `SessionDriver`;
+/// room co-membership comes from its `GossipHost`.
 ///
 /// Its state is its own and lives on the node's event loop (the loop is its lock). The
 /// clock is injected: its own record's age and the probe's timeout run on a mock clock in
@@ -21,8 +25,12 @@ final class GossipDriver {
     /// Only the address-book concern of the store (`AddressBookStore`).
     let store: any AddressBookStore
     let directory: PeerDirectory
-    /// Signs our address record.
-    private let identity: IdentityKeyPair
+    /// Dialling learned addresses, and what `parley doctor` asks of the dial targets.
+    let dial: DialDriver
+    /// The sessions up, to send records on.
+    let sessions: SessionDriver
+    /// Room co-membership (`Node`).
+    weak var host: (any GossipHost)?
 
     /// How long our own signed record is reused before it is signed again (its date must
     /// stay well inside `GossipLimits.maxRecordAgeMs` wherever it is relayed).
@@ -30,16 +38,30 @@ final class GossipDriver {
 
     /// The decisions of address gossip (ParleyNodeCore).
     var gossip: AddressGossip
-    /// The TCP ports this node listens on, announced to every peer (`listenPorts` record).
-    var listenPorts: [UInt16] = []
-    /// The addresses the listeners are bound to ("host:port"), for our signed address record.
-    var listenAddresses: [String] = []
-    /// Our own mDNS instance name (Avahi may rename it on a conflict).
-    var ownInstanceName: String?
-    /// Our own advertisement came back through our browser (`parley doctor`).
-    var ownAdvertisementSeen = false
+    /// What this node knows of its own reachability.
+    private var own: OwnReachability
 
-    private var ownRecord: SignedAddressRecord?
+    /// The TCP ports this node listens on, announced to every peer (`listenPorts` record).
+    var listenPorts: [UInt16] {
+        get { own.listenPorts }
+        set { own.listenPorts = newValue }
+    }
+    /// The addresses the listeners are bound to ("host:port"), for our signed address record.
+    var listenAddresses: [String] {
+        get { own.listenAddresses }
+        set { own.listenAddresses = newValue }
+    }
+    /// Our own mDNS instance name (Avahi may rename it on a conflict).
+    var ownInstanceName: String? {
+        get { own.instanceName }
+        set { own.instanceName = newValue }
+    }
+    /// Our own advertisement came back through our browser (`parley doctor`).
+    var ownAdvertisementSeen: Bool {
+        get { own.advertisementSeen }
+        set { own.advertisementSeen = newValue }
+    }
+
     /// Peers the local user has written to (a yes from the store is kept: having written
     /// to someone stays true).
     private var talkedWith = Set<IdentityPublicKey>()
@@ -53,9 +75,11 @@ final class GossipDriver {
     init(
         identity: IdentityKeyPair, store: any AddressBookStore, directory: PeerDirectory, loop: EventLoop,
         clock: any NodeClock,
-        log: Logger
+        log: Logger, dial: DialDriver, sessions: SessionDriver
     ) {
-        self.identity = identity
+        self.own = OwnReachability(identity: identity)
+        self.dial = dial
+        self.sessions = sessions
         self.store = store
         self.directory = directory
         self.loop = loop
@@ -64,7 +88,7 @@ final class GossipDriver {
         self.gossip = AddressGossip(own: identity.publicKey)
     }
 
-    private var nowMs: Int64 { clock.wallMilliseconds() }
+    var nowMs: Int64 { clock.wallMilliseconds() }
 
     // MARK: Contacts
 
@@ -102,17 +126,33 @@ final class GossipDriver {
         Set(((try? directory.peers()) ?? []).map(\.identity).filter(isContact))
     }
 
+    // MARK: Records of others
+
+    /// Keeps an accepted record in the store, so it can be relayed after a restart before
+    /// its subject is back. One the store cannot keep is still relayed in this run; the
+    /// failure is logged.
+    func keep(_ record: SignedAddressRecord) {
+        do {
+            try store.saveAddressRecord(
+                record.encoded(), of: record.identity, issuedAt: Int64(clamping: record.issuedAt))
+        } catch {
+            log.error(
+                "could not keep a contact's address record for after a restart",
+                ["peer": record.identity.fingerprintText, "error": "\(error)"])
+        }
+    }
+
     // MARK: Our own record
 
     /// Our own record: the addresses we listen at, signed now and then.
     func ownAddressRecord() -> SignedAddressRecord? {
-        if let cached = ownRecord, nowMs - Int64(cached.issuedAt) < Self.ownRecordLifetimeMs { return cached }
+        if let cached = own.record, nowMs - Int64(cached.issuedAt) < Self.ownRecordLifetimeMs { return cached }
         let endpoints = Self.listeningEndpoints(listenAddresses)
         guard !endpoints.isEmpty else { return nil }
         let record = try? SignedAddressRecord(
             signing: Array(endpoints.prefix(WireLimits.maxAddressesPerRecord)),
-            issuedAt: UInt64(max(0, nowMs)), with: identity)
-        ownRecord = record
+            issuedAt: UInt64(max(0, nowMs)), with: own.identity)
+        own.record = record
         return record
     }
 
@@ -210,4 +250,23 @@ final class GossipDriver {
 
     /// Probes waiting for an answer (tests).
     var dialBackWaiting: Int { dialBackWaiters.count }
+}
+
+/// What this node knows of its own reachability.
+struct OwnReachability {
+    /// Signs our address record.
+    let identity: IdentityKeyPair
+    var listenPorts: [UInt16] = []
+    var listenAddresses: [String] = []
+    var instanceName: String?
+    var advertisementSeen = false
+    /// Our signed record, reused for `GossipDriver.ownRecordLifetimeMs`.
+    var record: SignedAddressRecord?
+}
+
+/// What gossip needs from the rest of the node: room co-membership (members reach each
+/// other through the room, only while both are members). `Node` is the host.
+protocol GossipHost: AnyObject {
+    func isCoMember(_ identity: IdentityPublicKey) -> Bool
+    func joinedRoomMembers() -> [Set<IdentityPublicKey>]
 }

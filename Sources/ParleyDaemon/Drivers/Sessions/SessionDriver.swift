@@ -3,15 +3,20 @@ import ParleyCore
 import ParleyNodeCore
 
 /// Sessions, links and presence: every open connection (`NodeLink`), admission of inbound
-/// connections, the session table (one session per peer, the tie-break, the caps, the
-/// offline debounce), and what the control side sees of presence (who is online, each
-/// online peer's status line), the keepalive tick that checks every session's liveness,
-/// and whether the node is stopping.
+/// connections, what becomes of a finished handshake (`EstablishedSessionDecision`:
+/// caps, spoof check, trust, tie-break; +Establishment.swift) and of a closed connection,
+/// the session table (one session per peer, the tie-break, the caps, the offline
+/// debounce), and what the control side sees of presence (who is online, each online
+/// peer's status line), the keepalive tick that checks every session's liveness and
+/// resends what an ack timed out on, and whether the node is stopping.
 ///
-/// It is the ONE performer of `SessionTable.Action`: whether a peer went offline because
-/// its connection closed, because the debounce ran out or because a known peer's session
-/// evicted it, the same code forgets its status line and tells the observers. (Two
-/// performers that disagreed left an evicted stranger's status line shown.)
+/// It is the ONE performer of `SessionTable.Action` and of
+/// `EstablishedSessionDecision.Action`: whether a peer went offline because its connection
+/// closed, because the debounce ran out or because a known peer's session evicted it, the
+/// same code forgets its status line and tells the observers. (Two performers that
+/// disagreed left an evicted stranger's status line shown.) Dial targets hear through the
+/// `DialDriver` it is given; the rest of the node (trust, and what starts and ends with a
+/// session) through its `SessionHost`.
 ///
 /// Its state is its own and lives on the node's event loop, which serialises every entry
 /// point (the loop is its lock, as a mutex per subsystem is wireguard-go's). Time comes from
@@ -28,10 +33,8 @@ final class SessionDriver {
     var table: SessionTable<ObjectIdentifier>
     /// Inbound connections per source while they handshake.
     private var admission = AdmissionControl()
-    /// Each online peer's latest status line (forgotten when it goes offline).
-    private(set) var statuses: [IdentityPublicKey: PresenceStatus] = [:]
-    /// At most one shown status change per peer per second (a flood costs no more).
-    private var statusThrottle = StatusThrottle<IdentityPublicKey>()
+    /// Each online peer's latest status line, shown at most once per second per peer.
+    private var statusLines = StatusLines()
     /// The offline debounce timers (`SessionTable.Action.scheduleOfflineCheck`).
     private var offlineTimers: [IdentityPublicKey: Scheduled<Void>] = [:]
     /// Where presence changes go (the node's observers).
@@ -42,13 +45,31 @@ final class SessionDriver {
     /// The daemon-wide keepalive tick (`KeepalivePolicy.tickInterval`): one timer for every
     /// session, whatever the node holds.
     private var tick: RepeatedTask?
+    /// Security events (session floods, spoofed advertisements, failed handshakes): logged
+    /// once per source per minute.
+    let attackLog: RateLimitedLog
+    /// Dial targets hear what became of the connections dialled for them.
+    let dial: DialDriver
+    /// The pinned peers: a peer's standing (stranger or known), when it was last seen.
+    let directory: PeerDirectory
+    /// The rest of the node: trust, and what starts and ends with a session (`Node`).
+    weak var host: (any SessionHost)?
 
-    init(table: SessionTable<ObjectIdentifier>, loop: EventLoop, clock: any NodeClock, log: Logger) {
+    init(
+        table: SessionTable<ObjectIdentifier>, loop: EventLoop, clock: any NodeClock, log: Logger,
+        attackLog: RateLimitedLog, dial: DialDriver, directory: PeerDirectory
+    ) {
         self.table = table
         self.loop = loop
         self.clock = clock
         self.log = log
+        self.attackLog = attackLog
+        self.dial = dial
+        self.directory = directory
     }
+
+    /// Each online peer's latest status line (forgotten when it goes offline).
+    var statuses: [IdentityPublicKey: PresenceStatus] { statusLines.latest }
 
     /// The connection that carries the session with `peer`, if one is up.
     func activeConnection(for peer: IdentityPublicKey) -> PeerConnection? {
@@ -122,16 +143,16 @@ final class SessionDriver {
     /// `StatusThrottle.minInterval`; a held one is shown when the interval ends, if the
     /// peer is still online then.
     func statusReceived(_ status: PresenceStatus, from sender: IdentityPublicKey) {
-        guard statuses[sender] != status else { return }
-        statuses[sender] = status
-        switch statusThrottle.received(from: sender, now: clock.monotonicNow()) {
+        guard statusLines.latest[sender] != status else { return }
+        statusLines.latest[sender] = status
+        switch statusLines.throttle.received(from: sender, now: clock.monotonicNow()) {
         case .show:
             emit(.peerStatus(identity: sender, status: status.text))
         case .holdUntil(let due):
             loop.scheduleTask(deadline: due.deadline) { [weak self] in
                 guard let self else { return }
-                self.statusThrottle.due(sender, now: self.clock.monotonicNow())
-                if let latest = self.statuses[sender] {
+                self.statusLines.throttle.due(sender, now: self.clock.monotonicNow())
+                if let latest = self.statusLines.latest[sender] {
                     self.emit(.peerStatus(identity: sender, status: latest.text))
                 }
             }
@@ -164,7 +185,17 @@ final class SessionDriver {
         }
     }
 
-    // MARK: The performer
+    /// The ack-timeout resend: every session whose send window waited past its ack timeout
+    /// starts over (`SendWindow.resetIfAckTimedOut`) and is pumped again, so what the peer
+    /// never acknowledged is written again.
+    func resendTimedOut(now: MonotonicInstant) {
+        for peer in table.peers {
+            guard let handle = table.handle(for: peer), let conn = links[handle]?.connection else { continue }
+            if links[handle]?.window.resetIfAckTimedOut(now: now) == true { host?.pump(conn) }
+        }
+    }
+
+    // MARK: The performer of `SessionTable.Action`
 
     /// Performs the table's actions, every one of them, for every event, in order.
     /// `activate`: what the caller does when a connection becomes a peer's session.
@@ -186,8 +217,7 @@ final class SessionDriver {
             case .peerOnline(let p):
                 emit(.peerOnline(identity: p))
             case .peerOffline(let p):
-                statuses[p] = nil
-                statusThrottle.forget(p)
+                statusLines.forget(p)
                 emit(.peerOffline(identity: p))
             case .scheduleOfflineCheck(let p, let due):
                 offlineTimers[p]?.cancel()
@@ -198,5 +228,17 @@ final class SessionDriver {
                 }
             }
         }
+    }
+}
+
+/// Each online peer's latest status line, and the throttle on showing its changes.
+struct StatusLines {
+    var latest: [IdentityPublicKey: PresenceStatus] = [:]
+    /// At most one shown status change per peer per second (a flood costs no more).
+    var throttle = StatusThrottle<IdentityPublicKey>()
+
+    mutating func forget(_ peer: IdentityPublicKey) {
+        latest[peer] = nil
+        throttle.forget(peer)
     }
 }
