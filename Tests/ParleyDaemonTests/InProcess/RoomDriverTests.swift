@@ -419,6 +419,9 @@ final class RoomTestHost: RoomHost {
         if !bodies.isEmpty { quotaCounted[sender, default: []] += bodies }
     }
     func roomSyncMembershipChanged(_ state: RoomState) {}
+    /// Removals this stand-in signs are uncapped (the cap is `RoomSyncDriverTests`' concern).
+    func roomRemovalCapToSign(target: IdentityPublicKey, in state: RoomState) throws(StoreError) -> UInt64? { nil }
+    func roomRemovalCapStored(_ state: RoomState) {}
     func boundedOperationPlan(
         _ plan: RoomDistribution.OperationPlan, for op: RoomOperation, after: RoomState
     ) -> RoomDistribution.OperationPlan { plan }
