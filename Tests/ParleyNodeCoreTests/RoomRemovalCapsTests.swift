@@ -122,7 +122,9 @@ final class RoomRemovalCapsTests: XCTestCase {
                         author: eve.publicKey, sequence: $0, place: place, for: carol.publicKey, state: state)
                 })
         }
-        XCTAssertEqual(verdicts, [[.entitled, .entitled, .beyondRemovalCap, .beyondRemovalCap, .beyondRemovalCap, .beyondRemovalCap]])
+        XCTAssertEqual(
+            verdicts,
+            [[.entitled, .entitled, .beyondRemovalCap, .beyondRemovalCap, .beyondRemovalCap, .beyondRemovalCap]])
     }
 
     /// A leave caps too (the leaver names its own last message): a member who left cannot

@@ -51,7 +51,7 @@ public struct ProtocolFeatures: OptionSet, Hashable, Sendable {
     /// What this version understands.
     public static let supported: ProtocolFeatures = [
         .conversation, .files, .addressGossip, .roomSync, .roomCards, .roomOperationSummaries, .actionRefusals,
-        .removalCaps,
+        .removalCaps
     ]
 }
 

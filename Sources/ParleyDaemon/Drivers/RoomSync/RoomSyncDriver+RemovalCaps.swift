@@ -42,7 +42,8 @@ extension RoomSyncDriver {
             var withdrawn: [StoredMessage] = []
             for author in capped.sorted() {
                 // Only messages above the lowest cap can be refused by one.
-                let rows = try store.signedRoomMessages(room: current.roomID, author: author, above: lowest[author] ?? 0)
+                let rows = try store.signedRoomMessages(
+                    room: current.roomID, author: author, above: lowest[author] ?? 0)
                 var ids: [MessageID] = []
                 for bytes in rows {
                     // Changes (edits, deletes, reactions) above a cap are refused when they
