@@ -181,4 +181,49 @@ final class RoomRemovalCapTests: XCTestCase {
             try carolNode.sync.removalCapToSign(target: eve.publicKey, in: state), 3, "the highest held, holes or not")
         XCTAssertEqual(try carolNode.sync.removalCapToSign(target: bob.publicKey, in: state), 0, "none held")
     }
+    /// The whole node: `rooms.remove` signs the cap room sync gives, through the node's
+    /// routing (Node+RoomSync.swift): uncapped while a member is not known to read caps,
+    /// then the highest of eve's messages the node holds.
+    func testANodeSignsItsRemovalWithTheCapOnceEveryMemberReadsCaps() throws {
+        let alice = try InProcessNode(name: "alice", loop: loop, clock: clock)
+        let aliceKey = try KeyFiles.loadOrCreate(stateDirectory: alice.directory).0.identity
+        let root = try RoomOperation.create(
+            name: "lab", members: [bob.publicKey, eve.publicKey], by: aliceKey, createdAt: 1)
+        var ops = [root]
+        for m in [bob, eve] { ops.append(try change(.join, by: m, after: ops)) }
+        let store = alice.node.store
+        for op in ops {
+            _ = try store.insertRoomOperation(
+                StoredRoomOperation(
+                    hash: op.hash, room: root.roomID, sequence: Int64(op.sequence), encoded: op.encoded()),
+                at: 1)
+        }
+        let state = resolve(ops)
+        try store.saveRoom(
+            RoomRecord(
+                id: state.roomID, root: state.root, name: state.name, creator: state.creator,
+                createdAt: Int64(state.createdAt), version: Int64(state.version), members: state.members,
+                status: .joined, roles: state.roles, joined: state.joined, updatedAt: 1))
+        alice.node.start()
+        loop.run()
+        _ = try store.insertSignedRoomMessages(
+            try ([1, 2, 5] as [UInt64]).map { n in
+                let m = try signed("eve \(n)", by: eve, sequence: n, at: ops)
+                return Store.SignedRoomMessageRow(
+                    room: root.roomID, author: eve.publicKey, sequence: n, id: m.id, encoded: m.encoded())
+            }, at: 1)
+        func removal(of who: IdentityKeyPair) throws -> RoomOperation? {
+            try store.roomOperations(room: root.roomID).map { try RoomOperation.decode($0.encoded) }
+                .first { $0.kind == .remove && $0.target == who.publicKey }
+        }
+
+        alice.node.noteRoomSyncPeer(bob.publicKey, .removalCaps, syncing: true)
+        _ = try alice.node.changeRoom(try XCTUnwrap(store.room(id: root.roomID)), .remove(bob.publicKey))
+        XCTAssertNil(try XCTUnwrap(try removal(of: bob)).removalCap, "eve's node is not known to read caps")
+
+        alice.node.noteRoomSyncPeer(eve.publicKey, .removalCaps, syncing: true)
+        _ = try alice.node.changeRoom(try XCTUnwrap(store.room(id: root.roomID)), .remove(eve.publicKey))
+        XCTAssertEqual(try XCTUnwrap(try removal(of: eve)).removalCap, 5, "the highest of eve's held")
+        alice.node.stop()
+    }
 }
