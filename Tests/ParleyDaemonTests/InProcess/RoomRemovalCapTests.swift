@@ -226,4 +226,52 @@ final class RoomRemovalCapTests: XCTestCase {
         XCTAssertEqual(try XCTUnwrap(try removal(of: eve)).removalCap, 5, "the highest of eve's held")
         alice.node.stop()
     }
+    /// A capped remove stored before a crash, with the withdrawals it calls for not made:
+    /// made at the next start.
+    func testWithdrawalsMissedBeforeACrashAreMadeAtStart() throws {
+        let alice = try InProcessNode(name: "alice", loop: loop, clock: clock)
+        let aliceKey = try KeyFiles.loadOrCreate(stateDirectory: alice.directory).0.identity
+        let root = try RoomOperation.create(
+            name: "lab", members: [bob.publicKey, eve.publicKey], by: aliceKey, createdAt: 1)
+        var ops = [root]
+        for m in [bob, eve] { ops.append(try change(.join, by: m, after: ops)) }
+        let messages = try ([1, 2] as [UInt64]).map { try signed("eve \($0)", by: eve, sequence: $0, at: ops) }
+        ops.append(try change(.remove(eve.publicKey), by: aliceKey, after: ops, cap: 1))
+        let store = alice.node.store
+        for op in ops {
+            _ = try store.insertRoomOperation(
+                StoredRoomOperation(
+                    hash: op.hash, room: root.roomID, sequence: Int64(op.sequence), encoded: op.encoded()),
+                at: 1)
+        }
+        let state = resolve(ops)
+        try store.saveRoom(
+            RoomRecord(
+                id: state.roomID, root: state.root, name: state.name, creator: state.creator,
+                createdAt: Int64(state.createdAt), version: Int64(state.version), members: state.members,
+                status: .joined, roles: state.roles, joined: state.joined, updatedAt: 1))
+        _ = try store.insertSignedRoomMessages(
+            messages.map {
+                Store.SignedRoomMessageRow(
+                    room: root.roomID, author: eve.publicKey, sequence: $0.roomSequence, id: $0.id,
+                    encoded: $0.encoded())
+            }, at: 1)
+        _ = try store.storeIncomingRoomMessages(
+            messages.map {
+                IncomingMessage(
+                    id: $0.id, sender: eve.publicKey, recipient: aliceKey.publicKey,
+                    sequence: Int64($0.roomSequence), createdAt: Int64($0.createdAt), body: $0.body)
+            }, room: root.roomID, at: 1)
+        let shownNow = {
+            try store.roomMessages(room: root.roomID, after: nil, limit: 10).filter { $0.deletedAt == nil }.map(\.body)
+        }
+        XCTAssertEqual(try shownNow(), ["eve 1", "eve 2"])
+
+        alice.node.start()
+        loop.run()
+        XCTAssertEqual(try shownNow(), ["eve 1"], "2 is above the cap")
+        XCTAssertTrue(
+            alice.events.contains { if case .messageUpdated(let m) = $0 { m.id == messages[1].id } else { false } })
+        alice.node.stop()
+    }
 }
