@@ -13,6 +13,9 @@ public enum RoomSyncFeature: String, Sendable, CaseIterable {
     case messages = "room_sync_peer:"
     /// Features bit 5: operation summaries.
     case operations = "room_op_sync_peer:"
+    /// Features bit 7: removal caps (a node signs a capped remove only when every other
+    /// member of the room is known to read one).
+    case removalCaps = "room_cap_peer:"
 
     /// The first key after every key with this prefix (its last character, ':', plus one).
     var end: String { String(rawValue.dropLast()) + ";" }

@@ -47,6 +47,12 @@ final class ProtocolDocExampleTests: XCTestCase {
         try assertExample("room-join", try next(.join, by: Self.bob))
         try assertExample("room-add", try next(.add(Self.carol.publicKey), by: Self.alice))
         try assertExample("room-set-role", try next(.setRole(Self.bob.publicKey, .admin), by: Self.alice))
+        // The same removal with a cap (features bit 7), on the same parent; not part of the history.
+        let capped = try RoomOperation.change(
+            .remove(Self.carol.publicKey), roomID: create.roomID, after: Array(history.suffix(1)), by: Self.bob,
+            createdAt: Self.t0Ms + UInt64(history.count) * Self.minuteMs, removalCap: 7)
+        try assertExample("room-remove-capped", capped.encoded())
+        XCTAssertEqual(try RoomOperation.decode(capped.encoded()).removalCap, 7)
         try assertExample("room-remove", try next(.remove(Self.carol.publicKey), by: Self.bob))
         try assertExample("room-leave", try next(.remove(Self.bob.publicKey), by: Self.bob))
         let state = try XCTUnwrap(RoomResolver.resolve(root: create, operations: history))

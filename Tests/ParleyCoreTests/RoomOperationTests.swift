@@ -258,6 +258,42 @@ final class RoomOperationTests: XCTestCase {
                 by: Self.bob, createdAt: 9))
     }
 
+    /// A remove with a cap (features bit 7): the cap follows the target, inside the
+    /// signature and the hash; a decoder tells it from an uncapped remove by the length left.
+    /// Only a remove carries one.
+    func testARemovalCapRoundTripsAndIsSigned() throws {
+        let root = try create()
+        let capped = try RoomOperation.change(
+            .remove(Self.bob.publicKey), roomID: root.roomID, after: [root], by: Self.alice, createdAt: 9,
+            removalCap: 0x0102_0304_0506_0708)
+        let plain = try RoomOperation.change(
+            .remove(Self.bob.publicKey), roomID: root.roomID, after: [root], by: Self.alice, createdAt: 9)
+        let bytes = capped.encoded()
+        XCTAssertEqual(bytes.count, plain.encoded().count + 8)
+        XCTAssertEqual(Array(bytes[(bytes.count - 72)..<(bytes.count - 64)]), be64(0x0102_0304_0506_0708))
+        let decoded = try RoomOperation.decode(bytes)
+        XCTAssertEqual(decoded, capped)
+        XCTAssertEqual(decoded.removalCap, 0x0102_0304_0506_0708)
+        XCTAssertNil(try RoomOperation.decode(plain.encoded()).removalCap)
+        XCTAssertNotEqual(capped.hash, plain.hash, "the cap is part of what the hash names")
+        for i in (bytes.count - 72)..<(bytes.count - 64) {
+            var tampered = bytes
+            tampered[i] ^= 0x01
+            assertDecodeFails(tampered, .badSignature)
+        }
+        // The uncapped remove's signature with 8 bytes inserted before it: the cap is not
+        // signed, so the signature fails (nobody can add a cap to another's removal).
+        var grafted = Array(plain.encoded().dropLast(64)) + be64(3) + Array(plain.encoded().suffix(64))
+        assertDecodeFails(grafted, .badSignature)
+        grafted = plain.encoded() + [0]
+        assertDecodeFails(grafted, .trailingBytes(count: 1))
+        XCTAssertThrowsError(
+            try RoomOperation.change(
+                .add(Self.carol.publicKey), roomID: root.roomID, after: [root], by: Self.alice, createdAt: 9,
+                removalCap: 1)
+        ) { XCTAssertEqual($0 as? RoomOperationError, .capOnNonRemove) }
+    }
+
     func testReservedPolicyBitsAndUnknownRolesAreRejected() {
         assertDecodeFails(
             raw(body: createBody(name: Array("x".utf8), members: [Self.alice.publicKey], flags: 4)),

@@ -63,8 +63,9 @@ CREATE, ADD, REMOVE, SET_ROLE, RENAME, SET_POLICY, JOIN = 1, 2, 3, 4, 5, 6, 7
 
 def room_operation(key: nacl.signing.SigningKey, kind: int, room: bytes, sequence: int, created_at: int,
                    parents=(), name: bytes = None, flags: int = None, members=(), target: bytes = None,
-                   role: int = None) -> bytes:
-    """Version 2: fields in the table's order, then the signature over the 18-byte prefix."""
+                   role: int = None, cap: int = None) -> bytes:
+    """Version 2: fields in the table's order, then the signature over the 18-byte prefix.
+    `cap`: a remove's removal cap (features bit 7), after the target."""
     body = (bytes([2, kind]) + room + struct.pack(">QQ", sequence, created_at) + bytes(key.verify_key)
             + bytes([len(parents)]) + b"".join(sorted(parents)))
     if kind in (CREATE, RENAME):
@@ -77,6 +78,9 @@ def room_operation(key: nacl.signing.SigningKey, kind: int, room: bytes, sequenc
         body += target
     if kind == SET_ROLE:
         body += bytes([role])
+    if cap is not None:
+        assert kind == REMOVE, "only a remove carries a cap"
+        body += struct.pack(">Q", cap)
     return body + key.sign(b"parley-room-op-v2\x00" + body).signature
 
 

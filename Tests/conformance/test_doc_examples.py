@@ -73,6 +73,11 @@ def room_ops():
         previous = doc.room_operation(key, kind, room, i + 1, T0_MS + i * MINUTE_MS,
                                       parents=[doc.room_operation_hash(previous)], **extra)
         ops[name] = previous
+    # The same removal with a cap (features bit 7): Bob had accepted Carol's messages up to
+    # her room sequence 7. An alternative to room-remove, on the same parent.
+    ops["room-remove-capped"] = doc.room_operation(
+        BOB, doc.REMOVE, room, 5, T0_MS + 4 * MINUTE_MS, parents=[doc.room_operation_hash(ops["room-set-role"])],
+        target=CAROL_KEY, cap=7)
     return ops
 
 
@@ -83,8 +88,11 @@ def room_op_fields(op: bytes):
     end = 67 + 32 * count
     fields = [op[0:1], op[1:2], op[2:18], op[18:26], op[26:34], op[34:66], op[66:67]]
     fields += [op[67 + 32 * i:99 + 32 * i] for i in range(count)]
-    if op[end:-64]:
-        fields.append(op[end:-64])
+    own = op[end:-64]
+    if op[1] == doc.REMOVE and len(own) == 40:  # target, then the removal cap
+        fields += [own[:32], own[32:]]
+    elif own:
+        fields.append(own)
     return fields + [op[-64:]]
 
 
@@ -154,6 +162,7 @@ DERIVATIONS = {
     "room-set-role": lambda: room_op_fields(room_ops()["room-set-role"]),
     "room-remove": lambda: room_op_fields(room_ops()["room-remove"]),
     "room-leave": lambda: room_op_fields(room_ops()["room-leave"]),
+    "room-remove-capped": lambda: room_op_fields(room_ops()["room-remove-capped"]),
     "room-chat-record": lambda: rec(0x11, MSG_ID, ROOM_NONCE, u64(1), u64(T0_MS), b"hi lab"),
     # "Room sync"
     "room-message-record": room_message_fields,

@@ -157,3 +157,39 @@ def test_a_member_without_bit_3_gets_the_old_room_chat(daemon):  # noqa: F811
     chat = next(p for t, p in got if t == ROOM_CHAT)
     assert chat[16:32] == room and chat[48:] == b"to an old member"
     assert not any(t in (ROOM_MESSAGE, ROOM_HAVE) for t, _ in got), "nothing of room sync to a node without bit 3"
+
+
+def test_a_removed_members_back_dated_message_above_the_removal_cap_is_refused(daemon):  # noqa: F811
+    """docs/PROTOCOL.md "Removal caps" (features bit 7): this client, the room's owner,
+    removes eve with a cap of 1 (it had accepted her message 1). Eve then signs message 2
+    anchored before her removal, and this client, as a member that had not yet received the
+    removal would, passes on her 1 (late) and her 2: the daemon takes 1 and refuses 2
+    (acknowledged, final, not shown)."""
+    me, eve = Identity(), Identity()
+    session = Session.established(daemon.address, me, card=me.card(name="own" + os.urandom(4).hex()),
+                                  extra_fields=[(0x10, struct.pack(">I", (1 << 3) | (1 << 7)))])
+    name = b"cap" + os.urandom(3).hex().encode()
+    create, create_hash = room_op(me, CREATE, os.urandom(16), 1,
+                                  body=create_body(name, [me.identity_key, eve.identity_key, daemon_key(daemon)]))
+    room = create_hash[:16]
+    join_e, je = room_op(eve, JOIN, room, 2, parents=[create_hash])
+    session.send_records(record(ROOM_OPERATION, create), record(ROOM_OPERATION, join_e))
+    collect(session, lambda rs: {create_hash[:16], je[:16]} <= acked(rs))
+    join_d = daemon_accepts(daemon, session, room)
+    before = [op_hash(join_d)]  # the heads before the removal (the daemon's join follows eve's)
+    now = int(time.time() * 1000)
+    one = doc.room_message(eve.signing, room, 1, os.urandom(16), now, before, b"eve, before her removal")
+    back_dated = doc.room_message(eve.signing, room, 2, os.urandom(16), now, before, b"eve, after her removal")
+
+    sequence = struct.unpack(">Q", join_d[18:26])[0] + 1
+    removal = doc.room_operation(me.signing, doc.REMOVE, room, sequence, now, parents=before,
+                                 target=eve.identity_key, cap=1)
+    session.send_records(record(ROOM_OPERATION, removal))
+    collect(session, lambda rs: op_hash(removal)[:16] in acked(rs))
+    wait_until(lambda: [len(r["members"]) for r in daemon.call("rooms.list")["rooms"] if r["id"] == room.hex()]
+               == [2], what="eve removed")
+
+    session.send_records(record(ROOM_MESSAGE, one), record(ROOM_MESSAGE, back_dated))
+    collect(session, lambda rs: {one[58:74], back_dated[58:74]} <= acked(rs))
+    shown = [m["body"] for m in daemon.messages("#" + name.decode()) if m["direction"] == "in"]
+    assert shown == ["eve, before her removal"], "at or below the cap stands; above it is refused"

@@ -113,13 +113,21 @@ public struct RoomOperation: Hashable, Sendable {
     /// The member who made the change and signed it.
     public let actor: IdentityPublicKey
     public let change: Change
+    /// A remove's **cap** (features bit 7, `ProtocolFeatures.removalCaps`): the highest
+    /// `roomSequence` of the target's signed room messages that the remover had accepted
+    /// (for a leave, the leaver's own last). Members refuse the target's messages above it
+    /// unless written after the removal (`RoomRemovalCaps`), so a removed member cannot
+    /// go on writing with a back-dated anchor. Nil: a remove without a cap (from a node
+    /// without bit 7, or one signed while a member was not known to have it): no limit,
+    /// the behaviour before the cap. Always nil for the other kinds.
+    public let removalCap: UInt64?
     public let signature: [UInt8]
     /// SHA-256 of the domain and the signed bytes: the operation's name.
     public let hash: RoomOperationHash
 
     private init(
         roomField: RoomID, sequence: UInt64, parents: [RoomOperationHash], createdAt: UInt64,
-        actor: IdentityPublicKey, change: Change, signature: [UInt8]
+        actor: IdentityPublicKey, change: Change, removalCap: UInt64?, signature: [UInt8]
     ) {
         self.roomField = roomField
         self.sequence = sequence
@@ -127,10 +135,11 @@ public struct RoomOperation: Hashable, Sendable {
         self.createdAt = createdAt
         self.actor = actor
         self.change = change
+        self.removalCap = removalCap
         self.signature = signature
         let signed = Self.signedBytes(
             roomField: roomField, sequence: sequence, parents: parents,
-            createdAt: createdAt, actor: actor, change: change)
+            createdAt: createdAt, actor: actor, change: change, removalCap: removalCap)
         let hash = RoomOperationHash(exactly: Sodium.sha256(Self.hashDomain, signed))
         self.hash = hash
         if case .create = change { roomID = RoomID(committingTo: hash) } else { roomID = roomField }
@@ -160,22 +169,24 @@ public struct RoomOperation: Hashable, Sendable {
         let all = Array(Set(members + [identity.publicKey])).sorted()
         return try sign(
             .create(name: name, members: all, policy: policy), roomField: nonce, parents: [],
-            by: identity, createdAt: createdAt)
+            by: identity, createdAt: createdAt, removalCap: nil)
     }
 
     /// Signs any other change following `parents` (the room's current heads; see
-    /// `RoomState.heads`). The sequence is derived from them.
+    /// `RoomState.heads`). The sequence is derived from them. `removalCap`: a remove's cap
+    /// (nil: none); any other kind with a cap is refused.
     public static func change(
         _ change: Change, roomID: RoomID, after parents: [RoomOperation],
-        by identity: IdentityKeyPair, createdAt: UInt64
+        by identity: IdentityKeyPair, createdAt: UInt64, removalCap: UInt64? = nil
     ) throws(RoomOperationError) -> RoomOperation {
         if case .create = change { throw .invalidParents("a create has no parents; use RoomOperation.create") }
-        return try sign(change, roomField: roomID, parents: parents, by: identity, createdAt: createdAt)
+        return try sign(
+            change, roomField: roomID, parents: parents, by: identity, createdAt: createdAt, removalCap: removalCap)
     }
 
     private static func sign(
         _ change: Change, roomField: RoomID, parents: [RoomOperation],
-        by identity: IdentityKeyPair, createdAt: UInt64
+        by identity: IdentityKeyPair, createdAt: UInt64, removalCap: UInt64?
     ) throws(RoomOperationError) -> RoomOperation {
         let hashes = Array(Set(parents.map(\.hash))).sorted()
         let sequence: UInt64
@@ -188,14 +199,17 @@ public struct RoomOperation: Hashable, Sendable {
             sequence = top == UInt64.max ? top : top + 1
         }
         let actor = identity.publicKey
+        if removalCap != nil, change.kind != .remove {
+            throw .capOnNonRemove
+        }
         try validate(change: change, actor: actor, parents: hashes, sequence: sequence)
         let signed = signedBytes(
             roomField: roomField, sequence: sequence, parents: hashes,
-            createdAt: createdAt, actor: actor, change: change)
+            createdAt: createdAt, actor: actor, change: change, removalCap: removalCap)
         let signature = identity.sign(signatureDomain + signed)
         return RoomOperation(
             roomField: roomField, sequence: sequence, parents: hashes, createdAt: createdAt,
-            actor: actor, change: change, signature: signature)
+            actor: actor, change: change, removalCap: removalCap, signature: signature)
     }
 
     /// The structural rules shared by `sign` and `decode`.
@@ -239,7 +253,7 @@ public struct RoomOperation: Hashable, Sendable {
 
     static func signedBytes(
         roomField: RoomID, sequence: UInt64, parents: [RoomOperationHash], createdAt: UInt64,
-        actor: IdentityPublicKey, change: Change
+        actor: IdentityPublicKey, change: Change, removalCap: UInt64?
     ) -> [UInt8] {
         var out: [UInt8] = [currentVersion, change.kind.rawValue]
         out.reserveCapacity(maxEncodedLength)
@@ -258,8 +272,13 @@ public struct RoomOperation: Hashable, Sendable {
             out.append(policy.flags)
             out.appendUInt16(UInt16(members.count))  // at most maxCreateMembers, checked
             for m in members { out += m.bytes }
-        case .add(let k), .remove(let k):
+        case .add(let k):
             out += k.bytes
+        case .remove(let k):
+            out += k.bytes
+            // The cap follows the target when there is one (bit 7): a decoder tells the two
+            // forms apart by the length left before the signature.
+            if let removalCap { out.appendUInt64(removalCap) }
         case let .setRole(k, role):
             out += k.bytes
             out.append(role.rawValue)
@@ -279,7 +298,7 @@ public struct RoomOperation: Hashable, Sendable {
     public func encoded() -> [UInt8] {
         Self.signedBytes(
             roomField: roomField, sequence: sequence, parents: parents, createdAt: createdAt,
-            actor: actor, change: change) + signature
+            actor: actor, change: change, removalCap: removalCap) + signature
     }
 
     /// Parses and verifies one operation: exactly these bytes, a valid structure and a
@@ -327,6 +346,7 @@ public struct RoomOperation: Hashable, Sendable {
             parents.append(RoomOperationHash(exactly: try take(RoomOperationHash.length, "parent")))
         }
         let change: Change
+        var removalCap: UInt64?
         switch kind {
         case .create:
             let n = try name()
@@ -346,6 +366,9 @@ public struct RoomOperation: Hashable, Sendable {
             change = .add(try key("target"))
         case .remove:
             change = .remove(try key("target"))
+            // Bit 7: exactly 8 bytes more than the signature left means a cap; anything
+            // else is the signature (and trailing bytes are refused below).
+            if r.remaining == signatureLength + 8 { removalCap = try u64("cap") }
         case .setRole:
             let target = try key("target")
             let raw = try take(1, "role")[0]
@@ -367,6 +390,6 @@ public struct RoomOperation: Hashable, Sendable {
         }
         return RoomOperation(
             roomField: roomField, sequence: sequence, parents: parents, createdAt: createdAt,
-            actor: actor, change: change, signature: signature)
+            actor: actor, change: change, removalCap: removalCap, signature: signature)
     }
 }

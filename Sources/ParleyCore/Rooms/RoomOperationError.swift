@@ -26,6 +26,8 @@ public enum RoomOperationError: Error, Equatable, Sendable, CustomStringConverti
     case badSignature
     /// The operation is larger than `RoomOperation.maxEncodedLength`.
     case tooLarge(Int)
+    /// A cap (`RoomOperation.removalCap`) asked for an operation that is not a remove.
+    case capOnNonRemove
 
     public var description: String {
         switch self {
@@ -43,6 +45,7 @@ public enum RoomOperationError: Error, Equatable, Sendable, CustomStringConverti
         case .unknownRole(let r): return "unknown room role \(r)"
         case .badSignature: return "room operation signature does not verify"
         case .tooLarge(let n): return "room operation of \(n) bytes exceeds \(RoomOperation.maxEncodedLength)"
+        case .capOnNonRemove: return "only a remove (or leave) names a cap"
         }
     }
 }

@@ -41,9 +41,17 @@ public struct ProtocolFeatures: OptionSet, Hashable, Sendable {
     /// (docs/PROTOCOL.md "refused").
     public static let actionRefusals = ProtocolFeatures(rawValue: 1 << 6)
 
+    /// Removal caps (issue 32): the node decodes a room remove (kind 3) that carries a
+    /// `cap` after its target, and refuses the removed member's messages above it unless
+    /// written after the removal (docs/PROTOCOL.md "Removal caps"). A node signs a capped
+    /// remove only when every other member of the room is known to have announced this:
+    /// an older node cannot decode one.
+    public static let removalCaps = ProtocolFeatures(rawValue: 1 << 7)
+
     /// What this version understands.
     public static let supported: ProtocolFeatures = [
-        .conversation, .files, .addressGossip, .roomSync, .roomCards, .roomOperationSummaries, .actionRefusals
+        .conversation, .files, .addressGossip, .roomSync, .roomCards, .roomOperationSummaries, .actionRefusals,
+        .removalCaps
     ]
 }
 

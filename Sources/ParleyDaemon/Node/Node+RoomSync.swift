@@ -72,6 +72,14 @@ extension Node {
 
     func roomSyncTick() { roomSync.tick() }
 
+    /// The cap this node signs into a remove (`RoomSyncDriver.removalCapToSign`).
+    func roomRemovalCapToSign(target: IdentityPublicKey, in state: RoomState) throws(StoreError) -> UInt64? {
+        try roomSync.removalCapToSign(target: target, in: state)
+    }
+
+    /// A capped remove was stored (`RoomSyncDriver.withdrawBeyondCaps`).
+    func roomRemovalCapStored(_ state: RoomState) { roomSync.withdrawBeyondCaps(state) }
+
     /// Acknowledgements of signed messages this node sent (its own, or pushed).
     func roomSyncAcknowledged(_ ids: [MessageID], by peer: IdentityPublicKey) {
         roomSync.acknowledged(ids, by: peer)

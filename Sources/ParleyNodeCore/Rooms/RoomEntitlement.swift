@@ -34,13 +34,17 @@ public enum RoomEntitlement {
         /// The member was not a member (joined or invited) at the message's place, or is not a
         /// joined member now.
         case notEntitled
+        /// The author was removed (or left) by a valid remove that is not in the message's
+        /// past and caps the author below this message's sequence (`RoomRemovalCaps`): a
+        /// write back-dated past the author's removal. Nobody stores or passes it on. Final.
+        case beyondRemovalCap
     }
 
-    /// The membership at `anchor`: valid operations among the anchor and its past, folded in
-    /// (sequence, hash) order. Nil when an anchor hash is not among `operations` (which holds the create too).
-    public static func membership(
-        at anchor: [RoomOperationHash], state: RoomState, operations: [RoomOperationHash: RoomOperation]
-    ) -> RoomFold? {
+    /// The anchor and its past (every ancestor). Nil when an anchor hash is not among
+    /// `operations` (which holds the create too).
+    public static func past(of anchor: [RoomOperationHash], operations: [RoomOperationHash: RoomOperation])
+        -> Set<RoomOperationHash>?
+    {
         var closure: Set<RoomOperationHash> = []
         var stack: [RoomOperationHash] = []
         for h in anchor {
@@ -53,12 +57,59 @@ public enum RoomEntitlement {
             guard closure.insert(h).inserted, let op = operations[h] else { continue }
             stack += op.parents
         }
+        return closure
+    }
+
+    /// The membership at `anchor`: valid operations among the anchor and its past, folded in
+    /// (sequence, hash) order. Nil when an anchor hash is not among `operations` (which holds the create too).
+    public static func membership(
+        at anchor: [RoomOperationHash], state: RoomState, operations: [RoomOperationHash: RoomOperation]
+    ) -> RoomFold? {
+        guard let closure = past(of: anchor, operations: operations) else { return nil }
+        return fold(closure, state: state, operations: operations)
+    }
+
+    private static func fold(
+        _ closure: Set<RoomOperationHash>, state: RoomState, operations: [RoomOperationHash: RoomOperation]
+    ) -> RoomFold {
         let valid = Set(state.applied)
         let ordered = closure.filter { valid.contains($0) }.compactMap { operations[$0] }
             .sorted(by: RoomResolver.precedes)
         var fold = RoomFold()
         for op in ordered { fold.apply(op) }
         return fold
+    }
+
+    /// What a message's place decides: the membership there, and the removal caps that
+    /// apply to messages anchored there (`RoomRemovalCaps`).
+    public struct Place: Sendable {
+        public let membership: RoomFold
+        public let caps: [IdentityPublicKey: UInt64]
+    }
+
+    /// The place at `anchor`; nil when an anchor hash is not held.
+    public static func place(
+        at anchor: [RoomOperationHash], state: RoomState, operations: [RoomOperationHash: RoomOperation]
+    ) -> Place? {
+        guard let closure = past(of: anchor, operations: operations) else { return nil }
+        return Place(
+            membership: fold(closure, state: state, operations: operations),
+            caps: RoomRemovalCaps.caps(outside: closure, state: state, operations: operations))
+    }
+
+    /// May `member` have `author`'s message `sequence` at `place` (nil: unknown)? The
+    /// membership rule (`verdict(author:membershipThen:for:state:)`), then the removal caps:
+    /// a message above a cap that applies at its place is `beyondRemovalCap`, for every member.
+    public static func verdict(
+        author: IdentityPublicKey, sequence: UInt64, place: Place?, for member: IdentityPublicKey, state: RoomState
+    ) -> Verdict {
+        guard let place else { return .anchorUnknown }
+        let byMembership = verdict(author: author, membershipThen: place.membership, for: member, state: state)
+        guard byMembership != .anchorUnknown, byMembership != .authorNotMember else { return byMembership }
+        guard RoomRemovalCaps.admits(author: author, sequence: sequence, caps: place.caps) else {
+            return .beyondRemovalCap
+        }
+        return byMembership
     }
 
     /// May `member` have `message` (anchor and author as signed), in the room as resolved now?

@@ -391,6 +391,40 @@ final class RoomDriverTests: XCTestCase {
         XCTAssertEqual(link.operations.count, 2)
         XCTAssertEqual(link.cards.count, 1, "a card goes once per session")
     }
+
+    /// A remove is signed with the cap room sync gives (docs/PROTOCOL.md "Removal caps"),
+    /// stored, and what it refuses withdrawn; it waits in the outbox of a member whose node
+    /// cannot decode it (no bit 7), and goes to one that can. A capped remove received
+    /// from a peer withdraws too.
+    func testACappedRemoveIsSignedWithdrawsAndGoesOnlyToNodesThatReadCaps() throws {
+        let rec = try room(inviting: [bob, carol, mallory], joining: [bob, carol, mallory])
+        host.capToSign = 4
+        _ = try rooms.change(rec, .remove(carol.identity))
+        let removal = try XCTUnwrap(
+            rooms.entry(rec.id).operations.values.first { $0.kind == .remove && $0.target == carol.identity })
+        XCTAssertEqual(removal.removalCap, 4)
+        XCTAssertEqual(host.capsStored, [rec.id])
+
+        let old = host.link(for: bob.identity)
+        old.remoteFeatures.remove(.removalCaps)
+        rooms.pumpOperations(old, peer: bob.identity)
+        XCTAssertFalse(old.operations.contains(removal), "an older node would take it for malformed")
+        XCTAssertTrue(
+            try store.pendingRoomOperations(to: bob.identity, limit: 100).contains { $0.hash == removal.hash },
+            "it stays queued until bob's node reads caps")
+        old.remoteFeatures = .supported
+        rooms.pumpOperations(old, peer: bob.identity)
+        XCTAssertTrue(old.operations.contains(removal))
+
+        host.capToSign = nil
+        let leave = try RoomOperation.change(
+            .remove(mallory.identity), roomID: rec.id, after: try XCTUnwrap(rooms.entry(rec.id).state).heads,
+            by: mallory.keys.identity, createdAt: 5, removalCap: 2)
+        rooms.received([.operation(leave)], on: host.link(for: mallory.identity))
+        XCTAssertEqual(host.capsStored, [rec.id, rec.id], "a peer's capped remove withdraws too")
+        _ = try rooms.change(try XCTUnwrap(store.room(id: rec.id)), .rename("crew"))
+        XCTAssertEqual(host.capsStored.count, 2, "only a capped remove")
+    }
 }
 
 /// A session's connection in the room driver's tests: it records what was sent.
@@ -470,6 +504,14 @@ final class RoomTestHost: RoomHost {
         if !bodies.isEmpty { quotaCounted[sender, default: []] += bodies }
     }
     func roomSyncMembershipChanged(_ state: RoomState) {}
+    /// The cap a remove is signed with (how it is chosen is `RoomRemovalCapTests`' concern).
+    var capToSign: UInt64?
+    /// The rooms in which a capped remove was stored.
+    var capsStored: [RoomID] = []
+    func roomRemovalCapToSign(target: IdentityPublicKey, in state: RoomState) throws(StoreError) -> UInt64? {
+        capToSign
+    }
+    func roomRemovalCapStored(_ state: RoomState) { capsStored.append(state.roomID) }
     func boundedOperationPlan(
         _ plan: RoomDistribution.OperationPlan, for op: RoomOperation, after: RoomState
     ) -> RoomDistribution.OperationPlan { plan }

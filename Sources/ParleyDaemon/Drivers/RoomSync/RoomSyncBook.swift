@@ -22,6 +22,10 @@ struct RoomSyncBook {
     /// node sends a room operation itself only to a few of them (`RoomOperationFanOut`).
     /// Kept and loaded like `syncing`.
     var summarizing: Set<IdentityPublicKey> = []
+    /// Peers seen with feature bit 7 (removal caps) at their latest session: this node signs
+    /// a capped remove only when every other member of the room is among them. Kept and
+    /// loaded like `syncing`.
+    var capReaders: Set<IdentityPublicKey> = []
     var syncingLoaded = false
     /// When this node last answered a peer's operation summary of a room with its own
     /// (`RoomOperationSummaryLimits.replyInterval`); dropped with the session.

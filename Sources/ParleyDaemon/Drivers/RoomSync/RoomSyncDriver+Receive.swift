@@ -18,9 +18,9 @@ extension RoomSyncDriver {
         var acks: [MessageID] = []
         var accepted: [SignedRoomMessage] = []
         var changes: [SignedRoomMessage] = []
-        // The membership at an anchor, once per anchor in this read (anchor hashes name
-        // operations of one room only).
-        var folds: [[RoomOperationHash]: RoomFold?] = [:]
+        // The place at an anchor (membership and removal caps), once per anchor in this
+        // read (anchor hashes name operations of one room only).
+        var places: [[RoomOperationHash]: RoomEntitlement.Place?] = [:]
         for arrival in arrivals {
             let m: SignedRoomMessage
             switch arrival {
@@ -54,12 +54,12 @@ extension RoomSyncDriver {
                     ["room": m.roomID.hex, "from": peer.fingerprintText, "author": m.author.fingerprintText])
                 continue
             }
-            if folds[m.anchor] == nil {
-                folds[m.anchor] = .some(
-                    RoomEntitlement.membership(at: m.anchor, state: state, operations: entry.operations))
+            if places[m.anchor] == nil {
+                places[m.anchor] = .some(
+                    RoomEntitlement.place(at: m.anchor, state: state, operations: entry.operations))
             }
             switch RoomEntitlement.verdict(
-                author: m.author, membershipThen: folds[m.anchor] ?? nil, for: me, state: state)
+                author: m.author, sequence: m.roomSequence, place: places[m.anchor] ?? nil, for: me, state: state)
             {
             case .entitled:
                 break
@@ -77,6 +77,18 @@ extension RoomSyncDriver {
                     key: "room-msg-entitlement:" + peer.hex,
                     "signed room message not for this node by the room's membership at its place; dropped",
                     ["room": m.roomID.hex, "from": peer.fingerprintText, "author": m.author.fingerprintText])
+                acks.append(m.id)
+                continue
+            case .beyondRemovalCap:
+                // Back-dated past the author's removal (or a message its remover never
+                // accepted): final, so acknowledged and dropped, as every member does.
+                attackLog.log(
+                    key: "room-msg-cap:" + m.author.hex,
+                    "signed room message above its author's removal cap (written after the removal, anchored before it); dropped",
+                    [
+                        "room": m.roomID.hex, "from": peer.fingerprintText, "author": m.author.fingerprintText,
+                        "sequence": "\(m.roomSequence)"
+                    ])
                 acks.append(m.id)
                 continue
             }

@@ -94,7 +94,7 @@ final class RoomSyncDriver<Host: RoomSyncHost> {
         // One closure per batch of decisions: the room and the membership at each anchor are
         // computed once (a catch-up of thousands of messages names a handful of anchors).
         var rooms: [RoomID: (state: RoomState?, operations: [RoomOperationHash: RoomOperation])] = [:]
-        var folds: [[RoomOperationHash]: RoomFold?] = [:]
+        var places: [[RoomOperationHash]: RoomEntitlement.Place?] = [:]
         return { [unowned self] room, author, sequence, peer in
             // This node's own messages are pushed like any other: its outbox holds them only
             // for the few members it sent them to itself (`RoomFanOut`); the others lack them
@@ -104,12 +104,13 @@ final class RoomSyncDriver<Host: RoomSyncHost> {
                 let bytes = try? self.store.signedRoomMessages(room: room, author: author, sequences: [sequence]).first,
                 let m = try? SignedRoomMessage.decode(bytes)
             else { return false }
-            if folds[m.anchor] == nil {
-                folds[m.anchor] = .some(
-                    RoomEntitlement.membership(at: m.anchor, state: state, operations: entry.operations))
+            if places[m.anchor] == nil {
+                places[m.anchor] = .some(
+                    RoomEntitlement.place(at: m.anchor, state: state, operations: entry.operations))
             }
-            let then = folds[m.anchor] ?? nil
-            return RoomEntitlement.verdict(author: author, membershipThen: then, for: peer, state: state) == .entitled
+            return RoomEntitlement.verdict(
+                author: author, sequence: sequence, place: places[m.anchor] ?? nil, for: peer, state: state)
+                == .entitled
         }
     }
 
@@ -140,12 +141,13 @@ final class RoomSyncDriver<Host: RoomSyncHost> {
         return book.summarizing
     }
 
-    private func loadSyncingPeers() {
+    func loadSyncingPeers() {
         guard !book.syncingLoaded else { return }
         book.syncingLoaded = true
         do {
             book.syncing.formUnion(try store.roomSyncPeers(.messages))
             book.summarizing.formUnion(try store.roomSyncPeers(.operations))
+            book.capReaders.formUnion(try store.roomSyncPeers(.removalCaps))
         } catch {
             log.error(
                 "could not read the peers that sync rooms; they get room messages directly", ["error": "\(error)"])
@@ -162,6 +164,9 @@ final class RoomSyncDriver<Host: RoomSyncHost> {
         case .operations:
             guard book.summarizing.contains(peer) != syncing else { return }
             if syncing { book.summarizing.insert(peer) } else { book.summarizing.remove(peer) }
+        case .removalCaps:
+            guard book.capReaders.contains(peer) != syncing else { return }
+            if syncing { book.capReaders.insert(peer) } else { book.capReaders.remove(peer) }
         }
         do { try store.setRoomSyncPeer(peer, feature, syncing: syncing) } catch {
             log.warning(
@@ -174,6 +179,7 @@ final class RoomSyncDriver<Host: RoomSyncHost> {
     /// A session is up: with a peer that syncs rooms, compare every room both have joined.
     func sessionStarted(_ link: Link, peer: IdentityPublicKey) {
         notePeer(peer, .operations, syncing: link.remoteFeatures.contains(.roomOperationSummaries))
+        notePeer(peer, .removalCaps, syncing: link.remoteFeatures.contains(.removalCaps))
         guard link.remoteFeatures.contains(.roomSync) else {
             notePeer(peer, .messages, syncing: false)
             return

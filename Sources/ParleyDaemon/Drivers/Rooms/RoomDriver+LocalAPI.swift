@@ -38,10 +38,19 @@ extension RoomDriver {
             throw RoomError.notMember(room)
         }
         guard entry.operations.count < RoomLimits.maxOperationsPerRoom else { throw RoomError.tooManyOperations(room) }
+        // A remove (or leave) names the target's last accepted message (docs/PROTOCOL.md
+        // "Removal caps"), when every member can read it.
+        var cap: UInt64?
+        if case .remove(let target) = change {
+            cap = try storing { () throws(StoreError) in
+                try host?.roomRemovalCapToSign(target: target, in: state)
+            }
+        }
         let op: RoomOperation
         do {
             op = try RoomOperation.change(
-                change, roomID: id, after: state.heads, by: identity, createdAt: UInt64(max(0, nowMs)))
+                change, roomID: id, after: state.heads, by: identity, createdAt: UInt64(max(0, nowMs)),
+                removalCap: cap)
         } catch { throw RoomError.invalid(String(describing: error)) }
         var trial = entry.resolution ?? RoomResolution(root: root, operations: Array(entry.operations.values))
         trial?.insert(op)

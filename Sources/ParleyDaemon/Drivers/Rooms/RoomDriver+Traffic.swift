@@ -213,6 +213,9 @@ extension RoomDriver {
             // session. It stays queued for that member until its node upgrades
             // (docs/PROTOCOL.md "Room operations").
             if Self.needsRoomSync(op), !link.remoteFeatures.contains(.roomSync) { continue }
+            // The same for a capped remove (features bit 7): an older node cannot decode it
+            // (docs/PROTOCOL.md "Removal caps").
+            if op.removalCap != nil, !link.remoteFeatures.contains(.removalCaps) { continue }
             guard
                 host.withWindow(
                     of: link, { $0.admit(ackID, bytes: stored.encoded.count, lane: .roomOperation, now: now) })

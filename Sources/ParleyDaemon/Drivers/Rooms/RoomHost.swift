@@ -30,6 +30,11 @@ protocol RoomHost: AnyObject {
     // Room sync (Node+RoomSync.swift routes these to `RoomSyncDriver`).
     /// The room's membership changed (sync stops with members no longer joined).
     func roomSyncMembershipChanged(_ state: RoomState)
+    /// The cap to sign into a remove of `target` (or this node's leave): nil for an
+    /// uncapped remove (`RoomRemovalCaps`, docs/PROTOCOL.md "Removal caps").
+    func roomRemovalCapToSign(target: IdentityPublicKey, in state: RoomState) throws(StoreError) -> UInt64?
+    /// A capped remove was stored: the messages above the room's caps are withdrawn.
+    func roomRemovalCapStored(_ state: RoomState)
     /// Narrows who a new operation is queued for (`RoomOperationFanOut`).
     func boundedOperationPlan(
         _ plan: RoomDistribution.OperationPlan, for op: RoomOperation, after: RoomState
