@@ -202,8 +202,8 @@ final class ConversationRecordTests: XCTestCase {
         XCTAssertEqual(try HandshakePayload.decode(with.encoded()).features, .supported)
         // Bit 0 conversation records, bit 1 files (issue 18), bit 2 address gossip (issue 19),
         // bit 3 room sync, bit 4 room cards, bit 5 operation summaries (issue 30), bit 6
-        // refused changes (issue 32).
-        XCTAssertEqual(Array(with.encoded().suffix(7)), [0x10, 0x00, 0x04, 0x00, 0x00, 0x00, 0x7F])
+        // refused changes, bit 7 removal caps (issue 32).
+        XCTAssertEqual(Array(with.encoded().suffix(7)), [0x10, 0x00, 0x04, 0x00, 0x00, 0x00, 0xFF])
         // Without features the payload is byte for byte the old one (no field 0x03).
         let without = HandshakePayload(card: card, bootID: boot)
         XCTAssertEqual(try HandshakePayload.decode(without.encoded()).features, [])
