@@ -67,9 +67,11 @@ extension Store {
     /// returns (or throws), not at each commit. A sender wraps its commit and the writes of
     /// the records it stored: its own sync is not on the message's way to the peer, and
     /// where the daemon shares its CPU the syncer's thread (woken by the request, then the
-    /// kernel's work for its fdatasync) ran before the record left (~60 µs a message in
-    /// row 3). Nothing waits longer for it than `body` takes: what the commit promises (the
-    /// client's answer) is held for this sync either way. Scopes nest; the outermost asks.
+    /// kernel's work for its fdatasync) ran before the record left (row 3 traced on a busy
+    /// machine: 326 → 157 µs from the request's read to the record's write, with
+    /// `WALSyncer.request`'s signal out of its lock; docs/BENCHMARKS.md, part 12). Nothing
+    /// waits longer for it than `body` takes: what the commit promises (the client's
+    /// answer) is held for this sync either way. Scopes nest; the outermost asks.
     public func holdingSyncRequests<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         lock.lock()
         groupCommit.holdSyncRequests()
