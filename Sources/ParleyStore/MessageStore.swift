@@ -41,8 +41,11 @@ public protocol MessageStore: AnyObject {
     func flushDeliveryMarks(journal: MessageJournal?) throws(StoreError)
     /// The messages committed marks delivered since the last call, each once.
     func takeCommittedDeliveries() -> [DeliveredMessage]
-    /// Runs `action` once commit `ticket` (nil: the newest so far) is on disk.
-    func whenDurable(through ticket: UInt64?, _ action: @escaping () -> Void)
+    /// Runs `action` once commit `ticket` (nil: the newest so far) is on disk; `last`: after
+    /// every action the same sync releases that was registered without it.
+    func whenDurable(through ticket: UInt64?, last: Bool, _ action: @escaping () -> Void)
+    /// Runs `body`; the sync its deferred commits need is asked for when it returns.
+    func holdingSyncRequests<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T
     /// False while both room outboxes are known to be empty: the pump then skips the room
     /// queries that run before and after the direct messages.
     var roomOutboxesMayHaveWork: Bool { get }

@@ -243,11 +243,15 @@ extension Store {
         try self.adjustCounter(db, .queued, by: -changed.count)
         try self.adjustCounter(db, .delivered, by: changed.count)
         if let journal {
+            // The peer as `ownMessageConversation`, as `storeIncoming`'s rows: `events()`
+            // reads it back through the message (its room, or its recipient, which a
+            // delivered message keeps: only queued ones are readdressed), with no hex
+            // built per event and 63 bytes less per row (issue 32 part 12).
             let eventIDs = try self.insertEvents(
                 db,
                 changed.map {
                     NewJournalEvent(
-                        at: journal.at, method: journal.method, peer: $0.conversation.hex,
+                        at: journal.at, method: journal.method, peer: Self.ownMessageConversation,
                         messageRowID: $0.rowID,
                         params: nil)
                 })

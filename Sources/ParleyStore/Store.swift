@@ -236,7 +236,8 @@ public final class Store: @unchecked Sendable {
             committedWrites += 1
             if let syncer {
                 if deferringSync {
-                    syncer.request(through: groupCommit.committedDeferred())
+                    let ticket = groupCommit.committedDeferred()
+                    if groupCommit.asksForSyncNow() { syncer.request(through: ticket) }
                 } else {
                     groupCommit.committedDurably()
                     if groupCommit.waiterCount > 0, let hop = groupCommitHop {

@@ -45,11 +45,22 @@ final class WALSyncer: @unchecked Sendable {
     /// Asks for every commit up to `ticket` (already returned) to be made durable.
     func request(through ticket: UInt64) {
         condition.lock()
-        if ticket > requested {
-            requested = ticket
-            condition.signal()
-        }
+        let wake = ticket > requested
+        if wake { requested = ticket }
         condition.unlock()
+        // Signalled after the unlock: signalled under it, the woken thread (which often
+        // preempts the caller on a busy CPU) found the lock still held and slept again until
+        // the caller released it, two more context switches before the sync could begin.
+        // A wake-up without the lock is not lost: the thread re-checks `requested` under the
+        // lock before it waits, and `requested` only grows.
+        if wake { condition.signal() }
+    }
+
+    /// The newest ticket asked for so far (what tests look at).
+    var requestedThrough: UInt64 {
+        condition.lock()
+        defer { condition.unlock() }
+        return requested
     }
 
     /// Stops the thread after the sync in progress, if any; returns once it has.

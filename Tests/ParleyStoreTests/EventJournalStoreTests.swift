@@ -145,6 +145,34 @@ final class EventJournalStoreTests: XCTestCase {
         }
     }
 
+    /// Issue 32 part 12: a delivery mark's journal rows hold the marker too, and read back
+    /// as the conversation's text: the recipient of a direct message, the room of a room
+    /// message's delivery (the text the rows held before).
+    func testADeliveryMarksEventsReadBackAsTheirConversationsText() throws {
+        var store: Store? = try Store(directory: directory)
+        let me = String(repeating: "a1", count: 32)
+        let queued = try XCTUnwrap(store).enqueue(
+            [NewOutgoingMessage(id: MessageID.random().hex, recipient: bob, body: "to bob", createdAt: 1)], sender: me)
+        let journal = try MessageJournal(method: "message.delivered", at: 2_000)
+        let recipient = try XCTUnwrap(IdentityPublicKey(hex: bob))
+        let delivered = try XCTUnwrap(store).markDelivered(
+            queued.map(\.id), by: recipient, at: 9, journal: journal)
+        XCTAssertEqual(delivered.count, 1)
+        let eventID = try XCTUnwrap(delivered.first?.journalEventID)
+        let marker = try XCTUnwrap(store).read { db in
+            try String.fetchOne(db, sql: "SELECT peer FROM event WHERE id = ?", arguments: [eventID])
+        }
+        XCTAssertEqual(marker, "", "no hex in the mark's row")
+        let asText = NewJournalEvent(
+            at: 2_000, method: "message.delivered", peer: bob, messageRowID: queued[0].rowID, params: nil)
+        for round in ["open", "reopened"] {
+            let events = try XCTUnwrap(store).events(after: 0, through: eventID, limit: 10).map(\.event)
+            XCTAssertEqual(events.last, asText, round)
+            try store?.close()
+            store = try Store(directory: directory)
+        }
+    }
+
     func testMalformedEventsAreRefused() throws {
         let store = try Store(directory: directory)
         let both = NewJournalEvent(at: 1, method: "x", peer: nil, messageRowID: 1, params: [1])

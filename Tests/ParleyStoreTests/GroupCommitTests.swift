@@ -82,6 +82,48 @@ final class GroupCommitTests: StoreDirectoryTestCase {
         XCTAssertFalse(ledger.isDurable(three))
     }
 
+    /// Issue 32 part 12: a `last` waiter runs after every other waiter the same sync
+    /// releases, even those registered after it; waiters of a later sync wait for it.
+    func testLastWaitersRunAfterTheOthersOfTheSameSync() {
+        var ledger = GroupCommitLedger<String>()
+        let one = ledger.committedDeferred()
+        XCTAssertNil(ledger.wait(through: one, last: true, "ack"))
+        XCTAssertNil(ledger.wait(through: one, "line"))
+        XCTAssertNil(ledger.wait(through: one, "line 2"))
+        let two = ledger.committedDeferred()
+        XCTAssertNil(ledger.wait(through: two, "later"))
+        ledger.synced(through: one)
+        XCTAssertEqual(ledger.takeReady(), ["line", "line 2", "ack"])
+        XCTAssertEqual(ledger.waiterCount, 1)
+        ledger.synced(through: two)
+        XCTAssertEqual(ledger.takeReady(), ["later"])
+    }
+
+    /// Issue 32 part 12: inside `holdingSyncRequests` a deferred commit does not ask the
+    /// syncer; the outermost scope's end asks once, for the newest commit.
+    func testAHeldSyncRequestIsAskedForAtTheEndOfTheOutermostHold() throws {
+        let store = try Store(directory: directory)
+        let hops = Hops()
+        let held = HeldSync()
+        try store.startGroupCommit(sync: { held.sync() }, hop: { hops.add($0) }, failed: { _ in XCTFail("failed") })
+        try store.holdingSyncRequests { () throws in
+            _ = try queue(store, "one")
+            try store.holdingSyncRequests { () throws in _ = try queue(store, "two") }
+            XCTAssertEqual(store.syncRequestedThrough, 0, "an inner hold's end does not ask")
+        }
+        let ticket = try XCTUnwrap(store.unsyncedCommit)
+        XCTAssertEqual(store.syncRequestedThrough, ticket)
+        // Outside a hold the commit asks at once.
+        _ = try queue(store, "three")
+        XCTAssertEqual(store.syncRequestedThrough, ticket + 1)
+        var ran = false
+        store.whenDurable { ran = true }
+        for _ in 0..<3 { held.gate.signal() }
+        for _ in 0..<5 where !ran { hops.runArrived() }
+        XCTAssertTrue(ran)
+        try store.close()
+    }
+
     func testAQueuedMessageIsDurableOnlyAfterTheSyncThatFollowsIt() throws {
         let store = try Store(directory: directory)
         let hops = Hops()

@@ -347,6 +347,46 @@ final class DirectMessageDriverTests: XCTestCase {
         held.gate.signal()
     }
 
+    /// Issue 32 part 12: the sync that a received batch releases runs the ack after the
+    /// waiters registered later (the control connections' held `message.received` lines,
+    /// registered by the journal's flush after this call): this node's people see the message
+    /// before the ack wakes the sender.
+    func testTheAckRunsAfterTheWaitersOfTheSameSyncRegisteredLater() throws {
+        let held = HeldSync()
+        try store.startGroupCommit(sync: { held.sync() }, hop: { held.hop($0) }, failed: { _ in XCTFail("failed") })
+        let messages = driver()
+        let link = host.connect(bob.identity)
+        messages.received([chat(1, "hello")], on: link)
+        var order: [String] = []
+        store.whenDurable { order.append("line (acks so far: \(link.acks.count))") }
+        held.release()
+        XCTAssertEqual(order, ["line (acks so far: 0)"])
+        XCTAssertEqual(link.acks.count, 1)
+        held.gate.signal()
+    }
+
+    /// Issue 32 part 12: a sender's sync is asked for only once the records it stored were
+    /// written to their session (`Store.holdingSyncRequests`), and then for that commit.
+    func testTheSendersSyncIsAskedForAfterItsRecordsAreWritten() throws {
+        let held = HeldSync()
+        try store.startGroupCommit(sync: { held.sync() }, hop: { held.hop($0) }, failed: { _ in XCTFail("failed") })
+        let messages = driver()
+        let link = host.connect(bob.identity)
+        let store = self.store!
+        var asked: [UInt64] = []
+        link.onFlush = { asked.append(store.syncRequestedThrough) }
+        _ = try messages.send([(bob.pinnedRecord(), "m1")])[0].get()
+        XCTAssertEqual(link.chats.map(\.body), ["m1"])
+        XCTAssertEqual(asked, [0], "written before the sync was asked for")
+        let ticket = try XCTUnwrap(store.unsyncedCommit)
+        XCTAssertEqual(store.syncRequestedThrough, ticket, "asked for once the records were written")
+        var answered = false
+        store.whenDurable { answered = true }
+        held.release()
+        XCTAssertTrue(answered, "the held request reached the syncer")
+        held.gate.signal()
+    }
+
     /// The store fails: nothing is acknowledged (the sender keeps the messages queued and
     /// sends them again), nothing is announced, and the session is closed.
     func testAStoreFailureOnReceiveClosesWithoutAcknowledging() throws {
@@ -426,6 +466,9 @@ final class RecordingLink: MessageLink {
         default: break
         }
     }
+
+    var onFlush: (() -> Void)?
+    func flushNow() { onFlush?() }
 
     func close(reason: CloseReason, text: String) { closed = text }
 }
@@ -546,8 +589,11 @@ final class CountingMessageStore: MessageStore {
     {
         try inner.markDelivered(ids, by: recipient, at: at, journal: journal)
     }
-    func whenDurable(through ticket: UInt64?, _ action: @escaping () -> Void) {
-        inner.whenDurable(through: ticket, action)
+    func whenDurable(through ticket: UInt64?, last: Bool, _ action: @escaping () -> Void) {
+        inner.whenDurable(through: ticket, last: last, action)
+    }
+    func holdingSyncRequests<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        try inner.holdingSyncRequests(body)
     }
     private(set) var markFlushes = 0
     func queueDeliveryMarks(_ ids: [MessageID], by recipient: IdentityPublicKey, at: Int64) -> Int {
