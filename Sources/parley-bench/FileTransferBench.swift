@@ -57,11 +57,7 @@ struct FileTransferBench {
             b.stop()
         }
         let chat = ParleyChatBench(scale: scale, a: a, b: b)
-        // What 10b's chat run costs the daemons (it also runs during the file, and sftp does
-        // no chat): measured here, idle, the same number of messages, for row 10t.
-        let chatCPU0 = Self.cpuSeconds(a.pid) + Self.cpuSeconds(b.pid)
         let idle = try chat.latency(count: scale.latencyMessages)
-        let chatCPU = Self.cpuSeconds(a.pid) + Self.cpuSeconds(b.pid) - chatCPU0
 
         let t0 = Clock.nowNs()
         let cpuBefore = (Self.cpuSeconds(a.pid), Self.cpuSeconds(b.pid))
@@ -94,6 +90,14 @@ struct FileTransferBench {
         let mbps = state == "completed" ? Double(size) / seconds / 1e6 : 0
         let ceiling = min(aead64k > 0 ? aead64k : .infinity, disk)
         let chatDuring = chatEnded <= ended
+        // Rows 10s and 10t: the same file again between the same daemons with nothing else
+        // going on, as sftp runs below (10b's chat, a thousand fsynced messages on each side,
+        // shares the disk and the cores with the first transfer; sftp does no chat).
+        var alone = (mbps: 0.0, cpuSeconds: 0.0, prepareCPU: 0.0)
+        var aloneWhy = ""
+        do { alone = try soloTransfer(a: a, b: b, source: source) } catch {
+            aloneWhy = "; Parley's second transfer failed: \(error)"
+        }
         // The same file through OpenSSH's sftp, right after, with the daemons stopped (they
         // would otherwise share the cores with it).
         a.stop()
@@ -102,7 +106,6 @@ struct FileTransferBench {
             try SftpReference(workDir: dir).transfer(source: source, size: size, timeout: scale.smoke ? 60 : 900)
         }
         let perGiB = Double(1 << 30) / Double(size)
-        let parleyCPUPerGiB = (cpuSender + cpuReceiver - chatCPU) * perGiB
         let rows: [BenchRow] = [
             BenchRow(
                 id: "10a", measure: "File \(size >> 20) MiB A → B, loopback, durable", unit: "MB/s",
@@ -134,21 +137,23 @@ struct FileTransferBench {
         ]
         return rows
             + sftpRows(
-                sftp, parleyMBps: mbps, parleyCPUPerGiB: parleyCPUPerGiB, chatCPUPerGiB: chatCPU * perGiB)
+                sftp, parleyMBps: alone.mbps, parleyCPUPerGiB: alone.cpuSeconds * perGiB,
+                withChat: (mbps, (cpuSender + cpuReceiver) * perGiB), prepareCPUPerGiB: alone.prepareCPU * perGiB,
+                parleyWhy: aloneWhy)
     }
 
     /// Rows 10s and 10t: Parley against OpenSSH's sftp with the same AEAD, same file, same
     /// disk, same run (issue 32): MB/s and the CPU time of both ends per GiB.
     private func sftpRows(
         _ sftp: Result<SftpReference.Measured, BenchError>, parleyMBps: Double, parleyCPUPerGiB: Double,
-        chatCPUPerGiB: Double
+        withChat: (mbps: Double, cpuPerGiB: Double), prepareCPUPerGiB: Double, parleyWhy: String
     ) -> [BenchRow] {
         let speed = "File A → B vs OpenSSH sftp, same AEAD, durable"
         let cpu = "CPU time per GiB of file, both ends, vs sftp"
         let name = "sftp -c \(SftpReference.cipher), put -f, loopback sshd"
         // Parley's side is measured whatever happens to the reference (then NO REF, and why).
         var measured: SftpReference.Measured?
-        var why = ""
+        var why = parleyWhy
         switch sftp {
         case .success(let r): measured = r
         case .failure(let error): why = "; sftp not measured: \(error)"
@@ -158,18 +163,49 @@ struct FileTransferBench {
             BenchRow(
                 id: "10s", measure: speed, unit: "MB/s", parley: parleyMBps > 0 ? parleyMBps : nil,
                 reference: measured?.mbps, referenceName: name, goal: .ratioAtLeast(Self.sftpSpeedGoalRatio),
-                note: "Parley is row 10a; sftp from its start (key exchange included) to its exit after the "
-                    + "server's fsync, just after 10a with the daemons stopped, the same \(size >> 20) MiB source"
-                    + why),
+                note: "Parley: the same file sent again by 10a's daemons with no chat meanwhile, timed as 10a "
+                    + "(with 10b's chat, row 10a: \(fmt(withChat.mbps)) MB/s); sftp from its start (key exchange "
+                    + "included) to its exit after the server's fsync, just after with the daemons stopped, the "
+                    + "same \(size >> 20) MiB source" + why),
             BenchRow(
                 id: "10t", measure: cpu, unit: "s", parley: parleyMBps > 0 ? parleyCPUPerGiB : nil,
                 reference: sftpCPUPerGiB, referenceName: name, goal: .ratioAtMost(Self.sftpCPUGoalRatio),
-                note: "Parley: row 10d's user + system time of both daemons (the sender's copy and hashing of "
-                    + "the source included) less what 10b's chat run cost them idle in the same run, "
-                    + "\(fmt(chatCPUPerGiB)) s per GiB of this file (sftp does no chat; with it "
-                    + "\(fmt(parleyCPUPerGiB + chatCPUPerGiB)) s); sftp: sftp, ssh and every "
-                    + "sshd process of the session (getrusage of the reaped children)" + why)
+                note: "Parley: user + system time of both daemons for 10s's transfer, from files.send (the "
+                    + "sender's copy and hashing of the source included: \(fmt(prepareCPUPerGiB)) s) to completed "
+                    + "(with 10b's chat, row 10d: "
+                    + "\(fmt(withChat.cpuPerGiB)) s); sftp: sftp, ssh and every sshd process of the session "
+                    + "(getrusage of the reaped children)" + why)
         ]
+    }
+
+    /// One transfer of `source` A → B with nothing else going on: MB/s timed as 10a (from
+    /// `files.send`'s answer, the source copied and hashed, to completed at B) and both
+    /// daemons' CPU seconds from `files.send` to completed.
+    private func soloTransfer(a: Parleyd, b: Parleyd, source: String) throws -> (
+        mbps: Double, cpuSeconds: Double, prepareCPU: Double
+    ) {
+        let cpuBefore = Self.cpuSeconds(a.pid) + Self.cpuSeconds(b.pid)
+        let senderBefore = Self.cpuSeconds(a.pid)
+        let id = try a.sendFile(to: b.name, path: source)
+        let hashed = Clock.nowNs()
+        let prepareCPU = Self.cpuSeconds(a.pid) - senderBefore
+        let deadline = Deadline(seconds: scale.smoke ? 60 : 900)
+        while !deadline.passed {
+            let list = try b.call("files.list", params: "{\"id\":\"\(id)\"}")
+            let state = ((list["transfers"] as? [[String: Any]])?.first)?["state"] as? String ?? "missing"
+            if state == "completed" {
+                let seconds = Double(Clock.nowNs() - hashed) / 1e9
+                return (
+                    Double(size) / seconds / 1e6, Self.cpuSeconds(a.pid) + Self.cpuSeconds(b.pid) - cpuBefore,
+                    prepareCPU
+                )
+            }
+            if state != "transferring" && state != "offered" && state != "missing" {
+                throw BenchError.protocolError("the second transfer ended \(state)")
+            }
+            Clock.sleep(milliseconds: 50)
+        }
+        throw BenchError.timedOut("the second transfer did not complete")
     }
 
     private func writeSource(_ path: String, size: Int) throws {
