@@ -63,6 +63,8 @@ struct FileTransferBench {
         let cpuBefore = (Self.cpuSeconds(a.pid), Self.cpuSeconds(b.pid))
         let id = try a.sendFile(to: b.name, path: source)
         let hashed = Clock.nowNs()
+        // The sender's copy of the source and its hashing (files.send answers after both).
+        let prepareCPU = Self.cpuSeconds(a.pid) - cpuBefore.0
         // Chat while the file moves: the same latency run as row 3, then wait for the end.
         let busy = try chat.latency(count: scale.latencyMessages)
         let chatEnded = Clock.nowNs()
@@ -88,6 +90,14 @@ struct FileTransferBench {
         let mbps = state == "completed" ? Double(size) / seconds / 1e6 : 0
         let ceiling = min(aead64k > 0 ? aead64k : .infinity, disk)
         let chatDuring = chatEnded <= ended
+        // Rows 10s and 10t: the same file again between the same daemons with nothing else
+        // going on, as sftp runs below (10b's chat, a thousand fsynced messages on each side,
+        // shares the disk and the cores with the first transfer; sftp does no chat).
+        var alone = (mbps: 0.0, cpuSeconds: 0.0, prepareCPU: 0.0)
+        var aloneWhy = ""
+        do { alone = try soloTransfer(a: a, b: b, source: source) } catch {
+            aloneWhy = "; Parley's second transfer failed: \(error)"
+        }
         // The same file through OpenSSH's sftp, right after, with the daemons stopped (they
         // would otherwise share the cores with it).
         a.stop()
@@ -95,15 +105,16 @@ struct FileTransferBench {
         let sftp = Result { () throws(BenchError) in
             try SftpReference(workDir: dir).transfer(source: source, size: size, timeout: scale.smoke ? 60 : 900)
         }
-        let parleyCPUPerGiB = (cpuSender + cpuReceiver) * Double(1 << 30) / Double(size)
+        let perGiB = Double(1 << 30) / Double(size)
         let rows: [BenchRow] = [
             BenchRow(
                 id: "10a", measure: "File \(size >> 20) MiB A → B, loopback, durable", unit: "MB/s",
                 parley: mbps, reference: ceiling.isFinite ? ceiling : nil,
                 referenceName: "min(AEAD 1 core, disk write+fdatasync)", goal: .ratioAtLeast(Self.throughputGoalRatio),
                 note: "state \(state); from offer hashed to verified and renamed at B; ceilings: AEAD 64 KiB "
-                    + "\(fmt(aead64k)) MB/s, disk \(fmt(disk)) MB/s; hashing the source took "
-                    + "\(fmt(Double(hashed - t0) / 1e6)) ms"),
+                    + "\(fmt(aead64k)) MB/s, disk \(fmt(disk)) MB/s; copying and hashing the source took "
+                    + "\(fmt(Double(hashed - t0) / 1e6)) ms, \(fmt(prepareCPU * Double(1 << 30) / Double(size))) s "
+                    + "of the sender's CPU per GiB"),
             BenchRow(
                 id: "10b", measure: "Chat latency one-way during the transfer, median", unit: "µs",
                 parley: busy.samples.median / 1000, reference: idle.samples.median / 1000,
@@ -124,20 +135,25 @@ struct FileTransferBench {
                 parley: Double(peakA) / 1024, reference: Double(peakB) / 1024, referenceName: "receiver",
                 goal: .none, note: "VmRSS sampled every 50 ms; the file is \(size >> 20) MiB")
         ]
-        return rows + sftpRows(sftp, parleyMBps: mbps, parleyCPUPerGiB: parleyCPUPerGiB)
+        return rows
+            + sftpRows(
+                sftp, parleyMBps: alone.mbps, parleyCPUPerGiB: alone.cpuSeconds * perGiB,
+                withChat: (mbps, (cpuSender + cpuReceiver) * perGiB), prepareCPUPerGiB: alone.prepareCPU * perGiB,
+                parleyWhy: aloneWhy)
     }
 
     /// Rows 10s and 10t: Parley against OpenSSH's sftp with the same AEAD, same file, same
     /// disk, same run (issue 32): MB/s and the CPU time of both ends per GiB.
     private func sftpRows(
-        _ sftp: Result<SftpReference.Measured, BenchError>, parleyMBps: Double, parleyCPUPerGiB: Double
+        _ sftp: Result<SftpReference.Measured, BenchError>, parleyMBps: Double, parleyCPUPerGiB: Double,
+        withChat: (mbps: Double, cpuPerGiB: Double), prepareCPUPerGiB: Double, parleyWhy: String
     ) -> [BenchRow] {
         let speed = "File A → B vs OpenSSH sftp, same AEAD, durable"
         let cpu = "CPU time per GiB of file, both ends, vs sftp"
         let name = "sftp -c \(SftpReference.cipher), put -f, loopback sshd"
         // Parley's side is measured whatever happens to the reference (then NO REF, and why).
         var measured: SftpReference.Measured?
-        var why = ""
+        var why = parleyWhy
         switch sftp {
         case .success(let r): measured = r
         case .failure(let error): why = "; sftp not measured: \(error)"
@@ -147,16 +163,49 @@ struct FileTransferBench {
             BenchRow(
                 id: "10s", measure: speed, unit: "MB/s", parley: parleyMBps > 0 ? parleyMBps : nil,
                 reference: measured?.mbps, referenceName: name, goal: .ratioAtLeast(Self.sftpSpeedGoalRatio),
-                note: "Parley is row 10a; sftp from its start (key exchange included) to its exit after the "
-                    + "server's fsync, just after 10a with the daemons stopped, the same \(size >> 20) MiB source"
-                    + why),
+                note: "Parley: the same file sent again by 10a's daemons with no chat meanwhile, timed as 10a "
+                    + "(with 10b's chat, row 10a: \(fmt(withChat.mbps)) MB/s); sftp from its start (key exchange "
+                    + "included) to its exit after the server's fsync, just after with the daemons stopped, the "
+                    + "same \(size >> 20) MiB source" + why),
             BenchRow(
                 id: "10t", measure: cpu, unit: "s", parley: parleyMBps > 0 ? parleyCPUPerGiB : nil,
                 reference: sftpCPUPerGiB, referenceName: name, goal: .ratioAtMost(Self.sftpCPUGoalRatio),
-                note: "Parley: row 10d's user + system time of both daemons (the sender's hashing of the "
-                    + "source and 10b's chat included); sftp: sftp, ssh and every sshd process of the session "
+                note: "Parley: user + system time of both daemons for 10s's transfer, from files.send (the "
+                    + "sender's copy and hashing of the source included: \(fmt(prepareCPUPerGiB)) s) to completed "
+                    + "(with 10b's chat, row 10d: "
+                    + "\(fmt(withChat.cpuPerGiB)) s); sftp: sftp, ssh and every sshd process of the session "
                     + "(getrusage of the reaped children)" + why)
         ]
+    }
+
+    /// One transfer of `source` A → B with nothing else going on: MB/s timed as 10a (from
+    /// `files.send`'s answer, the source copied and hashed, to completed at B) and both
+    /// daemons' CPU seconds from `files.send` to completed.
+    private func soloTransfer(a: Parleyd, b: Parleyd, source: String) throws -> (
+        mbps: Double, cpuSeconds: Double, prepareCPU: Double
+    ) {
+        let cpuBefore = Self.cpuSeconds(a.pid) + Self.cpuSeconds(b.pid)
+        let senderBefore = Self.cpuSeconds(a.pid)
+        let id = try a.sendFile(to: b.name, path: source)
+        let hashed = Clock.nowNs()
+        let prepareCPU = Self.cpuSeconds(a.pid) - senderBefore
+        let deadline = Deadline(seconds: scale.smoke ? 60 : 900)
+        while !deadline.passed {
+            let list = try b.call("files.list", params: "{\"id\":\"\(id)\"}")
+            let state = ((list["transfers"] as? [[String: Any]])?.first)?["state"] as? String ?? "missing"
+            if state == "completed" {
+                let seconds = Double(Clock.nowNs() - hashed) / 1e9
+                return (
+                    Double(size) / seconds / 1e6, Self.cpuSeconds(a.pid) + Self.cpuSeconds(b.pid) - cpuBefore,
+                    prepareCPU
+                )
+            }
+            if state != "transferring" && state != "offered" && state != "missing" {
+                throw BenchError.protocolError("the second transfer ended \(state)")
+            }
+            Clock.sleep(milliseconds: 50)
+        }
+        throw BenchError.timedOut("the second transfer did not complete")
     }
 
     private func writeSource(_ path: String, size: Int) throws {

@@ -65,4 +65,30 @@ final class OutgoingCopiesTests: XCTestCase {
         defer { close(fd) }
         XCTAssertThrowsError(try copy(of: fd))
     }
+    /// The offer's digest taken while copying (issue 32: the source is read once) is the one
+    /// a separate pass over the copy gives: the same chunk hashes, file hash, size and
+    /// modification time, for files that end inside a chunk, on a chunk boundary, and past
+    /// the copy buffer.
+    func testTheDigestTakenWhileCopyingIsTheOneReadingTheCopyGives() throws {
+        let copies = OutgoingCopies(stateDirectory: directory + "/state")
+        try FileManager.default.createDirectory(atPath: directory + "/state", withIntermediateDirectories: true)
+        for chunkSize in [4_096, 65_536] {
+            for size in [0, 1, chunkSize, chunkSize + 1, (1 << 20) - 1, 1 << 20, (3 << 20) + 5] {
+                let path = directory + "/source-\(chunkSize)-\(size)"
+                try Data(Sodium.randomBytes(size)).write(to: URL(fileURLWithPath: path))
+                let fd = open(path, O_RDONLY | O_CLOEXEC)
+                XCTAssertGreaterThanOrEqual(fd, 0)
+                defer { close(fd) }
+                let (copy, digest) = try copies.copyAndDigest(descriptor: fd, name: "the file", chunkSize: chunkSize)
+                let read = try SourceFile(path: copy).digest(chunkSize: chunkSize)
+                let what = "chunk \(chunkSize), size \(size)"
+                XCTAssertEqual(digest.size, UInt64(size), what)
+                XCTAssertEqual(digest.size, read.size, what)
+                XCTAssertEqual(digest.modified, read.modified, what)
+                XCTAssertTrue(digest.chunkHashes == read.chunkHashes, "chunk hashes differ, \(what)")
+                XCTAssertEqual(digest.contentHash, read.contentHash, what)
+                copies.remove(copy)
+            }
+        }
+    }
 }

@@ -193,10 +193,10 @@ final class DescriptorServer: @unchecked Sendable {
             var staged: [Node.StagedFile] = []
             for (file, fd) in zip(p.files, descriptors) {
                 do {
+                    // Hashed as it is copied: the offer needs no second read of it.
+                    let (copy, digest) = try copies.copyAndDigest(descriptor: fd, name: file.name)
                     staged.append(
-                        Node.StagedFile(
-                            copy: try copies.copy(descriptor: fd, name: file.name), name: file.name,
-                            mediaType: file.mediaType))
+                        Node.StagedFile(copy: copy, name: file.name, mediaType: file.mediaType, digest: digest))
                 } catch {
                     for s in staged { copies.remove(s.copy) }
                     return (JSONRPCResponse(id: id, error: ControlDispatcher.rpcError(error, node: node)), [])

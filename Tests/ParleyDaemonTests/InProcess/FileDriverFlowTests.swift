@@ -83,6 +83,41 @@ final class FileDriverFlowTests: XCTestCase {
         try store.write { db in try db.execute(sql: "DROP TRIGGER transfer_write_fails") }
     }
 
+    // MARK: The digest taken while copying
+
+    /// `files.send` hashes the copy while making it (`OutgoingCopies.copyAndDigest`): the
+    /// offer uses that digest, with no second read of the file, but only while the copy is
+    /// still the one hashed (same size and modification time); otherwise it hashes the copy.
+    func testAStagedDigestIsOfferedOnlyWhileTheCopyIsTheOneHashed() throws {
+        let path = directory + "/agenda.txt"
+        try Data(repeating: 9, count: 70_000).write(to: URL(fileURLWithPath: path))
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        defer { close(fd) }
+        let marker = [UInt8](repeating: 0xAB, count: FileHash.length)
+        func sent(_ adjust: (inout SourceFile.Digest) -> Void) throws -> FileTransferRecord {
+            var (copy, digest) = try driver.copies.copyAndDigest(descriptor: fd, name: "agenda.txt")
+            let real = digest.contentHash
+            XCTAssertNotEqual(real, marker)
+            digest.listHash = marker
+            adjust(&digest)
+            let future = try driver.send(
+                [StagedOutgoingFile(copy: copy, name: "agenda.txt", mediaType: nil, digest: digest)], to: [peer],
+                room: nil, caption: nil)
+            loop.run()
+            return try XCTUnwrap(try future.wait().first)
+        }
+        XCTAssertEqual(try sent { _ in }.contentHash, marker, "the copy's own digest is offered as it was taken")
+        let stale = try sent { $0.modified += 1 }
+        XCTAssertNotEqual(stale.contentHash, marker, "a digest of another version of the copy is not used")
+        XCTAssertEqual(
+            stale.contentHash,
+            FileHash.ofFile(size: 70_000, chunkSize: 65_536) { buffer, offset in
+                buffer.initializeMemory(as: UInt8.self, repeating: 9)
+                return min(buffer.count, 70_000 - Int(offset))
+            }?.fileHash, "hashed from the copy instead")
+    }
+
     // MARK: A removed member
 
     /// A room member removed before it answered the offer wants the file (in the same

@@ -10,6 +10,9 @@ struct StagedOutgoingFile: Sendable {
     var copy: String
     var name: String
     var mediaType: String?
+    /// The copy's digest, taken while it was made (`OutgoingCopies.copyAndDigest`); nil:
+    /// hashed here from the copy.
+    var digest: SourceFile.Digest? = nil
 }
 
 /// Sending files: `files.send` (hash the source once, store one transfer per recipient,
@@ -40,7 +43,9 @@ extension FileDriver {
             let type = file.mediaType ?? MediaType.guess(file.name)
             let box = SourceBox(source)
             let digest: EventLoopFuture<SourceFile.Digest>
-            if source.size <= host.fileSettings.inlineDigestBytes {
+            if let d = file.digest, d.size == source.size, d.modified == source.modified {
+                digest = loop.makeSucceededFuture(d)
+            } else if source.size <= host.fileSettings.inlineDigestBytes {
                 digest = loop.makeCompletedFuture { try box.source.digest(chunkSize: chunkSize) }
             } else {
                 digest = NIOThreadPool.singleton.runIfActive(eventLoop: loop) {
