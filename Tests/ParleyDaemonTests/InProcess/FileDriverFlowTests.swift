@@ -85,6 +85,15 @@ final class FileDriverFlowTests: XCTestCase {
 
     // MARK: The digest taken while copying
 
+    /// A ten-byte offer whose hashes no chunk will match: for the tests about answering it.
+    private func smallOffer(room: RoomID?) -> FileOffer {
+        FileOffer(
+            transfer: .random(), size: 10, chunkSize: 4096, contentHash: FileHash.of([UInt8](repeating: 1, count: 32)),
+            listHash: FileHash.of([UInt8](repeating: 1, count: 32)), room: room, name: "x", mediaType: "text/plain",
+            caption: "", thumbnail: [])
+    }
+
+
     /// `files.send` hashes the copy while making it (`OutgoingCopies.copyAndDigest`): the
     /// offer uses that digest, with no second read of the file, but only while the copy is
     /// still the one hashed (same size and modification time); otherwise it hashes the copy.
@@ -203,10 +212,7 @@ final class FileDriverFlowTests: XCTestCase {
     /// An offer for a room the sender is not in (as this node resolved it) is refused.
     func testAnOfferForARoomTheSenderIsNotInIsRefused() throws {
         host.roomAdmits = false
-        let offer = FileOffer(
-            transfer: .random(), size: 10, chunkSize: 4096, contentHash: FileHash.of([UInt8](repeating: 1, count: 32)),
-            listHash: FileHash.of([UInt8](repeating: 1, count: 32)), room: room, name: "x", mediaType: "text/plain",
-            caption: "", thumbnail: [])
+        let offer = smallOffer(room: room)
         driver.received(.offer(offer), on: link)
         XCTAssertEqual(link.sent, [.file(.end(offer.transfer, .failed, FileOfferRefusal.notRoomMember))])
     }
@@ -313,10 +319,7 @@ final class FileDriverFlowTests: XCTestCase {
     /// the store cannot record it: not reported done (the next session would resume the
     /// download the user stopped), the sender is not told, the partial state stays.
     func testAnIncomingCancelOrRejectTheStoreCannotRecordIsNotReportedDone() throws {
-        let offer = FileOffer(
-            transfer: .random(), size: 10, chunkSize: 4096, contentHash: FileHash.of([UInt8](repeating: 1, count: 32)),
-            listHash: FileHash.of([UInt8](repeating: 1, count: 32)), room: nil, name: "x", mediaType: "text/plain",
-            caption: "", thumbnail: [])
+        let offer = smallOffer(room: nil)
         driver.received(.offer(offer), on: link)
         let key = (peer, offer.transfer)
         XCTAssertEqual(try store.transfer(peer: key.0, transfer: key.1, direction: .incoming)?.state, .offered)
@@ -343,10 +346,7 @@ final class FileDriverFlowTests: XCTestCase {
     /// storage error, the sender is not told and no event says failed. Once the store
     /// records again, the same accept is refused, recorded, and the sender told.
     func testAnAcceptRefusedByTheQuotaThatTheStoreCannotRecordIsNotReportedFailed() throws {
-        let offer = FileOffer(
-            transfer: .random(), size: 10, chunkSize: 4096, contentHash: FileHash.of([UInt8](repeating: 1, count: 32)),
-            listHash: FileHash.of([UInt8](repeating: 1, count: 32)), room: nil, name: "x", mediaType: "text/plain",
-            caption: "", thumbnail: [])
+        let offer = smallOffer(room: nil)
         driver.received(.offer(offer), on: link)
         let key = (peer, offer.transfer)
         XCTAssertEqual(try store.transfer(peer: key.0, transfer: key.1, direction: .incoming)?.state, .offered)
@@ -376,10 +376,7 @@ final class FileDriverFlowTests: XCTestCase {
     /// offer again), never dropped with the sender left waiting.
     func testAnOfferTheStoreCannotKeepIsRefusedToTheSender() throws {
         try failUpdates(on: "INSERT")
-        let offer = FileOffer(
-            transfer: .random(), size: 10, chunkSize: 4096, contentHash: FileHash.of([UInt8](repeating: 1, count: 32)),
-            listHash: FileHash.of([UInt8](repeating: 1, count: 32)), room: nil, name: "x", mediaType: "text/plain",
-            caption: "", thumbnail: [])
+        let offer = smallOffer(room: nil)
         driver.received(.offer(offer), on: link)
         XCTAssertEqual(link.sent, [.file(.end(offer.transfer, .failed, FileDriver.offerStoreFailureReason))])
         XCTAssertTrue(log.lines.contains { $0.contains("could not store a file offer") }, "\(log.lines)")

@@ -62,6 +62,22 @@ final class RoomRemovalCapTests: XCTestCase {
             c, roomID: ops[0].roomID, after: resolve(ops).heads, by: who, createdAt: 2, removalCap: cap)
     }
 
+    /// A whole node's store holds these operations and the joined room they resolve to.
+    private func keep(_ ops: [RoomOperation], in store: Store) throws {
+        for op in ops {
+            _ = try store.insertRoomOperation(
+                StoredRoomOperation(
+                    hash: op.hash, room: ops[0].roomID, sequence: Int64(op.sequence), encoded: op.encoded()),
+                at: 1)
+        }
+        let state = resolve(ops)
+        try store.saveRoom(
+            RoomRecord(
+                id: state.roomID, root: state.root, name: state.name, creator: state.creator,
+                createdAt: Int64(state.createdAt), version: Int64(state.version), members: state.members,
+                status: .joined, roles: state.roles, joined: state.joined, updatedAt: 1))
+    }
+
     /// `m` holds these operations (and the room row a store needs).
     private func give(_ ops: [RoomOperation], to m: Member) throws -> RoomState {
         let state = resolve(ops)
@@ -192,18 +208,7 @@ final class RoomRemovalCapTests: XCTestCase {
         var ops = [root]
         for m in [bob, eve] { ops.append(try change(.join, by: m, after: ops)) }
         let store = alice.node.store
-        for op in ops {
-            _ = try store.insertRoomOperation(
-                StoredRoomOperation(
-                    hash: op.hash, room: root.roomID, sequence: Int64(op.sequence), encoded: op.encoded()),
-                at: 1)
-        }
-        let state = resolve(ops)
-        try store.saveRoom(
-            RoomRecord(
-                id: state.roomID, root: state.root, name: state.name, creator: state.creator,
-                createdAt: Int64(state.createdAt), version: Int64(state.version), members: state.members,
-                status: .joined, roles: state.roles, joined: state.joined, updatedAt: 1))
+        try keep(ops, in: store)
         alice.node.start()
         loop.run()
         _ = try store.insertSignedRoomMessages(
@@ -238,18 +243,7 @@ final class RoomRemovalCapTests: XCTestCase {
         let messages = try ([1, 2] as [UInt64]).map { try signed("eve \($0)", by: eve, sequence: $0, at: ops) }
         ops.append(try change(.remove(eve.publicKey), by: aliceKey, after: ops, cap: 1))
         let store = alice.node.store
-        for op in ops {
-            _ = try store.insertRoomOperation(
-                StoredRoomOperation(
-                    hash: op.hash, room: root.roomID, sequence: Int64(op.sequence), encoded: op.encoded()),
-                at: 1)
-        }
-        let state = resolve(ops)
-        try store.saveRoom(
-            RoomRecord(
-                id: state.roomID, root: state.root, name: state.name, creator: state.creator,
-                createdAt: Int64(state.createdAt), version: Int64(state.version), members: state.members,
-                status: .joined, roles: state.roles, joined: state.joined, updatedAt: 1))
+        try keep(ops, in: store)
         _ = try store.insertSignedRoomMessages(
             messages.map {
                 Store.SignedRoomMessageRow(
