@@ -253,7 +253,7 @@ public final class Daemon: Service, @unchecked Sendable {
         }
         startSystemdIntegration()
         keeper?.stop()  // before READY=1: nothing about start-up may follow it
-        _ = notifier?.ready(status: await statusLine())
+        sendReady(status: await statusLine())
     }
 
     private func bindListener(_ address: HostPort, node: Node) async throws -> Channel {
@@ -321,8 +321,8 @@ public final class Daemon: Service, @unchecked Sendable {
         if let wd = try? WatchdogSettings.from(environment: environment, pid: getpid()) {
             let interval = TimeAmount.microseconds(Int64(wd.pingIntervalMicroseconds))
             // Pinged from the node's loop: a wedged loop stops the pings and systemd restarts us.
-            loop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
-                _ = notifier.watchdog()
+            loop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { [log, loop] _ in
+                Self.retryingWhileFull(notifier, on: loop, log: log, what: "the watchdog ping") { $0.watchdog() }
             }
         }
         // The status line rides on the node's keepalive tick instead of a timer of its own
@@ -339,6 +339,24 @@ public final class Daemon: Service, @unchecked Sendable {
                 lastStatus = status
                 _ = notifier.status(status)
             }
+        }
+    }
+
+    /// READY=1, sent again while the notify socket is full: dropped, systemd would wait
+    /// for it until the start (or reload) timed out.
+    private func sendReady(status: String) {
+        guard let notifier else { return }
+        Self.retryingWhileFull(notifier, on: loop, log: log, what: "READY=1") { $0.ready(status: status) }
+    }
+
+    /// `SystemdNotifier.sendRetryingWhileFull`, logging a notification given up on.
+    private static func retryingWhileFull(
+        _ notifier: SystemdNotifier, on loop: EventLoop, log: Logging.Logger, what: String,
+        _ send: @escaping @Sendable (SystemdNotifier) -> Result<Void, SystemdNotifyError>
+    ) {
+        notifier.sendRetryingWhileFull(on: loop, send) { result in
+            guard case .failure(let error) = result, error == .socketFull else { return }
+            log.warning("could not tell systemd \(what)", ["error": "\(error)"])
         }
     }
 
@@ -380,7 +398,7 @@ public final class Daemon: Service, @unchecked Sendable {
         _ = notifier?.reloading()
         guard let reloader else {
             log.warning("reload: no configuration file to re-read")
-            _ = notifier?.ready(status: await statusLine())
+            sendReady(status: await statusLine())
             return
         }
         do {
@@ -413,6 +431,6 @@ public final class Daemon: Service, @unchecked Sendable {
         } catch {
             log.error("reload failed; keeping the running configuration: \(error)")
         }
-        _ = notifier?.ready(status: await statusLine())
+        sendReady(status: await statusLine())
     }
 }

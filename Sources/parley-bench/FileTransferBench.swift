@@ -163,8 +163,10 @@ struct FileTransferBench {
             BenchRow(
                 id: "10s", measure: speed, unit: "MB/s", parley: parleyMBps > 0 ? parleyMBps : nil,
                 reference: measured?.mbps, referenceName: name, goal: .ratioAtLeast(Self.sftpSpeedGoalRatio),
-                note: "Parley: the same file sent again by 10a's daemons with no chat meanwhile, timed as 10a "
-                    + "(with 10b's chat, row 10a: \(fmt(withChat.mbps)) MB/s); sftp from its start (key exchange "
+                note: "Parley: the same file sent again by 10a's daemons with no chat meanwhile, from the "
+                    + "files.send request (the sender's copy and hashing of the source included, as sftp reads "
+                    + "it within its time) to completed at B (with 10b's chat, row 10a, timed from the offer "
+                    + "hashed: \(fmt(withChat.mbps)) MB/s); sftp from its start (key exchange "
                     + "included) to its exit after the server's fsync, just after with the daemons stopped, the "
                     + "same \(size >> 20) MiB source" + why),
             BenchRow(
@@ -178,23 +180,24 @@ struct FileTransferBench {
         ]
     }
 
-    /// One transfer of `source` A → B with nothing else going on: MB/s timed as 10a (from
-    /// `files.send`'s answer, the source copied and hashed, to completed at B) and both
-    /// daemons' CPU seconds from `files.send` to completed.
+    /// One transfer of `source` A → B with nothing else going on: MB/s from the
+    /// `files.send` request (the sender's copy and hashing of the source included, as
+    /// sftp's time includes its reading of the source) to completed at B, and both
+    /// daemons' CPU seconds over the same span.
     private func soloTransfer(a: Parleyd, b: Parleyd, source: String) throws -> (
         mbps: Double, cpuSeconds: Double, prepareCPU: Double
     ) {
         let cpuBefore = Self.cpuSeconds(a.pid) + Self.cpuSeconds(b.pid)
         let senderBefore = Self.cpuSeconds(a.pid)
+        let started = Clock.nowNs()
         let id = try a.sendFile(to: b.name, path: source)
-        let hashed = Clock.nowNs()
         let prepareCPU = Self.cpuSeconds(a.pid) - senderBefore
         let deadline = Deadline(seconds: scale.smoke ? 60 : 900)
         while !deadline.passed {
             let list = try b.call("files.list", params: "{\"id\":\"\(id)\"}")
             let state = ((list["transfers"] as? [[String: Any]])?.first)?["state"] as? String ?? "missing"
             if state == "completed" {
-                let seconds = Double(Clock.nowNs() - hashed) / 1e9
+                let seconds = Double(Clock.nowNs() - started) / 1e9
                 return (
                     Double(size) / seconds / 1e6, Self.cpuSeconds(a.pid) + Self.cpuSeconds(b.pid) - cpuBefore,
                     prepareCPU

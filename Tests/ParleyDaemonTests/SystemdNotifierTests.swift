@@ -1,4 +1,5 @@
 import Foundation
+import NIOPosix
 import XCTest
 
 @testable import ParleyDaemon
@@ -176,6 +177,42 @@ final class SystemdNotifierTests: XCTestCase {
         XCTAssertEqual(delivered + full, attempts, "no other failure")
         XCTAssertEqual(listener.receive(), "WATCHDOG=1", "what fitted was delivered")
     }
+
+    /// A READY=1 (or watchdog ping) the full socket dropped is sent again from the event
+    /// loop once the socket has room (`sendRetryingWhileFull`): dropped for good, systemd
+    /// would time the start out and kill the daemon (or miss a watchdog ping). The socket
+    /// is filled, the first try fails without blocking, the queue is drained, and READY=1
+    /// arrives within a bounded wait.
+    func testANotificationTheFullSocketDroppedIsSentAgainOnceThereIsRoom() throws {
+        let listener = try NotifySocketListener(name: directory.appendingPathComponent("notify").path)
+        let notifier = try XCTUnwrap(SystemdNotifier(socketPath: listener.notifySocket))
+        var filled = false
+        for _ in 0..<1000 where !filled {
+            if case .failure(.socketFull) = notifier.watchdog() { filled = true }
+        }
+        XCTAssertTrue(filled, "the never-read socket filled")
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let results = CollectedNotifyResults()
+        notifier.sendRetryingWhileFull(on: group.next(), delay: .milliseconds(10), { $0.ready() }) {
+            results.append($0)
+        }
+        XCTAssertTrue(results.values.isEmpty, "the first try found the socket full and waits for a retry")
+        var ready = false
+        let deadline = Date().addingTimeInterval(10)
+        while !ready && Date() < deadline {
+            // Drains what is queued (the pings), then reads what the retries add.
+            if let datagram = listener.receive() {
+                ready = datagram == "READY=1"
+            } else {
+                _ = results.waitForFirst(timeout: 0.01)
+            }
+        }
+        XCTAssertTrue(ready, "READY=1 was sent again once the socket had room")
+        XCTAssertTrue(results.waitForFirst(timeout: 10))
+        XCTAssertEqual(results.values.count, 1)
+        if case .failure(let error) = results.values.first { XCTFail("finished with \(error)") }
+    }
 }
 
 /// Results collected on another thread.
@@ -191,5 +228,11 @@ private final class CollectedNotifyResults: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return storage
+    }
+    /// Waits at most `timeout` seconds for a first result; true if there is one.
+    func waitForFirst(timeout: TimeInterval) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while values.isEmpty && Date() < deadline { usleep(1000) }
+        return !values.isEmpty
     }
 }

@@ -124,6 +124,28 @@ final class GroupCommitTests: StoreDirectoryTestCase {
         try store.close()
     }
 
+    /// A hold whose body throws still ends (and asks for the sync its commits need): a
+    /// leaked hold would keep every later commit from asking, and nothing would be
+    /// answered or acknowledged again.
+    func testAHoldWhoseBodyThrowsStillAsksForItsSync() throws {
+        struct Thrown: Error {}
+        let store = try Store(directory: directory)
+        let hops = Hops()
+        let held = HeldSync()
+        try store.startGroupCommit(sync: { held.sync() }, hop: { hops.add($0) }, failed: { _ in XCTFail("failed") })
+        XCTAssertThrowsError(
+            try store.holdingSyncRequests { () throws in
+                _ = try queue(store, "one")
+                throw Thrown()
+            })
+        let ticket = try XCTUnwrap(store.unsyncedCommit)
+        XCTAssertEqual(store.syncRequestedThrough, ticket, "the thrown hold's end asked")
+        _ = try queue(store, "two")
+        XCTAssertEqual(store.syncRequestedThrough, ticket + 1, "no hold is left: the next commit asks at once")
+        for _ in 0..<3 { held.gate.signal() }
+        try store.close()
+    }
+
     func testAQueuedMessageIsDurableOnlyAfterTheSyncThatFollowsIt() throws {
         let store = try Store(directory: directory)
         let hops = Hops()

@@ -33,7 +33,7 @@ struct OutgoingCopies: Sendable {
     }
 
     /// The copy and what its offer needs (`SourceFile.Digest`: the chunk hashes and their
-    /// list's hash), hashed from the copy buffer as each megabyte is written (issue 32: the
+    /// list's hash), hashed from the copy buffer as each chunk is written (issue 32: the
     /// source is read once, not copied and then read back to be hashed). The digest is of
     /// the bytes written to the copy, and its size and modification time are the copy's own
     /// after the sync, so `SourceFile.unchanged` holds for it.

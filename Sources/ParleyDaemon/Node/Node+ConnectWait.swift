@@ -24,9 +24,6 @@ extension Node {
 
     func cancelDialWatch(_ key: DialTargetKey, token: Int) { dialDriver.cancelWatch(key, token: token) }
 
-    /// The dial of `key` ended: tell every watcher.
-    func finishDialWatch(_ key: DialTargetKey, _ outcome: DialOutcome) { dialDriver.finishWatch(key, outcome) }
-
     /// A target a failed `connect --wait` added stops being dialled (`DialDriver.forgetFailedTarget`).
     func forgetDialTarget(_ key: DialTargetKey) { dialDriver.forgetFailedTarget(key) }
 }

@@ -74,12 +74,6 @@ extension Node {
             now: now, lifetime: options.unusedIdentityLifetime, every: options.unusedIdentityCheckInterval)
     }
 
-    /// A stranger (unverified, never exchanged a message) or a known peer, for the session
-    /// table's eviction order.
-    func sessionStanding(of peer: IdentityPublicKey) -> SessionTable<ObjectIdentifier>.Standing {
-        peerDirectory.sessionStanding(of: peer)
-    }
-
     // MARK: Keepalive
 
     /// The daemon-wide periodic tick (every `KeepalivePolicy.tickInterval`, 5 s by

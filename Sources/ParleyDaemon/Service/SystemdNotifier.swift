@@ -20,7 +20,8 @@ import ParleyControlProtocol
 /// nobody reads (systemd stuck, or a hostile $NOTIFY_SOCKET under a hand-made service)
 /// fills after a few datagrams (`net.unix.max_dgram_qlen`, 10 by default), and a blocking
 /// send would then stop the event loop that sends the watchdog pings; the datagram is
-/// dropped instead (`.socketFull`) and the next one tried again.
+/// dropped instead (`.socketFull`); the daemon sends READY=1 and the watchdog's pings again
+/// shortly after, from the event loop (`sendRetryingWhileFull`, SystemdNotifier+Retry.swift).
 public struct SystemdNotifier: Sendable {
     /// The socket as given: an absolute path, or "@name" for the abstract namespace.
     public let socketPath: String
@@ -178,7 +179,8 @@ public enum SystemdNotifyError: Error, Equatable, Sendable, CustomStringConverti
             "sd_notify datagram truncated (\(sent) of \(expected) bytes sent)"
         case .socketFull:
             "$NOTIFY_SOCKET is full (systemd is not reading it); this notification was dropped, "
-                + "the next one is tried again (check the service manager: systemctl status)"
+                + "READY=1 and watchdog pings are sent again for a few seconds (check the service manager: "
+                + "systemctl status)"
         }
     }
 }
