@@ -49,6 +49,22 @@ final class PeerDecisionsTests: XCTestCase {
         XCTAssertEqual(PeerNameResolution.resolve("dave", in: entries), .notFound)
     }
 
+    /// A name never takes a fingerprint from its key: carol calls herself by bob's
+    /// fingerprint (whole, as the hints print it, or its first groups), or the person's page
+    /// nicknames her so; `parley trust accept FINGERPRINT` must not find carol alone.
+    func testANameThatIsAnotherKeysFingerprintIsAmbiguousNeverThatName() {
+        let bob = Fingerprint(identity(1))
+        for typed in [bob.description, String(bob.description.prefix(9)), bob.compact.uppercased()] {
+            let entries = [entry(1, "bob"), entry(2, typed)]
+            XCTAssertEqual(PeerNameResolution.resolve(typed, in: entries), .ambiguous([0, 1]), typed)
+            let nicknamed = [entry(1, "bob"), entry(2, "carol", nickname: typed)]
+            XCTAssertEqual(PeerNameResolution.resolve(typed, in: nicknamed), .ambiguous([0, 1]), typed)
+        }
+        // Her own fingerprint as her name finds her.
+        let carol = Fingerprint(identity(2)).description
+        XCTAssertEqual(PeerNameResolution.resolve(carol, in: [entry(1, "bob"), entry(2, carol)]), .found(1))
+    }
+
     func testABlockWinsOverAReplacementWhichWinsOverAHold() {
         typealias S = KnownPeer.Standing
         XCTAssertEqual(S(blocked: true, replaced: true, awaitingApproval: true), .blocked)

@@ -11,6 +11,11 @@ import ParleyCore
 ///    nickname hides the name the peer chose, so an impostor cannot take it over);
 /// 4. the label (nickname, else name), ignoring case;
 /// 5. a fingerprint prefix (`Fingerprint.minimumPrefixLength` characters at least).
+/// A name never takes a fingerprint from its key: a query that is also a prefix of a live
+/// key's fingerprint, found by a name step (2 ... 4) as another key, is ambiguous (both are
+/// listed). A peer picks its own name, so it could otherwise call itself another key's
+/// fingerprint, the very text the hints tell the person to type (`parley trust accept
+/// FINGERPRINT`, "send by fingerprint"), and take what was meant for that key.
 /// Replaced keys are never found (their contact is the new key).
 public enum PeerNameResolution {
     /// What the resolution looks at in one pinned peer.
@@ -47,17 +52,22 @@ public enum PeerNameResolution {
         {
             return .found(exact)
         }
-        let steps: [(Entry) -> Bool] = [
+        let byFingerprint = live.filter { Fingerprint(entries[$0].identity).matches(prefix: query) }
+        let byName: [(Entry) -> Bool] = [
             { $0.nickname == query },
             { $0.nickname == nil && $0.displayName == query },
-            { $0.label.lowercased() == lowered },
-            { Fingerprint($0.identity).matches(prefix: query) }
+            { $0.label.lowercased() == lowered }
         ]
-        for matches in steps {
-            let found = live.filter { matches(entries[$0]) }
-            if found.count == 1 { return .found(found[0]) }
-            if found.count > 1 { return .ambiguous(found) }
+        for matches in byName {
+            var found = live.filter { matches(entries[$0]) }
+            guard !found.isEmpty else { continue }
+            if !Set(byFingerprint).isSubset(of: found) {
+                found = Array(Set(found).union(byFingerprint)).sorted()
+            }
+            return found.count == 1 ? .found(found[0]) : .ambiguous(found)
         }
+        if byFingerprint.count == 1 { return .found(byFingerprint[0]) }
+        if byFingerprint.count > 1 { return .ambiguous(byFingerprint) }
         return .notFound
     }
 }
