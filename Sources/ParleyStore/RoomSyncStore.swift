@@ -16,10 +16,6 @@ public protocol RoomSyncStore: AnyObject {
     func signedRoomMessages(room: RoomID, author: IdentityPublicKey, sequences: [UInt64]) throws(StoreError)
         -> [[UInt8]]
     func signedRoomMessage(id: MessageID, author: IdentityPublicKey) throws(StoreError) -> [UInt8]?
-    func signedRoomMessages(room: RoomID, author: IdentityPublicKey, above cap: UInt64) throws(StoreError)
-        -> [[UInt8]]
-    func withdrawRoomMessages(room: RoomID, author: IdentityPublicKey, ids: [MessageID], at now: Int64)
-        throws(StoreError) -> [StoredMessage]
     func signedRoomMessageSequences() throws(StoreError) -> [(
         room: RoomID, author: IdentityPublicKey, sequence: UInt64
     )]

@@ -106,58 +106,6 @@ extension Store {
         }
     }
 
-    /// The signed encodings of `author`'s messages in `room` with a sequence above `cap`,
-    /// ascending: what a removal cap may withdraw (docs/PROTOCOL.md "Removal caps").
-    public func signedRoomMessages(room: RoomID, author: IdentityPublicKey, above cap: UInt64) throws(StoreError)
-        -> [[UInt8]]
-    {
-        guard cap < UInt64(Int64.max) else { return [] }
-        return try read { db in
-            try Data.fetchAll(
-                db,
-                sql: """
-                    SELECT encoded FROM room_signed_message WHERE room = ? AND author = ? AND room_sequence > ?
-                    ORDER BY room_sequence
-                    """,
-                arguments: [room.hex, author.hex, Int64(cap)]
-            ).map { [UInt8]($0) }
-        }
-    }
-
-    /// Withdraws `author`'s room messages `ids` in `room` that are shown: each becomes a
-    /// tombstone, as if its author had deleted it for everyone (its text, edits and
-    /// reactions go; the row stays, so a reply still says what it answered). For messages
-    /// a removal cap refuses (docs/PROTOCOL.md "Removal caps"); the signed row stays, so
-    /// the message is not taken again. Returns the messages changed (already deleted ones
-    /// are not). One transaction.
-    public func withdrawRoomMessages(room: RoomID, author: IdentityPublicKey, ids: [MessageID], at now: Int64)
-        throws(StoreError) -> [StoredMessage]
-    {
-        guard !ids.isEmpty else { return [] }
-        return try write { db in
-            let find = try db.cachedStatement(
-                sql: """
-                    SELECT \(Self.messageColumns) FROM message
-                    WHERE id = ? AND room = \(Self.partyOfKeyParameter) AND sender = \(Self.partyOfKeyParameter)
-                      AND deleted_at IS NULL
-                    ORDER BY row_id LIMIT 1
-                    """)
-            let byRow = try db.cachedStatement(sql: "SELECT \(Self.messageColumns) FROM message WHERE row_id = ?")
-            var changed: [StoredMessage] = []
-            for id in ids {
-                guard
-                    let target = try Self.fetchMessages(
-                        find, [Self.idBlob(id), Self.keyBlob(room), Self.keyBlob(author)]
-                    ).first
-                else { continue }
-                // The highest change sequence: no later edit by the author overtakes it.
-                try Self.apply(db, kind: .delete, body: nil, sequence: Int64.max, to: target, by: author, at: now)
-                if let m = try Self.fetchMessages(byRow, [target.rowID]).first { changed.append(m) }
-            }
-            return changed
-        }
-    }
-
     /// The signed encoding of the message `id` written by `author` (nil for an unsigned one).
     public func signedRoomMessage(id: MessageID, author: IdentityPublicKey) throws(StoreError) -> [UInt8]? {
         try read { db in

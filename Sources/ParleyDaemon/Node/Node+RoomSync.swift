@@ -77,9 +77,6 @@ extension Node {
         try roomSync.removalCapToSign(target: target, in: state)
     }
 
-    /// A capped remove was stored (`RoomSyncDriver.withdrawBeyondCaps`).
-    func roomRemovalCapStored(_ state: RoomState) { roomSync.withdrawBeyondCaps(state) }
-
     /// Acknowledgements of signed messages this node sent (its own, or pushed).
     func roomSyncAcknowledged(_ ids: [MessageID], by peer: IdentityPublicKey) {
         roomSync.acknowledged(ids, by: peer)

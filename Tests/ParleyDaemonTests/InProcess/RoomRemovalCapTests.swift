@@ -118,11 +118,12 @@ final class RoomRemovalCapTests: XCTestCase {
         return ops
     }
 
-    /// The attack, and the convergence: carol (holding the removal, cap 2) refuses eve's
-    /// back-dated 3 handed over by bob, but takes eve's 2, sent before the removal and
-    /// late to reach her; bob, once the removal reaches him, withdraws 3 (a tombstone and
-    /// `message.updated`) and no longer passes it on. Both then show the same history.
-    func testABackDatedMessageAboveTheCapIsRefusedAndWithdrawn() throws {
+    /// The attack, and what a cap does: carol (holding the removal, cap 2) refuses eve's
+    /// back-dated 3 handed over by bob; bob, who took 3 before the removal reached him,
+    /// keeps showing it (nothing is withdrawn: a remove's validity can change later) but
+    /// never passes it on once the removal is there, and refuses any further back-dated
+    /// message. Eve's 2, sent before the removal and late to reach both, is taken by both.
+    func testABackDatedMessageAboveTheCapIsRefusedAndNeverPassedOn() throws {
         let bobNode = try member(bob)
         let carolNode = try member(carol)
         let ops = try lab()
@@ -131,8 +132,8 @@ final class RoomRemovalCapTests: XCTestCase {
         let room = ops[0].roomID
         let one = try signed("eve 1", by: eve, sequence: 1, at: ops)
         let two = try signed("eve 2", by: eve, sequence: 2, at: ops)
-        _ = try hand([one, two], from: eve, to: bobNode)
-        _ = try hand([one], from: eve, to: carolNode)  // 2 is late to reach carol
+        _ = try hand([one], from: eve, to: bobNode)
+        _ = try hand([one], from: eve, to: carolNode)  // 2 is late to reach both
 
         // Alice had received eve's 1 and 2: she removes eve with cap 2. Carol gets it, bob not yet.
         let removal = try change(.remove(eve.publicKey), by: alice, after: ops, cap: 2)
@@ -142,25 +143,30 @@ final class RoomRemovalCapTests: XCTestCase {
         // Eve, removed, writes anchored before her removal, straight to bob (lagging).
         let backDated = try signed("eve after her removal", by: eve, sequence: 3, at: ops)
         XCTAssertEqual(try hand([backDated], from: eve, to: bobNode), [backDated.id])
-        XCTAssertEqual(try shown(bobNode, room), ["eve 1", "eve 2", "eve after her removal"], "bob cannot tell yet")
+        XCTAssertEqual(try shown(bobNode, room), ["eve 1", "eve after her removal"], "bob cannot tell yet")
 
-        // Bob passes on what carol lacks: 2 and the back-dated 3.
-        let acks = try hand([two, backDated], from: bob, to: carolNode)
-        XCTAssertEqual(Set(acks), [two.id, backDated.id], "both final: the refused one is acknowledged and dropped")
-        XCTAssertEqual(try shown(carolNode, room), ["eve 1", "eve 2"], "below the cap stands, above is refused")
+        // Bob passes it on to carol, who refuses it.
+        XCTAssertEqual(try hand([backDated], from: bob, to: carolNode), [backDated.id], "final: acknowledged, dropped")
+        XCTAssertEqual(try shown(carolNode, room), ["eve 1"], "above the cap is refused")
 
-        // The removal reaches bob: he withdraws 3 and stops passing it on.
-        let bobState = try give(ops + [removal], to: bobNode)
-        bobNode.sync.withdrawBeyondCaps(bobState)
-        XCTAssertEqual(try shown(bobNode, room), try shown(carolNode, room), "the same history everywhere")
-        XCTAssertEqual(bobNode.host.updated.map(\.id), [backDated.id], "the client hears the message go")
-        XCTAssertNotNil(bobNode.host.updated.first?.deletedAt)
-        XCTAssertEqual(bobNode.host.deletes, 1, "the search index is purged of its words")
+        // The removal reaches bob: he keeps what he took, but never passes it on.
+        _ = try give(ops + [removal], to: bobNode)
+        XCTAssertEqual(try shown(bobNode, room), ["eve 1", "eve after her removal"], "nothing withdrawn")
+        XCTAssertEqual(bobNode.host.updated.count, 0, "no message.updated")
+        XCTAssertEqual(bobNode.host.deletes, 0)
         let entitled = bobNode.sync.entitlement()
-        XCTAssertFalse(entitled(room, eve.publicKey, 3, carol.publicKey), "never passed on again")
-        XCTAssertTrue(entitled(room, eve.publicKey, 2, carol.publicKey))
-        bobNode.sync.withdrawBeyondCaps(bobState)
-        XCTAssertEqual(bobNode.host.updated.count, 1, "withdrawn once")
+        XCTAssertFalse(entitled(room, eve.publicKey, 3, carol.publicKey), "never passed on")
+        let more = try signed("eve again, back-dated", by: eve, sequence: 4, at: ops)
+        XCTAssertEqual(try hand([more], from: carol, to: bobNode), [more.id])
+        XCTAssertEqual(try shown(bobNode, room), ["eve 1", "eve after her removal"], "now refused on arrival")
+
+        // Eve's 2, below the cap and late: both take it.
+        XCTAssertEqual(try hand([two], from: alice, to: bobNode), [two.id])
+        XCTAssertEqual(try hand([two], from: alice, to: carolNode), [two.id])
+        XCTAssertEqual(try shown(carolNode, room), ["eve 1", "eve 2"])
+        XCTAssertEqual(Set(try shown(bobNode, room)), ["eve 1", "eve after her removal", "eve 2"])
+        XCTAssertTrue(entitled(room, eve.publicKey, 2, carol.publicKey), "bob passes 2 on")
+        XCTAssertFalse(entitled(room, eve.publicKey, 3, carol.publicKey))
 
         // Eve re-added (alice adds, eve joins on the heads): her next message, written after
         // the removal, passes the cap.
@@ -168,9 +174,68 @@ final class RoomRemovalCapTests: XCTestCase {
         readded.append(try change(.add(eve.publicKey), by: alice, after: readded))
         readded.append(try change(.join, by: eve, after: readded))
         _ = try give(readded, to: carolNode)
-        let back = try signed("eve again", by: eve, sequence: 4, at: readded)
+        let back = try signed("eve again", by: eve, sequence: 5, at: readded)
         _ = try hand([back], from: eve, to: carolNode)
         XCTAssertEqual(try shown(carolNode, room), ["eve 1", "eve 2", "eve again"])
+    }
+
+    /// Why a cap never withdraws what a member already took: whether a remove is valid can
+    /// change later. Eve, an admin, is removed by the owner carol (D); she signs a remove of
+    /// alice with cap 0, parented before D, and hands it to node N, which does not hold D
+    /// yet. At N it is valid for now: alice's messages above 0 arriving now are refused, but
+    /// those N holds stay shown. Once D reaches N the remove is void and caps nothing:
+    /// alice's message refused before is taken when offered again (room sync offers it).
+    func testARemovedAdminsBackDatedRemoveWithdrawsNothingAndCapsNothingOnceVoid() throws {
+        let n = try InProcessNode(name: "n", loop: loop, clock: clock)
+        let nKey = try KeyFiles.loadOrCreate(stateDirectory: n.directory).0.identity
+        var ops = [
+            try RoomOperation.create(
+                name: "lab", members: [nKey, alice, bob, eve].map(\.publicKey), by: carol, createdAt: 1)
+        ]
+        for m in [nKey, alice, bob, eve] { ops.append(try change(.join, by: m, after: ops)) }
+        ops.append(try change(.setRole(eve.publicKey, .admin), by: carol, after: ops))
+        let room = ops[0].roomID
+        let store = n.node.store
+        try keep(ops, in: store)
+        n.node.start()
+        loop.run()
+        let link = n.node.makeConnection(direction: .inbound, dialedAddress: nil)
+        func pass(_ messages: [SignedRoomMessage], from peer: IdentityKeyPair) throws -> [MessageID] {
+            try n.node.roomSync.receivedSignedMessages(messages.map { .verified($0) }, from: peer.publicKey, on: link)
+                .acks
+        }
+        let shownAtN = {
+            try store.roomMessages(room: room, after: nil, limit: 50).filter { $0.deletedAt == nil }.map(\.body)
+        }
+        let mine = try ([1, 2] as [UInt64]).map { try signed("alice \($0)", by: alice, sequence: $0, at: ops) }
+        XCTAssertEqual(Set(try pass(mine, from: alice)), Set(mine.map(\.id)))
+        XCTAssertEqual(try shownAtN(), ["alice 1", "alice 2"])
+
+        // Carol removes eve (D); N does not hold it yet. Eve back-dates a remove of alice.
+        let d = try change(.remove(eve.publicKey), by: carol, after: ops)
+        let forged = try change(.remove(alice.publicKey), by: eve, after: ops, cap: 0)
+        XCTAssertTrue(try n.node.rooms.accept(forged, from: eve.publicKey))
+        XCTAssertFalse(try XCTUnwrap(n.node.rooms.entry(room).state).hasJoined(alice.publicKey), "valid at N, for now")
+        XCTAssertEqual(try shownAtN(), ["alice 1", "alice 2"], "nothing N holds is withdrawn")
+        XCTAssertFalse(n.events.contains { if case .messageUpdated = $0 { true } else { false } })
+
+        // Alice's 3, written before she could see either operation, handed over by bob:
+        // refused while the remove stands (not stored).
+        let three = try signed("alice 3", by: alice, sequence: 3, at: ops)
+        XCTAssertEqual(try pass([three], from: bob), [three.id])
+        XCTAssertEqual(try shownAtN(), ["alice 1", "alice 2"])
+
+        // D reaches N: eve's remove is void, alice a member again; 3, offered again, is taken.
+        XCTAssertTrue(try n.node.rooms.accept(d, from: carol.publicKey))
+        let state = try XCTUnwrap(n.node.rooms.entry(room).state)
+        XCTAssertFalse(state.hasJoined(eve.publicKey))
+        XCTAssertTrue(state.hasJoined(alice.publicKey), "the removed admin's remove is void")
+        XCTAssertEqual(try pass([three], from: bob), [three.id])
+        XCTAssertEqual(try shownAtN(), ["alice 1", "alice 2", "alice 3"], "the void remove refuses nothing")
+        let four = try signed("alice 4", by: alice, sequence: 4, at: ops)
+        XCTAssertEqual(try pass([four], from: alice), [four.id])
+        XCTAssertEqual(try shownAtN(), ["alice 1", "alice 2", "alice 3", "alice 4"])
+        n.node.stop()
     }
 
     /// The cap a member signs: the highest of the target's messages it holds, once every
@@ -229,43 +294,6 @@ final class RoomRemovalCapTests: XCTestCase {
         alice.node.noteRoomSyncPeer(eve.publicKey, .removalCaps, syncing: true)
         _ = try alice.node.changeRoom(try XCTUnwrap(store.room(id: root.roomID)), .remove(eve.publicKey))
         XCTAssertEqual(try XCTUnwrap(try removal(of: eve)).removalCap, 5, "the highest of eve's held")
-        alice.node.stop()
-    }
-    /// A capped remove stored before a crash, with the withdrawals it calls for not made:
-    /// made at the next start.
-    func testWithdrawalsMissedBeforeACrashAreMadeAtStart() throws {
-        let alice = try InProcessNode(name: "alice", loop: loop, clock: clock)
-        let aliceKey = try KeyFiles.loadOrCreate(stateDirectory: alice.directory).0.identity
-        let root = try RoomOperation.create(
-            name: "lab", members: [bob.publicKey, eve.publicKey], by: aliceKey, createdAt: 1)
-        var ops = [root]
-        for m in [bob, eve] { ops.append(try change(.join, by: m, after: ops)) }
-        let messages = try ([1, 2] as [UInt64]).map { try signed("eve \($0)", by: eve, sequence: $0, at: ops) }
-        ops.append(try change(.remove(eve.publicKey), by: aliceKey, after: ops, cap: 1))
-        let store = alice.node.store
-        try keep(ops, in: store)
-        _ = try store.insertSignedRoomMessages(
-            messages.map {
-                Store.SignedRoomMessageRow(
-                    room: root.roomID, author: eve.publicKey, sequence: $0.roomSequence, id: $0.id,
-                    encoded: $0.encoded())
-            }, at: 1)
-        _ = try store.storeIncomingRoomMessages(
-            messages.map {
-                IncomingMessage(
-                    id: $0.id, sender: eve.publicKey, recipient: aliceKey.publicKey,
-                    sequence: Int64($0.roomSequence), createdAt: Int64($0.createdAt), body: $0.body)
-            }, room: root.roomID, at: 1)
-        let shownNow = {
-            try store.roomMessages(room: root.roomID, after: nil, limit: 10).filter { $0.deletedAt == nil }.map(\.body)
-        }
-        XCTAssertEqual(try shownNow(), ["eve 1", "eve 2"])
-
-        alice.node.start()
-        loop.run()
-        XCTAssertEqual(try shownNow(), ["eve 1"], "2 is above the cap")
-        XCTAssertTrue(
-            alice.events.contains { if case .messageUpdated(let m) = $0 { m.id == messages[1].id } else { false } })
         alice.node.stop()
     }
 }

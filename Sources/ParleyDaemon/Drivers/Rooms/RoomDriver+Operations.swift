@@ -78,8 +78,6 @@ extension RoomDriver {
         let previous = try store.room(id: op.roomID)
         try saveState(after, previous: previous, deliveredBy: peer, now: now)
         host?.roomSyncMembershipChanged(after)
-        // A removal cap withdraws what it refuses and this node already shows.
-        if op.removalCap != nil { host?.roomRemovalCapStored(after) }
         try distribute(op, before: before, after: after, from: peer, entry: entry, now: now)
         if let rec = try store.room(id: op.roomID),
             rec

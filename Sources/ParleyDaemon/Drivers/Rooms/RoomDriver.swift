@@ -97,9 +97,6 @@ final class RoomDriver<Host: RoomHost> {
         for previous in try store.rooms() where previous.status != .retired {
             let entry = try entry(previous.id)
             guard let state = entry.state else { continue }
-            // A capped remove stored before a crash, whose withdrawals were not made: made now
-            // (idempotent; docs/PROTOCOL.md "Removal caps").
-            if entry.operations.values.contains(where: { $0.removalCap != nil }) { host?.roomRemovalCapStored(state) }
             var now = record(state, previous: previous, deliveredBy: nil, now: previous.updatedAt)
             guard now != previous else { continue }
             now.updatedAt = nowMs

@@ -33,8 +33,6 @@ protocol RoomHost: AnyObject {
     /// The cap to sign into a remove of `target` (or this node's leave): nil for an
     /// uncapped remove (`RoomRemovalCaps`, docs/PROTOCOL.md "Removal caps").
     func roomRemovalCapToSign(target: IdentityPublicKey, in state: RoomState) throws(StoreError) -> UInt64?
-    /// A capped remove was stored: the messages above the room's caps are withdrawn.
-    func roomRemovalCapStored(_ state: RoomState)
     /// Narrows who a new operation is queued for (`RoomOperationFanOut`).
     func boundedOperationPlan(
         _ plan: RoomDistribution.OperationPlan, for op: RoomOperation, after: RoomState
