@@ -51,6 +51,15 @@ final class RoomSyncDriverTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// The host judges by a real quota that allows a stranger `messages` rows (1 MiB).
+    private func allowStrangers(messages: Int) {
+        var limits = ReceiveQuota.standard
+        limits.stranger = ReceiveQuota.Allowance(messages: messages, bytes: 1 << 20)
+        host.quota = ReceiveQuotaDriver(
+            store: store, directory: PeerDirectory(store: store, myName: "me"), limits: limits, clock: clock,
+            log: testLogger())
+    }
+
     private func driver() -> RoomSyncDriver<SyncHost> {
         let lines = self.lines!
         let logger = Logger(label: "roomsync-test") { _ in
@@ -263,11 +272,7 @@ final class RoomSyncDriverTests: XCTestCase {
     /// already taken is acknowledged, never refused.
     func testSignedChangesOverTheAuthorsQuotaAreRefused() throws {
         let state = try lab()
-        var limits = ReceiveQuota.standard
-        limits.stranger = ReceiveQuota.Allowance(messages: 4, bytes: 1 << 20)
-        host.quota = ReceiveQuotaDriver(
-            store: store, directory: PeerDirectory(store: store, myName: "me"), limits: limits, clock: clock,
-            log: testLogger())
+        allowStrangers(messages: 4)
         let sync = driver()
         let link = host.connect(bob.publicKey)
         let m = try signed("hello", by: alice, sequence: 1, in: state)
@@ -311,11 +316,7 @@ final class RoomSyncDriverTests: XCTestCase {
     /// stored, kept signed or applied), so that member does not resend them at once.
     func testSignedChangesOverTheQuotaFromAnOlderMemberAreDropped() throws {
         let state = try lab()
-        var limits = ReceiveQuota.standard
-        limits.stranger = ReceiveQuota.Allowance(messages: 1, bytes: 1 << 20)
-        host.quota = ReceiveQuotaDriver(
-            store: store, directory: PeerDirectory(store: store, myName: "me"), limits: limits, clock: clock,
-            log: testLogger())
+        allowStrangers(messages: 1)
         let sync = driver()
         let link = host.connect(bob.publicKey)
         link.remoteFeatures = [.conversation, .roomSync]
