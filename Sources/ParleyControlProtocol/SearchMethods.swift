@@ -50,9 +50,29 @@ public struct MessagesSearchResult: Codable, Sendable, Hashable {
     public var hits: [MessagesSearchHit]
     /// How long the query took in the daemon, in milliseconds.
     public var tookMs: Int
+    /// The cursors of matching stored messages that could not be read (a damaged store):
+    /// left out of `hits`, the rest is there. Absent when none.
+    public var unreadable: [Int] = []
 
-    public init(hits: [MessagesSearchHit], tookMs: Int) {
+    public init(hits: [MessagesSearchHit], tookMs: Int, unreadable: [Int] = []) {
         self.hits = hits
         self.tookMs = tookMs
+        self.unreadable = unreadable
+    }
+
+    enum CodingKeys: String, CodingKey { case hits, tookMs, unreadable }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        hits = try c.decode([MessagesSearchHit].self, forKey: .hits)
+        tookMs = try c.decode(Int.self, forKey: .tookMs)
+        unreadable = try c.decodeIfPresent([Int].self, forKey: .unreadable) ?? []
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(hits, forKey: .hits)
+        try c.encode(tookMs, forKey: .tookMs)
+        if !unreadable.isEmpty { try c.encode(unreadable, forKey: .unreadable) }
     }
 }

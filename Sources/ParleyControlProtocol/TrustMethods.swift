@@ -169,7 +169,24 @@ public struct TrustForgetParams: OnePeerParams {
 public struct TrustForgetResult: Codable, Sendable, Hashable {
     /// The fingerprint that was forgotten.
     public var fingerprint: String
-    public init(fingerprint: String) { self.fingerprint = fingerprint }
+    /// The keys the forgotten one had replaced (a person's earlier, retired keys): they stay
+    /// refused, now `blocked`, so forgetting cannot make them current and trusted again.
+    /// Empty when it had replaced none.
+    public var blocked: [PeerInfo]
+
+    public init(fingerprint: String, blocked: [PeerInfo] = []) {
+        self.fingerprint = fingerprint
+        self.blocked = blocked
+    }
+
+    enum CodingKeys: String, CodingKey { case fingerprint, blocked }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        fingerprint = try c.decode(String.self, forKey: .fingerprint)
+        // Absent from a daemon that predates it.
+        blocked = try c.decodeIfPresent([PeerInfo].self, forKey: .blocked) ?? []
+    }
 }
 
 /// The person's own name for a peer; `nickname: null` removes it.

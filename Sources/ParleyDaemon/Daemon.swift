@@ -113,6 +113,18 @@ public final class Daemon: Service, @unchecked Sendable {
         }
     }
 
+    /// Every damaged row the store's reads leave out (`UnreadableRow`) is logged once, by
+    /// table and row id with what is wrong, never its content: the rest is shown, sent and
+    /// synced without it, and the operator learns which row to look at.
+    static func logUnreadableRows(of store: Store, to log: Logger) {
+        store.unreadableRows.report { row in
+            let what = row.table == "message" ? "a stored message" : "a stored \(row.table) row"
+            log.error(
+                "\(what) could not be read; left out of every read (the rest is shown, sent and synced without it)",
+                ["table": "\(row.table)", "row": "\(row.rowID)", "problem": row.problem])
+        }
+    }
+
     /// Starts everything, reloads on SIGHUP, and returns once the service group's graceful
     /// shutdown (SIGTERM/SIGINT) has stopped everything. Throws when the daemon cannot
     /// start, after logging why and releasing what was opened.
@@ -147,6 +159,7 @@ public final class Daemon: Service, @unchecked Sendable {
         defer { keeper?.stop() }
         let upgradeStarted = ContinuousClock.now
         let (keys, store, card, created) = try Self.loadIdentity(config: config, storeUpgrade: storeUpgrade)
+        Self.logUnreadableRows(of: store, to: log)
         if storeUpgrade.completedMigrations > 0 {
             log.info(
                 "upgraded the message store",

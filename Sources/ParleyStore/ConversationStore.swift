@@ -8,7 +8,7 @@ import ParleyCore
 /// keys and ids in and out.
 public protocol ConversationStore: SettingsStore {
     /// Messages whose id starts with `prefix` (hex), at most `limit`.
-    func messages(idPrefix prefix: String, limit: Int) throws(StoreError) -> [StoredMessage]
+    func messages(idPrefix prefix: String, limit: Int) throws(StoreError) -> DecodedRows<StoredMessage>
     func room(id: RoomID) throws(StoreError) -> RoomRecord?
     func peer(identity: IdentityPublicKey) throws(StoreError) -> PeerRecord?
 

@@ -19,7 +19,7 @@ public protocol PeerStore: AnyObject {
     @discardableResult
     func replacePeer(old: IdentityPublicKey, new: IdentityPublicKey, at: Int64) throws(StoreError) -> Int
     func previousKeys(of identity: IdentityPublicKey) throws(StoreError) -> [PeerRecord]
-    func forgetPeer(identity: IdentityPublicKey) throws(StoreError)
+    @discardableResult func forgetPeer(identity: IdentityPublicKey) throws(StoreError) -> [IdentityPublicKey]
     func touchPeer(identity: IdentityPublicKey, at: Int64, address: String?) throws(StoreError)
     /// Replacements of `identity`'s key, or by it, oldest first (the key history
     /// `replacePeer` writes).

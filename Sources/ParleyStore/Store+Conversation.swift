@@ -114,8 +114,10 @@ extension Store {
     public static let minimumMessageIDPrefix = 8
 
     /// Messages whose id starts with `prefix` (lowercase hex, 8...32 digits), at most
-    /// `limit`, in local order: the caller refuses an ambiguous prefix.
-    public func messages(idPrefix prefix: String, limit: Int = 2) throws(StoreError) -> [StoredMessage] {
+    /// `limit`, in local order: the caller refuses an ambiguous prefix. A damaged row with
+    /// the prefix is named in `unreadable`, so the caller counts it (never picks the other
+    /// message for a prefix that names two) and can say the one named is damaged.
+    public func messages(idPrefix prefix: String, limit: Int = 2) throws(StoreError) -> DecodedRows<StoredMessage> {
         let prefix = prefix.lowercased()
         guard (Self.minimumMessageIDPrefix...32).contains(prefix.count),
             prefix.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
@@ -128,12 +130,12 @@ extension Store {
             let fill = 32 - prefix.count
             guard let low = Self.idBlob(prefix + String(repeating: "0", count: fill)),
                 let high = Self.idBlob(prefix + String(repeating: "f", count: fill))
-            else { return [] }
+            else { return DecodedRows() }
             let statement = try db.cachedStatement(
                 sql: """
                     SELECT \(Self.messageColumns) FROM message WHERE id BETWEEN ? AND ? ORDER BY row_id LIMIT ?
                     """)
-            return try Self.fetchMessages(statement, [low, high, limit])
+            return try self.fetchMessageRows(statement, [low, high, limit])
         }
     }
 
@@ -145,7 +147,7 @@ extension Store {
         return try read { db in
             let statement = try db.cachedStatement(
                 sql: "SELECT \(Self.messageColumns) FROM message WHERE id = ? ORDER BY row_id LIMIT ?")
-            return try Self.fetchMessages(statement, [Self.idBlob(id), limit])
+            return try self.fetchMessages(statement, [Self.idBlob(id), limit])
         }
     }
 
@@ -214,7 +216,7 @@ extension Store {
                 db, kind: action.kind, body: action.body, sequence: sequence, to: action.target,
                 by: me, at: now)
             guard
-                let updated = try Self.fetchMessages(
+                let updated = try self.fetchMessages(
                     db.cachedStatement(sql: "SELECT \(Self.messageColumns) FROM message WHERE row_id = ?"),
                     [action.target.rowID]
                 ).first
@@ -270,11 +272,11 @@ extension Store {
                 }
                 let target =
                     try a.room.map { room in
-                        try Self.fetchMessages(
+                        try self.fetchMessages(
                             findInRoom, [Self.idBlob(a.target), Self.keyBlob(room), Self.keyBlob(a.author)]
                         ).first
                     }
-                    ?? Self.fetchMessages(
+                    ?? self.fetchMessages(
                         find,
                         [Self.idBlob(a.target), Self.keyBlob(a.author), Self.keyBlob(a.author), Self.keyBlob(me)]
                     ).first
@@ -299,7 +301,7 @@ extension Store {
                 try Self.apply(db, kind: a.kind, body: a.body, sequence: a.sequence, to: target, by: a.author, at: now)
                 outcomes.append(
                     ReceivedActionOutcome(
-                        action: a, isNew: true, updated: try Self.fetchMessages(byRow, [target.rowID]).first))
+                        action: a, isNew: true, updated: try self.fetchMessages(byRow, [target.rowID]).first))
             }
             return outcomes
         }

@@ -56,36 +56,32 @@ extension Store {
     /// Transfers whose id starts with `prefix` (lowercase hex), newest first, at most `limit`.
     public func transfers(idPrefix prefix: String, limit: Int) throws(StoreError) -> [FileTransferRecord] {
         try read { db in
-            try Row.fetchAll(
+            try self.fetchTransfers(
                 db,
-                sql: """
-                    SELECT \(Self.fileTransferColumns) FROM file_transfer WHERE substr(transfer, 1, ?) = ?
-                    ORDER BY row_id DESC LIMIT ?
-                    """, arguments: [prefix.utf8.count, prefix, limit]
-            ).map(Self.decodeTransfer)
+                """
+                SELECT \(Self.fileTransferColumns) FROM file_transfer WHERE substr(transfer, 1, ?) = ?
+                ORDER BY row_id DESC LIMIT ?
+                """, [prefix.utf8.count, prefix, limit])
         }
     }
 
     /// The newest transfers, at most `limit`.
     public func recentTransfers(limit: Int) throws(StoreError) -> [FileTransferRecord] {
         try read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT \(Self.fileTransferColumns) FROM file_transfer ORDER BY row_id DESC LIMIT ?",
-                arguments: [limit]
-            ).map(Self.decodeTransfer)
+            try self.fetchTransfers(
+                db, "SELECT \(Self.fileTransferColumns) FROM file_transfer ORDER BY row_id DESC LIMIT ?", [limit])
         }
     }
 
     /// Unfinished transfers with `peer` (offered or transferring), oldest first.
     public func unfinishedTransfers(with peer: IdentityPublicKey) throws(StoreError) -> [FileTransferRecord] {
         try read { db in
-            try Row.fetchAll(
+            try self.fetchTransfers(
                 db,
-                sql: """
-                    SELECT \(Self.fileTransferColumns) FROM file_transfer
-                    WHERE peer = ? AND state IN ('offered', 'transferring') ORDER BY row_id
-                    """, arguments: [peer.hex]
-            ).map(Self.decodeTransfer)
+                """
+                SELECT \(Self.fileTransferColumns) FROM file_transfer
+                WHERE peer = ? AND state IN ('offered', 'transferring') ORDER BY row_id
+                """, [peer.hex])
         }
     }
 
@@ -176,6 +172,16 @@ extension Store {
                 SELECT \(fileTransferColumns) FROM file_transfer WHERE peer = ? AND transfer = ? AND direction = ?
                 """, arguments: [peer.hex, transfer.hex, direction.rawValue]
         ).map(decodeTransfer)
+    }
+
+    /// The transfers `sql` selects (with `fileTransferColumns`), a damaged row left out
+    /// (`decodeRows`): one must not hide the others from `files.list` or keep the rest
+    /// from resuming.
+    func fetchTransfers(_ db: Database, _ sql: String, _ arguments: StatementArguments) throws
+        -> [FileTransferRecord]
+    {
+        try decodeRows(try db.cachedStatement(sql: sql), arguments, table: "file_transfer", Self.decodeTransfer)
+            .records
     }
 
     static func decodeTransfer(_ row: Row) throws -> FileTransferRecord {

@@ -60,9 +60,8 @@ extension Store {
                 """
             let arguments: [any DatabaseValueConvertible] =
                 [after ?? Int64.min, before ?? Int64.max] + scopeArguments + [limit]
-            var unreadable: [UnreadableRow] = []
-            let rows = try Self.fetchMessages(
-                try db.cachedStatement(sql: sql), StatementArguments(arguments), unreadable: &unreadable)
+            let decoded = try self.fetchMessageRows(try db.cachedStatement(sql: sql), StatementArguments(arguments))
+            let (rows, unreadable) = (decoded.records, decoded.unreadable)
             // The page's range, unreadable rows included, so the probes below look beyond them.
             let rowIDs = rows.map(\.rowID) + unreadable.map(\.rowID)
             // Whether more exists on each side: one indexed probe each (message_peer for a

@@ -142,29 +142,35 @@ extension Store {
                     SELECT \(Self.messageColumns) FROM message
                     WHERE recipient = ? AND state = 0 AND sequence > ? ORDER BY sequence LIMIT ?
                     """)
-            return try Self.fetchMessages(statement, [party, afterSequence, limit])
+            // Damaged rows are stepped over (asked for beyond `limit`, never kept): a page of
+            // them alone would leave the pump's cursor where it is and stall every later
+            // message to this peer. A damaged row stays queued (nothing is lost); it is
+            // never sent.
+            return try self.fetchMessages(
+                statement, [party, afterSequence, limit + Self.unreadableRowsSteppedOverPerRead], keep: limit)
         }
     }
 
-    /// Every peer with undelivered direct messages, and how many.
+    /// Every peer with undelivered direct messages, and how many. Queued rows whose
+    /// recipient is damaged are left out (and told to `unreadableRows`): the daemon reads
+    /// this at start, and one such row must not keep it from counting every other queue.
     public func pendingRecipients() throws(StoreError) -> [IdentityPublicKey: Int] {
         try read { db in
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT (SELECT key FROM party WHERE party.id = recipient), COUNT(*) FROM message
+                    SELECT MIN(row_id), (SELECT key FROM party WHERE party.id = recipient), COUNT(*) FROM message
                     WHERE state = 0 GROUP BY recipient
                     """)
             var result: [IdentityPublicKey: Int] = [:]
-            let rows = try Row.fetchCursor(statement)
-            while let row = try rows.next() {
-                // A room's queued messages are counted per member (`room_delivery`), not here.
-                let bytes = try row.bytes(0)
-                switch MessageParty(storedBytes: bytes) {
-                case .peer(let key): result[key, default: 0] += Int(try row.int64(1))
-                case .room: continue
-                case nil: throw UnexpectedStoredValue(column: "message.recipient", value: "\(bytes.count) bytes")
+            let groups = try self.decodeRows(statement, [], table: "message") { row -> (MessageParty, Int) in
+                let bytes = try row.bytes(1)
+                guard let party = MessageParty(storedBytes: bytes) else {
+                    throw UnexpectedStoredValue(column: "message.recipient", value: "\(bytes.count) bytes")
                 }
+                return (party, Int(try row.int64(2)))
             }
+            // A room's queued messages are counted per member (`room_delivery`), not here.
+            for case let (.peer(key), count) in groups.records { result[key, default: 0] += count }
             return result
         }
     }
@@ -372,17 +378,20 @@ extension Store {
                             results.append((stored(message, row: row), true))
                             newCount += 1
                         } else {
-                            guard
-                                let old = try Self.fetchMessages(
-                                    db.cachedStatement(sql: Self.storedIncomingQuery),
-                                    [Data(message.id.bytes), senders[offset]]
-                                )
-                                .first
-                            else {
+                            let held = try self.fetchMessageRows(
+                                db.cachedStatement(sql: Self.storedIncomingQuery),
+                                [Data(message.id.bytes), senders[offset]])
+                            if let old = held.records.first {
+                                results.append((old, false))
+                            } else if let damaged = held.unreadable.first {
+                                // Stored before, and damaged since: still a duplicate (acknowledged,
+                                // not stored twice), told as it arrived; the sender's outbox must
+                                // not stall on our damaged copy.
+                                results.append((stored(message, row: damaged.rowID), false))
+                            } else {
                                 // The insert conflicted on exactly this key inside this transaction.
                                 throw UnexpectedStoredValue(column: "message.id", value: message.id.hex)
                             }
-                            results.append((old, false))
                         }
                     }
                     continue
@@ -443,7 +452,7 @@ extension Store {
             var arguments: [any DatabaseValueConvertible] = [lower, upper]
             if let peer { arguments.append(Self.keyBlob(peer)) }
             arguments.append(limit)
-            return try Self.fetchMessages(statement, StatementArguments(arguments))
+            return try self.fetchMessages(statement, StatementArguments(arguments))
         }
     }
 
@@ -455,7 +464,7 @@ extension Store {
                 sql: """
                     SELECT \(Self.messageColumns) FROM message WHERE id = ? ORDER BY row_id LIMIT 1
                     """)
-            return try Self.fetchMessages(statement, [Data(id.bytes)]).first
+            return try self.fetchMessages(statement, [Data(id.bytes)]).first
         }
     }
 
@@ -467,7 +476,7 @@ extension Store {
                     SELECT \(Self.messageColumns) FROM message
                     WHERE id = ? AND sender = (SELECT id FROM party WHERE key = ?)
                     """)
-            return try Self.fetchMessages(statement, [Data(id.bytes), Data(sender.bytes)]).first
+            return try self.fetchMessages(statement, [Data(id.bytes), Data(sender.bytes)]).first
         }
     }
 
@@ -530,40 +539,21 @@ extension Store {
         return values
     }
 
-    static func fetchMessages(_ statement: Statement, _ arguments: StatementArguments) throws -> [StoredMessage] {
-        var messages: [StoredMessage] = []
-        let rows = try Row.fetchCursor(statement, arguments: arguments)
-        while let row = try rows.next() {
-            messages.append(try decodeMessage(row))
-        }
-        return messages
+    /// The messages `statement` selects (with `messageColumns`), a damaged row left out
+    /// (`decodeRows`: told to `unreadableRows`, the daemon logs it once): one damaged row
+    /// never fails a lookup, a list or a write that reads rows back. With `keep`, stops once
+    /// that many decoded (a read that asked SQLite for more, to step over damaged rows).
+    func fetchMessages(_ statement: Statement, _ arguments: StatementArguments, keep: Int? = nil) throws
+        -> [StoredMessage]
+    {
+        try fetchMessageRows(statement, arguments, keep: keep).records
     }
 
-    /// The same, leaving out a row that does not decode (`UnreadableRow`, added to
-    /// `unreadable`) instead of failing the whole read; an error of the read itself
-    /// (`DatabaseError`) still fails it.
-    static func fetchMessages(
-        _ statement: Statement, _ arguments: StatementArguments, unreadable: inout [UnreadableRow]
-    ) throws -> [StoredMessage] {
-        var messages: [StoredMessage] = []
-        let rows = try Row.fetchCursor(statement, arguments: arguments)
-        while let row = try rows.next() {
-            do {
-                messages.append(try decodeMessage(row))
-            } catch let error as DatabaseError {
-                throw error
-            } catch {
-                // row_id is the INTEGER PRIMARY KEY: always an integer.
-                let rowID = (try? row.int64(0)) ?? 0
-                // Only what is wrong, never the row: a decoding error of GRDB's prints the
-                // row's values, the message's body among them, and this goes to the log.
-                let problem =
-                    (error as? UnexpectedStoredValue)?.description
-                    ?? "a column is NULL or of the wrong type (\(type(of: error)))"
-                unreadable.append(UnreadableRow(table: "message", rowID: rowID, problem: problem))
-            }
-        }
-        return messages
+    /// The same, and which rows were left out, for a read whose answer names them.
+    func fetchMessageRows(_ statement: Statement, _ arguments: StatementArguments, keep: Int? = nil) throws
+        -> DecodedRows<StoredMessage>
+    {
+        try decodeRows(statement, arguments, table: "message", keep: keep, Self.decodeMessage)
     }
 
     /// Reads a row selected with `messageColumns`.

@@ -140,20 +140,23 @@ extension Store {
     /// Forgets a peer: its pin, trust, nickname and replacement history go; its messages
     /// stay (history is the person's, and a queue is keyed by identity, so if the same key
     /// comes back it is a first contact again and the queue flows). `.notFound` if unknown.
-    public func forgetPeer(identity: IdentityPublicKey) throws(StoreError) {
+    /// Returns the keys it had replaced, now blocked (below), in key order.
+    @discardableResult
+    public func forgetPeer(identity: IdentityPublicKey) throws(StoreError) -> [IdentityPublicKey] {
         let identity = identity.hex
-        try write { db in
+        return try write { db in
             try db.execute(
                 sql: "DELETE FROM key_change WHERE old_identity = ? OR new_identity = ?",
                 arguments: [identity, identity])
             // The keys it replaced were retired by a person (a lost or stolen device's): with
             // nothing to point at they would be current again, and trusted. They stay refused,
             // as blocked, until a person unblocks one.
-            try db.execute(
-                sql: "UPDATE peer SET replaced_by = NULL, trust = 'blocked' WHERE replaced_by = ?",
+            let blocked = try String.fetchAll(
+                db, sql: "UPDATE peer SET replaced_by = NULL, trust = 'blocked' WHERE replaced_by = ? RETURNING identity",
                 arguments: [identity])
             try db.execute(sql: "DELETE FROM peer WHERE identity = ?", arguments: [identity])
             guard db.changesCount == 1 else { throw StoreError.notFound("peer \(identity)") }
+            return try blocked.sorted().map { hex throws in try StoredKey.identity(hex, column: "peer.identity") }
         }
     }
 

@@ -195,7 +195,7 @@ extension Store {
             guard let party = try Self.partyID(db, key: recipient.bytes) else { return [] }
             var refused: [StoredMessage] = []
             for id in ids {
-                for message in try Self.fetchMessages(find, [Self.idBlob(id), party]) {
+                for message in try self.fetchMessages(find, [Self.idBlob(id), party]) {
                     upsert.setUncheckedArguments([message.rowID, reason, at])
                     try upsert.execute()
                     refused.append(message)

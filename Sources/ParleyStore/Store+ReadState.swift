@@ -11,15 +11,14 @@ extension Store {
         try read { db in
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT (SELECT key FROM party WHERE party.id = sender), COUNT(*) FROM message
+                    SELECT MIN(row_id), (SELECT key FROM party WHERE party.id = sender), COUNT(*) FROM message
                     WHERE incoming = 1 AND read_at IS NULL AND room IS NULL GROUP BY sender
                     """)
-            var result: [IdentityPublicKey: Int] = [:]
-            let rows = try Row.fetchCursor(statement)
-            while let row = try rows.next() {
-                result[try row.identityKeyBlob(0, column: "party.key")] = Int(try row.int64(1))
+            // A sender whose key is damaged is left out (`decodeRows`), not every count.
+            let counts = try self.decodeRows(statement, [], table: "message") { row in
+                (try row.identityKeyBlob(1, column: "party.key"), Int(try row.int64(2)))
             }
-            return result
+            return Dictionary(counts.records, uniquingKeysWith: +)
         }
     }
 
@@ -41,13 +40,8 @@ extension Store {
                     WHERE sender = \(Self.partyOfKeyParameter) AND incoming = 1 AND read_at IS NULL AND room IS NULL AND row_id <= ?
                     RETURNING row_id, id
                     """)
-            let rows = try Row.fetchAll(
-                update, arguments: [at, queueReceipts ? 1 : 0, Self.keyBlob(peer), upTo ?? Int64.max])
-            let changed = try rows.compactMap { row -> (rowID: Int64, id: MessageID)? in
-                guard let id = try? row.idBlob(MessageID.self, 1, column: "message.id") else { return nil }
-                return (try row.int64(0), id)
-            }
-            return changed.sorted { $0.rowID < $1.rowID }.map(\.id)
+            return try self.markedRead(
+                update, [at, queueReceipts ? 1 : 0, Self.keyBlob(peer), upTo ?? Int64.max])
         }
     }
 
@@ -59,25 +53,29 @@ extension Store {
         return try read { db in
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT id FROM message WHERE sender = \(Self.partyOfKeyParameter) AND receipt_pending = 1 ORDER BY row_id LIMIT ?
+                    SELECT row_id, id FROM message WHERE sender = \(Self.partyOfKeyParameter) AND receipt_pending = 1 ORDER BY row_id LIMIT ?
                     """)
-            return try Row.fetchAll(statement, arguments: [Self.keyBlob(peer), limit]).map {
-                try $0.idBlob(MessageID.self, 0, column: "message.id")
-            }
+            // A damaged row owing a receipt is stepped over (it owes none it can name), so
+            // it never holds back the receipts after it.
+            return try self.decodeRows(
+                statement, [Self.keyBlob(peer), limit + Self.unreadableRowsSteppedOverPerRead], table: "message",
+                keep: limit
+            ) { try $0.idBlob(MessageID.self, 1, column: "message.id") }.records
         }
     }
 
     /// Every peer that is owed at least one read receipt.
     public func peersOwedReadReceipts() throws(StoreError) -> Set<IdentityPublicKey> {
         try read { db in
-            Set(
-                try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT (SELECT key FROM party WHERE party.id = sender) FROM message
-                        WHERE receipt_pending = 1 GROUP BY sender
-                        """
-                ).map { try $0.identityKeyBlob(0, column: "party.key") })
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT MIN(row_id), (SELECT key FROM party WHERE party.id = sender) FROM message
+                    WHERE receipt_pending = 1 GROUP BY sender
+                    """)
+            return Set(
+                try self.decodeRows(statement, [], table: "message") {
+                    try $0.identityKeyBlob(1, column: "party.key")
+                }.records)
         }
     }
 
@@ -112,7 +110,7 @@ extension Store {
                     """)
             guard let party = try Self.partyID(db, key: recipient.bytes) else { return [] }
             var changed: [StoredMessage] = []
-            for id in ids { changed += try Self.fetchMessages(update, [at, Self.idBlob(id), party]) }
+            for id in ids { changed += try self.fetchMessages(update, [at, Self.idBlob(id), party]) }
             return changed
         }
     }
@@ -125,9 +123,20 @@ extension Store {
             let statement = try db.cachedStatement(sql: "SELECT \(Self.messageColumns) FROM message WHERE row_id = ?")
             var result: [Int64: StoredMessage] = [:]
             for rowID in Set(rowIDs) {
-                if let m = try Self.fetchMessages(statement, [rowID]).first { result[rowID] = m }
+                if let m = try self.fetchMessages(statement, [rowID]).first { result[rowID] = m }
             }
             return result
         }
+    }
+
+    /// The ids an `UPDATE ... RETURNING row_id, id` marking messages read changed, in log
+    /// order; a damaged row (its id is not a message id) is marked too but left out of the
+    /// answer (`decodeRows`): one such row must not keep the person from marking the
+    /// conversation read (`parley read` does it for every page it shows).
+    func markedRead(_ update: Statement, _ arguments: StatementArguments) throws -> [MessageID] {
+        let changed = try decodeRows(update, arguments, table: "message") {
+            (rowID: try $0.int64(0), id: try $0.idBlob(MessageID.self, 1, column: "message.id"))
+        }
+        return changed.records.sorted { $0.rowID < $1.rowID }.map(\.id)
     }
 }

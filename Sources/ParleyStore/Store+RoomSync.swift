@@ -116,21 +116,27 @@ extension Store {
         }
     }
 
-    /// Every held (room, author, sequence), for room sync's ranges at start: ascending.
+    /// Every held (room, author, sequence), for room sync's ranges at start: ascending. A
+    /// damaged row is left out (told to `unreadableRows`, named by its room sequence: the
+    /// table has no row id): one must not leave sync empty for every room, which would
+    /// refuse a member asking for a room's history everything.
     public func signedRoomMessageSequences() throws(StoreError)
         -> [(room: RoomID, author: IdentityPublicKey, sequence: UInt64)]
     {
         try read { db in
-            try Row.fetchAll(
-                db,
-                sql: "SELECT room, author, room_sequence FROM room_signed_message ORDER BY room, author, room_sequence"
-            ).map { row in
-                (
-                    try row.fixedLengthID(RoomID.self, 0, column: "room_signed_message.room"),
-                    try row.identityKey(1, column: "room_signed_message.author"),
-                    UInt64(max(0, try row.decode(Int64.self, atIndex: 2)))
+            let statement = try db.cachedStatement(
+                sql: "SELECT room_sequence, room, author FROM room_signed_message ORDER BY room, author, room_sequence")
+            return try self.decodeRows(statement, [], table: "room_signed_message") { row in
+                let sequence = try row.int64(0)
+                guard sequence >= 1 else {
+                    throw UnexpectedStoredValue(column: "room_signed_message.room_sequence", value: "\(sequence)")
+                }
+                return (
+                    room: try row.fixedLengthID(RoomID.self, 1, column: "room_signed_message.room"),
+                    author: try row.identityKey(2, column: "room_signed_message.author"),
+                    sequence: UInt64(sequence)
                 )
-            }
+            }.records
         }
     }
 }

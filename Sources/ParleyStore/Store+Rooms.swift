@@ -370,7 +370,9 @@ extension Store {
                                         AND r.identity = d.member AND r.joined = 0)
                     ORDER BY m.sequence LIMIT ?
                     """)
-            return try Self.fetchMessages(statement, [member.hex, limit])
+            // Damaged rows stepped over, as `pendingOutgoing` does.
+            return try self.fetchMessages(
+                statement, [member.hex, limit + Self.unreadableRowsSteppedOverPerRead], keep: limit)
         }
     }
 
@@ -410,10 +412,10 @@ extension Store {
         for id in ids {
             for row in try Int64.fetchAll(deliver, arguments: [at, member, Self.idBlob(id)]) {
                 guard try Int.fetchOne(remaining, arguments: [row]) == 0 else {
-                    change.held += try Self.fetchMessages(one, [row])
+                    change.held += try self.fetchMessages(one, [row])
                     continue
                 }
-                change.delivered += try Self.fetchMessages(finish, [at, row])
+                change.delivered += try self.fetchMessages(finish, [at, row])
             }
         }
         try self.adjustCounter(db, .queued, by: -change.delivered.count)
@@ -476,10 +478,22 @@ extension Store {
                                 state: .received, receivedAt: at, room: room, replyTo: m.replyTo), true
                         ))
                 } else {
-                    guard let stored = try Self.fetchMessages(existing, [Data(m.id.bytes), sender]).first else {
+                    let held = try self.fetchMessageRows(existing, [Data(m.id.bytes), sender])
+                    if let stored = held.records.first {
+                        results.append((stored, false))
+                    } else if let damaged = held.unreadable.first {
+                        // Stored before, damaged since: a duplicate all the same (as for direct ones).
+                        results.append(
+                            (
+                                StoredMessage(
+                                    rowID: damaged.rowID, id: m.id, direction: .incoming, sender: m.sender,
+                                    recipient: .peer(m.recipient), sequence: m.sequence, createdAt: m.createdAt,
+                                    body: m.body, state: .received, receivedAt: at, room: room, replyTo: m.replyTo),
+                                false
+                            ))
+                    } else {
                         throw UnexpectedStoredValue(column: "message.id", value: m.id.hex)
                     }
-                    results.append((stored, false))
                 }
             }
             try self.adjustCounter(db, .received, by: newCount)
@@ -503,7 +517,7 @@ extension Store {
                 ORDER BY row_id DESC LIMIT ?) ORDER BY row_id
                 """
             let statement = try db.cachedStatement(sql: sql)
-            return try Self.fetchMessages(
+            return try self.fetchMessages(
                 statement, [cursor ?? Int64.min, before ?? Int64.max, Self.keyBlob(room), limit])
         }
     }
@@ -527,17 +541,13 @@ extension Store {
     /// every author who read what is not worth a record per member and message.
     public func markRoomRead(room: RoomID, upTo: Int64?, at: Int64) throws(StoreError) -> [MessageID] {
         try write { db in
-            let rows = try Row.fetchAll(
-                db,
+            let update = try db.cachedStatement(
                 sql: """
                     UPDATE message SET read_at = ?
                     WHERE room = \(Self.partyOfKeyParameter) AND incoming = 1 AND read_at IS NULL AND row_id <= ?
                     RETURNING row_id, id
-                    """, arguments: [at, Self.keyBlob(room), upTo ?? Int64.max])
-            let changed = try rows.map {
-                (rowID: try $0.int64(0), id: try $0.idBlob(MessageID.self, 1, column: "message.id"))
-            }
-            return changed.sorted { $0.rowID < $1.rowID }.map(\.id)
+                    """)
+            return try self.markedRead(update, [at, Self.keyBlob(room), upTo ?? Int64.max])
         }
     }
 

@@ -6,6 +6,18 @@ public struct SearchHit: Sendable, Equatable {
     public var snippet: String
 }
 
+/// What a search found: the hits, best first, and the matching rows that could not be
+/// read (damaged, `UnreadableRow`), left out: one damaged message never fails a search.
+public struct SearchResults: Sendable, Equatable {
+    public var hits: [SearchHit]
+    public var unreadable: [UnreadableRow]
+
+    public init(hits: [SearchHit], unreadable: [UnreadableRow] = []) {
+        self.hits = hits
+        self.unreadable = unreadable
+    }
+}
+
 extension Store {
     /// How many of the newest matches a search ranks. bm25 is computed per match and the
     /// hits are then sorted, so without a bound a common word costs the size of the history
@@ -19,11 +31,12 @@ extension Store {
     /// Messages whose body contains every term of `query` (accents and case ignored, each
     /// term a prefix, CJK by characters: `SearchText`), best match first (FTS5's bm25; the
     /// newer message first among equals) among the newest `searchRankingWindow` matches, at
-    /// most `limit`, in `scope`. A query with no searchable term finds nothing.
-    public func search(_ query: String, scope: HistoryScope, limit: Int) throws(StoreError) -> [SearchHit] {
+    /// most `limit`, in `scope`. A query with no searchable term finds nothing. A matching
+    /// row that does not decode is left out and named (`SearchResults.unreadable`).
+    public func search(_ query: String, scope: HistoryScope, limit: Int) throws(StoreError) -> SearchResults {
         let (scoped, scopeArguments) = try Self.historyCondition(scope, table: "message")
         let limit = InputValidation.pageSize(limit)
-        guard limit > 0, let match = SearchText.matchExpression(query) else { return [] }
+        guard limit > 0, let match = SearchText.matchExpression(query) else { return SearchResults(hits: []) }
         // Bodies stored since the last feed are indexed first: a search never misses one.
         try catchUpSearchIndex()
         let messages = try read { db in
@@ -43,9 +56,17 @@ extension Store {
                     JOIN message ON message.row_id = newest.hit
                     ORDER BY newest.score, message.row_id DESC LIMIT ?
                     """)
-            return try Self.fetchMessages(
-                statement, StatementArguments([match] + scopeArguments + [Self.searchRankingWindow, limit]))
+            // The outer LIMIT asks for the damaged rows' places too, so `limit` good hits
+            // are returned when the window holds them.
+            return try self.fetchMessageRows(
+                statement,
+                StatementArguments(
+                    [match] + scopeArguments
+                        + [Self.searchRankingWindow, limit + Self.unreadableRowsSteppedOverPerRead]),
+                keep: limit)
         }
-        return messages.map { SearchHit(message: $0, snippet: SearchText.snippet($0.body, query: query)) }
+        return SearchResults(
+            hits: messages.records.map { SearchHit(message: $0, snippet: SearchText.snippet($0.body, query: query)) },
+            unreadable: messages.unreadable)
     }
 }

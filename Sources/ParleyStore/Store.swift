@@ -45,9 +45,12 @@ public final class Store: @unchecked Sendable {
     static let newFilePageSize = 2048
 
     /// Absolute or relative path of the database file, as opened.
-    public let path: String
+    public var path: String { database.path }
     public let durability: Durability
     let database: DatabaseQueue
+    /// Where the reads tell of the damaged rows they left out (`UnreadableRow`); the daemon
+    /// logs each once.
+    public let unreadableRows = UnreadableRowLog()
     /// Held for every database access and for `close()`: GRDB touches a closed connection's
     /// freed handle (a crash), so use after close must be refused before reaching it.
     let lock = NSLock()
@@ -99,7 +102,6 @@ public final class Store: @unchecked Sendable {
         directory: String, durability: Durability = .full, upgradeProgress: StoreUpgradeProgress? = nil
     ) throws(StoreError) {
         let path = directory.hasSuffix("/") ? directory + Self.fileName : directory + "/" + Self.fileName
-        self.path = path
         self.durability = durability
 
         var isDirectory: ObjCBool = false

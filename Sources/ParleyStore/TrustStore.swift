@@ -12,7 +12,7 @@ public protocol TrustStore: AnyObject {
     @discardableResult
     func replacePeer(old: IdentityPublicKey, new: IdentityPublicKey, at: Int64) throws(StoreError) -> Int
     func previousKeys(of identity: IdentityPublicKey) throws(StoreError) -> [PeerRecord]
-    func forgetPeer(identity: IdentityPublicKey) throws(StoreError)
+    @discardableResult func forgetPeer(identity: IdentityPublicKey) throws(StoreError) -> [IdentityPublicKey]
     /// Addresses each pinned, unblocked, current peer was reached at, newest first.
     func rememberedAddresses() throws(StoreError) -> [IdentityPublicKey: [String]]
 }

@@ -47,6 +47,9 @@ struct SearchCommand: ParsableCommand {
         try Session.run(options, peer: peer) { client in
             let result = try client.call(params)
             if options.json { return Console.json(result) }
+            if !result.unreadable.isEmpty {
+                Console.err(UnreadableMessages.notice(result.unreadable, what: "these results"))
+            }
             if result.hits.isEmpty { Console.out("No messages match.") }
             for hit in result.hits {
                 let m = hit.message

@@ -187,11 +187,22 @@ struct TrustForgetCommand: ParsableCommand {
     @OptionGroup var options: ConnectionOptions
     @Argument(help: "The peer (fingerprint prefix).", completion: PeerCompletion.peers) var peer: String
     func validate() throws { try validateForCommandLine(TrustForgetParams(peer: peer)) }
+
+    /// What forgetting did to the keys the forgotten one had replaced, in plain words. No
+    /// advice to unblock: such a key was retired by a person (a lost or stolen device's).
+    static func blockedLines(_ blocked: [PeerInfo]) -> [String] {
+        blocked.map {
+            "also blocked \(Terminal.line($0.name)) (\(Terminal.line($0.fingerprint))): the earlier key it had "
+                + "replaced stays refused, so forgetting does not make it trusted again"
+        }
+    }
+
     func run() throws {
         try Session.run(options, peer: peer) { client in
             let r = try client.call(TrustForgetParams(peer: peer))
             if options.json { return Console.json(r) }
             Console.out("forgot \(Terminal.line(r.fingerprint))")
+            for line in Self.blockedLines(r.blocked) { Console.out(line) }
         }
     }
 }

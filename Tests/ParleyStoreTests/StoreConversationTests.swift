@@ -55,8 +55,8 @@ final class StoreConversationTests: XCTestCase {
         XCTAssertEqual(reply.replyTo?.hex, id(1))
         XCTAssertEqual(try store.message(id: id(2), sender: me)?.replyTo?.hex, id(1))
         XCTAssertEqual(try incoming(store, 3, from: bob, body: "thanks", replyTo: id(2)).replyTo?.hex, id(2))
-        XCTAssertEqual(try store.messages(idPrefix: id(3)).map(\.id.hex), [id(3)])
-        XCTAssertEqual(try store.messages(idPrefix: "00000000").count, 2, "ambiguous prefixes return several")
+        XCTAssertEqual(try store.messages(idPrefix: id(3)).records.map(\.id.hex), [id(3)])
+        XCTAssertEqual(try store.messages(idPrefix: "00000000").records.count, 2, "ambiguous prefixes return several")
         XCTAssertThrowsError(try store.messages(idPrefix: "0000"), "too short")
         XCTAssertThrowsError(try store.messages(idPrefix: "zzzzzzzz"), "not hex")
     }

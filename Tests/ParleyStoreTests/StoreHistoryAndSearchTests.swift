@@ -150,36 +150,36 @@ final class StoreHistoryAndSearchTests: StoreDirectoryTestCase {
                 "Meet at the Café tomorrow", "lunch?", "the cafe cafe cafe is closed", "Résumé attached",
                 "nothing here", "meeting notes"
             ])
-        let cafe = try store.search("cafe", scope: .everything, limit: 10)
+        let cafe = try store.search("cafe", scope: .everything, limit: 10).hits
         XCTAssertEqual(Set(cafe.map(\.message.body)), ["Meet at the Café tomorrow", "the cafe cafe cafe is closed"])
         XCTAssertEqual(cafe.first?.message.body, "the cafe cafe cafe is closed", "more occurrences rank first")
         XCTAssertEqual(
-            try store.search("RESUME", scope: .everything, limit: 10).map(\.message.body), ["Résumé attached"])
+            try store.search("RESUME", scope: .everything, limit: 10).hits.map(\.message.body), ["Résumé attached"])
         XCTAssertEqual(
-            Set(try store.search("meet", scope: .everything, limit: 10).map(\.message.body)),
+            Set(try store.search("meet", scope: .everything, limit: 10).hits.map(\.message.body)),
             ["Meet at the Café tomorrow", "meeting notes"], "a word is also a prefix")
         XCTAssertEqual(
-            try store.search("cafe tomorrow", scope: .everything, limit: 10).map(\.message.body),
+            try store.search("cafe tomorrow", scope: .everything, limit: 10).hits.map(\.message.body),
             ["Meet at the Café tomorrow"], "every word must appear")
-        XCTAssertEqual(try store.search("zebra", scope: .everything, limit: 10), [])
+        XCTAssertEqual(try store.search("zebra", scope: .everything, limit: 10).hits, [])
         XCTAssertEqual(
-            try store.search("\" OR * NEAR(", scope: .everything, limit: 10), [],
+            try store.search("\" OR * NEAR(", scope: .everything, limit: 10).hits, [],
             "FTS5 syntax in a query is plain text, not an error")
-        XCTAssertEqual(try store.search("!!!", scope: .everything, limit: 10), [])
+        XCTAssertEqual(try store.search("!!!", scope: .everything, limit: 10).hits, [])
     }
 
     func testSearchFindsChineseAndJapaneseWordsInsideSentences() throws {
         let store = try open()
         try conversation(store, bodies: ["我们明天在东京见面", "東京タワーに行きました", "京都は静かです", "서울에서 만나요"])
         XCTAssertEqual(
-            Set(try store.search("东京", scope: .everything, limit: 10).map(\.message.body)),
+            Set(try store.search("东京", scope: .everything, limit: 10).hits.map(\.message.body)),
             ["我们明天在东京见面"])
-        XCTAssertEqual(try store.search("東京", scope: .everything, limit: 10).map(\.message.body), ["東京タワーに行きました"])
-        XCTAssertEqual(try store.search("タワー", scope: .everything, limit: 10).map(\.message.body), ["東京タワーに行きました"])
+        XCTAssertEqual(try store.search("東京", scope: .everything, limit: 10).hits.map(\.message.body), ["東京タワーに行きました"])
+        XCTAssertEqual(try store.search("タワー", scope: .everything, limit: 10).hits.map(\.message.body), ["東京タワーに行きました"])
         XCTAssertEqual(
-            try store.search("京都", scope: .everything, limit: 10).map(\.message.body), ["京都は静かです"],
+            try store.search("京都", scope: .everything, limit: 10).hits.map(\.message.body), ["京都は静かです"],
             "京 alone is in several; 京都 only in one")
-        XCTAssertEqual(try store.search("서울", scope: .everything, limit: 10).map(\.message.body), ["서울에서 만나요"])
+        XCTAssertEqual(try store.search("서울", scope: .everything, limit: 10).hits.map(\.message.body), ["서울에서 만나요"])
     }
 
     func testSearchKeepsToTheScopeAndGivesASnippet() throws {
@@ -189,13 +189,13 @@ final class StoreHistoryAndSearchTests: StoreDirectoryTestCase {
             + String(repeating: "more filler ", count: 20)
         try conversation(store, bodies: [long])
         try conversation(store, bodies: ["pineapple for bob"], firstID: 101, with: bob)
-        let hits = try store.search("pineapple", scope: .peer(alice), limit: 10)
+        let hits = try store.search("pineapple", scope: .peer(alice), limit: 10).hits
         XCTAssertEqual(hits.count, 1)
         XCTAssertTrue(hits[0].snippet.contains("the secret is pineapple"), hits[0].snippet)
         XCTAssertTrue(hits[0].snippet.hasPrefix("…") && hits[0].snippet.hasSuffix("…"), hits[0].snippet)
         XCTAssertLessThanOrEqual(hits[0].snippet.count, 82)
         XCTAssertEqual(
-            try store.search("pineapple", scope: .peer(bob), limit: 10).map(\.snippet), ["pineapple for bob"])
+            try store.search("pineapple", scope: .peer(bob), limit: 10).hits.map(\.snippet), ["pineapple for bob"])
     }
 
     func testTheMigrationIndexesMessagesStoredBeforeIt() throws {
@@ -218,7 +218,7 @@ final class StoreHistoryAndSearchTests: StoreDirectoryTestCase {
         try queue.close()
         let reopened = try open()
         XCTAssertEqual(
-            try reopened.search("existed", scope: .everything, limit: 5).map(\.message.body),
+            try reopened.search("existed", scope: .everything, limit: 5).hits.map(\.message.body),
             ["stored before search existed"])
     }
 
@@ -242,14 +242,14 @@ final class StoreHistoryAndSearchTests: StoreDirectoryTestCase {
                 id: messageID($0 + 100 + window), recipient: bob, body: "bob apple apple apple apple", createdAt: 2)
         }
         _ = try store.enqueue(messages, sender: me)
-        let hits = try store.search("apple", scope: .peer(alice), limit: 10)
+        let hits = try store.search("apple", scope: .peer(alice), limit: 10).hits
         XCTAssertEqual(hits.count, 10)
         XCTAssertEqual(Set(hits.map(\.message.body)), ["new apple and more words"], "older than the window: not ranked")
         XCTAssertEqual(
-            Set(try store.search("apple", scope: .everything, limit: 10).map(\.message.body)),
+            Set(try store.search("apple", scope: .everything, limit: 10).hits.map(\.message.body)),
             ["bob apple apple apple apple"], "the best match of the newest, across conversations")
         XCTAssertEqual(
-            try store.search("old apple", scope: .peer(alice), limit: 50).count, 30,
+            try store.search("old apple", scope: .peer(alice), limit: 50).hits.count, 30,
             "a query naming more of an old message's words still finds it")
     }
 
@@ -276,12 +276,12 @@ final class StoreHistoryAndSearchTests: StoreDirectoryTestCase {
         print("generated \(total) messages in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
         for query in ["needle", "tango", "cafe reunion", "nov", "charlie delta"] {
             let t0 = Date()
-            let hits = try store.search(query, scope: .peer(alice), limit: 20)
+            let hits = try store.search(query, scope: .peer(alice), limit: 20).hits
             let ms = Date().timeIntervalSince(t0) * 1000
             print("search \"\(query)\" on \(total) messages: \(hits.count) hits in \(String(format: "%.1f", ms)) ms")
             XCTAssertFalse(hits.isEmpty, query)
             XCTAssertLessThan(ms, 5_000, "\(query) took \(ms) ms")
         }
-        XCTAssertEqual(try store.search("needle", scope: .everything, limit: 50).count, 10)
+        XCTAssertEqual(try store.search("needle", scope: .everything, limit: 50).hits.count, 10)
     }
 }

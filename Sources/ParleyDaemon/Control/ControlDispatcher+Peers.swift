@@ -37,7 +37,10 @@ extension ControlDispatcher {
 
     func trustForget(_ p: TrustForgetParams, id: JSONRPCID?) throws -> Reply {
         let peer = try node.resolvePeer(p.peer)
-        try node.forget(peer)
-        return .typed(id: id, result: TrustForgetResult(fingerprint: Node.fingerprint(of: peer.identity)))
+        let blocked = try node.forget(peer)
+        return .typed(
+            id: id,
+            result: TrustForgetResult(
+                fingerprint: Node.fingerprint(of: peer.identity), blocked: blocked.map { node.peerInfo($0) }))
     }
 }

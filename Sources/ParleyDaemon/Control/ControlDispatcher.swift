@@ -165,11 +165,7 @@ struct ControlDispatcher {
             page = try node.store.historyPage(
                 scope, after: p.after.map { Int64($0) }, before: p.before.map { Int64($0) }, limit: p.effectiveLimit)
         } catch { throw ControlFailure.storeRead(what: "the messages", error) }
-        for row in page.unreadable {
-            node.log.error(
-                "a stored message could not be read; left out of the history page (the rest is shown)",
-                ["row": "\(row.rowID)", "problem": row.problem])
-        }
+        // Each unreadable row was logged once by the store's `unreadableRows` (Node's report).
         return MessagesListResult(
             messages: node.messageInfos(page.messages), hasOlder: page.hasOlder, hasNewer: page.hasNewer,
             pagedForward: p.pagesForward, requestedAfter: p.after, requestedBefore: p.before,
@@ -187,16 +183,18 @@ struct ControlDispatcher {
             scope = .everything
         }
         let started = ContinuousClock.now
-        let hits: [SearchHit]
-        do { hits = try node.store.search(p.query, scope: scope, limit: p.effectiveLimit) } catch {
+        let found: SearchResults
+        do { found = try node.store.search(p.query, scope: scope, limit: p.effectiveLimit) } catch {
             throw ControlFailure.storeRead(what: "the search index", error)
         }
         let took = ContinuousClock.now - started
+        let hits = found.hits
         return MessagesSearchResult(
             hits: zip(node.messageInfos(hits.map(\.message)), hits).map {
                 MessagesSearchHit(message: $0, snippet: $1.snippet)
             },
-            tookMs: Int(took.components.seconds * 1000 + took.components.attoseconds / 1_000_000_000_000_000))
+            tookMs: Int(took.components.seconds * 1000 + took.components.attoseconds / 1_000_000_000_000_000),
+            unreadable: found.unreadable.map { Int($0.rowID) })
     }
 
     /// A node error's cause without the "could not store the message" framing of

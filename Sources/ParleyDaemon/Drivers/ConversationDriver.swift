@@ -105,13 +105,19 @@ final class ConversationDriver<Host: ConversationHost> {
 
     /// The message a person names by its id or an id prefix (8+ hex digits).
     func resolveMessage(_ query: String) throws -> StoredMessage {
-        let found: [StoredMessage]
+        let found: DecodedRows<StoredMessage>
         do { found = try store.messages(idPrefix: query, limit: 2) } catch {
             if case .invalidArgument = error { throw ConversationError.messageNotFound(query) }
             throw NodeError.storage(error)
         }
-        guard let first = found.first else { throw ConversationError.messageNotFound(query) }
-        guard found.count == 1 else { throw ConversationError.messageAmbiguous(query, found.count) }
+        // A damaged row with the prefix counts: a prefix naming it and another message is
+        // ambiguous, never the other one.
+        let count = found.records.count + found.unreadable.count
+        guard count > 0 else { throw ConversationError.messageNotFound(query) }
+        guard count == 1 else { throw ConversationError.messageAmbiguous(query, count) }
+        guard let first = found.records.first else {
+            throw ConversationError.messageUnreadable(query, cursor: found.unreadable[0].rowID)
+        }
         return first
     }
 

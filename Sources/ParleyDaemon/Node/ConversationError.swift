@@ -8,6 +8,9 @@ import ParleyStore
 enum ConversationError: Error, CustomStringConvertible {
     case messageNotFound(String)
     case messageAmbiguous(String, Int)
+    /// The message named is stored but its row is damaged (`UnreadableRow`): it cannot be
+    /// read, so nothing can be done to it.
+    case messageUnreadable(String, cursor: Int64)
     case refused(ActionRefusal, String)
     case invalidReaction(ReactionError)
     case invalidStatus(PresenceStatusError)
@@ -18,6 +21,9 @@ enum ConversationError: Error, CustomStringConvertible {
         switch self {
         case .messageNotFound(let q):
             return "no message with id '\(q)' (copy the id from `parley read --ids` or the chat view)"
+        case let .messageUnreadable(q, cursor):
+            return
+                "message '\(q)' is damaged in this node's store (cursor \(cursor)) and cannot be read; parleyd's log says what is wrong with it"
         case let .messageAmbiguous(q, n):
             return "'\(q)' is the start of \(n) message ids; give more of the id"
         case let .refused(.notAuthor, id):
@@ -41,7 +47,7 @@ enum ConversationError: Error, CustomStringConvertible {
         case .messageNotFound, .refused(.unknownTarget, _): return JSONRPCError(.messageNotFound, description)
         case .messageAmbiguous, .invalidReaction, .invalidStatus: return .invalidParams(description)
         case .refused: return JSONRPCError(.notPermitted, description)
-        case .queueFull: return JSONRPCError(.storageFailed, description)
+        case .queueFull, .messageUnreadable: return JSONRPCError(.storageFailed, description)
         }
     }
 }

@@ -35,7 +35,8 @@ extension Node {
 
     func unblock(_ peer: PeerRecord) throws(NodeError) -> PeerRecord { try trustDriver.unblock(peer) }
 
-    func forget(_ peer: PeerRecord) throws(NodeError) { try trustDriver.forget(peer) }
+    @discardableResult
+    func forget(_ peer: PeerRecord) throws(NodeError) -> [PeerRecord] { try trustDriver.forget(peer) }
 
     /// Deletes the direct conversation with `peer` (`messages.forget`): its messages no
     /// longer count against the receive quota, so what it sends is taken again.

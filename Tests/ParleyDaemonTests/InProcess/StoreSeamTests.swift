@@ -94,7 +94,9 @@ private final class CountingPeerStore: PeerStore {
     func previousKeys(of identity: IdentityPublicKey) throws(StoreError) -> [PeerRecord] {
         try inner.previousKeys(of: identity)
     }
-    func forgetPeer(identity: IdentityPublicKey) throws(StoreError) { try inner.forgetPeer(identity: identity) }
+    func forgetPeer(identity: IdentityPublicKey) throws(StoreError) -> [IdentityPublicKey] {
+        try inner.forgetPeer(identity: identity)
+    }
     func touchPeer(identity: IdentityPublicKey, at: Int64, address: String?) throws(StoreError) {
         try inner.touchPeer(identity: identity, at: at, address: address)
     }

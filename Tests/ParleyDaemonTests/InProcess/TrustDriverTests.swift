@@ -432,7 +432,9 @@ final class TrustStoreSeam: TrustStore {
     func previousKeys(of identity: IdentityPublicKey) throws(StoreError) -> [PeerRecord] {
         try inner.previousKeys(of: identity)
     }
-    func forgetPeer(identity: IdentityPublicKey) throws(StoreError) { try inner.forgetPeer(identity: identity) }
+    func forgetPeer(identity: IdentityPublicKey) throws(StoreError) -> [IdentityPublicKey] {
+        try inner.forgetPeer(identity: identity)
+    }
     func rememberedAddresses() throws(StoreError) -> [IdentityPublicKey: [String]] {
         try inner.rememberedAddresses()
     }

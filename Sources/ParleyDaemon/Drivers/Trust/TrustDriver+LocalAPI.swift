@@ -133,12 +133,21 @@ extension TrustDriver {
         return updated
     }
 
-    /// Forgets a peer's pin (its history stays): the next contact with that key is a first one.
-    func forget(_ peer: PeerRecord) throws(NodeError) {
-        do { try store.forgetPeer(identity: peer.identity) } catch { throw .storage(error) }
+    /// Forgets a peer's pin (its history stays): the next contact with that key is a first
+    /// one. Returns the keys it had replaced, which stay refused as blocked (the store's
+    /// `forgetPeer`), so the person is told.
+    @discardableResult
+    func forget(_ peer: PeerRecord) throws(NodeError) -> [PeerRecord] {
+        let blocked: [IdentityPublicKey]
+        do { blocked = try store.forgetPeer(identity: peer.identity) } catch { throw .storage(error) }
         directory.invalidate()
         host?.closeSession(of: peer.identity, reason: .normal, text: "forgotten")
         host?.stopDialingRemembered(peer.identity)
+        for key in blocked {
+            host?.closeSession(of: key, reason: .notTrusted, text: "blocked")
+            host?.stopDialingRemembered(key)
+        }
+        return blocked.compactMap { try? store.peer(identity: $0) }
     }
 
     /// The person's own name for a peer (nil removes it). One that looks like another live
