@@ -1,3 +1,4 @@
+import Foundation
 import ParleyControlProtocol
 import XCTest
 
@@ -33,5 +34,24 @@ final class TrustAdviceTests: XCTestCase {
         XCTAssertEqual(HumanFormat.label(peer(trust: .pinned, name: "bob ")), "bob  (u2y2-nmfw)")
         XCTAssertEqual(HumanFormat.label(peer(trust: .verified)), "bob")
         XCTAssertEqual(HumanFormat.shortFingerprint(fp), "u2y2-nmfw")
+    }
+
+    /// `parley trust forget` says in plain words which earlier key it blocked, and never
+    /// advises unblocking it (a key a person retired: a lost or stolen device's).
+    func testTrustForgetNamesTheKeyItBlocked() throws {
+        XCTAssertEqual(TrustForgetCommand.blockedLines([]), [])
+        let lines = TrustForgetCommand.blockedLines([peer(trust: .blocked, name: "bob")])
+        XCTAssertEqual(lines.count, 1)
+        XCTAssertTrue(lines[0].hasPrefix("also blocked bob (\(fp))"), lines[0])
+        XCTAssertTrue(lines[0].contains("stays refused"), lines[0])
+        XCTAssertFalse(lines[0].contains("unblock"), lines[0])
+        // The result's `blocked` is read back from a daemon's answer, and absent from an older one.
+        let decoded = try JSONDecoder().decode(
+            TrustForgetResult.self, from: Data(#"{"fingerprint":"x"}"#.utf8))
+        XCTAssertEqual(decoded.blocked, [])
+        let round = try JSONDecoder().decode(
+            TrustForgetResult.self,
+            from: try JSONEncoder().encode(TrustForgetResult(fingerprint: "x", blocked: [peer(trust: .blocked)])))
+        XCTAssertEqual(round.blocked.map(\.fingerprint), [fp])
     }
 }

@@ -128,7 +128,7 @@ final class LeanMessagesMigrationTests: StoreDirectoryTestCase {
             try s.pendingReadReceipts(to: StoredKeyFixture.key(peer(5)), limit: 100).map(\.hex), e.receipts)
         XCTAssertFalse(e.receipts.isEmpty)
         XCTAssertEqual(try s.roomUnreadCount(room: room), e.roomUnread)
-        let hits = try s.search("needle", scope: .peer(peer(2)), limit: 200)
+        let hits = try s.search("needle", scope: .peer(peer(2)), limit: 200).hits
         XCTAssertEqual(Set(hits.map(\.message.rowID)), e.needlesWithPeer)
         XCTAssertFalse(e.needlesWithPeer.isEmpty)
 

@@ -53,7 +53,7 @@ final class MultiRowInsertTests: StoreDirectoryTestCase {
         XCTAssertEqual(toFirst.count, 16)
         XCTAssertEqual(Array(toFirst.dropFirst()), returned.filter { $0.recipient == .peer(peers[0]) })
         // Found by search: the bodies went in under their own rows.
-        XCTAssertEqual(try store.search("74", scope: .everything, limit: 10).map(\.message.id), [id(74)])
+        XCTAssertEqual(try store.search("74", scope: .everything, limit: 10).hits.map(\.message.id), [id(74)])
     }
 
     func testADuplicateInALaterChunkFailsTheWholeBatchNamingIt() throws {

@@ -54,7 +54,7 @@ final class SearchIndexFeedTests: StoreDirectoryTestCase {
         _ = try send(store, ["the quarterly budget"], first: 1)
         XCTAssertEqual(try mark(store), before, "one message does not feed the index by itself")
         XCTAssertEqual(
-            try store.search("budget", scope: .everything, limit: 5).map(\.message.body), ["the quarterly budget"])
+            try store.search("budget", scope: .everything, limit: 5).hits.map(\.message.body), ["the quarterly budget"])
         XCTAssertGreaterThan(try mark(store), before, "the search fed it first")
     }
 
@@ -82,7 +82,7 @@ final class SearchIndexFeedTests: StoreDirectoryTestCase {
         let reopened = try Store(directory: crashed, durability: .full)
         XCTAssertEqual(try indexedDocuments(reopened), 1, "opening indexed what the crash left behind")
         XCTAssertEqual(
-            try reopened.search("kumquat", scope: .everything, limit: 5).map(\.message.body),
+            try reopened.search("kumquat", scope: .everything, limit: 5).hits.map(\.message.body),
             ["before the crash kumquat"])
     }
 
@@ -95,15 +95,15 @@ final class SearchIndexFeedTests: StoreDirectoryTestCase {
         _ = try store.performLocalAction(
             NewLocalAction(id: id(11), peer: bob, target: sent[1], kind: .delete, body: nil, createdAt: 2),
             me: me, at: 3)
-        XCTAssertEqual(try store.search("typo", scope: .everything, limit: 5), [])
-        XCTAssertEqual(try store.search("walrus", scope: .everything, limit: 5), [])
-        XCTAssertEqual(try store.search("final", scope: .everything, limit: 5).map(\.message.body), ["final text"])
+        XCTAssertEqual(try store.search("typo", scope: .everything, limit: 5).hits, [])
+        XCTAssertEqual(try store.search("walrus", scope: .everything, limit: 5).hits, [])
+        XCTAssertEqual(try store.search("final", scope: .everything, limit: 5).hits.map(\.message.body), ["final text"])
         // And once indexed, an edit replaces the indexed text (the update trigger).
         _ = try store.performLocalAction(
             NewLocalAction(id: id(12), peer: bob, target: sent[0], kind: .edit, body: "second version", createdAt: 4),
             me: me, at: 5)
-        XCTAssertEqual(try store.search("final", scope: .everything, limit: 5), [])
-        XCTAssertEqual(try store.search("second", scope: .everything, limit: 5).map(\.message.body), ["second version"])
+        XCTAssertEqual(try store.search("final", scope: .everything, limit: 5).hits, [])
+        XCTAssertEqual(try store.search("second", scope: .everything, limit: 5).hits.map(\.message.body), ["second version"])
         try store.read { db in
             // FTS5's own check: the index agrees with itself (a contentless index told to
             // forget a row it never held would fail it).
@@ -160,10 +160,10 @@ final class SearchIndexFeedTests: StoreDirectoryTestCase {
         XCTAssertEqual(try indexedDocuments(store), 1, "the old index kept, not indexed twice")
         _ = try send(store, ["stored after the migration"], first: 2)
         XCTAssertEqual(
-            try store.search("indexed", scope: .everything, limit: 5).map(\.message.body),
+            try store.search("indexed", scope: .everything, limit: 5).hits.map(\.message.body),
             ["indexed by the old trigger"])
         XCTAssertEqual(
-            try store.search("migration", scope: .everything, limit: 5).map(\.message.body),
+            try store.search("migration", scope: .everything, limit: 5).hits.map(\.message.body),
             ["stored after the migration"])
         XCTAssertEqual(try indexedDocuments(store), 2)
         let triggers = try store.read { db in

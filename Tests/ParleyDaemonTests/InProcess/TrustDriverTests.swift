@@ -356,7 +356,7 @@ final class TrustDriverTests: XCTestCase {
 
     func testForgetDropsThePinSoTheNextContactIsAFirstOne() throws {
         let rec = try pinned(bob)
-        try trust.forget(rec)
+        XCTAssertEqual(try trust.forget(rec).map(\.identity), [], "it had replaced no key: none blocked")
         XCTAssertNil(try store.peer(identity: bob.identity))
         XCTAssertEqual(host.closed.map(\.text), ["forgotten"])
         XCTAssertEqual(host.stoppedDialing, [bob.identity])
@@ -371,7 +371,10 @@ final class TrustDriverTests: XCTestCase {
         let old = try trust.verify(try pinned(bob), fingerprint: whole(bob))
         try pinned(mallory)
         let (new, _) = try trust.replaceKey(of: old, newFingerprint: whole(mallory), safetyNumber: nil)
-        try trust.forget(new)
+        let blocked = try trust.forget(new)
+        // The answer names the key it blocked, as stored now (trust.forget's `blocked`).
+        XCTAssertEqual(blocked.map(\.identity), [bob.identity])
+        XCTAssertEqual(blocked.map(\.trust), [.blocked])
         XCTAssertEqual(
             trust.admit(bob.card, dialTarget: nil, remoteAddress: "192.0.2.66:1"), .refuse(.notTrusted, "blocked"))
         XCTAssertEqual(try store.peer(identity: bob.identity)?.trust, .blocked)
