@@ -16,6 +16,8 @@ public protocol FileTransferStore: AnyObject {
     func transfers(idPrefix prefix: String, limit: Int) throws(StoreError) -> [FileTransferRecord]
     func recentTransfers(limit: Int) throws(StoreError) -> [FileTransferRecord]
     func unfinishedTransfers(with peer: IdentityPublicKey) throws(StoreError) -> [FileTransferRecord]
+    /// Incoming offers waiting for the local user's answer, from everyone.
+    func waitingIncomingOfferCount() throws(StoreError) -> Int
     func unfinishedOutgoingSourcePaths() throws(StoreError) -> Set<String>
     @discardableResult
     func pruneRefusedOffers(from peer: IdentityPublicKey, keep: Int) throws(StoreError) -> Int

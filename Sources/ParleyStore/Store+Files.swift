@@ -85,6 +85,15 @@ extension Store {
         }
     }
 
+    /// Incoming offers waiting for the local user's answer, from everyone
+    /// (`FileOfferRefusal.maxWaitingOffersForStrangers`).
+    public func waitingIncomingOfferCount() throws(StoreError) -> Int {
+        try read { db in
+            try Int.fetchOne(
+                db, sql: "SELECT count(*) FROM file_transfer WHERE direction = 'in' AND state = 'offered'") ?? 0
+        }
+    }
+
     /// The source paths of every unfinished outgoing transfer: the daemon's copies still
     /// needed (the others are removed at start, `OutgoingCopies.sweep`).
     public func unfinishedOutgoingSourcePaths() throws(StoreError) -> Set<String> {

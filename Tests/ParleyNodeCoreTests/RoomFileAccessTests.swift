@@ -30,21 +30,42 @@ final class RoomFileAccessTests: XCTestCase {
             room: nil, name: "x", mediaType: "text/plain", caption: "", thumbnail: [])
     }
 
-    func testAnOfferIsRefusedForItsLimitsItsHashesItsRoomAndAFlood() {
-        XCTAssertNil(FileOfferRefusal.reason(for: offer(), senderInRoom: nil, waitingOffers: 0))
-        XCTAssertNil(FileOfferRefusal.reason(for: offer(), senderInRoom: true, waitingOffers: 0))
-        XCTAssertNotNil(FileOfferRefusal.reason(for: offer(chunkSize: 1000), senderInRoom: nil, waitingOffers: 0))
-        XCTAssertNotNil(
-            FileOfferRefusal.reason(for: offer(listHash: FileHash.of([9])), senderInRoom: nil, waitingOffers: 0))
+    /// Keys are free to mint and each waiting offer keeps a thumbnail and a caption until
+    /// a person answers: past `maxWaitingOffersForStrangers` waiting in all, a stranger's
+    /// offer is refused whatever its own count; a correspondent's still waits.
+    func testAStrangersOfferIsRefusedWhenTooManyWaitInAll() {
+        let full = FileOfferRefusal.maxWaitingOffersForStrangers
         XCTAssertEqual(
-            FileOfferRefusal.reason(for: offer(), senderInRoom: false, waitingOffers: 0), FileOfferRefusal.notRoomMember
+            FileOfferRefusal.reason(for: offer(), senderInRoom: nil, waitingOffers: 0, waitingInAll: full, sender: .stranger),
+            FileOfferRefusal.tooManyWaitingInAll)
+        XCTAssertNil(
+            FileOfferRefusal.reason(
+                for: offer(), senderInRoom: nil, waitingOffers: 0, waitingInAll: full - 1, sender: .stranger))
+        XCTAssertNil(
+            FileOfferRefusal.reason(
+                for: offer(), senderInRoom: nil, waitingOffers: 0, waitingInAll: 10 * full, sender: .correspondent))
+        XCTAssertEqual(
+            FileOfferRefusal.reason(
+                for: offer(), senderInRoom: nil, waitingOffers: FileOfferRefusal.maxWaitingOffersPerPeer,
+                waitingInAll: 10 * full, sender: .correspondent),
+            FileOfferRefusal.tooManyWaiting, "a correspondent keeps its own share")
+    }
+
+    func testAnOfferIsRefusedForItsLimitsItsHashesItsRoomAndAFlood() {
+        XCTAssertNil(FileOfferRefusal.reason(for: offer(), senderInRoom: nil, waitingOffers: 0, waitingInAll: 0, sender: .stranger))
+        XCTAssertNil(FileOfferRefusal.reason(for: offer(), senderInRoom: true, waitingOffers: 0, waitingInAll: 0, sender: .stranger))
+        XCTAssertNotNil(FileOfferRefusal.reason(for: offer(chunkSize: 1000), senderInRoom: nil, waitingOffers: 0, waitingInAll: 0, sender: .stranger))
+        XCTAssertNotNil(
+            FileOfferRefusal.reason(for: offer(listHash: FileHash.of([9])), senderInRoom: nil, waitingOffers: 0, waitingInAll: 0, sender: .stranger))
+        XCTAssertEqual(
+            FileOfferRefusal.reason(for: offer(), senderInRoom: false, waitingOffers: 0, waitingInAll: 0, sender: .stranger), FileOfferRefusal.notRoomMember
         )
         XCTAssertEqual(
             FileOfferRefusal.reason(
-                for: offer(), senderInRoom: nil, waitingOffers: FileOfferRefusal.maxWaitingOffersPerPeer),
+                for: offer(), senderInRoom: nil, waitingOffers: FileOfferRefusal.maxWaitingOffersPerPeer, waitingInAll: 0, sender: .stranger),
             FileOfferRefusal.tooManyWaiting)
         XCTAssertNil(
             FileOfferRefusal.reason(
-                for: offer(), senderInRoom: nil, waitingOffers: FileOfferRefusal.maxWaitingOffersPerPeer - 1))
+                for: offer(), senderInRoom: nil, waitingOffers: FileOfferRefusal.maxWaitingOffersPerPeer - 1, waitingInAll: 0, sender: .stranger))
     }
 }

@@ -48,6 +48,59 @@ final class RoomIntakeStateTests: XCTestCase {
         XCTAssertEqual(waiting.takeReady(room: ops[0].roomID, held: nil).map(\.operations), [[ops[4]]])
     }
 
+    /// A LAN attacker's keys cost a handshake each, and what a key sent waits after its
+    /// session ends: keys made up one after the other, each sending a whole log of junk
+    /// (4,097 operations, 9 MiB), must not grow memory with the number of keys. The total
+    /// stays within four shares, and a peer that arrives afterwards still gets its share.
+    func testManyKeysTogetherCannotHoldMoreThanTheTotal() throws {
+        // 40 keys of 500 each: more than the total, in less time than whole logs take.
+        let ops = try chain(500)
+        var waiting = WaitingRoomOperations()
+        var t = t0
+        for _ in 0..<40 {
+            let key = IdentityKeyPair.generate().publicKey
+            for op in ops { _ = waiting.hold(op, from: key, now: t) }
+            t = t + .seconds(1)
+        }
+        let bound = 4 * RoomAdmission.maxWaitingPerSender
+        XCTAssertLessThanOrEqual(waiting.total, bound, "every key's share held: memory grows with the keys")
+        // An honest newcomer's log of 300 operations still waits whole (the 40 shares are
+        // about 410 each now).
+        let honest = bob.publicKey
+        for op in ops.prefix(300) {
+            let outcome = waiting.hold(op, from: honest, now: t)
+            XCTAssertTrue(outcome == .held || { if case .heldDisplacing = outcome { return true } else { return false } }())
+        }
+        XCTAssertEqual(waiting.count(from: honest), 300)
+        XCTAssertLessThanOrEqual(waiting.total, bound)
+    }
+
+    /// When the total is full, a hold displaces the oldest of the peer with the most
+    /// waiting, never one with fewer than the holder would have: shares even out, and a
+    /// peer with its equal share is refused instead of displacing.
+    func testAFullTotalDisplacesTheLargestShareOnly() throws {
+        let ops = try chain(8)
+        var waiting = WaitingRoomOperations(maxPerPeer: 6, maxInAll: 6, timeout: .seconds(10))
+        for op in ops[1...6] { XCTAssertEqual(waiting.hold(op, from: mallory.publicKey, now: t0), .held) }
+        XCTAssertEqual(waiting.hold(ops[1], from: bob.publicKey, now: t0), .heldDisplacing(mallory.publicKey))
+        XCTAssertEqual(waiting.hold(ops[2], from: bob.publicKey, now: t0), .heldDisplacing(mallory.publicKey))
+        XCTAssertEqual(waiting.hold(ops[3], from: bob.publicKey, now: t0), .heldDisplacing(mallory.publicKey))
+        XCTAssertEqual(waiting.count(from: mallory.publicKey), 3)
+        XCTAssertEqual(waiting.hold(ops[4], from: bob.publicKey, now: t0), .overTotal(limit: 6), "equal shares")
+        XCTAssertEqual(waiting.hold(ops[7], from: mallory.publicKey, now: t0), .overTotal(limit: 6))
+        XCTAssertEqual(waiting.total, 6)
+        // mallory's oldest went first: ops[1...3] are gone, ops[4...6] wait.
+        XCTAssertEqual(
+            Set(waiting.others(of: ops[0].roomID, from: mallory.publicKey, except: ops[0].hash).map(\.hash)),
+            Set(ops[4...6].map(\.hash)))
+        // Taking and expiring keep the count.
+        _ = waiting.takeReady(room: ops[0].roomID, held: nil)
+        XCTAssertEqual(waiting.total, 0)
+        XCTAssertEqual(waiting.hold(ops[1], from: alice.publicKey, now: t0), .held)
+        waiting.expire(now: t0 + .seconds(10))
+        XCTAssertEqual(waiting.total, 0)
+    }
+
     /// Held per author within the count, the author's bytes and the total; released per
     /// room when the author may move; dropped with the author's session.
     func testHeldChatsAreBoundedReleasedAndDropped() {

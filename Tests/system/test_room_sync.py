@@ -129,6 +129,35 @@ def test_an_edit_and_a_reaction_reach_a_member_through_another_member(cluster):
     assert len([x for x in room_messages(bob, "lab") if x["direction"] == "in"]) == 1
 
 
+def test_a_blocked_former_contact_does_not_reach_a_member_through_the_room(cluster):
+    """A former contact carol blocked is still in #lab: what it writes reaches carol only
+    through bob (room sync), and carol drops it there too (trust.block: nothing stored
+    from the key), while bob, who did not block it, shows it; bob's own messages still
+    reach carol."""
+    n = mesh(cluster, "alice", "bob", "carol")
+    alice, bob, carol = n["alice"], n["bob"], n["carol"]
+    alice.call("rooms.create", {"name": "lab", "members": ["bob", "carol"]})
+    accept([bob, carol], "lab")
+    for node in n.values():
+        wait_until(lambda: joined_names(node, "lab") == ["alice", "bob", "carol"], what=f"{node.name} sees #lab")
+    carol.cli("trust", "block", "alice")
+    wait_until(lambda: not carol.online("alice"), timeout=20, what="carol's session with alice ends")
+
+    alice.call("messages.send", {"to": "#lab", "body": "let me back in"})
+    wait_until(lambda: ("alice", "let me back in") in incoming(bob, "lab"), what="bob has alice's message")
+    dropped = "signed room message or change by a blocked key passed on by a member; dropped"
+
+    def alices_at_carol():
+        return ("alice", "let me back in") in incoming(carol, "lab")
+    wait_until(lambda: dropped in carol.log_path.read_text(errors="replace") or alices_at_carol(), timeout=30,
+               what="bob passes alice's message on to carol")
+    assert not alices_at_carol(), "the blocked key's message reached carol through bob"
+    bob.call("messages.send", {"to": "#lab", "body": "standup at 10"})
+    wait_until(lambda: ("bob", "standup at 10") in incoming(carol, "lab"), what="bob's message reaches carol")
+    assert [m["body"] for m in room_messages(carol, "lab") if m["direction"] == "in"] == ["standup at 10"]
+    assert joined_names(carol, "lab") == ["alice", "bob", "carol"], "the room's membership is not carol's to change"
+
+
 # --- Hostile members (parley-adversary "room-member" as mallory, bit 3 announced) ---
 
 from test_rooms_hostile import make_team, mallory  # noqa: E402

@@ -162,4 +162,8 @@ extension Node: RoomSyncHost {
     }
 
     func roomMessageDeleted() { messageDriver.deleteApplied() }
+
+    func authorStanding(_ author: IdentityPublicKey) -> KnownPeer.Standing? {
+        peerRecord(author).map { PeerDirectory.knownPeer($0).standing }
+    }
 }

@@ -24,6 +24,13 @@ public enum RoomAdmission {
     /// causes: at most about 9 MiB per sending peer (4,097 operations of at most 2,247
     /// bytes), for `waitingTimeoutSeconds`.
     public static let maxWaitingPerSender = RoomLimits.maxOperationsPerRoom + 1
+    /// Operations held in memory over all sending peers: four whole logs of the largest
+    /// room arriving at once (about 35 MiB). The share above is per key, and a key costs a
+    /// LAN attacker one handshake: without this, keys made up one after the other held
+    /// 9 MiB each for `waitingTimeoutSeconds`, as much memory as the link carries in ten
+    /// minutes. When full, a new operation takes the place of one of the peer with the
+    /// most waiting (`WaitingRoomOperations`).
+    public static let maxWaitingInAll = 4 * maxWaitingPerSender
     /// How long a waiting operation is held before it is dropped.
     public static let waitingTimeoutSeconds = 600
 

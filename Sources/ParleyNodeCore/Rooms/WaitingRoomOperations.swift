@@ -2,9 +2,18 @@ import ParleyCore
 
 /// Room operations a node cannot place yet (a parent has not arrived, or the room is not
 /// known until an operation names this node), per peer that sent them: in memory, oldest
-/// first, at most `RoomAdmission.maxWaitingPerSender` per peer and each for at most
+/// first, at most `RoomAdmission.maxWaitingPerSender` per peer, at most
+/// `RoomAdmission.maxWaitingInAll` over all peers, and each for at most
 /// `RoomAdmission.waitingTimeoutSeconds` (docs/PROTOCOL.md, "What a node keeps"). Pure:
 /// `now` is passed in; the room driver offers what `takeReady` returns again.
+///
+/// The total is bounded because the share is per key: a key costs a LAN attacker one
+/// handshake, and what a key sent waits after its session ends (the timeout), so without
+/// it memory grew with keys made up one after the other (9 MiB each for ten minutes). When
+/// the total is full, a hold takes the place of the oldest operation of the peer that has
+/// the most waiting (never its own): many made-up keys cannot push out a peer that has
+/// fewer waiting than each of them, and one key cannot hold more than an equal share
+/// against others that need room.
 public struct WaitingRoomOperations: Sendable {
     public enum Outcome: Sendable, Equatable {
         /// Held until its parents (or its invitation) arrive.
@@ -14,25 +23,34 @@ public struct WaitingRoomOperations: Sendable {
         /// The peer already has `limit` operations waiting: dropped (the peer sends it again
         /// on its next session, if it is honest).
         case overLimit(limit: Int)
+        /// Held, in the place of the oldest operation of `displaced`, the peer with the most
+        /// waiting, because `maxInAll` were waiting.
+        case heldDisplacing(IdentityPublicKey)
+        /// `maxInAll` operations wait and no other peer has more waiting than this one:
+        /// dropped (as `overLimit`).
+        case overTotal(limit: Int)
     }
 
     private var byPeer: [IdentityPublicKey: [(op: RoomOperation, since: MonotonicInstant)]] = [:]
     public let maxPerPeer: Int
+    public let maxInAll: Int
     public let timeout: Duration
+    /// Every waiting operation, over all peers (kept, not summed per call).
+    public private(set) var total = 0
 
     public init(
         maxPerPeer: Int = RoomAdmission.maxWaitingPerSender,
+        maxInAll: Int = RoomAdmission.maxWaitingInAll,
         timeout: Duration = .seconds(RoomAdmission.waitingTimeoutSeconds)
     ) {
+        precondition(maxPerPeer >= 1 && maxInAll >= 1, "a limit that holds nothing")
         self.maxPerPeer = maxPerPeer
+        self.maxInAll = maxInAll
         self.timeout = timeout
     }
 
     /// How many operations `peer` has waiting (expired ones included until its next hold).
     public func count(from peer: IdentityPublicKey) -> Int { byPeer[peer]?.count ?? 0 }
-
-    /// Every waiting operation, over all peers.
-    public var total: Int { byPeer.values.reduce(0) { $0 + $1.count } }
 
     /// Holds `op` from `peer`; every peer's timed-out operations go first (not only this
     /// peer's: a peer that never sends again, or a key made up for one session, would
@@ -45,8 +63,20 @@ public struct WaitingRoomOperations: Sendable {
         defer { byPeer[peer] = list.isEmpty ? nil : list }
         if list.contains(where: { $0.op.hash == op.hash }) { return .alreadyWaiting }
         guard list.count < maxPerPeer else { return .overLimit(limit: maxPerPeer) }
+        var outcome = Outcome.held
+        if total >= maxInAll {
+            // The peer with the most waiting (`list` is out of `byPeer` meanwhile), if it
+            // has more than this one would after the hold.
+            guard let (largest, theirs) = byPeer.max(by: { $0.value.count < $1.value.count }),
+                theirs.count > list.count + 1
+            else { return .overTotal(limit: maxInAll) }
+            byPeer[largest] = Array(theirs.dropFirst())
+            total -= 1
+            outcome = .heldDisplacing(largest)
+        }
         list.append((op, now))
-        return .held
+        total += 1
+        return outcome
     }
 
     /// The other operations of `room` that `peer` sent and that wait (an unknown room's log
@@ -94,6 +124,7 @@ public struct WaitingRoomOperations: Sendable {
             // Oldest first (appended in arrival order): the timed-out ones are a prefix.
             let expired = list.prefix { now - $0.since >= timeout }.count
             guard expired > 0 else { continue }
+            total -= expired
             byPeer[peer] = expired == list.count ? nil : Array(list.dropFirst(expired))
         }
     }
@@ -101,6 +132,7 @@ public struct WaitingRoomOperations: Sendable {
     private mutating func remove(from peer: IdentityPublicKey, where drop: (RoomOperation) -> Bool) {
         guard let list = byPeer[peer] else { return }
         let kept = list.filter { !drop($0.op) }
+        total -= list.count - kept.count
         byPeer[peer] = kept.isEmpty ? nil : kept
     }
 }

@@ -217,6 +217,37 @@ final class FileDriverFlowTests: XCTestCase {
         XCTAssertEqual(link.sent, [.file(.end(offer.transfer, .failed, FileOfferRefusal.notRoomMember))])
     }
 
+    /// Fresh keys, one offer each with the largest thumbnail and caption: each waits for
+    /// the person (a stranger's offer is never taken without asking), so without a bound
+    /// over all senders the store grows with the keys minted. Past
+    /// `maxWaitingOffersForStrangers` they are refused, answered `fileEnd`; the person's
+    /// correspondent still gets an offer through.
+    func testOffersFromManyFreshKeysStopAtTheBoundInAll() throws {
+        host.standing = .stranger
+        let bound = FileOfferRefusal.maxWaitingOffersForStrangers
+        var lastLink: RecordingFileLink?
+        for _ in 0..<(bound + 8) {
+            let stranger = RecordingFileLink(peer: IdentityKeyPair.generate().publicKey)
+            host.otherLinks.append(stranger)
+            var offer = smallOffer(room: nil)
+            offer.thumbnail = [UInt8](repeating: 0xFF, count: FileLimits.maxThumbnailBytes)
+            offer.caption = String(repeating: "x", count: FileLimits.maxCaptionBytes)
+            driver.received(.offer(offer), on: stranger)
+            lastLink = stranger
+        }
+        loop.run()
+        XCTAssertEqual(try store.waitingIncomingOfferCount(), bound, "the store stops growing with the keys")
+        XCTAssertEqual(lastLink?.sent.count, 1)
+        if case let .file(.end(_, .failed, reason))? = lastLink?.sent.first {
+            XCTAssertEqual(reason, FileOfferRefusal.tooManyWaitingInAll)
+        } else {
+            XCTFail("the refused stranger is answered fileEnd failed, got \(String(describing: lastLink?.sent))")
+        }
+        host.standing = .correspondent
+        driver.received(.offer(smallOffer(room: nil)), on: link)
+        XCTAssertEqual(try store.waitingIncomingOfferCount(), bound + 1, "a correspondent's offer still waits")
+    }
+
     // MARK: Store failures
 
     /// A peer's records about a transfer the store cannot read are not answered on a
@@ -424,8 +455,14 @@ final class FakeFileHost: FileHost {
         self.log = log
     }
 
+    /// Sessions of further peers (fresh keys a test mints).
+    var otherLinks: [RecordingFileLink] = []
+    /// What every sender is to the receive quota.
+    var standing: ReceiveQuota.Standing = .correspondent
+
     func filePeer(of link: any FileLink) -> IdentityPublicKey? {
-        linkUp && link === self.link ? self.link.peer : nil
+        if let other = otherLinks.first(where: { $0 === link }) { return other.peer }
+        return linkUp && link === self.link ? self.link.peer : nil
     }
     func fileLink(for peer: IdentityPublicKey) -> (any FileLink)? {
         linkUp && peer == link.peer ? link : nil
@@ -436,7 +473,7 @@ final class FakeFileHost: FileHost {
     func roomAdmitsOffer(from peer: IdentityPublicKey, in room: RoomID) throws(StoreError) -> Bool { roomAdmits }
     var fileAcceptPolicy: FileAcceptPolicy { FileAcceptPolicy() }
     func senderVerified(_ peer: IdentityPublicKey) -> Bool { false }
-    func quotaStanding(of sender: IdentityPublicKey) -> ReceiveQuota.Standing { .correspondent }
+    func quotaStanding(of sender: IdentityPublicKey) -> ReceiveQuota.Standing { standing }
     func receiveUsage(of peer: IdentityPublicKey) throws(StoreError)
         -> (peer: ReceiveQuota.Usage, total: ReceiveQuota.Usage)
     {

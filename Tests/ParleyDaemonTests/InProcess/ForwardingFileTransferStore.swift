@@ -29,6 +29,9 @@ extension ForwardingFileTransferStore {
     func unfinishedTransfers(with peer: IdentityPublicKey) throws(StoreError) -> [FileTransferRecord] {
         try inner.unfinishedTransfers(with: peer)
     }
+    func waitingIncomingOfferCount() throws(StoreError) -> Int {
+        try inner.waitingIncomingOfferCount()
+    }
     func unfinishedOutgoingSourcePaths() throws(StoreError) -> Set<String> {
         try inner.unfinishedOutgoingSourcePaths()
     }

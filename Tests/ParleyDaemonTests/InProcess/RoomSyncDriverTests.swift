@@ -264,6 +264,43 @@ final class RoomSyncDriverTests: XCTestCase {
         XCTAssertEqual(lines.matching("signed room change refused").count, 1)
     }
 
+    /// A former contact the person blocked, still a member of a room, reaches this node
+    /// only through other members: its messages and changes passed on by bob are
+    /// acknowledged (final while the block lasts) and dropped: not stored, not shown, not
+    /// counted, not kept signed for sync. A replaced key's are its history: taken. After
+    /// an unblock, the same message handed over again is taken.
+    func testABlockedAuthorsMessagesAndChangesPassedOnByAMemberAreDropped() throws {
+        let state = try lab()
+        let sync = driver()
+        let link = host.connect(bob.publicKey)
+        let mine = try signed("bob's", by: bob, sequence: 1, in: state)
+        _ = try sync.receivedSignedMessages([.verified(mine)], from: bob.publicKey, on: link)
+        host.quotaStored = []
+        host.standings[alice.publicKey] = .blocked
+        let m = try signed("let me back in", by: alice, sequence: 1, in: state)
+        let reaction = try SignedRoomMessage.signChange(
+            .reaction(try Reaction("👍"), added: true), of: mine.id, roomID: state.roomID, roomSequence: 2,
+            id: .random(), createdAt: UInt64(clock.wallMilliseconds()), anchor: state.heads.map(\.hash), by: alice)
+        let out = try sync.receivedSignedMessages([.verified(m), .verified(reaction)], from: bob.publicKey, on: link)
+        XCTAssertEqual(out.acks, [m.id, reaction.id], "final while the block lasts")
+        XCTAssertEqual(out.shown.count, 0)
+        XCTAssertEqual(try shownBodies(state), ["bob's"], "nothing from the blocked key is shown")
+        XCTAssertEqual(try store.signedRoomMessage(id: m.id, author: alice.publicKey), nil)
+        XCTAssertEqual(try store.signedRoomMessage(id: reaction.id, author: alice.publicKey), nil)
+        XCTAssertEqual(host.updated, [], "the reaction is not applied")
+        XCTAssertEqual(host.quotaStored, [])
+
+        host.standings[alice.publicKey] = .replaced
+        let old = try signed("from my old key", by: alice, sequence: 3, in: state)
+        XCTAssertEqual(
+            try sync.receivedSignedMessages([.verified(old)], from: bob.publicKey, on: link).shown.map(\.body),
+            ["from my old key"], "a replaced key's messages are its history")
+
+        host.standings[alice.publicKey] = nil
+        let again = try sync.receivedSignedMessages([.verified(m)], from: bob.publicKey, on: link)
+        XCTAssertEqual(again.shown.map(\.body), ["let me back in"], "after the unblock it is taken")
+    }
+
     /// Signed changes count against their **author's** receive quota, whoever hands them
     /// over: alice (a stranger here, allowed 4 rows) has her message and three reactions
     /// taken; her further reactions and edits, passed on by bob, are answered to bob with
@@ -451,6 +488,8 @@ final class SyncHost: RoomSyncHost {
     var links: [IdentityPublicKey: SyncLink] = [:]
     var rooms: [RoomID: (state: RoomState?, operations: [RoomOperationHash: RoomOperation])] = [:]
     var quotaStored: [IdentityPublicKey] = []
+    /// What the person decided about authors' keys (none: never pinned).
+    var standings: [IdentityPublicKey: KnownPeer.Standing] = [:]
     var updated: [StoredMessage] = []
     var deletes = 0
 
@@ -501,6 +540,7 @@ final class SyncHost: RoomSyncHost {
             }, reactionsBySender: facts?.reactionsByAuthor ?? 0, reactionIsNew: !(facts?.hasThisReaction ?? false))
     }
     func roomMessageDeleted() { deletes += 1 }
+    func authorStanding(_ author: IdentityPublicKey) -> KnownPeer.Standing? { standings[author] }
     func emit(_ e: NodeEvent) {
         if case .messageUpdated(let m) = e { updated.append(m) }
     }

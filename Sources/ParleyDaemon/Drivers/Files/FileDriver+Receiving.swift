@@ -107,7 +107,10 @@ extension FileDriver {
         let waiting = try store.unfinishedTransfers(with: peer).filter {
             $0.direction == .incoming && $0.state == .offered
         }
-        return FileOfferRefusal.reason(for: offer, senderInRoom: senderInRoom, waitingOffers: waiting.count)
+        let standing = host?.quotaStanding(of: peer) ?? .stranger
+        return FileOfferRefusal.reason(
+            for: offer, senderInRoom: senderInRoom, waitingOffers: waiting.count,
+            waitingInAll: standing == .stranger ? try store.waitingIncomingOfferCount() : 0, sender: standing)
     }
 
     /// The policy's verdict with what is stored from the sender and the free space now.

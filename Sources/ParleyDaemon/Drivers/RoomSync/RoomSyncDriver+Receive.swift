@@ -96,6 +96,17 @@ extension RoomSyncDriver {
                 acks.append(m.id)
                 continue
             }
+            if RoomAuthorStanding.verdict(author: host.authorStanding(m.author)) == .refuseBlocked {
+                // A blocked key reaches this node only through other members: the block
+                // holds here too. Final while it lasts, so acknowledged; not stored or
+                // passed on (after an unblock, members hand it over again).
+                noticeLog.log(
+                    key: "room-msg-blocked:" + m.author.hex,
+                    "signed room message or change by a blocked key passed on by a member; dropped",
+                    ["room": m.roomID.hex, "from": peer.fingerprintText, "author": m.author.fingerprintText])
+                acks.append(m.id)
+                continue
+            }
             if m.kind.isChange {
                 changes.append(m)
             } else {

@@ -23,6 +23,11 @@ protocol RoomSyncHost: AnyObject {
     func roomForSync(_ room: RoomID) throws(StoreError)
         -> (state: RoomState?, operations: [RoomOperationHash: RoomOperation])
 
+    // Trust (`PeerDirectory`).
+    /// What the person decided about `author`'s key (nil: a key this node never pinned),
+    /// for `RoomAuthorStanding`.
+    func authorStanding(_ author: IdentityPublicKey) -> KnownPeer.Standing?
+
     // The receive quota (Node+Quota.swift): a signed message counts against its author's.
     /// Throws when the store cannot count: then none of the read is stored or acknowledged.
     func judgeByQuota(_ chats: [RoomChatRecord], from author: IdentityPublicKey) throws(StoreError)

@@ -174,6 +174,16 @@ extension RoomDriver {
             host?.logAttack(
                 key: "room-waiting:" + peer.hex, "room operation dropped: too many waiting for a parent",
                 ["room": op.roomID.hex, "from": peer.fingerprintText, "limit": "\(limit)"])
+        case .overTotal(let limit):
+            host?.logAttack(
+                key: "room-waiting-all:" + peer.hex,
+                "room operation dropped: too many waiting for a parent from all peers, and this peer has its share",
+                ["room": op.roomID.hex, "from": peer.fingerprintText, "limit": "\(limit)"])
+        case .heldDisplacing(let other):
+            host?.logAttack(
+                key: "room-waiting-all:" + other.hex,
+                "waiting room operation dropped to make room for another peer's: this peer has the most waiting",
+                ["from": other.fingerprintText, "limit": "\(RoomAdmission.maxWaitingInAll)"])
         }
     }
 
