@@ -48,10 +48,12 @@ extension Node {
     /// the room id and `toName` = `#name`.
     func withRoom(_ info: MessageInfo, _ m: StoredMessage) -> MessageInfo {
         guard let room = m.room else { return info }
-        let name = roomDisplayName(of: room)
+        // One look at the room's entry for its name and the mark (every room message line).
+        let entry = try? roomEntry(room)
+        let name = entry?.state?.name ?? String(room.hex.prefix(8))
         let id = room.hex
         var out = info
-        out.room = MessageRoom(id: id, name: name, afterRemoval: isAfterRemoval(m))
+        out.room = MessageRoom(id: id, name: name, afterRemoval: entry.map { isAfterRemoval(m, in: $0) } ?? false)
         if m.direction == .outgoing {
             out.to = id
             out.toName = "#" + name

@@ -18,11 +18,11 @@ extension Node {
     /// many, the rest keep the mark they had in the open view until it is read again.
     static let maxAfterRemovalJudged = 10_000
 
-    /// Whether `m` (a stored message) is shown as written after its author's removal. Costs
-    /// one dictionary lookup unless its author has a valid capped remove below its sequence.
-    func isAfterRemoval(_ m: StoredMessage) -> Bool {
-        guard let room = m.room, m.direction == .incoming, m.sequence > 0,
-            let entry = try? roomEntry(room),
+    /// Whether `m`, a stored message of `entry`'s room, is shown as written after its
+    /// author's removal. Costs one dictionary lookup unless its author has a valid capped
+    /// remove below its sequence.
+    func isAfterRemoval(_ m: StoredMessage, in entry: RoomBook.Entry) -> Bool {
+        guard m.direction == .incoming, m.sequence > 0,
             entry.cappedRemovals.mayMark(author: m.sender, sequence: UInt64(m.sequence))
         else { return false }
         var pasts: [[RoomOperationHash]: Set<RoomOperationHash>?] = [:]
