@@ -140,10 +140,26 @@ public struct RoomInfo: Codable, Sendable, Hashable {
 public struct MessageRoom: Codable, Sendable, Hashable {
     public var id: String
     public var name: String
+    /// The message was written after its author's removal from the room (a removed member
+    /// writing on, back-dated, taken before the removal reached this node): not part of the
+    /// room's history, never unread. Derived from the room as resolved now, so it goes when
+    /// the removal turns out void (docs/PROTOCOL.md "Removal caps").
+    public var afterRemoval: Bool
 
-    public init(id: String, name: String) {
+    public init(id: String, name: String, afterRemoval: Bool = false) {
         self.id = id
         self.name = name
+        self.afterRemoval = afterRemoval
+    }
+
+    enum CodingKeys: String, CodingKey { case id, name, afterRemoval }
+
+    /// `afterRemoval` may be absent (a daemon older than it): read as false.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        name = try c.decode(String.self, forKey: .name)
+        afterRemoval = try c.decodeIfPresent(Bool.self, forKey: .afterRemoval) ?? false
     }
 }
 
@@ -152,13 +168,16 @@ extension MessageRoom: CanonicalJSONWritable, CanonicalJSONRawWritable {
         CanonicalRawWriter.append(self, to: &out)
     }
 
-    /// Keys with their punctuation and the braces: 15 bytes, rounded up.
+    /// Keys with their punctuation, the braces and `afterRemoval`'s value: 37 bytes,
+    /// rounded up.
     var canonicalJSONMaxLength: Int {
-        32 + CanonicalRawWriter.maxLength(id) + CanonicalRawWriter.maxLength(name)
+        48 + CanonicalRawWriter.maxLength(id) + CanonicalRawWriter.maxLength(name)
     }
 
     func writeCanonicalJSON(to w: inout CanonicalRawWriter) {
-        w.raw("{\"id\":")
+        w.raw("{\"afterRemoval\":")
+        w.bool(afterRemoval)
+        w.raw(",\"id\":")
         w.string(id)
         w.raw(",\"name\":")
         w.string(name)

@@ -106,6 +106,10 @@ public struct ReceivedActionOutcome: Sendable {
 public struct StoredReaction: Sendable, Equatable {
     public var reactor: IdentityPublicKey
     public var reaction: String
+    /// The reactor's sequence of the change that set it (a room change's `roomSequence`):
+    /// whether it was written after the reactor's removal is judged by it
+    /// (docs/PROTOCOL.md "Removal caps").
+    public var sequence: Int64 = 0
 }
 
 extension Store {
@@ -472,6 +476,25 @@ extension Store {
     static let cachedReactionListLength = 64
 
     /// The reactions present on each of these messages (by row id).
+    /// The messages of `room` that hold a reaction of `reactor` set by a change above
+    /// `sequence`, at most `limit`: those whose view changes when a removal cap of the
+    /// reactor arrives or turns void (docs/PROTOCOL.md "Removal caps").
+    public func roomMessagesReacted(room: RoomID, by reactor: IdentityPublicKey, above sequence: Int64, limit: Int)
+        throws(StoreError) -> [StoredMessage]
+    {
+        guard limit > 0 else { return [] }
+        return try read { db in
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT \(Self.messageColumns) FROM message
+                    WHERE room = \(Self.partyOfKeyParameter) AND row_id IN
+                        (SELECT message_row FROM reaction WHERE reactor = ? AND sequence > ?)
+                    ORDER BY row_id LIMIT ?
+                    """)
+            return try Self.fetchMessages(statement, [Self.keyBlob(room), reactor.hex, sequence, limit])
+        }
+    }
+
     public func reactions(onRows rows: [Int64]) throws(StoreError) -> [Int64: [StoredReaction]] {
         guard !rows.isEmpty else { return [:] }
         return try read { db in
@@ -481,7 +504,7 @@ extension Store {
                 let chunk = Array(rows[start..<min(start + 500, rows.count)])
                 let marks = chunk.map { _ in "?" }.joined(separator: ",")
                 let sql = """
-                    SELECT message_row, reactor, reaction FROM reaction
+                    SELECT message_row, reactor, reaction, sequence FROM reaction
                     WHERE present = 1 AND message_row IN (\(marks)) ORDER BY message_row, sequence
                     """
                 // Every message shown or sent asks this, mostly for one row or a page: those
@@ -494,7 +517,8 @@ extension Store {
                 while let row = try cursor.next() {
                     out[try row.int64(0), default: []].append(
                         StoredReaction(
-                            reactor: try row.identityKey(1, column: "reaction.reactor"), reaction: try row.text(2)))
+                            reactor: try row.identityKey(1, column: "reaction.reactor"), reaction: try row.text(2),
+                            sequence: try row.int64(3)))
                 }
             }
             return out

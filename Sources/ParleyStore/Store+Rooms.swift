@@ -522,6 +522,24 @@ extension Store {
         }
     }
 
+    /// `author`'s incoming messages in `room` with a sequence above `sequence`, in log
+    /// order, at most `limit`: the few a removal cap could mark (`RoomCappedRemovals`;
+    /// docs/PROTOCOL.md "Removal caps"), judged again when the room's capped removes change.
+    public func incomingRoomMessages(room: RoomID, from author: IdentityPublicKey, above sequence: Int64, limit: Int)
+        throws(StoreError) -> [StoredMessage]
+    {
+        guard limit > 0 else { return [] }
+        return try read { db in
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT \(Self.messageColumns) FROM message
+                    WHERE room = \(Self.partyOfKeyParameter) AND sender = \(Self.partyOfKeyParameter)
+                      AND incoming = 1 AND sequence > ? ORDER BY row_id LIMIT ?
+                    """)
+            return try Self.fetchMessages(statement, [Self.keyBlob(room), Self.keyBlob(author), sequence, limit])
+        }
+    }
+
     // MARK: - Read state
 
     /// Unread incoming messages in a room.

@@ -24,7 +24,7 @@ struct ExportedMessage: Codable, Equatable {
     var deliveredAt: Int?
     var readAt: Int?
     var body: String
-    /// The room of a room message (`{"id","name"}`), null for a direct message.
+    /// The room of a room message (`{"id","name","afterRemoval"}`), null for a direct message.
     var room: MessageRoom?
     /// Id of the message this one replies to; null if none.
     var replyTo: String?

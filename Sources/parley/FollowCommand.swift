@@ -141,7 +141,9 @@ struct FollowCommand: ParsableCommand {
         case .roomUpdated(let e):
             HumanFormat.roomUpdated(e.room, at: now).forEach(Console.out)
         case .messageUpdated(let e):
-            let what = e.message.deletedAt != nil ? "deleted" : e.message.editedAt != nil ? "edited" : "changed"
+            let what =
+                e.message.deletedAt != nil
+                ? "deleted" : e.message.room?.afterRemoval == true ? "marked" : e.message.editedAt != nil ? "edited" : "changed"
             Console.out("[\(now)] \(what): " + HumanFormat.message(e.message))
         case .peerStatus(let e):
             Console.out(

@@ -69,13 +69,20 @@ enum HumanFormat {
     }
 
     /// The text a person sees for a message: the quote of a reply, the placeholder of a
-    /// deleted message, the edited marker.
+    /// deleted message, the edited marker, and above a room message written after its
+    /// author's removal (`MessageRoom.afterRemoval`), a line that says so.
     static func conversationBody(_ m: MessageInfo) -> String {
         if m.deletedAt != nil { return "(deleted)" }
         var text = m.body
         if let q = m.replyTo { text = quoteLine(q) + "\n" + text }
         if m.editedAt != nil { text += " (edited)" }
+        if m.room?.afterRemoval == true { text = afterRemovalLine(m) + "\n" + text }
         return text
+    }
+
+    /// `⚠ sent after eve was removed: not part of the room's history`.
+    static func afterRemovalLine(_ m: MessageInfo) -> String {
+        "⚠ sent after \(Terminal.line(m.fromName)) was removed: not part of the room's history"
     }
 
     /// `↳ alice: the start of what she wrote`, one line.

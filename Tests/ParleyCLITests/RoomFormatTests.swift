@@ -18,6 +18,20 @@ final class RoomFormatTests: XCTestCase {
             invitedByName: status == "invited" ? "alice" : nil)
     }
 
+    /// A room message written after its author's removal is shown (nothing is withdrawn)
+    /// under a line that says so; the line goes when the daemon's mark goes.
+    func testAMessageWrittenAfterItsAuthorsRemovalSaysSo() {
+        var m = MessageInfo(
+            id: "0f1321a6cff40c4ad331198e0f139081", from: "eeee", fromName: "e\u{1B}ve", to: "nnnn", toName: "n",
+            direction: .incoming, sequence: 3, createdAt: 0, body: "still here", state: .received, deliveredAt: nil,
+            cursor: 1, room: MessageRoom(id: String(repeating: "ab", count: 16), name: "lab", afterRemoval: true))
+        XCTAssertEqual(
+            HumanFormat.conversationBody(m),
+            "⚠ sent after e\u{FFFD}ve was removed: not part of the room's history\nstill here")
+        m.room?.afterRemoval = false
+        XCTAssertEqual(HumanFormat.conversationBody(m), "still here")
+    }
+
     func testMembersShowRolesInvitationsAndAreSanitised() {
         XCTAssertEqual(
             HumanFormat.roomMembers(room(status: "joined")),

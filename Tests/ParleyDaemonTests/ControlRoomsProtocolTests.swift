@@ -92,7 +92,11 @@ final class ControlRoomsProtocolTests: XCTestCase {
         }
         XCTAssertEqual(try object.decode(as: MessageInfo.self), direct)
         let roomText = String(decoding: try ControlJSON.line(Self.message), as: UTF8.self)
-        XCTAssertTrue(roomText.contains(#""room":{"id":"#), roomText)
+        XCTAssertTrue(roomText.contains(#""room":{"afterRemoval":false,"id":"#), roomText)
+        // A daemon older than `afterRemoval` sends none: read as false.
+        XCTAssertEqual(
+            try JSONValue.object(["id": .string("ab"), "name": .string("lab")]).decode(as: MessageRoom.self),
+            MessageRoom(id: "ab", name: "lab", afterRemoval: false))
     }
 
     func testNewRoomParamsAreValidated() {

@@ -139,7 +139,7 @@ final class StoreConversationTests: XCTestCase {
         }
         XCTAssertEqual(
             try store.reactions(onRows: [m.rowID])[m.rowID],
-            [StoredReaction(reactor: StoredKeyFixture.key(bob), reaction: "👍")])
+            [StoredReaction(reactor: StoredKeyFixture.key(bob), reaction: "👍", sequence: 6)])
     }
 
     func testOurActionsWaitForTheirTargetsDeliveryAndLeaveOnAck() throws {

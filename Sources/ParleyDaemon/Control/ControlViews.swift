@@ -88,7 +88,7 @@ extension Node {
             readAt: m.readAt.map { Int($0) }, replyTo: quote(of: m),
             editedAt: m.editedAt.map { Int($0) }, deletedAt: m.deletedAt.map { Int($0) },
             reactions: reactionViews(
-                knownReactions ?? (try? store.reactions(onRows: [m.rowID]))?[m.rowID] ?? []))
+                shownReactions(knownReactions ?? (try? store.reactions(onRows: [m.rowID]))?[m.rowID] ?? [], on: m)))
         // Only a room message has more to add: a direct one is not copied through
         // `withRoom` and `roomDelivery` (~900 instructions a message, issue 32 part 11).
         if m.room != nil { info = withRoom(info, m) }
@@ -124,6 +124,13 @@ extension Node {
         return MessageQuote(
             id: id.hex, fromName: displayName(of: quoted.sender), excerpt: excerpt,
             deleted: quoted.deletedAt != nil)
+    }
+
+    /// The reactions of a room message without those written after their reactor's
+    /// removal (Node+AfterRemoval.swift): kept, not shown, while the removal stands.
+    private func shownReactions(_ rows: [StoredReaction], on m: StoredMessage) -> [StoredReaction] {
+        guard let room = m.room, !rows.isEmpty else { return rows }
+        return rows.filter { !isReactionAfterRemoval(room: room, reactor: $0.reactor, sequence: $0.sequence) }
     }
 
     /// Reactions as shown: one entry per reaction text, in the order first given, with

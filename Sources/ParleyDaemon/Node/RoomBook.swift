@@ -10,8 +10,17 @@ struct RoomBook {
         /// The pinned create operation, once known.
         var root: RoomOperation?
         var operations: [RoomOperationHash: RoomOperation] = [:]
-        /// The resolved state, once the root is known.
-        var state: RoomState?
+        /// The resolved state, once the root is known. Setting it derives `cappedRemovals`
+        /// again (set `operations` first): O(applied operations), as building the state is.
+        var state: RoomState? {
+            didSet {
+                cappedRemovals = state.map { RoomCappedRemovals(state: $0, operations: operations) } ?? .init()
+            }
+        }
+        /// The valid capped removes in `state`: which held messages are shown as written
+        /// after their author's removal (Node+AfterRemoval.swift). Derived, never stored, so
+        /// a mark goes by itself when its remove turns void.
+        private(set) var cappedRemovals = RoomCappedRemovals()
         /// The room resolved incrementally (issue 30): a new operation is decided against
         /// this instead of replaying the room; `state` is its state. Built once per room
         /// from the stored operations (`RoomResolution.init`), then kept in memory.

@@ -165,6 +165,14 @@ async function refreshRooms() {
   renderHeader();
 }
 
+// A burst of changes in rooms not open (reactions, edits, marks) reads the rooms once.
+const ROOMS_REFRESH_MS = 500;
+let roomsRefreshTimer = null;
+function refreshRoomsSoon() {
+  if (roomsRefreshTimer) return;
+  roomsRefreshTimer = setTimeout(() => { roomsRefreshTimer = null; refreshRooms().catch(() => {}); }, ROOMS_REFRESH_MS);
+}
+
 // ---- one conversation ---------------------------------------------------------------
 
 // `around`: a search hit, shown in its place with the messages before and after it.
@@ -306,14 +314,21 @@ function renderMessage(m) {
       type: "button", class: r.mine ? "mine" : "", title: r.fromNames.join(", "),
       onclick: () => react(m, r.reaction, r.mine),
     }, r.reaction, ` ${r.fromNames.length}`))) : null;
-  const actions = m.deletedAt ? null : el("div", { class: "actions" },
+  // Written after its author's removal (a removed member writing on, taken before the
+  // removal arrived): shown, never hidden (the daemon withdraws nothing), but marked, and
+  // nothing to answer; the mark goes by itself if the removal turns out void.
+  const afterRemoval = m.room?.afterRemoval === true;
+  const removedNote = afterRemoval
+    ? el("div", { class: "removed-note", text: `sent after ${m.fromName} was removed: not part of the room's history` })
+    : null;
+  const actions = m.deletedAt || afterRemoval ? null : el("div", { class: "actions" },
     el("button", { type: "button", onclick: () => startReply(m), text: "Reply" }),
     el("button", { type: "button", onclick: () => askReaction(m), text: "React" }),
     mine ? el("button", { type: "button", onclick: () => edit(m), text: "Edit" }) : null,
     mine ? el("button", { type: "button", onclick: () => remove(m), text: "Delete" }) : null);
-  return el("li", { class: `msg ${mine ? "out" : "in"}`, tabindex: "-1", dataset: { id: m.id, cursor: m.cursor, time: String(m.createdAt) } },
+  return el("li", { class: `msg ${mine ? "out" : "in"}${afterRemoval ? " after-removal" : ""}`, tabindex: "-1", dataset: { id: m.id, cursor: m.cursor, time: String(m.createdAt) } },
     !mine ? el("div", { class: "author", text: m.room ? withFp(m.fromName, m.from) : m.fromName }) : null,
-    quote, body, reactions,
+    removedNote, quote, body, reactions,
     el("div", { class: "meta" }, time(m.createdAt), m.editedAt ? " · edited" : "", " ", tick(m)),
     actions);
 }
@@ -746,6 +761,9 @@ function onEvent(method, params) {
     }
     case "message.updated":
       if (sameConv(convOfMessage(params.message), state.current)) replaceMessage(params.message);
+      // A mark "sent after removal" came or went: the room's unread count follows it.
+      // (Any change of such a message asks, at most once per ROOMS_REFRESH_MS.)
+      else if (params.message.room && params.message.direction === "in") refreshRoomsSoon();
       break;
     case "message.delivered":
     case "message.read": {

@@ -493,6 +493,11 @@ final class RoomTestHost: RoomHost {
         if !bodies.isEmpty { quotaCounted[sender, default: []] += bodies }
     }
     func roomSyncMembershipChanged(_ state: RoomState) {}
+    /// The rooms whose capped removes changed, in order.
+    var cappedRemovalsChanged: [RoomID] = []
+    func roomCappedRemovalsChanged(_ room: RoomID, from old: RoomCappedRemovals, to new: RoomCappedRemovals) {
+        cappedRemovalsChanged.append(room)
+    }
     /// The cap a remove is signed with (how it is chosen is `RoomRemovalCapTests`' concern).
     var capToSign: UInt64?
     func roomRemovalCapToSign(target: IdentityPublicKey, in state: RoomState) throws(StoreError) -> UInt64? {

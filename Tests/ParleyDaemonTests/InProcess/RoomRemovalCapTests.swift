@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOEmbedded
+import ParleyControlProtocol
 import ParleyCore
 import ParleyNodeCore
 import XCTest
@@ -217,7 +218,14 @@ final class RoomRemovalCapTests: XCTestCase {
         XCTAssertTrue(try n.node.rooms.accept(forged, from: eve.publicKey))
         XCTAssertFalse(try XCTUnwrap(n.node.rooms.entry(room).state).hasJoined(alice.publicKey), "valid at N, for now")
         XCTAssertEqual(try shownAtN(), ["alice 1", "alice 2"], "nothing N holds is withdrawn")
-        XCTAssertFalse(n.events.contains { if case .messageUpdated = $0 { true } else { false } })
+        // Only marked (shown again as written after alice's removal, as N sees it now):
+        // the messages themselves are as they were.
+        let told = n.events.compactMap { if case .messageUpdated(let m) = $0 { m } else { nil } }
+        XCTAssertEqual(told.map(\.body).sorted(), ["alice 1", "alice 2"])
+        XCTAssertTrue(told.allSatisfy { $0.deletedAt == nil })
+        XCTAssertEqual(
+            n.node.messageInfos(try store.roomMessages(room: room, after: nil, limit: 50)).map { $0.room?.afterRemoval },
+            [true, true])
 
         // Alice's 3, written before she could see either operation, handed over by bob:
         // refused while the remove stands (not stored).
@@ -232,9 +240,83 @@ final class RoomRemovalCapTests: XCTestCase {
         XCTAssertTrue(state.hasJoined(alice.publicKey), "the removed admin's remove is void")
         XCTAssertEqual(try pass([three], from: bob), [three.id])
         XCTAssertEqual(try shownAtN(), ["alice 1", "alice 2", "alice 3"], "the void remove refuses nothing")
+        XCTAssertEqual(
+            n.node.messageInfos(try store.roomMessages(room: room, after: nil, limit: 50)).map { $0.room?.afterRemoval },
+            [false, false, false], "nor marks anything")
         let four = try signed("alice 4", by: alice, sequence: 4, at: ops)
         XCTAssertEqual(try pass([four], from: alice), [four.id])
         XCTAssertEqual(try shownAtN(), ["alice 1", "alice 2", "alice 3", "alice 4"])
+        n.node.stop()
+    }
+
+    /// What a member already took is marked, reversibly (docs/PROTOCOL.md "What a member
+    /// already took"): node N takes alice's back-dated 2 (and her reaction, sequence 3, on
+    /// bob's message) before any removal reaches it. Eve, an admin removed by carol (D),
+    /// signs a capped remove of alice (cap 1) parented before D and hands it to N: valid at
+    /// N for now, so 2 is shown as written after alice's removal, not unread, and her
+    /// reaction is not shown. Then D arrives: eve's remove is void and the marks go. Each
+    /// change is told (`message.updated`); nothing stored is lost at any point.
+    func testAMessageTakenBeforeTheRemovalIsMarkedAndUnmarkedWhenTheRemoveTurnsVoid() throws {
+        let n = try InProcessNode(name: "n", loop: loop, clock: clock)
+        let nKey = try KeyFiles.loadOrCreate(stateDirectory: n.directory).0.identity
+        var ops = [
+            try RoomOperation.create(
+                name: "lab", members: [nKey, alice, bob, eve].map(\.publicKey), by: carol, createdAt: 1)
+        ]
+        for m in [nKey, alice, bob, eve] { ops.append(try change(.join, by: m, after: ops)) }
+        ops.append(try change(.setRole(eve.publicKey, .admin), by: carol, after: ops))
+        let room = ops[0].roomID
+        let store = n.node.store
+        try keep(ops, in: store)
+        n.node.start()
+        loop.run()
+        let link = n.node.makeConnection(direction: .inbound, dialedAddress: nil)
+        func pass(_ messages: [SignedRoomMessage], from peer: IdentityKeyPair) throws {
+            _ = try n.node.roomSync.receivedSignedMessages(messages.map { .verified($0) }, from: peer.publicKey, on: link)
+        }
+        let anchor = resolve(ops).heads.map(\.hash)
+        let bobs = try signed("bob 1", by: bob, sequence: 1, at: ops)
+        let one = try signed("alice 1", by: alice, sequence: 1, at: ops)
+        let two = try signed("alice 2", by: alice, sequence: 2, at: ops)
+        let reaction = try SignedRoomMessage.signChange(
+            .reaction(try Reaction("👍"), added: true), of: bobs.id, roomID: room, roomSequence: 3, id: .random(),
+            createdAt: 3, anchor: anchor, by: alice)
+        try pass([bobs], from: bob)
+        try pass([one, two], from: alice)
+        try pass([reaction], from: alice)
+        func view() throws -> [String: MessageInfo] {
+            let infos = n.node.messageInfos(try store.roomMessages(room: room, after: nil, limit: 50))
+            return Dictionary(uniqueKeysWithValues: infos.map { ($0.body, $0) })
+        }
+        func unread() throws -> Int { n.node.roomInfo(try XCTUnwrap(store.room(id: room))).unread }
+        func updates() -> [String] {
+            n.events.compactMap { if case .messageUpdated(let m) = $0 { m.body } else { nil } }.sorted()
+        }
+        XCTAssertEqual(try view().mapValues { $0.room?.afterRemoval }, ["bob 1": false, "alice 1": false, "alice 2": false])
+        XCTAssertEqual(try view()["bob 1"]?.reactions.map(\.reaction), ["👍"])
+        XCTAssertEqual(try unread(), 3)
+        let updatesBefore = updates()
+
+        // Eve's back-dated remove of alice (cap 1) reaches N; carol's removal of eve not yet.
+        let d = try change(.remove(eve.publicKey), by: carol, after: ops)
+        let forged = try change(.remove(alice.publicKey), by: eve, after: ops, cap: 1)
+        XCTAssertTrue(try n.node.rooms.accept(forged, from: eve.publicKey))
+        var shown = try view()
+        XCTAssertEqual(shown.count, 3, "nothing withdrawn")
+        XCTAssertEqual(shown["alice 2"]?.room?.afterRemoval, true, "written after alice's removal, as N sees it now")
+        XCTAssertEqual(shown["alice 1"]?.room?.afterRemoval, false, "at the cap: part of the history")
+        XCTAssertEqual(shown["bob 1"]?.reactions, [], "alice's reaction above the cap is not shown")
+        XCTAssertEqual(try unread(), 2, "a marked message is never unread")
+        XCTAssertEqual(updates(), (updatesBefore + ["alice 2", "bob 1"]).sorted(), "open views are told")
+
+        // D reaches N: eve's remove is void, the marks go by themselves.
+        XCTAssertTrue(try n.node.rooms.accept(d, from: carol.publicKey))
+        XCTAssertTrue(try XCTUnwrap(n.node.rooms.entry(room).state).hasJoined(alice.publicKey))
+        shown = try view()
+        XCTAssertEqual(shown.mapValues { $0.room?.afterRemoval }, ["bob 1": false, "alice 1": false, "alice 2": false])
+        XCTAssertEqual(shown["bob 1"]?.reactions.map(\.reaction), ["👍"])
+        XCTAssertEqual(try unread(), 3)
+        XCTAssertEqual(updates(), (updatesBefore + ["alice 2", "alice 2", "bob 1", "bob 1"]).sorted())
         n.node.stop()
     }
 

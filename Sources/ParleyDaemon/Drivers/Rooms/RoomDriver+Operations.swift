@@ -28,6 +28,7 @@ extension RoomDriver {
         let root: RoomOperation?
         if let r = entry.root { root = r } else if case .create = op.change { root = op } else { root = nil }
         let before = entry.state
+        let capsBefore = entry.cappedRemovals
         // The room with `op`: decided against the incremental resolution, not replayed.
         var resolution =
             entry.resolution ?? root.flatMap { RoomResolution(root: $0, operations: Array(entry.operations.values)) }
@@ -78,6 +79,9 @@ extension RoomDriver {
         let previous = try store.room(id: op.roomID)
         try saveState(after, previous: previous, deliveredBy: peer, now: now)
         host?.roomSyncMembershipChanged(after)
+        if capsBefore != entry.cappedRemovals {
+            host?.roomCappedRemovalsChanged(op.roomID, from: capsBefore, to: entry.cappedRemovals)
+        }
         try distribute(op, before: before, after: after, from: peer, entry: entry, now: now)
         if let rec = try store.room(id: op.roomID),
             rec

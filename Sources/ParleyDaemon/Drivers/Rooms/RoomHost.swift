@@ -33,6 +33,10 @@ protocol RoomHost: AnyObject {
     /// The cap to sign into a remove of `target` (or this node's leave): nil for an
     /// uncapped remove (`RoomRemovalCaps`, docs/PROTOCOL.md "Removal caps").
     func roomRemovalCapToSign(target: IdentityPublicKey, in state: RoomState) throws(StoreError) -> UInt64?
+    /// The room's valid capped removes changed (a remove arrived, or one turned void): the
+    /// held messages whose "after removal" mark changed are shown again
+    /// (Node+AfterRemoval.swift).
+    func roomCappedRemovalsChanged(_ room: RoomID, from old: RoomCappedRemovals, to new: RoomCappedRemovals)
     /// Narrows who a new operation is queued for (`RoomOperationFanOut`).
     func boundedOperationPlan(
         _ plan: RoomDistribution.OperationPlan, for op: RoomOperation, after: RoomState
