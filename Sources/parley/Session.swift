@@ -57,7 +57,7 @@ enum Session {
 
     static func exitStatus(for error: ControlClientError) -> Int32 {
         switch error {
-        case .cannotConnect, .socketPathTooLong: return CLIExitCode.cannotConnect
+        case .cannotConnect, .socketPathTooLong, .sharedSocketDirectory: return CLIExitCode.cannotConnect
         default: return CLIExitCode.daemonError
         }
     }

@@ -9,6 +9,7 @@ import os
 import secrets
 import select
 import shutil
+import socket
 import subprocess
 import time
 
@@ -182,3 +183,26 @@ def test_refused_by_a_socket_parley_suggests_a_group_only_when_the_daemon_serves
                 n.stop()
                 people["nodes"].remove(n)
         subprocess.run(["groupdel", group], capture_output=True)
+
+
+def test_parley_never_talks_to_a_socket_in_a_directory_other_users_can_write(cluster):
+    """Another user listens at a path in a shared directory (/tmp-like) that a person's
+    `parley` is pointed at (`--socket`, `$PARLEY_SOCKET`): parley does not connect, so the
+    impostor never reads a request, a message or a file; the error says why."""
+    shared = cluster.dir / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    path = shared / "control.sock"
+    impostor = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    impostor.bind(str(path))
+    impostor.listen(4)
+    impostor.setblocking(False)
+    try:
+        for args in (["status"], ["send", "bob", "the secret plan"]):
+            p = subprocess.run([PARLEY, *args, "--socket", str(path)], capture_output=True, text=True, timeout=30)
+            assert p.returncode != 0, p.stdout
+            assert f"other users can write to {shared}" in p.stderr, p.stderr
+            with pytest.raises(BlockingIOError):
+                impostor.accept()  # nothing connected
+    finally:
+        impostor.close()

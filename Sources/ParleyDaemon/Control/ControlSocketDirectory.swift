@@ -1,3 +1,5 @@
+import ParleyControlProtocol
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -14,9 +16,6 @@
 /// the state directory and the units' `/run/parley` (0750, owned by parley) and
 /// `/run/parley-user/NAME` (0700, owned by NAME).
 enum ControlSocketDirectory {
-    /// Group or others may write.
-    static let sharedWriteBits: mode_t = S_IWGRP | S_IWOTH
-
     /// Whether the daemon serves its group, not only its user and root: when the directory
     /// is kept for that group (its group may search it and others may not), as the system
     /// service's `/run/parley` (0750, group parley) is. A directory everyone may search
@@ -31,7 +30,7 @@ enum ControlSocketDirectory {
     static func problem(mode: mode_t, owner: uid_t, daemonUID: uid_t) -> String? {
         let shown = String(mode & 0o7777, radix: 8)
         let fix = "use a directory only you can write to (the default, $XDG_RUNTIME_DIR/parley, is one)"
-        if mode & sharedWriteBits != 0 {
+        if ControlSocketPath.othersMayWrite(mode: mode) {
             return "other users can write to it (mode \(shown)) and could put their own socket in parleyd's "
                 + "place; \(fix)"
         }
