@@ -206,3 +206,27 @@ def test_parley_never_talks_to_a_socket_in_a_directory_other_users_can_write(clu
                 impostor.accept()  # nothing connected
     finally:
         impostor.close()
+
+
+def test_message_text_leaves_the_command_line_other_users_can_read(cluster):
+    """`/proc/PID/cmdline` (what `ps` shows) is readable by every local user. A
+    `parley send bob TEXT --wait` to an offline peer runs until its timeout: the text and
+    the recipient must not stay on its command line."""
+    alice, bob = pair(cluster)
+    bob.stop()
+    wait_until(lambda: not alice.online("bob"), what="bob offline")
+    secret = "the door code is 4711"
+    p = subprocess.Popen([PARLEY, "send", "bob", secret, "--wait", "--timeout", "60", "--socket", str(alice.socket)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        # Once the message is queued, parley is past its start-up and waits for delivery.
+        wait_until(lambda: any(m["body"] == secret for m in alice.messages("bob")), what="the message queued")
+        assert p.poll() is None, "parley send --wait still runs"
+        with open(f"/proc/{p.pid}/cmdline", "rb") as f:
+            shown = f.read()
+        assert secret.encode() not in shown and b"bob" not in shown, shown
+        words = [w for w in shown.split(b"\0") if w]
+        assert words[0].endswith(b"parley") and words[1:] == [b"--socket", str(alice.socket).encode()], shown
+    finally:
+        p.terminate()
+        p.wait(timeout=10)
