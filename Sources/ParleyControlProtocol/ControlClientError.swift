@@ -4,6 +4,9 @@ public enum ControlClientError: Error, Sendable, Hashable, CustomStringConvertib
     case cannotConnect(path: String, reason: String)
     /// The socket path does not fit in `sockaddr_un`.
     case socketPathTooLong(path: String, maxBytes: Int)
+    /// The socket's directory can be written by other users (`ControlSocketPath.othersMayWrite`):
+    /// whoever answers there may be another user's program, not parleyd; not connected.
+    case sharedSocketDirectory(path: String, directory: String)
     /// The daemon did not answer within the timeout.
     case timedOut(seconds: Double)
     /// The daemon closed the connection.
@@ -21,6 +24,11 @@ public enum ControlClientError: Error, Sendable, Hashable, CustomStringConvertib
             return "cannot connect to parleyd at \(path): \(reason)"
         case .socketPathTooLong(let path, let max):
             return "socket path \(path) is longer than \(max) bytes; use a shorter --socket path"
+        case .sharedSocketDirectory(let path, let directory):
+            return "not connecting to \(path): other users can write to \(directory), so whatever answers there "
+                + "may be another user's program and not your parleyd (it would read what you send); parleyd never "
+                + "puts its socket in such a directory: use its own socket (the default, or --socket in a directory "
+                + "only its owner can write to)"
         case .timedOut(let seconds):
             return "parleyd did not answer within \(seconds) s; check that it is healthy (`journalctl -u parleyd`)"
         case .connectionClosed:

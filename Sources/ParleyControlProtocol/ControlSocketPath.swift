@@ -71,6 +71,23 @@ public enum ControlSocketPath {
         return errno == EACCES
     }
 
+    /// Whether other users than a directory's owner may write to it (group- or
+    /// world-writable, sticky or not): anyone who can could put their own socket at a path
+    /// there, so parleyd never binds there and clients never connect there.
+    public static func othersMayWrite(mode: mode_t) -> Bool {
+        mode & (S_IWGRP | S_IWOTH) != 0
+    }
+
+    /// The directory of `path` when others may write to it (`othersMayWrite`), else nil
+    /// (also when it cannot be looked at: connecting then fails with the system's reason).
+    public static func sharedDirectory(of path: String) -> String? {
+        let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        let shown = directory.isEmpty ? "/" : directory
+        var st = stat()
+        guard stat(shown, &st) == 0, othersMayWrite(mode: st.st_mode) else { return nil }
+        return shown
+    }
+
     /// `$RUNTIME_DIRECTORY/control.sock` (systemd `RuntimeDirectory=`), else
     /// `$XDG_RUNTIME_DIR/parley/control.sock`, else `<default state dir>/control.sock`.
     /// Unset, empty and relative values count as absent (XDG base directory rules); for

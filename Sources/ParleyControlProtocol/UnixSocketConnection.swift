@@ -25,6 +25,9 @@ final class UnixSocketConnection {
         guard pathBytes.count <= maxPathBytes else {
             throw .socketPathTooLong(path: path, maxBytes: maxPathBytes)
         }
+        if let shared = ControlSocketPath.sharedDirectory(of: path) {
+            throw .sharedSocketDirectory(path: path, directory: shared)
+        }
         #if canImport(Darwin)
             let fd = socket(AF_UNIX, SOCK_STREAM, 0)
         #else

@@ -15,11 +15,12 @@ enum Console {
 
     static func err(_ line: String) { write(line + "\n", to: 2) }
 
-    /// One value as compact JSON with sorted keys: the stable `--json` format.
+    /// One value as compact JSON with sorted keys: the stable `--json` format, with what
+    /// a terminal would act on escaped (`TerminalSafeJSON`).
     static func json<T: Encodable>(_ value: T) {
         do {
             let bytes = try ControlJSON.line(value)
-            write(bytes, to: 1)
+            write(TerminalSafeJSON.escaped(bytes), to: 1)
         } catch {
             err("parley: cannot encode output as JSON: \(error)")
         }

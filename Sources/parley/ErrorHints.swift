@@ -6,21 +6,45 @@ struct SocketLookup {
     var given: Bool
     /// Where parley looked otherwise, in order.
     var candidates: [String]
-    /// The group that may use the socket (owner group of the socket, else of its
-    /// directory), when known.
+    /// The socket's directory as this user can see it; nil when they cannot even look
+    /// (it lies inside a directory of someone else's).
+    var directory: SocketDirectory?
+}
+
+/// The directory holding a socket this user may not use: whose it is and whether its group
+/// may enter (then the daemon serves its group: the system service and group `parley`).
+struct SocketDirectory: Equatable {
+    var ownerName: String?
     var groupName: String?
+    var groupMayEnter: Bool
 }
 
 /// What the user should do next after an error, beyond the daemon's message.
 enum ErrorHints {
-    /// The next step when the socket cannot be reached: join the group (permission), or
-    /// start a daemon (nothing there), naming every place parley looked.
+    /// For a Parley of one's own (`parleyd@NAME`, README "Several people on one host").
+    static let ownInstance = "sudo systemctl enable --now parleyd@$USER"
+
+    /// The next step when the socket cannot be reached: a permission problem names whose
+    /// socket it is and what joining its group would mean, or says to start a daemon
+    /// (nothing there), naming every place parley looked.
+    ///
+    /// Joining a group is suggested only for a daemon that serves its group (the socket's
+    /// directory lets the group in, as the system service's /run/parley does for group
+    /// parley), and with what it means: everyone in it shares that one identity and reads
+    /// all its messages. Any other socket is a person's own (`parleyd@NAME`: a 0700
+    /// directory) and serves nobody else; its owner's group (their private group, or a
+    /// group such as `users` every account shares) would give nothing but access to the
+    /// owner's other group files, so it is never suggested.
     static func cannotConnect(path: String, reason: String, lookup: SocketLookup) -> String {
         if reason.localizedCaseInsensitiveContains("permission denied") {
-            if let group = lookup.groupName {
-                return "You are not in group \(group): sudo usermod -aG \(group) $USER, then log in again."
+            if let directory = lookup.directory, directory.groupMayEnter, let group = directory.groupName {
+                return "You are not in group \(group): sudo usermod -aG \(group) $USER, then log in again. "
+                    + "Everyone in group \(group) shares that one Parley identity and reads all of its messages; "
+                    + "for a Parley of your own instead: \(ownInstance)"
             }
-            return "This user may not use \(path); ask the administrator to add you to parleyd's group."
+            let whose = lookup.directory?.ownerName.map { "\($0)'s own Parley" } ?? "another user's Parley"
+            return "\(path) is \(whose), which serves nobody else. For a Parley of your own: \(ownInstance) "
+                + "(parley then finds it with no flags)."
         }
         if lookup.given {
             return

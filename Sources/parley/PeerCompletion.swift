@@ -22,14 +22,19 @@ enum PeerCompletion {
 
     /// What to offer: each peer's label when it is one plain shell word and unique among
     /// the peers, else its fingerprint prefix (a name can be shared; a word with spaces
-    /// or quotes would not survive the shell); rooms as `#name`.
+    /// or quotes would not survive the shell); rooms as `#name`. A peer picks its own name:
+    /// one that starts with `-` would be read as an option where it lands on the command
+    /// line (`--socket=/tmp/theirs.sock` would send what the person types to another
+    /// user's socket), and no quoting stops that, so such a peer is offered by fingerprint.
     static func words(peers: [PeerInfo], rooms: [RoomInfo]) -> [String] {
         var counts: [String: Int] = [:]
         for p in peers { counts[p.label.lowercased(), default: 0] += 1 }
         var out: [String] = []
         for p in peers {
             let label = p.label
-            let plain = !label.isEmpty && ShellQuoting.word(label) == label && counts[label.lowercased()] == 1
+            let plain =
+                !label.isEmpty && !label.hasPrefix("-") && ShellQuoting.word(label) == label
+                && counts[label.lowercased()] == 1
             out.append(plain ? label : String(p.fingerprint.prefix(9)))
         }
         for r in rooms where r.status == "joined" || r.status == "invited" {

@@ -42,21 +42,22 @@ enum Session {
         return SocketLookup(
             given: options.socketGiven(environment: environment),
             candidates: ControlSocketPath.clientCandidates(environment: environment),
-            groupName: groupName(of: options.socketPath()))
+            directory: directory(of: options.socketPath()))
     }
 
-    /// The group owning `path`, else its directory (which a non-member may not search).
-    static func groupName(of path: String) -> String? {
+    /// The socket's directory (owner, group, whether its group may enter), nil if this
+    /// user cannot look at it.
+    static func directory(of path: String) -> SocketDirectory? {
         var st = stat()
-        guard stat(path, &st) == 0 || stat((path as NSString).deletingLastPathComponent, &st) == 0,
-            st.st_gid != 0, let group = getgrgid(st.st_gid)
-        else { return nil }
-        return String(cString: group.pointee.gr_name)
+        guard stat((path as NSString).deletingLastPathComponent, &st) == 0 else { return nil }
+        let owner = getpwuid(st.st_uid).map { String(cString: $0.pointee.pw_name) }
+        let group = st.st_gid == 0 ? nil : getgrgid(st.st_gid).map { String(cString: $0.pointee.gr_name) }
+        return SocketDirectory(ownerName: owner, groupName: group, groupMayEnter: st.st_mode & S_IXGRP != 0)
     }
 
     static func exitStatus(for error: ControlClientError) -> Int32 {
         switch error {
-        case .cannotConnect, .socketPathTooLong: return CLIExitCode.cannotConnect
+        case .cannotConnect, .socketPathTooLong, .sharedSocketDirectory: return CLIExitCode.cannotConnect
         default: return CLIExitCode.daemonError
         }
     }
@@ -82,7 +83,7 @@ enum Session {
 
     private static func jsonText(_ value: JSONValue) -> String {
         guard let bytes = try? ControlJSON.line(value) else { return "{}" }
-        return String(decoding: bytes.dropLast(), as: UTF8.self)
+        return String(decoding: TerminalSafeJSON.escaped(Array(bytes.dropLast())), as: UTF8.self)
     }
 }
 

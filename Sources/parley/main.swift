@@ -5,6 +5,8 @@ import Foundation
 // to 2, the conventional "usage error" status documented in docs/CONTROL.md.
 // `parley --socket X whoami`: options every subcommand takes may come before it.
 let arguments = GlobalOptionPlacement.hoisted(Array(CommandLine.arguments.dropFirst()), root: ParleyCommand.self)
+// Message text and peer names leave the command line other users can read (`ps`).
+CommandLineScrub.scrub()
 if let unknown = ParleyCommand.unknownSubcommandMessage(arguments) {
     Console.err(unknown)
     exit(CLIExitCode.usage)

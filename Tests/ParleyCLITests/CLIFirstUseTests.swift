@@ -144,6 +144,23 @@ final class CLIFirstUseTests: XCTestCase {
         XCTAssertEqual(words, ["bob", "aaaa-1111", "aaaa-3333", "cccc-1111", "#lab"])
     }
 
+    /// A peer's chosen name that a shell passes as an option (`--socket=...`, `-h`) is never
+    /// offered as a word to complete: quoting cannot stop it being an option.
+    func testCompletionNeverOffersANameThatWouldBeAnOption() {
+        func peer(_ name: String, _ fp: String) -> PeerInfo {
+            PeerInfo(
+                name: name, host: "h", fingerprint: fp, identityKey: fp, online: true, addresses: [], trust: .pinned,
+                safetyNumber: "1", lastSeen: nil, queued: 0)
+        }
+        let words = PeerCompletion.words(
+            peers: [
+                peer("--socket=/tmp/m.sock", "dddd-1111-2222"), peer("-h", "eeee-1111-2222"),
+                peer("bob-2", "ffff-1111-2222")
+            ],
+            rooms: [])
+        XCTAssertEqual(words, ["dddd-1111", "eeee-1111", "bob-2"])
+    }
+
     // MARK: read shows attachments
 
     func testReadShowsTheConversationsAttachmentsAmongItsMessages() {

@@ -34,6 +34,9 @@ final class ControlAccessTests: XCTestCase {
     func testTheRefusalSaysWhatToDo() {
         let text = ControlAccess.refusal(groupName: "parley", daemonGID: daemonGID)
         XCTAssertTrue(text.contains("you are not in group parley: sudo usermod -aG parley $USER, then log in again"))
+        // Joining is not the only way, and says what it means.
+        XCTAssertTrue(text.contains("shares this one Parley identity and reads all of its messages"), text)
+        XCTAssertTrue(text.contains("parleyd@$USER"), text)
         XCTAssertTrue(ControlAccess.refusal(groupName: nil, daemonGID: 990).contains("group 990"))
     }
 }

@@ -146,6 +146,55 @@ final class ControlClientTests: XCTestCase {
         }
     }
 
+    /// A socket in a directory other users can write to (sticky /tmp-like, or group-
+    /// writable) may be anyone's: the client does not connect, so nothing it would send
+    /// (messages, files) reaches whoever listens there.
+    func testASocketInADirectoryOthersCanWriteIsNeverConnectedTo() throws {
+        for mode: mode_t in [0o1777, 0o770] {
+            XCTAssertEqual(chmod(directory, mode), 0)
+            let listener = try Self.listen(at: socketPath)
+            defer {
+                close(listener)
+                _ = unlink(socketPath)
+            }
+            XCTAssertThrowsError(try ControlClient.connect(path: socketPath)) { error in
+                guard case .sharedSocketDirectory(let path, let shared)? = error as? ControlClientError else {
+                    return XCTFail("\(error)")
+                }
+                XCTAssertEqual(path, socketPath)
+                XCTAssertEqual(shared, directory)
+                XCTAssertTrue(String(describing: error).contains("other users can write to \(directory)"))
+            }
+            // No connection is waiting to be accepted: the client never connected.
+            XCTAssertEqual(fcntl(listener, F_SETFL, O_NONBLOCK), 0)
+            let pending = accept(listener, nil, nil)
+            XCTAssertLessThan(pending, 0, "the client connected to a socket in a mode \(String(mode, radix: 8)) directory")
+            if pending >= 0 { close(pending) }
+        }
+        XCTAssertEqual(chmod(directory, 0o700), 0)
+    }
+
+    /// A listening socket at `path` that no one serves.
+    private static func listen(at path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ServerSetupError.failed("socket", errno) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, Glibc.listen(fd, 4) == 0 else {
+            close(fd)
+            throw ServerSetupError.failed("bind/listen", errno)
+        }
+        return fd
+    }
+
     func testOverlongSocketPathIsRejectedBeforeConnecting() {
         let path = "/tmp/" + String(repeating: "p", count: 200)
         XCTAssertThrowsError(try ControlClient.connect(path: path)) { error in

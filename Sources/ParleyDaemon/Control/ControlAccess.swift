@@ -57,10 +57,12 @@ enum ControlAccess {
         return nil
     }
 
-    /// What a refused caller is told: exactly what to do.
+    /// What a refused caller is told: exactly what to do, and what joining the group
+    /// means (everyone in it is this one identity), with the other way: their own instance.
     static func refusal(groupName: String?, daemonGID: UInt32) -> String {
         let group = groupName ?? String(daemonGID)
         return "not permitted: you are not in group \(group): sudo usermod -aG \(group) $USER, then log in again "
-            + "(or run parley as parleyd's user)"
+            + "(or run parley as parleyd's user). Everyone in group \(group) shares this one Parley identity and "
+            + "reads all of its messages; for a Parley of your own instead: sudo systemctl enable --now parleyd@$USER"
     }
 }

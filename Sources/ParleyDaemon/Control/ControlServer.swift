@@ -20,7 +20,8 @@ final class ControlServer: @unchecked Sendable {
     private var channel: Channel?
     private var descriptors: DescriptorServer?
     /// Whether members of the daemon's group may connect: decided at start from the socket
-    /// directory's mode (group search bit), so the check repeats what the file system says.
+    /// directory's mode (its group may search it, others may not), so the check repeats
+    /// what the file system says.
     private var groupMayConnect = true
     private var clients: [ObjectIdentifier: ControlConnection] = [:]
     /// Numbers and keeps every notification, for subscribers that resume.
@@ -84,11 +85,11 @@ final class ControlServer: @unchecked Sendable {
         self.descriptors = descriptors
     }
 
-    /// Whether the directory's group may search it (so group members can reach the socket).
+    /// Whether the directory is kept for the daemon's group (`ControlSocketDirectory`).
     static func directoryLetsGroupIn(_ dir: String) -> Bool {
         var st = stat()
         guard stat(dir, &st) == 0 else { return false }
-        return st.st_mode & S_IXGRP != 0
+        return ControlSocketDirectory.groupMayConnect(mode: st.st_mode)
     }
 
     private func admit(_ channel: Channel) throws {
@@ -173,7 +174,8 @@ final class ControlServer: @unchecked Sendable {
         return String(cString: grp.pointee.gr_name)
     }
 
-    /// Creates the socket's directory 0700 if missing and refuses a world-writable one.
+    /// Creates the socket's directory 0700 if missing and refuses one others could write to
+    /// (`ControlSocketDirectory`).
     static func prepareDirectory(_ dir: String) throws {
         var st = stat()
         if stat(dir, &st) != 0 {
@@ -185,8 +187,8 @@ final class ControlServer: @unchecked Sendable {
             }
             guard stat(dir, &st) == 0 else { throw ServerError.socketDirectory(dir, String(cString: strerror(errno))) }
         }
-        if st.st_mode & S_IWOTH != 0 && st.st_mode & S_ISVTX == 0 {
-            throw ServerError.socketDirectory(dir, "it is writable by everyone; use a private directory")
+        if let problem = ControlSocketDirectory.problem(mode: st.st_mode, owner: st.st_uid, daemonUID: geteuid()) {
+            throw ServerError.socketDirectory(dir, problem)
         }
     }
 

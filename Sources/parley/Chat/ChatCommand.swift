@@ -209,7 +209,7 @@ private struct ChatView {
         switch error {
         case .connectionClosed, .io, .timedOut, .cannotConnect: return true
         case .remote(let e): return e.knownCode == .subscriberTooSlow
-        case .protocolViolation, .socketPathTooLong: return false
+        case .protocolViolation, .socketPathTooLong, .sharedSocketDirectory: return false
         }
     }
 
