@@ -491,7 +491,7 @@ extension Store {
                         (SELECT message_row FROM reaction WHERE reactor = ? AND sequence > ?)
                     ORDER BY row_id LIMIT ?
                     """)
-            return try Self.fetchMessages(statement, [Self.keyBlob(room), reactor.hex, sequence, limit])
+            return try self.fetchMessages(statement, [Self.keyBlob(room), reactor.hex, sequence, limit])
         }
     }
 

@@ -536,7 +536,7 @@ extension Store {
                     WHERE room = \(Self.partyOfKeyParameter) AND sender = \(Self.partyOfKeyParameter)
                       AND incoming = 1 AND sequence > ? ORDER BY row_id LIMIT ?
                     """)
-            return try Self.fetchMessages(statement, [Self.keyBlob(room), Self.keyBlob(author), sequence, limit])
+            return try self.fetchMessages(statement, [Self.keyBlob(room), Self.keyBlob(author), sequence, limit])
         }
     }
 
