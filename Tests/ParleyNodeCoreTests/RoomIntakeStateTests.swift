@@ -138,4 +138,46 @@ final class RoomIntakeStateTests: XCTestCase {
         XCTAssertEqual(RoomIntake.invitationRoot(of: [addAlice, root], me: alice.publicKey), root)
         XCTAssertEqual(RoomIntake.unapplied(by: mallory.publicKey, among: [root, addAlice], before: nil), 0)
     }
+
+    /// An unknown room's log is resolved when it first names this node and each time it
+    /// doubles; what arrives in between is resolved on the tick once the sender is quiet,
+    /// at most once per `flushSpacing`; a log that never named this node is not paced.
+    func testAnUnknownRoomsLogIsResolvedWhenItDoublesAndWhenItsSenderIsQuiet() throws {
+        typealias Pacing = UnknownRoomResolutionPacing
+        var pacing = Pacing()
+        let key = Pacing.Key(peer: mallory.publicKey, room: try chain(0)[0].roomID)
+        XCTAssertFalse(pacing.arrived(key, size: 1, namesMe: false, now: t0))
+        XCTAssertTrue(pacing.keys.isEmpty, "a log that names nobody here is not paced")
+        var resolvedAt: [Int] = []
+        for size in 2...100 where pacing.arrived(key, size: size, namesMe: true, now: t0) {
+            pacing.resolved(key, size: size)
+            resolvedAt.append(size)
+        }
+        XCTAssertEqual(resolvedAt, [2, 4, 8, 16, 32, 64])
+        XCTAssertEqual(pacing.resolutions, 6)
+
+        XCTAssertEqual(pacing.due(now: t0 + .seconds(1)), [], "the sender is not quiet yet")
+        XCTAssertEqual(pacing.due(now: t0 + Pacing.quietInterval), [key], "grew (100 > 64) and quiet")
+        pacing.resolved(key, size: 100)
+        XCTAssertEqual(pacing.due(now: t0 + .seconds(60)), [], "nothing new since")
+
+        // A sender dripping one operation per quiet interval: one flush per `flushSpacing`.
+        var flushes = 0
+        var now = t0 + Pacing.quietInterval
+        for size in 101...130 {
+            now = now + Pacing.quietInterval
+            _ = pacing.arrived(key, size: size, namesMe: true, now: now)
+            now = now + Pacing.quietInterval
+            for k in pacing.due(now: now) {
+                pacing.resolved(k, size: size)
+                flushes += 1
+            }
+        }
+        let elapsed = Double((now - (t0 + Pacing.quietInterval)).wholeNanoseconds) / 1e9
+        let spacing = Double(Pacing.flushSpacing.wholeNanoseconds) / 1e9
+        XCTAssertLessThanOrEqual(flushes, Int(elapsed / spacing) + 1)
+        XCTAssertGreaterThan(flushes, 0)
+        pacing.forget(key)
+        XCTAssertTrue(pacing.keys.isEmpty)
+    }
 }

@@ -33,6 +33,10 @@ struct RoomBook {
     /// `RoomAdmission.maxWaitingPerSender`).
     var waiting = WaitingRoomOperations()
 
+    /// When an unknown room's waiting log is resolved to see whether it invites this node
+    /// (per sender and room, so a stranger's log is not resolved again for each operation).
+    var unknownRoomPacing = UnknownRoomResolutionPacing()
+
     /// Room messages from an author this node does not know as a joined member yet, per
     /// author, unacknowledged (the author keeps them queued): released when the room
     /// changes, not held beyond the bounds (`RoomDaemonLimits.maxHeldChat*`), dropped when

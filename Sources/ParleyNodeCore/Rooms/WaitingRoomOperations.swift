@@ -87,6 +87,16 @@ public struct WaitingRoomOperations: Sendable {
         (byPeer[peer] ?? []).map(\.op).filter { $0.roomID == room && $0.hash != hash }
     }
 
+    /// Everything of `room` that `peer` sent and that waits.
+    public func log(of room: RoomID, from peer: IdentityPublicKey) -> [RoomOperation] {
+        (byPeer[peer] ?? []).map(\.op).filter { $0.roomID == room }
+    }
+
+    /// The rooms each peer has operations of waiting (one pass over everything held).
+    public func rooms() -> [IdentityPublicKey: Set<RoomID>] {
+        byPeer.mapValues { Set($0.map(\.op.roomID)) }
+    }
+
     /// Forgets what `peer` sent of `room` (the room was refused).
     public mutating func forget(room: RoomID, from peer: IdentityPublicKey) {
         remove(from: peer) { $0.roomID == room }

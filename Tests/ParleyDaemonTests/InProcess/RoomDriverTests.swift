@@ -137,6 +137,73 @@ final class RoomDriverTests: XCTestCase {
         XCTAssertTrue(host.roomsUpdated.contains(root.roomID))
     }
 
+    /// A stranger's room (round 16 review, hole D): its create, an add of alice by a
+    /// non-member (never applied, so never an invitation) and then a long chain of renames.
+    /// The log names alice from the second operation on; it used to be resolved whole again
+    /// for every further operation (n resolutions of up to n operations: cubic work). Now
+    /// only when it names alice first and each time it doubles
+    /// (`UnknownRoomResolutionPacing`), and nothing of it is stored.
+    func testAStrangersLogNamingThisNodeIsResolvedOnlyEachTimeItDoubles() throws {
+        let renames = 300
+        let root = try RoomOperation.create(name: "bait", members: [], by: mallory.keys.identity, createdAt: 1)
+        let addAlice = try RoomOperation.change(
+            .add(alice.identity), roomID: root.roomID, after: [root], by: carol.keys.identity, createdAt: 2)
+        var ops = [root, addAlice]
+        for i in 0..<renames {
+            ops.append(
+                try RoomOperation.change(
+                    .rename("r\(i)"), roomID: root.roomID, after: [ops.last!], by: mallory.keys.identity,
+                    createdAt: UInt64(3 + i)))
+        }
+        let link = host.link(for: mallory.identity)
+        for op in ops { rooms.received([.operation(op)], on: link) }
+
+        XCTAssertNil(try store.room(id: root.roomID), "not an invitation: the add is not authorised")
+        XCTAssertEqual(rooms.book.waiting.count(from: mallory.identity), ops.count, "the log waits, bounded")
+        // Sizes 2, 4, 8, ..., 256: one resolution per doubling, not one per operation (302).
+        let bound = Int(log2(Double(ops.count) / 2)) + 1
+        XCTAssertEqual(rooms.book.unknownRoomPacing.resolutions, bound)
+
+        // The sender goes quiet: the tick resolves what grew since (once), still no invitation.
+        loop.advanceTime(by: .nanoseconds(UnknownRoomResolutionPacing.quietInterval.wholeNanoseconds))
+        rooms.tick(now: clock.monotonicNow())
+        XCTAssertEqual(rooms.book.unknownRoomPacing.resolutions, bound + 1)
+        rooms.tick(now: clock.monotonicNow())
+        XCTAssertEqual(rooms.book.unknownRoomPacing.resolutions, bound + 1, "nothing new: not resolved again")
+        XCTAssertNil(try store.room(id: root.roomID))
+    }
+
+    /// An honest log whose invitation came before one of its parents: the first resolution
+    /// (when the add of alice arrives) finds it waiting; the parent that completes it does
+    /// not double the log, so it is resolved on the tick once the sender is quiet, and the
+    /// room is an invitation then.
+    func testAnInvitationThatCameBeforeItsParentIsTakenOnTheTick() throws {
+        let root = try RoomOperation.create(
+            name: "bobs", members: [carol.identity], by: bob.keys.identity, createdAt: 1)
+        let carolJoins = try RoomOperation.change(
+            .join, roomID: root.roomID, after: [root], by: carol.keys.identity, createdAt: 2)
+        let addAlice = try RoomOperation.change(
+            .add(alice.identity), roomID: root.roomID, after: [carolJoins], by: bob.keys.identity, createdAt: 3)
+        let link = host.link(for: bob.identity)
+
+        rooms.received([.operation(root)], on: link)
+        rooms.received([.operation(addAlice)], on: link)  // resolved: its parent is missing
+        rooms.received([.operation(carolJoins)], on: link)  // 3 < 2 x 2: not resolved yet
+        XCTAssertEqual(rooms.book.unknownRoomPacing.resolutions, 1)
+        XCTAssertNil(try store.room(id: root.roomID))
+
+        rooms.tick(now: clock.monotonicNow())
+        XCTAssertNil(try store.room(id: root.roomID), "the sender was not quiet yet")
+        loop.advanceTime(by: .nanoseconds(UnknownRoomResolutionPacing.quietInterval.wholeNanoseconds))
+        rooms.tick(now: clock.monotonicNow())
+        let rec = try XCTUnwrap(store.room(id: root.roomID))
+        XCTAssertEqual(rec.status, .invited)
+        XCTAssertEqual(
+            Set(try store.roomOperations(room: root.roomID).map(\.hash)), [root.hash, addAlice.hash, carolJoins.hash])
+        XCTAssertEqual(rooms.book.waiting.total, 0)
+        XCTAssertTrue(rooms.book.unknownRoomPacing.keys.isEmpty, "nothing left to pace")
+    }
+
     /// What waits is dropped after `RoomAdmission.waitingTimeoutSeconds` whoever sends
     /// next: a peer that sent operations with missing parents and never came back (or a
     /// key made up for one session) does not keep them in memory for good.

@@ -106,12 +106,32 @@ extension RoomDriver {
     /// An operation of a room this node holds nothing of: with the other operations of that
     /// room the same peer sent (held in memory), it is an invitation once they name this
     /// node; then the create and every operation of the log that is in the graph are
-    /// stored at once. Until then it waits, bounded (`RoomAdmission`).
+    /// stored at once. Until then it waits, bounded (`RoomAdmission`). The log is resolved
+    /// when `UnknownRoomResolutionPacing` says (first naming, then each doubling; the rest
+    /// on the tick), not after every operation.
     private func acceptUnknownRoom(_ op: RoomOperation, from peer: IdentityPublicKey) throws(StoreError) -> Bool {
         let batch = book.waiting.others(of: op.roomID, from: peer, except: op.hash) + [op]
-        guard let root = RoomIntake.invitationRoot(of: batch, me: me),
-            let state = RoomResolution(root: root, operations: batch)?.state
+        let root = RoomIntake.invitationRoot(of: batch, me: me)
+        let key = UnknownRoomResolutionPacing.Key(peer: peer, room: op.roomID)
+        guard
+            book.unknownRoomPacing.arrived(key, size: batch.count, namesMe: root != nil, now: clock.monotonicNow()),
+            let root
         else {
+            holdWaiting(op, from: peer)
+            return false
+        }
+        return try resolveUnknownRoom(batch, root: root, op: op, from: peer)
+    }
+
+    /// Resolves an unknown room's log as `peer` sent it (`op`: the latest of it): stored as
+    /// an invitation if it invites this node; otherwise `op` waits with the rest.
+    @discardableResult
+    private func resolveUnknownRoom(
+        _ batch: [RoomOperation], root: RoomOperation, op: RoomOperation, from peer: IdentityPublicKey
+    ) throws(StoreError) -> Bool {
+        let key = UnknownRoomResolutionPacing.Key(peer: peer, room: op.roomID)
+        guard let state = RoomResolution(root: root, operations: batch)?.state else {
+            book.unknownRoomPacing.resolved(key, size: batch.count)
             holdWaiting(op, from: peer)
             return false
         }
@@ -128,6 +148,7 @@ extension RoomDriver {
             unappliedByActor: 0, invitationsFromSender: try store.invitationCount(from: peer))
         switch verdict {
         case .wait, .keep:
+            book.unknownRoomPacing.resolved(key, size: batch.count)
             holdWaiting(op, from: peer)
             return false
         case let .refuse(why, detail):
@@ -135,6 +156,7 @@ extension RoomDriver {
                 key: "room-refused:\(why.rawValue):" + peer.hex, "room operation refused",
                 ["room": op.roomID.hex, "from": peer.fingerprintText, "why": why.rawValue, "detail": detail])
             book.waiting.forget(room: op.roomID, from: peer)
+            book.unknownRoomPacing.forget(key)
             return false
         case .invitation:
             break
@@ -155,6 +177,7 @@ extension RoomDriver {
         entry.state = entry.resolution?.state ?? state
         book.entries[op.roomID] = entry
         book.waiting.forget(Set(entry.operations.keys), from: peer)
+        book.unknownRoomPacing.forget(key)
         try saveState(state, previous: nil, deliveredBy: peer, now: now)
         if let rec = try store.room(id: op.roomID) {
             log.info(
@@ -195,8 +218,28 @@ extension RoomDriver {
     /// operations that waited `RoomAdmission.waitingTimeoutSeconds` for a parent are dropped
     /// from every peer. Without it they went only when some peer's next operation was held,
     /// so a peer that vanished kept its share in memory until then.
+    /// Unknown rooms' logs that grew since their last resolution and whose sender went
+    /// quiet are resolved (`UnknownRoomResolutionPacing.due`): an invitation that arrived
+    /// before a parent of it is taken within a tick or two of the log's end.
     func tick(now: MonotonicInstant) {
         book.waiting.expire(now: now)
+        let held = book.waiting.rooms()
+        for key in book.unknownRoomPacing.keys
+        where held[key.peer]?.contains(key.room) != true || book.entries[key.room]?.root != nil {
+            book.unknownRoomPacing.forget(key)  // its operations expired, were dropped or taken
+        }
+        for key in book.unknownRoomPacing.due(now: now) {
+            let batch = book.waiting.log(of: key.room, from: key.peer)
+            guard let root = RoomIntake.invitationRoot(of: batch, me: me), let latest = batch.last else {
+                book.unknownRoomPacing.forget(key)
+                continue
+            }
+            do {
+                try resolveUnknownRoom(batch, root: root, op: latest, from: key.peer)
+            } catch {
+                log.error("room store failed", ["room": key.room.hex, "error": "\(error)"])
+            }
+        }
     }
 
     /// Offers the operations and messages that waited on `room` again, until none moves.
