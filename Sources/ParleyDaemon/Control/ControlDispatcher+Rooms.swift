@@ -92,7 +92,7 @@ extension ControlDispatcher {
             marked = try node.store.markRoomRead(
                 room: room.id, upTo: p.upTo.map { Int64($0) }, at: Node.nowMs()
             ).count
-            unread = max(0, try node.store.roomUnreadCount(room: room.id) - node.unreadAfterRemoval(in: room.id))
+            unread = max(0, try node.store.roomUnreadCount(room: room.id) - node.afterRemovalMarks.unread(in: room.id))
         } catch { throw ControlFailure.markRead(room: p.peer, error) }
         return .typed(id: id, result: MessagesMarkReadResult(marked: marked, unread: unread))
     }

@@ -17,7 +17,7 @@ extension Node {
             creator: Node.fingerprint(of: r.creator), creatorName: displayName(of: r.creator),
             createdAt: Int(r.createdAt), version: Int(r.version),
             queued: (try? store.queuedRoomMessageCount(room: r.id)) ?? 0,
-            unread: max(0, ((try? store.roomUnreadCount(room: r.id)) ?? 0) - unreadAfterRemoval(in: r.id)),
+            unread: max(0, ((try? store.roomUnreadCount(room: r.id)) ?? 0) - afterRemovalMarks.unread(in: r.id)),
             status: r.status.rawValue, role: r.roles[myIdentityKey]?.description,
             invitedBy: r.inviter.map(Node.fingerprint(of:)), onlyAdminsAdd: r.onlyAdminsAdd,
             invitedByName: r.inviter.map { displayName(of: $0) }, sharedHistory: roomPolicy(r).sharedHistory)
@@ -44,7 +44,7 @@ extension Node {
     }
 
     /// Adds the room to a message's view: `room` (with its mark when written after its
-    /// author's removal, Node+AfterRemoval.swift), and for outgoing room messages `to` =
+    /// author's removal, `AfterRemovalMarks`), and for outgoing room messages `to` =
     /// the room id and `toName` = `#name`.
     func withRoom(_ info: MessageInfo, _ m: StoredMessage) -> MessageInfo {
         guard let room = m.room else { return info }
@@ -53,7 +53,7 @@ extension Node {
         let name = entry?.state?.name ?? String(room.hex.prefix(8))
         let id = room.hex
         var out = info
-        out.room = MessageRoom(id: id, name: name, afterRemoval: entry.map { isAfterRemoval(m, in: $0) } ?? false)
+        out.room = MessageRoom(id: id, name: name, afterRemoval: entry.map { afterRemovalMarks.isAfterRemoval(m, in: $0) } ?? false)
         if m.direction == .outgoing {
             out.to = id
             out.toName = "#" + name

@@ -127,10 +127,11 @@ extension Node {
     }
 
     /// The reactions of a room message without those written after their reactor's
-    /// removal (Node+AfterRemoval.swift): kept, not shown, while the removal stands.
+    /// removal (`AfterRemovalMarks`): kept, not shown, while the removal stands.
     private func shownReactions(_ rows: [StoredReaction], on m: StoredMessage) -> [StoredReaction] {
         guard let room = m.room, !rows.isEmpty else { return rows }
-        return rows.filter { !isReactionAfterRemoval(room: room, reactor: $0.reactor, sequence: $0.sequence) }
+        let marks = afterRemovalMarks
+        return rows.filter { !marks.isReactionAfterRemoval(room: room, reactor: $0.reactor, sequence: $0.sequence) }
     }
 
     /// Reactions as shown: one entry per reaction text, in the order first given, with

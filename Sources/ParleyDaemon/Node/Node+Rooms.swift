@@ -26,6 +26,12 @@ extension Node {
         _modify { yield &rooms.book }
     }
 
+    /// The marks of held room messages written after their author's removal, built from
+    /// the node's fields each time (no state of its own; Drivers/Rooms/AfterRemovalMarks.swift).
+    var afterRemovalMarks: AfterRemovalMarks {
+        AfterRemovalMarks(store: store, roomEntry: rooms.entry, emit: emit, log: log)
+    }
+
     // MARK: Routing: the local API (control socket)
 
     func createRoom(name: String, members: [PeerRecord], policy: RoomOperation.Policy = .init()) throws -> RoomRecord {
@@ -76,6 +82,10 @@ extension Node {
 
 extension Node: RoomHost {
     func currentCard() -> Card { ownIdentity.card }
+
+    func roomCappedRemovalsChanged(_ room: RoomID, from old: RoomCappedRemovals, to new: RoomCappedRemovals) {
+        afterRemovalMarks.cappedRemovalsChanged(room, from: old, to: new)
+    }
 
     func logAttack(key: String, _ message: String, _ fields: [String: String]) {
         attackLog.log(key: key, message, fields)

@@ -18,8 +18,8 @@ struct RoomBook {
             }
         }
         /// The valid capped removes in `state`: which held messages are shown as written
-        /// after their author's removal (Node+AfterRemoval.swift). Derived, never stored, so
-        /// a mark goes by itself when its remove turns void.
+        /// after their author's removal (`AfterRemovalMarks`). Derived, never stored, so a
+        /// mark goes by itself when its remove turns void.
         private(set) var cappedRemovals = RoomCappedRemovals()
         /// The room resolved incrementally (issue 30): a new operation is decided against
         /// this instead of replaying the room; `state` is its state. Built once per room

@@ -9,7 +9,7 @@ import ParleyStore
 /// before the remove reached it is never withdrawn: a remove's validity can change later
 /// (a removed admin's back-dated remove is void once its removal arrives), and a
 /// withdrawal cannot be undone; it is marked instead, at read time, against the room as
-/// resolved now (`RoomCappedRemovals`, Node+AfterRemoval.swift), so the mark is undone by
+/// resolved now (`RoomCappedRemovals`, `AfterRemovalMarks`), so the mark is undone by
 /// itself.
 extension RoomSyncDriver {
     /// The cap for a remove of `target` (or this node's leave) in `state`'s room: the

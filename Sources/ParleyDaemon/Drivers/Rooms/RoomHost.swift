@@ -35,7 +35,7 @@ protocol RoomHost: AnyObject {
     func roomRemovalCapToSign(target: IdentityPublicKey, in state: RoomState) throws(StoreError) -> UInt64?
     /// The room's valid capped removes changed (a remove arrived, or one turned void): the
     /// held messages whose "after removal" mark changed are shown again
-    /// (Node+AfterRemoval.swift).
+    /// (`AfterRemovalMarks`, Drivers/Rooms/AfterRemovalMarks.swift).
     func roomCappedRemovalsChanged(_ room: RoomID, from old: RoomCappedRemovals, to new: RoomCappedRemovals)
     /// Narrows who a new operation is queued for (`RoomOperationFanOut`).
     func boundedOperationPlan(

@@ -11,12 +11,24 @@ import ParleyStore
 /// capped remove that refuses it (`RoomCappedRemovals`). When that changes (a remove
 /// arrives, or turns void), the messages whose mark changed are shown again
 /// (`message.updated`).
-extension Node {
+///
+/// Built on demand from the node's fields (`Node.afterRemovalMarks`), so it holds no state
+/// of its own: it reads the store only as `AfterRemovalStore`, the room's entry through
+/// `roomEntry` (`RoomDriver.entry`, the rooms as resolved now), and tells the observers
+/// through `emit`.
+struct AfterRemovalMarks {
+    let store: any AfterRemovalStore
+    /// The room's operations and capped removes, as resolved now.
+    let roomEntry: (RoomID) throws(StoreError) -> RoomBook.Entry
+    /// Tells the observers (the control side).
+    let emit: (NodeEvent) -> Void
+    let log: Logger
+
     /// Messages judged again per removed member when the room's capped removes change, and
     /// per member counted for a room's unread count: a removed member's messages above its
     /// cap were taken before the removal arrived, bounded by its receive quota; beyond this
     /// many, the rest keep the mark they had in the open view until it is read again.
-    static let maxAfterRemovalJudged = 10_000
+    static let maxJudged = 10_000
 
     /// Whether `m`, a stored message of `entry`'s room, is shown as written after its
     /// author's removal. Costs one dictionary lookup unless its author has a valid capped
@@ -59,14 +71,14 @@ extension Node {
     }
 
     /// The room's unread incoming messages that are marked (left out of `unread`).
-    func unreadAfterRemoval(in room: RoomID) -> Int {
+    func unread(in room: RoomID) -> Int {
         guard let entry = try? roomEntry(room), !entry.cappedRemovals.isEmpty else { return 0 }
         var pasts: [[RoomOperationHash]: Set<RoomOperationHash>?] = [:]
         var count = 0
         for author in entry.cappedRemovals.authors {
             guard let floor = entry.cappedRemovals.floor(of: author),
                 let held = try? store.incomingRoomMessages(
-                    room: room, from: author, above: Int64(clamping: floor), limit: Self.maxAfterRemovalJudged)
+                    room: room, from: author, above: Int64(clamping: floor), limit: Self.maxJudged)
             else { continue }
             for m in held where m.readAt == nil {
                 if isAfterRemoval(m, caps: entry.cappedRemovals, operations: entry.operations, pasts: &pasts) {
@@ -79,7 +91,7 @@ extension Node {
 
     /// The room's valid capped removes changed: every held message whose mark differs
     /// between `old` and `new` is shown again (`message.updated`, with the mark as it is now).
-    func roomCappedRemovalsChanged(_ room: RoomID, from old: RoomCappedRemovals, to new: RoomCappedRemovals) {
+    func cappedRemovalsChanged(_ room: RoomID, from old: RoomCappedRemovals, to new: RoomCappedRemovals) {
         guard let entry = try? roomEntry(room) else { return }
         var pasts: [[RoomOperationHash]: Set<RoomOperationHash>?] = [:]
         var changed = 0
@@ -88,7 +100,7 @@ extension Node {
             let held: [StoredMessage]
             do {
                 held = try store.incomingRoomMessages(
-                    room: room, from: author, above: Int64(clamping: floor), limit: Self.maxAfterRemovalJudged)
+                    room: room, from: author, above: Int64(clamping: floor), limit: Self.maxJudged)
             } catch {
                 log.error(
                     "could not read the messages a removal marks; they show their new mark once read again",
@@ -109,7 +121,7 @@ extension Node {
             // one of its reactions above the lowest cap is simply shown again.
             let reacted =
                 (try? store.roomMessagesReacted(
-                    room: room, by: author, above: Int64(clamping: floor), limit: Self.maxAfterRemovalJudged)) ?? []
+                    room: room, by: author, above: Int64(clamping: floor), limit: Self.maxJudged)) ?? []
             for m in reacted where !shown.contains(m.rowID) {
                 changed += 1
                 emit(.messageUpdated(m))
