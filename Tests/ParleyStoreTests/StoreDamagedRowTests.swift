@@ -19,14 +19,7 @@ final class StoreDamagedRowTests: StoreDirectoryTestCase {
 
     private func open() throws -> Store { try Store(directory: directory, durability: .normal) }
 
-    private func damage(_ sql: String) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        p.arguments = [directory + "/" + Store.fileName, "PRAGMA ignore_check_constraints = ON; " + sql]
-        try p.run()
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 0, "sqlite3 \(sql)")
-    }
+    private func damage(_ sql: String) throws { try damageStore(in: directory, sql) }
 
     private func incoming(_ store: Store, _ n: Int, from peer: String? = nil, body: String) throws -> Int64 {
         let m = IncomingMessage(

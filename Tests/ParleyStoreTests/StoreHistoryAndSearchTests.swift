@@ -42,14 +42,7 @@ final class StoreHistoryAndSearchTests: StoreDirectoryTestCase {
     /// Changes a stored row with the sqlite3 program while no store has the file open (the
     /// daemon holds it exclusively), as damage (or a bad edit) outside parleyd would, CHECK
     /// constraints off.
-    private func damage(_ sql: String) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        p.arguments = [directory + "/" + Store.fileName, "PRAGMA ignore_check_constraints = ON; " + sql]
-        try p.run()
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 0, "sqlite3 \(sql)")
-    }
+    private func damage(_ sql: String) throws { try damageStore(in: directory, sql) }
 
     /// One damaged row (its id no longer 16 bytes) does not take the conversation with it:
     /// every page that holds it is returned without it, names it in `unreadable`, and
@@ -284,4 +277,16 @@ final class StoreHistoryAndSearchTests: StoreDirectoryTestCase {
         }
         XCTAssertEqual(try store.search("needle", scope: .everything, limit: 50).hits.count, 10)
     }
+}
+
+/// Runs `sql` on the store file in `directory` with Debian's sqlite3 (the store must be
+/// closed: the daemon holds it exclusively), as damage (or a bad edit) outside parleyd
+/// would, CHECK constraints off.
+func damageStore(in directory: String, _ sql: String, file: StaticString = #filePath, line: UInt = #line) throws {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+    p.arguments = [directory + "/" + Store.fileName, "PRAGMA ignore_check_constraints = ON; " + sql]
+    try p.run()
+    p.waitUntilExit()
+    XCTAssertEqual(p.terminationStatus, 0, "sqlite3 \(sql)", file: file, line: line)
 }

@@ -110,6 +110,23 @@ final class RoomRemovalCapTests: XCTestCase {
     }
 
     /// #lab: alice creates it with bob, carol and eve; all join.
+    /// Node N in carol's "lab" with alice, bob and eve, eve made an admin; N started, and an
+    /// inbound link to hand it room sync's messages on.
+    private func nodeInLabWithEveAsAdmin() throws -> (InProcessNode, [RoomOperation], PeerConnection) {
+        let n = try InProcessNode(name: "n", loop: loop, clock: clock)
+        let nKey = try KeyFiles.loadOrCreate(stateDirectory: n.directory).0.identity
+        var ops = [
+            try RoomOperation.create(
+                name: "lab", members: [nKey, alice, bob, eve].map(\.publicKey), by: carol, createdAt: 1)
+        ]
+        for m in [nKey, alice, bob, eve] { ops.append(try change(.join, by: m, after: ops)) }
+        ops.append(try change(.setRole(eve.publicKey, .admin), by: carol, after: ops))
+        try keep(ops, in: n.node.store)
+        n.node.start()
+        loop.run()
+        return (n, ops, n.node.makeConnection(direction: .inbound, dialedAddress: nil))
+    }
+
     private func lab() throws -> [RoomOperation] {
         var ops = [
             try RoomOperation.create(
@@ -187,20 +204,9 @@ final class RoomRemovalCapTests: XCTestCase {
     /// those N holds stay shown. Once D reaches N the remove is void and caps nothing:
     /// alice's message refused before is taken when offered again (room sync offers it).
     func testARemovedAdminsBackDatedRemoveWithdrawsNothingAndCapsNothingOnceVoid() throws {
-        let n = try InProcessNode(name: "n", loop: loop, clock: clock)
-        let nKey = try KeyFiles.loadOrCreate(stateDirectory: n.directory).0.identity
-        var ops = [
-            try RoomOperation.create(
-                name: "lab", members: [nKey, alice, bob, eve].map(\.publicKey), by: carol, createdAt: 1)
-        ]
-        for m in [nKey, alice, bob, eve] { ops.append(try change(.join, by: m, after: ops)) }
-        ops.append(try change(.setRole(eve.publicKey, .admin), by: carol, after: ops))
+        let (n, ops, link) = try nodeInLabWithEveAsAdmin()
         let room = ops[0].roomID
         let store = n.node.store
-        try keep(ops, in: store)
-        n.node.start()
-        loop.run()
-        let link = n.node.makeConnection(direction: .inbound, dialedAddress: nil)
         func pass(_ messages: [SignedRoomMessage], from peer: IdentityKeyPair) throws -> [MessageID] {
             try n.node.roomSync.receivedSignedMessages(messages.map { .verified($0) }, from: peer.publicKey, on: link)
                 .acks
@@ -257,20 +263,9 @@ final class RoomRemovalCapTests: XCTestCase {
     /// reaction is not shown. Then D arrives: eve's remove is void and the marks go. Each
     /// change is told (`message.updated`); nothing stored is lost at any point.
     func testAMessageTakenBeforeTheRemovalIsMarkedAndUnmarkedWhenTheRemoveTurnsVoid() throws {
-        let n = try InProcessNode(name: "n", loop: loop, clock: clock)
-        let nKey = try KeyFiles.loadOrCreate(stateDirectory: n.directory).0.identity
-        var ops = [
-            try RoomOperation.create(
-                name: "lab", members: [nKey, alice, bob, eve].map(\.publicKey), by: carol, createdAt: 1)
-        ]
-        for m in [nKey, alice, bob, eve] { ops.append(try change(.join, by: m, after: ops)) }
-        ops.append(try change(.setRole(eve.publicKey, .admin), by: carol, after: ops))
+        let (n, ops, link) = try nodeInLabWithEveAsAdmin()
         let room = ops[0].roomID
         let store = n.node.store
-        try keep(ops, in: store)
-        n.node.start()
-        loop.run()
-        let link = n.node.makeConnection(direction: .inbound, dialedAddress: nil)
         func pass(_ messages: [SignedRoomMessage], from peer: IdentityKeyPair) throws {
             _ = try n.node.roomSync.receivedSignedMessages(messages.map { .verified($0) }, from: peer.publicKey, on: link)
         }
