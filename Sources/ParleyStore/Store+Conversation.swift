@@ -475,7 +475,6 @@ extension Store {
     /// entries for this query.
     static let cachedReactionListLength = 64
 
-    /// The reactions present on each of these messages (by row id).
     /// The messages of `room` that hold a reaction of `reactor` set by a change above
     /// `sequence`, at most `limit`: those whose view changes when a removal cap of the
     /// reactor arrives or turns void (docs/PROTOCOL.md "Removal caps").
@@ -495,6 +494,7 @@ extension Store {
         }
     }
 
+    /// The reactions present on each of these messages (by row id).
     public func reactions(onRows rows: [Int64]) throws(StoreError) -> [Int64: [StoredReaction]] {
         guard !rows.isEmpty else { return [:] }
         return try read { db in
