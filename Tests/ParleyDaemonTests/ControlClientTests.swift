@@ -175,25 +175,7 @@ final class ControlClientTests: XCTestCase {
     }
 
     /// A listening socket at `path` that no one serves.
-    private static func listen(at path: String) throws -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ServerSetupError.failed("socket", errno) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard bound == 0, Glibc.listen(fd, 4) == 0 else {
-            close(fd)
-            throw ServerSetupError.failed("bind/listen", errno)
-        }
-        return fd
-    }
+    private static func listen(at path: String) throws -> Int32 { try listeningUnixSocket(at: path) }
 
     func testOverlongSocketPathIsRejectedBeforeConnecting() {
         let path = "/tmp/" + String(repeating: "p", count: 200)
@@ -246,24 +228,7 @@ final class ScriptedUnixServer: Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     init(path: String, script: @escaping @Sendable (ServerConnection) -> Void) throws {
-        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard listener >= 0 else { throw ServerSetupError.failed("socket", errno) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let pathBytes = Array(path.utf8)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: pathBytes)
-            raw[pathBytes.count] = 0
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard bound == 0, listen(listener, 4) == 0 else {
-            close(listener)
-            throw ServerSetupError.failed("bind/listen", errno)
-        }
+        let listener = try listeningUnixSocket(at: path)
         let finished = self.finished
         Thread {
             let connection = accept(listener, nil, nil)
@@ -283,4 +248,26 @@ final class ScriptedUnixServer: Sendable {
 
 enum ServerSetupError: Error {
     case failed(String, Int32)
+}
+
+/// A Unix stream socket bound to `path` and listening (backlog 4), for the scripted and
+/// silent servers of these tests.
+func listeningUnixSocket(at path: String) throws -> Int32 {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw ServerSetupError.failed("socket", errno) }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        raw.copyBytes(from: bytes)
+        raw[bytes.count] = 0
+    }
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+    guard bound == 0, Glibc.listen(fd, 4) == 0 else {
+        close(fd)
+        throw ServerSetupError.failed("bind/listen", errno)
+    }
+    return fd
 }

@@ -59,14 +59,20 @@ def holders(m):
     return sorted(h["name"] for h in (m.get("roomDelivery") or {}).get("heldBy", []))
 
 
-def lab_of_three_with_bob_away(cluster):
-    """alice, bob and carol in #lab (alice's), then bob's daemon stopped."""
+def lab_of_three(cluster):
+    """alice, bob and carol, connected, all joined in #lab (alice's)."""
     n = mesh(cluster, "alice", "bob", "carol")
     alice, bob, carol = n["alice"], n["bob"], n["carol"]
     alice.call("rooms.create", {"name": "lab", "members": ["bob", "carol"]})
     accept([bob, carol], "lab")
     for node in n.values():
         wait_until(lambda: joined_names(node, "lab") == ["alice", "bob", "carol"], what=f"{node.name} sees #lab")
+    return alice, bob, carol
+
+
+def lab_of_three_with_bob_away(cluster):
+    """alice, bob and carol in #lab (alice's), then bob's daemon stopped."""
+    alice, bob, carol = lab_of_three(cluster)
     bob.stop()
     wait_until(lambda: not alice.online("bob") and not carol.online("bob"), what="bob offline")
     return alice, bob, carol
@@ -134,12 +140,7 @@ def test_a_blocked_former_contact_does_not_reach_a_member_through_the_room(clust
     through bob (room sync), and carol drops it there too (trust.block: nothing stored
     from the key), while bob, who did not block it, shows it; bob's own messages still
     reach carol."""
-    n = mesh(cluster, "alice", "bob", "carol")
-    alice, bob, carol = n["alice"], n["bob"], n["carol"]
-    alice.call("rooms.create", {"name": "lab", "members": ["bob", "carol"]})
-    accept([bob, carol], "lab")
-    for node in n.values():
-        wait_until(lambda: joined_names(node, "lab") == ["alice", "bob", "carol"], what=f"{node.name} sees #lab")
+    alice, bob, carol = lab_of_three(cluster)
     carol.cli("trust", "block", "alice")
     wait_until(lambda: not carol.online("alice"), timeout=20, what="carol's session with alice ends")
 
